@@ -1,0 +1,41 @@
+"""What a snippet (or a notebook) may call while it is recorded: ``gradwalk.log`` and friends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .events import MetricLogged
+from .source import snippet_frames
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["detail_next_step", "log", "set_current"]
+
+_current: Recorder | None = None
+
+
+def set_current(rec: Recorder | None) -> None:
+    """Make ``rec`` the recorder that :func:`log` reports to (``None``: nothing records)."""
+    global _current
+    _current = rec
+
+
+def log(name: str, value: float, step: int | None = None) -> None:
+    """Log a metric (e.g. validation accuracy) to the charts; a no-op when not recorded.
+
+    >>> log("val_acc", 0.93)   # outside a recording: does nothing
+    """
+    rec = _current
+    if rec is None:
+        return
+    _, line, _ = snippet_frames()
+    rec.emit(MetricLogged.model_construct(name=str(name)[:100], value=float(value), step=step, line=line))
+
+
+def detail_next_step() -> None:
+    """Record the next optimizer step (tape, graph, backward walk) in full detail."""
+    rec = _current
+    if rec is not None:
+        rec.training.marked = True
+        rec.set_detail(True)

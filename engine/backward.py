@@ -1,0 +1,138 @@
+"""Observe each backward walk: the nodes in the engine's real order, and every ``+=`` into ``.grad``.
+
+Every recorded node gets a pre-hook and a post-hook (see NOTE [Node ids] in graph.py).
+The post-hook fires right after the engine runs the node, so the order of the
+``node_executed`` events is the engine's order. An ``AccumulateGrad`` node's pre-hook
+reads the leaf's ``.grad`` before the engine adds to it; its post-hook reads it after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .events import BackwardFinished, BackwardStarted, GradAccumulated, NodeExecuted, Value
+
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
+
+    from .recorder import Recorder
+
+__all__ = ["BackwardTracker"]
+
+
+class BackwardTracker:
+    """Backward calls, node hooks, and the last scalar loss (for training metrics)."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._handles: list[RemovableHandle] = []
+        self.calls = 0
+        self.current: int | None = None
+        self._step = 0
+        self._before: dict[int, Value | None] = {}
+        self.last_loss: float | None = None
+        self.first_backward_line: int | None = None
+
+    def watch(self, node: Any, nid: int) -> None:
+        """Hook ``node`` (id ``nid``) so its execution is recorded."""
+        is_acc = type(node).__name__ == "AccumulateGrad"
+        rec = self._rec
+
+        def post(grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]) -> None:
+            if not rec.active or self.current is None:
+                return
+            v = rec.value_or_none
+            step = self._step
+            self._step += 1
+            rec.emit(NodeExecuted.model_construct(backward=self.current, step=step, node=nid,
+                                                  grad_in=[v(g) for g in grad_outputs],
+                                                  grad_out=[v(g) for g in grad_inputs]))
+            if is_acc:
+                leaf = node.variable
+                tid = rec.tensors.ensure(leaf)
+                rec.emit(GradAccumulated.model_construct(
+                    backward=self.current, step=step, tensor=tid, node=nid, before=self._before.pop(nid, None),
+                    added=v(grad_outputs[0]) if grad_outputs else None, after=v(leaf.grad)))
+
+        self._handles.append(node.register_hook(post))
+        if is_acc:
+            def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
+                if rec.active and self.current is not None:
+                    self._before[nid] = rec.value_or_none(node.variable.grad)
+
+            self._handles.append(node.register_prehook(pre))
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+    def run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call a backward function ``fn`` (from the tape mode), recording the walk around it."""
+        rec = self._rec
+        roots, seeds, retain, create = _backward_args(api, args, kwargs)
+        index = self.calls
+        self.calls += 1
+        if len(roots) == 1 and roots[0].numel() == 1:
+            try:
+                self.last_loss = float(roots[0].detach())
+            except (RuntimeError, ValueError):
+                self.last_loss = None
+        frame, line, _ = rec.where()
+        if index == 0:
+            self.first_backward_line = line
+        if not rec.detail:
+            return fn(*args, **kwargs)
+        root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
+        for t in roots:
+            rec.tensors.name_from(t, frame)
+        seed_values = [rec.value_or_none(s) if s is not None else
+                       (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
+                       for r, s in zip(roots, seeds, strict=False)]
+        rec.emit(BackwardStarted.model_construct(index=index, api=api, roots=root_ids, seed=seed_values,
+                                                 retain_graph=retain, create_graph=create, line=line))
+        self.current, self._step = index, 0
+        ok = False
+        try:
+            result = fn(*args, **kwargs)
+            ok = True
+            return result
+        finally:
+            executed = self._step
+            self.current = None
+            self._before.clear()
+            rec.emit(BackwardFinished.model_construct(index=index, nodes_executed=executed,
+                                                      graph_freed=ok and not retain, ok=ok))
+            rec.report_memory(line)
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, torch.Tensor):
+        return [x]
+    return list(x)
+
+
+def _backward_args(api: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[list[torch.Tensor], list[torch.Tensor | None], bool, bool]:
+    """Normalise the arguments of the three backward entry points."""
+    if api == "Tensor.backward":
+        names = ["self", "gradient", "retain_graph", "create_graph", "inputs"]
+        root_key, seed_key = "self", "gradient"
+    elif api == "autograd.backward":
+        names = ["tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"]
+        root_key, seed_key = "tensors", "grad_tensors"
+    else:
+        names = ["outputs", "inputs", "grad_outputs", "retain_graph", "create_graph"]
+        root_key, seed_key = "outputs", "grad_outputs"
+    bound = dict(zip(names, args, strict=False))
+    bound.update(kwargs)
+    roots = _as_list(bound.get(root_key))
+    seeds = _as_list(bound.get(seed_key)) or [None] * len(roots)
+    create = bool(bound.get("create_graph") or False)
+    retain = bound.get("retain_graph")
+    return roots, seeds, bool(create if retain is None else retain), create

@@ -1,0 +1,86 @@
+"""Count the bytes held by tensors saved for backward, as they are packed and freed.
+
+# NOTE [Saved-tensor accounting]
+A ``saved_tensors_hooks`` pack hook wraps each saved tensor in a small holder whose
+``__del__`` runs when autograd releases it (after ``backward()`` frees the graph, or when
+the graph is garbage). The holder keeps a ``detach()``-ed alias, not the output itself,
+so no reference cycle through ``grad_fn`` is created. Storages are counted once however
+many nodes save them, which is what the graph really holds in memory.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch.autograd.graph import saved_tensors_hooks
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["SavedMemory"]
+
+
+class _Held:
+    __slots__ = ("__weakref__", "key", "owner", "tensor")
+
+    def __init__(self, tensor: torch.Tensor, key: tuple[int, int], owner: SavedMemory) -> None:
+        self.tensor = tensor
+        self.key = key
+        self.owner = owner
+
+    def __del__(self) -> None:
+        self.owner._release(self.key)
+
+
+class SavedMemory:
+    """Live total of distinct storages saved for backward (``saved_bytes``)."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._storages: dict[tuple[int, int], list[int]] = {}
+        self.saved_bytes = 0
+        self.reported = 0
+        self._ctx: saved_tensors_hooks | None = None
+        self.active = False
+
+    def install(self) -> None:
+        self.active = True
+        self._ctx = saved_tensors_hooks(self._pack, self._unpack)
+        self._ctx.__enter__()
+
+    def remove(self) -> None:
+        self.active = False
+        if self._ctx is not None:
+            self._ctx.__exit__(None, None, None)
+            self._ctx = None
+
+    def _pack(self, t: torch.Tensor) -> object:
+        if not self.active:
+            return t
+        try:
+            storage = t.untyped_storage()
+            key = (storage.data_ptr(), t.device.index if t.device.index is not None else -1)
+            nbytes = storage.nbytes()
+        except (RuntimeError, NotImplementedError):
+            return t
+        entry = self._storages.get(key)
+        if entry is None:
+            self._storages[key] = [1, nbytes]
+            self.saved_bytes += nbytes
+        else:
+            entry[0] += 1
+        return _Held(t.detach(), key, self)
+
+    @staticmethod
+    def _unpack(held: object) -> torch.Tensor:
+        return held.tensor if isinstance(held, _Held) else held  # type: ignore[return-value]
+
+    def _release(self, key: tuple[int, int]) -> None:
+        entry = self._storages.get(key)
+        if entry is None:
+            return
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self._storages[key]
+            self.saved_bytes -= entry[1]

@@ -1,0 +1,107 @@
+"""Track which ``nn.Module`` is running, and the names of modules and parameters.
+
+Global forward hooks keep a stack of running modules. The outermost module gets the
+snippet variable it is bound to (``net``); submodules get their registered path
+(``net.fc1``); a module kept in a plain Python list, which ``nn.Module`` does not
+register, is still found through its parent's attributes (``net.layers[0]``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as _module_mod
+
+from .source import find_name, snippet_frames
+
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
+
+    from .recorder import Recorder
+
+__all__ = ["ModuleTracker"]
+
+
+class ModuleTracker:
+    """The running-module stack and the names of modules and parameters."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._stack: list[nn.Module] = []
+        self._paths: dict[int, str] = {}
+        self._params: dict[int, tuple[str, str]] = {}
+        self._roots: dict[int, str] = {}
+        self._handles: list[RemovableHandle] = []
+        self.modules: dict[int, nn.Module] = {}
+
+    def install(self) -> None:
+        self._handles.append(_module_mod.register_module_forward_pre_hook(self._pre))
+        self._handles.append(_module_mod.register_module_forward_hook(self._post, always_call=True))
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+    @property
+    def current_path(self) -> str | None:
+        """The path of the innermost running module, or ``None`` outside any module."""
+        return self._paths.get(id(self._stack[-1])) if self._stack else None
+
+    @property
+    def current(self) -> nn.Module | None:
+        return self._stack[-1] if self._stack else None
+
+    def path_of(self, module: nn.Module) -> str | None:
+        return self._paths.get(id(module))
+
+    def param_name(self, p: torch.Tensor) -> tuple[str | None, str | None]:
+        """Return ``(qualified name, name inside its root module)`` of a parameter."""
+        return self._params.get(id(p), (None, None))
+
+    def name_root(self, module: nn.Module, root_name: str) -> None:
+        """Register ``module`` and all it contains under the snippet name ``root_name``."""
+        if id(module) in self._roots:
+            return
+        self._roots[id(module)] = root_name
+        for sub_name, sub in module.named_modules():
+            self._paths.setdefault(id(sub), f"{root_name}.{sub_name}" if sub_name else root_name)
+            self.modules[id(sub)] = sub
+        for p_name, p in module.named_parameters():
+            self._params.setdefault(id(p), (f"{root_name}.{p_name}", p_name))
+
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        if id(module) not in self._paths:
+            if self._stack:
+                parent = self._stack[-1]
+                parent_path = self._paths.get(id(parent), type(parent).__name__)
+                self._name_child(parent, module, parent_path)
+            else:
+                frame, _, _ = snippet_frames()
+                self.name_root(module, find_name(module, frame) or type(module).__name__)
+        self._stack.append(module)
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._stack and self._stack[-1] is module:
+            self._stack.pop()
+
+    def _name_child(self, parent: nn.Module, module: nn.Module, parent_path: str) -> None:
+        attr = None
+        for key, value in vars(parent).items():
+            if isinstance(value, list | tuple):
+                for i, item in enumerate(value):
+                    if item is module:
+                        attr = f"{key}[{i}]"
+                        break
+            if attr:
+                break
+        path = f"{parent_path}.{attr or type(module).__name__}"
+        root_name, _, rel = path.partition(".")
+        for sub_name, sub in module.named_modules():
+            sub_path = f"{path}.{sub_name}" if sub_name else path
+            self._paths.setdefault(id(sub), sub_path)
+            self.modules[id(sub)] = sub
+        for p_name, p in module.named_parameters():
+            self._params.setdefault(id(p), (f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name))

@@ -1,0 +1,211 @@
+"""The recorder: one run's state, the event sink, and the parts that observe PyTorch.
+
+``Recorder`` is a context manager. Entering it installs every hook (module hooks,
+saved-tensor hooks, optimizer hooks, the tape mode); leaving it removes them all, in a
+``finally``, whatever the snippet did. Parts reach each other through the recorder
+(``rec.tensors``, ``rec.graph`` ...) and send events only through :meth:`Recorder.emit`,
+which numbers them and enforces the event cap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+import torch
+
+from .backward import BackwardTracker
+from .events import Counts, Event, LimitReached, Limits, MemoryChanged, OpRecorded, TensorFinal, Value
+from .graph import GraphRecorder
+from .memory import SavedMemory
+from .modules import ModuleTracker
+from .source import snippet_frames
+from .tape import TapeMode, op_names
+from .tensors import TensorTable
+from .training import TrainingTracker
+from .values import to_value
+
+__all__ = ["Recorder", "Sink"]
+
+Sink = Callable[[Event], None]
+_RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
+
+
+class Recorder:
+    """Record one run into ``sink``. Not reentrant; one recorder per run."""
+
+    def __init__(self, sink: Sink, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self._sink = sink
+        self.seq = 0
+        self.dropped_events = 0
+        self.t0 = time.perf_counter()
+        self.active = False
+        self.detail = True
+        self.values = True
+        self.muted = 0
+        self.in_optimizer = False
+        self.watch_light = False
+        self.ops = 0
+        self.dropped_ops = 0
+        self.tensors = TensorTable(self)
+        self.graph = GraphRecorder(self)
+        self.backward = BackwardTracker(self)
+        self.memory = SavedMemory(self)
+        self.modules = ModuleTracker(self)
+        self.training = TrainingTracker(self)
+        self._mode: TapeMode | None = None
+
+    # --- events ---------------------------------------------------------------------
+
+    def emit(self, event: Any, *, closing: bool = False) -> None:
+        """Number ``event`` and hand it to the sink, unless the event cap is reached.
+
+        ``closing`` events (the run's end) may use the room reserved under the cap.
+        """
+        cap = self.limits.max_events - (0 if closing else _RESERVED_EVENTS)
+        if self.seq >= cap:
+            if self.dropped_events == 0 and not closing:
+                self._send(LimitReached.model_construct(
+                    what="events", cap=self.limits.max_events,
+                    message=f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept"))
+            self.dropped_events += 1
+            return
+        self._send(event)
+
+    def _send(self, event: Any) -> None:
+        event.seq = self.seq
+        event.t = round(time.perf_counter() - self.t0, 6)
+        self.seq += 1
+        self._sink(event)
+
+    def counts(self) -> Counts:
+        return Counts(ops=self.ops, nodes=self.graph.count + self.graph.dropped, tensors=self.tensors.count,
+                      backward_calls=self.backward.calls, optimizer_steps=self.training.total_steps,
+                      events=self.seq + self.dropped_events + 1, dropped_ops=self.dropped_ops,
+                      dropped_nodes=self.graph.dropped, dropped_events=self.dropped_events)
+
+    # --- helpers for the parts --------------------------------------------------------
+
+    def where(self) -> tuple[FrameType | None, int | None, int | None]:
+        return snippet_frames()
+
+    def value_or_none(self, t: torch.Tensor | None) -> Value | None:
+        if t is None or not self.values:
+            return None
+        return to_value(t, self.limits.max_value_elements)
+
+    @contextmanager
+    def mute(self) -> Iterator[None]:
+        """Run gradwalk's own tensor work without recording it."""
+        self.muted += 1
+        try:
+            yield
+        finally:
+            self.muted -= 1
+
+    def set_detail(self, on: bool) -> None:
+        self.detail = on
+
+    def grad_mode(self) -> str:
+        if torch.is_inference_mode_enabled():
+            return "inference_mode"
+        return "grad" if torch.is_grad_enabled() else "no_grad"
+
+    # --- the tape -----------------------------------------------------------------------
+
+    def on_op(self, func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
+        """Record one op: its tensors, the nodes it created, and the memory it saved."""
+        index = self.ops
+        self.ops += 1
+        if index >= self.limits.max_ops:
+            if self.dropped_ops == 0:
+                self.emit(LimitReached.model_construct(
+                    what="ops", cap=self.limits.max_ops,
+                    message=f"ops past {self.limits.max_ops} are counted, not recorded"))
+            self.dropped_ops += 1
+            return
+        short, api, inplace = op_names(func)
+        frame, line, top_line = snippet_frames()
+        tensors = self.tensors
+        in_ids = [tensors.ensure(t, line=line, frame=frame) for t in inputs]
+        input_objs = {id(t) for t in inputs}
+        mode = self.grad_mode()
+        path = self.modules.current_path
+        pending = self.graph.discover(outputs) if mode == "grad" else []
+        out_ids = [tensors.ensure(t, op=index, line=line, fresh=inplace or id(t) in input_objs)
+                   for t in outputs]
+        if pending:
+            by_ptr: dict[tuple[int, tuple[int, ...]], int] = {}
+            for t, tid in zip((*inputs, *outputs), (*in_ids, *out_ids), strict=True):
+                if t.layout == torch.strided:
+                    by_ptr[(t.data_ptr(), tuple(t.shape))] = tid
+            self.graph.set_outputs({id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True)
+                                    if t.grad_fn is not None})
+            self.graph.emit(pending, index, line, path, by_ptr)
+        self.emit(OpRecorded.model_construct(
+            index=index, name=short, api=api, inputs=in_ids, outputs=out_ids, line=line, top_line=top_line,
+            module_path=path, grad_mode=mode, inplace=inplace or bool(input_objs & {id(t) for t in outputs}),
+            nodes=[nid for _, nid in pending]))
+        if self.memory.saved_bytes != self.memory.reported:
+            self.report_memory(line)
+
+    def light_op(self, func: Any, args: tuple[Any, ...], result: Any) -> None:
+        """Hook for cheap observers while full detail is off (pitfall detectors)."""
+
+    def report_memory(self, line: int | None) -> None:
+        now = self.memory.saved_bytes
+        delta = now - self.memory.reported
+        if delta == 0:
+            return
+        self.memory.reported = now
+        cuda = torch.cuda.memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        self.emit(MemoryChanged.model_construct(saved_bytes=now, delta=delta, cuda_allocated=cuda, line=line))
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def __enter__(self) -> Recorder:
+        self.active = True
+        try:
+            self.modules.install()
+            self.memory.install()
+            self.training.install()
+            self._mode = TapeMode(self)
+            self._mode.__enter__()
+        except BaseException:
+            self._uninstall()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._uninstall()
+
+    def _uninstall(self) -> None:
+        self.active = False
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(None, None, None)
+                self._mode = None
+        finally:
+            try:
+                self.memory.remove()
+            finally:
+                self.modules.remove()
+                self.training.remove()
+                self.backward.remove()
+
+    def finish(self, scope: dict[str, Any]) -> None:
+        """Name what ``scope`` still binds and emit the final state of named leaves."""
+        with self.mute():
+            self.tensors.name_all(scope)
+            for tid, name in self.tensors.final_leaves():
+                t = self.tensors.tensor(tid)
+                if t is None:
+                    continue
+                self.emit(TensorFinal.model_construct(id=tid, name=name, value=self.value_or_none(t),
+                                                      grad=self.value_or_none(t.grad)), closing=True)
+        self.tensors.forget_attrs()
+        self.graph.forget()

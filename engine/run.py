@@ -1,0 +1,125 @@
+"""Run a snippet under the recorder and turn everything it does into events.
+
+This is the engine's entry point: :func:`record` returns a whole :class:`Trace`;
+:func:`record_stream` hands each event to a sink as it happens (the worker uses it to
+stream a run live). Both run the snippet in this process: isolation is the runner's job.
+"""
+
+from __future__ import annotations
+
+import builtins
+import platform
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import api
+from .events import ErrorRaised, Event, Limits, RunFinished, RunStarted, RunStatus, Trace
+from .output import CapturedOutput
+from .recorder import Recorder
+from .source import SNIPPET_FILENAME
+
+__all__ = ["record", "record_stream"]
+
+
+def record(source: str, *, device: str = "cpu", limits: Limits | None = None,
+           filename: str = "snippet.py") -> Trace:
+    """Run ``source`` with real PyTorch and return its trace.
+
+    The snippet runs as a script (``__name__ == "__main__"``) with the variable ``device``
+    set, ``torch`` and Python's ``random`` seeded with 0, and its output captured.
+
+    >>> trace = record("import torch\\nx = torch.tensor(2.5, requires_grad=True)\\n"
+    ...                "y = x**3 - 4*x\\ny.backward()\\n")
+    >>> [e.value.flat for e in trace.events if e.type == "tensor_final"]
+    [[2.5]]
+    >>> [e.grad.flat for e in trace.events if e.type == "tensor_final"]
+    [[14.75]]
+    """
+    events: list[Event] = []
+    record_stream(source, events.append, device=device, limits=limits, filename=filename)
+    return Trace(source=source, events=events)
+
+
+def record_stream(source: str, sink: Callable[[Event], None], *, device: str = "cpu",
+                  limits: Limits | None = None, filename: str = "snippet.py") -> RunStatus:
+    """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
+
+    Always ends with exactly one ``run_finished`` event. An exception in the snippet becomes
+    an ``error`` event (status ``error``); an exception raised by ``sink`` propagates.
+    """
+    limits = limits or Limits()
+    rec = Recorder(sink, limits)
+    rec.emit(RunStarted.model_construct(
+        source=source, filename=filename, device=device, torch_version=torch.__version__,
+        python_version=platform.python_version(), cuda_available=torch.cuda.is_available(), limits=limits,
+        schema_version=1), closing=True)
+    started = time.perf_counter()
+    status: RunStatus = "ok"
+    message = ""
+    try:
+        code = compile(source, SNIPPET_FILENAME, "exec")
+    except SyntaxError as exc:
+        rec.emit(ErrorRaised.model_construct(exc_type=type(exc).__name__, message=str(exc.msg), line=exc.lineno,
+                                             traceback=f"line {exc.lineno}: {exc.msg}", hint=None), closing=True)
+        _finish(rec, "error", f"SyntaxError: {exc.msg}", started)
+        return "error"
+    scope: dict[str, Any] = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins,
+                             "device": device}
+    torch.manual_seed(0)
+    random.seed(0)
+    out = CapturedOutput(rec, limits.max_output_bytes)
+    api.set_current(rec)
+    try:
+        with out, rec:
+            exec(code, scope)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            status, message = "error", f"SystemExit: {exc.code}"
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            status, message = "cancelled", "interrupted"
+        else:
+            status = "error"
+            message = f"{type(exc).__name__}: {exc}"
+        _emit_error(rec, exc)
+    finally:
+        api.set_current(None)
+    rec.finish(scope)
+    _finish(rec, status, message, started)
+    return status
+
+
+def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> None:
+    rec.emit(RunFinished.model_construct(status=status, message=message[:2000],
+                                         duration_s=round(time.perf_counter() - started, 6), counts=rec.counts()),
+             closing=True)
+
+
+def _emit_error(rec: Recorder, exc: BaseException) -> None:
+    tb = exc.__traceback__
+    line = None
+    frames = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+            line = tb.tb_lineno
+            frames.append(tb)
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
+        line = exc.lineno
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = "\n".join(ln for ln in text.splitlines() if "site-packages" not in ln and "/engine/" not in ln)
+    text = text.replace(SNIPPET_FILENAME, "snippet.py")
+    from .explain import explain_error
+
+    with rec.mute():
+        hint = explain_error(exc, rec, line)
+    rec.emit(ErrorRaised.model_construct(exc_type=type(exc).__name__, message=str(exc)[:4000], line=line,
+                                         traceback=text[-8000:], hint=hint), closing=True)
+    del frames
+    sys.last_value = None

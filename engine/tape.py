@@ -1,0 +1,103 @@
+"""Record the forward tape: every tensor operation at the Python API level, in order.
+
+A ``TorchFunctionMode`` sees each call to ``torch.*``, tensor methods and operators,
+``torch.nn.functional`` and factory functions before PyTorch dispatches it. While the mode
+handles one call it is disabled, so an op that calls other ops inside (``F.cross_entropy``
+-> ``log_softmax`` + ``nll_loss``) is recorded once, with every node it created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["TapeMode", "op_names"]
+
+_BACKWARD_APIS = {"backward": "autograd.backward", "grad": "autograd.grad"}
+_INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__ipow__",
+                    "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
+_api_cache: dict[Any, tuple[str, str, bool]] = {}
+
+
+def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
+    """Return ``(short name, api name, in-place)`` for a function the mode saw."""
+    cached = _api_cache.get(func)
+    if cached is not None:
+        return cached
+    raw = getattr(func, "__name__", None) or repr(func)
+    qual = getattr(func, "__qualname__", raw)
+    module = getattr(func, "__module__", None) or ""
+    owner = qual.rsplit(".", 1)[0] if "." in qual else ""
+    if owner in ("TensorBase", "Tensor"):
+        api = f"Tensor.{raw}"
+    elif owner == "_VariableFunctionsClass" or module == "torch":
+        api = f"torch.{raw}"
+    elif module == "torch.nn.functional":
+        api = f"F.{raw}"
+    elif module.startswith("torch.") and owner == "":
+        api = f"{module.removeprefix('torch.')}.{raw}"
+    else:
+        api = qual
+    inplace = raw in _INPLACE_DUNDERS or (raw.endswith("_") and not raw.endswith("__"))
+    short = raw.strip("_")
+    if raw.startswith("__i") and raw in _INPLACE_DUNDERS and raw != "__setitem__":
+        short = raw[3:-2] + "_"
+    result = (short or raw, api, inplace)
+    try:
+        _api_cache[func] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            if isinstance(item, torch.Tensor):
+                out.append(item)
+            elif isinstance(item, list | tuple):
+                _tensors_in(item, out)
+
+
+class TapeMode(TorchFunctionMode):
+    """The mode that feeds every op of the snippet to the recorder."""
+
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__()
+        self._rec = rec
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        rec = self._rec
+        if rec.muted:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in ("__get__", "__set__"):
+            return func(*args, **kwargs)
+        if func is torch.Tensor.backward:
+            return rec.backward.run("Tensor.backward", func, args, kwargs)
+        if name in _BACKWARD_APIS and getattr(func, "__module__", "") == "torch.autograd":
+            return rec.backward.run(_BACKWARD_APIS[name], func, args, kwargs)
+        if rec.in_optimizer or not rec.detail:
+            result = func(*args, **kwargs)
+            if rec.watch_light:
+                rec.light_op(func, args, result)
+            return result
+        result = func(*args, **kwargs)
+        outputs: list[torch.Tensor] = []
+        _tensors_in(result, outputs)
+        if outputs:
+            inputs: list[torch.Tensor] = []
+            _tensors_in(args, inputs)
+            if kwargs:
+                _tensors_in(tuple(kwargs.values()), inputs)
+            rec.on_op(func, inputs, outputs)
+        return result

@@ -1,0 +1,134 @@
+"""Give tensors small stable ids and introduce each one to the trace once.
+
+An id is stored on the tensor object itself (``_gradwalk_id``) and checked against a weak
+registry, so a copied tensor that carries the attribute along is still told apart. An
+in-place op makes a new version of a tensor: the object gets a fresh id, so every id in
+a trace names one value.
+"""
+
+from __future__ import annotations
+
+import weakref
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import torch
+
+from .events import TensorIntroduced, TensorNamed
+from .source import find_name
+from .values import to_value
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["TensorTable"]
+
+_ATTR = "_gradwalk_id"
+
+
+class TensorTable:
+    """Ids, names and introductions of the tensors one run has touched."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
+        self.names: dict[int, str] = {}
+        self._scanned: set[int] = set()
+        self.count = 0
+
+    def known(self, t: torch.Tensor) -> int | None:
+        """Return ``t``'s id if it was introduced in this run, else ``None``."""
+        tid = t.__dict__.get(_ATTR)
+        if tid is not None:
+            ref = self._refs.get(tid)
+            if ref is not None and ref() is t:
+                return tid
+        return None
+
+    def ensure(self, t: torch.Tensor, *, op: int | None = None, line: int | None = None,
+               frame: FrameType | None = None, fresh: bool = False) -> int:
+        """Return ``t``'s id, introducing it (one ``tensor`` event) the first time.
+
+        ``fresh=True`` forces a new id, for the new version an in-place op made.
+        """
+        tid = None if fresh else self.known(t)
+        if tid is not None:
+            if tid not in self._scanned and frame is not None:
+                self._scanned.add(tid)
+                if tid not in self.names:
+                    name = find_name(t, frame)
+                    if name is not None:
+                        self.names[tid] = name
+                        self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=None))
+            return tid
+        tid = self.count
+        self.count += 1
+        try:
+            t.__dict__[_ATTR] = tid
+        except (AttributeError, TypeError):
+            pass
+        self._refs[tid] = weakref.ref(t)
+        rec = self._rec
+        name, param_name = rec.modules.param_name(t) if isinstance(t, torch.nn.Parameter) else (None, None)
+        if name is None and op is None and frame is not None:
+            self._scanned.add(tid)
+            name = find_name(t, frame)
+        if name is not None:
+            self.names[tid] = name
+        grad_fn = t.grad_fn
+        rec.emit(TensorIntroduced.model_construct(
+            id=tid, name=name, param_name=param_name, shape=list(t.shape), dtype=str(t.dtype).removeprefix("torch."),
+            device=str(t.device), requires_grad=t.requires_grad, is_leaf=t.is_leaf,
+            is_param=isinstance(t, torch.nn.Parameter),
+            grad_fn=rec.graph.node_id(grad_fn) if grad_fn is not None else None,
+            op=op, line=line, value=to_value(t, rec.limits.max_value_elements) if rec.values else None,
+        ))
+        return tid
+
+    def name_from(self, t: torch.Tensor, frame: FrameType | None) -> None:
+        """Name ``t`` from a variable in ``frame`` if it has no name yet."""
+        tid = self.known(t)
+        if tid is None or tid in self.names:
+            return
+        name = find_name(t, frame)
+        if name is not None:
+            self.names[tid] = name
+            self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=None))
+
+    def name_all(self, scope: dict[str, object]) -> None:
+        """Name every still unnamed tensor bound in ``scope`` (run at the end of a snippet)."""
+        for key, value in list(scope.items()):
+            if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                tid = self.known(value)
+                if tid is not None and tid not in self.names:
+                    self.names[tid] = key
+                    self._rec.emit(TensorNamed.model_construct(id=tid, name=key, param_name=None))
+
+    def final_leaves(self, most: int = 200) -> list[tuple[int, str]]:
+        """Return ``(id, name)`` of named leaves that require grad and are still alive.
+
+        Of several versions of one tensor object only the newest is listed.
+        """
+        found: list[tuple[int, str]] = []
+        seen: set[int] = set()
+        for tid in sorted(self.names, reverse=True):
+            t = self.tensor(tid)
+            if t is None or id(t) in seen or not (t.requires_grad and t.is_leaf):
+                continue
+            seen.add(id(t))
+            found.append((tid, self.names[tid]))
+            if len(found) >= most:
+                break
+        return sorted(found)
+
+    def tensor(self, tid: int) -> torch.Tensor | None:
+        """Return the live tensor with id ``tid``, or ``None`` once it is gone."""
+        ref = self._refs.get(tid)
+        return ref() if ref is not None else None
+
+    def forget_attrs(self) -> None:
+        """Remove the id attribute from every tensor still alive (end of recording)."""
+        for ref in self._refs.values():
+            t = ref()
+            if t is not None:
+                t.__dict__.pop(_ATTR, None)

@@ -1,0 +1,69 @@
+"""The ``gradwalk`` command: ``record`` a snippet, ``serve`` the app, ``export`` a page.
+
+Each subcommand lives with the package that owns it; this module only assembles them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _add_record(sub: Any) -> None:
+    p = sub.add_parser("record", help="run a snippet with real PyTorch and write its trace as JSON")
+    p.add_argument("snippet", type=Path, help="a Python file")
+    p.add_argument("-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (offered to the snippet as `device`)")
+    p.add_argument("--max-ops", type=int, default=None, help="ops recorded before the cap")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def _record(args: argparse.Namespace) -> int:
+    from engine.events import Limits
+    from engine.run import record
+    from engine.summary import summarize
+
+    if not args.snippet.is_file():
+        print(f"gradwalk record: no such file: {args.snippet}", file=sys.stderr)
+        return 2
+    limits = Limits() if args.max_ops is None else Limits(max_ops=args.max_ops)
+    trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
+    out = args.output or args.snippet.with_suffix(".trace.json")
+    out.write_text(trace.model_dump_json())
+    if not args.quiet:
+        print(summarize(trace))
+        print(f"trace written to {out}")
+    return 0 if trace.events[-1].status == "ok" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = argparse.ArgumentParser(prog="gradwalk", description="Watch PyTorch's autograd work.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_record(sub)
+    extra = _extra_commands()
+    for add, _ in extra.values():
+        add(sub)
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        return _record(args)
+    return int(extra[args.command][1](args) or 0)
+
+
+def _extra_commands() -> dict[str, Any]:
+    """Subcommands owned by the server (``serve``, ``export``): name -> (add_parser, run)."""
+    try:
+        from server.commands import COMMANDS
+    except ImportError:
+        return {}
+    return dict(COMMANDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+

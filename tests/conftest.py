@@ -1,0 +1,34 @@
+"""Shared fixtures: the worked cases, and strictness about skips in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES_DIR = ROOT / "server" / "examples"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def load_cases() -> list[dict[str, Any]]:
+    """The worked examples of ../shared/cases (copied into server/examples), with their answers."""
+    return json.loads((CASES_DIR / "cases.json").read_text())["cases"]
+
+
+def case_source(name: str) -> str:
+    return (CASES_DIR / name).read_text()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (runs on a GPU machine: bench/gpu_check.py)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
