@@ -70,7 +70,7 @@ class ModuleTracker:
             self._paths.setdefault(id(sub), f"{root_name}.{sub_name}" if sub_name else root_name)
             self.modules[id(sub)] = sub
         for p_name, p in module.named_parameters():
-            self._params.setdefault(id(p), (f"{root_name}.{p_name}", p_name))
+            self._add_param(p, f"{root_name}.{p_name}", p_name)
 
     def _pre(self, module: nn.Module, args: Any) -> None:
         if id(module) not in self._paths:
@@ -104,4 +104,10 @@ class ModuleTracker:
             self._paths.setdefault(id(sub), sub_path)
             self.modules[id(sub)] = sub
         for p_name, p in module.named_parameters():
-            self._params.setdefault(id(p), (f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name))
+            self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name)
+
+    def _add_param(self, p: torch.Tensor, name: str, param_name: str) -> None:
+        if id(p) in self._params:
+            return
+        self._params[id(p)] = (name, param_name)
+        self._rec.tensors.rename(p, name, param_name)

@@ -10,9 +10,10 @@ import sys
 from types import FrameType
 from typing import Any
 
-__all__ = ["SNIPPET_FILENAME", "find_name", "snippet_frames"]
+__all__ = ["SNIPPET_FILENAME", "find_name", "in_library_setup", "snippet_frames"]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
+_SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
 
 
 def snippet_frames() -> tuple[FrameType | None, int | None, int | None]:
@@ -32,6 +33,23 @@ def snippet_frames() -> tuple[FrameType | None, int | None, int | None]:
     if inner is None:
         return None, None, None
     return inner, inner.f_lineno, outer_line
+
+
+def in_library_setup() -> bool:
+    """Tell whether PyTorch is constructing a module (``nn.Linear.__init__`` and the like).
+
+    Ops that initialise a library layer's parameters are not the snippet's computation and
+    are left off the tape; the parameters appear when the snippet first uses them.
+    """
+    f: FrameType | None = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        if code.co_filename == SNIPPET_FILENAME:
+            return False
+        if code.co_name in _SETUP_FUNCTIONS and "torch" in code.co_filename:
+            return True
+        f = f.f_back
+    return False
 
 
 def find_name(obj: Any, frame: FrameType | None) -> str | None:

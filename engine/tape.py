@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .source import in_library_setup
+
 if TYPE_CHECKING:
     from .recorder import Recorder
 
@@ -94,7 +96,7 @@ class TapeMode(TorchFunctionMode):
         result = func(*args, **kwargs)
         outputs: list[torch.Tensor] = []
         _tensors_in(result, outputs)
-        if outputs:
+        if outputs and not in_library_setup():
             inputs: list[torch.Tensor] = []
             _tensors_in(args, inputs)
             if kwargs:

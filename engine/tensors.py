@@ -95,6 +95,14 @@ class TensorTable:
             self.names[tid] = name
             self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=None))
 
+    def rename(self, t: torch.Tensor, name: str, param_name: str | None = None) -> None:
+        """Give an already introduced tensor a (better) name, e.g. once its module is known."""
+        tid = self.known(t)
+        if tid is None or self.names.get(tid) == name:
+            return
+        self.names[tid] = name
+        self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=param_name))
+
     def name_all(self, scope: dict[str, object]) -> None:
         """Name every still unnamed tensor bound in ``scope`` (run at the end of a snippet)."""
         for key, value in list(scope.items()):

@@ -1,0 +1,118 @@
+"""Every worked case in server/examples/cases.json, read back from its recorded trace."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from tests.conftest import case_source, load_cases
+
+CASES = load_cases()
+
+
+def _close(got: Any, want: Any, tol: float = 1e-6) -> bool:
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(_close(g, w, tol) for g, w in zip(got, want))
+    if isinstance(got, list) and len(got) == 1:
+        got = got[0]
+    return isinstance(got, int | float) and math.isclose(got, want, rel_tol=tol, abs_tol=tol)
+
+
+@pytest.fixture(scope="module")
+def traces() -> dict[str, Any]:
+    return {}
+
+
+def _trace(traces: dict[str, Any], file: str) -> Any:
+    if file not in traces:
+        traces[file] = record(case_source(file), filename=file)
+    return traces[file]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_case(case: dict[str, Any], traces: dict[str, Any]) -> None:
+    trace = _trace(traces, case["file"])
+    finished = trace.events[-1]
+    assert finished.type == "run_finished"
+    if "error" in case:
+        want = case["error"]
+        errs = q.errors(trace)
+        assert len(errs) == 1, errs
+        assert errs[0].exc_type == want["type"]
+        assert errs[0].line == want["line"]
+        assert want["contains"] in errs[0].message
+        assert finished.status == "error"
+    else:
+        assert finished.status == "ok", finished.message
+    for name, want in case.get("grads", {}).items():
+        got = q.final_grads(trace)[name]
+        assert _close(got, want), (name, got, want)
+    if "backward_order" in case:
+        assert q.backward_order(trace, 0) == case["backward_order"]
+    for name, afters in case.get("accumulations", {}).items():
+        assert [a[2] for a in q.accumulations(trace, name)] == pytest.approx(afters)
+    for text in case.get("stdout_contains", []):
+        assert text in q.stdout(trace)
+    for name, want in case.get("final_params", {}).items():
+        got = q.final_values(trace)[name]
+        assert _close(got, want, case.get("tolerance", 1e-6)), (name, got, want)
+    if "optimizer_steps" in case:
+        assert len(q.optimizer_steps(trace)) == case["optimizer_steps"]
+        assert finished.counts.optimizer_steps == case["optimizer_steps"]
+    if "parameter_names" in case:
+        names = {e.param_name for e in trace.events if e.type in ("tensor", "tensor_named") and e.param_name}
+        assert names == set(case["parameter_names"])
+
+
+def test_accumulations_show_before_added_after(traces: dict[str, Any]) -> None:
+    trace = _trace(traces, "cubic_twice.py")
+    assert q.accumulations(trace, "x") == [(None, 14.75, 14.75), (14.75, 14.75, 29.5)]
+
+
+def test_backward_twice_error_names_the_first_backward(traces: dict[str, Any]) -> None:
+    err = q.errors(_trace(traces, "backward_twice_error.py"))[0]
+    assert err.hint and "line 5" in err.hint and "retain_graph" in err.hint
+
+
+def test_no_grad_op_is_recorded_without_nodes(traces: dict[str, Any]) -> None:
+    trace = _trace(traces, "no_grad_region.py")
+    ops = [e for e in trace.events if e.type == "op" and e.line == 6]
+    assert ops and all(op.grad_mode == "no_grad" and op.nodes == [] for op in ops)
+    graded = [e for e in trace.events if e.type == "op" and e.line == 7]
+    assert graded and all(op.grad_mode == "grad" and op.nodes for op in graded)
+
+
+def test_control_flow_records_only_the_branch_taken(traces: dict[str, Any]) -> None:
+    trace = _trace(traces, "control_flow.py")
+    node_names = set(q.node_names(trace).values())
+    assert "DivBackward0" in node_names
+    assert "ReluBackward0" not in node_names
+    assert not any(e.type == "op" and e.line == 10 for e in trace.events)
+
+
+def test_linear_records_every_node_it_creates(traces: dict[str, Any]) -> None:
+    trace = _trace(traces, "small_net.py")
+    nodes = q.node_names(trace)
+    linear_ops = [e for e in trace.events if e.type == "op" and e.name == "linear"]
+    assert linear_ops and linear_ops[0].module_path == "net.fc1"
+    created = {nodes[n] for n in linear_ops[0].nodes}
+    assert {"AddmmBackward0", "TBackward0"} <= created
+
+
+def test_cross_entropy_records_both_nodes() -> None:
+    trace = record("import torch\nimport torch.nn.functional as F\n"
+                   "logits = torch.randn(4, 3, requires_grad=True)\n"
+                   "loss = F.cross_entropy(logits, torch.tensor([0, 1, 2, 0]))\nloss.backward()\n")
+    nodes = q.node_names(trace)
+    ce = next(e for e in trace.events if e.type == "op" and e.name == "cross_entropy")
+    assert {"LogSoftmaxBackward0", "NllLossBackward0"} <= {nodes[n] for n in ce.nodes}
+    assert ce.api == "F.cross_entropy" and ce.line == 4
+
+
+def test_module_setup_ops_stay_off_the_tape(traces: dict[str, Any]) -> None:
+    trace = _trace(traces, "small_net.py")
+    assert not any(e.type == "op" and e.name in ("kaiming_uniform_", "uniform_", "empty") for e in trace.events)

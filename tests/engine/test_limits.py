@@ -1,0 +1,67 @@
+"""Caps on recording: the snippet keeps running, a limit event says what was dropped, counts stay exact."""
+
+from __future__ import annotations
+
+from engine import queries as q
+from engine import record
+from engine.events import Limits
+
+CHAIN = """
+import torch
+h = torch.tensor([0.5, -0.2], requires_grad=True)
+x = h
+for _ in range({n}):
+    x = torch.tanh(x * 1.01 + 0.1)
+x.sum().backward()
+print("done", h.grad.tolist())
+"""
+
+
+def test_a_2000_step_loop_records_in_full_within_default_limits() -> None:
+    trace = record(CHAIN.format(n=2000))
+    finished = trace.events[-1]
+    assert finished.status == "ok"
+    assert finished.counts.ops == 6002 and finished.counts.dropped_ops == 0
+    assert not q.events_of(trace, "limit")
+    assert len(q.events_of(trace, "node_executed")) == finished.counts.nodes
+    assert "done" in q.stdout(trace)
+
+
+def test_op_cap_drops_ops_but_the_snippet_finishes() -> None:
+    trace = record(CHAIN.format(n=100), limits=Limits(max_ops=50, max_nodes=40))
+    finished = trace.events[-1]
+    assert finished.status == "ok"
+    assert "done" in q.stdout(trace)
+    assert finished.counts.ops == 302
+    assert finished.counts.dropped_ops == 302 - 50
+    assert len(q.events_of(trace, "op")) == 50
+    assert {e.what for e in q.events_of(trace, "limit")} >= {"ops", "nodes"}
+    assert len(q.events_of(trace, "node")) == 40
+    assert finished.counts.nodes == finished.counts.dropped_nodes + 40
+    assert q.final_grads(trace)["h"] is not None
+
+
+def test_event_cap_keeps_the_closing_events() -> None:
+    trace = record(CHAIN.format(n=200), limits=Limits(max_events=300))
+    assert len(trace.events) <= 300
+    assert trace.events[-1].type == "run_finished"
+    assert trace.events[-1].counts.dropped_events > 0
+    assert [e.seq for e in trace.events] == list(range(len(trace.events)))
+    assert any(e.type == "limit" and e.what == "events" for e in trace.events)
+
+
+def test_large_tensors_travel_as_summaries() -> None:
+    trace = record("import torch\nw = torch.randn(100, 100, requires_grad=True)\n(w * 2).sum().backward()\n",
+                   limits=Limits(max_value_elements=64))
+    final = next(e for e in trace.events if e.type == "tensor_final")
+    assert final.value.kind == "summary" and final.value.numel == 10_000
+    assert final.grad.kind == "summary" and final.grad.min == final.grad.max == 2.0
+    assert sum(final.value.hist) == 10_000
+    assert len(trace.model_dump_json()) < 200_000
+
+
+def test_output_is_capped() -> None:
+    trace = record("for i in range(10000):\n    print('x' * 100)\n", limits=Limits(max_output_bytes=5000))
+    assert len(q.stdout(trace)) <= 5000
+    assert any(e.type == "limit" and e.what == "output" for e in trace.events)
+    assert trace.events[-1].status == "ok"

@@ -1,0 +1,76 @@
+"""A snippet behaves as a plain script: __main__, classes, functions, errors with their lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from engine import queries as q
+from engine import record
+
+
+def test_main_guard_classes_and_functions_work() -> None:
+    src = (
+        "import torch\n"
+        "class Box:\n    def __init__(self, v):\n        self.v = v\n"
+        "def square(t):\n    return t * t\n"
+        "if __name__ == '__main__':\n"
+        "    b = Box(torch.tensor(3.0, requires_grad=True))\n"
+        "    y = square(b.v)\n    y.backward()\n    print(b.v.grad.item(), device)\n"
+    )
+    trace = record(src)
+    assert trace.events[-1].status == "ok"
+    assert q.stdout(trace) == "6.0 cpu\n"
+    mul = next(e for e in trace.events if e.type == "op" and e.name == "mul")
+    assert mul.line == 6 and mul.top_line == 9
+
+
+def test_syntax_error_is_an_error_event_with_its_line() -> None:
+    trace = record("import torch\nx = (1,\ny = 2\n")
+    err = q.errors(trace)[0]
+    assert err.exc_type == "SyntaxError" and err.line in (2, 3)
+    assert trace.events[-1].status == "error"
+
+
+def test_exception_line_is_the_snippet_line() -> None:
+    trace = record("import torch\n\nx = torch.ones(3)\ny = x @ torch.ones(4)\n")
+    err = q.errors(trace)[0]
+    assert err.line == 4 and err.exc_type == "RuntimeError"
+    assert "snippet.py" in err.traceback and "site-packages" not in err.traceback
+
+
+def test_non_scalar_backward_gets_an_explanation() -> None:
+    trace = record("import torch\nx = torch.ones(3, requires_grad=True)\n(x * 2).backward()\n")
+    err = q.errors(trace)[0]
+    assert err.line == 3 and err.hint and "scalar" in err.hint
+
+
+def test_gradwalk_log_reaches_the_trace() -> None:
+    trace = record("import gradwalk\nfor i in range(3):\n    gradwalk.log('acc', i / 2, step=i)\n")
+    metrics = q.events_of(trace, "metric")
+    assert [(m.name, m.value, m.step, m.line) for m in metrics] == [("acc", 0.0, 0, 3), ("acc", 0.5, 1, 3),
+                                                                    ("acc", 1.0, 2, 3)]
+
+
+def test_hooks_are_removed_after_a_failing_run() -> None:
+    import torch
+
+    record("import torch\nx = torch.ones(2, requires_grad=True)\nraise ValueError('boom')\n")
+    assert torch._C._len_torch_function_stack() == 0
+    y = torch.ones(2, requires_grad=True)
+    (y * 3).sum().backward()
+    assert y.grad.tolist() == [3.0, 3.0]
+
+
+def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
+    snippet = tmp_path / "s.py"
+    snippet.write_text("import torch\nx = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()\n")
+    out = tmp_path / "t.json"
+    done = subprocess.run([sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "x.grad = 14.75" in done.stdout and "status: ok" in done.stdout
+    from engine.events import trace_adapter
+
+    trace = trace_adapter.validate_json(out.read_text())
+    assert trace.events[-1].status == "ok"
