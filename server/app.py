@@ -1,0 +1,106 @@
+"""The app factory: :func:`create_app` assembles settings, storage, workers and the routers.
+
+>>> from server.app import create_app
+>>> from server.settings import Settings
+>>> app = create_app(Settings(db=":memory:", workers=1))  # the pool starts in the lifespan
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from runner import SandboxUnavailable
+
+from .library import load_examples
+from .registry import RunRegistry
+from .routes import events, examples, health, pages, runs
+from .security import GuardMiddleware, RateLimiter, SecurityHeadersMiddleware
+from .settings import Settings
+from .storage import SqliteRunStore
+from .version import VERSION
+from .workers import start_pool
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("gradwalk.server")
+
+_DESCRIPTION = """Run PyTorch snippets in sandboxed workers and stream their autograd events.
+
+Create a run with `POST /api/runs`, then open the websocket `ws_url` it returns: each text
+frame is one event of `engine.events` (see the `Trace` schema), from `seq` 0 (or `?after=N`
+to resume) to `run_finished`. Send `{"command": "cancel"}` on the socket to stop a run.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the ASGI app; the worker pool and the store open in its lifespan.
+
+    Building the app is cheap and imports no torch; the workers (which do) start when the
+    server starts serving.
+    """
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = SqliteRunStore(
+            settings.db, max_runs=settings.retention_runs, max_bytes=settings.retention_bytes
+        )
+        try:
+            try:
+                pool = await start_pool(settings)
+            except SandboxUnavailable as exc:
+                app.state.startup_error = (
+                    f"{exc}. Bind to 127.0.0.1, or pass --allow-unsandboxed to run "
+                    "snippets without the sandbox."
+                )
+                raise
+            registry = RunRegistry(store, pool, app.state.examples)
+            ended = await registry.recover()
+            if ended:
+                log.warning("marked %d runs left unfinished by the last server as crashed", ended)
+            app.state.registry = registry
+            try:
+                yield
+            finally:
+                app.state.registry = None
+                await registry.close()
+                await registry.pool.close()
+        finally:
+            store.close()
+
+    app = FastAPI(
+        title="gradwalk",
+        version=VERSION,
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs" if settings.api_docs else None,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.examples = load_examples(settings.examples_dir)
+    app.state.limiter = RateLimiter(settings.rate_burst, settings.rate_per_s)
+    app.state.templates = Jinja2Templates(directory=str(settings.templates_dir))
+    app.state.registry = None
+    for module in (runs, events, examples, health, pages):
+        app.include_router(module.router)
+    if settings.static_dir.is_dir():
+        app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(
+        GuardMiddleware, allowed_hosts=settings.effective_allowed_hosts, max_body=settings.max_body_bytes
+    )
+    app.add_middleware(SecurityHeadersMiddleware, docs=settings.api_docs)
+    return app
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    # A bug must still answer in JSON, and must not leak a traceback to the client.
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse({"detail": "internal server error"}, status_code=500)

@@ -1,0 +1,161 @@
+"""Request and response models of the HTTP API, named by role (``RunCreate``, ``RunPublic``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.events import Counts
+
+from .live import LiveRun
+from .storage import RunRecord
+
+__all__ = [
+    "ErrorDetail",
+    "ExampleList",
+    "ExamplePublic",
+    "Health",
+    "LimitsPatch",
+    "RunCreate",
+    "RunList",
+    "RunPublic",
+    "RunState",
+    "RunSummary",
+    "run_public",
+    "run_summary",
+]
+
+RunState = Literal["queued", "running", "ok", "error", "timeout", "cancelled", "crashed", "limit"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LimitsPatch(_Request):
+    """Some of :class:`engine.events.Limits`; what is left out keeps the server's default.
+
+    Mirrors ``Limits`` field for field (``tests/server/test_models.py`` keeps them in step).
+    """
+
+    max_ops: int | None = Field(default=None, ge=0, description="ops recorded on the tape")
+    max_nodes: int | None = Field(default=None, ge=0, description="grad_fn nodes recorded")
+    max_events: int | None = Field(default=None, ge=100, description="events in one trace")
+    max_value_elements: int | None = Field(
+        default=None, ge=0, le=4096, description="tensors up to this size travel whole"
+    )
+    max_output_bytes: int | None = Field(default=None, ge=0, description="stdout+stderr kept")
+    detail_steps: int | None = Field(
+        default=None, ge=0, description="optimizer steps recorded in full detail at the start"
+    )
+    detail_every: int | None = Field(
+        default=None, ge=0, description="also record every k-th step in full (0: never)"
+    )
+    timeout_s: float | None = Field(default=None, gt=0, le=600, description="wall-clock limit (runner)")
+    memory_mb: int | None = Field(default=None, ge=256, le=65536, description="address-space limit (runner)")
+
+
+class RunCreate(_Request):
+    """A snippet to run. ``source`` is at most 100 kB of UTF-8 (the server may set less)."""
+
+    source: str = Field(max_length=100_000, description="the PyTorch snippet, run as a script")
+    device: Literal["cpu", "cuda"] = Field(default="cpu", description="offered to the snippet as `device`")
+    limits: LimitsPatch | None = Field(default=None, description="caps for this run; the server bounds them")
+
+    @field_validator("source")
+    @classmethod
+    def _encodable(cls, source: str) -> str:
+        if "\x00" in source:
+            raise ValueError("source contains a NUL character")
+        try:
+            source.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"source is not valid Unicode text ({exc.reason})") from None
+        return source
+
+
+class RunSummary(BaseModel):
+    """A run as listed: everything but its source."""
+
+    id: str
+    status: RunState
+    created_at: datetime
+    finished_at: datetime | None = None
+    device: str
+    title: str | None = None
+    message: str = Field(default="", description="why the run ended, when it did not end ok")
+    counts: Counts | None = None
+    event_count: int = Field(description="events so far (all of them once finished)")
+    ws_url: str = Field(description="websocket streaming this run's events")
+
+
+class RunPublic(RunSummary):
+    """A run with its source."""
+
+    source: str
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+
+
+class ExamplePublic(BaseModel):
+    id: str
+    title: str
+    summary: str
+    source: str
+    file: str
+
+
+class ExampleList(BaseModel):
+    examples: list[ExamplePublic]
+
+
+class Health(BaseModel):
+    ok: bool
+    workers: int
+    isolation: dict[str, bool]
+    cuda: bool
+    version: str
+    live_runs: int
+
+
+class ErrorDetail(BaseModel):
+    """Every 4xx answer: ``detail`` says what was wrong."""
+
+    detail: Any
+
+
+def _time(t: float | None) -> datetime | None:
+    return datetime.fromtimestamp(t, tz=timezone.utc) if t is not None else None
+
+
+def _fields(run: LiveRun | RunRecord) -> dict[str, Any]:
+    if isinstance(run, LiveRun):
+        status, count = run.status, len(run.frames)
+    else:
+        status, count = run.status, run.event_count
+    return {
+        "id": run.id,
+        "status": status,
+        "created_at": _time(run.created_at),
+        "finished_at": _time(run.finished_at),
+        "device": run.device,
+        "title": run.title,
+        "message": run.message,
+        "counts": Counts.model_validate(run.counts) if run.counts else None,
+        "event_count": count,
+        "ws_url": f"/api/runs/{run.id}/events",
+    }
+
+
+def run_summary(run: LiveRun | RunRecord) -> RunSummary:
+    """Describe a live or stored run without its source."""
+    return RunSummary(**_fields(run))
+
+
+def run_public(run: LiveRun | RunRecord) -> RunPublic:
+    """Describe a live or stored run with its source."""
+    return RunPublic(**_fields(run), source=run.source)

@@ -1,0 +1,176 @@
+"""``WS /api/runs/{id}/events``: a run's events, one JSON text frame each, live or stored.
+
+# NOTE [Websocket protocol]
+Query: ``after`` (default -1): the last ``seq`` the client has; the stream starts at
+``after + 1``, so a client that reconnects loses and repeats nothing. ``token``: the
+server's token, when viewing (or cancelling) needs one.
+
+Server -> client: each event exactly as ``event.model_dump_json()`` wrote it, in ``seq``
+order; after ``run_finished`` the server closes with 1000. Client -> server: the JSON text
+``{"command": "cancel"}``; anything else ends the stream with a close code and a reason,
+so that every frame the client receives is an event:
+
+* 1000 the run finished and every event was sent;
+* 1003 a binary frame; 1008 a frame that is not a valid command, or cancel without the token;
+* 1013 the viewer fell ``viewer_max_lag`` events behind a live run, or one send stalled for
+  ``viewer_send_timeout_s``: reconnect with ``?after=`` the last seq received;
+* 4400 a bad ``after``; 4401/4403 missing/wrong token; 4404 no such run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Literal
+
+from fastapi import APIRouter, WebSocket
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..deps import RegistryDep, SettingsDep
+from ..live import LiveRun
+from ..registry import RunRegistry
+from ..security import token_matches
+from ..settings import Settings
+
+__all__ = ["ClientCommand", "router"]
+
+router = APIRouter(tags=["runs"])
+
+_Close = tuple[int, str]
+
+
+class ClientCommand(BaseModel):
+    """The one message a client may send: ``{"command": "cancel"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: Literal["cancel"]
+
+
+@router.websocket("/api/runs/{run_id}/events")
+async def run_events(ws: WebSocket, run_id: str, registry: RegistryDep, settings: SettingsDep) -> None:
+    """Stream a run's events from ``after + 1`` (see NOTE [Websocket protocol])."""
+    # Accept first: a close before accepting reaches the client as a bare HTTP 403, no reason.
+    await ws.accept()
+    after_text = ws.query_params.get("after", "-1")
+    try:
+        after = int(after_text)
+    except ValueError:
+        after = -2
+    if after < -1:
+        await _close(ws, 4400, f"after must be an integer >= -1, not {after_text[:40]!r}")
+        return
+    token = ws.query_params.get("token")
+    authorized = settings.token is None or token_matches(token, settings.token)
+    if settings.token_for_viewing and not authorized:
+        await _close(ws, 4401 if token is None else 4403, "this server needs ?token= to view runs")
+        return
+    run = await _open(registry, run_id)
+    if run is None:
+        await _close(ws, 4404, f"no run with id {run_id[:64]!r}")
+        return
+    run.viewers += 1
+    try:
+        code, reason = await _serve(ws, run, registry, settings, after + 1, authorized)
+    finally:
+        run.viewers -= 1
+    if code:
+        await _close(ws, code, reason)
+
+
+async def _open(registry: RunRegistry, run_id: str) -> LiveRun | None:
+    live = registry.live.get(run_id)
+    if live is not None:
+        return live
+    stored = await registry.stored_frames(run_id) if len(run_id) <= 64 else None
+    if stored is None:
+        return None
+    rec, frames = stored
+    return LiveRun(
+        id=rec.id,
+        source=rec.source,
+        device=rec.device,
+        title=rec.title,
+        created_at=rec.created_at,
+        status=rec.status,
+        message=rec.message,
+        counts=rec.counts,
+        finished_at=rec.finished_at or rec.created_at,
+        frames=frames,
+    )
+
+
+async def _serve(
+    ws: WebSocket, run: LiveRun, registry: RunRegistry, settings: Settings, start: int, may_cancel: bool
+) -> _Close:
+    """Send and listen until one side is done; return the close to send (code 0: none)."""
+    progress = _Progress()
+    sender = asyncio.create_task(_send(ws, run, start, settings.viewer_max_lag, progress))
+    reader = asyncio.create_task(_read(ws, run, registry, may_cancel))
+    loop = asyncio.get_running_loop()
+    check_every = settings.viewer_send_timeout_s / 2
+    try:
+        while True:
+            done, _ = await asyncio.wait(
+                {sender, reader}, timeout=check_every, return_when=asyncio.FIRST_COMPLETED
+            )
+            if sender in done:
+                return sender.result() if not sender.exception() else (0, "")
+            if reader in done:
+                return reader.result() if not reader.exception() else (0, "")
+            since = progress.sending_since
+            if since is not None and loop.time() - since > settings.viewer_send_timeout_s:
+                return 1013, f"viewer stalled; reconnect with ?after={progress.cursor - 1}"
+    finally:
+        for task in (sender, reader):
+            task.cancel()
+        await asyncio.gather(sender, reader, return_exceptions=True)
+
+
+class _Progress:
+    """Where a viewer's sender is: the next seq to send, and since when a send is pending."""
+
+    __slots__ = ("cursor", "sending_since")
+
+    def __init__(self) -> None:
+        self.cursor = 0
+        self.sending_since: float | None = None
+
+
+async def _send(ws: WebSocket, run: LiveRun, cursor: int, max_lag: int, progress: _Progress) -> _Close:
+    loop = asyncio.get_running_loop()
+    while True:
+        frames = run.frames
+        while cursor < len(frames):
+            lag = len(frames) - cursor
+            if lag > max_lag and not run.finished:
+                return 1013, f"fell {lag} events behind the live run; reconnect with ?after={cursor - 1}"
+            progress.cursor, progress.sending_since = cursor, loop.time()
+            await ws.send_text(frames[cursor])
+            cursor += 1
+        progress.sending_since = None
+        if run.finished and cursor >= len(run.frames):
+            return 1000, "run finished"
+        await run.wait_beyond(cursor - 1)
+
+
+async def _read(ws: WebSocket, run: LiveRun, registry: RunRegistry, may_cancel: bool) -> _Close:
+    while True:
+        message = await ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return 0, ""
+        text = message.get("text")
+        if text is None:
+            return 1003, 'binary frames are not accepted; send JSON text {"command": "cancel"}'
+        try:
+            ClientCommand.model_validate_json(text)
+        except ValidationError:
+            return 1008, f'bad message {text[:30]!r}: the only command is {{"command": "cancel"}}'
+        if not may_cancel:
+            return 1008, "cancelling needs the server's token: connect with ?token="
+        registry.cancel(run)
+
+
+async def _close(ws: WebSocket, code: int, reason: str) -> None:
+    # A reason is at most 123 bytes on the wire; a client that already left cannot be told.
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(ws.close(code, reason.encode()[:123].decode(errors="ignore")), timeout=5)

@@ -1,0 +1,140 @@
+"""``/api/runs``: create a run, list runs, read one, its trace, cancel it."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+from pydantic import ValidationError
+
+from engine.events import Limits, Trace
+from runner import PoolBusy
+
+from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, client_key
+from ..live import LiveRun
+from ..models import ErrorDetail, LimitsPatch, RunCreate, RunList, RunPublic, run_public, run_summary
+from ..registry import RunRegistry
+from ..settings import Settings
+from ..storage import RunRecord
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+_404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "no such run"}}
+_AUTH: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorDetail, "description": "the server needs a token and none was sent"},
+    403: {"model": ErrorDetail, "description": "wrong token"},
+}
+_BUSY: dict[int | str, dict[str, Any]] = {
+    413: {"model": ErrorDetail, "description": "request body too large"},
+    429: {"model": ErrorDetail, "description": "too many runs: wait Retry-After seconds"},
+}
+RunId = Annotated[str, "a run id, as returned when the run was created"]
+
+
+@router.post("", status_code=201, response_model=RunPublic, responses={**_AUTH, **_BUSY})
+async def create_run(
+    body: RunCreate,
+    request: Request,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    limiter: LimiterDep,
+    _auth: CreatorAuth,
+) -> RunPublic:
+    """Run a snippet in a worker; stream its events from ``ws_url``."""
+    size = len(body.source.encode())
+    if size > settings.max_source_bytes:
+        raise HTTPException(422, f"source is {size} bytes; the limit is {settings.max_source_bytes}")
+    if body.device == "cuda" and not registry.pool.cuda_available:
+        raise HTTPException(422, "this server has no CUDA device; use device 'cpu'")
+    limits = _limits(body.limits, settings)
+    wait = limiter.take(client_key(request))
+    if wait > 0:
+        raise HTTPException(
+            429,
+            f"too many runs from this client; try again in {math.ceil(wait)} s",
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
+    try:
+        run = await registry.create(body.source, body.device, limits)
+    except PoolBusy as exc:
+        retry = max(1, math.ceil(float(getattr(exc, "retry_after", 1) or 1)))
+        raise HTTPException(
+            429,
+            f"all workers are busy and the queue is full; try again in {retry} s",
+            headers={"Retry-After": str(retry)},
+        ) from None
+    return run_public(run)
+
+
+@router.get("", response_model=RunList)
+async def list_runs(
+    registry: RegistryDep,
+    _auth: ViewerAuth,
+    limit: Annotated[int, Query(ge=1, le=500, description="at most this many runs")] = 50,
+) -> RunList:
+    """List recent runs, newest first, without their sources."""
+    return RunList(runs=[run_summary(r) for r in await registry.recent(limit)])
+
+
+@router.get("/{run_id}", response_model=RunPublic, responses=_404)
+async def get_run(run_id: RunId, registry: RegistryDep, _auth: ViewerAuth) -> RunPublic:
+    """Describe one run (live or stored)."""
+    return run_public(await _find(registry, run_id))
+
+
+@router.get("/{run_id}/trace", response_model=Trace, responses=_404)
+async def get_trace(run_id: RunId, registry: RegistryDep, _auth: ViewerAuth) -> Response:
+    """Return the run's trace: every event so far, all of them once it finished."""
+    data = await registry.trace(run_id)
+    if data is None:
+        raise HTTPException(404, f"no run with id {run_id!r}")
+    return Response(data, media_type="application/json")
+
+
+@router.post("/{run_id}/cancel", response_model=RunPublic, responses={**_404, **_AUTH})
+async def cancel_run(run_id: RunId, registry: RegistryDep, _auth: CreatorAuth) -> RunPublic:
+    """Ask a live run to stop (its stream ends with status ``cancelled``); a finished run is left as is."""
+    run = await _find(registry, run_id)
+    if isinstance(run, LiveRun):
+        registry.cancel(run)
+    return run_public(run)
+
+
+async def _find(registry: RunRegistry, run_id: str) -> LiveRun | RunRecord:
+    run = await registry.find(run_id) if len(run_id) <= 64 else None
+    if run is None:
+        raise HTTPException(404, f"no run with id {run_id[:64]!r}")
+    return run
+
+
+def _limits(patch: LimitsPatch | None, settings: Settings) -> Limits:
+    """Merge a client's limits over the server's defaults; refuse any above the server's caps."""
+    merged = settings.default_limits.model_dump()
+    if patch is not None:
+        merged.update(patch.model_dump(exclude_none=True))
+    try:
+        limits = Limits.model_validate(merged)
+    except ValidationError as exc:
+        raise HTTPException(
+            422,
+            [
+                {"loc": ["body", "limits", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors()
+            ],
+        ) from None
+    caps = settings.limit_caps
+    over = [
+        {
+            "loc": ["body", "limits", name],
+            "msg": f"at most {getattr(caps, name)} on this server",
+            "type": "less_than_equal",
+        }
+        for name in Limits.model_fields
+        if getattr(limits, name) > getattr(caps, name)
+    ]
+    if over:
+        raise HTTPException(422, over)
+    return limits

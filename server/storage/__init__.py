@@ -1,0 +1,14 @@
+"""Where finished runs live: the :class:`RunStore` interface and its SQLite implementation.
+
+The server talks to storage only through :class:`RunStore`, so a server database can
+replace SQLite by implementing its few methods. Methods are synchronous; the server calls
+them from a worker thread (``asyncio.to_thread``), so an implementation must be
+thread-safe.
+"""
+
+from __future__ import annotations
+
+from .base import RunRecord, RunStore
+from .sqlite import SqliteRunStore
+
+__all__ = ["RunRecord", "RunStore", "SqliteRunStore"]

@@ -1,0 +1,62 @@
+"""The storage interface: one record per run, plus the run's trace as JSON bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["RunRecord", "RunStore"]
+
+
+@dataclass
+class RunRecord:
+    """A run's metadata as stored; times are seconds since the epoch (UTC)."""
+
+    id: str
+    created_at: float
+    status: str
+    device: str
+    source: str
+    title: str | None = None
+    finished_at: float | None = None
+    message: str = ""
+    counts: dict[str, Any] | None = None
+    event_count: int = 0
+    trace_bytes: int = 0
+
+
+class RunStore(Protocol):
+    """Keep runs and their traces; must be thread-safe (called from worker threads).
+
+    A run is inserted when it is created (status ``queued``) and finished once, with its
+    whole trace, when its ``run_finished`` event arrives. Retention may delete old
+    finished runs at any :meth:`finish`; unfinished runs are never deleted.
+    """
+
+    def insert(self, record: RunRecord) -> None:
+        """Add a new, unfinished run."""
+        ...
+
+    def finish(self, record: RunRecord, trace_json: bytes) -> None:
+        """Mark a run finished with its final metadata and store its trace (JSON bytes)."""
+        ...
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """Return one run, or None if it is unknown (or was deleted by retention)."""
+        ...
+
+    def recent(self, limit: int) -> list[RunRecord]:
+        """Return up to ``limit`` runs, newest first."""
+        ...
+
+    def trace(self, run_id: str) -> bytes | None:
+        """Return a finished run's trace as JSON bytes, or None."""
+        ...
+
+    def unfinished(self) -> list[RunRecord]:
+        """Return the runs that never finished (the server stopped while they ran)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
