@@ -1,0 +1,327 @@
+"""The pool's side of one warm worker process: spawn it, hand it runs, read their events.
+
+Each run gets a fresh pipe whose write end is passed to the worker (and so to the run's
+child) over the control socket; the read end stays here, so events go straight from the
+child to the pool without a copy through the worker. A run is over for the worker when
+it reports ``exited``; it is over for the caller as soon as ``run_finished`` is queued,
+which may be earlier (a timeout or a cancel ends the stream first and kills second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import control, outcome
+from .framing import FrameDecoder, FrameError
+from .handle import RunHandle, StreamError
+
+__all__ = ["WorkerProxy"]
+
+MAX_FRAME = 8 << 20
+MAX_TOTAL = 512 << 20
+_HIGH_WATER = 4096
+_PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031
+_FINISH_GRACE_S = 2.0
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+_BOOT = f"import sys; sys.path.insert(0, {_PROJECT_ROOT!r}); from runner.worker import main; main()"
+_PASSED_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "SSL_CERT_FILE",
+)
+
+
+class WorkerProxy:
+    """One worker process and the run it is serving, if any.
+
+    ``on_idle(proxy)`` is called when it can take a run; ``on_dead(proxy)`` once when the
+    process is gone (the pool starts a replacement).
+    """
+
+    def __init__(
+        self,
+        *,
+        index: int,
+        settings: dict[str, Any],
+        on_idle: Callable[[WorkerProxy], None],
+        on_dead: Callable[[WorkerProxy], None],
+    ) -> None:
+        self.index = index
+        self.settings = settings
+        self.kind = "gpu" if settings.get("gpu") else "cpu"
+        self.ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.handle: RunHandle | None = None
+        self.dead = False
+        self._on_idle = on_idle
+        self._on_dead = on_dead
+        self._loop = asyncio.get_running_loop()
+        self._sock: socket.socket | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._events_fd: int | None = None
+        self._paused = False
+        self._decoder: FrameDecoder | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._exited = True
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (``None`` before it is spawned)."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def idle(self) -> bool:
+        """Whether it is ready and serving nothing."""
+        return self.ready.done() and not self.dead and self.handle is None and self._exited
+
+    def spawn(self) -> None:
+        """Start the worker process; :attr:`ready` resolves with its ``ready`` message."""
+        pool_end, worker_end = control.socket_pair()
+        env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+        env.update(
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYTORCH_NVML_BASED_CUDA_CHECK="1",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        if self.kind == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(worker_end.fileno()), json.dumps(self.settings)],
+                pass_fds=[worker_end.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                cwd="/",
+                start_new_session=True,
+            )
+        finally:
+            worker_end.close()
+        pool_end.setblocking(False)
+        self._sock = pool_end
+        self._loop.add_reader(pool_end.fileno(), self._on_control)
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def start_run(self, handle: RunHandle) -> None:
+        """Send ``handle``'s run to the worker and start reading its events."""
+        assert self._sock is not None and self.idle
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        source = handle.source.encode()
+        source_fd = os.memfd_create("gradwalk-source", os.MFD_CLOEXEC)
+        try:
+            with contextlib.suppress(OSError):  # a smaller pipe only costs throughput
+                fcntl.fcntl(write_fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+            os.write(source_fd, source)
+            os.set_blocking(write_fd, True)
+            control.send_message(
+                self._sock,
+                {
+                    "type": "run",
+                    "id": handle.id,
+                    "device": handle.device,
+                    "source_bytes": len(source),
+                    "limits": handle.limits.model_dump(mode="json"),
+                    "gpu": handle.device.startswith("cuda"),
+                },
+                [write_fd, source_fd],
+            )
+        except OSError:
+            os.close(read_fd)
+            handle.finish(*outcome.worker_lost())
+            self._died()
+            return
+        finally:
+            os.close(write_fd)
+            os.close(source_fd)
+        self.handle = handle
+        self._exited = False
+        self._events_fd = read_fd
+        self._decoder = FrameDecoder(max_frame=MAX_FRAME, max_total=MAX_TOTAL)
+        handle.on_drain = self._resume
+        self._loop.add_reader(read_fd, self._on_events)
+        self._timer = self._loop.call_later(handle.limits.timeout_s, self._timeout)
+
+    def cancel_run(self, reason: str = "") -> None:
+        """End the current run's stream as ``cancelled`` and kill its child."""
+        if self.handle is not None:
+            self._stop(*outcome.cancelled(reason))
+
+    def _timeout(self) -> None:
+        if self.handle is not None:
+            self._stop(*outcome.timed_out(self.handle.limits))
+
+    def _stop(self, status: Any, message: str) -> None:
+        """Finish the stream now with ``status``; the child is killed and reaped behind it."""
+        handle = self.handle
+        if handle is None:
+            return
+        handle.finish(status, message)
+        self._close_events()
+        self._kill_child(handle.id)
+
+    def _kill_child(self, run_id: str) -> None:
+        if self._sock is not None and not self._exited:
+            try:
+                control.send_message(self._sock, {"type": "kill", "id": run_id})
+            except OSError:
+                self._died()
+
+    def _on_events(self) -> None:
+        fd, handle, decoder = self._events_fd, self.handle, self._decoder
+        if fd is None or handle is None or decoder is None:
+            return
+        try:
+            data = os.read(fd, _PIPE_SIZE)
+        except BlockingIOError:
+            return
+        if not data:
+            self._close_events()
+            return
+        try:
+            for frame in decoder.feed(data):
+                if handle.accept(frame):
+                    self._close_events()
+                    self._timer_cancel()
+                    self._timer = self._loop.call_later(_FINISH_GRACE_S, self._kill_child, handle.id)
+                    return
+        except FrameError as exc:
+            self._stop("limit", f"The run was stopped: {exc}.")
+            return
+        except StreamError as exc:
+            self._stop(exc.status, f"The run was stopped because its event stream was invalid: {exc}.")
+            return
+        if handle.backlog > _HIGH_WATER and not self._paused:
+            self._paused = True
+            self._loop.remove_reader(fd)
+
+    def _resume(self) -> None:
+        if self._paused and self._events_fd is not None:
+            self._paused = False
+            self._loop.add_reader(self._events_fd, self._on_events)
+
+    def _close_events(self) -> None:
+        if self._events_fd is not None:
+            if not self._paused:
+                self._loop.remove_reader(self._events_fd)
+            self._paused = False
+            os.close(self._events_fd)
+            self._events_fd = None
+
+    def _timer_cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _run_exited(self, info: dict[str, Any]) -> None:
+        handle = self.handle
+        self._exited = True
+        if handle is not None:
+            if not handle.finished:
+                self._read_rest()
+            if not handle.finished:
+                handle.finish(*outcome.exit_outcome(info, handle.limits))
+            handle.on_drain = None
+        self._close_events()
+        self._timer_cancel()
+        self.handle = None
+        self._on_idle(self)
+
+    def _read_rest(self) -> None:
+        """Read everything the dead child left in the pipe; its writers are all gone."""
+        while self._events_fd is not None and self.handle is not None and not self.handle.finished:
+            try:
+                data = os.read(self._events_fd, _PIPE_SIZE)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            try:
+                for frame in self._decoder.feed(data) if self._decoder else []:
+                    if self.handle.accept(frame):
+                        return
+            except FrameError as exc:
+                self.handle.finish("limit", f"The run was stopped: {exc}.")
+            except StreamError as exc:
+                self.handle.finish(
+                    exc.status, f"The run was stopped because its event stream was invalid: {exc}."
+                )
+
+    # --- control channel ----------------------------------------------------------------
+
+    def _on_control(self) -> None:
+        assert self._sock is not None
+        while True:
+            try:
+                message, _ = control.recv_message(self._sock)
+            except (BlockingIOError, InterruptedError):
+                return
+            except (OSError, ValueError):
+                message = None
+            if message is None:
+                self._died()
+                return
+            kind = message["type"]
+            if kind == "ready" and not self.ready.done():
+                self.ready.set_result(message)
+                self._on_idle(self)
+            elif kind == "exited" and self.handle is not None and message.get("id") == self.handle.id:
+                self._run_exited(message)
+
+    def _died(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        if self.handle is not None:
+            self.handle.finish(*outcome.worker_lost())
+            self.handle.on_drain = None
+            self.handle = None
+        self._close_events()
+        self._timer_cancel()
+        if not self.ready.done():
+            self.ready.set_exception(RuntimeError("the worker process exited before it was ready"))
+        self.kill()
+        self._on_dead(self)
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started; reap it in the background."""
+        if self._sock is not None:
+            self._loop.remove_reader(self._sock.fileno())
+            self._sock.close()
+            self._sock = None
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            self._loop.call_later(0.01, self._reap)
+
+    def _reap(self, delay: float = 0.01) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._loop.call_later(min(delay * 2, 1.0), self._reap, min(delay * 2, 1.0))
+
+    async def wait_gone(self, timeout: float = 5.0) -> None:
+        """Wait until the worker process has been reaped."""
+        proc = self._proc
+        deadline = self._loop.time() + timeout
+        while proc is not None and proc.poll() is None and self._loop.time() < deadline:
+            await asyncio.sleep(0.01)

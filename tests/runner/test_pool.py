@@ -1,0 +1,67 @@
+"""The pool's contract: streams, statuses, timeouts, cancel, queueing, and a torch-free parent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from engine.events import Limits
+from tests.conftest import case_source
+
+from .conftest import PoolDriver, finished, outputs
+
+
+def test_cubic_streams_the_engine_events(driver: PoolDriver) -> None:
+    events, handle = driver.run(case_source("cubic.py"))
+    end = finished(events)
+    assert end.status == "ok" and handle.status == "ok"
+    assert "14.75" in outputs(events)
+    assert [e.grad.flat for e in events if e.type == "tensor_final"] == [[14.75]]
+
+
+def test_infinite_loop_times_out(driver: PoolDriver) -> None:
+    t0 = time.monotonic()
+    events, handle = driver.run("while True:\n    pass\n", limits=Limits(timeout_s=1.0))
+    end = finished(events)
+    assert end.status == "timeout" and handle.status == "timeout"
+    assert "1 s time limit" in end.message
+    assert time.monotonic() - t0 < 3.0
+
+
+def test_cancel_is_prompt(driver: PoolDriver) -> None:
+    async def go() -> tuple[float, str | None, list]:
+        handle = driver.pool.submit(
+            "import time\nprint('start')\ntime.sleep(30)\n", limits=Limits(timeout_s=30)
+        )
+        events = []
+        async for event in handle.events():
+            events.append(event)
+            if event.type == "output":
+                t0 = time.perf_counter()
+                handle.cancel()
+                handle.cancel()
+        return time.perf_counter() - t0, handle.status, events
+
+    elapsed, status, events = driver.call(go())
+    assert status == "cancelled" and finished(events).status == "cancelled"
+    assert elapsed < 0.2
+
+
+def test_parent_never_imports_torch() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from runner import WorkerPool\n"
+        "async def main():\n"
+        "    pool = WorkerPool(workers=1, isolation='local')\n"
+        "    await pool.start()\n"
+        "    h = pool.submit('x = 1\\n')\n"
+        "    [e async for e in h.events()]\n"
+        "    print(pool.cuda_available, h.status)\n"
+        "    await pool.close()\n"
+        "asyncio.run(main())\n"
+        "assert 'torch' not in sys.modules, 'the pool imported torch'\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "ok"]
