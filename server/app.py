@@ -11,13 +11,13 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from runner import SandboxUnavailable
 
+from .errors import install_error_handlers
 from .library import load_examples
 from .registry import RunRegistry
 from .routes import events, examples, health, pages, runs
@@ -92,15 +92,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
-    app.add_exception_handler(Exception, _internal_error)
+    install_error_handlers(app)
     app.add_middleware(
         GuardMiddleware, allowed_hosts=settings.effective_allowed_hosts, max_body=settings.max_body_bytes
     )
     app.add_middleware(SecurityHeadersMiddleware, docs=settings.api_docs)
     return app
-
-
-async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-    # A bug must still answer in JSON, and must not leak a traceback to the client.
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return JSONResponse({"detail": "internal server error"}, status_code=500)

@@ -150,7 +150,7 @@ async def _send(ws: WebSocket, run: LiveRun, cursor: int, max_lag: int, progress
         progress.sending_since = None
         if run.finished and cursor >= len(run.frames):
             return 1000, "run finished"
-        await run.wait_beyond(cursor - 1)
+        await run.wait_beyond(cursor)
 
 
 async def _read(ws: WebSocket, run: LiveRun, registry: RunRegistry, may_cancel: bool) -> _Close:

@@ -1,0 +1,57 @@
+"""Error answers: every refusal is JSON ``{"detail": ...}`` that says what was wrong."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+__all__ = ["AsciiJSONResponse", "install_error_handlers"]
+
+log = logging.getLogger("gradwalk.server")
+_MAX_ECHO = 200
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped, so lone surrogates from a client still encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer validation errors safely and turn any unexpected error into a JSON 500."""
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _internal_error)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [_describe(e) for e in exc.errors()]
+    return AsciiJSONResponse({"detail": errors}, status_code=422)
+
+
+def _describe(error: dict[str, Any]) -> dict[str, Any]:
+    out = {k: error[k] for k in ("type", "loc", "msg") if k in error}
+    if "ctx" in error:
+        out["ctx"] = {k: str(v) for k, v in error["ctx"].items()}
+    # Echo small inputs only: a rejected 100 kB source should not come back whole.
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool) or value is None:
+        text = value if not isinstance(value, str) else value[:_MAX_ECHO]
+        out["input"] = text
+    else:
+        encoded = jsonable_encoder(value)
+        if len(json.dumps(encoded, ensure_ascii=True)) <= _MAX_ECHO:
+            out["input"] = encoded
+    return out
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    # A bug must still answer in JSON, and must not leak a traceback to the client.
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse({"detail": "internal server error"}, status_code=500)

@@ -1,0 +1,230 @@
+"""The REST API against a real server: runs, traces, examples, health, and every refusal."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.events import trace_adapter
+from tests.server.harness import LiveServer, run_json
+
+QUICK = "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\nprint(x.grad)\n"
+SLOW = "import time\nfor i in range(200):\n    print(i)\n    time.sleep(0.1)\n"
+
+
+def wait_finished(api: httpx.Client, run_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = run_json(api.get(f"/api/runs/{run_id}"))
+        if run["status"] not in ("queued", "running"):
+            return run
+        time.sleep(0.05)
+    pytest.fail(f"run {run_id} did not finish in {timeout} s")
+
+
+def test_health(api: httpx.Client) -> None:
+    health = run_json(api.get("/api/health"))
+    assert health["ok"] is True and health["workers"] == 2
+    assert isinstance(health["isolation"], dict) and isinstance(health["cuda"], bool)
+    assert health["version"]
+
+
+def test_examples_are_the_library(api: httpx.Client) -> None:
+    examples = run_json(api.get("/api/examples"))["examples"]
+    by_id = {e["id"]: e for e in examples}
+    assert by_id["cubic"]["file"] == "cubic.py" and "x = torch.tensor(2.5" in by_id["cubic"]["source"]
+    assert all(e["title"] and e["summary"] for e in examples)
+    assert len(examples) >= 20
+
+
+def test_create_read_list_trace(api: httpx.Client) -> None:
+    created = api.post("/api/runs", json={"source": QUICK})
+    assert created.status_code == 201, created.text
+    run = created.json()
+    assert run["status"] in ("queued", "running") and run["device"] == "cpu" and run["source"] == QUICK
+    assert run["ws_url"] == f"/api/runs/{run['id']}/events"
+    done = wait_finished(api, run["id"])
+    assert done["status"] == "ok" and done["finished_at"] and done["counts"]["backward_calls"] == 1
+    assert done["event_count"] == done["counts"]["events"] or done["event_count"] > 0
+    listed = run_json(api.get("/api/runs", params={"limit": 5}))["runs"]
+    assert listed[0]["id"] == run["id"] and "source" not in listed[0]
+    trace = trace_adapter.validate_json(api.get(f"/api/runs/{run['id']}/trace").content)
+    assert trace.source == QUICK and trace.events[-1].type == "run_finished"
+    assert [e.seq for e in trace.events] == list(range(len(trace.events))) == list(range(done["event_count"]))
+
+
+def test_title_comes_from_the_library_or_a_comment(api: httpx.Client) -> None:
+    source = run_json(api.get("/api/examples"))["examples"][0]["source"]
+    run = run_json(api.post("/api/runs", json={"source": source}))
+    assert run["title"] == "Your first backward()"
+    run = run_json(api.post("/api/runs", json={"source": "# my experiment\nprint(1)\n"}))
+    assert run["title"] == "my experiment"
+
+
+def test_cancel_a_running_run(api: httpx.Client) -> None:
+    run = run_json(api.post("/api/runs", json={"source": SLOW}))
+    deadline = time.monotonic() + 30
+    while run_json(api.get(f"/api/runs/{run['id']}"))["event_count"] < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert api.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+    assert wait_finished(api, run["id"], 20)["status"] == "cancelled"
+    # Cancelling a finished run changes nothing.
+    again = api.post(f"/api/runs/{run['id']}/cancel")
+    assert again.status_code == 200 and again.json()["status"] == "cancelled"
+
+
+def test_trace_of_a_running_run_has_the_events_so_far(api: httpx.Client) -> None:
+    run = run_json(api.post("/api/runs", json={"source": SLOW}))
+    deadline = time.monotonic() + 30
+    while run_json(api.get(f"/api/runs/{run['id']}"))["event_count"] < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    trace = trace_adapter.validate_json(api.get(f"/api/runs/{run['id']}/trace").content)
+    assert trace.events[0].type == "run_started" and trace.events[-1].type != "run_finished"
+    api.post(f"/api/runs/{run['id']}/cancel")
+    wait_finished(api, run["id"])
+
+
+@pytest.mark.parametrize("path", ["/api/runs/nope", "/api/runs/nope/trace", "/api/runs/" + "x" * 500])
+def test_unknown_runs_are_404(api: httpx.Client, path: str) -> None:
+    response = api.get(path)
+    assert response.status_code == 404 and "no run" in run_json(response)["detail"]
+
+
+def test_cancel_unknown_is_404(api: httpx.Client) -> None:
+    assert api.post("/api/runs/nope/cancel").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "expect"),
+    [
+        (b"{not json", "JSON"),
+        (b'{"source": 12}', "string"),
+        (b'{"source": "x", "device": "tpu"}', "cpu"),
+        (b'{"source": "x", "extra": 1}', "extra"),
+        (b'{"source": "x", "limits": {"timeout_s": -1}}', "greater than"),
+        (b'{"source": "x", "limits": {"timeout_s": 500}}', "at most"),
+        (b'{"source": "x", "limits": {"bogus": 1}}', "extra"),
+        (b'{"source": "a\\u0000b"}', "NUL"),
+        (b'{"source": "\\ud800"}', "Unicode"),
+        (b'{"source": "x", "device": "cuda"}', "CUDA"),
+        (b"[]", "object"),
+        (b"", "required"),
+    ],
+)
+def test_malformed_create_is_422_saying_why(api: httpx.Client, body: bytes, expect: str) -> None:
+    response = api.post("/api/runs", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert expect.lower() in response.text.lower()
+
+
+def test_source_over_100_kb_is_refused(api: httpx.Client) -> None:
+    response = api.post("/api/runs", json={"source": "#" * 100_001})
+    assert response.status_code == 422 and "100000" in response.text
+
+
+def test_oversize_body_is_refused_before_it_is_read(server: LiveServer) -> None:
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        # Announce 10 MB, send none of it: the answer must come at once, not after a timeout.
+        sock.sendall(
+            b"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 10000000\r\n\r\n"
+        )
+        reply = sock.recv(4096).decode()
+    assert reply.startswith("HTTP/1.1 413") and '"detail"' in reply and "limit" in reply
+
+
+def test_oversize_chunked_body_is_cut_off(api: httpx.Client) -> None:
+    def chunks() -> Any:
+        yield b'{"source": "'
+        for _ in range(100):
+            yield b"#" * 10_000
+        yield b'"}'
+
+    response = api.post("/api/runs", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "limit" in run_json(response)["detail"]
+
+
+def test_form_posts_are_not_runs(api: httpx.Client) -> None:
+    # A cross-site <form> can send text/plain without a CORS preflight; it must not start a run.
+    response = api.post(
+        "/api/runs", content=b'{"source": "print(1)"}', headers={"content-type": "text/plain"}
+    )
+    assert response.status_code == 422
+
+
+def test_bad_query_is_422(api: httpx.Client) -> None:
+    assert api.get("/api/runs", params={"limit": "many"}).status_code == 422
+    assert api.get("/api/runs", params={"limit": 0}).status_code == 422
+
+
+def test_unknown_path_and_method_are_json(api: httpx.Client) -> None:
+    assert run_json(api.get("/api/nothing"))["detail"]
+    response = api.delete("/api/runs")
+    assert response.status_code == 405 and run_json(response)["detail"]
+
+
+def test_foreign_host_header_is_refused(api: httpx.Client) -> None:
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 must not reach the API.
+    response = api.get("/api/runs", headers={"host": "evil.example"})
+    assert response.status_code == 400 and "not served" in run_json(response)["detail"]
+
+
+def test_no_cors(api: httpx.Client) -> None:
+    response = api.options(
+        "/api/runs", headers={"origin": "https://evil.example", "access-control-request-method": "POST"}
+    )
+    assert "access-control-allow-origin" not in response.headers
+    response = api.get("/api/runs", headers={"origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in response.headers
+
+
+def test_api_responses_carry_security_headers(api: httpx.Client) -> None:
+    headers = api.get("/api/health").headers
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+
+
+def test_index_page(api: httpx.Client, server: LiveServer) -> None:
+    response = api.get("/")
+    assert response.headers["content-type"].startswith("text/html")
+    csp = response.headers["content-security-policy"]
+    assert (
+        "default-src 'self'" in csp
+        and "frame-ancestors 'none'" in csp
+        and "http" not in csp.split("connect-src")[0]
+    )
+    assert "ws://127.0.0.1:" in csp and response.headers["x-frame-options"] == "DENY"
+    if (server.settings.templates_dir / "index.html").is_file():
+        assert response.status_code == 200 and '"token_required"' in response.text
+    else:
+        assert response.status_code == 503 and "make web" in response.text
+
+
+def test_embed_page(api: httpx.Client, server: LiveServer) -> None:
+    assert api.get("/embed/nope").status_code == 404
+    run = run_json(api.post("/api/runs", json={"source": QUICK}))
+    response = api.get(f"/embed/{run['id']}")
+    if (server.settings.templates_dir / "embed.html").is_file():
+        assert response.status_code == 200
+        assert "frame-ancestors *" in response.headers["content-security-policy"]
+        assert "x-frame-options" not in response.headers
+    else:
+        assert response.status_code == 404 and "not built" in run_json(response)["detail"]
+
+
+def test_static_files_are_served_when_built(api: httpx.Client, server: LiveServer) -> None:
+    files = (
+        [p for p in server.settings.static_dir.rglob("*") if p.is_file()]
+        if server.settings.static_dir.is_dir()
+        else []
+    )
+    assert api.get("/static/definitely-not-there.js").status_code == 404
+    if files:
+        rel = files[0].relative_to(server.settings.static_dir).as_posix()
+        assert api.get(f"/static/{rel}").status_code == 200
