@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .events import MetricLogged
 from .source import snippet_frames
 
 if TYPE_CHECKING:
@@ -29,8 +28,8 @@ def log(name: str, value: float, step: int | None = None) -> None:
     rec = _current
     if rec is None:
         return
-    _, line, _ = snippet_frames()
-    rec.emit(MetricLogged.model_construct(name=str(name)[:100], value=float(value), step=step, line=line))
+    _, line, _, _ = snippet_frames()
+    rec.emit(dict(type="metric", name=str(name)[:100], value=float(value), step=step, line=line))
 
 
 def detail_next_step() -> None:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .events import BackwardFinished, BackwardStarted, GradAccumulated, NodeExecuted, Value
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -32,9 +31,10 @@ class BackwardTracker:
         self.calls = 0
         self.current: int | None = None
         self._step = 0
-        self._before: dict[int, Value | None] = {}
+        self._before: dict[int, dict[str, Any] | None] = {}
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
+        self._values: dict[int, tuple[torch.Tensor, dict[str, Any] | None]] = {}
 
     def watch(self, node: Any, nid: int) -> None:
         """Hook ``node`` (id ``nid``) so its execution is recorded."""
@@ -44,18 +44,19 @@ class BackwardTracker:
         def post(grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]) -> None:
             if not rec.active or self.current is None:
                 return
-            v = rec.value_or_none
+            v = self._value
             step = self._step
             self._step += 1
-            rec.emit(NodeExecuted.model_construct(backward=self.current, step=step, node=nid,
+            rec.emit(dict(type="node_executed", backward=self.current, step=step, node=nid,
                                                   grad_in=[v(g) for g in grad_outputs],
                                                   grad_out=[v(g) for g in grad_inputs]))
             if is_acc:
                 leaf = node.variable
                 tid = rec.tensors.ensure(leaf)
-                rec.emit(GradAccumulated.model_construct(
+                rec.emit(dict(
+            type="grad_accumulated",
                     backward=self.current, step=step, tensor=tid, node=nid, before=self._before.pop(nid, None),
-                    added=v(grad_outputs[0]) if grad_outputs else None, after=v(leaf.grad)))
+                    added=v(grad_outputs[0]) if grad_outputs else None, after=rec.value_or_none(leaf.grad)))
 
         self._handles.append(node.register_hook(post))
         if is_acc:
@@ -64,6 +65,18 @@ class BackwardTracker:
                     self._before[nid] = rec.value_or_none(node.variable.grad)
 
             self._handles.append(node.register_prehook(pre))
+
+    def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
+        # A gradient a node sends is usually the very tensor the next node receives:
+        # describe each tensor once per backward call (the cache holds it, so ids stay valid).
+        if g is None:
+            return None
+        hit = self._values.get(id(g))
+        if hit is not None and hit[0] is g:
+            return hit[1]
+        value = self._rec.value_or_none(g)
+        self._values[id(g)] = (g, value)
+        return value
 
     def remove(self) -> None:
         for h in self._handles:
@@ -81,7 +94,7 @@ class BackwardTracker:
                 self.last_loss = float(roots[0].detach())
             except (RuntimeError, ValueError):
                 self.last_loss = None
-        frame, line, _ = rec.where()
+        frame, line, _, _ = rec.where()
         if index == 0:
             self.first_backward_line = line
         if not rec.detail:
@@ -92,7 +105,8 @@ class BackwardTracker:
         seed_values = [rec.value_or_none(s) if s is not None else
                        (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
                        for r, s in zip(roots, seeds, strict=False)]
-        rec.emit(BackwardStarted.model_construct(index=index, api=api, roots=root_ids, seed=seed_values,
+        rec.report_memory(line)
+        rec.emit(dict(type="backward_started", index=index, api=api, roots=root_ids, seed=seed_values,
                                                  retain_graph=retain, create_graph=create, line=line))
         self.current, self._step = index, 0
         ok = False
@@ -104,7 +118,8 @@ class BackwardTracker:
             executed = self._step
             self.current = None
             self._before.clear()
-            rec.emit(BackwardFinished.model_construct(index=index, nodes_executed=executed,
+            self._values.clear()
+            rec.emit(dict(type="backward_finished", index=index, nodes_executed=executed,
                                                       graph_freed=ok and not retain, ok=ok))
             rec.report_memory(line)
 

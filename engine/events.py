@@ -86,8 +86,9 @@ class FullValue(_Model):
 class SummaryValue(_Model):
     """A large tensor described by statistics; its elements never enter a trace.
 
-    ``hist`` counts finite elements in ``len(hist)`` equal bins over ``[min, max]``.
-    Statistics are over finite elements; ``nan`` and ``inf`` count the others.
+    ``hist`` counts elements in ``len(hist)`` equal bins over ``[min, max]``, taken over an
+    evenly strided sample of at most 512 elements (read it as a shape, not exact counts).
+    Statistics are exact, over finite elements; ``nan`` and ``inf`` count the others.
     """
 
     kind: Literal["summary"] = "summary"

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .events import Edge, LimitReached, NodeCreated, SavedValue
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -42,7 +41,6 @@ class GraphRecorder:
         self.count = 0
         self.dropped = 0
         self._live_ids: set[int] = set()
-        self._outputs: dict[int, int] = {}
 
     def node_id(self, node: Any) -> int | None:
         """Return the id of a node recorded in this run, or ``None``."""
@@ -80,7 +78,8 @@ class GraphRecorder:
         for node in reversed(new):
             if self.count >= rec.limits.max_nodes:
                 if self.dropped == 0:
-                    rec.emit(LimitReached.model_construct(
+                    rec.emit(dict(
+            type="limit",
                         what="nodes", cap=rec.limits.max_nodes,
                         message=f"graph nodes past {rec.limits.max_nodes} are counted, not recorded"))
                 self.dropped += 1
@@ -94,65 +93,61 @@ class GraphRecorder:
         return pending
 
     def emit(self, pending: list[tuple[Any, int]], op: int | None, line: int | None, module_path: str | None,
-             tensor_ids: dict[tuple[int, tuple[int, ...]], int]) -> None:
+             op_tensors: list[tuple[torch.Tensor, int]], outputs: list[torch.Tensor], out_ids: list[int]) -> None:
         """Send a ``node`` event for each discovered node and hook it for the backward walk.
 
-        ``tensor_ids`` maps ``(data_ptr, shape)`` of the op's tensors to their ids, so that
-        saved tensors (which autograd hands back as aliases) are named.
+        ``op_tensors`` are the op's ``(tensor, id)`` pairs: autograd hands saved tensors back
+        as aliases, so they are matched to ids by storage and shape.
         """
         rec = self._rec
+        produced = {id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True) if t.grad_fn is not None}
         for node, nid in pending:
-            self._emit_node(node, nid, op, line, module_path, tensor_ids)
+            self._emit_node(node, nid, op, line, module_path, op_tensors, produced.get(id(node)))
             if rec.detail:
                 rec.backward.watch(node, nid)
 
     def _emit_node(self, node: Any, nid: int, op: int | None, line: int | None, module_path: str | None,
-                   tensor_ids: dict[tuple[int, tuple[int, ...]], int]) -> None:
+                   op_tensors: list[tuple[torch.Tensor, int]], tensor_id: int | None) -> None:
         rec = self._rec
         name = type(node).__name__
-        edges = [Edge.model_construct(node=self.node_id(n) if n is not None else None, input_nr=nr)
-                 for n, nr in node.next_functions]
-        tensor_id = None
-        saved: list[SavedValue] = []
+        edges = [{"node": self.node_id(n) if n is not None else None, "input_nr": nr} for n, nr in node.next_functions]
+        saved: list[dict[str, Any]] = []
         total = 0
         if name == "AccumulateGrad":
             tensor_id = rec.tensors.ensure(node.variable)
         else:
-            tensor_id = self._outputs.get(id(node))
             for attr in _saved_attrs(node):
                 try:
                     value = getattr(node, attr)
                 except RuntimeError:
                     continue
-                sv = self._describe_saved(attr.removeprefix("_saved_"), value, tensor_ids)
+                sv = self._describe_saved(attr[7:], value, op_tensors)
                 if sv is not None:
-                    total += sv.bytes
+                    total += sv["bytes"]
                     saved.append(sv)
-        rec.emit(NodeCreated.model_construct(id=nid, name=name, op=op, line=line, module_path=module_path,
-                                             edges=edges, tensor=tensor_id, saved=saved, saved_bytes=total))
+        rec.emit({"type": "node", "id": nid, "name": name, "op": op, "line": line, "module_path": module_path,
+                  "edges": edges, "tensor": tensor_id, "saved": saved, "saved_bytes": total})
 
     def _describe_saved(self, name: str, value: Any,
-                        tensor_ids: dict[tuple[int, tuple[int, ...]], int]) -> SavedValue | None:
+                        op_tensors: list[tuple[torch.Tensor, int]]) -> dict[str, Any] | None:
         if isinstance(value, torch.Tensor):
             tid = self._rec.tensors.known(value)
             if tid is None and value.layout == torch.strided:
-                tid = tensor_ids.get((value.data_ptr(), tuple(value.shape)))
+                ptr, shape = value.data_ptr(), value.shape
+                tid = next((i for t, i in op_tensors if t.layout == torch.strided and t.data_ptr() == ptr
+                            and t.shape == shape), None)
             nbytes = value.numel() * value.element_size()
-            return SavedValue.model_construct(name=name, tensor=tid, shape=list(value.shape),
+            return dict(name=name, tensor=tid, shape=list(value.shape),
                                               dtype=str(value.dtype).removeprefix("torch."), bytes=nbytes, scalar=None)
         if value is None:
             return None
         if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
             nbytes = sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
-            return SavedValue.model_construct(name=name, tensor=None, shape=None, dtype=None, bytes=nbytes,
+            return dict(name=name, tensor=None, shape=None, dtype=None, bytes=nbytes,
                                               scalar=f"{len(value)} tensors")
         text = repr(value)
-        return SavedValue.model_construct(name=name, tensor=None, shape=None, dtype=None, bytes=0,
+        return dict(name=name, tensor=None, shape=None, dtype=None, bytes=0,
                                           scalar=text if len(text) <= 80 else text[:77] + "...")
-
-    def set_outputs(self, pairs: dict[int, int]) -> None:
-        """Tell :meth:`emit` which output tensor id each node (by ``id(node)``) produced."""
-        self._outputs = pairs
 
     def forget(self) -> None:
         """Forget this run's ids, so nodes that outlive the run are not taken for recorded ones."""

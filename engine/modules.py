@@ -79,7 +79,7 @@ class ModuleTracker:
                 parent_path = self._paths.get(id(parent), type(parent).__name__)
                 self._name_child(parent, module, parent_path)
             else:
-                frame, _, _ = snippet_frames()
+                frame, _, _, _ = snippet_frames()
                 self.name_root(module, find_name(module, frame) or type(module).__name__)
         self._stack.append(module)
 

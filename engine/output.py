@@ -6,7 +6,6 @@ import io
 import sys
 from typing import TYPE_CHECKING, Any, Literal
 
-from .events import LimitReached, OutputWritten
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -56,10 +55,11 @@ class CapturedOutput:
             return
         if len(text) > self._left:
             text = text[: self._left]
-            self._rec.emit(LimitReached.model_construct(
+            self._rec.emit(dict(
+            type="limit",
                 what="output", cap=self._cap, message=f"output past {self._cap} characters was dropped"))
         self._left -= len(text)
-        self._rec.emit(OutputWritten.model_construct(stream=stream, text=text))
+        self._rec.emit(dict(type="output", stream=stream, text=text))
 
     def __enter__(self) -> CapturedOutput:
         self._saved = (sys.stdout, sys.stderr)

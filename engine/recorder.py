@@ -9,6 +9,7 @@ which numbers them and enforces the event cap.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 
 from .backward import BackwardTracker
-from .events import Counts, Event, LimitReached, Limits, MemoryChanged, OpRecorded, TensorFinal, Value
+from .events import Limits
 from .graph import GraphRecorder
 from .memory import SavedMemory
 from .modules import ModuleTracker
@@ -30,7 +31,14 @@ from .values import to_value
 
 __all__ = ["Recorder", "Sink"]
 
-Sink = Callable[[Event], None]
+Sink = Callable[[dict[str, Any]], None]
+
+# NOTE [Events as dicts]
+# Inside the engine an event is a plain dict with exactly the fields of its model in
+# engine/events.py: building a pydantic model per event cost more than the PyTorch op it
+# describes. Every dict is validated against the models where it leaves the engine:
+# engine.run.record() validates the whole trace, record_stream(validate=True) each event,
+# and the runner's parent process each frame. The tests validate every trace they record.
 _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
 
 
@@ -58,42 +66,47 @@ class Recorder:
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
         self._mode: TapeMode | None = None
+        self._gc_threshold = gc.get_threshold()
+        self._max_ops = self.limits.max_ops
 
     # --- events ---------------------------------------------------------------------
 
-    def emit(self, event: Any, *, closing: bool = False) -> None:
+    def emit(self, event: dict[str, Any], *, closing: bool = False) -> None:
         """Number ``event`` and hand it to the sink, unless the event cap is reached.
 
-        ``closing`` events (the run's end) may use the room reserved under the cap.
+        ``event`` is a JSON-ready dict shaped like one model of ``engine/events.py`` (see
+        NOTE [Events as dicts]). ``closing`` events may use the room reserved under the cap.
         """
         cap = self.limits.max_events - (0 if closing else _RESERVED_EVENTS)
         if self.seq >= cap:
             if self.dropped_events == 0 and not closing:
-                self._send(LimitReached.model_construct(
+                self._send(dict(
+            type="limit",
                     what="events", cap=self.limits.max_events,
                     message=f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept"))
             self.dropped_events += 1
             return
         self._send(event)
 
-    def _send(self, event: Any) -> None:
-        event.seq = self.seq
-        event.t = round(time.perf_counter() - self.t0, 6)
+    def _send(self, event: dict[str, Any]) -> None:
+        event["seq"] = self.seq
+        event["t"] = time.perf_counter() - self.t0
         self.seq += 1
         self._sink(event)
 
-    def counts(self) -> Counts:
-        return Counts(ops=self.ops, nodes=self.graph.count + self.graph.dropped, tensors=self.tensors.count,
-                      backward_calls=self.backward.calls, optimizer_steps=self.training.total_steps,
-                      events=self.seq + self.dropped_events + 1, dropped_ops=self.dropped_ops,
-                      dropped_nodes=self.graph.dropped, dropped_events=self.dropped_events)
+    def counts(self) -> dict[str, int]:
+        """Exact totals so far (the ``counts`` of ``run_finished``, which it includes)."""
+        return {"ops": self.ops, "nodes": self.graph.count + self.graph.dropped, "tensors": self.tensors.count,
+                "backward_calls": self.backward.calls, "optimizer_steps": self.training.total_steps,
+                "events": self.seq + self.dropped_events + 1, "dropped_ops": self.dropped_ops,
+                "dropped_nodes": self.graph.dropped, "dropped_events": self.dropped_events}
 
     # --- helpers for the parts --------------------------------------------------------
 
-    def where(self) -> tuple[FrameType | None, int | None, int | None]:
+    def where(self) -> tuple[FrameType | None, int | None, int | None, bool]:
         return snippet_frames()
 
-    def value_or_none(self, t: torch.Tensor | None) -> Value | None:
+    def value_or_none(self, t: torch.Tensor | None) -> dict[str, Any] | None:
         if t is None or not self.values:
             return None
         return to_value(t, self.limits.max_value_elements)
@@ -119,38 +132,36 @@ class Recorder:
 
     def on_op(self, func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved."""
+        frame, line, top_line, in_setup = snippet_frames()
+        if in_setup:
+            return
         index = self.ops
         self.ops += 1
-        if index >= self.limits.max_ops:
+        if index >= self._max_ops:
             if self.dropped_ops == 0:
-                self.emit(LimitReached.model_construct(
-                    what="ops", cap=self.limits.max_ops,
-                    message=f"ops past {self.limits.max_ops} are counted, not recorded"))
+                self.emit({"type": "limit", "what": "ops", "cap": self._max_ops,
+                           "message": f"ops past {self._max_ops} are counted, not recorded"})
             self.dropped_ops += 1
             return
         short, api, inplace = op_names(func)
-        frame, line, top_line = snippet_frames()
         tensors = self.tensors
         in_ids = [tensors.ensure(t, line=line, frame=frame) for t in inputs]
         input_objs = {id(t) for t in inputs}
-        mode = self.grad_mode()
+        mode = "grad" if torch.is_grad_enabled() else ("inference_mode" if torch.is_inference_mode_enabled()
+                                                       else "no_grad")
         path = self.modules.current_path
         pending = self.graph.discover(outputs) if mode == "grad" else []
+        aliased = bool(input_objs) and any(id(t) in input_objs for t in outputs)
         out_ids = [tensors.ensure(t, op=index, line=line, fresh=inplace or id(t) in input_objs)
                    for t in outputs]
         if pending:
-            by_ptr: dict[tuple[int, tuple[int, ...]], int] = {}
-            for t, tid in zip((*inputs, *outputs), (*in_ids, *out_ids), strict=True):
-                if t.layout == torch.strided:
-                    by_ptr[(t.data_ptr(), tuple(t.shape))] = tid
-            self.graph.set_outputs({id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True)
-                                    if t.grad_fn is not None})
-            self.graph.emit(pending, index, line, path, by_ptr)
-        self.emit(OpRecorded.model_construct(
-            index=index, name=short, api=api, inputs=in_ids, outputs=out_ids, line=line, top_line=top_line,
-            module_path=path, grad_mode=mode, inplace=inplace or bool(input_objs & {id(t) for t in outputs}),
-            nodes=[nid for _, nid in pending]))
-        if self.memory.saved_bytes != self.memory.reported:
+            self.graph.emit(pending, index, line, path, [*zip(inputs, in_ids), *zip(outputs, out_ids)], outputs,
+                            out_ids)
+        self.emit({"type": "op", "index": index, "name": short, "api": api, "inputs": in_ids, "outputs": out_ids,
+                   "line": line, "top_line": top_line, "module_path": path, "grad_mode": mode,
+                   "inplace": inplace or aliased, "nodes": [nid for _, nid in pending]})
+        memory = self.memory
+        if abs(memory.saved_bytes - memory.reported) > max(1 << 20, memory.reported >> 3):
             self.report_memory(line)
 
     def light_op(self, func: Any, args: tuple[Any, ...], result: Any) -> None:
@@ -163,12 +174,21 @@ class Recorder:
             return
         self.memory.reported = now
         cuda = torch.cuda.memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-        self.emit(MemoryChanged.model_construct(saved_bytes=now, delta=delta, cuda_allocated=cuda, line=line))
+        self.emit(dict(type="memory", saved_bytes=now, delta=delta, cuda_allocated=cuda, line=line))
 
     # --- lifecycle --------------------------------------------------------------------
 
     def __enter__(self) -> Recorder:
         self.active = True
+        self._gc_threshold = gc.get_threshold()
+        # NOTE [Garbage collection while recording]
+        # Recording creates many small long-lived objects (events, hooks); with torch's own
+        # ~10^5 objects in the oldest generation, every full collection then rescans them
+        # all and dominated long loops (3-4x of the run). Freezing what exists before the
+        # run and collecting the young generation less often keeps that away; both are
+        # undone on exit, so a snippet's cyclic garbage is collected later, never leaked.
+        gc.freeze()
+        gc.set_threshold(max(self._gc_threshold[0], 50_000), *self._gc_threshold[1:])
         try:
             self.modules.install()
             self.memory.install()
@@ -185,6 +205,8 @@ class Recorder:
 
     def _uninstall(self) -> None:
         self.active = False
+        gc.set_threshold(*self._gc_threshold)
+        gc.unfreeze()
         try:
             if self._mode is not None:
                 self._mode.__exit__(None, None, None)
@@ -205,7 +227,7 @@ class Recorder:
                 t = self.tensors.tensor(tid)
                 if t is None:
                     continue
-                self.emit(TensorFinal.model_construct(id=tid, name=name, value=self.value_or_none(t),
+                self.emit(dict(type="tensor_final", id=tid, name=name, value=self.value_or_none(t),
                                                       grad=self.value_or_none(t.grad)), closing=True)
         self.tensors.forget_attrs()
         self.graph.forget()

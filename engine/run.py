@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from . import api
-from .events import ErrorRaised, Event, Limits, RunFinished, RunStarted, RunStatus, Trace
+from .events import Limits, RunStatus, Trace, event_adapter, trace_adapter
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
@@ -41,23 +41,34 @@ def record(source: str, *, device: str = "cpu", limits: Limits | None = None,
     >>> [e.grad.flat for e in trace.events if e.type == "tensor_final"]
     [[14.75]]
     """
-    events: list[Event] = []
-    record_stream(source, events.append, device=device, limits=limits, filename=filename)
-    return Trace(source=source, events=events)
+    events: list[dict[str, Any]] = []
+    record_stream(source, events.append, device=device, limits=limits, filename=filename, validate=False)
+    return trace_adapter.validate_python({"source": source, "events": events})
 
 
-def record_stream(source: str, sink: Callable[[Event], None], *, device: str = "cpu",
-                  limits: Limits | None = None, filename: str = "snippet.py") -> RunStatus:
+def record_stream(source: str, sink: Callable[[Any], None], *, device: str = "cpu",
+                  limits: Limits | None = None, filename: str = "snippet.py", validate: bool = True) -> RunStatus:
     """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
 
+    With ``validate=True`` the sink receives :data:`engine.events.Event` models; with
+    ``validate=False`` it receives the JSON-ready dicts the recorder builds (faster; the
+    caller must validate them where they cross a trust boundary, as the runner does).
     Always ends with exactly one ``run_finished`` event. An exception in the snippet becomes
     an ``error`` event (status ``error``); an exception raised by ``sink`` propagates.
     """
     limits = limits or Limits()
+    if validate:
+        raw_sink = sink
+
+        def sink(event: dict[str, Any]) -> None:
+            raw_sink(event_adapter.validate_python(event))
+
     rec = Recorder(sink, limits)
-    rec.emit(RunStarted.model_construct(
+    rec.emit(dict(
+            type="run_started",
         source=source, filename=filename, device=device, torch_version=torch.__version__,
-        python_version=platform.python_version(), cuda_available=torch.cuda.is_available(), limits=limits,
+        python_version=platform.python_version(), cuda_available=torch.cuda.is_available(),
+        limits=limits.model_dump(),
         schema_version=1), closing=True)
     started = time.perf_counter()
     status: RunStatus = "ok"
@@ -65,7 +76,7 @@ def record_stream(source: str, sink: Callable[[Event], None], *, device: str = "
     try:
         code = compile(source, SNIPPET_FILENAME, "exec")
     except SyntaxError as exc:
-        rec.emit(ErrorRaised.model_construct(exc_type=type(exc).__name__, message=str(exc.msg), line=exc.lineno,
+        rec.emit(dict(type="error", exc_type=type(exc).__name__, message=str(exc.msg), line=exc.lineno,
                                              traceback=f"line {exc.lineno}: {exc.msg}", hint=None), closing=True)
         _finish(rec, "error", f"SyntaxError: {exc.msg}", started)
         return "error"
@@ -96,8 +107,8 @@ def record_stream(source: str, sink: Callable[[Event], None], *, device: str = "
 
 
 def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> None:
-    rec.emit(RunFinished.model_construct(status=status, message=message[:2000],
-                                         duration_s=round(time.perf_counter() - started, 6), counts=rec.counts()),
+    rec.emit(dict(type="run_finished", status=status, message=message[:2000],
+                                         duration_s=time.perf_counter() - started, counts=rec.counts()),
              closing=True)
 
 
@@ -119,7 +130,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
 
     with rec.mute():
         hint = explain_error(exc, rec, line)
-    rec.emit(ErrorRaised.model_construct(exc_type=type(exc).__name__, message=str(exc)[:4000], line=line,
+    rec.emit(dict(type="error", exc_type=type(exc).__name__, message=str(exc)[:4000], line=line,
                                          traceback=text[-8000:], hint=hint), closing=True)
     del frames
     sys.last_value = None

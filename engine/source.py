@@ -10,46 +10,36 @@ import sys
 from types import FrameType
 from typing import Any
 
-__all__ = ["SNIPPET_FILENAME", "find_name", "in_library_setup", "snippet_frames"]
+__all__ = ["SNIPPET_FILENAME", "find_name", "snippet_frames"]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
 _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
 
 
-def snippet_frames() -> tuple[FrameType | None, int | None, int | None]:
-    """Return ``(innermost snippet frame, its line, the outermost snippet line)``.
+def snippet_frames() -> tuple[FrameType | None, int | None, int | None, bool]:
+    """Return ``(innermost snippet frame, its line, the outermost snippet line, in_setup)``.
 
-    All three are ``None`` when no snippet code is on the stack (e.g. during set-up).
+    ``in_setup`` tells that PyTorch is constructing a library module (``nn.Linear.__init__``
+    and the like) on the way from the caller to the snippet: such ops initialise parameters,
+    are not the snippet's computation, and are left off the tape. The frames are ``None``
+    when no snippet code is on the stack.
     """
     f: FrameType | None = sys._getframe(1)
     inner: FrameType | None = None
     outer_line: int | None = None
-    while f is not None:
-        if f.f_code.co_filename == SNIPPET_FILENAME:
-            if inner is None:
-                inner = f
-            outer_line = f.f_lineno
-        f = f.f_back
-    if inner is None:
-        return None, None, None
-    return inner, inner.f_lineno, outer_line
-
-
-def in_library_setup() -> bool:
-    """Tell whether PyTorch is constructing a module (``nn.Linear.__init__`` and the like).
-
-    Ops that initialise a library layer's parameters are not the snippet's computation and
-    are left off the tape; the parameters appear when the snippet first uses them.
-    """
-    f: FrameType | None = sys._getframe(2)
+    in_setup = False
     while f is not None:
         code = f.f_code
         if code.co_filename == SNIPPET_FILENAME:
-            return False
-        if code.co_name in _SETUP_FUNCTIONS and "torch" in code.co_filename:
-            return True
+            if inner is None:
+                inner = f
+            outer_line = f.f_lineno
+        elif inner is None and code.co_name in _SETUP_FUNCTIONS and "torch" in code.co_filename:
+            in_setup = True
         f = f.f_back
-    return False
+    if inner is None:
+        return None, None, None, in_setup
+    return inner, inner.f_lineno, outer_line, in_setup
 
 
 def find_name(obj: Any, frame: FrameType | None) -> str | None:

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .source import in_library_setup
-
 if TYPE_CHECKING:
     from .recorder import Recorder
 
@@ -96,7 +94,7 @@ class TapeMode(TorchFunctionMode):
         result = func(*args, **kwargs)
         outputs: list[torch.Tensor] = []
         _tensors_in(result, outputs)
-        if outputs and not in_library_setup():
+        if outputs:
             inputs: list[torch.Tensor] = []
             _tensors_in(args, inputs)
             if kwargs:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .events import TensorIntroduced, TensorNamed
 from .source import find_name
 from .values import to_value
 
@@ -59,7 +58,7 @@ class TensorTable:
                     name = find_name(t, frame)
                     if name is not None:
                         self.names[tid] = name
-                        self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=None))
+                        self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=None))
             return tid
         tid = self.count
         self.count += 1
@@ -69,17 +68,20 @@ class TensorTable:
             pass
         self._refs[tid] = weakref.ref(t)
         rec = self._rec
-        name, param_name = rec.modules.param_name(t) if isinstance(t, torch.nn.Parameter) else (None, None)
+        cls = type(t)
+        is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
+        name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
             name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
         grad_fn = t.grad_fn
-        rec.emit(TensorIntroduced.model_construct(
+        rec.emit(dict(
+            type="tensor",
             id=tid, name=name, param_name=param_name, shape=list(t.shape), dtype=str(t.dtype).removeprefix("torch."),
             device=str(t.device), requires_grad=t.requires_grad, is_leaf=t.is_leaf,
-            is_param=isinstance(t, torch.nn.Parameter),
+            is_param=is_param,
             grad_fn=rec.graph.node_id(grad_fn) if grad_fn is not None else None,
             op=op, line=line, value=to_value(t, rec.limits.max_value_elements) if rec.values else None,
         ))
@@ -93,7 +95,7 @@ class TensorTable:
         name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
-            self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=None))
+            self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=None))
 
     def rename(self, t: torch.Tensor, name: str, param_name: str | None = None) -> None:
         """Give an already introduced tensor a (better) name, e.g. once its module is known."""
@@ -101,7 +103,7 @@ class TensorTable:
         if tid is None or self.names.get(tid) == name:
             return
         self.names[tid] = name
-        self._rec.emit(TensorNamed.model_construct(id=tid, name=name, param_name=param_name))
+        self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=param_name))
 
     def name_all(self, scope: dict[str, object]) -> None:
         """Name every still unnamed tensor bound in ``scope`` (run at the end of a snippet)."""
@@ -110,7 +112,7 @@ class TensorTable:
                 tid = self.known(value)
                 if tid is not None and tid not in self.names:
                     self.names[tid] = key
-                    self._rec.emit(TensorNamed.model_construct(id=tid, name=key, param_name=None))
+                    self._rec.emit(dict(type="tensor_named", id=tid, name=key, param_name=None))
 
     def final_leaves(self, most: int = 200) -> list[tuple[int, str]]:
         """Return ``(id, name)`` of named leaves that require grad and are still alive.

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from .events import OptimizerStep, ParamStat
 from .source import find_name, snippet_frames
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ class TrainingTracker:
         step = self._steps.get(key, 0) + 1
         self._steps[key] = step
         self.total_steps += 1
-        frame, line, _ = snippet_frames()
+        frame, line, _, _ = snippet_frames()
         if key not in self._labels:
             var = find_name(opt, frame)
             self._labels[key] = f"{var} ({type(opt).__name__})" if var else type(opt).__name__
@@ -75,7 +74,8 @@ class TrainingTracker:
             stats = self._measure(params)
         now = time.perf_counter()
         detail = rec.detail
-        rec.emit(OptimizerStep.model_construct(
+        rec.emit(dict(
+            type="optimizer_step",
             optimizer=self._labels[key], step=step, loss=rec.backward.last_loss,
             lr=[float(g.get("lr", 0.0)) for g in opt.param_groups], graph_bytes=rec.memory.saved_bytes,
             cuda_allocated=torch.cuda.memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
@@ -105,7 +105,7 @@ class TrainingTracker:
             if tid is None:
                 tid = rec.tensors.ensure(p)
             label = pname or name or rec.tensors.names.get(tid) or f"param{i}"
-            stats.append(ParamStat.model_construct(tensor=tid, name=label, grad_norm=gn[i], update_norm=un[i],
+            stats.append(dict(tensor=tid, name=label, grad_norm=gn[i], update_norm=un[i],
                                                    param_norm=pn[i]))
         finite_g = [g for g in gn if g is not None]
         return {

@@ -56,7 +56,7 @@ def test_large_tensors_travel_as_summaries() -> None:
     final = next(e for e in trace.events if e.type == "tensor_final")
     assert final.value.kind == "summary" and final.value.numel == 10_000
     assert final.grad.kind == "summary" and final.grad.min == final.grad.max == 2.0
-    assert sum(final.value.hist) == 10_000
+    assert 0 < sum(final.value.hist) <= 1024  # a histogram of a strided sample
     assert len(trace.model_dump_json()) < 200_000
 
 

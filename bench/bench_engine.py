@@ -1,0 +1,139 @@
+"""Recording overhead of the engine, as ratios to plain PyTorch measured in the same process.
+
+Each workload runs plain and recorded alternately (interleaved, so drift hits both), and the
+median ratio is reported. "Full" records the tape, the graph, the backward walk and values;
+"metrics" is a long training loop in which only the first steps are recorded in full and
+every other step only reports its optimizer metrics.
+
+Run: ``make bench`` (all benchmarks) or ``.venv/bin/python bench/bench_engine.py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from engine.events import Limits
+from engine.recorder import Recorder
+from engine.source import SNIPPET_FILENAME
+
+WORKLOADS: dict[str, tuple[str, str, float]] = {
+    # name: (setup, step, target ratio)
+    "cubic scalar": ("import torch", "x = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()", 3.0),
+    "MLP 784-256-10 step": (
+        "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+        "model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "X, Y = torch.randn(64, 784), torch.randint(0, 10, (64,))",
+        "opt.zero_grad()\nloss = F.cross_entropy(model(X), Y)\nloss.backward()\nopt.step()", 1.5),
+    "TransformerEncoder fwd+bwd": (
+        "import torch, torch.nn as nn\ntorch.manual_seed(0)\n"
+        "layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True, dropout=0.0)\n"
+        "enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)\n"
+        "src = torch.randn(8, 32, 128)",
+        "enc.zero_grad()\nout = enc(src)\nout.sum().backward()", 1.5),
+    "2,000-step tanh chain": (
+        "import torch\nx = torch.randn(16, requires_grad=True)",
+        "h = x\nfor _ in range(2000):\n    h = torch.tanh(h * 1.01 + 0.1)\nh.sum().backward()", 3.0),
+}
+
+
+def _time(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> tuple[float, float, float]:
+    """Return (median plain seconds, median recorded seconds, median of per-rep ratios)."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
+    code = compile(step, SNIPPET_FILENAME, "exec")
+    limits = limits or Limits(max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000)
+
+    def plain() -> None:
+        exec(code, scope)
+
+    def recorded() -> None:
+        events: list[Any] = []
+        with Recorder(events.append, limits):
+            exec(code, scope)
+
+    for _ in range(3):
+        plain()
+        recorded()
+    gc.collect()
+    gc.freeze()
+    ps, rs, ratios = [], [], []
+    for _ in range(reps):
+        p = _time(plain)
+        r = _time(recorded)
+        ps.append(p)
+        rs.append(r)
+        ratios.append(r / p)
+    gc.unfreeze()
+    return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
+
+
+METRICS_LOOP = """
+import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+X, Y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+for step in range({steps}):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(X), Y)
+    loss.backward()
+    opt.step()
+"""
+
+
+def measure_loop(source: str, reps: int) -> tuple[float, float, float]:
+    """Whole-script timing of a training loop: plain vs recorded with default limits."""
+    from engine.run import record_stream
+
+    code = compile(source, SNIPPET_FILENAME, "exec")
+
+    def plain() -> None:
+        torch.manual_seed(0)
+        exec(code, {"__name__": "__main__"})
+
+    def recorded() -> None:
+        events: list[Any] = []
+        record_stream(source, events.append)
+
+    plain()
+    recorded()
+    ps, rs, ratios = [], [], []
+    for _ in range(reps):
+        p = _time(plain)
+        r = _time(recorded)
+        ps.append(p)
+        rs.append(r)
+        ratios.append(r / p)
+    return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    print(f"engine recording overhead (torch {torch.__version__}, 1 thread, median of interleaved reps)")
+    print(f"{'workload':32} {'plain':>10} {'recorded':>10} {'ratio':>7} {'target':>7}")
+    for name, (setup, step, target) in WORKLOADS.items():
+        reps = 9 if "chain" in name else 25
+        p, r, ratio = measure(setup, step, reps)
+        print(f"{name + ' (full)':32} {p * 1e3:8.2f}ms {r * 1e3:8.2f}ms {ratio:6.2f}x {'<=' + str(target):>7}")
+    rent = open("server/examples/rent_regression.py").read()
+    for name, source in (("rent regression, 400 steps", rent),
+                         ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000))):
+        p, r, ratio = measure_loop(source, 3)
+        print(f"{name + ' (metrics)':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {'<=1.2':>7}")
+
+
+if __name__ == "__main__":
+    main()
