@@ -1,7 +1,11 @@
-"""What a forked child does: enter the sandbox, run one snippet, stream its events, exit.
+"""What a forked child does: enter the sandbox, wait for one run, stream its events, exit.
 
-The child never returns into the worker's loop: every path ends in ``os._exit`` so that no
-``atexit`` handler, finaliser or buffered stream of the snippet (or the worker) runs.
+A worker forks its next child ahead of time (a standby child): the child enters the
+sandbox at once and then blocks reading its request pipe, so a submitted run skips the
+fork and the sandbox set-up. The request is two frames, a JSON header (``device``,
+``limits``) and the source. The child never returns into the worker's loop: every path
+ends in ``os._exit`` so that no ``atexit`` handler, finaliser or buffered stream of the
+snippet (or of the worker) runs.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from typing import Any, NoReturn
 from engine.events import Limits, RunFinished, RunStarted
 
 from . import sandbox
-from .framing import encode_frame
+from .framing import FrameDecoder, encode_frame
 
-__all__ = ["SANDBOX_EXIT", "probe", "run"]
+__all__ = ["SANDBOX_EXIT", "encode_request", "probe", "standby"]
 
 SANDBOX_EXIT = 70
+_MAX_REQUEST = 4 << 20
 
 
 class _FrameSink:
@@ -36,35 +41,69 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def run(request: dict[str, Any], source: str, event_fd: int, config: dict[str, Any]) -> NoReturn:
-    """Run ``source`` in the sandbox and exit: 0 after ``run_finished``, else non-zero."""
+def encode_request(device: str, limits: dict[str, Any], source: str) -> bytes:
+    """Return the bytes a worker writes to a standby child's request pipe."""
+    header = json.dumps({"device": device, "limits": limits}).encode()
+    return encode_frame(header) + encode_frame(source.encode())
+
+
+def _read_request(fd: int) -> tuple[dict[str, Any], str] | None:
+    decoder = FrameDecoder(max_frame=_MAX_REQUEST, max_total=2 * _MAX_REQUEST)
+    frames: list[bytes] = []
+    while len(frames) < 2:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return None
+        frames += decoder.feed(chunk)
+    os.close(fd)
+    return json.loads(frames[0]), frames[1].decode()
+
+
+def _warm(source: str) -> None:
+    """Run ``source`` unrecorded-to-anyone, so the pages a run touches are this child's own already."""
+    from engine.run import record_stream
+
+    record_stream(source, lambda event: None)
+
+
+def standby(config: dict[str, Any], event_fd: int, request_fd: int, warmup: str = "") -> NoReturn:
+    """Enter the sandbox, wait for a request, run it and exit (0 after ``run_finished``).
+
+    ``warmup`` (a snippet) is run first, while waiting costs nobody anything: the child
+    faults in its copy of the pages a run touches before the run's clock starts.
+    """
     code = 1
     try:
-        limits = Limits.model_validate(request["limits"])
-        config = {
-            **config,
-            "timeout_s": limits.timeout_s,
-            "memory_mb": None if config.get("gpu") else limits.memory_mb,
-        }
-        sink = _FrameSink(sandbox.EVENT_FD)
+        problem = None
         try:
-            sandbox.enter(config, event_fd)
+            sandbox.enter(config, event_fd, request_fd)
         except sandbox.SandboxError as exc:
-            sink(RunStarted(source=source, device=request["device"], limits=limits))
-            sink(
-                RunFinished(
-                    seq=1,
-                    status="error",
-                    message=f"the sandbox could not be set up, so the run did not start ({exc})",
-                )
-            )
+            problem = exc
+        if problem is None and warmup:
+            _warm(warmup)
+        request = _read_request(sandbox.REQUEST_FD)
+        if request is None:  # the worker let this child go unused
+            os._exit(0)
+        header, source = request
+        limits = Limits.model_validate(header["limits"])
+        device = header["device"]
+        sink = _FrameSink(sandbox.EVENT_FD)
+        if problem is None:
+            try:
+                sandbox.limit_run(config, limits.timeout_s, None if config.get("gpu") else limits.memory_mb)
+            except sandbox.SandboxError as exc:
+                problem = exc
+        if problem is not None:
+            message = f"The sandbox could not be set up, so the run did not start ({problem})."
+            sink(RunStarted(source=source, device=device, limits=limits))
+            sink(RunFinished(seq=1, status="error", message=message))
             os._exit(SANDBOX_EXIT)
         import torch
 
         from engine.run import record_stream
 
         torch.set_num_threads(1)
-        record_stream(source, sink, device=request["device"], limits=limits)
+        record_stream(source, sink, device=device, limits=limits)
         code = 0
     finally:
         os._exit(code)
@@ -77,8 +116,9 @@ def probe(config: dict[str, Any], worker_ns: dict[str, str], event_fd: int) -> N
     """
     code = 1
     try:
-        config = {**config, "strict": False}
+        config = {**config, "strict": False, "memory_mb": None if config.get("gpu") else Limits().memory_mb}
         failures = sandbox.enter(config, event_fd)
+        sandbox.limit_run(config, 5.0, config["memory_mb"])
         report = sandbox.verify(config, worker_ns, failures)
         _write_all(
             sandbox.EVENT_FD, encode_frame(json.dumps({"layers": report, "failures": failures}).encode())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -31,8 +30,7 @@ __all__ = ["WorkerProxy"]
 MAX_FRAME = 8 << 20
 MAX_TOTAL = 512 << 20
 _HIGH_WATER = 4096
-_PIPE_SIZE = 1 << 20
-_F_SETPIPE_SZ = 1031
+_READ_SIZE = 1 << 20
 _FINISH_GRACE_S = 2.0
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _BOOT = f"import sys; sys.path.insert(0, {_PROJECT_ROOT!r}); from runner.worker import main; main()"
@@ -123,16 +121,12 @@ class WorkerProxy:
     # --- runs ---------------------------------------------------------------------------
 
     def start_run(self, handle: RunHandle) -> None:
-        """Send ``handle``'s run to the worker and start reading its events."""
+        """Send ``handle``'s run to the worker; its events are read once the worker says ``started``."""
         assert self._sock is not None and self.idle
-        read_fd, write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         source = handle.source.encode()
         source_fd = os.memfd_create("gradwalk-source", os.MFD_CLOEXEC)
         try:
-            with contextlib.suppress(OSError):  # a smaller pipe only costs throughput
-                fcntl.fcntl(write_fd, _F_SETPIPE_SZ, _PIPE_SIZE)
             os.write(source_fd, source)
-            os.set_blocking(write_fd, True)
             control.send_message(
                 self._sock,
                 {
@@ -141,25 +135,29 @@ class WorkerProxy:
                     "device": handle.device,
                     "source_bytes": len(source),
                     "limits": handle.limits.model_dump(mode="json"),
-                    "gpu": handle.device.startswith("cuda"),
                 },
-                [write_fd, source_fd],
+                [source_fd],
             )
         except OSError:
-            os.close(read_fd)
             handle.finish(*outcome.worker_lost())
             self._died()
             return
         finally:
-            os.close(write_fd)
             os.close(source_fd)
         self.handle = handle
         self._exited = False
-        self._events_fd = read_fd
         self._decoder = FrameDecoder(max_frame=MAX_FRAME, max_total=MAX_TOTAL)
         handle.on_drain = self._resume
-        self._loop.add_reader(read_fd, self._on_events)
         self._timer = self._loop.call_later(handle.limits.timeout_s, self._timeout)
+
+    def _run_started(self, fds: list[int]) -> None:
+        if self.handle is None or self.handle.finished or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return
+        self._events_fd = fds[0]
+        os.set_blocking(self._events_fd, False)
+        self._loop.add_reader(self._events_fd, self._on_events)
 
     def cancel_run(self, reason: str = "") -> None:
         """End the current run's stream as ``cancelled`` and kill its child."""
@@ -191,7 +189,7 @@ class WorkerProxy:
         if fd is None or handle is None or decoder is None:
             return
         try:
-            data = os.read(fd, _PIPE_SIZE)
+            data = os.read(fd, _READ_SIZE)
         except BlockingIOError:
             return
         if not data:
@@ -250,7 +248,7 @@ class WorkerProxy:
         """Read everything the dead child left in the pipe; its writers are all gone."""
         while self._events_fd is not None and self.handle is not None and not self.handle.finished:
             try:
-                data = os.read(self._events_fd, _PIPE_SIZE)
+                data = os.read(self._events_fd, _READ_SIZE)
             except BlockingIOError:
                 return
             if not data:
@@ -272,7 +270,7 @@ class WorkerProxy:
         assert self._sock is not None
         while True:
             try:
-                message, _ = control.recv_message(self._sock)
+                message, fds = control.recv_message(self._sock, maxfds=1)
             except (BlockingIOError, InterruptedError):
                 return
             except (OSError, ValueError):
@@ -281,6 +279,11 @@ class WorkerProxy:
                 self._died()
                 return
             kind = message["type"]
+            if kind == "started" and self.handle is not None and message.get("id") == self.handle.id:
+                self._run_started(fds)
+                continue
+            for fd in fds:
+                os.close(fd)
             if kind == "ready" and not self.ready.done():
                 self.ready.set_result(message)
                 self._on_idle(self)

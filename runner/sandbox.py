@@ -34,7 +34,7 @@ from typing import Any
 
 from . import linux, seccomp
 
-__all__ = ["LAYERS", "SandboxError", "enter", "verify"]
+__all__ = ["EVENT_FD", "LAYERS", "REQUEST_FD", "SandboxError", "enter", "limit_run", "verify"]
 
 LAYERS = (
     "namespaces",
@@ -50,6 +50,7 @@ LAYERS = (
 )
 
 EVENT_FD = 3
+REQUEST_FD = 4
 SCRATCH = "/tmp"
 NPROC = 64
 NOFILE = 256
@@ -85,14 +86,15 @@ class _MountAttr(ctypes.Structure):
     ]
 
 
-def enter(config: dict[str, Any], event_fd: int) -> dict[str, str]:
+def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) -> dict[str, str]:
     """Apply every layer to the calling (freshly forked) process; return the failures.
 
     ``config`` comes from the worker: ``strict``, ``uid``, ``keep`` and ``hide`` (paths),
-    ``scratch_mb``, ``memory_mb`` (``None``: no address-space cap), ``timeout_s``, ``gpu``
-    and ``userns`` (the worker already is root in its own user namespace). In strict mode
-    the first failure raises :class:`SandboxError`; otherwise the result maps each layer
-    that failed to why.
+    ``scratch_mb``, ``gpu`` and ``userns`` (the worker already is root in its own user
+    namespace). The event pipe becomes fd 3 and ``request_fd`` (if any) fd 4; every other
+    descriptor is closed. The per-run rlimits come later, from :func:`limit_run`. In strict
+    mode the first failure raises :class:`SandboxError`; otherwise the result maps each
+    layer that failed to why.
     """
     failures: dict[str, str] = {}
 
@@ -105,7 +107,7 @@ def enter(config: dict[str, Any], event_fd: int) -> dict[str, str]:
             failures.setdefault(layer, f"{type(exc).__name__}: {exc}")
 
     linux.prctl(linux.PR_SET_PDEATHSIG, 9)
-    _own_fds(event_fd)
+    _own_fds(event_fd, request_fd)
     step("namespaces", lambda: linux.unshare(_NS_FLAGS))
     if "namespaces" not in failures:
         step("readonly_fs", lambda: _build_root(config))
@@ -121,14 +123,33 @@ def enter(config: dict[str, Any], event_fd: int) -> dict[str, str]:
     return failures
 
 
-def _own_fds(event_fd: int) -> None:
-    """Keep only the event pipe (as fd 3); stdin, stdout and stderr read and write /dev/null."""
-    if event_fd != EVENT_FD:
-        os.dup2(event_fd, EVENT_FD)
+def limit_run(config: dict[str, Any], timeout_s: float, memory_mb: int | None) -> None:
+    """Set the rlimits that depend on the run: CPU seconds and address space.
+
+    Only lowers limits, which needs no privilege, so it works after :func:`enter`.
+    """
+    cpu = math.ceil(timeout_s) + 1
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        if memory_mb:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+    except (OSError, ValueError) as exc:
+        if config["strict"]:
+            raise SandboxError(f"rlimits: {exc}") from exc
+
+
+def _own_fds(event_fd: int, request_fd: int | None) -> None:
+    """Keep the event pipe (as fd 3) and the request pipe (fd 4); 0, 1 and 2 are /dev/null."""
+    # Move both out of the way first so that neither dup2 clobbers the other.
+    event_fd = os.dup(event_fd)
+    request_fd = None if request_fd is None else os.dup(request_fd)
+    os.dup2(event_fd, EVENT_FD)
+    if request_fd is not None:
+        os.dup2(request_fd, REQUEST_FD)
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    os.closerange(EVENT_FD + 1, 1 << 20)
+    os.closerange(REQUEST_FD + 1 if request_fd is not None else EVENT_FD + 1, 1 << 20)
 
 
 def _under(path: str, top: str) -> bool:
@@ -275,9 +296,7 @@ def _scrub_env() -> None:
 
 
 def _set_rlimits(config: dict[str, Any]) -> None:
-    cpu = math.ceil(float(config["timeout_s"])) + 1
     limits = {
-        resource.RLIMIT_CPU: (cpu, cpu + 1),
         resource.RLIMIT_FSIZE: (int(config["scratch_mb"]) << 20,) * 2,
         resource.RLIMIT_NOFILE: (NOFILE, NOFILE),
         resource.RLIMIT_NPROC: (NPROC, NPROC),
@@ -285,8 +304,6 @@ def _set_rlimits(config: dict[str, Any]) -> None:
         resource.RLIMIT_MEMLOCK: (1 << 16, 1 << 16),
         resource.RLIMIT_MSGQUEUE: (0, 0),
     }
-    if config.get("memory_mb"):
-        limits[resource.RLIMIT_AS] = (int(config["memory_mb"]) << 20,) * 2
     for which, value in limits.items():
         resource.setrlimit(which, value)
 

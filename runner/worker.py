@@ -10,6 +10,8 @@ worker never initialises CUDA: a CUDA run initialises it in its own child.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gc
 import json
 import os
@@ -31,6 +33,8 @@ _WARMUP = [
     "    opt.step()\nraise ValueError('warm-up')\n",
 ]
 _KILL_GRACE_S = 5.0
+_PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031
 _NAMESPACES = ("mnt", "net", "pid", "ipc", "uts", "user")
 
 
@@ -70,12 +74,15 @@ def main() -> None:
             "warmup_s": round(time.perf_counter() - started, 3),
         },
     )
+    spare = _Spare(config, own_pid_ns, sock)
     while True:
-        message, fds = control.recv_message(sock, maxfds=2)
+        message, fds = control.recv_message(sock, maxfds=1)
         if message is None:
+            spare.discard()
             return
-        if message["type"] == "run" and len(fds) == 2:
-            _serve(sock, message, fds[0], fds[1], config, worker_ns, own_pid_ns)
+        if message["type"] == "run" and len(fds) == 1:
+            _serve(sock, message, fds[0], spare, config, own_pid_ns)
+            spare = _Spare(config, own_pid_ns, sock)  # forked now, off the next run's latency path
         else:
             for fd in fds:
                 os.close(fd)
@@ -141,9 +148,62 @@ def _fork(config: dict[str, Any], own_pid_ns: int) -> int:
     return os.fork()
 
 
+class _Spare:
+    """A standby child: sandboxed already, waiting for its request."""
+
+    def __init__(self, config: dict[str, Any], own_pid_ns: int, sock: socket.socket) -> None:
+        from . import child
+
+        event_r, event_w = os.pipe2(os.O_CLOEXEC)
+        request_r, request_w = os.pipe2(os.O_CLOEXEC)
+        for fd in (event_w, request_w):
+            with contextlib.suppress(OSError):  # a smaller pipe only costs throughput
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+        pid = _fork(config, own_pid_ns)
+        if pid == 0:
+            sock.close()
+            os.close(event_r)
+            os.close(request_w)
+            child.standby(config, event_w, request_r, _WARMUP[0])
+        os.close(event_w)
+        os.close(request_r)
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.event_r: int | None = event_r
+        self.request_w: int | None = request_w
+
+    def send(self, data: bytes) -> bool:
+        """Hand the child its request; ``False`` if it is already gone."""
+        assert self.request_w is not None
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.request_w, view) :]
+        except BrokenPipeError:
+            return False
+        finally:
+            os.close(self.request_w)
+            self.request_w = None
+        return True
+
+    def discard(self) -> None:
+        """Kill and reap the child, closing what is left of its pipes."""
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        self.close()
+
+    def close(self) -> None:
+        for fd in (self.event_r, self.request_w, self.pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.event_r = self.request_w = None
+
+
 def _probe(
     config: dict[str, Any], worker_ns: dict[str, str], own_pid_ns: int
-) -> tuple[dict[str, bool], dict]:
+) -> tuple[dict[str, bool], dict[str, str]]:
     from . import child
     from .framing import FrameDecoder
 
@@ -151,9 +211,7 @@ def _probe(
     pid = _fork({**config, "strict": False}, own_pid_ns)
     if pid == 0:
         os.close(read_fd)
-        child.probe(
-            {**config, "timeout_s": 5, "memory_mb": None if config["gpu"] else 1536}, worker_ns, write_fd
-        )
+        child.probe(config, worker_ns, write_fd)
     os.close(write_fd)
     data = b""
     while chunk := os.read(read_fd, 65536):
@@ -170,13 +228,12 @@ def _probe(
 def _serve(
     sock: socket.socket,
     message: dict[str, Any],
-    event_fd: int,
     source_fd: int,
+    spare: _Spare,
     config: dict[str, Any],
-    worker_ns: dict[str, str],
     own_pid_ns: int,
 ) -> None:
-    """Run one snippet in a child; answer ``started`` then ``exited``, killing it on ``kill``."""
+    """Run one snippet in the standby child; answer ``started`` (with the event pipe), then ``exited``."""
     from . import child
 
     run_id = message["id"]
@@ -184,38 +241,39 @@ def _serve(
         source = os.pread(source_fd, message["source_bytes"], 0).decode()
     finally:
         os.close(source_fd)
-    pid = _fork(config, own_pid_ns)
-    if pid == 0:
-        sock.close()
-        child.run(message, source, event_fd, {**config, "gpu": message.get("gpu", config["gpu"])})
-    os.close(event_fd)
+    request = child.encode_request(message["device"], message["limits"], source)
+    if not spare.send(request):  # the standby child died while waiting: make another
+        spare.discard()
+        spare = _Spare(config, own_pid_ns, sock)
+        spare.send(request)
+    assert spare.event_r is not None
+    control.send_message(sock, {"type": "started", "id": run_id, "pid": spare.pid}, [spare.event_r])
+    os.close(spare.event_r)
+    spare.event_r = None
     started = time.monotonic()
-    pidfd = os.pidfd_open(pid)
-    control.send_message(sock, {"type": "started", "id": run_id, "pid": pid})
     deadline = started + float(message["limits"]["timeout_s"]) + _KILL_GRACE_S
     with selectors.DefaultSelector() as sel:
         sel.register(sock, selectors.EVENT_READ, "control")
-        sel.register(pidfd, selectors.EVENT_READ, "child")
+        sel.register(spare.pidfd, selectors.EVENT_READ, "child")
         done = False
         while not done:
             for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
                 if key.data == "child":
                     done = True
-                else:
-                    request, fds = control.recv_message(sock, maxfds=2)
-                    for fd in fds:
-                        os.close(fd)
-                    if request is None:
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                        os.waitpid(pid, 0)
-                        sys.exit(0)
-                    if request["type"] == "kill":
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    continue
+                request_msg, fds = control.recv_message(sock, maxfds=2)
+                for fd in fds:
+                    os.close(fd)
+                if request_msg is None:
+                    spare.discard()
+                    sys.exit(0)
+                if request_msg["type"] == "kill" and request_msg.get("id") == run_id:
+                    signal.pidfd_send_signal(spare.pidfd, signal.SIGKILL)
             if time.monotonic() >= deadline:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(spare.pidfd, signal.SIGKILL)
                 deadline = float("inf")
-    os.close(pidfd)
-    _, status, usage = os.wait4(pid, 0)
+    _, status, usage = os.wait4(spare.pid, 0)
+    spare.close()
     control.send_message(
         sock,
         {
