@@ -33,7 +33,8 @@ __all__ = ["MAX_SOURCE_BYTES", "WorkerPool"]
 
 MAX_SOURCE_BYTES = 1_000_000
 SCRATCH_MB = 32
-UID_BASE = 1_870_000_000  # far above any real user; slot i runs as UID_BASE + i (RLIMIT_NPROC is per uid)
+UID_BASE = 1_870_000_000  # far above any real user
+_UIDS_PER_POOL = 1024
 _START_TIMEOUT_S = 180.0
 _RESPAWN_DELAYS_S = (0.2, 1.0, 5.0, 15.0)
 _DEVICE = re.compile(r"^(cpu|cuda(:\d{1,2})?)$")
@@ -60,7 +61,9 @@ class WorkerPool:
     ) -> None:
         if isolation not in ("strict", "local"):
             raise ValueError(f"isolation must be 'strict' or 'local', not {isolation!r}")
-        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.workers = max(
+            1, min(_UIDS_PER_POOL - 1, workers if workers is not None else (os.cpu_count() or 1))
+        )
         self.max_queue = max(0, max_queue)
         self.isolation = isolation
         self.default_limits = default_limits or Limits()
@@ -74,7 +77,9 @@ class WorkerPool:
         self._respawns: dict[int, int] = {}
         self._mean_run_s = 1.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._uid_base = UID_BASE
+        # Worker slot i of this pool runs its children as its own uid, so that RLIMIT_NPROC (counted
+        # per uid) is never shared between concurrent runs, nor with another pool on this machine.
+        self._uid_base = UID_BASE + (os.getpid() % 65536) * _UIDS_PER_POOL
 
     # --- lifecycle ----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -12,6 +13,10 @@ from engine.events import Event, Limits
 from runner import RunHandle, WorkerPool
 
 T = TypeVar("T")
+
+# Set before any pool starts: a snippet must never see the server's environment.
+SECRET = "gradwalk-test-secret-5f1c"
+os.environ["GRADWALK_TEST_SECRET"] = SECRET
 
 FAST = Limits(timeout_s=3.0)
 
@@ -49,6 +54,34 @@ def finished(events: list[Event]) -> Any:
 
 def outputs(events: list[Event]) -> str:
     return "".join(e.text for e in events if e.type == "output")
+
+
+def sandbox_processes(workers: list[int]) -> list[int]:
+    """Pids of the processes descending from ``workers`` (the runs' children and theirs)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found = []
+    for pid in parents:
+        seen, up = 0, parents.get(pid)
+        while up and up not in workers and seen < 64:
+            up, seen = parents.get(up), seen + 1
+        if up in workers:
+            found.append(pid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return "State:\tZ" not in fh.read()
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="session")
