@@ -14,6 +14,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,22 +25,32 @@ from engine.source import SNIPPET_FILENAME
 
 WORKLOADS: dict[str, tuple[str, str, float]] = {
     # name: (setup, step, target ratio)
-    "cubic scalar": ("import torch", "x = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()", 3.0),
+    "cubic scalar": (
+        "import torch",
+        "x = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()",
+        3.0,
+    ),
     "MLP 784-256-10 step": (
         "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
         "model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
         "X, Y = torch.randn(64, 784), torch.randint(0, 10, (64,))",
-        "opt.zero_grad()\nloss = F.cross_entropy(model(X), Y)\nloss.backward()\nopt.step()", 1.5),
+        "opt.zero_grad()\nloss = F.cross_entropy(model(X), Y)\nloss.backward()\nopt.step()",
+        1.5,
+    ),
     "TransformerEncoder fwd+bwd": (
         "import torch, torch.nn as nn\ntorch.manual_seed(0)\n"
         "layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True, dropout=0.0)\n"
         "enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)\n"
         "src = torch.randn(8, 32, 128)",
-        "enc.zero_grad()\nout = enc(src)\nout.sum().backward()", 1.5),
+        "enc.zero_grad()\nout = enc(src)\nout.sum().backward()",
+        1.5,
+    ),
     "2,000-step tanh chain": (
         "import torch\nx = torch.randn(16, requires_grad=True)",
-        "h = x\nfor _ in range(2000):\n    h = torch.tanh(h * 1.01 + 0.1)\nh.sum().backward()", 3.0),
+        "h = x\nfor _ in range(2000):\n    h = torch.tanh(h * 1.01 + 0.1)\nh.sum().backward()",
+        3.0,
+    ),
 }
 
 
@@ -127,10 +138,14 @@ def main() -> None:
     for name, (setup, step, target) in WORKLOADS.items():
         reps = 9 if "chain" in name else 25
         p, r, ratio = measure(setup, step, reps)
-        print(f"{name + ' (full)':32} {p * 1e3:8.2f}ms {r * 1e3:8.2f}ms {ratio:6.2f}x {'<=' + str(target):>7}")
-    rent = open("server/examples/rent_regression.py").read()
-    for name, source in (("rent regression, 400 steps", rent),
-                         ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000))):
+        print(
+            f"{name + ' (full)':32} {p * 1e3:8.2f}ms {r * 1e3:8.2f}ms {ratio:6.2f}x {'<=' + str(target):>7}"
+        )
+    rent = (Path(__file__).resolve().parent.parent / "server" / "examples" / "rent_regression.py").read_text()
+    for name, source in (
+        ("rent regression, 400 steps", rent),
+        ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000)),
+    ):
         p, r, ratio = measure_loop(source, 3)
         print(f"{name + ' (metrics)':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {'<=1.2':>7}")
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
@@ -41,25 +40,43 @@ class BackwardTracker:
         is_acc = type(node).__name__ == "AccumulateGrad"
         rec = self._rec
 
-        def post(grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]) -> None:
+        def post(
+            grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]
+        ) -> None:
             if not rec.active or self.current is None:
                 return
             v = self._value
             step = self._step
             self._step += 1
-            rec.emit(dict(type="node_executed", backward=self.current, step=step, node=nid,
-                                                  grad_in=[v(g) for g in grad_outputs],
-                                                  grad_out=[v(g) for g in grad_inputs]))
+            rec.emit(
+                dict(
+                    type="node_executed",
+                    backward=self.current,
+                    step=step,
+                    node=nid,
+                    grad_in=[v(g) for g in grad_outputs],
+                    grad_out=[v(g) for g in grad_inputs],
+                )
+            )
             if is_acc:
                 leaf = node.variable
                 tid = rec.tensors.ensure(leaf)
-                rec.emit(dict(
-            type="grad_accumulated",
-                    backward=self.current, step=step, tensor=tid, node=nid, before=self._before.pop(nid, None),
-                    added=v(grad_outputs[0]) if grad_outputs else None, after=rec.value_or_none(leaf.grad)))
+                rec.emit(
+                    dict(
+                        type="grad_accumulated",
+                        backward=self.current,
+                        step=step,
+                        tensor=tid,
+                        node=nid,
+                        before=self._before.pop(nid, None),
+                        added=v(grad_outputs[0]) if grad_outputs else None,
+                        after=rec.value_or_none(leaf.grad),
+                    )
+                )
 
         self._handles.append(node.register_hook(post))
         if is_acc:
+
             def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
                 if rec.active and self.current is not None:
                     self._before[nid] = rec.value_or_none(node.variable.grad)
@@ -97,17 +114,32 @@ class BackwardTracker:
         frame, line, _, _ = rec.where()
         if index == 0:
             self.first_backward_line = line
+        with rec.mute():
+            rec.pitfalls.on_backward(roots, line)
         if not rec.detail:
             return fn(*args, **kwargs)
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:
             rec.tensors.name_from(t, frame)
-        seed_values = [rec.value_or_none(s) if s is not None else
-                       (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
-                       for r, s in zip(roots, seeds, strict=False)]
+        seed_values = [
+            rec.value_or_none(s)
+            if s is not None
+            else (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
+            for r, s in zip(roots, seeds, strict=False)
+        ]
         rec.report_memory(line)
-        rec.emit(dict(type="backward_started", index=index, api=api, roots=root_ids, seed=seed_values,
-                                                 retain_graph=retain, create_graph=create, line=line))
+        rec.emit(
+            dict(
+                type="backward_started",
+                index=index,
+                api=api,
+                roots=root_ids,
+                seed=seed_values,
+                retain_graph=retain,
+                create_graph=create,
+                line=line,
+            )
+        )
         self.current, self._step = index, 0
         ok = False
         try:
@@ -119,8 +151,15 @@ class BackwardTracker:
             self.current = None
             self._before.clear()
             self._values.clear()
-            rec.emit(dict(type="backward_finished", index=index, nodes_executed=executed,
-                                                      graph_freed=ok and not retain, ok=ok))
+            rec.emit(
+                dict(
+                    type="backward_finished",
+                    index=index,
+                    nodes_executed=executed,
+                    graph_freed=ok and not retain,
+                    ok=ok,
+                )
+            )
             rec.report_memory(line)
 
 
@@ -132,8 +171,9 @@ def _as_list(x: Any) -> list[Any]:
     return list(x)
 
 
-def _backward_args(api: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-                   ) -> tuple[list[torch.Tensor], list[torch.Tensor | None], bool, bool]:
+def _backward_args(
+    api: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[list[torch.Tensor], list[torch.Tensor | None], bool, bool]:
     """Normalise the arguments of the three backward entry points."""
     if api == "Tensor.backward":
         names = ["self", "gradient", "retain_graph", "create_graph", "inputs"]

@@ -50,8 +50,8 @@ __all__ = [
     "RunStatus",
     "SavedValue",
     "SummaryValue",
-    "TensorIntroduced",
     "TensorFinal",
+    "TensorIntroduced",
     "TensorNamed",
     "Trace",
     "Value",
@@ -117,9 +117,13 @@ class Limits(_Model):
     max_ops: int = Field(default=50_000, ge=0, description="ops recorded on the tape")
     max_nodes: int = Field(default=50_000, ge=0, description="grad_fn nodes recorded")
     max_events: int = Field(default=400_000, ge=100, description="events in one trace")
-    max_value_elements: int = Field(default=64, ge=0, le=4096, description="tensors up to this size travel whole")
+    max_value_elements: int = Field(
+        default=64, ge=0, le=4096, description="tensors up to this size travel whole"
+    )
     max_output_bytes: int = Field(default=256_000, ge=0, description="stdout+stderr kept")
-    detail_steps: int = Field(default=3, ge=0, description="optimizer steps recorded in full detail at the start")
+    detail_steps: int = Field(
+        default=3, ge=0, description="optimizer steps recorded in full detail at the start"
+    )
     detail_every: int = Field(default=0, ge=0, description="also record every k-th step in full (0: never)")
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="wall-clock limit (runner)")
     memory_mb: int = Field(default=1536, ge=256, le=65536, description="address-space limit (runner)")

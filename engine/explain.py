@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from types import FrameType
 from typing import TYPE_CHECKING
+
+from .source import find_name
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -10,25 +13,53 @@ if TYPE_CHECKING:
 __all__ = ["explain_error"]
 
 
-def explain_error(exc: BaseException, rec: Recorder, line: int | None) -> str | None:
+def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
+    """Describe the tensors of the op that raised: ``: x (line 3) is on cpu, w (line 5) on cuda:0``."""
+    if rec.failed_op is None:
+        return ""
+    name, tensors = rec.failed_op
+    parts = []
+    for t in tensors:
+        tid = rec.tensors.known(t)
+        label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame) or "a tensor"
+        born = rec.tensors.lines.get(tid) if tid is not None else None
+        parts.append(f"{label}" + (f" (made at line {born})" if born else "") + f" is on {t.device}")
+    return f" ({name.strip('_')}: " + ", ".join(parts) + ")" if parts else ""
+
+
+def explain_error(
+    exc: BaseException, rec: Recorder, line: int | None, frame: FrameType | None = None
+) -> str | None:
     """Return a short explanation and fix for a known PyTorch error, or ``None``."""
     text = str(exc)
     if "backward through the graph a second time" in text:
         first = rec.backward.first_backward_line
         where = f" (the first one ran at line {first})" if first else ""
-        return ("The first backward() freed the graph's saved tensors" + where + ". Recompute the forward "
-                "pass before calling backward() again, or pass retain_graph=True to the first call if you "
-                "really need two passes through the same graph.")
+        return (
+            "The first backward() freed the graph's saved tensors" + where + ". Recompute the forward "
+            "pass before calling backward() again, or pass retain_graph=True to the first call if you "
+            "really need two passes through the same graph."
+        )
     if "modified by an inplace operation" in text:
-        return ("A tensor that autograd saved for backward was changed in place afterwards. Use the "
-                "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first.")
-    if "Expected all tensors to be on the same device" in text:
-        return ("The operands of one operation live on different devices. Move them together with "
-                ".to(device) (for a model: model.to(device); for data: xb.to(device)).")
+        return (
+            "A tensor that autograd saved for backward was changed in place afterwards. Use the "
+            "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
+        )
+    if "same device" in text or "is not on the expected device" in text:
+        return (
+            "The operands of one operation live on different devices"
+            + _devices_of_failed_op(rec, frame)
+            + ". Move them together with .to(device) (for a model: model.to(device); for data: "
+            "xb.to(device))."
+        )
     if "grad can be implicitly created only for scalar outputs" in text:
-        return ("backward() without an argument needs a single number (a scalar loss). Reduce the output "
-                "first (loss = out.sum() or out.mean()) or pass a gradient: out.backward(torch.ones_like(out)).")
+        return (
+            "backward() without an argument needs a single number (a scalar loss). Reduce the output "
+            "first (loss = out.sum() or out.mean()) or pass a gradient: out.backward(torch.ones_like(out))."
+        )
     if "does not require grad and does not have a grad_fn" in text:
-        return ("This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
-                "computed under torch.no_grad(). Create the leaf with requires_grad=True.")
+        return (
+            "This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
+            "computed under torch.no_grad(). Create the leaf with requires_grad=True."
+        )
     return None

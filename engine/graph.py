@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-
 if TYPE_CHECKING:
     from .recorder import Recorder
 
@@ -66,7 +65,7 @@ class GraphRecorder:
         queue = list(roots)
         while queue:
             node = queue.pop()
-            if node in seen or _KEY in node.metadata:
+            if node in seen or _KEY in node.metadata:  # type: ignore[operator]
                 continue
             seen.add(node)
             new.append(node)
@@ -78,10 +77,14 @@ class GraphRecorder:
         for node in reversed(new):
             if self.count >= rec.limits.max_nodes:
                 if self.dropped == 0:
-                    rec.emit(dict(
-            type="limit",
-                        what="nodes", cap=rec.limits.max_nodes,
-                        message=f"graph nodes past {rec.limits.max_nodes} are counted, not recorded"))
+                    rec.emit(
+                        dict(
+                            type="limit",
+                            what="nodes",
+                            cap=rec.limits.max_nodes,
+                            message=f"graph nodes past {rec.limits.max_nodes} are counted, not recorded",
+                        )
+                    )
                 self.dropped += 1
                 node.metadata[_KEY] = -1
                 continue
@@ -92,25 +95,46 @@ class GraphRecorder:
             pending.append((node, nid))
         return pending
 
-    def emit(self, pending: list[tuple[Any, int]], op: int | None, line: int | None, module_path: str | None,
-             op_tensors: list[tuple[torch.Tensor, int]], outputs: list[torch.Tensor], out_ids: list[int]) -> None:
+    def emit(
+        self,
+        pending: list[tuple[Any, int]],
+        op: int | None,
+        line: int | None,
+        module_path: str | None,
+        op_tensors: list[tuple[torch.Tensor, int]],
+        outputs: list[torch.Tensor],
+        out_ids: list[int],
+    ) -> None:
         """Send a ``node`` event for each discovered node and hook it for the backward walk.
 
         ``op_tensors`` are the op's ``(tensor, id)`` pairs: autograd hands saved tensors back
         as aliases, so they are matched to ids by storage and shape.
         """
         rec = self._rec
-        produced = {id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True) if t.grad_fn is not None}
+        produced = {
+            id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True) if t.grad_fn is not None
+        }
         for node, nid in pending:
             self._emit_node(node, nid, op, line, module_path, op_tensors, produced.get(id(node)))
             if rec.detail:
                 rec.backward.watch(node, nid)
 
-    def _emit_node(self, node: Any, nid: int, op: int | None, line: int | None, module_path: str | None,
-                   op_tensors: list[tuple[torch.Tensor, int]], tensor_id: int | None) -> None:
+    def _emit_node(
+        self,
+        node: Any,
+        nid: int,
+        op: int | None,
+        line: int | None,
+        module_path: str | None,
+        op_tensors: list[tuple[torch.Tensor, int]],
+        tensor_id: int | None,
+    ) -> None:
         rec = self._rec
         name = type(node).__name__
-        edges = [{"node": self.node_id(n) if n is not None else None, "input_nr": nr} for n, nr in node.next_functions]
+        edges = [
+            {"node": self.node_id(n) if n is not None else None, "input_nr": nr}
+            for n, nr in node.next_functions
+        ]
         saved: list[dict[str, Any]] = []
         total = 0
         if name == "AccumulateGrad":
@@ -125,29 +149,61 @@ class GraphRecorder:
                 if sv is not None:
                     total += sv["bytes"]
                     saved.append(sv)
-        rec.emit({"type": "node", "id": nid, "name": name, "op": op, "line": line, "module_path": module_path,
-                  "edges": edges, "tensor": tensor_id, "saved": saved, "saved_bytes": total})
+        rec.emit(
+            {
+                "type": "node",
+                "id": nid,
+                "name": name,
+                "op": op,
+                "line": line,
+                "module_path": module_path,
+                "edges": edges,
+                "tensor": tensor_id,
+                "saved": saved,
+                "saved_bytes": total,
+            }
+        )
 
-    def _describe_saved(self, name: str, value: Any,
-                        op_tensors: list[tuple[torch.Tensor, int]]) -> dict[str, Any] | None:
+    def _describe_saved(
+        self, name: str, value: Any, op_tensors: list[tuple[torch.Tensor, int]]
+    ) -> dict[str, Any] | None:
         if isinstance(value, torch.Tensor):
             tid = self._rec.tensors.known(value)
             if tid is None and value.layout == torch.strided:
                 ptr, shape = value.data_ptr(), value.shape
-                tid = next((i for t, i in op_tensors if t.layout == torch.strided and t.data_ptr() == ptr
-                            and t.shape == shape), None)
+                tid = next(
+                    (
+                        i
+                        for t, i in op_tensors
+                        if t.layout == torch.strided and t.data_ptr() == ptr and t.shape == shape
+                    ),
+                    None,
+                )
             nbytes = value.numel() * value.element_size()
-            return dict(name=name, tensor=tid, shape=list(value.shape),
-                                              dtype=str(value.dtype).removeprefix("torch."), bytes=nbytes, scalar=None)
+            return dict(
+                name=name,
+                tensor=tid,
+                shape=list(value.shape),
+                dtype=str(value.dtype).removeprefix("torch."),
+                bytes=nbytes,
+                scalar=None,
+            )
         if value is None:
             return None
         if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
             nbytes = sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
-            return dict(name=name, tensor=None, shape=None, dtype=None, bytes=nbytes,
-                                              scalar=f"{len(value)} tensors")
+            return dict(
+                name=name, tensor=None, shape=None, dtype=None, bytes=nbytes, scalar=f"{len(value)} tensors"
+            )
         text = repr(value)
-        return dict(name=name, tensor=None, shape=None, dtype=None, bytes=0,
-                                          scalar=text if len(text) <= 80 else text[:77] + "...")
+        return dict(
+            name=name,
+            tensor=None,
+            shape=None,
+            dtype=None,
+            bytes=0,
+            scalar=text if len(text) <= 80 else text[:77] + "...",
+        )
 
     def forget(self) -> None:
         """Forget this run's ids, so nodes that outlive the run are not taken for recorded ones."""

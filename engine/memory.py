@@ -6,6 +6,10 @@ A ``saved_tensors_hooks`` pack hook wraps each saved tensor in a small holder wh
 the graph is garbage). The holder keeps a ``detach()``-ed alias, not the output itself,
 so no reference cycle through ``grad_fn`` is created. Storages are counted once however
 many nodes save them, which is what the graph really holds in memory.
+
+PyTorch does not check saved tensors for in-place changes while such hooks are active, so
+the unpack hook does that check itself, with the same version counters: a snippet that
+modifies a saved tensor fails exactly as it would without gradwalk.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ __all__ = ["SavedMemory"]
 
 
 class _Held:
-    __slots__ = ("__weakref__", "key", "owner", "tensor")
+    __slots__ = ("__weakref__", "key", "owner", "tensor", "version")
 
     def __init__(self, tensor: torch.Tensor, key: tuple[int, int], owner: SavedMemory) -> None:
         self.tensor = tensor
+        self.version = tensor._version
         self.key = key
         self.owner = owner
 
@@ -74,7 +79,18 @@ class SavedMemory:
 
     @staticmethod
     def _unpack(held: object) -> torch.Tensor:
-        return held.tensor if isinstance(held, _Held) else held  # type: ignore[return-value]
+        if not isinstance(held, _Held):
+            return held  # type: ignore[return-value]
+        t = held.tensor
+        if t._version != held.version:
+            # PyTorch skips its own in-place check when saved-tensor hooks are active; this
+            # restores it (the detached alias shares the original's version counter).
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version "
+                f"{held.version} instead. Hint: the tensor was changed in place after autograd saved it."
+            )
+        return t
 
     def _release(self, key: tuple[int, int]) -> None:
         entry = self._storages.get(key)

@@ -8,6 +8,7 @@ register, is still found through its parent's attributes (``net.layers[0]``).
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -33,6 +34,7 @@ class ModuleTracker:
         self._paths: dict[int, str] = {}
         self._params: dict[int, tuple[str, str]] = {}
         self._roots: dict[int, str] = {}
+        self._param_refs: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
         self._handles: list[RemovableHandle] = []
         self.modules: dict[int, nn.Module] = {}
 
@@ -72,7 +74,18 @@ class ModuleTracker:
         for p_name, p in module.named_parameters():
             self._add_param(p, f"{root_name}.{p_name}", p_name)
 
+    def all_params(self) -> list[tuple[torch.Tensor, str]]:
+        """Return every parameter of the modules seen so far, with its qualified name."""
+        found: list[tuple[torch.Tensor, str]] = []
+        for ref, name in self._param_refs.values():
+            p = ref()
+            if p is not None:
+                found.append((p, name))
+        return found
+
     def _pre(self, module: nn.Module, args: Any) -> None:
+        with self._rec.mute():
+            self._rec.pitfalls.on_module_call(module, not self._stack)
         if id(module) not in self._paths:
             if self._stack:
                 parent = self._stack[-1]
@@ -98,7 +111,7 @@ class ModuleTracker:
             if attr:
                 break
         path = f"{parent_path}.{attr or type(module).__name__}"
-        root_name, _, rel = path.partition(".")
+        _root_name, _, rel = path.partition(".")
         for sub_name, sub in module.named_modules():
             sub_path = f"{path}.{sub_name}" if sub_name else path
             self._paths.setdefault(id(sub), sub_path)
@@ -110,4 +123,5 @@ class ModuleTracker:
         if id(p) in self._params:
             return
         self._params[id(p)] = (name, param_name)
+        self._param_refs[id(p)] = (weakref.ref(p), name)
         self._rec.tensors.rename(p, name, param_name)

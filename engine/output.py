@@ -6,7 +6,6 @@ import io
 import sys
 from typing import TYPE_CHECKING, Any, Literal
 
-
 if TYPE_CHECKING:
     from .recorder import Recorder
 
@@ -55,9 +54,14 @@ class CapturedOutput:
             return
         if len(text) > self._left:
             text = text[: self._left]
-            self._rec.emit(dict(
-            type="limit",
-                what="output", cap=self._cap, message=f"output past {self._cap} characters was dropped"))
+            self._rec.emit(
+                dict(
+                    type="limit",
+                    what="output",
+                    cap=self._cap,
+                    message=f"output past {self._cap} characters was dropped",
+                )
+            )
         self._left -= len(text)
         self._rec.emit(dict(type="output", stream=stream, text=text))
 

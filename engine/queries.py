@@ -49,9 +49,7 @@ def tensor_names(trace: Trace) -> dict[int, str]:
     """Return the latest known name of each tensor id."""
     names: dict[int, str] = {}
     for e in trace.events:
-        if e.type == "tensor" and e.name:
-            names[e.id] = e.name
-        elif e.type == "tensor_named":
+        if e.type in ("tensor", "tensor_named") and e.name:
             names[e.id] = e.name
     return names
 
@@ -80,8 +78,11 @@ def backward_order(trace: Trace, index: int = 0) -> list[str]:
 def accumulations(trace: Trace, name: str) -> list[tuple[Any, Any, Any]]:
     """Return ``(before, added, after)`` for each accumulation into the leaf called ``name``."""
     names = tensor_names(trace)
-    return [(value_of(e.before), value_of(e.added), value_of(e.after))
-            for e in events_of(trace, "grad_accumulated") if names.get(e.tensor) == name]
+    return [
+        (value_of(e.before), value_of(e.added), value_of(e.after))
+        for e in events_of(trace, "grad_accumulated")
+        if names.get(e.tensor) == name
+    ]
 
 
 def stdout(trace: Trace) -> str:

@@ -23,6 +23,7 @@ from .events import Limits
 from .graph import GraphRecorder
 from .memory import SavedMemory
 from .modules import ModuleTracker
+from .pitfalls import PitfallWatch
 from .source import snippet_frames
 from .tape import TapeMode, op_names
 from .tensors import TensorTable
@@ -45,7 +46,7 @@ _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error,
 class Recorder:
     """Record one run into ``sink``. Not reentrant; one recorder per run."""
 
-    def __init__(self, sink: Sink, limits: Limits | None = None) -> None:
+    def __init__(self, sink: Sink, limits: Limits | None = None, source: str | None = None) -> None:
         self.limits = limits or Limits()
         self._sink = sink
         self.seq = 0
@@ -65,6 +66,8 @@ class Recorder:
         self.memory = SavedMemory(self)
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
+        self.pitfalls = PitfallWatch(self, source)
+        self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()
         self._max_ops = self.limits.max_ops
@@ -80,10 +83,14 @@ class Recorder:
         cap = self.limits.max_events - (0 if closing else _RESERVED_EVENTS)
         if self.seq >= cap:
             if self.dropped_events == 0 and not closing:
-                self._send(dict(
-            type="limit",
-                    what="events", cap=self.limits.max_events,
-                    message=f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept"))
+                self._send(
+                    dict(
+                        type="limit",
+                        what="events",
+                        cap=self.limits.max_events,
+                        message=f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept",
+                    )
+                )
             self.dropped_events += 1
             return
         self._send(event)
@@ -96,10 +103,17 @@ class Recorder:
 
     def counts(self) -> dict[str, int]:
         """Exact totals so far (the ``counts`` of ``run_finished``, which it includes)."""
-        return {"ops": self.ops, "nodes": self.graph.count + self.graph.dropped, "tensors": self.tensors.count,
-                "backward_calls": self.backward.calls, "optimizer_steps": self.training.total_steps,
-                "events": self.seq + self.dropped_events + 1, "dropped_ops": self.dropped_ops,
-                "dropped_nodes": self.graph.dropped, "dropped_events": self.dropped_events}
+        return {
+            "ops": self.ops,
+            "nodes": self.graph.count + self.graph.dropped,
+            "tensors": self.tensors.count,
+            "backward_calls": self.backward.calls,
+            "optimizer_steps": self.training.total_steps,
+            "events": self.seq + self.dropped_events + 1,
+            "dropped_ops": self.dropped_ops,
+            "dropped_nodes": self.graph.dropped,
+            "dropped_events": self.dropped_events,
+        }
 
     # --- helpers for the parts --------------------------------------------------------
 
@@ -139,27 +153,57 @@ class Recorder:
         self.ops += 1
         if index >= self._max_ops:
             if self.dropped_ops == 0:
-                self.emit({"type": "limit", "what": "ops", "cap": self._max_ops,
-                           "message": f"ops past {self._max_ops} are counted, not recorded"})
+                self.emit(
+                    {
+                        "type": "limit",
+                        "what": "ops",
+                        "cap": self._max_ops,
+                        "message": f"ops past {self._max_ops} are counted, not recorded",
+                    }
+                )
             self.dropped_ops += 1
             return
         short, api, inplace = op_names(func)
         tensors = self.tensors
         in_ids = [tensors.ensure(t, line=line, frame=frame) for t in inputs]
         input_objs = {id(t) for t in inputs}
-        mode = "grad" if torch.is_grad_enabled() else ("inference_mode" if torch.is_inference_mode_enabled()
-                                                       else "no_grad")
+        mode = (
+            "grad"
+            if torch.is_grad_enabled()
+            else ("inference_mode" if torch.is_inference_mode_enabled() else "no_grad")
+        )
         path = self.modules.current_path
         pending = self.graph.discover(outputs) if mode == "grad" else []
         aliased = bool(input_objs) and any(id(t) in input_objs for t in outputs)
-        out_ids = [tensors.ensure(t, op=index, line=line, fresh=inplace or id(t) in input_objs)
-                   for t in outputs]
+        out_ids = [
+            tensors.ensure(t, op=index, line=line, fresh=inplace or id(t) in input_objs) for t in outputs
+        ]
         if pending:
-            self.graph.emit(pending, index, line, path, [*zip(inputs, in_ids), *zip(outputs, out_ids)], outputs,
-                            out_ids)
-        self.emit({"type": "op", "index": index, "name": short, "api": api, "inputs": in_ids, "outputs": out_ids,
-                   "line": line, "top_line": top_line, "module_path": path, "grad_mode": mode,
-                   "inplace": inplace or aliased, "nodes": [nid for _, nid in pending]})
+            self.graph.emit(
+                pending,
+                index,
+                line,
+                path,
+                [*zip(inputs, in_ids, strict=False), *zip(outputs, out_ids, strict=False)],
+                outputs,
+                out_ids,
+            )
+        self.emit(
+            {
+                "type": "op",
+                "index": index,
+                "name": short,
+                "api": api,
+                "inputs": in_ids,
+                "outputs": out_ids,
+                "line": line,
+                "top_line": top_line,
+                "module_path": path,
+                "grad_mode": mode,
+                "inplace": inplace or aliased,
+                "nodes": [nid for _, nid in pending],
+            }
+        )
         memory = self.memory
         if abs(memory.saved_bytes - memory.reported) > max(1 << 20, memory.reported >> 3):
             self.report_memory(line)
@@ -173,7 +217,11 @@ class Recorder:
         if delta == 0:
             return
         self.memory.reported = now
-        cuda = torch.cuda.memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        cuda = (
+            torch.cuda.memory_allocated()
+            if torch.cuda.is_available() and torch.cuda.is_initialized()
+            else None
+        )
         self.emit(dict(type="memory", saved_bytes=now, delta=delta, cuda_allocated=cuda, line=line))
 
     # --- lifecycle --------------------------------------------------------------------
@@ -222,12 +270,21 @@ class Recorder:
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""
         with self.mute():
+            self.pitfalls.on_finish()
             self.tensors.name_all(scope)
             for tid, name in self.tensors.final_leaves():
                 t = self.tensors.tensor(tid)
                 if t is None:
                     continue
-                self.emit(dict(type="tensor_final", id=tid, name=name, value=self.value_or_none(t),
-                                                      grad=self.value_or_none(t.grad)), closing=True)
+                self.emit(
+                    dict(
+                        type="tensor_final",
+                        id=tid,
+                        name=name,
+                        value=self.value_or_none(t),
+                        grad=self.value_or_none(t.grad),
+                    ),
+                    closing=True,
+                )
         self.tensors.forget_attrs()
         self.graph.forget()

@@ -27,8 +27,9 @@ from .source import SNIPPET_FILENAME
 __all__ = ["record", "record_stream"]
 
 
-def record(source: str, *, device: str = "cpu", limits: Limits | None = None,
-           filename: str = "snippet.py") -> Trace:
+def record(
+    source: str, *, device: str = "cpu", limits: Limits | None = None, filename: str = "snippet.py"
+) -> Trace:
     """Run ``source`` with real PyTorch and return its trace.
 
     The snippet runs as a script (``__name__ == "__main__"``) with the variable ``device``
@@ -46,8 +47,15 @@ def record(source: str, *, device: str = "cpu", limits: Limits | None = None,
     return trace_adapter.validate_python({"source": source, "events": events})
 
 
-def record_stream(source: str, sink: Callable[[Any], None], *, device: str = "cpu",
-                  limits: Limits | None = None, filename: str = "snippet.py", validate: bool = True) -> RunStatus:
+def record_stream(
+    source: str,
+    sink: Callable[[Any], None],
+    *,
+    device: str = "cpu",
+    limits: Limits | None = None,
+    filename: str = "snippet.py",
+    validate: bool = True,
+) -> RunStatus:
     """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
 
     With ``validate=True`` the sink receives :data:`engine.events.Event` models; with
@@ -63,25 +71,46 @@ def record_stream(source: str, sink: Callable[[Any], None], *, device: str = "cp
         def sink(event: dict[str, Any]) -> None:
             raw_sink(event_adapter.validate_python(event))
 
-    rec = Recorder(sink, limits)
-    rec.emit(dict(
+    rec = Recorder(sink, limits, source)
+    rec.emit(
+        dict(
             type="run_started",
-        source=source, filename=filename, device=device, torch_version=torch.__version__,
-        python_version=platform.python_version(), cuda_available=torch.cuda.is_available(),
-        limits=limits.model_dump(),
-        schema_version=1), closing=True)
+            source=source,
+            filename=filename,
+            device=device,
+            torch_version=torch.__version__,
+            python_version=platform.python_version(),
+            cuda_available=torch.cuda.is_available(),
+            limits=limits.model_dump(),
+            schema_version=1,
+        ),
+        closing=True,
+    )
     started = time.perf_counter()
     status: RunStatus = "ok"
     message = ""
     try:
         code = compile(source, SNIPPET_FILENAME, "exec")
     except SyntaxError as exc:
-        rec.emit(dict(type="error", exc_type=type(exc).__name__, message=str(exc.msg), line=exc.lineno,
-                                             traceback=f"line {exc.lineno}: {exc.msg}", hint=None), closing=True)
+        rec.emit(
+            dict(
+                type="error",
+                exc_type=type(exc).__name__,
+                message=str(exc.msg),
+                line=exc.lineno,
+                traceback=f"line {exc.lineno}: {exc.msg}",
+                hint=None,
+            ),
+            closing=True,
+        )
         _finish(rec, "error", f"SyntaxError: {exc.msg}", started)
         return "error"
-    scope: dict[str, Any] = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins,
-                             "device": device}
+    scope: dict[str, Any] = {
+        "__name__": "__main__",
+        "__file__": filename,
+        "__builtins__": builtins,
+        "device": device,
+    }
     torch.manual_seed(0)
     random.seed(0)
     out = CapturedOutput(rec, limits.max_output_bytes)
@@ -107,9 +136,16 @@ def record_stream(source: str, sink: Callable[[Any], None], *, device: str = "cp
 
 
 def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> None:
-    rec.emit(dict(type="run_finished", status=status, message=message[:2000],
-                                         duration_s=time.perf_counter() - started, counts=rec.counts()),
-             closing=True)
+    rec.emit(
+        dict(
+            type="run_finished",
+            status=status,
+            message=message[:2000],
+            duration_s=time.perf_counter() - started,
+            counts=rec.counts(),
+        ),
+        closing=True,
+    )
 
 
 def _emit_error(rec: Recorder, exc: BaseException) -> None:
@@ -129,8 +165,17 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     from .explain import explain_error
 
     with rec.mute():
-        hint = explain_error(exc, rec, line)
-    rec.emit(dict(type="error", exc_type=type(exc).__name__, message=str(exc)[:4000], line=line,
-                                         traceback=text[-8000:], hint=hint), closing=True)
+        hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
+    rec.emit(
+        dict(
+            type="error",
+            exc_type=type(exc).__name__,
+            message=str(exc)[:4000],
+            line=line,
+            traceback=text[-8000:],
+            hint=hint,
+        ),
+        closing=True,
+    )
     del frames
     sys.last_value = None

@@ -13,16 +13,24 @@ def summarize(trace: Any) -> str:
     finished = trace.events[-1]
     counts = finished.counts
     lines.append(f"status: {finished.status}" + (f" ({finished.message})" if finished.message else ""))
-    lines.append(f"ops: {counts.ops}  nodes: {counts.nodes}  tensors: {counts.tensors}  "
-                 f"backward calls: {counts.backward_calls}  optimizer steps: {counts.optimizer_steps}  "
-                 f"events: {counts.events}")
+    lines.append(
+        f"ops: {counts.ops}  nodes: {counts.nodes}  tensors: {counts.tensors}  "
+        f"backward calls: {counts.backward_calls}  optimizer steps: {counts.optimizer_steps}  "
+        f"events: {counts.events}"
+    )
     for e in trace.events:
         if e.type == "tensor_final" and e.grad is not None:
             g = e.grad
-            shown = (g.flat[0] if g.shape == [] else g.flat) if g.kind == "full" else f"norm {g.norm:.4g} {g.shape}"
+            shown = (
+                (g.flat[0] if g.shape == [] else g.flat)
+                if g.kind == "full"
+                else f"norm {g.norm:.4g} {g.shape}"
+            )
             lines.append(f"  {e.name}.grad = {shown}")
         elif e.type == "error":
-            lines.append(f"error at line {e.line}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}")
+            lines.append(
+                f"error at line {e.line}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}"
+            )
         elif e.type == "pitfall":
             lines.append(f"pitfall at line {e.line}: {e.kind}: {e.title}")
         elif e.type == "limit":

@@ -8,11 +8,14 @@ handles one call it is disabled, so an op that calls other ops inside (``F.cross
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .pitfalls import WATCHED_OPS
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -20,8 +23,21 @@ if TYPE_CHECKING:
 __all__ = ["TapeMode", "op_names"]
 
 _BACKWARD_APIS = {"backward": "autograd.backward", "grad": "autograd.grad"}
-_INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__ipow__",
-                    "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
+_INPLACE_DUNDERS = {
+    "__iadd__",
+    "__isub__",
+    "__imul__",
+    "__itruediv__",
+    "__ifloordiv__",
+    "__ipow__",
+    "__imatmul__",
+    "__iand__",
+    "__ior__",
+    "__ixor__",
+    "__ilshift__",
+    "__irshift__",
+    "__setitem__",
+}
 _api_cache: dict[Any, tuple[str, str, bool]] = {}
 
 
@@ -49,10 +65,8 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     if raw.startswith("__i") and raw in _INPLACE_DUNDERS and raw != "__setitem__":
         short = raw[3:-2] + "_"
     result = (short or raw, api, inplace)
-    try:
+    with contextlib.suppress(TypeError):
         _api_cache[func] = result
-    except TypeError:
-        pass
     return result
 
 
@@ -74,7 +88,9 @@ class TapeMode(TorchFunctionMode):
         super().__init__()
         self._rec = rec
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
         kwargs = kwargs or {}
         rec = self._rec
         if rec.muted:
@@ -86,12 +102,16 @@ class TapeMode(TorchFunctionMode):
             return rec.backward.run("Tensor.backward", func, args, kwargs)
         if name in _BACKWARD_APIS and getattr(func, "__module__", "") == "torch.autograd":
             return rec.backward.run(_BACKWARD_APIS[name], func, args, kwargs)
-        if rec.in_optimizer or not rec.detail:
+        try:
             result = func(*args, **kwargs)
-            if rec.watch_light:
-                rec.light_op(func, args, result)
+        except Exception:
+            rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
+            raise
+        if name in WATCHED_OPS and not rec.in_optimizer:
+            with rec.mute():
+                rec.pitfalls.on_op(name, args, result)
+        if rec.in_optimizer or not rec.detail:
             return result
-        result = func(*args, **kwargs)
         outputs: list[torch.Tensor] = []
         _tensors_in(result, outputs)
         if outputs:

@@ -8,6 +8,7 @@ a trace names one value.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ class TensorTable:
         self._rec = rec
         self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
         self.names: dict[int, str] = {}
+        self.lines: dict[int, int] = {}
         self._scanned: set[int] = set()
         self.count = 0
 
@@ -44,8 +46,15 @@ class TensorTable:
                 return tid
         return None
 
-    def ensure(self, t: torch.Tensor, *, op: int | None = None, line: int | None = None,
-               frame: FrameType | None = None, fresh: bool = False) -> int:
+    def ensure(
+        self,
+        t: torch.Tensor,
+        *,
+        op: int | None = None,
+        line: int | None = None,
+        frame: FrameType | None = None,
+        fresh: bool = False,
+    ) -> int:
         """Return ``t``'s id, introducing it (one ``tensor`` event) the first time.
 
         ``fresh=True`` forces a new id, for the new version an in-place op made.
@@ -62,11 +71,11 @@ class TensorTable:
             return tid
         tid = self.count
         self.count += 1
-        try:
+        with contextlib.suppress(AttributeError, TypeError):
             t.__dict__[_ATTR] = tid
-        except (AttributeError, TypeError):
-            pass
         self._refs[tid] = weakref.ref(t)
+        if line is not None:
+            self.lines[tid] = line
         rec = self._rec
         cls = type(t)
         is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
@@ -77,14 +86,24 @@ class TensorTable:
         if name is not None:
             self.names[tid] = name
         grad_fn = t.grad_fn
-        rec.emit(dict(
-            type="tensor",
-            id=tid, name=name, param_name=param_name, shape=list(t.shape), dtype=str(t.dtype).removeprefix("torch."),
-            device=str(t.device), requires_grad=t.requires_grad, is_leaf=t.is_leaf,
-            is_param=is_param,
-            grad_fn=rec.graph.node_id(grad_fn) if grad_fn is not None else None,
-            op=op, line=line, value=to_value(t, rec.limits.max_value_elements) if rec.values else None,
-        ))
+        rec.emit(
+            dict(
+                type="tensor",
+                id=tid,
+                name=name,
+                param_name=param_name,
+                shape=list(t.shape),
+                dtype=str(t.dtype).removeprefix("torch."),
+                device=str(t.device),
+                requires_grad=t.requires_grad,
+                is_leaf=t.is_leaf,
+                is_param=is_param,
+                grad_fn=rec.graph.node_id(grad_fn) if grad_fn is not None else None,
+                op=op,
+                line=line,
+                value=to_value(t, rec.limits.max_value_elements) if rec.values else None,
+            )
+        )
         return tid
 
     def name_from(self, t: torch.Tensor, frame: FrameType | None) -> None:

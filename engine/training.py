@@ -74,14 +74,27 @@ class TrainingTracker:
             stats = self._measure(params)
         now = time.perf_counter()
         detail = rec.detail
-        rec.emit(dict(
-            type="optimizer_step",
-            optimizer=self._labels[key], step=step, loss=rec.backward.last_loss,
-            lr=[float(g.get("lr", 0.0)) for g in opt.param_groups], graph_bytes=rec.memory.saved_bytes,
-            cuda_allocated=torch.cuda.memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
-            wall_s=now - self._last_end, detail=detail, line=line, **stats))
+        rec.emit(
+            dict(
+                type="optimizer_step",
+                optimizer=self._labels[key],
+                step=step,
+                loss=rec.backward.last_loss,
+                lr=[float(g.get("lr", 0.0)) for g in opt.param_groups],
+                graph_bytes=rec.memory.saved_bytes,
+                cuda_allocated=torch.cuda.memory_allocated()
+                if torch.cuda.is_available() and torch.cuda.is_initialized()
+                else None,
+                wall_s=now - self._last_end,
+                detail=detail,
+                line=line,
+                **stats,
+            )
+        )
         self._last_end = now
         self._before = []
+        with rec.mute():
+            rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
         self._schedule()
 
     def _measure(self, params: list[torch.Tensor]) -> dict[str, Any]:
@@ -91,10 +104,11 @@ class TrainingTracker:
         with_grad = [i for i, p in enumerate(params) if p.grad is not None]
         p_norms = torch._foreach_norm([p.detach() for p in params])
         u_norms = torch._foreach_norm(torch._foreach_sub([p.detach() for p in params], self._before))
-        g_norms = torch._foreach_norm([params[i].grad for i in with_grad]) if with_grad else []
+        grads = [g for i in with_grad if (g := params[i].grad) is not None]
+        g_norms = torch._foreach_norm(grads) if grads else []
         host = torch.stack([n.float().cpu() for n in (*p_norms, *u_norms, *g_norms)]).tolist()
         n = len(params)
-        pn, un, gn_list = host[:n], host[n:2 * n], host[2 * n:]
+        pn, un, gn_list = host[:n], host[n : 2 * n], host[2 * n :]
         gn: list[float | None] = [None] * n
         for i, v in zip(with_grad, gn_list, strict=True):
             gn[i] = v
@@ -105,8 +119,7 @@ class TrainingTracker:
             if tid is None:
                 tid = rec.tensors.ensure(p)
             label = pname or name or rec.tensors.names.get(tid) or f"param{i}"
-            stats.append(dict(tensor=tid, name=label, grad_norm=gn[i], update_norm=un[i],
-                                                   param_norm=pn[i]))
+            stats.append(dict(tensor=tid, name=label, grad_norm=gn[i], update_norm=un[i], param_norm=pn[i]))
         finite_g = [g for g in gn if g is not None]
         return {
             "grad_norm": sum(g * g for g in finite_g) ** 0.5 if finite_g else None,
@@ -118,7 +131,9 @@ class TrainingTracker:
     def _schedule(self) -> None:
         limits = self._rec.limits
         done = max(self._steps.values())
-        detail = done < limits.detail_steps or (limits.detail_every > 0 and (done + 1) % limits.detail_every == 0)
+        detail = done < limits.detail_steps or (
+            limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
+        )
         if self.marked:
             detail, self.marked = True, False
         self._rec.set_detail(detail)

@@ -26,14 +26,29 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     {'kind': 'full', 'shape': [2], 'flat': [1.0, 2.0]}
     """
     n = t.numel()
-    if n <= max_elements and t.layout == torch.strided and not t.is_complex():
-        return {"kind": "full", "shape": list(t.shape), "flat": t.detach().reshape(-1).tolist()}
-    return _summarize(t, n)
+    try:
+        if n <= max_elements and t.layout == torch.strided and not t.is_complex() and not t.is_meta:
+            return {"kind": "full", "shape": list(t.shape), "flat": t.detach().reshape(-1).tolist()}
+        return _summarize(t, n)
+    except (RuntimeError, TypeError, ValueError, NotImplementedError):
+        # quantized, nested, fake or otherwise unreadable tensors: describe, never fail the run
+        return _empty_summary(list(t.shape), n)
 
 
 def _empty_summary(shape: list[int], n: int, nan: int = 0, inf: int = 0) -> dict[str, Any]:
-    return {"kind": "summary", "shape": shape, "numel": n, "min": None, "max": None, "mean": None, "std": None,
-            "norm": None, "nan": nan, "inf": inf, "hist": []}
+    return {
+        "kind": "summary",
+        "shape": shape,
+        "numel": n,
+        "min": None,
+        "max": None,
+        "mean": None,
+        "std": None,
+        "norm": None,
+        "nan": nan,
+        "inf": inf,
+        "hist": [],
+    }
 
 
 def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
@@ -53,8 +68,19 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
         counts = _histogram(f, n, mn, mx)
     mean = total / n
     var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
-    return {"kind": "summary", "shape": shape, "numel": n, "min": mn, "max": mx, "mean": mean,
-            "std": math.sqrt(var), "norm": math.sqrt(sumsq), "nan": 0, "inf": 0, "hist": counts}
+    return {
+        "kind": "summary",
+        "shape": shape,
+        "numel": n,
+        "min": mn,
+        "max": mx,
+        "mean": mean,
+        "std": math.sqrt(var),
+        "norm": math.sqrt(sumsq),
+        "nan": 0,
+        "inf": 0,
+        "hist": counts,
+    }
 
 
 def _histogram(f: torch.Tensor, n: int, mn: float, mx: float) -> list[int]:

@@ -16,7 +16,9 @@ __all__ = ["main"]
 def _add_record(sub: Any) -> None:
     p = sub.add_parser("record", help="run a snippet with real PyTorch and write its trace as JSON")
     p.add_argument("snippet", type=Path, help="a Python file")
-    p.add_argument("-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)")
+    p.add_argument(
+        "-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)"
+    )
     p.add_argument("--device", default="cpu", help="cpu or cuda (offered to the snippet as `device`)")
     p.add_argument("--max-ops", type=int, default=None, help="ops recorded before the cap")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -37,7 +39,8 @@ def _record(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(summarize(trace))
         print(f"trace written to {out}")
-    return 0 if trace.events[-1].status == "ok" else 1
+    last = trace.events[-1]
+    return 0 if last.type == "run_finished" and last.status == "ok" else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,5 +68,3 @@ def _extra_commands() -> dict[str, Any]:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-

@@ -16,7 +16,11 @@ CASES = load_cases()
 
 def _close(got: Any, want: Any, tol: float = 1e-6) -> bool:
     if isinstance(want, list):
-        return isinstance(got, list) and len(got) == len(want) and all(_close(g, w, tol) for g, w in zip(got, want))
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(_close(g, w, tol) for g, w in zip(got, want, strict=False))
+        )
     if isinstance(got, list) and len(got) == 1:
         got = got[0]
     return isinstance(got, int | float) and math.isclose(got, want, rel_tol=tol, abs_tol=tol)
@@ -63,6 +67,11 @@ def test_case(case: dict[str, Any], traces: dict[str, Any]) -> None:
     if "optimizer_steps" in case:
         assert len(q.optimizer_steps(trace)) == case["optimizer_steps"]
         assert finished.counts.optimizer_steps == case["optimizer_steps"]
+    found = {(p.kind, p.line) for p in q.pitfalls(trace)}
+    if case.get("clean") or "pitfalls" not in case:
+        assert not found, found
+    else:
+        assert {kind for kind, _ in found} == set(case["pitfalls"]), found
     if "parameter_names" in case:
         names = {e.param_name for e in trace.events if e.type in ("tensor", "tensor_named") and e.param_name}
         assert names == set(case["parameter_names"])
@@ -104,9 +113,11 @@ def test_linear_records_every_node_it_creates(traces: dict[str, Any]) -> None:
 
 
 def test_cross_entropy_records_both_nodes() -> None:
-    trace = record("import torch\nimport torch.nn.functional as F\n"
-                   "logits = torch.randn(4, 3, requires_grad=True)\n"
-                   "loss = F.cross_entropy(logits, torch.tensor([0, 1, 2, 0]))\nloss.backward()\n")
+    trace = record(
+        "import torch\nimport torch.nn.functional as F\n"
+        "logits = torch.randn(4, 3, requires_grad=True)\n"
+        "loss = F.cross_entropy(logits, torch.tensor([0, 1, 2, 0]))\nloss.backward()\n"
+    )
     nodes = q.node_names(trace)
     ce = next(e for e in trace.events if e.type == "op" and e.name == "cross_entropy")
     assert {"LogSoftmaxBackward0", "NllLossBackward0"} <= {nodes[n] for n in ce.nodes}
@@ -115,4 +126,6 @@ def test_cross_entropy_records_both_nodes() -> None:
 
 def test_module_setup_ops_stay_off_the_tape(traces: dict[str, Any]) -> None:
     trace = _trace(traces, "small_net.py")
-    assert not any(e.type == "op" and e.name in ("kaiming_uniform_", "uniform_", "empty") for e in trace.events)
+    assert not any(
+        e.type == "op" and e.name in ("kaiming_uniform_", "uniform_", "empty") for e in trace.events
+    )

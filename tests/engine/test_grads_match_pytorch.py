@@ -10,8 +10,16 @@ from engine import queries as q
 from engine import record
 from engine.events import FullValue
 
-UNARY = ["torch.tanh({})", "torch.sigmoid({})", "torch.exp({} * 0.1)", "({}) ** 2", "torch.relu({})",
-         "torch.sin({})", "({}).abs()", "torch.log1p(({}) ** 2)"]
+UNARY = [
+    "torch.tanh({})",
+    "torch.sigmoid({})",
+    "torch.exp({} * 0.1)",
+    "({}) ** 2",
+    "torch.relu({})",
+    "torch.sin({})",
+    "({}).abs()",
+    "torch.log1p(({}) ** 2)",
+]
 BINARY = ["({} + {})", "({} * {})", "({} - {})", "({} / (1.5 + ({}) ** 2))"]
 
 
@@ -38,8 +46,11 @@ def _snippet(expr: str, values: list[float], reduce: str) -> str:
 
 
 @settings(max_examples=40, deadline=None)
-@given(expr=expressions(), values=st.lists(st.floats(-3, 3, allow_nan=False, width=32), min_size=3, max_size=3),
-       reduce=st.sampled_from(["sum", "mean"]))
+@given(
+    expr=expressions(),
+    values=st.lists(st.floats(-3, 3, allow_nan=False, width=32), min_size=3, max_size=3),
+    reduce=st.sampled_from(["sum", "mean"]),
+)
 def test_trace_grads_equal_plain_pytorch(expr: str, values: list[float], reduce: str) -> None:
     source = _snippet(expr, values, reduce)
     plain: dict[str, object] = {}
@@ -55,9 +66,11 @@ def test_trace_grads_equal_plain_pytorch(expr: str, values: list[float], reduce:
 
 
 def test_accumulated_value_in_the_walk_equals_grad() -> None:
-    trace = record("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n"
-                   "y = (x.exp() * x).sum()\ny.backward()\n")
-    (before, added, after), = q.accumulations(trace, "x")
+    trace = record(
+        "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "y = (x.exp() * x).sum()\ny.backward()\n"
+    )
+    ((before, added, after),) = q.accumulations(trace, "x")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     (x.exp() * x).sum().backward()
     assert before is None and added == after == x.grad.tolist()

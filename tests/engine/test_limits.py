@@ -51,8 +51,10 @@ def test_event_cap_keeps_the_closing_events() -> None:
 
 
 def test_large_tensors_travel_as_summaries() -> None:
-    trace = record("import torch\nw = torch.randn(100, 100, requires_grad=True)\n(w * 2).sum().backward()\n",
-                   limits=Limits(max_value_elements=64))
+    trace = record(
+        "import torch\nw = torch.randn(100, 100, requires_grad=True)\n(w * 2).sum().backward()\n",
+        limits=Limits(max_value_elements=64),
+    )
     final = next(e for e in trace.events if e.type == "tensor_final")
     assert final.value.kind == "summary" and final.value.numel == 10_000
     assert final.grad.kind == "summary" and final.grad.min == final.grad.max == 2.0

@@ -48,8 +48,11 @@ def test_non_scalar_backward_gets_an_explanation() -> None:
 def test_gradwalk_log_reaches_the_trace() -> None:
     trace = record("import gradwalk\nfor i in range(3):\n    gradwalk.log('acc', i / 2, step=i)\n")
     metrics = q.events_of(trace, "metric")
-    assert [(m.name, m.value, m.step, m.line) for m in metrics] == [("acc", 0.0, 0, 3), ("acc", 0.5, 1, 3),
-                                                                    ("acc", 1.0, 2, 3)]
+    assert [(m.name, m.value, m.step, m.line) for m in metrics] == [
+        ("acc", 0.0, 0, 3),
+        ("acc", 0.5, 1, 3),
+        ("acc", 1.0, 2, 3),
+    ]
 
 
 def test_hooks_are_removed_after_a_failing_run() -> None:
@@ -64,10 +67,16 @@ def test_hooks_are_removed_after_a_failing_run() -> None:
 
 def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
     snippet = tmp_path / "s.py"
-    snippet.write_text("import torch\nx = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()\n")
+    snippet.write_text(
+        "import torch\nx = torch.tensor(2.5, requires_grad=True)\ny = x**3 - 4*x\ny.backward()\n"
+    )
     out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "x.grad = 14.75" in done.stdout and "status: ok" in done.stdout
     from engine.events import trace_adapter

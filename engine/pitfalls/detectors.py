@@ -1,0 +1,378 @@
+"""The detectors, one method group per pitfall kind (see the package docstring)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ..source import snippet_frames
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["WATCHED_OPS", "PitfallWatch"]
+
+ADD_OPS = frozenset({"add", "__add__", "__radd__", "__iadd__", "add_"})
+BROADCAST_OPS = frozenset(
+    {
+        "sub",
+        "__sub__",
+        "__rsub__",
+        "add",
+        "__add__",
+        "__radd__",
+        "mul",
+        "__mul__",
+        "__rmul__",
+        "div",
+        "__truediv__",
+        "__rtruediv__",
+        "mse_loss",
+        "l1_loss",
+    }
+)
+SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
+WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
+
+_ONCE_PER_RUN = frozenset({"missing-zero-grad", "non-finite-loss", "parameter-not-optimized"})
+_STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+
+
+def _safe(method: Callable[..., None]) -> Callable[..., None]:
+    """Never let a detector's own failure break the user's run."""
+
+    @functools.wraps(method)
+    def guarded(self: PitfallWatch, *args: Any, **kwargs: Any) -> None:
+        try:
+            method(self, *args, **kwargs)
+        except Exception:
+            self.failures += 1
+
+    return guarded
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+class _IdentitySet:
+    """Tensors by identity, held weakly (a WeakSet would compare tensors with ``==``)."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
+
+    def add(self, t: torch.Tensor) -> None:
+        self._refs[id(t)] = weakref.ref(t)
+
+    def __contains__(self, t: object) -> bool:
+        ref = self._refs.get(id(t))
+        return ref is not None and ref() is t
+
+
+class PitfallWatch:
+    """All detectors of one run. The recorder calls the ``on_*`` methods."""
+
+    def __init__(self, rec: Recorder, source: str | None = None) -> None:
+        self._rec = rec
+        self._lines = (source or "").splitlines()
+        self._said: set[tuple[str, int | None]] = set()
+        # missing-zero-grad: id(param) -> (grad object, its version right after a step, step)
+        self._stepped_grads: dict[int, tuple[weakref.ref[torch.Tensor], int, int]] = {}
+        # loss-tensor-accumulated: line -> [last total (weak), chain length, bytes at start, bytes now]
+        self._totals: dict[int, list[Any]] = {}
+        self._backward_roots = _IdentitySet()
+        # graph-built-in-evaluation: (line, backward calls at that time, bytes)
+        self._eval_forwards: list[tuple[int | None, int]] = []
+        self._softmaxed = _IdentitySet()
+        self._optimizers: list[weakref.ref[torch.optim.Optimizer]] = []
+        self.found = 0
+        self.failures = 0
+
+    # --- emitting ---------------------------------------------------------------------
+
+    def _say(
+        self,
+        kind: str,
+        line: int | None,
+        title: str,
+        message: str,
+        fix: str,
+        tensors: list[int] | None = None,
+    ) -> None:
+        key = (kind, None if kind in _ONCE_PER_RUN else line)
+        if key in self._said:
+            return
+        self._said.add(key)
+        self.found += 1
+        self._rec.emit(
+            {
+                "type": "pitfall",
+                "kind": kind,
+                "line": line,
+                "title": title,
+                "message": message,
+                "fix": fix,
+                "tensors": tensors or [],
+                "nodes": [],
+            }
+        )
+
+    # --- ops --------------------------------------------------------------------------
+
+    @_safe
+    def on_op(self, name: str, args: tuple[Any, ...], result: Any) -> None:
+        """Look at one op whose name is in :data:`WATCHED_OPS` (both detail modes)."""
+        if not isinstance(result, torch.Tensor):
+            return
+        if name in SOFTMAX_OPS:
+            self._softmaxed.add(result)
+            return
+        if name == "cross_entropy":
+            self._check_probabilities(args)
+            return
+        if name in BROADCAST_OPS:
+            self._check_broadcast(name, args, result)
+        if name in ADD_OPS:
+            self._check_running_total(args, result)
+
+    def _check_probabilities(self, args: tuple[Any, ...]) -> None:
+        logits = args[0] if args else None
+        if isinstance(logits, torch.Tensor) and logits in self._softmaxed:
+            _, line, _, _ = snippet_frames()
+            self._say(
+                "probabilities-into-cross-entropy",
+                line,
+                "Softmax output fed to cross-entropy",
+                "cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the "
+                "output of softmax/log_softmax: probabilities are squashed a second time, gradients shrink, and "
+                "training stalls at a mediocre loss.",
+                "Pass the logits (the last layer's output, before softmax) to cross_entropy / nn.CrossEntropyLoss; "
+                "or keep log_softmax and use nll_loss.",
+            )
+
+    def _check_broadcast(self, name: str, args: tuple[Any, ...], result: torch.Tensor) -> None:
+        tensors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+        if len(tensors) != 2 or not result.requires_grad:
+            return
+        a, b = tensors[0].shape, tensors[1].shape
+        pattern = (len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1) or (
+            len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
+        )
+        if not pattern:
+            return
+        _, line, _, _ = snippet_frames()
+        n = result.shape[0]
+        self._say(
+            "broadcast-in-loss",
+            line,
+            f"Shapes {tuple(a)} and {tuple(b)} broadcast to {tuple(result.shape)}",
+            f"This {name.strip('_')} combines a column of {n} predictions with a vector of {n} targets. "
+            f"Broadcasting silently pairs every prediction with every target, giving {n}×{n} = {n * n} terms "
+            "instead of {n}; the loss averages them all, so the model learns to predict the mean and no error "
+            "is raised.".replace("{n}", str(n)),
+            "Make the shapes match: pred.squeeze(-1) (or target.unsqueeze(-1)) before the subtraction or loss.",
+        )
+
+    def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor) -> None:
+        if not result.requires_grad or result.grad_fn is None:
+            return
+        _, line, _, _ = snippet_frames()
+        if line is None:
+            return
+        entry = self._totals.get(line)
+        saved = self._rec.memory.saved_bytes
+        prev = entry[0]() if entry else None
+        if entry is not None and prev is not None and any(a is prev for a in args if isinstance(a, torch.Tensor)):
+            entry[0] = weakref.ref(result)
+            entry[1] += 1
+            entry[3] = saved
+        else:
+            self._totals[line] = [weakref.ref(result), 1, saved, saved]
+
+    # --- modules ------------------------------------------------------------------------
+
+    @_safe
+    def on_module_call(self, module: nn.Module, is_root: bool) -> None:
+        """Look at a module about to run its forward."""
+        grad_on = torch.is_grad_enabled()
+        if not grad_on and module.training and isinstance(module, _STOCHASTIC):
+            if isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0:
+                return
+            _, _, top, _ = snippet_frames()
+            kind = type(module).__name__
+            self._say(
+                "train-mode-in-evaluation",
+                top,
+                f"{kind} still in training mode under no_grad()",
+                f"torch.no_grad() stops recording the graph, but it does not switch layers to evaluation "
+                f"behaviour: this {kind} is in training mode, so "
+                + (
+                    "it randomly zeroes activations while you measure"
+                    if "Dropout" in kind
+                    else "it normalises with this batch's statistics and updates its running averages"
+                )
+                + ". Your validation numbers are noisy and lower than the model's real quality.",
+                "Call model.eval() before evaluating (and model.train() before training again); keep "
+                "torch.no_grad() too, they do different things.",
+            )
+        if is_root and grad_on and not module.training:
+            _, _, top, _ = snippet_frames()
+            self._eval_forwards.append((top, self._rec.backward.calls))
+
+    # --- backward and steps -------------------------------------------------------------
+
+    @_safe
+    def on_backward(self, roots: list[torch.Tensor], line: int | None) -> None:
+        """Look at a backward call before it runs."""
+        for r in roots:
+            self._backward_roots.add(r)
+        loss = self._rec.backward.last_loss
+        if loss is not None and not math.isfinite(loss):
+            self._non_finite(f"the loss is {loss}", line)
+        self._check_stale_grads(line)
+
+    def _check_stale_grads(self, line: int | None) -> None:
+        for ref, version, step in list(self._stepped_grads.values()):
+            g = ref()
+            if g is not None and g._version == version:
+                norm = float(g.detach().norm())
+                self._say(
+                    "missing-zero-grad",
+                    line,
+                    "Gradients from the previous step are still in .grad",
+                    f"This backward() adds its gradients to the ones left over from optimizer step {step} "
+                    f"(‖grad‖ already {_fmt(norm)} before it runs): .grad accumulates with +=, it is never reset "
+                    "by backward() or step(). Every step then follows the sum of all past gradients, and the loss "
+                    "grows or oscillates instead of falling.",
+                    "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
+                    "forward → loss → backward → step).",
+                )
+                self._stepped_grads.clear()
+                return
+
+    @_safe
+    def on_optimizer_step(
+        self,
+        opt: torch.optim.Optimizer,
+        params: list[torch.Tensor],
+        step: int,
+        grad_norm: float | None,
+        line: int | None,
+    ) -> None:
+        """Look at an optimizer right after its ``step()``."""
+        if not any(r() is opt for r in self._optimizers):
+            self._optimizers.append(weakref.ref(opt))
+        for p in params:
+            if p.grad is not None:
+                self._stepped_grads[id(p)] = (weakref.ref(p.grad), p.grad._version, step)
+        if grad_norm is not None and not math.isfinite(grad_norm):
+            self._non_finite(f"the gradient norm is {grad_norm}", line, step=step, opt=opt)
+
+    def _non_finite(
+        self, what: str, line: int | None, step: int | None = None, opt: torch.optim.Optimizer | None = None
+    ) -> None:
+        steps = self._rec.training.total_steps if step is None else step
+        if opt is None:
+            live = [r() for r in self._optimizers]
+            opt = next((o for o in live if o is not None), None)
+        lr = f" with learning rate {opt.param_groups[0].get('lr')}" if opt is not None else ""
+        self._say(
+            "non-finite-loss",
+            line,
+            "The loss became NaN/Inf",
+            f"At optimizer step {steps} {what}. Once a NaN or Inf appears it spreads through every "
+            f"parameter and training cannot recover. The usual cause is a learning rate that is too high{lr}: "
+            "each update overshoots, the weights grow without bound and overflow.",
+            "Lower the learning rate (try 10× smaller), normalise the inputs, or clip gradients with "
+            "torch.nn.utils.clip_grad_norm_.",
+        )
+
+    # --- the end of the run -----------------------------------------------------------
+
+    @_safe
+    def on_finish(self) -> None:
+        """Run the detectors that need the whole run."""
+        self._finish_totals()
+        self._finish_eval_forwards()
+        self._finish_unoptimized()
+
+    def _finish_totals(self) -> None:
+        for line, (ref, length, start, end) in self._totals.items():
+            total = ref()
+            if length < 3 or (total is not None and total in self._backward_roots):
+                continue
+            grew = (
+                f" The tensors saved for backward grew from {start:,} to {end:,} bytes meanwhile."
+                if end > start
+                else ""
+            )
+            self._say(
+                "loss-tensor-accumulated",
+                line,
+                "A running total keeps every iteration's graph alive",
+                f"This line adds a tensor that carries a graph into a running total {length} times. The total "
+                f"is itself part of a graph that now links every iteration's forward pass, so none of them can "
+                f"be freed and memory grows with every batch.{grew}",
+                "Accumulate a plain number: total += loss.item() (or loss.detach()).",
+            )
+
+    def _finish_eval_forwards(self) -> None:
+        unused = [(line, calls) for line, calls in self._eval_forwards if calls == self._rec.backward.calls]
+        if not unused:
+            return
+        line = unused[0][0]
+        self._say(
+            "graph-built-in-evaluation",
+            line,
+            "eval() mode with gradients on: graphs built and never used",
+            f"{len(unused)} forward pass(es) ran with the model in eval() mode but with gradient recording on, "
+            "and no backward() used them. model.eval() only changes how layers such as dropout and batch norm "
+            "behave; it does not stop autograd from recording a graph and keeping its saved tensors.",
+            "Wrap evaluation in `with torch.no_grad():` (or torch.inference_mode()) as well as calling "
+            "model.eval().",
+        )
+
+    def _finish_unoptimized(self) -> None:
+        training = self._rec.training
+        if training.total_steps == 0:
+            return
+        modules = self._rec.modules
+        missed: list[tuple[str, torch.Tensor]] = []
+        for p, name in modules.all_params():
+            if p.grad is not None and id(p) not in training.stepped_params:
+                missed.append((name, p))
+        if not missed:
+            return
+        names = [n for n, _ in missed]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        line = self._assignment_line(names[0])
+        tensors = [tid for _, p in missed if (tid := self._rec.tensors.known(p)) is not None]
+        self._say(
+            "parameter-not-optimized",
+            line,
+            "Parameters get gradients but never train",
+            f"{shown} received gradients in backward(), but no optimizer updates them: they keep their initial "
+            "values for the whole run. Layers kept in a plain Python list (or dict) are not registered with "
+            "nn.Module, so model.parameters() — and the optimizer built from it — never sees them.",
+            "Keep sub-layers in nn.ModuleList / nn.ModuleDict (or as attributes), and build the optimizer from "
+            "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
+            tensors,
+        )
+
+    def _assignment_line(self, qualified: str) -> int | None:
+        """Find the line that assigned the attribute holding a parameter (``net.layers[0].weight``)."""
+        parts = qualified.split(".")
+        for attr in reversed(parts[1:-1]):
+            attr = attr.split("[")[0]
+            pattern = re.compile(rf"\.{re.escape(attr)}\s*=")
+            for i, text in enumerate(self._lines, start=1):
+                if pattern.search(text):
+                    return i
+        return None

@@ -1,0 +1,195 @@
+"""Each pitfall detector fires at the right line on its case, and stays silent on a near miss."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from tests.conftest import case_source
+
+EXPECTED_LINES = {
+    "pitfall_forgot_zero_grad.py": ("missing-zero-grad", 14),
+    "pitfall_loss_tensor_total.py": ("loss-tensor-accumulated", 12),
+    "pitfall_eval_without_no_grad.py": ("graph-built-in-evaluation", 11),
+    "pitfall_no_grad_without_eval.py": ("train-mode-in-evaluation", 11),
+    "pitfall_broadcast_loss.py": ("broadcast-in-loss", 9),
+    "pitfall_unregistered_layers.py": ("parameter-not-optimized", 10),
+    "pitfall_nan_loss.py": ("non-finite-loss", 15),
+}
+
+
+@pytest.mark.parametrize("file", sorted(EXPECTED_LINES))
+def test_pitfall_at_its_line_with_an_explanation(file: str) -> None:
+    kind, line = EXPECTED_LINES[file]
+    found = q.pitfalls(record(case_source(file)))
+    assert [(p.kind, p.line) for p in found] == [(kind, line)]
+    p = found[0]
+    assert p.title and len(p.message) > 60 and p.fix
+
+
+def test_missing_zero_grad_shows_the_leftover_gradient() -> None:
+    p = q.pitfalls(record(case_source("pitfall_forgot_zero_grad.py")))[0]
+    assert "optimizer step 1" in p.message and "‖grad‖" in p.message
+
+
+def test_nan_loss_names_the_step_and_the_learning_rate() -> None:
+    p = q.pitfalls(record(case_source("pitfall_nan_loss.py")))[0]
+    assert "learning rate 0.5" in p.message and "step" in p.message
+
+
+def test_unregistered_layers_are_named() -> None:
+    p = q.pitfalls(record(case_source("pitfall_unregistered_layers.py")))[0]
+    assert "net.layers[0].weight" in p.message and p.tensors
+
+
+NEAR_MISSES = {
+    "deliberate gradient accumulation": """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    for micro in range(3):                     # three micro-batches, then one step
+        loss = model(torch.randn(8, 3)).pow(2).mean() / 3
+        loss.backward()
+    opt.step()
+    opt.zero_grad()
+""",
+    "zero_grad without set_to_none": """
+import torch, torch.nn as nn
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    opt.zero_grad(set_to_none=False)
+    model(torch.randn(8, 3)).pow(2).mean().backward()
+    opt.step()
+""",
+    "running total of floats": """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+total = 0.0
+for batch in range(10):
+    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+    total += loss.item()
+print(total)
+""",
+    "loss summed over batches for one backward": """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+total = 0
+for batch in range(5):
+    total = total + nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+total.backward()
+""",
+    "evaluation done right": """
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+model.eval()
+with torch.no_grad():
+    for _ in range(3):
+        model(torch.randn(5, 4))
+""",
+    "dropout in training with grad": """
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+model(torch.randn(5, 4)).sum().backward()
+""",
+    "(N,1) - (N,1) loss": """
+import torch
+X, y = torch.randn(32, 4), torch.randn(32, 1)
+w = torch.zeros(4, 1, requires_grad=True)
+loss = ((X @ w - y) ** 2).mean()
+loss.backward()
+""",
+    "logits into cross-entropy": """
+import torch, torch.nn as nn
+model = nn.Linear(4, 3)
+logits = model(torch.randn(6, 4))
+probs = logits.softmax(dim=-1)               # used for display only
+loss = nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0, 1, 2]))
+loss.backward()
+""",
+    "log_softmax into nll_loss": """
+import torch, torch.nn.functional as F
+logits = torch.randn(6, 3, requires_grad=True)
+F.nll_loss(F.log_softmax(logits, dim=-1), torch.tensor([0, 1, 2, 0, 1, 2])).backward()
+""",
+    "frozen parameter outside the optimizer with no grad": """
+import torch, torch.nn as nn
+body, head = nn.Linear(4, 4), nn.Linear(4, 1)
+for p in body.parameters():
+    p.requires_grad_(False)
+opt = torch.optim.SGD(head.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    head(body(torch.randn(8, 4))).pow(2).mean().backward()
+    opt.step()
+""",
+    "a healthy learning rate": case_source("rent_regression.py"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_near_miss_stays_silent(name: str) -> None:
+    trace = record(NEAR_MISSES[name])
+    assert trace.events[-1].status == "ok", trace.events[-1].message
+    assert q.pitfalls(trace) == []
+
+
+POSITIVES = {
+    "softmax into cross-entropy": (
+        """
+import torch, torch.nn as nn
+model = nn.Linear(4, 3)
+probs = model(torch.randn(6, 4)).softmax(dim=-1)
+loss = nn.CrossEntropyLoss()(probs, torch.tensor([0, 1, 2, 0, 1, 2]))
+loss.backward()
+""",
+        ("probabilities-into-cross-entropy", 5),
+    ),
+    "optimizer over another model": (
+        """
+import torch, torch.nn as nn
+model, other = nn.Linear(3, 1), nn.Linear(3, 1)
+opt = torch.optim.SGD(other.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randn(4, 3)).pow(2).mean().backward()
+    opt.step()
+""",
+        ("parameter-not-optimized", None),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POSITIVES))
+def test_more_positives(name: str) -> None:
+    source, (kind, line) = POSITIVES[name]
+    found = [(p.kind, p.line) for p in q.pitfalls(record(source))]
+    assert [k for k, _ in found] == [kind]
+    if line is not None:
+        assert found[0][1] == line
+
+
+def test_errors_that_raise_are_explained() -> None:
+    inplace = record(
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny.add_(1)\ny.sum().backward()\n"
+    )
+    err = q.errors(inplace)[0]
+    assert err.line == 5 and err.hint and "in place" in err.hint
+
+
+def test_device_mismatch_names_both_tensors_and_where_they_were_made() -> None:
+    trace = record("import torch\nx = torch.ones(3)\nw = torch.ones(3, device='meta')\ny = x + w\n")
+    err = q.errors(trace)[0]
+    assert err.line == 4
+    assert "x (made at line 2) is on cpu" in err.hint and "w (made at line 3) is on meta" in err.hint
+
+
+def test_recording_keeps_pytorchs_in_place_check() -> None:
+    trace = record(
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny.add_(1)\ny.sum().backward()\n"
+    )
+    assert q.errors(trace)[0].exc_type == "RuntimeError"
+    assert "modified by an inplace operation" in q.errors(trace)[0].message
