@@ -17,6 +17,7 @@ torch-free, and user code never runs in it. Use it from one asyncio event loop:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 from collections import deque
@@ -33,8 +34,10 @@ __all__ = ["MAX_SOURCE_BYTES", "WorkerPool"]
 
 MAX_SOURCE_BYTES = 1_000_000
 SCRATCH_MB = 32
-UID_BASE = 1_870_000_000  # far above any real user
+UID_BASE = 1_000_000_000  # far above any real user; every uid used stays below 2**31
 _UIDS_PER_POOL = 1024
+_POOL_KEYS = 1 << 20
+_pools_made = itertools.count()
 _START_TIMEOUT_S = 180.0
 _RESPAWN_DELAYS_S = (0.2, 1.0, 5.0, 15.0)
 _DEVICE = re.compile(r"^(cpu|cuda(:\d{1,2})?)$")
@@ -79,7 +82,8 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Worker slot i of this pool runs its children as its own uid, so that RLIMIT_NPROC (counted
         # per uid) is never shared between concurrent runs, nor with another pool on this machine.
-        self._uid_base = UID_BASE + (os.getpid() % 65536) * _UIDS_PER_POOL
+        key = (os.getpid() * 16 + next(_pools_made)) % _POOL_KEYS
+        self._uid_base = UID_BASE + key * _UIDS_PER_POOL
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -178,6 +182,21 @@ class WorkerPool:
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for health checks and tests)."""
         return [p.pid for p in self._proxies if p.pid is not None and not p.dead]
+
+    @property
+    def ready_workers(self) -> int:
+        """Workers that have warmed up and are alive (busy or not)."""
+        return sum(1 for p in self._proxies if p.ready.done() and not p.ready.exception() and not p.dead)
+
+    @property
+    def idle_workers(self) -> int:
+        """Workers ready to take a run now."""
+        return sum(1 for p in self._proxies if p.idle)
+
+    @property
+    def sandbox_uids(self) -> range:
+        """The uids this pool's sandboxed children run as (one per worker slot)."""
+        return range(self._uid_base, self._uid_base + _UIDS_PER_POOL)
 
     @property
     def queued(self) -> int:

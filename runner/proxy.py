@@ -48,6 +48,28 @@ _PASSED_ENV = (
 )
 
 
+def _kill_uid(uid: int) -> int:
+    """Kill every process whose real uid is ``uid`` (a sandbox uid: only runs use it); count them."""
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                line = next((ln for ln in fh if ln.startswith("Uid:")), "")
+            if line and int(line.split()[1]) == uid:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class WorkerProxy:
     """One worker process and the run it is serving, if any.
 
@@ -67,6 +89,7 @@ class WorkerProxy:
         self.settings = settings
         self.kind = "gpu" if settings.get("gpu") else "cpu"
         self.ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.ready.add_done_callback(_retrieve)  # a replacement's failure is handled by the pool, not awaited
         self.handle: RunHandle | None = None
         self.dead = False
         self._on_idle = on_idle
@@ -306,7 +329,11 @@ class WorkerProxy:
         self._on_dead(self)
 
     def kill(self) -> None:
-        """Kill the worker and everything it started; reap it in the background."""
+        """Kill the worker and everything it started; reap it in the background.
+
+        Its children die with it (parent-death signal, and the pid namespace of each run);
+        as root the pool also kills every process left with the slot's sandbox uid.
+        """
         if self._sock is not None:
             self._loop.remove_reader(self._sock.fileno())
             self._sock.close()
@@ -316,6 +343,8 @@ class WorkerProxy:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             self._loop.call_later(0.01, self._reap)
+        if os.geteuid() == 0:
+            _kill_uid(self.settings["uid"])
 
     def _reap(self, delay: float = 0.01) -> None:
         proc = self._proc
@@ -323,8 +352,16 @@ class WorkerProxy:
             self._loop.call_later(min(delay * 2, 1.0), self._reap, min(delay * 2, 1.0))
 
     async def wait_gone(self, timeout: float = 5.0) -> None:
-        """Wait until the worker process has been reaped."""
+        """Wait until the worker process has been reaped and, as root, its children are gone.
+
+        A child forked just before the worker died may still be setting up its sandbox
+        (as root, before its parent-death signal holds); it is swept once it has its uid.
+        """
         proc = self._proc
         deadline = self._loop.time() + timeout
         while proc is not None and proc.poll() is None and self._loop.time() < deadline:
             await asyncio.sleep(0.01)
+        quiet = 0
+        while os.geteuid() == 0 and quiet < 3 and self._loop.time() < deadline:
+            quiet = 0 if _kill_uid(self.settings["uid"]) else quiet + 1
+            await asyncio.sleep(0.02)

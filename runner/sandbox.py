@@ -27,6 +27,7 @@ import glob
 import math
 import os
 import resource
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -106,7 +107,7 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
                 raise SandboxError(f"{layer}: {exc}") from exc
             failures.setdefault(layer, f"{type(exc).__name__}: {exc}")
 
-    linux.prctl(linux.PR_SET_PDEATHSIG, 9)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     _own_fds(event_fd, request_fd)
     step("namespaces", lambda: linux.unshare(_NS_FLAGS))
     if "namespaces" not in failures:
@@ -118,6 +119,8 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
     step("env_scrubbed", _scrub_env)
     step("rlimits", lambda: _set_rlimits(config))
     step("non_root_uid", lambda: _drop_user(config))
+    # Set again: a change of uid clears the parent-death signal (see prctl(2)).
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     step("seccomp", seccomp.install)
     sys.path[:] = [p for p in sys.path if p and not any(_under(p, h) for h in config["hide"])]
     return failures
