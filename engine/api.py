@@ -33,8 +33,10 @@ def log(name: str, value: float, step: int | None = None) -> None:
 
 
 def detail_next_step() -> None:
-    """Record the next optimizer step (tape, graph, backward walk) in full detail."""
+    """Record from now until the next optimizer step (tape, graph, backward walk) in full detail.
+
+    Call it at the top of the training-loop iteration you want to see.
+    """
     rec = _current
     if rec is not None:
-        rec.training.marked = True
         rec.set_detail(True)

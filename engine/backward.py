@@ -8,6 +8,7 @@ reads the leaf's ``.grad`` before the engine adds to it; its post-hook reads it 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,11 @@ class BackwardTracker:
 
     def watch(self, node: Any, nid: int) -> None:
         """Hook ``node`` (id ``nid``) so its execution is recorded."""
+        # The hooks live on the node, so they must not reference it (nor its leaf) strongly:
+        # that cycle would outlive the graph until a full garbage collection, and a freed
+        # graph must be freed at once, exactly as without gradwalk.
         is_acc = type(node).__name__ == "AccumulateGrad"
+        leaf_ref = weakref.ref(node.variable) if is_acc else None
         rec = self._rec
 
         def post(
@@ -58,8 +63,8 @@ class BackwardTracker:
                     grad_out=[v(g) for g in grad_inputs],
                 )
             )
-            if is_acc:
-                leaf = node.variable
+            leaf = leaf_ref() if leaf_ref is not None else None
+            if leaf is not None:
                 tid = rec.tensors.ensure(leaf)
                 rec.emit(
                     dict(
@@ -78,8 +83,9 @@ class BackwardTracker:
         if is_acc:
 
             def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
-                if rec.active and self.current is not None:
-                    self._before[nid] = rec.value_or_none(node.variable.grad)
+                leaf = leaf_ref() if leaf_ref is not None else None
+                if rec.active and self.current is not None and leaf is not None:
+                    self._before[nid] = rec.value_or_none(leaf.grad)
 
             self._handles.append(node.register_prehook(pre))
 

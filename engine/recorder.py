@@ -205,7 +205,7 @@ class Recorder:
             }
         )
         memory = self.memory
-        if abs(memory.saved_bytes - memory.reported) > max(1 << 20, memory.reported >> 3):
+        if abs(memory.saved_bytes - memory.reported) > max(4096, memory.reported >> 3):
             self.report_memory(line)
 
     def light_op(self, func: Any, args: tuple[Any, ...], result: Any) -> None:

@@ -36,7 +36,6 @@ class TrainingTracker:
         self._before: list[torch.Tensor] = []
         self._last_end = time.perf_counter()
         self.total_steps = 0
-        self.marked = False
         self.stepped_params: set[int] = set()
 
     def install(self) -> None:
@@ -134,6 +133,4 @@ class TrainingTracker:
         detail = done < limits.detail_steps or (
             limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
         )
-        if self.marked:
-            detail, self.marked = True, False
         self._rec.set_detail(detail)

@@ -28,7 +28,12 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     n = t.numel()
     try:
         if n <= max_elements and t.layout == torch.strided and not t.is_complex() and not t.is_meta:
-            return {"kind": "full", "shape": list(t.shape), "flat": t.detach().reshape(-1).tolist()}
+            dims = t.dim()
+            if dims == 1:
+                return {"kind": "full", "shape": [n], "flat": t.tolist()}
+            if dims == 0:
+                return {"kind": "full", "shape": [], "flat": [t.item()]}
+            return {"kind": "full", "shape": list(t.shape), "flat": t.reshape(-1).tolist()}
         return _summarize(t, n)
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         # quantized, nested, fake or otherwise unreadable tensors: describe, never fail the run

@@ -189,7 +189,11 @@ class PitfallWatch:
         entry = self._totals.get(line)
         saved = self._rec.memory.saved_bytes
         prev = entry[0]() if entry else None
-        if entry is not None and prev is not None and any(a is prev for a in args if isinstance(a, torch.Tensor)):
+        if (
+            entry is not None
+            and prev is not None
+            and any(a is prev for a in args if isinstance(a, torch.Tensor))
+        ):
             entry[0] = weakref.ref(result)
             entry[1] += 1
             entry[3] = saved

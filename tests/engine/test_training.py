@@ -1,0 +1,94 @@
+"""Optimizer steps are noticed without changing the snippet, with their metrics (issue 6)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from engine.events import Limits
+from tests.conftest import case_source
+
+
+def test_rent_regression_reports_400_steps_and_converges() -> None:
+    trace = record(case_source("rent_regression.py"))
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 400
+    assert [s.step for s in steps] == list(range(1, 401))
+    assert steps[0].optimizer == "opt (SGD)" and steps[0].lr == [0.05]
+    assert steps[-1].loss < steps[0].loss / 10
+    finals = q.final_values(trace)
+    assert finals["model.weight"] == pytest.approx([3.001], abs=0.01)
+    assert finals["model.bias"] == pytest.approx([1.998], abs=0.01)
+
+
+def test_only_the_first_steps_are_recorded_in_full_by_default() -> None:
+    trace = record(case_source("rent_regression.py"))
+    steps = q.optimizer_steps(trace)
+    assert [s.detail for s in steps[:4]] == [True, True, True, False]
+    assert sum(s.detail for s in steps) == 3
+    assert len({e.backward for e in q.events_of(trace, "node_executed")}) == 3
+
+
+def test_every_kth_step_can_be_recorded_in_full() -> None:
+    trace = record(case_source("rent_regression.py"), limits=Limits(detail_steps=1, detail_every=100))
+    detailed = [s.step for s in q.optimizer_steps(trace) if s.detail]
+    assert detailed == [1, 100, 200, 300, 400]
+
+
+def test_gradwalk_detail_next_step_marks_a_step() -> None:
+    src = case_source("rent_regression.py").replace(
+        "    opt.zero_grad()",
+        "    if epoch == 250:\n        gradwalk.detail_next_step()\n    opt.zero_grad()",
+    )
+    trace = record("import gradwalk\n" + src)
+    assert [s.step for s in q.optimizer_steps(trace) if s.detail] == [1, 2, 3, 250]
+
+
+def test_clean_training_has_per_parameter_norms_for_every_parameter() -> None:
+    trace = record(case_source("clean_training.py"))
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 30
+    names = {"net.0.weight", "net.0.bias", "net.3.weight", "net.3.bias"}
+    for s in steps:
+        assert {p.name for p in s.params} == names
+        assert all(p.grad_norm is not None and p.grad_norm > 0 and p.update_norm > 0 for p in s.params)
+        assert s.grad_norm == pytest.approx(math.sqrt(sum(p.grad_norm**2 for p in s.params)))
+    assert steps[0].optimizer == "opt (AdamW)"
+
+
+def _graph_bytes(file: str, replace: tuple[str, str] | None = None) -> list[int]:
+    src = case_source(file).replace(
+        "    total += loss", "    total += loss\n    gradwalk.log('graph_bytes', 0)"
+    )
+    if replace:
+        src = src.replace(*replace)
+    trace = record("import gradwalk\n" + src)
+    marks = [e.seq for e in q.events_of(trace, "metric")]
+    mem = q.events_of(trace, "memory")
+    held = []
+    for seq in marks:
+        before = [m.saved_bytes for m in mem if m.seq < seq]
+        held.append(before[-1] if before else 0)
+    return held
+
+
+def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item() -> None:
+    climbing = _graph_bytes("pitfall_loss_tensor_total.py")
+    flat = _graph_bytes("pitfall_loss_tensor_total.py", ("total += loss", "total += loss.item()"))
+    assert climbing[-1] > 5 * climbing[1] > 0
+    assert len(climbing) == len(flat) == 20
+    assert all(b >= a for a, b in itertools.pairwise(climbing))
+    assert max(flat) <= 2 * max(flat[:2]) and max(flat) < climbing[-1] / 5
+
+
+def test_user_metrics_show_up_with_their_step() -> None:
+    src = case_source("rent_regression.py").replace(
+        "    opt.step()",
+        "    opt.step()\n    if epoch % 100 == 0:\n        gradwalk.log('loss', loss.item(), step=epoch)",
+    )
+    metrics = q.events_of(record("import gradwalk\n" + src), "metric")
+    assert [m.step for m in metrics] == [100, 200, 300, 400]
