@@ -1,0 +1,32 @@
+// Run the frontend's unit tests (web/test/*.test.ts) with Node's test runner.
+//
+// Each test file is bundled by esbuild to a temporary folder, then `node --test` runs them.
+// Tests that need real traces read them from GRADWALK_TRACES (a folder of
+// `gradwalk record` outputs, written by tests/web/test_unit.py).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const web = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const files = readdirSync(join(web, "test")).filter((f) => f.endsWith(".test.ts"));
+const out = mkdtempSync(join(tmpdir(), "gradwalk-unit-"));
+try {
+  await esbuild.build({
+    absWorkingDir: web,
+    entryPoints: files.map((f) => join("test", f)),
+    outdir: out,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outExtension: { ".js": ".mjs" },
+    logLevel: "warning",
+  });
+  const outputs = readdirSync(out).map((f) => join(out, f));
+  const run = spawnSync(process.execPath, ["--test", ...outputs], { stdio: "inherit" });
+  process.exitCode = run.status ?? 1;
+} finally {
+  rmSync(out, { recursive: true, force: true });
+}

@@ -1,0 +1,351 @@
+// The full app: the editor and run controls wired to the server, and the views (graph,
+// tape, stepper, inspector, output) sharing one TraceModel and one Store. The page's
+// template provides the skeleton; every lookup is scoped to the app's root element.
+import { Api, ApiError, type Bootstrap, type Example, RunStream } from "./api";
+import { $, h, isTyping } from "./dom";
+import { Editor } from "./editor";
+import { GraphView } from "./graph";
+import { InspectorView } from "./inspector";
+import { OutputView } from "./output";
+import { StepperView } from "./stepper";
+import { linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
+import { TapeView } from "./tape";
+import { bindThemeButtons } from "./theme";
+import { TraceModel } from "./trace-model";
+import type { GradwalkEvent, GradwalkTrace } from "./types/events";
+import { readUrl, type UrlState, UrlSync } from "./url-state";
+
+const FALLBACK_SOURCE = `import torch
+
+x = torch.tensor(2.5, requires_grad=True)
+y = x**3 - 4*x
+y.backward()
+print(x.grad)
+`;
+
+type RunState = "idle" | "starting" | "running" | "ok" | "error" | "timeout" | "cancelled" | "crashed" | "limit";
+
+export class App {
+  readonly store = new Store();
+  readonly api: Api;
+  model = new TraceModel();
+  runId: string | null = null;
+  readonly editor: Editor;
+  readonly graph: GraphView;
+  readonly tape: TapeView;
+  readonly stepper: StepperView;
+  readonly inspector: InspectorView;
+  readonly output: OutputView;
+  private stream: RunStream | null = null;
+  private examples: Example[] = [];
+  private readonly url = new UrlSync();
+  private pending: UrlState | null = null;
+  private unsubscribeModel: () => void = () => {};
+  private readonly runButton: HTMLButtonElement;
+  private readonly stopButton: HTMLButtonElement;
+  private readonly statusEl: HTMLElement;
+  private readonly examplesSelect: HTMLSelectElement;
+  private readonly deviceSelect: HTMLSelectElement;
+  private readonly tabs: HTMLElement[];
+
+  constructor(
+    readonly root: HTMLElement,
+    readonly boot: Bootstrap,
+  ) {
+    this.api = new Api(boot.api);
+    const store = this.store;
+    this.editor = new Editor($(root, "[data-gw=editor]"), {
+      doc: "",
+      onRun: () => void this.run(),
+      onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
+    });
+    this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
+    this.graph = new GraphView($(root, "[data-gw=graph]"), this.model, store);
+    this.tape = new TapeView($(root, "[data-gw=tape]"), this.model, store);
+    this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
+    this.inspector = new InspectorView($(root, "[data-gw=inspector]"), this.model, store);
+
+    this.runButton = $(root, "[data-gw=run]");
+    this.stopButton = $(root, "[data-gw=stop]");
+    this.statusEl = $(root, "[data-gw=status]");
+    this.examplesSelect = $(root, "[data-gw=examples]");
+    this.deviceSelect = $(root, "[data-gw=device]");
+    this.runButton.addEventListener("click", () => void this.run());
+    this.stopButton.addEventListener("click", () => this.stop());
+    this.examplesSelect.addEventListener("change", () => this.pickExample(this.examplesSelect.value));
+    $(root, "[data-gw=device-field]").hidden = !boot.cuda;
+    const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
+    openTrace?.addEventListener("change", () => void this.openFile(openTrace));
+    root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
+    bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
+
+    this.tabs = [...root.querySelectorAll<HTMLElement>("[role=tab][data-view]")];
+    for (const tab of this.tabs) {
+      tab.addEventListener("click", () => this.openView(tab.dataset.view as ViewName));
+    }
+    document.addEventListener("keydown", (ev) => {
+      if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      const n = Number(ev.key);
+      if (n >= 1 && n <= VIEWS.length) this.openView(VIEWS[n - 1]);
+    });
+
+    store.subscribe((state, changed) => this.onStore(state, changed));
+    window.addEventListener("popstate", () => void this.applyUrl(readUrl()));
+    this.setStatus("idle");
+    this.onStore(store.state, new Set(["view"]));
+    this.bindModel();
+  }
+
+  /** Load the examples, then whatever the URL points at. */
+  async start(): Promise<void> {
+    const wanted = readUrl();
+    try {
+      this.examples = await this.api.examples();
+    } catch (err) {
+      this.output.say(`Could not load the examples: ${(err as Error).message}`, "error");
+    }
+    this.examplesSelect.replaceChildren(
+      h("option", { value: "", text: "Examples…" }),
+      ...this.examples.map((ex) => h("option", { value: ex.id, text: ex.title, title: ex.summary })),
+    );
+    if (!wanted.run) this.editor.source = this.examples[0]?.source ?? FALLBACK_SOURCE;
+    await this.applyUrl(wanted);
+  }
+
+  // --- runs ----------------------------------------------------------------------------------
+
+  private pickExample(id: string): void {
+    const ex = this.examples.find((e) => e.id === id);
+    if (!ex) return;
+    this.editor.source = ex.source;
+    this.editor.setErrors([]);
+    this.editor.focus();
+  }
+
+  get running(): boolean {
+    return this.stream !== null && !this.model.isFinished;
+  }
+
+  async run(): Promise<void> {
+    if (this.running || this.runButton.disabled) return;
+    const source = this.editor.source;
+    this.editor.setErrors([]);
+    this.setStatus("starting");
+    this.runButton.disabled = true;
+    try {
+      const info = await this.api.createRun(source, this.boot.cuda ? this.deviceSelect.value : "cpu");
+      this.follow(info.id, source, info.ws_url);
+    } catch (err) {
+      this.runButton.disabled = false;
+      this.setStatus("idle");
+      this.explainFailure(err);
+    }
+  }
+
+  private explainFailure(err: unknown): void {
+    if (err instanceof ApiError && err.status === 429) {
+      const wait = err.retryAfter ? ` in ${err.retryAfter} s` : " in a moment";
+      this.output.say(`The server is busy: try again${wait}. (${err.message})`, "error");
+    } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+      this.output.say(`This server needs a token to run code: ${err.message}`, "error");
+      const token = window.prompt("Access token for this gradwalk server");
+      if (token) this.api.token = token.trim();
+    } else {
+      this.output.say(`Could not start the run: ${(err as Error).message}`, "error");
+    }
+  }
+
+  /** Show a run from its first event, following it live. */
+  private follow(id: string, source: string, wsUrl?: string): void {
+    const model = new TraceModel();
+    model.source = source;
+    this.setModel(model, id);
+    this.store.set({ view: "tape", step: null, op: null, selection: null, hover: null });
+    this.startStream(id, wsUrl);
+  }
+
+  private startStream(id: string, wsUrl?: string): void {
+    this.stream?.close();
+    const model = this.model;
+    this.setStatus("running");
+    this.stream = new RunStream(
+      this.api,
+      id,
+      {
+        onEvents: (events) => model.ingest(events),
+        lastSeq: () => model.lastSeq,
+        onEnd: (reason, message) => {
+          if (model !== this.model) return;
+          this.stream = null;
+          if (reason === "failed") {
+            this.output.say(message ?? "The event stream failed.", "error");
+            this.setStatus(model.finished?.status ?? "idle");
+          }
+        },
+      },
+      wsUrl,
+    );
+  }
+
+  stop(): void {
+    if (this.stream) this.stream.cancel();
+    else if (this.runId && !this.model.isFinished) void this.api.cancel(this.runId).catch(() => undefined);
+  }
+
+  /** Open a stored run by id: its trace so far, then the live rest if it is still running. */
+  async load(id: string): Promise<void> {
+    this.setStatus("starting");
+    let trace: GradwalkTrace;
+    try {
+      trace = await this.api.trace(id);
+    } catch (err) {
+      this.setStatus("idle");
+      this.output.say(err instanceof ApiError && err.status === 404 ? `No run ${id} on this server.` : `Could not load run ${id}: ${(err as Error).message}`, "error");
+      return;
+    }
+    const model = TraceModel.from(trace.events, trace.source);
+    this.editor.source = trace.source;
+    this.setModel(model, id);
+    if (!model.isFinished) this.startStream(id);
+  }
+
+  /** Show a whole trace (a file, an export, the benchmark) with no server run behind it. */
+  loadTrace(trace: { source?: string; events: GradwalkEvent[] }): TraceModel {
+    this.stream?.close();
+    this.stream = null;
+    const model = TraceModel.from(trace.events, trace.source);
+    if (model.source) this.editor.source = model.source;
+    this.setModel(model, null);
+    this.store.set({ step: null, op: null, selection: null, hover: null });
+    return model;
+  }
+
+  private async openFile(input: HTMLInputElement): Promise<void> {
+    const file = input.files?.[0];
+    input.value = "";
+    if (!file) return;
+    try {
+      const trace = JSON.parse(await file.text()) as GradwalkTrace;
+      if (!Array.isArray(trace.events)) throw new Error("not a gradwalk trace (no events)");
+      this.loadTrace(trace);
+    } catch (err) {
+      this.output.say(`Could not open ${file.name}: ${(err as Error).message}`, "error");
+    }
+  }
+
+  private setModel(model: TraceModel, runId: string | null): void {
+    this.model = model;
+    this.runId = runId;
+    this.graph.setModel(model);
+    this.tape.setModel(model);
+    this.stepper.setModel(model);
+    this.inspector.setModel(model);
+    this.output.setModel(model);
+    this.bindModel();
+    this.onModelEvents();
+    this.url.write(runId, this.store.state);
+  }
+
+  private bindModel(): void {
+    this.unsubscribeModel();
+    this.unsubscribeModel = this.model.subscribe(() => this.onModelEvents());
+  }
+
+  private onModelEvents(): void {
+    const m = this.model;
+    if (m.isFinished) {
+      this.setStatus(m.finished!.status);
+      this.editor.setErrors(m.errorLines());
+    } else if (m.run) this.setStatus("running");
+    const stepTab = this.tabs.find((t) => t.dataset.view === "stepper");
+    if (stepTab) stepTab.dataset.count = m.timeline.length ? String(m.timeline.length) : "";
+    if (this.pending) void this.applyPending();
+  }
+
+  private setStatus(state: RunState | string): void {
+    const labels: Record<string, string> = {
+      idle: "ready",
+      starting: "starting…",
+      running: "running…",
+      ok: "finished",
+      error: "error",
+      timeout: "timed out",
+      cancelled: "stopped",
+      crashed: "crashed",
+      limit: "limit reached",
+    };
+    this.statusEl.textContent = labels[state] ?? state;
+    this.statusEl.dataset.state = state;
+    const busy = state === "starting" || state === "running";
+    this.runButton.disabled = busy;
+    this.stopButton.disabled = !busy;
+    this.root.dataset.run = state;
+  }
+
+  // --- views and the URL ------------------------------------------------------------------
+
+  openView(view: ViewName): void {
+    const patch: Partial<ViewState> = { view };
+    if (view === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = 0;
+    this.store.set(patch);
+  }
+
+  private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("view")) {
+      for (const tab of this.tabs) {
+        const on = tab.dataset.view === state.view;
+        tab.setAttribute("aria-selected", String(on));
+      }
+      for (const panel of this.root.querySelectorAll<HTMLElement>("[data-panel]")) panel.hidden = panel.dataset.panel !== state.view;
+      this.root.dataset.view = state.view;
+    }
+    if (changed.has("hover")) this.editor.setLinked(state.hover?.lines ?? []);
+    if (changed.has("view") || changed.has("step") || changed.has("op")) this.editor.setCurrent(this.currentLine(state));
+    if (changed.has("view") || changed.has("step") || changed.has("op") || changed.has("selection")) this.url.write(this.runId, state);
+  }
+
+  private currentLine(state: ViewState): number | null {
+    const m = this.model;
+    if (state.view === "stepper" && state.step !== null) {
+      const entry = m.timeline[state.step];
+      if (entry?.exec) return m.nodeLine(entry.exec.node);
+      if (entry?.kind === "end") return m.backward(entry.backward)?.start.line ?? null;
+      return null;
+    }
+    if (state.op !== null) return m.op(state.op)?.line ?? null;
+    return null;
+  }
+
+  private async applyUrl(wanted: UrlState): Promise<void> {
+    this.pending = wanted;
+    if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);
+    await this.applyPending();
+  }
+
+  /** Apply the URL's view, step, op and selection once the model has what they point at. */
+  private async applyPending(): Promise<void> {
+    const want = this.pending;
+    if (!want) return;
+    const m = this.model;
+    const stepReady = want.step === null || want.step < m.timeline.length || m.isFinished;
+    if (!stepReady) return;
+    this.pending = null;
+    const patch: Partial<ViewState> = {};
+    if (want.view) patch.view = want.view;
+    if (want.step !== null && m.timeline.length) patch.step = Math.min(want.step, m.timeline.length - 1);
+    if (want.op !== null) patch.op = want.op;
+    if (want.selection) patch.selection = want.selection;
+    this.store.set(patch);
+  }
+
+  private async copyLink(button: HTMLButtonElement): Promise<void> {
+    const text = location.href;
+    try {
+      await navigator.clipboard.writeText(text);
+      button.dataset.done = "copied";
+    } catch {
+      window.prompt("Copy this link", text);
+    }
+    window.setTimeout(() => delete button.dataset.done, 1500);
+  }
+}

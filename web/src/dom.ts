@@ -1,0 +1,78 @@
+// A tiny DOM builder. Text always goes in as text (snippet output is untrusted), styles
+// go through CSSOM (the page's CSP forbids inline style attributes), and every component
+// queries only inside its own root so several views can live on one page.
+
+type Child = Node | string | number | null | undefined | false;
+type Attrs = {
+  class?: string;
+  text?: string;
+  title?: string;
+  data?: Record<string, string | number>;
+  on?: Partial<{ [K in keyof HTMLElementEventMap]: (ev: HTMLElementEventMap[K]) => void }>;
+  [attr: string]: unknown;
+};
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = String(value);
+    else if (key === "text") el.textContent = String(value);
+    else if (key === "data") {
+      for (const [k, v] of Object.entries(value as Record<string, string | number>)) el.dataset[k] = String(v);
+    } else if (key === "on") {
+      for (const [type, fn] of Object.entries(value as Record<string, EventListener>)) el.addEventListener(type, fn);
+    } else if (value === true) el.setAttribute(key, "");
+    else el.setAttribute(key, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el: Element, children: (Child | Child[])[]): void {
+  for (const child of children) {
+    if (Array.isArray(child)) append(el, child);
+    else if (child === null || child === undefined || child === false) continue;
+    else el.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replace an element's children. */
+export function fill(el: Element, ...children: (Child | Child[])[]): void {
+  el.replaceChildren();
+  append(el, children);
+}
+
+/** The one element matching `selector` inside `root` (throws when the template lacks it). */
+export function $<T extends Element = HTMLElement>(root: ParentNode, selector: string): T {
+  const el = root.querySelector<T & Element>(selector);
+  if (!el) throw new Error(`gradwalk: missing ${selector}`);
+  return el;
+}
+
+/** Say whether a key event should be left to the focused control (typing, sliders, menus). */
+export function isTyping(ev: KeyboardEvent): boolean {
+  const t = ev.target as HTMLElement | null;
+  if (!t) return false;
+  // The editor sits in a shadow root: its key events reach the document from the host.
+  if (t.isContentEditable || t.closest(".cm-editor, [data-gw=editor]")) return true;
+  const tag = t.tagName;
+  return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
+}
+
+/** Call `fn` at most once per animation frame, with the latest arguments. */
+export function perFrame(fn: () => void): () => void {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      fn();
+    });
+  };
+}

@@ -1,0 +1,224 @@
+// The code editor: CodeMirror 6 with Python, Ctrl/Cmd+Enter to run, errors shown at their
+// line, and lines lit up when a linked op or node is hovered elsewhere.
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import { python } from "@codemirror/lang-python";
+import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language";
+import { EditorState, type Extension, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
+import {
+  Decoration,
+  type DecorationSet,
+  drawSelection,
+  EditorView,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+  keymap,
+  lineNumbers,
+  WidgetType,
+} from "@codemirror/view";
+import { tags as t } from "@lezer/highlight";
+
+export interface LineMark {
+  line: number;
+  message: string;
+}
+
+interface Marks {
+  errors: LineMark[];
+  linked: number[];
+  current: number | null;
+}
+
+const setMarks = StateEffect.define<Partial<Marks>>();
+
+class ErrorWidget extends WidgetType {
+  constructor(readonly line: number, readonly message: string) {
+    super();
+  }
+  eq(other: ErrorWidget): boolean {
+    return other.line === this.line && other.message === this.message;
+  }
+  toDOM(): HTMLElement {
+    const el = document.createElement("div");
+    el.className = "cm-gw-error-widget";
+    el.dataset.line = String(this.line);
+    el.setAttribute("role", "alert");
+    el.textContent = `line ${this.line}: ${this.message}`;
+    return el;
+  }
+}
+
+function build(doc: EditorState["doc"], marks: Marks): DecorationSet {
+  const byLine = new Map<number, string[]>();
+  const add = (line: number, cls: string) => {
+    if (line < 1 || line > doc.lines) return;
+    const list = byLine.get(line) ?? [];
+    list.push(cls);
+    byLine.set(line, list);
+  };
+  for (const e of marks.errors) add(e.line, "cm-gw-error-line");
+  for (const l of marks.linked) add(l, "cm-gw-linked");
+  if (marks.current !== null) add(marks.current, "cm-gw-current");
+  const builder = new RangeSetBuilder<Decoration>();
+  for (const line of [...byLine.keys()].sort((a, b) => a - b)) {
+    const info = doc.line(line);
+    builder.add(info.from, info.from, Decoration.line({ class: byLine.get(line)!.join(" "), attributes: { "data-line": String(line) } }));
+    const errors = marks.errors.filter((e) => e.line === line);
+    for (const e of errors) {
+      builder.add(info.to, info.to, Decoration.widget({ widget: new ErrorWidget(line, e.message), block: true, side: 1 }));
+    }
+  }
+  return builder.finish();
+}
+
+const marksField = StateField.define<{ marks: Marks; deco: DecorationSet }>({
+  create: (state) => {
+    const marks: Marks = { errors: [], linked: [], current: null };
+    return { marks, deco: build(state.doc, marks) };
+  },
+  update(value, tr) {
+    let marks = value.marks;
+    for (const effect of tr.effects) if (effect.is(setMarks)) marks = { ...marks, ...effect.value };
+    // Errors belong to the code that ran: editing the text clears them.
+    if (tr.docChanged && marks.errors.length) marks = { ...marks, errors: [] };
+    if (marks === value.marks && !tr.docChanged) return value;
+    return { marks, deco: build(tr.state.doc, marks) };
+  },
+  provide: (f) => EditorView.decorations.from(f, (v) => v.deco),
+});
+
+const highlight = HighlightStyle.define([
+  { tag: [t.keyword, t.controlKeyword, t.definitionKeyword, t.moduleKeyword, t.operatorKeyword], color: "var(--syn-keyword)" },
+  { tag: [t.string, t.special(t.string)], color: "var(--syn-string)" },
+  { tag: [t.number, t.bool, t.null], color: "var(--syn-number)" },
+  { tag: [t.comment, t.lineComment], color: "var(--syn-comment)", fontStyle: "italic" },
+  { tag: [t.function(t.variableName), t.function(t.propertyName)], color: "var(--syn-function)" },
+  { tag: [t.definition(t.variableName), t.definition(t.function(t.variableName))], color: "var(--syn-def)" },
+  { tag: [t.className, t.definition(t.className)], color: "var(--syn-class)" },
+  { tag: [t.self], color: "var(--syn-keyword)" },
+  { tag: [t.operator], color: "var(--syn-operator)" },
+]);
+
+// NOTE [Editor in a shadow root]
+// The page's CSP allows no inline <style>, and CodeMirror mounts its styles with a <style>
+// element in a document but with adoptedStyleSheets in a shadow root. So the editor lives
+// in a shadow root, and every style it needs (marks included) is in this theme; the page's
+// CSS custom properties (colours, fonts, sizes) still inherit into it.
+const theme = EditorView.theme({
+  "&": { height: "100%", backgroundColor: "var(--editor-bg)", color: "var(--fg)", fontSize: "var(--code-size)" },
+  ".cm-scroller": { fontFamily: "var(--mono)", lineHeight: "1.55" },
+  ".cm-content": { caretColor: "var(--fg)" },
+  ".cm-gutters": { backgroundColor: "var(--editor-bg)", color: "var(--muted)", border: "none" },
+  ".cm-activeLine": { backgroundColor: "var(--line-active)" },
+  ".cm-activeLineGutter": { backgroundColor: "var(--line-active)", color: "var(--fg)" },
+  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection": { backgroundColor: "var(--selection)" },
+  "&.cm-focused": { outline: "none" },
+  ".cm-gw-linked": { backgroundColor: "var(--link-soft) !important", boxShadow: "inset 3px 0 0 var(--link)" },
+  ".cm-gw-current": { backgroundColor: "var(--accent-soft) !important", boxShadow: "inset 3px 0 0 var(--accent)" },
+  ".cm-gw-error-line": { backgroundColor: "var(--error-soft) !important", boxShadow: "inset 3px 0 0 var(--error)" },
+  ".cm-gw-error-widget": {
+    fontFamily: "var(--sans)",
+    fontSize: "0.9em",
+    color: "var(--error)",
+    backgroundColor: "var(--error-soft)",
+    borderLeft: "3px solid var(--error)",
+    padding: "4px 10px",
+    margin: "2px 0 4px",
+    whiteSpace: "pre-wrap",
+  },
+  "&.cm-focused .cm-cursor": { borderLeftColor: "var(--fg)" },
+});
+
+export interface EditorOptions {
+  doc: string;
+  onRun: () => void;
+  onHoverLine?: (line: number | null) => void;
+  onChange?: () => void;
+}
+
+export class Editor {
+  readonly view: EditorView;
+  private hovered: number | null = null;
+
+  constructor(readonly root: HTMLElement, options: EditorOptions) {
+    const runKeys = keymap.of([
+      {
+        key: "Mod-Enter",
+        preventDefault: true,
+        run: () => {
+          options.onRun();
+          return true;
+        },
+      },
+    ]);
+    const extensions: Extension[] = [
+      lineNumbers(),
+      highlightActiveLineGutter(),
+      highlightActiveLine(),
+      history(),
+      drawSelection(),
+      indentOnInput(),
+      bracketMatching(),
+      python(),
+      syntaxHighlighting(highlight),
+      theme,
+      marksField,
+      runKeys,
+      keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+      EditorView.contentAttributes.of({ "aria-label": "PyTorch code", spellcheck: "false" }),
+      EditorView.updateListener.of((u) => {
+        if (u.docChanged) options.onChange?.();
+      }),
+    ];
+    const shadow = root.shadowRoot ?? root.attachShadow({ mode: "open" });
+    const host = document.createElement("div");
+    host.className = "gw-editor-inner";
+    shadow.append(host);
+    host.style.height = "100%";
+    this.view = new EditorView({ parent: host, root: shadow, state: EditorState.create({ doc: options.doc, extensions }) });
+    if (options.onHoverLine) {
+      const report = options.onHoverLine;
+      this.view.contentDOM.addEventListener("mousemove", (ev) => {
+        const pos = this.view.posAtCoords({ x: ev.clientX, y: ev.clientY });
+        const line = pos === null ? null : this.view.state.doc.lineAt(pos).number;
+        if (line !== this.hovered) {
+          this.hovered = line;
+          report(line);
+        }
+      });
+      this.view.contentDOM.addEventListener("mouseleave", () => {
+        this.hovered = null;
+        report(null);
+      });
+    }
+  }
+
+  get source(): string {
+    return this.view.state.doc.toString();
+  }
+
+  set source(text: string) {
+    if (text === this.source) return;
+    this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text } });
+  }
+
+  setErrors(errors: LineMark[]): void {
+    this.view.dispatch({ effects: setMarks.of({ errors }) });
+  }
+
+  setLinked(lines: number[]): void {
+    this.view.dispatch({ effects: setMarks.of({ linked: lines }) });
+  }
+
+  /** Mark the line the current step or op came from, and scroll it into view. */
+  setCurrent(line: number | null): void {
+    const effects: StateEffect<unknown>[] = [setMarks.of({ current: line })];
+    if (line !== null && line >= 1 && line <= this.view.state.doc.lines) {
+      effects.push(EditorView.scrollIntoView(this.view.state.doc.line(line).from, { y: "nearest" }));
+    }
+    this.view.dispatch({ effects });
+  }
+
+  focus(): void {
+    this.view.focus();
+  }
+}

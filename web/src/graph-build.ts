@@ -1,0 +1,212 @@
+// Turn the trace model into graph elements: grad_fn nodes, AccumulateGrad and the leaves
+// they feed, saved tensors, and module groups (compound nodes), with collapsed groups
+// folded into one node. Pure data: graph.ts hands it to Cytoscape and the layout.
+import { tensorExpr } from "./naming";
+import type { TraceModel } from "./trace-model";
+import { fmt, scalarOf, shapeText } from "./values";
+
+export type NodeKind = "op" | "acc" | "leaf" | "param" | "input" | "saved" | "group" | "collapsed";
+
+export interface GNode {
+  id: string;
+  kind: NodeKind;
+  label: string;
+  parent: string | null;
+  width: number;
+  height: number;
+  /** grad_fn node id (op, acc) */
+  node?: number;
+  /** tensor id (leaf, param, input, saved) */
+  tensor?: number;
+  /** forward op that made it: hidden while the scrubber is before it */
+  op: number | null;
+  /** module path of a group */
+  path?: string;
+  /** members folded into a collapsed group */
+  count?: number;
+  /** the grad_fn a saved chip belongs to */
+  owner?: number;
+}
+
+export type EdgeKind = "grad" | "acc" | "saved";
+
+export interface GEdge {
+  id: string;
+  kind: EdgeKind;
+  source: string;
+  target: string;
+  /** grad edge: the node sending the gradient and its input number */
+  from?: number;
+  slot?: number;
+  label: string;
+}
+
+export interface BuildOptions {
+  showSaved: boolean;
+  collapsed: ReadonlySet<string>;
+  /** Graphs above this many grad_fn nodes drop labels' second line to save layout work. */
+  compactAbove?: number;
+}
+
+export interface GraphElements {
+  nodes: GNode[];
+  edges: GEdge[];
+  /** grad_fn node count before folding */
+  gradNodes: number;
+}
+
+const CHAR_W = 7.4;
+const LINE_H = 17;
+
+function size(lines: string[], minW = 56): { width: number; height: number } {
+  const longest = Math.max(...lines.map((l) => l.length));
+  return { width: Math.max(minW, Math.round(longest * CHAR_W + 26)), height: lines.length * LINE_H + 16 };
+}
+
+export function groupId(path: string): string {
+  return `g:${path}`;
+}
+
+function parentPath(path: string): string | null {
+  const i = path.lastIndexOf(".");
+  return i < 0 ? null : path.slice(0, i);
+}
+
+/** A tensor node's label: `x = 2.5`, `fc1.weight 16×4`, `t3 5×4`. */
+export function tensorNodeLabel(model: TraceModel, id: number): string[] {
+  const t = model.tensor(id);
+  const name = tensorExpr(model, id);
+  if (!t) return [name];
+  const v = scalarOf(t.ev.value);
+  if (v !== null && t.ev.shape.length === 0) return [`${name} = ${fmt(v)}`];
+  return [name, shapeText(t.ev.shape)];
+}
+
+export function buildGraph(model: TraceModel, options: BuildOptions): GraphElements {
+  const nodes: GNode[] = [];
+  const edges: GEdge[] = [];
+  const compact = model.nodes.size > (options.compactAbove ?? Infinity);
+
+  // The outermost collapsed group containing a module path, if any.
+  const foldCache = new Map<string, string | null>();
+  const folded = (path: string | null): string | null => {
+    if (!path || !options.collapsed.size) return null;
+    if (foldCache.has(path)) return foldCache.get(path)!;
+    const parts = path.split(".");
+    let hit: string | null = null;
+    for (let i = 1; i <= parts.length && !hit; i++) {
+      const p = parts.slice(0, i).join(".");
+      if (options.collapsed.has(p)) hit = p;
+    }
+    foldCache.set(path, hit);
+    return hit;
+  };
+
+  // Module groups (compound nodes) and collapsed groups (plain nodes).
+  const members = new Map<string, number>();
+  for (const node of model.nodes.values()) {
+    const f = folded(node.module_path);
+    if (f) members.set(f, (members.get(f) ?? 0) + 1);
+  }
+  for (const path of model.modulePaths) {
+    const f = folded(path);
+    if (f && f !== path) continue;
+    const parent = parentPath(path);
+    if (f === path) {
+      const count = members.get(path) ?? 0;
+      const lines = [`▸ ${path}`, `${count} nodes`];
+      nodes.push({ id: groupId(path), kind: "collapsed", label: lines.join("\n"), parent: parent ? groupId(parent) : null, op: null, path, count, ...size(lines, 110) });
+    } else {
+      nodes.push({ id: groupId(path), kind: "group", label: path, parent: parent ? groupId(parent) : null, op: null, path, width: 60, height: 30 });
+    }
+  }
+
+  const idOfNode = (nodeId: number): string => {
+    const f = folded(model.node(nodeId)?.module_path ?? null);
+    return f ? groupId(f) : `n${nodeId}`;
+  };
+  const groupOf = (path: string | null | undefined): string | null => (path ? groupId(path) : null);
+
+  const tensorNodes = new Map<number, GNode>();
+  const addTensorNode = (id: number, kind: NodeKind, parent: string | null, op: number | null): GNode => {
+    const existing = tensorNodes.get(id);
+    if (existing) {
+      if (existing.op !== null && (op === null || op < existing.op)) existing.op = op;
+      return existing;
+    }
+    const lines = tensorNodeLabel(model, id);
+    const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...size(lines) };
+    tensorNodes.set(id, n);
+    nodes.push(n);
+    return n;
+  };
+
+  const seenEdges = new Set<string>();
+  for (const node of model.nodes.values()) {
+    const self = idOfNode(node.id);
+    const isFolded = self !== `n${node.id}`;
+    if (!isFolded) {
+      const isAcc = node.name === "AccumulateGrad";
+      let lines: string[];
+      if (isAcc) lines = ["AccumulateGrad"];
+      else if (compact || node.tensor === null) lines = [node.name];
+      else {
+        const t = model.tensor(node.tensor);
+        lines = [node.name, `${tensorExpr(model, node.tensor)} · ${shapeText(t?.ev.shape)}`];
+      }
+      nodes.push({
+        id: self,
+        kind: isAcc ? "acc" : "op",
+        label: lines.join("\n"),
+        parent: groupOf(node.module_path),
+        node: node.id,
+        op: node.op,
+        ...size(lines),
+      });
+      if (isAcc && node.tensor !== null) {
+        const t = model.tensor(node.tensor);
+        const kind: NodeKind = t?.ev.is_param ? "param" : "leaf";
+        const leaf = addTensorNode(node.tensor, kind, groupOf(node.module_path), node.op);
+        edges.push({ id: `a${node.id}`, kind: "acc", source: self, target: leaf.id, label: ".grad" });
+      }
+    }
+    node.edges.forEach((edge, slot) => {
+      if (edge.node === null || !model.nodes.has(edge.node)) return;
+      const target = idOfNode(edge.node);
+      if (target === self) return;
+      const key = isFolded || target.startsWith("g:") ? `${self}>${target}` : `e${node.id}-${slot}`;
+      if (seenEdges.has(key)) return;
+      seenEdges.add(key);
+      const shape = shapeText(model.nodeShape(edge.node));
+      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label: compact ? "" : shape });
+    });
+
+    if (options.showSaved && !isFolded) {
+      node.saved.forEach((saved, i) => {
+        if (saved.tensor === null) return;
+        const t = model.tensor(saved.tensor);
+        if (!t) return;
+        if (t.ev.is_leaf) {
+          const kind: NodeKind = model.accumulatorOf(saved.tensor) !== undefined ? (t.ev.is_param ? "param" : "leaf") : "input";
+          const tn = addTensorNode(saved.tensor, kind, kind === "input" ? null : groupOf(node.module_path), node.op);
+          edges.push({ id: `v${node.id}-${i}`, kind: "saved", source: self, target: tn.id, label: "" });
+        } else {
+          const lines = [`saved ${saved.name}`, `${tensorExpr(model, saved.tensor)} · ${shapeText(saved.shape ?? t.ev.shape)}`];
+          const chip: GNode = {
+            id: `s${node.id}-${i}`,
+            kind: "saved",
+            label: lines.join("\n"),
+            parent: groupOf(node.module_path),
+            tensor: saved.tensor,
+            owner: node.id,
+            op: node.op,
+            ...size(lines),
+          };
+          nodes.push(chip);
+          edges.push({ id: `v${node.id}-${i}`, kind: "saved", source: self, target: chip.id, label: "" });
+        }
+      });
+    }
+  }
+  return { nodes, edges, gradNodes: model.nodes.size };
+}

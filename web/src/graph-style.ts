@@ -1,0 +1,197 @@
+// The graph's look, as a Cytoscape stylesheet built from the page's CSS custom properties,
+// so the light and dark themes (and the presenter size) restyle the canvas too.
+import type { StylesheetJson } from "cytoscape";
+
+function vars(el: Element): (name: string) => string {
+  const cs = getComputedStyle(el);
+  return (name) => cs.getPropertyValue(`--${name}`).trim() || "#888";
+}
+
+export function graphStyle(root: Element): StylesheetJson {
+  const v = vars(root);
+  const font = v("sans");
+  const mono = v("mono");
+  const scale = Number(getComputedStyle(root).getPropertyValue("--graph-font-scale")) || 1;
+  const fs = (px: number) => Math.round(px * scale);
+  return [
+    {
+      selector: "node",
+      style: {
+        label: "data(label)",
+        "text-wrap": "wrap",
+        "text-valign": "center",
+        "text-halign": "center",
+        "font-family": mono,
+        "font-size": fs(12),
+        "line-height": 1.35,
+        color: v("fg"),
+        width: "data(width)",
+        height: "data(height)",
+        shape: "round-rectangle",
+        "background-color": v("g-op-bg"),
+        "border-width": 1.5,
+        "border-color": v("g-op-border"),
+        "min-zoomed-font-size": 7,
+        "transition-property": "background-color, border-color, border-width, opacity",
+        "transition-duration": 180,
+      },
+    },
+    { selector: "node[kind = 'op']", style: { "font-weight": 600 } },
+    {
+      selector: "node[kind = 'acc']",
+      style: {
+        shape: "cut-rectangle",
+        "background-color": v("g-acc-bg"),
+        "border-color": v("g-acc-border"),
+        color: v("g-acc-fg"),
+        "font-size": fs(11),
+      },
+    },
+    {
+      selector: "node[kind = 'leaf']",
+      style: {
+        shape: "ellipse",
+        "background-color": v("g-leaf-bg"),
+        "border-color": v("g-leaf-border"),
+        "border-width": 2,
+        "font-weight": 700,
+        "font-size": fs(13),
+      },
+    },
+    {
+      selector: "node[kind = 'param']",
+      style: {
+        shape: "round-hexagon",
+        "background-color": v("g-param-bg"),
+        "border-color": v("g-param-border"),
+        "border-width": 2,
+        "font-weight": 700,
+      },
+    },
+    {
+      selector: "node[kind = 'input']",
+      style: {
+        shape: "rectangle",
+        "background-color": v("g-input-bg"),
+        "border-color": v("g-input-border"),
+        "border-style": "dashed",
+        color: v("muted"),
+      },
+    },
+    {
+      selector: "node[kind = 'saved']",
+      style: {
+        shape: "tag",
+        "background-color": v("g-saved-bg"),
+        "border-color": v("g-saved-border"),
+        "border-style": "dotted",
+        "font-size": fs(11),
+        color: v("muted"),
+      },
+    },
+    {
+      selector: ":parent",
+      style: {
+        shape: "roundrectangle",
+        label: "data(label)",
+        "text-valign": "top",
+        "text-halign": "center",
+        "text-margin-y": 22,
+        "font-family": font,
+        "font-size": fs(12),
+        "font-weight": 600,
+        color: v("g-group-fg"),
+        "background-color": v("g-group-bg"),
+        "background-opacity": 1,
+        "border-color": v("g-group-border"),
+        "border-width": 1,
+        "border-style": "dashed",
+        padding: "14px",
+      },
+    },
+    {
+      selector: "node[kind = 'collapsed']",
+      style: {
+        shape: "round-rectangle",
+        "background-color": v("g-group-bg"),
+        "border-color": v("g-group-border"),
+        "border-width": 2,
+        "border-style": "double",
+        "font-family": font,
+        color: v("g-group-fg"),
+      },
+    },
+    {
+      selector: "edge",
+      style: {
+        width: 1.6,
+        "curve-style": "bezier",
+        "line-color": v("g-edge"),
+        "target-arrow-color": v("g-edge"),
+        "target-arrow-shape": "triangle",
+        "arrow-scale": 0.9,
+        label: "data(label)",
+        "font-family": mono,
+        "font-size": fs(11),
+        color: v("muted"),
+        "text-background-color": v("bg"),
+        "text-background-opacity": 0.92,
+        "text-background-padding": "2px",
+        "text-background-shape": "roundrectangle",
+        "min-zoomed-font-size": 8,
+        "transition-property": "line-color, width",
+        "transition-duration": 180,
+      },
+    },
+    { selector: "edge[kind = 'acc']", style: { "line-style": "solid", "target-arrow-shape": "none", width: 1.2 } },
+    {
+      selector: "edge[kind = 'saved']",
+      style: {
+        "line-style": "dashed",
+        "line-dash-pattern": [4, 4],
+        "line-color": v("g-saved-border"),
+        "target-arrow-shape": "none",
+        width: 1.2,
+        opacity: 0.75,
+        "font-size": fs(10),
+        "font-style": "italic",
+      },
+    },
+    // Forward scrubber: ops after the scrubber are not built yet.
+    { selector: ".future", style: { display: "none" } },
+    // Backward stepper.
+    { selector: ".idle", style: { opacity: 0.35 } },
+    { selector: "node.pending", style: { "border-style": "dashed" } },
+    {
+      selector: "node.done",
+      style: { "background-color": v("g-done-bg"), "border-color": v("g-done-border") },
+    },
+    {
+      selector: "node.current",
+      style: {
+        "border-width": 4,
+        "border-color": v("accent"),
+        "background-color": v("g-current-bg"),
+        "underlay-color": v("accent"),
+        "underlay-opacity": 0.18,
+        "underlay-padding": 8,
+      },
+    },
+    { selector: "node.freed", style: { "border-style": "dashed", opacity: 0.55 } },
+    {
+      selector: "edge.flowed",
+      style: { "line-color": v("g-grad"), "target-arrow-color": v("g-grad"), width: 2.2, color: v("g-grad-fg"), "font-weight": 700 },
+    },
+    {
+      selector: "edge.flowing",
+      style: { "line-color": v("accent"), "target-arrow-color": v("accent"), width: 3.5, color: v("accent-fg-strong"), "font-weight": 700, "font-size": fs(13) },
+    },
+    // Links (hover elsewhere) and selection.
+    {
+      selector: "node.linked",
+      style: { "underlay-color": v("link"), "underlay-opacity": 0.35, "underlay-padding": 7, "border-color": v("link"), "border-width": 3 },
+    },
+    { selector: "node:selected", style: { "border-color": v("select"), "border-width": 4 } },
+    { selector: "edge:selected", style: { "line-color": v("select"), "target-arrow-color": v("select") } },
+  ];
+}

@@ -1,0 +1,577 @@
+// The grad_fn graph view: Cytoscape.js drawing what graph-build.ts derives from the model,
+// laid out in layers from the loss down to the leaves, growing live, replayed by the tape
+// scrubber and lit up node by node by the backward stepper.
+//
+// Level of detail: small graphs get ELK's layered layout (in a worker); big ones get
+// Cytoscape's breadth-first layout, module groups folded, edge labels dropped, and labels
+// hidden when zoomed out (min-zoomed-font-size in graph-style.ts).
+import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
+import { h } from "./dom";
+import { buildGraph, type GEdge, type GNode, groupId, tensorNodeLabel } from "./graph-build";
+import { graphStyle } from "./graph-style";
+import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
+import { rootLabel } from "./naming";
+import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
+import type { StepEntry, TraceModel } from "./trace-model";
+import { fmtValue } from "./values";
+
+/** Above this many grad_fn nodes, fold module groups until the graph fits. */
+const FOLD_ABOVE = 1500;
+/** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
+const COMPACT_ABOVE = 1500;
+const BIG = 1200;
+
+export interface LayoutInfo {
+  ms: number;
+  nodes: number;
+  edges: number;
+  layout: "elk" | "breadthfirst";
+}
+
+type StepClass = "idle" | "pending" | "done" | "current";
+
+/**
+ * Cytoscape injects a one-rule <style> into <head> unless an element with its id exists;
+ * the page's CSP blocks inline styles, so mark it present (app.css carries the rule).
+ */
+function allowCytoscapeUnderCsp(): void {
+  const id = "__________cytoscape_stylesheet";
+  if (document.getElementById(id)) return;
+  const marker = document.createElement("meta");
+  marker.id = id;
+  document.head.append(marker);
+}
+
+export class GraphView {
+  private cy!: Core;
+  private big = false;
+  private readonly canvas: HTMLElement;
+  private readonly banner: HTMLElement;
+  private readonly info: HTMLElement;
+  private readonly savedToggle: HTMLInputElement;
+  private showSaved = true;
+  private savedTouched = false;
+  private collapsed = new Set<string>();
+  private collapseTouched = false;
+  private elements = new Map<string, GNode | GEdge>();
+  private layoutRunning = false;
+  private layoutPending = false;
+  private timer = 0;
+  private dirtySince = 0;
+  private userMoved = false;
+  private laidOut = false;
+  private stepClass = new Map<string, string>();
+  private edgeLabel = new Map<string, string>();
+  private linked: string[] = [];
+  private waiters: ((info: LayoutInfo) => void)[] = [];
+  lastLayout: LayoutInfo | null = null;
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    readonly store: Store,
+  ) {
+    root.classList.add("gw-graph");
+    this.savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
+    this.savedToggle.addEventListener("change", () => {
+      this.showSaved = this.savedToggle.checked;
+      this.savedTouched = true;
+      this.schedule(0);
+    });
+    const button = (label: string, title: string, action: () => void, cls = "") =>
+      h("button", { type: "button", class: `gw-tool ${cls}`, title, "aria-label": title, text: label, on: { click: action } });
+    this.info = h("span", { class: "gw-graph-info", "aria-live": "polite" });
+    const toolbar = h(
+      "div",
+      { class: "gw-graph-toolbar", role: "toolbar", "aria-label": "Graph" },
+      button("Fit", "Fit the graph to the view", () => this.fit(true)),
+      button("−", "Zoom out", () => this.zoomBy(1 / 1.25)),
+      button("+", "Zoom in", () => this.zoomBy(1.25)),
+      h("label", { class: "gw-check", title: "Show what each node saved for backward" }, this.savedToggle, " saved"),
+      button("Fold modules", "Collapse every module group", () => this.setCollapsed(new Set(this.model.modulePaths)), "gw-modules"),
+      button("Unfold", "Expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
+      this.info,
+    );
+    this.canvas = h("div", { class: "gw-graph-canvas", role: "img", "aria-label": "grad_fn graph" });
+    this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
+    const empty = h("div", { class: "gw-graph-empty", text: "Run the code to see the graph autograd records." });
+    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), this.legend());
+    this.createCy(false);
+    store.subscribe((state, changed) => this.onStore(state, changed));
+    document.addEventListener("gw-theme", () => this.restyle());
+    this.canvas.addEventListener("wheel", () => (this.userMoved = true), { passive: true });
+    this.canvas.addEventListener("pointerdown", () => (this.userMoved = true));
+    model.subscribe(() => this.schedule());
+    this.schedule(0);
+  }
+
+  /** Show another run's model. */
+  setModel(model: TraceModel): void {
+    this.model = model;
+    this.collapsed = new Set();
+    this.collapseTouched = false;
+    this.savedTouched = false;
+    this.laidOut = false;
+    this.userMoved = false;
+    this.stepClass.clear();
+    this.edgeLabel.clear();
+    this.elements.clear();
+    this.createCy(false);
+    model.subscribe(() => this.schedule());
+    this.schedule(0);
+  }
+
+  /** Resolve after the next layout has been applied. */
+  whenLaidOut(): Promise<LayoutInfo> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  get core(): Core {
+    return this.cy;
+  }
+
+  private legend(): HTMLElement {
+    const item = (kind: string, text: string) => h("li", {}, h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }), text);
+    return h(
+      "ul",
+      { class: "gw-legend", "aria-label": "Legend" },
+      item("op", "op (grad_fn)"),
+      item("acc", "AccumulateGrad"),
+      item("leaf", "leaf, requires grad"),
+      item("param", "parameter"),
+      item("input", "plain input"),
+      item("saved", "saved for backward"),
+    );
+  }
+
+  private createCy(big: boolean): void {
+    allowCytoscapeUnderCsp();
+    this.cy?.destroy();
+    this.big = big;
+    this.cy = cytoscape({
+      container: this.canvas,
+      elements: [],
+      style: graphStyle(this.root),
+      minZoom: 0.01,
+      maxZoom: 4,
+      boxSelectionEnabled: false,
+      selectionType: "single",
+      textureOnViewport: big,
+      hideEdgesOnViewport: big,
+      pixelRatio: big ? 1 : "auto",
+    });
+    this.elements.clear();
+    this.stepClass.clear();
+    this.edgeLabel.clear();
+    const cy = this.cy;
+    cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
+    cy.on("mouseout", "node", () => this.store.set({ hover: null }));
+    cy.on("tap", "node", (ev) => this.tapNode(ev.target as NodeSingular));
+    cy.on("tap", (ev) => {
+      if (ev.target === cy) this.store.set({ selection: null });
+    });
+  }
+
+  private restyle(): void {
+    this.cy.style(graphStyle(this.root));
+  }
+
+  // --- building and layout ----------------------------------------------------------------
+
+  /** Rebuild and re-layout soon (coalescing bursts of events while a run streams). */
+  schedule(delay = 80): void {
+    if (!this.dirtySince) this.dirtySince = performance.now();
+    if (this.layoutRunning) {
+      this.layoutPending = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => void this.rebuild(), delay);
+  }
+
+  private autoLevelOfDetail(): void {
+    const n = this.model.nodes.size;
+    if (!this.savedTouched) {
+      this.showSaved = n <= 300;
+      this.savedToggle.checked = this.showSaved;
+    }
+    if (!this.collapseTouched) this.collapsed = n > FOLD_ABOVE ? this.foldToFit(FOLD_ABOVE) : new Set();
+    this.root.classList.toggle("gw-has-modules", this.model.modulePaths.size > 0);
+  }
+
+  /** The deepest module level whose folding brings the graph under `limit` nodes. */
+  private foldToFit(limit: number): Set<string> {
+    const paths = [...this.model.modulePaths];
+    if (!paths.length) return new Set();
+    const depth = (p: string) => p.split(".").length;
+    const maxDepth = Math.max(...paths.map(depth));
+    const perPath = new Map<string, number>();
+    let loose = 0;
+    for (const node of this.model.nodes.values()) {
+      if (node.module_path) perPath.set(node.module_path, (perPath.get(node.module_path) ?? 0) + 1);
+      else loose++;
+    }
+    let chosen = new Set<string>();
+    for (let d = maxDepth; d >= 1; d--) {
+      chosen = new Set(paths.filter((p) => depth(p) === d));
+      let count = loose + chosen.size;
+      for (const [p, c] of perPath) if (depth(p) < d) count += c;
+      if (count <= limit) break;
+    }
+    return chosen;
+  }
+
+  private setCollapsed(paths: Set<string>): void {
+    this.collapsed = paths;
+    this.collapseTouched = true;
+    this.userMoved = false;
+    this.schedule(0);
+  }
+
+  private toggleGroup(path: string): void {
+    const next = new Set(this.collapsed);
+    if (next.has(path)) next.delete(path);
+    else next.add(path);
+    this.collapsed = next;
+    this.collapseTouched = true;
+    this.schedule(0);
+  }
+
+  private async rebuild(): Promise<void> {
+    this.layoutRunning = true;
+    this.layoutPending = false;
+    const started = this.dirtySince || performance.now();
+    this.dirtySince = 0;
+    try {
+      this.autoLevelOfDetail();
+      const built = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE });
+      const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
+      const big = layoutNodes > BIG;
+      if (big !== this.big) this.createCy(big);
+      const structural = this.sync(built.nodes, built.edges);
+      this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0);
+      let layout: LayoutInfo["layout"] = "elk";
+      if (structural) {
+        layout = await this.layout(built.nodes, built.edges, layoutNodes);
+        this.cy.nodes(".unplaced").removeClass("unplaced");
+      }
+      this.applyState(this.store.state);
+      this.applyLinks(this.store.state);
+      this.applySelection(this.store.state);
+      if (structural && (!this.laidOut || !this.userMoved)) this.fit(false);
+      this.laidOut = true;
+      const info: LayoutInfo = { ms: performance.now() - started, nodes: built.nodes.length, edges: built.edges.length, layout };
+      this.lastLayout = info;
+      this.info.textContent = `${built.gradNodes} nodes${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
+      this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes`);
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const w of waiters) w(info);
+    } finally {
+      this.layoutRunning = false;
+      if (this.layoutPending) this.schedule(40);
+    }
+  }
+
+  /** Bring Cytoscape's elements in line with the built ones; say whether the structure changed. */
+  private sync(nodes: GNode[], edges: GEdge[]): boolean {
+    const cy = this.cy;
+    const want = new Map<string, GNode | GEdge>();
+    for (const n of nodes) want.set(n.id, n);
+    for (const e of edges) want.set(e.id, e);
+    let structural = false;
+    cy.batch(() => {
+      for (const [id, old] of this.elements) {
+        const next = want.get(id);
+        if (!next || ("parent" in old && "parent" in next && old.parent !== next.parent)) {
+          cy.getElementById(id).remove();
+          this.elements.delete(id);
+          this.stepClass.delete(id);
+          this.edgeLabel.delete(id);
+          structural = true;
+        }
+      }
+      const add: ElementDefinition[] = [];
+      // Parents before children: groups were pushed first by buildGraph.
+      for (const n of nodes) {
+        const old = this.elements.get(n.id) as GNode | undefined;
+        if (!old) {
+          add.push({ group: "nodes", data: { ...n, parent: n.parent ?? undefined, base: n.label }, classes: "unplaced" });
+          structural = true;
+        } else if (old.label !== n.label || old.width !== n.width || old.op !== n.op) {
+          cy.getElementById(n.id).data({ label: n.label, base: n.label, width: n.width, height: n.height, op: n.op });
+        }
+        this.elements.set(n.id, n);
+      }
+      for (const e of edges) {
+        const old = this.elements.get(e.id) as GEdge | undefined;
+        if (!old) {
+          add.push({ group: "edges", data: { ...e, shape: e.label } });
+          structural = true;
+        } else if (old.label !== e.label) {
+          cy.getElementById(e.id).data({ shape: e.label });
+          this.edgeLabel.delete(e.id);
+        }
+        this.elements.set(e.id, e);
+      }
+      if (add.length) cy.add(add);
+    });
+    return structural;
+  }
+
+  private async layout(nodes: GNode[], edges: GEdge[], count: number): Promise<LayoutInfo["layout"]> {
+    const cy = this.cy;
+    if (count <= ELK_MAX_NODES && elkAvailable()) {
+      try {
+        const positions = await layoutElk(
+          nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
+          edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
+        );
+        const animate = this.laidOut && count <= 200;
+        cy.batch(() => {
+          for (const [id, p] of positions) {
+            const el = cy.getElementById(id);
+            if (!el.nonempty()) continue;
+            if (animate && !el.hasClass("unplaced")) el.animate({ position: p }, { duration: 220 });
+            else el.position(p);
+          }
+        });
+        return "elk";
+      } catch (err) {
+        console.warn("gradwalk: ELK layout failed, using breadth-first", err);
+      }
+    }
+    const targets = new Set(edges.filter((e) => e.kind === "grad").map((e) => e.target));
+    const roots = nodes.filter((n) => (n.kind === "op" || n.kind === "collapsed" || n.kind === "acc") && !targets.has(n.id)).map((n) => n.id);
+    cy.elements()
+      .not(":parent")
+      .layout({ name: "breadthfirst", directed: true, roots, spacingFactor: 0.9, animate: false, fit: false, avoidOverlap: false, nodeDimensionsIncludeLabels: false })
+      .run();
+    return "breadthfirst";
+  }
+
+  fit(animate: boolean): void {
+    const cy = this.cy;
+    const visible = cy.elements(":visible");
+    if (!visible.length) return;
+    if (animate && !this.big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
+    else cy.fit(visible, 24);
+    // A tiny graph would be blown up to giant letters; keep it at most life-size, centred.
+    if (cy.zoom() > 1.4) {
+      cy.zoom(1.4);
+      cy.center(visible);
+    }
+    this.userMoved = false;
+  }
+
+  private zoomBy(factor: number): void {
+    const cy = this.cy;
+    const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
+    cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+    this.userMoved = true;
+  }
+
+  // --- state: scrubber, stepper, links, selection -------------------------------------------
+
+  private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("view") || changed.has("step") || changed.has("op")) this.applyState(state);
+    if (changed.has("hover")) this.applyLinks(state);
+    if (changed.has("selection")) this.applySelection(state);
+  }
+
+  /** The step shown on the graph: the stepper's when the stepper is open. */
+  private backwardStep(state: ViewState): StepEntry | null {
+    if (state.view !== "stepper" || state.step === null) return null;
+    return this.model.timeline[state.step] ?? null;
+  }
+
+  private applyState(state: ViewState): void {
+    const entry = this.backwardStep(state);
+    const cy = this.cy;
+    const scrub = entry ? null : state.op;
+    cy.batch(() => {
+      cy.nodes().forEach((el) => {
+        const d = el.data() as GNode;
+        const cls = entry ? this.nodeStepClass(d, entry) : "";
+        const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
+        const want = (future ? "future " : "") + cls;
+        if ((this.stepClass.get(d.id) ?? "") !== want) {
+          el.removeClass("future idle pending done current freed");
+          if (want) el.addClass(want);
+          this.stepClass.set(d.id, want);
+        }
+        if (d.kind === "leaf" || d.kind === "param") this.setLeafLabel(el, d, entry);
+      });
+      cy.edges().forEach((el) => {
+        const d = el.data() as GEdge & { shape: string };
+        let label = d.shape;
+        let cls = "";
+        if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
+          const ran = this.model.backward(entry.backward)?.byNode.get(d.from);
+          if (ran && ran.index <= entry.index && ran.exec) {
+            label = fmtValue(ran.exec.grad_out[d.slot], 3);
+            cls = ran.index === entry.index ? "flowing" : "flowed";
+          } else cls = "";
+        }
+        const key = `${cls}|${label}`;
+        if (this.edgeLabel.get(d.id) !== key) {
+          el.removeClass("flowing flowed");
+          if (cls) el.addClass(cls);
+          el.data("label", label);
+          this.edgeLabel.set(d.id, key);
+        }
+      });
+    });
+    this.updateBanner(entry);
+  }
+
+  private nodeStepClass(d: GNode, entry: StepEntry): StepClass | `${StepClass} freed` {
+    const call = this.model.backward(entry.backward);
+    if (!call) return "idle";
+    const ids: number[] =
+      d.node !== undefined
+        ? [d.node]
+        : d.kind === "collapsed" && d.path
+          ? this.membersOf(d.path)
+          : d.owner !== undefined
+            ? [d.owner]
+            : d.tensor !== undefined
+              ? [this.model.accumulatorOf(d.tensor)].filter((x): x is number => x !== undefined)
+              : [];
+    let best: StepClass = "idle";
+    let freed = false;
+    for (const id of ids) {
+      const ran = call.byNode.get(id);
+      if (!ran) {
+        if (this.wasFreed(id, entry)) freed = true;
+        continue;
+      }
+      if (ran.index === entry.index) best = "current";
+      else if (ran.index < entry.index && best !== "current") best = "done";
+      else if (best === "idle") best = "pending";
+    }
+    if (entry.kind === "end" && call.finished?.graph_freed && best === "done" && d.kind !== "leaf" && d.kind !== "param") freed = true;
+    return freed ? `${best} freed` : best;
+  }
+
+  private memberCache = new Map<string, number[]>();
+  private membersOf(path: string): number[] {
+    const cached = this.memberCache.get(path);
+    if (cached && cached.length) return cached;
+    const out: number[] = [];
+    for (const n of this.model.nodes.values()) {
+      if (n.module_path && (n.module_path === path || n.module_path.startsWith(`${path}.`))) out.push(n.id);
+    }
+    this.memberCache.set(path, out);
+    return out;
+  }
+
+  /** Whether node `id` ran in an earlier backward call that freed the graph before `entry`. */
+  private wasFreed(id: number, entry: StepEntry): boolean {
+    for (const call of this.model.backwards) {
+      if (call.index >= entry.backward) break;
+      if (call.finished?.graph_freed && call.byNode.has(id) && this.model.node(id)?.name !== "AccumulateGrad") return true;
+    }
+    return false;
+  }
+
+  private setLeafLabel(el: NodeSingular, d: GNode, entry: StepEntry | null): void {
+    const lines = tensorNodeLabel(this.model, d.tensor!);
+    if (entry) {
+      let after: string | null = null;
+      for (const acc of this.model.accumulationsOf(d.tensor!)) {
+        const ran = this.model.backward(acc.backward)?.byNode.get(acc.node);
+        if (ran && ran.index <= entry.index) after = fmtValue(acc.after, 3);
+      }
+      lines.push(`grad ${after ?? "None"}`);
+    }
+    const label = lines.join("\n");
+    if (el.data("label") !== label) el.data("label", label);
+  }
+
+  private updateBanner(entry: StepEntry | null): void {
+    let text = "";
+    if (entry?.kind === "end" && entry.finished) {
+      const f = entry.finished;
+      const root = rootLabel(this.model, entry.backward);
+      if (!f.ok) text = `backward #${entry.backward + 1} failed: see the output panel`;
+      else if (f.graph_freed) text = `Graph freed: ${root}.backward() released the saved tensors. A second backward() through it needs retain_graph=True.`;
+      else text = `Graph kept (retain_graph=True): it can be walked again.`;
+    }
+    this.banner.textContent = text;
+    this.banner.hidden = !text;
+  }
+
+  private applyLinks(state: ViewState): void {
+    const cy = this.cy;
+    const ids: string[] = [];
+    for (const n of state.hover?.nodes ?? []) {
+      const node = this.model.node(n);
+      const id = this.elementOfNode(n);
+      if (id) ids.push(id);
+      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.push(`t${node.tensor}`);
+    }
+    cy.batch(() => {
+      for (const id of this.linked) cy.getElementById(id).removeClass("linked");
+      for (const id of ids) cy.getElementById(id).addClass("linked");
+    });
+    this.linked = ids;
+  }
+
+  private elementOfNode(nodeId: number): string | null {
+    const direct = `n${nodeId}`;
+    if (this.elements.has(direct)) return direct;
+    const path = this.model.node(nodeId)?.module_path;
+    if (!path) return null;
+    for (const c of this.collapsed) if (path === c || path.startsWith(`${c}.`)) return groupId(c);
+    return null;
+  }
+
+  private applySelection(state: ViewState): void {
+    const cy = this.cy;
+    const sel = state.selection;
+    let id: string | null = null;
+    if (sel?.kind === "node") id = this.elementOfNode(sel.id);
+    else if (sel?.kind === "tensor") {
+      if (this.elements.has(`t${sel.id}`)) id = `t${sel.id}`;
+      else {
+        const fn = this.model.gradFnOfTensor(sel.id);
+        id = fn === undefined ? null : this.elementOfNode(fn);
+      }
+    }
+    cy.batch(() => {
+      cy.$(":selected").unselect();
+      if (id) cy.getElementById(id).select();
+    });
+  }
+
+  private hoverNode(el: NodeSingular): void {
+    const d = el.data() as GNode;
+    if (d.node !== undefined) this.store.set({ hover: linksOfNode(this.model, d.node) });
+    else if (d.tensor !== undefined) this.store.set({ hover: linksOfTensor(this.model, d.tensor) });
+    else if (d.path) {
+      const nodes = this.membersOf(d.path);
+      this.store.set({ hover: { lines: [], ops: [], nodes } });
+    }
+  }
+
+  private tapNode(el: NodeSingular): void {
+    const d = el.data() as GNode;
+    if (d.kind === "group" || d.kind === "collapsed") {
+      if (d.path) this.toggleGroup(d.path);
+      return;
+    }
+    const state = this.store.state;
+    if (d.node !== undefined) {
+      const entry = state.view === "stepper" && state.step !== null ? this.model.timeline[state.step] : null;
+      const ran = entry ? this.model.backward(entry.backward)?.byNode.get(d.node) : undefined;
+      if (ran) {
+        this.store.set({ step: ran.index, selection: { kind: "node", id: d.node } });
+        return;
+      }
+      this.store.set({ selection: { kind: "node", id: d.node }, view: state.view === "stepper" ? "stepper" : "inspector" });
+    } else if (d.tensor !== undefined) {
+      this.store.set({ selection: { kind: "tensor", id: d.tensor }, view: state.view === "stepper" ? "stepper" : "inspector" });
+    }
+  }
+}

@@ -1,0 +1,233 @@
+// The inspector: what a clicked tensor or graph node holds. Values as a table (a heatmap for
+// matrices) or as statistics and a histogram for large tensors; the gradient; what a node
+// saved; shape, dtype, device; and the line of code it came from.
+import { fill, h } from "./dom";
+import { nodeLabel, tensorExpr } from "./naming";
+import { linksOfLine, type Selection, type Store, type ViewState } from "./store";
+import type { TraceModel } from "./trace-model";
+import type { TensorValue } from "./types/events";
+import { asMatrix, bytesText, fmt, fmtValue, num, shapeText, stats } from "./values";
+
+const MAX_CELLS = 400;
+
+export class InspectorView {
+  private readonly body: HTMLElement;
+  private unsubscribe: () => void = () => {};
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    private readonly store: Store,
+  ) {
+    root.classList.add("gw-inspector");
+    this.body = h("div", { class: "gw-scroll gw-inspector-body" });
+    root.append(this.body);
+    store.subscribe((state, changed) => {
+      if (changed.has("selection") || (changed.has("step") && state.selection)) this.render(state);
+    });
+    this.setModel(model);
+  }
+
+  setModel(model: TraceModel): void {
+    this.unsubscribe();
+    this.model = model;
+    this.unsubscribe = model.subscribe((batch) => {
+      if (this.store.state.selection && batch.some((e) => e.type === "tensor_final" || e.type === "grad_accumulated")) this.render(this.store.state);
+    });
+    this.render(this.store.state);
+  }
+
+  private render(state: ViewState): void {
+    const sel = state.selection;
+    if (!sel) {
+      this.body.replaceChildren(h("p", { class: "gw-empty", text: "Click a node in the graph, or an op in the tape, to inspect its values, gradient and saved tensors." }));
+      return;
+    }
+    fill(this.body, sel.kind === "tensor" ? this.tensor(sel.id) : this.node(sel.id));
+  }
+
+  private lineLink(line: number | null): HTMLElement | null {
+    if (!line) return null;
+    const b = h("button", { type: "button", class: "gw-line-link", text: `line ${line}`, title: "Light up this line in the code" });
+    b.addEventListener("click", () => this.store.set({ hover: linksOfLine(this.model, line) }));
+    return b;
+  }
+
+  private select(sel: Selection, text: string): HTMLElement {
+    const b = h("button", { type: "button", class: "gw-ref", text });
+    b.addEventListener("click", () => this.store.set({ selection: sel }));
+    return b;
+  }
+
+  private facts(rows: [string, Node | string | null][]): HTMLElement {
+    return h(
+      "dl",
+      { class: "gw-facts" },
+      rows.filter(([, v]) => v !== null && v !== "").flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]),
+    );
+  }
+
+  private tensor(id: number): (Node | null)[] {
+    const m = this.model;
+    const t = m.tensor(id);
+    if (!t) return [h("p", { class: "gw-empty", text: `Tensor t${id} is not in this trace.` })];
+    const ev = t.ev;
+    const gradFn = m.gradFnOfTensor(id);
+    const acc = m.accumulatorOf(id);
+    const kind = ev.is_param ? "parameter" : ev.is_leaf ? (ev.requires_grad ? "leaf (requires grad)" : "plain input (no grad)") : "intermediate";
+    const final = m.finals.get(id);
+    const accs = m.accumulationsOf(id);
+    const grad = final?.grad ?? (accs.length ? accs[accs.length - 1].after : null);
+    return [
+      h("h3", { class: "gw-inspect-title" }, h("span", { class: "gw-chip", text: kind }), ` ${tensorExpr(m, id)}`),
+      this.facts([
+        ["shape", shapeText(ev.shape)],
+        ["dtype", ev.dtype],
+        ["device", ev.device],
+        ["requires_grad", String(ev.requires_grad)],
+        ["parameter", t.paramName],
+        ["made by", m.op(ev.op) ? `${m.op(ev.op)!.api}` : null],
+        ["line", this.lineLink(ev.line)],
+        ["grad_fn", gradFn !== undefined ? this.select({ kind: "node", id: gradFn }, m.node(gradFn)!.name) : null],
+        ["AccumulateGrad", acc !== undefined ? this.select({ kind: "node", id: acc }, `node ${acc}`) : null],
+      ]),
+      h("h4", { text: final?.value ? "value (at the end of the run)" : "value (when it was made)" }),
+      valueView(final?.value ?? ev.value),
+      ev.is_leaf && ev.requires_grad ? h("h4", { text: ".grad" }) : null,
+      ev.is_leaf && ev.requires_grad ? (grad ? valueView(grad) : h("p", { class: "gw-muted", text: "None (no backward reached it)" })) : null,
+      accs.length ? h("h4", { text: "accumulations" }) : null,
+      accs.length ? h("ol", { class: "gw-acc-list" }, accs.map((a) => h("li", { text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtValue(a.added)} → ${fmtValue(a.after)}` }))) : null,
+    ];
+  }
+
+  private node(id: number): (Node | null)[] {
+    const m = this.model;
+    const node = m.node(id);
+    if (!node) return [h("p", { class: "gw-empty", text: `Node ${id} is not in this trace.` })];
+    const runs = m.backwards.map((b) => b.byNode.get(id)).filter((e) => !!e);
+    return [
+      h("h3", { class: "gw-inspect-title" }, h("span", { class: "gw-chip", text: "grad_fn node" }), ` ${nodeLabel(m, id)}`),
+      this.facts([
+        ["output", node.tensor !== null ? this.select({ kind: "tensor", id: node.tensor }, tensorExpr(m, node.tensor)) : null],
+        ["module", node.module_path],
+        ["line", this.lineLink(m.nodeLine(id))],
+        ["saved", node.saved_bytes ? bytesText(node.saved_bytes) : null],
+      ]),
+      node.edges.length ? h("h4", { text: "next_functions (where its gradients go)" }) : null,
+      node.edges.length
+        ? h(
+            "ol",
+            { class: "gw-edge-list", start: 0 },
+            node.edges.map((e) =>
+              h("li", {}, e.node === null ? h("span", { class: "gw-muted", text: "None (input needs no grad)" }) : this.select({ kind: "node", id: e.node }, nodeLabel(m, e.node))),
+            ),
+          )
+        : null,
+      node.saved.length ? h("h4", { text: "saved for backward" }) : null,
+      node.saved.length
+        ? h(
+            "table",
+            { class: "gw-table" },
+            h("thead", {}, h("tr", {}, ["name", "what", "shape", "bytes"].map((c) => h("th", { scope: "col", text: c })))),
+            h(
+              "tbody",
+              {},
+              node.saved.map((s) =>
+                h(
+                  "tr",
+                  {},
+                  h("td", { text: s.name }),
+                  h("td", {}, s.tensor !== null ? this.select({ kind: "tensor", id: s.tensor }, tensorExpr(m, s.tensor)) : s.scalar ?? (s.dtype ? `a ${s.dtype} number` : "—")),
+                  h("td", { text: s.shape ? shapeText(s.shape) : "" }),
+                  h("td", { text: s.bytes ? bytesText(s.bytes) : "" }),
+                ),
+              ),
+            ),
+          )
+        : null,
+      ...runs.flatMap((e) => [
+        h("h4", { text: `in backward ${e!.backward + 1} (step ${e!.index + 1})` }),
+        this.facts([
+          ["grad in", e!.exec!.grad_in.map((v) => fmtValue(v)).join(", ")],
+          ...e!.exec!.grad_out.map((v, i): [string, string] => [`grad out ${i}`, fmtValue(v)]),
+        ]),
+        ...e!.exec!.grad_in.filter((v): v is TensorValue => !!v && (v.kind === "summary" || v.flat.length > 1)).map((v) => valueView(v)),
+      ]),
+    ];
+  }
+}
+
+/** A value as a table (heatmap for matrices), or statistics and a histogram when summarized. */
+export function valueView(v: TensorValue | null | undefined): HTMLElement {
+  if (!v) return h("p", { class: "gw-muted", text: "not recorded" });
+  if (v.kind === "summary") return summaryView(v);
+  const xs = v.flat.map(num);
+  if (xs.length === 1) return h("p", { class: "gw-big-number", text: fmt(xs[0]) });
+  const { rows, cols } = asMatrix(v.shape);
+  const st = stats(v)!;
+  const span = Math.max(Math.abs(st.min ?? 0), Math.abs(st.max ?? 0)) || 1;
+  const shown = Math.min(rows, Math.max(1, Math.floor(MAX_CELLS / Math.max(cols, 1))));
+  const table = h(
+    "table",
+    { class: `gw-values ${rows > 1 ? "gw-heatmap" : ""}`, "aria-label": `values, ${shapeText(v.shape)}` },
+    h(
+      "tbody",
+      {},
+      Array.from({ length: shown }, (_, r) =>
+        h(
+          "tr",
+          {},
+          Array.from({ length: Math.min(cols, MAX_CELLS) }, (_, c) => {
+            const x = xs[r * cols + c];
+            const td = h("td", { text: fmt(x), title: String(x) });
+            if (rows > 1 || cols > 1) paint(td, x / span);
+            return td;
+          }),
+        ),
+      ),
+    ),
+  );
+  const more = shown < rows ? h("p", { class: "gw-muted", text: `${rows - shown} more rows` }) : null;
+  return h("div", { class: "gw-value" }, h("div", { class: "gw-table-wrap" }, table), more, statsLine(st));
+}
+
+function statsLine(st: NonNullable<ReturnType<typeof stats>>): HTMLElement {
+  const parts = [
+    st.min !== null ? `min ${fmt(st.min)}` : "",
+    st.max !== null ? `max ${fmt(st.max)}` : "",
+    st.mean !== null ? `mean ${fmt(st.mean)}` : "",
+    st.std !== null ? `std ${fmt(st.std)}` : "",
+    st.norm !== null ? `‖·‖ ${fmt(st.norm)}` : "",
+    st.nan ? `${st.nan} NaN` : "",
+    st.inf ? `${st.inf} inf` : "",
+  ].filter(Boolean);
+  return h("p", { class: "gw-stats", text: parts.join(" · ") });
+}
+
+function summaryView(v: Extract<TensorValue, { kind: "summary" }>): HTMLElement {
+  const top = Math.max(1, ...v.hist);
+  const bars = v.hist.map((c) => {
+    const bar = h("span", { class: "gw-hist-bar", title: String(c) });
+    bar.style.height = `${Math.max(2, (c / top) * 100)}%`;
+    return bar;
+  });
+  return h(
+    "div",
+    { class: "gw-value" },
+    h("p", { class: "gw-muted", text: `${v.numel} elements (${shapeText(v.shape)}), summarized` }),
+    v.hist.length ? h("div", { class: "gw-hist", "aria-label": "histogram" }, bars) : null,
+    v.hist.length ? h("div", { class: "gw-hist-axis" }, h("span", { text: fmt(v.min ?? 0) }), h("span", { text: fmt(v.max ?? 0) })) : null,
+    statsLine(v),
+  );
+}
+
+/** Diverging heatmap colour: blue for negative, red for positive (theme colours via CSS vars). */
+function paint(td: HTMLElement, t: number): void {
+  if (!Number.isFinite(t)) {
+    td.classList.add("gw-nonfinite");
+    return;
+  }
+  const a = Math.min(1, Math.abs(t));
+  td.style.setProperty("--heat", String(Math.round(a * 85)));
+  td.classList.add(t < 0 ? "gw-neg" : "gw-pos");
+}

@@ -1,0 +1,104 @@
+// Layered layout of the grad_fn graph with ELK (elkjs), run in a web worker so the page
+// stays interactive while it works. Module groups become ELK compound nodes.
+//
+// ELK's layered algorithm takes seconds on thousands of nodes, so graphs above
+// ELK_MAX_NODES are laid out by the caller with Cytoscape's breadth-first layout instead
+// (see graph.ts: level of detail).
+import ELK from "elkjs/lib/elk-api.js";
+import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk-api.js";
+
+export const ELK_MAX_NODES = 600;
+
+export interface LayoutNode {
+  id: string;
+  parent: string | null;
+  width: number;
+  height: number;
+  /** Compound nodes (module groups) get their size from their children. */
+  compound: boolean;
+}
+
+export interface LayoutEdge {
+  id: string;
+  source: string;
+  target: string;
+}
+
+/** Top-left positions are ELK's; these are centres, in graph coordinates. */
+export type Positions = Map<string, { x: number; y: number }>;
+
+const OPTIONS: Record<string, string> = {
+  "elk.algorithm": "layered",
+  "elk.direction": "DOWN",
+  "elk.hierarchyHandling": "INCLUDE_CHILDREN",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "46",
+  "elk.spacing.nodeNode": "28",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "18",
+  "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
+  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+  "elk.padding": "[top=34,left=16,bottom=16,right=16]",
+  "elk.edgeRouting": "POLYLINE",
+};
+
+let elk: InstanceType<typeof ELK> | null = null;
+let unavailable = false;
+
+function workerUrl(): string {
+  return new URL("./elk-worker.js", import.meta.url).href;
+}
+
+function engine(): InstanceType<typeof ELK> | null {
+  if (elk || unavailable) return elk;
+  try {
+    const url = workerUrl();
+    elk = new ELK({ workerFactory: () => new Worker(url) as unknown as never, workerUrl: url });
+  } catch {
+    // No workers here (a page opened from file://): the caller falls back to breadth-first.
+    unavailable = true;
+  }
+  return elk;
+}
+
+/** Say whether the ELK worker can be used on this page. */
+export function elkAvailable(): boolean {
+  return engine() !== null;
+}
+
+/** Lay out nodes (with module groups as compounds) and edges; resolve with node centres. */
+export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[]): Promise<Positions> {
+  const e = engine();
+  if (!e) throw new Error("ELK is not available on this page");
+  const elkNodes = new Map<string, ElkNode>();
+  for (const n of nodes) {
+    elkNodes.set(n.id, n.compound ? { id: n.id, children: [] } : { id: n.id, width: n.width, height: n.height });
+  }
+  const root: ElkNode = { id: "__root", layoutOptions: OPTIONS, children: [], edges: [] };
+  for (const n of nodes) {
+    const parent = n.parent ? elkNodes.get(n.parent) : undefined;
+    (parent ?? root).children!.push(elkNodes.get(n.id)!);
+  }
+  // Empty groups confuse ELK: give them a size.
+  for (const n of nodes) {
+    const en = elkNodes.get(n.id)!;
+    if (n.compound && !en.children!.length) {
+      delete en.children;
+      en.width = n.width;
+      en.height = n.height;
+    }
+  }
+  root.edges = edges
+    .filter((x) => elkNodes.has(x.source) && elkNodes.has(x.target) && x.source !== x.target)
+    .map((x): ElkExtendedEdge => ({ id: x.id, sources: [x.source], targets: [x.target] }));
+  const result = await e.layout(root);
+  const positions: Positions = new Map();
+  const walk = (node: ElkNode, ox: number, oy: number) => {
+    for (const child of node.children ?? []) {
+      const x = ox + (child.x ?? 0);
+      const y = oy + (child.y ?? 0);
+      if (!child.children?.length) positions.set(child.id, { x: x + (child.width ?? 0) / 2, y: y + (child.height ?? 0) / 2 });
+      walk(child, x, y);
+    }
+  };
+  walk(result, 0, 0);
+  return positions;
+}

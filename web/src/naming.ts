@@ -1,0 +1,81 @@
+// Readable names for tensors and graph nodes: a variable name when the snippet bound one,
+// else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
+// else `t<id>`.
+import type { TraceModel } from "./trace-model";
+
+const INFIX: Record<string, string> = {
+  add: "+",
+  sub: "−",
+  mul: "*",
+  div: "/",
+  matmul: "@",
+  mm: "@",
+};
+
+const MAX_EXPR = 22;
+
+function wrap(expr: string): string {
+  return /[\s]/.test(expr) && !/^[\w.]+\(.*\)$/.test(expr) ? `(${expr})` : expr;
+}
+
+/** The exponent a pow op used, read from its PowBackward node's saved scalar. */
+function exponentOf(model: TraceModel, opIndex: number): string | null {
+  for (const nodeId of model.op(opIndex)?.nodes ?? []) {
+    const node = model.node(nodeId);
+    const saved = node?.saved.find((s) => s.name === "exponent" && s.scalar !== null);
+    if (saved?.scalar) return saved.scalar;
+  }
+  return null;
+}
+
+function derive(model: TraceModel, id: number, depth: number): string | null {
+  const t = model.tensor(id);
+  if (!t) return null;
+  if (t.name) return t.name;
+  if (t.paramName) return t.paramName;
+  if (depth <= 0) return null;
+  const op = model.op(t.ev.op);
+  if (!op || op.outputs.length !== 1) return null;
+  const args = op.inputs.map((i) => derive(model, i, depth - 1) ?? `t${i}`);
+  const name = op.name.replace(/_$/, "");
+  const infix = INFIX[name];
+  let expr: string | null = null;
+  if (infix && args.length === 2) expr = `${wrap(args[0])} ${infix} ${wrap(args[1])}`;
+  else if (infix && args.length === 1) expr = `${wrap(args[0])} ${infix} …`;
+  else if (name === "pow" && args.length === 1) {
+    const e = exponentOf(model, op.index);
+    expr = e ? `${wrap(args[0])}**${e}` : `${wrap(args[0])}**…`;
+  } else if (name === "neg" && args.length === 1) expr = `−${wrap(args[0])}`;
+  else if (args.length >= 1) expr = `${name}(${args.join(", ")})`;
+  return expr && expr.length <= MAX_EXPR ? expr : null;
+}
+
+/** A tensor's readable label: its name, a short expression, or t<id>. */
+export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
+  if (id === null || id === undefined) return "?";
+  return derive(model, id, 2) ?? `t${id}`;
+}
+
+/** What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to. */
+export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number): string {
+  const edge = model.node(nodeId)?.edges[slot];
+  if (!edge || edge.node === null) return `input ${slot}`;
+  const target = model.node(edge.node);
+  if (!target || target.tensor === null) return target ? target.name : `input ${slot}`;
+  return tensorExpr(model, target.tensor);
+}
+
+/** A node's label for lists: `MulBackward0` plus what it computes when known. */
+export function nodeLabel(model: TraceModel, nodeId: number): string {
+  const node = model.node(nodeId);
+  if (!node) return `node ${nodeId}`;
+  if (node.name === "AccumulateGrad") return `AccumulateGrad → ${tensorExpr(model, node.tensor)}.grad`;
+  return node.name;
+}
+
+/** The loss (root) of a backward call, named. */
+export function rootLabel(model: TraceModel, backward: number): string {
+  const call = model.backward(backward);
+  const root = call?.start.roots[0];
+  return root === undefined ? "out" : tensorExpr(model, root);
+}

@@ -1,0 +1,116 @@
+// The output panel: the run's status, what the snippet printed, errors with their line,
+// limits reached and pitfalls found.
+import { h } from "./dom";
+import { linksOfLine, type Store } from "./store";
+import type { TraceModel } from "./trace-model";
+import type { GradwalkEvent } from "./types/events";
+
+export class OutputView {
+  private readonly status: HTMLElement;
+  private readonly notices: HTMLElement;
+  private readonly text: HTMLPreElement;
+  private unsubscribe: () => void = () => {};
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    private readonly store: Store,
+  ) {
+    root.classList.add("gw-output");
+    this.status = h("div", { class: "gw-run-status", role: "status" });
+    this.notices = h("div", { class: "gw-notices" });
+    this.text = h("pre", { class: "gw-stdout", "aria-label": "Printed output" });
+    root.append(this.status, this.notices, this.text);
+    this.setModel(model);
+  }
+
+  setModel(model: TraceModel): void {
+    this.unsubscribe();
+    this.model = model;
+    this.text.textContent = "";
+    this.notices.replaceChildren();
+    for (const ev of model.events) this.add(ev);
+    this.unsubscribe = model.subscribe((batch) => batch.forEach((ev) => this.add(ev)));
+    this.renderStatus();
+  }
+
+  /** Show a message that is not part of a run (a refused request, a lost connection). */
+  say(message: string, kind: "error" | "info" = "info"): void {
+    this.notices.append(h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", text: message }));
+  }
+
+  private add(ev: GradwalkEvent): void {
+    switch (ev.type) {
+      case "output": {
+        const span = h("span", { class: ev.stream === "stderr" ? "gw-stderr" : "", text: ev.text });
+        this.text.append(span);
+        break;
+      }
+      case "error": {
+        const where = ev.line ? this.lineButton(ev.line) : null;
+        this.notices.append(
+          h(
+            "div",
+            { class: "gw-notice gw-notice-error", role: "alert", data: { line: ev.line ?? "" } },
+            h("strong", { text: ev.exc_type }),
+            where ? [" at ", where] : null,
+            h("div", { class: "gw-error-message", text: ev.message }),
+            ev.hint ? h("div", { class: "gw-hint", text: ev.hint }) : null,
+            ev.traceback ? h("details", {}, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
+          ),
+        );
+        break;
+      }
+      case "limit":
+        this.notices.append(h("div", { class: "gw-notice gw-notice-limit", role: "status" }, h("strong", { text: `limit: ${ev.what}` }), ` ${ev.message}`));
+        break;
+      case "pitfall":
+        this.notices.append(
+          h(
+            "div",
+            { class: "gw-notice gw-notice-pitfall" },
+            h("strong", { text: ev.title }),
+            ev.line ? [" at ", this.lineButton(ev.line)] : null,
+            h("div", { text: ev.message }),
+            h("div", { class: "gw-hint", text: `Fix: ${ev.fix}` }),
+          ),
+        );
+        break;
+      case "run_started":
+      case "run_finished":
+        this.renderStatus();
+        break;
+    }
+  }
+
+  private lineButton(line: number): HTMLElement {
+    const b = h("button", { type: "button", class: "gw-line-link", text: `line ${line}` });
+    b.addEventListener("click", () => this.store.set({ hover: linksOfLine(this.model, line) }));
+    return b;
+  }
+
+  private renderStatus(): void {
+    const m = this.model;
+    const f = m.finished;
+    this.root.dataset.status = f ? f.status : m.run ? "running" : "idle";
+    if (!m.run && !f) {
+      this.status.textContent = "";
+      return;
+    }
+    if (!f) {
+      this.status.textContent = `running on ${m.run?.device ?? "cpu"}…`;
+      return;
+    }
+    const c = f.counts;
+    const parts = [
+      f.status === "ok" ? "finished" : f.status,
+      `${f.duration_s.toFixed(3)} s`,
+      `${c.ops} ops`,
+      `${c.nodes} nodes`,
+      `${c.backward_calls} backward`,
+    ];
+    if (c.optimizer_steps) parts.push(`${c.optimizer_steps} optimizer steps`);
+    if (m.run) parts.push(`torch ${m.run.torch_version} on ${m.run.device}`);
+    this.status.textContent = parts.join(" · ");
+  }
+}

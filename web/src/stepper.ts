@@ -1,0 +1,280 @@
+// The backward stepper: walk each backward() call node by node in the engine's real order,
+// with the local rule written out with real numbers, accumulations into .grad, and a note
+// when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
+import { fill, h, isTyping } from "./dom";
+import { nodeLabel, rootLabel, tensorExpr } from "./naming";
+import { accumulationText, explain } from "./rules";
+import { linksOfNode, type Store, type ViewState } from "./store";
+import type { StepEntry, TraceModel } from "./trace-model";
+import { fmtValue } from "./values";
+
+const SPEEDS = [0.5, 1, 2, 4];
+
+export class StepperView {
+  private readonly calls: HTMLElement;
+  private readonly slider: HTMLInputElement;
+  private readonly position: HTMLElement;
+  private readonly card: HTMLElement;
+  private readonly walk: HTMLOListElement;
+  private readonly playButton: HTMLButtonElement;
+  private readonly speed: HTMLSelectElement;
+  private readonly buttons: HTMLButtonElement[];
+  private playing = 0;
+  private unsubscribe: () => void = () => {};
+  private renderedCall = -1;
+  private renderedLength = -1;
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    private readonly store: Store,
+    options: { keyboard?: boolean } = {},
+  ) {
+    root.classList.add("gw-stepper");
+    const btn = (label: string, title: string, key: string, action: () => void) =>
+      h("button", { type: "button", class: "gw-btn gw-step-btn", title: `${title} (${key})`, "aria-label": title, text: label, on: { click: action } });
+    this.playButton = btn("▶ Play", "Play the backward walk", "P", () => this.togglePlay());
+    this.playButton.classList.add("gw-play");
+    this.buttons = [
+      btn("⏮", "First step", "Home", () => this.go(0)),
+      btn("◀ Prev", "Previous step", "←", () => this.go(this.step - 1)),
+      this.playButton,
+      btn("Next ▶", "Next step", "→", () => this.go(this.step + 1)),
+      btn("⏭", "Last step", "End", () => this.go(this.model.timeline.length - 1)),
+    ];
+    this.speed = h(
+      "select",
+      { class: "gw-select", "aria-label": "Playback speed", title: "Playback speed" },
+      SPEEDS.map((s) => h("option", { value: s, text: `${s}×`, selected: s === 1 })),
+    );
+    this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Backward step" });
+    this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
+    this.position = h("span", { class: "gw-position", "aria-live": "polite" });
+    this.calls = h("div", { class: "gw-calls", role: "tablist", "aria-label": "Backward calls" });
+    this.card = h("div", { class: "gw-step-card", "aria-live": "polite" });
+    this.walk = h("ol", { class: "gw-walk", "aria-label": "Nodes in the order the engine ran them" });
+    root.append(
+      this.calls,
+      h("div", { class: "gw-step-controls" }, ...this.buttons, this.speed),
+      h("div", { class: "gw-scrubber" }, this.slider, this.position),
+      h("div", { class: "gw-scroll" }, this.card, this.walk),
+    );
+    store.subscribe((state, changed) => this.onStore(state, changed));
+    if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));
+    this.setModel(model);
+  }
+
+  setModel(model: TraceModel): void {
+    this.unsubscribe();
+    this.stop();
+    this.model = model;
+    this.renderedCall = -1;
+    this.renderedLength = -1;
+    this.unsubscribe = model.subscribe((batch) => {
+      if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated")) this.render();
+    });
+    this.render();
+  }
+
+  private get step(): number {
+    return this.store.state.step ?? 0;
+  }
+
+  /** Move to timeline position `i` (clamped) and open the stepper. */
+  go(i: number): void {
+    const n = this.model.timeline.length;
+    if (!n) return;
+    const step = Math.max(0, Math.min(n - 1, i));
+    this.store.set({ step, view: "stepper" });
+  }
+
+  private onKey(ev: KeyboardEvent): void {
+    if (this.store.state.view !== "stepper" || isTyping(ev) || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const keys: Record<string, () => void> = {
+      ArrowRight: () => this.go(this.step + 1),
+      ArrowLeft: () => this.go(this.step - 1),
+      Home: () => this.go(0),
+      End: () => this.go(this.model.timeline.length - 1),
+      p: () => this.togglePlay(),
+    };
+    const action = keys[ev.key];
+    if (!action) return;
+    ev.preventDefault();
+    action();
+  }
+
+  private togglePlay(): void {
+    if (this.playing) {
+      this.stop();
+      return;
+    }
+    if (this.step >= this.model.timeline.length - 1) this.go(0);
+    this.playButton.textContent = "⏸ Pause";
+    this.playButton.setAttribute("aria-label", "Pause");
+    const tick = () => {
+      if (this.step >= this.model.timeline.length - 1) {
+        this.stop();
+        return;
+      }
+      this.go(this.step + 1);
+      this.playing = window.setTimeout(tick, 900 / Number(this.speed.value));
+    };
+    this.playing = window.setTimeout(tick, 900 / Number(this.speed.value));
+  }
+
+  private stop(): void {
+    clearTimeout(this.playing);
+    this.playing = 0;
+    this.playButton.textContent = "▶ Play";
+    this.playButton.setAttribute("aria-label", "Play the backward walk");
+  }
+
+  private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("step") || changed.has("view")) this.render();
+    if (changed.has("view") && state.view !== "stepper") this.stop();
+  }
+
+  private render(): void {
+    const m = this.model;
+    const n = m.timeline.length;
+    this.root.classList.toggle("gw-has-steps", n > 0);
+    for (const b of this.buttons) b.disabled = n === 0;
+    this.slider.disabled = n === 0;
+    this.slider.max = String(Math.max(0, n - 1));
+    if (!n) {
+      this.position.textContent = "";
+      fill(this.card, 
+        h("p", { class: "gw-empty", text: m.isFinished ? "This run never called backward()." : "The backward walk appears here once the code calls backward()." }),
+      );
+      this.calls.replaceChildren();
+      this.walk.replaceChildren();
+      return;
+    }
+    const step = Math.min(this.step, n - 1);
+    const entry = m.timeline[step];
+    this.slider.value = String(step);
+    const call = m.backward(entry.backward)!;
+    const within = call.entries.indexOf(entry);
+    this.position.textContent = `step ${step + 1} of ${n}` + (m.backwards.length > 1 ? ` · backward ${call.index + 1}: ${within + 1} of ${call.entries.length}` : "");
+    this.renderCalls(entry);
+    this.renderCard(entry);
+    this.renderWalk(entry);
+  }
+
+  private renderCalls(entry: StepEntry): void {
+    const m = this.model;
+    this.calls.replaceChildren(
+      ...m.backwards.map((call) => {
+        const selected = call.index === entry.backward;
+        const b = h("button", {
+          type: "button",
+          role: "tab",
+          class: `gw-call${selected ? " selected" : ""}`,
+          "aria-selected": String(selected),
+          text: `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`,
+          title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
+        });
+        b.addEventListener("click", () => {
+          const first = call.entries[0];
+          if (first) this.go(first.index);
+        });
+        return b;
+      }),
+    );
+    this.calls.hidden = m.backwards.length < 2;
+  }
+
+  private renderCard(entry: StepEntry): void {
+    const m = this.model;
+    if (entry.kind === "end") {
+      const f = entry.finished!;
+      const call = m.backward(entry.backward)!;
+      const leaves = call.entries.flatMap((e) => e.accs);
+      fill(this.card, 
+        h("h3", { class: "gw-step-title", text: `${rootLabel(m, entry.backward)}.backward() ${f.ok ? "finished" : "failed"}` }),
+        h("p", { class: "gw-step-summary", text: `${f.nodes_executed} node${f.nodes_executed === 1 ? "" : "s"} ran.` }),
+        f.ok
+          ? h(
+              "p",
+              { class: `gw-note ${f.graph_freed ? "gw-note-freed" : ""}`, data: { freed: String(f.graph_freed) } },
+              f.graph_freed
+                ? "The graph was freed: the tensors its nodes saved are released. Calling backward() through it again raises an error unless the first call passed retain_graph=True."
+                : "The graph was kept (retain_graph=True): backward() can walk it again, and .grad will accumulate.",
+            )
+          : h("p", { class: "gw-note gw-note-error", text: m.errors[0] ? `${m.errors[0].exc_type}: ${m.errors[0].message}` : "backward() raised an error." }),
+        leaves.length ? h("div", { class: "gw-rules" }, leaves.map((a) => h("div", { class: "gw-acc", text: accumulationText(m, a) }))) : null,
+      );
+      return;
+    }
+    const exec = entry.exec!;
+    const node = m.node(exec.node);
+    const ex = explain(m, entry);
+    const line = m.nodeLine(exec.node);
+    const title = h("h3", { class: "gw-step-title" }, h("span", { class: "gw-node-name", text: node ? nodeLabel(m, node.id) : `node ${exec.node}` }));
+    if (line) {
+      const link = h("button", { type: "button", class: "gw-line-link", text: `line ${line}`, title: "Show the line in the code" });
+      link.addEventListener("click", () => this.store.set({ hover: linksOfNode(m, exec.node) }));
+      title.append(" ", link);
+    }
+    fill(this.card, 
+      title,
+      ex ? h("p", { class: "gw-step-summary", text: ex.summary }) : null,
+      ex ? h("div", { class: "gw-incoming", text: ex.incoming }) : null,
+      h(
+        "div",
+        { class: "gw-rules" },
+        (ex?.lines ?? []).map((l) => h("div", { class: "gw-rule", data: { slot: l.slot ?? "" }, text: l.text })),
+        (ex?.accumulations ?? []).map((t) => h("div", { class: "gw-acc", text: t })),
+      ),
+      this.numbersTable(entry),
+    );
+  }
+
+  /** grad in / grad out, as the engine reported them. */
+  private numbersTable(entry: StepEntry): HTMLElement | null {
+    const exec = entry.exec;
+    const node = this.model.node(exec?.node);
+    if (!exec || !node || node.name === "AccumulateGrad") return null;
+    const rows = exec.grad_out.map((v, slot) => {
+      const edge = node.edges[slot];
+      const target = edge?.node != null ? this.model.node(edge.node) : undefined;
+      const to = target ? (target.name === "AccumulateGrad" ? `${tensorExpr(this.model, target.tensor)}.grad` : target.name) : "(no grad needed)";
+      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v) }));
+    });
+    return h(
+      "table",
+      { class: "gw-numbers" },
+      h("caption", { text: "What the engine passed" }),
+      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValue(v)).join(", ") })), rows),
+    );
+  }
+
+  private renderWalk(entry: StepEntry): void {
+    const m = this.model;
+    const call = m.backward(entry.backward)!;
+    if (this.renderedCall !== call.index || this.renderedLength !== call.entries.length) {
+      this.renderedCall = call.index;
+      this.renderedLength = call.entries.length;
+      this.walk.replaceChildren(
+        ...call.entries.map((e) => {
+          const label = e.kind === "end" ? "end of backward" : nodeLabel(m, e.exec!.node);
+          const b = h("button", { type: "button", class: "gw-walk-item", data: { step: e.index } }, h("span", { class: "gw-walk-n", text: String(e.index + 1) }), label);
+          b.addEventListener("click", () => this.go(e.index));
+          if (e.exec) {
+            const node = e.exec.node;
+            b.addEventListener("mouseenter", () => this.store.set({ hover: linksOfNode(m, node) }));
+            b.addEventListener("mouseleave", () => this.store.set({ hover: null }));
+          }
+          return h("li", {}, b);
+        }),
+      );
+    }
+    for (const b of this.walk.querySelectorAll<HTMLElement>(".gw-walk-item")) {
+      const i = Number(b.dataset.step);
+      b.classList.toggle("current", i === entry.index);
+      b.classList.toggle("done", i < entry.index);
+      if (i === entry.index) b.setAttribute("aria-current", "step");
+      else b.removeAttribute("aria-current");
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// The shared view state of one gradwalk view set: which panel is open, the stepper's
+// position, the forward scrubber's position, the selection and what is hovered. Components
+// read and write it; the URL mirrors the parts worth sharing (see url-state.ts).
+import type { TraceModel } from "./trace-model";
+
+export type ViewName = "tape" | "stepper" | "inspector";
+export const VIEWS: readonly ViewName[] = ["tape", "stepper", "inspector"];
+
+export type Selection = { kind: "node"; id: number } | { kind: "tensor"; id: number };
+
+/** Things lit up together when one of them is hovered: source lines, tape ops, graph nodes. */
+export interface Links {
+  lines: number[];
+  ops: number[];
+  nodes: number[];
+}
+
+export interface ViewState {
+  view: ViewName;
+  /** Stepper position in the model's timeline; null before the first backward. */
+  step: number | null;
+  /** Forward scrubber: show the graph as it was after op `op`; null shows everything. */
+  op: number | null;
+  selection: Selection | null;
+  hover: Links | null;
+}
+
+export type StoreListener = (state: ViewState, changed: ReadonlySet<keyof ViewState>) => void;
+
+export class Store {
+  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null };
+  private readonly listeners = new Set<StoreListener>();
+
+  subscribe(listener: StoreListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  set(patch: Partial<ViewState>): void {
+    const changed = new Set<keyof ViewState>();
+    for (const [key, value] of Object.entries(patch) as [keyof ViewState, unknown][]) {
+      if (this.state[key] !== value) changed.add(key);
+    }
+    if (!changed.size) return;
+    this.state = { ...this.state, ...patch };
+    for (const listener of this.listeners) listener(this.state, changed);
+  }
+}
+
+// --- links: what lights up with what ----------------------------------------------------
+
+export function linksOfNode(model: TraceModel, nodeId: number): Links {
+  const node = model.node(nodeId);
+  const line = node ? model.nodeLine(nodeId) : null;
+  const op = node?.op ?? null;
+  return { lines: line === null ? [] : [line], ops: op === null ? [] : [op], nodes: [nodeId] };
+}
+
+export function linksOfOp(model: TraceModel, index: number): Links {
+  const op = model.op(index);
+  if (!op) return { lines: [], ops: [], nodes: [] };
+  const lines = [op.line, op.top_line].filter((l): l is number => l !== null);
+  return { lines: [...new Set(lines)], ops: [index], nodes: [...op.nodes] };
+}
+
+export function linksOfLine(model: TraceModel, line: number): Links {
+  return { lines: [line], ops: [...model.opsOnLine(line)], nodes: [...model.nodesOnLine(line)] };
+}
+
+export function linksOfTensor(model: TraceModel, id: number): Links {
+  const t = model.tensor(id);
+  const nodes = [model.gradFnOfTensor(id), model.accumulatorOf(id)].filter((n): n is number => n !== undefined);
+  const line = t?.ev.line ?? null;
+  const op = t?.ev.op ?? null;
+  return { lines: line === null ? [] : [line], ops: op === null ? [] : [op], nodes };
+}

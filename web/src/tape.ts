@@ -1,0 +1,183 @@
+// The tape view: every forward op in the order it ran, each linked both ways to its source
+// line and its graph nodes, and a scrubber that replays the forward pass op by op while
+// the graph grows.
+import { h } from "./dom";
+import { tensorExpr } from "./naming";
+import { linksOfOp, type Store, type ViewState } from "./store";
+import type { TraceModel } from "./trace-model";
+import type { GradwalkEvent, OpRecorded } from "./types/events";
+import { shapeText } from "./values";
+
+export class TapeView {
+  private readonly list: HTMLOListElement;
+  private readonly slider: HTMLInputElement;
+  private readonly position: HTMLElement;
+  private readonly playButton: HTMLButtonElement;
+  private rows = new Map<number, HTMLElement>();
+  private rowsOfTensor = new Map<number, number[]>();
+  private lit: HTMLElement[] = [];
+  private current: HTMLElement | null = null;
+  private playing = 0;
+  private unsubscribe: () => void = () => {};
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    private readonly store: Store,
+  ) {
+    root.classList.add("gw-tape");
+    this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Replay the forward pass: op" });
+    this.slider.addEventListener("input", () => this.scrubTo(Number(this.slider.value)));
+    this.position = h("span", { class: "gw-position", "aria-live": "polite" });
+    this.playButton = h("button", { type: "button", class: "gw-btn", text: "Replay", title: "Replay the forward pass op by op" });
+    this.playButton.addEventListener("click", () => this.togglePlay());
+    this.list = h("ol", { class: "gw-op-list", "aria-label": "Forward ops in order" });
+    const empty = h("p", { class: "gw-empty", text: "The forward ops appear here as the code runs." });
+    root.append(
+      h("div", { class: "gw-scrubber" }, this.playButton, this.slider, this.position),
+      h("div", { class: "gw-scroll" }, empty, this.list),
+    );
+    store.subscribe((state, changed) => this.onStore(state, changed));
+    this.setModel(model);
+  }
+
+  setModel(model: TraceModel): void {
+    this.unsubscribe();
+    this.model = model;
+    this.rows.clear();
+    this.rowsOfTensor.clear();
+    this.list.replaceChildren();
+    this.lit = [];
+    this.current = null;
+    for (const op of model.ops) this.addRow(op);
+    this.unsubscribe = model.subscribe((batch) => this.onEvents(batch));
+    this.updateScrubber();
+  }
+
+  private onEvents(batch: readonly GradwalkEvent[]): void {
+    for (const ev of batch) {
+      if (ev.type === "op") this.addRow(ev);
+      else if (ev.type === "tensor_named") {
+        for (const index of this.rowsOfTensor.get(ev.id) ?? []) {
+          const op = this.model.op(index);
+          const row = this.rows.get(index);
+          if (op && row) row.replaceWith(this.renderRow(op));
+        }
+      }
+    }
+    this.updateScrubber();
+  }
+
+  private addRow(op: OpRecorded): void {
+    const row = this.renderRow(op);
+    this.list.append(row);
+    for (const t of [...op.inputs, ...op.outputs]) {
+      const list = this.rowsOfTensor.get(t) ?? [];
+      list.push(op.index);
+      this.rowsOfTensor.set(t, list);
+    }
+    this.root.classList.add("gw-has-ops");
+  }
+
+  private renderRow(op: OpRecorded): HTMLElement {
+    const m = this.model;
+    const ins = op.inputs.map((t) => tensorExpr(m, t)).join(", ");
+    const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
+    const out = m.tensor(op.outputs[0]);
+    const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
+    const badges = [
+      op.grad_mode !== "grad" ? h("span", { class: "gw-badge gw-badge-nograd", text: op.grad_mode }) : null,
+      op.inplace ? h("span", { class: "gw-badge gw-badge-inplace", text: "in-place" }) : null,
+      op.module_path ? h("span", { class: "gw-badge gw-badge-module", text: op.module_path }) : null,
+    ];
+    const button = h(
+      "button",
+      { type: "button", class: "gw-op", title: `${op.api}${op.line ? ` (line ${op.line})` : ""}` },
+      h("span", { class: "gw-op-index", text: String(op.index) }),
+      h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
+      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", text: ins ? `${ins} → ${outs}` : `→ ${outs}` })),
+      h("span", { class: "gw-op-shape", text: out ? shapeText(out.ev.shape) : "" }),
+      h("span", { class: "gw-op-nodes", text: nodes.join(" ") }),
+      ...badges,
+    );
+    button.addEventListener("mouseenter", () => this.store.set({ hover: linksOfOp(m, op.index) }));
+    button.addEventListener("focus", () => this.store.set({ hover: linksOfOp(m, op.index) }));
+    button.addEventListener("mouseleave", () => this.store.set({ hover: null }));
+    button.addEventListener("blur", () => this.store.set({ hover: null }));
+    button.addEventListener("click", () => {
+      const pos = this.model.ops.indexOf(op);
+      this.scrubTo(pos);
+      if (op.outputs.length) this.store.set({ selection: { kind: "tensor", id: op.outputs[0] } });
+    });
+    const li = h("li", { class: "gw-op-row", data: { op: op.index } }, button);
+    const old = this.rows.get(op.index);
+    this.rows.set(op.index, li);
+    if (old) {
+      if (this.current === old) this.current = li;
+      this.lit = this.lit.map((r) => (r === old ? li : r));
+      li.className = old.className;
+    }
+    return li;
+  }
+
+  /** Scrub to position `pos` of the tape (the last position shows everything). */
+  private scrubTo(pos: number): void {
+    const ops = this.model.ops;
+    const op = pos >= ops.length - 1 ? null : ops[Math.max(0, pos)].index;
+    this.store.set({ op, view: "tape" });
+  }
+
+  private togglePlay(): void {
+    if (this.playing) {
+      this.stop();
+      return;
+    }
+    const ops = this.model.ops;
+    if (!ops.length) return;
+    let pos = 0;
+    this.playButton.textContent = "Stop";
+    this.scrubTo(pos);
+    this.playing = window.setInterval(() => {
+      pos += 1;
+      this.scrubTo(pos);
+      if (pos >= ops.length - 1) this.stop();
+    }, 450);
+  }
+
+  private stop(): void {
+    clearInterval(this.playing);
+    this.playing = 0;
+    this.playButton.textContent = "Replay";
+  }
+
+  private updateScrubber(): void {
+    const n = this.model.ops.length;
+    this.slider.max = String(Math.max(0, n - 1));
+    const state = this.store.state;
+    const pos = state.op === null ? n - 1 : this.model.ops.findIndex((o) => o.index === state.op);
+    this.slider.value = String(Math.max(0, pos));
+    this.slider.disabled = n === 0;
+    this.position.textContent = n === 0 ? "" : state.op === null ? `all ${n} ops` : `op ${pos + 1} of ${n}`;
+  }
+
+  private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("op")) {
+      this.updateScrubber();
+      this.markFuture(state.op);
+    }
+    if (changed.has("hover")) {
+      for (const row of this.lit) row.classList.remove("linked");
+      this.lit = (state.hover?.ops ?? []).map((i) => this.rows.get(i)).filter((r): r is HTMLElement => !!r);
+      for (const row of this.lit) row.classList.add("linked");
+      if (this.lit[0] && !this.root.matches(":hover")) this.lit[0].scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  private markFuture(op: number | null): void {
+    this.current?.classList.remove("current");
+    this.current = op === null ? null : (this.rows.get(op) ?? null);
+    this.current?.classList.add("current");
+    this.current?.scrollIntoView({ block: "nearest" });
+    for (const [index, row] of this.rows) row.classList.toggle("future", op !== null && index > op);
+  }
+}

@@ -1,0 +1,635 @@
+/* Generated from engine/schema/trace.schema.json by `npm run types` (`make schema`); do not edit. */
+
+/**
+ * A run's source and its ordered events: what is stored, streamed and exported.
+ */
+export interface GradwalkTrace {
+  events: (
+    | RunStarted
+    | RunFinished
+    | TensorIntroduced
+    | TensorNamed
+    | OpRecorded
+    | NodeCreated
+    | MemoryChanged
+    | BackwardStarted
+    | NodeExecuted
+    | GradAccumulated
+    | BackwardFinished
+    | TensorFinal
+    | OptimizerStep
+    | MetricLogged
+    | PitfallFound
+    | OutputWritten
+    | ErrorRaised
+    | LimitReached
+  )[];
+  format: "gradwalk-trace";
+  source: string;
+  version: number;
+}
+/**
+ * A run began: what is being run and where.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "RunStarted".
+ */
+export interface RunStarted {
+  cuda_available: boolean;
+  device: string;
+  filename: string;
+  limits: Limits;
+  python_version: string;
+  schema_version: number;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  source: string;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  torch_version: string;
+  type: "run_started";
+}
+/**
+ * Caps on one run. The engine enforces the recording caps; the runner the rest.
+ *
+ * Past a recording cap the snippet keeps running, a ``limit`` event says what was
+ * dropped, and the counts in ``run_finished`` stay exact.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "Limits".
+ */
+export interface Limits {
+  /**
+   * also record every k-th step in full (0: never)
+   */
+  detail_every: number;
+  /**
+   * optimizer steps recorded in full detail at the start
+   */
+  detail_steps: number;
+  /**
+   * events in one trace
+   */
+  max_events: number;
+  /**
+   * grad_fn nodes recorded
+   */
+  max_nodes: number;
+  /**
+   * ops recorded on the tape
+   */
+  max_ops: number;
+  /**
+   * stdout+stderr kept
+   */
+  max_output_bytes: number;
+  /**
+   * tensors up to this size travel whole
+   */
+  max_value_elements: number;
+  /**
+   * address-space limit (runner)
+   */
+  memory_mb: number;
+  /**
+   * wall-clock limit (runner)
+   */
+  timeout_s: number;
+}
+/**
+ * The run ended; always the last event of a trace.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "RunFinished".
+ */
+export interface RunFinished {
+  counts: Counts;
+  duration_s: number;
+  message: string;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  status: "ok" | "error" | "timeout" | "cancelled" | "crashed" | "limit";
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "run_finished";
+}
+/**
+ * Exact totals of a run, including what a cap kept out of the trace.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "Counts".
+ */
+export interface Counts {
+  backward_calls: number;
+  dropped_events: number;
+  dropped_nodes: number;
+  dropped_ops: number;
+  events: number;
+  nodes: number;
+  ops: number;
+  optimizer_steps: number;
+  tensors: number;
+}
+/**
+ * A tensor appeared for the first time (as an op's input or output, or a backward root).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "TensorIntroduced".
+ */
+export interface TensorIntroduced {
+  device: string;
+  dtype: string;
+  grad_fn: number | null;
+  id: number;
+  is_leaf: boolean;
+  is_param: boolean;
+  line: number | null;
+  /**
+   * snippet variable or qualified parameter name
+   */
+  name: string | null;
+  /**
+   * index of the op that produced it
+   */
+  op: number | null;
+  /**
+   * name inside its module, e.g. fc1.weight
+   */
+  param_name: string | null;
+  requires_grad: boolean;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  shape: number[];
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "tensor";
+  value: (FullValue | SummaryValue) | null;
+}
+/**
+ * A small tensor's values, whole: ``flat`` is row-major, reshape with ``shape``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "FullValue".
+ */
+export interface FullValue {
+  flat: (number | boolean)[];
+  kind: "full";
+  shape: number[];
+}
+/**
+ * A large tensor described by statistics; its elements never enter a trace.
+ *
+ * ``hist`` counts elements in ``len(hist)`` equal bins over ``[min, max]``, taken over an
+ * evenly strided sample of at most 512 elements (read it as a shape, not exact counts).
+ * Statistics are exact, over finite elements; ``nan`` and ``inf`` count the others.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "SummaryValue".
+ */
+export interface SummaryValue {
+  hist: number[];
+  inf: number;
+  kind: "summary";
+  max: number | null;
+  mean: number | null;
+  min: number | null;
+  nan: number;
+  norm: number | null;
+  numel: number;
+  shape: number[];
+  std: number | null;
+}
+/**
+ * A name became known for a tensor (the variable it was bound to).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "TensorNamed".
+ */
+export interface TensorNamed {
+  id: number;
+  name: string;
+  param_name: string | null;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "tensor_named";
+}
+/**
+ * One forward operation at the Python API level, in execution order.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OpRecorded".
+ */
+export interface OpRecorded {
+  /**
+   * what was called, e.g. Tensor.__rmul__, torch.tanh, F.linear
+   */
+  api: string;
+  grad_mode: "grad" | "no_grad" | "inference_mode";
+  index: number;
+  inplace: boolean;
+  inputs: number[];
+  line: number | null;
+  module_path: string | null;
+  /**
+   * short name, e.g. mul, linear, cross_entropy
+   */
+  name: string;
+  /**
+   * grad_fn nodes this op created
+   */
+  nodes: number[];
+  outputs: number[];
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  /**
+   * the module-level line that led here
+   */
+  top_line: number | null;
+  type: "op";
+}
+/**
+ * A ``grad_fn`` node entered the graph.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "NodeCreated".
+ */
+export interface NodeCreated {
+  edges: Edge[];
+  id: number;
+  line: number | null;
+  module_path: string | null;
+  /**
+   * type(node).__name__, e.g. MulBackward0, AccumulateGrad
+   */
+  name: string;
+  op: number | null;
+  saved: SavedValue[];
+  saved_bytes: number;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  /**
+   * output tensor, or the leaf of AccumulateGrad
+   */
+  tensor: number | null;
+  type: "node";
+}
+/**
+ * A ``next_functions`` entry: gradient for this node's input ``input_nr`` flows to ``node``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "Edge".
+ */
+export interface Edge {
+  input_nr: number;
+  node: number | null;
+}
+/**
+ * Something a node saved for backward.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "SavedValue".
+ */
+export interface SavedValue {
+  bytes: number;
+  dtype: string | null;
+  name: string;
+  /**
+   * repr of a non-tensor saved value
+   */
+  scalar: string | null;
+  shape: number[] | null;
+  tensor: number | null;
+}
+/**
+ * Bytes held by tensors saved for backward changed (distinct storages counted once).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "MemoryChanged".
+ */
+export interface MemoryChanged {
+  cuda_allocated: number | null;
+  delta: number;
+  line: number | null;
+  saved_bytes: number;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "memory";
+}
+/**
+ * A backward call began.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "BackwardStarted".
+ */
+export interface BackwardStarted {
+  api: "Tensor.backward" | "autograd.backward" | "autograd.grad";
+  create_graph: boolean;
+  index: number;
+  line: number | null;
+  retain_graph: boolean;
+  roots: number[];
+  seed: ((FullValue | SummaryValue) | null)[];
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "backward_started";
+}
+/**
+ * The autograd engine ran one node, in the engine's real order.
+ *
+ * ``grad_in`` are the gradients arriving for the node's outputs; ``grad_out`` the
+ * gradients it sends along its edges (aligned with the node's ``edges``).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "NodeExecuted".
+ */
+export interface NodeExecuted {
+  backward: number;
+  grad_in: ((FullValue | SummaryValue) | null)[];
+  grad_out: ((FullValue | SummaryValue) | null)[];
+  node: number;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  step: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "node_executed";
+}
+/**
+ * A gradient was added into a leaf's ``.grad``: ``before + added = after``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "GradAccumulated".
+ */
+export interface GradAccumulated {
+  added: (FullValue | SummaryValue) | null;
+  after: (FullValue | SummaryValue) | null;
+  backward: number;
+  before: (FullValue | SummaryValue) | null;
+  node: number;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  step: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  tensor: number;
+  type: "grad_accumulated";
+}
+/**
+ * A backward call returned (or raised).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "BackwardFinished".
+ */
+export interface BackwardFinished {
+  graph_freed: boolean;
+  index: number;
+  nodes_executed: number;
+  ok: boolean;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "backward_finished";
+}
+/**
+ * A named leaf or parameter as the run left it: its value and its ``.grad``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "TensorFinal".
+ */
+export interface TensorFinal {
+  grad: (FullValue | SummaryValue) | null;
+  id: number;
+  name: string;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "tensor_final";
+  value: (FullValue | SummaryValue) | null;
+}
+/**
+ * An optimizer finished ``step()``, with its training metrics.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OptimizerStep".
+ */
+export interface OptimizerStep {
+  cuda_allocated: number | null;
+  /**
+   * this step's tape, graph and backward were recorded
+   */
+  detail: boolean;
+  grad_norm: number | null;
+  graph_bytes: number;
+  line: number | null;
+  /**
+   * root of the last backward, when scalar
+   */
+  loss: number | null;
+  /**
+   * per param group
+   */
+  lr: number[];
+  /**
+   * the optimizer's label, e.g. opt (SGD)
+   */
+  optimizer: string;
+  param_norm: number;
+  params: ParamStat[];
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * 1-based step of this optimizer
+   */
+  step: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "optimizer_step";
+  update_norm: number;
+  wall_s: number;
+}
+/**
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "ParamStat".
+ */
+export interface ParamStat {
+  grad_norm: number | null;
+  name: string;
+  param_norm: number;
+  tensor: number;
+  update_norm: number;
+}
+/**
+ * A metric the snippet logged with ``gradwalk.log(name, value)``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "MetricLogged".
+ */
+export interface MetricLogged {
+  line: number | null;
+  name: string;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  step: number | null;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "metric";
+  value: number;
+}
+/**
+ * A silent mistake, explained.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "PitfallFound".
+ */
+export interface PitfallFound {
+  fix: string;
+  kind: string;
+  line: number | null;
+  message: string;
+  nodes: number[];
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  tensors: number[];
+  title: string;
+  type: "pitfall";
+}
+/**
+ * Text the snippet wrote to stdout or stderr.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OutputWritten".
+ */
+export interface OutputWritten {
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  stream: "stdout" | "stderr";
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  text: string;
+  type: "output";
+}
+/**
+ * An exception escaped the snippet.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "ErrorRaised".
+ */
+export interface ErrorRaised {
+  exc_type: string;
+  hint: string | null;
+  line: number | null;
+  message: string;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  traceback: string;
+  type: "error";
+}
+/**
+ * A recording cap was reached; what follows of that kind is counted, not recorded.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "LimitReached".
+ */
+export interface LimitReached {
+  cap: number;
+  message: string;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "limit";
+  what: "ops" | "nodes" | "events" | "output";
+}
+
+/** Any event of the stream (the union tagged by `type`). */
+export type GradwalkEvent = GradwalkTrace["events"][number];
+/** A tensor's values as they travel: whole, or summarized. */
+export type TensorValue = FullValue | SummaryValue;

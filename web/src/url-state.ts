@@ -1,0 +1,63 @@
+// The URL holds what is worth sharing: the run, the open view, the stepper's step, the
+// scrubber's op and the selection (?run=ID&view=stepper&step=3). A link reopens exactly
+// that, and reloading lands on the same step.
+import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
+
+export interface UrlState {
+  run: string | null;
+  view: ViewName | null;
+  step: number | null;
+  op: number | null;
+  selection: Selection | null;
+}
+
+function int(value: string | null): number | null {
+  if (value === null || !/^\d+$/.test(value)) return null;
+  return Number(value);
+}
+
+export function readUrl(search = location.search): UrlState {
+  const q = new URLSearchParams(search);
+  const view = q.get("view");
+  const sel = q.get("sel");
+  let selection: Selection | null = null;
+  const m = sel ? /^([nt])(\d+)$/.exec(sel) : null;
+  if (m) selection = { kind: m[1] === "n" ? "node" : "tensor", id: Number(m[2]) };
+  return {
+    run: q.get("run"),
+    view: VIEWS.includes(view as ViewName) ? (view as ViewName) : null,
+    step: int(q.get("step")),
+    op: int(q.get("op")),
+    selection,
+  };
+}
+
+export function urlFor(run: string | null, state: ViewState): string {
+  const q = new URLSearchParams();
+  if (run) q.set("run", run);
+  q.set("view", state.view);
+  if (state.step !== null) q.set("step", String(state.step));
+  if (state.op !== null) q.set("op", String(state.op));
+  if (state.selection) q.set("sel", `${state.selection.kind === "node" ? "n" : "t"}${state.selection.id}`);
+  return `${location.pathname}?${q.toString()}`;
+}
+
+/** Mirror the state into the address bar: a new run pushes history, the rest replaces it. */
+export class UrlSync {
+  private timer = 0;
+  private lastRun: string | null = null;
+
+  write(run: string | null, state: ViewState): void {
+    clearTimeout(this.timer);
+    const url = urlFor(run, state);
+    if (run !== this.lastRun && this.lastRun !== null) {
+      history.pushState(null, "", url);
+      this.lastRun = run;
+      return;
+    }
+    this.lastRun = run;
+    this.timer = window.setTimeout(() => {
+      if (`${location.pathname}${location.search}` !== url) history.replaceState(null, "", url);
+    }, 120);
+  }
+}

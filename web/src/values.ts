@@ -1,0 +1,136 @@
+// Reading and formatting tensor values as they travel in events.
+//
+// Small tensors arrive whole ({kind: "full", shape, flat}); large ones as summaries. On
+// the wire, non-finite floats are the strings "NaN", "Infinity" and "-Infinity", so every
+// element goes through `num` before arithmetic.
+import type { FullValue, SummaryValue, TensorValue } from "./types/events";
+
+export type Maybe<T> = T | null | undefined;
+
+/** Turn one wire element (number, bool, or a non-finite string) into a number. */
+export function num(x: unknown): number {
+  if (typeof x === "number") return x;
+  if (typeof x === "boolean") return x ? 1 : 0;
+  if (x === "NaN") return NaN;
+  if (x === "Infinity") return Infinity;
+  if (x === "-Infinity") return -Infinity;
+  return Number(x);
+}
+
+export function numel(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+export function isFull(v: Maybe<TensorValue>): v is FullValue {
+  return !!v && v.kind === "full";
+}
+
+export function isSummary(v: Maybe<TensorValue>): v is SummaryValue {
+  return !!v && v.kind === "summary";
+}
+
+/** The elements of a whole value as numbers (empty for summaries and nothing). */
+export function elements(v: Maybe<TensorValue>): number[] {
+  return isFull(v) ? v.flat.map(num) : [];
+}
+
+/** The single number of a one-element value, else null. */
+export function scalarOf(v: Maybe<TensorValue>): number | null {
+  if (!isFull(v) || v.flat.length !== 1) return null;
+  return num(v.flat[0]);
+}
+
+/** Format one number compactly: up to 4 significant digits, no trailing zeros. */
+export function fmt(x: number): string {
+  if (Number.isNaN(x)) return "NaN";
+  if (x === Infinity) return "∞";
+  if (x === -Infinity) return "−∞";
+  if (Object.is(x, -0) || x === 0) return "0";
+  const sign = x < 0 ? "−" : "";
+  const a = Math.abs(x);
+  let s: string;
+  if (Number.isInteger(a) && a < 1e7) s = String(a);
+  else if (a >= 1e5 || a < 1e-3) s = a.toExponential(3).replace(/\.?0+e/, "e").replace("e+", "e");
+  else s = String(Number(a.toPrecision(5)));
+  return sign + s;
+}
+
+/** Format a number for use inside a product: negatives get parentheses. */
+export function fmtFactor(x: number): string {
+  return x < 0 ? `(${fmt(x)})` : fmt(x);
+}
+
+export function shapeText(shape: readonly number[] | null | undefined): string {
+  if (!shape) return "?";
+  return shape.length === 0 ? "scalar" : shape.join("×");
+}
+
+/** A one-line description of a value: the number, a short list, or shape and statistics. */
+export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
+  if (!v) return "—";
+  if (v.kind === "full") {
+    const xs = v.flat.map(num);
+    if (v.shape.length === 0 || xs.length === 1) return fmt(xs[0]);
+    if (xs.length <= maxItems) return `[${xs.map(fmt).join(", ")}]`;
+    return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
+  }
+  const parts = [shapeText(v.shape)];
+  if (v.norm !== null) parts.push(`‖·‖ ${fmt(v.norm)}`);
+  if (v.nan) parts.push(`${v.nan} NaN`);
+  if (v.inf) parts.push(`${v.inf} inf`);
+  return parts.join(" ");
+}
+
+export function norm(xs: readonly number[]): number {
+  let s = 0;
+  for (const x of xs) s += x * x;
+  return Math.sqrt(s);
+}
+
+export interface Stats {
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+  norm: number | null;
+  nan: number;
+  inf: number;
+}
+
+/** Statistics of any value (computed for whole values, read from summaries). */
+export function stats(v: Maybe<TensorValue>): Stats | null {
+  if (!v) return null;
+  if (v.kind === "summary") return v;
+  const xs = v.flat.map(num);
+  const finite = xs.filter(Number.isFinite);
+  const nan = xs.filter(Number.isNaN).length;
+  const inf = xs.length - finite.length - nan;
+  if (!finite.length) return { min: null, max: null, mean: null, std: null, norm: null, nan, inf };
+  const mean = finite.reduce((a, b) => a + b, 0) / finite.length;
+  const variance = finite.reduce((a, b) => a + (b - mean) ** 2, 0) / finite.length;
+  return {
+    min: Math.min(...finite),
+    max: Math.max(...finite),
+    mean,
+    std: Math.sqrt(variance),
+    norm: norm(finite),
+    nan,
+    inf,
+  };
+}
+
+/** Shape of a value as rows × columns for a table (vectors are one row; >2-D folds leading dims). */
+export function asMatrix(shape: readonly number[]): { rows: number; cols: number } {
+  if (shape.length === 0) return { rows: 1, cols: 1 };
+  if (shape.length === 1) return { rows: 1, cols: shape[0] };
+  const cols = shape[shape.length - 1];
+  return { rows: numel(shape) / Math.max(cols, 1), cols };
+}
+
+export function bytesText(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
