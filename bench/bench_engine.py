@@ -10,7 +10,9 @@ Run: ``make bench`` (all benchmarks) or ``.venv/bin/python bench/bench_engine.py
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import statistics
 import time
 from collections.abc import Callable
@@ -54,10 +56,22 @@ WORKLOADS: dict[str, tuple[str, str, float]] = {
 }
 
 
+_on_gpu = False
+
+
 def _time(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+    # On CPU: CPU time of this thread, robust to other processes on a shared machine (the
+    # ops run single-threaded and autograd runs backward on the calling thread). On a GPU:
+    # wall time around a synchronised run, since kernels run asynchronously.
+    if _on_gpu:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        return time.perf_counter() - start
+    start = time.thread_time()
     fn()
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> tuple[float, float, float]:
@@ -91,6 +105,17 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> t
     return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
 
 
+def _on_device(setup: str, device: str) -> str:
+    """Move a workload's models and inputs to ``device``."""
+    setup += f"\ndevice = {device!r}\n"
+    for name in ("model", "enc", "X", "Y", "src", "x"):
+        setup += f"if {name!r} in globals(): {name} = {name}.to(device)\n"
+    setup = setup.replace(
+        "x = torch.randn(16, requires_grad=True)", "x = torch.randn(16, requires_grad=True, device='cuda')"
+    )
+    return setup + "opt = torch.optim.SGD(model.parameters(), lr=0.01) if 'model' in globals() else None\n"
+
+
 METRICS_LOOP = """
 import torch, torch.nn as nn, torch.nn.functional as F
 torch.manual_seed(0)
@@ -113,7 +138,8 @@ def measure_loop(source: str, reps: int) -> tuple[float, float, float]:
 
     def plain() -> None:
         torch.manual_seed(0)
-        exec(code, {"__name__": "__main__"})
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, {"__name__": "__main__"})
 
     def recorded() -> None:
         events: list[Any] = []
@@ -131,12 +157,20 @@ def measure_loop(source: str, reps: int) -> tuple[float, float, float]:
     return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
 
 
-def main() -> None:
+def main(device: str = "cpu") -> None:
+    """Print the overhead table; on ``device="cuda"`` the workloads run on the GPU."""
+    global _on_gpu
+    _on_gpu = device != "cpu"
     torch.set_num_threads(1)
-    print(f"engine recording overhead (torch {torch.__version__}, 1 thread, median of interleaved reps)")
+    print(
+        f"engine recording overhead on {device} (torch {torch.__version__}, 1 CPU thread, "
+        "CPU time, median of interleaved reps)"
+    )
     print(f"{'workload':32} {'plain':>10} {'recorded':>10} {'ratio':>7} {'target':>7}")
     for name, (setup, step, target) in WORKLOADS.items():
         reps = 9 if "chain" in name else 25
+        if device != "cpu":
+            setup = _on_device(setup, device)
         p, r, ratio = measure(setup, step, reps)
         print(
             f"{name + ' (full)':32} {p * 1e3:8.2f}ms {r * 1e3:8.2f}ms {ratio:6.2f}x {'<=' + str(target):>7}"

@@ -8,6 +8,8 @@ reads the leaf's ``.grad`` before the engine adds to it; its post-hook reads it 
 
 from __future__ import annotations
 
+import functools
+import sys
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,8 @@ class BackwardTracker:
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
         self._values: dict[int, tuple[torch.Tensor, dict[str, Any] | None]] = {}
+        self._originals: tuple[Any, Any] | None = None
+        self._running = False
 
     def watch(self, node: Any, nid: int) -> None:
         """Hook ``node`` (id ``nid``) so its execution is recorded."""
@@ -101,13 +105,47 @@ class BackwardTracker:
         self._values[id(g)] = (g, value)
         return value
 
+    def install(self) -> None:
+        """Wrap ``torch.autograd.backward`` and ``torch.autograd.grad`` (``Tensor.backward`` calls the first)."""
+        orig_backward, orig_grad = torch.autograd.backward, torch.autograd.grad
+        self._originals = (orig_backward, orig_grad)
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1).f_code
+            api = (
+                "Tensor.backward"
+                if caller.co_name == "backward" and caller.co_filename.endswith("_tensor.py")
+                else "autograd.backward"
+            )
+            return self.run(api, orig_backward, args, kwargs)
+
+        def grad(*args: Any, **kwargs: Any) -> Any:
+            return self.run("autograd.grad", orig_grad, args, kwargs)
+
+        functools.update_wrapper(backward, orig_backward)
+        functools.update_wrapper(grad, orig_grad)
+        torch.autograd.backward, torch.autograd.grad = backward, grad  # type: ignore[assignment]
+
     def remove(self) -> None:
+        if self._originals is not None:
+            torch.autograd.backward, torch.autograd.grad = self._originals  # type: ignore[assignment]
+            self._originals = None
         for h in self._handles:
             h.remove()
         self._handles.clear()
 
     def run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call a backward function ``fn`` (from the tape mode), recording the walk around it."""
+        if self._running:
+            # the original re-dispatches through the tape mode when one is active
+            return fn(*args, **kwargs)
+        self._running = True
+        try:
+            return self._run(api, fn, args, kwargs)
+        finally:
+            self._running = False
+
+    def _run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         rec = self._rec
         roots, seeds, retain, create = _backward_args(api, args, kwargs)
         index = self.calls

@@ -43,6 +43,11 @@ Sink = Callable[[dict[str, Any]], None]
 _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
 
 
+def _mode_on_top(mode: TapeMode) -> bool:
+    n = torch._C._len_torch_function_stack()
+    return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
+
+
 class Recorder:
     """Record one run into ``sink``. Not reentrant; one recorder per run."""
 
@@ -135,7 +140,22 @@ class Recorder:
             self.muted -= 1
 
     def set_detail(self, on: bool) -> None:
+        """Switch full recording (tape, graph, backward walk) on or off from the next op.
+
+        # NOTE [Mode only while detailed]
+        # Off, the tape mode is taken off PyTorch's stack altogether, so a metrics-only
+        # training step pays nothing per op; backward calls are still seen (the backward
+        # functions are wrapped), and so are optimizer steps, module calls and saved tensors.
+        """
         self.detail = on
+        if not self.active:
+            return
+        if on and self._mode is None:
+            self._mode = TapeMode(self)
+            self._mode.__enter__()
+        elif not on and self._mode is not None and _mode_on_top(self._mode):
+            self._mode.__exit__(None, None, None)
+            self._mode = None
 
     def grad_mode(self) -> str:
         if torch.is_inference_mode_enabled():
@@ -241,8 +261,8 @@ class Recorder:
             self.modules.install()
             self.memory.install()
             self.training.install()
-            self._mode = TapeMode(self)
-            self._mode.__enter__()
+            self.backward.install()
+            self.set_detail(self.detail)
         except BaseException:
             self._uninstall()
             raise
@@ -257,7 +277,8 @@ class Recorder:
         gc.unfreeze()
         try:
             if self._mode is not None:
-                self._mode.__exit__(None, None, None)
+                if _mode_on_top(self._mode):
+                    self._mode.__exit__(None, None, None)
                 self._mode = None
         finally:
             try:

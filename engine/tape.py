@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TapeMode", "op_names"]
 
-_BACKWARD_APIS = {"backward": "autograd.backward", "grad": "autograd.grad"}
 _INPLACE_DUNDERS = {
     "__iadd__",
     "__isub__",
@@ -98,10 +97,6 @@ class TapeMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__"):
             return func(*args, **kwargs)
-        if func is torch.Tensor.backward:
-            return rec.backward.run("Tensor.backward", func, args, kwargs)
-        if name in _BACKWARD_APIS and getattr(func, "__module__", "") == "torch.autograd":
-            return rec.backward.run(_BACKWARD_APIS[name], func, args, kwargs)
         try:
             result = func(*args, **kwargs)
         except Exception:

@@ -54,7 +54,8 @@ class TrainingTracker:
         rec = self._rec
         rec.in_optimizer = True
         with rec.mute(), torch.no_grad():
-            self._before = [p.detach().clone() for p in self._params(opt)]
+            params = self._params(opt)
+            self._before = list(torch._foreach_mul(params, 1.0)) if params else []
 
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         rec = self._rec
@@ -101,11 +102,11 @@ class TrainingTracker:
         if not params:
             return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
         with_grad = [i for i, p in enumerate(params) if p.grad is not None]
-        p_norms = torch._foreach_norm([p.detach() for p in params])
-        u_norms = torch._foreach_norm(torch._foreach_sub([p.detach() for p in params], self._before))
         grads = [g for i in with_grad if (g := params[i].grad) is not None]
-        g_norms = torch._foreach_norm(grads) if grads else []
-        host = torch.stack([n.float().cpu() for n in (*p_norms, *u_norms, *g_norms)]).tolist()
+        norms = list(torch._foreach_norm([*params, *torch._foreach_sub(params, self._before), *grads]))
+        if len({(n.dtype, n.device) for n in norms}) > 1:
+            norms = [n.float().cpu() for n in norms]
+        host = torch.stack(norms).tolist()
         n = len(params)
         pn, un, gn_list = host[:n], host[n : 2 * n], host[2 * n :]
         gn: list[float | None] = [None] * n
