@@ -124,11 +124,11 @@ class BackwardTracker:
 
         functools.update_wrapper(backward, orig_backward)
         functools.update_wrapper(grad, orig_grad)
-        torch.autograd.backward, torch.autograd.grad = backward, grad  # type: ignore[assignment]
+        torch.autograd.backward, torch.autograd.grad = backward, grad
 
     def remove(self) -> None:
         if self._originals is not None:
-            torch.autograd.backward, torch.autograd.grad = self._originals  # type: ignore[assignment]
+            torch.autograd.backward, torch.autograd.grad = self._originals
             self._originals = None
         for h in self._handles:
             h.remove()
