@@ -26,6 +26,7 @@ __all__ = [
     "MS_RDONLY",
     "MS_REC",
     "MS_REMOUNT",
+    "PR_SET_CHILD_SUBREAPER",
     "PR_SET_NO_NEW_PRIVS",
     "PR_SET_PDEATHSIG",
     "SYSCALLS",
@@ -56,6 +57,7 @@ MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
 # System call numbers, by machine, for the calls that glibc may not wrap or that the

@@ -80,6 +80,7 @@ class WorkerPool:
         self._respawns: dict[int, int] = {}
         self._mean_run_s = 1.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._force_userns = False  # tests set it to exercise the non-root path as root
         # Worker slot i of this pool runs its children as its own uid, so that RLIMIT_NPROC (counted
         # per uid) is never shared between concurrent runs, nor with another pool on this machine.
         key = (os.getpid() * 16 + next(_pools_made)) % _POOL_KEYS
@@ -248,6 +249,7 @@ class WorkerPool:
             "gpu": gpu,
             "scratch_mb": SCRATCH_MB,
             "hide": _hidden_paths(),
+            "force_userns": self._force_userns,
         }
         proxy = WorkerProxy(index=index, settings=settings, on_idle=self._on_idle, on_dead=self._on_dead)
         proxy.spawn()

@@ -56,6 +56,7 @@ SCRATCH = "/tmp"
 NPROC = 64
 NOFILE = 256
 _ALWAYS_HIDDEN = ("/root/.ssh", "/etc/shadow", "/home", "/var", "/run")
+_PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "kcore")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom")
 _ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -190,7 +191,11 @@ def _build_root(config: dict[str, Any]) -> None:
     _make_etc(base, config["uid"])
     os.makedirs(base + "/proc", exist_ok=True)
     os.makedirs(base + SCRATCH, exist_ok=True)
+    # Before the pivot: in a user namespace proc may be mounted only while one is visible.
     linux.mount("proc", base + "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    for sub in _PROC_READONLY:  # separate mounts, so they stay read-only even where /proc is not
+        if os.path.exists(f"{base}/proc/{sub}"):
+            linux.mount(f"{base}/proc/{sub}", f"{base}/proc/{sub}", None, linux.MS_BIND)
     if config.get("gpu") and os.path.isdir("/sys"):
         _bind("/sys", base + "/sys", readonly=True)
     os.chdir(base)
@@ -198,7 +203,19 @@ def _build_root(config: dict[str, Any]) -> None:
     linux.umount2(".", linux.MNT_DETACH)
     os.chdir("/")
     _readonly_tree("/", [h[len(base) :] for h in hidden_tmpfs])
-    uid = config["uid"]
+    if config.get("userns"):
+        # The top of /proc stays writable (to its file permissions; /proc/sys and the like
+        # are read-only mounts of their own): the nested user namespace that _drop_user
+        # makes writes its uid map there.
+        linux.mount(
+            None,
+            "/proc",
+            None,
+            linux.MS_REMOUNT | linux.MS_BIND | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
+        )
+    # In a user namespace the run's uid exists only in the nested namespace made later,
+    # where this namespace's root (the owner here) appears as that uid.
+    uid = os.getuid() if config.get("userns") else config["uid"]
     size = int(config["scratch_mb"]) * 1024 * 1024
     linux.mount(
         "scratch",
@@ -317,12 +334,12 @@ def _drop_user(config: dict[str, Any]) -> None:
     if config.get("userns"):
         # The worker is root only inside its user namespace; a nested one maps this
         # process's uid to ``uid`` so that it holds no capability anywhere that matters.
-        outer = os.getuid()
+        outer_uid, outer_gid = os.getuid(), os.getgid()  # unmapped (65534) once inside
         linux.unshare(linux.CLONE_NEWUSER)
         for name, text in (
             ("setgroups", "deny"),
-            ("uid_map", f"{uid} {outer} 1"),
-            ("gid_map", f"{uid} {os.getgid()} 1"),
+            ("uid_map", f"{uid} {outer_uid} 1"),
+            ("gid_map", f"{uid} {outer_gid} 1"),
         ):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(text)

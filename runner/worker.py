@@ -43,7 +43,9 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     settings: dict[str, Any] = json.loads(sys.argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    userns = os.geteuid() != 0 and _enter_user_namespace()
+    userns = (os.geteuid() != 0 or settings.get("force_userns", False)) and _enter_user_namespace()
+    # Children of a middle process that exits are re-parented here, so the worker can reap them.
+    linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     started = time.perf_counter()
     cuda = _warm_up()
     gc.collect()
@@ -138,7 +140,15 @@ def _in_prefix(path: str) -> bool:
 
 
 def _fork(config: dict[str, Any], own_pid_ns: int) -> int:
-    """Fork a child that is pid 1 of a fresh pid namespace (or a plain child when that fails)."""
+    """Fork a child that is pid 1 of a fresh pid namespace (or a plain child when that fails).
+
+    As root the worker points its next child into a new pid namespace and forks once. In
+    a user namespace it cannot return to its own pid namespace afterwards, so a middle
+    process makes the namespace and forks the child, then exits; the child, re-parented
+    to this (subreaper) worker, waits for that exit before it goes on.
+    """
+    if config.get("userns"):
+        return _fork_via_middle()
     try:
         linux.setns(own_pid_ns, linux.CLONE_NEWPID)
         linux.unshare(linux.CLONE_NEWPID)
@@ -146,6 +156,46 @@ def _fork(config: dict[str, Any], own_pid_ns: int) -> int:
         if config["strict"]:
             raise
     return os.fork()
+
+
+def _fork_via_middle() -> int:
+    pid_r, pid_w = os.pipe()
+    go_r, go_w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        return _middle(pid_r, pid_w, go_r, go_w)
+    os.close(pid_w)
+    os.close(go_r)
+    data = os.read(pid_r, 32)
+    os.close(pid_r)
+    os.waitpid(middle, 0)
+    # Only now is the middle wholly gone and the child re-parented here; a parent-death
+    # signal set any earlier would fire at the middle's exit.
+    os.write(go_w, b"1")
+    os.close(go_w)
+    if not data:
+        raise OSError("the middle process could not fork the run's child")
+    return int(data)
+
+
+def _middle(pid_r: int, pid_w: int, go_r: int, go_w: int) -> int:
+    """Make a pid namespace, fork the run's child into it, report its pid and exit; 0 in the child."""
+    try:
+        os.close(pid_r)
+        os.close(go_w)
+        with contextlib.suppress(OSError):  # without it the probe reports no pid namespace
+            linux.unshare(linux.CLONE_NEWPID)
+        pid = os.fork()
+        if pid == 0:
+            os.close(pid_w)
+            if os.read(go_r, 1) != b"1":  # the worker died meanwhile
+                os._exit(0)
+            os.close(go_r)
+            return 0
+        os.write(pid_w, str(pid).encode())
+    except BaseException:
+        os._exit(1)
+    os._exit(0)
 
 
 class _Spare:
