@@ -1,6 +1,7 @@
 // Bundle the app with esbuild into server/static/dist/ (served at /static/dist/).
 //
-// Output: app.js + app.css (the app), elk-worker.js (the graph layout runs off the main
+// Output: app.js + app.css (the app), viewer.js + viewer.css (the read-only viewer of
+// embeds, exports and notebooks), elk-worker.js (the graph layout runs off the main
 // thread). `--watch` rebuilds on change; `--dev` skips minification.
 import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -21,7 +22,7 @@ copyFileSync(require.resolve("elkjs/lib/elk-worker.min.js"), resolve(outdir, "el
 
 const options = {
   absWorkingDir: web,
-  entryPoints: { app: "src/main.ts" },
+  entryPoints: { app: "src/main.ts", viewer: "src/viewer.ts" },
   outdir,
   bundle: true,
   format: "esm",
