@@ -145,7 +145,7 @@ class WorkerPool:
     def submit(self, source: str, *, device: str = "cpu", limits: Limits | None = None) -> RunHandle:
         """Queue ``source`` to run on ``device`` and return its handle at once.
 
-        Never blocks. Raises :class:`PoolBusy` when ``max_queue`` runs are already waiting.
+        Call it from the event loop that started the pool. Never blocks. Raises :class:`PoolBusy` when ``max_queue`` runs are already waiting.
         A run that cannot start (source too long, unknown device, no GPU for ``cuda``)
         still gets a handle whose stream says why, with status ``error``.
         """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -65,3 +66,18 @@ def test_parent_never_imports_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "ok"]
+
+
+def test_a_slow_consumer_loses_nothing(driver: PoolDriver) -> None:
+    # Far more events than the pool buffers: it stops reading, the child waits, nothing drops.
+    source = "import torch\nx = torch.ones(2, requires_grad=True)\nfor i in range(3000):\n    y = x * i\n"
+
+    async def go() -> list:
+        handle = driver.pool.submit(source, limits=Limits(timeout_s=20))
+        await asyncio.sleep(1.5)
+        return [event async for event in handle.events()]
+
+    events = driver.call(go())
+    end = finished(events)
+    assert end.status == "ok", end.message
+    assert sum(e.type == "op" for e in events) == 1 + 3000  # torch.ones, then the products
