@@ -36,22 +36,48 @@ const OPTIONS: Record<string, string> = {
   "elk.layered.spacing.edgeNodeBetweenLayers": "18",
   "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
   "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
-  "elk.padding": "[top=34,left=16,bottom=16,right=16]",
+  "elk.padding": "[top=40,left=20,bottom=20,right=20]",
   "elk.edgeRouting": "POLYLINE",
 };
 
 let elk: InstanceType<typeof ELK> | null = null;
 let unavailable = false;
+let makeWorker: (() => Worker) | null = null;
+/** Layouts waiting on the worker: rejected at once if the worker dies (a blocked script). */
+const waiting = new Set<(err: Error) => void>();
 
 function workerUrl(): string {
   return new URL("./elk-worker.js", import.meta.url).href;
 }
 
+/**
+ * Run ELK in workers made by `factory` (a page with the worker's code inline, such as a
+ * self-contained export, makes them from a blob) instead of from `elk-worker.js` beside
+ * this bundle.
+ */
+export function useElkWorker(factory: () => Worker): void {
+  makeWorker = factory;
+  elk = null;
+  unavailable = false;
+}
+
 function engine(): InstanceType<typeof ELK> | null {
   if (elk || unavailable) return elk;
   try {
-    const url = workerUrl();
-    elk = new ELK({ workerFactory: () => new Worker(url) as unknown as never, workerUrl: url });
+    const url = makeWorker ? "inline" : workerUrl();
+    const make = makeWorker ?? (() => new Worker(url));
+    const workerFactory = () => {
+      const worker = make();
+      worker.addEventListener("error", () => {
+        // The worker could not start: lay out without it from now on.
+        unavailable = true;
+        elk = null;
+        for (const reject of waiting) reject(new Error("the ELK worker failed"));
+        waiting.clear();
+      });
+      return worker as unknown as never;
+    };
+    elk = new ELK({ workerFactory, workerUrl: url });
   } catch {
     // No workers here (a page opened from file://): the caller falls back to breadth-first.
     unavailable = true;
@@ -89,7 +115,12 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[]): Promi
   root.edges = edges
     .filter((x) => elkNodes.has(x.source) && elkNodes.has(x.target) && x.source !== x.target)
     .map((x): ElkExtendedEdge => ({ id: x.id, sources: [x.source], targets: [x.target] }));
-  const result = await e.layout(root);
+  const result = await new Promise<ElkNode>((resolve, reject) => {
+    waiting.add(reject);
+    e.layout(root)
+      .then(resolve, reject)
+      .finally(() => waiting.delete(reject));
+  });
   const positions: Positions = new Map();
   const walk = (node: ElkNode, ox: number, oy: number) => {
     for (const child of node.children ?? []) {

@@ -1,0 +1,148 @@
+"""Render a trace as one self-contained HTML page: the read-only viewer, its CSS and the trace inline.
+
+The page needs no server and no network: it works opened from disk (``file://``), from any
+static host or LMS, and inside a notebook's ``<iframe srcdoc>``. It carries the built
+viewer bundle (``server/static/dist/viewer.js`` and ``viewer.css``, from ``make web``) and,
+unless ``elk=False``, the graph layout worker's code (about 1.6 MB), run from a blob; without
+it the graph is laid out breadth-first.
+
+This module imports no FastAPI, so the command line and notebooks can use it.
+
+>>> from server.export import render_export
+>>> page = render_export(open("cubic.trace.json").read(), title="x**3 - 4x")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from .library import title_for
+from .version import VERSION
+
+__all__ = ["DIST", "VIEWS", "BundleMissing", "render_export"]
+
+DIST = Path(__file__).resolve().parent / "static" / "dist"
+VIEWS = ("graph", "stepper", "tape", "inspector", "code")
+
+_SOURCE_MAP = re.compile(r"^[ \t]*(//|/\*)# sourceMappingURL=.*$", re.MULTILINE)
+_CLOSE_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
+
+
+class BundleMissing(FileNotFoundError):
+    """The viewer bundle is not built; the message says to run ``make web``."""
+
+
+def _read(dist: Path, name: str) -> str:
+    path = dist / name
+    try:
+        return _read_cached(path, path.stat().st_mtime_ns)
+    except FileNotFoundError:
+        raise BundleMissing(
+            f"the viewer bundle is not built ({path} is missing): run `make web` first"
+        ) from None
+
+
+@functools.lru_cache(maxsize=8)
+def _read_cached(path: Path, mtime_ns: int) -> str:
+    # Keyed by modification time, so a rebuilt bundle is read again; a server exports often.
+    return path.read_text(encoding="utf-8")
+
+
+def _inline_script(text: str) -> str:
+    """Make JS safe inside a <script> element: no closing tag, no comment opener."""
+    text = _SOURCE_MAP.sub("", text)
+    # \x3C means "<" in a JS string, template or regex; neither sequence occurs in plain code.
+    return _CLOSE_TAG.sub(r"\\x3C/\1", text).replace("<!--", "\\x3C!--")
+
+
+def _inline_style(text: str) -> str:
+    """Make CSS safe inside a <style> element (in CSS, \\/ means "/")."""
+    return _CLOSE_TAG.sub(r"<\\/\1", _SOURCE_MAP.sub("", text))
+
+
+def _inline_json(data: str) -> str:
+    # "<" can only occur inside JSON strings, where \u003c means the same.
+    return data.replace("<", "\\u003c")
+
+
+def _notices(dist: Path) -> str:
+    legal = dist / "viewer.js.LEGAL.txt"
+    if not legal.is_file():
+        return ""
+    text = legal.read_text(encoding="utf-8").replace("--", "- -")
+    return f"<!-- Third-party notices (bundled libraries):\n{text}\n-->\n"
+
+
+def _title_of(trace: dict[str, Any]) -> str:
+    source = trace.get("source") or ""
+    title = title_for(source, []) if isinstance(source, str) else None
+    if title:
+        return title
+    for event in trace.get("events", [])[:1]:
+        if isinstance(event, dict) and event.get("filename"):
+            return str(event["filename"])
+    return "gradwalk trace"
+
+
+def render_export(
+    trace_json: str | bytes,
+    *,
+    title: str | None = None,
+    view: str | None = None,
+    step: int | None = None,
+    controls: bool = True,
+    theme: Literal["light", "dark"] | None = None,
+    elk: bool = True,
+    dist: Path = DIST,
+) -> str:
+    """Return one HTML page showing ``trace_json`` (a trace as stored or recorded) offline.
+
+    ``view`` is the tab it opens on (``graph``, ``stepper``, ``tape``, ``inspector``,
+    ``code``; default: the stepper when the trace called ``backward()``), ``step`` the
+    backward step (0-based, as in the app's links), ``theme`` forces light or dark (default:
+    the reader's system setting). Raises :class:`BundleMissing` before ``make web`` and
+    ``ValueError`` when ``trace_json`` is not a trace object with an ``events`` list.
+    """
+    text = trace_json.decode("utf-8") if isinstance(trace_json, bytes) else trace_json
+    try:
+        trace = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not a gradwalk trace: the JSON does not parse ({exc})") from None
+    if not isinstance(trace, dict) or not isinstance(trace.get("events"), list):
+        raise ValueError("not a gradwalk trace: expected an object with an 'events' list")
+    if view is not None and view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if step is not None and step < 0:
+        raise ValueError("step must be 0 or more")
+
+    script = _inline_script(_read(dist, "viewer.js"))
+    style = _inline_style(_read(dist, "viewer.css"))
+    worker = ""
+    if elk and (dist / "elk-worker.js").is_file():
+        code = _inline_script(_read(dist, "elk-worker.js"))
+        worker = f'<script type="text/plain" id="gradwalk-elk-worker">{code}</script>\n'
+    title = title or _title_of(trace)
+    options = {"view": view, "step": step, "controls": controls, "theme": theme, "title": title}
+    return (
+        "<!doctype html>\n"
+        '<html lang="en" data-theme="light" data-presenter="off">\n<head>\n'
+        '<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
+        f'<meta name="generator" content="gradwalk {html.escape(VERSION)}">\n'
+        f"<title>{html.escape(title)} · gradwalk</title>\n"
+        f"<style>{style}</style>\n</head>\n"
+        '<body class="gw-viewer-page">\n'
+        '<div id="gradwalk-viewer"><noscript>This page needs JavaScript to show the graph.</noscript></div>\n'
+        f'<script type="application/json" id="gradwalk-options">{_inline_json(json.dumps(options))}</script>\n'
+        f'<script type="application/json" id="gradwalk-trace">{_inline_json(text)}</script>\n'
+        f"{worker}"
+        f'<script type="module">{script}</script>\n'
+        f"{_notices(dist)}"
+        "</body>\n</html>\n"
+    )

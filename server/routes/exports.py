@@ -1,0 +1,70 @@
+"""``GET /api/runs/{id}/export``: a stored run as one self-contained HTML page, downloaded.
+
+The page is :func:`server.export.render_export`'s: the trace, the viewer and its CSS inline,
+working from disk or any static host with no server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import HTMLResponse, Response
+
+from ..deps import RegistryDep, ViewerAuth
+from ..export import BundleMissing, render_export
+from ..live import LiveRun
+from ..models import ErrorDetail
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+_ANSWERS: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/html": {}}, "description": "the page, as an attachment"},
+    404: {"model": ErrorDetail, "description": "no such run"},
+    409: {"model": ErrorDetail, "description": "the run is still going"},
+    503: {"model": ErrorDetail, "description": "the viewer bundle is not built on this server"},
+}
+
+
+@router.get("/{run_id}/export", response_class=HTMLResponse, responses=_ANSWERS)
+async def export_run(
+    run_id: str,
+    registry: RegistryDep,
+    _auth: ViewerAuth,
+    view: Annotated[
+        Literal["graph", "stepper", "tape", "inspector", "code"] | None,
+        Query(description="the tab the page opens on (default: the stepper)"),
+    ] = None,
+    step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
+    controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
+    theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,
+) -> Response:
+    """Download a finished run as one HTML file that works offline (``file://``, an LMS)."""
+    run = await registry.find(run_id) if len(run_id) <= 64 else None
+    if run is None:
+        raise HTTPException(404, f"no run with id {run_id[:64]!r}")
+    if isinstance(run, LiveRun):
+        raise HTTPException(409, "the run is still going; export it once it has finished")
+    data = await registry.trace(run_id)
+    if data is None:
+        raise HTTPException(404, f"run {run_id!r} has no stored trace")
+    try:
+        page = await asyncio.to_thread(
+            render_export, data, title=run.title, view=view, step=step, controls=controls, theme=theme
+        )
+    except BundleMissing as exc:
+        raise HTTPException(503, str(exc)) from None
+    return HTMLResponse(
+        page,
+        headers={
+            "Content-Disposition": f'attachment; filename="gradwalk-{_safe(run_id)}.html"',
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+def _safe(name: str) -> str:
+    return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "run"

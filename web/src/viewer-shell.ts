@@ -1,0 +1,243 @@
+// The read-only viewer: the graph, backward stepper, tape, inspector, code and output of one
+// trace on one root element, with no editor and no server. Embeds (/embed/ID), self-contained
+// exports and the notebook display all mount this; the app's views render it unchanged.
+//
+// Layout: an optional bar (title, tabs, theme), then the graph beside the open panel (below
+// it when the root is narrow). The "graph" tab shows the graph alone.
+import { h } from "./dom";
+import { GraphView } from "./graph";
+import { InspectorView } from "./inspector";
+import { OutputView } from "./output";
+import { CodeView } from "./code-view";
+import { StepperView } from "./stepper";
+import { Store, type ViewName, type ViewState } from "./store";
+import { TapeView } from "./tape";
+import { currentTheme, setTheme } from "./theme";
+import { TraceModel } from "./trace-model";
+import type { GradwalkEvent } from "./types/events";
+
+export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code";
+export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code"];
+
+const TAB_LABELS: Record<ViewerTab, string> = {
+  graph: "Graph",
+  stepper: "Backward",
+  tape: "Tape",
+  inspector: "Inspect",
+  code: "Code",
+};
+
+/** Below this width (px) the panel goes under the graph instead of beside it. */
+const NARROW = 760;
+
+export interface ViewerOptions {
+  /** The tab to open; null picks the stepper when the trace called backward(), else the tape. */
+  view: ViewerTab | null;
+  /** The stepper position to open at (0-based, as in the app's URLs); null for none. */
+  step: number | null;
+  /** Show the bar, the graph's toolbar and the stepper's buttons. */
+  controls: boolean;
+  /** null keeps the page's theme (the system's). */
+  theme: "light" | "dark" | null;
+  title: string | null;
+  /** Where "Open in gradwalk" points (embeds on a server); null hides the link. */
+  appUrl: string | null;
+}
+
+export const DEFAULT_OPTIONS: ViewerOptions = { view: null, step: null, controls: true, theme: null, title: null, appUrl: null };
+
+export interface TraceData {
+  source?: string;
+  events: GradwalkEvent[];
+}
+
+export class Viewer {
+  readonly store = new Store();
+  model: TraceModel;
+  readonly options: ViewerOptions;
+  readonly graph: GraphView;
+  readonly stepper: StepperView;
+  readonly tape: TapeView;
+  readonly inspector: InspectorView;
+  readonly code: CodeView;
+  readonly output: OutputView;
+  private tab: ViewerTab = "graph";
+  private readonly tabs = new Map<ViewerTab, HTMLButtonElement>();
+  private readonly panels = new Map<ViewerTab, HTMLElement>();
+  private readonly side: HTMLElement;
+  private pendingStep: number | null;
+  private unsubscribe: () => void = () => {};
+
+  constructor(
+    readonly root: HTMLElement,
+    trace: TraceData | TraceModel,
+    options: Partial<ViewerOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_OPTIONS, ...options };
+    if (this.options.theme) setTheme(this.options.theme, false);
+    this.model = trace instanceof TraceModel ? trace : TraceModel.from(trace.events, trace.source);
+    root.classList.add("gw-viewer");
+    root.dataset.controls = this.options.controls ? "on" : "off";
+
+    const panel = (tab: ViewerTab, ...children: HTMLElement[]) => {
+      const el = h("div", { class: "gw-viewer-panel", role: "tabpanel", id: `gw-viewer-panel-${tab}`, "aria-label": TAB_LABELS[tab], data: { panel: tab }, hidden: true }, ...children);
+      this.panels.set(tab, el);
+      return el;
+    };
+    const slot = () => h("div", { class: "gw-viewer-slot" });
+    const graphEl = slot();
+    const stepperEl = slot();
+    const tapeEl = slot();
+    const inspectorEl = slot();
+    const codeEl = h("div", { class: "gw-viewer-code" });
+    const outputEl = h("div", { class: "gw-viewer-output" });
+    this.side = h(
+      "section",
+      { class: "gw-viewer-side", "aria-label": "Views" },
+      panel("stepper", stepperEl),
+      panel("tape", tapeEl),
+      panel("inspector", inspectorEl),
+      panel("code", codeEl, h("h2", { class: "gw-viewer-heading", text: "Output" }), outputEl),
+    );
+    const body = h("div", { class: "gw-viewer-body" }, h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, graphEl), this.side);
+    root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
+
+    const store = this.store;
+    this.graph = new GraphView(graphEl, this.model, store);
+    this.stepper = new StepperView(stepperEl, this.model, store);
+    this.tape = new TapeView(tapeEl, this.model, store);
+    this.inspector = new InspectorView(inspectorEl, this.model, store);
+    this.code = new CodeView(codeEl, this.model, store);
+    this.output = new OutputView(outputEl, this.model, store);
+    store.subscribe((state, changed) => this.onStore(state, changed));
+
+    this.pendingStep = this.options.step;
+    this.bindModel();
+    this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
+    this.applyPendingStep();
+    this.watchSize(graphEl);
+  }
+
+  /** The open tab. */
+  get view(): ViewerTab {
+    return this.tab;
+  }
+
+  /** Show another trace in the same views. */
+  load(trace: TraceData | TraceModel): void {
+    this.model = trace instanceof TraceModel ? trace : TraceModel.from(trace.events, trace.source);
+    for (const v of [this.graph, this.stepper, this.tape, this.inspector, this.code, this.output]) v.setModel(this.model);
+    this.store.set({ step: null, op: null, selection: null, hover: null });
+    this.bindModel();
+  }
+
+  /** Open a tab. The stepper opens at its first step; the graph alone keeps the step it shows. */
+  show(tab: ViewerTab): void {
+    const patch: Partial<ViewState> = {};
+    if (tab === "stepper" || tab === "tape" || tab === "inspector") patch.view = tab as ViewName;
+    if (tab === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = 0;
+    this.tab = tab;
+    this.store.set(patch);
+    this.render();
+  }
+
+  /** Move the stepper to timeline position `step` (clamped), keeping the open tab. */
+  goTo(step: number): void {
+    const n = this.model.timeline.length;
+    if (!n) {
+      this.pendingStep = step;
+      return;
+    }
+    this.store.set({ view: "stepper", step: Math.max(0, Math.min(n - 1, step)) });
+  }
+
+  private bar(): HTMLElement {
+    const list = h("div", { class: "gw-tabs gw-viewer-tabs", role: "tablist", "aria-label": "Views" });
+    for (const tab of VIEWER_TABS) {
+      const b = h("button", { type: "button", role: "tab", "aria-selected": "false", "aria-controls": tab === "graph" ? undefined : `gw-viewer-panel-${tab}`, data: { view: tab }, text: TAB_LABELS[tab] });
+      b.addEventListener("click", () => this.show(tab));
+      this.tabs.set(tab, b);
+      list.append(b);
+    }
+    const theme = h("button", { type: "button", class: "gw-btn gw-viewer-theme", "aria-pressed": String(currentTheme() === "dark"), title: "Dark theme", text: "Dark" });
+    theme.addEventListener("click", () => {
+      setTheme(currentTheme() === "dark" ? "light" : "dark", false);
+      theme.setAttribute("aria-pressed", String(currentTheme() === "dark"));
+    });
+    const title = this.options.title ?? this.model.run?.filename ?? "";
+    const open = this.options.appUrl ? h("a", { class: "gw-btn gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", text: "Open in gradwalk ↗" }) : null;
+    return h(
+      "header",
+      { class: "gw-viewer-bar" },
+      h("span", { class: "gw-brand gw-viewer-brand" }, "grad", h("span", { text: "walk" })),
+      title ? h("span", { class: "gw-viewer-title", title, text: title }) : null,
+      list,
+      h("span", { class: "gw-viewer-tools" }, theme, open),
+    );
+  }
+
+  private bindModel(): void {
+    this.unsubscribe();
+    this.unsubscribe = this.model.subscribe(() => {
+      this.applyPendingStep();
+      this.renderCounts();
+    });
+    this.renderCounts();
+  }
+
+  /** Apply the step asked for once the trace has it (a live embed gets its steps later). */
+  private applyPendingStep(): void {
+    const want = this.pendingStep;
+    if (want === null) return;
+    const n = this.model.timeline.length;
+    if (want >= n && !this.model.isFinished) return;
+    this.pendingStep = null;
+    if (n) this.goTo(want);
+  }
+
+  private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (!changed.has("view")) return;
+    // A view opened from inside (a node clicked opens the inspector) opens its tab; the
+    // graph alone and the code stay open while the stepper moves.
+    if ((this.tab === "graph" || this.tab === "code") && state.view === "stepper") return;
+    if (this.tab === state.view) return;
+    this.tab = state.view;
+    this.render();
+  }
+
+  private render(): void {
+    this.root.dataset.view = this.tab;
+    for (const [tab, b] of this.tabs) b.setAttribute("aria-selected", String(tab === this.tab));
+    for (const [tab, el] of this.panels) el.hidden = tab !== this.tab;
+    this.side.hidden = this.tab === "graph";
+  }
+
+  private renderCounts(): void {
+    const n = this.model.timeline.length;
+    const stepTab = this.tabs.get("stepper");
+    if (stepTab) stepTab.dataset.count = n ? String(n) : "";
+    const notes = this.model.errors.length + this.model.pitfalls.length;
+    const codeTab = this.tabs.get("code");
+    if (codeTab) codeTab.dataset.count = notes ? String(notes) : "";
+  }
+
+  /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
+  private watchSize(graphEl: HTMLElement): void {
+    const apply = () => {
+      this.root.dataset.layout = this.root.clientWidth < NARROW ? "narrow" : "wide";
+    };
+    apply();
+    if (typeof ResizeObserver === "undefined") return;
+    let last = "";
+    const observer = new ResizeObserver(() => {
+      apply();
+      const size = `${graphEl.clientWidth}x${graphEl.clientHeight}`;
+      if (size === last) return;
+      last = size;
+      this.graph.core.resize();
+      if (!this.graph.busy) this.graph.fit(false);
+    });
+    observer.observe(this.root);
+    observer.observe(graphEl);
+  }
+}

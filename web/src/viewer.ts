@@ -1,0 +1,123 @@
+// The read-only viewer's entry point (viewer.js + viewer.css): mount the views on
+// `#gradwalk-viewer` from a trace the page carries, or from a run on the server that
+// served the page.
+//
+// A page gives it, in JSON script elements (never executed, so any CSP allows them):
+//   #gradwalk-trace    the trace itself ({source, events}): a self-contained export;
+//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl});
+//   #bootstrap         the server's data with `run_id` and `api` (/embed/ID): the trace is
+//                      fetched, and followed live when the run is still going;
+//   #gradwalk-elk-worker (text/plain) the graph layout worker's code, run from a blob when
+//                      there is no elk-worker.js to load (an export opened from disk).
+// The query string overrides the options: ?view=stepper&step=3&controls=hide&theme=dark.
+// `window.gradwalkViewer` is the mounted viewer, for scripting the page (tests, notebooks).
+import "./styles/app.css";
+import "./styles/viewer.css";
+import { Api, RunStream } from "./api";
+import { h } from "./dom";
+import { useElkWorker } from "./layout";
+import { initTheme } from "./theme";
+import { TraceModel } from "./trace-model";
+import type { GradwalkTrace } from "./types/events";
+import { DEFAULT_OPTIONS, VIEWER_TABS, type TraceData, Viewer, type ViewerOptions, type ViewerTab } from "./viewer-shell";
+
+declare global {
+  interface Window {
+    gradwalkViewer?: Viewer;
+  }
+}
+
+function json<T>(id: string): T | null {
+  const text = document.getElementById(id)?.textContent;
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+/** Read options from the page, then let the query string override them. */
+function readOptions(search = location.search, given: Partial<ViewerOptions> = {}): ViewerOptions {
+  const q = new URLSearchParams(search);
+  const out: ViewerOptions = { ...DEFAULT_OPTIONS, ...given };
+  const view = q.get("view");
+  // "charts" has no panel yet: such links open the default view.
+  if (view !== null) out.view = VIEWER_TABS.includes(view as ViewerTab) ? (view as ViewerTab) : null;
+  const step = q.get("step");
+  if (step !== null && /^\d+$/.test(step)) out.step = Number(step);
+  const controls = q.get("controls");
+  if (controls !== null) out.controls = !/^(hide|hidden|off|no|false|0)$/i.test(controls);
+  const theme = q.get("theme");
+  if (theme === "light" || theme === "dark") out.theme = theme;
+  return out;
+}
+
+function inlineElkWorker(): void {
+  const code = document.getElementById("gradwalk-elk-worker")?.textContent;
+  if (!code) return;
+  let url: string | null = null;
+  useElkWorker(() => {
+    url ??= URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+    return new Worker(url);
+  });
+}
+
+function fail(root: HTMLElement, message: string): void {
+  root.replaceChildren(h("div", { class: "gw-viewer-failed", role: "alert" }, h("strong", { text: "gradwalk: " }), message));
+}
+
+interface Bootstrap {
+  api?: string;
+  run_id?: string;
+}
+
+/** Fetch a stored run's trace; a run still going is followed over its websocket. */
+async function mountRun(root: HTMLElement, boot: Bootstrap, options: ViewerOptions): Promise<void> {
+  const api = new Api(boot.api ?? "/api");
+  const id = boot.run_id!;
+  let trace: GradwalkTrace;
+  try {
+    trace = await api.trace(id);
+  } catch (err) {
+    fail(root, `could not load run ${id}: ${(err as Error).message}`);
+    return;
+  }
+  const model = TraceModel.from(trace.events, trace.source);
+  const viewer = new Viewer(root, model, options);
+  window.gradwalkViewer = viewer;
+  if (!model.isFinished) {
+    new RunStream(api, id, {
+      onEvents: (events) => model.ingest(events),
+      lastSeq: () => model.lastSeq,
+      onEnd: (reason, message) => {
+        if (reason === "failed") viewer.output.say(message ?? "The event stream failed.", "error");
+      },
+    });
+  }
+}
+
+function main(): void {
+  const root = document.getElementById("gradwalk-viewer");
+  if (!root) return;
+  initTheme();
+  inlineElkWorker();
+  const options = readOptions(location.search, json<Partial<ViewerOptions>>("gradwalk-options") ?? {});
+  const trace = json<TraceData>("gradwalk-trace");
+  if (trace) {
+    if (!Array.isArray(trace.events)) {
+      fail(root, "this page's trace has no events.");
+      return;
+    }
+    window.gradwalkViewer = new Viewer(root, trace, options);
+    return;
+  }
+  const boot = json<Bootstrap>("bootstrap");
+  if (boot?.run_id) {
+    void mountRun(root, boot, options);
+    return;
+  }
+  fail(root, "this page carries no trace.");
+}
+
+main();
