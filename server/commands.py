@@ -1,4 +1,4 @@
-"""``gradwalk serve``: the server's subcommand, loaded by ``gradwalk.cli`` from :data:`COMMANDS`."""
+"""``gradwalk serve`` and ``gradwalk export``: the server's subcommands, loaded by ``gradwalk.cli`` from :data:`COMMANDS`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .export import add_export_parser, run_export
 from .settings import Settings, is_loopback
 
 __all__ = ["COMMANDS", "add_serve_parser", "run_serve", "serve"]
@@ -147,4 +148,5 @@ def serve(
 
 COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]] = {
     "serve": (add_serve_parser, run_serve),
+    "export": (add_export_parser, run_export),
 }

@@ -1,0 +1,107 @@
+"""The lessons gallery: ready lessons, each a snippet with a text and where the app opens it.
+
+``lessons.json`` in this folder orders and describes them; a lesson's code is a file of the
+examples library (``"example": "cubic.py"``) or of ``snippets/`` here (``"snippet": ...``).
+The server records each lesson once and hands that run to everyone who opens the lesson
+(:meth:`LessonLibrary.run_for`), so a class opening the same lesson costs one run, and
+learners need no token for it: lesson code is the server's own.
+
+>>> from server.settings import Settings
+>>> lessons = load_lessons(LESSONS_DIR, Settings().examples_dir)
+>>> lessons[0].id, lessons[0].view, lessons[0].step
+('scalar', 'stepper', 3)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LESSONS_DIR", "Lesson", "LessonLibrary", "load_lessons"]
+
+LESSONS_DIR = Path(__file__).resolve().parent
+# A stored lesson run is reused unless it ended like this (then it is recorded again).
+_RERUN = {"crashed", "cancelled", "timeout", "limit"}
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson: its snippet, its words for the learner, and the view and step to open at."""
+
+    id: str
+    title: str
+    summary: str
+    text: str
+    try_next: str
+    source: str
+    file: str
+    view: str
+    step: int | None
+
+
+def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
+    """Read ``folder/lessons.json``; a lesson whose snippet file is missing is left out."""
+    index = folder / "lessons.json"
+    if not index.is_file():
+        return []
+    out: list[Lesson] = []
+    for entry in json.loads(index.read_text())["lessons"]:
+        if "example" in entry:
+            path, file = examples_dir / entry["example"], f"examples/{entry['example']}"
+        else:
+            path, file = folder / "snippets" / entry["snippet"], f"lessons/snippets/{entry['snippet']}"
+        if not path.is_file():
+            continue
+        out.append(
+            Lesson(
+                id=entry["id"],
+                title=entry["title"],
+                summary=entry["summary"],
+                text=entry["text"],
+                try_next=entry.get("try", ""),
+                source=path.read_text(),
+                file=file,
+                view=entry.get("view", "tape"),
+                step=entry.get("step"),
+            )
+        )
+    return out
+
+
+@dataclass
+class LessonLibrary:
+    """The lessons, and the run recorded for each so far (shared by everyone who opens it)."""
+
+    lessons: list[Lesson]
+    runs: dict[str, str] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def get(self, lesson_id: str) -> Lesson | None:
+        """Return the lesson with this id, or None."""
+        return next((lesson for lesson in self.lessons if lesson.id == lesson_id), None)
+
+    async def run_for(
+        self,
+        lesson: Lesson,
+        find: Callable[[str], Awaitable[Any]],
+        create: Callable[[str], Awaitable[Any]],
+    ) -> tuple[Any, bool]:
+        """Return ``(run, created)``: the lesson's recorded run, recorded now if there is none.
+
+        ``find(run_id)`` returns a live or stored run (or None once the store dropped it);
+        ``create(source)`` starts a new one. Concurrent callers of one lesson share one run.
+        """
+        lock = self._locks.setdefault(lesson.id, asyncio.Lock())
+        async with lock:
+            run_id = self.runs.get(lesson.id)
+            if run_id is not None:
+                run = await find(run_id)
+                if run is not None and run.status not in _RERUN:
+                    return run, False
+            run = await create(lesson.source)
+            self.runs[lesson.id] = run.id
+            return run, True

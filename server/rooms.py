@@ -1,0 +1,300 @@
+"""Classroom rooms: one presenter's state (code, run, view, step) followed live by many viewers.
+
+A room lives in this server's memory only: it ends when the presenter ends it, when it
+has been inactive for ``RoomLimits.idle_s`` (no presenter connected and no change), after
+``RoomLimits.max_age_s`` whatever happens, or when the server stops.
+
+>>> rooms = RoomRegistry()
+>>> room = rooms.create(RoomState(source="import torch\\n"))
+>>> len(room.code), room.version
+(6, 1)
+>>> room.update(RoomStatePatch(step=3)), room.state.step
+(2, 3)
+
+# NOTE [Room fan-out]
+The presenter's state is kept whole, with a version that grows by one per change. Each
+version is serialized once, into two frames: one with the source and one without it (for
+viewers that already have that source; most changes are steps, and a source can be
+100,000 characters). Every viewer connection has its own sender, which waits until the
+version passes the last one it sent and then sends the *latest* frame: a slow viewer
+skips the states it was too slow for instead of queueing them, so its queue is at most
+one frame long, it costs no memory per change, and it holds back nobody. A viewer whose
+send stalls is dropped (close 1013); since the first frame any connection gets is the
+latest state, a viewer that reconnects catches up at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "CODE_ALPHABET",
+    "CODE_LENGTH",
+    "Room",
+    "RoomLimits",
+    "RoomRegistry",
+    "RoomState",
+    "RoomStatePatch",
+    "RoomsFull",
+    "normalize_code",
+]
+
+# No 0/O, 1/I/L: a code is read aloud and typed from a projector.
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+CODE_LENGTH = 6
+_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+_VIEW_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
+
+
+def normalize_code(text: str) -> str | None:
+    """Return the room code ``text`` names (any case, spaces or dashes), or None if it cannot be one.
+
+    >>> normalize_code(" k7m-q2x "), normalize_code("K7M0Q2"), normalize_code("abc")
+    ('K7MQ2X', None, None)
+    """
+    code = text.strip().replace("-", "").replace(" ", "").upper()
+    if len(code) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in code):
+        return None
+    return code
+
+
+class RoomState(BaseModel):
+    """What every viewer of a room sees: the presenter's code, run, view and step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(default="", max_length=100_000, description="the code in the presenter's editor")
+    run_id: str | None = Field(
+        default=None, max_length=64, pattern=_ID_PATTERN, description="the run the presenter shows"
+    )
+    view: str = Field(default="tape", pattern=_VIEW_PATTERN, description="the open view: tape, stepper, ...")
+    step: int | None = Field(default=None, ge=0, le=10_000_000, description="the backward stepper's step")
+    op: int | None = Field(default=None, ge=0, le=10_000_000, description="the tape scrubber's op")
+    allow_viewer_runs: bool = Field(default=False, description="viewers may run their own code")
+    lesson: str | None = Field(
+        default=None, max_length=64, pattern=_ID_PATTERN, description="the lesson the presenter opened"
+    )
+
+    @field_validator("source")
+    @classmethod
+    def _no_nul(cls, source: str) -> str:
+        if "\x00" in source:
+            raise ValueError("source contains a NUL character")
+        return source
+
+
+class RoomStatePatch(RoomState):
+    """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
+
+    ``run_id``, ``step``, ``op`` and ``lesson`` may be ``null`` (nothing shown); the others
+    may be left out but not set to ``null``.
+    """
+
+    # Defaults are not validated, so None means "not given"; a null sent for a
+    # non-nullable field still fails validation.
+    source: str = Field(default=None, max_length=100_000)  # type: ignore[assignment]
+    view: str = Field(default=None, pattern=_VIEW_PATTERN)  # type: ignore[assignment]
+    allow_viewer_runs: bool = Field(default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class RoomLimits:
+    """How many rooms and viewers a server holds, and how long an idle room lives."""
+
+    max_rooms: int = 500
+    max_viewers: int = 1_000
+    idle_s: float = 2 * 3600.0
+    max_age_s: float = 24 * 3600.0
+
+
+class RoomsFull(Exception):
+    """Raised by :meth:`RoomRegistry.create` when the server holds ``max_rooms`` rooms."""
+
+
+@dataclass(eq=False)
+class Room:
+    """One room: its code, the presenter's key, the latest state and who is connected."""
+
+    code: str
+    key: str
+    state: RoomState
+    created: float
+    last_active: float
+    created_at: float = field(default_factory=time.time)
+    version: int = 0
+    source_version: int = 0
+    viewers: int = 0
+    presenters: int = 0
+    ended: str | None = None
+    _full: str = ""
+    _light: str = ""
+    watchers: set[asyncio.Event] = field(default_factory=set, repr=False)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def __post_init__(self) -> None:
+        self._publish(source_changed=True)
+
+    def key_matches(self, key: str | None) -> bool:
+        """Compare a presented key with the room's in constant time."""
+        return key is not None and secrets.compare_digest(key.encode(), self.key.encode())
+
+    def update(self, patch: RoomStatePatch, now: float | None = None) -> int:
+        """Apply the presenter's ``patch``, wake every viewer, and return the new version."""
+        changes = {name: getattr(patch, name) for name in patch.model_fields_set}
+        source_changed = "source" in changes and changes["source"] != self.state.source
+        self.state = self.state.model_copy(update=changes)
+        self.last_active = time.monotonic() if now is None else now
+        self._publish(source_changed=source_changed)
+        return self.version
+
+    def frame(self, have_source_version: int) -> str:
+        """Return the latest state frame, without the source when the client already has it."""
+        return self._light if have_source_version == self.source_version else self._full
+
+    async def wait_beyond(self, version: int) -> None:
+        """Wait until the state is newer than ``version`` or the room has ended."""
+        while self.version <= version and self.ended is None:
+            await self._changed.wait()
+
+    def join(self, presenter: bool, now: float | None = None) -> None:
+        """Count a connection in (a presenter's counts as activity)."""
+        if presenter:
+            self.presenters += 1
+            self.last_active = time.monotonic() if now is None else now
+        else:
+            self.viewers += 1
+            self._poke_watchers()
+
+    def leave(self, presenter: bool, now: float | None = None) -> None:
+        """Count a connection out."""
+        if presenter:
+            self.presenters -= 1
+            self.last_active = time.monotonic() if now is None else now
+        else:
+            self.viewers -= 1
+            self._poke_watchers()
+
+    def end(self, reason: str) -> None:
+        """End the room: every connection closes with 4410 and ``reason``."""
+        if self.ended is None:
+            self.ended = reason
+            self._changed.set()
+            self._poke_watchers()
+
+    def expired(self, limits: RoomLimits, now: float) -> str | None:
+        """Say why the room should end now, or None while it is alive."""
+        if now - self.created > limits.max_age_s:
+            return f"the room ended after {limits.max_age_s / 3600:g} hours"
+        if self.presenters == 0 and now - self.last_active > limits.idle_s:
+            return "the room expired: the presenter has been away too long"
+        return None
+
+    def public(self) -> dict[str, Any]:
+        """Describe the room for the HTTP API (everything but the presenter's key)."""
+        return {
+            "code": self.code,
+            "version": self.version,
+            "state": self.state,
+            "viewers": self.viewers,
+            "presenters": self.presenters,
+            "ws_url": f"/api/rooms/{self.code}/ws",
+        }
+
+    def _publish(self, *, source_changed: bool) -> None:
+        self.version += 1
+        if source_changed:
+            self.source_version = self.version
+        state = self.state.model_dump()
+        head = {"type": "state", "version": self.version, "source_version": self.source_version}
+        self._full = json.dumps({**head, "state": state}, ensure_ascii=False, separators=(",", ":"))
+        del state["source"]
+        self._light = json.dumps({**head, "state": state}, ensure_ascii=False, separators=(",", ":"))
+        # Waiters of the old Event are released by set(); new ones wait on a fresh one.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _poke_watchers(self) -> None:
+        # Each presenter connection adds an Event to ``watchers`` to hear of joins and leaves.
+        for event in self.watchers:
+            event.set()
+
+
+class RoomRegistry:
+    """Own the rooms: create them with fresh codes, find them by code, end the expired ones."""
+
+    def __init__(
+        self, limits: RoomLimits | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limits = limits or RoomLimits()
+        self.clock = clock
+        self.rooms: dict[str, Room] = {}
+
+    def create(self, state: RoomState | None = None) -> Room:
+        """Open a room with ``state``; raises :class:`RoomsFull` at ``max_rooms``."""
+        self.sweep()
+        if len(self.rooms) >= self.limits.max_rooms:
+            raise RoomsFull(f"this server already holds {len(self.rooms)} rooms")
+        code = _new_code()
+        while code in self.rooms:
+            code = _new_code()
+        now = self.clock()
+        room = Room(
+            code=code,
+            key=secrets.token_urlsafe(24),
+            state=state or RoomState(),
+            created=now,
+            last_active=now,
+        )
+        self.rooms[code] = room
+        return room
+
+    def get(self, text: str) -> Room | None:
+        """Return the live room ``text`` names (see :func:`normalize_code`), or None."""
+        code = normalize_code(text)
+        room = self.rooms.get(code) if code else None
+        if room is None:
+            return None
+        why = room.expired(self.limits, self.clock())
+        if why is not None:
+            self.end(room, why)
+            return None
+        return room
+
+    def end(self, room: Room, reason: str) -> None:
+        """End ``room`` and forget it."""
+        room.end(reason)
+        if self.rooms.get(room.code) is room:
+            del self.rooms[room.code]
+
+    def check(self, room: Room) -> bool:
+        """Say whether ``room`` is still open, ending it first if it has expired."""
+        if room.ended is None:
+            why = room.expired(self.limits, self.clock())
+            if why is not None:
+                self.end(room, why)
+        return room.ended is None
+
+    def sweep(self) -> int:
+        """End every expired room; return how many ended."""
+        now = self.clock()
+        stale = [(room, why) for room in self.rooms.values() if (why := room.expired(self.limits, now))]
+        for room, why in stale:
+            self.end(room, why)
+        return len(stale)
+
+    def close(self) -> None:
+        """End every room (the server is stopping)."""
+        for room in list(self.rooms.values()):
+            self.end(room, "the server is stopping")
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))

@@ -1,0 +1,113 @@
+"""``/api/lessons``: the lessons gallery, and one shared recorded run per lesson."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from pydantic import BaseModel, Field
+
+from runner import PoolBusy
+
+from ..deps import LimiterDep, RegistryDep, SettingsDep, client_key
+from ..lessons import Lesson, LessonLibrary
+from ..live import LiveRun
+from ..models import ErrorDetail, RunPublic, run_public
+
+__all__ = ["LessonList", "LessonPublic", "router"]
+
+router = APIRouter(prefix="/api/lessons", tags=["lessons"])
+
+_404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "no such lesson"}}
+
+
+class LessonPublic(BaseModel):
+    """A lesson: its code, what a learner reads, and where the app opens once it has run."""
+
+    id: str
+    title: str
+    summary: str = Field(description="one line for the gallery")
+    text: str = Field(description="a few sentences for the learner")
+    try_next: str = Field(description="something to change and run next")
+    source: str
+    file: str = Field(description="where the snippet lives in the server package")
+    view: str = Field(description="the view to open: tape, stepper or inspector")
+    step: int | None = Field(description="the stepper position to open at (0-based)")
+
+
+class LessonList(BaseModel):
+    lessons: list[LessonPublic]
+
+
+def _public(lesson: Lesson) -> LessonPublic:
+    return LessonPublic(**vars(lesson))
+
+
+def _library(request: Request) -> LessonLibrary:
+    library: LessonLibrary = request.app.state.lessons
+    return library
+
+
+@router.get("", response_model=LessonList)
+async def list_lessons(request: Request) -> LessonList:
+    """List the lessons in teaching order."""
+    return LessonList(lessons=[_public(lesson) for lesson in _library(request).lessons])
+
+
+@router.get("/{lesson_id}", response_model=LessonPublic, responses=_404)
+async def get_lesson(lesson_id: str, request: Request) -> LessonPublic:
+    """Return one lesson."""
+    return _public(_find(_library(request), lesson_id))
+
+
+@router.post(
+    "/{lesson_id}/run",
+    response_model=RunPublic,
+    responses={
+        **_404,
+        201: {"model": RunPublic, "description": "the lesson was recorded now"},
+        429: {"model": ErrorDetail, "description": "too many runs: wait Retry-After seconds"},
+    },
+)
+async def run_lesson(
+    lesson_id: str,
+    request: Request,
+    response: Response,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    limiter: LimiterDep,
+) -> RunPublic:
+    """Return the lesson's recorded run (200), recording it first if there is none yet (201).
+
+    Needs no token: the code is the server's own lesson. Open the run's ``ws_url`` (or its
+    trace) as for any run.
+    """
+    library = _library(request)
+    lesson = _find(library, lesson_id)
+
+    async def create(source: str) -> LiveRun:
+        wait = limiter.take(client_key(request))
+        if wait > 0:
+            raise HTTPException(
+                429,
+                f"too many runs from this client; try again in {math.ceil(wait)} s",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
+        try:
+            return await registry.create(source, "cpu", settings.default_limits)
+        except PoolBusy:
+            raise HTTPException(
+                429, "all workers are busy; try again in a moment", headers={"Retry-After": "2"}
+            ) from None
+
+    run, created = await library.run_for(lesson, registry.find, create)
+    response.status_code = 201 if created else 200
+    return run_public(run)
+
+
+def _find(library: LessonLibrary, lesson_id: str) -> Lesson:
+    lesson = library.get(lesson_id)
+    if lesson is None:
+        raise HTTPException(404, f"no lesson {lesson_id[:64]!r}")
+    return lesson
