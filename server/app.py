@@ -18,9 +18,11 @@ from fastapi.templating import Jinja2Templates
 from runner import SandboxUnavailable
 
 from .errors import install_error_handlers
+from .lessons import LESSONS_DIR, LessonLibrary, load_lessons
 from .library import load_examples
 from .registry import RunRegistry
-from .routes import events, examples, exports, health, pages, runs, traces
+from .rooms import RoomRegistry
+from .routes import events, examples, exports, health, lessons, pages, rooms, runs, traces
 from .security import GuardMiddleware, RateLimiter, SecurityHeadersMiddleware
 from .settings import Settings
 from .storage import SqliteRunStore
@@ -88,7 +90,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.limiter = RateLimiter(settings.rate_burst, settings.rate_per_s)
     app.state.templates = Jinja2Templates(directory=str(settings.templates_dir))
     app.state.registry = None
-    for module in (runs, exports, traces, events, examples, health, pages):
+    app.state.lessons = LessonLibrary(load_lessons(LESSONS_DIR, settings.examples_dir))
+    app.state.rooms = RoomRegistry()
+    for module in (runs, exports, traces, events, examples, lessons, rooms, health, pages):
         app.include_router(module.router)
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
