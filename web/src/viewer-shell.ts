@@ -51,6 +51,16 @@ export interface TraceData {
   events: GradwalkEvent[];
 }
 
+/** A title for a trace: its first comment line, else its file name. */
+export function traceTitle(model: TraceModel): string {
+  const source = model.source || model.run?.source || "";
+  for (const raw of source.split("\n").slice(0, 20)) {
+    const line = raw.trim();
+    if (line.startsWith("#") && !line.startsWith("#!") && line.replace(/^#+/, "").trim()) return line.replace(/^#+/, "").trim().slice(0, 80);
+  }
+  return model.run?.filename ?? "";
+}
+
 export class Viewer {
   readonly store = new Store();
   model: TraceModel;
@@ -65,6 +75,10 @@ export class Viewer {
   private readonly tabs = new Map<ViewerTab, HTMLButtonElement>();
   private readonly panels = new Map<ViewerTab, HTMLElement>();
   private readonly side: HTMLElement;
+  private readonly steps: HTMLElement;
+  private readonly stepText: HTMLElement;
+  private readonly stepButtons: HTMLButtonElement[];
+  private openLink: HTMLAnchorElement | null = null;
   private pendingStep: number | null;
   private unsubscribe: () => void = () => {};
 
@@ -99,7 +113,13 @@ export class Viewer {
       panel("inspector", inspectorEl),
       panel("code", codeEl, h("h2", { class: "gw-viewer-heading", text: "Output" }), outputEl),
     );
-    const body = h("div", { class: "gw-viewer-body" }, h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, graphEl), this.side);
+    // Under the graph alone: step the backward walk without opening the stepper.
+    const stepButton = (label: string, title: string, delta: number) =>
+      h("button", { type: "button", class: "gw-btn gw-step-btn", title, "aria-label": title, text: label, on: { click: () => this.goTo((this.store.state.step ?? -1) + delta) } });
+    this.stepButtons = [stepButton("◀", "Previous step", -1), stepButton("▶", "Next step", 1)];
+    this.stepText = h("span", { class: "gw-viewer-step-text", "aria-live": "polite" });
+    this.steps = h("div", { class: "gw-viewer-steps", hidden: true }, this.stepButtons[0], this.stepText, this.stepButtons[1]);
+    const body = h("div", { class: "gw-viewer-body" }, h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, graphEl, this.steps), this.side);
     root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
 
     const store = this.store;
@@ -164,8 +184,9 @@ export class Viewer {
       setTheme(currentTheme() === "dark" ? "light" : "dark", false);
       theme.setAttribute("aria-pressed", String(currentTheme() === "dark"));
     });
-    const title = this.options.title ?? this.model.run?.filename ?? "";
-    const open = this.options.appUrl ? h("a", { class: "gw-btn gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", text: "Open in gradwalk ↗" }) : null;
+    const title = this.options.title ?? traceTitle(this.model);
+    const open = this.options.appUrl ? h("a", { class: "gw-btn gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", text: "Open in gradwalk ↗", title: "Open this run in the full app" }) : null;
+    this.openLink = open;
     return h(
       "header",
       { class: "gw-viewer-bar" },
@@ -181,6 +202,7 @@ export class Viewer {
     this.unsubscribe = this.model.subscribe(() => {
       this.applyPendingStep();
       this.renderCounts();
+      this.renderSteps();
     });
     this.renderCounts();
   }
@@ -196,6 +218,10 @@ export class Viewer {
   }
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("step") || changed.has("view")) {
+      this.renderSteps();
+      this.renderOpenLink(state);
+    }
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.
@@ -210,6 +236,33 @@ export class Viewer {
     for (const [tab, b] of this.tabs) b.setAttribute("aria-selected", String(tab === this.tab));
     for (const [tab, el] of this.panels) el.hidden = tab !== this.tab;
     this.side.hidden = this.tab === "graph";
+    this.renderSteps();
+  }
+
+  private renderSteps(): void {
+    const m = this.model;
+    const n = m.timeline.length;
+    this.steps.hidden = this.tab !== "graph" || n === 0 || !this.options.controls;
+    if (this.steps.hidden) return;
+    const state = this.store.state;
+    const step = state.view === "stepper" && state.step !== null ? Math.min(state.step, n - 1) : null;
+    const entry = step === null ? null : m.timeline[step];
+    let what = "";
+    if (entry?.exec) what = m.node(entry.exec.node)?.name ?? "";
+    else if (entry) what = "end of backward";
+    this.stepText.textContent = step === null ? `backward: ${n} steps` : `step ${step + 1} of ${n}${what ? ` · ${what}` : ""}`;
+    this.stepButtons[0].disabled = step === null || step === 0;
+    this.stepButtons[1].disabled = step !== null && step >= n - 1;
+  }
+
+  /** "Open in gradwalk" opens the app on the same view and step. */
+  private renderOpenLink(state: ViewState): void {
+    if (!this.openLink || !this.options.appUrl) return;
+    const url = new URL(this.options.appUrl, location.href);
+    url.searchParams.set("view", state.view);
+    if (state.step !== null) url.searchParams.set("step", String(state.step));
+    else url.searchParams.delete("step");
+    this.openLink.href = url.href;
   }
 
   private renderCounts(): void {
