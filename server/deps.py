@@ -79,10 +79,19 @@ def require_creator(settings: SettingsDep, creds: _Credentials) -> None:
     _check(settings, creds)
 
 
-def require_viewer(settings: SettingsDep, creds: _Credentials) -> None:
-    """Refuse to show runs without the token, when the server asks for it to view too."""
-    if settings.token_for_viewing:
-        _check(settings, creds)
+def require_viewer(settings: SettingsDep, conn: HTTPConnection) -> None:
+    """Refuse to show runs without the token, when the server asks for it to view too.
+
+    Reads the header itself rather than through the bearer scheme, so that the OpenAPI
+    schema does not mark viewing as needing auth (by default it does not).
+    """
+    if not settings.token_for_viewing:
+        return
+    scheme, _, token = conn.headers.get("authorization", "").partition(" ")
+    creds = (
+        HTTPAuthorizationCredentials(scheme=scheme, credentials=token) if scheme.lower() == "bearer" else None
+    )
+    _check(settings, creds)
 
 
 CreatorAuth = Annotated[None, Depends(require_creator)]

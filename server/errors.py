@@ -8,13 +8,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = ["AsciiJSONResponse", "install_error_handlers"]
 
 log = logging.getLogger("gradwalk.server")
 _MAX_ECHO = 200
+_FASTAPI_BODY_ERROR = "There was an error parsing the body"
 
 
 class AsciiJSONResponse(JSONResponse):
@@ -27,6 +30,7 @@ class AsciiJSONResponse(JSONResponse):
 def install_error_handlers(app: FastAPI) -> None:
     """Answer validation errors safely and turn any unexpected error into a JSON 500."""
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
 
 
@@ -35,8 +39,8 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     return AsciiJSONResponse({"detail": errors}, status_code=422)
 
 
-def _describe(error: dict[str, Any]) -> dict[str, Any]:
-    out = {k: error[k] for k in ("type", "loc", "msg") if k in error}
+def _describe(error: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {k: error[k] for k in ("type", "loc", "msg") if k in error}
     if "ctx" in error:
         out["ctx"] = {k: str(v) for k, v in error["ctx"].items()}
     # Echo small inputs only: a rejected 100 kB source should not come back whole.
@@ -49,6 +53,13 @@ def _describe(error: dict[str, Any]) -> dict[str, Any]:
         if len(json.dumps(encoded, ensure_ascii=True)) <= _MAX_ECHO:
             out["input"] = encoded
     return out
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
+        # FastAPI's words for a body it could not decode; say what that means here.
+        exc = StarletteHTTPException(400, "the request body is not valid UTF-8 JSON text")
+    return await http_exception_handler(request, exc)
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:

@@ -34,7 +34,15 @@ def is_loopback(host: str) -> bool:
 
 def _limit_caps() -> Limits:
     # What any client may ask for at most; the defaults themselves stay the engine's.
-    return Limits(timeout_s=60.0, memory_mb=4096, max_events=400_000)
+    return Limits(
+        max_ops=200_000,
+        max_nodes=200_000,
+        max_events=400_000,
+        max_output_bytes=4_000_000,
+        detail_steps=1_000,
+        timeout_s=60.0,
+        memory_mb=4096,
+    )
 
 
 class Settings(BaseModel):
@@ -62,9 +70,8 @@ class Settings(BaseModel):
     token_for_viewing: bool = Field(default=False, description="also require the token to read runs")
     default_limits: Limits = Field(default_factory=Limits)
     limit_caps: Limits = Field(
-        default_factory=_limit_caps, description="upper bound on limits a client asks for"
+        default_factory=_limit_caps, description="limits a client asks for are lowered to these"
     )
-    max_source_bytes: int = Field(default=100_000, ge=1)
     max_body_bytes: int = Field(default=256_000, ge=1024)
     rate_burst: float = Field(default=30.0, gt=0, description="runs a client may create at once")
     rate_per_s: float = Field(default=0.5, gt=0, description="runs per second a client's allowance refills")

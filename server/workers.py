@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from runner import SandboxUnavailable, WorkerPool
 
@@ -29,7 +30,7 @@ async def start_pool(settings: Settings) -> WorkerPool:
         return await _start(settings, "local")
 
 
-async def _start(settings: Settings, isolation: str) -> WorkerPool:
+async def _start(settings: Settings, isolation: Literal["strict", "local"]) -> WorkerPool:
     pool = WorkerPool(
         workers=settings.workers,
         max_queue=settings.max_queue,

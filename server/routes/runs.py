@@ -28,6 +28,7 @@ _AUTH: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorDetail, "description": "wrong token"},
 }
 _BUSY: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorDetail, "description": "the body is not UTF-8 text"},
     413: {"model": ErrorDetail, "description": "request body too large"},
     429: {"model": ErrorDetail, "description": "too many runs: wait Retry-After seconds"},
 }
@@ -43,12 +44,11 @@ async def create_run(
     limiter: LimiterDep,
     _auth: CreatorAuth,
 ) -> RunPublic:
-    """Run a snippet in a worker; stream its events from ``ws_url``."""
-    size = len(body.source.encode())
-    if size > settings.max_source_bytes:
-        raise HTTPException(422, f"source is {size} bytes; the limit is {settings.max_source_bytes}")
-    if body.device == "cuda" and not registry.pool.cuda_available:
-        raise HTTPException(422, "this server has no CUDA device; use device 'cpu'")
+    """Run a snippet in a worker; stream its events from ``ws_url``.
+
+    A run the workers cannot serve (``cuda`` on a server without a GPU) is still created
+    and ends at once with status ``error`` and a message that says why.
+    """
     limits = _limits(body.limits, settings)
     wait = limiter.take(client_key(request))
     if wait > 0:
@@ -110,13 +110,33 @@ async def _find(registry: RunRegistry, run_id: str) -> LiveRun | RunRecord:
     return run
 
 
+# Fields where more costs the server more; detail_every is not one (a larger k records less).
+_CAPPED = (
+    "max_ops",
+    "max_nodes",
+    "max_events",
+    "max_value_elements",
+    "max_output_bytes",
+    "detail_steps",
+    "timeout_s",
+    "memory_mb",
+)
+
+
 def _limits(patch: LimitsPatch | None, settings: Settings) -> Limits:
-    """Merge a client's limits over the server's defaults; refuse any above the server's caps."""
+    """Merge a client's limits over the server's defaults, lowered to the server's caps.
+
+    Clamping (rather than refusing) keeps every schema-valid request acceptable; the run's
+    ``run_started`` event shows the limits it ran with.
+    """
     merged = settings.default_limits.model_dump()
     if patch is not None:
         merged.update(patch.model_dump(exclude_none=True))
+    caps = settings.limit_caps
+    for name in _CAPPED:
+        merged[name] = min(merged[name], getattr(caps, name))
     try:
-        limits = Limits.model_validate(merged)
+        return Limits.model_validate(merged)
     except ValidationError as exc:
         raise HTTPException(
             422,
@@ -125,16 +145,3 @@ def _limits(patch: LimitsPatch | None, settings: Settings) -> Limits:
                 for e in exc.errors()
             ],
         ) from None
-    caps = settings.limit_caps
-    over = [
-        {
-            "loc": ["body", "limits", name],
-            "msg": f"at most {getattr(caps, name)} on this server",
-            "type": "less_than_equal",
-        }
-        for name in Limits.model_fields
-        if getattr(limits, name) > getattr(caps, name)
-    ]
-    if over:
-        raise HTTPException(422, over)
-    return limits

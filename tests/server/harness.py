@@ -1,76 +1,95 @@
-"""Real servers for the server tests: uvicorn in a subprocess on a free port, real workers.
+"""Real servers for the server tests: ``gradwalk serve`` in a subprocess on a free port, real workers.
 
-``LiveServer.start(settings)`` launches ``server.commands.serve`` in a fresh interpreter
-(which never imports torch), waits for it to announce its URL and answer
-``/api/health``, and prints its log if it does not come up.
+:meth:`LiveServer.start` runs the real command line (``python -m gradwalk.cli serve
+--port 0 ...``), waits for the ``gradwalk: open URL`` line and for ``/api/health`` to
+answer, and fails with the server's log if it does not come up. :meth:`LiveServer.restart`
+stops it and starts it again on the same database.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
 
-from server.settings import Settings
-
 ROOT = Path(__file__).resolve().parents[2]
-_CHILD = """
-import sys
-from server.commands import serve
-from server.settings import Settings
-settings = Settings.model_validate_json(sys.argv[1])
-sys.exit(serve(settings, log_level="warning", on_ready=lambda url: print("READY", url, flush=True)))
-"""
+TEMPLATES = ROOT / "server" / "templates"
+STATIC = ROOT / "server" / "static"
+TOKEN = "test-token-0123456789"
 
 
 class LiveServer:
-    """A gradwalk server in a subprocess; ``url`` ends without a slash (``http://127.0.0.1:PORT``)."""
+    """A gradwalk server in a subprocess; ``url`` is ``http://127.0.0.1:PORT`` (no slash)."""
 
-    def __init__(self, settings: Settings, log_path: Path) -> None:
-        self.settings = settings
+    def __init__(self, args: list[str], db: Path, log_path: Path, token: str | None) -> None:
+        self.args = args
+        self.db = db
         self.log_path = log_path
+        self.token = token
         self.url = ""
         self.proc: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def start(cls, settings: Settings, log_path: Path, timeout: float = 60.0) -> LiveServer:
-        server = cls(settings, log_path)
-        server._launch(timeout)
+    def start(cls, tmp: Path, *extra: str, token: str | None = TOKEN, workers: int = 2) -> LiveServer:
+        """Serve with a DB in ``tmp``, ``workers`` workers and ``extra`` flags for ``gradwalk serve``."""
+        db = tmp / "gradwalk.sqlite3"
+        args = ["--host", "127.0.0.1", "--port", "0", "--db", str(db), "--workers", str(workers)]
+        args += ["--log-level", "warning", *(["--token", token] if token else []), *extra]
+        server = cls(args, db, tmp / "server.log", token)
+        server.launch()
         return server
 
     @property
     def ws_url(self) -> str:
         return "ws" + self.url[len("http") :]
 
-    def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30, **kwargs)
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def client(self, *, token: bool = True, **kwargs: Any) -> httpx.Client:
+        """An HTTP client; it sends the server's token unless ``token=False``."""
+        headers = dict(kwargs.pop("headers", {}))
+        if token and self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        # verify=False: plain HTTP only, and it skips loading CA certificates (0.1 s a client).
+        return httpx.Client(base_url=self.url, timeout=30, headers=headers, verify=False, **kwargs)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def stop(self) -> None:
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the server (SIGTERM: a graceful shutdown; SIGKILL: a crash)."""
         if self.proc is None:
             return
-        self.proc.terminate()
+        self.proc.send_signal(sig)
         try:
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
 
-    def _launch(self, timeout: float) -> None:
-        settings = self.settings.model_copy(update={"host": "127.0.0.1", "port": 0})
+    def restart(self) -> None:
+        """Stop gracefully and start again with the same flags and database (a new port)."""
+        self.stop()
+        self.launch()
+
+    def launch(self, timeout: float = 120.0) -> None:
+        """Start the server process with this object's flags; wait until it is healthy."""
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, settings.model_dump_json()],
+            [sys.executable, "-m", "gradwalk.cli", "serve", *self.args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -81,14 +100,13 @@ class LiveServer:
         line = b""
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
-            if line.startswith(b"READY ") or not line:
+            if line.startswith(b"gradwalk: open ") or not line:
                 break
-        if not line.startswith(b"READY "):
+        if not line.startswith(b"gradwalk: open "):
             self.stop()
             pytest.fail(f"the server did not come up; its log:\n{self.log()}")
-        self.url = line.split()[1].decode().rstrip("/")
-        # Keep draining stdout into the log so the child never blocks on a full pipe.
-        _drain(self.proc.stdout, log)
+        self.url = line.split()[2].decode().rstrip("/")
+        _drain(self.proc.stdout, log)  # so the child never blocks on a full pipe
         with httpx.Client(base_url=self.url, timeout=10) as c:
             while c.get("/api/health").status_code != 200:
                 if time.monotonic() > deadline:
@@ -96,26 +114,13 @@ class LiveServer:
                 time.sleep(0.1)
 
 
-def _drain(stream: Any, sink: Any) -> None:
-    import threading
-
+def _drain(stream: IO[bytes], sink: IO[bytes]) -> None:
     def pump() -> None:
-        for chunk in iter(lambda: stream.readline(), b""):
+        for chunk in iter(stream.readline, b""):
             sink.write(chunk)
             sink.flush()
 
     threading.Thread(target=pump, daemon=True).start()
-
-
-def server_settings(tmp: Path, **overrides: Any) -> Settings:
-    """Settings for a test server: small pool, generous rate limit, a DB in ``tmp``."""
-    base: dict[str, Any] = {
-        "db": tmp / "gradwalk.sqlite3",
-        "workers": 2,
-        "max_queue": 32,
-        "rate_burst": 10_000,
-    }
-    return Settings(**{**base, **overrides})
 
 
 def run_json(response: httpx.Response) -> dict[str, Any]:

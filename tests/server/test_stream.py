@@ -39,7 +39,7 @@ async def collect(url: str, *, stop_after: int | None = None) -> tuple[list[str]
             pass
         if stop_after is not None and len(frames) >= stop_after:
             return frames, None, ""
-        return frames, ws.close_code, ws.close_reason
+        return frames, ws.close_code, ws.close_reason or ""
 
 
 def start(api: httpx.Client, source: str) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def test_cancel_over_the_socket(api: httpx.Client, server: LiveServer) -> None:
 
     async def scenario() -> tuple[list[str], int | None]:
         frames: list[str] = []
-        async with connect(events_url(server, run), max_size=None) as ws:
+        async with connect(events_url(server, run) + f"?token={server.token}", max_size=None) as ws:
             async for message in ws:
                 frames.append(str(message))
                 if len(frames) == 3:
@@ -171,7 +171,7 @@ async def _closed_by(url: str, send: str | bytes | None = None) -> tuple[int | N
                 await asyncio.wait_for(ws.recv(), timeout=30)
         except ConnectionClosed:
             pass
-        return ws.close_code, ws.close_reason
+        return ws.close_code, ws.close_reason or ""
 
 
 def test_unknown_run_closes_4404(server: LiveServer) -> None:
