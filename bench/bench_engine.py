@@ -84,9 +84,15 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> t
     def plain() -> None:
         exec(code, scope)
 
+    # One recorder for the whole run of steps, as when a training run is recorded: it is
+    # entered around each recorded step and left for each plain one (tensors it has seen,
+    # such as parameters, are introduced once, as in a real recording).
+    events: list[Any] = []
+    rec = Recorder(events.append, limits)
+
     def recorded() -> None:
-        events: list[Any] = []
-        with Recorder(events.append, limits):
+        events.clear()
+        with rec:
             exec(code, scope)
 
     for _ in range(3):

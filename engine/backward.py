@@ -79,7 +79,7 @@ class BackwardTracker:
                         node=nid,
                         before=self._before.pop(nid, None),
                         added=v(grad_outputs[0]) if grad_outputs else None,
-                        after=rec.value_or_none(leaf.grad),
+                        after=v(leaf.grad),
                     )
                 )
 

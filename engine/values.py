@@ -15,7 +15,7 @@ import torch
 __all__ = ["HIST_BINS", "HIST_SAMPLE", "to_value"]
 
 HIST_BINS = 16
-HIST_SAMPLE = 512
+HIST_SAMPLE = 256
 _FLOAT_OK = (torch.float32, torch.float64)
 
 
@@ -60,7 +60,7 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     shape = list(t.shape)
     if t.layout != torch.strided or t.is_meta or n == 0:
         return _empty_summary(shape, n)
-    f = t.detach().reshape(-1)
+    f = _flat_view(t.detach())
     if f.is_complex():
         f = f.abs()
     if f.dtype not in _FLOAT_OK:
@@ -88,6 +88,20 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     }
 
 
+def _flat_view(d: torch.Tensor) -> torch.Tensor:
+    """Return all elements of ``d`` as a 1-D tensor, without a copy when a permutation allows.
+
+    Statistics ignore element order, so a transposed gradient (``TBackward0``) is read in
+    memory order instead of being copied.
+    """
+    if not d.is_contiguous() and d.dim() > 1:
+        order = sorted(range(d.dim()), key=lambda i: -d.stride(i))
+        permuted = d.permute(order)
+        if permuted.is_contiguous():
+            return permuted.view(-1)
+    return d.reshape(-1)
+
+
 def _histogram(f: torch.Tensor, n: int, mn: float, mx: float) -> list[int]:
     # NOTE [Sampled histogram]: a histogram of every element costs more than the op it
     # describes (histc runs ~25 ns/element on CPU), so it is taken over an evenly strided
@@ -95,7 +109,8 @@ def _histogram(f: torch.Tensor, n: int, mn: float, mx: float) -> list[int]:
     if mx <= mn:
         return [min(n, HIST_SAMPLE)]
     sample = f[:: max(1, n // HIST_SAMPLE)]
-    return [int(c) for c in torch.histc(sample, bins=HIST_BINS, min=mn, max=mx).tolist()]
+    bins = ((sample - mn) * (HIST_BINS / (mx - mn))).to(torch.int32).clamp_(0, HIST_BINS - 1)
+    return torch.bincount(bins, minlength=HIST_BINS).tolist()
 
 
 def _summarize_non_finite(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any]:

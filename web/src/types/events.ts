@@ -192,7 +192,7 @@ export interface FullValue {
  * A large tensor described by statistics; its elements never enter a trace.
  *
  * ``hist`` counts elements in ``len(hist)`` equal bins over ``[min, max]``, taken over an
- * evenly strided sample of at most 512 elements (read it as a shape, not exact counts).
+ * evenly strided sample of at most 256 elements (read it as a shape, not exact counts).
  * Statistics are exact, over finite elements; ``nan`` and ``inf`` count the others.
  *
  * This interface was referenced by `GradwalkTrace`'s JSON-Schema
