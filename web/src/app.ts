@@ -7,6 +7,7 @@ import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
+import { bindShareButtons } from "./share";
 import { StepperView } from "./stepper";
 import { linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
@@ -77,6 +78,7 @@ export class App {
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
     openTrace?.addEventListener("change", () => void this.openFile(openTrace));
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
+    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
 
     this.tabs = [...root.querySelectorAll<HTMLElement>("[role=tab][data-view]")];
