@@ -164,6 +164,7 @@ export class Editor {
       marksField,
       runKeys,
       keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+      EditorView.lineWrapping,
       EditorView.contentAttributes.of({ "aria-label": "PyTorch code", spellcheck: "false" }),
       EditorView.updateListener.of((u) => {
         if (u.docChanged) options.onChange?.();

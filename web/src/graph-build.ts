@@ -43,6 +43,8 @@ export interface GEdge {
 
 export interface BuildOptions {
   showSaved: boolean;
+  /** Label size relative to the default (the presenter size is bigger). */
+  fontScale?: number;
   collapsed: ReadonlySet<string>;
   /** Graphs above this many grad_fn nodes drop labels' second line to save layout work. */
   compactAbove?: number;
@@ -57,10 +59,11 @@ export interface GraphElements {
 
 const CHAR_W = 7.4;
 const LINE_H = 17;
+let scale = 1;
 
 function size(lines: string[], minW = 56): { width: number; height: number } {
   const longest = Math.max(...lines.map((l) => l.length));
-  return { width: Math.max(minW, Math.round(longest * CHAR_W + 26)), height: lines.length * LINE_H + 16 };
+  return { width: Math.max(minW * scale, Math.round(longest * CHAR_W * scale + 26)), height: Math.round(lines.length * LINE_H * scale + 16) };
 }
 
 export function groupId(path: string): string {
@@ -83,6 +86,7 @@ export function tensorNodeLabel(model: TraceModel, id: number): string[] {
 }
 
 export function buildGraph(model: TraceModel, options: BuildOptions): GraphElements {
+  scale = options.fontScale ?? 1;
   const nodes: GNode[] = [];
   const edges: GEdge[] = [];
   const compact = model.nodes.size > (options.compactAbove ?? Infinity);
@@ -135,7 +139,11 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       return existing;
     }
     const lines = tensorNodeLabel(model, id);
-    const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...size(lines) };
+    // Leaves show their .grad while stepping: leave room for that line.
+    const room = kind === "input" ? lines : [...lines, ".grad −00.0000"];
+    const dims = size(room, 80);
+    if (kind !== "input") dims.width += 18;
+    const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...dims };
     tensorNodes.set(id, n);
     nodes.push(n);
     return n;

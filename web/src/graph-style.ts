@@ -96,7 +96,7 @@ export function graphStyle(root: Element): StylesheetJson {
         label: "data(label)",
         "text-valign": "top",
         "text-halign": "center",
-        "text-margin-y": 22,
+        "text-margin-y": -3,
         "font-family": font,
         "font-size": fs(12),
         "font-weight": 600,

@@ -13,7 +13,7 @@ import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 import { rootLabel } from "./naming";
 import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
-import { fmtValue } from "./values";
+import { fmtShort } from "./values";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits. */
 const FOLD_ABOVE = 1500;
@@ -29,6 +29,35 @@ export interface LayoutInfo {
 }
 
 type StepClass = "idle" | "pending" | "done" | "current";
+
+/** How many breadth-first levels a graph has from its roots, and the most nodes on one. */
+function levelCounts(roots: string[], edges: GEdge[]): { levels: number; widest: number } {
+  const out = new Map<string, string[]>();
+  for (const e of edges) {
+    const list = out.get(e.source);
+    if (list) list.push(e.target);
+    else out.set(e.source, [e.target]);
+  }
+  const seen = new Set(roots);
+  let frontier = roots;
+  let levels = 0;
+  let widest = 1;
+  while (frontier.length) {
+    levels += 1;
+    widest = Math.max(widest, frontier.length);
+    const next: string[] = [];
+    for (const id of frontier) {
+      for (const t of out.get(id) ?? []) {
+        if (!seen.has(t)) {
+          seen.add(t);
+          next.push(t);
+        }
+      }
+    }
+    frontier = next;
+  }
+  return { levels, widest };
+}
 
 /**
  * Cytoscape injects a one-rule <style> into <head> unless an element with its id exists;
@@ -174,6 +203,8 @@ export class GraphView {
 
   private restyle(): void {
     this.cy.style(graphStyle(this.root));
+    // The presenter size changes node sizes: lay out again.
+    this.schedule(0);
   }
 
   // --- building and layout ----------------------------------------------------------------
@@ -186,13 +217,22 @@ export class GraphView {
       return;
     }
     clearTimeout(this.timer);
-    this.timer = window.setTimeout(() => void this.rebuild(), delay);
+    this.timer = window.setTimeout(() => {
+      this.timer = 0;
+      void this.rebuild();
+    }, delay);
+  }
+
+  /** Whether a rebuild or layout is pending or running. */
+  get busy(): boolean {
+    return this.layoutRunning || this.layoutPending || this.timer !== 0;
   }
 
   private autoLevelOfDetail(): void {
     const n = this.model.nodes.size;
     if (!this.savedTouched) {
-      this.showSaved = n <= 300;
+      // Saved tensors teach well on lesson-sized graphs and clutter bigger ones.
+      this.showSaved = n <= 10;
       this.savedToggle.checked = this.showSaved;
     }
     if (!this.collapseTouched) this.collapsed = n > FOLD_ABOVE ? this.foldToFit(FOLD_ABOVE) : new Set();
@@ -244,7 +284,8 @@ export class GraphView {
     this.dirtySince = 0;
     try {
       this.autoLevelOfDetail();
-      const built = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE });
+      const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
+      const built = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
@@ -298,8 +339,9 @@ export class GraphView {
         if (!old) {
           add.push({ group: "nodes", data: { ...n, parent: n.parent ?? undefined, base: n.label }, classes: "unplaced" });
           structural = true;
-        } else if (old.label !== n.label || old.width !== n.width || old.op !== n.op) {
+        } else if (old.label !== n.label || old.width !== n.width || old.height !== n.height || old.op !== n.op) {
           cy.getElementById(n.id).data({ label: n.label, base: n.label, width: n.width, height: n.height, op: n.op });
+          if (old.width !== n.width || old.height !== n.height) structural = true;
         }
         this.elements.set(n.id, n);
       }
@@ -343,9 +385,21 @@ export class GraphView {
     }
     const targets = new Set(edges.filter((e) => e.kind === "grad").map((e) => e.target));
     const roots = nodes.filter((n) => (n.kind === "op" || n.kind === "collapsed" || n.kind === "acc") && !targets.has(n.id)).map((n) => n.id);
+    // Breadth-first fits the levels into its bounding box (the viewport by default): size
+    // the box by the number of levels and the widest one, so rows keep a readable spacing.
+    const { levels, widest } = levelCounts(roots, edges);
     cy.elements()
       .not(":parent")
-      .layout({ name: "breadthfirst", directed: true, roots, spacingFactor: 0.9, animate: false, fit: false, avoidOverlap: false, nodeDimensionsIncludeLabels: false })
+      .layout({
+        name: "breadthfirst",
+        directed: true,
+        roots,
+        animate: false,
+        fit: false,
+        avoidOverlap: false,
+        nodeDimensionsIncludeLabels: false,
+        boundingBox: { x1: 0, y1: 0, w: Math.max(400, widest * 170), h: Math.max(300, levels * 70) },
+      })
       .run();
     return "breadthfirst";
   }
@@ -392,6 +446,8 @@ export class GraphView {
     cy.batch(() => {
       cy.nodes().forEach((el) => {
         const d = el.data() as GNode;
+        // Opacity on a compound node would fade everything inside it: groups stay plain.
+        if (d.kind === "group") return;
         const cls = entry ? this.nodeStepClass(d, entry) : "";
         const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
         const want = (future ? "future " : "") + cls;
@@ -409,7 +465,7 @@ export class GraphView {
         if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
           const ran = this.model.backward(entry.backward)?.byNode.get(d.from);
           if (ran && ran.index <= entry.index && ran.exec) {
-            label = fmtValue(ran.exec.grad_out[d.slot], 3);
+            label = fmtShort(ran.exec.grad_out[d.slot]);
             cls = ran.index === entry.index ? "flowing" : "flowed";
           } else cls = "";
         }
@@ -481,9 +537,9 @@ export class GraphView {
       let after: string | null = null;
       for (const acc of this.model.accumulationsOf(d.tensor!)) {
         const ran = this.model.backward(acc.backward)?.byNode.get(acc.node);
-        if (ran && ran.index <= entry.index) after = fmtValue(acc.after, 3);
+        if (ran && ran.index <= entry.index) after = fmtShort(acc.after);
       }
-      lines.push(`grad ${after ?? "None"}`);
+      lines.push(`.grad ${after ?? "None"}`);
     }
     const label = lines.join("\n");
     if (el.data("label") !== label) el.data("label", label);

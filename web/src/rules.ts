@@ -350,6 +350,27 @@ function inputLabel(c: Ctx, slot: number): string {
   return c.saved("self")?.label ?? edgeTargetLabel(c.model, c.node.id, slot);
 }
 
+/**
+ * When gradients reached a node along several paths, the engine summed them before running
+ * it: say so with the numbers (" = 18.75 + (−4)"), for one-element gradients.
+ */
+function pathsSum(model: TraceModel, entry: StepEntry): string {
+  const exec = entry.exec;
+  const call = model.backward(entry.backward);
+  if (!exec || !call || scalarOf(exec.grad_in[0]) === null) return "";
+  const arrived: [number, number][] = [];
+  for (const { from, slot } of model.incomingOf(exec.node)) {
+    const ran = call.byNode.get(from);
+    if (!ran || ran.index >= entry.index || !ran.exec) continue;
+    const v = scalarOf(ran.exec.grad_out[slot]);
+    if (v !== null) arrived.push([ran.index, v]);
+  }
+  // In the order the engine sent them.
+  const parts = arrived.sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+  if (parts.length < 2) return "";
+  return `, the sum of ${parts.length} paths: ${parts.map((v, i) => (i === 0 ? fmt(v) : fmtFactor(v))).join(" + ")}`;
+}
+
 /** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
 function d(label: string): string {
   return /^[\w.]+$/.test(label) ? label : `(${label})`;
@@ -380,7 +401,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   const root = rootLabel(model, entry.backward);
   const c = new Ctx(model, node, exec.grad_in, exec.grad_out);
   const own = node.tensor !== null && node.name !== "AccumulateGrad" ? tensorExpr(model, node.tensor) : null;
-  const gradText = exec.grad_in.map((v) => fmtValue(v)).join(", ");
+  const gradText = exec.grad_in.map((v) => fmtValue(v)).join(", ") + pathsSum(model, entry);
   const first = model.backward(entry.backward)?.entries[0] === entry;
   const seed = first ? " (the seed: backward() starts from 1 at the root)" : "";
   const incoming = own ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}` : `grad = ${gradText}${seed}`;

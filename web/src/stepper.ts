@@ -36,11 +36,11 @@ export class StepperView {
     this.playButton = btn("▶ Play", "Play the backward walk", "P", () => this.togglePlay());
     this.playButton.classList.add("gw-play");
     this.buttons = [
-      btn("⏮", "First step", "Home", () => this.go(0)),
+      btn("« First", "First step", "Home", () => this.go(0)),
       btn("◀ Prev", "Previous step", "←", () => this.go(this.step - 1)),
       this.playButton,
       btn("Next ▶", "Next step", "→", () => this.go(this.step + 1)),
-      btn("⏭", "Last step", "End", () => this.go(this.model.timeline.length - 1)),
+      btn("Last »", "Last step", "End", () => this.go(this.model.timeline.length - 1)),
     ];
     this.speed = h(
       "select",
@@ -55,8 +55,8 @@ export class StepperView {
     this.walk = h("ol", { class: "gw-walk", "aria-label": "Nodes in the order the engine ran them" });
     root.append(
       this.calls,
-      h("div", { class: "gw-step-controls" }, ...this.buttons, this.speed),
-      h("div", { class: "gw-scrubber" }, this.slider, this.position),
+      h("div", { class: "gw-step-controls" }, ...this.buttons),
+      h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
       h("div", { class: "gw-scroll" }, this.card, this.walk),
     );
     store.subscribe((state, changed) => this.onStore(state, changed));

@@ -53,7 +53,7 @@ export function fmt(x: number): string {
   let s: string;
   if (Number.isInteger(a) && a < 1e7) s = String(a);
   else if (a >= 1e5 || a < 1e-3) s = a.toExponential(3).replace(/\.?0+e/, "e").replace("e+", "e");
-  else s = String(Number(a.toPrecision(5)));
+  else s = String(Number(a.toPrecision(4)));
   return sign + s;
 }
 
@@ -81,6 +81,18 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);
   return parts.join(" ");
+}
+
+/** A value short enough for an edge label: the number, two numbers, or the norm. */
+export function fmtShort(v: Maybe<TensorValue>): string {
+  if (!v) return "";
+  if (v.kind === "full" && v.flat.length <= 2) {
+    const xs = v.flat.map(num);
+    if (xs.length === 1) return fmt(xs[0]);
+    return `[${xs.map((x) => fmt(Number(x.toPrecision(3)))).join(", ")}]`;
+  }
+  const n = v.kind === "full" ? norm(v.flat.map(num)) : v.norm;
+  return n === null ? shapeText(v.shape) : `‖·‖ ${fmt(Number(n.toPrecision(3)))}`;
 }
 
 export function norm(xs: readonly number[]): number {

@@ -1,0 +1,232 @@
+"""The app in a real Chromium against a real server: run, see the graph, step backward."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from .conftest import load_trace, open_app, run_example, shot, wait_graph
+from .tracegen import chain_trace
+
+pytestmark = pytest.mark.browser
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
+
+NEXT = "button[aria-label='Next step']"
+
+
+def node_kinds(page: Any) -> list[str]:
+    kinds: list[str] = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('kind'))")
+    return kinds
+
+
+def hover_graph_node(page: Any, selector: str) -> None:
+    """Move the mouse onto a graph node (Cytoscape draws on a canvas)."""
+    x, y = page.evaluate(
+        """(sel) => {
+            const cy = window.gradwalk.graph.core;
+            const p = cy.$(sel).renderedPosition();
+            const box = cy.container().getBoundingClientRect();
+            return [box.left + p.x, box.top + p.y];
+        }""",
+        selector,
+    )
+    page.mouse.move(x, y)
+
+
+def test_cubic_graph_then_step_to_the_leaf(page: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    kinds = node_kinds(page)
+    assert kinds.count("op") == 3 and kinds.count("acc") == 1 and kinds.count("leaf") == 1, kinds
+    expect(page.locator(".gw-graph-info")).to_have_text("4 nodes")
+    shot(page, "01-cubic-graph")
+
+    page.click("#gw-tab-stepper")
+    card = page.locator(".gw-step-card")
+    expect(card).to_contain_text("SubBackward0")
+    for _ in range(3):
+        page.click(NEXT)
+    expect(card).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    expect(card).to_contain_text("18.75 + (−4)")
+    leaf = page.evaluate("() => window.gradwalk.graph.core.$('node[kind = \"leaf\"]').data('label')")
+    assert ".grad 14.75" in leaf
+    shot(page, "02-cubic-stepped-to-leaf")
+
+
+def test_stepping_with_the_keyboard(page: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    page.focus("[data-gw=run]")
+    page.keyboard.press("2")
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    position = page.locator(".gw-stepper .gw-position")
+    expect(position).to_have_text("step 1 of 5")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    expect(position).to_have_text("step 4 of 5")
+    expect(page.locator(".gw-step-card")).to_contain_text("14.75")
+    page.keyboard.press("ArrowLeft")
+    expect(position).to_have_text("step 3 of 5")
+    page.keyboard.press("End")
+    expect(position).to_have_text("step 5 of 5")
+    expect(page.locator(".gw-step-card")).to_contain_text("graph was freed")
+    expect(page.locator(".gw-graph-banner")).to_contain_text("Graph freed")
+    page.keyboard.press("Home")
+    expect(position).to_have_text("step 1 of 5")
+    # Arrow keys typed into the editor move the cursor, not the stepper.
+    page.click(".cm-content")
+    page.keyboard.press("ArrowRight")
+    expect(position).to_have_text("step 1 of 5")
+    expect(page).to_have_url(re.compile(r"view=stepper&step=0"))
+
+
+def test_product_reads_3_and_8(page: Any) -> None:
+    open_app(page)
+    run_example(page, "product")
+    page.click("#gw-tab-stepper")
+    card = page.locator(".gw-step-card")
+    page.click(".gw-walk-item:has-text('MulBackward0')")
+    expect(card).to_contain_text("∂c/∂a = grad · b = 1 × 3 = 3")
+    expect(card).to_contain_text("∂c/∂b = grad · a = 1 × 2 = 2")
+    shot(page, "03-product-mul")
+    page.click(NEXT)
+    expect(card).to_contain_text("a.grad: 0 + 3 → 3")
+    page.click(NEXT)
+    expect(card).to_contain_text("b.grad: 0 + 8 → 8")
+    expect(card).to_contain_text("6 + 2")
+
+
+def test_a_failing_snippet_shows_its_error_at_line_6(page: Any) -> None:
+    open_app(page)
+    run_example(page, "backward_twice_error", status="error")
+    widget = page.locator(".cm-gw-error-widget")
+    expect(widget).to_have_attribute("data-line", "6")
+    expect(widget).to_contain_text("RuntimeError")
+    expect(page.locator(".cm-line.cm-gw-error-line")).to_contain_text("y.backward()")
+    notice = page.locator(".gw-notice-error")
+    expect(notice).to_have_attribute("data-line", "6")
+    expect(notice).to_contain_text("line 6")
+    page.click("#gw-tab-stepper")
+    page.keyboard.press("End")
+    expect(page.locator(".gw-step-card")).to_contain_text("failed")
+    shot(page, "04-error-at-line-6")
+
+
+def test_reloading_a_url_lands_on_its_step(page: Any, browser: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    for _ in range(3):
+        page.click(NEXT)
+    expect(page).to_have_url(re.compile(r"[?&]step=3"))
+    url = page.url
+    assert re.search(r"[?&]run=\w+", url) and "view=stepper" in url
+
+    page.reload()
+    card = page.locator(".gw-step-card")
+    expect(card).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+
+    # The same link in a fresh browser opens the same step, source and graph.
+    other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    try:
+        other.goto(url)
+        expect(other.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+        expect(other.locator(".cm-content")).to_contain_text("y = x**3 - 4*x")
+    finally:
+        other.context.close()
+
+
+def test_tape_links_code_and_graph_both_ways(page: Any) -> None:
+    open_app(page)
+    run_example(page, "product")
+    mul_op = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.name === 'mul').index")
+    mul_node = page.evaluate("() => [...window.gradwalk.model.nodes.values()].find((n) => n.name === 'MulBackward0').id")
+    page.hover(f".gw-op-row[data-op='{mul_op}'] .gw-op")
+    expect(page.locator(".cm-line.cm-gw-linked")).to_contain_text("c = a * b")
+    linked = page.evaluate("() => window.gradwalk.graph.core.$('.linked').map((n) => n.id())")
+    assert f"n{mul_node}" in linked
+    shot(page, "05-tape-hover-links")
+
+    hover_graph_node(page, f"#n{mul_node}")
+    expect(page.locator(f".gw-op-row[data-op='{mul_op}']")).to_have_class(re.compile(r"\blinked\b"))
+
+    # The scrubber replays the forward pass: before the mul, its node is not built yet.
+    page.click(f".gw-op-row[data-op='{mul_op - 1}'] .gw-op")
+    hidden = page.evaluate(f"() => window.gradwalk.graph.core.$('#n{mul_node}').hasClass('future')")
+    assert hidden
+    expect(page.locator(".gw-tape .gw-position")).to_contain_text("of 5")
+
+
+def test_inspector_shows_a_parameter_as_a_heatmap(page: Any) -> None:
+    open_app(page)
+    run_example(page, "small_net")
+    weight = page.evaluate(
+        "() => window.gradwalk.graph.core.nodes('[kind = \"param\"]').filter((n) => n.data('label').startsWith('net.fc1.weight')).id()"
+    )
+    page.evaluate(f"() => window.gradwalk.graph.core.$('#{weight}').emit('tap')")
+    expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
+    body = page.locator(".gw-inspector-body")
+    expect(body).to_contain_text("net.fc1.weight")
+    expect(body).to_contain_text("16×4")
+    assert page.locator(".gw-inspector-body table.gw-heatmap").first.locator("td").count() == 64
+    shot(page, "06-inspector-heatmap")
+
+
+def test_dark_theme_and_presenter_size(page: Any) -> None:
+    open_app(page)
+    run_example(page, "product")
+    page.click("[data-gw=theme]")
+    page.click("[data-gw=presenter]")
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "20px"
+    page.click("#gw-tab-stepper")
+    page.click(".gw-walk-item:has-text('MulBackward0')")
+    wait_graph(page)
+    shot(page, "07-dark-presenter-product")
+    page.reload()
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+
+
+def test_stop_cancels_a_long_run(page: Any) -> None:
+    open_app(page)
+    page.evaluate(
+        "() => { window.gradwalk.editor.source = 'import time\\nfor i in range(100):\\n    print(i, flush=True)\\n    time.sleep(0.1)\\n'; }"
+    )
+    page.click("[data-gw=run]")
+    expect(page.locator(".gw-stdout")).to_contain_text("3")
+    page.click("[data-gw=stop]")
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
+
+
+def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
+    open_app(page)
+    load_trace(page, chain_trace(2000))
+    info = wait_graph(page)
+    assert page.evaluate("() => window.gradwalk.model.nodes.size") >= 2000
+    assert info["nodes"] >= 2000, info
+    per_step = page.evaluate(
+        """() => {
+            const app = window.gradwalk;
+            app.openView('stepper');
+            const t0 = performance.now();
+            for (let i = 1; i <= 20; i++) app.stepper.go(i);
+            return (performance.now() - t0) / 20;
+        }"""
+    )
+    assert per_step < 150, f"a stepper step took {per_step:.1f} ms on a 2,000-node graph"
+    zoom = page.evaluate("() => window.gradwalk.graph.core.zoom()")
+    box = page.locator(".gw-graph-canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -600)
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.gradwalk.graph.core.zoom()") > zoom
+    shot(page, "08-chain-2000")

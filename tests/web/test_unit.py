@@ -1,0 +1,38 @@
+"""The frontend's unit tests (web/test/*.test.ts) against traces recorded here with PyTorch."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, WEB, need
+
+EXAMPLES = ["cubic", "product", "cubic_twice"]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from engine.run import record
+
+    out = tmp_path_factory.mktemp("traces")
+    for name in EXAMPLES:
+        source = (ROOT / "server" / "examples" / f"{name}.py").read_text()
+        (out / f"{name}.json").write_text(record(source, filename=f"{name}.py").model_dump_json())
+    return out
+
+
+def test_frontend_unit_tests(traces: Path) -> None:
+    need(shutil.which("node") is not None, "node is not installed")
+    need((WEB / "node_modules" / "esbuild").is_dir(), "web/node_modules is missing: run `make web`")
+    result = subprocess.run(
+        ["node", "scripts/unit.mjs"],
+        cwd=WEB,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GRADWALK_TRACES": str(traces)},
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
