@@ -18,6 +18,7 @@ from engine.events import Limits, RunFinished, RunStarted
 
 from . import sandbox
 from .framing import FrameDecoder, encode_frame
+from .probe import verify as probe_layers
 
 __all__ = ["SANDBOX_EXIT", "encode_request", "probe", "standby"]
 
@@ -119,7 +120,7 @@ def probe(config: dict[str, Any], worker_ns: dict[str, str], event_fd: int) -> N
         config = {**config, "strict": False, "memory_mb": None if config.get("gpu") else Limits().memory_mb}
         failures = sandbox.enter(config, event_fd)
         sandbox.limit_run(config, 5.0, config["memory_mb"])
-        report = sandbox.verify(config, worker_ns, failures)
+        report = probe_layers(config, worker_ns, failures)
         _write_all(
             sandbox.EVENT_FD, encode_frame(json.dumps({"layers": report, "failures": failures}).encode())
         )

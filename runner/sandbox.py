@@ -3,9 +3,8 @@
 :func:`enter` runs in the child right after ``fork()``, before the snippet, and applies
 the layers in an order where each step still has the rights it needs: file descriptors,
 namespaces, a new root file system, host name, environment, rlimits, a non-root uid, and
-seccomp last (it denies ``mount`` and friends). :func:`verify` then checks every layer
-from the inside, the way a snippet would see it; the pool runs it once per worker at
-start-up and :meth:`WorkerPool.isolation_report` shows its answers.
+seccomp last (it denies ``mount`` and friends). :func:`runner.probe.verify` then checks
+every layer from the inside, the way a snippet would meet it.
 
 # NOTE [The sandbox's file system]
 # The child pivots into a fresh tmpfs root that holds only what running PyTorch needs,
@@ -28,14 +27,23 @@ import math
 import os
 import resource
 import signal
-import socket
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from . import linux, seccomp
 
-__all__ = ["EVENT_FD", "LAYERS", "REQUEST_FD", "SandboxError", "enter", "limit_run", "verify"]
+__all__ = [
+    "ENV",
+    "EVENT_FD",
+    "LAYERS",
+    "NPROC",
+    "REQUEST_FD",
+    "SCRATCH",
+    "SandboxError",
+    "enter",
+    "limit_run",
+]
 
 LAYERS = (
     "namespaces",
@@ -55,10 +63,9 @@ REQUEST_FD = 4
 SCRATCH = "/tmp"
 NPROC = 64
 NOFILE = 256
-_ALWAYS_HIDDEN = ("/root/.ssh", "/etc/shadow", "/home", "/var", "/run")
 _PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "kcore")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom")
-_ENV = {
+ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": SCRATCH,
     "TMPDIR": SCRATCH,
@@ -123,7 +130,7 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
     # Set again: a change of uid clears the parent-death signal (see prctl(2)).
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     step("seccomp", seccomp.install)
-    sys.path[:] = [p for p in sys.path if p and not any(_under(p, h) for h in config["hide"])]
+    sys.path[:] = [p for p in sys.path if p and not any(under(p, h) for h in config["hide"])]
     return failures
 
 
@@ -156,7 +163,8 @@ def _own_fds(event_fd: int, request_fd: int | None) -> None:
     os.closerange(REQUEST_FD + 1 if request_fd is not None else EVENT_FD + 1, 1 << 20)
 
 
-def _under(path: str, top: str) -> bool:
+def under(path: str, top: str) -> bool:
+    """Whether ``path`` is ``top`` or lies inside it."""
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
@@ -171,7 +179,7 @@ def _build_root(config: dict[str, Any]) -> None:
     hidden_tmpfs: list[str] = []
 
     def covering(path: str) -> bool | None:
-        deepest = max((m for m in mounted if _under(path, m[0])), key=lambda m: len(m[0]), default=None)
+        deepest = max((m for m in mounted if under(path, m[0])), key=lambda m: len(m[0]), default=None)
         return None if deepest is None else deepest[1]
 
     for path, kept in sorted([(p, True) for p in keep] + [(h, False) for h in hide]):
@@ -233,7 +241,7 @@ def _mount_base(paths: list[str]) -> str:
         if (
             os.path.isdir(candidate)
             and not os.path.islink(candidate)
-            and not any(_under(p, candidate) or _under(candidate, p) for p in paths)
+            and not any(under(p, candidate) or under(candidate, p) for p in paths)
         ):
             return candidate
     raise OSError(errno.ENOENT, "no folder to build the sandbox root on")
@@ -312,7 +320,7 @@ def _readonly_tree(root: str, extra: list[str]) -> None:
 
 def _scrub_env() -> None:
     os.environ.clear()
-    os.environ.update(_ENV)
+    os.environ.update(ENV)
 
 
 def _set_rlimits(config: dict[str, Any]) -> None:
@@ -359,104 +367,3 @@ def _clear_capabilities() -> None:
     if libc.capset(header, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
-
-
-def verify(config: dict[str, Any], worker_ns: dict[str, str], failures: dict[str, str]) -> dict[str, bool]:
-    """Check each layer from inside the sandbox, as a snippet would meet it."""
-    checks: dict[str, Callable[[], bool]] = {
-        "namespaces": lambda: (
-            os.getpid() == 1
-            and all(
-                os.readlink(f"/proc/self/ns/{ns}") != ident for ns, ident in worker_ns.items() if ns != "user"
-            )
-        ),
-        "user_namespace": lambda: (
-            not config.get("userns") or os.readlink("/proc/self/ns/user") != worker_ns["user"]
-        ),
-        "readonly_fs": lambda: all(_denied_write(p) for p in ["/", "/usr", "/dev/shm", "/proc", sys.prefix]),
-        "scratch_tmpfs": _scratch_ok(config),
-        "hidden_files": lambda: all(_hidden(p, config["keep"]) for p in [*config["hide"], *_ALWAYS_HIDDEN]),
-        "non_root_uid": lambda: os.getuid() != 0 and os.geteuid() != 0 and _cap_eff() == 0,
-        "env_scrubbed": lambda: set(os.environ) <= set(_ENV),
-        "fds_closed": lambda: (
-            {int(f) for f in os.listdir("/proc/self/fd")} <= {0, 1, 2, EVENT_FD, _last_fd()}
-        ),
-        "rlimits": lambda: (
-            resource.getrlimit(resource.RLIMIT_NPROC)[1] == NPROC
-            and resource.getrlimit(resource.RLIMIT_CORE)[1] == 0
-            and (
-                not config.get("memory_mb")
-                or resource.getrlimit(resource.RLIMIT_AS)[1] == config["memory_mb"] << 20
-            )
-        ),
-        "seccomp": _seccomp_ok,
-    }
-    report = {}
-    for layer, check in checks.items():
-        try:
-            report[layer] = layer not in failures and bool(check())
-        except Exception:
-            report[layer] = False
-    return report
-
-
-def _hidden(path: str, keep: list[str]) -> bool:
-    """Whether ``path`` is absent, or shows nothing but the way down to kept paths."""
-    if not os.path.isdir(path):
-        return not os.path.lexists(path)
-    lead = {k[len(path) :].lstrip("/").split("/")[0] for k in keep if _under(k, path) and k != path}
-    return set(os.listdir(path)) <= lead
-
-
-def _denied_write(path: str) -> bool:
-    try:
-        fd = os.open(os.path.join(path, ".gradwalk-probe"), os.O_CREAT | os.O_WRONLY, 0o600)
-    except OSError as exc:
-        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
-    os.close(fd)
-    return False
-
-
-def _scratch_ok(config: dict[str, Any]) -> Callable[[], bool]:
-    def check() -> bool:
-        st = os.statvfs(SCRATCH)
-        with open(os.path.join(SCRATCH, "probe"), "w") as fh:
-            fh.write("ok")
-        os.unlink(os.path.join(SCRATCH, "probe"))
-        return os.getcwd() == SCRATCH and st.f_blocks * st.f_frsize <= int(config["scratch_mb"]) << 20
-
-    return check
-
-
-def _cap_eff() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    return -1
-
-
-def _last_fd() -> int:
-    fd = os.open("/dev/null", os.O_RDONLY)
-    os.close(fd)
-    return fd
-
-
-def _seccomp_ok() -> bool:
-    with open("/proc/self/status") as fh:
-        if "Seccomp:\t2" not in fh.read():
-            return False
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
-    except PermissionError:
-        pass
-    else:
-        return False
-    try:
-        pid = os.fork()
-    except PermissionError:
-        return True
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    return False

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from . import control, linux
+from .sandbox import under
 
 __all__ = ["main"]
 
@@ -126,17 +127,13 @@ def _keep_paths(hide: list[str]) -> list[str]:
     for entry in sys.path:
         if entry and os.path.isdir(entry):
             real = os.path.realpath(entry)
-            if _in_prefix(real) or not any(_under(real, h) for h in hide):
+            if _in_prefix(real) or not any(under(real, h) for h in hide):
                 paths.add(real)
     return sorted(p for p in paths if p != "/" and os.path.lexists(p))
 
 
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
-
-
 def _in_prefix(path: str) -> bool:
-    return _under(path, os.path.realpath(sys.prefix))
+    return under(path, os.path.realpath(sys.prefix))
 
 
 def _fork(config: dict[str, Any], own_pid_ns: int) -> int:
