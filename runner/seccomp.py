@@ -1,11 +1,12 @@
 """A seccomp-BPF filter, built by hand, that denies the system calls a snippet never needs.
 
 # NOTE [Why a hand-built filter]
-# libseccomp's Python binding is not on PyPI in a form that installs everywhere (it needs
-# the C library's headers and a compiler), and the filter we need is a short deny list, so
-# it is assembled here as classic BPF and installed with prctl(2) through ctypes. It checks
-# the architecture first (a foreign ABI is killed, and x86-64's x32 calls are denied), then
-# answers denied calls with EPERM so that Python raises a readable ``PermissionError``
+# libseccomp's own Python binding (``seccomp``) is not on PyPI; ``pyseccomp`` (0.1.2, 2021)
+# is a ctypes wrapper that still needs the C library ``libseccomp.so.2`` on every machine.
+# The filter we need is a short deny list, so it is assembled here as classic BPF and
+# installed with prctl(2) through ctypes: no dependency at all. It checks the architecture
+# first (a foreign ABI is killed, and x86-64's x32 calls are denied), then answers denied
+# calls with EPERM so that Python raises a readable ``PermissionError``
 # instead of the process dying. Process creation is denied (``clone`` without
 # ``CLONE_THREAD``, ``fork``, ``vfork``); threads stay allowed. ``clone3`` answers ENOSYS,
 # because its flags live in memory a filter cannot read, and glibc then falls back to
