@@ -1,7 +1,7 @@
 // The full app: the editor and run controls wired to the server, and the views (graph,
 // tape, stepper, inspector, output) sharing one TraceModel and one Store. The page's
 // template provides the skeleton; every lookup is scoped to the app's root element.
-import { Api, ApiError, type Bootstrap, type Example, RunStream } from "./api";
+import { Api, ApiError, type Bootstrap, type Example, type RunInfo, RunStream } from "./api";
 import { $, h, isTyping } from "./dom";
 import { Editor } from "./editor";
 import { GraphView } from "./graph";
@@ -24,10 +24,19 @@ y.backward()
 print(x.grad)
 `;
 
+/** Set by the modes that wrap the app (lessons, classroom rooms). */
+export interface AppHooks {
+  /** Create runs some other way than POST /api/runs (a room's viewer runs through the room). */
+  createRun?: (source: string, device: string) => Promise<RunInfo>;
+  /** Told whenever the shown run changes (a new run, a loaded one, a trace file: null). */
+  onModel?: (runId: string | null, model: TraceModel) => void;
+}
+
 type RunState = "idle" | "starting" | "running" | "ok" | "error" | "timeout" | "cancelled" | "crashed" | "limit";
 
 export class App {
   readonly store = new Store();
+  readonly hooks: AppHooks = {};
   readonly api: Api;
   model = new TraceModel();
   runId: string | null = null;
@@ -135,7 +144,8 @@ export class App {
     this.setStatus("starting");
     this.runButton.disabled = true;
     try {
-      const info = await this.api.createRun(source, this.boot.cuda ? this.deviceSelect.value : "cpu");
+      const device = this.boot.cuda ? this.deviceSelect.value : "cpu";
+      const info = await (this.hooks.createRun ?? ((s, d) => this.api.createRun(s, d)))(source, device);
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.runButton.disabled = false;
@@ -246,6 +256,7 @@ export class App {
     this.bindModel();
     this.onModelEvents();
     this.url.write(runId, this.store.state);
+    this.hooks.onModel?.(runId, model);
   }
 
   private bindModel(): void {
@@ -318,7 +329,8 @@ export class App {
     return null;
   }
 
-  private async applyUrl(wanted: UrlState): Promise<void> {
+  /** Show what `wanted` points at: load its run (unless shown), then its view and step once they exist. */
+  async applyUrl(wanted: UrlState): Promise<void> {
     this.pending = wanted;
     if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);
     await this.applyPending();
