@@ -1,0 +1,204 @@
+// The lessons gallery: a dialog listing the ready lessons, and the lesson card shown above
+// the workspace while one is open. Opening a lesson puts its code in the editor, asks the
+// server for the lesson's recorded run (one run shared by everyone who opens it) and lands
+// on the lesson's view and step. `/?lesson=ID` opens one directly.
+import type { App } from "./app";
+import { $, h } from "./dom";
+import { VIEWS, type ViewName } from "./store";
+
+export interface Lesson {
+  id: string;
+  title: string;
+  summary: string;
+  text: string;
+  try_next: string;
+  source: string;
+  file: string;
+  view: string;
+  step: number | null;
+}
+
+interface LessonRun {
+  id: string;
+  status: string;
+}
+
+// Which lesson a run belongs to, so a reload (whose URL names only the run) keeps the card.
+const RUNS_KEY = "gradwalk-lesson-runs";
+
+function lessonRuns(): Record<string, string> {
+  try {
+    return JSON.parse(sessionStorage.getItem(RUNS_KEY) ?? "{}") as Record<string, string>;
+  } catch {
+    return {};
+  }
+}
+
+function rememberRun(runId: string, lessonId: string): void {
+  try {
+    sessionStorage.setItem(RUNS_KEY, JSON.stringify({ ...lessonRuns(), [runId]: lessonId }));
+  } catch {
+    // storage disabled: the card goes away on reload
+  }
+}
+
+export class LessonsGallery {
+  lessons: Lesson[] = [];
+  current: Lesson | null = null;
+  /** Told when a lesson is opened or its card closed (the presenter tells the room). */
+  onChange: (lesson: Lesson | null) => void = () => {};
+  private readonly dialog: HTMLDialogElement;
+  private readonly list: HTMLElement;
+  private readonly card: HTMLElement;
+  private loaded: Promise<void> | null = null;
+  private opening = 0;
+
+  constructor(private readonly app: App) {
+    const root = app.root;
+    this.list = h("ol", { class: "gw-lesson-grid" });
+    this.dialog = h(
+      "dialog",
+      { class: "gw-dialog gw-lessons-dialog", "aria-labelledby": "gw-lessons-title" },
+      h(
+        "div",
+        { class: "gw-dialog-head" },
+        h("h2", { id: "gw-lessons-title", text: "Lessons" }),
+        h("button", { type: "button", class: "gw-btn", "aria-label": "Close", text: "✕", on: { click: () => this.dialog.close() } }),
+      ),
+      h("p", { class: "gw-dialog-intro", text: "Each lesson runs a short snippet and opens at the step that shows its idea. Change the code and run it again to see what moves." }),
+      this.list,
+    );
+    this.dialog.addEventListener("click", (ev) => {
+      if (ev.target === this.dialog) this.dialog.close(); // a click on the backdrop
+    });
+    this.card = h("section", { class: "gw-lesson", "aria-label": "Lesson", hidden: true, data: { gw: "lesson-card" } });
+    root.append(this.dialog);
+    $(root, ".gw-main").before(this.card);
+    root.classList.add("gw-has-bars");
+  }
+
+  /** Fetch the lessons (once). */
+  load(): Promise<void> {
+    this.loaded ??= (async () => {
+      const res = await fetch(`${this.app.api.base}/lessons`);
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      this.lessons = ((await res.json()) as { lessons: Lesson[] }).lessons;
+      this.renderList();
+    })().catch((err: Error) => {
+      this.loaded = null;
+      this.app.output.say(`Could not load the lessons: ${err.message}`, "error");
+    });
+    return this.loaded;
+  }
+
+  async openGallery(): Promise<void> {
+    if (!this.dialog.open) this.dialog.showModal();
+    await this.load();
+    const first = this.list.querySelector<HTMLButtonElement>(this.current ? `[data-lesson="${this.current.id}"]` : "button");
+    first?.focus();
+  }
+
+  /** Open a lesson: its code, its shared run, its view and step, and its card. */
+  async open(id: string): Promise<boolean> {
+    await this.load();
+    const lesson = this.lessons.find((l) => l.id === id);
+    if (!lesson) {
+      this.app.output.say(`There is no lesson “${id}”.`, "error");
+      return false;
+    }
+    if (this.dialog.open) this.dialog.close();
+    const ticket = ++this.opening;
+    this.show(lesson.id);
+    this.app.editor.source = lesson.source;
+    this.app.editor.setErrors([]);
+    let run: LessonRun;
+    try {
+      const res = await fetch(`${this.app.api.base}/lessons/${encodeURIComponent(id)}/run`, { method: "POST" });
+      const body = (await res.json()) as LessonRun & { detail?: string };
+      if (!res.ok) throw new Error(body.detail ?? `HTTP ${res.status}`);
+      run = body;
+    } catch (err) {
+      this.app.output.say(`Could not run the lesson: ${(err as Error).message}`, "error");
+      return false;
+    }
+    if (ticket !== this.opening) return false; // another lesson was opened meanwhile
+    rememberRun(run.id, lesson.id);
+    const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
+    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null });
+    return true;
+  }
+
+  /** Show a lesson's card without touching the workspace (a room viewer follows the presenter's). */
+  show(id: string | null): void {
+    const lesson = id ? (this.lessons.find((l) => l.id === id) ?? null) : null;
+    const changed = lesson?.id !== this.current?.id;
+    this.current = lesson;
+    this.renderCard();
+    if (changed) this.onChange(lesson);
+  }
+
+  /** Open `/?lesson=ID`, or show the card of the lesson whose run the URL names. */
+  async startFromUrl(): Promise<void> {
+    const q = new URLSearchParams(location.search);
+    const wanted = q.get("lesson");
+    if (wanted) {
+      await this.open(wanted);
+      return;
+    }
+    const run = q.get("run");
+    const lessonId = run ? lessonRuns()[run] : undefined;
+    if (lessonId) {
+      await this.load();
+      this.show(lessonId);
+    }
+  }
+
+  private renderList(): void {
+    this.list.replaceChildren(
+      ...this.lessons.map((lesson, i) =>
+        h(
+          "li",
+          {},
+          h(
+            "button",
+            { type: "button", class: "gw-lesson-tile", data: { lesson: lesson.id }, on: { click: () => void this.open(lesson.id) } },
+            h("span", { class: "gw-lesson-n", text: String(i + 1) }),
+            h("span", { class: "gw-lesson-tile-title", text: lesson.title }),
+            h("span", { class: "gw-lesson-tile-summary", text: lesson.summary }),
+          ),
+        ),
+      ),
+    );
+  }
+
+  private renderCard(): void {
+    const lesson = this.current;
+    this.card.hidden = lesson === null;
+    if (!lesson) {
+      this.card.replaceChildren();
+      return;
+    }
+    const i = this.lessons.indexOf(lesson);
+    const prev = this.lessons[i - 1];
+    const next = this.lessons[i + 1];
+    this.card.dataset.lesson = lesson.id;
+    this.card.replaceChildren(
+      h(
+        "div",
+        { class: "gw-lesson-body" },
+        h("div", { class: "gw-lesson-kicker", text: `Lesson ${i + 1} of ${this.lessons.length}` }),
+        h("h2", { class: "gw-lesson-title", text: lesson.title }),
+        h("p", { class: "gw-lesson-text", text: lesson.text }),
+        lesson.try_next ? h("p", { class: "gw-lesson-try" }, h("strong", { text: "Try this: " }), lesson.try_next) : null,
+      ),
+      h(
+        "div",
+        { class: "gw-lesson-nav" },
+        h("button", { type: "button", class: "gw-btn", text: "All lessons", on: { click: () => void this.openGallery() } }),
+        h("button", { type: "button", class: "gw-btn", text: "◀ Previous", disabled: !prev, title: prev?.title, on: { click: () => prev && void this.open(prev.id) } }),
+        h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Next ▶", disabled: !next, title: next?.title, on: { click: () => next && void this.open(next.id) } }),
+        h("button", { type: "button", class: "gw-btn gw-lesson-close", "aria-label": "Close the lesson", title: "Close the lesson", text: "✕", on: { click: () => this.show(null) } }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,248 @@
+// The classroom room's wire side: its HTTP calls, the presenter's key, and the room socket
+// (which reconnects on its own and hands every frame to its owner). The protocol is
+// described once, in server/routes/rooms.py (NOTE [Room protocol]).
+import { type Api, ApiError, type RunInfo } from "./api";
+
+export interface RoomState {
+  source: string;
+  run_id: string | null;
+  view: string;
+  step: number | null;
+  op: number | null;
+  allow_viewer_runs: boolean;
+  lesson: string | null;
+}
+
+export interface StateFrame {
+  type: "state";
+  version: number;
+  source_version: number;
+  /** Everything but `source` when this connection already has the source of `source_version`. */
+  state: Omit<RoomState, "source"> & { source?: string };
+}
+
+export type RoomFrame = StateFrame | { type: "ack"; version: number } | { type: "presence"; viewers: number };
+
+export interface RoomCreated {
+  code: string;
+  presenter_key: string;
+  url: string;
+  ws_url: string;
+  version: number;
+  state: RoomState;
+  idle_s: number;
+}
+
+export interface RoomInfo {
+  code: string;
+  ws_url: string;
+  url: string;
+}
+
+/** The one-line reason a refusal gives, whatever shape its `detail` has. */
+function detailText(body: unknown, fallback: string): string {
+  const detail = body && typeof body === "object" && "detail" in body ? (body as { detail: unknown }).detail : null;
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail)) return detail.map((d) => (d && typeof d === "object" && "msg" in d ? String(d.msg) : JSON.stringify(d))).join("; ");
+  return fallback;
+}
+
+/** The room endpoints of the HTTP API. */
+export class RoomApi {
+  constructor(private readonly api: Api) {}
+
+  private async request<T>(path: string, init: RequestInit & { key?: string | null } = {}): Promise<T> {
+    const headers = new Headers(init.headers);
+    if (init.body) headers.set("Content-Type", "application/json");
+    if (init.key) headers.set("X-Presenter-Key", init.key);
+    const token = this.api.token;
+    if (token) headers.set("Authorization", `Bearer ${token}`);
+    const res = await fetch(`${this.api.base}${path}`, { ...init, headers });
+    const text = await res.text();
+    let body: unknown = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      body = text;
+    }
+    if (!res.ok) {
+      const retry = res.headers.get("Retry-After");
+      throw new ApiError(detailText(body, res.statusText || `HTTP ${res.status}`), res.status, retry ? Number(retry) : null);
+    }
+    return body as T;
+  }
+
+  create(state: Partial<RoomState>): Promise<RoomCreated> {
+    return this.request("/rooms", { method: "POST", body: JSON.stringify({ state }) });
+  }
+
+  patch(code: string, key: string, patch: Partial<RoomState>): Promise<unknown> {
+    return this.request(`/rooms/${code}/state`, { method: "PATCH", body: JSON.stringify(patch), key });
+  }
+
+  end(code: string, key: string): Promise<unknown> {
+    return this.request(`/rooms/${code}`, { method: "DELETE", key });
+  }
+
+  /**
+   * Run code in the room: as its presenter (with the key) or as a viewer. A refusal comes
+   * back as a plain Error with the server's reason, so the app does not ask for its token.
+   */
+  async run(code: string, key: string | null, source: string, device: string): Promise<RunInfo> {
+    try {
+      return await this.request<RunInfo>(`/rooms/${code}/runs`, { method: "POST", body: JSON.stringify({ source, device }), key });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 403) throw new Error(`${err.message}. Ask them to tick “Let viewers run code”.`);
+      throw err;
+    }
+  }
+}
+
+// --- the presenter's key ------------------------------------------------------------------
+// The tab that opened a room holds its key in sessionStorage, so only that tab presents
+// (another tab of the same browser is a viewer). localStorage keeps a copy so that the
+// Classroom dialog can offer to resume presenting after the tab was closed.
+
+const TAB_KEY = "gradwalk-room-key:";
+const SAVED = "gradwalk-rooms";
+
+interface SavedRoom {
+  code: string;
+  key: string;
+  at: number;
+}
+
+function savedRooms(): SavedRoom[] {
+  try {
+    const list = JSON.parse(localStorage.getItem(SAVED) ?? "[]") as SavedRoom[];
+    return Array.isArray(list) ? list.filter((r) => r && typeof r.code === "string" && typeof r.key === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+export const presenterKeys = {
+  /** The key this tab presents `code` with, if it does. */
+  get(code: string): string | null {
+    try {
+      return sessionStorage.getItem(TAB_KEY + code);
+    } catch {
+      return null;
+    }
+  },
+  /** Present `code` from this tab (and remember the key for resuming). */
+  set(code: string, key: string): void {
+    try {
+      sessionStorage.setItem(TAB_KEY + code, key);
+      const list = [{ code, key, at: Date.now() }, ...savedRooms().filter((r) => r.code !== code)].slice(0, 5);
+      localStorage.setItem(SAVED, JSON.stringify(list));
+    } catch {
+      // storage disabled: presenting lasts as long as this page
+    }
+  },
+  forget(code: string): void {
+    try {
+      sessionStorage.removeItem(TAB_KEY + code);
+      localStorage.setItem(SAVED, JSON.stringify(savedRooms().filter((r) => r.code !== code)));
+    } catch {
+      // nothing stored
+    }
+  },
+  /** Rooms this browser opened recently, newest first. */
+  saved(): SavedRoom[] {
+    return savedRooms();
+  },
+};
+
+/** Read a typed code the way the server does: any case, spaces and dashes ignored. */
+export function normalizeCode(text: string): string | null {
+  const code = text.trim().replace(/[\s-]/g, "").toUpperCase();
+  return /^[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{6}$/.test(code) ? code : null;
+}
+
+/** "K7MQ2X" -> "K7M Q2X": easier to read off a projector. */
+export function spacedCode(code: string): string {
+  return `${code.slice(0, 3)} ${code.slice(3)}`;
+}
+
+// --- the socket -----------------------------------------------------------------------------
+
+export type SocketStatus = "connecting" | "live" | "reconnecting" | "ended";
+
+export interface SocketHandlers {
+  onFrame: (frame: RoomFrame) => void;
+  onStatus: (status: SocketStatus, reason?: string) => void;
+}
+
+/** A room websocket that reconnects until the server says the room is gone (4xxx). */
+export class RoomSocket {
+  private ws: WebSocket | null = null;
+  private attempts = 0;
+  private done = false;
+
+  constructor(
+    private readonly url: () => string,
+    private readonly handlers: SocketHandlers,
+  ) {
+    this.connect();
+  }
+
+  get open(): boolean {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  send(message: unknown): boolean {
+    if (!this.open) return false;
+    this.ws!.send(JSON.stringify(message));
+    return true;
+  }
+
+  close(): void {
+    this.done = true;
+    this.ws?.close(1000);
+  }
+
+  private connect(): void {
+    this.handlers.onStatus(this.attempts ? "reconnecting" : "connecting");
+    const ws = new WebSocket(this.url());
+    this.ws = ws;
+    ws.onopen = () => {
+      this.attempts = 0;
+      this.handlers.onStatus("live");
+    };
+    ws.onmessage = (msg) => {
+      let frame: RoomFrame;
+      try {
+        frame = JSON.parse(String(msg.data)) as RoomFrame;
+      } catch {
+        return;
+      }
+      if (frame && typeof frame === "object" && "type" in frame) this.handlers.onFrame(frame);
+    };
+    ws.onclose = (ev) => {
+      if (this.done || ws !== this.ws) return;
+      // 4xxx: the server refused or ended the room; 4429 (full) is worth another try later.
+      if (ev.code >= 4000 && ev.code < 5000 && ev.code !== 4429) {
+        this.done = true;
+        this.handlers.onStatus("ended", ev.reason || `the server closed the room (${ev.code})`);
+        return;
+      }
+      const delay = ev.code === 1013 ? 0 : Math.min(5000, 250 * 2 ** this.attempts) + Math.random() * 250;
+      this.attempts += 1;
+      this.handlers.onStatus("reconnecting", ev.reason || undefined);
+      window.setTimeout(() => {
+        if (!this.done) this.connect();
+      }, delay);
+    };
+  }
+}
+
+/** The websocket URL of a room, for a role. */
+export function roomSocketUrl(info: RoomInfo, role: "viewer" | "presenter", key: string | null, token: string | null): string {
+  const url = new URL(info.ws_url, location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.searchParams.set("role", role);
+  if (key) url.searchParams.set("key", key);
+  if (token) url.searchParams.set("token", token);
+  return url.href;
+}

@@ -1,0 +1,144 @@
+// The Classroom dialog: start presenting (open a room with what the app shows now), resume
+// a room this browser opened, or join a presenter's room by its code.
+import { ApiError } from "./api";
+import type { App } from "./app";
+import { h } from "./dom";
+import type { LessonsGallery } from "./lessons";
+import { normalizeCode, presenterKeys, RoomApi, spacedCode } from "./room-client";
+
+export class ClassroomDialog {
+  private readonly dialog: HTMLDialogElement;
+  private readonly error: HTMLElement;
+  private readonly resume: HTMLElement;
+  private readonly codeInput: HTMLInputElement;
+  private readonly startButton: HTMLButtonElement;
+  private readonly rooms: RoomApi;
+
+  constructor(
+    private readonly app: App,
+    private readonly lessons: LessonsGallery,
+  ) {
+    this.rooms = new RoomApi(app.api);
+    this.error = h("p", { class: "gw-dialog-error", role: "alert", hidden: true });
+    this.resume = h("div", { class: "gw-room-resume" });
+    this.startButton = h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Start a room", data: { gw: "room-start" }, on: { click: () => void this.start() } });
+    this.codeInput = h("input", {
+      id: "gw-room-code-input",
+      class: "gw-room-code-input",
+      autocomplete: "off",
+      autocapitalize: "characters",
+      spellcheck: "false",
+      maxlength: "12",
+      placeholder: "K7M Q2X",
+      "aria-label": "Room code",
+      data: { gw: "room-code-input" },
+    });
+    const joinForm = h(
+      "form",
+      {
+        class: "gw-room-join-form",
+        on: {
+          submit: (ev) => {
+            ev.preventDefault();
+            this.join();
+          },
+        },
+      },
+      this.codeInput,
+      h("button", { type: "submit", class: "gw-btn gw-btn-primary", text: "Join", data: { gw: "room-join" } }),
+    );
+    this.dialog = h(
+      "dialog",
+      { class: "gw-dialog gw-classroom-dialog", "aria-labelledby": "gw-classroom-title" },
+      h(
+        "div",
+        { class: "gw-dialog-head" },
+        h("h2", { id: "gw-classroom-title", text: "Classroom" }),
+        h("button", { type: "button", class: "gw-btn", "aria-label": "Close", text: "✕", on: { click: () => this.dialog.close() } }),
+      ),
+      h(
+        "section",
+        { class: "gw-classroom-part" },
+        h("h3", { text: "Present to a class" }),
+        h("p", { text: "Open a room and give your class its code. Everyone follows your code, runs and backward steps live on their own screen, and can wander off to explore and snap back. Only you run code unless you allow viewers to." }),
+        this.startButton,
+        this.resume,
+      ),
+      h(
+        "section",
+        { class: "gw-classroom-part" },
+        h("h3", {}, h("label", { for: "gw-room-code-input", text: "Join a class" })),
+        h("p", { text: "Type the six-character code your presenter shows." }),
+        joinForm,
+      ),
+      this.error,
+    );
+    this.dialog.addEventListener("click", (ev) => {
+      if (ev.target === this.dialog) this.dialog.close();
+    });
+    app.root.append(this.dialog);
+  }
+
+  open(): void {
+    this.error.hidden = true;
+    this.renderResume();
+    if (!this.dialog.open) this.dialog.showModal();
+    this.codeInput.focus();
+  }
+
+  private fail(message: string): void {
+    this.error.textContent = message;
+    this.error.hidden = false;
+  }
+
+  private join(): void {
+    const code = normalizeCode(this.codeInput.value);
+    if (!code) {
+      this.fail("A room code is six letters and digits, like K7M Q2X.");
+      return;
+    }
+    location.assign(`/room/${code}`);
+  }
+
+  /** Open a room that starts with what the app shows now, then present it from this tab. */
+  private async start(): Promise<void> {
+    const app = this.app;
+    const s = app.store.state;
+    const state = { source: app.editor.source, run_id: app.runId, view: s.view, step: s.step, op: s.op, lesson: this.lessons.current?.id ?? null };
+    this.startButton.disabled = true;
+    try {
+      const room = await this.rooms.create(state);
+      presenterKeys.set(room.code, room.presenter_key);
+      location.assign(`/room/${room.code}`);
+    } catch (err) {
+      this.startButton.disabled = false;
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+        this.fail(`Opening a room on this server needs its access token: ${err.message}`);
+        const token = window.prompt("Access token for this gradwalk server");
+        if (token) app.api.token = token.trim();
+      } else {
+        this.fail(`Could not open a room: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private renderResume(): void {
+    const saved = presenterKeys.saved();
+    this.resume.replaceChildren(
+      ...(saved.length ? [h("p", { class: "gw-muted", text: "Rooms you opened in this browser:" })] : []),
+      ...saved.map((room) =>
+        h("button", {
+          type: "button",
+          class: "gw-btn",
+          text: `Resume presenting ${spacedCode(room.code)}`,
+          on: {
+            click: () => {
+              presenterKeys.set(room.code, room.key);
+              location.assign(`/room/${room.code}`);
+            },
+          },
+        }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,35 @@
+// Teaching modes around the app: the Lessons gallery (header button, `/?lesson=ID`), the
+// Classroom dialog (present or join), and, on a room page, classroom live mode.
+import "./styles/teaching.css";
+import type { App } from "./app";
+import { LessonsGallery } from "./lessons";
+import type { RoomInfo } from "./room-client";
+import { RoomMode } from "./room";
+import { ClassroomDialog } from "./room-dialog";
+
+declare global {
+  interface Window {
+    gradwalkRoom?: RoomMode;
+  }
+}
+
+function roomInfo(): RoomInfo | null {
+  try {
+    const data = JSON.parse(document.getElementById("bootstrap")?.textContent ?? "{}") as { room?: RoomInfo };
+    return data.room && typeof data.room.code === "string" ? data.room : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Wire the lessons and the classroom into `app`; `started` resolves once the app has loaded. */
+export function mountTeaching(app: App, started: Promise<void>): void {
+  const lessons = new LessonsGallery(app);
+  const classroom = new ClassroomDialog(app, lessons);
+  app.root.querySelector("[data-gw=lessons]")?.addEventListener("click", () => void lessons.openGallery());
+  app.root.querySelector("[data-gw=classroom]")?.addEventListener("click", () => classroom.open());
+  const info = roomInfo();
+  const room = info ? new RoomMode(app, info, lessons) : null;
+  if (room) window.gradwalkRoom = room;
+  void started.then(() => (room ? room.connect() : lessons.startFromUrl()));
+}
