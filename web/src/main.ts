@@ -5,6 +5,7 @@
 import "./styles/app.css";
 import { App } from "./app";
 import type { Bootstrap } from "./api";
+import { mountTeaching } from "./teaching";
 import { initTheme } from "./theme";
 
 declare global {
@@ -24,5 +25,5 @@ const root = document.getElementById("gradwalk");
 if (root) {
   const app = new App(root, bootstrap());
   window.gradwalk = app;
-  void app.start();
+  mountTeaching(app, app.start());
 }
