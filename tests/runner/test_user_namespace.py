@@ -16,7 +16,7 @@ from runner import WorkerPool
 from tests.conftest import case_source
 
 from .conftest import PoolDriver, finished
-from .test_hostile import CASES
+from .test_hostile import CASES, Hostile
 
 SAMPLE = {
     "infinite_loop",
@@ -58,7 +58,7 @@ def test_every_layer_holds_in_a_user_namespace(userns_driver: PoolDriver) -> Non
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c.name in SAMPLE], ids=lambda c: c.name)
-def test_hostile_snippet_in_a_user_namespace(userns_driver: PoolDriver, case) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_snippet_in_a_user_namespace(userns_driver: PoolDriver, case: Hostile) -> None:
     source = case.source.replace("WORKERS", repr(userns_driver.pool.worker_pids))
     events, handle = userns_driver.run(source, limits=case.limits)
     end = finished(events)
