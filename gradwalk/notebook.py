@@ -1,0 +1,358 @@
+"""Record autograd from a notebook and see it inline: :func:`watch` and :func:`watch_call`.
+
+A :class:`Recording` shows itself in Jupyter as the same self-contained page that
+``gradwalk export`` writes (graph, backward stepper, tape, code), inside an
+``<iframe srcdoc>``: its scripts run sandboxed, nothing touches the notebook's page, and it
+needs no server and no network. It can also be saved as a trace, exported as an HTML file,
+and opened in the full app when a gradwalk server runs.
+
+>>> import gradwalk
+>>> rec = gradwalk.watch('''
+... import torch
+... x = torch.tensor(2.5, requires_grad=True)
+... y = x**3 - 4*x
+... y.backward()
+... ''')
+>>> rec.grads
+{'x': 14.75}
+>>> rec  # in Jupyter: the graph, stepper and code inline      # doctest: +SKIP
+
+The snippet runs in this process with real PyTorch, under the recorder (as ``gradwalk
+record`` runs it: ``torch`` and ``random`` seeded with 0, ``device`` set); the notebook's
+own random state is put back afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import html
+import inspect
+import json
+import random
+import textwrap
+import urllib.error
+import urllib.request
+import webbrowser
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Recording", "called_with", "load", "watch", "watch_call"]
+
+_DEFAULT_HEIGHT = 540
+
+
+class Recording:
+    """One recorded run: its :class:`engine.events.Trace`, shown inline in Jupyter.
+
+    ``result`` is what the function returned (:func:`watch_call`), else ``None``.
+    """
+
+    def __init__(self, trace: Any, *, result: Any = None, title: str | None = None) -> None:
+        self.trace = trace
+        self.result = result
+        self.title = title
+        self._display = _Display(self)
+
+    # --- what happened ----------------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        """How the run ended: ``ok``, ``error``, ``timeout``, ``limit`` ..."""
+        return str(self.trace.events[-1].status)
+
+    @property
+    def grads(self) -> dict[str, Any]:
+        """The final ``.grad`` of each named leaf: a number for scalars, else nested lists."""
+        from engine.queries import final_grads
+
+        return final_grads(self.trace)
+
+    @property
+    def pitfalls(self) -> list[Any]:
+        """The pitfall events the detectors raised (``kind``, ``title``, ``line``, ``fix`` ...)."""
+        from engine.queries import pitfalls
+
+        return pitfalls(self.trace)
+
+    @property
+    def errors(self) -> list[Any]:
+        """The error events (an exception in the snippet, with its line and a hint)."""
+        from engine.queries import errors
+
+        return errors(self.trace)
+
+    @property
+    def stdout(self) -> str:
+        """What the snippet printed."""
+        from engine.queries import stdout
+
+        return stdout(self.trace)
+
+    def summary(self) -> str:
+        """Return a few lines: status, counts, final grads, errors and pitfalls."""
+        from engine.summary import summarize
+
+        return summarize(self.trace)
+
+    def __repr__(self) -> str:
+        return f"<gradwalk.Recording {self.title or ''}\n{self.summary()}>".replace(" \n", "\n")
+
+    # --- saving and showing -------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """Return the trace as JSON (what ``gradwalk record`` writes)."""
+        return str(self.trace.model_dump_json())
+
+    def save(self, path: str | Path) -> Path:
+        """Write the trace as JSON to ``path``; open it again with :func:`load` or in the app."""
+        out = Path(path)
+        out.write_text(self.to_json(), encoding="utf-8")
+        return out
+
+    def html(
+        self,
+        *,
+        view: str | None = None,
+        step: int | None = None,
+        theme: str | None = None,
+        controls: bool = True,
+        elk: bool = True,
+    ) -> str:
+        """Return the self-contained HTML page (see :func:`server.export.render_export`)."""
+        from server.export import render_export
+
+        return render_export(
+            self.to_json(),
+            title=self.title,
+            view=view,
+            step=step,
+            controls=controls,
+            theme=theme,  # type: ignore[arg-type]
+            elk=elk,
+        )
+
+    def export(
+        self, path: str | Path, *, view: str | None = None, step: int | None = None, theme: str | None = None
+    ) -> Path:
+        """Write ONE html file that shows this run offline (disk, a static host, an LMS)."""
+        out = Path(path)
+        out.write_text(self.html(view=view, step=step, theme=theme), encoding="utf-8")
+        return out
+
+    def show(
+        self,
+        view: str | None = None,
+        step: int | None = None,
+        *,
+        height: int = _DEFAULT_HEIGHT,
+        theme: str | None = None,
+        controls: bool = True,
+        elk: bool = False,
+    ) -> _Display:
+        """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
+
+        ``elk=True`` lays the graph out in layers as the app does, at 1.6 MB more per output;
+        by default the notebook's copy is laid out breadth-first and stays small.
+        """
+        return _Display(self, view=view, step=step, height=height, theme=theme, controls=controls, elk=elk)
+
+    def _repr_html_(self) -> str:
+        return self._display._repr_html_()
+
+    def open(
+        self, url: str = "http://127.0.0.1:8000", *, token: str | None = None, browser: bool = True
+    ) -> str:
+        """Store this trace on a running gradwalk server and open it in the app; return its URL.
+
+        ``token`` is the server's (``gradwalk serve --token``) when it has one.
+        """
+        base = url.rstrip("/")
+        request = urllib.request.Request(
+            f"{base}/api/traces",
+            data=gzip.compress(self.to_json().encode("utf-8")),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Content-Encoding": "gzip",
+                **({"Authorization": f"Bearer {token}"} if token else {}),
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                body = json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:500]
+            raise RuntimeError(
+                f"the gradwalk server at {base} refused the trace ({exc.code}): {detail}"
+            ) from None
+        except urllib.error.URLError as exc:
+            raise ConnectionError(
+                f"no gradwalk server at {base} ({exc.reason}): start one with `gradwalk serve`"
+            ) from None
+        app_url = f"{base}{body['app_url']}"
+        if browser:
+            webbrowser.open(app_url)
+        return app_url
+
+
+class _Display:
+    """A Recording as shown: the export page in a sandboxed ``<iframe srcdoc>``."""
+
+    def __init__(
+        self,
+        rec: Recording,
+        *,
+        view: str | None = None,
+        step: int | None = None,
+        height: int = _DEFAULT_HEIGHT,
+        theme: str | None = None,
+        controls: bool = True,
+        elk: bool = False,
+    ) -> None:
+        self.rec = rec
+        self.options = {"view": view, "step": step, "theme": theme, "controls": controls, "elk": elk}
+        self.height = height
+
+    def _repr_html_(self) -> str:
+        from server.export import BundleMissing
+
+        try:
+            page = self.rec.html(**self.options)  # type: ignore[arg-type]
+        except BundleMissing as exc:
+            return f"<p><b>gradwalk</b>: {html.escape(str(exc))}</p>"
+        title = html.escape(f"gradwalk: {self.rec.title or 'recorded run'}", quote=True)
+        # allow-scripts without allow-same-origin: the page runs in its own opaque origin.
+        return (
+            f'<iframe class="gradwalk-view" title="{title}" sandbox="allow-scripts allow-popups allow-downloads" '
+            f'style="width:100%;height:{int(self.height)}px;border:1px solid #d9dee6;border-radius:8px" '
+            f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        return repr(self.rec)
+
+
+# --- recording ------------------------------------------------------------------------------------
+
+
+def watch(
+    source: str,
+    *,
+    device: str = "cpu",
+    limits: Any = None,
+    title: str | None = None,
+) -> Recording:
+    """Run the snippet ``source`` with real PyTorch under the recorder; return its Recording.
+
+    The snippet runs as a script of its own (it sees ``device``, not the notebook's names);
+    to record code that uses the notebook's objects, use :func:`watch_call`.
+    """
+    from engine.run import record
+
+    source = textwrap.dedent(source).strip("\n") + "\n"
+    with _kept_random_state():
+        trace = record(source, device=device, limits=limits, filename="notebook.py")
+    return Recording(trace, title=title or _first_comment(source))
+
+
+class _Handoff:
+    """What :func:`watch_call` passes to the snippet it records, and what comes back."""
+
+    call: tuple[dict[str, Any], tuple[Any, ...], dict[str, Any]] | None = None
+    scope: dict[str, Any] | None = None
+
+
+_handoff = _Handoff()
+_CALL_TEMPLATE = """\
+from gradwalk.notebook import called_with  # your notebook's names and arguments
+_args, _kwargs = called_with(globals())
+
+{function}
+result = {name}(*_args, **_kwargs)
+"""
+
+
+def watch_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Recording:
+    """Record the call ``fn(*args, **kwargs)``; return its Recording (``.result``: what fn returned).
+
+    ``fn`` must be a function defined with ``def`` whose source Python can find (in a notebook
+    cell or a file). It is run again from that source, so its lines appear in the trace; it
+    sees the names it would see (its module's or the notebook's, and its closure's).
+    """
+    from engine.run import record
+
+    target = getattr(fn, "__func__", fn)
+    if getattr(fn, "__self__", None) is not None:
+        args = (fn.__self__, *args)  # type: ignore[attr-defined]
+    code = getattr(target, "__code__", None)
+    if code is None or target.__name__ == "<lambda>":
+        raise TypeError(
+            "watch_call() needs a function defined with def; for other code, pass a snippet to watch()"
+        )
+    try:
+        function = textwrap.dedent(inspect.getsource(target))
+    except (OSError, TypeError) as exc:
+        raise TypeError(f"cannot find the source of {target.__name__}: {exc}") from None
+    names = {k: v for k, v in target.__globals__.items() if not k.startswith("__")}
+    for var, cell in zip(code.co_freevars, target.__closure__ or (), strict=False):
+        with contextlib.suppress(ValueError):  # an empty cell: the name is not bound yet
+            names[var] = cell.cell_contents
+    names.pop(target.__name__, None)
+    source = _CALL_TEMPLATE.format(function=function.rstrip("\n") + "\n", name=target.__name__)
+    _handoff.call, _handoff.scope = (names, args, kwargs), None
+    try:
+        with _kept_random_state():
+            trace = record(source, filename="notebook.py")
+        scope: dict[str, Any] = _handoff.scope or {}
+        result = scope.get("result")
+    finally:
+        _handoff.call = _handoff.scope = None
+    return Recording(trace, result=result, title=f"{target.__name__}(…)")
+
+
+def called_with(scope: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Give the snippet :func:`watch_call` writes the names its function sees; return its arguments.
+
+    Not for calling yourself: it is the first line of every recorded function call.
+    """
+    if _handoff.call is None:
+        raise RuntimeError("called_with() runs inside the snippets that gradwalk.watch_call() records")
+    names, args, kwargs = _handoff.call
+    for key, value in names.items():
+        scope.setdefault(key, value)
+    _handoff.scope = scope
+    return args, kwargs
+
+
+def load(path: str | Path) -> Recording:
+    """Read a trace file (``gradwalk record``, :meth:`Recording.save`, the app's export)."""
+    from engine.events import trace_adapter
+
+    trace = trace_adapter.validate_json(Path(path).read_bytes())
+    return Recording(trace, title=_first_comment(trace.source) or Path(path).stem)
+
+
+class _kept_random_state:
+    """Put back torch's and Python's random state after a recording (which seeds them with 0)."""
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.torch_state = torch.get_rng_state()
+        self.python_state = random.getstate()
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.set_rng_state(self.torch_state)
+        random.setstate(self.python_state)
+
+
+def _first_comment(source: str) -> str | None:
+    for line in source.splitlines()[:20]:
+        line = line.strip()
+        if line.startswith("#") and not line.startswith("#!") and line.lstrip("# ").strip():
+            return line.lstrip("# ").strip()[:80]
+    return None
