@@ -130,7 +130,9 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
     # Set again: a change of uid clears the parent-death signal (see prctl(2)).
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     step("seccomp", seccomp.install)
-    sys.path[:] = [p for p in sys.path if p and not any(under(p, h) for h in config["hide"])]
+    sys.path[:] = [
+        p for p in sys.path if p and (_kept(p, config) or not any(under(p, h) for h in config["hide"]))
+    ]
     return failures
 
 
@@ -161,6 +163,10 @@ def _own_fds(event_fd: int, request_fd: int | None) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.closerange(REQUEST_FD + 1 if request_fd is not None else EVENT_FD + 1, 1 << 20)
+
+
+def _kept(path: str, config: dict[str, Any]) -> bool:
+    return any(under(path, k) for k in config["keep"])
 
 
 def under(path: str, top: str) -> bool:

@@ -81,3 +81,13 @@ def test_a_slow_consumer_loses_nothing(driver: PoolDriver) -> None:
     end = finished(events)
     assert end.status == "ok", end.message
     assert sum(e.type == "op" for e in events) == 1 + 3000  # torch.ones, then the products
+
+
+def test_snippets_import_what_the_venv_and_stdlib_hold(driver: PoolDriver) -> None:
+    # The app's folder is hidden, but not the virtual environment inside it.
+    source = (
+        "import decimal, sqlite3\nimport hypothesis\nimport numpy.polynomial.hermite\nprint('imported')\n"
+    )
+    events, handle = driver.run(source)
+    assert handle.status == "ok", finished(events).message
+    assert outputs(events) == "imported\n"
