@@ -80,6 +80,8 @@ class WorkerPool:
         self._respawns: dict[int, int] = {}
         self._mean_run_s = 1.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._gpu_checked: set[WorkerProxy] = set()
+        self._cuda_problem = ""
         self._force_userns = False  # tests set it to exercise the non-root path as root
         # Worker slot i of this pool runs its children as its own uid, so that RLIMIT_NPROC (counted
         # per uid) is never shared between concurrent runs, nor with another pool on this machine.
@@ -211,6 +213,8 @@ class WorkerPool:
             )
         if not _DEVICE.match(device):
             return f"Unknown device {device!r}: use 'cpu' or 'cuda'."
+        if device.startswith("cuda") and self._cuda_problem:
+            return f"CUDA runs are unavailable on this server: {self._cuda_problem}."
         if device.startswith("cuda") and not self._cuda:
             return (
                 "CUDA is not available on this server (no GPU was found), so this run cannot use "
@@ -257,9 +261,28 @@ class WorkerPool:
         return proxy
 
     def _on_idle(self, proxy: WorkerProxy) -> None:
-        if not self._closed:
-            self._respawns.pop(proxy.index, None)
-            self._dispatch(proxy.kind)
+        if self._closed:
+            return
+        if proxy.kind == "gpu" and proxy not in self._gpu_checked:
+            self._gpu_checked.add(proxy)
+            missing = [layer for layer, ok in proxy.ready.result()["layers"].items() if not ok]
+            if missing and self.isolation == "strict":
+                self._refuse_cuda(proxy, f"the GPU sandbox lacks these layers: {', '.join(missing)}")
+                return
+        self._respawns.pop(proxy.index, None)
+        self._dispatch(proxy.kind)
+
+    def _refuse_cuda(self, proxy: WorkerProxy, why: str) -> None:
+        """Stop serving CUDA runs (strict mode, GPU sandbox incomplete): end the queued ones."""
+        self._cuda = False
+        self._cuda_problem = why
+        proxy.dead = True
+        proxy.kill()
+        if proxy in self._proxies:
+            self._proxies.remove(proxy)
+        queue = self._pending["gpu"]
+        while queue:
+            queue.popleft().finish("error", f"CUDA runs are unavailable on this server: {why}.")
 
     def _on_dead(self, proxy: WorkerProxy) -> None:
         if self._closed or self._loop is None:
