@@ -29,6 +29,13 @@ const TAB_LABELS: Record<ViewerTab, string> = {
 
 /** Below this width (px) the panel goes under the graph instead of beside it. */
 const NARROW = 760;
+/**
+ * A frame is often too short to fit a whole graph at a size whose labels show (the graph
+ * hides text under 7 px): lesson-sized graphs are kept at this zoom or more, top first, and
+ * the stepper's node is brought into view. Bigger graphs keep the overview.
+ */
+const READABLE_ZOOM = 0.72;
+const READABLE_MAX_NODES = 60;
 
 export interface ViewerOptions {
   /** The tab to open; null picks the stepper when the trace called backward(), else the tape. */
@@ -136,6 +143,7 @@ export class Viewer {
     this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
     this.applyPendingStep();
     this.watchSize(graphEl);
+    this.keepReadable();
   }
 
   /** The open tab. */
@@ -221,6 +229,7 @@ export class Viewer {
     if (changed.has("step") || changed.has("view")) {
       this.renderSteps();
       this.renderOpenLink(state);
+      this.showCurrentNode();
     }
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
@@ -274,6 +283,37 @@ export class Viewer {
     if (codeTab) codeTab.dataset.count = notes ? String(notes) : "";
   }
 
+  private keepReadable(): void {
+    const next = () =>
+      void this.graph.whenLaidOut().then(() => {
+        this.readableZoom();
+        this.showCurrentNode();
+        next();
+      });
+    next();
+  }
+
+  private readableZoom(): void {
+    const cy = this.graph.core;
+    if (cy.zoom() >= READABLE_ZOOM || cy.nodes().length > READABLE_MAX_NODES || !cy.width()) return;
+    const box = cy.elements(":visible").boundingBox();
+    cy.zoom(READABLE_ZOOM);
+    // The top of the graph is where the loss is, and where backward starts.
+    cy.pan({ x: cy.width() / 2 - (box.x1 + box.w / 2) * READABLE_ZOOM, y: 16 - box.y1 * READABLE_ZOOM });
+  }
+
+  /** Pan the stepper's current node into view when it is outside it. */
+  private showCurrentNode(): void {
+    const cy = this.graph.core;
+    const node = cy.nodes(".current").first();
+    if (!node.nonempty() || !cy.width()) return;
+    const box = node.renderedBoundingBox();
+    const margin = 12;
+    if (box.x1 >= margin && box.y1 >= margin && box.x2 <= cy.width() - margin && box.y2 <= cy.height() - margin) return;
+    cy.stop();
+    cy.animate({ center: { eles: node } }, { duration: 200 });
+  }
+
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
   private watchSize(graphEl: HTMLElement): void {
     const apply = () => {
@@ -288,7 +328,10 @@ export class Viewer {
       if (size === last) return;
       last = size;
       this.graph.core.resize();
-      if (!this.graph.busy) this.graph.fit(false);
+      if (this.graph.busy) return;
+      this.graph.fit(false);
+      this.readableZoom();
+      this.showCurrentNode();
     });
     observer.observe(this.root);
     observer.observe(graphEl);
