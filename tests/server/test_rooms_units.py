@@ -1,0 +1,204 @@
+"""Rooms without the whole server: codes, state changes and frames, expiry, limits.
+
+The last tests serve the rooms router alone on uvicorn (in a thread, on a free port) with
+small limits, to see expiry and a full room close real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from pydantic import ValidationError
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from server.rooms import (
+    CODE_ALPHABET,
+    RoomLimits,
+    RoomRegistry,
+    RoomsFull,
+    RoomState,
+    RoomStatePatch,
+    normalize_code,
+)
+from server.routes import rooms as rooms_routes
+from server.security import RateLimiter
+from server.settings import Settings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("K7MQ2X", "K7MQ2X"),
+        (" k7m-q2x ", "K7MQ2X"),
+        ("k7m q2x", "K7MQ2X"),
+        ("K7MQ2", None),
+        ("K7MQ2XY", None),
+        ("K7M0Q2", None),  # 0, O, 1, I and L are never in a code
+        ("KOMQ2X", None),
+        ("K1MQ2X", None),
+        ("", None),
+        ("<script>", None),
+    ],
+)
+def test_codes_read_in_any_case_with_spaces_or_dashes(text: str, code: str | None) -> None:
+    assert normalize_code(text) == code
+
+
+def test_new_codes_are_short_unambiguous_and_distinct() -> None:
+    rooms = RoomRegistry(RoomLimits(max_rooms=500))
+    codes = {rooms.create().code for _ in range(500)}
+    assert len(codes) == 500
+    assert all(len(c) == 6 and set(c) <= set(CODE_ALPHABET) for c in codes)
+    with pytest.raises(RoomsFull):
+        rooms.create()
+
+
+def test_a_patch_replaces_the_fields_it_gives() -> None:
+    room = RoomRegistry().create(RoomState(source="a", run_id="r1", step=2))
+    assert room.version == 1 and room.source_version == 1
+    room.update(RoomStatePatch(step=3))
+    assert (room.state.source, room.state.run_id, room.state.step, room.version) == ("a", "r1", 3, 2)
+    room.update(RoomStatePatch.model_validate({"run_id": None}))
+    assert room.state.run_id is None and room.state.step == 3
+    room.update(RoomStatePatch(source="a"))  # the same source: viewers need not get it again
+    assert room.version == 4 and room.source_version == 1
+    room.update(RoomStatePatch(source="b"))
+    assert room.source_version == 5
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [{"source": None}, {"view": None}, {"allow_viewer_runs": None}, {"step": -1}, {"view": "Tape!"}, {"x": 1}],
+)
+def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        RoomStatePatch.model_validate(patch)
+
+
+def test_frames_leave_out_a_source_the_viewer_has() -> None:
+    room = RoomRegistry().create(RoomState(source="x = 1\n"))
+    room.update(RoomStatePatch(step=1))
+    full, light = json.loads(room.frame(0)), json.loads(room.frame(room.source_version))
+    assert full["state"]["source"] == "x = 1\n" and "source" not in light["state"]
+    assert full["version"] == light["version"] == 2 and full["source_version"] == 1
+    assert {k: v for k, v in full["state"].items() if k != "source"} == light["state"]
+
+
+def test_rooms_expire_when_the_presenter_is_away_and_after_max_age() -> None:
+    clock = Clock()
+    rooms = RoomRegistry(RoomLimits(idle_s=60, max_age_s=3600), clock=clock)
+    idle, presented = rooms.create(), rooms.create()
+    presented.join(True, clock.now)
+    clock.now += 61
+    assert rooms.get(idle.code) is None and idle.ended is not None and "expired" in idle.ended
+    assert rooms.get(presented.code) is presented  # a connected presenter keeps it alive
+    presented.update(RoomStatePatch(step=1), clock.now)
+    presented.leave(True, clock.now)
+    clock.now += 59
+    assert rooms.get(presented.code) is presented
+    clock.now += 2
+    assert rooms.sweep() == 1 and presented.ended is not None
+    old = rooms.create()
+    old.join(True, clock.now)
+    clock.now += 3601
+    assert not rooms.check(old) and "hours" in (old.ended or "")
+    assert rooms.rooms == {}
+
+
+def test_ending_a_room_wakes_everyone_waiting_on_it() -> None:
+    async def scenario() -> None:
+        room = RoomRegistry().create()
+        waiter = asyncio.create_task(room.wait_beyond(room.version))
+        watcher = asyncio.Event()
+        room.watchers.add(watcher)
+        await asyncio.sleep(0)
+        room.end("the presenter ended the room")
+        await asyncio.wait_for(waiter, 1)
+        assert watcher.is_set()
+
+    asyncio.run(scenario())
+
+
+# --- the rooms router alone, with small limits ----------------------------------------------
+
+
+@pytest.fixture()
+def small_server() -> Iterator[str]:
+    """The rooms router on uvicorn in a thread: 2 viewers a room, 1 s idle, checks every 0.5 s."""
+    app = FastAPI()
+    app.include_router(rooms_routes.router)
+    app.state.rooms = RoomRegistry(RoomLimits(max_viewers=2, idle_s=1.0))
+    app.state.settings = Settings(viewer_send_timeout_s=1.0)
+    app.state.limiter = RateLimiter(100, 100)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_an_idle_room_expires_and_closes_its_viewers_4410(small_server: str) -> None:
+    room = httpx.post(f"http://{small_server}/api/rooms").json()
+
+    async def scenario() -> tuple[int | None, str, float]:
+        started = time.perf_counter()
+        async with connect(f"ws://{small_server}{room['ws_url']}") as viewer:
+            await viewer.recv()
+            try:
+                await asyncio.wait_for(viewer.recv(), 10)
+            except ConnectionClosed:
+                pass
+            return viewer.close_code, viewer.close_reason or "", time.perf_counter() - started
+
+    code, reason, elapsed = asyncio.run(scenario())
+    assert code == 4410 and "expired" in reason and elapsed < 5
+    assert httpx.get(f"http://{small_server}/api/rooms/{room['code']}").status_code == 404
+
+
+def test_a_full_room_refuses_more_viewers_4429(small_server: str) -> None:
+    room = httpx.post(f"http://{small_server}/api/rooms").json()
+    url = f"ws://{small_server}{room['ws_url']}?role=viewer"
+
+    async def scenario() -> tuple[int | None, str]:
+        async with (
+            connect(f"ws://{small_server}{room['ws_url']}?role=presenter&key={room['presenter_key']}"),
+            connect(url) as a,
+            connect(url) as b,
+        ):
+            await a.recv()
+            await b.recv()
+            async with connect(url) as third:
+                try:
+                    await asyncio.wait_for(third.recv(), 10)
+                except ConnectionClosed:
+                    pass
+                return third.close_code, third.close_reason or ""
+
+    code, reason = asyncio.run(scenario())
+    assert code == 4429 and "full" in reason
