@@ -1,4 +1,4 @@
-"""Run every benchmark (``make bench``): engine overhead, runner latency, server latency, browser.
+"""Run every benchmark (``make bench``): engine overhead, runner latency, server latency, rooms, browser.
 
 Each ``bench/bench_*.py`` is a script with a ``main()``; they run one after another in
 separate processes so one's warm-up does not flatter another. Ratios are against plain
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_engine.py", "bench_runner.py", "bench_server.py", "bench_web.py"]
+ORDER = ["bench_engine.py", "bench_runner.py", "bench_server.py", "bench_rooms.py", "bench_web.py"]
 
 
 def main() -> int:
