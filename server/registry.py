@@ -26,8 +26,9 @@ __all__ = ["RunRegistry", "StoredFrames"]
 log = logging.getLogger("gradwalk.server")
 
 StoredFrames = tuple[RunRecord, list[str]]
+# Recently finished or opened runs kept in memory for the next viewers, bounded in count and size.
 _CACHE_RUNS = 16
-_CACHE_MAX_FRAMES = 50_000
+_CACHE_CHARS = 64 * 1024 * 1024
 
 
 class RunRegistry:
@@ -40,6 +41,7 @@ class RunRegistry:
         self.live: dict[str, LiveRun] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._cache: OrderedDict[str, StoredFrames] = OrderedDict()
+        self._cache_sizes: dict[str, int] = {}
 
     async def recover(self) -> int:
         """End the runs a previous server left unfinished ("crashed": "server restarted")."""
@@ -172,12 +174,15 @@ class RunRegistry:
             self.live.pop(run.id, None)
 
     def _remember(self, rec: RunRecord, frames: list[str]) -> None:
-        if len(frames) > _CACHE_MAX_FRAMES:
+        size = sum(map(len, frames))
+        if size > _CACHE_CHARS // 4:
             return
         self._cache[rec.id] = (rec, frames)
+        self._cache_sizes[rec.id] = size
         self._cache.move_to_end(rec.id)
-        while len(self._cache) > _CACHE_RUNS:
-            self._cache.popitem(last=False)
+        while len(self._cache) > _CACHE_RUNS or sum(self._cache_sizes.values()) > _CACHE_CHARS:
+            old, _ = self._cache.popitem(last=False)
+            del self._cache_sizes[old]
 
 
 def _new_id() -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import time
 from typing import Any
@@ -223,7 +225,14 @@ def test_index_page(api: httpx.Client, server: LiveServer) -> None:
     )
     assert "ws://127.0.0.1:" in csp and response.headers["x-frame-options"] == "DENY"
     if (TEMPLATES / "index.html").is_file():
-        assert response.status_code == 200 and '"token_required"' in response.text
+        assert response.status_code == 200
+        found = re.search(
+            r'<script type="application/json" id="bootstrap">(.*?)</script>', response.text, re.S
+        )
+        assert found, "index.html must embed the bootstrap JSON"
+        bootstrap = json.loads(found.group(1))
+        assert bootstrap["api"] == "/api" and bootstrap["token_required"] is True
+        assert isinstance(bootstrap["cuda"], bool) and bootstrap["version"]
     else:
         assert response.status_code == 503 and "make web" in response.text
 

@@ -118,3 +118,18 @@ def test_strict_isolation_falls_back_only_when_allowed(monkeypatch: pytest.Monke
     pool = asyncio.run(workers.start_pool(Settings(host="0.0.0.0", allow_unsandboxed=True)))
     assert pool.isolation == "local"
     assert asyncio.run(workers.start_pool(Settings())).isolation == "local"
+
+
+def test_the_recent_runs_cache_is_bounded_in_count_and_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from server import registry as reg
+    from server.storage import RunRecord
+
+    monkeypatch.setattr(reg, "_CACHE_CHARS", 1000)
+    registry = reg.RunRegistry(store=None, pool=None)  # type: ignore[arg-type]
+    for i in range(30):
+        registry._remember(
+            RunRecord(id=f"r{i}", created_at=0, status="ok", device="cpu", source=""), ["x" * 100]
+        )
+    assert list(registry._cache) == [f"r{i}" for i in range(20, 30)]  # 10 x 100 chars fit in 1000
+    registry._remember(RunRecord(id="big", created_at=0, status="ok", device="cpu", source=""), ["x" * 600])
+    assert "big" not in registry._cache  # over a quarter of the budget: never cached
