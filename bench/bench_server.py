@@ -61,19 +61,23 @@ def _start_server(db: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]
     raise RuntimeError("the server did not start")
 
 
-async def _one_run(api: httpx.AsyncClient, ws_base: str, source: str) -> dict[str, float]:
+async def _one_run(
+    api: httpx.AsyncClient, ws_base: str, source: str, device: str = "cpu"
+) -> dict[str, float]:
     t0 = time.perf_counter()
-    run = (await api.post("/api/runs", json={"source": source})).json()
+    run = (await api.post("/api/runs", json={"source": source, "device": device})).json()
     marks: dict[str, float] = {}
     async with connect(ws_base + run["ws_url"], max_size=None) as ws:
         async for message in ws:
             now = (time.perf_counter() - t0) * 1000
-            kind = json.loads(message)["type"]
+            event = json.loads(message)
             marks.setdefault("first", now)
-            if kind == "op":
+            if event["type"] == "op":
                 marks.setdefault("graph", now)
-            if kind == "run_finished":
+            if event["type"] == "run_finished":
                 marks["finished"] = now
+                if event["status"] != "ok":
+                    raise RuntimeError(f"the benchmark run ended {event['status']}: {event['message']}")
     return marks
 
 
@@ -84,12 +88,12 @@ async def _viewer(url: str, times: list[float], connected: list[float]) -> None:
             times.append(time.perf_counter())
 
 
-async def _latency(api: httpx.AsyncClient, ws_base: str, runs: int) -> dict[str, float]:
+async def _latency(api: httpx.AsyncClient, ws_base: str, runs: int, device: str) -> dict[str, float]:
     for _ in range(3):  # warm the workers and the server's code paths
-        await _one_run(api, ws_base, CUBIC)
+        await _one_run(api, ws_base, CUBIC, device)
     marks = []
     for _ in range(runs):
-        marks.append(await _one_run(api, ws_base, CUBIC))
+        marks.append(await _one_run(api, ws_base, CUBIC, device))
         await asyncio.sleep(0.25)  # let the worker stand its next child by, as between real clicks
     out: dict[str, float] = {}
     for key in ("first", "graph", "finished"):
@@ -149,7 +153,9 @@ async def _broadcast(api: httpx.AsyncClient, ws_base: str, viewers: int, server_
     }
 
 
-async def measure(runs: int = 30, viewers: int = 200, workers: int = 2) -> dict[str, Any]:
+async def measure(
+    runs: int = 30, viewers: int = 200, workers: int = 2, device: str = "cpu"
+) -> dict[str, Any]:
     """Start a server, run both measurements, stop it; return the figures."""
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = _start_server(Path(tmp) / "bench.sqlite3", workers)
@@ -158,7 +164,7 @@ async def measure(runs: int = 30, viewers: int = 200, workers: int = 2) -> dict[
             async with httpx.AsyncClient(base_url=url, timeout=60) as api:
                 while (await api.get("/api/health")).status_code != 200:
                     await asyncio.sleep(0.1)
-                latency = await _latency(api, ws_base, runs)
+                latency = await _latency(api, ws_base, runs, device)
                 broadcast = await _broadcast(api, ws_base, viewers, proc.pid)
         finally:
             proc.terminate()
@@ -172,14 +178,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="device of the latency runs (cpu or cuda)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    figures = asyncio.run(measure(args.runs, args.viewers, args.workers))
+    figures = asyncio.run(measure(args.runs, args.viewers, args.workers, args.device))
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     lat, bc = figures["latency"], figures["broadcast"]
-    print(f"warm server, cubic example, {args.runs} runs (submit = POST /api/runs; then open the websocket):")
+    print(
+        f"warm server, cubic example on {args.device}, {args.runs} runs "
+        "(submit = POST /api/runs; then open the websocket):"
+    )
     for key, label in (
         ("first", "first event"),
         ("graph", "first graph event (op)"),
