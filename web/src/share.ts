@@ -24,8 +24,9 @@ function query(state: ViewState): string {
 
 /** The <iframe> that shows run `runId` from `origin` at the given view and step. */
 export function embedCode(origin: string, runId: string, state: ViewState, title?: string | null): string {
-  const src = `${origin}/embed/${encodeURIComponent(runId)}?${query(state)}`;
-  const label = `gradwalk: ${title || `run ${runId}`}`.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const attr = (text: string) => text.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`).replace(/&#38;/g, "&amp;");
+  const src = attr(`${origin}/embed/${encodeURIComponent(runId)}?${query(state)}`);
+  const label = attr(`gradwalk: ${title || `run ${runId}`}`);
   return `<iframe src="${src}" title="${label}" width="100%" height="560" style="border:1px solid #d9dee6;border-radius:8px" loading="lazy"></iframe>`;
 }
 

@@ -4,11 +4,12 @@
 //
 // Layout: an optional bar (title, tabs, theme), then the graph beside the open panel (below
 // it when the root is narrow). The "graph" tab shows the graph alone.
+import type { NodeCollection } from "cytoscape";
+import { CodeView } from "./code-view";
 import { h } from "./dom";
 import { GraphView } from "./graph";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
-import { CodeView } from "./code-view";
 import { StepperView } from "./stepper";
 import { Store, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
@@ -34,7 +35,7 @@ const NARROW = 760;
  * hides text under 7 px): lesson-sized graphs are kept at this zoom or more, top first, and
  * the stepper's node is brought into view. Bigger graphs keep the overview.
  */
-const READABLE_ZOOM = 0.72;
+const READABLE_ZOOM = 0.62;
 const READABLE_MAX_NODES = 60;
 
 export interface ViewerOptions {
@@ -99,6 +100,13 @@ export class Viewer {
     this.model = trace instanceof TraceModel ? trace : TraceModel.from(trace.events, trace.source);
     root.classList.add("gw-viewer");
     root.dataset.controls = this.options.controls ? "on" : "off";
+    // The graph's canvas takes no focus: a click anywhere focuses the viewer (and its frame,
+    // in an embed), so the arrow keys step from then on.
+    root.tabIndex = -1;
+    root.addEventListener("pointerdown", () => {
+      const active = document.activeElement;
+      if (!active || active === document.body || !root.contains(active)) root.focus({ preventScroll: true });
+    });
 
     const panel = (tab: ViewerTab, ...children: HTMLElement[]) => {
       const el = h("div", { class: "gw-viewer-panel", role: "tabpanel", id: `gw-viewer-panel-${tab}`, "aria-label": TAB_LABELS[tab], data: { panel: tab }, hidden: true }, ...children);
@@ -123,7 +131,7 @@ export class Viewer {
     // Under the graph alone: step the backward walk without opening the stepper.
     const stepButton = (label: string, title: string, delta: number) =>
       h("button", { type: "button", class: "gw-btn gw-step-btn", title, "aria-label": title, text: label, on: { click: () => this.goTo((this.store.state.step ?? -1) + delta) } });
-    this.stepButtons = [stepButton("◀", "Previous step", -1), stepButton("▶", "Next step", 1)];
+    this.stepButtons = [stepButton("◀", "Step back", -1), stepButton("▶", "Step forward", 1)];
     this.stepText = h("span", { class: "gw-viewer-step-text", "aria-live": "polite" });
     this.steps = h("div", { class: "gw-viewer-steps", hidden: true }, this.stepButtons[0], this.stepText, this.stepButtons[1]);
     const body = h("div", { class: "gw-viewer-body" }, h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, graphEl, this.steps), this.side);
@@ -187,21 +195,25 @@ export class Viewer {
       this.tabs.set(tab, b);
       list.append(b);
     }
-    const theme = h("button", { type: "button", class: "gw-btn gw-viewer-theme", "aria-pressed": String(currentTheme() === "dark"), title: "Dark theme", text: "Dark" });
+    const theme = h("button", { type: "button", class: "gw-btn gw-viewer-theme", "aria-pressed": String(currentTheme() === "dark"), "aria-label": "Dark theme", title: "Dark theme", text: "◐" });
     theme.addEventListener("click", () => {
       setTheme(currentTheme() === "dark" ? "light" : "dark", false);
       theme.setAttribute("aria-pressed", String(currentTheme() === "dark"));
     });
     const title = this.options.title ?? traceTitle(this.model);
-    const open = this.options.appUrl ? h("a", { class: "gw-btn gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", text: "Open in gradwalk ↗", title: "Open this run in the full app" }) : null;
+    const brand = [h("span", { text: "grad" }), h("span", { class: "gw-brand-walk", text: "walk" })];
+    // On a server, the name is the way into the full app, at the same view and step.
+    const open = this.options.appUrl
+      ? h("a", { class: "gw-brand gw-viewer-brand gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", title: "Open this run in gradwalk" }, brand, h("span", { class: "gw-viewer-arrow", "aria-hidden": "true", text: " ↗" }))
+      : null;
     this.openLink = open;
     return h(
       "header",
       { class: "gw-viewer-bar" },
-      h("span", { class: "gw-brand gw-viewer-brand" }, "grad", h("span", { text: "walk" })),
+      open ?? h("span", { class: "gw-brand gw-viewer-brand" }, brand),
       title ? h("span", { class: "gw-viewer-title", title, text: title }) : null,
       list,
-      h("span", { class: "gw-viewer-tools" }, theme, open),
+      h("span", { class: "gw-viewer-tools" }, theme),
     );
   }
 
@@ -302,16 +314,26 @@ export class Viewer {
     cy.pan({ x: cy.width() / 2 - (box.x1 + box.w / 2) * READABLE_ZOOM, y: 16 - box.y1 * READABLE_ZOOM });
   }
 
-  /** Pan the stepper's current node into view when it is outside it. */
+  /** What the open step is about: the node it runs, or the leaves once backward has ended. */
+  private focusNodes(): NodeCollection {
+    const cy = this.graph.core;
+    const current = cy.nodes(".current");
+    if (current.nonempty()) return current;
+    const state = this.store.state;
+    const entry = state.view === "stepper" && state.step !== null ? this.model.timeline[state.step] : null;
+    return entry?.kind === "end" ? cy.nodes("[kind = 'leaf'], [kind = 'param']") : cy.collection();
+  }
+
+  /** Pan what the step is about into view when it is outside it. */
   private showCurrentNode(): void {
     const cy = this.graph.core;
-    const node = cy.nodes(".current").first();
-    if (!node.nonempty() || !cy.width()) return;
-    const box = node.renderedBoundingBox();
+    const focus = this.focusNodes();
+    if (focus.empty() || !cy.width()) return;
+    const box = focus.renderedBoundingBox();
     const margin = 12;
     if (box.x1 >= margin && box.y1 >= margin && box.x2 <= cy.width() - margin && box.y2 <= cy.height() - margin) return;
     cy.stop();
-    cy.animate({ center: { eles: node } }, { duration: 200 });
+    cy.animate({ center: { eles: focus } }, { duration: 200 });
   }
 
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
@@ -322,9 +344,11 @@ export class Viewer {
     apply();
     if (typeof ResizeObserver === "undefined") return;
     let last = "";
+    // The canvas, not the graph's root: the freed-graph note takes room from it alone.
+    const canvas = graphEl.querySelector<HTMLElement>(".gw-graph-canvas") ?? graphEl;
     const observer = new ResizeObserver(() => {
       apply();
-      const size = `${graphEl.clientWidth}x${graphEl.clientHeight}`;
+      const size = `${canvas.clientWidth}x${canvas.clientHeight}`;
       if (size === last) return;
       last = size;
       this.graph.core.resize();
@@ -334,6 +358,6 @@ export class Viewer {
       this.showCurrentNode();
     });
     observer.observe(this.root);
-    observer.observe(graphEl);
+    observer.observe(canvas);
   }
 }

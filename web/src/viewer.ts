@@ -77,14 +77,17 @@ async function mountRun(root: HTMLElement, boot: Bootstrap, options: ViewerOptio
   const api = new Api(boot.api ?? "/api");
   const id = boot.run_id!;
   let trace: GradwalkTrace;
+  let title: string | null = null;
   try {
-    trace = await api.trace(id);
+    const [info, got] = await Promise.all([api.run(id).catch(() => null), api.trace(id)]);
+    trace = got;
+    title = (info as { title?: string | null } | null)?.title ?? null;
   } catch (err) {
     fail(root, `could not load run ${id}: ${(err as Error).message}`);
     return;
   }
   const model = TraceModel.from(trace.events, trace.source);
-  const viewer = new Viewer(root, model, options);
+  const viewer = new Viewer(root, model, { ...options, title: options.title ?? title });
   window.gradwalkViewer = viewer;
   if (!model.isFinished) {
     new RunStream(api, id, {

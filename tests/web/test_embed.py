@@ -1,0 +1,221 @@
+"""Embeds: a course page on another origin frames /embed/ID, and the run steps inside it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import ROOT, open_app, run_example, shot
+
+pytestmark = pytest.mark.browser
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
+
+NEXT = "button[aria-label='Next step']"
+LEAF = "() => window.gradwalkViewer.graph.core.$('node[kind = \"leaf\"]').data('label')"
+
+
+def stored_run(server: Any, source: str) -> str:
+    """Create a run on the server and wait until it is stored; return its id."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
+        deadline = time.monotonic() + 60
+        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, "the run never finished"
+            time.sleep(0.1)
+    return str(run["id"])
+
+
+@pytest.fixture(scope="module")
+def cubic_run(server: Any) -> str:
+    return stored_run(server, (ROOT / "server" / "examples" / "cubic.py").read_text())
+
+
+class CoursePages(ThreadingHTTPServer):
+    """A static site on another origin (``http://localhost:PORT``) that serves lesson pages.
+
+    A real server rather than a routed URL: Chromium refuses frames of a loopback server
+    inside a page it takes for a public site (local network access checks).
+    """
+
+    def __init__(self) -> None:
+        self.pages: dict[str, str] = {}
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = pages.get(self.path.split("?")[0], "").encode()
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.url = f"http://localhost:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def course() -> Iterator[CoursePages]:
+    site = CoursePages()
+    try:
+        yield site
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def course_page(page: Any, course: CoursePages, body: str) -> None:
+    """Publish `body` as a lesson page on the course site and open it."""
+    path = f"/lesson-{len(course.pages)}.html"
+    course.pages[path] = (
+        "<!doctype html><meta charset='utf-8'><title>Lesson 3</title><link rel='icon' href='data:,'>"
+        f"<body><h1>Lesson 3: backward()</h1>{body}</body>"
+    )
+    page.goto(f"{course.url}{path}")
+
+
+def settle(page: Any) -> None:
+    """Let the graph's colour transitions (180 ms) finish before a screenshot."""
+    page.wait_for_timeout(300)
+
+
+def embed_frame(page: Any) -> Any:
+    """The embed's frame, once its graph is laid out."""
+    page.wait_for_selector("iframe")
+    frame = page.frames[1]
+    frame.wait_for_function(
+        "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }"
+    )
+    return frame
+
+
+def iframe(src: str, width: int = 960, height: int = 560) -> str:
+    return f'<iframe src="{src}" width="{width}" height="{height}" title="gradwalk"></iframe>'
+
+
+def test_a_course_page_embeds_a_run_and_steps_it(page: Any, course: CoursePages, cubic_run: str) -> None:
+    course_page(page, course, iframe(f"{page.server.url}/embed/{cubic_run}?view=stepper"))
+    frame = embed_frame(page)
+    position = frame.locator(".gw-stepper .gw-position")
+    expect(position).to_have_text("step 1 of 5")
+    expect(frame.locator(".gw-step-card")).to_contain_text("SubBackward0")
+    for _ in range(3):
+        frame.click(NEXT)
+    expect(position).to_have_text("step 4 of 5")
+    expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    assert ".grad 14.75" in frame.evaluate(LEAF)
+    expect(frame.locator(".gw-viewer-open")).to_have_attribute(
+        "href", f"{page.server.url}/?run={cubic_run}&view=stepper&step=3"
+    )
+    settle(page)
+    shot(page, "embed-01-course-page-stepped-to-leaf")
+
+
+def test_embed_options_graph_at_a_step_dark_without_controls(
+    page: Any, course: CoursePages, cubic_run: str
+) -> None:
+    src = f"{page.server.url}/embed/{cubic_run}?view=graph&step=3&controls=hide&theme=dark"
+    course_page(page, course, iframe(src, 720, 460))
+    frame = embed_frame(page)
+    assert frame.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    expect(frame.locator(".gw-viewer-bar")).to_have_count(0)
+    expect(frame.locator(".gw-graph-toolbar")).to_be_hidden()
+    assert ".grad 14.75" in frame.evaluate(LEAF)
+    # No buttons, but a click on the graph and the arrow keys step.
+    frame.locator(".gw-graph-canvas").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")
+    frame.wait_for_function("() => window.gradwalkViewer.store.state.step === 4")
+    expect(frame.locator(".gw-graph-banner")).to_contain_text("Graph freed")
+    settle(page)
+    shot(page, "embed-02-graph-dark-no-controls")
+
+
+def test_embed_fills_a_narrow_frame(page: Any, course: CoursePages, cubic_run: str) -> None:
+    course_page(page, course, iframe(f"{page.server.url}/embed/{cubic_run}?view=code&step=4", 420, 640))
+    frame = embed_frame(page)
+    assert frame.evaluate("() => document.getElementById('gradwalk-viewer').dataset.layout") == "narrow"
+    size = frame.evaluate(
+        "() => { const r = document.getElementById('gradwalk-viewer').getBoundingClientRect(); return [r.width, r.height]; }"
+    )
+    assert size == [pytest.approx(420, abs=4), pytest.approx(640, abs=4)]
+    expect(frame.locator(".gw-code-line.current")).to_contain_text("y.backward()")
+    expect(frame.locator(".gw-viewer-output")).to_contain_text("tensor(14.7500)")
+    settle(page)
+    shot(page, "embed-03-narrow-code")
+
+
+def test_only_embeds_may_be_framed(
+    page: Any, course: CoursePages, request: pytest.FixtureRequest, cubic_run: str
+) -> None:
+    request.node.allow_console_errors = True  # Chromium logs the refused frame
+    url = page.server.url
+    with httpx.Client(base_url=url) as client:
+        embed = client.get(f"/embed/{cubic_run}")
+        app = client.get("/")
+        assert client.get("/embed/0123456789ab").status_code == 404
+    assert embed.status_code == 200
+    assert "frame-ancestors *" in embed.headers["content-security-policy"]
+    assert "x-frame-options" not in embed.headers
+    assert "frame-ancestors 'none'" in app.headers["content-security-policy"]
+    assert app.headers["x-frame-options"] == "DENY"
+    course_page(page, course, iframe(f"{url}/embed/{cubic_run}") + iframe(f"{url}/"))
+    embed_frame(page)
+    app_frame = page.frames[2]
+    page.wait_for_timeout(500)
+    assert app_frame.evaluate("() => document.getElementById('gradwalk')") is None
+
+
+def test_a_live_run_embedded_fills_in_as_it_runs(page: Any, course: CoursePages) -> None:
+    source = (
+        "import time\nimport torch\n\ntime.sleep(1.5)\n"
+        + (ROOT / "server" / "examples" / "cubic.py").read_text().split("\n", 1)[1]
+    )
+    with httpx.Client(base_url=page.server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
+    course_page(page, course, iframe(f"{page.server.url}/embed/{run['id']}?view=stepper&step=3"))
+    page.wait_for_selector("iframe")
+    frame = page.frames[1]
+    frame.wait_for_function(
+        "() => window.gradwalkViewer && window.gradwalkViewer.model.isFinished", timeout=60_000
+    )
+    expect(frame.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
+    expect(frame.locator(".gw-step-card")).to_contain_text("14.75")
+
+
+def test_copy_embed_code_gives_an_iframe_at_the_view_and_step(page: Any, course: CoursePages) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    open_app(page)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    for _ in range(3):
+        page.click(NEXT)
+    page.click("[data-gw=copy-embed]")
+    expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
+    code = page.evaluate("() => navigator.clipboard.readText()")
+    run_id = page.evaluate("() => window.gradwalk.runId")
+    assert code.startswith(f'<iframe src="{page.server.url}/embed/{run_id}?view=stepper&amp;step=3"'), code
+    settle(page)
+    shot(page, "embed-04-app-copy-embed")
+    lesson = page.context.new_page()
+    try:
+        course_page(lesson, course, code)
+        frame = embed_frame(lesson)
+        expect(frame.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
+        expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    finally:
+        lesson.close()
