@@ -6,10 +6,12 @@
 // it when the root is narrow). The "graph" tab shows the graph alone.
 import type { NodeCollection } from "cytoscape";
 import { CodeView } from "./code-view";
+import { ChartsView } from "./charts";
 import { h } from "./dom";
 import { GraphView } from "./graph";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
+import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
 import { Store, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
@@ -17,8 +19,8 @@ import { currentTheme, setTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
 
-export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code";
-export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code"];
+export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code" | "charts";
+export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code", "charts"];
 
 const TAB_LABELS: Record<ViewerTab, string> = {
   graph: "Graph",
@@ -26,6 +28,7 @@ const TAB_LABELS: Record<ViewerTab, string> = {
   tape: "Tape",
   inspector: "Inspect",
   code: "Code",
+  charts: "Charts",
 };
 
 /** Below this width (px) the panel goes under the graph instead of beside it. */
@@ -79,6 +82,8 @@ export class Viewer {
   readonly inspector: InspectorView;
   readonly code: CodeView;
   readonly output: OutputView;
+  readonly charts: ChartsView;
+  readonly pitfalls: PitfallMarks;
   private tab: ViewerTab = "graph";
   private readonly tabs = new Map<ViewerTab, HTMLButtonElement>();
   private readonly panels = new Map<ViewerTab, HTMLElement>();
@@ -120,6 +125,7 @@ export class Viewer {
     const inspectorEl = slot();
     const codeEl = h("div", { class: "gw-viewer-code" });
     const outputEl = h("div", { class: "gw-viewer-output" });
+    const chartsEl = h("div", { class: "gw-viewer-charts" });
     this.side = h(
       "section",
       { class: "gw-viewer-side", "aria-label": "Views" },
@@ -127,6 +133,7 @@ export class Viewer {
       panel("tape", tapeEl),
       panel("inspector", inspectorEl),
       panel("code", codeEl, h("h2", { class: "gw-viewer-heading", text: "Output" }), outputEl),
+      panel("charts", chartsEl),
     );
     // Under the graph alone: step the backward walk without opening the stepper.
     const stepButton = (label: string, title: string, delta: number) =>
@@ -144,6 +151,8 @@ export class Viewer {
     this.inspector = new InspectorView(inspectorEl, this.model, store);
     this.code = new CodeView(codeEl, this.model, store);
     this.output = new OutputView(outputEl, this.model, store);
+    this.charts = new ChartsView(chartsEl, this.model, store);
+    this.pitfalls = new PitfallMarks(this.model, null, this.graph);
     store.subscribe((state, changed) => this.onStore(state, changed));
 
     this.pendingStep = this.options.step;
@@ -162,7 +171,7 @@ export class Viewer {
   /** Show another trace in the same views. */
   load(trace: TraceData | TraceModel): void {
     this.model = trace instanceof TraceModel ? trace : TraceModel.from(trace.events, trace.source);
-    for (const v of [this.graph, this.stepper, this.tape, this.inspector, this.code, this.output]) v.setModel(this.model);
+    for (const v of [this.graph, this.stepper, this.tape, this.inspector, this.code, this.output, this.charts, this.pitfalls]) v.setModel(this.model);
     this.store.set({ step: null, op: null, selection: null, hover: null });
     this.bindModel();
   }
@@ -170,7 +179,7 @@ export class Viewer {
   /** Open a tab. The stepper opens at its first step; the graph alone keeps the step it shows. */
   show(tab: ViewerTab): void {
     const patch: Partial<ViewState> = {};
-    if (tab === "stepper" || tab === "tape" || tab === "inspector") patch.view = tab as ViewName;
+    if (tab === "stepper" || tab === "tape" || tab === "inspector" || tab === "charts") patch.view = tab as ViewName;
     if (tab === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = 0;
     this.tab = tab;
     this.store.set(patch);
@@ -201,7 +210,7 @@ export class Viewer {
       theme.setAttribute("aria-pressed", String(currentTheme() === "dark"));
     });
     const title = this.options.title ?? traceTitle(this.model);
-    const brand = [h("span", { text: "grad" }), h("span", { class: "gw-brand-walk", text: "walk" })];
+    const brand = ["grad", h("span", { class: "gw-brand-walk", text: "walk" })];
     // On a server, the name is the way into the full app, at the same view and step.
     const open = this.options.appUrl
       ? h("a", { class: "gw-brand gw-viewer-brand gw-viewer-open", href: this.options.appUrl, target: "_blank", rel: "noopener", title: "Open this run in gradwalk" }, brand, h("span", { class: "gw-viewer-arrow", "aria-hidden": "true", text: " ↗" }))
