@@ -1,0 +1,235 @@
+// The numbers behind the training charts, gathered from the event stream as it arrives.
+//
+// Every chart is one table in uPlot's shape: an ascending x column and one y column per
+// series, null where a series has no point. Step charts (loss, norms, learning rate) share
+// the optimizer step as x, so several optimizers line up step for step and stay separate
+// series; memory is charted against the run's clock, because the graph grows and shrinks
+// between steps (and in loops that never step at all). Ingesting appends: O(series) per
+// event at most, so a 1,000-step run streams without recomputing anything.
+import type { GradwalkEvent, MemoryChanged, MetricLogged, OptimizerStep } from "./types/events";
+
+export type ChartKind = "steps" | "time" | "metric";
+export type Unit = "number" | "bytes";
+
+export interface SeriesInfo {
+  key: string;
+  label: string;
+  /** The optimizer (its instance label) the series belongs to; null for non-step series. */
+  optimizer: string | null;
+}
+
+/** One chart's data: `xs` ascending, `cols[i]` aligned with it, described by `series[i]`. */
+export class Table {
+  readonly xs: number[] = [];
+  readonly cols: (number | null)[][] = [];
+  readonly series: SeriesInfo[] = [];
+  private readonly index = new Map<string, number>();
+  /** Bumped on every change, so a view redraws only the tables that moved. */
+  version = 0;
+
+  constructor(
+    readonly id: string,
+    readonly title: string,
+    readonly kind: ChartKind,
+    readonly unit: Unit,
+    readonly help: string,
+  ) {}
+
+  get length(): number {
+    return this.xs.length;
+  }
+
+  column(info: SeriesInfo): (number | null)[] {
+    let i = this.index.get(info.key);
+    if (i === undefined) {
+      i = this.series.length;
+      this.index.set(info.key, i);
+      this.series.push(info);
+      this.cols.push(new Array<number | null>(this.xs.length).fill(null));
+    }
+    return this.cols[i];
+  }
+
+  /** Set `info`'s value at step `step` (1-based): rows are steps 1..n, one per row. */
+  setStep(info: SeriesInfo, step: number, value: number | null): void {
+    const col = this.column(info);
+    while (this.xs.length < step) {
+      this.xs.push(this.xs.length + 1);
+      for (const c of this.cols) c.push(null);
+    }
+    col[step - 1] = finite(value);
+    this.version++;
+  }
+
+  /** Add a row at `x` with `info`'s value (others null), keeping x ascending. */
+  addRow(info: SeriesInfo, x: number, value: number | null): void {
+    const col = this.column(info);
+    let at = this.xs.length;
+    while (at > 0 && this.xs[at - 1] > x) at--;
+    if (at > 0 && this.xs[at - 1] === x && this.kind === "metric") {
+      col[at - 1] = finite(value);
+    } else {
+      this.xs.splice(at, 0, x);
+      for (const c of this.cols) c.splice(at, 0, null);
+      col[at] = finite(value);
+    }
+    this.version++;
+  }
+}
+
+function finite(v: number | null | undefined): number | null {
+  return v === null || v === undefined || !Number.isFinite(v) ? null : v;
+}
+
+/** A step as a chart knows it: the event and the optimizer instance it belongs to. */
+export interface StepRef {
+  optimizer: string;
+  ev: OptimizerStep;
+}
+
+export class ChartData {
+  readonly tables = new Map<string, Table>();
+  /** optimizer instance label -> its steps, index = step - 1 */
+  readonly steps = new Map<string, OptimizerStep[]>();
+  private readonly lastStep = new Map<string, { step: number; instance: string; n: number }>();
+  private readonly metricCount = new Map<string, number>();
+  private t0: number | null = null;
+  private maxStep = 0;
+  version = 0;
+
+  constructor(readonly perParam: boolean) {}
+
+  static from(events: readonly GradwalkEvent[], perParam: boolean): ChartData {
+    const data = new ChartData(perParam);
+    for (const ev of events) data.add(ev);
+    return data;
+  }
+
+  /** The charts in the order they are shown, the ones with data only. */
+  get ordered(): Table[] {
+    const fixed = ["loss", "grad", "update", "lr", "memory", "cuda"];
+    const out = fixed.map((id) => this.tables.get(id)).filter((t): t is Table => !!t && t.length > 0);
+    for (const t of this.tables.values()) if (t.kind === "metric" && t.length) out.push(t);
+    return out;
+  }
+
+  get stepCount(): number {
+    let n = 0;
+    for (const list of this.steps.values()) n += list.length;
+    return n;
+  }
+
+  /** Steps recorded in full (tape, graph, backward walk), per optimizer instance. */
+  detailSteps(optimizer: string): number[] {
+    return (this.steps.get(optimizer) ?? []).filter((s) => s.detail).map((s) => s.step);
+  }
+
+  step(optimizer: string, step: number): OptimizerStep | undefined {
+    return this.steps.get(optimizer)?.[step - 1];
+  }
+
+  add(ev: GradwalkEvent): void {
+    if (this.t0 === null && ev.type === "run_started") this.t0 = ev.t;
+    switch (ev.type) {
+      case "optimizer_step":
+        this.addStep(ev);
+        break;
+      case "memory":
+        this.addMemory(ev);
+        break;
+      case "metric":
+        this.addMetric(ev);
+        break;
+      default:
+        return;
+    }
+    this.version++;
+  }
+
+  private table(id: string, title: string, kind: ChartKind, unit: Unit, help: string): Table {
+    let t = this.tables.get(id);
+    if (!t) {
+      t = new Table(id, title, kind, unit, help);
+      this.tables.set(id, t);
+    }
+    return t;
+  }
+
+  /**
+   * The label of the optimizer instance that made `ev`. Each optimizer counts its own steps
+   * from 1; a label whose steps start again is a new optimizer with the same name.
+   */
+  private instance(ev: OptimizerStep): string {
+    const seen = this.lastStep.get(ev.optimizer);
+    if (!seen) {
+      this.lastStep.set(ev.optimizer, { step: ev.step, instance: ev.optimizer, n: 1 });
+      return ev.optimizer;
+    }
+    if (ev.step <= seen.step) {
+      seen.n += 1;
+      seen.instance = `${ev.optimizer} #${seen.n}`;
+    }
+    seen.step = ev.step;
+    return seen.instance;
+  }
+
+  private addStep(ev: OptimizerStep): void {
+    const opt = this.instance(ev);
+    let list = this.steps.get(opt);
+    if (!list) {
+      list = [];
+      this.steps.set(opt, list);
+    }
+    list[ev.step - 1] = ev;
+    this.maxStep = Math.max(this.maxStep, ev.step);
+    const own = (suffix = "") => ({ key: `${opt}${suffix}`, label: `${opt}${suffix}`, optimizer: opt });
+    if (ev.loss !== null) {
+      const t = this.table("loss", "Loss", "steps", "number", "the loss each step backpropagated (the root of the last backward())");
+      t.setStep(own(), ev.step, ev.loss);
+    }
+    const grad = this.table("grad", "Gradient norm", "steps", "number", "‖grad‖ before the step: all parameters together, or each one");
+    const update = this.table("update", "Update norm", "steps", "number", "how far the step moved the parameters: ‖param after − param before‖");
+    if (this.perParam && ev.params.length) {
+      for (const p of ev.params) {
+        const info = { key: `${opt}\u0000${p.name}`, label: p.name, optimizer: opt };
+        grad.setStep(info, ev.step, p.grad_norm);
+        update.setStep(info, ev.step, p.update_norm);
+      }
+    } else {
+      grad.setStep(own(), ev.step, ev.grad_norm);
+      update.setStep(own(), ev.step, ev.update_norm);
+    }
+    const lr = this.table("lr", "Learning rate", "steps", "number", "the learning rate of each parameter group at this step");
+    ev.lr.forEach((value, group) => {
+      const suffix = ev.lr.length > 1 ? ` group ${group}` : "";
+      lr.setStep(own(suffix), ev.step, value);
+    });
+    this.addGraphBytes(ev.t, ev.graph_bytes, ev.cuda_allocated ?? null);
+  }
+
+  private clock(t: number): number {
+    return Math.max(0, t - (this.t0 ?? 0));
+  }
+
+  private addGraphBytes(t: number, bytes: number, cuda: number | null): void {
+    const mem = this.table("memory", "Graph memory", "time", "bytes", "bytes held by tensors saved for backward, over the run: a graph kept alive keeps them");
+    mem.addRow({ key: "graph", label: "saved by the graph", optimizer: null }, this.clock(t), bytes);
+    if (cuda !== null) {
+      const c = this.table("cuda", "CUDA memory", "time", "bytes", "torch.cuda.memory_allocated() over the run");
+      c.addRow({ key: "cuda", label: "CUDA allocated", optimizer: null }, this.clock(t), cuda);
+    }
+  }
+
+  private addMemory(ev: MemoryChanged): void {
+    this.addGraphBytes(ev.t, ev.saved_bytes, ev.cuda_allocated ?? null);
+  }
+
+  private addMetric(ev: MetricLogged): void {
+    const n = (this.metricCount.get(ev.name) ?? 0) + 1;
+    this.metricCount.set(ev.name, n);
+    // Without an explicit step, a metric belongs to the training step it was logged at.
+    const x = ev.step ?? (this.maxStep || n);
+    const t = this.table(`metric:${ev.name}`, ev.name, "metric", "number", `logged with gradwalk.log("${ev.name}", value)`);
+    t.addRow({ key: ev.name, label: ev.name, optimizer: null }, x, ev.value);
+  }
+}

@@ -1,0 +1,435 @@
+// The training charts: loss, gradient and update norms (global, or per parameter), learning
+// rate, the memory the graph holds, CUDA memory and the snippet's own metrics, drawn live
+// with uPlot from the same events every other view reads.
+//
+// Streaming stays cheap: events only append to the tables (charts-data.ts), and the charts
+// that changed are redrawn at most once per animation frame, and only while visible.
+// Hovering reads a point; a dot marks a step recorded in full, and clicking it opens that
+// step's backward walk in the stepper and the graph.
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import "./styles/charts.css";
+import { ChartData, type SeriesInfo, type Table } from "./charts-data";
+import { h, perFrame } from "./dom";
+import type { Store } from "./store";
+import type { TraceModel } from "./trace-model";
+
+const PLOT_HEIGHT = 168;
+const PALETTE = 10;
+
+interface Chart {
+  table: Table;
+  card: HTMLElement;
+  plotEl: HTMLElement;
+  readout: HTMLElement;
+  legend: HTMLElement;
+  plot: uPlot | null;
+  seriesCount: number;
+  drawn: number;
+  hidden: Set<number>;
+}
+
+/** What a chart plots, for tests and scripts: `x`, then one column per series. */
+export interface ChartSnapshot {
+  title: string;
+  kind: Table["kind"];
+  unit: Table["unit"];
+  x: number[];
+  series: { label: string; optimizer: string | null; values: (number | null)[] }[];
+  /** Rows the uPlot instance holds (0 until the chart was drawn). */
+  drawn: number;
+}
+
+export function formatNumber(v: number | null | undefined): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace("e+", "e");
+  return String(Number(v.toPrecision(4)));
+}
+
+export function formatBytes(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let x = v;
+  let u = 0;
+  while (Math.abs(x) >= 1024 && u < units.length - 1) {
+    x /= 1024;
+    u++;
+  }
+  return `${u ? Number(x.toPrecision(3)) : Math.round(x)} ${units[u]}`;
+}
+
+export class ChartsView {
+  private data: ChartData;
+  private readonly charts = new Map<string, Chart>();
+  private log = false;
+  private perParam = false;
+  private readonly grid: HTMLElement;
+  private readonly empty: HTMLElement;
+  private readonly summary: HTMLElement;
+  private readonly note: HTMLElement;
+  private readonly logToggle: HTMLInputElement;
+  private readonly paramToggle: HTMLInputElement;
+  private readonly schedule = perFrame(() => this.flush());
+  private unsubscribe: () => void = () => {};
+  private width = 0;
+
+  constructor(
+    readonly root: HTMLElement,
+    private model: TraceModel,
+    private readonly store: Store,
+  ) {
+    root.classList.add("gw-charts");
+    this.logToggle = h("input", { type: "checkbox", "aria-label": "Log scale" });
+    this.paramToggle = h("input", { type: "checkbox", "aria-label": "Norms per parameter" });
+    this.logToggle.addEventListener("change", () => {
+      this.log = this.logToggle.checked;
+      this.rebuild(false);
+    });
+    this.paramToggle.addEventListener("change", () => {
+      this.perParam = this.paramToggle.checked;
+      this.rebuild(true);
+    });
+    this.summary = h("span", { class: "gw-charts-summary" });
+    const toolbar = h(
+      "div",
+      { class: "gw-charts-toolbar", role: "toolbar", "aria-label": "Charts" },
+      h("label", { class: "gw-check", title: "Logarithmic y axes (values ≤ 0 are left out)" }, this.logToggle, " log scale"),
+      h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
+      this.summary,
+    );
+    this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
+    this.grid = h("div", { class: "gw-charts-grid" });
+    this.empty = h(
+      "div",
+      { class: "gw-charts-empty" },
+      h("p", { text: "Nothing to chart yet." }),
+      h("p", {
+        text: "Charts fill in while the snippet runs: the loss, gradient norms, learning rate and update sizes at every optimizer.step(), the memory the graph holds, and anything logged with gradwalk.log(name, value).",
+      }),
+    );
+    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.grid));
+    this.data = ChartData.from(model.events, this.perParam);
+    this.bind();
+    document.addEventListener("gw-theme", () => this.rebuild(false));
+    if (typeof ResizeObserver !== "undefined") {
+      new ResizeObserver(() => this.resize()).observe(this.grid);
+    }
+    this.schedule();
+  }
+
+  setModel(model: TraceModel): void {
+    this.model = model;
+    this.note.hidden = true;
+    this.rebuild(true);
+    this.bind();
+  }
+
+  /** The plotted data of every chart, keyed by chart id (loss, grad, update, lr, memory, cuda, metric:NAME). */
+  snapshot(): Record<string, ChartSnapshot> {
+    const out: Record<string, ChartSnapshot> = {};
+    for (const t of this.data.ordered) {
+      out[t.id] = {
+        title: t.title,
+        kind: t.kind,
+        unit: t.unit,
+        x: [...t.xs],
+        series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
+        drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
+      };
+    }
+    return out;
+  }
+
+  /** Open the backward walk of `optimizer`'s step `step`, or say why it cannot be opened. */
+  openStep(optimizer: string, step: number): boolean {
+    const ev = this.data.step(optimizer, step);
+    if (!ev) return false;
+    if (!ev.detail) {
+      this.say(`Step ${step} of ${optimizer} carries metrics only. ${this.detailText(optimizer)}`);
+      return false;
+    }
+    const call = [...this.model.backwards].reverse().find((c) => c.start.seq < ev.seq);
+    if (!call?.entries.length) {
+      this.say(`Step ${step} of ${optimizer} was recorded in full, but no backward() ran before it.`);
+      return false;
+    }
+    this.note.hidden = true;
+    this.store.set({ view: "stepper", step: call.entries[0].index, selection: null });
+    return true;
+  }
+
+  private detailText(optimizer: string): string {
+    const steps = this.data.detailSteps(optimizer);
+    if (!steps.length) return "No step of it was recorded in full.";
+    const list = steps.length > 8 ? `${steps.slice(0, 8).join(", ")} …` : steps.join(", ");
+    return `The tape, graph and backward walk were recorded for step${steps.length > 1 ? "s" : ""} ${list} (the dots).`;
+  }
+
+  private say(text: string): void {
+    this.note.textContent = text;
+    this.note.hidden = false;
+  }
+
+  private bind(): void {
+    this.unsubscribe();
+    this.unsubscribe = this.model.subscribe((batch) => {
+      for (const ev of batch) this.data.add(ev);
+      this.schedule();
+    });
+  }
+
+  private rebuild(refetch: boolean): void {
+    if (refetch) this.data = ChartData.from(this.model.events, this.perParam);
+    for (const chart of this.charts.values()) chart.plot?.destroy();
+    this.charts.clear();
+    this.grid.replaceChildren();
+    this.schedule();
+  }
+
+  private get shown(): boolean {
+    return this.grid.clientWidth > 0;
+  }
+
+  private flush(): void {
+    this.renderSummary();
+    const tables = this.data.ordered;
+    this.empty.hidden = tables.length > 0;
+    if (!this.shown) return;
+    let added = false;
+    for (const table of tables) {
+      let chart = this.charts.get(table.id);
+      if (!chart) {
+        chart = this.card(table);
+        this.charts.set(table.id, chart);
+        added = true;
+      }
+    }
+    // Charts keep a fixed order (loss first) whatever arrived first.
+    if (added) this.grid.replaceChildren(...tables.map((t) => this.charts.get(t.id)!.card));
+    for (const table of tables) {
+      const chart = this.charts.get(table.id)!;
+      if (!chart.plot || chart.seriesCount !== table.series.length) this.create(chart);
+      else if (chart.drawn !== table.version) chart.plot.setData(this.plotData(table));
+      chart.drawn = table.version;
+    }
+  }
+
+  private resize(): void {
+    const w = this.grid.clientWidth;
+    if (w === this.width) return;
+    const wasHidden = this.width === 0;
+    this.width = w;
+    if (!w) return;
+    if (wasHidden) this.schedule();
+    for (const chart of this.charts.values()) {
+      const width = chart.plotEl.clientWidth;
+      if (chart.plot && width && width !== chart.plot.width) chart.plot.setSize({ width, height: PLOT_HEIGHT });
+    }
+  }
+
+  private renderSummary(): void {
+    const d = this.data;
+    const parts: string[] = [];
+    for (const [opt, steps] of d.steps) parts.push(`${opt}: ${steps.length} step${steps.length === 1 ? "" : "s"}`);
+    this.summary.textContent = parts.join(" · ");
+    const hasParams = [...d.steps.values()].some((list) => list.some((s) => s?.params.length));
+    this.paramToggle.disabled = !hasParams;
+  }
+
+  private card(table: Table): Chart {
+    const readout = h("span", { class: "gw-chart-readout" });
+    const plotEl = h("div", { class: "gw-chart-plot" });
+    const legend = h("div", { class: "gw-chart-legend" });
+    const card = h(
+      "section",
+      { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
+      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), readout),
+      h("p", { class: "gw-chart-help", text: table.help, title: table.help }),
+      plotEl,
+      legend,
+    );
+    return { table, card, plotEl, readout, legend, plot: null, seriesCount: 0, drawn: -1, hidden: new Set() };
+  }
+
+  private plotData(table: Table): uPlot.AlignedData {
+    const keep = this.log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
+    return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
+  }
+
+  private colors(): { series: string[]; axis: string; grid: string; font: string } {
+    const css = getComputedStyle(this.root);
+    const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+    const series = Array.from({ length: PALETTE }, (_, i) => v(`--chart-${i + 1}`, "#1f5fbf"));
+    return { series, axis: v("--muted", "#5a6374"), grid: v("--chart-grid", "#e6e9ef"), font: `11px ${v("--sans", "sans-serif")}` };
+  }
+
+  /** A series' name as shown: its optimizer's name added when several optimizers ran. */
+  private seriesLabel(s: SeriesInfo): string {
+    if (this.data.steps.size > 1 && s.optimizer && s.label !== s.optimizer && !s.label.startsWith(s.optimizer)) return `${s.optimizer}: ${s.label}`;
+    return s.label;
+  }
+
+  private create(chart: Chart): void {
+    chart.plot?.destroy();
+    chart.plotEl.replaceChildren();
+    const table = chart.table;
+    const c = this.colors();
+    const bytes = table.unit === "bytes";
+    const fmt = bytes ? formatBytes : formatNumber;
+    const steps = table.kind === "steps";
+    const stepped = table.kind === "time" ? uPlot.paths.stepped?.({ align: 1 }) : undefined;
+    const axis = (values: uPlot.Axis["values"]): uPlot.Axis => ({
+      stroke: c.axis,
+      font: c.font,
+      grid: { stroke: c.grid, width: 1 },
+      ticks: { stroke: c.grid, width: 1, size: 4 },
+      values,
+    });
+    const series: uPlot.Series[] = [
+      { label: table.kind === "time" ? "seconds" : "step" },
+      ...table.series.map((s, i): uPlot.Series => ({
+        label: this.seriesLabel(s),
+        stroke: c.series[i % PALETTE],
+        width: 1.5,
+        spanGaps: true,
+        show: !chart.hidden.has(i),
+        paths: stepped,
+        points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
+      })),
+    ];
+    const opts: uPlot.Options = {
+      width: Math.max(chart.plotEl.clientWidth, 200),
+      height: PLOT_HEIGHT,
+      legend: { show: false },
+      cursor: {
+        sync: { key: table.kind === "time" ? "gw-time" : "gw-steps" },
+        focus: { prox: 24 },
+        points: { size: 7 },
+        drag: { x: true, y: false },
+      },
+      focus: { alpha: 0.35 },
+      scales: { x: { time: false }, y: this.log ? { distr: 3, log: 10 } : {} },
+      axes: [
+        axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))),
+        { ...axis((_u, splits) => splits.map((v) => fmt(v))), size: 62 },
+      ],
+      series,
+      hooks: { setCursor: [(u) => this.readout(chart, u)] },
+    };
+    const plot = new uPlot(opts, this.plotData(table), chart.plotEl);
+    chart.plot = plot;
+    chart.seriesCount = table.series.length;
+    this.renderLegend(chart, c.series);
+    this.readout(chart, plot);
+    this.bindClicks(chart, plot);
+  }
+
+  /** Indexes of the steps recorded in full, for the dots of a per-optimizer series. */
+  private detailIdx(u: uPlot, si: number, chart: Chart): number[] | null {
+    const opt = chart.table.series[si - 1]?.optimizer;
+    if (!opt) return null;
+    const [i0, i1] = u.series[0].idxs ?? [0, u.data[0].length - 1];
+    const out: number[] = [];
+    for (const step of this.data.detailSteps(opt)) {
+      const i = step - 1;
+      if (i >= i0 && i <= i1 && u.data[si][i] !== null && u.data[si][i] !== undefined) out.push(i);
+    }
+    return out.length ? out : null;
+  }
+
+  private renderLegend(chart: Chart, colors: string[]): void {
+    const table = chart.table;
+    if (table.series.length < 2) {
+      chart.legend.replaceChildren();
+      return;
+    }
+    chart.legend.replaceChildren(
+      ...table.series.map((s, i) => {
+        const chip = h(
+          "button",
+          { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(i)), title: "Show or hide this series" },
+          h("span", { class: "gw-chart-swatch", "aria-hidden": "true" }),
+          this.seriesLabel(s),
+        );
+        (chip.firstElementChild as HTMLElement).style.background = colors[i % PALETTE];
+        chip.addEventListener("click", () => {
+          const show = chart.hidden.has(i);
+          if (show) chart.hidden.delete(i);
+          else chart.hidden.add(i);
+          chip.setAttribute("aria-pressed", String(show));
+          chart.plot?.setSeries(i + 1, { show });
+        });
+        return chip;
+      }),
+    );
+  }
+
+  /** The series nearest the cursor (by pixel), among those shown. */
+  private nearest(u: uPlot, idx: number): number | null {
+    const top = u.cursor.top ?? -1;
+    let best: number | null = null;
+    let dist = Infinity;
+    for (let si = 1; si < u.series.length; si++) {
+      const v = u.data[si][idx];
+      if (!u.series[si].show || v === null || v === undefined) continue;
+      const d = Math.abs(u.valToPos(v, "y") - top);
+      if (d < dist) {
+        dist = d;
+        best = si;
+      }
+    }
+    return best;
+  }
+
+  private readout(chart: Chart, u: uPlot): void {
+    const table = chart.table;
+    const fmt = table.unit === "bytes" ? formatBytes : formatNumber;
+    let idx = u.cursor.idx;
+    const hovering = idx !== null && idx !== undefined;
+    if (!hovering) idx = table.length - 1;
+    if (idx === null || idx === undefined || idx < 0) {
+      chart.readout.textContent = "";
+      return;
+    }
+    const x = u.data[0][idx];
+    const where = table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`;
+    const shown = table.series.map((_, i) => i + 1).filter((si) => u.series[si].show);
+    let picks = shown;
+    if (shown.length > 3) {
+      const near = hovering ? this.nearest(u, idx) : null;
+      picks = near === null ? [] : [near];
+    }
+    const values = picks.map((si) => {
+      const name = shown.length > 1 ? `${this.seriesLabel(table.series[si - 1])} ` : "";
+      return `${name}${fmt(table.cols[si - 1][idx!])}`;
+    });
+    const parts = [hovering ? where : `last: ${where}`, ...values];
+    if (hovering && table.kind === "steps") {
+      const opt = table.series[(picks[0] ?? 1) - 1]?.optimizer;
+      const ev = opt ? this.data.step(opt, x) : undefined;
+      if (ev) parts.push(ev.detail ? "● recorded in full: click to open" : "metrics only");
+    }
+    chart.readout.textContent = parts.join(" · ");
+    chart.card.dataset.hover = hovering ? String(x) : "";
+  }
+
+  private bindClicks(chart: Chart, u: uPlot): void {
+    if (chart.table.kind === "time") return;
+    let down: [number, number] | null = null;
+    u.over.addEventListener("mousedown", (ev) => (down = [ev.clientX, ev.clientY]));
+    u.over.addEventListener("click", (ev) => {
+      const moved = down && Math.hypot(ev.clientX - down[0], ev.clientY - down[1]) > 4;
+      down = null;
+      if (moved) return;
+      const idx = u.cursor.idx;
+      if (idx === null || idx === undefined) return;
+      const step = u.data[0][idx];
+      const si = this.nearest(u, idx);
+      const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
+      if (opt) this.openStep(opt, step);
+    });
+  }
+}
