@@ -27,7 +27,7 @@ from .version import VERSION
 __all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export"]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
-VIEWS = ("graph", "stepper", "tape", "inspector", "code")
+VIEWS = ("graph", "stepper", "tape", "inspector", "code", "charts")
 
 _SOURCE_MAP = re.compile(r"^[ \t]*(//|/\*)# sourceMappingURL=.*$", re.MULTILINE)
 _CLOSE_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
@@ -103,7 +103,7 @@ def render_export(
     """Return one HTML page showing ``trace_json`` (a trace as stored or recorded) offline.
 
     ``view`` is the tab it opens on (``graph``, ``stepper``, ``tape``, ``inspector``,
-    ``code``; default: the stepper when the trace called ``backward()``), ``step`` the
+    ``code``, ``charts``; default: the stepper when the trace called ``backward()``), ``step`` the
     backward step (0-based, as in the app's links), ``theme`` forces light or dark (default:
     the reader's system setting). Raises :class:`BundleMissing` before ``make web`` and
     ``ValueError`` when ``trace_json`` is not a trace object with an ``events`` list.

@@ -35,7 +35,7 @@ async def export_run(
     registry: RegistryDep,
     _auth: ViewerAuth,
     view: Annotated[
-        Literal["graph", "stepper", "tape", "inspector", "code"] | None,
+        Literal["graph", "stepper", "tape", "inspector", "code", "charts"] | None,
         Query(description="the tab the page opens on (default: the stepper)"),
     ] = None,
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,

@@ -1,12 +1,15 @@
 // The full app: the editor and run controls wired to the server, and the views (graph,
-// tape, stepper, inspector, output) sharing one TraceModel and one Store. The page's
-// template provides the skeleton; every lookup is scoped to the app's root element.
+// tape, stepper, inspector, output, charts) sharing one TraceModel and one Store; pitfalls
+// are marked in the editor and on the graph. The page's template provides the skeleton;
+// every lookup is scoped to the app's root element.
 import { Api, ApiError, type Bootstrap, type Example, type RunInfo, RunStream } from "./api";
+import { ChartsView } from "./charts";
 import { $, h, isTyping } from "./dom";
 import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
+import { PitfallMarks } from "./pitfalls";
 import { bindShareButtons } from "./share";
 import { StepperView } from "./stepper";
 import { linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
@@ -46,6 +49,8 @@ export class App {
   readonly stepper: StepperView;
   readonly inspector: InspectorView;
   readonly output: OutputView;
+  readonly charts: ChartsView;
+  readonly pitfalls: PitfallMarks;
   private stream: RunStream | null = null;
   private examples: Example[] = [];
   private readonly url = new UrlSync();
@@ -74,6 +79,8 @@ export class App {
     this.tape = new TapeView($(root, "[data-gw=tape]"), this.model, store);
     this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
     this.inspector = new InspectorView($(root, "[data-gw=inspector]"), this.model, store);
+    this.charts = new ChartsView($(root, "[data-gw=charts]"), this.model, store);
+    this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
     this.runButton = $(root, "[data-gw=run]");
     this.stopButton = $(root, "[data-gw=stop]");
@@ -253,6 +260,8 @@ export class App {
     this.stepper.setModel(model);
     this.inspector.setModel(model);
     this.output.setModel(model);
+    this.charts.setModel(model);
+    this.pitfalls.setModel(model);
     this.bindModel();
     this.onModelEvents();
     this.url.write(runId, this.store.state);
@@ -272,6 +281,8 @@ export class App {
     } else if (m.run) this.setStatus("running");
     const stepTab = this.tabs.find((t) => t.dataset.view === "stepper");
     if (stepTab) stepTab.dataset.count = m.timeline.length ? String(m.timeline.length) : "";
+    const chartsTab = this.tabs.find((t) => t.dataset.view === "charts");
+    if (chartsTab) chartsTab.dataset.count = m.optimizerSteps.length ? String(m.optimizerSteps.length) : "";
     if (this.pending) void this.applyPending();
   }
 
@@ -305,6 +316,11 @@ export class App {
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
     if (changed.has("view")) {
+      // The charts take the graph's place: it comes back at its new size, fitted.
+      if (this.root.dataset.view === "charts" && state.view !== "charts") requestAnimationFrame(() => {
+          this.graph.core.resize();
+          this.graph.fit(false);
+        });
       for (const tab of this.tabs) {
         const on = tab.dataset.view === state.view;
         tab.setAttribute("aria-selected", String(on));

@@ -3,8 +3,8 @@
 // read and write it; the URL mirrors the parts worth sharing (see url-state.ts).
 import type { TraceModel } from "./trace-model";
 
-export type ViewName = "tape" | "stepper" | "inspector";
-export const VIEWS: readonly ViewName[] = ["tape", "stepper", "inspector"];
+export type ViewName = "tape" | "stepper" | "inspector" | "charts";
+export const VIEWS: readonly ViewName[] = ["tape", "stepper", "inspector", "charts"];
 
 export type Selection = { kind: "node"; id: number } | { kind: "tensor"; id: number };
 

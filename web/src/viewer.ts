@@ -42,7 +42,6 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   const q = new URLSearchParams(search);
   const out: ViewerOptions = { ...DEFAULT_OPTIONS, ...given };
   const view = q.get("view");
-  // "charts" has no panel yet: such links open the default view.
   if (view !== null) out.view = VIEWER_TABS.includes(view as ViewerTab) ? (view as ViewerTab) : null;
   const step = q.get("step");
   if (step !== null && /^\d+$/.test(step)) out.step = Number(step);
