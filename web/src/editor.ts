@@ -20,6 +20,8 @@ import { tags as t } from "@lezer/highlight";
 export interface LineMark {
   line: number;
   message: string;
+  /** A plain-language explanation shown under the message. */
+  hint?: string | null;
 }
 
 interface Marks {
@@ -31,11 +33,11 @@ interface Marks {
 const setMarks = StateEffect.define<Partial<Marks>>();
 
 class ErrorWidget extends WidgetType {
-  constructor(readonly line: number, readonly message: string) {
+  constructor(readonly line: number, readonly message: string, readonly hint: string | null = null) {
     super();
   }
   eq(other: ErrorWidget): boolean {
-    return other.line === this.line && other.message === this.message;
+    return other.line === this.line && other.message === this.message && other.hint === this.hint;
   }
   toDOM(): HTMLElement {
     const el = document.createElement("div");
@@ -43,6 +45,12 @@ class ErrorWidget extends WidgetType {
     el.dataset.line = String(this.line);
     el.setAttribute("role", "alert");
     el.textContent = `line ${this.line}: ${this.message}`;
+    if (this.hint) {
+      const hint = document.createElement("div");
+      hint.className = "cm-gw-error-hint";
+      hint.textContent = this.hint;
+      el.append(hint);
+    }
     return el;
   }
 }
@@ -64,7 +72,7 @@ function build(doc: EditorState["doc"], marks: Marks): DecorationSet {
     builder.add(info.from, info.from, Decoration.line({ class: byLine.get(line)!.join(" "), attributes: { "data-line": String(line) } }));
     const errors = marks.errors.filter((e) => e.line === line);
     for (const e of errors) {
-      builder.add(info.to, info.to, Decoration.widget({ widget: new ErrorWidget(line, e.message), block: true, side: 1 }));
+      builder.add(info.to, info.to, Decoration.widget({ widget: new ErrorWidget(line, e.message, e.hint ?? null), block: true, side: 1 }));
     }
   }
   return builder.finish();
@@ -125,6 +133,7 @@ const theme = EditorView.theme({
     margin: "2px 0 4px",
     whiteSpace: "pre-wrap",
   },
+  ".cm-gw-error-hint": { color: "var(--fg)", marginTop: "3px" },
   "&.cm-focused .cm-cursor": { borderLeftColor: "var(--fg)" },
 });
 

@@ -1,6 +1,7 @@
 // The output panel: the run's status, what the snippet printed, errors with their line,
 // limits reached and pitfalls found.
 import { h } from "./dom";
+import { pitfallCard } from "./pitfalls";
 import { linksOfLine, type Store } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
@@ -65,16 +66,7 @@ export class OutputView {
         this.notices.append(h("div", { class: "gw-notice gw-notice-limit", role: "status" }, h("strong", { text: `limit: ${ev.what}` }), ` ${ev.message}`));
         break;
       case "pitfall":
-        this.notices.append(
-          h(
-            "div",
-            { class: "gw-notice gw-notice-pitfall" },
-            h("strong", { text: ev.title }),
-            ev.line ? [" at ", this.lineButton(ev.line)] : null,
-            h("div", { text: ev.message }),
-            h("div", { class: "gw-hint", text: `Fix: ${ev.fix}` }),
-          ),
-        );
+        this.notices.append(pitfallCard(this.model, ev, this.store));
         break;
       case "run_started":
       case "run_finished":

@@ -327,9 +327,9 @@ export class TraceModel {
     return this.outputs.map((o) => o.text).join("");
   }
 
-  errorLines(): { line: number; message: string }[] {
+  errorLines(): { line: number; message: string; hint: string | null }[] {
     return this.errors
       .filter((e) => e.line !== null)
-      .map((e) => ({ line: e.line as number, message: `${e.exc_type}: ${e.message}` }));
+      .map((e) => ({ line: e.line as number, message: `${e.exc_type}: ${e.message}`, hint: e.hint ?? null }));
   }
 }
