@@ -104,8 +104,8 @@ def _flat_view(d: torch.Tensor) -> torch.Tensor:
 
 def _histogram(f: torch.Tensor, n: int, mn: float, mx: float) -> list[int]:
     # NOTE [Sampled histogram]: a histogram of every element costs more than the op it
-    # describes (histc runs ~25 ns/element on CPU; one call on a sample is the cheapest form), so it is taken over an evenly strided
-    # sample of at most HIST_SAMPLE elements; min/max/mean/std/norm stay exact.
+    # describes (histc runs ~25 ns/element on CPU), so it is taken over an evenly strided
+    # sample of at most HIST_SAMPLE elements, in one call; min/max/mean/std/norm stay exact.
     if mx <= mn:
         return [min(n, HIST_SAMPLE)]
     sample = f[:: max(1, n // HIST_SAMPLE)]
