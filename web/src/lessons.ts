@@ -137,9 +137,12 @@ export class LessonsGallery {
     if (changed) this.onChange(lesson);
   }
 
-  /** Open `/?lesson=ID`, or show the card of the lesson whose run the URL names. */
-  async startFromUrl(): Promise<void> {
-    const q = new URLSearchParams(location.search);
+  /**
+   * Open `/?lesson=ID`, or show the card of the lesson whose run the URL names. `search` is
+   * the URL's query as the page was opened (the app rewrites the address bar as it loads).
+   */
+  async startFromUrl(search: string): Promise<void> {
+    const q = new URLSearchParams(search);
     const wanted = q.get("lesson");
     if (wanted) {
       await this.open(wanted);

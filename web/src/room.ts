@@ -92,11 +92,19 @@ export class RoomMode {
     const labels: Record<SocketStatus, string> = { connecting: "connecting…", live: "● live", reconnecting: "reconnecting…", ended: "room ended" };
     this.conn.textContent = labels[status];
     this.conn.title = reason ?? "";
-    if (status === "ended") {
-      this.app.output.say(`The room has ended: ${reason ?? "it is closed"}. What you see stays; open gradwalk to go on on your own.`, "info");
-      if (this.role === "viewer") this.setFollowing(false);
-      else presenterKeys.forget(this.info.code);
-    }
+    if (status === "ended") this.ended(reason ?? "the room is closed");
+  }
+
+  /** The room is gone: keep the workspace as it is, say so, and offer the app on its own. */
+  private ended(reason: string): void {
+    this.following = false;
+    this.app.hooks.createRun = undefined;
+    this.app.hooks.onModel = undefined;
+    if (this.role === "presenter") presenterKeys.forget(this.info.code);
+    for (const side of this.bar.querySelectorAll<HTMLElement>(".gw-room-side")) side.hidden = side.dataset.gw !== "room-ended";
+    const why = reason.charAt(0).toUpperCase() + reason.slice(1);
+    $(this.bar, "[data-gw=room-ended-why]").textContent = `${why}. What you see stays here.`;
+    this.bar.dataset.following = "ended";
   }
 
   private onFrame(frame: RoomFrame): void {

@@ -28,8 +28,9 @@ export function mountTeaching(app: App, started: Promise<void>): void {
   const classroom = new ClassroomDialog(app, lessons);
   app.root.querySelector("[data-gw=lessons]")?.addEventListener("click", () => void lessons.openGallery());
   app.root.querySelector("[data-gw=classroom]")?.addEventListener("click", () => classroom.open());
+  const search = location.search; // before the app rewrites it
   const info = roomInfo();
   const room = info ? new RoomMode(app, info, lessons) : null;
   if (room) window.gradwalkRoom = room;
-  void started.then(() => (room ? room.connect() : lessons.startFromUrl()));
+  void started.then(() => (room ? room.connect() : lessons.startFromUrl(search)));
 }

@@ -1,0 +1,74 @@
+"""The lessons gallery in real Chromium: pick a lesson, land on its step with its text, move on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import open_app, shot, wait_graph
+
+pytestmark = pytest.mark.browser
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
+
+CARD = "[data-gw=lesson-card]"
+POSITION = ".gw-stepper .gw-position"
+
+
+def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None:
+    open_app(page)
+    page.click("[data-gw=lessons]")
+    tiles = page.locator(".gw-lesson-tile")
+    expect(tiles).to_have_count(11)
+    expect(tiles.first).to_contain_text("Autograd on a scalar")
+    shot(page, "lessons-01-gallery")
+
+    page.click("[data-lesson=scalar]")
+    expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
+    card = page.locator(CARD)
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("Lesson 1 of 11")
+    expect(card).to_contain_text("x.grad becomes 14.75")
+    expect(page.locator(POSITION)).to_have_text("step 4 of 5")
+    expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    assert "x**3 - 4*x" in page.evaluate("() => window.gradwalk.editor.source")
+    wait_graph(page)
+    shot(page, "lessons-02-scalar")
+
+    page.locator(CARD).get_by_role("button", name="Next ▶").click()
+    expect(card).to_have_attribute("data-lesson", "chain-rule")
+    expect(card).to_contain_text("b.grad = 2 + 6 = 8")
+    expect(page.locator(POSITION)).to_have_text("step 3 of 6")
+    expect(page.locator(".gw-step-card")).to_contain_text("MulBackward0")
+
+    page.get_by_role("button", name="Close the lesson").click()
+    expect(card).to_be_hidden()
+
+
+def test_a_link_opens_a_lesson_and_a_reload_keeps_its_card(page: Any) -> None:
+    open_app(page, "?lesson=accumulate")
+    card = page.locator(CARD)
+    expect(card).to_have_attribute("data-lesson", "accumulate")
+    expect(page.locator(POSITION)).to_contain_text("step 8 of 12")
+    expect(page.locator(".gw-step-card")).to_contain_text("8 + 4 → 12")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('run') !== null")
+    page.reload()
+    expect(card).to_have_attribute("data-lesson", "accumulate")
+    expect(page.locator(POSITION)).to_contain_text("step 8 of 12")
+
+
+def test_tape_lessons_show_their_pitfall(page: Any) -> None:
+    open_app(page, "?lesson=broadcasting")
+    expect(page.locator(CARD)).to_contain_text("Broadcasting gone wrong")
+    expect(page.locator("#gw-tab-tape")).to_have_attribute("aria-selected", "true")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(page.locator(".gw-notice-pitfall")).to_have_count(1)
+    sub = page.locator(".gw-op-row", has=page.locator(".gw-op-name", has_text="sub"))
+    expect(sub).to_contain_text("32×32")  # (32, 1) − (32,): the shape the lesson is about
+    wait_graph(page)
+    shot(page, "lessons-03-broadcasting")

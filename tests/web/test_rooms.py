@@ -1,0 +1,236 @@
+"""Classroom live mode in real Chromium: one presenter and two viewers, each in its own browser context.
+
+The tests share one room (module fixture) and run as a lesson does: the presenter opens the
+room and runs the cubic example, the viewers follow each step, one wanders off and snaps
+back, one reloads and catches up, a viewer's Run is refused until the presenter allows it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .conftest import open_app, shot, wait_graph
+
+pytestmark = pytest.mark.browser
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
+
+NEXT = "button[aria-label='Next step']"
+PREV = "button[aria-label='Previous step']"
+POSITION = ".gw-stepper .gw-position"
+# Chromium logs every refused fetch; the refused viewer run is one on purpose.
+EXPECTED_CONSOLE = re.compile(r"status of 403")
+
+
+@dataclass
+class Classroom:
+    server: Any
+    presenter: Any = None
+    viewers: list[Any] = field(default_factory=list)
+    code: str = ""
+    contexts: list[Any] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def page(self, browser: Any, name: str, width: int = 1440, height: int = 900) -> Any:
+        context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        self.contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.server = self.server
+        page.on(
+            "console",
+            lambda m: self.problems.append(f"{name} console: {m.text}")
+            if m.type == "error" and not EXPECTED_CONSOLE.search(m.text)
+            else None,
+        )
+        page.on("pageerror", lambda e: self.problems.append(f"{name} page error: {e}"))
+        return page
+
+
+def position(page: Any) -> str:
+    text: str = page.locator(POSITION).inner_text()
+    return text
+
+
+def wait_same_step(viewer: Any, want: str, timeout: float = 5_000) -> None:
+    viewer.wait_for_function(
+        "(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want", arg=want, timeout=timeout
+    )
+
+
+def wait_live(page: Any) -> None:
+    page.wait_for_selector("[data-gw=room-bar][data-conn=live]")
+
+
+@pytest.fixture(scope="module")
+def room(browser: Any, server: Any) -> Iterator[Classroom]:
+    """A presenter who opened a room from the app, and two viewers: one by link, one by code."""
+    room = Classroom(server)
+    try:
+        presenter = room.page(browser, "presenter")
+        open_app(presenter)
+        presenter.click("[data-gw=classroom]")
+        presenter.click("[data-gw=room-start]")
+        presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
+        wait_live(presenter)
+        room.code = presenter.evaluate("() => window.gradwalkRoom.info.code")
+        room.presenter = presenter
+
+        by_link = room.page(browser, "viewer 1", 1280, 800)
+        by_link.goto(f"{server.url}/room/{room.code}")
+        by_code = room.page(browser, "viewer 2", 1280, 800)
+        open_app(by_code)
+        by_code.click("[data-gw=classroom]")
+        by_code.fill("[data-gw=room-code-input]", f"{room.code[:3].lower()} {room.code[3:].lower()}")
+        by_code.click("[data-gw=room-join]")
+        by_code.wait_for_url(f"**/room/{room.code}")
+        room.viewers = [by_link, by_code]
+        for viewer in room.viewers:
+            wait_live(viewer)
+        yield room
+    finally:
+        for context in room.contexts:
+            context.close()
+    assert not room.problems, "the pages logged errors:\n" + "\n".join(room.problems)
+
+
+def test_presenter_runs_and_steps_and_the_viewers_follow_within_a_second(room: Classroom) -> None:
+    p = room.presenter
+    assert p.evaluate("() => window.gradwalkRoom.role") == "presenter"
+    for viewer in room.viewers:
+        assert viewer.evaluate("() => window.gradwalkRoom.role") == "viewer"
+    expect(p.locator("[data-gw=room-viewers]")).to_have_text("2 viewers")
+
+    p.select_option("[data-gw=examples]", "cubic")
+    p.click("[data-gw=run]")
+    p.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    run_id = p.evaluate("() => window.gradwalk.runId")
+    for viewer in room.viewers:
+        viewer.wait_for_function("(id) => window.gradwalk.runId === id", arg=run_id)
+        viewer.wait_for_selector("[data-gw=status][data-state=ok]")
+        wait_graph(viewer)
+
+    p.click("#gw-tab-stepper")
+    lags: list[float] = []
+    for _ in range(3):
+        p.click(NEXT)
+        started = time.perf_counter()
+        want = position(p)
+        for viewer in room.viewers:
+            wait_same_step(viewer, want, timeout=3_000)
+            lags.append(time.perf_counter() - started)
+    assert want == "step 4 of 5"
+    assert max(lags) < 1.0, f"viewers followed after {max(lags):.2f} s"
+    for viewer in room.viewers:
+        expect(viewer.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+        expect(viewer.locator("[data-gw=room-where]")).to_have_text("Following the presenter")
+    wait_graph(room.viewers[0])
+    shot(p, "rooms-01-presenter")
+    shot(room.viewers[0], "rooms-02-viewer-following")
+
+
+def test_the_presenters_typing_reaches_the_viewers(room: Classroom) -> None:
+    p = room.presenter
+    p.click(".cm-content")
+    p.keyboard.press("Control+End")
+    p.keyboard.type("# hello, class\n")
+    for viewer in room.viewers:
+        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('# hello, class')", timeout=3_000)
+    # Typing is the presenter's: the viewers' step stays where the presenter is.
+    assert position(room.viewers[0]) == position(p)
+
+
+def test_a_viewer_wanders_off_and_snaps_back(room: Classroom) -> None:
+    p, (wanderer, follower) = room.presenter, room.viewers
+    wanderer.click(PREV)
+    bar = wanderer.locator("[data-gw=room-bar]")
+    expect(bar).to_have_attribute("data-following", "false")
+    expect(wanderer.locator("[data-gw=room-where]")).to_contain_text("Exploring on your own")
+    expect(wanderer.locator(POSITION)).to_have_text("step 3 of 5")
+
+    p.click(NEXT)  # step 5: the follower comes along, the wanderer stays
+    wait_same_step(follower, "step 5 of 5")
+    time.sleep(0.5)
+    assert position(wanderer) == "step 3 of 5"
+    expect(wanderer.locator("[data-gw=room-where]")).to_contain_text("the presenter is on backward step 5")
+    shot(wanderer, "rooms-03-viewer-exploring")
+
+    started = time.perf_counter()
+    wanderer.click("[data-gw=room-follow]")
+    wait_same_step(wanderer, "step 5 of 5", timeout=3_000)
+    assert time.perf_counter() - started < 1.0
+    expect(bar).to_have_attribute("data-following", "true")
+
+
+def test_a_viewer_that_reloads_catches_up_at_once(room: Classroom) -> None:
+    p, viewer = room.presenter, room.viewers[1]
+    viewer.reload()
+    p.click(PREV)
+    p.click(PREV)  # the presenter moves on while the viewer's page loads
+    want = position(p)
+    assert want == "step 3 of 5"
+    wait_live(viewer)
+    wait_same_step(viewer, want, timeout=10_000)
+    expect(viewer.locator(".gw-step-card")).to_contain_text("PowBackward0")
+    assert viewer.evaluate("() => window.gradwalkRoom.following") is True
+
+
+def test_a_viewers_run_is_refused_until_the_presenter_allows_it(room: Classroom) -> None:
+    p, viewer, other = room.presenter, room.viewers[0], room.viewers[1]
+    presenter_run = p.evaluate("() => window.gradwalk.runId")
+    expect(viewer.locator("[data-gw=room-runs]")).to_have_text("Only the presenter runs code")
+    viewer.click("[data-gw=run]")
+    expect(viewer.locator(".gw-notice-error").last).to_contain_text("has not allowed viewers to run code")
+    assert viewer.evaluate("() => window.gradwalk.runId") == presenter_run
+    shot(viewer, "rooms-04-viewer-run-refused")
+
+    p.check("[data-gw=room-allow]")
+    expect(viewer.locator("[data-gw=room-runs]")).to_have_text("You may run your own code")
+    viewer.click("[data-gw=run]")
+    viewer.wait_for_function("(id) => window.gradwalk.runId && window.gradwalk.runId !== id", arg=presenter_run)
+    viewer.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-following", "false")
+    # The viewer's own run is theirs alone.
+    assert p.evaluate("() => window.gradwalk.runId") == presenter_run
+    assert other.evaluate("() => window.gradwalk.runId") == presenter_run
+    p.uncheck("[data-gw=room-allow]")
+    expect(viewer.locator("[data-gw=room-runs]")).to_have_text("Only the presenter runs code")
+
+
+def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: Classroom) -> None:
+    p, viewer = room.presenter, room.viewers[1]
+    size = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"
+    assert p.evaluate(size) >= 20 > viewer.evaluate(size)
+    code_px = p.evaluate("() => parseFloat(getComputedStyle(document.querySelector('[data-gw=room-code]')).fontSize)")
+    assert code_px >= 32
+    want = position(p)
+    p.reload()
+    wait_live(p)
+    assert p.evaluate("() => window.gradwalkRoom.role") == "presenter"
+    p.wait_for_function("(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want", arg=want)
+    p.click(NEXT)
+    wait_same_step(viewer, position(p), timeout=3_000)
+
+
+def test_ending_the_room_leaves_viewers_with_what_they_see(room: Classroom) -> None:
+    p = room.presenter
+    p.once("dialog", lambda d: d.accept())
+    p.click("[data-gw=room-end]")
+    p.wait_for_url(re.compile(r"/\?run=|/$"))
+    for viewer in room.viewers:
+        expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-conn", "ended")
+        expect(viewer.locator("[data-gw=room-conn]")).to_have_text("room ended")
+        expect(viewer.locator("[data-gw=room-ended-why]")).to_contain_text("The presenter ended the room")
+        expect(viewer.locator("[data-gw=room-follow]")).to_be_hidden()
+        assert viewer.evaluate("() => window.gradwalk.model.timeline.length") == 5
+    shot(room.viewers[0], "rooms-05-viewer-room-ended")
