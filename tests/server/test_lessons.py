@@ -41,7 +41,7 @@ def test_every_lesson_loads_with_its_snippet_and_words() -> None:
     assert [lesson.id for lesson in LESSONS] == TOPICS
     for lesson in LESSONS:
         compile(lesson.source, lesson.file, "exec")
-        assert lesson.view in ("tape", "stepper", "inspector"), lesson.id
+        assert lesson.view in ("tape", "stepper", "inspector", "charts"), lesson.id
         assert (lesson.step is None) == (lesson.view != "stepper"), lesson.id
         assert 20 <= len(lesson.summary) <= 120, lesson.id
         assert 200 <= len(lesson.text) <= 800 and lesson.text.count(". ") >= 2, lesson.id
@@ -89,13 +89,15 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
         case "graph-freed":
             assert at is not None and at[0] == "end" and at[1].graph_freed
         case "training-loop":
-            assert at is not None and at[0] == "end"
+            assert sum(e.type == "optimizer_step" for e in trace.events) == 400
         case "mlp-classifier":
             assert at is not None and at[0] == "NllLossBackward0"
         case "define-by-run":
             assert "div" in ops and "relu" not in ops
         case "holding-graph":
             assert "loss-tensor-accumulated" in pitfalls
+            held = [e.saved_bytes for e in trace.events if e.type == "memory"]
+            assert held and held[-1] > 10 * held[0]  # what the memory chart shows climbing
         case "no-grad-vs-eval":
             assert {"graph-built-in-evaluation", "train-mode-in-evaluation"} <= pitfalls
         case "broadcasting":
