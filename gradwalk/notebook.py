@@ -24,12 +24,14 @@ own random state is put back afterwards.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import html
 import inspect
 import json
 import random
+import re
 import textwrap
 import urllib.error
 import urllib.request
@@ -38,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Recording", "called_with", "load", "watch", "watch_call"]
+__all__ = ["Recording", "called_with", "load", "unpack", "watch", "watch_call"]
 
 _DEFAULT_HEIGHT = 540
 
@@ -223,15 +225,56 @@ class _Display:
         except BundleMissing as exc:
             return f"<p><b>gradwalk</b>: {html.escape(str(exc))}</p>"
         title = html.escape(f"gradwalk: {self.rec.title or 'recorded run'}", quote=True)
+        packed = base64.b64encode(gzip.compress(page.encode("utf-8"), mtime=0)).decode("ascii")
         # allow-scripts without allow-same-origin: the page runs in its own opaque origin.
         return (
             f'<iframe class="gradwalk-view" title="{title}" sandbox="allow-scripts allow-popups allow-downloads" '
             f'style="width:100%;height:{int(self.height)}px;border:1px solid #d9dee6;border-radius:8px" '
-            f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+            f'srcdoc="{_attribute(_UNPACK.format(packed=packed))}"></iframe>'
         )
 
     def __repr__(self) -> str:
         return repr(self.rec)
+
+
+# NOTE [Packed pages]
+# A notebook keeps every output it shows, so the page (about 0.8 MB of viewer, most of it
+# the graph library) travels gzipped and base64-encoded, a third of its size, and unpacks
+# itself in the frame: DecompressionStream (every current browser), then document.write.
+_UNPACK = """<!doctype html><meta charset="utf-8"><title>gradwalk</title>
+<body style="margin:0;font:14px system-ui,sans-serif">
+<script type="text/plain" id="gradwalk-packed">{packed}</script>
+<script>
+(async () => {{
+  try {{
+    const text = atob(document.getElementById("gradwalk-packed").textContent.trim());
+    const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const page = await new Response(stream).text();
+    document.open();
+    document.write(page);
+    document.close();
+  }} catch (err) {{
+    document.body.textContent = "gradwalk could not unpack this view here (" + err + "): " +
+      "export the recording with .export('page.html') and open that file instead.";
+  }}
+}})();
+</script>
+"""
+
+
+def unpack(display_html: str) -> str:
+    """Return the page inside a notebook display's HTML (for tests and tools; see NOTE [Packed pages])."""
+    match = re.search(r"id=&quot;gradwalk-packed&quot;>([A-Za-z0-9+/=\s]+)<", display_html)
+    if match is None:
+        raise ValueError("not a gradwalk notebook display")
+    return gzip.decompress(base64.b64decode(match.group(1))).decode("utf-8")
+
+
+def _attribute(text: str) -> str:
+    # Inside a double-quoted attribute only & and " need escaping; leaving < and > as they are
+    # keeps a notebook's copy of the page a third smaller.
+    return text.replace("&", "&amp;").replace('"', "&quot;")
 
 
 # --- recording ------------------------------------------------------------------------------------
