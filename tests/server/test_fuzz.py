@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import ignored_auth
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
 
-EXAMPLES = {GenerationMode.POSITIVE: 15, GenerationMode.NEGATIVE: 8}
+EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 6}
 CORE = (
     "POST /api/runs",
     "GET /api/runs",
@@ -51,7 +51,7 @@ def test_no_server_errors(server: LiveServer, mode: GenerationMode) -> None:
 
 
 def _fuzz(server: LiveServer, operation: Any, mode: GenerationMode, *, strict: bool) -> None:
-    examples = EXAMPLES[mode] if strict else 4
+    examples = EXAMPLES[mode] if strict else 3
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
