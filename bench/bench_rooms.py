@@ -103,7 +103,8 @@ async def broadcast(
         ready_again = [asyncio.Event() for _ in range(viewers)]
         rejoin = time.perf_counter()
         again = [
-            asyncio.create_task(_viewer(viewer_url, g, until, r)) for g, r in zip(got_again, ready_again, strict=True)
+            asyncio.create_task(_viewer(viewer_url, g, until, r))
+            for g, r in zip(got_again, ready_again, strict=True)
         ]
         await asyncio.wait_for(asyncio.gather(*again), 120)
     catch_up = [(min(g.values()) - rejoin) * 1000 for g in got_again]
@@ -188,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--changes", type=int, default=50)
-    parser.add_argument("--interval", type=float, default=0.05, help="seconds between the presenter's changes")
+    parser.add_argument(
+        "--interval", type=float, default=0.05, help="seconds between the presenter's changes"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     f = asyncio.run(measure(args.viewers, args.changes, args.interval))
@@ -207,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  all {f['viewers']} reconnect at once: latest state after median {f['catch_up_median_ms']:6.1f} ms"
             f"   p95 {f['catch_up_p95_ms']:6.1f} ms   (first frame is the latest: {f['caught_up_latest']})"
         )
-        print(f"  CPU while broadcasting: server {f['server_cpu_s']:.2f} s, client process {f['client_cpu_s']:.2f} s")
+        print(
+            f"  CPU while broadcasting: server {f['server_cpu_s']:.2f} s, client process {f['client_cpu_s']:.2f} s"
+        )
     return 0 if f["missing"] == 0 and f["caught_up_latest"] else 1
 
 

@@ -230,9 +230,7 @@ class Room:
 class RoomRegistry:
     """Own the rooms: create them with fresh codes, find them by code, end the expired ones."""
 
-    def __init__(
-        self, limits: RoomLimits | None = None, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, limits: RoomLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = limits or RoomLimits()
         self.clock = clock
         self.rooms: dict[str, Room] = {}

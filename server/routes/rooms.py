@@ -196,9 +196,7 @@ async def create_room_run(
     if key is not None:
         _check_presenter(room, key)
     elif not room.state.allow_viewer_runs:
-        raise HTTPException(
-            403, f"the presenter of room {room.code} has not allowed viewers to run code"
-        )
+        raise HTTPException(403, f"the presenter of room {room.code} has not allowed viewers to run code")
     return await create_run(
         body=body, request=request, registry=registry, settings=settings, limiter=limiter, _auth=None
     )
@@ -438,15 +436,19 @@ async def room_page(
         "cuda": bool(registry.pool.cuda_available),
         "version": VERSION,
         "token_required": settings.token is not None,
-        "room": {"code": room.code, "ws_url": f"/api/rooms/{room.code}/ws", "url": _public(room, request).url},
+        "room": {
+            "code": room.code,
+            "ws_url": f"/api/rooms/{room.code}/ws",
+            "url": _public(room, request).url,
+        },
     }
-    return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
+    return request.app.state.templates.TemplateResponse(
         request, "room.html", {"bootstrap": bootstrap, "room": room}
     )
 
 
 def _join_page(request: Request, code: str, error: str | None, status: int = 200) -> Response:
     context = {"bootstrap": {"version": VERSION}, "code": code[:20], "error": error}
-    return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
+    return request.app.state.templates.TemplateResponse(
         request, "room_join.html", context, status_code=status
     )

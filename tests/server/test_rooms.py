@@ -111,7 +111,9 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     assert frame["version"] == 2 and frame["source_version"] == 1
                     assert "source" not in frame["state"]  # the viewer has it already
                     assert frame["state"]["step"] == 3 and frame["state"]["view"] == "stepper"
-                await presenter.send(json.dumps({"type": "state", "state": {"source": "print(2)\n", "run_id": "abc123"}}))
+                await presenter.send(
+                    json.dumps({"type": "state", "state": {"source": "print(2)\n", "run_id": "abc123"}})
+                )
                 for viewer in (v1, v2):
                     frame = await next_frame(viewer)
                     assert frame["version"] == 3 and frame["source_version"] == 3
@@ -174,7 +176,9 @@ def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
             ):
                 await next_frame(fast)
                 for i in range(20):  # 20 sources of 50 kB that the stalled socket does not take
-                    response = await c.patch(f"/api/rooms/{room['code']}/state", json={"source": f"# {i}\n" + "x" * 50_000})
+                    response = await c.patch(
+                        f"/api/rooms/{room['code']}/state", json={"source": f"# {i}\n" + "x" * 50_000}
+                    )
                     assert response.status_code == 200
                 started = time.perf_counter()
                 version = 0
@@ -221,7 +225,9 @@ def test_ending_a_room_closes_every_socket_with_4410(server: LiveServer) -> None
         async with httpx.AsyncClient(base_url=server.url) as c:
             wrong = await c.delete(f"/api/rooms/{room['code']}", headers={"x-presenter-key": "nope"})
             assert wrong.status_code == 403
-            ended = await c.delete(f"/api/rooms/{room['code']}", headers={"x-presenter-key": room["presenter_key"]})
+            ended = await c.delete(
+                f"/api/rooms/{room['code']}", headers={"x-presenter-key": room["presenter_key"]}
+            )
             assert ended.status_code == 204
         return await asyncio.gather(*watchers)
 
@@ -244,15 +250,23 @@ def test_viewers_run_code_only_when_the_presenter_allows(server: LiveServer) -> 
         refused = c.post(f"/api/rooms/{code}/runs", json=body)
         assert refused.status_code == 403
         assert "has not allowed viewers to run code" in refused.json()["detail"]
-        assert c.post(f"/api/rooms/{code}/runs", json=body, headers={"x-presenter-key": "x"}).status_code == 403
+        assert (
+            c.post(f"/api/rooms/{code}/runs", json=body, headers={"x-presenter-key": "x"}).status_code == 403
+        )
         # The presenter runs through the room with its key, token or not.
-        assert c.post(f"/api/rooms/{code}/runs", json=body, headers={"x-presenter-key": key}).status_code == 201
-        allowed = c.patch(f"/api/rooms/{code}/state", json={"allow_viewer_runs": True}, headers={"x-presenter-key": key})
+        assert (
+            c.post(f"/api/rooms/{code}/runs", json=body, headers={"x-presenter-key": key}).status_code == 201
+        )
+        allowed = c.patch(
+            f"/api/rooms/{code}/state", json={"allow_viewer_runs": True}, headers={"x-presenter-key": key}
+        )
         assert allowed.status_code == 200 and allowed.json()["state"]["allow_viewer_runs"] is True
         created = c.post(f"/api/rooms/{code}/runs", json=body)
         assert created.status_code == 201, created.text
         run_info = created.json()
-        c.patch(f"/api/rooms/{code}/state", json={"allow_viewer_runs": False}, headers={"x-presenter-key": key})
+        c.patch(
+            f"/api/rooms/{code}/state", json={"allow_viewer_runs": False}, headers={"x-presenter-key": key}
+        )
         assert c.post(f"/api/rooms/{code}/runs", json=body).status_code == 403
         assert c.post(f"/api/rooms/{code}/runs", json={"source": 3}).status_code == 422
     frames, close, _ = run(_events(server.ws_url + run_info["ws_url"]))

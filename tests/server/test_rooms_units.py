@@ -7,6 +7,7 @@ small limits, to see expiry and a full room close real sockets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -86,7 +87,14 @@ def test_a_patch_replaces_the_fields_it_gives() -> None:
 
 @pytest.mark.parametrize(
     "patch",
-    [{"source": None}, {"view": None}, {"allow_viewer_runs": None}, {"step": -1}, {"view": "Tape!"}, {"x": 1}],
+    [
+        {"source": None},
+        {"view": None},
+        {"allow_viewer_runs": None},
+        {"step": -1},
+        {"view": "Tape!"},
+        {"x": 1},
+    ],
 )
 def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
@@ -170,10 +178,8 @@ def test_an_idle_room_expires_and_closes_its_viewers_4410(small_server: str) -> 
         started = time.perf_counter()
         async with connect(f"ws://{small_server}{room['ws_url']}") as viewer:
             await viewer.recv()
-            try:
+            with contextlib.suppress(ConnectionClosed):
                 await asyncio.wait_for(viewer.recv(), 10)
-            except ConnectionClosed:
-                pass
             return viewer.close_code, viewer.close_reason or "", time.perf_counter() - started
 
     code, reason, elapsed = asyncio.run(scenario())
@@ -194,10 +200,8 @@ def test_a_full_room_refuses_more_viewers_4429(small_server: str) -> None:
             await a.recv()
             await b.recv()
             async with connect(url) as third:
-                try:
+                with contextlib.suppress(ConnectionClosed):
                     await asyncio.wait_for(third.recv(), 10)
-                except ConnectionClosed:
-                    pass
                 return third.close_code, third.close_reason or ""
 
     code, reason = asyncio.run(scenario())

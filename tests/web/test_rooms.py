@@ -49,9 +49,11 @@ class Classroom:
         page.server = self.server
         page.on(
             "console",
-            lambda m: self.problems.append(f"{name} console: {m.text}")
-            if m.type == "error" and not EXPECTED_CONSOLE.search(m.text)
-            else None,
+            lambda m: (
+                self.problems.append(f"{name} console: {m.text}")
+                if m.type == "error" and not EXPECTED_CONSOLE.search(m.text)
+                else None
+            ),
         )
         page.on("pageerror", lambda e: self.problems.append(f"{name} page error: {e}"))
         return page
@@ -64,7 +66,9 @@ def position(page: Any) -> str:
 
 def wait_same_step(viewer: Any, want: str, timeout: float = 5_000) -> None:
     viewer.wait_for_function(
-        "(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want", arg=want, timeout=timeout
+        "(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want",
+        arg=want,
+        timeout=timeout,
     )
 
 
@@ -145,7 +149,9 @@ def test_the_presenters_typing_reaches_the_viewers(room: Classroom) -> None:
     p.keyboard.press("Control+End")
     p.keyboard.type("# hello, class\n")
     for viewer in room.viewers:
-        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('# hello, class')", timeout=3_000)
+        viewer.wait_for_function(
+            "() => window.gradwalk.editor.source.includes('# hello, class')", timeout=3_000
+        )
     # Typing is the presenter's: the viewers' step stays where the presenter is.
     assert position(room.viewers[0]) == position(p)
 
@@ -197,7 +203,9 @@ def test_a_viewers_run_is_refused_until_the_presenter_allows_it(room: Classroom)
     p.check("[data-gw=room-allow]")
     expect(viewer.locator("[data-gw=room-runs]")).to_have_text("You may run your own code")
     viewer.click("[data-gw=run]")
-    viewer.wait_for_function("(id) => window.gradwalk.runId && window.gradwalk.runId !== id", arg=presenter_run)
+    viewer.wait_for_function(
+        "(id) => window.gradwalk.runId && window.gradwalk.runId !== id", arg=presenter_run
+    )
     viewer.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-following", "false")
     # The viewer's own run is theirs alone.
@@ -211,13 +219,17 @@ def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: 
     p, viewer = room.presenter, room.viewers[1]
     size = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"
     assert p.evaluate(size) >= 20 > viewer.evaluate(size)
-    code_px = p.evaluate("() => parseFloat(getComputedStyle(document.querySelector('[data-gw=room-code]')).fontSize)")
+    code_px = p.evaluate(
+        "() => parseFloat(getComputedStyle(document.querySelector('[data-gw=room-code]')).fontSize)"
+    )
     assert code_px >= 32
     want = position(p)
     p.reload()
     wait_live(p)
     assert p.evaluate("() => window.gradwalkRoom.role") == "presenter"
-    p.wait_for_function("(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want", arg=want)
+    p.wait_for_function(
+        "(want) => document.querySelector('.gw-stepper .gw-position')?.textContent === want", arg=want
+    )
     p.click(NEXT)
     wait_same_step(viewer, position(p), timeout=3_000)
 

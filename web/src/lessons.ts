@@ -45,6 +45,8 @@ function rememberRun(runId: string, lessonId: string): void {
 export class LessonsGallery {
   lessons: Lesson[] = [];
   current: Lesson | null = null;
+  /** Show only the card's title line (the presenter's projector needs the room). */
+  collapsed = false;
   /** Told when a lesson is opened or its card closed (the presenter tells the room). */
   onChange: (lesson: Lesson | null) => void = () => {};
   private readonly dialog: HTMLDialogElement;
@@ -185,6 +187,11 @@ export class LessonsGallery {
     const prev = this.lessons[i - 1];
     const next = this.lessons[i + 1];
     this.card.dataset.lesson = lesson.id;
+    this.card.dataset.collapsed = String(this.collapsed);
+    const toggle = () => {
+      this.collapsed = !this.collapsed;
+      this.renderCard();
+    };
     this.card.replaceChildren(
       h(
         "div",
@@ -197,6 +204,14 @@ export class LessonsGallery {
       h(
         "div",
         { class: "gw-lesson-nav" },
+        h("button", {
+          type: "button",
+          class: "gw-btn",
+          text: this.collapsed ? "Show text" : "Hide text",
+          "aria-expanded": String(!this.collapsed),
+          data: { gw: "lesson-toggle" },
+          on: { click: toggle },
+        }),
         h("button", { type: "button", class: "gw-btn", text: "All lessons", on: { click: () => void this.openGallery() } }),
         h("button", { type: "button", class: "gw-btn", text: "◀ Previous", disabled: !prev, title: prev?.title, on: { click: () => prev && void this.open(prev.id) } }),
         h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Next ▶", disabled: !next, title: next?.title, on: { click: () => next && void this.open(next.id) } }),

@@ -92,7 +92,7 @@ export class RoomApi {
     try {
       return await this.request<RunInfo>(`/rooms/${code}/runs`, { method: "POST", body: JSON.stringify({ source, device }), key });
     } catch (err) {
-      if (err instanceof ApiError && err.status === 403) throw new Error(`${err.message}. Ask them to tick “Let viewers run code”.`);
+      if (err instanceof ApiError && err.status === 403) throw new Error(`${err.message}. Ask them to tick “Viewers may run code”.`);
       throw err;
     }
   }

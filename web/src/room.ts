@@ -27,7 +27,7 @@ const FRAME_LIMIT = 60_000;
 const PUSH_DELAY_MS = 30;
 const TYPING_DELAY_MS = 250;
 
-const VIEW_LABELS: Record<string, string> = { tape: "the tape", stepper: "the backward stepper", inspector: "the inspector" };
+const VIEW_LABELS: Record<string, string> = { tape: "the tape", stepper: "the backward stepper", inspector: "the inspector", charts: "the charts" };
 
 /** Call `fn(byUser)` after every change of the editor's text. */
 function onEditorChange(app: App, fn: (byUser: boolean) => void): void {
@@ -133,6 +133,7 @@ export class RoomMode {
 
   private setUpPresenter(): void {
     setPresenter(true, false);
+    this.lessons.collapsed = true; // the class reads the lesson on their own screens
     $(this.bar, "[data-gw=room-presenter]").hidden = false;
     const allow = $<HTMLInputElement>(this.bar, "[data-gw=room-allow]");
     allow.addEventListener("change", () => this.push({ allow_viewer_runs: allow.checked }));
