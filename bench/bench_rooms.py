@@ -9,7 +9,8 @@ real ``gradwalk serve`` on a free port (loopback, a throwaway DB), opens a room,
   presenter sent it: presenter -> server -> viewer, the delay a class sees. Median, p95 and
   max over all (change, viewer) pairs; every viewer must get every version.
 * **catch-up**: all viewers drop and reconnect at once; the time until each has the latest
-  state again (the first frame of a connection is the latest state).
+  state again (the first frame of a connection is the latest state). Then one viewer
+  reconnects alone, as a reloaded page does, ten times.
 
 The viewers and the presenter share one client process, so the figures include the
 client's own scheduling of 200 sockets: an upper bound on the server's part.
@@ -107,6 +108,14 @@ async def broadcast(
             for g, r in zip(got_again, ready_again, strict=True)
         ]
         await asyncio.wait_for(asyncio.gather(*again), 120)
+
+        # One viewer reconnecting alone (a reloaded page): connect -> latest state.
+        single: list[float] = []
+        for _ in range(10):
+            got_one: dict[int, float] = {}
+            before = time.perf_counter()
+            await _viewer(viewer_url, got_one, until, asyncio.Event())
+            single.append((got_one[until[0]] - before) * 1000)
     catch_up = [(min(g.values()) - rejoin) * 1000 for g in got_again]
     caught_up_latest = all(max(g) == until[0] and len(g) == 1 for g in got_again)
 
@@ -125,6 +134,7 @@ async def broadcast(
         "catch_up_median_ms": statistics.median(catch_up),
         "catch_up_p95_ms": _percentile(catch_up, 0.95),
         "caught_up_latest": caught_up_latest,
+        "reconnect_one_median_ms": statistics.median(single),
         "server_cpu_s": server_cpu,
         "client_cpu_s": client_cpu,
     }
@@ -209,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  all {f['viewers']} reconnect at once: latest state after median {f['catch_up_median_ms']:6.1f} ms"
             f"   p95 {f['catch_up_p95_ms']:6.1f} ms   (first frame is the latest: {f['caught_up_latest']})"
+        )
+        print(
+            f"  one viewer reconnecting alone: latest state after median {f['reconnect_one_median_ms']:.1f} ms"
         )
         print(
             f"  CPU while broadcasting: server {f['server_cpu_s']:.2f} s, client process {f['client_cpu_s']:.2f} s"
