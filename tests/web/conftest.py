@@ -65,7 +65,10 @@ def bundle() -> Path:
     app_js = DIST / "app.js"
     sources = [p for p in (WEB / "src").rglob("*") if p.is_file()]
     if not app_js.exists() or _newest(sources) > app_js.stat().st_mtime:
-        need(shutil.which("npm") is not None and (WEB / "node_modules").is_dir(), "the web bundle is not built: run `make web`")
+        need(
+            shutil.which("npm") is not None and (WEB / "node_modules").is_dir(),
+            "the web bundle is not built: run `make web`",
+        )
         build = subprocess.run(["npm", "run", "--silent", "build"], cwd=WEB, capture_output=True, text=True)
         assert build.returncode == 0, f"npm run build failed:\n{build.stdout}\n{build.stderr}"
     return app_js
@@ -77,7 +80,9 @@ class Server:
     def __init__(self, tmp: Path) -> None:
         from server.settings import Settings
 
-        settings = Settings(host="127.0.0.1", port=0, db=tmp / "gradwalk.sqlite3", workers=2, rate_burst=10_000)
+        settings = Settings(
+            host="127.0.0.1", port=0, db=tmp / "gradwalk.sqlite3", workers=2, rate_burst=10_000
+        )
         self.log_path = tmp / "server.log"
         self.log_file = self.log_path.open("ab")
         self.proc = subprocess.Popen(
@@ -104,7 +109,9 @@ class Server:
             pytest.fail(f"the gradwalk server did not come up; its log:\n{self.log()}")
         self.url = line.split()[1].decode().rstrip("/")
         stdout = self.proc.stdout
-        threading.Thread(target=lambda: [self.log_file.write(chunk) for chunk in iter(stdout.readline, b"")], daemon=True).start()
+        threading.Thread(
+            target=lambda: [self.log_file.write(chunk) for chunk in iter(stdout.readline, b"")], daemon=True
+        ).start()
         with httpx.Client(base_url=self.url, timeout=10) as client:
             while client.get("/api/health").status_code != 200:
                 if time.monotonic() > deadline:
@@ -165,7 +172,9 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
     page = context.new_page()
     page.set_default_timeout(30_000)
     problems = Problems()
-    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    page.on(
+        "console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.problems = problems
     page.server = server

@@ -149,7 +149,9 @@ def test_tape_links_code_and_graph_both_ways(page: Any) -> None:
     open_app(page)
     run_example(page, "product")
     mul_op = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.name === 'mul').index")
-    mul_node = page.evaluate("() => [...window.gradwalk.model.nodes.values()].find((n) => n.name === 'MulBackward0').id")
+    mul_node = page.evaluate(
+        "() => [...window.gradwalk.model.nodes.values()].find((n) => n.name === 'MulBackward0').id"
+    )
     page.hover(f".gw-op-row[data-op='{mul_op}'] .gw-op")
     expect(page.locator(".cm-line.cm-gw-linked")).to_contain_text("c = a * b")
     linked = page.evaluate("() => window.gradwalk.graph.core.$('.linked').map((n) => n.id())")
@@ -205,6 +207,23 @@ def test_stop_cancels_a_long_run(page: Any) -> None:
     expect(page.locator(".gw-stdout")).to_contain_text("3")
     page.click("[data-gw=stop]")
     expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
+
+
+def test_a_dropped_stream_resumes_without_loss_or_duplicates(page: Any) -> None:
+    open_app(page)
+    page.evaluate(
+        "() => { window.gradwalk.editor.source = 'import time\\nfor i in range(30):\\n"
+        '    print(f"line {i}", flush=True)\\n    time.sleep(0.05)\\n\'; }'
+    )
+    page.click("[data-gw=run]")
+    expect(page.locator(".gw-stdout")).to_contain_text("line 4")
+    # Drop the websocket mid-run: the client reconnects with ?after=<last seq>.
+    page.evaluate("() => window.gradwalk.stream.ws.close()")
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "ok", timeout=60_000)
+    lines = page.locator(".gw-stdout").inner_text().split()
+    assert " ".join(lines) == " ".join(f"line {i}" for i in range(30))
+    seqs = page.evaluate("() => window.gradwalk.model.events.map((e) => e.seq)")
+    assert seqs == list(range(len(seqs)))
 
 
 def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:

@@ -76,7 +76,16 @@ def chain_trace(nodes: int, *, per_module: int = 0, backward: bool = True) -> di
             )
             acc = next_node
             next_node += 1
-            emit({"type": "node", "id": acc, "name": "AccumulateGrad", "tensor": w, "module_path": module, "op": op_index})
+            emit(
+                {
+                    "type": "node",
+                    "id": acc,
+                    "name": "AccumulateGrad",
+                    "tensor": w,
+                    "module_path": module,
+                    "op": op_index,
+                }
+            )
             leaf_of[acc] = w
             created.append(acc)
             inputs.append(w)
@@ -134,19 +143,84 @@ def chain_trace(nodes: int, *, per_module: int = 0, backward: bool = True) -> di
         op_index += 1
     emit({"type": "tensor_named", "id": prev_tensor, "name": "loss"})
     if backward:
-        emit({"type": "backward_started", "index": 0, "api": "Tensor.backward", "roots": [prev_tensor], "seed": [_full(1.0)], "retain_graph": False, "line": 4})
+        emit(
+            {
+                "type": "backward_started",
+                "index": 0,
+                "api": "Tensor.backward",
+                "roots": [prev_tensor],
+                "seed": [_full(1.0)],
+                "retain_graph": False,
+                "line": 4,
+            }
+        )
         step = 0
         for node, edges in reversed(chain):
-            emit({"type": "node_executed", "backward": 0, "step": step, "node": node, "grad_in": [_full(1.0)], "grad_out": [_full(0.5) for _ in edges]})
+            emit(
+                {
+                    "type": "node_executed",
+                    "backward": 0,
+                    "step": step,
+                    "node": node,
+                    "grad_in": [_full(1.0)],
+                    "grad_out": [_full(0.5) for _ in edges],
+                }
+            )
             step += 1
             for target in edges[1:]:
-                emit({"type": "node_executed", "backward": 0, "step": step, "node": target, "grad_in": [_full(0.5)], "grad_out": []})
-                emit({"type": "grad_accumulated", "backward": 0, "step": step, "tensor": leaf_of[target], "node": target, "before": None, "added": _full(0.5), "after": _full(0.5)})
+                emit(
+                    {
+                        "type": "node_executed",
+                        "backward": 0,
+                        "step": step,
+                        "node": target,
+                        "grad_in": [_full(0.5)],
+                        "grad_out": [],
+                    }
+                )
+                emit(
+                    {
+                        "type": "grad_accumulated",
+                        "backward": 0,
+                        "step": step,
+                        "tensor": leaf_of[target],
+                        "node": target,
+                        "before": None,
+                        "added": _full(0.5),
+                        "after": _full(0.5),
+                    }
+                )
                 step += 1
-        emit({"type": "node_executed", "backward": 0, "step": step, "node": 0, "grad_in": [_full(0.5)], "grad_out": []})
-        emit({"type": "grad_accumulated", "backward": 0, "step": step, "tensor": 0, "node": 0, "before": None, "added": _full(0.5), "after": _full(0.5)})
+        emit(
+            {
+                "type": "node_executed",
+                "backward": 0,
+                "step": step,
+                "node": 0,
+                "grad_in": [_full(0.5)],
+                "grad_out": [],
+            }
+        )
+        emit(
+            {
+                "type": "grad_accumulated",
+                "backward": 0,
+                "step": step,
+                "tensor": 0,
+                "node": 0,
+                "before": None,
+                "added": _full(0.5),
+                "after": _full(0.5),
+            }
+        )
         emit({"type": "backward_finished", "index": 0, "nodes_executed": step + 1, "graph_freed": True})
-    emit({"type": "run_finished", "status": "ok", "counts": {"ops": op_index, "nodes": next_node, "tensors": next_tensor, "events": seq + 1}})
+    emit(
+        {
+            "type": "run_finished",
+            "status": "ok",
+            "counts": {"ops": op_index, "nodes": next_node, "tensors": next_tensor, "events": seq + 1},
+        }
+    )
     # Through the contract: fills every default, as the engine's own traces have them.
     from engine.events import trace_adapter
 

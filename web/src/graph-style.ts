@@ -7,13 +7,14 @@ function vars(el: Element): (name: string) => string {
   return (name) => cs.getPropertyValue(`--${name}`).trim() || "#888";
 }
 
-export function graphStyle(root: Element): StylesheetJson {
+/** The stylesheet; `big` graphs drop what costs most to draw (transitions, curved edges, label boxes). */
+export function graphStyle(root: Element, big = false): StylesheetJson {
   const v = vars(root);
   const font = v("sans");
   const mono = v("mono");
   const scale = Number(getComputedStyle(root).getPropertyValue("--graph-font-scale")) || 1;
   const fs = (px: number) => Math.round(px * scale);
-  return [
+  const sheet: StylesheetJson = [
     {
       selector: "node",
       style: {
@@ -194,4 +195,11 @@ export function graphStyle(root: Element): StylesheetJson {
     { selector: "node:selected", style: { "border-color": v("select"), "border-width": 4 } },
     { selector: "edge:selected", style: { "line-color": v("select"), "target-arrow-color": v("select") } },
   ];
+  if (big) {
+    sheet.push(
+      { selector: "node", style: { "transition-duration": 0, "transition-property": "none" } },
+      { selector: "edge", style: { "curve-style": "straight", "text-background-opacity": 0, "transition-duration": 0, "transition-property": "none" } },
+    );
+  }
+  return sheet;
 }

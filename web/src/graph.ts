@@ -5,7 +5,7 @@
 // Level of detail: small graphs get ELK's layered layout (in a worker); big ones get
 // Cytoscape's breadth-first layout, module groups folded, edge labels dropped, and labels
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts).
-import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
+import cytoscape, { type Core, type EdgeSingular, type ElementDefinition, type NodeSingular } from "cytoscape";
 import { h } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId, tensorNodeLabel } from "./graph-build";
 import { graphStyle } from "./graph-style";
@@ -15,13 +15,16 @@ import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store"
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtShort } from "./values";
 
-/** Above this many grad_fn nodes, fold module groups until the graph fits. */
-const FOLD_ABOVE = 1500;
+/** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
+const FOLD_ABOVE = ELK_MAX_NODES;
 /** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
 const COMPACT_ABOVE = 1500;
 const BIG = 1200;
 
 export interface LayoutInfo {
+  /** When it was applied (performance.now()). */
+  at: number;
+  /** From the first change it covers to applied. */
   ms: number;
   nodes: number;
   edges: number;
@@ -92,6 +95,11 @@ export class GraphView {
   private stepClass = new Map<string, string>();
   private edgeLabel = new Map<string, string>();
   private linked: string[] = [];
+  /** What applyState last showed, so a step can update only what changed. */
+  private shown: { entry: StepEntry | null; scrub: number | null } | null = null;
+  /** grad_fn node id -> ids of its outgoing grad edges; -> ids of its saved chips. */
+  private edgesFrom = new Map<number, string[]>();
+  private chipsOf = new Map<number, string[]>();
   private waiters: ((info: LayoutInfo) => void)[] = [];
   lastLayout: LayoutInfo | null = null;
 
@@ -113,7 +121,7 @@ export class GraphView {
     const toolbar = h(
       "div",
       { class: "gw-graph-toolbar", role: "toolbar", "aria-label": "Graph" },
-      button("Fit", "Fit the graph to the view", () => this.fit(true)),
+      button("Fit", "Fit the graph to the view", () => this.fit(true, false)),
       button("−", "Zoom out", () => this.zoomBy(1 / 1.25)),
       button("+", "Zoom in", () => this.zoomBy(1.25)),
       h("label", { class: "gw-check", title: "Show what each node saved for backward" }, this.savedToggle, " saved"),
@@ -180,7 +188,7 @@ export class GraphView {
     this.cy = cytoscape({
       container: this.canvas,
       elements: [],
-      style: graphStyle(this.root),
+      style: graphStyle(this.root, big),
       minZoom: 0.01,
       maxZoom: 4,
       boxSelectionEnabled: false,
@@ -192,6 +200,7 @@ export class GraphView {
     this.elements.clear();
     this.stepClass.clear();
     this.edgeLabel.clear();
+    this.shown = null;
     const cy = this.cy;
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
@@ -202,20 +211,25 @@ export class GraphView {
   }
 
   private restyle(): void {
-    this.cy.style(graphStyle(this.root));
+    this.cy.style(graphStyle(this.root, this.big));
     // The presenter size changes node sizes: lay out again.
     this.schedule(0);
   }
 
   // --- building and layout ----------------------------------------------------------------
 
-  /** Rebuild and re-layout soon (coalescing bursts of events while a run streams). */
+  /**
+   * Rebuild and re-layout soon. While a run streams, events arrive in bursts: the first
+   * one starts a short timer and the rest ride along; events arriving during a layout
+   * queue one more layout after it. So a live graph updates several times a second.
+   */
   schedule(delay = 80): void {
     if (!this.dirtySince) this.dirtySince = performance.now();
     if (this.layoutRunning) {
       this.layoutPending = true;
       return;
     }
+    if (this.timer && delay > 0) return;
     clearTimeout(this.timer);
     this.timer = window.setTimeout(() => {
       this.timer = 0;
@@ -291,17 +305,19 @@ export class GraphView {
       if (big !== this.big) this.createCy(big);
       const structural = this.sync(built.nodes, built.edges);
       this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0);
-      let layout: LayoutInfo["layout"] = "elk";
+      let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
         layout = await this.layout(built.nodes, built.edges, layoutNodes);
         this.cy.nodes(".unplaced").removeClass("unplaced");
       }
+      this.shown = null;
       this.applyState(this.store.state);
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
       if (structural && (!this.laidOut || !this.userMoved)) this.fit(false);
       this.laidOut = true;
-      const info: LayoutInfo = { ms: performance.now() - started, nodes: built.nodes.length, edges: built.edges.length, layout };
+      const now = performance.now();
+      const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
       this.lastLayout = info;
       this.info.textContent = `${built.gradNodes} nodes${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
       this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes`);
@@ -318,8 +334,16 @@ export class GraphView {
   private sync(nodes: GNode[], edges: GEdge[]): boolean {
     const cy = this.cy;
     const want = new Map<string, GNode | GEdge>();
-    for (const n of nodes) want.set(n.id, n);
-    for (const e of edges) want.set(e.id, e);
+    this.edgesFrom.clear();
+    this.chipsOf.clear();
+    for (const n of nodes) {
+      want.set(n.id, n);
+      if (n.owner !== undefined) this.chipsOf.set(n.owner, [...(this.chipsOf.get(n.owner) ?? []), n.id]);
+    }
+    for (const e of edges) {
+      want.set(e.id, e);
+      if (e.from !== undefined) this.edgesFrom.set(e.from, [...(this.edgesFrom.get(e.from) ?? []), e.id]);
+    }
     let structural = false;
     cy.batch(() => {
       for (const [id, old] of this.elements) {
@@ -404,16 +428,30 @@ export class GraphView {
     return "breadthfirst";
   }
 
-  fit(animate: boolean): void {
+  /**
+   * Fit the graph in view. A tiny graph stays at most life-size; a huge one (when
+   * `readable`) is shown from its top (the loss) at a zoom where labels can be read,
+   * rather than as a speck: the Fit button shows it all.
+   */
+  fit(animate: boolean, readable = true): void {
     const cy = this.cy;
     const visible = cy.elements(":visible");
     if (!visible.length) return;
     if (animate && !this.big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
-    else cy.fit(visible, 24);
-    // A tiny graph would be blown up to giant letters; keep it at most life-size, centred.
+    else if (!this.big) cy.fit(visible, 24);
+    else {
+      // Measuring every label of thousands of nodes is the slow part of a fit: use the boxes.
+      const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+      const zoom = Math.max(cy.minZoom(), Math.min((cy.width() - 48) / Math.max(bb.w, 1), (cy.height() - 48) / Math.max(bb.h, 1)));
+      cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * zoom } });
+    }
     if (cy.zoom() > 1.4) {
       cy.zoom(1.4);
       cy.center(visible);
+    } else if (readable && cy.zoom() < 0.2) {
+      const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+      const zoom = 0.55;
+      cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: 24 - bb.y1 * zoom } });
     }
     this.userMoved = false;
   }
@@ -441,44 +479,101 @@ export class GraphView {
 
   private applyState(state: ViewState): void {
     const entry = this.backwardStep(state);
-    const cy = this.cy;
     const scrub = entry ? null : state.op;
+    const prev = this.shown;
+    this.shown = { entry, scrub };
+    const cy = this.cy;
     cy.batch(() => {
-      cy.nodes().forEach((el) => {
-        const d = el.data() as GNode;
-        // Opacity on a compound node would fade everything inside it: groups stay plain.
-        if (d.kind === "group") return;
-        const cls = entry ? this.nodeStepClass(d, entry) : "";
-        const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
-        const want = (future ? "future " : "") + cls;
-        if ((this.stepClass.get(d.id) ?? "") !== want) {
-          el.removeClass("future idle pending done current freed");
-          if (want) el.addClass(want);
-          this.stepClass.set(d.id, want);
+      const touched = prev ? this.touchedBetween(prev, entry, scrub) : null;
+      if (touched) {
+        for (const id of touched) {
+          const el = cy.getElementById(id);
+          if (!el.nonempty()) continue;
+          if (el.isNode()) this.updateNode(el, entry, scrub);
+          else this.updateEdge(el, entry);
         }
-        if (d.kind === "leaf" || d.kind === "param") this.setLeafLabel(el, d, entry);
-      });
-      cy.edges().forEach((el) => {
-        const d = el.data() as GEdge & { shape: string };
-        let label = d.shape;
-        let cls = "";
-        if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
-          const ran = this.model.backward(entry.backward)?.byNode.get(d.from);
-          if (ran && ran.index <= entry.index && ran.exec) {
-            label = fmtShort(ran.exec.grad_out[d.slot]);
-            cls = ran.index === entry.index ? "flowing" : "flowed";
-          } else cls = "";
-        }
-        const key = `${cls}|${label}`;
-        if (this.edgeLabel.get(d.id) !== key) {
-          el.removeClass("flowing flowed");
-          if (cls) el.addClass(cls);
-          el.data("label", label);
-          this.edgeLabel.set(d.id, key);
-        }
-      });
+      } else {
+        cy.nodes().forEach((el) => this.updateNode(el, entry, scrub));
+        cy.edges().forEach((el) => this.updateEdge(el, entry));
+      }
     });
     this.updateBanner(entry);
+    if (entry && entry !== prev?.entry) this.follow(entry);
+  }
+
+  /**
+   * The elements whose look changes between two stepper positions of one backward call:
+   * the nodes run in between, their leaves and their outgoing edges. Null when
+   * everything must be looked at (another call, the end of a call, the scrubber).
+   */
+  private touchedBetween(prev: { entry: StepEntry | null; scrub: number | null }, entry: StepEntry | null, scrub: number | null): Set<string> | null {
+    const a = prev.entry;
+    if (!a || !entry || scrub !== null || prev.scrub !== null) return null;
+    if (a.backward !== entry.backward || a.kind === "end" || entry.kind === "end") return null;
+    const call = this.model.backward(entry.backward);
+    if (!call) return null;
+    const first = call.entries[0].index;
+    const ids = new Set<string>();
+    for (let i = Math.min(a.index, entry.index); i <= Math.max(a.index, entry.index); i++) {
+      const exec = call.entries[i - first]?.exec;
+      if (!exec) continue;
+      const el = this.elementOfNode(exec.node);
+      if (el) ids.add(el);
+      const node = this.model.node(exec.node);
+      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.add(`t${node.tensor}`);
+      for (const e of this.edgesFrom.get(exec.node) ?? []) ids.add(e);
+      for (const owner of this.chipsOf.get(exec.node) ?? []) ids.add(owner);
+    }
+    return ids;
+  }
+
+  private updateNode(el: NodeSingular, entry: StepEntry | null, scrub: number | null): void {
+    const d = el.data() as GNode;
+    // Opacity on a compound node would fade everything inside it: groups stay plain.
+    if (d.kind === "group") return;
+    const cls = entry ? this.nodeStepClass(d, entry) : "";
+    const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
+    const want = (future ? "future " : "") + cls;
+    if ((this.stepClass.get(d.id) ?? "") !== want) {
+      el.removeClass("future idle pending done current freed");
+      if (want) el.addClass(want);
+      this.stepClass.set(d.id, want);
+    }
+    if (d.kind === "leaf" || d.kind === "param") this.setLeafLabel(el, d, entry);
+  }
+
+  private updateEdge(el: EdgeSingular, entry: StepEntry | null): void {
+    const d = el.data() as GEdge & { shape: string };
+    let label = d.shape;
+    let cls = "";
+    if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
+      const ran = this.model.backward(entry.backward)?.byNode.get(d.from);
+      if (ran && ran.index <= entry.index && ran.exec) {
+        label = this.big ? "" : fmtShort(ran.exec.grad_out[d.slot]);
+        cls = ran.index === entry.index ? "flowing" : "flowed";
+      }
+    }
+    const key = `${cls}|${label}`;
+    if (this.edgeLabel.get(d.id) !== key) {
+      el.removeClass("flowing flowed");
+      if (cls) el.addClass(cls);
+      el.data("label", label);
+      this.edgeLabel.set(d.id, key);
+    }
+  }
+
+  /** Bring the stepper's node into view when it is outside (big graphs are not all visible). */
+  private follow(entry: StepEntry): void {
+    const nodeId = entry.exec?.node;
+    if (nodeId === undefined) return;
+    const id = this.elementOfNode(nodeId);
+    const el = id ? this.cy.getElementById(id) : null;
+    if (!el || !el.nonempty()) return;
+    const p = el.renderedPosition();
+    const margin = 40;
+    if (p.x > margin && p.y > margin && p.x < this.cy.width() - margin && p.y < this.cy.height() - margin) return;
+    if (this.big) this.cy.center(el);
+    else this.cy.animate({ center: { eles: el } }, { duration: 200 });
   }
 
   private nodeStepClass(d: GNode, entry: StepEntry): StepClass | `${StepClass} freed` {

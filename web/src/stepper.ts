@@ -22,7 +22,9 @@ export class StepperView {
   private playing = 0;
   private unsubscribe: () => void = () => {};
   private renderedCall = -1;
-  private renderedLength = -1;
+  private renderedLength = 0;
+  private walkItems: HTMLElement[] = [];
+  private marked: number | null = null;
 
   constructor(
     readonly root: HTMLElement,
@@ -69,7 +71,7 @@ export class StepperView {
     this.stop();
     this.model = model;
     this.renderedCall = -1;
-    this.renderedLength = -1;
+    this.renderedLength = 0;
     this.unsubscribe = model.subscribe((batch) => {
       if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated")) this.render();
     });
@@ -252,29 +254,49 @@ export class StepperView {
   private renderWalk(entry: StepEntry): void {
     const m = this.model;
     const call = m.backward(entry.backward)!;
-    if (this.renderedCall !== call.index || this.renderedLength !== call.entries.length) {
+    if (this.renderedCall !== call.index) {
       this.renderedCall = call.index;
+      this.renderedLength = 0;
+      this.walkItems = [];
+      this.walk.replaceChildren();
+      this.marked = null;
+    }
+    // A live run adds entries: append them (the list of a big graph has thousands).
+    if (this.renderedLength < call.entries.length) {
+      const items = call.entries.slice(this.renderedLength).map((e) => this.walkItem(e));
+      this.walkItems.push(...items.map((li) => li.firstElementChild as HTMLElement));
+      this.walk.append(...items);
       this.renderedLength = call.entries.length;
-      this.walk.replaceChildren(
-        ...call.entries.map((e) => {
-          const label = e.kind === "end" ? "end of backward" : nodeLabel(m, e.exec!.node);
-          const b = h("button", { type: "button", class: "gw-walk-item", data: { step: e.index } }, h("span", { class: "gw-walk-n", text: String(e.index + 1) }), label);
-          b.addEventListener("click", () => this.go(e.index));
-          if (e.exec) {
-            const node = e.exec.node;
-            b.addEventListener("mouseenter", () => this.store.set({ hover: linksOfNode(m, node) }));
-            b.addEventListener("mouseleave", () => this.store.set({ hover: null }));
-          }
-          return h("li", {}, b);
-        }),
-      );
     }
-    for (const b of this.walk.querySelectorAll<HTMLElement>(".gw-walk-item")) {
-      const i = Number(b.dataset.step);
-      b.classList.toggle("current", i === entry.index);
-      b.classList.toggle("done", i < entry.index);
-      if (i === entry.index) b.setAttribute("aria-current", "step");
-      else b.removeAttribute("aria-current");
+    // Move the marks from the last position to this one, touching only the items between.
+    const first = call.entries[0].index;
+    const now = entry.index - first;
+    const before = this.marked ?? -1;
+    for (let i = Math.max(0, Math.min(before, now)); i <= Math.max(before, now) && i < this.walkItems.length; i++) {
+      this.walkItems[i].classList.toggle("done", i < now);
     }
+    if (this.marked !== null) {
+      const old = this.walkItems[this.marked];
+      old?.classList.remove("current");
+      old?.removeAttribute("aria-current");
+    }
+    const item = this.walkItems[now];
+    item?.classList.add("current");
+    item?.setAttribute("aria-current", "step");
+    this.marked = now;
+    if (item && this.root.offsetParent !== null) item.scrollIntoView({ block: "nearest" });
+  }
+
+  private walkItem(e: StepEntry): HTMLElement {
+    const m = this.model;
+    const label = e.kind === "end" ? "end of backward" : nodeLabel(m, e.exec!.node);
+    const b = h("button", { type: "button", class: "gw-walk-item", data: { step: e.index } }, h("span", { class: "gw-walk-n", text: String(e.index + 1) }), label);
+    b.addEventListener("click", () => this.go(e.index));
+    if (e.exec) {
+      const node = e.exec.node;
+      b.addEventListener("mouseenter", () => this.store.set({ hover: linksOfNode(m, node) }));
+      b.addEventListener("mouseleave", () => this.store.set({ hover: null }));
+    }
+    return h("li", {}, b);
   }
 }
