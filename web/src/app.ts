@@ -156,7 +156,7 @@ export class App {
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.runButton.disabled = false;
-      this.setStatus("idle");
+      this.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
       this.explainFailure(err);
     }
   }
