@@ -42,7 +42,7 @@ from typing import Any
 
 __all__ = ["Recording", "called_with", "load", "unpack", "watch", "watch_call"]
 
-_DEFAULT_HEIGHT = 540
+_DEFAULT_HEIGHT = 600
 
 
 class Recording:

@@ -316,6 +316,7 @@ export class Viewer {
 
   private readableZoom(): void {
     const cy = this.graph.core;
+    cy.stop();
     if (cy.zoom() >= READABLE_ZOOM || cy.nodes().length > READABLE_MAX_NODES || !cy.width()) return;
     const box = cy.elements(":visible").boundingBox();
     cy.zoom(READABLE_ZOOM);
@@ -336,6 +337,8 @@ export class Viewer {
   /** Pan what the step is about into view when it is outside it. */
   private showCurrentNode(): void {
     const cy = this.graph.core;
+    // Before the layout, nodes sit at the origin: wait for it (keepReadable calls again).
+    if (this.graph.busy || this.graph.lastLayout === null) return;
     const focus = this.focusNodes();
     if (focus.empty() || !cy.width()) return;
     const box = focus.renderedBoundingBox();

@@ -1,0 +1,126 @@
+"""The lesson notebooks run top to bottom (nbclient), and what they display is the graph view.
+
+Each notebook is executed in a fresh kernel in a scratch folder; a cell that raises fails
+the test. Every gradwalk display is unpacked and checked to be the viewer with a recorded
+graph, and the first display of each notebook is rendered in Chromium, where the graph
+must be laid out. The committed copies must carry their outputs (learners see them before
+running anything).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from gradwalk.notebook import unpack
+
+from .conftest import KERNEL, notebook_paths
+
+NOTEBOOKS = notebook_paths()
+IDS = [p.stem for p in NOTEBOOKS]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "notebooks"
+_executed: dict[str, Any] = {}
+
+
+def displays(book: Any) -> list[str]:
+    """The HTML of every gradwalk display among a notebook's outputs."""
+    out = []
+    for cell in book.cells:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            if 'class="gradwalk-view"' in html:
+                out.append(html)
+    return out
+
+
+def errors(book: Any) -> list[str]:
+    return [
+        f"{o.ename}: {o.evalue}" for c in book.cells for o in c.get("outputs", []) if o.output_type == "error"
+    ]
+
+
+def executed(path: Path, kernel_path: str, tmp: Path) -> Any:
+    if path.stem not in _executed:
+        book = nbformat.read(path, as_version=4)
+        NotebookClient(
+            book,
+            timeout=300,
+            kernel_name=KERNEL,
+            record_timing=False,
+            resources={"metadata": {"path": str(tmp)}},
+        ).execute()
+        _executed[path.stem] = book
+    return _executed[path.stem]
+
+
+def test_the_four_lessons_are_there() -> None:
+    assert IDS == [
+        "01_autograd_basics",
+        "02_training_loop",
+        "03_memory_and_the_graph",
+        "04_debugging_silent_failures",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_notebook_runs_and_displays_the_graph(path: Path, kernel_path: str, tmp_path: Path) -> None:
+    book = executed(path, kernel_path, tmp_path)
+    assert not errors(book), errors(book)
+    shown = displays(book)
+    assert shown, f"{path.name} displays no gradwalk view"
+    for html in shown:
+        assert 'sandbox="allow-scripts' in html and "allow-same-origin" not in html
+        page = unpack(html)
+        assert '<div id="gradwalk-viewer">' in page
+        trace = json.loads(re.search(r'id="gradwalk-trace">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+        assert any(e["type"] == "node" for e in trace["events"]), "the trace recorded no graph"
+
+
+def test_the_committed_notebooks_carry_their_outputs() -> None:
+    for path in NOTEBOOKS:
+        book = nbformat.read(path, as_version=4)
+        code = [c for c in book.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), f"{path.name}: run it and save it with its outputs"
+        assert not errors(book), f"{path.name}: {errors(book)}"
+        assert displays(book), f"{path.name}: no gradwalk view among its outputs"
+        assert book.metadata.kernelspec.name == KERNEL
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_notebook_view_renders_the_graph(
+    path: Path, kernel_path: str, tmp_path: Path, browser: Any
+) -> None:
+    first = displays(executed(path, kernel_path, tmp_path))[0]
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    try:
+        page.set_content(f"<!doctype html><body><h2>{path.stem}</h2>{first}</body>")
+        page.wait_for_function("() => document.querySelector('iframe.gradwalk-view') !== null")
+        frame = page.frames[1]
+        frame.wait_for_function(
+            "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }",
+            timeout=60_000,
+        )
+        nodes = frame.evaluate("() => window.gradwalkViewer.graph.core.nodes().length")
+        assert nodes > 0
+        assert frame.evaluate(
+            "() => document.getElementById('gradwalk-viewer').classList.contains('gw-viewer')"
+        )
+        page.wait_for_timeout(300)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{path.stem}.png"))
+    finally:
+        context.close()
+    assert not problems, problems
