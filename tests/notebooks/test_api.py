@@ -1,0 +1,121 @@
+"""The notebook API: record a snippet or a call, read the numbers, save, export, display."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+import gradwalk
+from gradwalk.notebook import called_with, unpack
+
+CUBIC = """
+# y = x**3 - 4x
+import torch
+
+x = torch.tensor(2.5, requires_grad=True)
+y = x**3 - 4*x
+y.backward()
+print(x.grad)
+"""
+
+w = torch.tensor([0.5, -1.0], requires_grad=True)
+
+
+def squared_error(x: torch.Tensor, target: float) -> torch.Tensor:
+    pred = (w * x).sum()
+    loss = (pred - target) ** 2
+    loss.backward()
+    return loss
+
+
+def test_watch_records_a_snippet() -> None:
+    rec = gradwalk.watch(CUBIC)
+    assert rec.status == "ok"
+    assert rec.grads == {"x": 14.75}
+    assert rec.stdout == "tensor(14.7500)\n"
+    assert rec.title == "y = x**3 - 4x"
+    assert "x.grad = 14.75" in repr(rec)
+    assert rec.trace.source.startswith("# y = x**3 - 4x\n")  # dedented, no blank first line
+
+
+def test_watch_call_records_a_function_with_the_notebooks_names() -> None:
+    w.grad = None
+    rec = gradwalk.watch_call(squared_error, torch.tensor([2.0, 1.0]), 3.0)
+    # pred = 1 - 1 = 0, loss = 9, dloss/dw = 2 (pred - 3) x = [-12, -6], on the notebook's own w
+    assert rec.result.item() == 9.0
+    assert w.grad.tolist() == [-12.0, -6.0]
+    assert rec.grads == {"w": [-12.0, -6.0]}
+    assert "def squared_error(x: torch.Tensor, target: float)" in rec.trace.source
+    assert rec.title == "squared_error(…)"
+
+
+def test_watch_call_sees_a_closure_and_a_bound_method() -> None:
+    scale = torch.tensor(3.0, requires_grad=True)
+
+    def scaled(v: torch.Tensor) -> torch.Tensor:
+        out = (scale * v).sum()
+        out.backward()
+        return out
+
+    assert gradwalk.watch_call(scaled, torch.ones(2)).grads == {"scale": 2.0}
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(2, 1)
+
+        def step(self, x: torch.Tensor) -> float:
+            loss = self.fc(x).pow(2).mean()
+            loss.backward()
+            return loss.item()
+
+    model = Model()
+    rec = gradwalk.watch_call(model.step, torch.ones(3, 2))
+    assert rec.status == "ok" and isinstance(rec.result, float)
+    assert model.fc.weight.grad is not None
+
+
+def test_watch_call_refuses_what_it_cannot_rerun() -> None:
+    with pytest.raises(TypeError, match="defined with def"):
+        gradwalk.watch_call(lambda: None)
+    with pytest.raises(TypeError, match="defined with def"):
+        gradwalk.watch_call(len, [1])
+    with pytest.raises(RuntimeError, match="watch_call"):
+        called_with({})
+
+
+def test_recording_puts_the_random_state_back() -> None:
+    torch.manual_seed(123)
+    random.seed(123)
+    expected = (torch.rand(1).item(), random.random())
+    torch.manual_seed(123)
+    random.seed(123)
+    gradwalk.watch("import torch\ntorch.rand(5)\n")  # seeds torch and random with 0 inside
+    assert (torch.rand(1).item(), random.random()) == expected
+
+
+def test_save_load_and_export(tmp_path: Path) -> None:
+    rec = gradwalk.watch(CUBIC)
+    saved = rec.save(tmp_path / "cubic.trace.json")
+    assert json.loads(saved.read_text())["format"] == "gradwalk-trace"
+    again = gradwalk.load(saved)
+    assert again.grads == rec.grads and again.title == "y = x**3 - 4x"
+    page = rec.export(tmp_path / "cubic.html", view="graph", step=3).read_text()
+    assert page.startswith("<!doctype html>") and 'id="gradwalk-elk-worker"' in page
+    assert '"view": "graph", "step": 3' in page
+
+
+def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
+    rec = gradwalk.watch(CUBIC)
+    html = rec._repr_html_()
+    assert html.startswith('<iframe class="gradwalk-view"')
+    assert 'sandbox="allow-scripts allow-popups allow-downloads"' in html
+    page = unpack(html)
+    assert '<div id="gradwalk-viewer">' in page and 'id="gradwalk-elk-worker"' not in page
+    shown = unpack(rec.show("code", step=2, height=400, elk=True)._repr_html_())
+    assert '"view": "code", "step": 2' in shown and 'id="gradwalk-elk-worker"' in shown
+    assert "height:400px" in rec.show(height=400)._repr_html_()
