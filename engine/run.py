@@ -8,6 +8,7 @@ stream a run live). Both run the snippet in this process: isolation is the runne
 from __future__ import annotations
 
 import builtins
+import linecache
 import platform
 import random
 import sys
@@ -105,6 +106,8 @@ def record_stream(
         )
         _finish(rec, "error", f"SyntaxError: {exc.msg}", started)
         return "error"
+    # so that tracebacks (ours and any the snippet prints) show the snippet's lines
+    linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
     scope: dict[str, Any] = {
         "__name__": "__main__",
         "__file__": filename,
@@ -159,8 +162,12 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
         tb = tb.tb_next
     if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
         line = exc.lineno
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    text = "\n".join(ln for ln in text.splitlines() if "site-packages" not in ln and "/engine/" not in ln)
+    # Only the snippet's own frames: PyTorch's and gradwalk's are noise to a learner.
+    summary = traceback.StackSummary.from_list(
+        [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SNIPPET_FILENAME]
+    )
+    text = "Traceback (most recent call last):\n" + "".join(summary.format())
+    text += "".join(traceback.format_exception_only(type(exc), exc))
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
     from .explain import explain_error
 
