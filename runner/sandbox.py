@@ -60,7 +60,17 @@ LAYERS = (
 
 EVENT_FD = 3
 REQUEST_FD = 4
-SCRATCH = "/tmp"
+
+
+def _pick_scratch() -> str:
+    # The scratch tmpfs is laid over /tmp, unless the Python installation or venv the
+    # child needs lives under /tmp (a checkout in /tmp): it would be hidden, so the
+    # scratch moves to /scratch and /tmp stays part of the read-only tree.
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return "/scratch" if any(r == "/tmp" or r.startswith("/tmp/") for r in roots) else "/tmp"
+
+
+SCRATCH = _pick_scratch()
 NPROC = 64
 NOFILE = 256
 _PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "kcore")

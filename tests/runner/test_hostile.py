@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.events import Event, Limits
+from runner.sandbox import SCRATCH
 from tests.conftest import ROOT, case_source
 
 from .conftest import SECRET, PoolDriver, alive, finished, outputs, sandbox_processes
@@ -294,7 +295,7 @@ CASES = [
     Hostile(
         "write_outside_scratch",
         "import os\nfor p in ['/usr/x', '/dev/shm/x', '/x', '/etc/passwd', "
-        f"'/proc/sys/kernel/hostname', {str(ROOT / '.venv' / 'x')!r}, '/tmp/ok']:\n"
+        f"'/proc/sys/kernel/hostname', {str(ROOT / '.venv' / 'x')!r}, '{SCRATCH}/ok']:\n"
         "    try:\n        open(p, 'w').close()\n        print('wrote', p)\n"
         "    except OSError as e:\n        print('refused', p, e.strerror)\n",
         "ok",
@@ -343,7 +344,7 @@ def _not_printed(text: str) -> Check:
 
 def _check_writes(text: str) -> None:
     lines = text.splitlines()
-    assert lines[-1] == "wrote /tmp/ok", text
+    assert lines[-1] == f"wrote {SCRATCH}/ok", text
     assert all(line.startswith("refused") for line in lines[:-1]), text
     assert "Read-only file system" in text
 
@@ -376,13 +377,15 @@ async def _settle() -> None:
 
 
 def test_nothing_persists_between_runs(driver: PoolDriver) -> None:
-    events, _ = driver.run("open('/tmp/marker', 'w').write('x')\nimport os\nprint(sorted(os.listdir('.')))\n")
+    events, _ = driver.run(
+        f"open('{SCRATCH}/marker', 'w').write('x')\nimport os\nprint(sorted(os.listdir('.')))\n"
+    )
     assert outputs(events) == "['marker']\n"
     for _ in range(driver.pool.workers + 1):  # whichever worker serves it, the scratch is fresh
         events, _ = driver.run(
-            "import os\nprint(os.getcwd(), os.listdir('.'), os.path.exists('/tmp/marker'))\n"
+            f"import os\nprint(os.getcwd(), os.listdir('.'), os.path.exists('{SCRATCH}/marker'))\n"
         )
-        assert outputs(events) == "/tmp [] False\n"
+        assert outputs(events) == f"{SCRATCH} [] False\n"
 
 
 def test_pool_is_healthy_after_the_hostile_suite(driver: PoolDriver) -> None:
