@@ -224,4 +224,4 @@ def wait_graph(page: Any) -> dict[str, Any]:
 
 def load_trace(page: Any, trace: dict[str, Any]) -> None:
     """Show a trace (as `gradwalk record` writes them) without a server run."""
-    page.evaluate("(text) => window.gradwalk.loadTrace(JSON.parse(text))", json.dumps(trace))
+    page.evaluate("(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(trace))

@@ -54,7 +54,7 @@ def test_cubic_graph_then_step_to_the_leaf(page: Any) -> None:
     for _ in range(3):
         page.click(NEXT)
     expect(card).to_contain_text("x.grad: 0 + 14.75 → 14.75")
-    expect(card).to_contain_text("18.75 + (−4)")
+    expect(card).to_contain_text("the sum of 2 paths: −4 + 18.75")
     leaf = page.evaluate("() => window.gradwalk.graph.core.$('node[kind = \"leaf\"]').data('label')")
     assert ".grad 14.75" in leaf
     shot(page, "02-cubic-stepped-to-leaf")
@@ -174,7 +174,7 @@ def test_inspector_shows_a_parameter_as_a_heatmap(page: Any) -> None:
     weight = page.evaluate(
         "() => window.gradwalk.graph.core.nodes('[kind = \"param\"]').filter((n) => n.data('label').startsWith('net.fc1.weight')).id()"
     )
-    page.evaluate(f"() => window.gradwalk.graph.core.$('#{weight}').emit('tap')")
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{weight}').emit('tap'); }}")
     expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
     body = page.locator(".gw-inspector-body")
     expect(body).to_contain_text("net.fc1.weight")
