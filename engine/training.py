@@ -103,7 +103,8 @@ class TrainingTracker:
             return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
         with_grad = [i for i, p in enumerate(params) if p.grad is not None]
         grads = [g for i in with_grad if (g := params[i].grad) is not None]
-        norms = list(torch._foreach_norm([*params, *torch._foreach_sub(params, self._before), *grads]))
+        torch._foreach_sub_(self._before, params)  # the copy becomes -(update), in place
+        norms = list(torch._foreach_norm([*params, *self._before, *grads]))
         if len({(n.dtype, n.device) for n in norms}) > 1:
             norms = [n.float().cpu() for n in norms]
         host = torch.stack(norms).tolist()
