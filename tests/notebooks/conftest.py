@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import browser  # noqa: F401  (the browser tests' Chromium)
+from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, need
 
 KERNEL = "python3"
 
@@ -31,6 +31,17 @@ def kernel_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", str(root))
         yield str(root)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> tuple[str, list[str]]:
+    """Chromium's path and flags (as the browser tests launch it); in CI a missing one fails."""
+    need(CHROMIUM.exists(), f"no Chromium at {CHROMIUM} (set GRADWALK_CHROMIUM)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        need(False, "playwright is not installed")
+    return str(CHROMIUM), CHROMIUM_ARGS
 
 
 def notebook_paths() -> list[Path]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -93,34 +94,51 @@ def test_the_committed_notebooks_carry_their_outputs() -> None:
         assert book.metadata.kernelspec.name == KERNEL
 
 
+def render(html: str, title: str, chromium: tuple[str, list[str]]) -> dict[str, Any]:
+    """Open a notebook output in Chromium; return what its view shows and what went wrong.
+
+    Runs Playwright in a thread of its own: the browser tests' session may already drive
+    one from this thread, and Playwright's sync API does not nest.
+    """
+    from playwright.sync_api import sync_playwright
+
+    def run() -> dict[str, Any]:
+        problems: list[str] = []
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium[0], args=chromium[1])
+            try:
+                page = browser.new_page(viewport={"width": 1100, "height": 720})
+                page.on("pageerror", lambda e: problems.append(str(e)))
+                page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+                page.set_content(f"<!doctype html><body><h2>{title}</h2>{html}</body>")
+                page.wait_for_function("() => document.querySelector('iframe.gradwalk-view') !== null")
+                frame = page.frames[1]
+                frame.wait_for_function(
+                    "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }",
+                    timeout=60_000,
+                )
+                shown = frame.evaluate(
+                    "() => ({ nodes: window.gradwalkViewer.graph.core.nodes().length,"
+                    " viewer: document.getElementById('gradwalk-viewer').classList.contains('gw-viewer') })"
+                )
+                page.wait_for_timeout(300)
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"{title}.png"))
+            finally:
+                browser.close()
+        return {**shown, "problems": problems}
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result(timeout=180)
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_a_notebook_view_renders_the_graph(
-    path: Path, kernel_path: str, tmp_path: Path, browser: Any
+    path: Path, kernel_path: str, tmp_path: Path, chromium: tuple[str, list[str]]
 ) -> None:
     first = displays(executed(path, kernel_path, tmp_path))[0]
-    context = browser.new_context(viewport={"width": 1100, "height": 700})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    try:
-        page.set_content(f"<!doctype html><body><h2>{path.stem}</h2>{first}</body>")
-        page.wait_for_function("() => document.querySelector('iframe.gradwalk-view') !== null")
-        frame = page.frames[1]
-        frame.wait_for_function(
-            "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }",
-            timeout=60_000,
-        )
-        nodes = frame.evaluate("() => window.gradwalkViewer.graph.core.nodes().length")
-        assert nodes > 0
-        assert frame.evaluate(
-            "() => document.getElementById('gradwalk-viewer').classList.contains('gw-viewer')"
-        )
-        page.wait_for_timeout(300)
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{path.stem}.png"))
-    finally:
-        context.close()
-    assert not problems, problems
+    shown = render(first, path.stem, chromium)
+    assert shown["viewer"] and shown["nodes"] > 0, shown
+    assert not shown["problems"], shown["problems"]

@@ -169,7 +169,7 @@ def test_export_answers(page: Any) -> None:
         assert ok.headers["content-disposition"] == f'attachment; filename="gradwalk-{run_id}.html"'
         assert '"view": "tape", "step": 2' in ok.text
         assert client.get("/api/runs/0123456789ab/export").status_code == 404
-        assert client.get(f"/api/runs/{run_id}/export", params={"view": "charts"}).status_code == 422
+        assert client.get(f"/api/runs/{run_id}/export", params={"view": "nope"}).status_code == 422
         assert client.get(f"/api/runs/{run_id}/export", params={"step": -1}).status_code == 422
     result = gradwalk_cli(
         "export", "0123456789ab", "--db", str(page.server.log_path.parent / "gradwalk.sqlite3")
