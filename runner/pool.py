@@ -17,6 +17,7 @@ torch-free, and user code never runs in it. Use it from one asyncio event loop:
 from __future__ import annotations
 
 import asyncio
+import glob
 import itertools
 import os
 import re
@@ -112,7 +113,9 @@ class WorkerPool:
             for layer, ok in ready["layers"].items():
                 self._report[layer] = self._report.get(layer, False) and bool(ok)
         self._failures = dict(first.get("failures") or {})
-        self._cuda = bool(first.get("cuda"))
+        # CPU workers see no GPU (CUDA_VISIBLE_DEVICES is empty for them), so a GPU's device
+        # files decide whether to start the GPU worker; that worker then checks with NVML.
+        self._cuda = bool(first.get("cuda")) or _gpu_device_present()
         missing = [layer for layer, ok in self._report.items() if not ok]
         if self.isolation == "strict" and missing:
             await self.close()
@@ -265,6 +268,9 @@ class WorkerPool:
             return
         if proxy.kind == "gpu" and proxy not in self._gpu_checked:
             self._gpu_checked.add(proxy)
+            if not proxy.ready.result().get("cuda"):
+                self._refuse_cuda(proxy, "the GPU worker found no usable CUDA device")
+                return
             missing = [layer for layer, ok in proxy.ready.result()["layers"].items() if not ok]
             if missing and self.isolation == "strict":
                 self._refuse_cuda(proxy, f"the GPU sandbox lacks these layers: {', '.join(missing)}")
@@ -306,3 +312,8 @@ def _hidden_paths() -> list[str]:
     if cwd != "/":
         paths.add(os.path.realpath(cwd))
     return sorted(paths)
+
+
+def _gpu_device_present() -> bool:
+    """Tell whether an NVIDIA GPU's device files exist (no torch, no CUDA initialisation)."""
+    return os.path.exists("/dev/nvidiactl") and bool(glob.glob("/dev/nvidia[0-9]*"))

@@ -33,6 +33,14 @@ _WARMUP = [
     "for _ in range(2):\n    opt.zero_grad()\n    loss = m(torch.randn(4, 3)).pow(2).mean()\n    loss.backward()\n"
     "    opt.step()\nraise ValueError('warm-up')\n",
 ]
+# A GPU worker must not run backward before it forks: the autograd engine marks a child
+# forked after its first backward as unable to start device threads ("Unable to handle
+# autograd's threading in combination with fork-based multiprocessing"), and CUDA backward
+# needs them. It imports and builds (optimizer included, which imports torch._dynamo) only.
+_WARMUP_GPU = [
+    "import torch\nimport torch.nn as nn\nm = nn.Linear(3, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+    "y = m(torch.randn(4, 3)).pow(2).mean()\nprint(y.requires_grad)\n",
+]
 _KILL_GRACE_S = 5.0
 _PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
@@ -48,7 +56,7 @@ def main() -> None:
     # Children of a middle process that exits are re-parented here, so the worker can reap them.
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     started = time.perf_counter()
-    cuda = _warm_up()
+    cuda = _warm_up(gpu=bool(settings.get("gpu", False)))
     gc.collect()
     gc.freeze()  # keeps the warm heap shared with every child (no copy-on-write from the collector)
     config = {
@@ -104,7 +112,7 @@ def _enter_user_namespace() -> bool:
     return True
 
 
-def _warm_up() -> bool:
+def _warm_up(*, gpu: bool) -> bool:
     """Import torch and the engine with one thread, run the warm-up snippets; tell if CUDA exists."""
     import torch
 
@@ -113,7 +121,7 @@ def _warm_up() -> bool:
     import engine.explain  # noqa: F401  (imported lazily on errors; the sandbox hides the app's files)
     from engine.run import record_stream
 
-    for source in _WARMUP:
+    for source in _WARMUP_GPU if gpu else _WARMUP:
         record_stream(source, lambda event: event.model_dump_json())
     # NVML answers without initialising CUDA here (PYTORCH_NVML_BASED_CUDA_CHECK is set by the pool).
     return bool(torch.cuda.is_available())
