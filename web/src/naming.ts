@@ -61,8 +61,12 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
   const edge = model.node(nodeId)?.edges[slot];
   if (!edge || edge.node === null) return `input ${slot}`;
   const target = model.node(edge.node);
-  if (!target || target.tensor === null) return target ? target.name : `input ${slot}`;
-  return tensorExpr(model, target.tensor);
+  if (!target) return `input ${slot}`;
+  if (target.tensor !== null) return tensorExpr(model, target.tensor);
+  // A node without an output tensor of its own, e.g. the Wᵀ inside nn.Linear.
+  const inner = target.edges.length === 1 && target.edges[0].node !== null ? edgeTargetLabel(model, target.id, 0) : null;
+  if (inner && target.name.startsWith("TBackward")) return `${inner}ᵀ`;
+  return target.name;
 }
 
 /** A node's label for lists: `MulBackward0` plus what it computes when known. */

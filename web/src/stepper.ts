@@ -59,7 +59,9 @@ export class StepperView {
       this.calls,
       h("div", { class: "gw-step-controls" }, ...this.buttons),
       h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
-      h("div", { class: "gw-scroll" }, this.card, this.walk),
+      // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
+      h("div", { class: "gw-step-body" }, this.card),
+      h("div", { class: "gw-walk-scroll" }, this.walk),
     );
     store.subscribe((state, changed) => this.onStore(state, changed));
     if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));

@@ -74,9 +74,9 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
     const xs = v.flat.map(num);
     if (v.shape.length === 0 || xs.length === 1) return fmt(xs[0]);
     if (xs.length <= maxItems) return `[${xs.map(fmt).join(", ")}]`;
-    return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
+    return `[${shapeText(v.shape)}] ‖·‖ ${fmt(norm(xs))}`;
   }
-  const parts = [shapeText(v.shape)];
+  const parts = [`[${shapeText(v.shape)}]`];
   if (v.norm !== null) parts.push(`‖·‖ ${fmt(v.norm)}`);
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);
