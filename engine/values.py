@@ -95,7 +95,8 @@ def _flat_view(d: torch.Tensor) -> torch.Tensor:
     memory order instead of being copied.
     """
     if not d.is_contiguous() and d.dim() > 1:
-        order = sorted(range(d.dim()), key=lambda i: -d.stride(i))
+        strides = d.stride()
+        order = sorted(range(d.dim()), key=lambda i: -strides[i])
         permuted = d.permute(order)
         if permuted.is_contiguous():
             return permuted.view(-1)
