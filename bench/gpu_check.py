@@ -22,7 +22,9 @@ def main() -> int:
         return 1
     print(f"gpu_check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     started = time.perf_counter()
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/engine", "tests/runner"], cwd=ROOT)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/engine", "tests/runner"], cwd=ROOT
+    )
     print(f"cuda tests: exit {tests.returncode} in {time.perf_counter() - started:.1f}s")
     sys.path.insert(0, str(ROOT))
     from bench import bench_engine
