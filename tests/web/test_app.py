@@ -232,16 +232,15 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     info = wait_graph(page)
     assert page.evaluate("() => window.gradwalk.model.nodes.size") >= 2000
     assert info["nodes"] >= 2000, info
-    per_step = page.evaluate(
+    # Stepping works on a big graph (its speed is measured in bench/bench_web.py, not here).
+    page.evaluate(
         """() => {
             const app = window.gradwalk;
             app.openView('stepper');
-            const t0 = performance.now();
             for (let i = 1; i <= 20; i++) app.stepper.go(i);
-            return (performance.now() - t0) / 20;
         }"""
     )
-    assert per_step < 150, f"a stepper step took {per_step:.1f} ms on a 2,000-node graph"
+    expect(page.locator(".gw-step-card")).to_be_visible()
     zoom = page.evaluate("() => window.gradwalk.graph.core.zoom()")
     box = page.locator(".gw-graph-canvas").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
