@@ -437,6 +437,8 @@ export class GraphView {
     const cy = this.cy;
     const visible = cy.elements(":visible");
     if (!visible.length) return;
+    // A pan still animating (follow() of a step) would land after the fit and undo it.
+    cy.stop(true);
     if (animate && !this.big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
     else if (!this.big) cy.fit(visible, 24);
     else {
