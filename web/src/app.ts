@@ -179,7 +179,9 @@ export class App {
     const model = new TraceModel();
     model.source = source;
     this.setModel(model, id);
-    this.store.set({ view: "tape", step: null, op: null, selection: null, hover: null });
+    // A run watched on the charts stays there: they fill in as it trains.
+    const view = this.store.state.view === "charts" ? "charts" : "tape";
+    this.store.set({ view, step: null, op: null, selection: null, hover: null });
     this.startStream(id, wsUrl);
   }
 
@@ -316,11 +318,15 @@ export class App {
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
     if (changed.has("view")) {
-      // The charts take the graph's place: it comes back at its new size, fitted.
-      if (this.root.dataset.view === "charts" && state.view !== "charts") requestAnimationFrame(() => {
+      // The charts take the graph's place: it comes back at its new size, fitted (a step
+      // opened from a chart started panning the hidden graph: stop that and show all of it).
+      if (this.root.dataset.view === "charts" && state.view !== "charts") {
+        requestAnimationFrame(() => {
+          this.graph.core.stop(true);
           this.graph.core.resize();
           this.graph.fit(false);
         });
+      }
       for (const tab of this.tabs) {
         const on = tab.dataset.view === state.view;
         tab.setAttribute("aria-selected", String(on));
