@@ -23,6 +23,8 @@ interface Chart {
   plotEl: HTMLElement;
   readout: HTMLElement;
   legend: HTMLElement;
+  /** A line under the chart (memory: where it started, ended and peaked). */
+  foot: HTMLElement;
   plot: uPlot | null;
   seriesCount: number;
   drawn: number;
@@ -59,6 +61,36 @@ export function formatBytes(v: number | null | undefined): string {
     u++;
   }
   return `${u ? Number(x.toPrecision(3)) : Math.round(x)} ${units[u]}`;
+}
+
+/** Linear byte axes start at zero: memory that doubles should look doubled. */
+function fromZero(_u: uPlot, _min: number | null, max: number | null): uPlot.Range.MinMax {
+  return [0, max !== null && max > 0 ? max * 1.08 : 1];
+}
+
+function isPow10(v: number): boolean {
+  const e = Math.log10(v);
+  return v > 0 && Math.abs(e - Math.round(e)) < 1e-9;
+}
+
+function formatPow10(v: number): string {
+  const e = Math.round(Math.log10(v));
+  return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
+}
+
+/** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
+function decades(u: uPlot, splits: number[]): (number | null)[] {
+  const pow = splits.filter(isPow10);
+  const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || PLOT_HEIGHT) / 22));
+  const stride = Math.max(1, Math.ceil(pow.length / room));
+  return splits.map((v) => (isPow10(v) && Math.round(Math.log10(v)) % stride === 0 ? v : null));
+}
+
+/** The x range with a little room at both ends, so the first and last points (and dots) clear the axes. */
+function padRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null) return [0, 1];
+  const pad = Math.max((max - min) * 0.015, max === min ? 0.5 : 0);
+  return [min - pad, max + pad];
 }
 
 export class ChartsView {
@@ -143,6 +175,11 @@ export class ChartsView {
     return out;
   }
 
+  /** The uPlot instance drawing chart `id`, once drawn. */
+  plotOf(id: string): uPlot | null {
+    return this.charts.get(id)?.plot ?? null;
+  }
+
   /** Open the backward walk of `optimizer`'s step `step`, or say why it cannot be opened. */
   openStep(optimizer: string, step: number): boolean {
     const ev = this.data.step(optimizer, step);
@@ -212,7 +249,11 @@ export class ChartsView {
     for (const table of tables) {
       const chart = this.charts.get(table.id)!;
       if (!chart.plot || chart.seriesCount !== table.series.length) this.create(chart);
-      else if (chart.drawn !== table.version) chart.plot.setData(this.plotData(table));
+      else if (chart.drawn !== table.version) {
+        chart.plot.setData(this.plotData(table));
+        this.readout(chart, chart.plot);
+        this.renderFoot(chart);
+      }
       chart.drawn = table.version;
     }
   }
@@ -240,18 +281,20 @@ export class ChartsView {
   }
 
   private card(table: Table): Chart {
-    const readout = h("span", { class: "gw-chart-readout" });
+    const readout = h("div", { class: "gw-chart-readout" });
     const plotEl = h("div", { class: "gw-chart-plot" });
     const legend = h("div", { class: "gw-chart-legend" });
+    const foot = h("p", { class: "gw-chart-foot", hidden: true });
     const card = h(
       "section",
       { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
-      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), readout),
-      h("p", { class: "gw-chart-help", text: table.help, title: table.help }),
+      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
+      readout,
       plotEl,
       legend,
+      foot,
     );
-    return { table, card, plotEl, readout, legend, plot: null, seriesCount: 0, drawn: -1, hidden: new Set() };
+    return { table, card, plotEl, readout, legend, foot, plot: null, seriesCount: 0, drawn: -1, hidden: new Set() };
   }
 
   private plotData(table: Table): uPlot.AlignedData {
@@ -311,10 +354,16 @@ export class ChartsView {
         drag: { x: true, y: false },
       },
       focus: { alpha: 0.35 },
-      scales: { x: { time: false }, y: this.log ? { distr: 3, log: 10 } : {} },
+      scales: { x: { time: false, range: padRange }, y: this.log ? { distr: 3, log: 10 } : bytes ? { range: fromZero } : {} },
       axes: [
-        axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))),
-        { ...axis((_u, splits) => splits.map((v) => fmt(v))), size: 62 },
+        { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
+        {
+          ...axis((_u, splits) => splits.map((v) => (v === null ? "" : this.log && !bytes ? formatPow10(v) : fmt(v)))),
+          size: 62,
+          filter: this.log ? decades : undefined,
+          grid: { stroke: c.grid, width: 1, filter: this.log ? decades : undefined },
+          ticks: { stroke: c.grid, width: 1, size: 4, filter: this.log ? decades : undefined },
+        },
       ],
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
@@ -324,6 +373,7 @@ export class ChartsView {
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);
     this.readout(chart, plot);
+    this.renderFoot(chart);
     this.bindClicks(chart, plot);
   }
 
@@ -407,6 +457,7 @@ export class ChartsView {
       return `${name}${fmt(table.cols[si - 1][idx!])}`;
     });
     const parts = [hovering ? where : `last: ${where}`, ...values];
+    if (!hovering && shown.length > 3) parts.push("hover a line to read it");
     if (hovering && table.kind === "steps") {
       const opt = table.series[(picks[0] ?? 1) - 1]?.optimizer;
       const ev = opt ? this.data.step(opt, x) : undefined;
@@ -416,14 +467,31 @@ export class ChartsView {
     chart.card.dataset.hover = hovering ? String(x) : "";
   }
 
+  private renderFoot(chart: Chart): void {
+    const table = chart.table;
+    if (table.unit !== "bytes" || !table.series.length) return;
+    const values = table.cols[0].filter((v): v is number => v !== null);
+    const first = values.find((v) => v > 0);
+    if (first === undefined) {
+      chart.foot.hidden = true;
+      return;
+    }
+    const last = values[values.length - 1];
+    const peak = Math.max(...values);
+    const ratio = last / first;
+    chart.foot.textContent = `first ${formatBytes(first)} → last ${formatBytes(last)}${ratio >= 1.5 ? ` (${formatNumber(ratio)}×)` : ""} · peak ${formatBytes(peak)}`;
+    chart.foot.hidden = false;
+  }
+
   private bindClicks(chart: Chart, u: uPlot): void {
     if (chart.table.kind === "time") return;
     let down: [number, number] | null = null;
     u.over.addEventListener("mousedown", (ev) => (down = [ev.clientX, ev.clientY]));
-    u.over.addEventListener("click", (ev) => {
-      const moved = down && Math.hypot(ev.clientX - down[0], ev.clientY - down[1]) > 4;
+    // A press and release in place is a click (uPlot's drag-to-zoom sometimes eats "click").
+    u.over.addEventListener("mouseup", (ev) => {
+      const moved = !down || Math.hypot(ev.clientX - down[0], ev.clientY - down[1]) > 4;
       down = null;
-      if (moved) return;
+      if (moved || ev.button !== 0) return;
       const idx = u.cursor.idx;
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];

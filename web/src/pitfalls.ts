@@ -69,13 +69,15 @@ class PitfallWidget extends WidgetType {
 }
 
 class PitfallMarker extends GutterMarker {
-  constructor(readonly titles: string) {
+  /** `titles` null: the gutter's invisible spacer, which only gives it its width. */
+  constructor(readonly titles: string | null) {
     super();
   }
   eq(other: PitfallMarker): boolean {
     return other.titles === this.titles;
   }
   toDOM(): Node {
+    if (this.titles === null) return h("span", { class: "cm-gw-pitfall-spacer", "aria-hidden": "true", text: "⚠" });
     return h("span", { class: "cm-gw-pitfall-marker", title: `${this.titles}\n(click for the explanation and the fix)`, text: "⚠" });
   }
 }
@@ -133,10 +135,10 @@ const pitfallTheme = EditorView.theme({
     margin: "2px 0 4px",
     whiteSpace: "normal",
   },
-  ".cm-gw-pitfall summary": { cursor: "pointer", listStylePosition: "outside", display: "flex", gap: "6px", alignItems: "baseline", flexWrap: "wrap" },
+  ".cm-gw-pitfall summary": { cursor: "pointer", display: "block", listStyle: "none" },
   ".cm-gw-pitfall summary::-webkit-details-marker": { display: "none" },
-  ".cm-gw-pitfall-icon": { color: "var(--link)", fontWeight: "700" },
-  ".cm-gw-pitfall-more": { color: "var(--muted)", fontSize: "0.9em", textDecoration: "underline dotted" },
+  ".cm-gw-pitfall-icon": { color: "var(--link)", fontWeight: "700", marginRight: "6px" },
+  ".cm-gw-pitfall-more": { color: "var(--muted)", fontSize: "0.9em", textDecoration: "underline dotted", marginLeft: "8px", whiteSpace: "nowrap" },
   ".cm-gw-pitfall[open] .cm-gw-pitfall-more": { display: "none" },
   ".cm-gw-pitfall p": { margin: "4px 0" },
   ".cm-gw-pitfall-fix": { color: "var(--fg)" },
@@ -169,7 +171,7 @@ export function pitfallExtension(): Extension {
     gutter({
       class: "cm-gw-pitfall-gutter",
       markers: (v) => v.state.field(pitfallField).gutter,
-      initialSpacer: () => new PitfallMarker(""),
+      initialSpacer: () => new PitfallMarker(null),
       domEventHandlers: { click: (view, block) => toggleLine(view, block.from) },
     }),
     hoverTooltip((view, pos) => {
@@ -257,7 +259,7 @@ export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store): 
       data: { kind: ev.kind, line: ev.line ?? "" },
       on: { mouseenter: () => store.set({ hover: pitfallLinks(model, ev) }), mouseleave: () => store.set({ hover: null }) },
     },
-    h("div", { class: "gw-pitfall-head" }, h("span", { class: "gw-pitfall-icon", "aria-hidden": "true", text: "⚠" }), h("strong", { text: ev.title }), line ? [" at ", line] : null),
+    h("div", { class: "gw-pitfall-head" }, h("span", { class: "gw-pitfall-icon", "aria-hidden": "true", text: "⚠" }), h("strong", { text: ev.title }), line ? [" · ", line] : null),
     h("div", { class: "gw-pitfall-message", text: ev.message }),
     h("div", { class: "gw-pitfall-fix" }, h("strong", { text: "Fix: " }), ev.fix),
     onGraph ? h("div", { class: "gw-pitfall-graph", text: `ringed on the graph: ${onGraph} node${onGraph === 1 ? "" : "s"}` }) : null,

@@ -1,0 +1,312 @@
+"""The Charts view in a real Chromium against a real server: training runs drawn with uPlot."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import ROOT, load_trace, open_app, run_example, shot
+
+pytestmark = pytest.mark.browser
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
+
+EXAMPLES = ROOT / "server" / "examples"
+SNAPSHOT = "() => window.gradwalk.charts.snapshot()"
+
+
+def example(name: str) -> str:
+    return (EXAMPLES / f"{name}.py").read_text()
+
+
+def stored_run(server: Any, source: str) -> str:
+    """Create a run on the server and wait until it is stored; return its id."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
+        deadline = time.monotonic() + 90
+        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, "the run never finished"
+            time.sleep(0.1)
+    return str(run["id"])
+
+
+def trace(server: Any, run_id: str) -> dict[str, Any]:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        data: dict[str, Any] = client.get(f"/api/runs/{run_id}/trace").raise_for_status().json()
+    return data
+
+
+def open_charts(page: Any, run_id: str, chart: str, rows: int | None = None) -> dict[str, Any]:
+    """Open a stored run on the Charts view and wait until `chart` is drawn (with `rows` rows)."""
+    page.goto(f"{page.server.url}/?run={run_id}&view=charts")
+    return wait_chart(page, chart, rows)
+
+
+def wait_chart(page: Any, chart: str, rows: int | None = None, snapshot: str = SNAPSHOT) -> dict[str, Any]:
+    page.wait_for_function(
+        f"""([id, rows]) => {{
+            const s = ({snapshot})();
+            const c = s && s[id];
+            return c && c.drawn > 0 && (rows === null || c.drawn === rows);
+        }}""",
+        arg=[chart, rows],
+    )
+    snap: dict[str, Any] = page.evaluate(snapshot)
+    return snap
+
+
+def plot_point(
+    page: Any, chart: str, index: int, root: str = "window.gradwalk.charts"
+) -> tuple[float, float]:
+    """The page coordinates of row `index` of the first series of `chart` (kept inside the plot)."""
+    xy: list[float] = page.evaluate(
+        f"""([id, i]) => {{
+            const el = document.querySelector(`[data-chart="${{id}}"] .u-over`);
+            const u = {root}.plotOf(id);
+            const box = el.getBoundingClientRect();
+            const y = Math.min(Math.max(u.valToPos(u.data[1][i], 'y'), 4), box.height - 4);
+            return [box.left + u.valToPos(u.data[0][i], 'x'), box.top + y];
+        }}""",
+        [chart, index],
+    )
+    return xy[0], xy[1]
+
+
+def hovered_step(page: Any, chart: str, root: str = "window.gradwalk.charts") -> int:
+    page.wait_for_function(f"() => {root}.plotOf('{chart}').cursor.idx != null")
+    step: int = page.evaluate(f"() => {{ const u = {root}.plotOf('{chart}'); return u.data[0][u.cursor.idx]; }}")
+    return step
+
+
+@pytest.fixture(scope="module")
+def runs(server: Any) -> dict[str, str]:
+    """Stored runs shared by the tests below (each recorded once)."""
+    total = example("pitfall_loss_tensor_total")
+    twin = total.replace("    total += loss ", "    total += loss.item() ")
+    assert twin != total
+    return {
+        "rent": stored_run(server, example("rent_regression")),
+        "clean": stored_run(server, example("clean_training")),
+        "total": stored_run(server, total),
+        "item": stored_run(server, twin),
+    }
+
+
+def test_rent_regression_run_live_draws_the_loss_of_400_steps(page: Any) -> None:
+    open_app(page)
+    page.click("#gw-tab-charts")
+    expect(page.locator(".gw-charts-empty")).to_be_visible()
+    run_example(page, "rent_regression")
+    snap = wait_chart(page, "loss", 400)
+    loss = snap["loss"]
+    assert loss["x"] == list(range(1, 401))
+    assert [s["label"] for s in loss["series"]] == ["opt (SGD)"]
+    values = loss["series"][0]["values"]
+    assert len(values) == 400 and None not in values
+    assert values[0] > 50 and values[-1] < 1e-3, (values[0], values[-1])
+    assert all(b <= a * 1.0001 for a, b in zip(values[5:], values[6:], strict=False)), "the loss should fall"
+    for chart in ("grad", "update", "lr", "memory"):
+        assert snap[chart]["drawn"] > 0, chart
+    assert snap["lr"]["series"][0]["values"][0] == pytest.approx(0.05)
+    # The canvas really has the curve: a card per chart, a uPlot canvas in each.
+    expect(page.locator("[data-chart=loss] canvas")).to_have_count(1)
+    expect(page.locator("#gw-tab-charts")).to_have_attribute("data-count", "400")
+    assert "view=charts" in page.url
+    expect(page.locator(".gw-pane-graph")).to_be_hidden()
+    shot(page, "charts-01-rent-regression")
+
+
+def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: dict[str, str]) -> None:
+    open_charts(page, runs["rent"], "loss", 400)
+    readout = page.locator("[data-chart=loss] .gw-chart-readout")
+    expect(readout).to_contain_text("last: step 400")
+
+    # 400 steps on ~370 px: read which step the cursor landed on, then check it is shown.
+    x, y = plot_point(page, "loss", 199)
+    page.mouse.move(x, y)
+    step = hovered_step(page, "loss")
+    assert 195 <= step <= 205
+    expect(readout).to_contain_text(f"step {step} · ")
+    expect(readout).to_contain_text("metrics only")
+    # The cursors of all step charts move together.
+    expect(page.locator("[data-chart=grad] .gw-chart-readout")).to_contain_text(f"step {step} · ")
+    shot(page, "charts-02-hover")
+    page.mouse.click(x, y)
+    expect(page.locator(".gw-charts-note")).to_contain_text(f"Step {step} of opt (SGD) carries metrics only")
+    expect(page.locator(".gw-charts-note")).to_contain_text("steps 1, 2, 3")
+
+    x, y = plot_point(page, "loss", 1)
+    page.mouse.move(x, y)
+    step = hovered_step(page, "loss")
+    assert step in (1, 2, 3)
+    expect(readout).to_contain_text("recorded in full")
+    page.mouse.click(x, y)
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    expect(page.locator(".gw-pane-graph")).to_be_visible()
+    # Step k's gradients came from the k-th backward() call of the run.
+    state = page.evaluate(
+        "() => { const a = window.gradwalk; const e = a.model.timeline[a.store.state.step]; return [e.backward, a.store.state.view]; }"
+    )
+    assert state == [step - 1, "stepper"]
+    page.wait_for_function("() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.width() > 0")
+    shot(page, "charts-03-opened-step-2")
+
+
+def test_log_scale_and_dark_theme(page: Any, runs: dict[str, str]) -> None:
+    open_charts(page, runs["rent"], "loss", 400)
+    page.check("text=log scale")
+    page.wait_for_function("() => window.gradwalk.charts.plotOf('loss').scales.y.distr === 3")
+    page.click("[data-gw=theme]")
+    wait_chart(page, "loss", 400)
+    shot(page, "charts-04-log-dark")
+
+
+def test_clean_training_has_per_parameter_norms_for_every_parameter(page: Any, runs: dict[str, str]) -> None:
+    events = trace(page.server, runs["clean"])["events"]
+    steps = [e for e in events if e["type"] == "optimizer_step"]
+    assert len(steps) == 30
+    names = [p["name"] for p in steps[0]["params"]]
+    assert names and all(sorted(p["name"] for p in s["params"]) == sorted(names) for s in steps)
+
+    snap = open_charts(page, runs["clean"], "grad", 30)
+    assert [s["label"] for s in snap["grad"]["series"]] == ["opt (AdamW)"]
+    page.check("text=per parameter")
+    snap = wait_chart(page, "grad", 30)
+    for chart in ("grad", "update"):
+        labels = [s["label"] for s in snap[chart]["series"]]
+        assert sorted(labels) == sorted(names), (chart, labels)
+        for s in snap[chart]["series"]:
+            assert len(s["values"]) == 30 and None not in s["values"], s["label"]
+    chips = page.locator("[data-chart=grad] .gw-chart-chip")
+    expect(chips).to_have_count(len(names))
+    # A legend chip hides its series.
+    chips.first.click()
+    assert page.evaluate("() => window.gradwalk.charts.plotOf('grad').series[1].show") is False
+    shot(page, "charts-05-clean-training-per-parameter")
+
+
+def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
+    page: Any, runs: dict[str, str]
+) -> None:
+    snap = open_charts(page, runs["total"], "memory")
+    climbing = [v for v in snap["memory"]["series"][0]["values"] if v is not None]
+    assert snap["memory"]["unit"] == "bytes" and snap["memory"]["kind"] == "time"
+    assert len(climbing) >= 10
+    assert all(b >= a for a, b in zip(climbing, climbing[1:], strict=False)), climbing
+    assert climbing[-1] > 10 * climbing[0] > 0, climbing
+    expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text("KiB")
+    expect(page.locator(".gw-notice-pitfall")).to_contain_text("keeps every iteration's graph alive")
+    shot(page, "charts-06-memory-total-loss")
+
+    snap = open_charts(page, runs["item"], "memory")
+    flat = [v for v in snap["memory"]["series"][0]["values"] if v is not None]
+    assert len(flat) >= 10
+    assert max(flat) <= 2 * max(flat[:3]), flat
+    assert max(flat) * 5 < climbing[-1]
+    expect(page.locator(".gw-notice-pitfall")).to_have_count(0)
+    shot(page, "charts-07-memory-total-item")
+
+
+def test_embed_opens_on_the_charts(page: Any, runs: dict[str, str]) -> None:
+    page.set_viewport_size({"width": 960, "height": 640})
+    page.goto(f"{page.server.url}/embed/{runs['rent']}?view=charts")
+    snap = wait_chart(
+        page, "loss", 400, snapshot="() => window.gradwalkViewer && window.gradwalkViewer.charts.snapshot()"
+    )
+    assert snap["loss"]["series"][0]["values"][-1] < 1e-3
+    expect(page.locator(".gw-viewer-graph")).to_be_hidden()
+    expect(page.locator(".gw-viewer-tabs [data-view=charts]")).to_have_attribute("aria-selected", "true")
+    shot(page, "charts-08-embed")
+    # A detailed step opens the backward walk (and the graph) in the embed too.
+    x, y = plot_point(page, "loss", 0, root="window.gradwalkViewer.charts")
+    page.mouse.click(x, y)
+    expect(page.locator(".gw-viewer-tabs [data-view=stepper]")).to_have_attribute("aria-selected", "true")
+    expect(page.locator(".gw-viewer-graph")).to_be_visible()
+
+
+def test_a_1000_step_loop_streams_live_into_the_charts(page: Any) -> None:
+    # A little sleep per step keeps the run going while the page follows it, even on a fast machine.
+    source = (
+        "import time\n"
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "X = torch.randn(32, 4)\n"
+        "y = X @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])\n"
+        "model = torch.nn.Linear(4, 1)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+        "sched = torch.optim.lr_scheduler.StepLR(opt, step_size=250, gamma=0.5)\n"
+        "for step in range(1, 1001):\n"
+        "    loss = torch.nn.functional.mse_loss(model(X), y)\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    sched.step()\n"
+        "    time.sleep(0.003)\n"
+    )
+    with httpx.Client(base_url=page.server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source, "limits": {"timeout_s": 60}}).raise_for_status().json()
+    page.goto(f"{page.server.url}/?run={run['id']}&view=charts")
+    # Count frames and the longest gap between them while the run streams.
+    page.evaluate(
+        """() => {
+            const w = window; w.__frames = { n: 0, worst: 0, last: performance.now(), on: true, seen: [] };
+            const tick = (t) => {
+                const f = w.__frames; f.worst = Math.max(f.worst, t - f.last); f.last = t; f.n++;
+                const u = w.gradwalk.charts.plotOf('loss');
+                const rows = u ? u.data[0].length : 0;
+                if (rows && rows !== f.seen[f.seen.length - 1]) f.seen.push(rows);
+                if (f.on) requestAnimationFrame(tick);
+            };
+            requestAnimationFrame(tick);
+        }"""
+    )
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=120_000)
+    snap = wait_chart(page, "loss", 1000)
+    frames = page.evaluate("() => { window.__frames.on = false; return window.__frames; }")
+    print(f"frames while streaming: {frames['n']}, worst gap {frames['worst']:.0f} ms, loss rows drawn: {frames['seen']}")
+    # Drawn while it ran: the loss chart grew in several steps before reaching 1,000 rows.
+    assert len([n for n in frames["seen"] if n < 1000]) >= 2, frames["seen"]
+    assert frames["worst"] < 2000, frames
+    lr = snap["lr"]["series"][0]["values"]
+    assert lr[0] == pytest.approx(0.05) and lr[-1] == pytest.approx(0.05 * 0.5**3)
+    shot(page, "charts-09-1000-steps-live")
+
+
+def test_logged_metrics_get_a_chart_each(page: Any) -> None:
+    from engine.run import record
+
+    # Two optimizers (a model and a probe) kept apart, and two logged metrics.
+    source = example("rent_regression").replace(
+        "for epoch in range(1, 401):",
+        "probe = nn.Linear(1, 1)\nopt2 = torch.optim.Adam(probe.parameters(), lr=0.1)\nfor epoch in range(1, 41):",
+    ).replace(
+        "    opt.step()\n",
+        "    opt.step()\n"
+        "    opt2.zero_grad()\n"
+        "    lossfn(probe(X), y).backward()\n"
+        "    opt2.step()\n"
+        "    if epoch % 10 == 0:\n"
+        "        gradwalk.log('val_loss', loss.item() * 1.1, step=epoch)\n"
+        "        gradwalk.log('val_acc', 1 - 1 / epoch)\n",
+    )
+    trace = record("import gradwalk\n" + source).model_dump(mode="json")
+    open_app(page, "?view=charts")
+    load_trace(page, trace)
+    snap = wait_chart(page, "metric:val_acc", 4)
+    assert snap["metric:val_loss"]["x"] == [10, 20, 30, 40]
+    assert snap["metric:val_acc"]["series"][0]["values"] == pytest.approx([0.9, 0.95, 1 - 1 / 30, 0.975])
+    # Logged without a step, a metric sits at the training step it was logged at.
+    assert snap["metric:val_acc"]["x"] == [10, 20, 30, 40]
+    assert [s["label"] for s in snap["loss"]["series"]] == ["opt (SGD)", "opt2 (Adam)"]
+    for s in snap["loss"]["series"]:
+        assert len(s["values"]) == 40 and None not in s["values"], s["label"]
+    expect(page.locator("[data-chart='metric:val_acc']")).to_be_visible()
+    expect(page.locator("[data-chart=loss] .gw-chart-chip")).to_have_count(2)
+    shot(page, "charts-10-metrics-two-optimizers")
