@@ -58,9 +58,11 @@ _FEED = """async ({ text, batch }) => {
     await new Promise((r) => setTimeout(r, 0));
   }
   const last = performance.now();
-  while (app.graph.busy || !app.graph.lastLayout || app.graph.lastLayout.at < last) {
+  const deadline = last + 300000;
+  while ((app.graph.busy || !app.graph.lastLayout || app.graph.lastLayout.at < last) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 5));
   }
+  if (performance.now() >= deadline) throw new Error("the graph was not laid out within 300 s of the last event");
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
   const painted = performance.now();
   const info = app.graph.lastLayout;

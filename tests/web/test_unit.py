@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import ROOT, WEB, need
 
-EXAMPLES = ["cubic", "product", "cubic_twice"]
+EXAMPLES = ["cubic", "product", "cubic_twice", "small_net"]
 
 
 @pytest.fixture(scope="module")

@@ -136,6 +136,11 @@ export class GraphView {
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
+    // Cytoscape only notices window resizes; panes also change size (presenter type, layout).
+    new ResizeObserver(() => {
+      this.cy.resize();
+      if (this.laidOut && !this.userMoved) this.fit(false);
+    }).observe(this.canvas);
     this.canvas.addEventListener("wheel", () => (this.userMoved = true), { passive: true });
     this.canvas.addEventListener("pointerdown", () => (this.userMoved = true));
     model.subscribe(() => this.schedule());
@@ -647,12 +652,26 @@ export class GraphView {
     if (entry?.kind === "end" && entry.finished) {
       const f = entry.finished;
       const root = rootLabel(this.model, entry.backward);
-      if (!f.ok) text = `backward #${entry.backward + 1} failed: see the output panel`;
+      if (!f.ok) text = this.failureText(entry.backward);
       else if (f.graph_freed) text = `Graph freed: ${root}.backward() released the saved tensors. A second backward() through it needs retain_graph=True.`;
       else text = `Graph kept (retain_graph=True): it can be walked again.`;
     }
     this.banner.textContent = text;
     this.banner.hidden = !text;
+  }
+
+  /** Why a backward call failed, when the trace shows it: an earlier call freed its graph. */
+  private failureText(index: number): string {
+    const m = this.model;
+    const call = m.backward(index);
+    const where = call?.start.line ? ` at line ${call.start.line}` : "";
+    const rootFn = call ? m.gradFnOfTensor(call.start.roots[0]) : undefined;
+    const freer = m.backwards.find((b) => b.index < index && b.finished?.graph_freed && rootFn !== undefined && b.byNode.has(rootFn));
+    if (freer) {
+      const at = freer.start.line ? ` at line ${freer.start.line}` : "";
+      return `backward()${where} failed: the backward()${at} already freed this graph (its saved tensors are gone).`;
+    }
+    return `backward()${where} failed: see the output panel.`;
   }
 
   private applyLinks(state: ViewState): void {

@@ -277,13 +277,13 @@ const RULES: Record<string, Rule> = {
     summary: () => "out = A @ B · matrix product",
     slots: (c, slot) =>
       slot === 0
-        ? { sym: `grad @ ${operandLabel(c, "mat2", 1)}ᵀ` }
-        : { sym: `${operandLabel(c, "self", 0)}ᵀ @ grad` },
+        ? { sym: `grad @ ${transposed(operandLabel(c, "mat2", 1))}` }
+        : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
   },
   Mv: {
     summary: () => "out = A @ v · matrix–vector product",
     slots: (c, slot) =>
-      slot === 0 ? { sym: `grad ⊗ ${operandLabel(c, "vec", 1)}` } : { sym: `${operandLabel(c, "self", 0)}ᵀ @ grad` },
+      slot === 0 ? { sym: `grad ⊗ ${operandLabel(c, "vec", 1)}` } : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
   },
   Dot: {
     summary: () => "out = a · b · dot product",
@@ -292,14 +292,14 @@ const RULES: Record<string, Rule> = {
   Bmm: {
     summary: () => "out = A @ B, batched",
     slots: (c, slot) =>
-      slot === 0 ? { sym: `grad @ ${operandLabel(c, "mat2", 1)}ᵀ` } : { sym: `${operandLabel(c, "self", 0)}ᵀ @ grad` },
+      slot === 0 ? { sym: `grad @ ${transposed(operandLabel(c, "mat2", 1))}` } : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
   },
   Addmm: {
     summary: () => "out = bias + x @ Wᵀ · a linear layer",
     slots: (c, slot) => {
       if (slot === 0) return { sym: "grad summed over the batch rows" };
-      if (slot === 1) return { sym: `grad @ ${operandLabel(c, "mat2", 2)}ᵀ` };
-      return { sym: `${operandLabel(c, "mat1", 1)}ᵀ @ grad` };
+      if (slot === 1) return { sym: `grad @ ${transposed(operandLabel(c, "mat2", 2))}` };
+      return { sym: `${transposed(operandLabel(c, "mat1", 1))} @ grad` };
     },
   },
   T: { summary: () => "out = aᵀ", slots: () => ({ sym: "gradᵀ" }) },
@@ -373,7 +373,13 @@ function pathsSum(model: TraceModel, entry: StepEntry): string {
 
 /** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
 function d(label: string): string {
-  return /^[\w.]+$/.test(label) ? label : `(${label})`;
+  return /^[\w.]+ᵀ?$/.test(label) ? label : `(${label})`;
+}
+
+/** `Wᵀ` -> `W`, `x` -> `xᵀ`, `a * b` -> `(a * b)ᵀ`. */
+function transposed(label: string): string {
+  if (label.endsWith("ᵀ")) return label.slice(0, -1);
+  return /^[\w.]+$/.test(label) ? `${label}ᵀ` : `(${label})ᵀ`;
 }
 
 /** `MulBackward0` -> `Mul`; `AddmmBackward0` -> `Addmm`. */

@@ -1,7 +1,7 @@
 // The backward stepper: walk each backward() call node by node in the engine's real order,
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
-import { fill, h, isTyping } from "./dom";
+import { fill, h, isTyping, perFrame } from "./dom";
 import { nodeLabel, rootLabel, tensorExpr } from "./naming";
 import { accumulationText, explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
@@ -286,8 +286,14 @@ export class StepperView {
     item?.classList.add("current");
     item?.setAttribute("aria-current", "step");
     this.marked = now;
-    if (item && this.root.offsetParent !== null) item.scrollIntoView({ block: "nearest" });
+    this.scrollToMarked();
   }
+
+  /** Scroll the walk to the current item, once per frame (it forces a layout). */
+  private readonly scrollToMarked = perFrame(() => {
+    const item = this.marked === null ? undefined : this.walkItems[this.marked];
+    if (item && this.root.offsetParent !== null) item.scrollIntoView({ block: "nearest" });
+  });
 
   private walkItem(e: StepEntry): HTMLElement {
     const m = this.model;

@@ -58,3 +58,10 @@ test("ingest ignores replayed events", () => {
   model.ingest(model.events.slice(-3));
   assert.equal(model.events.length, n);
 });
+
+test("small_net: a linear layer's rule names its inputs and its transposed weight", () => {
+  const all = texts(load("small_net")).flat();
+  assert.ok(all.some((t) => t.startsWith("∂loss/∂net.fc1.bias = grad summed over the batch rows = [16]")), all.join("\n"));
+  assert.ok(all.some((t) => t.startsWith("∂loss/∂net.fc1.weightᵀ = xᵀ @ grad")), all.join("\n"));
+  assert.ok(all.some((t) => t.startsWith("∂loss/∂(relu(t3)) = grad @ net.fc2.weight =")), all.join("\n"));
+});
