@@ -202,6 +202,8 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
     assert all(b >= a for a, b in zip(climbing, climbing[1:], strict=False)), climbing
     assert climbing[-1] > 10 * climbing[0] > 0, climbing
     expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text("KiB")
+    expect(page.locator("[data-chart=memory]")).to_have_attribute("data-floor", "rising")
+    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text("memory is kept from one iteration to the next")
     expect(page.locator(".gw-notice-pitfall")).to_contain_text("keeps every iteration's graph alive")
     shot(page, "charts-06-memory-total-loss")
 
@@ -211,6 +213,8 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
     assert max(flat) <= 2 * max(flat[:3]), flat
     assert max(flat) * 5 < climbing[-1]
     expect(page.locator(".gw-notice-pitfall")).to_have_count(0)
+    expect(page.locator("[data-chart=memory]")).to_have_attribute("data-floor", "steady")
+    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text("floor steady at")
     shot(page, "charts-07-memory-total-item")
 
 
@@ -272,8 +276,8 @@ def test_a_1000_step_loop_streams_live_into_the_charts(page: Any) -> None:
     frames = page.evaluate("() => { window.__frames.on = false; return window.__frames; }")
     print(f"frames while streaming: {frames['n']}, worst gap {frames['worst']:.0f} ms, loss rows drawn: {frames['seen']}")
     # Drawn while it ran: the loss chart grew in several steps before reaching 1,000 rows.
+    # (How fast the page stays is measured by bench/bench_web.py, not asserted here.)
     assert len([n for n in frames["seen"] if n < 1000]) >= 2, frames["seen"]
-    assert frames["worst"] < 2000, frames
     lr = snap["lr"]["series"][0]["values"]
     assert lr[0] == pytest.approx(0.05) and lr[-1] == pytest.approx(0.05 * 0.5**3)
     shot(page, "charts-09-1000-steps-live")

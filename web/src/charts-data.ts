@@ -233,3 +233,24 @@ export class ChartData {
     t.addRow({ key: ev.name, label: ev.name, optimizer: null }, x, ev.value);
   }
 }
+
+export function formatNumber(v: number | null | undefined): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace("e+", "e");
+  return String(Number(v.toPrecision(4)));
+}
+
+export function formatBytes(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let x = v;
+  let u = 0;
+  while (Math.abs(x) >= 1024 && u < units.length - 1) {
+    x /= 1024;
+    u++;
+  }
+  return `${u ? Number(x.toPrecision(3)) : Math.round(x)} ${units[u]}`;
+}

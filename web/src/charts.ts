@@ -9,7 +9,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { ChartData, type SeriesInfo, type Table } from "./charts-data";
+import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -40,27 +40,6 @@ export interface ChartSnapshot {
   series: { label: string; optimizer: string | null; values: (number | null)[] }[];
   /** Rows the uPlot instance holds (0 until the chart was drawn). */
   drawn: number;
-}
-
-export function formatNumber(v: number | null | undefined): string {
-  if (v === null || v === undefined || Number.isNaN(v)) return "–";
-  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
-  const a = Math.abs(v);
-  if (a === 0) return "0";
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace("e+", "e");
-  return String(Number(v.toPrecision(4)));
-}
-
-export function formatBytes(v: number | null | undefined): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
-  const units = ["B", "KiB", "MiB", "GiB"];
-  let x = v;
-  let u = 0;
-  while (Math.abs(x) >= 1024 && u < units.length - 1) {
-    x /= 1024;
-    u++;
-  }
-  return `${u ? Number(x.toPrecision(3)) : Math.round(x)} ${units[u]}`;
 }
 
 /** Linear byte axes start at zero: memory that doubles should look doubled. */
@@ -360,9 +339,9 @@ export class ChartsView {
         {
           ...axis((_u, splits) => splits.map((v) => (v === null ? "" : this.log && !bytes ? formatPow10(v) : fmt(v)))),
           size: 62,
-          filter: this.log ? decades : undefined,
-          grid: { stroke: c.grid, width: 1, filter: this.log ? decades : undefined },
-          ticks: { stroke: c.grid, width: 1, size: 4, filter: this.log ? decades : undefined },
+          ...(this.log
+            ? { filter: decades, grid: { stroke: c.grid, width: 1, filter: decades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: decades } }
+            : {}),
         },
       ],
       series,
@@ -477,9 +456,19 @@ export class ChartsView {
       return;
     }
     const last = values[values.length - 1];
-    const peak = Math.max(...values);
-    const ratio = last / first;
-    chart.foot.textContent = `first ${formatBytes(first)} → last ${formatBytes(last)}${ratio >= 1.5 ? ` (${formatNumber(ratio)}×)` : ""} · peak ${formatBytes(peak)}`;
+    const peak = values.reduce((a, b) => Math.max(a, b), 0);
+    const parts = [`first ${formatBytes(first)} → last ${formatBytes(last)}`, `peak ${formatBytes(peak)}`];
+    // The floor (the least held in a stretch of the run) tells a graph kept alive from
+    // one iteration to the next apart from the sawtooth of graphs built and freed.
+    if (values.length >= 8) {
+      const q = Math.max(2, Math.floor(values.length / 4));
+      const floorFirst = values.slice(0, q).reduce((a, b) => Math.min(a, b), Infinity);
+      const floorLast = values.slice(-q).reduce((a, b) => Math.min(a, b), Infinity);
+      if (floorFirst > 0 && floorLast >= 2 * floorFirst) parts.push(`floor rose ${formatNumber(floorLast / floorFirst)}×: memory is kept from one iteration to the next`);
+      else parts.push(`floor steady at ${formatBytes(floorLast)}`);
+    }
+    chart.foot.textContent = parts.join(" · ");
+    chart.card.dataset.floor = parts.length > 2 && parts[2].startsWith("floor rose") ? "rising" : "steady";
     chart.foot.hidden = false;
   }
 

@@ -1,0 +1,94 @@
+// The training charts' tables, from synthetic events: steps line up per optimizer, a
+// restarted optimizer gets its own series, metrics sort by step, memory follows the clock.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ChartData, formatBytes, formatNumber } from "../src/charts-data";
+import type { GradwalkEvent, OptimizerStep } from "../src/types/events";
+
+let seq = 0;
+
+function step(optimizer: string, n: number, loss: number | null, extra: Partial<OptimizerStep> = {}): GradwalkEvent {
+  return {
+    type: "optimizer_step",
+    seq: seq++,
+    t: n * 0.01,
+    optimizer,
+    step: n,
+    loss,
+    lr: [0.1],
+    grad_norm: 1 / n,
+    update_norm: 0.1 / n,
+    param_norm: 1,
+    params: [
+      { tensor: 1, name: "fc.weight", grad_norm: 0.5 / n, update_norm: 0.05 / n, param_norm: 1 },
+      { tensor: 2, name: "fc.bias", grad_norm: 0.2 / n, update_norm: 0.02 / n, param_norm: 1 },
+    ],
+    graph_bytes: 0,
+    cuda_allocated: null,
+    wall_s: 0.001,
+    detail: n <= 2,
+    line: 9,
+    ...extra,
+  } as GradwalkEvent;
+}
+
+function started(): GradwalkEvent {
+  return { type: "run_started", seq: seq++, t: 5, source: "", filename: "s.py", device: "cpu" } as unknown as GradwalkEvent;
+}
+
+test("two optimizers stay apart, step for step", () => {
+  const events = [started()];
+  for (let n = 1; n <= 3; n++) events.push(step("opt (SGD)", n, 10 / n), step("probe (Adam)", n, 5 / n));
+  events.push(step("opt (SGD)", 4, 2.5));
+  const data = ChartData.from(events, false);
+  const loss = data.tables.get("loss")!;
+  assert.deepEqual(loss.xs, [1, 2, 3, 4]);
+  assert.deepEqual(loss.series.map((s) => s.label), ["opt (SGD)", "probe (Adam)"]);
+  assert.deepEqual(loss.cols[0], [10, 5, 10 / 3, 2.5]);
+  assert.deepEqual(loss.cols[1], [5, 2.5, 5 / 3, null]);
+  assert.deepEqual(data.detailSteps("opt (SGD)"), [1, 2]);
+  assert.equal(data.stepCount, 7);
+  assert.deepEqual(data.ordered.map((t) => t.id), ["loss", "grad", "update", "lr", "memory"]);
+});
+
+test("an optimizer whose steps start again is a new series", () => {
+  const data = ChartData.from([step("opt (SGD)", 1, 3), step("opt (SGD)", 2, 2), step("opt (SGD)", 1, 9)], false);
+  assert.deepEqual(data.tables.get("loss")!.series.map((s) => s.label), ["opt (SGD)", "opt (SGD) #2"]);
+  assert.equal(data.step("opt (SGD) #2", 1)?.loss, 9);
+});
+
+test("per parameter: one series per parameter name; non-finite values are gaps", () => {
+  const data = ChartData.from([step("opt", 1, Number.POSITIVE_INFINITY), step("opt", 2, 1)], true);
+  const grad = data.tables.get("grad")!;
+  assert.deepEqual(grad.series.map((s) => s.label), ["fc.weight", "fc.bias"]);
+  assert.deepEqual(grad.cols[0], [0.5, 0.25]);
+  assert.deepEqual(data.tables.get("loss")!.cols[0], [null, 1]);
+});
+
+test("metrics sort by step; without one they sit at the latest training step", () => {
+  const metric = (name: string, value: number, s: number | null): GradwalkEvent =>
+    ({ type: "metric", seq: seq++, t: 0, name, value, step: s, line: 3 }) as GradwalkEvent;
+  const data = ChartData.from([metric("acc", 0.5, 20), metric("acc", 0.4, 10), step("opt", 1, 1), step("opt", 2, 1), metric("val", 0.9, null)], false);
+  const acc = data.tables.get("metric:acc")!;
+  assert.deepEqual(acc.xs, [10, 20]);
+  assert.deepEqual(acc.cols[0], [0.4, 0.5]);
+  assert.deepEqual(data.tables.get("metric:val")!.xs, [2]);
+});
+
+test("graph memory follows the run's clock, from memory events and steps", () => {
+  const memory = (t: number, saved: number): GradwalkEvent =>
+    ({ type: "memory", seq: seq++, t, saved_bytes: saved, delta: 0, cuda_allocated: saved * 2, line: 4 }) as GradwalkEvent;
+  const data = ChartData.from([started(), memory(5.5, 100), memory(6, 300), step("opt", 1, 1, { t: 6.5, graph_bytes: 0 } as Partial<OptimizerStep>)], false);
+  const mem = data.tables.get("memory")!;
+  assert.deepEqual(mem.xs, [0.5, 1, 1.5]);
+  assert.deepEqual(mem.cols[0], [100, 300, 0]);
+  assert.deepEqual(data.tables.get("cuda")!.cols[0], [200, 600]);
+});
+
+test("numbers and bytes read short", () => {
+  assert.equal(formatNumber(0.000123), "1.23e-4");
+  assert.equal(formatNumber(106.6251), "106.6");
+  assert.equal(formatNumber(null), "–");
+  assert.equal(formatBytes(230016), "225 KiB");
+  assert.equal(formatBytes(96), "96 B");
+});
