@@ -152,7 +152,7 @@ export class Viewer {
     this.code = new CodeView(codeEl, this.model, store);
     this.output = new OutputView(outputEl, this.model, store);
     this.charts = new ChartsView(chartsEl, this.model, store);
-    this.pitfalls = new PitfallMarks(this.model, null, this.graph);
+    this.pitfalls = new PitfallMarks(this.model, null, this.graph, codeEl);
     store.subscribe((state, changed) => this.onStore(state, changed));
 
     this.pendingStep = this.options.step;
