@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -81,7 +82,9 @@ def plot_point(
 
 def hovered_step(page: Any, chart: str, root: str = "window.gradwalk.charts") -> int:
     page.wait_for_function(f"() => {root}.plotOf('{chart}').cursor.idx != null")
-    step: int = page.evaluate(f"() => {{ const u = {root}.plotOf('{chart}'); return u.data[0][u.cursor.idx]; }}")
+    step: int = page.evaluate(
+        f"() => {{ const u = {root}.plotOf('{chart}'); return u.data[0][u.cursor.idx]; }}"
+    )
     return step
 
 
@@ -111,7 +114,7 @@ def test_rent_regression_run_live_draws_the_loss_of_400_steps(page: Any) -> None
     values = loss["series"][0]["values"]
     assert len(values) == 400 and None not in values
     assert values[0] > 50 and values[-1] < 1e-3, (values[0], values[-1])
-    assert all(b <= a * 1.0001 for a, b in zip(values[5:], values[6:], strict=False)), "the loss should fall"
+    assert all(b <= a * 1.0001 for a, b in itertools.pairwise(values[5:])), "the loss should fall"
     for chart in ("grad", "update", "lr", "memory"):
         assert snap[chart]["drawn"] > 0, chart
     assert snap["lr"]["series"][0]["values"][0] == pytest.approx(0.05)
@@ -199,11 +202,13 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
     climbing = [v for v in snap["memory"]["series"][0]["values"] if v is not None]
     assert snap["memory"]["unit"] == "bytes" and snap["memory"]["kind"] == "time"
     assert len(climbing) >= 10
-    assert all(b >= a for a, b in zip(climbing, climbing[1:], strict=False)), climbing
+    assert all(b >= a for a, b in itertools.pairwise(climbing)), climbing
     assert climbing[-1] > 10 * climbing[0] > 0, climbing
     expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text("KiB")
     expect(page.locator("[data-chart=memory]")).to_have_attribute("data-floor", "rising")
-    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text("memory is kept from one iteration to the next")
+    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text(
+        "memory is kept from one iteration to the next"
+    )
     expect(page.locator(".gw-notice-pitfall")).to_contain_text("keeps every iteration's graph alive")
     shot(page, "charts-06-memory-total-loss")
 
@@ -255,7 +260,11 @@ def test_a_1000_step_loop_streams_live_into_the_charts(page: Any) -> None:
         "    time.sleep(0.003)\n"
     )
     with httpx.Client(base_url=page.server.url, timeout=30) as client:
-        run = client.post("/api/runs", json={"source": source, "limits": {"timeout_s": 60}}).raise_for_status().json()
+        run = (
+            client.post("/api/runs", json={"source": source, "limits": {"timeout_s": 60}})
+            .raise_for_status()
+            .json()
+        )
     page.goto(f"{page.server.url}/?run={run['id']}&view=charts")
     # Count frames and the longest gap between them while the run streams.
     page.evaluate(
@@ -274,7 +283,9 @@ def test_a_1000_step_loop_streams_live_into_the_charts(page: Any) -> None:
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=120_000)
     snap = wait_chart(page, "loss", 1000)
     frames = page.evaluate("() => { window.__frames.on = false; return window.__frames; }")
-    print(f"frames while streaming: {frames['n']}, worst gap {frames['worst']:.0f} ms, loss rows drawn: {frames['seen']}")
+    print(
+        f"frames while streaming: {frames['n']}, worst gap {frames['worst']:.0f} ms, loss rows drawn: {frames['seen']}"
+    )
     # Drawn while it ran: the loss chart grew in several steps before reaching 1,000 rows.
     # (How fast the page stays is measured by bench/bench_web.py, not asserted here.)
     assert len([n for n in frames["seen"] if n < 1000]) >= 2, frames["seen"]
@@ -287,18 +298,22 @@ def test_logged_metrics_get_a_chart_each(page: Any) -> None:
     from engine.run import record
 
     # Two optimizers (a model and a probe) kept apart, and two logged metrics.
-    source = example("rent_regression").replace(
-        "for epoch in range(1, 401):",
-        "probe = nn.Linear(1, 1)\nopt2 = torch.optim.Adam(probe.parameters(), lr=0.1)\nfor epoch in range(1, 41):",
-    ).replace(
-        "    opt.step()\n",
-        "    opt.step()\n"
-        "    opt2.zero_grad()\n"
-        "    lossfn(probe(X), y).backward()\n"
-        "    opt2.step()\n"
-        "    if epoch % 10 == 0:\n"
-        "        gradwalk.log('val_loss', loss.item() * 1.1, step=epoch)\n"
-        "        gradwalk.log('val_acc', 1 - 1 / epoch)\n",
+    source = (
+        example("rent_regression")
+        .replace(
+            "for epoch in range(1, 401):",
+            "probe = nn.Linear(1, 1)\nopt2 = torch.optim.Adam(probe.parameters(), lr=0.1)\nfor epoch in range(1, 41):",
+        )
+        .replace(
+            "    opt.step()\n",
+            "    opt.step()\n"
+            "    opt2.zero_grad()\n"
+            "    lossfn(probe(X), y).backward()\n"
+            "    opt2.step()\n"
+            "    if epoch % 10 == 0:\n"
+            "        gradwalk.log('val_loss', loss.item() * 1.1, step=epoch)\n"
+            "        gradwalk.log('val_acc', 1 - 1 / epoch)\n",
+        )
     )
     trace = record("import gradwalk\n" + source).model_dump(mode="json")
     open_app(page, "?view=charts")

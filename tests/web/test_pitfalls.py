@@ -3,11 +3,13 @@ output panel and on the graph."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import httpx
 import pytest
 
-from .conftest import open_app, run_example, shot
+from .conftest import ROOT, open_app, run_example, shot
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +31,9 @@ def test_broadcast_pitfall_at_line_9_with_its_explanation_and_fix(page: Any) -> 
     expect(line).to_contain_text("loss = ((pred - y) ** 2).mean()")
     marker = page.locator(".cm-gw-pitfall-gutter .cm-gw-pitfall-marker")
     expect(marker).to_have_count(1)
-    expect(marker).to_have_attribute("title", "Shapes (32, 1) and (32,) broadcast to (32, 32)\n(click for the explanation and the fix)")
+    expect(marker).to_have_attribute(
+        "title", "Shapes (32, 1) and (32,) broadcast to (32, 32)\n(click for the explanation and the fix)"
+    )
 
     widget = page.locator(".cm-gw-pitfall-widget")
     expect(widget).to_have_attribute("data-line", "9")
@@ -83,7 +87,9 @@ def test_broadcast_pitfall_at_line_9_with_its_explanation_and_fix(page: Any) -> 
     shot(page, "pitfalls-03-broadcast-card-hovered")
 
     # The marks belong to the code that ran: editing it clears them.
-    page.evaluate("() => { const v = window.gradwalk.editor.view; v.dispatch({ changes: { from: 0, insert: '# edited\\n' } }); }")
+    page.evaluate(
+        "() => { const v = window.gradwalk.editor.view; v.dispatch({ changes: { from: 0, insert: '# edited\\n' } }); }"
+    )
     expect(page.locator(".cm-gw-pitfall-widget")).to_have_count(0)
     expect(page.locator(".cm-gw-pitfall-line")).to_have_count(0)
 
@@ -111,7 +117,9 @@ def test_an_error_shows_its_hint_next_to_the_message(page: Any) -> None:
     expect(widget).to_have_attribute("data-line", "6")
     expect(widget).to_contain_text("RuntimeError: Trying to backward through the graph a second time")
     hint = widget.locator(".cm-gw-error-hint")
-    expect(hint).to_contain_text("The first backward() freed the graph's saved tensors (the first one ran at line 5)")
+    expect(hint).to_contain_text(
+        "The first backward() freed the graph's saved tensors (the first one ran at line 5)"
+    )
     expect(hint).to_contain_text("retain_graph=True")
     expect(page.locator(".gw-notice-error .gw-hint")).to_contain_text("retain_graph=True")
     shot(page, "pitfalls-05-error-hint")
@@ -123,3 +131,26 @@ def test_a_clean_training_loop_shows_no_pitfall(page: Any) -> None:
     expect(page.locator(".gw-notice-pitfall")).to_have_count(0)
     expect(page.locator(".cm-gw-pitfall-widget")).to_have_count(0)
     assert page.evaluate("() => window.gradwalk.graph.core.$('.gw-pitfall').length") == 0
+
+
+def test_an_embed_rings_the_pitfall_and_lists_it_with_the_code(page: Any) -> None:
+    source = (ROOT / "server" / "examples" / "pitfall_broadcast_loss.py").read_text()
+    with httpx.Client(base_url=page.server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
+        deadline = time.monotonic() + 90
+        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, "the run never finished"
+            time.sleep(0.1)
+    page.set_viewport_size({"width": 960, "height": 640})
+    page.goto(f"{page.server.url}/embed/{run['id']}?view=code")
+    page.wait_for_function(
+        "() => window.gradwalkViewer && window.gradwalkViewer.graph.core.$('.gw-pitfall').length >= 1"
+    )
+    card = page.locator(".gw-viewer .gw-notice-pitfall")
+    expect(card).to_have_attribute("data-line", "9")
+    expect(card).to_contain_text("Fix: Make the shapes match")
+    line = page.locator(".gw-code-line.gw-code-pitfall")
+    expect(line).to_have_count(1)
+    expect(line).to_have_attribute("data-line", "9")
+    expect(line).to_have_attribute("title", "⚠ Shapes (32, 1) and (32,) broadcast to (32, 32)")
+    shot(page, "pitfalls-06-embed-code")

@@ -266,6 +266,20 @@ export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store): 
   );
 }
 
+/** Mark pitfall lines in a read-only code listing (rows carrying `data-line`). */
+export function markCode(root: HTMLElement, marks: readonly PitfallMark[]): void {
+  for (const el of root.querySelectorAll<HTMLElement>(".gw-code-pitfall")) {
+    el.classList.remove("gw-code-pitfall");
+    el.removeAttribute("title");
+  }
+  for (const [line, here] of byLine(marks)) {
+    const el = root.querySelector<HTMLElement>(`[data-line="${line}"]`);
+    if (!el) continue;
+    el.classList.add("gw-code-pitfall");
+    el.title = here.map((m) => `⚠ ${m.title}`).join("\n");
+  }
+}
+
 // --- wiring -----------------------------------------------------------------------------
 
 /**
@@ -280,6 +294,8 @@ export class PitfallMarks {
     private model: TraceModel,
     private readonly editor: EditorView | null,
     private readonly graph: PitfallGraph | null,
+    /** A read-only code view (the viewer's): its `[data-line]` rows get marked instead. */
+    private readonly code: HTMLElement | null = null,
   ) {
     editor?.dispatch({ effects: StateEffect.appendConfig.of(pitfallExtension()) });
     if (graph) {
@@ -305,7 +321,9 @@ export class PitfallMarks {
     const n = this.model.pitfalls.length;
     if (n === this.shown) return;
     this.shown = n;
-    this.editor?.dispatch({ effects: setPitfalls.of(pitfallMarks(this.model)) });
+    const marks = pitfallMarks(this.model);
+    this.editor?.dispatch({ effects: setPitfalls.of(marks) });
     if (this.graph) paintGraph(this.graph.core, this.model);
+    if (this.code) markCode(this.code, marks);
   }
 }
