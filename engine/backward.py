@@ -161,7 +161,10 @@ class BackwardTracker:
         with rec.mute():
             rec.pitfalls.on_backward(roots, line)
         if not rec.detail:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            with rec.mute():
+                rec.pitfalls.after_backward(line)
+            return result
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:
             rec.tensors.name_from(t, frame)
@@ -189,6 +192,8 @@ class BackwardTracker:
         try:
             result = fn(*args, **kwargs)
             ok = True
+            with rec.mute():
+                rec.pitfalls.after_backward(line)
             return result
         finally:
             executed = self._step

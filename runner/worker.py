@@ -119,6 +119,7 @@ def _warm_up(*, gpu: bool) -> bool:
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     import engine.explain  # noqa: F401  (imported lazily on errors; the sandbox hides the app's files)
+    import gradwalk  # noqa: F401  (snippets may `import gradwalk` to log metrics; its files are hidden too)
     from engine.run import record_stream
 
     for source in _WARMUP_GPU if gpu else _WARMUP:

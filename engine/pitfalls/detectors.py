@@ -84,7 +84,10 @@ class PitfallWatch:
         self._lines = (source or "").splitlines()
         self._said: set[tuple[str, int | None]] = set()
         # missing-zero-grad: id(param) -> (grad object, its version right after a step, step)
-        self._stepped_grads: dict[int, tuple[weakref.ref[torch.Tensor], int, int]] = {}
+        self._stepped_grads: dict[
+            int, tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor], int, int]
+        ] = {}
+        self._stale: list[tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor], int, int]] = []
         # loss-tensor-accumulated: line -> [last total (weak), chain length, bytes at start, bytes now]
         self._totals: dict[int, list[Any]] = {}
         self._backward_roots = _IdentitySet()
@@ -240,19 +243,28 @@ class PitfallWatch:
         loss = self._rec.backward.last_loss
         if loss is not None and not math.isfinite(loss):
             self._non_finite(f"the loss is {loss}", line)
-        self._check_stale_grads(line)
+        # gradients an optimizer stepped with and nothing has cleared since
+        self._stale = [
+            entry
+            for entry in self._stepped_grads.values()
+            if (g := entry[1]()) is not None and g._version == entry[2]
+        ]
 
-    def _check_stale_grads(self, line: int | None) -> None:
-        for ref, version, step in list(self._stepped_grads.values()):
-            g = ref()
-            if g is not None and g._version == version:
-                norm = float(g.detach().norm())
+    @_safe
+    def after_backward(self, line: int | None) -> None:
+        """Look at a backward call that returned: did it add to a gradient a step already used?"""
+        stale, self._stale = self._stale, []
+        for p_ref, g_ref, version, step in stale:
+            p, g = p_ref(), g_ref()
+            now = p.grad if p is not None else None
+            if now is not None and g is not None and (now is not g or now._version != version):
+                norm = float(now.detach().norm())
                 self._say(
                     "missing-zero-grad",
                     line,
                     "Gradients from the previous step are still in .grad",
-                    f"This backward() adds its gradients to the ones left over from optimizer step {step} "
-                    f"(‖grad‖ already {_fmt(norm)} before it runs): .grad accumulates with +=, it is never reset "
+                    f"This backward() added its gradients to the ones left over from optimizer step {step} "
+                    f"(‖grad‖ is now {_fmt(norm)}): .grad accumulates with +=, it is never reset "
                     "by backward() or step(). Every step then follows the sum of all past gradients, and the loss "
                     "grows or oscillates instead of falling.",
                     "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
@@ -275,7 +287,7 @@ class PitfallWatch:
             self._optimizers.append(weakref.ref(opt))
         for p in params:
             if p.grad is not None:
-                self._stepped_grads[id(p)] = (weakref.ref(p.grad), p.grad._version, step)
+                self._stepped_grads[id(p)] = (weakref.ref(p), weakref.ref(p.grad), p.grad._version, step)
         if grad_norm is not None and not math.isfinite(grad_norm):
             self._non_finite(f"the gradient norm is {grad_norm}", line, step=step, opt=opt)
 

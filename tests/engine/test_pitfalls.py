@@ -30,7 +30,7 @@ def test_pitfall_at_its_line_with_an_explanation(file: str) -> None:
 
 def test_missing_zero_grad_shows_the_leftover_gradient() -> None:
     p = q.pitfalls(record(case_source("pitfall_forgot_zero_grad.py")))[0]
-    assert "optimizer step 1" in p.message and "‖grad‖" in p.message
+    assert "optimizer step 1" in p.message and "‖grad‖ is now" in p.message
 
 
 def test_nan_loss_names_the_step_and_the_learning_rate() -> None:
@@ -193,3 +193,24 @@ def test_recording_keeps_pytorchs_in_place_check() -> None:
     )
     assert q.errors(trace)[0].exc_type == "RuntimeError"
     assert "modified by an inplace operation" in q.errors(trace)[0].message
+
+
+def test_two_optimizers_each_zeroing_their_own_grads_stay_silent() -> None:
+    trace = record(
+        "import torch, torch.nn as nn\n"
+        "X, y = torch.randn(8, 3), torch.randn(8, 1)\n"
+        "model, probe = nn.Linear(3, 1), nn.Linear(3, 1)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "opt2 = torch.optim.SGD(probe.parameters(), lr=0.1)\n"
+        "lossfn = nn.MSELoss()\n"
+        "for epoch in range(5):\n"
+        "    loss = lossfn(model(X), y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+        "    opt2.zero_grad()\n    lossfn(probe(X), y).backward()\n    opt2.step()\n"
+    )
+    assert trace.events[-1].status == "ok"
+    assert q.pitfalls(trace) == []
+
+
+def test_gradwalk_is_importable_in_a_snippet_run_by_the_engine() -> None:
+    trace = record("import gradwalk\ngradwalk.log('x', 1.0)\n")
+    assert trace.events[-1].status == "ok" and q.events_of(trace, "metric")

@@ -91,3 +91,11 @@ def test_snippets_import_what_the_venv_and_stdlib_hold(driver: PoolDriver) -> No
     events, handle = driver.run(source)
     assert handle.status == "ok", finished(events).message
     assert outputs(events) == "imported\n"
+
+
+def test_snippets_can_import_gradwalk_to_log_metrics(driver: PoolDriver) -> None:
+    events, handle = driver.run(
+        "import gradwalk\ngradwalk.detail_next_step()\ngradwalk.log('val_acc', 0.5, step=1)\n"
+    )
+    assert handle.status == "ok", finished(events).message
+    assert [(e.name, e.value, e.step) for e in events if e.type == "metric"] == [("val_acc", 0.5, 1)]
