@@ -163,6 +163,25 @@ def measure_loop(source: str, reps: int) -> tuple[float, float, float]:
     return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
 
 
+def measure_detectors(source: str, reps: int) -> tuple[float, float, float]:
+    """A clean snippet recorded with and without the pitfall detectors (interleaved)."""
+    from engine.run import record_stream
+
+    def run(detect: bool) -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            record_stream(source, lambda e: None, validate=False, pitfalls=detect)
+
+    run(True)
+    offs, ons, ratios = [], [], []
+    for _ in range(reps):
+        off = _time(lambda: run(False))
+        on = _time(lambda: run(True))
+        offs.append(off)
+        ons.append(on)
+        ratios.append(on / off)
+    return statistics.median(offs), statistics.median(ons), statistics.median(ratios)
+
+
 def main(device: str = "cpu") -> None:
     """Print the overhead table; on ``device="cuda"`` the workloads run on the GPU."""
     global _on_gpu
@@ -188,6 +207,11 @@ def main(device: str = "cpu") -> None:
     ):
         p, r, ratio = measure_loop(source, 3)
         print(f"{name + ' (metrics)':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {'<=1.2':>7}")
+    clean = (Path(__file__).resolve().parent.parent / "server" / "examples" / "clean_training.py").read_text()
+    off, on, ratio = measure_detectors(clean, 5)
+    print(
+        f"{'pitfall detectors, clean run':32} {off * 1e3:8.1f}ms {on * 1e3:8.1f}ms {ratio:6.2f}x {'~1.0':>7}"
+    )
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ def _mode_on_top(mode: TapeMode) -> bool:
 class Recorder:
     """Record one run into ``sink``. Not reentrant; one recorder per run."""
 
-    def __init__(self, sink: Sink, limits: Limits | None = None, source: str | None = None) -> None:
+    def __init__(
+        self, sink: Sink, limits: Limits | None = None, source: str | None = None, *, pitfalls: bool = True
+    ) -> None:
         self.limits = limits or Limits()
         self._sink = sink
         self.seq = 0
@@ -71,7 +73,7 @@ class Recorder:
         self.memory = SavedMemory(self)
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
-        self.pitfalls = PitfallWatch(self, source)
+        self.pitfalls = PitfallWatch(self, source, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()

@@ -56,12 +56,14 @@ def record_stream(
     limits: Limits | None = None,
     filename: str = "snippet.py",
     validate: bool = True,
+    pitfalls: bool = True,
 ) -> RunStatus:
     """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
 
     With ``validate=True`` the sink receives :data:`engine.events.Event` models; with
     ``validate=False`` it receives the JSON-ready dicts the recorder builds (faster; the
     caller must validate them where they cross a trust boundary, as the runner does).
+    ``pitfalls=False`` turns the pitfall detectors off (for measuring what they cost).
     Always ends with exactly one ``run_finished`` event. An exception in the snippet becomes
     an ``error`` event (status ``error``); an exception raised by ``sink`` propagates.
     """
@@ -72,7 +74,7 @@ def record_stream(
         def sink(event: dict[str, Any]) -> None:
             raw_sink(event_adapter.validate_python(event))
 
-    rec = Recorder(sink, limits, source)
+    rec = Recorder(sink, limits, source, pitfalls=pitfalls)
     rec.emit(
         dict(
             type="run_started",

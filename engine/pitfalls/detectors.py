@@ -62,6 +62,10 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
 class _IdentitySet:
     """Tensors by identity, held weakly (a WeakSet would compare tensors with ``==``)."""
 
@@ -77,10 +81,23 @@ class _IdentitySet:
 
 
 class PitfallWatch:
-    """All detectors of one run. The recorder calls the ``on_*`` methods."""
+    """All detectors of one run. The recorder calls the ``on_*`` methods.
 
-    def __init__(self, rec: Recorder, source: str | None = None) -> None:
+    With ``enabled=False`` every detector is off (the benchmark's baseline).
+    """
+
+    def __init__(self, rec: Recorder, source: str | None = None, *, enabled: bool = True) -> None:
         self._rec = rec
+        if not enabled:
+            for name in (
+                "on_op",
+                "on_module_call",
+                "on_backward",
+                "after_backward",
+                "on_optimizer_step",
+                "on_finish",
+            ):
+                setattr(self, name, _nothing)
         self._lines = (source or "").splitlines()
         self._said: set[tuple[str, int | None]] = set()
         # missing-zero-grad: id(param) -> (grad object, its version right after a step, step)
