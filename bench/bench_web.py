@@ -51,18 +51,24 @@ _FEED = """async ({ text, batch }) => {
   app.loadTrace({ source: trace.source, events: [] });
   const events = trace.events;
   let ingest = 0;
+  let last = 0;
   for (let i = 0; i < events.length; i += batch) {
     const t = performance.now();
     app.model.ingest(events.slice(i, i + batch));
-    ingest += performance.now() - t;
+    last = performance.now();
+    ingest += last - t;
+    // Yield as a stream would; the graph may lay out in between (even after the last batch).
     await new Promise((r) => setTimeout(r, 0));
   }
-  const last = performance.now();
   const deadline = last + 300000;
   while ((app.graph.busy || !app.graph.lastLayout || app.graph.lastLayout.at < last) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 5));
   }
-  if (performance.now() >= deadline) throw new Error("the graph was not laid out within 300 s of the last event");
+  if (performance.now() >= deadline) {
+    const g = app.graph;
+    const state = JSON.stringify({ running: g.layoutRunning, pending: g.layoutPending, timer: g.timer, last: g.lastLayout, lastEvent: last });
+    throw new Error(`the graph was not laid out within 300 s of the last event: ${state}`);
+  }
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
   const painted = performance.now();
   const info = app.graph.lastLayout;
@@ -140,7 +146,14 @@ def measure(sizes: list[int], per_module: int = 50, flat: bool = True) -> list[d
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.set_default_timeout(300_000)
+                page.set_default_timeout(600_000)
+                page.on(
+                    "console",
+                    lambda m: (
+                        print(f"  page {m.type}: {m.text}", file=sys.stderr) if m.type == "error" else None
+                    ),
+                )
+                page.on("pageerror", lambda e: print(f"  page error: {e}", file=sys.stderr))
                 page.goto(url + "/")
                 page.wait_for_function("() => window.gradwalk && window.gradwalk.graph")
                 for (n, modules), text in traces.items():

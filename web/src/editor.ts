@@ -147,6 +147,7 @@ export interface EditorOptions {
 export class Editor {
   readonly view: EditorView;
   private hovered: number | null = null;
+  private current: number | null = null;
 
   constructor(readonly root: HTMLElement, options: EditorOptions) {
     const runKeys = keymap.of([
@@ -221,6 +222,9 @@ export class Editor {
 
   /** Mark the line the current step or op came from, and scroll it into view. */
   setCurrent(line: number | null): void {
+    // Stepping through one line's nodes must not cost an editor update (and a reflow) each.
+    if (line === this.current) return;
+    this.current = line;
     const effects: StateEffect<unknown>[] = [setMarks.of({ current: line })];
     if (line !== null && line >= 1 && line <= this.view.state.doc.lines) {
       effects.push(EditorView.scrollIntoView(this.view.state.doc.line(line).from, { y: "nearest" }));

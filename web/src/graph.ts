@@ -5,15 +5,15 @@
 // Level of detail: small graphs get ELK's layered layout (in a worker); big ones get
 // Cytoscape's breadth-first layout, module groups folded, edge labels dropped, and labels
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts).
-import cytoscape, { type Core, type EdgeSingular, type ElementDefinition, type NodeSingular } from "cytoscape";
+import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
 import { h } from "./dom";
-import { buildGraph, type GEdge, type GNode, groupId, tensorNodeLabel } from "./graph-build";
+import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
+import { foldToFit, levelCounts } from "./graph-lod";
+import { bannerText, StepPainter } from "./graph-steps";
 import { graphStyle } from "./graph-style";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
-import { rootLabel } from "./naming";
 import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
-import { fmtShort } from "./values";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
 const FOLD_ABOVE = ELK_MAX_NODES;
@@ -29,37 +29,6 @@ export interface LayoutInfo {
   nodes: number;
   edges: number;
   layout: "elk" | "breadthfirst";
-}
-
-type StepClass = "idle" | "pending" | "done" | "current";
-
-/** How many breadth-first levels a graph has from its roots, and the most nodes on one. */
-function levelCounts(roots: string[], edges: GEdge[]): { levels: number; widest: number } {
-  const out = new Map<string, string[]>();
-  for (const e of edges) {
-    const list = out.get(e.source);
-    if (list) list.push(e.target);
-    else out.set(e.source, [e.target]);
-  }
-  const seen = new Set(roots);
-  let frontier = roots;
-  let levels = 0;
-  let widest = 1;
-  while (frontier.length) {
-    levels += 1;
-    widest = Math.max(widest, frontier.length);
-    const next: string[] = [];
-    for (const id of frontier) {
-      for (const t of out.get(id) ?? []) {
-        if (!seen.has(t)) {
-          seen.add(t);
-          next.push(t);
-        }
-      }
-    }
-    frontier = next;
-  }
-  return { levels, widest };
 }
 
 /**
@@ -92,14 +61,8 @@ export class GraphView {
   private dirtySince = 0;
   private userMoved = false;
   private laidOut = false;
-  private stepClass = new Map<string, string>();
-  private edgeLabel = new Map<string, string>();
   private linked: string[] = [];
-  /** What applyState last showed, so a step can update only what changed. */
-  private shown: { entry: StepEntry | null; scrub: number | null } | null = null;
-  /** grad_fn node id -> ids of its outgoing grad edges; -> ids of its saved chips. */
-  private edgesFrom = new Map<number, string[]>();
-  private chipsOf = new Map<number, string[]>();
+  private readonly painter: StepPainter;
   private waiters: ((info: LayoutInfo) => void)[] = [];
   lastLayout: LayoutInfo | null = null;
 
@@ -108,6 +71,19 @@ export class GraphView {
     private model: TraceModel,
     readonly store: Store,
   ) {
+    const view = this;
+    this.painter = new StepPainter({
+      get cy() {
+        return view.cy;
+      },
+      get model() {
+        return view.model;
+      },
+      get big() {
+        return view.big;
+      },
+      elementOfNode: (id) => this.elementOfNode(id),
+    });
     root.classList.add("gw-graph");
     this.savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
     this.savedToggle.addEventListener("change", () => {
@@ -155,8 +131,7 @@ export class GraphView {
     this.savedTouched = false;
     this.laidOut = false;
     this.userMoved = false;
-    this.stepClass.clear();
-    this.edgeLabel.clear();
+    this.painter.reset();
     this.elements.clear();
     this.createCy(false);
     model.subscribe(() => this.schedule());
@@ -203,9 +178,7 @@ export class GraphView {
       pixelRatio: big ? 1 : "auto",
     });
     this.elements.clear();
-    this.stepClass.clear();
-    this.edgeLabel.clear();
-    this.shown = null;
+    this.painter.reset();
     const cy = this.cy;
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
@@ -254,30 +227,8 @@ export class GraphView {
       this.showSaved = n <= 10;
       this.savedToggle.checked = this.showSaved;
     }
-    if (!this.collapseTouched) this.collapsed = n > FOLD_ABOVE ? this.foldToFit(FOLD_ABOVE) : new Set();
+    if (!this.collapseTouched) this.collapsed = n > FOLD_ABOVE ? foldToFit(this.model, FOLD_ABOVE) : new Set();
     this.root.classList.toggle("gw-has-modules", this.model.modulePaths.size > 0);
-  }
-
-  /** The deepest module level whose folding brings the graph under `limit` nodes. */
-  private foldToFit(limit: number): Set<string> {
-    const paths = [...this.model.modulePaths];
-    if (!paths.length) return new Set();
-    const depth = (p: string) => p.split(".").length;
-    const maxDepth = Math.max(...paths.map(depth));
-    const perPath = new Map<string, number>();
-    let loose = 0;
-    for (const node of this.model.nodes.values()) {
-      if (node.module_path) perPath.set(node.module_path, (perPath.get(node.module_path) ?? 0) + 1);
-      else loose++;
-    }
-    let chosen = new Set<string>();
-    for (let d = maxDepth; d >= 1; d--) {
-      chosen = new Set(paths.filter((p) => depth(p) === d));
-      let count = loose + chosen.size;
-      for (const [p, c] of perPath) if (depth(p) < d) count += c;
-      if (count <= limit) break;
-    }
-    return chosen;
   }
 
   private setCollapsed(paths: Set<string>): void {
@@ -315,7 +266,7 @@ export class GraphView {
         layout = await this.layout(built.nodes, built.edges, layoutNodes);
         this.cy.nodes(".unplaced").removeClass("unplaced");
       }
-      this.shown = null;
+      this.painter.index(built.nodes, built.edges);
       this.applyState(this.store.state);
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
@@ -339,16 +290,8 @@ export class GraphView {
   private sync(nodes: GNode[], edges: GEdge[]): boolean {
     const cy = this.cy;
     const want = new Map<string, GNode | GEdge>();
-    this.edgesFrom.clear();
-    this.chipsOf.clear();
-    for (const n of nodes) {
-      want.set(n.id, n);
-      if (n.owner !== undefined) this.chipsOf.set(n.owner, [...(this.chipsOf.get(n.owner) ?? []), n.id]);
-    }
-    for (const e of edges) {
-      want.set(e.id, e);
-      if (e.from !== undefined) this.edgesFrom.set(e.from, [...(this.edgesFrom.get(e.from) ?? []), e.id]);
-    }
+    for (const n of nodes) want.set(n.id, n);
+    for (const e of edges) want.set(e.id, e);
     let structural = false;
     cy.batch(() => {
       for (const [id, old] of this.elements) {
@@ -356,8 +299,7 @@ export class GraphView {
         if (!next || ("parent" in old && "parent" in next && old.parent !== next.parent)) {
           cy.getElementById(id).remove();
           this.elements.delete(id);
-          this.stepClass.delete(id);
-          this.edgeLabel.delete(id);
+          this.painter.forget(id);
           structural = true;
         }
       }
@@ -381,7 +323,7 @@ export class GraphView {
           structural = true;
         } else if (old.label !== e.label) {
           cy.getElementById(e.id).data({ shape: e.label });
-          this.edgeLabel.delete(e.id);
+          this.painter.forget(e.id);
         }
         this.elements.set(e.id, e);
       }
@@ -478,95 +420,19 @@ export class GraphView {
     if (changed.has("selection")) this.applySelection(state);
   }
 
+  private applyState(state: ViewState): void {
+    const entry = this.backwardStep(state);
+    const { changed } = this.painter.paint(entry, entry ? null : state.op);
+    const text = bannerText(this.model, entry);
+    this.banner.textContent = text;
+    this.banner.hidden = !text;
+    if (entry && changed) this.follow(entry);
+  }
+
   /** The step shown on the graph: the stepper's when the stepper is open. */
   private backwardStep(state: ViewState): StepEntry | null {
     if (state.view !== "stepper" || state.step === null) return null;
     return this.model.timeline[state.step] ?? null;
-  }
-
-  private applyState(state: ViewState): void {
-    const entry = this.backwardStep(state);
-    const scrub = entry ? null : state.op;
-    const prev = this.shown;
-    this.shown = { entry, scrub };
-    const cy = this.cy;
-    cy.batch(() => {
-      const touched = prev ? this.touchedBetween(prev, entry, scrub) : null;
-      if (touched) {
-        for (const id of touched) {
-          const el = cy.getElementById(id);
-          if (!el.nonempty()) continue;
-          if (el.isNode()) this.updateNode(el, entry, scrub);
-          else this.updateEdge(el, entry);
-        }
-      } else {
-        cy.nodes().forEach((el) => this.updateNode(el, entry, scrub));
-        cy.edges().forEach((el) => this.updateEdge(el, entry));
-      }
-    });
-    this.updateBanner(entry);
-    if (entry && entry !== prev?.entry) this.follow(entry);
-  }
-
-  /**
-   * The elements whose look changes between two stepper positions of one backward call:
-   * the nodes run in between, their leaves and their outgoing edges. Null when
-   * everything must be looked at (another call, the end of a call, the scrubber).
-   */
-  private touchedBetween(prev: { entry: StepEntry | null; scrub: number | null }, entry: StepEntry | null, scrub: number | null): Set<string> | null {
-    const a = prev.entry;
-    if (!a || !entry || scrub !== null || prev.scrub !== null) return null;
-    if (a.backward !== entry.backward || a.kind === "end" || entry.kind === "end") return null;
-    const call = this.model.backward(entry.backward);
-    if (!call) return null;
-    const first = call.entries[0].index;
-    const ids = new Set<string>();
-    for (let i = Math.min(a.index, entry.index); i <= Math.max(a.index, entry.index); i++) {
-      const exec = call.entries[i - first]?.exec;
-      if (!exec) continue;
-      const el = this.elementOfNode(exec.node);
-      if (el) ids.add(el);
-      const node = this.model.node(exec.node);
-      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.add(`t${node.tensor}`);
-      for (const e of this.edgesFrom.get(exec.node) ?? []) ids.add(e);
-      for (const owner of this.chipsOf.get(exec.node) ?? []) ids.add(owner);
-    }
-    return ids;
-  }
-
-  private updateNode(el: NodeSingular, entry: StepEntry | null, scrub: number | null): void {
-    const d = el.data() as GNode;
-    // Opacity on a compound node would fade everything inside it: groups stay plain.
-    if (d.kind === "group") return;
-    const cls = entry ? this.nodeStepClass(d, entry) : "";
-    const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
-    const want = (future ? "future " : "") + cls;
-    if ((this.stepClass.get(d.id) ?? "") !== want) {
-      el.removeClass("future idle pending done current freed");
-      if (want) el.addClass(want);
-      this.stepClass.set(d.id, want);
-    }
-    if (d.kind === "leaf" || d.kind === "param") this.setLeafLabel(el, d, entry);
-  }
-
-  private updateEdge(el: EdgeSingular, entry: StepEntry | null): void {
-    const d = el.data() as GEdge & { shape: string };
-    let label = d.shape;
-    let cls = "";
-    if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
-      const ran = this.model.backward(entry.backward)?.byNode.get(d.from);
-      if (ran && ran.index <= entry.index && ran.exec) {
-        label = this.big ? "" : fmtShort(ran.exec.grad_out[d.slot]);
-        cls = ran.index === entry.index ? "flowing" : "flowed";
-      }
-    }
-    const key = `${cls}|${label}`;
-    if (this.edgeLabel.get(d.id) !== key) {
-      el.removeClass("flowing flowed");
-      if (cls) el.addClass(cls);
-      el.data("label", label);
-      this.edgeLabel.set(d.id, key);
-    }
   }
 
   /** Bring the stepper's node into view when it is outside (big graphs are not all visible). */
@@ -581,97 +447,6 @@ export class GraphView {
     if (p.x > margin && p.y > margin && p.x < this.cy.width() - margin && p.y < this.cy.height() - margin) return;
     if (this.big) this.cy.center(el);
     else this.cy.animate({ center: { eles: el } }, { duration: 200 });
-  }
-
-  private nodeStepClass(d: GNode, entry: StepEntry): StepClass | `${StepClass} freed` {
-    const call = this.model.backward(entry.backward);
-    if (!call) return "idle";
-    const ids: number[] =
-      d.node !== undefined
-        ? [d.node]
-        : d.kind === "collapsed" && d.path
-          ? this.membersOf(d.path)
-          : d.owner !== undefined
-            ? [d.owner]
-            : d.tensor !== undefined
-              ? [this.model.accumulatorOf(d.tensor)].filter((x): x is number => x !== undefined)
-              : [];
-    let best: StepClass = "idle";
-    let freed = false;
-    for (const id of ids) {
-      const ran = call.byNode.get(id);
-      if (!ran) {
-        if (this.wasFreed(id, entry)) freed = true;
-        continue;
-      }
-      if (ran.index === entry.index) best = "current";
-      else if (ran.index < entry.index && best !== "current") best = "done";
-      else if (best === "idle") best = "pending";
-    }
-    if (entry.kind === "end" && call.finished?.graph_freed && best === "done" && d.kind !== "leaf" && d.kind !== "param") freed = true;
-    return freed ? `${best} freed` : best;
-  }
-
-  private memberCache = new Map<string, number[]>();
-  private membersOf(path: string): number[] {
-    const cached = this.memberCache.get(path);
-    if (cached && cached.length) return cached;
-    const out: number[] = [];
-    for (const n of this.model.nodes.values()) {
-      if (n.module_path && (n.module_path === path || n.module_path.startsWith(`${path}.`))) out.push(n.id);
-    }
-    this.memberCache.set(path, out);
-    return out;
-  }
-
-  /** Whether node `id` ran in an earlier backward call that freed the graph before `entry`. */
-  private wasFreed(id: number, entry: StepEntry): boolean {
-    for (const call of this.model.backwards) {
-      if (call.index >= entry.backward) break;
-      if (call.finished?.graph_freed && call.byNode.has(id) && this.model.node(id)?.name !== "AccumulateGrad") return true;
-    }
-    return false;
-  }
-
-  private setLeafLabel(el: NodeSingular, d: GNode, entry: StepEntry | null): void {
-    const lines = tensorNodeLabel(this.model, d.tensor!);
-    if (entry) {
-      let after: string | null = null;
-      for (const acc of this.model.accumulationsOf(d.tensor!)) {
-        const ran = this.model.backward(acc.backward)?.byNode.get(acc.node);
-        if (ran && ran.index <= entry.index) after = fmtShort(acc.after);
-      }
-      lines.push(`.grad ${after ?? "None"}`);
-    }
-    const label = lines.join("\n");
-    if (el.data("label") !== label) el.data("label", label);
-  }
-
-  private updateBanner(entry: StepEntry | null): void {
-    let text = "";
-    if (entry?.kind === "end" && entry.finished) {
-      const f = entry.finished;
-      const root = rootLabel(this.model, entry.backward);
-      if (!f.ok) text = this.failureText(entry.backward);
-      else if (f.graph_freed) text = `Graph freed: ${root}.backward() released the saved tensors. A second backward() through it needs retain_graph=True.`;
-      else text = `Graph kept (retain_graph=True): it can be walked again.`;
-    }
-    this.banner.textContent = text;
-    this.banner.hidden = !text;
-  }
-
-  /** Why a backward call failed, when the trace shows it: an earlier call freed its graph. */
-  private failureText(index: number): string {
-    const m = this.model;
-    const call = m.backward(index);
-    const where = call?.start.line ? ` at line ${call.start.line}` : "";
-    const rootFn = call ? m.gradFnOfTensor(call.start.roots[0]) : undefined;
-    const freer = m.backwards.find((b) => b.index < index && b.finished?.graph_freed && rootFn !== undefined && b.byNode.has(rootFn));
-    if (freer) {
-      const at = freer.start.line ? ` at line ${freer.start.line}` : "";
-      return `backward()${where} failed: the backward()${at} already freed this graph (its saved tensors are gone).`;
-    }
-    return `backward()${where} failed: see the output panel.`;
   }
 
   private applyLinks(state: ViewState): void {
@@ -722,7 +497,7 @@ export class GraphView {
     if (d.node !== undefined) this.store.set({ hover: linksOfNode(this.model, d.node) });
     else if (d.tensor !== undefined) this.store.set({ hover: linksOfTensor(this.model, d.tensor) });
     else if (d.path) {
-      const nodes = this.membersOf(d.path);
+      const nodes = this.painter.membersOf(d.path);
       this.store.set({ hover: { lines: [], ops: [], nodes } });
     }
   }

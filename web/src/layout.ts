@@ -90,8 +90,13 @@ export function elkAvailable(): boolean {
   return engine() !== null;
 }
 
-/** Lay out nodes (with module groups as compounds) and edges; resolve with node centres. */
-export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[]): Promise<Positions> {
+/**
+ * Lay out nodes (with module groups as compounds) and edges; resolve with node centres.
+ * A layout still running after `budgetMs` is abandoned (its worker is stopped, a fresh one
+ * serves the next call) and the promise rejects, so the caller can fall back: a live graph
+ * must not wait on ELK working through a big intermediate graph.
+ */
+export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budgetMs = 5000): Promise<Positions> {
   const e = engine();
   if (!e) throw new Error("ELK is not available on this page");
   const elkNodes = new Map<string, ElkNode>();
@@ -117,9 +122,17 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[]): Promi
     .map((x): ElkExtendedEdge => ({ id: x.id, sources: [x.source], targets: [x.target] }));
   const result = await new Promise<ElkNode>((resolve, reject) => {
     waiting.add(reject);
+    const timer = setTimeout(() => {
+      e.terminateWorker();
+      if (elk === e) elk = null;
+      reject(new Error(`ELK took more than ${budgetMs} ms`));
+    }, budgetMs);
     e.layout(root)
       .then(resolve, reject)
-      .finally(() => waiting.delete(reject));
+      .finally(() => {
+        clearTimeout(timer);
+        waiting.delete(reject);
+      });
   });
   const positions: Positions = new Map();
   const walk = (node: ElkNode, ox: number, oy: number) => {

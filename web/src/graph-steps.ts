@@ -1,0 +1,240 @@
+// How the graph looks at one position of the stepper or the scrubber: which nodes ran, which
+// one runs now, the gradient on each edge, each leaf's .grad, what was freed. A step
+// restyles only what it changes (a big graph has thousands of elements).
+import type { Core, EdgeSingular, NodeSingular } from "cytoscape";
+import type { GEdge, GNode } from "./graph-build";
+import { tensorNodeLabel } from "./graph-build";
+import { rootLabel } from "./naming";
+import type { StepEntry, TraceModel } from "./trace-model";
+import { fmtShort } from "./values";
+
+type StepClass = "idle" | "pending" | "done" | "current";
+
+interface Shown {
+  entry: StepEntry | null;
+  scrub: number | null;
+}
+
+/** What the painter needs from the graph view. */
+export interface PainterHost {
+  readonly cy: Core;
+  readonly model: TraceModel;
+  /** Big graphs carry no gradient labels on edges. */
+  readonly big: boolean;
+  /** The element a grad_fn node is drawn as (itself, or the folded group holding it). */
+  elementOfNode(nodeId: number): string | null;
+}
+
+export class StepPainter {
+  private stepClass = new Map<string, string>();
+  private edgeLabel = new Map<string, string>();
+  private shown: Shown | null = null;
+  private memberCache = new Map<string, number[]>();
+  /** grad_fn node id -> ids of its outgoing grad edges; -> ids of its saved chips. */
+  private edgesFrom = new Map<number, string[]>();
+  private chipsOf = new Map<number, string[]>();
+
+  constructor(private readonly host: PainterHost) {}
+
+  /** Forget everything painted (new elements, a new Cytoscape instance, a new model). */
+  reset(): void {
+    this.stepClass.clear();
+    this.edgeLabel.clear();
+    this.shown = null;
+    this.memberCache.clear();
+  }
+
+  /** Index the built elements (call after each rebuild); the next paint looks at all. */
+  index(nodes: GNode[], edges: GEdge[]): void {
+    this.edgesFrom.clear();
+    this.chipsOf.clear();
+    for (const n of nodes) {
+      if (n.owner !== undefined) this.chipsOf.set(n.owner, [...(this.chipsOf.get(n.owner) ?? []), n.id]);
+    }
+    for (const e of edges) {
+      if (e.from !== undefined) this.edgesFrom.set(e.from, [...(this.edgesFrom.get(e.from) ?? []), e.id]);
+    }
+    this.shown = null;
+  }
+
+  /** Forget one element (it was removed from the graph). */
+  forget(id: string): void {
+    this.stepClass.delete(id);
+    this.edgeLabel.delete(id);
+  }
+
+  /** Paint the graph at stepper position `entry` (or, with no entry, at scrubber op `scrub`). */
+  paint(entry: StepEntry | null, scrub: number | null): { changed: boolean } {
+    const prev = this.shown;
+    this.shown = { entry, scrub };
+    const cy = this.host.cy;
+    cy.batch(() => {
+      const touched = prev ? this.touchedBetween(prev, entry, scrub) : null;
+      if (touched) {
+        for (const id of touched) {
+          const el = cy.getElementById(id);
+          if (!el.nonempty()) continue;
+          if (el.isNode()) this.updateNode(el, entry, scrub);
+          else this.updateEdge(el as EdgeSingular, entry);
+        }
+      } else {
+        cy.nodes().forEach((el) => this.updateNode(el, entry, scrub));
+        cy.edges().forEach((el) => this.updateEdge(el, entry));
+      }
+    });
+    return { changed: entry !== prev?.entry };
+  }
+
+  /**
+   * The elements whose look changes between two stepper positions of one backward call:
+   * the nodes run in between, their leaves and their outgoing edges. Null when
+   * everything must be looked at (another call, the end of a call, the scrubber).
+   */
+  private touchedBetween(prev: Shown, entry: StepEntry | null, scrub: number | null): Set<string> | null {
+    const a = prev.entry;
+    if (!a || !entry || scrub !== null || prev.scrub !== null) return null;
+    if (a.backward !== entry.backward || a.kind === "end" || entry.kind === "end") return null;
+    const model = this.host.model;
+    const call = model.backward(entry.backward);
+    if (!call) return null;
+    const first = call.entries[0].index;
+    const ids = new Set<string>();
+    for (let i = Math.min(a.index, entry.index); i <= Math.max(a.index, entry.index); i++) {
+      const exec = call.entries[i - first]?.exec;
+      if (!exec) continue;
+      const el = this.host.elementOfNode(exec.node);
+      if (el) ids.add(el);
+      const node = model.node(exec.node);
+      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.add(`t${node.tensor}`);
+      for (const e of this.edgesFrom.get(exec.node) ?? []) ids.add(e);
+      for (const chip of this.chipsOf.get(exec.node) ?? []) ids.add(chip);
+    }
+    return ids;
+  }
+
+  private updateNode(el: NodeSingular, entry: StepEntry | null, scrub: number | null): void {
+    const d = el.data() as GNode;
+    // Opacity on a compound node would fade everything inside it: groups stay plain.
+    if (d.kind === "group") return;
+    const cls = entry ? this.nodeStepClass(d, entry) : "";
+    const future = scrub !== null && d.op !== null && d.op !== undefined && d.op > scrub;
+    const want = (future ? "future " : "") + cls;
+    if ((this.stepClass.get(d.id) ?? "") !== want) {
+      el.removeClass("future idle pending done current freed");
+      if (want) el.addClass(want);
+      this.stepClass.set(d.id, want);
+    }
+    if (d.kind === "leaf" || d.kind === "param") this.setLeafLabel(el, d, entry);
+  }
+
+  private updateEdge(el: EdgeSingular, entry: StepEntry | null): void {
+    const d = el.data() as GEdge & { shape: string };
+    let label = d.shape;
+    let cls = "";
+    if (entry && d.kind === "grad" && d.from !== undefined && d.slot !== undefined) {
+      const ran = this.host.model.backward(entry.backward)?.byNode.get(d.from);
+      if (ran && ran.index <= entry.index && ran.exec) {
+        label = this.host.big ? "" : fmtShort(ran.exec.grad_out[d.slot]);
+        cls = ran.index === entry.index ? "flowing" : "flowed";
+      }
+    }
+    const key = `${cls}|${label}`;
+    if (this.edgeLabel.get(d.id) !== key) {
+      el.removeClass("flowing flowed");
+      if (cls) el.addClass(cls);
+      el.data("label", label);
+      this.edgeLabel.set(d.id, key);
+    }
+  }
+
+  private nodeStepClass(d: GNode, entry: StepEntry): StepClass | `${StepClass} freed` {
+    const model = this.host.model;
+    const call = model.backward(entry.backward);
+    if (!call) return "idle";
+    const ids: number[] =
+      d.node !== undefined
+        ? [d.node]
+        : d.kind === "collapsed" && d.path
+          ? this.membersOf(d.path)
+          : d.owner !== undefined
+            ? [d.owner]
+            : d.tensor !== undefined
+              ? [model.accumulatorOf(d.tensor)].filter((x): x is number => x !== undefined)
+              : [];
+    let best: StepClass = "idle";
+    let freed = false;
+    for (const id of ids) {
+      const ran = call.byNode.get(id);
+      if (!ran) {
+        if (this.wasFreed(id, entry)) freed = true;
+        continue;
+      }
+      if (ran.index === entry.index) best = "current";
+      else if (ran.index < entry.index && best !== "current") best = "done";
+      else if (best === "idle") best = "pending";
+    }
+    if (entry.kind === "end" && call.finished?.graph_freed && best === "done" && d.kind !== "leaf" && d.kind !== "param") freed = true;
+    return freed ? `${best} freed` : best;
+  }
+
+  /** The grad_fn nodes inside module `path` (for a folded group). */
+  membersOf(path: string): number[] {
+    const cached = this.memberCache.get(path);
+    if (cached && cached.length) return cached;
+    const out: number[] = [];
+    for (const n of this.host.model.nodes.values()) {
+      if (n.module_path && (n.module_path === path || n.module_path.startsWith(`${path}.`))) out.push(n.id);
+    }
+    this.memberCache.set(path, out);
+    return out;
+  }
+
+  /** Whether node `id` ran in an earlier backward call that freed the graph before `entry`. */
+  private wasFreed(id: number, entry: StepEntry): boolean {
+    const model = this.host.model;
+    for (const call of model.backwards) {
+      if (call.index >= entry.backward) break;
+      if (call.finished?.graph_freed && call.byNode.has(id) && model.node(id)?.name !== "AccumulateGrad") return true;
+    }
+    return false;
+  }
+
+  private setLeafLabel(el: NodeSingular, d: GNode, entry: StepEntry | null): void {
+    const model = this.host.model;
+    const lines = tensorNodeLabel(model, d.tensor!);
+    if (entry) {
+      let after: string | null = null;
+      for (const acc of model.accumulationsOf(d.tensor!)) {
+        const ran = model.backward(acc.backward)?.byNode.get(acc.node);
+        if (ran && ran.index <= entry.index) after = fmtShort(acc.after);
+      }
+      lines.push(`.grad ${after ?? "None"}`);
+    }
+    const label = lines.join("\n");
+    if (el.data("label") !== label) el.data("label", label);
+  }
+}
+
+/** The note shown over the graph at the end of a backward call ("" for none). */
+export function bannerText(model: TraceModel, entry: StepEntry | null): string {
+  if (entry?.kind !== "end" || !entry.finished) return "";
+  const f = entry.finished;
+  if (!f.ok) return failureText(model, entry.backward);
+  if (f.graph_freed) {
+    return `Graph freed: ${rootLabel(model, entry.backward)}.backward() released the saved tensors. A second backward() through it needs retain_graph=True.`;
+  }
+  return "Graph kept (retain_graph=True): it can be walked again.";
+}
+
+/** Why a backward call failed, when the trace shows it: an earlier call freed its graph. */
+function failureText(model: TraceModel, index: number): string {
+  const call = model.backward(index);
+  const where = call?.start.line ? ` at line ${call.start.line}` : "";
+  const rootFn = call ? model.gradFnOfTensor(call.start.roots[0]) : undefined;
+  const freer = model.backwards.find((b) => b.index < index && b.finished?.graph_freed && rootFn !== undefined && b.byNode.has(rootFn));
+  if (freer) {
+    const at = freer.start.line ? ` at line ${freer.start.line}` : "";
+    return `backward()${where} failed: the backward()${at} already freed this graph (its saved tensors are gone).`;
+  }
+  return `backward()${where} failed: see the output panel.`;
+}
