@@ -9,6 +9,10 @@ import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValue } from "./values";
 
 const SPEEDS = [0.5, 1, 2, 4];
+/** Walks longer than this show a window of WALK_WINDOW entries around the step. */
+const WALK_ALL = 400;
+const WALK_WINDOW = 200;
+const WALK_MARGIN = 20;
 
 export class StepperView {
   private readonly calls: HTMLElement;
@@ -22,7 +26,8 @@ export class StepperView {
   private playing = 0;
   private unsubscribe: () => void = () => {};
   private renderedCall = -1;
-  private renderedLength = 0;
+  /** The entries of the shown call that are in the list (all, or a window around the step). */
+  private window = { lo: 0, hi: 0 };
   private walkItems: HTMLElement[] = [];
   private marked: number | null = null;
 
@@ -73,7 +78,6 @@ export class StepperView {
     this.stop();
     this.model = model;
     this.renderedCall = -1;
-    this.renderedLength = 0;
     this.unsubscribe = model.subscribe((batch) => {
       if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated")) this.render();
     });
@@ -254,39 +258,57 @@ export class StepperView {
   }
 
   private renderWalk(entry: StepEntry): void {
-    const m = this.model;
-    const call = m.backward(entry.backward)!;
+    const call = this.model.backward(entry.backward)!;
+    const n = call.entries.length;
+    const now = entry.index - call.entries[0].index;
     if (this.renderedCall !== call.index) {
       this.renderedCall = call.index;
-      this.renderedLength = 0;
-      this.walkItems = [];
+      this.window = { lo: 0, hi: 0 };
       this.walk.replaceChildren();
+      this.walkItems = [];
       this.marked = null;
     }
-    // A live run adds entries: append them (the list of a big graph has thousands).
-    if (this.renderedLength < call.entries.length) {
-      const items = call.entries.slice(this.renderedLength).map((e) => this.walkItem(e));
-      this.walkItems.push(...items.map((li) => li.firstElementChild as HTMLElement));
-      this.walk.append(...items);
-      this.renderedLength = call.entries.length;
+    if (n <= WALK_ALL) {
+      // A live run adds entries: append them.
+      if (this.window.hi < n) {
+        this.appendItems(call.entries.slice(this.window.hi));
+        this.window.hi = n;
+      }
+    } else if (now < this.window.lo || now >= this.window.hi || (now < this.window.lo + WALK_MARGIN && this.window.lo > 0) || (now >= this.window.hi - WALK_MARGIN && this.window.hi < n)) {
+      // Thousands of entries cost every frame a long restyle: show a window around the step.
+      const lo = Math.max(0, Math.min(now - WALK_WINDOW / 2, n - WALK_WINDOW));
+      this.window = { lo, hi: Math.min(n, lo + WALK_WINDOW) };
+      this.walk.replaceChildren();
+      this.walkItems = [];
+      this.marked = null;
+      if (lo > 0) this.walk.append(h("li", { class: "gw-walk-more", text: `… ${lo} earlier` }));
+      this.appendItems(call.entries.slice(lo, this.window.hi));
+      if (this.window.hi < n) this.walk.append(h("li", { class: "gw-walk-more", text: `… ${n - this.window.hi} more` }));
     }
     // Move the marks from the last position to this one, touching only the items between.
-    const first = call.entries[0].index;
-    const now = entry.index - first;
+    const at = now - this.window.lo;
     const before = this.marked ?? -1;
-    for (let i = Math.max(0, Math.min(before, now)); i <= Math.max(before, now) && i < this.walkItems.length; i++) {
-      this.walkItems[i].classList.toggle("done", i < now);
+    for (let i = Math.max(0, Math.min(before, at)); i <= Math.max(before, at) && i < this.walkItems.length; i++) {
+      this.walkItems[i].classList.toggle("done", i < at);
     }
     if (this.marked !== null) {
       const old = this.walkItems[this.marked];
       old?.classList.remove("current");
       old?.removeAttribute("aria-current");
     }
-    const item = this.walkItems[now];
+    const item = this.walkItems[at];
     item?.classList.add("current");
     item?.setAttribute("aria-current", "step");
-    this.marked = now;
+    this.marked = at;
     this.scrollToMarked();
+  }
+
+  private appendItems(entries: StepEntry[]): void {
+    const items = entries.map((e) => this.walkItem(e));
+    this.walkItems.push(...items.map((li) => li.firstElementChild as HTMLElement));
+    const more = this.walk.querySelector(".gw-walk-more:last-child");
+    if (more) more.before(...items);
+    else this.walk.append(...items);
   }
 
   /** Scroll the walk to the current item, once per frame (it forces a layout). */
