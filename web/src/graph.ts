@@ -11,7 +11,7 @@ import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { foldToFit, levelCounts } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
 import { graphStyle } from "./graph-style";
-import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
+import { ELK_MAX_NODES, elkAvailable, layoutElk, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 
@@ -121,6 +121,8 @@ export class GraphView {
     this.canvas.addEventListener("pointerdown", () => (this.userMoved = true));
     model.subscribe(() => this.schedule());
     this.schedule(0);
+    // Loading ELK's worker takes a second: do it while the user reads the code.
+    window.setTimeout(warmElk, 300);
   }
 
   /** Show another run's model. */

@@ -85,6 +85,12 @@ function engine(): InstanceType<typeof ELK> | null {
   return elk;
 }
 
+/** Start the worker and lay out a tiny graph, so the first real layout is not a cold start. */
+export function warmElk(): void {
+  if (!engine()) return;
+  layoutElk([{ id: "a", parent: null, width: 10, height: 10, compound: false }], []).catch(() => undefined);
+}
+
 /** Say whether the ELK worker can be used on this page. */
 export function elkAvailable(): boolean {
   return engine() !== null;
