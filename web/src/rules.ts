@@ -263,7 +263,7 @@ const RULES: Record<string, Rule> = {
   },
   Sum: {
     summary: () => "out = sum(a) · every element contributed once",
-    slots: (c, slot) => ({ sym: `grad copied to every element (${shapeText(shapeOfTarget(c, slot))})` }),
+    slots: (c, slot) => ({ sym: `grad copied to every element of ${shapeText(shapeOfTarget(c, slot))}` }),
   },
   Mean: {
     summary: () => "out = mean(a) · every element contributed 1/N",

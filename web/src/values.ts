@@ -62,9 +62,10 @@ export function fmtFactor(x: number): string {
   return x < 0 ? `(${fmt(x)})` : fmt(x);
 }
 
+/** A shape as shown everywhere: `scalar`, `[2]`, `[5×16]` (brackets keep `[2]` from reading as a value). */
 export function shapeText(shape: readonly number[] | null | undefined): string {
   if (!shape) return "?";
-  return shape.length === 0 ? "scalar" : shape.join("×");
+  return shape.length === 0 ? "scalar" : `[${shape.join("×")}]`;
 }
 
 /** A one-line description of a value: the number, a short list, or shape and statistics. */
@@ -74,9 +75,9 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
     const xs = v.flat.map(num);
     if (v.shape.length === 0 || xs.length === 1) return fmt(xs[0]);
     if (xs.length <= maxItems) return `[${xs.map(fmt).join(", ")}]`;
-    return `[${shapeText(v.shape)}] ‖·‖ ${fmt(norm(xs))}`;
+    return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
   }
-  const parts = [`[${shapeText(v.shape)}]`];
+  const parts = [shapeText(v.shape)];
   if (v.norm !== null) parts.push(`‖·‖ ${fmt(v.norm)}`);
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);
