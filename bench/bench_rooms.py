@@ -33,6 +33,9 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.serve import start_server
+
 ROOT = Path(__file__).resolve().parent.parent
 __all__ = ["broadcast", "main", "measure"]
 
@@ -162,20 +165,7 @@ def _lags(got: list[dict[int, float]], sent: dict[int, float]) -> tuple[list[flo
 
 
 def _start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    args = ["--host", "127.0.0.1", "--port", "0", "--db", str(db), "--workers", "1", "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradwalk.cli", "serve", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for raw in iter(proc.stdout.readline, b""):
-        line = raw.decode()
-        if line.startswith("gradwalk: open "):
-            return proc, line.split()[2].rstrip("/")
-    proc.kill()
-    raise RuntimeError("the server did not start")
+    return start_server(db)
 
 
 async def measure(viewers: int = 200, changes: int = 50, interval_s: float = 0.05) -> dict[str, Any]:

@@ -30,6 +30,9 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.serve import start_server
+
 ROOT = Path(__file__).resolve().parent.parent
 __all__ = ["main", "measure"]
 
@@ -44,21 +47,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _start_server(db: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
-    args = ["--host", "127.0.0.1", "--port", "0", "--db", str(db), "--workers", str(workers)]
-    args += ["--burst", "100000", "--rate", "100000", "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradwalk.cli", "serve", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for raw in iter(proc.stdout.readline, b""):
-        line = raw.decode()
-        if line.startswith("gradwalk: open "):
-            return proc, line.split()[2].rstrip("/")
-    proc.kill()
-    raise RuntimeError("the server did not start")
+    return start_server(db, "--burst", "100000", "--rate", "100000", workers=workers)
 
 
 async def _one_run(

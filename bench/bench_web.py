@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.serve import start_server
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -102,20 +105,7 @@ _STEP = """async ({ steps }) => {
 
 
 def _start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    args = ["--host", "127.0.0.1", "--port", "0", "--db", str(db), "--workers", "1", "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradwalk.cli", "serve", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for raw in iter(proc.stdout.readline, b""):
-        line = raw.decode()
-        if line.startswith("gradwalk: open "):
-            return proc, line.split()[2].rstrip("/")
-    proc.kill()
-    raise RuntimeError("the gradwalk server did not start (run it by hand: gradwalk serve --port 0)")
+    return start_server(db)
 
 
 def _ensure_bundle() -> None:
