@@ -150,11 +150,17 @@ class BackwardTracker:
         roots, seeds, retain, create = _backward_args(api, args, kwargs)
         index = self.calls
         self.calls += 1
-        if len(roots) == 1 and roots[0].numel() == 1:
-            try:
-                self.last_loss = float(roots[0].detach())
-            except (RuntimeError, ValueError):
-                self.last_loss = None
+        # gradwalk's own tensor work below is muted: called as torch.autograd.backward(...)
+        # (not through Tensor.backward) this runs with the tape mode active
+        rec.muted += 1
+        try:
+            if len(roots) == 1 and roots[0].numel() == 1:
+                try:
+                    self.last_loss = float(roots[0].detach())
+                except (RuntimeError, ValueError):
+                    self.last_loss = None
+        finally:
+            rec.muted -= 1
         frame, line, _, _ = rec.where()
         if index == 0:
             self.first_backward_line = line
@@ -168,12 +174,13 @@ class BackwardTracker:
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:
             rec.tensors.name_from(t, frame)
-        seed_values = [
-            rec.value_or_none(s)
-            if s is not None
-            else (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
-            for r, s in zip(roots, seeds, strict=False)
-        ]
+        with rec.mute():
+            seed_values = [
+                rec.value_or_none(s)
+                if s is not None
+                else (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
+                for r, s in zip(roots, seeds, strict=False)
+            ]
         rec.report_memory(line)
         rec.emit(
             dict(

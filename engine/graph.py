@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .tensors import dtype_name
+
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 __all__ = ["GraphRecorder"]
 
 _KEY = "gradwalk_id"
+_STRIDED = torch.strided
 _saved_attrs_by_type: dict[type, list[str]] = {}
 
 
@@ -101,110 +104,130 @@ class GraphRecorder:
         op: int | None,
         line: int | None,
         module_path: str | None,
-        op_tensors: list[tuple[torch.Tensor, int]],
-        outputs: list[torch.Tensor],
-        out_ids: list[int],
+        op_tensors: tuple[list[torch.Tensor], list[int], list[torch.Tensor], list[int]],
     ) -> None:
         """Send a ``node`` event for each discovered node and hook it for the backward walk.
 
-        ``op_tensors`` are the op's ``(tensor, id)`` pairs: autograd hands saved tensors back
-        as aliases, so they are matched to ids by storage and shape.
+        ``op_tensors`` is ``(inputs, input ids, outputs, output ids)`` of the op that made
+        the nodes: autograd hands saved tensors back as aliases, so they are matched to ids
+        by storage and shape.
         """
         rec = self._rec
-        produced = {
-            id(t.grad_fn): tid for t, tid in zip(outputs, out_ids, strict=True) if t.grad_fn is not None
-        }
+        outputs, out_ids = op_tensors[2], op_tensors[3]
+        produced: dict[int, int] = {}
+        for t, tid in zip(outputs, out_ids, strict=True):
+            fn = t.grad_fn
+            if fn is not None:
+                produced[id(fn)] = tid
+        live = self._live_ids
+        by_ptr: dict[int, list[tuple[Any, int]]] | None = None
+        watch = rec.backward.watch if rec.detail else None
         for node, nid in pending:
-            self._emit_node(node, nid, op, line, module_path, op_tensors, produced.get(id(node)))
-            if rec.detail:
-                rec.backward.watch(node, nid)
-
-    def _emit_node(
-        self,
-        node: Any,
-        nid: int,
-        op: int | None,
-        line: int | None,
-        module_path: str | None,
-        op_tensors: list[tuple[torch.Tensor, int]],
-        tensor_id: int | None,
-    ) -> None:
-        rec = self._rec
-        name = type(node).__name__
-        edges = [
-            {"node": self.node_id(n) if n is not None else None, "input_nr": nr}
-            for n, nr in node.next_functions
-        ]
-        saved: list[dict[str, Any]] = []
-        total = 0
-        if name == "AccumulateGrad":
-            tensor_id = rec.tensors.ensure(node.variable)
-        else:
-            for attr in _saved_attrs(node):
-                try:
-                    value = getattr(node, attr)
-                except RuntimeError:
-                    continue
-                sv = self._describe_saved(attr[7:], value, op_tensors)
-                if sv is not None:
+            cls = type(node)
+            name = cls.__name__
+            edges = []
+            for n, nr in node.next_functions:
+                if n is None:
+                    edges.append({"node": None, "input_nr": nr})
+                else:
+                    nxt = n.metadata.get(_KEY)
+                    edges.append({"node": nxt if nxt is not None and nxt in live else None, "input_nr": nr})
+            saved: list[dict[str, Any]] = []
+            total = 0
+            if name == "AccumulateGrad":
+                tensor_id: int | None = rec.tensors.ensure(node.variable)
+            else:
+                tensor_id = produced.get(id(node))
+                attrs = _saved_attrs_by_type.get(cls)
+                if attrs is None:
+                    attrs = _saved_attrs(node)
+                for attr in attrs:
+                    try:
+                        value = getattr(node, attr)
+                    except RuntimeError:
+                        continue
+                    if value is None:
+                        continue
+                    if isinstance(value, torch.Tensor):
+                        if by_ptr is None:
+                            by_ptr = _by_storage(op_tensors)
+                        sv = _describe_saved_tensor(attr[7:], value, by_ptr)
+                    else:
+                        sv = _describe_saved_other(attr[7:], value)
                     total += sv["bytes"]
                     saved.append(sv)
-        rec.emit(
-            {
-                "type": "node",
-                "id": nid,
-                "name": name,
-                "op": op,
-                "line": line,
-                "module_path": module_path,
-                "edges": edges,
-                "tensor": tensor_id,
-                "saved": saved,
-                "saved_bytes": total,
-            }
-        )
-
-    def _describe_saved(
-        self, name: str, value: Any, op_tensors: list[tuple[torch.Tensor, int]]
-    ) -> dict[str, Any] | None:
-        if isinstance(value, torch.Tensor):
-            tid = self._rec.tensors.known(value)
-            if tid is None and value.layout == torch.strided:
-                ptr, shape = value.data_ptr(), value.shape
-                tid = next(
-                    (
-                        i
-                        for t, i in op_tensors
-                        if t.layout == torch.strided and t.data_ptr() == ptr and t.shape == shape
-                    ),
-                    None,
-                )
-            nbytes = value.numel() * value.element_size()
-            return dict(
-                name=name,
-                tensor=tid,
-                shape=list(value.shape),
-                dtype=str(value.dtype).removeprefix("torch."),
-                bytes=nbytes,
-                scalar=None,
+            rec.emit(
+                {
+                    "type": "node",
+                    "id": nid,
+                    "name": name,
+                    "op": op,
+                    "line": line,
+                    "module_path": module_path,
+                    "edges": edges,
+                    "tensor": tensor_id,
+                    "saved": saved,
+                    "saved_bytes": total,
+                }
             )
-        if value is None:
-            return None
-        if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
-            nbytes = sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
-            return dict(
-                name=name, tensor=None, shape=None, dtype=None, bytes=nbytes, scalar=f"{len(value)} tensors"
-            )
-        text = repr(value)
-        return dict(
-            name=name,
-            tensor=None,
-            shape=None,
-            dtype=None,
-            bytes=0,
-            scalar=text if len(text) <= 80 else text[:77] + "...",
-        )
+            if watch is not None:
+                watch(node, nid)
 
     def forget(self) -> None:
         """Forget this run's ids, so nodes that outlive the run are not taken for recorded ones."""
         self._live_ids.clear()
+
+
+def _by_storage(
+    op_tensors: tuple[list[torch.Tensor], list[int], list[torch.Tensor], list[int]],
+) -> dict[int, list[tuple[Any, int]]]:
+    """Map each data pointer of an op's strided tensors to ``(shape, id)`` pairs."""
+    found: dict[int, list[tuple[Any, int]]] = {}
+    inputs, in_ids, outputs, out_ids = op_tensors
+    for tensors, ids in ((inputs, in_ids), (outputs, out_ids)):
+        for t, tid in zip(tensors, ids, strict=False):
+            if t.layout is _STRIDED:
+                found.setdefault(t.data_ptr(), []).append((t.shape, tid))
+    return found
+
+
+def _describe_saved_tensor(
+    name: str, value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int]]]
+) -> dict[str, Any]:
+    tid = None
+    if value.layout is _STRIDED:
+        shape = value.shape
+        for candidate_shape, candidate in by_ptr.get(value.data_ptr(), ()):
+            if candidate_shape == shape:
+                tid = candidate
+                break
+    return {
+        "name": name,
+        "tensor": tid,
+        "shape": list(value.shape),
+        "dtype": dtype_name(value.dtype),
+        "bytes": value.numel() * value.element_size(),
+        "scalar": None,
+    }
+
+
+def _describe_saved_other(name: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+        nbytes = sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
+        return {
+            "name": name,
+            "tensor": None,
+            "shape": None,
+            "dtype": None,
+            "bytes": nbytes,
+            "scalar": f"{len(value)} tensors",
+        }
+    text = repr(value)
+    return {
+        "name": name,
+        "tensor": None,
+        "shape": None,
+        "dtype": None,
+        "bytes": 0,
+        "scalar": text if len(text) <= 80 else text[:77] + "...",
+    }

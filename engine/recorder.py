@@ -40,7 +40,8 @@ Sink = Callable[[dict[str, Any]], None]
 # describes. Every dict is validated against the models where it leaves the engine:
 # engine.run.record() validates the whole trace, record_stream(validate=True) each event,
 # and the runner's parent process each frame. The tests validate every trace they record.
-_RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
+_RESERVED_EVENTS = 256
+_GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]  # room kept under the cap for the closing events (error, finals, run_finished)
 
 
 def _mode_on_top(mode: TapeMode) -> bool:
@@ -78,6 +79,7 @@ class Recorder:
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()
         self._max_ops = self.limits.max_ops
+        self._open_cap = self.limits.max_events - _RESERVED_EVENTS
 
     # --- events ---------------------------------------------------------------------
 
@@ -87,20 +89,23 @@ class Recorder:
         ``event`` is a JSON-ready dict shaped like one model of ``engine/events.py`` (see
         NOTE [Events as dicts]). ``closing`` events may use the room reserved under the cap.
         """
-        cap = self.limits.max_events - (0 if closing else _RESERVED_EVENTS)
-        if self.seq >= cap:
-            if self.dropped_events == 0 and not closing:
-                self._send(
-                    dict(
-                        type="limit",
-                        what="events",
-                        cap=self.limits.max_events,
-                        message=f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept",
-                    )
-                )
-            self.dropped_events += 1
+        seq = self.seq
+        if seq < self._open_cap or (closing and seq < self.limits.max_events):
+            event["seq"] = seq
+            event["t"] = time.perf_counter() - self.t0
+            self.seq = seq + 1
+            self._sink(event)
             return
-        self._send(event)
+        if self.dropped_events == 0 and not closing:
+            self._send(
+                {
+                    "type": "limit",
+                    "what": "events",
+                    "cap": self.limits.max_events,
+                    "message": f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept",
+                }
+            )
+        self.dropped_events += 1
 
     def _send(self, event: dict[str, Any]) -> None:
         event["seq"] = self.seq
@@ -186,30 +191,24 @@ class Recorder:
             self.dropped_ops += 1
             return
         short, api, inplace = op_names(func)
-        tensors = self.tensors
-        in_ids = [tensors.ensure(t, line=line, frame=frame) for t in inputs]
-        input_objs = {id(t) for t in inputs}
-        mode = (
-            "grad"
-            if torch.is_grad_enabled()
-            else ("inference_mode" if torch.is_inference_mode_enabled() else "no_grad")
-        )
+        ensure = self.tensors.ensure
+        in_ids = [ensure(t, line=line, frame=frame) for t in inputs]
+        if torch.is_grad_enabled():
+            mode = "grad"
+            pending = self.graph.discover(outputs)
+        else:
+            mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
+            pending = []
         path = self.modules.current_path
-        pending = self.graph.discover(outputs) if mode == "grad" else []
-        aliased = bool(input_objs) and any(id(t) in input_objs for t in outputs)
-        out_ids = [
-            tensors.ensure(t, op=index, line=line, fresh=inplace or id(t) in input_objs) for t in outputs
-        ]
+        out_ids = []
+        aliased = False
+        input_objs = {id(t) for t in inputs} if inputs else ()
+        for t in outputs:
+            is_input = id(t) in input_objs
+            aliased = aliased or is_input
+            out_ids.append(ensure(t, op=index, line=line, fresh=inplace or is_input))
         if pending:
-            self.graph.emit(
-                pending,
-                index,
-                line,
-                path,
-                [*zip(inputs, in_ids, strict=False), *zip(outputs, out_ids, strict=False)],
-                outputs,
-                out_ids,
-            )
+            self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, out_ids))
         self.emit(
             {
                 "type": "op",
@@ -252,13 +251,17 @@ class Recorder:
         self.active = True
         self._gc_threshold = gc.get_threshold()
         # NOTE [Garbage collection while recording]
-        # Recording creates many small long-lived objects (events, hooks); with torch's own
-        # ~10^5 objects in the oldest generation, every full collection then rescans them
-        # all and dominated long loops (3-4x of the run). Freezing what exists before the
-        # run and collecting the young generation less often keeps that away; both are
-        # undone on exit, so a snippet's cyclic garbage is collected later, never leaked.
+        # Recording keeps many small objects alive (events, node hooks, torch's hook dicts
+        # and handles), and a collection of the young generation costs ~0.7 us per live
+        # object here: at the default thresholds the collector took a quarter of a detailed
+        # run, rescanning the same objects again and again. So, as ``timeit`` does, the
+        # recorder keeps the collector out of the run: what exists before it is frozen and
+        # the young generation is collected only after 1,000,000 net new objects (a
+        # safety valve for snippets that make cyclic garbage in long loops). Both are undone
+        # on exit (the run's objects then join the oldest generation without a scan, as
+        # long-lived data does), so cyclic garbage is collected later, never leaked.
         gc.freeze()
-        gc.set_threshold(max(self._gc_threshold[0], 50_000), *self._gc_threshold[1:])
+        gc.set_threshold(max(self._gc_threshold[0], _GC_YOUNG_THRESHOLD), *self._gc_threshold[1:])
         try:
             self.modules.install()
             self.memory.install()
@@ -275,8 +278,11 @@ class Recorder:
 
     def _uninstall(self) -> None:
         self.active = False
-        gc.set_threshold(*self._gc_threshold)
+        # the run's survivors join the oldest generation unscanned (freeze moves every
+        # generation aside and zeroes the counts), rather than being rescanned at once
+        gc.freeze()
         gc.unfreeze()
+        gc.set_threshold(*self._gc_threshold)
         try:
             if self._mode is not None:
                 if _mode_on_top(self._mode):

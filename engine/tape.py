@@ -103,8 +103,11 @@ class TapeMode(TorchFunctionMode):
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
         if name in WATCHED_OPS and not rec.in_optimizer:
-            with rec.mute():
+            rec.muted += 1
+            try:
                 rec.pitfalls.on_op(name, args, result)
+            finally:
+                rec.muted -= 1
         if rec.in_optimizer or not rec.detail:
             return result
         outputs: list[torch.Tensor] = []

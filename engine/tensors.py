@@ -8,7 +8,6 @@ a trace names one value.
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -21,9 +20,24 @@ from .values import to_value
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["TensorTable"]
+__all__ = ["TensorTable", "dtype_name"]
 
 _ATTR = "_gradwalk_id"
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_DEVICE_NAMES: dict[torch.device, str] = {}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """Return the trace's name of ``dtype`` (``"float32"``)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES[device] = str(device)
+    return name
 
 
 class TensorTable:
@@ -59,20 +73,41 @@ class TensorTable:
 
         ``fresh=True`` forces a new id, for the new version an in-place op made.
         """
-        tid = None if fresh else self.known(t)
-        if tid is not None:
-            if tid not in self._scanned and frame is not None:
-                self._scanned.add(tid)
-                if tid not in self.names:
-                    name = find_name(t, frame)
-                    if name is not None:
-                        self.names[tid] = name
-                        self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=None))
-            return tid
+        if not fresh:
+            tid = t.__dict__.get(_ATTR)
+            if tid is not None:
+                ref = self._refs.get(tid)
+                if ref is not None and ref() is t:
+                    if frame is not None and tid not in self._scanned:
+                        self._scan(tid, t, frame)
+                    return tid
+        return self.introduce(t, op=op, line=line, frame=frame)
+
+    def _scan(self, tid: int, t: torch.Tensor, frame: FrameType) -> None:
+        # A tensor an op made is named the first time the snippet uses it, by then bound
+        # to its variable (``w = torch.randn(...)`` runs the op before the assignment).
+        self._scanned.add(tid)
+        if tid not in self.names:
+            name = find_name(t, frame)
+            if name is not None:
+                self.names[tid] = name
+                self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
+
+    def introduce(
+        self,
+        t: torch.Tensor,
+        *,
+        op: int | None = None,
+        line: int | None = None,
+        frame: FrameType | None = None,
+    ) -> int:
+        """Give ``t`` a new id and send its ``tensor`` event; return the id."""
         tid = self.count
-        self.count += 1
-        with contextlib.suppress(AttributeError, TypeError):
+        self.count = tid + 1
+        try:  # noqa: SIM105 (contextlib.suppress costs a context manager per tensor)
             t.__dict__[_ATTR] = tid
+        except (AttributeError, TypeError):
+            pass
         self._refs[tid] = weakref.ref(t)
         if line is not None:
             self.lines[tid] = line
@@ -85,24 +120,26 @@ class TensorTable:
             name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
-        grad_fn = t.grad_fn
+        node = t.grad_fn
+        dtype = t.dtype
+        device = t.device
         rec.emit(
-            dict(
-                type="tensor",
-                id=tid,
-                name=name,
-                param_name=param_name,
-                shape=list(t.shape),
-                dtype=str(t.dtype).removeprefix("torch."),
-                device=str(t.device),
-                requires_grad=t.requires_grad,
-                is_leaf=t.is_leaf,
-                is_param=is_param,
-                grad_fn=rec.graph.node_id(grad_fn) if grad_fn is not None else None,
-                op=op,
-                line=line,
-                value=to_value(t, rec.limits.max_value_elements) if rec.values else None,
-            )
+            {
+                "type": "tensor",
+                "id": tid,
+                "name": name,
+                "param_name": param_name,
+                "shape": list(t.shape),
+                "dtype": _DTYPE_NAMES.get(dtype) or dtype_name(dtype),
+                "device": _DEVICE_NAMES.get(device) or _device_name(device),
+                "requires_grad": t.requires_grad,
+                "is_leaf": t.is_leaf,
+                "is_param": is_param,
+                "grad_fn": rec.graph.node_id(node) if node is not None else None,
+                "op": op,
+                "line": line,
+                "value": to_value(t, rec.limits.max_value_elements) if rec.values else None,
+            }
         )
         return tid
 
@@ -114,7 +151,7 @@ class TensorTable:
         name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
-            self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=None))
+            self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
 
     def rename(self, t: torch.Tensor, name: str, param_name: str | None = None) -> None:
         """Give an already introduced tensor a (better) name, e.g. once its module is known."""

@@ -17,6 +17,22 @@ __all__ = ["HIST_BINS", "HIST_SAMPLE", "to_value"]
 HIST_BINS = 16
 HIST_SAMPLE = 256
 _FLOAT_OK = (torch.float32, torch.float64)
+_STRIDED = torch.strided
+# dtypes whose elements read back as JSON numbers (complex and quantized ones do not)
+_READABLE = frozenset(
+    {
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+    }
+)
 
 
 def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
@@ -27,13 +43,16 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     """
     n = t.numel()
     try:
-        if n <= max_elements and t.layout == torch.strided and not t.is_complex() and not t.is_meta:
-            dims = t.dim()
+        # the common case first, with as few calls into PyTorch as possible (this runs for
+        # most tensors and gradients of a recording)
+        if n <= max_elements and t.dtype in _READABLE and t.layout is _STRIDED and not t.is_meta:
+            shape = t.shape
+            dims = len(shape)
             if dims == 1:
                 return {"kind": "full", "shape": [n], "flat": t.tolist()}
             if dims == 0:
                 return {"kind": "full", "shape": [], "flat": [t.item()]}
-            return {"kind": "full", "shape": list(t.shape), "flat": t.reshape(-1).tolist()}
+            return {"kind": "full", "shape": list(shape), "flat": t.reshape(-1).tolist()}
         return _summarize(t, n)
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         # quantized, nested, fake or otherwise unreadable tensors: describe, never fail the run
@@ -58,19 +77,21 @@ def _empty_summary(shape: list[int], n: int, nan: int = 0, inf: int = 0) -> dict
 
 def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     shape = list(t.shape)
-    if t.layout != torch.strided or t.is_meta or n == 0:
+    if t.layout is not _STRIDED or t.is_meta or n == 0:
         return _empty_summary(shape, n)
-    f = _flat_view(t.detach())
-    if f.is_complex():
-        f = f.abs()
+    # a detached alias: the reductions below build no graph, so no grad-mode switch is needed
+    d = t.detach()
+    f = d.view(-1) if d.is_contiguous() else _flat_view(d)
     if f.dtype not in _FLOAT_OK:
-        f = f.to(torch.float32)
-    with torch.no_grad():
-        lo, hi = torch.aminmax(f)
-        mn, mx, total, sumsq = torch.stack([lo, hi, f.sum(), torch.dot(f, f)]).tolist()
-        if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
-            return _summarize_non_finite(f, shape, n)
-        counts = _histogram(f, n, mn, mx)
+        if f.is_complex():
+            f = f.abs()
+        if f.dtype not in _FLOAT_OK:
+            f = f.to(torch.float32)
+    lo, hi = torch.aminmax(f)
+    mn, mx, total, sumsq = torch.stack([lo, hi, f.sum(), torch.dot(f, f)]).tolist()
+    if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
+        return _summarize_non_finite(f, shape, n)
+    counts = _histogram(f, n, mn, mx)
     mean = total / n
     var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
     return {
@@ -109,8 +130,8 @@ def _histogram(f: torch.Tensor, n: int, mn: float, mx: float) -> list[int]:
     # sample of at most HIST_SAMPLE elements, in one call; min/max/mean/std/norm stay exact.
     if mx <= mn:
         return [min(n, HIST_SAMPLE)]
-    sample = f[:: max(1, n // HIST_SAMPLE)]
-    return [int(c) for c in torch.histc(sample, bins=HIST_BINS, min=mn, max=mx).tolist()]
+    sample = f[:: n // HIST_SAMPLE] if n >= 2 * HIST_SAMPLE else f
+    return [int(c) for c in torch.histc(sample, HIST_BINS, mn, mx).tolist()]
 
 
 def _summarize_non_finite(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any]:
