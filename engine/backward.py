@@ -164,12 +164,18 @@ class BackwardTracker:
         frame, line, _, _ = rec.where()
         if index == 0:
             self.first_backward_line = line
-        with rec.mute():
+        rec.muted += 1
+        try:
             rec.pitfalls.on_backward(roots, line)
+        finally:
+            rec.muted -= 1
         if not rec.detail:
             result = fn(*args, **kwargs)
-            with rec.mute():
+            rec.muted += 1
+            try:
                 rec.pitfalls.after_backward(line)
+            finally:
+                rec.muted -= 1
             return result
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:

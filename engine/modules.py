@@ -84,8 +84,12 @@ class ModuleTracker:
         return found
 
     def _pre(self, module: nn.Module, args: Any) -> None:
-        with self._rec.mute():
-            self._rec.pitfalls.on_module_call(module, not self._stack)
+        rec = self._rec
+        rec.muted += 1
+        try:
+            rec.pitfalls.on_module_call(module, not self._stack)
+        finally:
+            rec.muted -= 1
         if id(module) not in self._paths:
             if self._stack:
                 parent = self._stack[-1]

@@ -9,7 +9,9 @@ in one transfer. The same hook decides whether the next step is recorded in full
 
 from __future__ import annotations
 
+import math
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -34,6 +36,8 @@ class TrainingTracker:
         self._steps: dict[int, int] = {}
         self._labels: dict[int, str] = {}
         self._before: list[torch.Tensor] = []
+        self._buffers: dict[int, list[torch.Tensor]] = {}
+        self._labels_by_param: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
         self._last_end = time.perf_counter()
         self.total_steps = 0
         self.stepped_params: set[int] = set()
@@ -46,6 +50,7 @@ class TrainingTracker:
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        self._buffers.clear()
 
     def _params(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for group in opt.param_groups for p in group["params"]]
@@ -53,9 +58,35 @@ class TrainingTracker:
     def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         rec = self._rec
         rec.in_optimizer = True
-        with rec.mute(), torch.no_grad():
-            params = self._params(opt)
-            self._before = list(torch._foreach_mul(params, 1.0)) if params else []
+        self._before = []
+        if _sgd_readable(opt):
+            return  # the update is read from the step's own terms afterwards (no copy)
+        params = self._params(opt)
+        if not params:
+            return
+        # NOTE [Update norms]: any other optimizer's update is measured as the difference
+        # from a copy taken here, into buffers kept from step to step (allocating a fresh
+        # copy of a large model every step cost more than the copy itself).
+        key = id(opt)
+        buffers = self._buffers.get(key)
+        if (
+            buffers is None
+            or len(buffers) != len(params)
+            or any(
+                b.shape != p.shape or b.dtype != p.dtype or b.device != p.device
+                for b, p in zip(buffers, params, strict=True)
+            )
+        ):
+            buffers = self._buffers[key] = [
+                torch.empty_like(p, memory_format=torch.preserve_format) for p in params
+            ]
+        rec.muted += 1
+        try:
+            with torch.no_grad():
+                torch._foreach_copy_(buffers, params)
+        finally:
+            rec.muted -= 1
+        self._before = buffers
 
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         rec = self._rec
@@ -65,69 +96,113 @@ class TrainingTracker:
         self._steps[key] = step
         self.total_steps += 1
         frame, line, _, _ = snippet_frames()
-        if key not in self._labels:
+        label = self._labels.get(key)
+        if label is None:
             var = find_name(opt, frame)
-            self._labels[key] = f"{var} ({type(opt).__name__})" if var else type(opt).__name__
+            label = self._labels[key] = f"{var} ({type(opt).__name__})" if var else type(opt).__name__
         params = self._params(opt)
-        self.stepped_params.update(id(p) for p in params)
-        with rec.mute(), torch.no_grad():
-            stats = self._measure(params)
+        stepped = self.stepped_params
+        for p in params:
+            stepped.add(id(p))
+        rec.muted += 1
+        try:
+            with torch.no_grad():
+                stats = self._measure(opt, params)
+        finally:
+            rec.muted -= 1
         now = time.perf_counter()
-        detail = rec.detail
         rec.emit(
-            dict(
-                type="optimizer_step",
-                optimizer=self._labels[key],
-                step=step,
-                loss=rec.backward.last_loss,
-                lr=[float(g.get("lr", 0.0)) for g in opt.param_groups],
-                graph_bytes=rec.memory.saved_bytes,
-                cuda_allocated=torch.cuda.memory_allocated()
-                if torch.cuda.is_available() and torch.cuda.is_initialized()
-                else None,
-                wall_s=now - self._last_end,
-                detail=detail,
-                line=line,
+            {
+                "type": "optimizer_step",
+                "optimizer": label,
+                "step": step,
+                "loss": rec.backward.last_loss,
+                "lr": [float(g.get("lr", 0.0)) for g in opt.param_groups],
+                "graph_bytes": rec.memory.saved_bytes,
+                "cuda_allocated": torch.cuda.memory_allocated() if _cuda_in_use() else None,
+                "wall_s": now - self._last_end,
+                "detail": rec.detail,
+                "line": line,
                 **stats,
-            )
+            }
         )
         self._last_end = now
         self._before = []
-        with rec.mute():
+        rec.muted += 1
+        try:
             rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
+        finally:
+            rec.muted -= 1
         self._schedule()
 
-    def _measure(self, params: list[torch.Tensor]) -> dict[str, Any]:
-        rec = self._rec
+    def _measure(self, opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> dict[str, Any]:
+        """Norms of every parameter, its gradient and its update, in one transfer to the host."""
         if not params:
             return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
-        with_grad = [i for i, p in enumerate(params) if p.grad is not None]
-        grads = [g for i in with_grad if (g := params[i].grad) is not None]
-        torch._foreach_sub_(self._before, params)  # the copy becomes -(update), in place
-        norms = list(torch._foreach_norm([*params, *self._before, *grads]))
-        if len({(n.dtype, n.device) for n in norms}) > 1:
-            norms = [n.float().cpu() for n in norms]
-        host = torch.stack(norms).tolist()
         n = len(params)
-        pn, un, gn_list = host[:n], host[n : 2 * n], host[2 * n :]
+        with_grad = [i for i, p in enumerate(params) if p.grad is not None]
+        grads = [params[i].grad for i in with_grad]
+        sgd = _sgd_update_terms(opt)
+        # see NOTE [Update norms]: for SGD the update is lr * (the gradient, or the momentum
+        # buffer the step just applied), so its norm needs no copy and no extra pass for
+        # plain SGD; any other optimizer's is measured against the copy taken before the step
+        if sgd is not None:
+            updates = [t for t in sgd if isinstance(t, torch.Tensor)]
+        else:
+            updates = self._before
+            if updates:
+                torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
+        norms = list(torch._foreach_norm([*params, *grads, *updates]))  # type: ignore[list-item]
+        if len({(v.dtype, v.device) for v in norms}) > 1:
+            norms = [v.float().cpu() for v in norms]
+        host = torch.stack(norms).tolist()
+        pn = host[:n]
         gn: list[float | None] = [None] * n
-        for i, v in zip(with_grad, gn_list, strict=True):
+        for i, v in zip(with_grad, host[n : n + len(grads)], strict=True):
             gn[i] = v
-        stats = []
+        rest = host[n + len(grads) :]
+        if sgd is None:
+            un = rest if rest else [0.0] * n
+        else:
+            it = iter(rest)
+            un = []
+            for i, (term, scale) in enumerate(zip(sgd, _sgd_scales(opt), strict=True)):
+                if term is _GRAD:
+                    un.append(scale * (gn[i] or 0.0))
+                elif term is None:
+                    un.append(0.0)
+                else:
+                    un.append(scale * next(it))
+        stats = [
+            {"tensor": tid, "name": label, "grad_norm": gn[i], "update_norm": un[i], "param_norm": pn[i]}
+            for i, (tid, label) in enumerate(self._param_labels(params))
+        ]
+        finite_g = [g for g in gn if g is not None]
+        return {
+            "grad_norm": math.sqrt(sum(g * g for g in finite_g)) if finite_g else None,
+            "update_norm": math.sqrt(sum(u * u for u in un)),
+            "param_norm": math.sqrt(sum(v * v for v in pn)),
+            "params": stats,
+        }
+
+    def _param_labels(self, params: list[torch.Tensor]) -> list[tuple[int, str]]:
+        """``(tensor id, label)`` of each parameter, looked up once per parameter."""
+        rec = self._rec
+        found = []
         for i, p in enumerate(params):
+            cached = self._labels_by_param.get(id(p))
+            if cached is not None and cached[0]() is p and rec.tensors.known(p) == cached[1]:
+                found.append((cached[1], cached[2]))
+                continue
             name, pname = rec.modules.param_name(p)
             tid = rec.tensors.known(p)
             if tid is None:
                 tid = rec.tensors.ensure(p)
             label = pname or name or rec.tensors.names.get(tid) or f"param{i}"
-            stats.append(dict(tensor=tid, name=label, grad_norm=gn[i], update_norm=un[i], param_norm=pn[i]))
-        finite_g = [g for g in gn if g is not None]
-        return {
-            "grad_norm": sum(g * g for g in finite_g) ** 0.5 if finite_g else None,
-            "update_norm": sum(u * u for u in un) ** 0.5,
-            "param_norm": sum(v * v for v in pn) ** 0.5,
-            "params": stats,
-        }
+            if pname or name:  # a final name; a fallback label may still improve
+                self._labels_by_param[id(p)] = (weakref.ref(p), tid, label)
+            found.append((tid, label))
+        return found
 
     def _schedule(self) -> None:
         limits = self._rec.limits
@@ -136,3 +211,51 @@ class TrainingTracker:
             limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
         )
         self._rec.set_detail(detail)
+
+
+def _cuda_in_use() -> bool:
+    return torch.cuda.is_initialized() and torch.cuda.is_available()
+
+
+_GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
+
+
+def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[torch.Tensor | str | None] | None:
+    """For ``torch.optim.SGD``, what each parameter's step applied, to be scaled by its lr.
+
+    A plain SGD step moves ``p`` by ``lr * grad`` (:data:`_GRAD`); with momentum (not
+    Nesterov) by ``lr * momentum_buffer``, whatever the weight decay; ``None`` where ``p``
+    had no gradient and did not move. Read right after the step. Returns ``None`` when the
+    update cannot be read off this way (another optimizer, Nesterov, weight decay without
+    momentum, a tensor learning rate): the update is then measured from a copy.
+    """
+    if not _sgd_readable(opt):
+        return None
+    terms: list[torch.Tensor | str | None] = []
+    for group in opt.param_groups:
+        momentum = group.get("momentum", 0)
+        for p in group["params"]:
+            if p.grad is None:
+                terms.append(None)
+            elif momentum == 0:
+                terms.append(_GRAD)
+            else:
+                terms.append(opt.state.get(p, {}).get("momentum_buffer"))
+    return terms
+
+
+def _sgd_readable(opt: torch.optim.Optimizer) -> bool:
+    """Whether :func:`_sgd_update_terms` can read this optimizer's updates off its step."""
+    if type(opt) is not torch.optim.SGD:
+        return False
+    for group in opt.param_groups:
+        lr = group.get("lr")
+        if not isinstance(lr, float | int) or group.get("nesterov") or group.get("differentiable"):
+            return False
+        if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
+            return False
+    return True
+
+
+def _sgd_scales(opt: torch.optim.Optimizer) -> list[float]:
+    return [abs(float(g["lr"])) for g in opt.param_groups for _ in g["params"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import math
 
@@ -92,3 +93,46 @@ def test_user_metrics_show_up_with_their_step() -> None:
     )
     metrics = q.events_of(record("import gradwalk\n" + src), "metric")
     assert [m.step for m in metrics] == [100, 200, 300, 400]
+
+
+MOVED_SNIPPET = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+model[2].bias.requires_grad_(False)  # a parameter that never moves
+opt = {make}
+X, y = torch.randn(16, 4), torch.randn(16, 1)
+moved = []
+for _ in range(4):
+    before = [p.detach().clone() for p in model.parameters()]
+    opt.zero_grad()
+    ((model(X) - y) ** 2).mean().backward()
+    opt.step()
+    moved.append([(p.detach() - b).norm().item() for p, b in zip(model.parameters(), before)])
+print(moved)
+"""
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        "torch.optim.SGD(model.parameters(), lr=0.1)",
+        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
+        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.1)",
+        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)",
+        "torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.01, maximize=True)",
+        "torch.optim.Adam(model.parameters(), lr=0.01)",
+    ],
+)
+def test_update_norms_are_how_far_each_parameter_moved(make: str) -> None:
+    """Whether read off the step (SGD) or measured against a copy, an update norm is the
+    distance each parameter really moved, as the snippet itself measures it."""
+    trace = record(MOVED_SNIPPET.format(make=make), limits=Limits(detail_steps=1))
+    assert not q.events_of(trace, "error")
+    moved = ast.literal_eval(q.stdout(trace).strip())
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 4
+    for step, truth in zip(steps, moved, strict=True):
+        assert [p.update_norm for p in step.params] == pytest.approx(truth, rel=1e-4, abs=1e-7)
+        assert step.update_norm == pytest.approx(math.sqrt(sum(m * m for m in truth)), rel=1e-4)
+    assert all(step.params[-1].update_norm == 0.0 for step in steps)
