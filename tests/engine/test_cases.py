@@ -129,3 +129,15 @@ def test_module_setup_ops_stay_off_the_tape(traces: dict[str, Any]) -> None:
     assert not any(
         e.type == "op" and e.name in ("kaiming_uniform_", "uniform_", "empty") for e in trace.events
     )
+
+
+def test_gradwalks_own_tensor_work_stays_off_the_tape() -> None:
+    """Called directly (not through Tensor.backward), torch.autograd.backward runs with the
+    tape mode active; the loss it reads and the seed it describes are not snippet ops."""
+    trace = record(
+        "import torch\nx = torch.randn(100, requires_grad=True)\n"
+        "y = (x * 2).sum()\ntorch.autograd.backward(y)\n"
+        "torch.autograd.backward([(x * 3).sum()], [torch.tensor(2.0)])\n"
+    )
+    assert [e.name for e in trace.events if e.type == "op"] == ["randn", "mul", "sum", "mul", "sum", "tensor"]
+    assert [e.nodes_executed for e in q.events_of(trace, "backward_finished")] == [3, 3]
