@@ -31,6 +31,7 @@ _READABLE = frozenset(
         torch.int32,
         torch.int64,
         torch.bool,
+        *(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name)),
     }
 )
 

@@ -241,10 +241,12 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
         }"""
     )
     expect(page.locator(".gw-step-card")).to_be_visible()
+    # Stepping pans the view to the step with an animation; a wheel during it would be
+    # overridden by the animation's end, so wait for the view to settle first.
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
     zoom = page.evaluate("() => window.gradwalk.graph.core.zoom()")
     box = page.locator(".gw-graph-canvas").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -600)
-    page.wait_for_timeout(300)
-    assert page.evaluate("() => window.gradwalk.graph.core.zoom()") > zoom
+    page.wait_for_function(f"() => window.gradwalk.graph.core.zoom() > {zoom}", timeout=5_000)
     shot(page, "08-chain-2000")
