@@ -80,7 +80,10 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> t
     scope: dict[str, Any] = {"__name__": "__main__"}
     exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
     code = compile(step, SNIPPET_FILENAME, "exec")
-    limits = limits or Limits(max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000)
+    # every step in full: an optimizer step would otherwise end full detail after 3 steps
+    limits = limits or Limits(
+        max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000, detail_steps=1_000_000_000
+    )
 
     def plain() -> None:
         exec(code, scope)
@@ -109,6 +112,8 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> t
         rs.append(r)
         ratios.append(r / p)
     gc.unfreeze()
+    if not any(e["type"] == "node_executed" for e in events):
+        raise RuntimeError("the last recorded step was not recorded in full: the figure would be wrong")
     return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
 
 

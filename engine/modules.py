@@ -4,6 +4,13 @@ Global forward hooks keep a stack of running modules. The outermost module gets 
 snippet variable it is bound to (``net``); submodules get their registered path
 (``net.fc1``); a module kept in a plain Python list, which ``nn.Module`` does not
 register, is still found through its parent's attributes (``net.layers[0]``).
+
+# NOTE [Light module tracking]
+A global module hook sends every call of every module down ``nn.Module``'s slow path
+(~30 us a call here), which dominated metrics-only training steps. While the tape is off
+nothing needs the running-module stack, so the global hooks are swapped for per-module
+hooks on just the modules the pitfall detectors must see (root models, dropout and batch
+norm) among those met so far; a module first called in a metrics-only step is not named.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ class ModuleTracker:
         self._roots: dict[int, str] = {}
         self._param_refs: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
         self._handles: list[RemovableHandle] = []
+        self._light_handles: list[RemovableHandle] = []
         self.modules: dict[int, nn.Module] = {}
 
     def install(self) -> None:
@@ -43,9 +51,34 @@ class ModuleTracker:
         self._handles.append(_module_mod.register_module_forward_hook(self._post, always_call=True))
 
     def remove(self) -> None:
-        for h in self._handles:
+        for h in (*self._handles, *self._light_handles):
             h.remove()
         self._handles.clear()
+        self._light_handles.clear()
+
+    def set_light(self, light: bool) -> None:
+        """Track every module call (``False``) or only what the detectors need (``True``).
+
+        See NOTE [Light module tracking]. Only called while installed.
+        """
+        if light and self._handles:
+            self.remove()
+            self._stack.clear()
+            pitfalls = self._rec.pitfalls
+            for module in self.modules.values():
+                if pitfalls.needs_calls_of(module, id(module) in self._roots):
+                    self._light_handles.append(module.register_forward_pre_hook(self._light_pre))
+        elif not light and not self._handles:
+            self.remove()
+            self.install()
+
+    def _light_pre(self, module: nn.Module, args: Any) -> None:
+        rec = self._rec
+        rec.muted += 1
+        try:
+            rec.pitfalls.on_module_call(module, id(module) in self._roots)
+        finally:
+            rec.muted -= 1
 
     @property
     def current_path(self) -> str | None:

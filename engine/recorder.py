@@ -152,11 +152,13 @@ class Recorder:
         # NOTE [Mode only while detailed]
         # Off, the tape mode is taken off PyTorch's stack altogether, so a metrics-only
         # training step pays nothing per op; backward calls are still seen (the backward
-        # functions are wrapped), and so are optimizer steps, module calls and saved tensors.
+        # functions are wrapped), and so are optimizer steps and saved tensors; module calls
+        # only where a detector needs them (NOTE [Light module tracking] in modules.py).
         """
         self.detail = on
         if not self.active:
             return
+        self.modules.set_light(not on)
         if on and self._mode is None:
             self._mode = TapeMode(self)
             self._mode.__enter__()

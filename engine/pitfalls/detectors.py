@@ -88,6 +88,7 @@ class PitfallWatch:
 
     def __init__(self, rec: Recorder, source: str | None = None, *, enabled: bool = True) -> None:
         self._rec = rec
+        self.enabled = enabled
         if not enabled:
             for name in (
                 "on_op",
@@ -221,6 +222,10 @@ class PitfallWatch:
             self._totals[line] = [weakref.ref(result), 1, saved, saved]
 
     # --- modules ------------------------------------------------------------------------
+
+    def needs_calls_of(self, module: nn.Module, is_root: bool) -> bool:
+        """Whether :meth:`on_module_call` must see ``module``'s calls (when not every call is seen)."""
+        return self.enabled and (is_root or isinstance(module, _STOCHASTIC))
 
     @_safe
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:

@@ -148,6 +148,35 @@ loss.backward()
 """,
         ("probabilities-into-cross-entropy", 5),
     ),
+    "evaluation in train mode after metrics-only steps": (
+        # NOTE [Light module tracking]: the eval loop runs after full detail ended (step 3)
+        """
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(10):
+    opt.zero_grad()
+    model(torch.randn(4, 4)).pow(2).mean().backward()
+    opt.step()
+with torch.no_grad():
+    val = model(torch.randn(4, 4)).mean().item()
+""",
+        ("train-mode-in-evaluation", 10),
+    ),
+    "graph built in evaluation after metrics-only steps": (
+        """
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(10):
+    opt.zero_grad()
+    model(torch.randn(4, 4)).pow(2).mean().backward()
+    opt.step()
+model.eval()
+val = model(torch.randn(4, 4)).mean().item()
+""",
+        ("graph-built-in-evaluation", 10),
+    ),
     "optimizer over another model": (
         """
 import torch, torch.nn as nn
