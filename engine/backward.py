@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .values import same_elements_key
+
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
@@ -37,6 +39,7 @@ class BackwardTracker:
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
         self._values: dict[int, tuple[torch.Tensor, dict[str, Any] | None]] = {}
+        self._blocks: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._originals: tuple[Any, Any] | None = None
         self._running = False
 
@@ -101,7 +104,16 @@ class BackwardTracker:
         hit = self._values.get(id(g))
         if hit is not None and hit[0] is g:
             return hit[1]
-        value = self._rec.value_or_none(g)
+        rec = self._rec
+        key = same_elements_key(g) if rec.values and g.numel() > rec.limits.max_value_elements else None
+        same = self._blocks.get(key) if key is not None else None
+        if same is not None:
+            # the same elements seen through another view (a transpose): same statistics
+            value: dict[str, Any] | None = {**same, "shape": list(g.shape)}
+        else:
+            value = rec.value_or_none(g)
+            if key is not None and value is not None:
+                self._blocks[key] = value
         self._values[id(g)] = (g, value)
         return value
 
@@ -213,6 +225,7 @@ class BackwardTracker:
             self.current = None
             self._before.clear()
             self._values.clear()
+            self._blocks.clear()
             rec.emit(
                 dict(
                     type="backward_finished",

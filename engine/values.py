@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["HIST_BINS", "HIST_SAMPLE", "to_value"]
+__all__ = ["HIST_BINS", "HIST_SAMPLE", "same_elements_key", "to_value"]
 
 HIST_BINS = 16
 HIST_SAMPLE = 256
@@ -108,6 +108,24 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
         "inf": 0,
         "hist": counts,
     }
+
+
+def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
+    """A key shared by tensors that hold exactly the same elements, in any order.
+
+    Two dense views of one block of memory (a gradient and its transpose, as ``TBackward0``
+    hands them on) have equal keys while neither is modified, so a summary, which ignores
+    element order, is computed once for both. ``None`` for tensors that are not one dense
+    block (their elements would not be the same set).
+    """
+    if t.layout is not _STRIDED or t.is_meta:
+        return None
+    if not t.is_contiguous():
+        strides = t.stride()
+        order = sorted(range(t.dim()), key=lambda i: -strides[i])
+        if not t.permute(order).is_contiguous():
+            return None
+    return (t.data_ptr(), t.numel(), t.dtype, t.device, t._version)
 
 
 def _flat_view(d: torch.Tensor) -> torch.Tensor:

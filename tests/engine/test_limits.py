@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine import queries as q
 from engine import record
 from engine.events import Limits
@@ -67,3 +69,28 @@ def test_output_is_capped() -> None:
     assert len(q.stdout(trace)) <= 5000
     assert any(e.type == "limit" and e.what == "output" for e in trace.events)
     assert trace.events[-1].status == "ok"
+
+
+def test_a_gradient_and_its_transpose_keep_their_own_shapes_and_equal_statistics() -> None:
+    """TBackward0 hands on a transposed view of the gradient it received: the summary is
+    computed once, but each view keeps its own shape (and its own statistics are exact)."""
+    trace = record(
+        "import torch\nw = torch.randn(20, 30, requires_grad=True)\nx = torch.randn(30, 5)\n"
+        "(w.t().t() @ x).pow(2).sum().backward()\n"
+    )
+    t_nodes = {e.id for e in trace.events if e.type == "node" and e.name == "TBackward0"}
+    walked = [e for e in trace.events if e.type == "node_executed" and e.node in t_nodes]
+    assert walked
+    for e in walked:
+        (received,), (sent,) = e.grad_in, e.grad_out
+        assert received.kind == sent.kind == "summary"
+        assert sorted(received.shape) == sorted(sent.shape) and received.shape != sent.shape
+        assert (received.min, received.max, received.mean, received.norm) == (
+            sent.min,
+            sent.max,
+            sent.mean,
+            sent.norm,
+        )
+    final = next(e for e in trace.events if e.type == "tensor_final" and e.name == "w")
+    grads = [e.added for e in trace.events if e.type == "grad_accumulated"]
+    assert grads[0].norm == pytest.approx(final.grad.norm)
