@@ -65,16 +65,16 @@ class SavedMemory:
             return t
         try:
             storage = t.untyped_storage()
-            key = (storage.data_ptr(), t.device.index if t.device.index is not None else -1)
-            nbytes = storage.nbytes()
+            key = (storage.data_ptr(), t.get_device())
+            entry = self._storages.get(key)
+            if entry is None:
+                nbytes = storage.nbytes()
+                self._storages[key] = [1, nbytes]
+                self.saved_bytes += nbytes
+            else:
+                entry[0] += 1
         except (RuntimeError, NotImplementedError):
             return t
-        entry = self._storages.get(key)
-        if entry is None:
-            self._storages[key] = [1, nbytes]
-            self.saved_bytes += nbytes
-        else:
-            entry[0] += 1
         return _Held(t.detach(), key, self)
 
     @staticmethod
