@@ -203,6 +203,13 @@ class TensorNamed(_Event):
     param_name: str | None = None
 
 
+class OpConstant(_Model):
+    """A Python number passed to an op: ``4`` in ``4 * x``, ``0.1`` in ``h + 0.1``."""
+
+    position: int = Field(description="index among the op's positional arguments (self is 0 for methods)")
+    value: Number
+
+
 class OpRecorded(_Event):
     """One forward operation at the Python API level, in execution order."""
 
@@ -218,6 +225,10 @@ class OpRecorded(_Event):
     grad_mode: GradMode = "grad"
     inplace: bool = False
     nodes: list[NodeId] = Field(default_factory=list, description="grad_fn nodes this op created")
+    constants: list[OpConstant] = Field(
+        default_factory=list,
+        description="Python numbers among the positional arguments; the other positions hold the inputs, in order",
+    )
 
 
 class Edge(_Model):

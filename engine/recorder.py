@@ -44,6 +44,20 @@ _RESERVED_EVENTS = 256
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]  # room kept under the cap for the closing events (error, finals, run_finished)
 
 
+_NUMBERS = (int, float, bool)
+_MAX_CONSTANTS = 8
+
+
+def _constants(args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    # Python numbers among an op's positional arguments (``4`` in ``4 * x``), so that a
+    # reader can write the op out; anything else in a position is an input or not shown
+    found = []
+    for i, a in enumerate(args[:_MAX_CONSTANTS]):
+        if type(a) in _NUMBERS:
+            found.append({"position": i, "value": a})
+    return found
+
+
 def _mode_on_top(mode: TapeMode) -> bool:
     n = torch._C._len_torch_function_stack()
     return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
@@ -173,8 +187,13 @@ class Recorder:
 
     # --- the tape -----------------------------------------------------------------------
 
-    def on_op(self, func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        """Record one op: its tensors, the nodes it created, and the memory it saved."""
+    def on_op(
+        self, func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor], args: tuple[Any, ...] = ()
+    ) -> None:
+        """Record one op: its tensors, the nodes it created, and the memory it saved.
+
+        ``args`` are the op's positional arguments, read for the Python numbers among them.
+        """
         frame, line, top_line, in_setup = snippet_frames()
         if in_setup:
             return
@@ -225,6 +244,7 @@ class Recorder:
                 "grad_mode": mode,
                 "inplace": inplace or aliased,
                 "nodes": [nid for _, nid in pending],
+                "constants": _constants(args),
             }
         )
         memory = self.memory

@@ -117,5 +117,5 @@ class TapeMode(TorchFunctionMode):
             _tensors_in(args, inputs)
             if kwargs:
                 _tensors_in(tuple(kwargs.values()), inputs)
-            rec.on_op(func, inputs, outputs)
+            rec.on_op(func, inputs, outputs, args)
         return result

@@ -2,6 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else `t<id>`.
 import type { TraceModel } from "./trace-model";
+import type { OpRecorded } from "./types/events";
 
 const INFIX: Record<string, string> = {
   add: "+",
@@ -12,7 +13,33 @@ const INFIX: Record<string, string> = {
   mm: "@",
 };
 
+// Reflected operators (`1 - x` runs x.__rsub__(1)): the tensor is the right operand.
+const REFLECTED: Record<string, string> = { rsub: "−", rdiv: "/", rtruediv: "/", rpow: "**", rmul: "*", radd: "+" };
+
 const MAX_EXPR = 22;
+
+/** A Python number as the snippet would write it (`4`, `0.1`, `1e-08`). */
+function numberText(value: number | boolean): string {
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (Number.isNaN(value)) return "nan";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  return String(value);
+}
+
+/** The op's positional operands in order: input labels, and the Python numbers it was passed. */
+function operands(op: OpRecorded, inputLabels: string[]): string[] {
+  const constants = op.constants ?? [];
+  if (constants.length === 0) return inputLabels;
+  const byPosition = new Map(constants.map((c) => [c.position, numberText(c.value)]));
+  const out: string[] = [];
+  let next = 0;
+  for (let pos = 0; pos < inputLabels.length + constants.length; pos++) {
+    const constant = byPosition.get(pos);
+    if (constant !== undefined) out.push(constant);
+    else if (next < inputLabels.length) out.push(inputLabels[next++]);
+  }
+  return out;
+}
 
 function wrap(expr: string): string {
   return /[\s]/.test(expr) && !/^[\w.]+\(.*\)$/.test(expr) ? `(${expr})` : expr;
@@ -36,12 +63,16 @@ function derive(model: TraceModel, id: number, depth: number): string | null {
   if (depth <= 0) return null;
   const op = model.op(t.ev.op);
   if (!op || op.outputs.length !== 1) return null;
-  const args = op.inputs.map((i) => derive(model, i, depth - 1) ?? `t${i}`);
+  const inputs = op.inputs.map((i) => derive(model, i, depth - 1) ?? `t${i}`);
   const name = op.name.replace(/_$/, "");
-  const infix = INFIX[name];
+  const infix = INFIX[name] ?? REFLECTED[name];
+  // with the numbers it was passed: `4 * x`, `h + 0.1` (traces without them show `x * …`)
+  const args = infix || name === "pow" ? operands(op, inputs) : inputs;
+  if (REFLECTED[name] && args.length === 2) args.reverse();
   let expr: string | null = null;
   if (infix && args.length === 2) expr = `${wrap(args[0])} ${infix} ${wrap(args[1])}`;
   else if (infix && args.length === 1) expr = `${wrap(args[0])} ${infix} …`;
+  else if (name === "pow" && args.length === 2) expr = `${wrap(args[0])}**${args[1]}`;
   else if (name === "pow" && args.length === 1) {
     const e = exponentOf(model, op.index);
     expr = e ? `${wrap(args[0])}**${e}` : `${wrap(args[0])}**…`;

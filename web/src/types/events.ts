@@ -242,6 +242,10 @@ export interface OpRecorded {
    * what was called, e.g. Tensor.__rmul__, torch.tanh, F.linear
    */
   api: string;
+  /**
+   * Python numbers among the positional arguments; the other positions hold the inputs, in order
+   */
+  constants: OpConstant[];
   grad_mode: "grad" | "no_grad" | "inference_mode";
   index: number;
   inplace: boolean;
@@ -270,6 +274,19 @@ export interface OpRecorded {
    */
   top_line: number | null;
   type: "op";
+}
+/**
+ * A Python number passed to an op: ``4`` in ``4 * x``, ``0.1`` in ``h + 0.1``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OpConstant".
+ */
+export interface OpConstant {
+  /**
+   * index among the op's positional arguments (self is 0 for methods)
+   */
+  position: number;
+  value: number | boolean;
 }
 /**
  * A ``grad_fn`` node entered the graph.

@@ -1,0 +1,35 @@
+// Readable labels for unnamed tensors, from real recorded traces.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { tensorExpr } from "../src/naming";
+import { TraceModel } from "../src/trace-model";
+import type { GradwalkTrace } from "../src/types/events";
+
+const dir = process.env.GRADWALK_TRACES ?? "/tmp";
+
+function load(name: string): GradwalkTrace {
+  return JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as GradwalkTrace;
+}
+
+function labelsOfOps(trace: GradwalkTrace): Record<string, string> {
+  const model = TraceModel.from(trace.events, trace.source);
+  const labels: Record<string, string> = {};
+  for (const op of model.ops) labels[op.name] = tensorExpr(model, op.outputs[0]);
+  return labels;
+}
+
+test("cubic: the numbers an op was passed are written out (4*x, x**3)", () => {
+  const labels = labelsOfOps(load("cubic"));
+  assert.equal(labels.mul, "x * 4");
+  assert.equal(labels.pow, "x**3");
+});
+
+test("a trace recorded before constants existed still reads", () => {
+  const trace = load("cubic");
+  for (const e of trace.events) if (e.type === "op") delete (e as { constants?: unknown }).constants;
+  const labels = labelsOfOps(trace);
+  assert.equal(labels.mul, "x * …");
+  assert.equal(labels.pow, "x**3");
+});
