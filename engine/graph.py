@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .memory import saved_source
 from .tensors import dtype_name
 
 if TYPE_CHECKING:
@@ -53,31 +54,35 @@ class GraphRecorder:
         nid = meta.get(_KEY)
         return nid if nid is not None and nid in self._live_ids else None
 
-    def discover(self, outputs: list[torch.Tensor]) -> list[tuple[Any, int]]:
+    def discover(self, outputs: list[torch.Tensor]) -> list[tuple[Any, int, Any]]:
         """Give an id to every node reachable from ``outputs`` that has none yet.
 
-        Returns ``(node, id)`` pairs children first, so that when :meth:`emit` sends them
-        every edge points at a node already sent. Past ``Limits.max_nodes`` nodes are
-        counted, marked, and left out.
+        Returns ``(node, id, node.next_functions)`` for each, children first, so that when
+        :meth:`emit` sends them every edge points at a node already sent. Past
+        ``Limits.max_nodes`` nodes are counted, marked, and left out.
         """
-        roots = [t.grad_fn for t in outputs if t.grad_fn is not None]
-        if not roots:
+        queue = []
+        for t in outputs:
+            fn = t.grad_fn
+            if fn is not None:
+                queue.append(fn)
+        if not queue:
             return []
-        new: list[Any] = []
+        new: list[tuple[Any, Any]] = []
         seen: set[Any] = set()
-        queue = list(roots)
         while queue:
             node = queue.pop()
             if node in seen or _KEY in node.metadata:  # type: ignore[operator]
                 continue
             seen.add(node)
-            new.append(node)
-            for nxt, _ in node.next_functions:
+            nexts = node.next_functions
+            new.append((node, nexts))
+            for nxt, _ in nexts:
                 if nxt is not None:
                     queue.append(nxt)
         rec = self._rec
-        pending: list[tuple[Any, int]] = []
-        for node in reversed(new):
+        pending: list[tuple[Any, int, Any]] = []
+        for node, nexts in reversed(new):
             if self.count >= rec.limits.max_nodes:
                 if self.dropped == 0:
                     rec.emit(
@@ -95,12 +100,12 @@ class GraphRecorder:
             self.count += 1
             node.metadata[_KEY] = nid
             self._live_ids.add(nid)
-            pending.append((node, nid))
+            pending.append((node, nid, nexts))
         return pending
 
     def emit(
         self,
-        pending: list[tuple[Any, int]],
+        pending: list[tuple[Any, int, Any]],
         op: int | None,
         line: int | None,
         module_path: str | None,
@@ -122,11 +127,11 @@ class GraphRecorder:
         live = self._live_ids
         by_ptr: dict[int, list[tuple[Any, int]]] | None = None
         watch = rec.backward.watch if rec.detail else None
-        for node, nid in pending:
+        for node, nid, nexts in pending:
             cls = type(node)
             name = cls.__name__
             edges = []
-            for n, nr in node.next_functions:
+            for n, nr in nexts:
                 if n is None:
                     edges.append({"node": None, "input_nr": nr})
                 else:
@@ -149,9 +154,15 @@ class GraphRecorder:
                     if value is None:
                         continue
                     if isinstance(value, torch.Tensor):
-                        if by_ptr is None:
-                            by_ptr = _by_storage(op_tensors)
-                        sv = _describe_saved_tensor(attr[7:], value, by_ptr)
+                        source = saved_source(value)
+                        if source is None:
+                            if by_ptr is None:
+                                by_ptr = _by_storage(op_tensors)
+                            saved_id = _match_by_storage(value, by_ptr)
+                        else:
+                            original = source()
+                            saved_id = rec.tensors.known(original) if original is not None else None
+                        sv = _describe_saved_tensor(attr[7:], value, saved_id)
                     else:
                         sv = _describe_saved_other(attr[7:], value)
                     total += sv["bytes"]
@@ -191,16 +202,18 @@ def _by_storage(
     return found
 
 
-def _describe_saved_tensor(
-    name: str, value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int]]]
-) -> dict[str, Any]:
-    tid = None
-    if value.layout is _STRIDED:
-        shape = value.shape
-        for candidate_shape, candidate in by_ptr.get(value.data_ptr(), ()):
-            if candidate_shape == shape:
-                tid = candidate
-                break
+def _match_by_storage(value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int]]]) -> int | None:
+    """The id of the op tensor ``value`` aliases (same storage start and shape), if any."""
+    if value.layout is not _STRIDED:
+        return None
+    shape = value.shape
+    for candidate_shape, candidate in by_ptr.get(value.data_ptr(), ()):
+        if candidate_shape == shape:
+            return candidate
+    return None
+
+
+def _describe_saved_tensor(name: str, value: torch.Tensor, tid: int | None) -> dict[str, Any]:
     return {
         "name": name,
         "tensor": tid,

@@ -14,6 +14,7 @@ modifies a saved tensor fails exactly as it would without gradwalk.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import torch
@@ -22,7 +23,17 @@ from torch.autograd.graph import saved_tensors_hooks
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["SavedMemory"]
+__all__ = ["SavedMemory", "saved_source"]
+
+_SOURCE = "_gradwalk_source"
+
+
+def saved_source(saved: torch.Tensor) -> weakref.ref[torch.Tensor] | None:
+    """A weak reference to the tensor autograd saved, given what a node's ``_saved_*``
+    attribute returns; ``None`` when ``saved`` did not come through the recorder's pack
+    hook (the caller must then match it some other way)."""
+    ref: weakref.ref[torch.Tensor] | None = saved.__dict__.get(_SOURCE)
+    return ref
 
 
 class _Held:
@@ -75,7 +86,11 @@ class SavedMemory:
                 entry[0] += 1
         except (RuntimeError, NotImplementedError):
             return t
-        return _Held(t.detach(), key, self)
+        alias = t.detach()
+        if self._rec.detail:
+            # lets the node's description name the tensor it saved (see saved_source)
+            alias.__dict__[_SOURCE] = weakref.ref(t)
+        return _Held(alias, key, self)
 
     @staticmethod
     def _unpack(held: object) -> torch.Tensor:

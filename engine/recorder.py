@@ -243,7 +243,7 @@ class Recorder:
                 "module_path": path,
                 "grad_mode": mode,
                 "inplace": inplace or aliased,
-                "nodes": [nid for _, nid in pending],
+                "nodes": [nid for _, nid, _ in pending],
                 "constants": _constants(args),
             }
         )
