@@ -168,7 +168,8 @@ class BackwardTracker:
         try:
             if len(roots) == 1 and roots[0].numel() == 1:
                 try:
-                    self.last_loss = float(roots[0].detach())
+                    value = roots[0].item()
+                    self.last_loss = float(value) if isinstance(value, int | float) else None
                 except (RuntimeError, ValueError):
                     self.last_loss = None
         finally:

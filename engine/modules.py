@@ -9,8 +9,9 @@ register, is still found through its parent's attributes (``net.layers[0]``).
 A global module hook sends every call of every module down ``nn.Module``'s slow path
 (~30 us a call here), which dominated metrics-only training steps. While the tape is off
 nothing needs the running-module stack, so the global hooks are swapped for per-module
-hooks on just the modules the pitfall detectors must see (root models, dropout and batch
-norm) among those met so far; a module first called in a metrics-only step is not named.
+hooks on just the modules the pitfall detectors must see (root models with parameters,
+dropout and batch norm) among those met so far; a module first called in a metrics-only
+step is not named.
 """
 
 from __future__ import annotations

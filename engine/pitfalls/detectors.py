@@ -224,8 +224,17 @@ class PitfallWatch:
     # --- modules ------------------------------------------------------------------------
 
     def needs_calls_of(self, module: nn.Module, is_root: bool) -> bool:
-        """Whether :meth:`on_module_call` must see ``module``'s calls (when not every call is seen)."""
-        return self.enabled and (is_root or isinstance(module, _STOCHASTIC))
+        """Whether :meth:`on_module_call` must see ``module``'s calls (when not every call is seen).
+
+        Dropout and batch norm (train-mode-in-evaluation), and models with parameters
+        called as a whole (graph-built-in-evaluation); a loss module, also called as a
+        whole, holds no graph of its own worth flagging.
+        """
+        if not self.enabled:
+            return False
+        if isinstance(module, _STOCHASTIC):
+            return True
+        return is_root and next(module.parameters(), None) is not None
 
     @_safe
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:
