@@ -125,7 +125,7 @@ class GraphRecorder:
             if fn is not None:
                 produced[id(fn)] = tid
         live = self._live_ids
-        by_ptr: dict[int, list[tuple[Any, int]]] | None = None
+        by_ptr: dict[int, list[tuple[Any, int, bool]]] | None = None
         watch = rec.backward.watch if rec.detail else None
         for node, nid, nexts in pending:
             cls = type(node)
@@ -158,7 +158,7 @@ class GraphRecorder:
                         if source is None:
                             if by_ptr is None:
                                 by_ptr = _by_storage(op_tensors)
-                            saved_id = _match_by_storage(value, by_ptr)
+                            saved_id = _match_by_storage(value, by_ptr, attr.startswith("_saved_result"))
                         else:
                             original = source()
                             saved_id = rec.tensors.known(original) if original is not None else None
@@ -191,26 +191,36 @@ class GraphRecorder:
 
 def _by_storage(
     op_tensors: tuple[list[torch.Tensor], list[int], list[torch.Tensor], list[int]],
-) -> dict[int, list[tuple[Any, int]]]:
-    """Map each data pointer of an op's strided tensors to ``(shape, id)`` pairs."""
-    found: dict[int, list[tuple[Any, int]]] = {}
+) -> dict[int, list[tuple[Any, int, bool]]]:
+    """Map each data pointer of an op's strided tensors to ``(shape, id, is_output)`` entries."""
+    found: dict[int, list[tuple[Any, int, bool]]] = {}
     inputs, in_ids, outputs, out_ids = op_tensors
-    for tensors, ids in ((inputs, in_ids), (outputs, out_ids)):
+    for tensors, ids, is_output in ((inputs, in_ids, False), (outputs, out_ids, True)):
         for t, tid in zip(tensors, ids, strict=False):
             if t.layout is _STRIDED:
-                found.setdefault(t.data_ptr(), []).append((t.shape, tid))
+                found.setdefault(t.data_ptr(), []).append((t.shape, tid, is_output))
     return found
 
 
-def _match_by_storage(value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int]]]) -> int | None:
-    """The id of the op tensor ``value`` aliases (same storage start and shape), if any."""
+def _match_by_storage(
+    value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int, bool]]], output: bool
+) -> int | None:
+    """The id of the op tensor ``value`` aliases (same storage start and shape), if any.
+
+    An in-place op's input and output share their storage: a saved ``result`` names the
+    output (the new version), any other saved tensor the input.
+    """
     if value.layout is not _STRIDED:
         return None
     shape = value.shape
-    for candidate_shape, candidate in by_ptr.get(value.data_ptr(), ()):
+    found = None
+    for candidate_shape, candidate, is_output in by_ptr.get(value.data_ptr(), ()):
         if candidate_shape == shape:
-            return candidate
-    return None
+            if is_output == output:
+                return candidate
+            if found is None:
+                found = candidate
+    return found
 
 
 def _describe_saved_tensor(name: str, value: torch.Tensor, tid: int | None) -> dict[str, Any]:

@@ -141,3 +141,17 @@ def test_gradwalks_own_tensor_work_stays_off_the_tape() -> None:
     )
     assert [e.name for e in trace.events if e.type == "op"] == ["randn", "mul", "sum", "mul", "sum", "tensor"]
     assert [e.nodes_executed for e in q.events_of(trace, "backward_finished")] == [3, 3]
+
+
+def test_a_saved_result_names_the_version_the_op_made() -> None:
+    """An in-place op's input and output are one tensor object: what tanh_ saves is its
+    result, the new version, and the node says so (a non-in-place op's too)."""
+    trace = record(
+        "import torch\nx = torch.randn(3, requires_grad=True)\ny = x * 2\ny.tanh_()\nw = torch.tanh(x)\n"
+    )
+    ops = [e for e in trace.events if e.type == "op" and e.name == "tanh"]
+    nodes = {e.id: e for e in trace.events if e.type == "node"}
+    for op in ops:
+        (node,) = (nodes[n] for n in op.nodes)
+        assert [(s.name, s.tensor) for s in node.saved] == [("result", op.outputs[0])]
+    assert ops[0].inplace and ops[0].outputs != ops[0].inputs
