@@ -40,10 +40,8 @@ Sink = Callable[[dict[str, Any]], None]
 # describes. Every dict is validated against the models where it leaves the engine:
 # engine.run.record() validates the whole trace, record_stream(validate=True) each event,
 # and the runner's parent process each frame. The tests validate every trace they record.
-_RESERVED_EVENTS = 256
-_GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]  # room kept under the cap for the closing events (error, finals, run_finished)
-
-
+_RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
+_GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
 _NUMBERS = (int, float, bool)
 _MAX_CONSTANTS = 8
 

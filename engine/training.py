@@ -1,9 +1,9 @@
 """Notice optimizer steps without changing the snippet, and measure each one.
 
-PyTorch's global optimizer step hooks bracket every ``step()`` of every optimizer. Before a
-step the parameters are copied (so the update can be measured); after it, the gradient,
-update and parameter norms are computed with ``torch._foreach_norm`` and moved to the host
-in one transfer. The same hook decides whether the next step is recorded in full detail
+PyTorch's global optimizer step hooks bracket every ``step()`` of every optimizer. After a
+step the gradient, update and parameter norms are computed with ``torch._foreach_norm`` and
+moved to the host in one transfer; an SGD step's update is read off the step itself, any
+other optimizer's is measured against a copy taken before the step (NOTE [Update norms]). The same hook decides whether the next step is recorded in full detail
 (``Limits.detail_steps`` / ``Limits.detail_every``).
 """
 
