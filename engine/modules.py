@@ -17,6 +17,7 @@ step is not named.
 from __future__ import annotations
 
 import weakref
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -65,13 +66,16 @@ class ModuleTracker:
         if light and self._handles:
             self.remove()
             self._stack.clear()
-            pitfalls = self._rec.pitfalls
             for module in self.modules.values():
-                if pitfalls.needs_calls_of(module, id(module) in self._roots):
-                    self._light_handles.append(module.register_forward_pre_hook(self._light_pre))
+                self._hook_light(module)
         elif not light and not self._handles:
             self.remove()
             self.install()
+
+    def _hook_light(self, module: nn.Module) -> None:
+        # a light hook on ``module`` (not its children) when the detectors need its calls
+        if self._rec.pitfalls.needs_calls_of(module, id(module) in self._roots):
+            self._light_handles.append(module.register_forward_pre_hook(self._light_pre))
 
     def _light_pre(self, module: nn.Module, args: Any) -> None:
         rec = self._rec
@@ -107,6 +111,23 @@ class ModuleTracker:
             self.modules[id(sub)] = sub
         for p_name, p in module.named_parameters():
             self._add_param(p, f"{root_name}.{p_name}", p_name)
+
+    def name_roots_in(self, frame: FrameType | None) -> None:
+        """Name the models bound in ``frame`` that no forward has introduced yet.
+
+        Metrics-only steps run without the global hooks (NOTE [Light module tracking]), so a
+        model first called there is found this way, when its parameters need names.
+        """
+        if frame is None:
+            return
+        scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+        for scope in scopes:
+            for key, value in list(scope.items()):
+                if isinstance(value, nn.Module) and not key.startswith("_") and id(value) not in self._paths:
+                    self.name_root(value, key)
+                    if not self._handles:  # light: hook what the detectors need in it
+                        for sub in value.modules():
+                            self._hook_light(sub)
 
     def all_params(self) -> list[tuple[torch.Tensor, str]]:
         """Return every parameter of the modules seen so far, with its qualified name."""

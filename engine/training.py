@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -38,6 +39,7 @@ class TrainingTracker:
         self._before: list[torch.Tensor] = []
         self._buffers: dict[int, list[torch.Tensor]] = {}
         self._labels_by_param: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
+        self._looked_for: set[int] = set()
         self._last_end = time.perf_counter()
         self.total_steps = 0
         self.stepped_params: set[int] = set()
@@ -107,7 +109,7 @@ class TrainingTracker:
         rec.muted += 1
         try:
             with torch.no_grad():
-                stats = self._measure(opt, params)
+                stats = self._measure(opt, params, frame)
         finally:
             rec.muted -= 1
         now = time.perf_counter()
@@ -135,7 +137,9 @@ class TrainingTracker:
             rec.muted -= 1
         self._schedule()
 
-    def _measure(self, opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> dict[str, Any]:
+    def _measure(
+        self, opt: torch.optim.Optimizer, params: list[torch.Tensor], frame: FrameType | None
+    ) -> dict[str, Any]:
         """Norms of every parameter, its gradient and its update, in one transfer to the host."""
         if not params:
             return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
@@ -175,7 +179,7 @@ class TrainingTracker:
                     un.append(scale * next(it))
         stats = [
             {"tensor": tid, "name": label, "grad_norm": gn[i], "update_norm": un[i], "param_norm": pn[i]}
-            for i, (tid, label) in enumerate(self._param_labels(params))
+            for i, (tid, label) in enumerate(self._param_labels(params, frame))
         ]
         finite_g = [g for g in gn if g is not None]
         return {
@@ -185,7 +189,7 @@ class TrainingTracker:
             "params": stats,
         }
 
-    def _param_labels(self, params: list[torch.Tensor]) -> list[tuple[int, str]]:
+    def _param_labels(self, params: list[torch.Tensor], frame: FrameType | None) -> list[tuple[int, str]]:
         """``(tensor id, label)`` of each parameter, looked up once per parameter."""
         rec = self._rec
         found = []
@@ -195,6 +199,11 @@ class TrainingTracker:
                 found.append((cached[1], cached[2]))
                 continue
             name, pname = rec.modules.param_name(p)
+            if name is None and id(p) not in self._looked_for:
+                # a model no forward hook has met (first called in a metrics-only step)
+                self._looked_for.add(id(p))
+                rec.modules.name_roots_in(frame)
+                name, pname = rec.modules.param_name(p)
             tid = rec.tensors.known(p)
             if tid is None:
                 tid = rec.tensors.ensure(p)

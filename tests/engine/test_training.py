@@ -136,3 +136,32 @@ def test_update_norms_are_how_far_each_parameter_moved(make: str) -> None:
         assert [p.update_norm for p in step.params] == pytest.approx(truth, rel=1e-4, abs=1e-7)
         assert step.update_norm == pytest.approx(math.sqrt(sum(m * m for m in truth)), rel=1e-4)
     assert all(step.params[-1].update_norm == 0.0 for step in steps)
+
+
+def test_a_model_first_called_in_a_metrics_only_step_is_named() -> None:
+    """Metrics-only steps run without the global module hooks (NOTE [Light module
+    tracking]); a model met there for the first time still gets parameter names, and its
+    dropout is still watched."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+body = nn.Linear(4, 4)
+opt = torch.optim.SGD(body.parameters(), lr=0.1)
+for _ in range(5):
+    opt.zero_grad()
+    body(torch.randn(2, 4)).pow(2).mean().backward()
+    opt.step()
+head = nn.Sequential(nn.Linear(4, 1), nn.Dropout(0.5))
+opt2 = torch.optim.SGD(head.parameters(), lr=0.1)
+for _ in range(3):
+    opt2.zero_grad()
+    head(torch.randn(2, 4)).pow(2).mean().backward()
+    opt2.step()
+with torch.no_grad():
+    head(torch.randn(2, 4))
+"""
+    )
+    steps = [s for s in q.optimizer_steps(trace) if s.optimizer == "opt2 (SGD)"]
+    assert len(steps) == 3 and not any(s.detail for s in steps)
+    assert {p.name for p in steps[0].params} == {"0.weight", "0.bias"}
+    assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [("train-mode-in-evaluation", 16)]
