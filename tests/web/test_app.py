@@ -250,3 +250,13 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     page.mouse.wheel(0, -600)
     page.wait_for_function(f"() => window.gradwalk.graph.core.zoom() > {zoom}", timeout=5_000)
     shot(page, "08-chain-2000")
+
+
+def test_the_numbers_an_op_was_passed_are_written_out(page: Any) -> None:
+    """`4*x` reads as `x * 4` in the tape and on the graph, not `x * …`."""
+    open_app(page, "?view=tape")
+    run_example(page, "cubic")
+    mul_op = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.name === 'mul').index")
+    expect(page.locator(f".gw-op-row[data-op='{mul_op}'] .gw-op-io")).to_have_text("x, 4 → x * 4")
+    labels = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('label'))")
+    assert any("x * 4" in str(label) for label in labels), labels

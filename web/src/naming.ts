@@ -18,8 +18,8 @@ const REFLECTED: Record<string, string> = { rsub: "−", rdiv: "/", rtruediv: "/
 
 const MAX_EXPR = 22;
 
-/** A Python number as the snippet would write it (`4`, `0.1`, `1e-08`). */
-function numberText(value: number | boolean): string {
+/** A Python number as the snippet would write it (`4`, `0.1`, `1e-8`). */
+export function numberText(value: number | boolean): string {
   if (typeof value === "boolean") return value ? "True" : "False";
   if (Number.isNaN(value)) return "nan";
   if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
