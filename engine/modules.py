@@ -10,8 +10,9 @@ A global module hook sends every call of every module down ``nn.Module``'s slow 
 (~30 us a call here), which dominated metrics-only training steps. While the tape is off
 nothing needs the running-module stack, so the global hooks are swapped for per-module
 hooks on just the modules the pitfall detectors must see (root models with parameters,
-dropout and batch norm) among those met so far; a module first called in a metrics-only
-step is not named.
+dropout and batch norm) among those met so far. A model first called in a metrics-only
+step is found among the snippet's variables when its parameters need names
+(:meth:`ModuleTracker.name_roots_in`), and hooked then.
 """
 
 from __future__ import annotations
