@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .source import snippet_frames
 from .values import same_elements_key
 
 if TYPE_CHECKING:
@@ -164,31 +165,22 @@ class BackwardTracker:
         self.calls += 1
         # gradwalk's own tensor work below is muted: called as torch.autograd.backward(...)
         # (not through Tensor.backward) this runs with the tape mode active
-        rec.muted += 1
-        try:
+        with rec.mute():
             if len(roots) == 1 and roots[0].numel() == 1:
                 try:
                     value = roots[0].item()
                     self.last_loss = float(value) if isinstance(value, int | float) else None
                 except (RuntimeError, ValueError):
                     self.last_loss = None
-        finally:
-            rec.muted -= 1
-        frame, line, _, _ = rec.where()
+        frame, line, _, _ = snippet_frames()
         if index == 0:
             self.first_backward_line = line
-        rec.muted += 1
-        try:
+        with rec.mute():
             rec.pitfalls.on_backward(roots, line)
-        finally:
-            rec.muted -= 1
         if not rec.detail:
             result = fn(*args, **kwargs)
-            rec.muted += 1
-            try:
+            with rec.mute():
                 rec.pitfalls.after_backward(line)
-            finally:
-                rec.muted -= 1
             return result
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:

@@ -80,11 +80,8 @@ class ModuleTracker:
 
     def _light_pre(self, module: nn.Module, args: Any) -> None:
         rec = self._rec
-        rec.muted += 1
-        try:
+        with rec.mute():
             rec.pitfalls.on_module_call(module, id(module) in self._roots)
-        finally:
-            rec.muted -= 1
 
     @property
     def current_path(self) -> str | None:
@@ -141,11 +138,8 @@ class ModuleTracker:
 
     def _pre(self, module: nn.Module, args: Any) -> None:
         rec = self._rec
-        rec.muted += 1
-        try:
+        with rec.mute():
             rec.pitfalls.on_module_call(module, not self._stack)
-        finally:
-            rec.muted -= 1
         if id(module) not in self._paths:
             if self._stack:
                 parent = self._stack[-1]

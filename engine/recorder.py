@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -61,6 +59,21 @@ def _mode_on_top(mode: TapeMode) -> bool:
     return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
 
 
+class _Mute:
+    """The context manager behind :meth:`Recorder.mute` (nests: it counts)."""
+
+    __slots__ = ("_rec",)
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+
+    def __enter__(self) -> None:
+        self._rec.muted += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._rec.muted -= 1
+
+
 class Recorder:
     """Record one run into ``sink``. Not reentrant; one recorder per run."""
 
@@ -76,8 +89,8 @@ class Recorder:
         self.detail = True
         self.values = True
         self.muted = 0
+        self._mute = _Mute(self)
         self.in_optimizer = False
-        self.watch_light = False
         self.ops = 0
         self.dropped_ops = 0
         self.tensors = TensorTable(self)
@@ -141,22 +154,18 @@ class Recorder:
 
     # --- helpers for the parts --------------------------------------------------------
 
-    def where(self) -> tuple[FrameType | None, int | None, int | None, bool]:
-        return snippet_frames()
-
     def value_or_none(self, t: torch.Tensor | None) -> dict[str, Any] | None:
         if t is None or not self.values:
             return None
         return to_value(t, self.limits.max_value_elements)
 
-    @contextmanager
-    def mute(self) -> Iterator[None]:
-        """Run gradwalk's own tensor work without recording it."""
-        self.muted += 1
-        try:
-            yield
-        finally:
-            self.muted -= 1
+    def mute(self) -> _Mute:
+        """``with rec.mute():`` runs gradwalk's own tensor work without recording it.
+
+        A plain class, not a generator context manager: it brackets work on hot paths
+        (every watched op, module call, backward and optimizer step).
+        """
+        return self._mute
 
     def set_detail(self, on: bool) -> None:
         """Switch full recording (tape, graph, backward walk) on or off from the next op.
@@ -177,11 +186,6 @@ class Recorder:
         elif not on and self._mode is not None and _mode_on_top(self._mode):
             self._mode.__exit__(None, None, None)
             self._mode = None
-
-    def grad_mode(self) -> str:
-        if torch.is_inference_mode_enabled():
-            return "inference_mode"
-        return "grad" if torch.is_grad_enabled() else "no_grad"
 
     # --- the tape -----------------------------------------------------------------------
 
@@ -248,9 +252,6 @@ class Recorder:
         memory = self.memory
         if abs(memory.saved_bytes - memory.reported) > max(4096, memory.reported >> 3):
             self.report_memory(line)
-
-    def light_op(self, func: Any, args: tuple[Any, ...], result: Any) -> None:
-        """Hook for cheap observers while full detail is off (pitfall detectors)."""
 
     def report_memory(self, line: int | None) -> None:
         now = self.memory.saved_bytes

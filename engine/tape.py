@@ -103,11 +103,8 @@ class TapeMode(TorchFunctionMode):
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
         if name in WATCHED_OPS and not rec.in_optimizer:
-            rec.muted += 1
-            try:
+            with rec.mute():
                 rec.pitfalls.on_op(name, args, result)
-            finally:
-                rec.muted -= 1
         if rec.in_optimizer or not rec.detail:
             return result
         outputs: list[torch.Tensor] = []

@@ -82,12 +82,8 @@ class TrainingTracker:
             buffers = self._buffers[key] = [
                 torch.empty_like(p, memory_format=torch.preserve_format) for p in params
             ]
-        rec.muted += 1
-        try:
-            with torch.no_grad():
-                torch._foreach_copy_(buffers, params)
-        finally:
-            rec.muted -= 1
+        with rec.mute(), torch.no_grad():
+            torch._foreach_copy_(buffers, params)
         self._before = buffers
 
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -106,12 +102,8 @@ class TrainingTracker:
         stepped = self.stepped_params
         for p in params:
             stepped.add(id(p))
-        rec.muted += 1
-        try:
-            with torch.no_grad():
-                stats = self._measure(opt, params, frame)
-        finally:
-            rec.muted -= 1
+        with rec.mute(), torch.no_grad():
+            stats = self._measure(opt, params, frame)
         now = time.perf_counter()
         rec.emit(
             {
@@ -130,11 +122,8 @@ class TrainingTracker:
         )
         self._last_end = now
         self._before = []
-        rec.muted += 1
-        try:
+        with rec.mute():
             rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
-        finally:
-            rec.muted -= 1
         self._schedule()
 
     def _measure(
@@ -151,7 +140,7 @@ class TrainingTracker:
         # buffer the step just applied), so its norm needs no copy and no extra pass for
         # plain SGD; any other optimizer's is measured against the copy taken before the step
         if sgd is not None:
-            updates = [t for t in sgd if isinstance(t, torch.Tensor)]
+            updates = [t for t, _ in sgd if isinstance(t, torch.Tensor)]
         else:
             updates = self._before
             if updates:
@@ -170,7 +159,7 @@ class TrainingTracker:
         else:
             it = iter(rest)
             un = []
-            for i, (term, scale) in enumerate(zip(sgd, _sgd_scales(opt), strict=True)):
+            for i, (term, scale) in enumerate(sgd):
                 if term is _GRAD:
                     un.append(scale * (gn[i] or 0.0))
                 elif term is None:
@@ -229,8 +218,8 @@ def _cuda_in_use() -> bool:
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
 
 
-def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[torch.Tensor | str | None] | None:
-    """For ``torch.optim.SGD``, what each parameter's step applied, to be scaled by its lr.
+def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | str | None, float]] | None:
+    """For ``torch.optim.SGD``, what each parameter's step applied, and the lr scaling it.
 
     A plain SGD step moves ``p`` by ``lr * grad`` (:data:`_GRAD`); with momentum (not
     Nesterov) by ``lr * momentum_buffer``, whatever the weight decay; ``None`` where ``p``
@@ -240,16 +229,16 @@ def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[torch.Tensor | str | N
     """
     if not _sgd_readable(opt):
         return None
-    terms: list[torch.Tensor | str | None] = []
+    terms: list[tuple[torch.Tensor | str | None, float]] = []
     for group in opt.param_groups:
-        momentum = group.get("momentum", 0)
+        momentum, scale = group.get("momentum", 0), abs(float(group["lr"]))
         for p in group["params"]:
             if p.grad is None:
-                terms.append(None)
+                terms.append((None, scale))
             elif momentum == 0:
-                terms.append(_GRAD)
+                terms.append((_GRAD, scale))
             else:
-                terms.append(opt.state.get(p, {}).get("momentum_buffer"))
+                terms.append((opt.state.get(p, {}).get("momentum_buffer"), scale))
     return terms
 
 
@@ -264,7 +253,3 @@ def _sgd_readable(opt: torch.optim.Optimizer) -> bool:
         if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
             return False
     return True
-
-
-def _sgd_scales(opt: torch.optim.Optimizer) -> list[float]:
-    return [abs(float(g["lr"])) for g in opt.param_groups for _ in g["params"]]

@@ -120,12 +120,16 @@ def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
     """
     if t.layout is not _STRIDED or t.is_meta:
         return None
-    if not t.is_contiguous():
-        strides = t.stride()
-        order = sorted(range(t.dim()), key=lambda i: -strides[i])
-        if not t.permute(order).is_contiguous():
-            return None
+    if not t.is_contiguous() and _dense_order(t) is None:
+        return None
     return (t.data_ptr(), t.numel(), t.dtype, t.device, t._version)
+
+
+def _dense_order(t: torch.Tensor) -> list[int] | None:
+    """A permutation that makes ``t`` contiguous (its dimensions in memory order), if any."""
+    strides = t.stride()
+    order = sorted(range(t.dim()), key=lambda i: -strides[i])
+    return order if t.permute(order).is_contiguous() else None
 
 
 def _flat_view(d: torch.Tensor) -> torch.Tensor:
@@ -135,11 +139,9 @@ def _flat_view(d: torch.Tensor) -> torch.Tensor:
     memory order instead of being copied.
     """
     if not d.is_contiguous() and d.dim() > 1:
-        strides = d.stride()
-        order = sorted(range(d.dim()), key=lambda i: -strides[i])
-        permuted = d.permute(order)
-        if permuted.is_contiguous():
-            return permuted.view(-1)
+        order = _dense_order(d)
+        if order is not None:
+            return d.permute(order).view(-1)
     return d.reshape(-1)
 
 
