@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import Depends, HTTPException
@@ -21,6 +22,7 @@ __all__ = [
     "client_key",
     "get_registry",
     "get_settings",
+    "spend_allowance",
 ]
 
 _bearer = HTTPBearer(
@@ -53,6 +55,18 @@ def get_limiter(conn: HTTPConnection) -> RateLimiter:
 def client_key(conn: HTTPConnection) -> str:
     """Name the client a rate limit applies to: its address (uvicorn resolves trusted proxies)."""
     return conn.client.host if conn.client else "unknown"
+
+
+def spend_allowance(limiter: RateLimiter, conn: HTTPConnection, what: str = "runs") -> None:
+    """Spend one of the client's allowance of ``what``; 429 with ``Retry-After`` when none is left."""
+    wait = limiter.take(client_key(conn))
+    if wait > 0:
+        retry = math.ceil(wait)
+        raise HTTPException(
+            429,
+            f"too many {what} from this client; try again in {retry} s",
+            headers={"Retry-After": str(retry)},
+        )
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
-from runner import PoolBusy
-
-from ..deps import LimiterDep, RegistryDep, SettingsDep, client_key
+from ..deps import LimiterDep, RegistryDep, SettingsDep, spend_allowance
 from ..lessons import Lesson, LessonLibrary
 from ..live import LiveRun
 from ..models import ErrorDetail, RunPublic, run_public
+from .runs import start_run
 
 __all__ = ["LessonList", "LessonPublic", "router"]
 
@@ -87,19 +85,8 @@ async def run_lesson(
     lesson = _find(library, lesson_id)
 
     async def create(source: str) -> LiveRun:
-        wait = limiter.take(client_key(request))
-        if wait > 0:
-            raise HTTPException(
-                429,
-                f"too many runs from this client; try again in {math.ceil(wait)} s",
-                headers={"Retry-After": str(math.ceil(wait))},
-            )
-        try:
-            return await registry.create(source, "cpu", settings.default_limits)
-        except PoolBusy:
-            raise HTTPException(
-                429, "all workers are busy; try again in a moment", headers={"Retry-After": "2"}
-            ) from None
+        spend_allowance(limiter, request)
+        return await start_run(registry, source, "cpu", settings.default_limits)
 
     run, created = await library.run_for(lesson, registry.find, create)
     response.status_code = 201 if created else 200

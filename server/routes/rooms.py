@@ -45,7 +45,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import HTTPConnection
 
-from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, client_key
+from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, spend_allowance
 from ..models import ErrorDetail, RunCreate, RunPublic
 from ..rooms import CODE_LENGTH, Room, RoomRegistry, RoomsFull, RoomState, RoomStatePatch, normalize_code
 from ..security import token_matches
@@ -125,13 +125,7 @@ async def create_room(
     body: RoomCreate | None = None,
 ) -> RoomCreated:
     """Open a room; keep ``presenter_key`` to present, give viewers the ``code`` or the ``url``."""
-    wait = limiter.take(client_key(request))
-    if wait > 0:
-        raise HTTPException(
-            429,
-            f"too many requests from this client; try again in {math.ceil(wait)} s",
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
+    spend_allowance(limiter, request, "requests")
     try:
         room = rooms.create(body.state if body else None)
     except RoomsFull as exc:

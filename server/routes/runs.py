@@ -11,14 +11,14 @@ from pydantic import ValidationError
 from engine.events import Limits, Trace
 from runner import PoolBusy
 
-from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, client_key
+from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, spend_allowance
 from ..live import LiveRun
 from ..models import ErrorDetail, LimitsPatch, RunCreate, RunList, RunPublic, run_public, run_summary
 from ..registry import RunRegistry
 from ..settings import Settings
 from ..storage import RunRecord
 
-__all__ = ["router"]
+__all__ = ["router", "start_run"]
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
@@ -50,15 +50,14 @@ async def create_run(
     and ends at once with status ``error`` and a message that says why.
     """
     limits = _limits(body.limits, settings)
-    wait = limiter.take(client_key(request))
-    if wait > 0:
-        raise HTTPException(
-            429,
-            f"too many runs from this client; try again in {math.ceil(wait)} s",
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
+    spend_allowance(limiter, request)
+    return run_public(await start_run(registry, body.source, body.device, limits))
+
+
+async def start_run(registry: RunRegistry, source: str, device: str, limits: Limits) -> LiveRun:
+    """Submit a run to the workers; 429 with ``Retry-After`` when they and their queue are full."""
     try:
-        run = await registry.create(body.source, body.device, limits)
+        return await registry.create(source, device, limits)
     except PoolBusy as exc:
         retry = max(1, math.ceil(float(getattr(exc, "retry_after", 1) or 1)))
         raise HTTPException(
@@ -66,7 +65,6 @@ async def create_run(
             f"all workers are busy and the queue is full; try again in {retry} s",
             headers={"Retry-After": str(retry)},
         ) from None
-    return run_public(run)
 
 
 @router.get("", response_model=RunList)

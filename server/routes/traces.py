@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from engine.events import RunFinished, RunStarted, trace_adapter
 
-from ..deps import CreatorAuth, LimiterDep, RegistryDep, client_key
+from ..deps import CreatorAuth, LimiterDep, RegistryDep, spend_allowance
 from ..library import title_for
 from ..live import join_trace
 from ..models import ErrorDetail
@@ -58,10 +58,7 @@ async def import_trace(
     request: Request, registry: RegistryDep, limiter: LimiterDep, _auth: CreatorAuth
 ) -> TraceImported:
     """Store a recorded trace as a finished run; 201 with the run's id and its URLs."""
-    wait = limiter.take(client_key(request))
-    if wait > 0:
-        retry = str(max(1, round(wait)))
-        raise HTTPException(429, f"too many requests; try again in {retry} s", headers={"Retry-After": retry})
+    spend_allowance(limiter, request, "requests")
     body = _decoded(await request.body(), request.headers.get("content-encoding", "identity"))
     record, trace_json = await asyncio.to_thread(_parse, body, registry.examples)
     await asyncio.to_thread(registry.store.insert, record)
