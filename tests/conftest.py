@@ -14,6 +14,15 @@ CASES_DIR = ROOT / "server" / "examples"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+def need(ok: bool, why: str) -> None:
+    """Skip when something the test needs is missing (a browser, a tool, root); with
+    ``CI=true``, fail instead: CI must never pass by skipping."""
+    if not ok:
+        if IN_CI:
+            pytest.fail(why)
+        pytest.skip(why)
+
+
 def load_cases() -> list[dict[str, Any]]:
     """The worked examples of ../shared/cases (copied into server/examples), with their answers."""
     return json.loads((CASES_DIR / "cases.json").read_text())["cases"]

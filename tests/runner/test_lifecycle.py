@@ -14,7 +14,7 @@ import pytest
 from engine.events import Event, Limits
 from runner import PoolBusy, WorkerPool
 from runner.sandbox import LAYERS
-from tests.conftest import case_source
+from tests.conftest import case_source, need
 
 from .conftest import PoolDriver, alive, finished, outputs
 
@@ -124,7 +124,7 @@ def test_refused_runs_say_why(driver: PoolDriver) -> None:
 
 def test_cuda_run_without_a_gpu_says_so(driver: PoolDriver) -> None:
     if driver.pool.cuda_available:
-        pytest.skip("this machine has a GPU")
+        pytest.skip("this machine has a GPU: test_cuda_run_on_a_gpu covers CUDA runs here")
     events, handle = driver.run(case_source("cubic.py"), device="cuda")
     assert handle.status == "error"
     assert "CUDA is not available" in finished(events).message
@@ -229,8 +229,7 @@ def test_strict_mode_refuses_when_a_layer_is_missing() -> None:
 
         asyncio.run(main())
     """)
-    if os.geteuid() != 0:
-        pytest.skip("drops a root capability")
+    need(os.geteuid() == 0, "this test drops a root capability (CAP_SYS_ADMIN): run it as root")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()

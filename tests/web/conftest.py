@@ -1,7 +1,7 @@
 """Browser-test fixtures: the built bundle, a real gradwalk server on a free port, Chromium.
 
-The server is ``server.commands.serve`` (the app from ``server.app.create_app`` on uvicorn)
-in a subprocess with real workers; its log is printed when it does not come up. Chromium
+The server is the real ``gradwalk serve`` in a subprocess with real workers
+(``tests.server.harness.LiveServer``); its log is printed when it does not come up. Chromium
 is Debian's (``/usr/bin/chromium``, or ``GRADWALK_CHROMIUM``), driven by Playwright. When
 ``CI=true``, a missing browser, bundle or server fails the tests instead of skipping them.
 Screenshots of the main states go to ``test-artifacts/web/``.
@@ -13,14 +13,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from tests.conftest import IN_CI, need
+from tests.server.harness import LiveServer
+
+__all__ = ["IN_CI", "LEAF", "NEXT", "expect", "need"]
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
@@ -36,23 +40,14 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-IN_CI = os.environ.get("CI", "").lower() == "true"
+NEXT = "button[aria-label='Next step']"
+LEAF = "() => window.gradwalkViewer.graph.core.$('node[kind = \"leaf\"]').data('label')"
 
-_SERVE = """
-import sys
-from server.commands import serve
-from server.settings import Settings
-settings = Settings.model_validate_json(sys.argv[1])
-sys.exit(serve(settings, log_level="warning", on_ready=lambda url: print("READY", url, flush=True)))
-"""
-
-
-def need(ok: bool, why: str) -> None:
-    """Skip when something the test needs is missing; in CI, fail instead."""
-    if not ok:
-        if IN_CI:
-            pytest.fail(why)
-        pytest.skip(why)
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail in CI) before any test runs
+    expect = None
 
 
 def _newest(paths: list[Path]) -> float:
@@ -74,73 +69,15 @@ def bundle() -> Path:
     return app_js
 
 
-class Server:
-    """A gradwalk server in a subprocess, at ``url`` (no trailing slash)."""
-
-    def __init__(self, tmp: Path) -> None:
-        from server.settings import Settings
-
-        settings = Settings(
-            host="127.0.0.1", port=0, db=tmp / "gradwalk.sqlite3", workers=2, rate_burst=10_000
-        )
-        self.log_path = tmp / "server.log"
-        self.log_file = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVE, settings.model_dump_json()],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=self.log_file,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self.url = ""
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        import httpx
-
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = b""
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith(b"READY ") or not line:
-                break
-        if not line.startswith(b"READY "):
-            self.stop()
-            pytest.fail(f"the gradwalk server did not come up; its log:\n{self.log()}")
-        self.url = line.split()[1].decode().rstrip("/")
-        stdout = self.proc.stdout
-        threading.Thread(
-            target=lambda: [self.log_file.write(chunk) for chunk in iter(stdout.readline, b"")], daemon=True
-        ).start()
-        with httpx.Client(base_url=self.url, timeout=10) as client:
-            while client.get("/api/health").status_code != 200:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the gradwalk server never became healthy; its log:\n{self.log()}")
-                time.sleep(0.2)
-
-    def log(self) -> str:
-        self.log_file.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 @pytest.fixture(scope="session")
-def server(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A real ``gradwalk serve`` (see tests/server/harness.py), no token, no rate limit to speak of."""
     try:
         import server.commands  # noqa: F401
     except ImportError as exc:
         need(False, f"the gradwalk server is not importable: {exc}")
-    srv = Server(tmp_path_factory.mktemp("web-server"))
+    srv = LiveServer.start(tmp_path_factory.mktemp("web-server"), "--burst", "10000", token=None)
     try:
-        srv.wait_ready()
         yield srv
     finally:
         srv.stop()
@@ -166,7 +103,7 @@ class Problems(list):
 
 
 @pytest.fixture
-def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(browser: Any, server: LiveServer, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh page on the app; the test fails if the page logged errors."""
     context = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
     page = context.new_page()
@@ -184,6 +121,22 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
         context.close()
     if not getattr(request.node, "allow_console_errors", False):
         assert not problems, "the page logged errors:\n" + "\n".join(problems)
+
+
+def stored_run(server: LiveServer, source: str) -> str:
+    """Create a run on the server and wait until it is stored; return its id."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
+        deadline = time.monotonic() + 90
+        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, "the run never finished"
+            time.sleep(0.1)
+    return str(run["id"])
+
+
+def settle(page: Any) -> None:
+    """Let the graph's colour transitions (180 ms) finish before a screenshot."""
+    page.wait_for_timeout(300)
 
 
 def shot(page: Any, name: str) -> Path:

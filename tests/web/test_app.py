@@ -7,18 +7,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import load_trace, open_app, run_example, shot, wait_graph
+from .conftest import NEXT, expect, load_trace, open_app, run_example, shot, wait_graph
 from .tracegen import chain_trace
 
 pytestmark = pytest.mark.browser
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
-
-NEXT = "button[aria-label='Next step']"
 
 
 def node_kinds(page: Any) -> list[str]:

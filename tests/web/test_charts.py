@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import ROOT, load_trace, open_app, run_example, shot
+from .conftest import ROOT, expect, load_trace, open_app, run_example, shot, stored_run
 
 pytestmark = pytest.mark.browser
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
 
 EXAMPLES = ROOT / "server" / "examples"
 SNAPSHOT = "() => window.gradwalk.charts.snapshot()"
@@ -25,17 +18,6 @@ SNAPSHOT = "() => window.gradwalk.charts.snapshot()"
 
 def example(name: str) -> str:
     return (EXAMPLES / f"{name}.py").read_text()
-
-
-def stored_run(server: Any, source: str) -> str:
-    """Create a run on the server and wait until it is stored; return its id."""
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
-        deadline = time.monotonic() + 90
-        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
-            assert time.monotonic() < deadline, "the run never finished"
-            time.sleep(0.1)
-    return str(run["id"])
 
 
 def trace(server: Any, run_id: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -11,29 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import ROOT, open_app, run_example, shot
+from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run
 
 pytestmark = pytest.mark.browser
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
-
-NEXT = "button[aria-label='Next step']"
-LEAF = "() => window.gradwalkViewer.graph.core.$('node[kind = \"leaf\"]').data('label')"
-
-
-def stored_run(server: Any, source: str) -> str:
-    """Create a run on the server and wait until it is stored; return its id."""
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        run = client.post("/api/runs", json={"source": source}).raise_for_status().json()
-        deadline = time.monotonic() + 60
-        while client.get(f"/api/runs/{run['id']}").json()["status"] in ("queued", "running"):
-            assert time.monotonic() < deadline, "the run never finished"
-            time.sleep(0.1)
-    return str(run["id"])
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +66,6 @@ def course_page(page: Any, course: CoursePages, body: str) -> None:
         f"<body><h1>Lesson 3: backward()</h1>{body}</body>"
     )
     page.goto(f"{course.url}{path}")
-
-
-def settle(page: Any) -> None:
-    """Let the graph's colour transitions (180 ms) finish before a screenshot."""
-    page.wait_for_timeout(300)
 
 
 def embed_frame(page: Any) -> Any:

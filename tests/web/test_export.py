@@ -10,19 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import ROOT, open_app, run_example, shot
-from .test_embed import settle, stored_run
+from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run
 
 pytestmark = pytest.mark.browser
 
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
-
-NEXT = "button[aria-label='Next step']"
-LEAF = "() => window.gradwalkViewer.graph.core.$('node[kind = \"leaf\"]').data('label')"
 CUBIC = ROOT / "server" / "examples" / "cubic.py"
 
 

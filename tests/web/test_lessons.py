@@ -6,15 +6,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import open_app, shot, wait_graph
+from .conftest import expect, open_app, shot, wait_graph
 
 pytestmark = pytest.mark.browser
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
 
 CARD = "[data-gw=lesson-card]"
 POSITION = ".gw-stepper .gw-position"

@@ -9,15 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import ROOT, open_app, run_example, shot
+from .conftest import ROOT, expect, open_app, run_example, shot
 
 pytestmark = pytest.mark.browser
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
 
 RINGED = "() => window.gradwalk.graph.core.$('.gw-pitfall').map((n) => n.data('label') || n.id())"
 

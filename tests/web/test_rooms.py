@@ -15,17 +15,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import open_app, shot, wait_graph
+from .conftest import NEXT, expect, open_app, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip (or fail in CI) before any test runs
-    expect = None
-
-NEXT = "button[aria-label='Next step']"
 PREV = "button[aria-label='Previous step']"
 POSITION = ".gw-stepper .gw-position"
 # Chromium logs every refused fetch; the refused viewer run is one on purpose.

@@ -67,7 +67,8 @@ export class Api {
     }
   }
 
-  private async request<T>(path: string, init: RequestInit = {}): Promise<T> {
+  /** A JSON request to the API with the token; a refusal becomes an ApiError with the server's reason. */
+  async request<T>(path: string, init: RequestInit = {}): Promise<T> {
     const headers = new Headers(init.headers);
     if (init.body) headers.set("Content-Type", "application/json");
     const token = this.token;

@@ -39,37 +39,14 @@ export interface RoomInfo {
   url: string;
 }
 
-/** The one-line reason a refusal gives, whatever shape its `detail` has. */
-function detailText(body: unknown, fallback: string): string {
-  const detail = body && typeof body === "object" && "detail" in body ? (body as { detail: unknown }).detail : null;
-  if (typeof detail === "string") return detail;
-  if (Array.isArray(detail)) return detail.map((d) => (d && typeof d === "object" && "msg" in d ? String(d.msg) : JSON.stringify(d))).join("; ");
-  return fallback;
-}
-
 /** The room endpoints of the HTTP API. */
 export class RoomApi {
   constructor(private readonly api: Api) {}
 
-  private async request<T>(path: string, init: RequestInit & { key?: string | null } = {}): Promise<T> {
+  private request<T>(path: string, init: RequestInit & { key?: string | null } = {}): Promise<T> {
     const headers = new Headers(init.headers);
-    if (init.body) headers.set("Content-Type", "application/json");
     if (init.key) headers.set("X-Presenter-Key", init.key);
-    const token = this.api.token;
-    if (token) headers.set("Authorization", `Bearer ${token}`);
-    const res = await fetch(`${this.api.base}${path}`, { ...init, headers });
-    const text = await res.text();
-    let body: unknown = null;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      body = text;
-    }
-    if (!res.ok) {
-      const retry = res.headers.get("Retry-After");
-      throw new ApiError(detailText(body, res.statusText || `HTTP ${res.status}`), res.status, retry ? Number(retry) : null);
-    }
-    return body as T;
+    return this.api.request<T>(path, { ...init, headers });
   }
 
   create(state: Partial<RoomState>): Promise<RoomCreated> {
