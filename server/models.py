@@ -12,6 +12,15 @@ from engine.events import Counts
 from .live import LiveRun
 from .storage import RunRecord
 
+
+def refuse_nul(source: str) -> str:
+    """A ``source`` validator: compile() refuses NUL, so say so up front rather than as a
+    failed run. (Lone surrogates never get this far: pydantic refuses invalid Unicode.)"""
+    if "\x00" in source:
+        raise ValueError("source contains a NUL character")
+    return source
+
+
 __all__ = [
     "ErrorDetail",
     "ExampleList",
@@ -68,14 +77,7 @@ class RunCreate(_Request):
     device: Literal["cpu", "cuda"] = Field(default="cpu", description="offered to the snippet as `device`")
     limits: LimitsPatch | None = Field(default=None, description="caps for this run; the server bounds them")
 
-    @field_validator("source")
-    @classmethod
-    def _no_nul(cls, source: str) -> str:
-        # compile() refuses NUL; say so here rather than as a failed run. (Lone surrogates
-        # never get this far: pydantic refuses them as invalid Unicode.)
-        if "\x00" in source:
-            raise ValueError("source contains a NUL character")
-        return source
+    _no_nul = field_validator("source")(refuse_nul)
 
 
 class RunSummary(BaseModel):

@@ -35,6 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .models import refuse_nul
+
 __all__ = [
     "CODE_ALPHABET",
     "CODE_LENGTH",
@@ -83,12 +85,7 @@ class RoomState(BaseModel):
         default=None, max_length=64, pattern=_ID_PATTERN, description="the lesson the presenter opened"
     )
 
-    @field_validator("source")
-    @classmethod
-    def _no_nul(cls, source: str) -> str:
-        if "\x00" in source:
-            raise ValueError("source contains a NUL character")
-        return source
+    _no_nul = field_validator("source")(refuse_nul)
 
 
 class RoomStatePatch(RoomState):
