@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .source import snippet_frames
+from .source import snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -28,7 +28,7 @@ def log(name: str, value: float, step: int | None = None) -> None:
     rec = _current
     if rec is None:
         return
-    _, line, _, _ = snippet_frames()
+    _, line = snippet_frame()
     rec.emit(dict(type="metric", name=str(name)[:100], value=float(value), step=step, line=line))
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .source import snippet_frames
+from .source import snippet_frame
 from .values import same_elements_key
 
 if TYPE_CHECKING:
@@ -123,13 +123,10 @@ class BackwardTracker:
         orig_backward, orig_grad = torch.autograd.backward, torch.autograd.grad
         self._originals = (orig_backward, orig_grad)
 
+        tensor_backward = torch.Tensor.backward.__code__
+
         def backward(*args: Any, **kwargs: Any) -> Any:
-            caller = sys._getframe(1).f_code
-            api = (
-                "Tensor.backward"
-                if caller.co_name == "backward" and caller.co_filename.endswith("_tensor.py")
-                else "autograd.backward"
-            )
+            api = "Tensor.backward" if sys._getframe(1).f_code is tensor_backward else "autograd.backward"
             return self.run(api, orig_backward, args, kwargs)
 
         def grad(*args: Any, **kwargs: Any) -> Any:
@@ -158,30 +155,38 @@ class BackwardTracker:
         finally:
             self._running = False
 
+    def _read_loss(self, roots: list[torch.Tensor]) -> None:
+        # the loss of the training charts: a one-element root, read with one item() call
+        if len(roots) == 1 and roots[0].numel() == 1:
+            try:
+                value = roots[0].item()
+                self.last_loss = float(value) if isinstance(value, int | float) else None
+            except (RuntimeError, ValueError):
+                self.last_loss = None
+
     def _run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         rec = self._rec
-        roots, seeds, retain, create = _backward_args(api, args, kwargs)
         index = self.calls
         self.calls += 1
-        # gradwalk's own tensor work below is muted: called as torch.autograd.backward(...)
-        # (not through Tensor.backward) this runs with the tape mode active
-        with rec.mute():
-            if len(roots) == 1 and roots[0].numel() == 1:
-                try:
-                    value = roots[0].item()
-                    self.last_loss = float(value) if isinstance(value, int | float) else None
-                except (RuntimeError, ValueError):
-                    self.last_loss = None
-        frame, line, _, _ = snippet_frames()
+        frame, line = snippet_frame()
         if index == 0:
             self.first_backward_line = line
-        with rec.mute():
-            rec.pitfalls.on_backward(roots, line)
         if not rec.detail:
+            # a metrics-only step: the loss and the detectors, nothing per node
+            roots = _as_list(args[0] if args else kwargs.get(_ROOT_KEYS[api]))
+            with rec.mute():
+                self._read_loss(roots)
+                rec.pitfalls.on_backward(roots, line)
             result = fn(*args, **kwargs)
             with rec.mute():
                 rec.pitfalls.after_backward(line)
             return result
+        roots, seeds, retain, create = _backward_args(api, args, kwargs)
+        # gradwalk's own tensor work below is muted: called as torch.autograd.backward(...)
+        # (not through Tensor.backward) this runs with the tape mode active
+        with rec.mute():
+            self._read_loss(roots)
+            rec.pitfalls.on_backward(roots, line)
         root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
         for t in roots:
             rec.tensors.name_from(t, frame)
@@ -239,19 +244,24 @@ def _as_list(x: Any) -> list[Any]:
     return list(x)
 
 
+# the name of each backward entry point's first parameter: the root(s)
+_ROOT_KEYS = {"Tensor.backward": "self", "autograd.backward": "tensors", "autograd.grad": "outputs"}
+
+
 def _backward_args(
     api: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[list[torch.Tensor], list[torch.Tensor | None], bool, bool]:
     """Normalise the arguments of the three backward entry points."""
     if api == "Tensor.backward":
         names = ["self", "gradient", "retain_graph", "create_graph", "inputs"]
-        root_key, seed_key = "self", "gradient"
+        seed_key = "gradient"
     elif api == "autograd.backward":
         names = ["tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"]
-        root_key, seed_key = "tensors", "grad_tensors"
+        seed_key = "grad_tensors"
     else:
         names = ["outputs", "inputs", "grad_outputs", "retain_graph", "create_graph"]
-        root_key, seed_key = "outputs", "grad_outputs"
+        seed_key = "grad_outputs"
+    root_key = _ROOT_KEYS[api]
     bound = dict(zip(names, args, strict=False))
     bound.update(kwargs)
     roots = _as_list(bound.get(root_key))

@@ -3,8 +3,9 @@
 # NOTE [Saved-tensor accounting]
 A ``saved_tensors_hooks`` pack hook wraps each saved tensor in a small holder whose
 ``__del__`` runs when autograd releases it (after ``backward()`` frees the graph, or when
-the graph is garbage). The holder keeps a ``detach()``-ed alias, not the output itself,
-so no reference cycle through ``grad_fn`` is created. Storages are counted once however
+the graph is garbage). The holder keeps a ``detach()``-ed alias of a non-leaf tensor, not
+the tensor itself, so no reference cycle through ``grad_fn`` is created (a leaf has no
+``grad_fn`` and is kept as it is). Storages are counted once however
 many nodes save them, which is what the graph really holds in memory.
 
 PyTorch does not check saved tensors for in-place changes while such hooks are active, so
@@ -86,11 +87,13 @@ class SavedMemory:
                 entry[0] += 1
         except (RuntimeError, NotImplementedError):
             return t
-        alias = t.detach()
         if self._rec.detail:
+            alias = t.detach()
             # lets the node's description name the tensor it saved (see saved_source)
             alias.__dict__[_SOURCE] = weakref.ref(t)
-        return _Held(alias, key, self)
+            return _Held(alias, key, self)
+        # a leaf (an input, a parameter) cannot lead back to the node saving it: no alias needed
+        return _Held(t if t.is_leaf else t.detach(), key, self)
 
     @staticmethod
     def _unpack(held: object) -> torch.Tensor:

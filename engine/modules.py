@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
-from .source import find_name, snippet_frames
+from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -146,7 +146,7 @@ class ModuleTracker:
                 parent_path = self._paths.get(id(parent), type(parent).__name__)
                 self._name_child(parent, module, parent_path)
             else:
-                frame, _, _, _ = snippet_frames()
+                frame, _ = snippet_frame()
                 self.name_root(module, find_name(module, frame) or type(module).__name__)
         self._stack.append(module)
 

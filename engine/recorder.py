@@ -176,7 +176,13 @@ class Recorder:
         # functions are wrapped), and so are optimizer steps and saved tensors; module calls
         # only where a detector needs them (NOTE [Light module tracking] in modules.py).
         """
+        if on == self.detail and (self._mode is not None) == on:
+            return  # already so (asked after every optimizer step)
         self.detail = on
+        self._apply_detail()
+
+    def _apply_detail(self) -> None:
+        on = self.detail
         if not self.active:
             return
         self.modules.set_light(not on)
@@ -288,7 +294,7 @@ class Recorder:
             self.memory.install()
             self.training.install()
             self.backward.install()
-            self.set_detail(self.detail)
+            self._apply_detail()
         except BaseException:
             self._uninstall()
             raise

@@ -10,7 +10,7 @@ import sys
 from types import FrameType
 from typing import Any
 
-__all__ = ["SNIPPET_FILENAME", "find_name", "snippet_frames"]
+__all__ = ["SNIPPET_FILENAME", "find_name", "snippet_frame", "snippet_frames"]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
 _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
@@ -40,6 +40,21 @@ def snippet_frames() -> tuple[FrameType | None, int | None, int | None, bool]:
     if inner is None:
         return None, None, None, in_setup
     return inner, inner.f_lineno, outer_line, in_setup
+
+
+def snippet_frame() -> tuple[FrameType | None, int | None]:
+    """Return ``(innermost snippet frame, its line)``, or ``(None, None)`` outside the snippet.
+
+    The cheap form of :func:`snippet_frames` for callers that need only the innermost
+    frame: it stops walking the stack there (optimizer steps and backward calls use it on
+    every training step).
+    """
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename == SNIPPET_FILENAME:
+            return f, f.f_lineno
+        f = f.f_back
+    return None, None
 
 
 def find_name(obj: Any, frame: FrameType | None) -> str | None:

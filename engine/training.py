@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from .source import find_name, snippet_frames
+from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -37,6 +37,7 @@ class TrainingTracker:
         self._steps: dict[int, int] = {}
         self._labels: dict[int, str] = {}
         self._before: list[torch.Tensor] = []
+        self._sgd_readable = False  # whether the step in progress is an SGD step read off its terms
         self._buffers: dict[int, list[torch.Tensor]] = {}
         self._labels_by_param: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
         self._looked_for: set[int] = set()
@@ -61,7 +62,8 @@ class TrainingTracker:
         rec = self._rec
         rec.in_optimizer = True
         self._before = []
-        if _sgd_readable(opt):
+        self._sgd_readable = _sgd_readable(opt)
+        if self._sgd_readable:
             return  # the update is read from the step's own terms afterwards (no copy)
         params = self._params(opt)
         if not params:
@@ -93,17 +95,21 @@ class TrainingTracker:
         step = self._steps.get(key, 0) + 1
         self._steps[key] = step
         self.total_steps += 1
-        frame, line, _, _ = snippet_frames()
+        frame, line = snippet_frame()
         label = self._labels.get(key)
         if label is None:
             var = find_name(opt, frame)
             label = self._labels[key] = f"{var} ({type(opt).__name__})" if var else type(opt).__name__
         params = self._params(opt)
-        stepped = self.stepped_params
-        for p in params:
-            stepped.add(id(p))
-        with rec.mute(), torch.no_grad():
-            stats = self._measure(opt, params, frame)
+        self.stepped_params.update(map(id, params))
+        # no_grad, without the context manager's cost (this runs on every training step)
+        grad_was = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            with rec.mute():
+                stats = self._measure(opt, params, frame)
+        finally:
+            torch._C._set_grad_enabled(grad_was)
         now = time.perf_counter()
         rec.emit(
             {
@@ -133,9 +139,14 @@ class TrainingTracker:
         if not params:
             return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
         n = len(params)
-        with_grad = [i for i, p in enumerate(params) if p.grad is not None]
-        grads = [params[i].grad for i in with_grad]
-        sgd = _sgd_update_terms(opt)
+        grads: list[torch.Tensor] = []
+        with_grad: list[int] = []
+        for i, p in enumerate(params):
+            g = p.grad
+            if g is not None:
+                grads.append(g)
+                with_grad.append(i)
+        sgd = _sgd_update_terms(opt) if self._sgd_readable else None
         # see NOTE [Update norms]: for SGD the update is lr * (the gradient, or the momentum
         # buffer the step just applied), so its norm needs no copy and no extra pass for
         # plain SGD; any other optimizer's is measured against the copy taken before the step
@@ -145,10 +156,11 @@ class TrainingTracker:
             updates = self._before
             if updates:
                 torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
-        norms = list(torch._foreach_norm([*params, *grads, *updates]))  # type: ignore[list-item]
-        if len({(v.dtype, v.device) for v in norms}) > 1:
-            norms = [v.float().cpu() for v in norms]
-        host = torch.stack(norms).tolist()
+        norms = torch._foreach_norm([*params, *grads, *updates])  # type: ignore[list-item]
+        try:
+            host = torch.stack(norms).tolist()  # promotes mixed dtypes
+        except RuntimeError:  # parameters on several devices
+            host = torch.stack([v.float().cpu() for v in norms]).tolist()
         pn = host[:n]
         gn: list[float | None] = [None] * n
         for i, v in zip(with_grad, host[n : n + len(grads)], strict=True):
@@ -218,17 +230,15 @@ def _cuda_in_use() -> bool:
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
 
 
-def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | str | None, float]] | None:
+def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | str | None, float]]:
     """For ``torch.optim.SGD``, what each parameter's step applied, and the lr scaling it.
 
-    A plain SGD step moves ``p`` by ``lr * grad`` (:data:`_GRAD`); with momentum (not
-    Nesterov) by ``lr * momentum_buffer``, whatever the weight decay; ``None`` where ``p``
-    had no gradient and did not move. Read right after the step. Returns ``None`` when the
-    update cannot be read off this way (another optimizer, Nesterov, weight decay without
-    momentum, a tensor learning rate): the update is then measured from a copy.
+    Only for an optimizer :func:`_sgd_readable` accepts (other optimizers, Nesterov, weight
+    decay without momentum or a tensor learning rate have their update measured from a
+    copy). A plain SGD step moves ``p`` by ``lr * grad`` (:data:`_GRAD`); with momentum by
+    ``lr * momentum_buffer``, whatever the weight decay; ``None`` where ``p`` had no
+    gradient and did not move. Read right after the step.
     """
-    if not _sgd_readable(opt):
-        return None
     terms: list[tuple[torch.Tensor | str | None, float]] = []
     for group in opt.param_groups:
         momentum, scale = group.get("momentum", 0), abs(float(group["lr"]))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import snippet_frames
+from ..source import snippet_frame, snippet_frames
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -112,7 +112,7 @@ class PitfallWatch:
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._softmaxed = _IdentitySet()
-        self._optimizers: list[weakref.ref[torch.optim.Optimizer]] = []
+        self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
         self.failures = 0
 
@@ -166,7 +166,7 @@ class PitfallWatch:
     def _check_probabilities(self, args: tuple[Any, ...]) -> None:
         logits = args[0] if args else None
         if isinstance(logits, torch.Tensor) and logits in self._softmaxed:
-            _, line, _, _ = snippet_frames()
+            _, line = snippet_frame()
             self._say(
                 "probabilities-into-cross-entropy",
                 line,
@@ -188,7 +188,7 @@ class PitfallWatch:
         )
         if not pattern:
             return
-        _, line, _, _ = snippet_frames()
+        _, line = snippet_frame()
         n = result.shape[0]
         self._say(
             "broadcast-in-loss",
@@ -204,7 +204,7 @@ class PitfallWatch:
     def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor) -> None:
         if not result.requires_grad or result.grad_fn is None:
             return
-        _, line, _, _ = snippet_frames()
+        _, line = snippet_frame()
         if line is None:
             return
         entry = self._totals.get(line)
@@ -314,8 +314,9 @@ class PitfallWatch:
         line: int | None,
     ) -> None:
         """Look at an optimizer right after its ``step()``."""
-        if not any(r() is opt for r in self._optimizers):
-            self._optimizers.append(weakref.ref(opt))
+        known = self._optimizers.get(id(opt))
+        if known is None or known() is not opt:
+            self._optimizers[id(opt)] = weakref.ref(opt)
         for p in params:
             if p.grad is not None:
                 self._stepped_grads[id(p)] = (weakref.ref(p), weakref.ref(p.grad), p.grad._version, step)
@@ -327,7 +328,7 @@ class PitfallWatch:
     ) -> None:
         steps = self._rec.training.total_steps if step is None else step
         if opt is None:
-            live = [r() for r in self._optimizers]
+            live = [r() for r in self._optimizers.values()]
             opt = next((o for o in live if o is not None), None)
         lr = f" with learning rate {opt.param_groups[0].get('lr')}" if opt is not None else ""
         self._say(
