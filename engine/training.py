@@ -156,7 +156,7 @@ class TrainingTracker:
             updates = self._before
             if updates:
                 torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
-        norms = torch._foreach_norm([*params, *grads, *updates])  # type: ignore[list-item]
+        norms = torch._foreach_norm([*params, *grads, *updates])
         try:
             host = torch.stack(norms).tolist()  # promotes mixed dtypes
         except RuntimeError:  # parameters on several devices
