@@ -2,7 +2,17 @@
 
 A value is a JSON-ready dict shaped like :class:`engine.events.FullValue` or
 :class:`engine.events.SummaryValue`. A summary never copies the tensor's elements into the
-trace: three reductions run on the tensor's own device and a few numbers move to the host.
+trace: a few reductions run on the tensor's own device and a few numbers move to the host.
+
+# NOTE [Summaries through NumPy]
+A summary runs for most activations and gradients of a recorded step (135 per step of the
+benchmark's transformer), so its fixed cost matters more than its cost per element: each
+PyTorch call costs 3-15 us here before it touches an element, a NumPy call about 1 us. A
+float32/float64 tensor in CPU memory is therefore summarised through a NumPy view of its
+own memory (``Tensor.numpy()`` copies nothing): min and max, the sum of squares (a BLAS
+dot) and the histogram's bin counts; only the sum stays with PyTorch, whose float32 sum is
+vectorised where NumPy's is not. Measured with ``bench/bench_engine.py``'s values: 78 -> 30 us
+for 640 elements, 60 -> 29 us for 16k. Other dtypes and devices take the PyTorch path.
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 __all__ = ["HIST_BINS", "HIST_SAMPLE", "same_elements_key", "to_value"]
@@ -83,6 +94,10 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     # a detached alias: the reductions below build no graph, so no grad-mode switch is needed
     d = t.detach()
     f = d.view(-1) if d.is_contiguous() else _flat_view(d)
+    if f.dtype in _FLOAT_OK and f.device.type == "cpu" and f.is_contiguous():
+        value = _summarize_numpy(f, shape, n)
+        if value is not None:
+            return value
     if f.dtype not in _FLOAT_OK:
         if f.is_complex():
             f = f.abs()
@@ -95,6 +110,38 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     counts = _histogram(f, n, mn, mx)
     mean = total / n
     var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    return {
+        "kind": "summary",
+        "shape": shape,
+        "numel": n,
+        "min": mn,
+        "max": mx,
+        "mean": mean,
+        "std": math.sqrt(var),
+        "norm": math.sqrt(sumsq),
+        "nan": 0,
+        "inf": 0,
+        "hist": counts,
+    }
+
+
+def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any] | None:
+    """The summary of a flat float tensor in CPU memory (NOTE [Summaries through NumPy]);
+    ``None`` when it holds NaN or infinity (the PyTorch path counts them)."""
+    a = f.numpy()
+    mn, mx, sumsq = float(a.min()), float(a.max()), float(np.dot(a, a))
+    if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
+        return None
+    mean = float(f.sum()) / n
+    var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    if mx <= mn:
+        counts = [min(n, HIST_SAMPLE)]
+    else:
+        # NOTE [Sampled histogram]: bins as torch.histc draws them, over the same sample
+        sample = a[:: n // HIST_SAMPLE] if n >= 2 * HIST_SAMPLE else a
+        bins = ((sample - mn) * (HIST_BINS / (mx - mn))).astype(np.intp)
+        np.minimum(bins, HIST_BINS - 1, out=bins)
+        counts = np.bincount(bins, minlength=HIST_BINS).tolist()
     return {
         "kind": "summary",
         "shape": shape,
