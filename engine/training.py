@@ -15,6 +15,7 @@ import weakref
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from .recorder import Recorder
 
-__all__ = ["TrainingTracker"]
+__all__ = ["TrainingTracker", "norms_of"]
 
 
 class TrainingTracker:
@@ -156,11 +157,7 @@ class TrainingTracker:
             updates = self._before
             if updates:
                 torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
-        norms = torch._foreach_norm([*params, *grads, *updates])
-        try:
-            host = torch.stack(norms).tolist()  # promotes mixed dtypes
-        except RuntimeError:  # parameters on several devices
-            host = torch.stack([v.float().cpu() for v in norms]).tolist()
+        host = norms_of([*params, *grads, *updates])
         pn = host[:n]
         gn: list[float | None] = [None] * n
         for i, v in zip(with_grad, host[n : n + len(grads)], strict=True):
@@ -221,6 +218,35 @@ class TrainingTracker:
             limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
         )
         self._rec.set_detail(detail)
+
+
+# below this many elements in all, one torch._foreach_norm call costs less than NumPy's calls
+_NUMPY_NORMS_FROM = 16_384
+_NUMPY_DTYPES = (torch.float32, torch.float64)
+
+
+def norms_of(tensors: list[torch.Tensor]) -> list[float]:
+    """The 2-norm of each tensor (which must not need grad-mode care: call under no_grad).
+
+    Float tensors in CPU memory holding many elements in all go through NumPy views of
+    their memory and its BLAS dot, which is a quarter faster here than PyTorch's norm
+    kernel on CPU and costs little per call (a metrics-only step of a 784-256-10 MLP:
+    74 -> 55 us for its 8 parameters and gradients); anything else takes one
+    ``torch._foreach_norm`` call and one transfer to the host.
+    """
+    if sum(t.numel() for t in tensors) >= _NUMPY_NORMS_FROM and all(
+        t.dtype in _NUMPY_DTYPES and t.device.type == "cpu" and t.is_contiguous() for t in tensors
+    ):
+        out = []
+        for t in tensors:
+            a = t.detach().numpy().reshape(-1)
+            out.append(math.sqrt(float(np.dot(a, a))))
+        return out
+    norms = torch._foreach_norm(tensors)
+    try:
+        return torch.stack(norms).tolist()  # promotes mixed dtypes
+    except RuntimeError:  # tensors on several devices
+        return torch.stack([v.float().cpu() for v in norms]).tolist()
 
 
 def _cuda_in_use() -> bool:

@@ -7,10 +7,12 @@ import itertools
 import math
 
 import pytest
+import torch
 
 from engine import queries as q
 from engine import record
 from engine.events import Limits
+from engine.training import norms_of
 from tests.conftest import case_source
 
 
@@ -98,7 +100,7 @@ def test_user_metrics_show_up_with_their_step() -> None:
 MOVED_SNIPPET = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+model = nn.Sequential(nn.Linear(4, {width}), nn.Tanh(), nn.Linear({width}, 1))
 model[2].bias.requires_grad_(False)  # a parameter that never moves
 opt = {make}
 X, y = torch.randn(16, 4), torch.randn(16, 1)
@@ -113,21 +115,30 @@ print(moved)
 """
 
 
+_OPTIMIZERS = [
+    "torch.optim.SGD(model.parameters(), lr=0.1)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.1)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.01, maximize=True)",
+    "torch.optim.Adam(model.parameters(), lr=0.01)",
+]
+
+
 @pytest.mark.parametrize(
-    "make",
+    ("make", "width"),
+    # a 4096-wide model has its norms taken through NumPy (engine.training.norms_of)
     [
-        "torch.optim.SGD(model.parameters(), lr=0.1)",
-        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
-        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.1)",
-        "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)",
-        "torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.01, maximize=True)",
-        "torch.optim.Adam(model.parameters(), lr=0.01)",
+        *((make, 8) for make in _OPTIMIZERS),
+        (_OPTIMIZERS[0], 4096),
+        (_OPTIMIZERS[1], 4096),
+        (_OPTIMIZERS[5], 4096),
     ],
 )
-def test_update_norms_are_how_far_each_parameter_moved(make: str) -> None:
+def test_update_norms_are_how_far_each_parameter_moved(make: str, width: int) -> None:
     """Whether read off the step (SGD) or measured against a copy, an update norm is the
     distance each parameter really moved, as the snippet itself measures it."""
-    trace = record(MOVED_SNIPPET.format(make=make), limits=Limits(detail_steps=1))
+    trace = record(MOVED_SNIPPET.format(make=make, width=width), limits=Limits(detail_steps=1))
     assert not q.events_of(trace, "error")
     moved = ast.literal_eval(q.stdout(trace).strip())
     steps = q.optimizer_steps(trace)
@@ -165,3 +176,21 @@ with torch.no_grad():
     assert len(steps) == 3 and not any(s.detail for s in steps)
     assert {p.name for p in steps[0].params} == {"0.weight", "0.bias"}
     assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [("train-mode-in-evaluation", 16)]
+
+
+@pytest.mark.parametrize(
+    "tensors",
+    [
+        [torch.randn(3), torch.randn(2, 2, dtype=torch.float64)],  # few elements: foreach_norm
+        [torch.randn(200, 100), torch.randn(100), torch.randn(50, dtype=torch.float64)],  # NumPy
+        [torch.randn(200, 100).t(), torch.randn(100)],  # not contiguous: foreach_norm
+        [torch.randn(200, 100, dtype=torch.float16), torch.randn(100)],  # half: foreach_norm
+        [torch.randn(200, 100, requires_grad=True), torch.randn(100)],  # a parameter
+    ],
+)
+def test_norms_of_equal_torchs_norms(tensors: list[torch.Tensor]) -> None:
+    with torch.no_grad():
+        expected = [torch.linalg.vector_norm(t.double()).item() for t in tensors]
+        assert norms_of(tensors) == pytest.approx(
+            expected, rel=1e-3 if tensors[0].dtype == torch.float16 else 1e-5
+        )
