@@ -4,7 +4,9 @@ Each workload runs plain and recorded alternately (interleaved, so drift hits bo
 median ratio is reported. "Full" records the tape, the graph, the backward walk and values;
 "metrics" is a long training loop in which every step after the first only reports its
 optimizer metrics (the figure the 1.2x target is about); "script" is the same loop recorded
-with the default limits, whose first 3 steps are recorded in full.
+with the default limits, whose first 3 steps are recorded in full; "bare hooks" is a
+reference, not gradwalk: the hooks a metrics-only step cannot do without, and nothing else
+(:func:`bare_metrics_hooks`).
 
 Run: ``make bench`` (all benchmarks) or ``.venv/bin/python bench/bench_engine.py``.
 """
@@ -175,6 +177,93 @@ def measure_loop(source: str, reps: int, limits: Limits | None = None) -> tuple[
     return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
 
 
+@contextlib.contextmanager
+def bare_metrics_hooks() -> Any:
+    """The least a metrics-only step could cost with PyTorch's Python hooks (a reference row).
+
+    What every metrics-only step needs, and nothing else: the loss read with ``item()`` in
+    a wrapped ``torch.autograd.backward``; an optimizer post-hook taking every parameter's
+    and gradient's norm in one ``_foreach_norm`` and one transfer; saved-tensor hooks
+    counting the bytes a graph holds; a forward pre-hook on every module. No events, names,
+    lines or detectors.
+    """
+    from torch.autograd.graph import saved_tensors_hooks
+    from torch.nn.modules import module as module_hooks
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    held: dict[tuple[int, int], list[int]] = {}
+    steps: list[tuple[float | None, list[float]]] = []
+    loss: list[float | None] = [None]
+
+    class Held:
+        __slots__ = ("key", "tensor")
+
+        def __init__(self, tensor: torch.Tensor, key: tuple[int, int]) -> None:
+            self.tensor, self.key = tensor, key
+
+        def __del__(self) -> None:
+            entry = held[self.key]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del held[self.key]
+
+    def pack(t: torch.Tensor) -> Held:
+        storage = t.untyped_storage()
+        key = (storage.data_ptr(), t.get_device())
+        held.setdefault(key, [0, storage.nbytes()])[0] += 1
+        return Held(t if t.is_leaf else t.detach(), key)
+
+    def post(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        params = [p for group in opt.param_groups for p in group["params"]]
+        with torch.no_grad():
+            norms = torch._foreach_norm([*params, *(p.grad for p in params if p.grad is not None)])
+            steps.append((loss[0], torch.stack(norms).tolist()))
+
+    original = torch.autograd.backward
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        loss[0] = args[0].item() if args and args[0].numel() == 1 else None
+        return original(*args, **kwargs)
+
+    handles = [
+        register_optimizer_step_post_hook(post),
+        module_hooks.register_module_forward_pre_hook(lambda m, a: None),
+    ]
+    torch.autograd.backward = backward
+    try:
+        with saved_tensors_hooks(pack, lambda h: h.tensor):
+            yield
+    finally:
+        torch.autograd.backward = original
+        for h in handles:
+            h.remove()
+
+
+def measure_bare_hooks(source: str, reps: int) -> tuple[float, float, float]:
+    """Whole-script timing of a training loop: plain vs run under :func:`bare_metrics_hooks`."""
+    code = compile(source, SNIPPET_FILENAME, "exec")
+
+    def plain() -> None:
+        torch.manual_seed(0)
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, {"__name__": "__main__"})
+
+    def hooked() -> None:
+        with bare_metrics_hooks():
+            plain()
+
+    plain()
+    hooked()
+    ps, rs, ratios = [], [], []
+    for _ in range(reps):
+        p = _time(plain)
+        r = _time(hooked)
+        ps.append(p)
+        rs.append(r)
+        ratios.append(r / p)
+    return statistics.median(ps), statistics.median(rs), statistics.median(ratios)
+
+
 def measure_detectors(source: str, reps: int) -> tuple[float, float, float]:
     """A clean snippet recorded with and without the pitfall detectors (interleaved)."""
     from engine.run import record_stream
@@ -217,8 +306,10 @@ def main(device: str = "cpu") -> None:
     for name, source in loops:
         for label, limits in (("metrics", Limits(detail_steps=0)), ("script", None)):
             p, r, ratio = measure_loop(source, 5, limits)
-            target = "<=1.2" if label == "metrics" else ""
-            print(f"{name + f' ({label})':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {target:>7}")
+            mark = "<=1.2" if label == "metrics" else ""
+            print(f"{name + f' ({label})':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {mark:>7}")
+        p, r, ratio = measure_bare_hooks(source, 5)
+        print(f"{name + ' (bare hooks, ref.)':32} {p * 1e3:8.1f}ms {r * 1e3:8.1f}ms {ratio:6.2f}x {'':>7}")
     clean = (Path(__file__).resolve().parent.parent / "server" / "examples" / "clean_training.py").read_text()
     off, on, ratio = measure_detectors(clean, 5)
     print(
