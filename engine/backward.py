@@ -168,19 +168,20 @@ class BackwardTracker:
         rec = self._rec
         index = self.calls
         self.calls += 1
-        frame, line = snippet_frame()
         if index == 0:
-            self.first_backward_line = line
+            self.first_backward_line = snippet_frame()[1]
         if not rec.detail:
-            # a metrics-only step: the loss and the detectors, nothing per node
+            # a metrics-only step: the loss and the detectors (which look the line up only
+            # when they report), nothing per node
             roots = _as_list(args[0] if args else kwargs.get(_ROOT_KEYS[api]))
             with rec.mute():
                 self._read_loss(roots)
-                rec.pitfalls.on_backward(roots, line)
+                rec.pitfalls.on_backward(roots)
             result = fn(*args, **kwargs)
             with rec.mute():
-                rec.pitfalls.after_backward(line)
+                rec.pitfalls.after_backward()
             return result
+        frame, line = snippet_frame()
         roots, seeds, retain, create = _backward_args(api, args, kwargs)
         # gradwalk's own tensor work below is muted: called as torch.autograd.backward(...)
         # (not through Tensor.backward) this runs with the tape mode active

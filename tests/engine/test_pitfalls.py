@@ -6,6 +6,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
+from engine.events import Limits
 from tests.conftest import case_source
 
 EXPECTED_LINES = {
@@ -26,6 +27,15 @@ def test_pitfall_at_its_line_with_an_explanation(file: str) -> None:
     assert [(p.kind, p.line) for p in found] == [(kind, line)]
     p = found[0]
     assert p.title and len(p.message) > 60 and p.fix
+
+
+@pytest.mark.parametrize("file", ["pitfall_forgot_zero_grad.py", "pitfall_nan_loss.py"])
+def test_pitfalls_found_in_metrics_only_steps_keep_their_line(file: str) -> None:
+    """Past the first step nothing is recorded in detail; the backward-time detectors then
+    look the line up only when they report, and it is the same line."""
+    kind, line = EXPECTED_LINES[file]
+    found = q.pitfalls(record(case_source(file), limits=Limits(detail_steps=0)))
+    assert [(p.kind, p.line) for p in found] == [(kind, line)]
 
 
 def test_missing_zero_grad_shows_the_leftover_gradient() -> None:
