@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import torch
@@ -196,13 +197,19 @@ class Recorder:
     # --- the tape -----------------------------------------------------------------------
 
     def on_op(
-        self, func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor], args: tuple[Any, ...] = ()
+        self,
+        func: Any,
+        inputs: list[torch.Tensor],
+        outputs: list[torch.Tensor],
+        args: tuple[Any, ...] = (),
+        frames: tuple[FrameType | None, int | None, int | None, bool] | None = None,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
-        ``args`` are the op's positional arguments, read for the Python numbers among them.
+        ``args`` are the op's positional arguments, read for the Python numbers among them;
+        ``frames`` is what :func:`snippet_frames` returns, when the caller has it already.
         """
-        frame, line, top_line, in_setup = snippet_frames()
+        frame, line, top_line, in_setup = frames or snippet_frames()
         if in_setup:
             return
         index = self.ops

@@ -16,6 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .pitfalls import WATCHED_OPS
+from .source import snippet_frames
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -102,9 +103,11 @@ class TapeMode(TorchFunctionMode):
         except Exception:
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
+        frames = None
         if name in WATCHED_OPS and not rec.in_optimizer:
+            frames = snippet_frames()  # looked up once for the detectors and the tape
             with rec.mute():
-                rec.pitfalls.on_op(name, args, result)
+                rec.pitfalls.on_op(name, args, result, frames[1])
         if rec.in_optimizer or not rec.detail:
             return result
         outputs: list[torch.Tensor] = []
@@ -114,5 +117,5 @@ class TapeMode(TorchFunctionMode):
             _tensors_in(args, inputs)
             if kwargs:
                 _tensors_in(tuple(kwargs.values()), inputs)
-            rec.on_op(func, inputs, outputs, args)
+            rec.on_op(func, inputs, outputs, args, frames)
         return result

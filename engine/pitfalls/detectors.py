@@ -167,25 +167,24 @@ class PitfallWatch:
     # --- ops --------------------------------------------------------------------------
 
     @_safe
-    def on_op(self, name: str, args: tuple[Any, ...], result: Any) -> None:
-        """Look at one op whose name is in :data:`WATCHED_OPS` (both detail modes)."""
+    def on_op(self, name: str, args: tuple[Any, ...], result: Any, line: int | None) -> None:
+        """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``."""
         if not isinstance(result, torch.Tensor):
             return
         if name in SOFTMAX_OPS:
             self._softmaxed.add(result)
             return
         if name == "cross_entropy":
-            self._check_probabilities(args)
+            self._check_probabilities(args, line)
             return
         if name in BROADCAST_OPS:
-            self._check_broadcast(name, args, result)
+            self._check_broadcast(name, args, result, line)
         if name in ADD_OPS:
-            self._check_running_total(args, result)
+            self._check_running_total(args, result, line)
 
-    def _check_probabilities(self, args: tuple[Any, ...]) -> None:
+    def _check_probabilities(self, args: tuple[Any, ...], line: int | None) -> None:
         logits = args[0] if args else None
         if isinstance(logits, torch.Tensor) and logits in self._softmaxed:
-            _, line = snippet_frame()
             self._say(
                 "probabilities-into-cross-entropy",
                 line,
@@ -197,17 +196,20 @@ class PitfallWatch:
                 "or keep log_softmax and use nll_loss.",
             )
 
-    def _check_broadcast(self, name: str, args: tuple[Any, ...], result: torch.Tensor) -> None:
-        tensors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
-        if len(tensors) != 2 or not result.requires_grad:
+    def _check_broadcast(
+        self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
+    ) -> None:
+        if len(args) < 2 or not result.requires_grad:
             return
-        a, b = tensors[0].shape, tensors[1].shape
+        x, y = args[0], args[1]
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+            return
+        a, b = x.shape, y.shape
         pattern = (len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1) or (
             len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
         )
         if not pattern:
             return
-        _, line = snippet_frame()
         n = result.shape[0]
         self._say(
             "broadcast-in-loss",
@@ -220,10 +222,9 @@ class PitfallWatch:
             "Make the shapes match: pred.squeeze(-1) (or target.unsqueeze(-1)) before the subtraction or loss.",
         )
 
-    def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor) -> None:
+    def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
         if not result.requires_grad or result.grad_fn is None:
             return
-        _, line = snippet_frame()
         if line is None:
             return
         entry = self._totals.get(line)
