@@ -24,7 +24,7 @@ from torch.autograd.graph import saved_tensors_hooks
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["SavedMemory", "saved_source"]
+__all__ = ["SavedMemory", "cuda_allocated", "saved_source"]
 
 _SOURCE = "_gradwalk_source"
 
@@ -35,6 +35,17 @@ def saved_source(saved: torch.Tensor) -> weakref.ref[torch.Tensor] | None:
     hook (the caller must then match it some other way)."""
     ref: weakref.ref[torch.Tensor] | None = saved.__dict__.get(_SOURCE)
     return ref
+
+
+def cuda_allocated() -> int | None:
+    """Bytes PyTorch holds on the current CUDA device; ``None`` where CUDA was never started.
+
+    Asks ``is_initialized()`` first: ``is_available()`` costs microseconds, and this runs
+    on every memory change and optimizer step.
+    """
+    if torch.cuda.is_initialized() and torch.cuda.is_available():
+        return torch.cuda.memory_allocated()
+    return None
 
 
 class _Held:

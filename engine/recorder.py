@@ -20,7 +20,7 @@ import torch
 from .backward import BackwardTracker
 from .events import Limits
 from .graph import GraphRecorder
-from .memory import SavedMemory
+from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .pitfalls import PitfallWatch
 from .source import snippet_frames
@@ -272,12 +272,9 @@ class Recorder:
         if delta == 0:
             return
         self.memory.reported = now
-        cuda = (
-            torch.cuda.memory_allocated()
-            if torch.cuda.is_available() and torch.cuda.is_initialized()
-            else None
+        self.emit(
+            dict(type="memory", saved_bytes=now, delta=delta, cuda_allocated=cuda_allocated(), line=line)
         )
-        self.emit(dict(type="memory", saved_bytes=now, delta=delta, cuda_allocated=cuda, line=line))
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from .memory import cuda_allocated
 from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class TrainingTracker:
                 "loss": rec.backward.last_loss,
                 "lr": [float(g.get("lr", 0.0)) for g in opt.param_groups],
                 "graph_bytes": rec.memory.saved_bytes,
-                "cuda_allocated": torch.cuda.memory_allocated() if _cuda_in_use() else None,
+                "cuda_allocated": cuda_allocated(),
                 "wall_s": now - self._last_end,
                 "detail": rec.detail,
                 "line": line,
@@ -247,10 +248,6 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
         return torch.stack(norms).tolist()  # promotes mixed dtypes
     except RuntimeError:  # tensors on several devices
         return torch.stack([v.float().cpu() for v in norms]).tolist()
-
-
-def _cuda_in_use() -> bool:
-    return torch.cuda.is_initialized() and torch.cuda.is_available()
 
 
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
