@@ -39,7 +39,7 @@ class BackwardTracker:
         self._before: dict[int, dict[str, Any] | None] = {}
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
-        self._values: dict[int, tuple[torch.Tensor, dict[str, Any] | None]] = {}
+        self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
         self._blocks: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._originals: tuple[Any, Any] | None = None
         self._running = False
@@ -99,12 +99,17 @@ class BackwardTracker:
 
     def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
         # A gradient a node sends is usually the very tensor the next node receives:
-        # describe each tensor once per backward call (the cache holds it, so ids stay valid).
+        # describe each tensor once per backward call. The cache holds gradients weakly: a
+        # strong hold would keep every gradient of the walk alive until it ends, and would
+        # stop the engine from summing two incoming gradients in place into the first one
+        # (it does so only when nothing else holds it). That in-place sum bumps the tensor's
+        # version, so a hit needs the same object at the same version; a dead entry's id
+        # may be reused, and the identity check then misses, as it must.
         if g is None:
             return None
         hit = self._values.get(id(g))
-        if hit is not None and hit[0] is g:
-            return hit[1]
+        if hit is not None and hit[0]() is g and hit[1] == g._version:
+            return hit[2]
         rec = self._rec
         key = same_elements_key(g) if rec.values and g.numel() > rec.limits.max_value_elements else None
         same = self._blocks.get(key) if key is not None else None
@@ -115,7 +120,7 @@ class BackwardTracker:
             value = rec.value_or_none(g)
             if key is not None and value is not None:
                 self._blocks[key] = value
-        self._values[id(g)] = (g, value)
+        self._values[id(g)] = (weakref.ref(g), g._version, value)
         return value
 
     def install(self) -> None:
