@@ -1,9 +1,9 @@
 """Observe each backward walk: the nodes in the engine's real order, and every ``+=`` into ``.grad``.
 
-Every recorded node gets a pre-hook and a post-hook (see NOTE [Node ids] in graph.py).
-The post-hook fires right after the engine runs the node, so the order of the
-``node_executed`` events is the engine's order. An ``AccumulateGrad`` node's pre-hook
-reads the leaf's ``.grad`` before the engine adds to it; its post-hook reads it after.
+Every recorded node gets a post-hook (see NOTE [Node ids] in graph.py), which fires right
+after the engine runs the node, so the order of the ``node_executed`` events is the
+engine's order. An ``AccumulateGrad`` node also gets a pre-hook, which reads the leaf's
+``.grad`` before the engine adds to it; its post-hook reads it after.
 """
 
 from __future__ import annotations
