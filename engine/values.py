@@ -107,7 +107,13 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     mn, mx, total, sumsq = torch.stack([lo, hi, f.sum(), torch.dot(f, f)]).tolist()
     if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
         return _summarize_non_finite(f, shape, n)
-    counts = _histogram(f, n, mn, mx)
+    return _finite_summary(shape, n, mn, mx, total, sumsq, _histogram(f, n, mn, mx))
+
+
+def _finite_summary(
+    shape: list[int], n: int, mn: float, mx: float, total: float, sumsq: float, counts: list[int]
+) -> dict[str, Any]:
+    """The summary of ``n`` finite elements, from their min, max, sum and sum of squares."""
     mean = total / n
     var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
     return {
@@ -132,8 +138,6 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
     mn, mx, sumsq = float(a.min()), float(a.max()), float(np.dot(a, a))
     if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
         return None
-    mean = float(f.sum()) / n
-    var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
     if mx <= mn:
         counts = [min(n, HIST_SAMPLE)]
     else:
@@ -142,19 +146,7 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
         bins = ((sample - mn) * (HIST_BINS / (mx - mn))).astype(np.intp)
         np.minimum(bins, HIST_BINS - 1, out=bins)
         counts = np.bincount(bins, minlength=HIST_BINS).tolist()
-    return {
-        "kind": "summary",
-        "shape": shape,
-        "numel": n,
-        "min": mn,
-        "max": mx,
-        "mean": mean,
-        "std": math.sqrt(var),
-        "norm": math.sqrt(sumsq),
-        "nan": 0,
-        "inf": 0,
-        "hist": counts,
-    }
+    return _finite_summary(shape, n, mn, mx, float(f.sum()), sumsq, counts)
 
 
 def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
