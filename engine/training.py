@@ -239,9 +239,12 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
         t.dtype in _NUMPY_DTYPES and t.device.type == "cpu" and t.is_contiguous() for t in tensors
     ):
         out = []
-        for t in tensors:
-            a = t.detach().numpy().reshape(-1)
-            out.append(math.sqrt(float(np.dot(a, a))))
+        # a float32 sum of squares past 3.4e38 is inf, as torch's own norm says; NumPy
+        # would also warn about it on the snippet's stderr
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in tensors:
+                a = t.detach().numpy().reshape(-1)
+                out.append(math.sqrt(float(np.dot(a, a))))
         return out
     norms = torch._foreach_norm(tensors)
     try:

@@ -28,6 +28,8 @@ __all__ = ["HIST_BINS", "HIST_SAMPLE", "same_elements_key", "to_value"]
 HIST_BINS = 16
 HIST_SAMPLE = 256
 _FLOAT_OK = (torch.float32, torch.float64)
+# a sum of squares below this stays finite in float32 (whose largest value is 3.4e38)
+_SAFE_SUM = 1e38
 _STRIDED = torch.strided
 # dtypes whose elements read back as JSON numbers (complex and quantized ones do not)
 _READABLE = frozenset(
@@ -105,8 +107,12 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
             f = f.to(torch.float32)
     lo, hi = torch.aminmax(f)
     mn, mx, total, sumsq = torch.stack([lo, hi, f.sum(), torch.dot(f, f)]).tolist()
-    if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
+    if not (math.isfinite(mn) and math.isfinite(mx)):
         return _summarize_non_finite(f, shape, n)
+    if not (math.isfinite(total) and math.isfinite(sumsq)):
+        # finite elements whose float32 sum or sum of squares overflows (an exploding run)
+        wide = f.double()
+        total, sumsq = torch.stack([wide.sum(), torch.dot(wide, wide)]).tolist()
     return _finite_summary(shape, n, mn, mx, total, sumsq, _histogram(f, n, mn, mx))
 
 
@@ -135,18 +141,30 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
     """The summary of a flat float tensor in CPU memory (NOTE [Summaries through NumPy]);
     ``None`` when it holds NaN or infinity (the PyTorch path counts them)."""
     a = f.numpy()
-    mn, mx, sumsq = float(a.min()), float(a.max()), float(np.dot(a, a))
-    if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(sumsq)):
+    mn, mx = float(a.min()), float(a.max())
+    if not (math.isfinite(mn) and math.isfinite(mx)):
         return None
+    big = max(-mn, mx)
+    if big * max(big, 1.0) * n > _SAFE_SUM:
+        # the float32 sum or sum of squares could overflow (and NumPy would warn on the
+        # snippet's stderr): both in float64 instead
+        wide = a.astype(np.float64)
+        return _finite_summary(
+            shape, n, mn, mx, float(wide.sum()), float(np.dot(wide, wide)), _bins(a, n, mn, mx)
+        )
+    return _finite_summary(shape, n, mn, mx, float(f.sum()), float(np.dot(a, a)), _bins(a, n, mn, mx))
+
+
+def _bins(a: np.ndarray, n: int, mn: float, mx: float) -> list[int]:
+    """Histogram counts of NumPy array ``a`` (``n`` finite elements in ``[mn, mx]``)."""
     if mx <= mn:
-        counts = [min(n, HIST_SAMPLE)]
-    else:
-        # NOTE [Sampled histogram]: bins as torch.histc draws them, over the same sample
-        sample = a[:: n // HIST_SAMPLE] if n >= 2 * HIST_SAMPLE else a
-        bins = ((sample - mn) * (HIST_BINS / (mx - mn))).astype(np.intp)
-        np.minimum(bins, HIST_BINS - 1, out=bins)
-        counts = np.bincount(bins, minlength=HIST_BINS).tolist()
-    return _finite_summary(shape, n, mn, mx, float(f.sum()), sumsq, counts)
+        return [min(n, HIST_SAMPLE)]
+    # NOTE [Sampled histogram]: bins as torch.histc draws them, over the same sample
+    sample = a[:: n // HIST_SAMPLE] if n >= 2 * HIST_SAMPLE else a
+    # in float64: a float32 span wider than 3.4e38 would overflow
+    bins = ((sample.astype(np.float64) - mn) * (HIST_BINS / (mx - mn))).astype(np.intp)
+    np.minimum(bins, HIST_BINS - 1, out=bins)
+    return np.bincount(bins, minlength=HIST_BINS).tolist()
 
 
 def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:

@@ -94,3 +94,20 @@ def test_a_gradient_and_its_transpose_keep_their_own_shapes_and_equal_statistics
     final = next(e for e in trace.events if e.type == "tensor_final" and e.name == "w")
     grads = [e.added for e in trace.events if e.type == "grad_accumulated"]
     assert grads[0].norm == pytest.approx(final.grad.norm)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_summaries_of_huge_finite_values_stay_exact_and_quiet(dtype: str) -> None:
+    """An exploding run's tensors (1e20 and up) are finite: their float32 sum of squares
+    overflows, so the summary is taken in float64, with no warning on the snippet's stderr."""
+    trace = record(
+        f"import torch\nw = torch.cat([torch.full((600,), 1e20), torch.full((600,), -3e38)]).to(torch.{dtype})\n"
+    )
+    assert not q.events_of(trace, "error")
+    assert not [e for e in q.events_of(trace, "output") if e.stream == "stderr"]
+    names = q.tensor_names(trace)
+    value = next(e.value for e in q.events_of(trace, "tensor") if names.get(e.id) == "w")
+    assert value.kind == "summary" and value.nan == 0 and value.inf == 0
+    assert value.min == pytest.approx(-3e38, rel=1e-2) and value.max == pytest.approx(1e20, rel=1e-2)
+    assert value.norm == pytest.approx(3e38 * 600**0.5, rel=1e-2)
+    assert sum(value.hist) == 1200 // (1200 // 256)
