@@ -61,18 +61,36 @@ def _mode_on_top(mode: TapeMode) -> bool:
 
 
 class _Mute:
-    """The context manager behind :meth:`Recorder.mute` (nests: it counts)."""
+    """The context manager behind :meth:`Recorder.mute` (nests: it counts).
 
-    __slots__ = ("_rec",)
+    # NOTE [Muted work skips the mode]
+    # The outermost mute also switches ``__torch_function__`` handling off for the thread
+    # (``torch._C.DisableTorchFunction``), so gradwalk's own tensor calls go straight to
+    # PyTorch instead of through the tape mode's Python handler only to be waved through:
+    # with the mode on the stack, ``t.shape`` cost 3.2 us instead of 0.2 and ``t.sum()``
+    # 7.6 us instead of 2.5 (an optimizer step's norms, a backward's loss, the detectors).
+    # Tensor subclasses' own handlers are skipped there too: gradwalk only reads them.
+    """
+
+    __slots__ = ("_guard", "_rec")
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
+        self._guard: Any = None
 
     def __enter__(self) -> None:
-        self._rec.muted += 1
+        rec = self._rec
+        rec.muted += 1
+        if rec.muted == 1:
+            self._guard = torch._C.DisableTorchFunction()
+            self._guard.__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        self._rec.muted -= 1
+        rec = self._rec
+        rec.muted -= 1
+        if rec.muted == 0:
+            guard, self._guard = self._guard, None
+            guard.__exit__(None, None, None)
 
 
 class Recorder:
