@@ -241,11 +241,14 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
         out = []
         # a float32 sum of squares past 3.4e38 is inf, as torch's own norm says; NumPy
         # would also warn about it on the snippet's stderr
-        with np.errstate(over="ignore", invalid="ignore"):
-            for t in tensors:
-                a = t.detach().numpy().reshape(-1)
-                out.append(math.sqrt(float(np.dot(a, a))))
-        return out
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                for t in tensors:
+                    a = t.detach().numpy().reshape(-1)
+                    out.append(math.sqrt(float(np.dot(a, a))))
+            return out
+        except (RuntimeError, TypeError):
+            pass  # a tensor NumPy cannot view (a negative or conjugate bit): PyTorch below
     norms = torch._foreach_norm(tensors)
     try:
         return torch.stack(norms).tolist()  # promotes mixed dtypes

@@ -139,8 +139,12 @@ def _finite_summary(
 
 def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any] | None:
     """The summary of a flat float tensor in CPU memory (NOTE [Summaries through NumPy]);
-    ``None`` when it holds NaN or infinity (the PyTorch path counts them)."""
-    a = f.numpy()
+    ``None`` when it holds NaN or infinity (the PyTorch path counts them) or NumPy cannot
+    view it."""
+    try:
+        a = f.numpy()
+    except (RuntimeError, TypeError):  # a negative or conjugate bit: the PyTorch path reads it
+        return None
     mn, mx = float(a.min()), float(a.max())
     if not (math.isfinite(mn) and math.isfinite(mx)):
         return None

@@ -111,3 +111,10 @@ def test_summaries_of_huge_finite_values_stay_exact_and_quiet(dtype: str) -> Non
     assert value.min == pytest.approx(-3e38, rel=1e-2) and value.max == pytest.approx(1e20, rel=1e-2)
     assert value.norm == pytest.approx(3e38 * 600**0.5, rel=1e-2)
     assert sum(value.hist) == 1200 // (1200 // 256)
+
+
+def test_a_view_numpy_cannot_read_is_still_summarised() -> None:
+    trace = record("import torch\nw = torch._neg_view(torch.ones(100, 100))\n")
+    names = q.tensor_names(trace)
+    value = next(e.value for e in q.events_of(trace, "tensor") if names.get(e.id) == "w")
+    assert value.kind == "summary" and value.min == value.max == -1.0 and value.norm == pytest.approx(100.0)

@@ -188,6 +188,7 @@ with torch.no_grad():
         [torch.randn(200, 100, dtype=torch.float16), torch.randn(100)],  # half: foreach_norm
         [torch.randn(200, 100, requires_grad=True), torch.randn(100)],  # a parameter
         [torch.full((200, 100), 1e20), torch.randn(100)],  # float32 overflow: inf, as torch says
+        [torch._neg_view(torch.randn(200, 100)), torch.randn(100)],  # NumPy cannot view it
     ],
 )
 def test_norms_of_equal_torchs_norms(tensors: list[torch.Tensor]) -> None:
