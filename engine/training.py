@@ -21,6 +21,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from .memory import cuda_allocated
 from .source import find_name, snippet_frame
+from .strict import STRICT
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -110,6 +111,11 @@ class TrainingTracker:
         try:
             with rec.mute():
                 stats = self._measure(opt, params, frame)
+        except Exception:
+            if STRICT:
+                raise
+            # a parameter the norms cannot read: this step reports no norms, the run goes on
+            stats = {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
         finally:
             torch._C._set_grad_enabled(grad_was)
         now = time.perf_counter()
@@ -224,6 +230,15 @@ class TrainingTracker:
 # below this many elements in all, one torch._foreach_norm call costs less than NumPy's calls
 _NUMPY_NORMS_FROM = 16_384
 _NUMPY_DTYPES = (torch.float32, torch.float64)
+_STRIDED = torch.strided
+
+
+def _norm_of_one(t: torch.Tensor) -> float:
+    if t.layout is torch.sparse_coo:
+        t = t.coalesce().values()  # an embedding's sparse gradient repeats indices until coalesced
+    elif t.layout is not _STRIDED:
+        t = t.to_dense()
+    return float(torch.linalg.vector_norm(t))
 
 
 def norms_of(tensors: list[torch.Tensor]) -> list[float]:
@@ -235,6 +250,8 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
     74 -> 55 us for its 8 parameters and gradients); anything else takes one
     ``torch._foreach_norm`` call and one transfer to the host.
     """
+    if any(t.layout is not _STRIDED for t in tensors):
+        return [_norm_of_one(t) for t in tensors]  # sparse gradients (nn.Embedding(sparse=True))
     if sum(t.numel() for t in tensors) >= _NUMPY_NORMS_FROM and all(
         t.dtype in _NUMPY_DTYPES and t.device.type == "cpu" and t.is_contiguous() for t in tensors
     ):

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-# a pitfall detector's own exception fails the test (in this process and in runner children)
-# instead of being counted and swallowed, as it is for users (engine/pitfalls/detectors.py)
-os.environ["GRADWALK_STRICT_DETECTORS"] = "1"
+# gradwalk's own failures while observing (detectors, optimizer metrics) fail the test, in this
+# process and in runner children, instead of being absorbed as they are for users (engine/strict.py)
+os.environ["GRADWALK_STRICT"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "server" / "examples"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import weakref
 from collections.abc import Callable
@@ -14,6 +13,7 @@ import torch
 from torch import nn
 
 from ..source import snippet_frame, snippet_frames
+from ..strict import STRICT
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -46,19 +46,15 @@ _ONCE_PER_RUN = frozenset({"missing-zero-grad", "non-finite-loss", "parameter-no
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
-# set by the test suite: a detector's own failure then fails the test instead of being counted
-_STRICT = os.environ.get("GRADWALK_STRICT_DETECTORS") == "1"
-
-
 def _safe(method: Callable[..., None]) -> Callable[..., None]:
-    """Never let a detector's own failure break the user's run (unless ``_STRICT``)."""
+    """Never let a detector's own failure break the user's run (unless ``STRICT``)."""
 
     @functools.wraps(method)
     def guarded(self: PitfallWatch, *args: Any, **kwargs: Any) -> None:
         try:
             method(self, *args, **kwargs)
         except Exception:
-            if _STRICT:
+            if STRICT:
                 raise
             self.failures += 1
 

@@ -198,3 +198,30 @@ def test_norms_of_equal_torchs_norms(tensors: list[torch.Tensor]) -> None:
         assert norms_of(tensors) == pytest.approx(
             expected, rel=1e-3 if tensors[0].dtype == torch.float16 else 1e-5
         )
+
+
+@pytest.mark.parametrize("zero_grad", ["opt.zero_grad()", "pass  # forgotten"])
+def test_sparse_gradients_are_measured_and_the_run_goes_on(zero_grad: str) -> None:
+    """nn.Embedding(sparse=True) hands SGD sparse gradients (with repeated rows until they
+    are coalesced): their norms are the dense gradient's, and nothing gradwalk does fails."""
+    trace = record(
+        f"""
+import torch, torch.nn as nn
+emb = nn.Embedding(10, 3, sparse=True)
+opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+truth = []
+for _ in range(3):
+    {zero_grad}
+    emb(torch.tensor([1, 2, 2])).sum().backward()
+    truth.append(emb.weight.grad.to_dense().norm().item())
+    opt.step()
+print(truth)
+"""
+    )
+    assert not q.events_of(trace, "error")
+    truth = ast.literal_eval(q.stdout(trace).strip())
+    steps = q.optimizer_steps(trace)
+    assert [s.grad_norm for s in steps] == pytest.approx(truth)
+    assert [s.update_norm for s in steps] == pytest.approx([0.1 * g for g in truth])
+    expected = [] if zero_grad == "opt.zero_grad()" else ["missing-zero-grad"]
+    assert [p.kind for p in q.pitfalls(trace)] == expected
