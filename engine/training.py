@@ -61,13 +61,43 @@ class TrainingTracker:
     def _params(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for group in opt.param_groups for p in group["params"]]
 
-    def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         rec = self._rec
         rec.in_optimizer = True
         self._before = []
         self._sgd_readable = _sgd_readable(opt)
-        if self._sgd_readable:
-            return  # the update is read from the step's own terms afterwards (no copy)
+        if not self._sgd_readable:
+            self._copy_params(opt)  # else the update is read from the step's own terms (no copy)
+        return self._closure_seen(args, kwargs)
+
+    def _closure_seen(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any] | None:
+        """``step(closure)`` (LBFGS and the like): the closure is the snippet's own forward and
+        backward, so it is recorded like any other code, not muted as the optimizer's work.
+
+        Returns the step's arguments with the closure wrapped, or ``None`` when there is none.
+        """
+        closure = kwargs.get("closure") if kwargs else None
+        positional = closure is None and len(args) > 1
+        if positional:
+            closure = args[1]
+        if not callable(closure):
+            return None
+        rec = self._rec
+        user_closure = closure
+
+        def recorded_closure() -> Any:
+            rec.in_optimizer = False
+            try:
+                return user_closure()
+            finally:
+                rec.in_optimizer = True
+
+        if positional:
+            return (args[0], recorded_closure, *args[2:]), kwargs
+        return args, {**kwargs, "closure": recorded_closure}
+
+    def _copy_params(self, opt: torch.optim.Optimizer) -> None:
+        rec = self._rec
         params = self._params(opt)
         if not params:
             return

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import itertools
 import math
 import warnings
@@ -225,3 +227,34 @@ print(truth)
     assert [s.update_norm for s in steps] == pytest.approx([0.1 * g for g in truth])
     expected = [] if zero_grad == "opt.zero_grad()" else ["missing-zero-grad"]
     assert [p.kind for p in q.pitfalls(trace)] == expected
+
+
+@pytest.mark.parametrize("call", ["opt.step(closure)", "opt.step(closure=closure)"])
+def test_a_closure_optimizers_forward_and_backward_are_recorded(call: str) -> None:
+    """LBFGS runs the snippet's closure inside ``step()``: its forward ops are on the tape
+    with the closure's lines and its backward walks are recorded, while the optimizer's own
+    arithmetic stays off the tape."""
+    source = f"""
+import torch
+x = torch.tensor([1.5, -0.5], requires_grad=True)
+opt = torch.optim.LBFGS([x], lr=0.5, max_iter=4)
+def closure():
+    opt.zero_grad()
+    loss = ((x - 2) ** 2).sum()
+    loss.backward()
+    return loss
+for _ in range(2):
+    {call}
+print(x.tolist())
+"""
+    trace = record(source)
+    assert not q.events_of(trace, "error")
+    plain = io.StringIO()
+    with contextlib.redirect_stdout(plain):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    assert q.stdout(trace) == plain.getvalue()  # the same numbers as without gradwalk
+    assert len(q.optimizer_steps(trace)) == 2
+    closure_lines = {7}
+    assert {op.line for op in q.events_of(trace, "op") if op.name in ("sub", "pow", "sum")} == closure_lines
+    assert q.backward_order(trace, 0)[0] == "SumBackward0"
+    assert {op.line for op in q.events_of(trace, "op")} <= {3, 7, 8}  # nothing from inside LBFGS
