@@ -56,36 +56,11 @@ class BackwardTracker:
         def post(
             grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]
         ) -> None:
-            if not rec.active or self.current is None:
-                return
-            v = self._value
-            step = self._step
-            self._step += 1
-            rec.emit(
-                dict(
-                    type="node_executed",
-                    backward=self.current,
-                    step=step,
-                    node=nid,
-                    grad_in=[v(g) for g in grad_outputs],
-                    grad_out=[v(g) for g in grad_inputs],
-                )
-            )
-            leaf = leaf_ref() if leaf_ref is not None else None
-            if leaf is not None:
-                tid = rec.tensors.ensure(leaf)
-                rec.emit(
-                    dict(
-                        type="grad_accumulated",
-                        backward=self.current,
-                        step=step,
-                        tensor=tid,
-                        node=nid,
-                        before=self._before.pop(nid, None),
-                        added=v(grad_outputs[0]) if grad_outputs else None,
-                        after=v(leaf.grad),
-                    )
-                )
+            if rec.active and self.current is not None:
+                try:
+                    self._executed(nid, leaf_ref, grad_inputs, grad_outputs)
+                except Exception:
+                    rec.observation_failed()
 
         self._handles.append(node.register_hook(post))
         if is_acc:
@@ -93,9 +68,50 @@ class BackwardTracker:
             def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
                 leaf = leaf_ref() if leaf_ref is not None else None
                 if rec.active and self.current is not None and leaf is not None:
-                    self._before[nid] = rec.value_or_none(leaf.grad)
+                    try:
+                        self._before[nid] = rec.value_or_none(leaf.grad)
+                    except Exception:
+                        rec.observation_failed()
 
             self._handles.append(node.register_prehook(pre))
+
+    def _executed(
+        self,
+        nid: int,
+        leaf_ref: weakref.ref[torch.Tensor] | None,
+        grad_inputs: Sequence[torch.Tensor | None],
+        grad_outputs: Sequence[torch.Tensor | None],
+    ) -> None:
+        """Record that node ``nid`` ran (and, for a leaf's AccumulateGrad, what it added)."""
+        rec = self._rec
+        v = self._value
+        step = self._step
+        self._step += 1
+        rec.emit(
+            dict(
+                type="node_executed",
+                backward=self.current,
+                step=step,
+                node=nid,
+                grad_in=[v(g) for g in grad_outputs],
+                grad_out=[v(g) for g in grad_inputs],
+            )
+        )
+        leaf = leaf_ref() if leaf_ref is not None else None
+        if leaf is not None:
+            tid = rec.tensors.ensure(leaf)
+            rec.emit(
+                dict(
+                    type="grad_accumulated",
+                    backward=self.current,
+                    step=step,
+                    tensor=tid,
+                    node=nid,
+                    before=self._before.pop(nid, None),
+                    added=v(grad_outputs[0]) if grad_outputs else None,
+                    after=v(leaf.grad),
+                )
+            )
 
     def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
         # A gradient a node sends is usually the very tensor the next node receives:

@@ -11,14 +11,25 @@ many nodes save them, which is what the graph really holds in memory.
 PyTorch does not check saved tensors for in-place changes while such hooks are active, so
 the unpack hook does that check itself, with the same version counters: a snippet that
 modifies a saved tensor fails exactly as it would without gradwalk.
+
+torch.func's ``grad``, ``vjp``, ``jacrev`` and ``hessian`` refuse to run while any
+saved-tensor hooks are on the stack (they enter
+``torch.autograd.graph.disable_saved_tensors_hooks``). While recording, that context manager
+is replaced by one that first takes gradwalk's hooks off the stack and puts them back after,
+so such snippets run as they do without gradwalk; what those transforms save internally is
+not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 import torch
+from torch.autograd import graph
 from torch.autograd.graph import saved_tensors_hooks
 
 if TYPE_CHECKING:
@@ -35,6 +46,23 @@ def saved_source(saved: torch.Tensor) -> weakref.ref[torch.Tensor] | None:
     hook (the caller must then match it some other way)."""
     ref: weakref.ref[torch.Tensor] | None = saved.__dict__.get(_SOURCE)
     return ref
+
+
+def _stepping_aside(
+    memory: SavedMemory, original: Callable[[str], AbstractContextManager[None]]
+) -> Callable[[str], AbstractContextManager[None]]:
+    """``disable_saved_tensors_hooks`` that first takes ``memory``'s hooks off the stack."""
+
+    @contextlib.contextmanager
+    def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
+        memory.step_aside()
+        try:
+            with original(error_message):
+                yield
+        finally:
+            memory.step_back()
+
+    return disable_saved_tensors_hooks
 
 
 def cuda_allocated() -> int | None:
@@ -71,17 +99,40 @@ class SavedMemory:
         self.reported = 0
         self._ctx: saved_tensors_hooks | None = None
         self.active = False
+        self._original_disable: Callable[[str], AbstractContextManager[None]] | None = None
+        self._aside = 0
+        self._popped = False
 
     def install(self) -> None:
         self.active = True
         self._ctx = saved_tensors_hooks(self._pack, self._unpack)
         self._ctx.__enter__()
+        self._original_disable = graph.disable_saved_tensors_hooks
+        graph.disable_saved_tensors_hooks = _stepping_aside(self, self._original_disable)  # type: ignore[assignment]
 
     def remove(self) -> None:
         self.active = False
+        if self._original_disable is not None:
+            graph.disable_saved_tensors_hooks = self._original_disable  # type: ignore[assignment]
+            self._original_disable = None
         if self._ctx is not None:
             self._ctx.__exit__(None, None, None)
             self._ctx = None
+
+    def step_aside(self) -> None:
+        """Take the hooks off the stack (nests) while torch.func forbids saved-tensor hooks."""
+        self._aside += 1
+        if self._aside == 1:
+            top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+            if top is not None and top[0] == self._pack:
+                torch._C._autograd._pop_saved_tensors_default_hooks()
+                self._popped = True
+
+    def step_back(self) -> None:
+        self._aside -= 1
+        if self._aside == 0 and self._popped:
+            self._popped = False
+            torch._C._autograd._push_saved_tensors_default_hooks(self._pack, self._unpack)
 
     def _pack(self, t: torch.Tensor) -> object:
         if not self.active:

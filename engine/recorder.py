@@ -24,6 +24,7 @@ from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .pitfalls import PitfallWatch
 from .source import snippet_frames
+from .strict import STRICT
 from .tape import TapeMode, op_names
 from .tensors import TensorTable
 from .training import TrainingTracker
@@ -108,6 +109,7 @@ class Recorder:
         self.detail = True
         self.values = True
         self.muted = 0
+        self.failures = 0  # things gradwalk failed to record (see observation_failed)
         self._mute = _Mute(self)
         self.in_optimizer = False
         self.ops = 0
@@ -177,6 +179,14 @@ class Recorder:
         if t is None or not self.values:
             return None
         return to_value(t, self.limits.max_value_elements)
+
+    def observation_failed(self) -> None:
+        """Call from an ``except`` block: gradwalk failed to record something (a tensor it
+        cannot read); the snippet carries on as without gradwalk. Re-raises under
+        ``GRADWALK_STRICT=1`` (the test suite)."""
+        self.failures += 1
+        if STRICT:
+            raise
 
     def mute(self) -> _Mute:
         """``with rec.mute():`` runs gradwalk's own tensor work without recording it.

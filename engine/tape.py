@@ -117,5 +117,8 @@ class TapeMode(TorchFunctionMode):
             _tensors_in(args, inputs)
             if kwargs:
                 _tensors_in(tuple(kwargs.values()), inputs)
-            rec.on_op(func, inputs, outputs, args, frames)
+            try:
+                rec.on_op(func, inputs, outputs, args, frames)
+            except Exception:
+                rec.observation_failed()  # the op ran; only its record is lost
         return result

@@ -179,7 +179,7 @@ def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
     element order, is computed once for both. ``None`` for tensors that are not one dense
     block (their elements would not be the same set).
     """
-    if t.layout is not _STRIDED or t.is_meta:
+    if t.layout is not _STRIDED or t.is_meta or torch._C._functorch.is_functorch_wrapped_tensor(t):
         return None
     if not t.is_contiguous() and _dense_order(t) is None:
         return None

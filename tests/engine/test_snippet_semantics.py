@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
+
+import pytest
 
 from engine import queries as q
 from engine import record
@@ -83,3 +87,68 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
 
     trace = trace_adapter.validate_json(out.read_text())
     assert trace.events[-1].status == "ok"
+
+
+# Autograd features beyond loss.backward(): each snippet must print exactly what it prints
+# without gradwalk, and record without an error (the suite runs with GRADWALK_STRICT=1, so a
+# failure of gradwalk's own observation fails the test too).
+AUTOGRAD_FEATURES = {
+    "torch.func transforms": """
+import torch
+from torch.func import grad, jacrev, vmap
+f = lambda x: (x ** 3).sum()
+x = torch.tensor([1.0, 2.0, 3.0])
+print(grad(f)(x).tolist(), jacrev(lambda x: x ** 2)(x).diagonal().tolist())
+print(vmap(grad(lambda v: (v ** 2).sum()))(torch.ones(2, 3)).tolist())
+""",
+    "custom autograd.Function": """
+import torch
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+x = torch.tensor([1.0, -2.0], requires_grad=True)
+Square.apply(x).sum().backward()
+print(x.grad.tolist())
+""",
+    "activation checkpointing": """
+import torch
+from torch.utils.checkpoint import checkpoint
+torch.manual_seed(0)
+lin = torch.nn.Linear(4, 4)
+x = torch.randn(2, 4, requires_grad=True)
+checkpoint(lambda t: lin(t).relu(), x, use_reentrant=False).sum().backward()
+print(x.grad.tolist())
+""",
+    "higher-order gradients": """
+import torch
+x = torch.tensor(2.0, requires_grad=True)
+(g,) = torch.autograd.grad(x ** 3, x, create_graph=True)
+(h,) = torch.autograd.grad(g, x)
+print(g.item(), h.item())
+""",
+    "forward-mode AD": """
+import torch
+import torch.autograd.forward_ad as fwAD
+p = torch.tensor([1.0, 2.0])
+with fwAD.dual_level():
+    out = (fwAD.make_dual(p, torch.ones(2)) ** 2).sum()
+    print(fwAD.unpack_dual(out).tangent.item())
+""",
+}
+
+
+@pytest.mark.parametrize("feature", sorted(AUTOGRAD_FEATURES))
+def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
+    source = AUTOGRAD_FEATURES[feature]
+    trace = record(source)
+    assert not q.errors(trace), q.errors(trace)
+    plain = io.StringIO()
+    with contextlib.redirect_stdout(plain):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    assert q.stdout(trace) == plain.getvalue()
