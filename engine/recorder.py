@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .backward import BackwardTracker
+from .eager import EagerCompile
 from .events import Limits
 from .graph import GraphRecorder
 from .memory import SavedMemory, cuda_allocated
@@ -110,6 +111,7 @@ class Recorder:
         self.values = True
         self.muted = 0
         self.failures = 0  # things gradwalk failed to record (see observation_failed)
+        self.eager = EagerCompile()
         self._mute = _Mute(self)
         self.in_optimizer = False
         self.ops = 0
@@ -326,6 +328,7 @@ class Recorder:
             self.memory.install()
             self.training.install()
             self.backward.install()
+            self.eager.install()
             self._apply_detail()
         except BaseException:
             self._uninstall()
@@ -354,6 +357,7 @@ class Recorder:
                 self.modules.remove()
                 self.training.remove()
                 self.backward.remove()
+                self.eager.remove()
 
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""

@@ -8,9 +8,11 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from engine import queries as q
 from engine import record
+from engine.eager import NOTICE
 
 
 def test_main_guard_classes_and_functions_work() -> None:
@@ -152,3 +154,26 @@ def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
     with contextlib.redirect_stdout(plain):
         exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
     assert q.stdout(trace) == plain.getvalue()
+
+
+def test_torch_compile_runs_eagerly_and_says_so() -> None:
+    """TorchDynamo cannot trace through the tape mode: while recording, torch.compile returns
+    what it was given (functions, modules, and as a decorator), and the stderr says why."""
+    trace = record(
+        """
+import torch
+f = torch.compile(lambda x: (x.sin() ** 2).sum())
+m = torch.compile(torch.nn.Linear(3, 1), backend="eager")
+@torch.compile(fullgraph=True)
+def g(x):
+    return x * 3
+x = torch.ones(3, requires_grad=True)
+(f(x) + m(x).sum() + g(x).sum()).backward()
+print(x.grad.shape, torch.compile is not None)
+"""
+    )
+    assert not q.errors(trace)
+    assert q.stdout(trace) == "torch.Size([3]) True\n"
+    assert [e.text for e in q.events_of(trace, "output") if e.stream == "stderr"] == [NOTICE]
+    assert {"sin", "pow", "linear", "mul"} <= {op.name for op in q.events_of(trace, "op")}
+    assert torch.compile.__module__.startswith("torch")  # put back after the run
