@@ -198,7 +198,11 @@ class BackwardTracker:
             with rec.mute():
                 self._read_loss(roots)
                 rec.pitfalls.on_backward(roots)
+            # the graph's memory at its peak, and after backward freed it: the memory chart
+            # shows each step's rise and fall, not only the step boundaries
+            rec.report_memory(None)
             result = fn(*args, **kwargs)
+            rec.report_memory(None)
             with rec.mute():
                 rec.pitfalls.after_backward()
             return result

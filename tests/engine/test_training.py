@@ -258,3 +258,15 @@ print(x.tolist())
     assert {op.line for op in q.events_of(trace, "op") if op.name in ("sub", "pow", "sum")} == closure_lines
     assert q.backward_order(trace, 0)[0] == "SumBackward0"
     assert {op.line for op in q.events_of(trace, "op")} <= {3, 7, 8}  # nothing from inside LBFGS
+
+
+def test_metrics_only_steps_still_chart_each_steps_graph_memory() -> None:
+    """Past full detail no op is watched, but each backward reports the graph's bytes at
+    their peak and after it freed them, so the memory chart rises and falls every step."""
+    trace = record(case_source("rent_regression.py"), limits=Limits(detail_steps=1))
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 400 and not any(s.detail for s in steps[1:])
+    first_metrics_only = steps[1].seq
+    memory = [m.saved_bytes for m in q.events_of(trace, "memory") if m.seq > first_metrics_only]
+    assert len(memory) >= 2 * 398
+    assert memory[:4] == [memory[0], 0, memory[0], 0] and memory[0] > 0
