@@ -163,6 +163,12 @@ class Counts(_Model):
     dropped_ops: int = 0
     dropped_nodes: int = 0
     dropped_events: int = 0
+    unrecorded: int = Field(
+        default=0,
+        ge=0,
+        description="observations gradwalk gave up on (a tensor it could not read, a detector or "
+        "metric that failed); the run itself was not affected",
+    )
 
 
 class RunFinished(_Event):

@@ -173,6 +173,7 @@ class Recorder:
             "dropped_ops": self.dropped_ops,
             "dropped_nodes": self.graph.dropped,
             "dropped_events": self.dropped_events,
+            "unrecorded": self.failures,
         }
 
     # --- helpers for the parts --------------------------------------------------------

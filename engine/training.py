@@ -21,7 +21,6 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from .memory import cuda_allocated
 from .source import find_name, snippet_frame
-from .strict import STRICT
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -142,8 +141,7 @@ class TrainingTracker:
             with rec.mute():
                 stats = self._measure(opt, params, frame)
         except Exception:
-            if STRICT:
-                raise
+            rec.observation_failed()
             # a parameter the norms cannot read: this step reports no norms, the run goes on
             stats = {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
         finally:

@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from ..source import snippet_frame, snippet_frames
-from ..strict import STRICT
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -47,16 +46,14 @@ _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
 def _safe(method: Callable[..., None]) -> Callable[..., None]:
-    """Never let a detector's own failure break the user's run (unless ``STRICT``)."""
+    """Never let a detector's own failure break the user's run (see ``Recorder.observation_failed``)."""
 
     @functools.wraps(method)
     def guarded(self: PitfallWatch, *args: Any, **kwargs: Any) -> None:
         try:
             method(self, *args, **kwargs)
         except Exception:
-            if STRICT:
-                raise
-            self.failures += 1
+            self._rec.observation_failed()
 
     return guarded
 
@@ -129,7 +126,6 @@ class PitfallWatch:
         self._softmaxed = _IdentitySet()
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
-        self.failures = 0
 
     # --- emitting ---------------------------------------------------------------------
 

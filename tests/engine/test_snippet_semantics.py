@@ -177,3 +177,30 @@ print(x.grad.shape, torch.compile is not None)
     assert [e.text for e in q.events_of(trace, "output") if e.stream == "stderr"] == [NOTICE]
     assert {"sin", "pow", "linear", "mul"} <= {op.name for op in q.events_of(trace, "op")}
     assert torch.compile.__module__.startswith("torch")  # put back after the run
+
+
+def test_what_gradwalk_fails_to_observe_is_counted_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fault injection (no natural failure is left to trigger): a detector and the optimizer
+    metrics raise. Users get the run as without gradwalk, with ``counts.unrecorded`` saying
+    how much was missed; the test suite's GRADWALK_STRICT=1 turns such failures into errors."""
+    from engine import recorder as recorder_module
+    from engine import training
+    from engine.pitfalls import detectors
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a tensor gradwalk cannot read")
+
+    monkeypatch.setattr(recorder_module, "STRICT", False)
+    monkeypatch.setattr(detectors.PitfallWatch, "_check_broadcast", broken)
+    monkeypatch.setattr(training.TrainingTracker, "_measure", broken)
+    trace = record(
+        "import torch\nw = torch.ones(2, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        "for _ in range(2):\n    opt.zero_grad()\n    (w * 3).sum().backward()\n    opt.step()\nprint(w.tolist())\n"
+    )
+    assert not q.errors(trace)
+    assert q.stdout(trace) == "[0.3999999761581421, 0.3999999761581421]\n"
+    finished = q.events_of(trace, "run_finished")[0]
+    assert finished.status == "ok" and finished.counts.unrecorded == 2 + 2  # 2 muls, 2 steps
+    assert [s.grad_norm for s in q.optimizer_steps(trace)] == [None, None]

@@ -102,6 +102,8 @@ export class OutputView {
       `${c.backward_calls} backward`,
     ];
     if (c.optimizer_steps) parts.push(`${c.optimizer_steps} optimizer steps`);
+    // what gradwalk could not observe (a tensor it cannot read); the run itself was unaffected
+    if (c.unrecorded) parts.push(`${c.unrecorded} not recorded`);
     if (m.run) parts.push(`torch ${m.run.torch_version} on ${m.run.device}`);
     this.status.textContent = parts.join(" · ");
   }

@@ -137,6 +137,10 @@ export interface Counts {
   ops: number;
   optimizer_steps: number;
   tensors: number;
+  /**
+   * observations gradwalk gave up on (a tensor it could not read, a detector or metric that failed); the run itself was not affected
+   */
+  unrecorded: number;
 }
 /**
  * A tensor appeared for the first time (as an op's input or output, or a backward root).
