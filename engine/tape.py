@@ -103,6 +103,8 @@ class TapeMode(TorchFunctionMode):
         except Exception:
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
+        if rec.in_optimizer and not rec.training.inside_step():
+            rec.in_optimizer = False  # a step raised and the snippet caught it: its ops are its own
         frames = None
         if name in WATCHED_OPS and not rec.in_optimizer:
             frames = snippet_frames()  # looked up once for the detectors and the tape

@@ -10,6 +10,7 @@ other optimizer's is measured against a copy taken before the step (NOTE [Update
 from __future__ import annotations
 
 import math
+import sys
 import time
 import weakref
 from types import FrameType
@@ -40,6 +41,7 @@ class TrainingTracker:
         self._labels: dict[int, str] = {}
         self._before: list[torch.Tensor] = []
         self._sgd_readable = False  # whether the step in progress is an SGD step read off its terms
+        self._step_frame: FrameType | None = None
         self._buffers: dict[int, list[torch.Tensor]] = {}
         self._labels_by_param: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
         self._looked_for: set[int] = set()
@@ -63,6 +65,7 @@ class TrainingTracker:
     def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         rec = self._rec
         rec.in_optimizer = True
+        self._step_frame = sys._getframe(1)  # the hooks' caller: PyTorch's wrapper of step()
         self._before = []
         self._sgd_readable = _sgd_readable(opt)
         if not self._sgd_readable:
@@ -120,9 +123,25 @@ class TrainingTracker:
             torch._foreach_copy_(buffers, params)
         self._before = buffers
 
+    def inside_step(self) -> bool:
+        """Whether the ``step()`` whose pre-hook ran last is still on the stack.
+
+        A step that raised never reaches its post-hook; if the snippet catches the error and
+        goes on, the recorder must not keep muting its ops as the optimizer's own work.
+        """
+        target = self._step_frame
+        f: FrameType | None = sys._getframe(1)
+        while f is not None:
+            if f is target:
+                return True
+            f = f.f_back
+        self._step_frame = None
+        return False
+
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         rec = self._rec
         rec.in_optimizer = False
+        self._step_frame = None
         key = id(opt)
         step = self._steps.get(key, 0) + 1
         self._steps[key] = step

@@ -270,3 +270,28 @@ def test_metrics_only_steps_still_chart_each_steps_graph_memory() -> None:
     memory = [m.saved_bytes for m in q.events_of(trace, "memory") if m.seq > first_metrics_only]
     assert len(memory) >= 2 * 398
     assert memory[:4] == [memory[0], 0, memory[0], 0] and memory[0] > 0
+
+
+def test_ops_after_a_caught_failing_step_are_recorded() -> None:
+    """A step that raises never reaches its post-hook; when the snippet catches the error and
+    goes on, its next ops are on the tape again (not muted as the optimizer's own work)."""
+    trace = record(
+        """
+import torch
+class Fussy(torch.optim.SGD):
+    def step(self, closure=None):
+        raise ValueError("not today")
+w = torch.ones(2, requires_grad=True)
+opt = Fussy([w], lr=0.1)
+(w * 2).sum().backward()
+try:
+    opt.step()
+except ValueError:
+    pass
+y = (w * 5).sum()
+y.backward()
+"""
+    )
+    assert not q.errors(trace)
+    assert [op.line for op in q.events_of(trace, "op") if op.name == "mul"] == [8, 13]
+    assert len(q.events_of(trace, "backward_started")) == 2
