@@ -40,7 +40,7 @@ class BackwardTracker:
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
         self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
-        self._blocks: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._blocks: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], dict[str, Any]]] = {}
         self._originals: tuple[Any, Any] | None = None
         self._running = False
 
@@ -128,14 +128,16 @@ class BackwardTracker:
             return hit[2]
         rec = self._rec
         key = same_elements_key(g) if rec.values and g.numel() > rec.limits.max_value_elements else None
-        same = self._blocks.get(key) if key is not None else None
-        if same is not None:
-            # the same elements seen through another view (a transpose): same statistics
-            value: dict[str, Any] | None = {**same, "shape": list(g.shape)}
+        block = self._blocks.get(key) if key is not None else None
+        if block is not None and block[0]() is not None:
+            # the same elements seen through another view (a transpose): same statistics.
+            # Only while the tensor first described is alive: once it is freed, the
+            # allocator may hand its memory (same address, size, version 0) to a new one.
+            value: dict[str, Any] | None = {**block[1], "shape": list(g.shape)}
         else:
             value = rec.value_or_none(g)
             if key is not None and value is not None:
-                self._blocks[key] = value
+                self._blocks[key] = (weakref.ref(g), value)
         self._values[id(g)] = (weakref.ref(g), g._version, value)
         return value
 

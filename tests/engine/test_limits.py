@@ -118,3 +118,16 @@ def test_a_view_numpy_cannot_read_is_still_summarised() -> None:
     names = q.tensor_names(trace)
     value = next(e.value for e in q.events_of(trace, "tensor") if names.get(e.id) == "w")
     assert value.kind == "summary" and value.min == value.max == -1.0 and value.norm == pytest.approx(100.0)
+
+
+def test_each_gradient_of_a_walk_gets_its_own_summary() -> None:
+    """Large gradients freed during the walk hand their memory to the next ones (same address,
+    size and version): a summary is reused only for a view of a tensor still alive."""
+    trace = record(
+        "import torch\nx = torch.ones(1000, requires_grad=True)\nh = x\n"
+        "for k in range(2, 8):\n    h = h * k\nh.sum().backward()\n"
+    )
+    walk = [e for e in q.events_of(trace, "node_executed") if e.grad_out and e.grad_out[0] is not None]
+    maxima = [e.grad_out[0].max for e in walk]
+    # gradients leaving SumBackward0 then each MulBackward0, last op first: 1, 7, 7*6, ...
+    assert maxima[:7] == [1.0, 7.0, 42.0, 210.0, 840.0, 2520.0, 5040.0]
