@@ -9,7 +9,9 @@ moves with them by +-20%, the best-of ratio much less. "Full" records the tape, 
 optimizer metrics (the figure the 1.2x target is about); "script" is the same loop recorded
 with the default limits, whose first 3 steps are recorded in full; "bare hooks" is a
 reference, not gradwalk: the hooks a metrics-only step cannot do without (loss, norms,
-graph memory), and nothing else (:func:`bare_metrics_hooks`).
+graph memory), and nothing else (:func:`bare_metrics_hooks`); "minimal recorder", under each
+full row, is the reference the overhead targets were set against, also not gradwalk: a
+tape mode and a hook on every node, no values, names or events (:func:`minimal_recorder`).
 
 Run: ``make bench`` (all benchmarks) or ``.venv/bin/python bench/bench_engine.py``.
 """
@@ -140,6 +142,66 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> T
     gc.unfreeze()
     if not any(e["type"] == "node_executed" for e in events):
         raise RuntimeError("the last recorded step was not recorded in full: the figure would be wrong")
+    return timing
+
+
+@contextlib.contextmanager
+def minimal_recorder() -> Any:
+    """The issue's reference recorder for full recording (a reference row, not gradwalk).
+
+    A ``TorchFunctionMode`` that runs each op and hooks every ``grad_fn`` node the op
+    created (found as gradwalk finds them: from the outputs, stopping at nodes already
+    marked), each hook appending the node's name and gradient count to a list. No values,
+    names, lines, modules, saved tensors, memory or events.
+    """
+    from torch.overrides import TorchFunctionMode
+
+    seen: list[tuple[str, int]] = []
+
+    def hook(grad_inputs: Any, grad_outputs: Any) -> None:
+        seen.append(("node", len(grad_outputs)))
+
+    class Minimal(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            queue: list[Any] = [
+                t.grad_fn
+                for t in (out if isinstance(out, tuple | list) else (out,))
+                if isinstance(t, torch.Tensor) and t.grad_fn is not None
+            ]
+            while queue:
+                node = queue.pop()
+                if node is None or "minimal" in node.metadata:
+                    continue
+                node.metadata["minimal"] = True
+                node.register_hook(hook)
+                queue.extend(n for n, _ in node.next_functions)
+            return out
+
+    with Minimal():
+        yield seen
+
+
+def measure_minimal(setup: str, step: str, reps: int) -> Timing:
+    """Time one step of a workload plain and under :func:`minimal_recorder`."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
+    code = compile(step, SNIPPET_FILENAME, "exec")
+
+    def plain() -> None:
+        exec(code, scope)
+
+    def recorded() -> None:
+        with minimal_recorder():
+            exec(code, scope)
+
+    for _ in range(3):
+        plain()
+        recorded()
+    gc.collect()
+    gc.freeze()
+    timing = interleave(plain, recorded, reps)
+    gc.unfreeze()
     return timing
 
 
@@ -304,6 +366,7 @@ def main(device: str = "cpu") -> None:
         if device != "cpu":
             setup = _on_device(setup, device)
         _row(f"{name} (full)", measure(setup, step, reps), f"<={target}")
+        _row("  minimal recorder (reference)", measure_minimal(setup, step, reps))
     examples = Path(__file__).resolve().parent.parent / "server" / "examples"
     rent = (examples / "rent_regression.py").read_text()
     loops = (("rent regression, 400 steps", rent), ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000)))
