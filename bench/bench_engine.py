@@ -11,7 +11,9 @@ with the default limits, whose first 3 steps are recorded in full; "bare hooks" 
 reference, not gradwalk: the hooks a metrics-only step cannot do without (loss, norms,
 graph memory), and nothing else (:func:`bare_metrics_hooks`); "minimal recorder", under each
 full row, is the reference the overhead targets were set against, also not gradwalk: a
-tape mode and a hook on every node, no values, names or events (:func:`minimal_recorder`).
+tape mode and a hook on every node, no values, names or events (:func:`minimal_recorder`);
+"minimal recorder + values" adds only the values a trace must hold, taken as gradwalk takes
+them: what full recording cannot go below as long as values are read while the run goes on.
 
 Run: ``make bench`` (all benchmarks) or ``.venv/bin/python bench/bench_engine.py``.
 """
@@ -146,29 +148,39 @@ def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> T
 
 
 @contextlib.contextmanager
-def minimal_recorder() -> Any:
+def minimal_recorder(values: bool = False) -> Any:
     """The issue's reference recorder for full recording (a reference row, not gradwalk).
 
     A ``TorchFunctionMode`` that runs each op and hooks every ``grad_fn`` node the op
     created (found as gradwalk finds them: from the outputs, stopping at nodes already
-    marked), each hook appending the node's name and gradient count to a list. No values,
-    names, lines, modules, saved tensors, memory or events.
+    marked); each hook notes the node's gradient count. No names, lines, modules, saved
+    tensors, memory or events. With ``values``, it also takes the values a trace must hold,
+    each once, with gradwalk's own :func:`engine.values.to_value` (whole up to 64 elements,
+    a summary above): every op output, and every gradient a node sends on.
     """
     from torch.overrides import TorchFunctionMode
 
-    seen: list[tuple[str, int]] = []
+    from engine.values import to_value
+
+    seen: list[Any] = []
 
     def hook(grad_inputs: Any, grad_outputs: Any) -> None:
-        seen.append(("node", len(grad_outputs)))
+        if values:
+            seen.append([to_value(g, 64) for g in grad_inputs if g is not None])
+        else:
+            seen.append(len(grad_outputs))
 
     class Minimal(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
-            queue: list[Any] = [
-                t.grad_fn
-                for t in (out if isinstance(out, tuple | list) else (out,))
-                if isinstance(t, torch.Tensor) and t.grad_fn is not None
-            ]
+            queue: list[Any] = []
+            for t in out if isinstance(out, tuple | list) else (out,):
+                if isinstance(t, torch.Tensor):
+                    if values:
+                        with torch._C.DisableTorchFunction():
+                            seen.append(to_value(t, 64))
+                    if t.grad_fn is not None:
+                        queue.append(t.grad_fn)
             while queue:
                 node = queue.pop()
                 if node is None or "minimal" in node.metadata:
@@ -182,7 +194,7 @@ def minimal_recorder() -> Any:
         yield seen
 
 
-def measure_minimal(setup: str, step: str, reps: int) -> Timing:
+def measure_minimal(setup: str, step: str, reps: int, values: bool = False) -> Timing:
     """Time one step of a workload plain and under :func:`minimal_recorder`."""
     scope: dict[str, Any] = {"__name__": "__main__"}
     exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
@@ -192,7 +204,7 @@ def measure_minimal(setup: str, step: str, reps: int) -> Timing:
         exec(code, scope)
 
     def recorded() -> None:
-        with minimal_recorder():
+        with minimal_recorder(values):
             exec(code, scope)
 
     for _ in range(3):
@@ -312,7 +324,7 @@ def bare_metrics_hooks() -> Any:
     torch.autograd.backward = backward
     try:
         with saved_tensors_hooks(pack, lambda h: h.tensor):
-            yield
+            yield steps  # (loss, norms) of each optimizer step
     finally:
         torch.autograd.backward = original
         handle.remove()
@@ -367,6 +379,7 @@ def main(device: str = "cpu") -> None:
             setup = _on_device(setup, device)
         _row(f"{name} (full)", measure(setup, step, reps), f"<={target}")
         _row("  minimal recorder (reference)", measure_minimal(setup, step, reps))
+        _row("  minimal recorder + values (reference)", measure_minimal(setup, step, reps, values=True))
     examples = Path(__file__).resolve().parent.parent / "server" / "examples"
     rent = (examples / "rent_regression.py").read_text()
     loops = (("rent regression, 400 steps", rent), ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000)))
