@@ -79,6 +79,66 @@ def test_stepping_with_the_keyboard(page: Any) -> None:
     expect(page).to_have_url(re.compile(r"view=stepper&step=0"))
 
 
+def test_walking_the_graph_with_the_keyboard(page: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    wait_graph(page)
+    canvas = page.locator(".gw-graph-canvas")
+    canvas.focus()
+    expect(canvas).to_be_focused()
+    announcer = page.locator("[data-gw=graph-announcer]")
+
+    def focused() -> str:
+        label: str = page.evaluate("() => window.gradwalk.graph.core.$('.keyfocus').data('label') ?? ''")
+        return label
+
+    # the first arrow lands on the loss's node, at the top; down walks toward the leaf
+    page.keyboard.press("ArrowDown")
+    assert focused().startswith("SubBackward0"), focused()
+    expect(announcer).to_contain_text("SubBackward0")
+    expect(announcer).to_contain_text("backward node")
+    seen = [focused().split("\n")[0]]
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+        seen.append(focused().split("\n")[0])
+    assert seen[1] in ("PowBackward0", "MulBackward0"), seen
+    assert "AccumulateGrad" in seen and seen[-1].startswith("x"), seen
+    # the other branch is beside the first one
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    branch = focused().split("\n")[0]
+    page.keyboard.press("ArrowRight" if branch == "PowBackward0" else "ArrowLeft")
+    other = focused().split("\n")[0]
+    assert {branch, other} == {"PowBackward0", "MulBackward0"}, (branch, other)
+    shot(page, "13-graph-keyboard-focus")
+
+    # Enter does what a click does: the inspector opens on the node
+    page.keyboard.press("Enter")
+    expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
+    expect(page.locator(".gw-inspector-body")).to_contain_text(other)
+
+    # in the stepper, the graph's arrow keys move on the graph, not the step; Enter jumps
+    # to the step where the node ran
+    page.click("#gw-tab-stepper")
+    position = page.locator(".gw-stepper .gw-position")
+    expect(position).to_have_text("step 1 of 5")
+    canvas.focus()
+    page.keyboard.press("ArrowUp")
+    assert focused().startswith("SubBackward0")
+    expect(position).to_have_text("step 1 of 5")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(position).not_to_have_text("step 1 of 5")
+    expect(page.locator(".gw-step-card")).to_contain_text(focused().split("\n")[0])
+
+    # zoom keys, and Escape clears the selection
+    zoom = page.evaluate("() => window.gradwalk.graph.core.zoom()")
+    page.keyboard.press("+")
+    assert page.evaluate("() => window.gradwalk.graph.core.zoom()") > zoom
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => window.gradwalk.graph.core.$(':selected').length") == 0
+
+
 def test_product_reads_3_and_8(page: Any) -> None:
     open_app(page)
     run_example(page, "product")

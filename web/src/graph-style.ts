@@ -193,6 +193,11 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
       style: { "underlay-color": v("link"), "underlay-opacity": 0.35, "underlay-padding": 7, "border-color": v("link"), "border-width": 3 },
     },
     { selector: "node:selected", style: { "border-color": v("select"), "border-width": 4 } },
+    // The node keyboard navigation is on (graph-keys.ts): a ring in the page's focus colour.
+    {
+      selector: "node.keyfocus",
+      style: { "outline-color": v("focus"), "outline-width": 3, "outline-offset": 3, "outline-opacity": 1 },
+    },
     { selector: "edge:selected", style: { "line-color": v("select"), "target-arrow-color": v("select") } },
   ];
   if (big) {

@@ -8,6 +8,7 @@
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
 import { h } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
+import { ARROWS, describeNode, nextInDirection, type Placed, startNode } from "./graph-keys";
 import { foldToFit, levelCounts } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
 import { graphStyle } from "./graph-style";
@@ -62,6 +63,9 @@ export class GraphView {
   private userMoved = false;
   private laidOut = false;
   private linked: string[] = [];
+  /** The element keyboard navigation is on (graph-keys.ts). */
+  private keyFocus: string | null = null;
+  private readonly announcer: HTMLElement;
   private readonly painter: StepPainter;
   private waiters: ((info: LayoutInfo) => void)[] = [];
   lastLayout: LayoutInfo | null = null;
@@ -105,10 +109,19 @@ export class GraphView {
       button("Unfold", "Expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
       this.info,
     );
-    this.canvas = h("div", { class: "gw-graph-canvas", role: "img", "aria-label": "grad_fn graph" });
+    this.canvas = h("div", {
+      class: "gw-graph-canvas",
+      tabindex: "0",
+      role: "application",
+      "aria-roledescription": "graph",
+      "aria-label": "grad_fn graph",
+      title: "Arrow keys move between nodes, Enter opens one, + and − zoom, 0 fits",
+    });
+    this.announcer = h("div", { class: "gw-visually-hidden", "aria-live": "polite", "data-gw": "graph-announcer" });
+    this.canvas.addEventListener("keydown", (ev) => this.onKey(ev));
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     const empty = h("div", { class: "gw-graph-empty", text: "Run the code to see the graph autograd records." });
-    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), this.legend());
+    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), this.legend(), this.announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -181,6 +194,7 @@ export class GraphView {
     });
     this.elements.clear();
     this.painter.reset();
+    this.keyFocus = null;
     const cy = this.cy;
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
@@ -278,7 +292,8 @@ export class GraphView {
       const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
       this.lastLayout = info;
       this.info.textContent = `${built.gradNodes} nodes${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
-      this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes`);
+      this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes; arrow keys move between nodes, Enter opens one`);
+      if (this.keyFocus && !this.cy.getElementById(this.keyFocus).nonempty()) this.keyFocus = null;
       const waiters = this.waiters;
       this.waiters = [];
       for (const w of waiters) w(info);
@@ -414,6 +429,77 @@ export class GraphView {
     this.userMoved = true;
   }
 
+  // --- keyboard ----------------------------------------------------------------------------
+
+  /**
+   * Keys on the focused canvas: arrows move between the nodes drawn (graph-keys.ts), Enter
+   * or Space does what a click does, Escape clears the selection, + and − zoom, 0 fits.
+   * Handled keys stop here, so the stepper's own arrow keys do not also move the step.
+   */
+  private onKey(ev: KeyboardEvent): void {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const dir = ARROWS[ev.key];
+    if (dir) this.moveFocus(dir);
+    else if (ev.key === "Enter" || ev.key === " ") {
+      const el = this.keyFocus ? this.cy.getElementById(this.keyFocus) : null;
+      if (el?.nonempty()) this.tapNode(el as unknown as NodeSingular);
+    } else if (ev.key === "Escape") {
+      this.setKeyFocus(null);
+      this.store.set({ selection: null });
+    } else if (ev.key === "+" || ev.key === "=") this.zoomBy(1.25);
+    else if (ev.key === "-" || ev.key === "−") this.zoomBy(1 / 1.25);
+    else if (ev.key === "0") this.fit(true, false);
+    else return;
+    ev.preventDefault();
+    ev.stopPropagation();
+  }
+
+  /** The nodes keyboard navigation can land on: every visible node but module frames. */
+  private placed(): Placed[] {
+    return this.cy.nodes(":visible:childless").map((n: NodeSingular) => ({ id: n.id(), ...n.position() }));
+  }
+
+  private moveFocus(dir: "up" | "down" | "left" | "right"): void {
+    const nodes = this.placed();
+    const current = this.keyFocus ?? this.selectedElement();
+    const from = current ? nodes.find((n) => n.id === current) : undefined;
+    const next = from ? nextInDirection(from, nodes, dir) : startNode(nodes);
+    if (next) this.setKeyFocus(next);
+  }
+
+  /** The Cytoscape element the store's selection is drawn on, if any. */
+  private selectedElement(): string | null {
+    const selected = this.cy.$("node:selected");
+    return selected.nonempty() ? selected.first().id() : null;
+  }
+
+  private setKeyFocus(id: string | null): void {
+    const cy = this.cy;
+    if (this.keyFocus) cy.getElementById(this.keyFocus).removeClass("keyfocus");
+    this.keyFocus = id;
+    if (!id) return;
+    const el = cy.getElementById(id);
+    el.addClass("keyfocus");
+    const d = el.data() as GNode;
+    this.announcer.textContent = describeNode(d);
+    // the inspector follows the keyboard, as it follows clicks (without switching views)
+    if (d.node !== undefined) this.store.set({ selection: { kind: "node", id: d.node } });
+    else if (d.tensor !== undefined) this.store.set({ selection: { kind: "tensor", id: d.tensor } });
+    this.reveal(id);
+  }
+
+  /** Pan element `id` into view when it is outside it (`byUser`: the user moved there). */
+  private reveal(id: string, byUser = true): void {
+    const el = this.cy.getElementById(id);
+    if (!el.nonempty()) return;
+    const p = el.renderedPosition();
+    const margin = 40;
+    if (p.x > margin && p.y > margin && p.x < this.cy.width() - margin && p.y < this.cy.height() - margin) return;
+    if (this.big) this.cy.center(el);
+    else this.cy.animate({ center: { eles: el } }, { duration: 200 });
+    if (byUser) this.userMoved = true;
+  }
+
   // --- state: scrubber, stepper, links, selection -------------------------------------------
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
@@ -442,13 +528,7 @@ export class GraphView {
     const nodeId = entry.exec?.node;
     if (nodeId === undefined) return;
     const id = this.elementOfNode(nodeId);
-    const el = id ? this.cy.getElementById(id) : null;
-    if (!el || !el.nonempty()) return;
-    const p = el.renderedPosition();
-    const margin = 40;
-    if (p.x > margin && p.y > margin && p.x < this.cy.width() - margin && p.y < this.cy.height() - margin) return;
-    if (this.big) this.cy.center(el);
-    else this.cy.animate({ center: { eles: el } }, { duration: 200 });
+    if (id) this.reveal(id, false);
   }
 
   private applyLinks(state: ViewState): void {
