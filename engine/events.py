@@ -268,6 +268,12 @@ class NodeCreated(_Event):
     tensor: TensorId | None = Field(default=None, description="output tensor, or the leaf of AccumulateGrad")
     saved: list[SavedValue] = Field(default_factory=list)
     saved_bytes: int = 0
+    grad_shapes: list[list[int]] | None = Field(
+        default=None,
+        description="shape of each gradient the node receives (an edge's input_nr picks one), "
+        "when ``tensor`` does not tell it: the node's op made several outputs, or a tensor "
+        "made inside the op and never recorded (the weight.t() of F.linear)",
+    )
 
 
 class MemoryChanged(_Event):

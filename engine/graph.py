@@ -124,6 +124,7 @@ class GraphRecorder:
             fn = t.grad_fn
             if fn is not None:
                 produced[id(fn)] = tid
+        several_outputs = len(outputs) > 1
         live = self._live_ids
         by_ptr: dict[int, list[tuple[Any, int, bool]]] | None = None
         watch = rec.backward.watch if rec.detail else None
@@ -167,26 +168,35 @@ class GraphRecorder:
                         sv = _describe_saved_other(attr[7:], value)
                     total += sv["bytes"]
                     saved.append(sv)
-            rec.emit(
-                {
-                    "type": "node",
-                    "id": nid,
-                    "name": name,
-                    "op": op,
-                    "line": line,
-                    "module_path": module_path,
-                    "edges": edges,
-                    "tensor": tensor_id,
-                    "saved": saved,
-                    "saved_bytes": total,
-                }
-            )
+            event = {
+                "type": "node",
+                "id": nid,
+                "name": name,
+                "op": op,
+                "line": line,
+                "module_path": module_path,
+                "edges": edges,
+                "tensor": tensor_id,
+                "saved": saved,
+                "saved_bytes": total,
+            }
+            if (tensor_id is None or several_outputs) and name != "AccumulateGrad":
+                event["grad_shapes"] = _grad_shapes(node)
+            rec.emit(event)
             if watch is not None:
                 watch(node, nid)
 
     def forget(self) -> None:
         """Forget this run's ids, so nodes that outlive the run are not taken for recorded ones."""
         self._live_ids.clear()
+
+
+def _grad_shapes(node: Any) -> list[list[int]] | None:
+    """The shape of each gradient ``node`` receives, from what autograd keeps to check them."""
+    try:
+        return [list(meta.shape) for meta in node._input_metadata]
+    except (AttributeError, RuntimeError, TypeError):  # a nested tensor's shape, an older PyTorch
+        return None
 
 
 def _by_storage(

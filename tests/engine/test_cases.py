@@ -112,6 +112,36 @@ def test_linear_records_every_node_it_creates(traces: dict[str, Any]) -> None:
     assert {"AddmmBackward0", "TBackward0"} <= created
 
 
+def test_nodes_say_the_shapes_of_gradients_their_tensor_does_not_tell() -> None:
+    """The weight.t() F.linear makes inside itself is never a recorded tensor, and a split's
+    node receives one gradient per piece: their nodes carry the shapes, as the gradients
+    PyTorch later sends them have."""
+    trace = record(
+        "import torch\nimport torch.nn.functional as F\n"
+        "w = torch.randn(2, 16, requires_grad=True)\n"
+        "y = F.linear(torch.randn(5, 16), w)\n"
+        "a, b = w.split([1, 1])\n"
+        "(y.sum() + a.sum() * 2 + b.sum()).backward()\n"
+    )
+    nodes = {e.id: e for e in trace.events if e.type == "node"}
+    by_name = {e.name: e for e in nodes.values()}
+    assert by_name["TBackward0"].tensor is None and by_name["TBackward0"].grad_shapes == [[16, 2]]
+    assert by_name["SplitWithSizesBackward0"].grad_shapes == [[1, 16], [1, 16]]
+    # a node whose tensor tells its shape carries none
+    assert by_name["MmBackward0"].grad_shapes is None and by_name["AccumulateGrad"].grad_shapes is None
+    # and each shape is the shape of the gradient the engine really sent along that edge
+    executed = [e for e in trace.events if e.type == "node_executed"]
+    checked = 0
+    for ex in executed:
+        sender = nodes[ex.node]
+        for edge, sent in zip(sender.edges, ex.grad_out, strict=True):
+            target = nodes.get(edge.node) if edge.node is not None else None
+            if target is not None and target.grad_shapes is not None and sent is not None:
+                assert sent.shape == target.grad_shapes[edge.input_nr], (sender.name, target.name)
+                checked += 1
+    assert checked == 3  # Mm -> T, and the two pieces' sums -> SplitWithSizes
+
+
 def test_cross_entropy_records_both_nodes() -> None:
     trace = record(
         "import torch\nimport torch.nn.functional as F\n"

@@ -185,8 +185,10 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       const key = isFolded || target.startsWith("g:") ? `${self}>${target}` : `e${node.id}-${slot}`;
       if (seenEdges.has(key)) return;
       seenEdges.add(key);
-      const shape = shapeText(model.nodeShape(edge.node));
-      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label: compact ? "" : shape });
+      const known = model.nodeShape(edge.node, edge.input_nr);
+      // an unknown shape is left out rather than drawn as "?"
+      const label = compact || !known ? "" : shapeText(known);
+      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label });
     });
 
     if (options.showSaved && !isFolded) {

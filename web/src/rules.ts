@@ -117,7 +117,7 @@ function shapeOfTarget(c: Ctx, slot: number): number[] | null {
   const v = c.gradOut[slot];
   if (v) return v.shape;
   const edge = c.node.edges[slot];
-  return edge?.node != null ? c.model.nodeShape(edge.node) : null;
+  return edge?.node != null ? c.model.nodeShape(edge.node, edge.input_nr) : null;
 }
 
 const RULES: Record<string, Rule> = {

@@ -304,9 +304,12 @@ export class TraceModel {
     return this.tensor(this.node(nodeId)?.tensor);
   }
 
-  /** The shape of the gradient flowing into `nodeId` (its tensor's shape) when known. */
-  nodeShape(nodeId: number): number[] | null {
-    return this.nodeTensor(nodeId)?.ev.shape ?? null;
+  /**
+   * The shape of the gradient flowing into `nodeId` at its input `inputNr` (an edge's
+   * `input_nr`), when known: what the node was recorded to receive, else its tensor's shape.
+   */
+  nodeShape(nodeId: number, inputNr = 0): number[] | null {
+    return this.node(nodeId)?.grad_shapes?.[inputNr] ?? this.nodeTensor(nodeId)?.ev.shape ?? null;
   }
 
   /** The source line a node came from, falling back to its op's module-level line. */

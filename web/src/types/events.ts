@@ -300,6 +300,10 @@ export interface OpConstant {
  */
 export interface NodeCreated {
   edges: Edge[];
+  /**
+   * shape of each gradient the node receives (an edge's input_nr picks one), when ``tensor`` does not tell it: the node's op made several outputs, or a tensor made inside the op and never recorded (the weight.t() of F.linear)
+   */
+  grad_shapes: number[][] | null;
   id: number;
   line: number | null;
   module_path: string | null;
