@@ -156,6 +156,117 @@ def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
     assert q.stdout(trace) == plain.getvalue()
 
 
+# Ordinary PyTorch a practitioner records: layers with several outputs per node (LSTM, max,
+# chunk, svd), an in-place custom Function, autocast, hooks the snippet registers itself,
+# parametrizations, a DataLoader and a thread of its own.
+ORDINARY_PYTORCH = {
+    "recurrent layers": """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+lstm = nn.LSTM(3, 4, num_layers=2, batch_first=True); gru = nn.GRU(4, 2)
+out, (h, c) = lstm(torch.randn(2, 5, 3))
+o2, h2 = gru(out.transpose(0, 1))
+(o2.sum() + h.sum() + c.sum()).backward()
+print(lstm.weight_ih_l0.grad.shape, gru.weight_hh_l0.grad.shape)
+""",
+    "ops with several outputs": """
+import torch
+torch.manual_seed(0)
+x = torch.randn(4, 6, requires_grad=True)
+v, i = x.max(dim=1)
+t = x.topk(2, dim=0)
+a, b, c = x.chunk(3, dim=1)
+u = torch.unbind(x, 0)
+U, S, Vh = torch.linalg.svd(x[:3, :3])
+(v.sum() + t.values.sum() + b.sum() + u[2].sum() + S.sum()).backward()
+print(x.grad.shape, i.dtype)
+""",
+    "in-place custom Function": """
+import torch
+from torch.autograd.function import once_differentiable
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        return g * 2
+a = torch.ones(3, requires_grad=True)
+c = Double.apply(a.clone())
+c.sum().backward()
+print(a.grad.tolist(), c.tolist())
+""",
+    "autocast and the snippet's own hooks": """
+import torch
+torch.manual_seed(0)
+m = torch.nn.Linear(8, 4)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    y = m(torch.randn(2, 8))
+y.register_hook(lambda g: g * 2)
+y.retain_grad()
+h = m.weight.register_post_accumulate_grad_hook(lambda p: print("accumulated", p.grad.dtype))
+y.float().sum().backward()
+h.remove()
+print(y.dtype, y.grad.dtype, m.weight.grad.shape)
+""",
+    "parametrizations": """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2))
+m(torch.randn(4, 3)).sum().backward()
+print(sorted(n for n, p in m.named_parameters() if p.grad is not None))
+""",
+    "a DataLoader and a thread": """
+import threading
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+ds = TensorDataset(torch.randn(20, 3), torch.randn(20, 1))
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+for xb, yb in DataLoader(ds, batch_size=5, shuffle=True):
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(xb), yb)
+    loss.backward()
+    opt.step()
+out = []
+def work():
+    a = torch.ones(3, requires_grad=True)
+    (a * 2).sum().backward()
+    out.append(a.grad.tolist())
+t = threading.Thread(target=work); t.start(); t.join()
+print(round(loss.item(), 5), out)
+""",
+}
+
+
+@pytest.mark.parametrize("snippet", sorted(ORDINARY_PYTORCH))
+def test_ordinary_pytorch_runs_as_without_gradwalk_and_every_edge_has_its_shape(snippet: str) -> None:
+    source = ORDINARY_PYTORCH[snippet]
+    trace = record(source)
+    assert not q.errors(trace), q.errors(trace)
+    plain = io.StringIO()
+    with contextlib.redirect_stdout(plain):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    assert q.stdout(trace) == plain.getvalue()
+    # the shape the graph labels each edge with (the node's grad_shapes, else its tensor's)
+    # is the shape of the gradient the engine then sent along it
+    nodes = {e.id: e for e in trace.events if e.type == "node"}
+    shapes = {e.id: e.shape for e in trace.events if e.type == "tensor"}
+    checked = 0
+    for ex in q.events_of(trace, "node_executed"):
+        for edge, sent in zip(nodes[ex.node].edges, ex.grad_out, strict=True):
+            target = nodes.get(edge.node) if edge.node is not None else None
+            if target is None or sent is None:
+                continue
+            labelled = target.grad_shapes[edge.input_nr] if target.grad_shapes else shapes[target.tensor]
+            assert labelled == sent.shape, (nodes[ex.node].name, target.name)
+            checked += 1
+    assert checked > 0
+
+
 def test_torch_compile_runs_eagerly_and_says_so() -> None:
     """TorchDynamo cannot trace through the tape mode: while recording, torch.compile returns
     what it was given (functions, modules, and as a decorator), and the stderr says why."""
