@@ -217,6 +217,11 @@ def test_tape_links_code_and_graph_both_ways(page: Any) -> None:
     page.click(f".gw-op-row[data-op='{mul_op - 1}'] .gw-op")
     hidden = page.evaluate(f"() => window.gradwalk.graph.core.$('#n{mul_node}').hasClass('future')")
     assert hidden
+    # and on the tape, the ops not run yet are greyed: their text is lighter than a past op's
+    future_row = page.locator(f".gw-op-row[data-op='{mul_op}']")
+    expect(future_row).to_have_class(re.compile(r"\bfuture\b"))
+    color = "(el) => getComputedStyle(el.querySelector('.gw-op-name')).color"
+    assert future_row.evaluate(color) != page.locator(".gw-op-row[data-op='0']").evaluate(color)
     expect(page.locator(".gw-tape .gw-position")).to_contain_text("of 5")
 
 
