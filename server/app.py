@@ -54,6 +54,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = SqliteRunStore(
             settings.db, max_runs=settings.retention_runs, max_bytes=settings.retention_bytes
         )
+        rooms: RoomRegistry = app.state.rooms
+        back = rooms.attach(store)
+        if back:
+            log.info("%d classroom rooms came back from the last server", back)
         try:
             try:
                 pool = await start_pool(settings)
@@ -75,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await registry.close()
                 await registry.pool.close()
         finally:
+            rooms.detach()
             store.close()
 
     app = FastAPI(

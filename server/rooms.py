@@ -1,8 +1,11 @@
 """Classroom rooms: one presenter's state (code, run, view, step) followed live by many viewers.
 
-A room lives in this server's memory only: it ends when the presenter ends it, when it
-has been inactive for ``RoomLimits.idle_s`` (no presenter connected and no change), after
-``RoomLimits.max_age_s`` whatever happens, or when the server stops.
+A room ends when the presenter ends it, when it has been inactive for ``RoomLimits.idle_s``
+(no presenter connected and no change), or after ``RoomLimits.max_age_s`` whatever happens.
+With a store attached (the server's SQLite file, :meth:`RoomRegistry.attach`), a room also
+outlives a server restart: its code, the hash of its presenter key, its latest state and
+its times are saved, and the next server brings it back; the connections, which a restart
+drops, reconnect on their own (the browser's room socket retries) and get the latest state.
 
 >>> rooms = RoomRegistry()
 >>> room = rooms.create(RoomState(source="import torch\\n"))
@@ -26,8 +29,11 @@ latest state, a viewer that reconnects catches up at once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import logging
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +42,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .models import refuse_nul
+from .storage import RoomRecord, RoomStore
 
 __all__ = [
     "CODE_ALPHABET",
@@ -46,8 +53,11 @@ __all__ = [
     "RoomState",
     "RoomStatePatch",
     "RoomsFull",
+    "hash_key",
     "normalize_code",
 ]
+
+log = logging.getLogger("gradwalk.server")
 
 # No 0/O, 1/I/L: a code is read aloud and typed from a projector.
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
@@ -118,7 +128,12 @@ class RoomsFull(Exception):
 
 @dataclass(eq=False)
 class Room:
-    """One room: its code, the presenter's key, the latest state and who is connected."""
+    """One room: its code, the presenter's key, the latest state and who is connected.
+
+    ``key`` is the presenter's key, known only in the server that opened the room (it is
+    handed out once); ``key_hash`` is what presented keys are checked against, and what a
+    store keeps.
+    """
 
     code: str
     key: str
@@ -135,13 +150,18 @@ class Room:
     _light: str = ""
     watchers: set[asyncio.Event] = field(default_factory=set, repr=False)
     _changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    key_hash: str = ""
+    # called after every change worth keeping (set by a registry with a store)
+    on_change: Callable[[Room], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if not self.key_hash:
+            self.key_hash = hash_key(self.key)
         self._publish(source_changed=True)
 
     def key_matches(self, key: str | None) -> bool:
         """Compare a presented key with the room's in constant time."""
-        return key is not None and secrets.compare_digest(key.encode(), self.key.encode())
+        return key is not None and secrets.compare_digest(hash_key(key), self.key_hash)
 
     def update(self, patch: RoomStatePatch, now: float | None = None) -> int:
         """Apply the presenter's ``patch``, wake every viewer, and return the new version."""
@@ -150,6 +170,8 @@ class Room:
         self.state = self.state.model_copy(update=changes)
         self.last_active = time.monotonic() if now is None else now
         self._publish(source_changed=source_changed)
+        if self.on_change is not None:
+            self.on_change(self)
         return self.version
 
     def frame(self, have_source_version: int) -> str:
@@ -175,6 +197,8 @@ class Room:
         if presenter:
             self.presenters -= 1
             self.last_active = time.monotonic() if now is None else now
+            if self.on_change is not None:
+                self.on_change(self)  # when the presenter left counts for the idle limit
         else:
             self.viewers -= 1
             self._poke_watchers()
@@ -225,12 +249,131 @@ class Room:
 
 
 class RoomRegistry:
-    """Own the rooms: create them with fresh codes, find them by code, end the expired ones."""
+    """Own the rooms: create them with fresh codes, find them by code, end the expired ones.
 
-    def __init__(self, limits: RoomLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    ``clock`` measures activity (monotonic seconds); ``wall`` (seconds since the epoch)
+    dates what a store keeps, since a monotonic clock starts again with each process.
+    """
+
+    # a room's changes are saved at most this often (a presenter stepping or playing sends
+    # several a second, and the state carries the source)
+    SAVE_EVERY_S = 1.0
+
+    def __init__(
+        self,
+        limits: RoomLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.limits = limits or RoomLimits()
         self.clock = clock
+        self.wall = wall
         self.rooms: dict[str, Room] = {}
+        self._store: RoomStore | None = None
+        self._unsaved: set[str] = set()
+        self._save_timer: asyncio.TimerHandle | None = None
+
+    # --- persistence ------------------------------------------------------------------------
+
+    def attach(self, store: RoomStore) -> int:
+        """Keep rooms in ``store`` from now on, and bring back the rooms it holds that have
+        not expired (the previous server's); return how many came back."""
+        self._store = store
+        back = 0
+        now, wall = self.clock(), self.wall()
+        for record in self._stored(store):
+            created = now - (wall - record.created_at)
+            last_active = now - (wall - record.last_active_at)
+            try:
+                state = RoomState.model_validate(record.state)
+            except ValueError:
+                state = None
+            if (
+                state is None
+                or record.code in self.rooms
+                or len(self.rooms) >= self.limits.max_rooms
+                or now - created > self.limits.max_age_s
+                or now - last_active > self.limits.idle_s
+            ):
+                self._forget(record.code)
+                continue
+            room = Room(
+                code=record.code,
+                key="",
+                key_hash=record.key_hash,
+                state=state,
+                created=created,
+                last_active=last_active,
+                version=record.version,
+            )
+            room.on_change = self._changed
+            self.rooms[room.code] = room
+            back += 1
+        return back
+
+    def detach(self) -> None:
+        """Save what is still unsaved and stop using the store (the server is stopping)."""
+        if self._save_timer is not None:
+            self._save_timer.cancel()
+            self._save_timer = None
+        self._save_unsaved()
+        self._store = None
+
+    def _changed(self, room: Room) -> None:
+        # save soon, once for a burst of changes; without an event loop (a script), now
+        self._unsaved.add(room.code)
+        if self._save_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._save_unsaved()
+            return
+        self._save_timer = loop.call_later(self.SAVE_EVERY_S, self._save_unsaved)
+
+    def _save_unsaved(self) -> None:
+        self._save_timer = None
+        codes, self._unsaved = self._unsaved, set()
+        for code in codes:
+            room = self.rooms.get(code)
+            if room is not None and room.ended is None:
+                self._save(room)
+
+    def _save(self, room: Room) -> None:
+        if self._store is None:
+            return
+        now, wall = self.clock(), self.wall()
+        record = RoomRecord(
+            code=room.code,
+            key_hash=room.key_hash,
+            state=room.state.model_dump(),
+            version=room.version,
+            created_at=wall - (now - room.created),
+            last_active_at=wall - (now - room.last_active),
+        )
+        try:
+            self._store.save_room(record)
+        except sqlite3.Error as exc:  # the room goes on in memory; only a restart would lose it
+            log.warning("could not save room %s: %s", room.code, exc)
+
+    def _forget(self, code: str) -> None:
+        self._unsaved.discard(code)
+        if self._store is None:
+            return
+        try:
+            self._store.delete_room(code)
+        except sqlite3.Error as exc:
+            log.warning("could not delete room %s: %s", code, exc)
+
+    @staticmethod
+    def _stored(store: RoomStore) -> list[RoomRecord]:
+        try:
+            return store.rooms()
+        except sqlite3.Error as exc:
+            log.warning("could not read the stored rooms: %s", exc)
+            return []
+
+    # --- rooms ------------------------------------------------------------------------------
 
     def create(self, state: RoomState | None = None) -> Room:
         """Open a room with ``state``; raises :class:`RoomsFull` at ``max_rooms``."""
@@ -249,6 +392,9 @@ class RoomRegistry:
             last_active=now,
         )
         self.rooms[code] = room
+        if self._store is not None:
+            room.on_change = self._changed
+            self._save(room)
         return room
 
     def get(self, text: str) -> Room | None:
@@ -268,6 +414,7 @@ class RoomRegistry:
         room.end(reason)
         if self.rooms.get(room.code) is room:
             del self.rooms[room.code]
+            self._forget(room.code)
 
     def check(self, room: Room) -> bool:
         """Say whether ``room`` is still open, ending it first if it has expired."""
@@ -285,10 +432,10 @@ class RoomRegistry:
             self.end(room, why)
         return len(stale)
 
-    def close(self) -> None:
-        """End every room (the server is stopping)."""
-        for room in list(self.rooms.values()):
-            self.end(room, "the server is stopping")
+
+def hash_key(key: str) -> str:
+    """The SHA-256 of a presenter key, as hex: what is compared and stored instead of the key."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def _new_code() -> str:

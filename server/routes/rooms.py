@@ -22,7 +22,7 @@ source with ``PATCH /api/rooms/{code}/state``. Viewers send nothing. Close codes
 * 1003 a binary frame; 1008 a frame that is not a valid state change, or any frame from a viewer;
 * 1013 a send to this viewer stalled for ``viewer_send_timeout_s``: reconnect (you get the latest state);
 * 4400 a bad ``role``; 4401/4403 a missing/wrong key (or token); 4404 no such room;
-* 4410 the room ended (the presenter ended it, it expired, the server is stopping);
+* 4410 the room ended (the presenter ended it, or it expired);
 * 4429 the room has ``max_viewers`` viewers.
 
 HTTP, with the key in the ``X-Presenter-Key`` header: ``PATCH /api/rooms/{code}/state``

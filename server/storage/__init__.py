@@ -1,4 +1,5 @@
-"""Where finished runs live: the :class:`RunStore` interface and its SQLite implementation.
+"""Where finished runs (and open classroom rooms) live: the :class:`RunStore` and
+:class:`RoomStore` interfaces and their SQLite implementation.
 
 The server talks to storage only through :class:`RunStore`, so a server database can
 replace SQLite by implementing its few methods. Methods are synchronous; the server calls
@@ -8,7 +9,7 @@ thread-safe.
 
 from __future__ import annotations
 
-from .base import RunRecord, RunStore
+from .base import RoomRecord, RoomStore, RunRecord, RunStore
 from .sqlite import SqliteRunStore
 
-__all__ = ["RunRecord", "RunStore", "SqliteRunStore"]
+__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore", "SqliteRunStore"]

@@ -1,11 +1,12 @@
-"""The storage interface: one record per run, plus the run's trace as JSON bytes."""
+"""The storage interface: one record per run, plus the run's trace as JSON bytes; and the
+classroom rooms, so a room outlives a server restart."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["RunRecord", "RunStore"]
+__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore"]
 
 
 @dataclass
@@ -59,4 +60,37 @@ class RunStore(Protocol):
 
     def close(self) -> None:
         """Release the store's resources."""
+        ...
+
+
+@dataclass
+class RoomRecord:
+    """A classroom room as stored: enough to bring it back after a restart.
+
+    ``key_hash`` is the SHA-256 of the presenter's key (the key itself is never stored);
+    ``state`` is the presenter's latest state as JSON data; times are seconds since the epoch.
+    """
+
+    code: str
+    key_hash: str
+    state: dict[str, Any]
+    version: int
+    created_at: float
+    last_active_at: float
+
+
+class RoomStore(Protocol):
+    """Keep the open rooms; must be thread-safe. A room is saved when it opens and when its
+    state changes (at most about once a second), and deleted when it ends."""
+
+    def save_room(self, room: RoomRecord) -> None:
+        """Add or replace a room."""
+        ...
+
+    def delete_room(self, code: str) -> None:
+        """Forget a room (it ended); unknown codes are ignored."""
+        ...
+
+    def rooms(self) -> list[RoomRecord]:
+        """Return every stored room, oldest first."""
         ...

@@ -1,4 +1,5 @@
-"""Runs in one SQLite file (WAL), traces zlib-compressed, bounded by a retention limit."""
+"""Runs in one SQLite file (WAL), traces zlib-compressed, bounded by a retention limit; the
+open classroom rooms in the same file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from .base import RunRecord
+from .base import RoomRecord, RunRecord
 
 __all__ = ["SqliteRunStore"]
 
@@ -31,6 +32,14 @@ CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE TABLE IF NOT EXISTS traces (
     run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
     blob BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rooms (
+    code TEXT PRIMARY KEY,
+    key_hash TEXT NOT NULL,
+    state TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    last_active_at REAL NOT NULL
 );
 """
 _COLUMNS = (
@@ -118,6 +127,36 @@ class SqliteRunStore:
                 f"SELECT {_COLUMNS} FROM runs WHERE finished_at IS NULL ORDER BY created_at"
             ).fetchall()
         return [_record(r) for r in rows]
+
+    def save_room(self, room: RoomRecord) -> None:
+        """Add or replace a classroom room."""
+        row = (
+            room.code,
+            room.key_hash,
+            json.dumps(room.state),
+            room.version,
+            room.created_at,
+            room.last_active_at,
+        )
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO rooms (code, key_hash, state, version, created_at, last_active_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                row,
+            )
+
+    def delete_room(self, code: str) -> None:
+        """Forget a room that ended."""
+        with self._lock:
+            self._db.execute("DELETE FROM rooms WHERE code = ?", (code,))
+
+    def rooms(self) -> list[RoomRecord]:
+        """Return every stored room, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT code, key_hash, state, version, created_at, last_active_at FROM rooms ORDER BY created_at"
+            ).fetchall()
+        return [RoomRecord(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def size_bytes(self) -> int:
         """Return the bytes the compressed traces take (what ``max_bytes`` bounds)."""

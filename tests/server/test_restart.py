@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from typing import Any
+
+from websockets.asyncio.client import connect
 
 from server.storage import RunRecord, SqliteRunStore
 from tests.conftest import case_source
@@ -47,3 +51,62 @@ def test_restart_reads_old_runs_back(server: LiveServer) -> None:
         assert [e["type"] for e in trace["events"]] == ["run_started", "run_finished"]
         ids = [r["id"] for r in run_json(api.get("/api/runs", params={"limit": 3}))["runs"]]
         assert ids == ["deadbeef0001", running["id"], run["id"]]
+
+
+def test_a_classroom_room_outlives_a_restart(server: LiveServer) -> None:
+    """A teacher's room comes back after a restart with its code, state and presenter key;
+    viewers reconnecting get the latest state; an ended room stays ended."""
+    from tests.server.test_rooms import next_frame, open_room, presenter_url, run, socket_url, student
+
+    room = open_room(server, {"source": "x = 1\n", "step": 0})
+    kept = open_room(server, {"source": "y = 2\n"})
+    key = {"x-presenter-key": room["presenter_key"]}
+
+    async def present() -> int:
+        # the presenter steps over its socket; the last step lands just before the restart
+        async with connect(presenter_url(server, room)) as presenter:
+            await next_frame(presenter, "state")
+            for step in (1, 2, 3):
+                await presenter.send(
+                    json.dumps({"type": "state", "state": {"step": step, "view": "stepper"}})
+                )
+                ack = await next_frame(presenter, "ack")
+            return int(ack["version"])
+
+    version = run(present())
+    with server.client() as api:
+        assert (
+            api.delete(
+                f"/api/rooms/{kept['code']}", headers={"x-presenter-key": kept["presenter_key"]}
+            ).status_code
+            == 204
+        )
+    server.restart()
+
+    with student(server) as viewer_api:
+        back = viewer_api.get(f"/api/rooms/{room['code']}")
+        assert back.status_code == 200, back.text
+        state = back.json()["state"]
+        assert (state["step"], state["view"], state["source"]) == (3, "stepper", "x = 1\n")
+        assert back.json()["version"] > version  # newer than anything a viewer saw before
+        assert viewer_api.get(f"/api/rooms/{kept['code']}").status_code == 404
+
+    async def follow() -> dict[str, Any]:
+        async with connect(socket_url(server, room)) as viewer:
+            return await next_frame(viewer, "state")
+
+    frame = run(follow())
+    assert frame["state"]["step"] == 3 and frame["state"]["source"] == "x = 1\n"
+
+    # the presenter's key still works (it was never stored, only its hash); another does not
+    with server.client() as api:
+        moved = api.patch(f"/api/rooms/{room['code']}/state", json={"step": 4}, headers=key)
+        assert moved.status_code == 200 and moved.json()["state"]["step"] == 4
+        wrong = api.patch(
+            f"/api/rooms/{room['code']}/state", json={"step": 5}, headers={"x-presenter-key": "nope"}
+        )
+        assert wrong.status_code == 403
+        assert api.delete(f"/api/rooms/{room['code']}", headers=key).status_code == 204
+    server.restart()
+    with student(server) as viewer_api:
+        assert viewer_api.get(f"/api/rooms/{room['code']}").status_code == 404

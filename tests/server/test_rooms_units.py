@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from server.rooms import (
 from server.routes import rooms as rooms_routes
 from server.security import RateLimiter
 from server.settings import Settings
+from server.storage import RoomRecord, SqliteRunStore
 
 
 class Clock:
@@ -206,3 +208,94 @@ def test_a_full_room_refuses_more_viewers_4429(small_server: str) -> None:
 
     code, reason = asyncio.run(scenario())
     assert code == 4429 and "full" in reason
+
+
+# --- rooms kept in a store -------------------------------------------------------------------
+
+
+class CountingStore(SqliteRunStore):
+    """The real SQLite store, counting its room writes."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.saves = 0
+
+    def save_room(self, room: RoomRecord) -> None:
+        self.saves += 1
+        super().save_room(room)
+
+
+def test_stored_rooms_come_back_with_their_state_times_and_key() -> None:
+    store = CountingStore()
+    clock, wall = Clock(), Clock()
+    wall.now = 1_700_000_000.0
+    first = RoomRegistry(RoomLimits(idle_s=600, max_age_s=3600), clock=clock, wall=wall)
+    assert first.attach(store) == 0
+    room = first.create(RoomState(source="x = 1\n"))
+    room.update(RoomStatePatch(step=2, view="stepper"), clock.now)  # no event loop: saved at once
+    ended = first.create()
+    first.end(ended, "the presenter ended the room")
+    assert [r.code for r in store.rooms()] == [room.code]
+    assert room.key not in json.dumps([vars(r) for r in store.rooms()])  # only its hash is kept
+    first.detach()
+
+    # a new server, 5 minutes later (its monotonic clock starts elsewhere)
+    clock.now, wall.now = 50.0, wall.now + 300
+    second = RoomRegistry(RoomLimits(idle_s=600, max_age_s=3600), clock=clock, wall=wall)
+    assert second.attach(store) == 1
+    back = second.get(room.code)
+    assert back is not None and back.state.step == 2 and back.state.source == "x = 1\n"
+    assert back.version > room.version
+    assert back.key_matches(room.key) and not back.key_matches("guess")
+    assert clock.now - back.last_active == pytest.approx(300)
+    # ... and it still expires on time: idle 600 s in all, 300 of them before the restart
+    clock.now += 299
+    assert second.get(room.code) is not None
+    clock.now += 2
+    assert second.get(room.code) is None
+    assert store.rooms() == []  # an expired room is forgotten by the store too
+
+
+def test_rooms_that_expired_while_the_server_was_down_stay_gone() -> None:
+    store = CountingStore()
+    clock, wall = Clock(), Clock()
+    first = RoomRegistry(RoomLimits(idle_s=60, max_age_s=3600), clock=clock, wall=wall)
+    first.attach(store)
+    first.create()
+    first.detach()
+    wall.now += 61
+    second = RoomRegistry(RoomLimits(idle_s=60, max_age_s=3600), clock=clock, wall=wall)
+    assert second.attach(store) == 0 and second.rooms == {} and store.rooms() == []
+
+
+def test_a_burst_of_changes_is_saved_once() -> None:
+    """A presenter playing the stepper sends several changes a second: each room is saved
+    at most once a second, and whatever is unsaved when the server stops is saved then."""
+    store = CountingStore()
+    rooms = RoomRegistry()
+    rooms.SAVE_EVERY_S = 0.05
+    rooms.attach(store)
+    room = rooms.create(RoomState(source="x = 1\n"))
+    assert store.saves == 1
+
+    async def play() -> None:
+        for step in range(20):
+            room.update(RoomStatePatch(step=step))
+        await asyncio.sleep(0.2)
+        room.update(RoomStatePatch(step=99))  # the last change, just before the server stops
+
+    asyncio.run(play())
+    assert store.saves == 2
+    rooms.detach()
+    assert store.saves == 3 and store.rooms()[0].state["step"] == 99
+
+
+def test_a_failing_store_never_breaks_a_room() -> None:
+    class Broken(CountingStore):
+        def save_room(self, room: RoomRecord) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    rooms = RoomRegistry()
+    rooms.attach(Broken())
+    room = rooms.create()
+    assert room.update(RoomStatePatch(step=1)) == 2 and rooms.get(room.code) is room
