@@ -80,9 +80,14 @@ class LiveServer:
             self.proc.wait()
         self.proc = None
 
-    def restart(self) -> None:
-        """Stop gracefully and start again with the same flags and database (a new port)."""
+    def restart(self, *, same_port: bool = False) -> None:
+        """Stop gracefully and start again with the same flags and database: on a new port,
+        or (``same_port``) on this one, so open pages can reconnect as after a real restart."""
+        port = self.url.rsplit(":", 1)[1]
         self.stop()
+        if same_port:
+            i = self.args.index("--port")
+            self.args[i + 1] = port
         self.launch()
 
     def launch(self, timeout: float = 120.0) -> None:

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.browser
 
 PREV = "button[aria-label='Previous step']"
 POSITION = ".gw-stepper .gw-position"
-# Chromium logs every refused fetch; the refused viewer run is one on purpose.
-EXPECTED_CONSOLE = re.compile(r"status of 403")
+# Chromium logs every refused fetch; the refused viewer run is one on purpose, and so are
+# the sockets refused while the server restarts.
+EXPECTED_CONSOLE = re.compile(r"status of 403|ERR_CONNECTION_REFUSED")
 
 
 @dataclass
@@ -134,6 +135,26 @@ def test_presenter_runs_and_steps_and_the_viewers_follow_within_a_second(room: C
     wait_graph(room.viewers[0])
     shot(p, "rooms-01-presenter")
     shot(room.viewers[0], "rooms-02-viewer-following")
+
+
+def test_the_room_survives_a_server_restart(room: Classroom) -> None:
+    """The server restarts mid-lesson (same address): every page reconnects to the same room
+    on its own, and the class goes on following the presenter."""
+    p = room.presenter
+    before = position(p)
+    room.server.restart(same_port=True)
+    for page in (p, *room.viewers):
+        page.wait_for_selector("[data-gw=room-bar][data-conn=live]", timeout=30_000)
+        assert page.evaluate("() => window.gradwalkRoom.info.code") == room.code
+    p.click(NEXT if before != "step 5 of 5" else PREV)
+    want = position(p)
+    assert want != before
+    for viewer in room.viewers:
+        wait_same_step(viewer, want, timeout=10_000)
+    expect(p.locator("[data-gw=room-viewers]")).to_have_text("2 viewers")
+    p.click(PREV if before != "step 5 of 5" else NEXT)  # back where the lesson was
+    for viewer in room.viewers:
+        wait_same_step(viewer, before, timeout=10_000)
 
 
 def test_the_presenters_typing_reaches_the_viewers(room: Classroom) -> None:
