@@ -110,38 +110,54 @@ def interleave(
     )
 
 
-def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> Timing:
-    """Time one step of a workload plain and recorded in full (every node, every value)."""
+def time_step(
+    setup: str,
+    step: str,
+    reps: int,
+    around: Callable[[], contextlib.AbstractContextManager[Any]],
+    between: Callable[[], Any] = lambda: None,
+) -> Timing:
+    """Time one step of a workload plain and inside ``around()``, interleaved.
+
+    ``setup`` runs once; the step then runs 3 times each way untimed (caches, first-call
+    costs), and the garbage collector's view is frozen for the timed reps.
+    """
     scope: dict[str, Any] = {"__name__": "__main__"}
     exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
     code = compile(step, SNIPPET_FILENAME, "exec")
-    # every step in full: an optimizer step would otherwise end full detail after 3 steps
-    limits = limits or Limits(
-        max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000, detail_steps=1_000_000_000
-    )
 
     def plain() -> None:
         exec(code, scope)
 
-    # One recorder for the whole run of steps, as when a training run is recorded: it is
-    # entered around each recorded step and left for each plain one (tensors it has seen,
-    # such as parameters, are introduced once, as in a real recording).
-    events: list[Any] = []
-    rec = Recorder(events.append, limits)
-
-    def recorded() -> None:
-        with rec:
+    def inside() -> None:
+        with around():
             exec(code, scope)
 
     for _ in range(3):
         plain()
-        recorded()
+        inside()
     gc.collect()
     gc.freeze()
-    # the last rep's trace is freed between reps, untimed: what a consumer does with the
-    # events (stream them, store them, drop them) is not the recorder's cost
-    timing = interleave(plain, recorded, reps, between=events.clear)
-    gc.unfreeze()
+    try:
+        return interleave(plain, inside, reps, between)
+    finally:
+        gc.unfreeze()
+
+
+def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> Timing:
+    """Time one step of a workload plain and recorded in full (every node, every value)."""
+    # every step in full: an optimizer step would otherwise end full detail after 3 steps
+    limits = limits or Limits(
+        max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000, detail_steps=1_000_000_000
+    )
+    # One recorder for the whole run of steps, as when a training run is recorded: it is
+    # entered around each recorded step and left for each plain one (tensors it has seen,
+    # such as parameters, are introduced once, as in a real recording). The last rep's
+    # trace is freed between reps, untimed: what a consumer does with the events (stream
+    # them, store them, drop them) is not the recorder's cost.
+    events: list[Any] = []
+    rec = Recorder(events.append, limits)
+    timing = time_step(setup, step, reps, lambda: rec, between=events.clear)
     if not any(e["type"] == "node_executed" for e in events):
         raise RuntimeError("the last recorded step was not recorded in full: the figure would be wrong")
     return timing
@@ -196,25 +212,7 @@ def minimal_recorder(values: bool = False) -> Any:
 
 def measure_minimal(setup: str, step: str, reps: int, values: bool = False) -> Timing:
     """Time one step of a workload plain and under :func:`minimal_recorder`."""
-    scope: dict[str, Any] = {"__name__": "__main__"}
-    exec(compile(setup, SNIPPET_FILENAME, "exec"), scope)
-    code = compile(step, SNIPPET_FILENAME, "exec")
-
-    def plain() -> None:
-        exec(code, scope)
-
-    def recorded() -> None:
-        with minimal_recorder(values):
-            exec(code, scope)
-
-    for _ in range(3):
-        plain()
-        recorded()
-    gc.collect()
-    gc.freeze()
-    timing = interleave(plain, recorded, reps)
-    gc.unfreeze()
-    return timing
+    return time_step(setup, step, reps, lambda: minimal_recorder(values))
 
 
 def _on_device(setup: str, device: str) -> str:

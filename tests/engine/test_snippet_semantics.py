@@ -13,6 +13,7 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.eager import NOTICE
+from engine.events import Trace
 
 
 def test_main_guard_classes_and_functions_work() -> None:
@@ -145,15 +146,20 @@ with fwAD.dual_level():
 }
 
 
-@pytest.mark.parametrize("feature", sorted(AUTOGRAD_FEATURES))
-def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
-    source = AUTOGRAD_FEATURES[feature]
+def recorded_as_plain(source: str) -> Trace:
+    """Record ``source``; check it raised nothing and printed what it prints without gradwalk."""
     trace = record(source)
     assert not q.errors(trace), q.errors(trace)
     plain = io.StringIO()
     with contextlib.redirect_stdout(plain):
         exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
     assert q.stdout(trace) == plain.getvalue()
+    return trace
+
+
+@pytest.mark.parametrize("feature", sorted(AUTOGRAD_FEATURES))
+def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
+    recorded_as_plain(AUTOGRAD_FEATURES[feature])
 
 
 # Ordinary PyTorch a practitioner records: layers with several outputs per node (LSTM, max,
@@ -244,13 +250,7 @@ print(round(loss.item(), 5), out)
 
 @pytest.mark.parametrize("snippet", sorted(ORDINARY_PYTORCH))
 def test_ordinary_pytorch_runs_as_without_gradwalk_and_every_edge_has_its_shape(snippet: str) -> None:
-    source = ORDINARY_PYTORCH[snippet]
-    trace = record(source)
-    assert not q.errors(trace), q.errors(trace)
-    plain = io.StringIO()
-    with contextlib.redirect_stdout(plain):
-        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
-    assert q.stdout(trace) == plain.getvalue()
+    trace = recorded_as_plain(ORDINARY_PYTORCH[snippet])
     # the shape the graph labels each edge with (the node's grad_shapes, else its tensor's)
     # is the shape of the gradient the engine then sent along it
     nodes = {e.id: e for e in trace.events if e.type == "node"}
