@@ -304,6 +304,14 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     zoom = page.evaluate("() => window.gradwalk.graph.core.zoom()")
     box = page.locator(".gw-graph-canvas").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    # Cytoscape ignores the wheel while anything on the page scrolls (the walk list scrolls
+    # smoothly to each step): wait until nothing has scrolled for half a second.
+    page.evaluate(
+        "() => { window.__lastScroll = performance.now();"
+        " window.addEventListener('scroll', () => { window.__lastScroll = performance.now(); }, true); }"
+    )
+    page.wait_for_function("() => performance.now() - window.__lastScroll > 500")
     page.mouse.wheel(0, -600)
     page.wait_for_function(f"() => window.gradwalk.graph.core.zoom() > {zoom}", timeout=5_000)
     shot(page, "08-chain-2000")
