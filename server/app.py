@@ -55,10 +55,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.db, max_runs=settings.retention_runs, max_bytes=settings.retention_bytes
         )
         rooms: RoomRegistry = app.state.rooms
-        back = rooms.attach(store)
-        if back:
-            log.info("%d classroom rooms came back from the last server", back)
         try:
+            back = rooms.attach(store)
+            if back:
+                log.info("%d classroom rooms came back from the last server", back)
             try:
                 pool = await start_pool(settings)
             except SandboxUnavailable as exc:
