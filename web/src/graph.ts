@@ -119,6 +119,9 @@ export class GraphView {
     });
     this.announcer = h("div", { class: "gw-visually-hidden", "aria-live": "polite", "data-gw": "graph-announcer" });
     this.canvas.addEventListener("keydown", (ev) => this.onKey(ev));
+    // the ring shows where the keys are only while they are (the position is kept)
+    this.canvas.addEventListener("blur", () => this.keyFocus && this.cy.getElementById(this.keyFocus).removeClass("keyfocus"));
+    this.canvas.addEventListener("focus", () => this.keyFocus && this.cy.getElementById(this.keyFocus).addClass("keyfocus"));
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     const empty = h("div", { class: "gw-graph-empty", text: "Run the code to see the graph autograd records." });
     root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), this.legend(), this.announcer);
