@@ -63,7 +63,7 @@ def plot_point(
 
 
 def hovered_step(page: Any, chart: str, root: str = "window.gradwalk.charts") -> int:
-    page.wait_for_function(f"() => {root}.plotOf('{chart}').cursor.idx != null")
+    page.wait_for_function(f"() => {root}.plotOf('{chart}')?.cursor.idx != null")
     step: int = page.evaluate(
         f"() => {{ const u = {root}.plotOf('{chart}'); return u.data[0][u.cursor.idx]; }}"
     )
@@ -147,7 +147,8 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
 def test_log_scale_and_dark_theme(page: Any, runs: dict[str, str]) -> None:
     open_charts(page, runs["rent"], "loss", 400)
     page.check("text=log scale")
-    page.wait_for_function("() => window.gradwalk.charts.plotOf('loss').scales.y.distr === 3")
+    # the chart is drawn again on a log scale; until then it has no plot
+    page.wait_for_function("() => window.gradwalk.charts.plotOf('loss')?.scales.y.distr === 3")
     page.click("[data-gw=theme]")
     wait_chart(page, "loss", 400)
     shot(page, "charts-04-log-dark")
