@@ -36,6 +36,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,6 +273,7 @@ class RoomRegistry:
         self._store: RoomStore | None = None
         self._unsaved: set[str] = set()
         self._save_timer: asyncio.TimerHandle | None = None
+        self._writer: ThreadPoolExecutor | None = None
 
     # --- persistence ------------------------------------------------------------------------
 
@@ -316,6 +318,9 @@ class RoomRegistry:
         if self._save_timer is not None:
             self._save_timer.cancel()
             self._save_timer = None
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)  # the writes already handed over land first
+            self._writer = None
         self._save_unsaved()
         self._store = None
 
@@ -329,21 +334,32 @@ class RoomRegistry:
         except RuntimeError:
             self._save_unsaved()
             return
-        self._save_timer = loop.call_later(self.SAVE_EVERY_S, self._save_unsaved)
+        self._save_timer = loop.call_later(self.SAVE_EVERY_S, self._save_in_background)
+
+    def _save_in_background(self) -> None:
+        # the records are taken here, on the event loop; the writes happen on one thread of
+        # their own (storage is called off the loop, and in order)
+        self._save_timer = None
+        records = self._take_unsaved()
+        if records:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradwalk-rooms")
+            self._writer.submit(self._write, records)
 
     def _save_unsaved(self) -> None:
         self._save_timer = None
+        self._write(self._take_unsaved())
+
+    def _take_unsaved(self) -> list[RoomRecord]:
         codes, self._unsaved = self._unsaved, set()
-        for code in codes:
-            room = self.rooms.get(code)
-            if room is not None and room.ended is None:
-                self._save(room)
+        return [self._record(room) for code in codes if (room := self.rooms.get(code)) and room.ended is None]
 
     def _save(self, room: Room) -> None:
-        if self._store is None:
-            return
+        self._write([self._record(room)])
+
+    def _record(self, room: Room) -> RoomRecord:
         now, wall = self.clock(), self.wall()
-        record = RoomRecord(
+        return RoomRecord(
             code=room.code,
             key_hash=room.key_hash,
             state=room.state.model_dump(),
@@ -351,17 +367,30 @@ class RoomRegistry:
             created_at=wall - (now - room.created),
             last_active_at=wall - (now - room.last_active),
         )
-        try:
-            self._store.save_room(record)
-        except sqlite3.Error as exc:  # the room goes on in memory; only a restart would lose it
-            log.warning("could not save room %s: %s", room.code, exc)
+
+    def _write(self, records: list[RoomRecord]) -> None:
+        store = self._store
+        if store is None:
+            return
+        for record in records:
+            try:
+                store.save_room(record)
+            except sqlite3.Error as exc:  # the room goes on in memory; only a restart would lose it
+                log.warning("could not save room %s: %s", record.code, exc)
 
     def _forget(self, code: str) -> None:
         self._unsaved.discard(code)
-        if self._store is None:
+        if self._writer is not None:
+            self._writer.submit(self._delete, code)  # after any save of it already handed over
+        else:
+            self._delete(code)
+
+    def _delete(self, code: str) -> None:
+        store = self._store
+        if store is None:
             return
         try:
-            self._store.delete_room(code)
+            store.delete_room(code)
         except sqlite3.Error as exc:
             log.warning("could not delete room %s: %s", code, exc)
 

@@ -299,3 +299,28 @@ def test_a_failing_store_never_breaks_a_room() -> None:
     rooms.attach(Broken())
     room = rooms.create()
     assert room.update(RoomStatePatch(step=1)) == 2 and rooms.get(room.code) is room
+
+
+def test_a_room_ended_while_its_save_is_on_the_way_stays_ended() -> None:
+    """Saves are written on a thread of their own; ending a room right after a change must
+    not let the change's write bring the room back."""
+
+    class Slow(CountingStore):
+        def save_room(self, room: RoomRecord) -> None:
+            time.sleep(0.2)  # a slow disk: the room ends while this write is under way
+            super().save_room(room)
+
+    store = Slow()
+    rooms = RoomRegistry()
+    rooms.SAVE_EVERY_S = 0.01
+    rooms.attach(store)
+    room = rooms.create(RoomState(source="x = 1\n"))
+
+    async def change_then_end() -> None:
+        room.update(RoomStatePatch(step=1))
+        await asyncio.sleep(0.05)  # the save is handed to the writer and under way
+        rooms.end(room, "the presenter ended the room")
+
+    asyncio.run(change_then_end())
+    rooms.detach()
+    assert store.rooms() == []
