@@ -16,6 +16,7 @@ import torch
 
 from .memory import saved_source
 from .tensors import dtype_name
+from .values import has_storage
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -207,14 +208,9 @@ def _by_storage(
     inputs, in_ids, outputs, out_ids = op_tensors
     for tensors, ids, is_output in ((inputs, in_ids, False), (outputs, out_ids, True)):
         for t, tid in zip(tensors, ids, strict=False):
-            if t.layout is _STRIDED and _has_storage(t):
+            if t.layout is _STRIDED and has_storage(t):
                 found.setdefault(t.data_ptr(), []).append((t.shape, tid, is_output))
     return found
-
-
-def _has_storage(t: torch.Tensor) -> bool:
-    # torch.func's wrapped tensors (inside grad, vmap, jacrev) have no storage of their own
-    return not torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
 def _match_by_storage(
@@ -225,7 +221,7 @@ def _match_by_storage(
     An in-place op's input and output share their storage: a saved ``result`` names the
     output (the new version), any other saved tensor the input.
     """
-    if value.layout is not _STRIDED or not _has_storage(value):
+    if value.layout is not _STRIDED or not has_storage(value):
         return None
     shape = value.shape
     found = None

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["HIST_BINS", "HIST_SAMPLE", "same_elements_key", "to_value"]
+__all__ = ["HIST_BINS", "HIST_SAMPLE", "has_storage", "same_elements_key", "to_value"]
 
 HIST_BINS = 16
 HIST_SAMPLE = 256
@@ -153,10 +153,10 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
         # the float32 sum or sum of squares could overflow (and NumPy would warn on the
         # snippet's stderr): both in float64 instead
         wide = a.astype(np.float64)
-        return _finite_summary(
-            shape, n, mn, mx, float(wide.sum()), float(np.dot(wide, wide)), _bins(a, n, mn, mx)
-        )
-    return _finite_summary(shape, n, mn, mx, float(f.sum()), float(np.dot(a, a)), _bins(a, n, mn, mx))
+        total, sumsq = float(wide.sum()), float(np.dot(wide, wide))
+    else:
+        total, sumsq = float(f.sum()), float(np.dot(a, a))
+    return _finite_summary(shape, n, mn, mx, total, sumsq, _bins(a, n, mn, mx))
 
 
 def _bins(a: np.ndarray, n: int, mn: float, mx: float) -> list[int]:
@@ -179,11 +179,17 @@ def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
     element order, is computed once for both. ``None`` for tensors that are not one dense
     block (their elements would not be the same set).
     """
-    if t.layout is not _STRIDED or t.is_meta or torch._C._functorch.is_functorch_wrapped_tensor(t):
+    if t.layout is not _STRIDED or t.is_meta or not has_storage(t):
         return None
     if not t.is_contiguous() and _dense_order(t) is None:
         return None
     return (t.data_ptr(), t.numel(), t.dtype, t.device, t._version)
+
+
+def has_storage(t: torch.Tensor) -> bool:
+    """Whether ``t`` has memory of its own to read by address: torch.func's wrapped tensors
+    (inside ``grad``, ``vmap``, ``jacrev``) do not."""
+    return not torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
 def _dense_order(t: torch.Tensor) -> list[int] | None:

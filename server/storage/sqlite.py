@@ -48,7 +48,8 @@ _COLUMNS = (
 
 
 class SqliteRunStore:
-    """Store runs in SQLite at ``path`` (``":memory:"`` for a throwaway store).
+    """Store runs, and the open classroom rooms, in SQLite at ``path`` (``":memory:"`` for a
+    throwaway store).
 
     Keeps at most ``max_runs`` finished runs and about ``max_bytes`` of compressed traces;
     the oldest finished runs go first and the file shrinks back (incremental vacuum).

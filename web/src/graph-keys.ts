@@ -1,7 +1,9 @@
-// Keyboard navigation of the graph canvas: which node an arrow key moves to, and what a
-// screen reader hears about it. Pure functions over positions and graph data, so the
-// choice is unit-tested without a browser; graph.ts wires them to the canvas.
+// Keyboard navigation of the graph canvas: which node an arrow key moves to and what a
+// screen reader hears about it (pure functions over positions and graph data, unit-tested
+// without a browser), and GraphKeyboard, which wires them to the canvas for graph.ts.
+import type { Core, NodeSingular } from "cytoscape";
 import type { GNode } from "./graph-build";
+import type { Store } from "./store";
 
 export type Direction = "up" | "down" | "left" | "right";
 
@@ -87,4 +89,96 @@ export function describeNode(node: GNode): string {
   if (node.kind === "collapsed") return `${label}: ${kind}, ${node.count ?? 0} nodes; Enter unfolds it`;
   if (node.kind === "group") return `${label}: ${kind}; Enter folds it`;
   return `${label}: ${kind}`;
+}
+
+/** What GraphKeyboard needs from the graph view. */
+export interface KeyboardHost {
+  /** The current Cytoscape instance (a view makes a new one for big graphs). */
+  readonly cy: Core;
+  readonly store: Store;
+  /** Do what a click on `el` does. */
+  tap(el: NodeSingular): void;
+  zoomBy(factor: number): void;
+  fit(): void;
+  /** Pan element `id` into view. */
+  reveal(id: string): void;
+}
+
+/**
+ * Keys on the focused canvas: arrows move between the nodes drawn, Enter or Space does what
+ * a click does, Escape clears the selection, + and − zoom, 0 fits. Handled keys stop there,
+ * so the stepper's own arrow keys do not also move the step. The node the keys are on has a
+ * ring (the `keyfocus` class) while the canvas has focus, and `announcer` names it.
+ */
+export class GraphKeyboard {
+  private focus: string | null = null;
+
+  constructor(
+    canvas: HTMLElement,
+    private readonly announcer: HTMLElement,
+    private readonly host: KeyboardHost,
+  ) {
+    canvas.addEventListener("keydown", (ev) => this.onKey(ev));
+    // the ring shows where the keys are only while they are (the position is kept)
+    canvas.addEventListener("blur", () => this.ring(false));
+    canvas.addEventListener("focus", () => this.ring(true));
+  }
+
+  /** Forget the position (the view made a new Cytoscape instance). */
+  reset(): void {
+    this.focus = null;
+  }
+
+  /** Forget the position if its element left the graph (after a rebuild). */
+  forgetRemoved(): void {
+    if (this.focus && !this.host.cy.getElementById(this.focus).nonempty()) this.focus = null;
+  }
+
+  private ring(on: boolean): void {
+    if (this.focus) this.host.cy.getElementById(this.focus).toggleClass("keyfocus", on);
+  }
+
+  private onKey(ev: KeyboardEvent): void {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const host = this.host;
+    const dir = ARROWS[ev.key];
+    if (dir) this.move(dir);
+    else if (ev.key === "Enter" || ev.key === " ") {
+      const el = this.focus ? host.cy.getElementById(this.focus) : null;
+      if (el?.nonempty()) host.tap(el as unknown as NodeSingular);
+    } else if (ev.key === "Escape") {
+      this.setFocus(null);
+      host.store.set({ selection: null });
+    } else if (ev.key === "+" || ev.key === "=") host.zoomBy(1.25);
+    else if (ev.key === "-" || ev.key === "−") host.zoomBy(1 / 1.25);
+    else if (ev.key === "0") host.fit();
+    else return;
+    ev.preventDefault();
+    ev.stopPropagation();
+  }
+
+  private move(dir: Direction): void {
+    const cy = this.host.cy;
+    // every visible node but module frames
+    const nodes: Placed[] = cy.nodes(":visible:childless").map((n: NodeSingular) => ({ id: n.id(), ...n.position() }));
+    const selected = cy.$("node:selected");
+    const current = this.focus ?? (selected.nonempty() ? selected.first().id() : null);
+    const from = current ? nodes.find((n) => n.id === current) : undefined;
+    const next = from ? nextInDirection(from, nodes, dir) : startNode(nodes);
+    if (next) this.setFocus(next);
+  }
+
+  private setFocus(id: string | null): void {
+    const { cy, store } = this.host;
+    this.ring(false);
+    this.focus = id;
+    if (!id) return;
+    this.ring(true);
+    const d = cy.getElementById(id).data() as GNode;
+    this.announcer.textContent = describeNode(d);
+    // the inspector follows the keyboard, as it follows clicks (without switching views)
+    if (d.node !== undefined) store.set({ selection: { kind: "node", id: d.node } });
+    else if (d.tensor !== undefined) store.set({ selection: { kind: "tensor", id: d.tensor } });
+    this.host.reveal(id);
+  }
 }

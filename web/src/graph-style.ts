@@ -1,6 +1,8 @@
 // The graph's look, as a Cytoscape stylesheet built from the page's CSS custom properties,
-// so the light and dark themes (and the presenter size) restyle the canvas too.
+// so the light and dark themes (and the presenter size) restyle the canvas too; the legend
+// that explains it; and what lets Cytoscape style itself under the page's CSP.
 import type { StylesheetJson } from "cytoscape";
+import { h } from "./dom";
 
 function vars(el: Element): (name: string) => string {
   const cs = getComputedStyle(el);
@@ -207,4 +209,31 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
     );
   }
   return sheet;
+}
+
+/** The legend under the graph: what each kind of node looks like. */
+export function graphLegend(): HTMLElement {
+  const item = (kind: string, text: string) => h("li", {}, h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }), text);
+  return h(
+    "ul",
+    { class: "gw-legend", "aria-label": "Legend" },
+    item("op", "op (grad_fn)"),
+    item("acc", "AccumulateGrad"),
+    item("leaf", "leaf, requires grad"),
+    item("param", "parameter"),
+    item("input", "plain input"),
+    item("saved", "saved for backward"),
+  );
+}
+
+/**
+ * Cytoscape injects a one-rule <style> into <head> unless an element with its id exists;
+ * the page's CSP blocks inline styles, so mark it present (app.css carries the rule).
+ */
+export function allowCytoscapeUnderCsp(): void {
+  const id = "__________cytoscape_stylesheet";
+  if (document.getElementById(id)) return;
+  const marker = document.createElement("meta");
+  marker.id = id;
+  document.head.append(marker);
 }

@@ -4,15 +4,17 @@
 //
 // Level of detail: small graphs get ELK's layered layout (in a worker); big ones get
 // Cytoscape's breadth-first layout, module groups folded, edge labels dropped, and labels
-// hidden when zoomed out (min-zoomed-font-size in graph-style.ts).
+// hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
+// the elements; graph-keys.ts walks them from the keyboard.
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
 import { h } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
-import { ARROWS, describeNode, nextInDirection, type Placed, startNode } from "./graph-keys";
-import { foldToFit, levelCounts } from "./graph-lod";
+import { GraphKeyboard } from "./graph-keys";
+import { type LayoutName, placeElements } from "./graph-layout";
+import { foldToFit } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
-import { graphStyle } from "./graph-style";
-import { ELK_MAX_NODES, elkAvailable, layoutElk, warmElk } from "./layout";
+import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
+import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 
@@ -29,19 +31,7 @@ export interface LayoutInfo {
   ms: number;
   nodes: number;
   edges: number;
-  layout: "elk" | "breadthfirst";
-}
-
-/**
- * Cytoscape injects a one-rule <style> into <head> unless an element with its id exists;
- * the page's CSP blocks inline styles, so mark it present (app.css carries the rule).
- */
-function allowCytoscapeUnderCsp(): void {
-  const id = "__________cytoscape_stylesheet";
-  if (document.getElementById(id)) return;
-  const marker = document.createElement("meta");
-  marker.id = id;
-  document.head.append(marker);
+  layout: LayoutName;
 }
 
 export class GraphView {
@@ -63,9 +53,7 @@ export class GraphView {
   private userMoved = false;
   private laidOut = false;
   private linked: string[] = [];
-  /** The element keyboard navigation is on (graph-keys.ts). */
-  private keyFocus: string | null = null;
-  private readonly announcer: HTMLElement;
+  private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
   private waiters: ((info: LayoutInfo) => void)[] = [];
   lastLayout: LayoutInfo | null = null;
@@ -117,14 +105,20 @@ export class GraphView {
       "aria-label": "grad_fn graph",
       title: "Arrow keys move between nodes, Enter opens one, + and − zoom, 0 fits",
     });
-    this.announcer = h("div", { class: "gw-visually-hidden", "aria-live": "polite", "data-gw": "graph-announcer" });
-    this.canvas.addEventListener("keydown", (ev) => this.onKey(ev));
-    // the ring shows where the keys are only while they are (the position is kept)
-    this.canvas.addEventListener("blur", () => this.keyFocus && this.cy.getElementById(this.keyFocus).removeClass("keyfocus"));
-    this.canvas.addEventListener("focus", () => this.keyFocus && this.cy.getElementById(this.keyFocus).addClass("keyfocus"));
+    const announcer = h("div", { class: "gw-visually-hidden", "aria-live": "polite", "data-gw": "graph-announcer" });
+    this.keys = new GraphKeyboard(this.canvas, announcer, {
+      get cy() {
+        return view.cy;
+      },
+      store,
+      tap: (el) => this.tapNode(el),
+      zoomBy: (factor) => this.zoomBy(factor),
+      fit: () => this.fit(true, false),
+      reveal: (id) => this.reveal(id),
+    });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     const empty = h("div", { class: "gw-graph-empty", text: "Run the code to see the graph autograd records." });
-    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), this.legend(), this.announcer);
+    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), graphLegend(), announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -165,20 +159,6 @@ export class GraphView {
     return this.cy;
   }
 
-  private legend(): HTMLElement {
-    const item = (kind: string, text: string) => h("li", {}, h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }), text);
-    return h(
-      "ul",
-      { class: "gw-legend", "aria-label": "Legend" },
-      item("op", "op (grad_fn)"),
-      item("acc", "AccumulateGrad"),
-      item("leaf", "leaf, requires grad"),
-      item("param", "parameter"),
-      item("input", "plain input"),
-      item("saved", "saved for backward"),
-    );
-  }
-
   private createCy(big: boolean): void {
     allowCytoscapeUnderCsp();
     this.cy?.destroy();
@@ -197,7 +177,7 @@ export class GraphView {
     });
     this.elements.clear();
     this.painter.reset();
-    this.keyFocus = null;
+    this.keys?.reset();
     const cy = this.cy;
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
@@ -282,7 +262,7 @@ export class GraphView {
       this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
-        layout = await this.layout(built.nodes, built.edges, layoutNodes);
+        layout = await placeElements(this.cy, built.nodes, built.edges, layoutNodes, this.laidOut && layoutNodes <= 200);
         this.cy.nodes(".unplaced").removeClass("unplaced");
       }
       this.painter.index(built.nodes, built.edges);
@@ -296,7 +276,7 @@ export class GraphView {
       this.lastLayout = info;
       this.info.textContent = `${built.gradNodes} nodes${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
       this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes; arrow keys move between nodes, Enter opens one`);
-      if (this.keyFocus && !this.cy.getElementById(this.keyFocus).nonempty()) this.keyFocus = null;
+      this.keys.forgetRemoved();
       const waiters = this.waiters;
       this.waiters = [];
       for (const w of waiters) w(info);
@@ -352,49 +332,6 @@ export class GraphView {
     return structural;
   }
 
-  private async layout(nodes: GNode[], edges: GEdge[], count: number): Promise<LayoutInfo["layout"]> {
-    const cy = this.cy;
-    if (count <= ELK_MAX_NODES && elkAvailable()) {
-      try {
-        const positions = await layoutElk(
-          nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
-          edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
-        );
-        const animate = this.laidOut && count <= 200;
-        cy.batch(() => {
-          for (const [id, p] of positions) {
-            const el = cy.getElementById(id);
-            if (!el.nonempty()) continue;
-            if (animate && !el.hasClass("unplaced")) el.animate({ position: p }, { duration: 220 });
-            else el.position(p);
-          }
-        });
-        return "elk";
-      } catch (err) {
-        console.warn("gradwalk: ELK layout failed, using breadth-first", err);
-      }
-    }
-    const targets = new Set(edges.filter((e) => e.kind === "grad").map((e) => e.target));
-    const roots = nodes.filter((n) => (n.kind === "op" || n.kind === "collapsed" || n.kind === "acc") && !targets.has(n.id)).map((n) => n.id);
-    // Breadth-first fits the levels into its bounding box (the viewport by default): size
-    // the box by the number of levels and the widest one, so rows keep a readable spacing.
-    const { levels, widest } = levelCounts(roots, edges);
-    cy.elements()
-      .not(":parent")
-      .layout({
-        name: "breadthfirst",
-        directed: true,
-        roots,
-        animate: false,
-        fit: false,
-        avoidOverlap: false,
-        nodeDimensionsIncludeLabels: false,
-        boundingBox: { x1: 0, y1: 0, w: Math.max(400, widest * 170), h: Math.max(300, levels * 70) },
-      })
-      .run();
-    return "breadthfirst";
-  }
-
   /**
    * Fit the graph in view. A tiny graph stays at most life-size; a huge one (when
    * `readable`) is shown from its top (the loss) at a zoom where labels can be read,
@@ -430,65 +367,6 @@ export class GraphView {
     const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
     cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
     this.userMoved = true;
-  }
-
-  // --- keyboard ----------------------------------------------------------------------------
-
-  /**
-   * Keys on the focused canvas: arrows move between the nodes drawn (graph-keys.ts), Enter
-   * or Space does what a click does, Escape clears the selection, + and − zoom, 0 fits.
-   * Handled keys stop here, so the stepper's own arrow keys do not also move the step.
-   */
-  private onKey(ev: KeyboardEvent): void {
-    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
-    const dir = ARROWS[ev.key];
-    if (dir) this.moveFocus(dir);
-    else if (ev.key === "Enter" || ev.key === " ") {
-      const el = this.keyFocus ? this.cy.getElementById(this.keyFocus) : null;
-      if (el?.nonempty()) this.tapNode(el as unknown as NodeSingular);
-    } else if (ev.key === "Escape") {
-      this.setKeyFocus(null);
-      this.store.set({ selection: null });
-    } else if (ev.key === "+" || ev.key === "=") this.zoomBy(1.25);
-    else if (ev.key === "-" || ev.key === "−") this.zoomBy(1 / 1.25);
-    else if (ev.key === "0") this.fit(true, false);
-    else return;
-    ev.preventDefault();
-    ev.stopPropagation();
-  }
-
-  /** The nodes keyboard navigation can land on: every visible node but module frames. */
-  private placed(): Placed[] {
-    return this.cy.nodes(":visible:childless").map((n: NodeSingular) => ({ id: n.id(), ...n.position() }));
-  }
-
-  private moveFocus(dir: "up" | "down" | "left" | "right"): void {
-    const nodes = this.placed();
-    const current = this.keyFocus ?? this.selectedElement();
-    const from = current ? nodes.find((n) => n.id === current) : undefined;
-    const next = from ? nextInDirection(from, nodes, dir) : startNode(nodes);
-    if (next) this.setKeyFocus(next);
-  }
-
-  /** The Cytoscape element the store's selection is drawn on, if any. */
-  private selectedElement(): string | null {
-    const selected = this.cy.$("node:selected");
-    return selected.nonempty() ? selected.first().id() : null;
-  }
-
-  private setKeyFocus(id: string | null): void {
-    const cy = this.cy;
-    if (this.keyFocus) cy.getElementById(this.keyFocus).removeClass("keyfocus");
-    this.keyFocus = id;
-    if (!id) return;
-    const el = cy.getElementById(id);
-    el.addClass("keyfocus");
-    const d = el.data() as GNode;
-    this.announcer.textContent = describeNode(d);
-    // the inspector follows the keyboard, as it follows clicks (without switching views)
-    if (d.node !== undefined) this.store.set({ selection: { kind: "node", id: d.node } });
-    else if (d.tensor !== undefined) this.store.set({ selection: { kind: "tensor", id: d.tensor } });
-    this.reveal(id);
   }
 
   /** Pan element `id` into view when it is outside it (`byUser`: the user moved there). */

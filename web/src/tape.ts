@@ -24,6 +24,8 @@ export class TapeView {
   private rows = new Map<number, HTMLElement>();
   /** The chunks of rows, in order, with the op index of the first row of each. */
   private chunks: { el: HTMLElement; first: number }[] = [];
+  /** The chunk whose rows carry the `future` class (the scrubber's), or -1. */
+  private scrubbedChunk = -1;
   private rowsOfTensor = new Map<number, number[]>();
   private lit: HTMLElement[] = [];
   private current: HTMLElement | null = null;
@@ -57,6 +59,7 @@ export class TapeView {
     this.rows.clear();
     this.rowsOfTensor.clear();
     this.chunks = [];
+    this.scrubbedChunk = -1;
     this.list.replaceChildren();
     this.lit = [];
     this.current = null;
@@ -197,19 +200,16 @@ export class TapeView {
     this.current = op === null ? null : (this.rows.get(op) ?? null);
     this.current?.classList.add("current");
     this.current?.scrollIntoView({ block: "nearest" });
-    this.chunks.forEach((chunk, i) => {
-      const next = this.chunks[i + 1]?.first ?? Infinity;
-      const contains = op !== null && chunk.first <= op && op < next;
-      chunk.el.classList.toggle("future", op !== null && chunk.first > op);
-      // rows carry the class only inside the chunk the scrubber is in
-      if (contains || chunk.el.dataset.partial) {
-        for (const row of chunk.el.children) {
-          const index = Number((row as HTMLElement).dataset.op);
-          row.classList.toggle("future", contains && index > op!);
-        }
-        if (contains) chunk.el.dataset.partial = "1";
-        else delete chunk.el.dataset.partial;
+    const last = op ?? Infinity; // the last op shown
+    let at = -1; // the chunk it is in
+    while (op !== null && at + 1 < this.chunks.length && this.chunks[at + 1].first <= last) at += 1;
+    // rows carry the class only in the chunk the scrubber is in: clear the last one's
+    for (const i of new Set([this.scrubbedChunk, at])) {
+      for (const row of this.chunks[i]?.el.children ?? []) {
+        row.classList.toggle("future", i === at && Number((row as HTMLElement).dataset.op) > last);
       }
-    });
+    }
+    this.scrubbedChunk = at;
+    this.chunks.forEach((chunk, i) => chunk.el.classList.toggle("future", op !== null && i > at));
   }
 }

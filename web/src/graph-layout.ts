@@ -1,0 +1,55 @@
+// Place the graph's elements: ELK's layered layout (layout.ts, in a worker) for graphs up
+// to ELK_MAX_NODES, Cytoscape's breadth-first layout above that or when ELK fails (level of
+// detail: see graph.ts).
+import type { Core } from "cytoscape";
+import type { GEdge, GNode } from "./graph-build";
+import { levelCounts } from "./graph-lod";
+import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
+
+export type LayoutName = "elk" | "breadthfirst";
+
+/**
+ * Position `cy`'s elements, which must be `nodes` and `edges` (`count` of the nodes are
+ * not module groups); with `animate`, nodes already placed glide to their new place.
+ * Returns the layout used.
+ */
+export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], count: number, animate: boolean): Promise<LayoutName> {
+  if (count <= ELK_MAX_NODES && elkAvailable()) {
+    try {
+      const positions = await layoutElk(
+        nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
+        edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
+      );
+      cy.batch(() => {
+        for (const [id, p] of positions) {
+          const el = cy.getElementById(id);
+          if (!el.nonempty()) continue;
+          if (animate && !el.hasClass("unplaced")) el.animate({ position: p }, { duration: 220 });
+          else el.position(p);
+        }
+      });
+      return "elk";
+    } catch (err) {
+      console.warn("gradwalk: ELK layout failed, using breadth-first", err);
+    }
+  }
+  const targets = new Set(edges.filter((e) => e.kind === "grad").map((e) => e.target));
+  const roots = nodes.filter((n) => (n.kind === "op" || n.kind === "collapsed" || n.kind === "acc") && !targets.has(n.id)).map((n) => n.id);
+  // Breadth-first fits the levels into its bounding box (the viewport by default): size
+  // the box by the number of levels and the widest one, so rows keep a readable spacing.
+  const { levels, widest } = levelCounts(roots, edges);
+  cy.elements()
+    .not(":parent")
+    .layout({
+      name: "breadthfirst",
+      directed: true,
+      roots,
+      animate: false,
+      fit: false,
+      avoidOverlap: false,
+      nodeDimensionsIncludeLabels: false,
+      boundingBox: { x1: 0, y1: 0, w: Math.max(400, widest * 170), h: Math.max(300, levels * 70) },
+    })
+    .run();
+  return "breadthfirst";
+}
