@@ -22,6 +22,7 @@ def refuse_nul(source: str) -> str:
 
 
 __all__ = [
+    "JSON_BODY_ERRORS",
     "ErrorDetail",
     "ExampleList",
     "ExamplePublic",
@@ -32,6 +33,7 @@ __all__ = [
     "RunPublic",
     "RunState",
     "RunSummary",
+    "json_error",
     "run_public",
     "run_summary",
 ]
@@ -130,6 +132,21 @@ class ErrorDetail(BaseModel):
     """Every 4xx answer: ``detail`` says what was wrong."""
 
     detail: Any
+
+
+#: What every operation that reads a JSON body may also answer (documented on each).
+JSON_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorDetail, "description": "the body is not valid UTF-8 JSON text"},
+    413: {"model": ErrorDetail, "description": "the request body is too large"},
+}
+
+
+def json_error(description: str) -> dict[str, Any]:
+    """The OpenAPI entry of a JSON ``ErrorDetail`` answer on a route that returns HTML."""
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorDetail"}}},
+    }
 
 
 def _time(t: float | None) -> datetime | None:

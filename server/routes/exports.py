@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export
 from ..live import LiveRun
-from ..models import ErrorDetail
+from ..models import json_error
 
 __all__ = ["router"]
 
@@ -23,9 +23,9 @@ router = APIRouter(prefix="/api/runs", tags=["runs"])
 
 _ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/html": {}}, "description": "the page, as an attachment"},
-    404: {"model": ErrorDetail, "description": "no such run"},
-    409: {"model": ErrorDetail, "description": "the run is still going"},
-    503: {"model": ErrorDetail, "description": "the viewer bundle is not built on this server"},
+    404: json_error("no such run"),
+    409: json_error("the run is still going"),
+    503: json_error("the viewer bundle is not built on this server"),
 }
 
 

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import HTTPConnection
 
 from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, spend_allowance
-from ..models import ErrorDetail, RunCreate, RunPublic
+from ..models import JSON_BODY_ERRORS, ErrorDetail, RunCreate, RunPublic
 from ..rooms import CODE_LENGTH, Room, RoomRegistry, RoomsFull, RoomState, RoomStatePatch, normalize_code
 from ..security import token_matches
 from ..settings import Settings
@@ -113,6 +113,7 @@ class RoomCreated(RoomPublic):
     response_model=RoomCreated,
     responses={
         **_KEY,
+        **JSON_BODY_ERRORS,
         429: {"model": ErrorDetail, "description": "too many requests"},
         503: {"model": ErrorDetail, "description": "too many rooms"},
     },
@@ -141,7 +142,9 @@ async def get_room(code: str, request: Request, rooms: RoomsDep, _auth: ViewerAu
     return _public(_find(rooms, code), request)
 
 
-@router.patch("/api/rooms/{code}/state", response_model=RoomPublic, responses={**_404, **_KEY})
+@router.patch(
+    "/api/rooms/{code}/state", response_model=RoomPublic, responses={**_404, **_KEY, **JSON_BODY_ERRORS}
+)
 async def update_room_state(
     code: str, patch: RoomStatePatch, request: Request, rooms: RoomsDep, key: PresenterKey = None
 ) -> RoomPublic:
@@ -167,6 +170,7 @@ async def end_room(code: str, rooms: RoomsDep, key: PresenterKey = None) -> Resp
     response_model=RunPublic,
     responses={
         **_404,
+        **JSON_BODY_ERRORS,
         403: {"model": ErrorDetail, "description": "viewers may not run code now, or a wrong key"},
         429: {"model": ErrorDetail, "description": "too many runs: wait Retry-After seconds"},
     },

@@ -13,7 +13,16 @@ from runner import PoolBusy
 
 from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, spend_allowance
 from ..live import LiveRun
-from ..models import ErrorDetail, LimitsPatch, RunCreate, RunList, RunPublic, run_public, run_summary
+from ..models import (
+    JSON_BODY_ERRORS,
+    ErrorDetail,
+    LimitsPatch,
+    RunCreate,
+    RunList,
+    RunPublic,
+    run_public,
+    run_summary,
+)
 from ..registry import RunRegistry
 from ..settings import Settings
 from ..storage import RunRecord
@@ -28,8 +37,7 @@ _AUTH: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorDetail, "description": "wrong token"},
 }
 _BUSY: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorDetail, "description": "the body is not UTF-8 text"},
-    413: {"model": ErrorDetail, "description": "request body too large"},
+    **JSON_BODY_ERRORS,
     429: {"model": ErrorDetail, "description": "too many runs: wait Retry-After seconds"},
 }
 RunId = Annotated[str, "a run id, as returned when the run was created"]

@@ -53,7 +53,18 @@ class TraceImported(BaseModel):
     export_url: str = Field(description="the run as one self-contained HTML file")
 
 
-@router.post("", status_code=201, response_model=TraceImported, responses=_ANSWERS)
+# The body is read raw (it may be gzip), so FastAPI cannot infer it: documented here.
+_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "a trace as `gradwalk record` writes it; send `Content-Encoding: gzip` to compress it."
+        " Besides the schema: events[0] is run_started, the last is run_finished, and seq counts from 0.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Trace"}}},
+    }
+}
+
+
+@router.post("", status_code=201, response_model=TraceImported, responses=_ANSWERS, openapi_extra=_BODY)
 async def import_trace(
     request: Request, registry: RegistryDep, limiter: LimiterDep, _auth: CreatorAuth
 ) -> TraceImported:
