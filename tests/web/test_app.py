@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import NEXT, expect, load_trace, open_app, run_example, shot, wait_graph
+from .conftest import NEXT, expect, load_trace, open_app, run_example, settle, shot, wait_graph
 from .tracegen import chain_trace
 
 pytestmark = pytest.mark.browser
@@ -50,6 +50,61 @@ def test_cubic_graph_then_step_to_the_leaf(page: Any) -> None:
     leaf = page.evaluate("() => window.gradwalk.graph.core.$('node[kind = \"leaf\"]').data('label')")
     assert ".grad 14.75" in leaf
     shot(page, "02-cubic-stepped-to-leaf")
+
+
+TRAINING_LOOP = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(32, 6), torch.randn(32, 1)
+for step in range(20):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
+    # The first 3 steps are recorded in full: 3 backward calls, 3 graphs, 60+ nodes, too tall
+    # for the pane at a zoom where labels show (they hide below 0.62). The graph view shows
+    # the overview; the stepper shows its node readable, and tells the three calls apart.
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", TRAINING_LOOP)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    wait_graph(page)
+    page.click("#gw-tab-tape")
+    page.wait_for_function("() => window.gradwalk.graph.core.zoom() < 0.62")
+    overview = page.evaluate("() => window.gradwalk.graph.core.zoom()")
+    page.click("#gw-tab-stepper")
+    calls = page.locator(".gw-call")
+    expect(calls).to_have_count(3)
+    expect(calls.nth(1)).to_have_text(re.compile(r"^#2 loss\.backward\(\) · line 9$"))
+    page.wait_for_function("() => window.gradwalk.graph.core.zoom() >= 0.62")
+
+    def current_in_view() -> bool:
+        inside: bool = page.evaluate(
+            """() => {
+                const cy = window.gradwalk.graph.core;
+                const b = cy.$('node.current').renderedBoundingBox();
+                return b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height();
+            }"""
+        )
+        return inside
+
+    assert current_in_view()
+    calls.nth(2).click()
+    expect(page.locator(".gw-stepper .gw-position")).to_contain_text("backward 3: 1 of")
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    assert current_in_view()
+    # the nodes of the other two calls are faded, not hidden
+    assert page.evaluate("() => window.gradwalk.graph.core.nodes('.idle').length") > 0
+    settle(page)
+    shot(page, "14-stepper-training-loop-readable")
+    page.click("#gw-tab-tape")
+    # back to the overview (within what the stepped edges' new labels change of the bounds)
+    page.wait_for_function(f"() => Math.abs(window.gradwalk.graph.core.zoom() - {overview}) < 0.02")
 
 
 def test_stepping_with_the_keyboard(page: Any) -> None:

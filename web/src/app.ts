@@ -12,7 +12,7 @@ import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { bindShareButtons } from "./share";
 import { StepperView } from "./stepper";
-import { linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
+import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { bindThemeButtons } from "./theme";
 import { TraceModel } from "./trace-model";
@@ -335,20 +335,8 @@ export class App {
       this.root.dataset.view = state.view;
     }
     if (changed.has("hover")) this.editor.setLinked(state.hover?.lines ?? []);
-    if (changed.has("view") || changed.has("step") || changed.has("op")) this.editor.setCurrent(this.currentLine(state));
+    if (changed.has("view") || changed.has("step") || changed.has("op")) this.editor.setCurrent(currentLine(this.model, state));
     if (changed.has("view") || changed.has("step") || changed.has("op") || changed.has("selection")) this.url.write(this.runId, state);
-  }
-
-  private currentLine(state: ViewState): number | null {
-    const m = this.model;
-    if (state.view === "stepper" && state.step !== null) {
-      const entry = m.timeline[state.step];
-      if (entry?.exec) return m.nodeLine(entry.exec.node);
-      if (entry?.kind === "end") return m.backward(entry.backward)?.start.line ?? null;
-      return null;
-    }
-    if (state.op !== null) return m.op(state.op)?.line ?? null;
-    return null;
   }
 
   /** Show what `wanted` points at: load its run (unless shown), then its view and step once they exist. */

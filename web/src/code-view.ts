@@ -2,7 +2,7 @@
 // notebooks): numbered lines lit up with what is hovered elsewhere, the line of the
 // current backward step or tape op marked, and hovering a line lights up its ops and nodes.
 import { h } from "./dom";
-import { linksOfLine, type Store, type ViewState } from "./store";
+import { currentLine, linksOfLine, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const KEYWORDS = new Set(
@@ -80,7 +80,7 @@ export class CodeView {
   }
 
   private applyCurrent(state: ViewState): void {
-    const line = this.currentLine(state);
+    const line = currentLine(this.model, state);
     const el = line ? (this.lines[line - 1] ?? null) : null;
     if (el === this.current) return;
     this.current?.classList.remove("current");
@@ -89,17 +89,5 @@ export class CodeView {
       el.classList.add("current");
       el.scrollIntoView({ block: "nearest" });
     }
-  }
-
-  /** The line of the stepper's node (or backward call), else of the scrubber's op. */
-  private currentLine(state: ViewState): number | null {
-    const m = this.model;
-    if (state.view === "stepper" && state.step !== null) {
-      const entry = m.timeline[state.step];
-      if (entry?.exec) return m.nodeLine(entry.exec.node);
-      if (entry?.kind === "end") return m.backward(entry.backward)?.start.line ?? null;
-      return null;
-    }
-    return state.op !== null ? (m.op(state.op)?.line ?? null) : null;
   }
 }

@@ -15,11 +15,18 @@ import { foldToFit } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { ELK_MAX_NODES, warmElk } from "./layout";
-import { linksOfNode, linksOfTensor, type Store, type ViewState } from "./store";
+import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
 const FOLD_ABOVE = ELK_MAX_NODES;
+/**
+ * A pane is often too short to fit a whole graph at a size whose labels show (node text
+ * under 7 px is hidden): a fit keeps lesson-sized graphs, and any graph the stepper walks,
+ * at this zoom or more, top (the loss) first. The Fit button still shows everything.
+ */
+const READABLE_ZOOM = 0.62;
+const READABLE_MAX_NODES = 60;
 /** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
 const COMPACT_ABOVE = 1500;
 const BIG = 1200;
@@ -52,6 +59,8 @@ export class GraphView {
   private dirtySince = 0;
   private userMoved = false;
   private laidOut = false;
+  /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
+  private fittedForStepper = false;
   private linked: string[] = [];
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
@@ -351,9 +360,19 @@ export class GraphView {
       const zoom = Math.max(cy.minZoom(), Math.min((cy.width() - 48) / Math.max(bb.w, 1), (cy.height() - 48) / Math.max(bb.h, 1)));
       cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * zoom } });
     }
+    // Stepping through backward() is reading node after node: its graph stays readable.
+    const focus = readable ? this.stepperElement() : null;
+    this.fittedForStepper = focus !== null;
     if (cy.zoom() > 1.4) {
       cy.zoom(1.4);
       cy.center(visible);
+    } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
+      const bb = visible.boundingBox({ includeLabels: false, includeOverlays: false });
+      cy.viewport({
+        zoom: READABLE_ZOOM,
+        pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * READABLE_ZOOM, y: 16 - bb.y1 * READABLE_ZOOM },
+      });
+      if (focus) this.nudgeInto(focus);
     } else if (readable && cy.zoom() < 0.2) {
       const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
       const zoom = 0.55;
@@ -367,6 +386,20 @@ export class GraphView {
     const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
     cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
     this.userMoved = true;
+  }
+
+  /** Pan the least distance that brings element `id` wholly into view. */
+  private nudgeInto(id: string): void {
+    const cy = this.cy;
+    const el = cy.getElementById(id);
+    if (!el.nonempty()) return;
+    const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+    const margin = 24;
+    const into = (lo: number, hi: number, size: number) =>
+      lo < margin ? margin - lo : hi > size - margin ? Math.max(size - margin - hi, margin - lo) : 0;
+    const dx = into(box.x1, box.x2, cy.width());
+    const dy = into(box.y1, box.y2, cy.height());
+    if (dx || dy) cy.panBy({ x: dx, y: dy });
   }
 
   /** Pan element `id` into view when it is outside it (`byUser`: the user moved there). */
@@ -385,12 +418,17 @@ export class GraphView {
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
     if (changed.has("view") || changed.has("step") || changed.has("op")) this.applyState(state);
+    // The stepper keeps its graph readable (see fit): opening or leaving it refits a view
+    // the user has not moved.
+    if (this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper) {
+      this.fit(false);
+    }
     if (changed.has("hover")) this.applyLinks(state);
     if (changed.has("selection")) this.applySelection(state);
   }
 
   private applyState(state: ViewState): void {
-    const entry = this.backwardStep(state);
+    const entry = stepperEntry(this.model, state);
     const { changed } = this.painter.paint(entry, entry ? null : state.op);
     const text = bannerText(this.model, entry);
     this.banner.textContent = text;
@@ -398,10 +436,12 @@ export class GraphView {
     if (entry && changed) this.follow(entry);
   }
 
-  /** The step shown on the graph: the stepper's when the stepper is open. */
-  private backwardStep(state: ViewState): StepEntry | null {
-    if (state.view !== "stepper" || state.step === null) return null;
-    return this.model.timeline[state.step] ?? null;
+  /** The element of the stepper's node (or of its backward call's first node), if the stepper is open. */
+  private stepperElement(): string | null {
+    const entry = stepperEntry(this.model, this.store.state);
+    if (!entry) return null;
+    const node = entry.exec?.node ?? this.model.backward(entry.backward)?.entries.find((e) => e.exec)?.exec?.node;
+    return node === undefined ? null : this.elementOfNode(node);
   }
 
   /** Bring the stepper's node into view when it is outside (big graphs are not all visible). */
@@ -473,7 +513,7 @@ export class GraphView {
     }
     const state = this.store.state;
     if (d.node !== undefined) {
-      const entry = state.view === "stepper" && state.step !== null ? this.model.timeline[state.step] : null;
+      const entry = stepperEntry(this.model, state);
       const ran = entry ? this.model.backward(entry.backward)?.byNode.get(d.node) : undefined;
       if (ran) {
         this.store.set({ step: ran.index, selection: { kind: "node", id: d.node } });

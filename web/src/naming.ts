@@ -114,3 +114,19 @@ export function rootLabel(model: TraceModel, backward: number): string {
   const root = call?.start.roots[0];
   return root === undefined ? "out" : tensorExpr(model, root);
 }
+
+/**
+ * Tell apart backward calls that read alike (a training loop calls `loss.backward()` on
+ * one line every step): each repeated label gets its count, `#2 loss.backward() · line 9`.
+ */
+export function callLabels(texts: string[]): string[] {
+  const total = new Map<string, number>();
+  for (const t of texts) total.set(t, (total.get(t) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return texts.map((t) => {
+    if (total.get(t) === 1) return t;
+    const k = (seen.get(t) ?? 0) + 1;
+    seen.set(t, k);
+    return `#${k} ${t}`;
+  });
+}

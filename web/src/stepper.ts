@@ -2,7 +2,7 @@
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame } from "./dom";
-import { nodeLabel, rootLabel, tensorExpr } from "./naming";
+import { callLabels, nodeLabel, rootLabel, tensorExpr } from "./naming";
 import { accumulationText, explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -171,15 +171,16 @@ export class StepperView {
 
   private renderCalls(entry: StepEntry): void {
     const m = this.model;
+    const labels = callLabels(m.backwards.map((call) => `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`));
     this.calls.replaceChildren(
-      ...m.backwards.map((call) => {
+      ...m.backwards.map((call, i) => {
         const selected = call.index === entry.backward;
         const b = h("button", {
           type: "button",
           role: "tab",
           class: `gw-call${selected ? " selected" : ""}`,
           "aria-selected": String(selected),
-          text: `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`,
+          text: labels[i],
           title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
         });
         b.addEventListener("click", () => {
@@ -330,3 +331,4 @@ export class StepperView {
     return h("li", {}, b);
   }
 }
+

@@ -1,7 +1,7 @@
 // The shared view state of one gradwalk view set: which panel is open, the stepper's
 // position, the forward scrubber's position, the selection and what is hovered. Components
 // read and write it; the URL mirrors the parts worth sharing (see url-state.ts).
-import type { TraceModel } from "./trace-model";
+import type { StepEntry, TraceModel } from "./trace-model";
 
 export type ViewName = "tape" | "stepper" | "inspector" | "charts";
 export const VIEWS: readonly ViewName[] = ["tape", "stepper", "inspector", "charts"];
@@ -45,6 +45,23 @@ export class Store {
     this.state = { ...this.state, ...patch };
     for (const listener of this.listeners) listener(this.state, changed);
   }
+}
+
+/** The stepper's timeline entry while the stepper is open (before it is moved, its first). */
+export function stepperEntry(model: TraceModel, state: ViewState): StepEntry | null {
+  if (state.view !== "stepper") return null;
+  return model.timeline[state.step ?? 0] ?? null;
+}
+
+/** The source line to mark: the stepper's node (or backward call), else the scrubber's op. */
+export function currentLine(model: TraceModel, state: ViewState): number | null {
+  if (state.view === "stepper") {
+    const entry = stepperEntry(model, state);
+    if (entry?.exec) return model.nodeLine(entry.exec.node);
+    if (entry?.kind === "end") return model.backward(entry.backward)?.start.line ?? null;
+    return null;
+  }
+  return state.op !== null ? (model.op(state.op)?.line ?? null) : null;
 }
 
 // --- links: what lights up with what ----------------------------------------------------

@@ -13,7 +13,7 @@ import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
-import { Store, type ViewName, type ViewState } from "./store";
+import { Store, stepperEntry, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel } from "./trace-model";
@@ -33,13 +33,6 @@ const TAB_LABELS: Record<ViewerTab, string> = {
 
 /** Below this width (px) the panel goes under the graph instead of beside it. */
 const NARROW = 760;
-/**
- * A frame is often too short to fit a whole graph at a size whose labels show (the graph
- * hides text under 7 px): lesson-sized graphs are kept at this zoom or more, top first, and
- * the stepper's node is brought into view. Bigger graphs keep the overview.
- */
-const READABLE_ZOOM = 0.62;
-const READABLE_MAX_NODES = 60;
 
 export interface ViewerOptions {
   /** The tab to open; null picks the stepper when the trace called backward(), else the tape. */
@@ -307,21 +300,10 @@ export class Viewer {
   private keepReadable(): void {
     const next = () =>
       void this.graph.whenLaidOut().then(() => {
-        this.readableZoom();
         this.showCurrentNode();
         next();
       });
     next();
-  }
-
-  private readableZoom(): void {
-    const cy = this.graph.core;
-    cy.stop();
-    if (cy.zoom() >= READABLE_ZOOM || cy.nodes().length > READABLE_MAX_NODES || !cy.width()) return;
-    const box = cy.elements(":visible").boundingBox();
-    cy.zoom(READABLE_ZOOM);
-    // The top of the graph is where the loss is, and where backward starts.
-    cy.pan({ x: cy.width() / 2 - (box.x1 + box.w / 2) * READABLE_ZOOM, y: 16 - box.y1 * READABLE_ZOOM });
   }
 
   /** What the open step is about: the node it runs, or the leaves once backward has ended. */
@@ -330,7 +312,7 @@ export class Viewer {
     const current = cy.nodes(".current");
     if (current.nonempty()) return current;
     const state = this.store.state;
-    const entry = state.view === "stepper" && state.step !== null ? this.model.timeline[state.step] : null;
+    const entry = stepperEntry(this.model, state);
     return entry?.kind === "end" ? cy.nodes("[kind = 'leaf'], [kind = 'param']") : cy.collection();
   }
 
@@ -366,7 +348,6 @@ export class Viewer {
       this.graph.core.resize();
       if (this.graph.busy) return;
       this.graph.fit(false);
-      this.readableZoom();
       this.showCurrentNode();
     });
     observer.observe(this.root);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { tensorExpr } from "../src/naming";
+import { callLabels, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 
@@ -32,4 +32,12 @@ test("a trace recorded before constants existed still reads", () => {
   const labels = labelsOfOps(trace);
   assert.equal(labels.mul, "x * …");
   assert.equal(labels.pow, "x**3");
+});
+
+test("backward calls that read alike are numbered; a unique one keeps its label", () => {
+  assert.deepEqual(callLabels(["loss.backward() · line 9", "y.backward() · line 4", "loss.backward() · line 9"]), [
+    "#1 loss.backward() · line 9",
+    "y.backward() · line 4",
+    "#2 loss.backward() · line 9",
+  ]);
 });
