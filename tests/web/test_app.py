@@ -202,6 +202,17 @@ def test_product_reads_3_and_8(page: Any) -> None:
     page.click(".gw-walk-item:has-text('MulBackward0')")
     expect(card).to_contain_text("∂c/∂a = grad · b = 1 × 3 = 3")
     expect(card).to_contain_text("∂c/∂b = grad · a = 1 × 2 = 2")
+    # each leaf now reads two lines (its value, then its .grad): Cytoscape measured them
+    # again (a size kept from before draws the text clipped, half-height and unreadable)
+    settle(page)
+    measured = page.evaluate(
+        """() => window.gradwalk.graph.core.$('node[kind = "leaf"]').map((n) => {
+            const box = n.boundingBox({ includeNodes: false, includeEdges: false, includeLabels: true });
+            return [n.data('label'), box.h, parseFloat(n.style('font-size'))];
+        })"""
+    )
+    for label, height, font in measured:
+        assert label.count("\n") == 1 and height >= 2 * font, measured
     shot(page, "03-product-mul")
     page.click(NEXT)
     expect(card).to_contain_text("a.grad: 0 + 3 → 3")
@@ -299,12 +310,31 @@ def test_dark_theme_and_presenter_size(page: Any) -> None:
     open_app(page)
     run_example(page, "product")
     page.click("[data-gw=theme]")
+    clicked = page.evaluate("() => performance.now()")
     page.click("[data-gw=presenter]")
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
     assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "20px"
+    # the presenter type makes every node bigger: they are placed and fitted again
+    page.wait_for_function(
+        "(t) => { const g = window.gradwalk.graph; return g.lastLayout.at > t && !g.busy && !g.core.animated(); }",
+        arg=clicked,
+    )
+    page.wait_for_timeout(300)  # the canvas's resize (the header wraps) refits too
+    box = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core, b = cy.elements().renderedBoundingBox();
+            return [b.x1, b.y1, b.x2, b.y2, cy.width(), cy.height()];
+        }"""
+    )
+    assert box[0] >= 0 and box[1] >= 0 and box[2] <= box[4] and box[3] <= box[5], box
+    # and the four tabs still fit the side pane at the bigger type
+    assert page.evaluate(
+        "() => { const t = document.querySelector('.gw-pane-side .gw-tabs'); return t.scrollWidth <= t.clientWidth; }"
+    )
     page.click("#gw-tab-stepper")
     page.click(".gw-walk-item:has-text('MulBackward0')")
     wait_graph(page)
+    settle(page)
     shot(page, "07-dark-presenter-product")
     page.reload()
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"

@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import ROOT, WEB, need
 
-EXAMPLES = ["cubic", "product", "cubic_twice", "small_net"]
+EXAMPLES = ["cubic", "product", "cubic_twice", "small_net", "accumulate_loop"]
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ export type LayoutName = "elk" | "breadthfirst";
 
 /**
  * Position `cy`'s elements, which must be `nodes` and `edges` (`count` of the nodes are
- * not module groups); with `animate`, nodes already placed glide to their new place.
- * Returns the layout used.
+ * not module groups); with `animate`, nodes already placed glide to their new place, and
+ * the promise resolves when they are there. Returns the layout used.
  */
 export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], count: number, animate: boolean): Promise<LayoutName> {
   if (count <= ELK_MAX_NODES && elkAvailable()) {
@@ -20,14 +20,20 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
         nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
         edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
       );
+      const gliding: Promise<void>[] = [];
       cy.batch(() => {
         for (const [id, p] of positions) {
           const el = cy.getElementById(id);
           if (!el.nonempty()) continue;
-          if (animate && !el.hasClass("unplaced")) el.animate({ position: p }, { duration: 220 });
+          if (animate && !el.hasClass("unplaced")) {
+            gliding.push(new Promise<void>((done) => el.animate({ position: p }, { duration: 220, complete: () => done() })));
+          }
           else el.position(p);
         }
       });
+      // Resolve once every node is where it goes (a fit measures the final places), or a
+      // little later at most: a stopped animation never calls `complete`.
+      if (gliding.length) await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
       return "elk";
     } catch (err) {
       console.warn("gradwalk: ELK layout failed, using breadth-first", err);

@@ -202,17 +202,30 @@ export class StepPainter {
   private setLeafLabel(el: NodeSingular, d: GNode, entry: StepEntry | null): void {
     const model = this.host.model;
     const lines = tensorNodeLabel(model, d.tensor!);
-    if (entry) {
-      let after: string | null = null;
-      for (const acc of model.accumulationsOf(d.tensor!)) {
-        const ran = model.backward(acc.backward)?.byNode.get(acc.node);
-        if (ran && ran.index <= entry.index) after = fmtShort(acc.after);
-      }
-      lines.push(`.grad ${after ?? "None"}`);
-    }
+    if (entry) lines.push(`.grad ${gradAt(model, d.tensor!, entry)}`);
     const label = lines.join("\n");
     if (el.data("label") !== label) el.data("label", label);
   }
+}
+
+/**
+ * What leaf `tensor`'s `.grad` holds at stepper position `entry`: after its last
+ * accumulation so far; but while this backward call has yet to reach it, what the call
+ * found there (`before`), since the snippet may have cleared it in between (`zero_grad()`).
+ */
+export function gradAt(model: TraceModel, tensor: number, entry: StepEntry): string {
+  let now: string | null = null;
+  for (const acc of model.accumulationsOf(tensor)) {
+    const ran = model.backward(acc.backward)?.byNode.get(acc.node);
+    if (!ran) continue;
+    if (ran.index <= entry.index) {
+      now = fmtShort(acc.after);
+    } else {
+      if (acc.backward === entry.backward) now = acc.before ? fmtShort(acc.before) : null;
+      break;
+    }
+  }
+  return now ?? "None";
 }
 
 /** The note shown over the graph at the end of a backward call ("" for none). */

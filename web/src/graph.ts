@@ -61,6 +61,8 @@ export class GraphView {
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
   private fittedForStepper = false;
+  /** The type scale the nodes were last placed at (the presenter size makes nodes bigger). */
+  private placedAtScale = 0;
   private linked: string[] = [];
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
@@ -267,12 +269,14 @@ export class GraphView {
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
-      const structural = this.sync(built.nodes, built.edges);
+      // New elements, or node sizes changed by the presenter type: place them all again.
+      const structural = this.sync(built.nodes, built.edges) || fontScale !== this.placedAtScale;
       this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
         layout = await placeElements(this.cy, built.nodes, built.edges, layoutNodes, this.laidOut && layoutNodes <= 200);
         this.cy.nodes(".unplaced").removeClass("unplaced");
+        this.placedAtScale = fontScale;
       }
       this.painter.index(built.nodes, built.edges);
       this.applyState(this.store.state);
@@ -421,7 +425,11 @@ export class GraphView {
     // The stepper keeps its graph readable (see fit): opening or leaving it refits a view
     // the user has not moved.
     if (this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper) {
-      this.fit(false);
+      // After the next frame: measuring the graph right after its labels changed (the stepper
+      // adds each leaf's .grad line) keeps their old size, and the labels are drawn clipped.
+      requestAnimationFrame(() => {
+        if (!this.userMoved && !this.busy) this.fit(false);
+      });
     }
     if (changed.has("hover")) this.applyLinks(state);
     if (changed.has("selection")) this.applySelection(state);
