@@ -1,18 +1,8 @@
 // The graph's elements from real recorded traces: every gradient edge says its shape.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
 import { buildGraph } from "../src/graph-build";
-import { TraceModel } from "../src/trace-model";
-import type { GradwalkTrace } from "../src/types/events";
-
-const dir = process.env.GRADWALK_TRACES ?? "/tmp";
-
-function model(name: string): TraceModel {
-  const trace = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as GradwalkTrace;
-  return TraceModel.from(trace.events, trace.source);
-}
+import { loadModel as model } from "./traces";
 
 test("small_net: every gradient edge has its shape, the weight.t() inside F.linear's too", () => {
   const m = model("small_net");

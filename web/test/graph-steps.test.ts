@@ -1,18 +1,8 @@
 // What the graph shows at a stepper position, from real recorded traces.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
 import { gradAt } from "../src/graph-steps";
-import { TraceModel } from "../src/trace-model";
-import type { GradwalkTrace } from "../src/types/events";
-
-const dir = process.env.GRADWALK_TRACES ?? "/tmp";
-
-function model(name: string): TraceModel {
-  const trace = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as GradwalkTrace;
-  return TraceModel.from(trace.events, trace.source);
-}
+import { loadModel as model } from "./traces";
 
 test("accumulate_loop: a leaf's .grad grows 4, 8, 12 across calls, and reads None once the snippet clears it", () => {
   const m = model("accumulate_loop");

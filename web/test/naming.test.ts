@@ -1,17 +1,10 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
 import { callLabels, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
-
-const dir = process.env.GRADWALK_TRACES ?? "/tmp";
-
-function load(name: string): GradwalkTrace {
-  return JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as GradwalkTrace;
-}
+import { loadTrace as load } from "./traces";
 
 function labelsOfOps(trace: GradwalkTrace): Record<string, string> {
   const model = TraceModel.from(trace.events, trace.source);
