@@ -12,12 +12,14 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 __all__ = ["AsciiJSONResponse", "install_error_handlers"]
 
 log = logging.getLogger("gradwalk.server")
 _MAX_ECHO = 200
 _FASTAPI_BODY_ERROR = "There was an error parsing the body"
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
 
 class AsciiJSONResponse(JSONResponse):
@@ -59,7 +61,22 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
         # FastAPI's words for a body it could not decode; say what that means here.
         exc = StarletteHTTPException(400, "the request body is not valid UTF-8 JSON text")
+    elif exc.status_code == 405:
+        # Starlette names the methods of the first route that matched the path only; a path
+        # served by several routes (GET and DELETE /api/rooms/{code}) allows all of theirs.
+        exc = StarletteHTTPException(405, exc.detail, headers={"Allow": ", ".join(_allowed(request))})
     return await http_exception_handler(request, exc)
+
+
+def _allowed(request: Request) -> list[str]:
+    """Every method some route of the app serves at the request's path (asked of the routes
+    themselves, as the router asks them)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:

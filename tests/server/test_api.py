@@ -191,6 +191,14 @@ def test_unknown_path_and_method_are_json(api: httpx.Client) -> None:
     assert run_json(api.get("/api/nothing"))["detail"]
     response = api.delete("/api/runs")
     assert response.status_code == 405 and run_json(response)["detail"]
+    assert response.headers["allow"] == "GET, POST"
+
+
+def test_a_wrong_method_names_every_method_the_path_allows(api: httpx.Client) -> None:
+    # GET and DELETE /api/rooms/{code} are two routes; Starlette alone named the first only
+    response = api.put("/api/rooms/ABCDEF")
+    assert response.status_code == 405 and run_json(response)["detail"]
+    assert response.headers["allow"] == "DELETE, GET"
 
 
 def test_foreign_host_header_is_refused(api: httpx.Client) -> None:
