@@ -306,6 +306,35 @@ def test_inspector_shows_a_parameter_as_a_heatmap(page: Any) -> None:
     shot(page, "06-inspector-heatmap")
 
 
+CLEARED_AT_THE_END = """import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for _ in range(2):
+    loss = (w * w).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_the_inspector_reads_grad_as_the_run_left_it(page: Any) -> None:
+    # zero_grad() after the last step leaves w.grad None: the inspector said the last
+    # accumulation's value (in PyTorch w.grad is None here)
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", CLEARED_AT_THE_END)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    wait_graph(page)
+    leaf = page.evaluate("() => window.gradwalk.graph.core.nodes('[kind = \"leaf\"]').id()")
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{leaf}').emit('tap'); }}")
+    body = page.locator(".gw-inspector-body")
+    expect(body).to_contain_text(".grad (at the end of the run)")
+    expect(body).to_contain_text("None (cleared after its last accumulation)")
+    # both accumulations are still listed: 2w at w = [1, 2], then at w after one SGD step
+    expect(body.locator(".gw-acc-list li")).to_have_count(2)
+    expect(body.locator(".gw-acc-list li").first).to_contain_text("[2, 4]")
+
+
 def test_dark_theme_and_presenter_size(page: Any) -> None:
     open_app(page)
     run_example(page, "product")

@@ -77,7 +77,8 @@ export class InspectorView {
     const kind = ev.is_param ? "parameter" : ev.is_leaf ? (ev.requires_grad ? "leaf (requires grad)" : "plain input (no grad)") : "intermediate";
     const final = m.finals.get(id);
     const accs = m.accumulationsOf(id);
-    const grad = final?.grad ?? (accs.length ? accs[accs.length - 1].after : null);
+    // As the run left it: a .grad cleared after its last accumulation (zero_grad) is None.
+    const grad = final ? final.grad : accs.length ? accs[accs.length - 1].after : null;
     return [
       h("h3", { class: "gw-inspect-title" }, h("span", { class: "gw-chip", text: kind }), ` ${tensorExpr(m, id)}`),
       this.facts([
@@ -93,8 +94,12 @@ export class InspectorView {
       ]),
       h("h4", { text: final?.value ? "value (at the end of the run)" : "value (when it was made)" }),
       valueView(final?.value ?? ev.value),
-      ev.is_leaf && ev.requires_grad ? h("h4", { text: ".grad" }) : null,
-      ev.is_leaf && ev.requires_grad ? (grad ? valueView(grad) : h("p", { class: "gw-muted", text: "None (no backward reached it)" })) : null,
+      ev.is_leaf && ev.requires_grad ? h("h4", { text: final ? ".grad (at the end of the run)" : ".grad (after its last accumulation)" }) : null,
+      ev.is_leaf && ev.requires_grad
+        ? grad
+          ? valueView(grad)
+          : h("p", { class: "gw-muted", text: accs.length ? "None (cleared after its last accumulation)" : "None (no backward reached it)" })
+        : null,
       accs.length ? h("h4", { text: "accumulations" }) : null,
       accs.length ? h("ol", { class: "gw-acc-list" }, accs.map((a) => h("li", { text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtValue(a.added)} → ${fmtValue(a.after)}` }))) : null,
     ];
