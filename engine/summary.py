@@ -18,14 +18,16 @@ def summarize(trace: Any) -> str:
         f"backward calls: {counts.backward_calls}  optimizer steps: {counts.optimizer_steps}  "
         f"events: {counts.events}"
     )
+    needs_grad = {e.id for e in trace.events if e.type == "tensor" and e.requires_grad}
     for e in trace.events:
-        if e.type == "tensor_final" and e.grad is not None:
+        if e.type == "tensor_final" and (e.grad is not None or e.id in needs_grad):
             g = e.grad
-            shown = (
-                (g.flat[0] if g.shape == [] else g.flat)
-                if g.kind == "full"
-                else f"norm {g.norm:.4g} {g.shape}"
-            )
+            if g is None:  # never reached by backward, or cleared (zero_grad) since
+                shown: Any = None
+            elif g.kind == "full":
+                shown = g.flat[0] if g.shape == [] else g.flat
+            else:
+                shown = f"norm {g.norm:.4g} {g.shape}"
             lines.append(f"  {e.name}.grad = {shown}")
         elif e.type == "error":
             lines.append(

@@ -92,6 +92,17 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
     assert trace.events[-1].status == "ok"
 
 
+def test_the_summary_says_a_cleared_grad_is_none() -> None:
+    from engine.run import record
+    from engine.summary import summarize
+
+    source = (
+        "import torch\nX = torch.ones(2)\nw = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "(w * X).sum().backward()\nw.grad = None\n"
+    )
+    assert "  w.grad = None" in summarize(record(source)).splitlines()
+
+
 # Autograd features beyond loss.backward(): each snippet must print exactly what it prints
 # without gradwalk, and record without an error (the suite runs with GRADWALK_STRICT=1, so a
 # failure of gradwalk's own observation fails the test too).
