@@ -14,19 +14,13 @@ import { type LayoutName, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
+import { fitGraph } from "./graph-viewport";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
 const FOLD_ABOVE = ELK_MAX_NODES;
-/**
- * A pane is often too short to fit a whole graph at a size whose labels show (node text
- * under 7 px is hidden): a fit keeps lesson-sized graphs, and any graph the stepper walks,
- * at this zoom or more, top (the loss) first. The Fit button still shows everything.
- */
-const READABLE_ZOOM = 0.62;
-const READABLE_MAX_NODES = 60;
 /** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
 const COMPACT_ABOVE = 1500;
 const BIG = 1200;
@@ -61,6 +55,7 @@ export class GraphView {
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
   private fittedForStepper = false;
+  private refitQueued = false;
   /** The type scale the nodes were last placed at (the presenter size makes nodes bigger). */
   private placedAtScale = 0;
   private linked: string[] = [];
@@ -346,42 +341,14 @@ export class GraphView {
   }
 
   /**
-   * Fit the graph in view. A tiny graph stays at most life-size; a huge one (when
-   * `readable`) is shown from its top (the loss) at a zoom where labels can be read,
-   * rather than as a speck: the Fit button shows it all.
+   * Fit the graph in view (graph-viewport.ts): at most life-size; when `readable`, a graph
+   * the stepper walks (or any lesson-sized one) too tall to read whole is shown from its top
+   * at a zoom where labels show, the stepper's node in view. The Fit button shows it all.
    */
   fit(animate: boolean, readable = true): void {
-    const cy = this.cy;
-    const visible = cy.elements(":visible");
-    if (!visible.length) return;
-    // A pan still animating (follow() of a step) would land after the fit and undo it.
-    cy.stop(true);
-    if (animate && !this.big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
-    else if (!this.big) cy.fit(visible, 24);
-    else {
-      // Measuring every label of thousands of nodes is the slow part of a fit: use the boxes.
-      const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
-      const zoom = Math.max(cy.minZoom(), Math.min((cy.width() - 48) / Math.max(bb.w, 1), (cy.height() - 48) / Math.max(bb.h, 1)));
-      cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * zoom } });
-    }
-    // Stepping through backward() is reading node after node: its graph stays readable.
     const focus = readable ? this.stepperElement() : null;
+    fitGraph(this.cy, { animate, big: this.big, readable, focus });
     this.fittedForStepper = focus !== null;
-    if (cy.zoom() > 1.4) {
-      cy.zoom(1.4);
-      cy.center(visible);
-    } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
-      const bb = visible.boundingBox({ includeLabels: false, includeOverlays: false });
-      cy.viewport({
-        zoom: READABLE_ZOOM,
-        pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * READABLE_ZOOM, y: 16 - bb.y1 * READABLE_ZOOM },
-      });
-      if (focus) this.nudgeInto(focus);
-    } else if (readable && cy.zoom() < 0.2) {
-      const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
-      const zoom = 0.55;
-      cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: 24 - bb.y1 * zoom } });
-    }
     this.userMoved = false;
   }
 
@@ -390,20 +357,6 @@ export class GraphView {
     const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
     cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
     this.userMoved = true;
-  }
-
-  /** Pan the least distance that brings element `id` wholly into view. */
-  private nudgeInto(id: string): void {
-    const cy = this.cy;
-    const el = cy.getElementById(id);
-    if (!el.nonempty()) return;
-    const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
-    const margin = 24;
-    const into = (lo: number, hi: number, size: number) =>
-      lo < margin ? margin - lo : hi > size - margin ? Math.max(size - margin - hi, margin - lo) : 0;
-    const dx = into(box.x1, box.x2, cy.width());
-    const dy = into(box.y1, box.y2, cy.height());
-    if (dx || dy) cy.panBy({ x: dx, y: dy });
   }
 
   /** Pan element `id` into view when it is outside it (`byUser`: the user moved there). */
@@ -424,11 +377,13 @@ export class GraphView {
     if (changed.has("view") || changed.has("step") || changed.has("op")) this.applyState(state);
     // The stepper keeps its graph readable (see fit): opening or leaving it refits a view
     // the user has not moved.
-    if (this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper) {
+    if (!this.refitQueued && this.needsStepperRefit()) {
       // After the next frame: measuring the graph right after its labels changed (the stepper
       // adds each leaf's .grad line) keeps their old size, and the labels are drawn clipped.
+      this.refitQueued = true;
       requestAnimationFrame(() => {
-        if (!this.userMoved && !this.busy) this.fit(false);
+        this.refitQueued = false;
+        if (this.needsStepperRefit()) this.fit(false);
       });
     }
     if (changed.has("hover")) this.applyLinks(state);
@@ -442,6 +397,10 @@ export class GraphView {
     this.banner.textContent = text;
     this.banner.hidden = !text;
     if (entry && changed) this.follow(entry);
+  }
+
+  private needsStepperRefit(): boolean {
+    return this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper;
   }
 
   /** The element of the stepper's node (or of its backward call's first node), if the stepper is open. */

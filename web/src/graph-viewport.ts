@@ -1,0 +1,66 @@
+// Where the graph's viewport goes on a fit: the whole graph, at most life-size; a graph too
+// big to read whole is shown from its top (the loss, where backward starts) at a zoom where
+// its labels show. Pure functions of a Cytoscape core (graph.ts decides when to call them).
+import type { Core } from "cytoscape";
+
+/**
+ * A pane is often too short to fit a whole graph at a size whose labels show (node text
+ * under 7 px is hidden): lesson-sized graphs, and any graph the stepper walks, are kept at
+ * this zoom or more, top first. The Fit button still shows everything.
+ */
+export const READABLE_ZOOM = 0.62;
+export const READABLE_MAX_NODES = 60;
+const LIFE_SIZE_MAX = 1.4;
+
+export interface FitOptions {
+  animate: boolean;
+  /** Thousands of nodes: fit their boxes, not their labels (measuring labels is the slow part). */
+  big: boolean;
+  /** Keep the graph readable (false: the Fit button, which shows everything). */
+  readable: boolean;
+  /** The stepper's element, kept in view at a readable zoom; null outside the stepper. */
+  focus: string | null;
+}
+
+/** Fit the visible elements of `cy` in view as {@link FitOptions} say. */
+export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions): void {
+  const visible = cy.elements(":visible");
+  if (!visible.length) return;
+  // A pan still animating (a step followed) would land after the fit and undo it.
+  cy.stop(true);
+  if (animate && !big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
+  else if (!big) cy.fit(visible, 24);
+  else {
+    const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+    const zoom = Math.max(cy.minZoom(), Math.min((cy.width() - 48) / Math.max(bb.w, 1), (cy.height() - 48) / Math.max(bb.h, 1)));
+    cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * zoom } });
+  }
+  if (cy.zoom() > LIFE_SIZE_MAX) {
+    cy.zoom(LIFE_SIZE_MAX);
+    cy.center(visible);
+  } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
+    topFirst(cy, READABLE_ZOOM, 16);
+    if (focus) nudgeInto(cy, focus);
+  } else if (readable && cy.zoom() < 0.2) {
+    topFirst(cy, 0.55, 24);
+  }
+}
+
+/** Zoom to `zoom`, the graph centred across and its top `margin` px below the pane's top. */
+function topFirst(cy: Core, zoom: number, margin: number): void {
+  const bb = cy.elements(":visible").nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+  cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: margin - bb.y1 * zoom } });
+}
+
+/** Pan the least distance that brings element `id` wholly into view. */
+function nudgeInto(cy: Core, id: string): void {
+  const el = cy.getElementById(id);
+  if (!el.nonempty()) return;
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const margin = 24;
+  const into = (lo: number, hi: number, size: number) =>
+    lo < margin ? margin - lo : hi > size - margin ? Math.max(size - margin - hi, margin - lo) : 0;
+  const dx = into(box.x1, box.x2, cy.width());
+  const dy = into(box.y1, box.y2, cy.height());
+  if (dx || dy) cy.panBy({ x: dx, y: dy });
+}
