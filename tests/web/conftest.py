@@ -161,6 +161,14 @@ def run_example(page: Any, example: str, status: str = "ok") -> None:
     wait_graph(page)
 
 
+def run_source(page: Any, source: str, status: str = "ok") -> None:
+    """Put ``source`` in the editor, run it, and wait until it finished and its graph is laid out."""
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
+    page.click("[data-gw=run]")
+    page.wait_for_selector(f"[data-gw=status][data-state={status}]", timeout=60_000)
+    wait_graph(page)
+
+
 def wait_graph(page: Any) -> dict[str, Any]:
     """Wait until the graph shows every node of the model and has been laid out."""
     page.wait_for_function(

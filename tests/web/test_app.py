@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import NEXT, expect, load_trace, open_app, run_example, settle, shot, wait_graph
+from .conftest import NEXT, expect, load_trace, open_app, run_example, run_source, settle, shot, wait_graph
 from .tracegen import chain_trace
 
 pytestmark = pytest.mark.browser
@@ -70,10 +70,7 @@ def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
     # for the pane at a zoom where labels show (they hide below 0.62). The graph view shows
     # the overview; the stepper shows its node readable, and tells the three calls apart.
     open_app(page)
-    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", TRAINING_LOOP)
-    page.click("[data-gw=run]")
-    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
-    wait_graph(page)
+    run_source(page, TRAINING_LOOP)
     page.click("#gw-tab-tape")
     page.wait_for_function("() => window.gradwalk.graph.core.zoom() < 0.62")
     overview = page.evaluate("() => window.gradwalk.graph.core.zoom()")
@@ -321,10 +318,7 @@ def test_the_inspector_reads_grad_as_the_run_left_it(page: Any) -> None:
     # zero_grad() after the last step leaves w.grad None: the inspector said the last
     # accumulation's value (in PyTorch w.grad is None here)
     open_app(page)
-    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", CLEARED_AT_THE_END)
-    page.click("[data-gw=run]")
-    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
-    wait_graph(page)
+    run_source(page, CLEARED_AT_THE_END)
     leaf = page.evaluate("() => window.gradwalk.graph.core.nodes('[kind = \"leaf\"]').id()")
     page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{leaf}').emit('tap'); }}")
     body = page.locator(".gw-inspector-body")
