@@ -363,6 +363,27 @@ def test_dark_theme_and_presenter_size(page: Any) -> None:
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
 
 
+def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page: Any) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page)
+    run_example(page, "product")
+    page.click("#gw-tab-stepper")
+    page.click(".gw-walk-item:has-text('MulBackward0')")
+    boxes = page.evaluate(
+        """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
+            const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
+            return [name, [r.left, r.top, r.right, r.bottom]];
+        }))"""
+    )
+    graph, side, code = boxes["graph"], boxes["side"], boxes["code"]
+    assert graph[2] <= side[0], boxes  # the graph beside the stepper, not above it
+    assert code[1] >= graph[3] and code[2] <= side[0], boxes  # the code under the graph
+    assert max(b[3] for b in boxes.values()) <= 768, boxes  # nothing below the screen
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= window.innerHeight")
+    settle(page)
+    shot(page, "15-projector-1024x768")
+
+
 def test_stop_cancels_a_long_run(page: Any) -> None:
     open_app(page)
     page.evaluate(
