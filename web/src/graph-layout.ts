@@ -27,8 +27,9 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
           if (!el.nonempty()) continue;
           if (animate && !el.hasClass("unplaced")) {
             gliding.push(new Promise<void>((done) => el.animate({ position: p }, { duration: 220, complete: () => done() })));
+          } else {
+            el.position(p);
           }
-          else el.position(p);
         }
       });
       // Resolve once every node is where it goes (a fit measures the final places), or a
