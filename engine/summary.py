@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .queries import value_of
+
 __all__ = ["summarize"]
 
 
@@ -21,13 +23,8 @@ def summarize(trace: Any) -> str:
     needs_grad = {e.id for e in trace.events if e.type == "tensor" and e.requires_grad}
     for e in trace.events:
         if e.type == "tensor_final" and (e.grad is not None or e.id in needs_grad):
-            g = e.grad
-            if g is None:  # never reached by backward, or cleared (zero_grad) since
-                shown: Any = None
-            elif g.kind == "full":
-                shown = g.flat[0] if g.shape == [] else g.flat
-            else:
-                shown = f"norm {g.norm:.4g} {g.shape}"
+            g = e.grad  # None: never reached by backward, or cleared (zero_grad) since
+            shown = f"norm {g.norm:.4g} {g.shape}" if g is not None and g.kind == "summary" else value_of(g)
             lines.append(f"  {e.name}.grad = {shown}")
         elif e.type == "error":
             lines.append(

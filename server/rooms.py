@@ -321,7 +321,7 @@ class RoomRegistry:
         if self._writer is not None:
             self._writer.shutdown(wait=True)  # the writes already handed over land first
             self._writer = None
-        self._save_unsaved()
+        self._write(self._take_unsaved())  # now, whatever the caller: the store goes next
         self._store = None
 
     def _changed(self, room: Room) -> None:
@@ -334,28 +334,31 @@ class RoomRegistry:
         except RuntimeError:
             self._save_unsaved()
             return
-        self._save_timer = loop.call_later(self.SAVE_EVERY_S, self._save_in_background)
+        self._save_timer = loop.call_later(self.SAVE_EVERY_S, self._save_unsaved)
 
-    def _save_in_background(self) -> None:
-        # the records are taken here, on the event loop; the writes happen on one thread of
-        # their own (storage is called off the loop, and in order)
+    def _save_unsaved(self) -> None:
+        # the records are taken now (on the event loop, if any); the writes happen in order
         self._save_timer = None
         records = self._take_unsaved()
         if records:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradwalk-rooms")
-            self._writer.submit(self._write, records)
+            self._in_order(self._write, records)
 
-    def _save_unsaved(self) -> None:
-        self._save_timer = None
-        self._write(self._take_unsaved())
+    def _in_order(self, write: Callable[[Any], None], arg: Any) -> None:
+        """Hand a store write to one thread of its own, so storage stays off the event loop
+        and saves and deletes land in the order they were asked; with no event loop (a
+        script, a test) and nothing queued, write now."""
+        if self._writer is None:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                write(arg)
+                return
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradwalk-rooms")
+        self._writer.submit(write, arg)
 
     def _take_unsaved(self) -> list[RoomRecord]:
         codes, self._unsaved = self._unsaved, set()
         return [self._record(room) for code in codes if (room := self.rooms.get(code)) and room.ended is None]
-
-    def _save(self, room: Room) -> None:
-        self._write([self._record(room)])
 
     def _record(self, room: Room) -> RoomRecord:
         now, wall = self.clock(), self.wall()
@@ -380,10 +383,7 @@ class RoomRegistry:
 
     def _forget(self, code: str) -> None:
         self._unsaved.discard(code)
-        if self._writer is not None:
-            self._writer.submit(self._delete, code)  # after any save of it already handed over
-        else:
-            self._delete(code)
+        self._in_order(self._delete, code)  # after any save of it already handed over
 
     def _delete(self, code: str) -> None:
         store = self._store
@@ -423,7 +423,7 @@ class RoomRegistry:
         self.rooms[code] = room
         if self._store is not None:
             room.on_change = self._changed
-            self._save(room)
+            self._changed(room)  # saved like any change: soon, off the event loop
         return room
 
     def get(self, text: str) -> Room | None:

@@ -80,7 +80,7 @@ class RoomRecord:
 
 
 class RoomStore(Protocol):
-    """Keep the open rooms; must be thread-safe. A room is saved when it opens and when its
+    """Keep the open rooms; must be thread-safe. A room is saved soon after it opens and when its
     state changes (at most about once a second), and deleted when it ends."""
 
     def save_room(self, room: RoomRecord) -> None:

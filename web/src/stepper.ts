@@ -331,4 +331,3 @@ export class StepperView {
     return h("li", {}, b);
   }
 }
-

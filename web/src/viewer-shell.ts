@@ -153,7 +153,7 @@ export class Viewer {
     this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
     this.applyPendingStep();
     this.watchSize(graphEl);
-    this.keepReadable();
+    this.showCurrentNodeAfterEachLayout();
   }
 
   /** The open tab. */
@@ -297,7 +297,8 @@ export class Viewer {
     if (codeTab) codeTab.dataset.count = notes ? String(notes) : "";
   }
 
-  private keepReadable(): void {
+  /** After every layout (the graph's own fit keeps it readable), bring the step's node into view. */
+  private showCurrentNodeAfterEachLayout(): void {
     const next = () =>
       void this.graph.whenLaidOut().then(() => {
         this.showCurrentNode();
@@ -319,7 +320,7 @@ export class Viewer {
   /** Pan what the step is about into view when it is outside it. */
   private showCurrentNode(): void {
     const cy = this.graph.core;
-    // Before the layout, nodes sit at the origin: wait for it (keepReadable calls again).
+    // Before the layout, nodes sit at the origin: wait for it (showCurrentNodeAfterEachLayout calls again).
     if (this.graph.busy || this.graph.lastLayout === null) return;
     const focus = this.focusNodes();
     if (focus.empty() || !cy.width()) return;
