@@ -184,9 +184,13 @@ with torch.no_grad():
 @pytest.mark.parametrize(
     "tensors",
     [
-        [torch.randn(3), torch.randn(2, 2, dtype=torch.float64)],  # few elements: foreach_norm
+        [torch.randn(3), torch.randn(2, 2, dtype=torch.float64)],  # few elements: Python floats
+        [torch.randn(1, 1, requires_grad=True), torch.tensor(-2.5), torch.randn(64)],  # a parameter, 0-d
+        [torch.tensor([1e20]), torch.tensor([1e20, 1.0]), torch.tensor([3e19, 4e19])],  # float32 overflow
+        [torch.tensor([1e200, 1.0], dtype=torch.float64), torch.tensor([float("nan"), float("inf")])],
+        [torch.tensor([1, 2], dtype=torch.int64).float().t(), torch.randn(3, dtype=torch.float16)],
         [torch.randn(200, 100), torch.randn(100), torch.randn(50, dtype=torch.float64)],  # NumPy
-        [torch.randn(200, 100).t(), torch.randn(100)],  # not contiguous: foreach_norm
+        [torch.randn(200, 100).t(), torch.randn(100)],  # large, not contiguous: foreach_norm
         [torch.randn(200, 100, dtype=torch.float16), torch.randn(100)],  # half: foreach_norm
         [torch.randn(200, 100, requires_grad=True), torch.randn(100)],  # a parameter
         [torch.full((200, 100), 1e20), torch.randn(100)],  # float32 overflow: inf, as torch says
@@ -198,7 +202,7 @@ def test_norms_of_equal_torchs_norms(tensors: list[torch.Tensor]) -> None:
         warnings.simplefilter("error")  # nothing may reach the snippet's stderr
         expected = [torch.linalg.vector_norm(t).item() for t in tensors]
         assert norms_of(tensors) == pytest.approx(
-            expected, rel=1e-3 if tensors[0].dtype == torch.float16 else 1e-5
+            expected, rel=1e-3 if tensors[0].dtype == torch.float16 else 1e-5, nan_ok=True
         )
 
 
