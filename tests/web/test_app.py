@@ -95,11 +95,19 @@ def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
     expect(page.locator(".gw-stepper .gw-position")).to_contain_text("backward 3: 1 of")
     page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
     assert current_in_view()
-    # the nodes of the other two calls are faded, not hidden
+    # the nodes of the other two calls are faded, not hidden; their edges fade too, and draw
+    # no label over the stepped call's (a shape label covered a module's name)
     assert page.evaluate("() => window.gradwalk.graph.core.nodes('.idle').length") > 0
+    idle_edges = page.evaluate(
+        """() => window.gradwalk.graph.core.edges('.idle').map((e) => [e.style('text-opacity'), e.style('opacity')])"""
+    )
+    assert idle_edges and all(float(text) == 0 and float(opacity) < 1 for text, opacity in idle_edges)
+    assert page.evaluate("() => window.gradwalk.graph.core.$('node.current').connectedEdges('.idle').length") == 0
     settle(page)
     shot(page, "14-stepper-training-loop-readable")
     page.click("#gw-tab-tape")
+    expect(page.locator("#gw-tab-tape")).to_have_attribute("aria-selected", "true")
+    page.wait_for_function("() => window.gradwalk.graph.core.edges('.idle').length === 0")
     # back to the overview (within what the stepped edges' new labels change of the bounds)
     page.wait_for_function(f"() => Math.abs(window.gradwalk.graph.core.zoom() - {overview}) < 0.02")
 

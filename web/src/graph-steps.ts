@@ -138,13 +138,20 @@ export class StepPainter {
         cls = ran.index === entry.index ? "flowing" : "flowed";
       }
     }
+    // An edge of another backward call (an end is idle) fades with its nodes, and its label
+    // is not drawn over the labels of the call being stepped.
+    if (!cls && entry && (this.isIdle(d.source) || this.isIdle(d.target))) cls = "idle";
     const key = `${cls}|${label}`;
     if (this.edgeLabel.get(d.id) !== key) {
-      el.removeClass("flowing flowed");
+      el.removeClass("flowing flowed idle");
       if (cls) el.addClass(cls);
       el.data("label", label);
       this.edgeLabel.set(d.id, key);
     }
+  }
+
+  private isIdle(nodeId: string): boolean {
+    return (this.stepClass.get(nodeId) ?? "").split(" ").includes("idle");
   }
 
   private nodeStepClass(d: GNode, entry: StepEntry): StepClass | `${StepClass} freed` {

@@ -164,6 +164,8 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
     { selector: ".future", style: { display: "none" } },
     // Backward stepper.
     { selector: ".idle", style: { opacity: 0.35 } },
+    // transparent, not removed: the graph keeps its size, so the view does not move
+    { selector: "edge.idle", style: { "text-opacity": 0, "text-background-opacity": 0 } },
     { selector: "node.pending", style: { "border-style": "dashed" } },
     {
       selector: "node.done",
