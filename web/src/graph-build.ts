@@ -38,6 +38,8 @@ export interface GEdge {
   /** grad edge: the node sending the gradient and its input number */
   from?: number;
   slot?: number;
+  /** grad edge into another module group: its label is moved off the group's name */
+  cross?: boolean;
   label: string;
 }
 
@@ -188,7 +190,8 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       const known = model.nodeShape(edge.node, edge.input_nr);
       // an unknown shape is left out rather than drawn as "?"
       const label = compact || !known ? "" : shapeText(known);
-      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label });
+      const cross = target.startsWith("g:") || groupOf(model.node(edge.node)?.module_path) !== groupOf(node.module_path);
+      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label, ...(cross ? { cross } : {}) });
     });
 
     if (options.showSaved && !isFolded) {

@@ -99,7 +99,7 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         label: "data(label)",
         "text-valign": "top",
         "text-halign": "center",
-        "text-margin-y": -3,
+        "text-margin-y": -10,
         "font-family": font,
         "font-size": fs(12),
         "font-weight": 600,
@@ -145,6 +145,12 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         "transition-property": "line-color, width",
         "transition-duration": 180,
       },
+    },
+    {
+      // An edge into another module group has its midpoint near that group's top, where
+      // the group's name is drawn: its label moves down along the edge, off the name.
+      selector: "edge[?cross]",
+      style: { "text-margin-y": fs(14) },
     },
     { selector: "edge[kind = 'acc']", style: { "line-style": "solid", "target-arrow-shape": "none", width: 1.2 } },
     {
