@@ -66,3 +66,47 @@ def test_tape_lessons_show_their_pitfall(page: Any) -> None:
     expect(sub).to_contain_text("32×32")  # (32, 1) − (32,): the shape the lesson is about
     wait_graph(page)
     shot(page, "lessons-03-broadcasting")
+
+
+def test_a_lesson_on_a_1024_by_768_projector_keeps_its_tabs_and_the_graph_in_view(page: Any) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page, "?lesson=chain-rule")
+    expect(page.locator(POSITION)).to_have_text("step 3 of 6")
+    wait_graph(page)
+    # the card's text takes its whole width (beside the buttons it took half, and the card a
+    # third of the screen)
+    widths = page.evaluate(
+        """() => [document.querySelector('.gw-lesson-text').getBoundingClientRect().width,
+                  document.querySelector('[data-gw=lesson-card]').clientWidth]"""
+    )
+    assert widths[0] > 0.85 * widths[1], widths
+    side_scrolled = """() => {
+        const pane = document.querySelector('.gw-pane-side');
+        const tabs = pane.querySelector('.gw-tabs').getBoundingClientRect();
+        return [pane.scrollTop, tabs.top - pane.getBoundingClientRect().top];
+    }"""
+    # the walk scrolls to the current step inside its own list: the pane around it (and
+    # its tabs) never moves, whichever step is shown
+    page.focus("[data-gw=run]")
+    for height in (768, 600):  # 600: a window too short for the stepper's contents
+        page.set_viewport_size({"width": 1024, "height": height})
+        for key, step in (("End", 6), ("Home", 1), ("End", 6)):
+            page.keyboard.press(key)
+            expect(page.locator(POSITION)).to_have_text(f"step {step} of 6")
+            page.wait_for_timeout(100)  # the walk scrolls to its step in the next frame
+            scroll_top, tabs_offset = page.evaluate(side_scrolled)
+            assert scroll_top == 0 and tabs_offset >= 0, (height, key, scroll_top, tabs_offset)
+        expect(page.locator("#gw-tab-stepper")).to_be_in_viewport()
+        if height == 768:
+            # the end's "Graph freed" note takes one line over the graph, not three over
+            # its leaves; and stepping to the loss, drawn whole at the top, left the view
+            # where it was (it was centred, and the lower half of the graph went out of view)
+            assert page.evaluate("() => document.querySelector('.gw-graph-banner').offsetHeight") < 32
+            page.keyboard.press("Home")
+            page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+            top = page.evaluate(
+                "() => window.gradwalk.graph.core.$('node.current').renderedBoundingBox({includeLabels: false}).y1"
+            )
+            assert 0 <= top < 40, top
+            page.keyboard.press("End")
+            shot(page, "lessons-04-projector-1024x768")

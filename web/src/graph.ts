@@ -359,13 +359,14 @@ export class GraphView {
     this.userMoved = true;
   }
 
-  /** Pan element `id` into view when it is outside it (`byUser`: the user moved there). */
+  /** Centre element `id` when it is not wholly in view (`byUser`: the user moved there). */
   private reveal(id: string, byUser = true): void {
     const el = this.cy.getElementById(id);
     if (!el.nonempty()) return;
-    const p = el.renderedPosition();
-    const margin = 40;
-    if (p.x > margin && p.y > margin && p.x < this.cy.width() - margin && p.y < this.cy.height() - margin) return;
+    // its box, not its centre: a node drawn whole at the pane's top (a top-first fit puts
+    // the loss 16 px down) is in view, and centring it hid the graph's lower half
+    const b = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+    if (b.x1 >= 0 && b.y1 >= 0 && b.x2 <= this.cy.width() && b.y2 <= this.cy.height()) return;
     if (this.big) this.cy.center(el);
     else this.cy.animate({ center: { eles: el } }, { duration: 200 });
     if (byUser) this.userMoved = true;
@@ -395,6 +396,7 @@ export class GraphView {
     const { changed } = this.painter.paint(entry, entry ? null : state.op);
     const text = bannerText(this.model, entry);
     this.banner.textContent = text;
+    this.banner.title = text; // where a short pane cuts it to one line
     this.banner.hidden = !text;
     if (entry && changed) this.follow(entry);
   }
