@@ -412,6 +412,14 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert page.evaluate("() => document.scrollingElement.scrollHeight <= window.innerHeight")
     settle(page)
     shot(page, "15-projector-1024x768")
+    # the Charts tab hides the graph: the code takes the whole left column (it sat under an
+    # empty area where the graph had been)
+    page.click("#gw-tab-charts")
+    expect(page.locator(".gw-pane-graph")).to_be_hidden()
+    tops = page.evaluate(
+        "() => ['code', 'side'].map((name) => document.querySelector(`.gw-pane-${name}`).getBoundingClientRect().top)"
+    )
+    assert abs(tops[0] - tops[1]) < 2, tops
 
 
 def test_stop_cancels_a_long_run(page: Any) -> None:
