@@ -66,6 +66,41 @@ def test_clean_training_has_per_parameter_norms_for_every_parameter() -> None:
     assert steps[0].optimizer == "opt (AdamW)"
 
 
+def test_parameter_labels_hold_for_an_unhashable_optimizer_and_after_a_recorded_inplace_op() -> None:
+    """Labels are kept per optimizer between steps (by id: this one defines __eq__ and so
+    has no hash), and looked up again once an op has been recorded (the in-place update
+    recorded in full detail gives w a new tensor id)."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+class Opt(torch.optim.SGD):
+    def __eq__(self, other):
+        return self is other
+net = nn.Linear(3, 1)
+w = torch.ones(3, requires_grad=True)
+opt = Opt([*net.parameters(), w], lr=0.1)
+for _ in range(6):
+    opt.zero_grad()
+    (net(torch.ones(2, 3)).sum() + (w * 2).sum()).backward()
+    opt.step()
+    with torch.no_grad():
+        w.mul_(0.5)
+""",
+        limits=Limits(detail_steps=2),
+    )
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 6 and [s.detail for s in steps] == [True, True, False, False, False, False]
+    for s in steps:
+        assert [p.name for p in s.params] == ["weight", "bias", "w"]
+        assert all(p.grad_norm is not None for p in s.params)
+    w_ids = [s.params[2].tensor for s in steps]
+    assert w_ids[0] != w_ids[1]  # the recorded w.mul_ made a new version of w
+    named = {e.id for e in q.events_of(trace, "tensor") if e.name == "w"} | {
+        e.id for e in q.events_of(trace, "tensor_named") if e.name == "w"
+    }
+    assert set(w_ids) <= named
+
+
 def _graph_bytes(file: str, replace: tuple[str, str] | None = None) -> list[int]:
     src = case_source(file).replace(
         "    total += loss", "    total += loss\n    gradwalk.log('graph_bytes', 0)"
