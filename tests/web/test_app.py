@@ -124,7 +124,10 @@ def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
         """() => window.gradwalk.graph.core.edges('.idle').map((e) => [e.style('text-opacity'), e.style('opacity')])"""
     )
     assert idle_edges and all(float(text) == 0 and float(opacity) < 1 for text, opacity in idle_edges)
-    assert page.evaluate("() => window.gradwalk.graph.core.$('node.current').connectedEdges('.idle').length") == 0
+    assert (
+        page.evaluate("() => window.gradwalk.graph.core.$('node.current').connectedEdges('.idle').length")
+        == 0
+    )
     settle(page)
     shot(page, "14-stepper-training-loop-readable")
     page.click("#gw-tab-tape")
