@@ -138,8 +138,8 @@ export class StepPainter {
         cls = ran.index === entry.index ? "flowing" : "flowed";
       }
     }
-    // An edge of another backward call (an end is idle) fades with its nodes, and its label
-    // is not drawn over the labels of the call being stepped.
+    // An edge of another backward call (one of its two nodes is idle) fades with its nodes,
+    // and its label is not drawn over the labels of the call being stepped.
     if (!cls && entry && (this.isIdle(d.source) || this.isIdle(d.target))) cls = "idle";
     const key = `${cls}|${label}`;
     if (this.edgeLabel.get(d.id) !== key) {
