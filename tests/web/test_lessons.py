@@ -110,3 +110,20 @@ def test_a_lesson_on_a_1024_by_768_projector_keeps_its_tabs_and_the_graph_in_vie
             assert 0 <= top < 40, top
             page.keyboard.press("End")
             shot(page, "lessons-04-projector-1024x768")
+
+
+def test_a_lesson_card_reads_on_a_phone(page: Any) -> None:
+    page.set_viewport_size({"width": 420, "height": 900})
+    open_app(page, "?lesson=accumulate")
+    expect(page.locator(POSITION)).to_contain_text("step 8 of 12")
+    # one column: the text as wide as the card (the buttons' column squeezed it to a word
+    # a line), the buttons under it
+    box = page.evaluate(
+        """() => Object.fromEntries(['.gw-lesson-text', '.gw-lesson-nav', '[data-gw=lesson-card]'].map((s) => {
+            const r = document.querySelector(s).getBoundingClientRect();
+            return [s, [r.left, r.top, r.width, r.bottom]];
+        }))"""
+    )
+    text, nav, card = box[".gw-lesson-text"], box[".gw-lesson-nav"], box["[data-gw=lesson-card]"]
+    assert text[2] > 0.8 * card[2], box
+    assert nav[1] >= text[3], box
