@@ -80,6 +80,16 @@ def test_a_lesson_on_a_1024_by_768_projector_keeps_its_tabs_and_the_graph_in_vie
                   document.querySelector('[data-gw=lesson-card]').clientWidth]"""
     )
     assert widths[0] > 0.85 * widths[1], widths
+    # under the card the graph takes more of the height than the code: the lesson's graph
+    # shows whole (leaves and their .grad) at a zoom whose labels show
+    page.wait_for_function(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            const b = cy.nodes().renderedBoundingBox({ includeLabels: false });
+            return !cy.animated() && cy.zoom() >= 0.62 && b.y1 >= 0 && b.y2 <= cy.height();
+        }""",
+        timeout=5_000,
+    )
     side_scrolled = """() => {
         const pane = document.querySelector('.gw-pane-side');
         const tabs = pane.querySelector('.gw-tabs').getBoundingClientRect();
