@@ -425,6 +425,21 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert abs(tops[0] - tops[1]) < 2, tops
 
 
+def test_presenter_type_on_a_projector_keeps_the_graph_toolbar_on_one_row(page: Any) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page)
+    run_source(page, TRAINING_LOOP)  # modules: the toolbar has Fold modules and Unfold too
+    page.click("[data-gw=presenter]")
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
+    tops = page.evaluate(
+        """() => [...document.querySelector('.gw-graph-toolbar').children]
+            .filter((el) => el.offsetParent !== null)
+            .map((el) => el.getBoundingClientRect().top)"""
+    )
+    # one row (two rows took 40 px more from a graph pane already small at this size)
+    assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
+
+
 def test_stop_cancels_a_long_run(page: Any) -> None:
     open_app(page)
     page.evaluate(
