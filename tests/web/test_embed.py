@@ -129,6 +129,19 @@ def test_embed_fills_a_narrow_frame(page: Any, course: CoursePages, cubic_run: s
     assert size == [pytest.approx(420, abs=4), pytest.approx(640, abs=4)]
     expect(frame.locator(".gw-code-line.current")).to_contain_text("y.backward()")
     expect(frame.locator(".gw-viewer-output")).to_contain_text("tensor(14.7500)")
+    # the graph over the code is short: at the end of backward the leaves are brought into
+    # view by the least pan (centred, they left the graph's top cut off above and the lower
+    # half of the frame empty)
+    frame.wait_for_function(
+        """() => {
+            const cy = window.gradwalkViewer.graph.core;
+            if (cy.animated() || window.gradwalkViewer.graph.busy) return false;
+            const all = cy.nodes().renderedBoundingBox({ includeLabels: false });
+            const leaves = cy.nodes("[kind = 'leaf']").renderedBoundingBox({ includeLabels: false });
+            return leaves.y1 >= 0 && leaves.y2 <= cy.height() && (all.y1 >= 0 || all.y2 >= cy.height() - 40);
+        }""",
+        timeout=5_000,
+    )
     settle(page)
     shot(page, "embed-03-narrow-code")
 

@@ -56,11 +56,16 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
 function nudgeInto(cy: Core, id: string): void {
   const el = cy.getElementById(id);
   if (!el.nonempty()) return;
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
-  const margin = 24;
+  const { dx, dy } = leastPan(el.renderedBoundingBox({ includeLabels: false, includeOverlays: false }), cy, 24);
+  if (dx || dy) cy.panBy({ x: dx, y: dy });
+}
+
+/**
+ * The least pan that brings a rendered box `margin` px inside the viewport of `cy`; a box
+ * bigger than the viewport keeps its top (left) edge in view.
+ */
+export function leastPan(box: { x1: number; x2: number; y1: number; y2: number }, cy: Core, margin: number): { dx: number; dy: number } {
   const into = (lo: number, hi: number, size: number) =>
     lo < margin ? margin - lo : hi > size - margin ? Math.max(size - margin - hi, margin - lo) : 0;
-  const dx = into(box.x1, box.x2, cy.width());
-  const dy = into(box.y1, box.y2, cy.height());
-  if (dx || dy) cy.panBy({ x: dx, y: dy });
+  return { dx: into(box.x1, box.x2, cy.width()), dy: into(box.y1, box.y2, cy.height()) };
 }

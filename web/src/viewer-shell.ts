@@ -9,6 +9,7 @@ import { CodeView } from "./code-view";
 import { ChartsView } from "./charts";
 import { h } from "./dom";
 import { GraphView } from "./graph";
+import { leastPan } from "./graph-viewport";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
@@ -317,18 +318,21 @@ export class Viewer {
     return entry?.kind === "end" ? cy.nodes("[kind = 'leaf'], [kind = 'param']") : cy.collection();
   }
 
-  /** Pan what the step is about into view when it is outside it. */
+  /**
+   * Pan what the step is about into view when it is outside it, the least distance: centring
+   * the leaves at the end of a call, in a short frame, left the graph's top cut off above
+   * and the frame's lower half empty.
+   */
   private showCurrentNode(): void {
     const cy = this.graph.core;
     // Before the layout, nodes sit at the origin: wait for it (showCurrentNodeAfterEachLayout calls again).
     if (this.graph.busy || this.graph.lastLayout === null) return;
     const focus = this.focusNodes();
     if (focus.empty() || !cy.width()) return;
-    const box = focus.renderedBoundingBox();
-    const margin = 12;
-    if (box.x1 >= margin && box.y1 >= margin && box.x2 <= cy.width() - margin && box.y2 <= cy.height() - margin) return;
+    const { dx, dy } = leastPan(focus.renderedBoundingBox(), cy, 12);
+    if (!dx && !dy) return;
     cy.stop();
-    cy.animate({ center: { eles: focus } }, { duration: 200 });
+    cy.animate({ panBy: { x: dx, y: dy } }, { duration: 200 });
   }
 
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
