@@ -362,6 +362,9 @@ class Recorder:
 
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""
+        # memory events are thinned as the total grows (see on_op): the run's last word is
+        # exact, so a chart of graph memory ends where the run did
+        self.report_memory(None)
         with self.mute():
             self.pitfalls.on_finish()
             self.tensors.name_all(scope)

@@ -126,6 +126,15 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item() -> N
     assert max(flat) <= 2 * max(flat[:2]) and max(flat) < climbing[-1] / 5
 
 
+def test_the_graph_memory_charts_last_point_is_the_runs_final_memory() -> None:
+    # memory events are thinned as the total grows; the last one is the run's final figure,
+    # the one the running-total detector reports (the chart ended ~10% short of it)
+    trace = record(case_source("pitfall_loss_tensor_total.py"))
+    last = q.events_of(trace, "memory")[-1].saved_bytes
+    (found,) = [p for p in q.pitfalls(trace) if p.kind == "loss-tensor-accumulated"]
+    assert f"to {last:,} bytes" in found.message
+
+
 def test_user_metrics_show_up_with_their_step() -> None:
     src = case_source("rent_regression.py").replace(
         "    opt.step()",
