@@ -163,9 +163,7 @@ class TrainingTracker:
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
-        mute = rec.mute()
-        mute.__enter__()  # one mute for the norms and the detectors (see the finally below)
-        try:
+        with rec.mute():  # one mute for the norms, the event and the detectors
             try:
                 stats = self._measure(opt, params, frame)
             except Exception:
@@ -193,8 +191,6 @@ class TrainingTracker:
             self._last_end = now
             self._before = []
             rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
-        finally:
-            mute.__exit__(None, None, None)
         self._schedule()
 
     def _measure(
@@ -346,8 +342,7 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
     try:
         for t in tensors:
             if t.dtype in _NUMPY_DTYPES and t.layout is _STRIDED and t.is_cpu:
-                n = t.numel()
-                if n <= _SMALL:
+                if t.numel() <= _SMALL:
                     dims = t.dim()
                     values = t.tolist() if dims == 1 else [t.item()] if dims == 0 else t.reshape(-1).tolist()
                     out.append(_norm_of_floats(values, t.dtype))

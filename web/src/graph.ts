@@ -14,7 +14,7 @@ import { type LayoutName, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
-import { fitGraph } from "./graph-viewport";
+import { fitGraph, leastPan } from "./graph-viewport";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -365,8 +365,8 @@ export class GraphView {
     if (!el.nonempty()) return;
     // its box, not its centre: a node drawn whole at the pane's top (a top-first fit puts
     // the loss 16 px down) is in view, and centring it hid the graph's lower half
-    const b = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
-    if (b.x1 >= 0 && b.y1 >= 0 && b.x2 <= this.cy.width() && b.y2 <= this.cy.height()) return;
+    const { dx, dy } = leastPan(el.renderedBoundingBox({ includeLabels: false, includeOverlays: false }), this.cy, 0);
+    if (!dx && !dy) return;
     if (this.big) this.cy.center(el);
     else this.cy.animate({ center: { eles: el } }, { duration: 200 });
     if (byUser) this.userMoved = true;
