@@ -440,6 +440,36 @@ def test_presenter_type_on_a_projector_keeps_the_graph_toolbar_on_one_row(page: 
     assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
 
 
+def test_a_phone_keeps_the_header_tools_under_more(page: Any) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_app(page)
+    header = page.locator(".gw-header")
+    tools = page.locator(".gw-header-tools")
+    more = page.locator("[data-gw=more]")
+    # closed: brand and "More" on one row, the examples, Lessons, Run under them (the
+    # seven tools took four more rows, 240 px of a phone's screen above the code)
+    expect(tools).to_be_hidden()
+    assert header.bounding_box()["height"] < 150, header.bounding_box()
+    assert page.locator("[data-gw=run]").is_visible() and page.locator("[data-gw=lessons]").is_visible()
+    assert page.evaluate("() => document.querySelector('[data-gw=examples]').getBoundingClientRect().width") > 200
+    more.click()
+    expect(more).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("[data-gw=presenter]")).to_be_visible()
+    settle(page)
+    shot(page, "16-phone-header-more")
+    page.keyboard.press("Escape")  # closes, and gives the focus back to "More"
+    expect(tools).to_be_hidden()
+    assert page.evaluate("() => document.activeElement.dataset.gw") == "more"
+    more.click()
+    page.click("[data-gw=theme]")  # a chosen tool does its work and closes the menu
+    expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
+    expect(tools).to_be_hidden()
+    # wider, there is no "More": the tools sit in the header, whatever the menu's state
+    page.set_viewport_size({"width": 1280, "height": 800})
+    expect(more).to_be_hidden()
+    expect(page.locator("[data-gw=classroom]")).to_be_visible()
+
+
 def test_stop_cancels_a_long_run(page: Any) -> None:
     open_app(page)
     page.evaluate(

@@ -7,6 +7,7 @@ import { ChartsView } from "./charts";
 import { $, h, isTyping } from "./dom";
 import { Editor } from "./editor";
 import { GraphView } from "./graph";
+import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
@@ -96,6 +97,7 @@ export class App {
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
     bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
+    bindHeaderMenu(root.querySelector(".gw-header"));
 
     this.tabs = [...root.querySelectorAll<HTMLElement>("[role=tab][data-view]")];
     for (const tab of this.tabs) {
