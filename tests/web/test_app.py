@@ -99,7 +99,10 @@ def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
     page.click("#gw-tab-stepper")
     calls = page.locator(".gw-call")
     expect(calls).to_have_count(3)
-    expect(calls.nth(1)).to_have_text(re.compile(r"^#2 loss\.backward\(\) · line 9$"))
+    # three calls that read the same: their text once, then #1 #2 #3, on one row
+    expect(page.locator(".gw-calls-caption")).to_have_text("loss.backward() · line 9")
+    expect(calls.nth(1)).to_have_text("#2")
+    expect(calls.nth(1)).to_have_attribute("aria-label", "#2 loss.backward() · line 9")
     page.wait_for_function("() => window.gradwalk.graph.core.zoom() >= 0.62")
 
     def current_in_view() -> bool:
@@ -425,19 +428,32 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert abs(tops[0] - tops[1]) < 2, tops
 
 
-def test_presenter_type_on_a_projector_keeps_the_graph_toolbar_on_one_row(page: Any) -> None:
+_TOPS_OF_SHOWN_CHILDREN = """(selector) => [...document.querySelector(selector).children]
+    .filter((el) => el.offsetParent !== null)
+    .map((el) => el.getBoundingClientRect().top)"""
+
+
+def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)
     run_source(page, TRAINING_LOOP)  # modules: the toolbar has Fold modules and Unfold too
     page.click("[data-gw=presenter]")
     expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
-    tops = page.evaluate(
-        """() => [...document.querySelector('.gw-graph-toolbar').children]
-            .filter((el) => el.offsetParent !== null)
-            .map((el) => el.getBoundingClientRect().top)"""
-    )
-    # one row (two rows took 40 px more from a graph pane already small at this size)
+    # one row each: two rows of graph toolbar took 40 px more from a graph pane already
+    # small at this size, the header's tools 46 px (they open under "More" at presenter
+    # size), three wrapped backward calls 120 px of the side pane
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
     assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
+    assert len(tops) == 3 and max(tops) - min(tops) < 8, tops  # brand, run controls, More
+    page.click("#gw-tab-stepper")
+    tops = page.evaluate("() => [...document.querySelectorAll('.gw-call')].map((el) => el.getBoundingClientRect().top)")
+    assert len(tops) == 3 and max(tops) - min(tops) < 2, tops
+    page.click("[data-gw=more]")
+    page.click("[data-gw=presenter]")  # and the way back is under "More"
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "off")
+    expect(page.locator("[data-gw=more]")).to_be_hidden()
+    expect(page.locator("[data-gw=classroom]")).to_be_visible()
 
 
 def test_a_phone_keeps_the_header_tools_under_more(page: Any) -> None:

@@ -15,6 +15,9 @@ const WALK_WINDOW = 200;
 const WALK_MARGIN = 20;
 
 export class StepperView {
+  /** The row of backward calls: a caption (the calls' shared text, if any) and their tabs. */
+  private readonly callsRow: HTMLElement;
+  private readonly callsCaption: HTMLElement;
   private readonly calls: HTMLElement;
   private readonly slider: HTMLInputElement;
   private readonly position: HTMLElement;
@@ -57,11 +60,13 @@ export class StepperView {
     this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Backward step" });
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
     this.position = h("span", { class: "gw-position", "aria-live": "polite" });
-    this.calls = h("div", { class: "gw-calls", role: "tablist", "aria-label": "Backward calls" });
+    this.calls = h("div", { class: "gw-call-tabs", role: "tablist", "aria-label": "Backward calls" });
+    this.callsCaption = h("span", { class: "gw-calls-caption" });
+    this.callsRow = h("div", { class: "gw-calls" }, this.callsCaption, this.calls);
     this.card = h("div", { class: "gw-step-card", "aria-live": "polite" });
     this.walk = h("ol", { class: "gw-walk", "aria-label": "Nodes in the order the engine ran them" });
     root.append(
-      this.calls,
+      this.callsRow,
       h("div", { class: "gw-step-controls" }, ...this.buttons),
       h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
       // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
@@ -155,6 +160,7 @@ export class StepperView {
         h("p", { class: "gw-empty", text: m.isFinished ? "This run never called backward()." : "The backward walk appears here once the code calls backward()." }),
       );
       this.calls.replaceChildren();
+      this.callsRow.hidden = true;
       this.walk.replaceChildren();
       return;
     }
@@ -169,9 +175,20 @@ export class StepperView {
     this.renderWalk(entry);
   }
 
+  /**
+   * One row of tabs, one per backward call. A training loop's calls all read the same
+   * (`loss.backward() · line 9`): that text is written once before them and the tabs say
+   * `#1 #2 #3`; calls that differ are told apart by their own text. The row scrolls sideways
+   * rather than wrap (three wrapped rows took 120 px of a projector's side pane).
+   */
   private renderCalls(entry: StepEntry): void {
     const m = this.model;
-    const labels = callLabels(m.backwards.map((call) => `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`));
+    const texts = m.backwards.map((call) => `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`);
+    const shared = texts.length > 1 && texts.every((t) => t === texts[0]);
+    const labels = shared ? texts.map((_, i) => `#${i + 1}`) : callLabels(texts);
+    this.callsCaption.textContent = shared ? texts[0] : "";
+    this.callsCaption.hidden = !shared;
+    let selectedTab: HTMLElement | null = null;
     this.calls.replaceChildren(
       ...m.backwards.map((call, i) => {
         const selected = call.index === entry.backward;
@@ -180,6 +197,7 @@ export class StepperView {
           role: "tab",
           class: `gw-call${selected ? " selected" : ""}`,
           "aria-selected": String(selected),
+          "aria-label": shared ? `#${i + 1} ${texts[i]}` : undefined,
           text: labels[i],
           title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
         });
@@ -187,10 +205,12 @@ export class StepperView {
           const first = call.entries[0];
           if (first) this.go(first.index);
         });
+        if (selected) selectedTab = b;
         return b;
       }),
     );
-    this.calls.hidden = m.backwards.length < 2;
+    this.callsRow.hidden = m.backwards.length < 2;
+    if (selectedTab) keepInRow(this.calls, selectedTab);
   }
 
   private renderCard(entry: StepEntry): void {
@@ -330,4 +350,13 @@ export class StepperView {
     }
     return h("li", {}, b);
   }
+}
+
+/** Scroll a sideways-scrolling row just enough to show ``tab`` (scrollIntoView would also
+ * scroll the panes around it). */
+function keepInRow(row: HTMLElement, tab: HTMLElement): void {
+  const left = tab.offsetLeft - row.offsetLeft;
+  const right = left + tab.offsetWidth;
+  if (left < row.scrollLeft) row.scrollLeft = left;
+  else if (right > row.scrollLeft + row.clientWidth) row.scrollLeft = right - row.clientWidth;
 }
