@@ -32,6 +32,11 @@ def hover_graph_node(page: Any, selector: str) -> None:
     page.mouse.move(x, y)
 
 
+_TOPS_OF_SHOWN_CHILDREN = """(selector) => [...document.querySelector(selector).children]
+    .filter((el) => el.offsetParent !== null)
+    .map((el) => el.getBoundingClientRect().top)"""
+
+
 def test_cubic_graph_then_step_to_the_leaf(page: Any) -> None:
     open_app(page)
     run_example(page, "cubic")
@@ -428,11 +433,6 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert abs(tops[0] - tops[1]) < 2, tops
 
 
-_TOPS_OF_SHOWN_CHILDREN = """(selector) => [...document.querySelector(selector).children]
-    .filter((el) => el.offsetParent !== null)
-    .map((el) => el.getBoundingClientRect().top)"""
-
-
 def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)
@@ -447,7 +447,9 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
     assert len(tops) == 3 and max(tops) - min(tops) < 8, tops  # brand, run controls, More
     page.click("#gw-tab-stepper")
-    tops = page.evaluate("() => [...document.querySelectorAll('.gw-call')].map((el) => el.getBoundingClientRect().top)")
+    tops = page.evaluate(
+        "() => [...document.querySelectorAll('.gw-call')].map((el) => el.getBoundingClientRect().top)"
+    )
     assert len(tops) == 3 and max(tops) - min(tops) < 2, tops
     page.click("[data-gw=more]")
     page.click("[data-gw=presenter]")  # and the way back is under "More"
@@ -456,7 +458,7 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     expect(page.locator("[data-gw=classroom]")).to_be_visible()
 
 
-def test_a_phone_keeps_the_header_tools_under_more(page: Any) -> None:
+def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     open_app(page)
     header = page.locator(".gw-header")
@@ -467,7 +469,10 @@ def test_a_phone_keeps_the_header_tools_under_more(page: Any) -> None:
     expect(tools).to_be_hidden()
     assert header.bounding_box()["height"] < 150, header.bounding_box()
     assert page.locator("[data-gw=run]").is_visible() and page.locator("[data-gw=lessons]").is_visible()
-    assert page.evaluate("() => document.querySelector('[data-gw=examples]').getBoundingClientRect().width") > 200
+    assert (
+        page.evaluate("() => document.querySelector('[data-gw=examples]').getBoundingClientRect().width")
+        > 200
+    )
     more.click()
     expect(more).to_have_attribute("aria-expanded", "true")
     expect(page.locator("[data-gw=presenter]")).to_be_visible()
@@ -480,6 +485,11 @@ def test_a_phone_keeps_the_header_tools_under_more(page: Any) -> None:
     page.click("[data-gw=theme]")  # a chosen tool does its work and closes the menu
     expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
     expect(tools).to_be_hidden()
+    # the five step buttons on one row (Last » wrapped alone onto a second)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-step-controls")
+    assert len(tops) == 5 and max(tops) - min(tops) < 2, tops
     # wider, there is no "More": the tools sit in the header, whatever the menu's state
     page.set_viewport_size({"width": 1280, "height": 800})
     expect(more).to_be_hidden()
