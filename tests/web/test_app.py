@@ -496,6 +496,35 @@ def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> Non
     expect(page.locator("[data-gw=classroom]")).to_be_visible()
 
 
+TRANSFORMER = """import torch, torch.nn as nn
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0)
+enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+loss = enc(torch.randn(2, 5, 32)).pow(2).mean()
+loss.backward()
+"""
+
+
+def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
+    # 111 nodes, too many to read whole: shown from the top at a zoom whose labels show.
+    # The graph is wider than the pane, and its centre showed only the empty tops of the
+    # module groups; the loss (where backward starts) sat out of view to the left.
+    open_app(page)
+    run_source(page, TRANSFORMER)
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    view = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            const b = cy.nodes().filter((n) => n.data('label')?.startsWith('MeanBackward0')).renderedBoundingBox();
+            const all = cy.nodes().renderedBoundingBox();
+            return { loss: [b.x1, b.y1, b.x2, b.y2], w: cy.width(), h: cy.height(), graphW: all.w, zoom: cy.zoom() };
+        }"""
+    )
+    x1, y1, x2, y2 = view["loss"]
+    assert view["graphW"] > view["w"] and view["zoom"] > 0.5, view  # the case: a wide graph, readable
+    assert x1 >= 0 and y1 >= 0 and x2 <= view["w"] and y2 <= view["h"], view
+
+
 def test_stop_cancels_a_long_run(page: Any) -> None:
     open_app(page)
     page.evaluate(

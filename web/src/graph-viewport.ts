@@ -1,7 +1,7 @@
 // Where the graph's viewport goes on a fit: the whole graph, at most life-size; a graph too
 // big to read whole is shown from its top (the loss, where backward starts) at a zoom where
 // its labels show. Pure functions of a Cytoscape core (graph.ts decides when to call them).
-import type { Core } from "cytoscape";
+import type { Core, NodeSingular } from "cytoscape";
 
 /**
  * A pane is often too short to fit a whole graph at a size whose labels show (node text
@@ -46,10 +46,28 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
   }
 }
 
-/** Zoom to `zoom`, the graph centred across and its top `margin` px below the pane's top. */
+/**
+ * Zoom to `zoom`, the graph's top `margin` px below the pane's top, centred across; a graph
+ * wider than the pane is then panned the least that shows its top node (the loss, where
+ * backward starts), which the centre of a wide graph could leave out of view, showing
+ * only the empty tops of module groups.
+ */
 function topFirst(cy: Core, zoom: number, margin: number): void {
-  const bb = cy.elements(":visible").nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+  const nodes = cy.elements(":visible").nodes();
+  const bb = nodes.boundingBox({ includeLabels: false, includeOverlays: false });
   cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: margin - bb.y1 * zoom } });
+  if (bb.w * zoom <= cy.width()) return;
+  let top: NodeSingular | null = null;
+  let topY = Infinity;
+  nodes.forEach((n) => {
+    if (!n.isChildless()) return; // a module group's box, not a node of the graph
+    const y = n.boundingBox({ includeLabels: false, includeOverlays: false }).y1;
+    if (y < topY) {
+      topY = y;
+      top = n;
+    }
+  });
+  if (top) nudgeInto(cy, (top as NodeSingular).id());
 }
 
 /** Pan the least distance that brings element `id` wholly into view. */
