@@ -4,7 +4,7 @@
 import type { Core, EdgeSingular, NodeSingular } from "cytoscape";
 import type { GEdge, GNode } from "./graph-build";
 import { tensorNodeLabel } from "./graph-build";
-import { rootLabel } from "./naming";
+import { backwardCallText } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtShort } from "./values";
 
@@ -241,7 +241,7 @@ export function bannerText(model: TraceModel, entry: StepEntry | null): string {
   const f = entry.finished;
   if (!f.ok) return failureText(model, entry.backward);
   if (f.graph_freed) {
-    return `Graph freed: ${rootLabel(model, entry.backward)}.backward() released the saved tensors. A second backward() through it needs retain_graph=True.`;
+    return `Graph freed: ${backwardCallText(model, entry.backward)} released the saved tensors. A second backward() through it needs retain_graph=True.`;
   }
   return "Graph kept (retain_graph=True): it can be walked again.";
 }

@@ -104,7 +104,7 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
 export function nodeLabel(model: TraceModel, nodeId: number): string {
   const node = model.node(nodeId);
   if (!node) return `node ${nodeId}`;
-  if (node.name === "AccumulateGrad") return `AccumulateGrad → ${tensorExpr(model, node.tensor)}.grad`;
+  if (node.name === "AccumulateGrad") return `AccumulateGrad → ${gradOf(model, node.tensor)}`;
   return node.name;
 }
 
@@ -113,6 +113,35 @@ export function rootLabel(model: TraceModel, backward: number): string {
   const call = model.backward(backward);
   const root = call?.start.roots[0];
   return root === undefined ? "out" : tensorExpr(model, root);
+}
+
+/**
+ * `expr` as Python would need it before `.attribute`: a name (`loss`, `fc1.weight`) or a
+ * call (`tanh(h)`) stays as it is, anything else is parenthesised (`x * x` -> `(x * x)`:
+ * `x * x.backward()` reads as x times x's backward).
+ */
+export function attrOf(expr: string): string {
+  if (/^[\w.]+$/.test(expr)) return expr;
+  const call = /^[\w.]+\(/.exec(expr);
+  if (call && expr.endsWith(")")) {
+    // a call only if the parenthesis it opens is the one that ends the text: not `f(a) * g(b)`
+    let depth = 0;
+    for (let i = call[0].length - 1; i < expr.length; i++) {
+      if (expr[i] === "(") depth++;
+      else if (expr[i] === ")" && --depth === 0) return i === expr.length - 1 ? expr : `(${expr})`;
+    }
+  }
+  return `(${expr})`;
+}
+
+/** A backward call as the snippet wrote it, near enough: `loss.backward()`, `(x * x).backward()`. */
+export function backwardCallText(model: TraceModel, backward: number): string {
+  return `${attrOf(rootLabel(model, backward))}.backward()`;
+}
+
+/** A tensor's `.grad`, written as Python reads it: `x.grad`, `(x * 4).grad`. */
+export function gradOf(model: TraceModel, id: number | null | undefined): string {
+  return `${attrOf(tensorExpr(model, id))}.grad`;
 }
 
 /**

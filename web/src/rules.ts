@@ -5,7 +5,7 @@
 // saved (tensor values recorded when they were made, scalars as repr), and the gradient it
 // sent on each edge (`grad_out`). The right-hand side of every line is the real
 // `grad_out`, never a value recomputed here.
-import { edgeTargetLabel, rootLabel, tensorExpr } from "./naming";
+import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { GradAccumulated, NodeCreated, TensorValue } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, scalarOf, shapeText } from "./values";
@@ -393,9 +393,8 @@ export function hasRule(nodeName: string): boolean {
 
 /** Write `before + added → after` for a leaf, with 0 for a .grad that was None. */
 export function accumulationText(model: TraceModel, acc: GradAccumulated): string {
-  const name = tensorExpr(model, acc.tensor);
   const before = acc.before ? fmtValue(acc.before) : "0";
-  return `${name}.grad: ${before} + ${fmtValue(acc.added)} → ${fmtValue(acc.after)}`;
+  return `${gradOf(model, acc.tensor)}: ${before} + ${fmtValue(acc.added)} → ${fmtValue(acc.after)}`;
 }
 
 /** Explain one stepper position: the rule of the executed node with its real numbers. */
@@ -404,7 +403,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   const exec = entry.exec;
   const node = model.node(exec.node);
   if (!node) return null;
-  const root = rootLabel(model, entry.backward);
+  const root = d(rootLabel(model, entry.backward));
   const c = new Ctx(model, node, exec.grad_in, exec.grad_out);
   const own = node.tensor !== null && node.name !== "AccumulateGrad" ? tensorExpr(model, node.tensor) : null;
   const gradText = exec.grad_in.map((v) => fmtValue(v)).join(", ") + pathsSum(model, entry);
@@ -415,7 +414,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   if (node.name === "AccumulateGrad") {
     const leaf = tensorExpr(model, node.tensor);
     return {
-      summary: `AccumulateGrad adds the gradient into ${leaf}.grad (gradients accumulate with +=)`,
+      summary: `AccumulateGrad adds the gradient into ${gradOf(model, node.tensor)} (gradients accumulate with +=)`,
       incoming: `grad = ∂${root}/∂${d(leaf)} = ${gradText}`,
       lines: [],
       accumulations: entry.accs.map((a) => accumulationText(model, a)),

@@ -2,7 +2,7 @@
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame } from "./dom";
-import { callLabels, nodeLabel, rootLabel, tensorExpr } from "./naming";
+import { backwardCallText, callLabels, gradOf, nodeLabel } from "./naming";
 import { accumulationText, explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -183,7 +183,7 @@ export class StepperView {
    */
   private renderCalls(entry: StepEntry): void {
     const m = this.model;
-    const texts = m.backwards.map((call) => `${rootLabel(m, call.index)}.backward()${call.start.line ? ` · line ${call.start.line}` : ""}`);
+    const texts = m.backwards.map((call) => `${backwardCallText(m, call.index)}${call.start.line ? ` · line ${call.start.line}` : ""}`);
     const shared = texts.length > 1 && texts.every((t) => t === texts[0]);
     const labels = shared ? texts.map((_, i) => `#${i + 1}`) : callLabels(texts);
     this.callsCaption.textContent = shared ? texts[0] : "";
@@ -220,7 +220,7 @@ export class StepperView {
       const call = m.backward(entry.backward)!;
       const leaves = call.entries.flatMap((e) => e.accs);
       fill(this.card, 
-        h("h3", { class: "gw-step-title", text: `${rootLabel(m, entry.backward)}.backward() ${f.ok ? "finished" : "failed"}` }),
+        h("h3", { class: "gw-step-title", text: `${backwardCallText(m, entry.backward)} ${f.ok ? "finished" : "failed"}` }),
         h("p", { class: "gw-step-summary", text: `${f.nodes_executed} node${f.nodes_executed === 1 ? "" : "s"} ran.` }),
         f.ok
           ? h(
@@ -267,7 +267,7 @@ export class StepperView {
     const rows = exec.grad_out.map((v, slot) => {
       const edge = node.edges[slot];
       const target = edge?.node != null ? this.model.node(edge.node) : undefined;
-      const to = target ? (target.name === "AccumulateGrad" ? `${tensorExpr(this.model, target.tensor)}.grad` : target.name) : "(no grad needed)";
+      const to = target ? (target.name === "AccumulateGrad" ? gradOf(this.model, target.tensor) : target.name) : "(no grad needed)";
       return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v) }));
     });
     return h(

@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { callLabels, tensorExpr } from "../src/naming";
+import { attrOf, callLabels, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load } from "./traces";
@@ -33,4 +33,12 @@ test("backward calls that read alike are numbered; a unique one keeps its label"
     "y.backward() · line 4",
     "#2 loss.backward() · line 9",
   ]);
+});
+
+test("an expression before .backward() or .grad is parenthesised as Python reads it", () => {
+  for (const plain of ["loss", "fc1.weight", "t3", "tanh(h)", "sum(x * w)"]) assert.equal(attrOf(plain), plain);
+  assert.equal(attrOf("x * x"), "(x * x)"); // `x * x.backward()` is x times x's backward
+  assert.equal(attrOf("x**3"), "(x**3)");
+  assert.equal(attrOf("−x"), "(−x)");
+  assert.equal(attrOf("f(a) * g(b)"), "(f(a) * g(b))"); // ends in a call, is not one
 });
