@@ -139,6 +139,35 @@ def settle(page: Any) -> None:
     page.wait_for_timeout(300)
 
 
+# Every overlap of a shown edge label (a shape or a gradient; an idle call's are transparent)
+# with a node, a module group's name or another shown edge label, as [what, its label, the
+# edge label]; boxes in graph coordinates, with their 2 px text background: overlapping by
+# 3 px or less is touching (an 18 px edge from AccumulateGrad to its leaf holds a 19 px
+# ".grad" box).
+LABEL_OVERLAPS = """() => {
+    const cy = window.gradwalk.graph.core;
+    const only = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
+    const body = { includeLabels: true, includeOverlays: false, includeUnderlays: false };
+    const hit = (a, b) => Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1) > 3 && Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1) > 3;
+    const labels = cy.edges(':visible').filter((e) => !!e.data('label') && !e.hasClass('idle'))
+        .map((e) => [e.data('label'), e.boundingBox(only)]);
+    const others = cy.nodes(':visible').map((n) => n.isParent()
+        ? ['group', n.data('label'), n.boundingBox(only)]
+        : ['node', n.data('label').split('\\n')[0], n.boundingBox(body)]);
+    const over = [];
+    labels.forEach(([text, box], i) => {
+        for (const [kind, name, b] of others) if (hit(box, b)) over.push([kind, name, text]);
+        labels.slice(i + 1).forEach(([t2, b2]) => { if (hit(box, b2)) over.push(['label', t2, text]); });
+    });
+    return over;
+}"""
+
+
+def labels_placed(page: Any) -> None:
+    """Wait two frames: edge labels are placed in the frame after the labels change."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 def shot(page: Any, name: str) -> Path:
     """Save a screenshot of the page under test-artifacts/web/."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,19 @@ from typing import Any
 
 import pytest
 
-from .conftest import NEXT, expect, load_trace, open_app, run_example, run_source, settle, shot, wait_graph
+from .conftest import (
+    LABEL_OVERLAPS,
+    NEXT,
+    expect,
+    labels_placed,
+    load_trace,
+    open_app,
+    run_example,
+    run_source,
+    settle,
+    shot,
+    wait_graph,
+)
 from .tracegen import chain_trace
 
 pytestmark = pytest.mark.browser
@@ -71,22 +83,6 @@ for step in range(20):
 
 
 # (group name, edge label) of each edge label drawn over a module group's name
-_LABELS_OVER_GROUP_NAMES = """() => {
-    const cy = window.gradwalk.graph.core;
-    const labelBox = (el) => el.boundingBox({ includeNodes: false, includeEdges: false, includeLabels: true,
-        includeMainLabels: true, includeSourceLabels: false, includeTargetLabels: false, includeOverlays: false });
-    const over = [];
-    cy.edges().filter((e) => !!e.data('label')).forEach((e) => {
-        const a = labelBox(e);
-        cy.nodes(':parent').forEach((g) => {
-            const b = labelBox(g);
-            const x = Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1);
-            const y = Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1);
-            if (x > 1 && y > 1) over.push([g.data('label'), e.data('label')]);
-        });
-    });
-    return over;
-}"""
 
 
 def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
@@ -99,7 +95,8 @@ def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
     page.wait_for_function("() => window.gradwalk.graph.core.zoom() < 0.62")
     # an edge into a module group is labelled below the group's name, not over it (its
     # midpoint lies on the group's top border: the label hid model.5's name but for "mo")
-    assert page.evaluate(_LABELS_OVER_GROUP_NAMES) == []
+    labels_placed(page)
+    assert [o for o in page.evaluate(LABEL_OVERLAPS) if o[0] == "group"] == []
     overview = page.evaluate("() => window.gradwalk.graph.core.zoom()")
     page.click("#gw-tab-stepper")
     calls = page.locator(".gw-call")

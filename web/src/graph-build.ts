@@ -3,7 +3,7 @@
 // folded into one node. Pure data: graph.ts hands it to Cytoscape and the layout.
 import { tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
-import { fmt, scalarOf, shapeText } from "./values";
+import { fmt, fmtShort, scalarOf, shapeText } from "./values";
 
 export type NodeKind = "op" | "acc" | "leaf" | "param" | "input" | "saved" | "group" | "collapsed";
 
@@ -38,8 +38,6 @@ export interface GEdge {
   /** grad edge: the node sending the gradient and its input number */
   from?: number;
   slot?: number;
-  /** grad edge into another module group: its label is moved off the group's name */
-  cross?: boolean;
   label: string;
 }
 
@@ -85,6 +83,17 @@ export function tensorNodeLabel(model: TraceModel, id: number): string[] {
   const v = scalarOf(t.ev.value);
   if (v !== null && t.ev.shape.length === 0) return [`${name} = ${fmt(v)}`];
   return [name, shapeText(t.ev.shape)];
+}
+
+function widestGrad(model: TraceModel, tensor: number): string {
+  let widest = "−00.0000";
+  for (const acc of model.accumulationsOf(tensor)) {
+    for (const v of [acc.before, acc.after]) {
+      const text = v ? fmtShort(v) : "";
+      if (text.length > widest.length) widest = text;
+    }
+  }
+  return widest;
 }
 
 export function buildGraph(model: TraceModel, options: BuildOptions): GraphElements {
@@ -141,8 +150,9 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       return existing;
     }
     const lines = tensorNodeLabel(model, id);
-    // Leaves show their .grad while stepping: leave room for that line.
-    const room = kind === "input" ? lines : [...lines, ".grad −00.0000"];
+    // Leaves show their .grad while stepping: leave room for the widest it will read
+    // (a vector's `[−0.00148, −0.0042]` ran out of its hexagon), a short number at least.
+    const room = kind === "input" ? lines : [...lines, `.grad ${widestGrad(model, id)}`];
     const dims = size(room, 80);
     if (kind !== "input") dims.width += 18;
     const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...dims };
@@ -190,8 +200,7 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       const known = model.nodeShape(edge.node, edge.input_nr);
       // an unknown shape is left out rather than drawn as "?"
       const label = compact || !known ? "" : shapeText(known);
-      const cross = target.startsWith("g:") || groupOf(model.node(edge.node)?.module_path) !== groupOf(node.module_path);
-      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label, ...(cross ? { cross } : {}) });
+      edges.push({ id: key, kind: "grad", source: self, target, from: node.id, slot, label });
     });
 
     if (options.showSaved && !isFolded) {

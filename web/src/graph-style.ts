@@ -146,12 +146,6 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         "transition-duration": 180,
       },
     },
-    {
-      // An edge into another module group has its midpoint near that group's top, where
-      // the group's name is drawn: its label moves down along the edge, off the name.
-      selector: "edge[?cross]",
-      style: { "text-margin-y": fs(14) },
-    },
     { selector: "edge[kind = 'acc']", style: { "line-style": "solid", "target-arrow-shape": "none", width: 1.2 } },
     {
       selector: "edge[kind = 'saved']",

@@ -7,9 +7,10 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
 // the elements; graph-keys.ts walks them from the keyboard.
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
-import { h } from "./dom";
+import { h, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { GraphKeyboard } from "./graph-keys";
+import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutName, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, StepPainter } from "./graph-steps";
@@ -62,6 +63,8 @@ export class GraphView {
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
   private waiters: ((info: LayoutInfo) => void)[] = [];
+  /** Slide edge labels off nodes and each other (graph-labels.ts), a frame after they change. */
+  private readonly placeLabels = perFrame(() => this.big || placeEdgeLabels(this.cy));
   lastLayout: LayoutInfo | null = null;
 
   constructor(
@@ -394,6 +397,7 @@ export class GraphView {
   private applyState(state: ViewState): void {
     const entry = stepperEntry(this.model, state);
     const { changed } = this.painter.paint(entry, entry ? null : state.op);
+    this.placeLabels();
     const text = bannerText(this.model, entry);
     this.banner.textContent = text;
     this.banner.title = text; // where a short pane cuts it to one line

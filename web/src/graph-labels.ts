@@ -1,0 +1,175 @@
+// Edge labels slid along their edges, off nodes and off each other.
+//
+// Cytoscape draws an edge's label at the edge's midpoint. A long edge's midpoint can fall
+// under a node it passes by (the gradient into a ReLU hidden under a bias), the labels of
+// edges fanning out of one node overlap (nn.Linear's AddmmBackward0 sends gradients to
+// the weight's TBackward0 and to the bias side by side), and an edge into a module group
+// has its midpoint on the group's name. So each shown label is moved to the first of a few
+// places where it covers no node, no module name and no label placed before it: along its
+// own edge, the middle first, then (a short edge has little room along it) beside the
+// edge's middle; with none free, to the one it covers least. The labels of gradients
+// flowing now are placed first, then those that flowed, then shapes.
+import type { Core, EdgeSingular, NodeSingular } from "cytoscape";
+
+/** Where along its edge a label may sit (0 at the source, 1 at the target), in order. */
+const ALONG = [0.5, 0.38, 0.62, 0.27, 0.73, 0.17, 0.83];
+/** Then beside the edge, at these places along it, on either side. */
+const BESIDE = [0.5, 0.38, 0.62];
+const GAP = 2; // model px kept clear around a label
+const CELL = 96; // grid cell of the obstacle index, model px
+
+export interface Box {
+  x1: number;
+  y1: number;
+  x2: number;
+  y2: number;
+}
+
+const LABEL_ONLY = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false } as const;
+
+interface Obstacle extends Box {
+  /** the query that last counted this box (one box can lie in several cells) */
+  seen: number;
+}
+
+/** Boxes, indexed by the grid cells they cover, to ask what a box overlaps. */
+class Obstacles {
+  private cells = new Map<number, Obstacle[]>();
+  private query = 0;
+
+  add(b: Box): void {
+    const o: Obstacle = { x1: b.x1, y1: b.y1, x2: b.x2, y2: b.y2, seen: 0 };
+    this.each(b, (key) => {
+      const list = this.cells.get(key);
+      if (list) list.push(o);
+      else this.cells.set(key, [o]);
+    });
+  }
+
+  /** The area of `b` the boxes cover (each box counted once). */
+  covered(b: Box): number {
+    let area = 0;
+    const query = ++this.query;
+    this.each(b, (key) => {
+      for (const o of this.cells.get(key) ?? []) {
+        if (o.seen === query) continue;
+        o.seen = query;
+        const w = Math.min(b.x2, o.x2) - Math.max(b.x1, o.x1);
+        const h = Math.min(b.y2, o.y2) - Math.max(b.y1, o.y1);
+        if (w > 0 && h > 0) area += w * h;
+      }
+    });
+    return area;
+  }
+
+  private each(b: Box, fn: (key: number) => void): void {
+    const j1 = Math.floor(b.y1 / CELL);
+    const j2 = Math.floor(b.y2 / CELL);
+    for (let i = Math.floor(b.x1 / CELL); i <= Math.floor(b.x2 / CELL); i++) {
+      for (let j = j1; j <= j2; j++) fn(i * 65_536 + j);
+    }
+  }
+}
+
+function rank(e: EdgeSingular): number {
+  return e.hasClass("flowing") ? 0 : e.hasClass("flowed") ? 1 : 2;
+}
+
+type Point = { x: number; y: number };
+
+/** The centres a label of half-size `w` x `h` may take on edge `from`-`to`, best first (see the top of this file). */
+function candidates(from: Point, to: Point, mid: Point, w: number, h: number): Point[] {
+  const along = (f: number) => (f === 0.5 ? mid : { x: from.x + (to.x - from.x) * f, y: from.y + (to.y - from.y) * f });
+  // the middle is the edge's own (a curved edge bows); the rest lie on the chord
+  const out = ALONG.map(along);
+  const len = Math.hypot(to.x - from.x, to.y - from.y) || 1;
+  const nx = -(to.y - from.y) / len;
+  const ny = (to.x - from.x) / len;
+  // far enough across the edge that the label's box clears the line
+  const off = Math.abs(nx) * w + Math.abs(ny) * h + GAP;
+  for (const f of BESIDE) {
+    const at = along(f);
+    out.push({ x: at.x + nx * off, y: at.y + ny * off }, { x: at.x - nx * off, y: at.y - ny * off });
+  }
+  return out;
+}
+
+interface Geometry {
+  e: EdgeSingular;
+  label: Box & { w: number; h: number };
+  mid: Point;
+  from: Point;
+  to: Point;
+}
+
+const known = new WeakMap<EdgeSingular, { key: string; geometry: Geometry }>();
+
+/**
+ * An edge's label box and line, as Cytoscape draws them. Asking costs ~15 us an edge, so
+ * it is kept until the label, its look (rank) or either end node moves or resizes: a step
+ * changes a few labels, not the hundreds a graph has.
+ */
+function geometryOf(e: EdgeSingular): Geometry {
+  const s = e.source();
+  const t = e.target();
+  const sp = s.position();
+  const tp = t.position();
+  // a node's size is its data's (graph-style maps width and height from it)
+  const key = `${e.data("label")}|${rank(e)}|${sp.x},${sp.y},${s.data("width")},${s.data("height")}|${tp.x},${tp.y},${t.data("width")},${t.data("height")}`;
+  const kept = known.get(e);
+  if (kept?.key === key) return kept.geometry;
+  const geometry = { e, label: e.boundingBox(LABEL_ONLY), mid: e.midpoint(), from: e.sourceEndpoint(), to: e.targetEndpoint() };
+  known.set(e, { key, geometry });
+  return geometry;
+}
+
+/** Place every shown edge label of `cy` (see the top of this file). */
+export function placeEdgeLabels(cy: Core): void {
+  const obstacles = new Obstacles();
+  cy.nodes().forEach((n: NodeSingular) => {
+    if (n.hasClass("future")) return; // not built yet at the tape's scrubber: hidden
+    if (n.isParent()) {
+      obstacles.add(n.boundingBox(LABEL_ONLY)); // a module group is a frame: only its name is in the way
+    } else {
+      // the body: graph-build sizes each node for its widest label (a leaf's .grad included)
+      const p = n.position();
+      const w = n.outerWidth() / 2;
+      const h = n.outerHeight() / 2;
+      obstacles.add({ x1: p.x - w, y1: p.y - h, x2: p.x + w, y2: p.y + h });
+    }
+  });
+  const edges: EdgeSingular[] = [];
+  cy.edges().forEach((e: EdgeSingular) => {
+    if (e.data("label") && !e.hasClass("idle") && !e.source().hasClass("future") && !e.target().hasClass("future")) edges.push(e);
+  });
+  edges.sort((a, b) => rank(a) - rank(b));
+  // read every edge's geometry before moving any label (a read after a write recomputes)
+  const geometry = edges.map(geometryOf);
+  const margins = geometry.map(({ label, mid, from, to }) => {
+    const w = label.w / 2 + GAP;
+    const h = label.h / 2 + GAP;
+    let best: Box | null = null;
+    let bestAt = mid;
+    let bestCost = Infinity;
+    for (const at of candidates(from, to, mid, w, h)) {
+      const box = { x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h };
+      const cost = obstacles.covered(box);
+      if (cost < bestCost) {
+        best = box;
+        bestAt = at;
+        bestCost = cost;
+        if (cost === 0) break;
+      }
+    }
+    if (best) obstacles.add(best);
+    return { dx: bestAt.x - mid.x, dy: bestAt.y - mid.y };
+  });
+  cy.batch(() => {
+    geometry.forEach(({ e }, i) => {
+      const { dx, dy } = margins[i];
+      if (e.numericStyle("text-margin-x") !== dx || e.numericStyle("text-margin-y") !== dy) {
+        e.style({ "text-margin-x": dx, "text-margin-y": dy });
+      }
+    });
+  });
+}
