@@ -13,7 +13,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/health", tags=["health"])
 
 
-@router.get("", response_model=Health)
+@router.api_route("", methods=["GET", "HEAD"], response_model=Health)
 async def health(registry: RegistryDep) -> Health:
     """Report the workers, their isolation, CUDA and the version."""
     pool = registry.pool

@@ -42,7 +42,8 @@ def _templates(request: Request) -> Jinja2Templates:
     return templates
 
 
-@router.get("/", response_class=HTMLResponse)
+# HEAD too: uptime monitors and `curl -I` ask the page with it (GET alone answered 405)
+@router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
 async def index(request: Request, registry: RegistryDep) -> Response:
     """Render the app."""
     try:

@@ -246,6 +246,14 @@ def test_index_page(api: httpx.Client, server: LiveServer) -> None:
         assert response.status_code == 503 and "make web" in response.text
 
 
+def test_head_asks_the_page_and_health_as_get_does(api: httpx.Client) -> None:
+    # an uptime monitor or `curl -I` (FastAPI's GET routes alone answered 405)
+    for path in ("/", "/api/health"):
+        head, get = api.head(path), api.get(path)
+        assert head.status_code == get.status_code and head.status_code != 405, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+
+
 def test_embed_page(api: httpx.Client, server: LiveServer) -> None:
     assert api.get("/embed/nope").status_code == 404
     run = run_json(api.post("/api/runs", json={"source": QUICK}))

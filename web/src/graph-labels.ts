@@ -18,7 +18,7 @@ const BESIDE = [0.5, 0.38, 0.62];
 const GAP = 2; // model px kept clear around a label
 const CELL = 96; // grid cell of the obstacle index, model px
 
-export interface Box {
+interface Box {
   x1: number;
   y1: number;
   x2: number;
