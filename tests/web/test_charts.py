@@ -154,6 +154,27 @@ def test_log_scale_and_dark_theme(page: Any, runs: dict[str, str]) -> None:
     shot(page, "charts-04-log-dark")
 
 
+def test_the_charts_fit_a_phone(page: Any, runs: dict[str, str]) -> None:
+    # the Charts view kept two columns at every width: on a phone the side pane, and the
+    # charts in it, lay off the right of the screen
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_charts(page, runs["rent"], "loss", 400)
+    boxes = page.evaluate(
+        """() => ['.gw-pane-code', '.gw-pane-side', '.gw-chart'].map((s) => {
+            const r = document.querySelector(s).getBoundingClientRect();
+            return [s, r.left, r.right];
+        })"""
+    )
+    assert all(left >= 0 and right <= 390 for _, left, right in boxes), boxes
+    assert page.evaluate("() => document.scrollingElement.scrollWidth") <= 390
+    # and the four tabs with their counts (Backward 18, Charts 400) fit the pane
+    assert page.evaluate(
+        "() => { const t = document.querySelector('.gw-pane-side .gw-tabs'); return t.scrollWidth <= t.clientWidth; }"
+    )
+    page.locator(".gw-pane-side").scroll_into_view_if_needed()
+    shot(page, "charts-11-phone")
+
+
 def test_clean_training_has_per_parameter_norms_for_every_parameter(page: Any, runs: dict[str, str]) -> None:
     events = trace(page.server, runs["clean"])["events"]
     steps = [e for e in events if e["type"] == "optimizer_step"]
