@@ -339,6 +339,16 @@ def test_inspector_shows_a_parameter_as_a_heatmap(page: Any) -> None:
     expect(body).to_contain_text("16×4")
     assert page.locator(".gw-inspector-body table.gw-heatmap").first.locator("td").count() == 64
     shot(page, "06-inspector-heatmap")
+    # a vector's cells keep each number on one line (`−9.482e-4` broke after the `e-`)
+    bias = page.evaluate(
+        "() => window.gradwalk.graph.core.nodes('[kind = \"param\"]').filter((n) => n.data('label').startsWith('net.fc1.bias')).id()"
+    )
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{bias}').emit('tap'); }}")
+    expect(body).to_contain_text("net.fc1.bias")
+    heights = page.evaluate(
+        "() => [...document.querySelectorAll('.gw-inspector-body .gw-values td')].map((td) => td.offsetHeight)"
+    )
+    assert len(heights) == 32 and max(heights) == min(heights), heights  # value and .grad, 16 each
 
 
 CLEARED_AT_THE_END = """import torch
