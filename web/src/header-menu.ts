@@ -1,7 +1,7 @@
-// The header's "More" menu on narrow screens. Below 760 px the header's tools (Classroom,
-// sharing, theme, presenter) would take four rows above the code, so CSS hides them behind
-// a "More" button; this wires that button. Wider, the button is not shown and the tools sit
-// in the header as usual, whatever the menu's state.
+// The header's "More" menu. Below 760 px the header's tools (Classroom, sharing, theme,
+// presenter) would take four rows above the code, and at presenter size a second row
+// above the graph, so there CSS hides them behind a "More" button; this wires that button.
+// Elsewhere the button is not shown and the tools sit in the header, whatever the menu's state.
 
 /** Toggle the header's tools with the "More" button; Escape or a chosen tool closes them. */
 export function bindHeaderMenu(header: HTMLElement | null): void {
