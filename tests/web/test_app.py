@@ -532,6 +532,32 @@ def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
     assert x1 >= 0 and y1 >= 0 and x2 <= view["w"] and y2 <= view["h"], view
 
 
+def test_stepping_on_a_phone_leaves_the_page_where_the_reader_is(page: Any) -> None:
+    # On a phone the page scrolls; each step brought the code's current line into view with
+    # scrollIntoView, which scrolled the page too: the reader, at the stepper under the
+    # graph, was thrown back up to the code at every step.
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_app(page)
+    run_example(page, "small_net")
+    page.click("#gw-tab-stepper")
+    page.locator(".gw-step-card").scroll_into_view_if_needed()
+    where = page.evaluate("() => window.scrollY")
+    assert where > 800, where  # the stepper is well below the code
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => window.gradwalk.store.state.step === 5")
+    page.wait_for_timeout(300)  # the walk list scrolls a frame later
+    assert page.evaluate("() => window.scrollY") == where
+    # the editor still shows the step's line, scrolled within itself
+    assert page.evaluate(
+        """() => {
+            const view = window.gradwalk.editor.view, line = view.state.doc.line(14);
+            const box = view.scrollDOM.getBoundingClientRect(), top = view.documentTop + view.lineBlockAt(line.from).top;
+            return top >= box.top && top < box.bottom;
+        }"""
+    )
+
+
 def test_stop_cancels_a_long_run(page: Any) -> None:
     open_app(page)
     page.evaluate(

@@ -1,7 +1,7 @@
 // The snippet's source, read-only, for pages without the editor (embeds, exports,
 // notebooks): numbered lines lit up with what is hovered elsewhere, the line of the
 // current backward step or tape op marked, and hovering a line lights up its ops and nodes.
-import { h } from "./dom";
+import { h, revealWithin } from "./dom";
 import { currentLine, linksOfLine, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 
@@ -38,6 +38,7 @@ export class CodeView {
   private lines: HTMLElement[] = [];
   private lit: HTMLElement[] = [];
   private current: HTMLElement | null = null;
+  private readonly scroller: HTMLElement;
 
   constructor(
     readonly root: HTMLElement,
@@ -46,7 +47,8 @@ export class CodeView {
   ) {
     root.classList.add("gw-code-view");
     this.list = h("ol", { class: "gw-code", "aria-label": "The snippet's code" });
-    root.append(h("div", { class: "gw-scroll gw-code-scroll" }, this.list));
+    this.scroller = h("div", { class: "gw-scroll gw-code-scroll" }, this.list);
+    root.append(this.scroller);
     store.subscribe((state, changed) => {
       if (changed.has("hover")) this.applyHover(state);
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.applyCurrent(state);
@@ -87,7 +89,7 @@ export class CodeView {
     this.current = el;
     if (el) {
       el.classList.add("current");
-      el.scrollIntoView({ block: "nearest" });
+      revealWithin(this.scroller, el);
     }
   }
 }

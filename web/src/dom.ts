@@ -76,3 +76,18 @@ export function perFrame(fn: () => void): () => void {
     });
   };
 }
+
+/**
+ * Scroll `scroller`, and nothing else, the least that shows `target` whole: an element, or
+ * rows `top`..`bottom` in screen coordinates. `el.scrollIntoView()` also scrolls every
+ * scrollable ancestor, the page included: on a phone, where the page scrolls, each step of
+ * the walk jumped the page to the code's current line.
+ */
+export function revealWithin(scroller: HTMLElement, target: HTMLElement | { top: number; bottom: number }): void {
+  const r = target instanceof HTMLElement ? target.getBoundingClientRect() : target;
+  const s = scroller.getBoundingClientRect();
+  const top = s.top + scroller.clientTop;
+  const bottom = top + scroller.clientHeight;
+  if (r.top < top) scroller.scrollTop -= top - r.top;
+  else if (r.bottom > bottom) scroller.scrollTop += Math.min(r.bottom - bottom, r.top - top);
+}

@@ -16,6 +16,7 @@ import {
   WidgetType,
 } from "@codemirror/view";
 import { tags as t } from "@lezer/highlight";
+import { revealWithin } from "./dom";
 
 export interface LineMark {
   line: number;
@@ -225,11 +226,13 @@ export class Editor {
     // Stepping through one line's nodes must not cost an editor update (and a reflow) each.
     if (line === this.current) return;
     this.current = line;
-    const effects: StateEffect<unknown>[] = [setMarks.of({ current: line })];
+    this.view.dispatch({ effects: setMarks.of({ current: line }) });
     if (line !== null && line >= 1 && line <= this.view.state.doc.lines) {
-      effects.push(EditorView.scrollIntoView(this.view.state.doc.line(line).from, { y: "nearest" }));
+      // the editor's own scroller only (CodeMirror's scrollIntoView also scrolls the page)
+      const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
+      const top = this.view.documentTop + block.top;
+      revealWithin(this.view.scrollDOM, { top, bottom: top + block.height });
     }
-    this.view.dispatch({ effects });
   }
 
   focus(): void {

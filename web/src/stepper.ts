@@ -1,7 +1,7 @@
 // The backward stepper: walk each backward() call node by node in the engine's real order,
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
-import { fill, h, isTyping, perFrame } from "./dom";
+import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
 import { backwardCallText, callLabels, gradOf, nodeLabel } from "./naming";
 import { accumulationText, explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
@@ -23,6 +23,7 @@ export class StepperView {
   private readonly position: HTMLElement;
   private readonly card: HTMLElement;
   private readonly walk: HTMLOListElement;
+  private readonly walkScroll: HTMLElement;
   private readonly playButton: HTMLButtonElement;
   private readonly speed: HTMLSelectElement;
   private readonly buttons: HTMLButtonElement[];
@@ -65,13 +66,14 @@ export class StepperView {
     this.callsRow = h("div", { class: "gw-calls" }, this.callsCaption, this.calls);
     this.card = h("div", { class: "gw-step-card", "aria-live": "polite" });
     this.walk = h("ol", { class: "gw-walk", "aria-label": "Nodes in the order the engine ran them" });
+    this.walkScroll = h("div", { class: "gw-walk-scroll" }, this.walk);
     root.append(
       this.callsRow,
       h("div", { class: "gw-step-controls" }, ...this.buttons),
       h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
       // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
       h("div", { class: "gw-step-body" }, this.card),
-      h("div", { class: "gw-walk-scroll" }, this.walk),
+      this.walkScroll,
     );
     store.subscribe((state, changed) => this.onStore(state, changed));
     if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));
@@ -335,7 +337,7 @@ export class StepperView {
   /** Scroll the walk to the current item, once per frame (it forces a layout). */
   private readonly scrollToMarked = perFrame(() => {
     const item = this.marked === null ? undefined : this.walkItems[this.marked];
-    if (item && this.root.offsetParent !== null) item.scrollIntoView({ block: "nearest" });
+    if (item && this.root.offsetParent !== null) revealWithin(this.walkScroll, item);
   });
 
   private walkItem(e: StepEntry): HTMLElement {

@@ -1,7 +1,7 @@
 // The tape view: every forward op in the order it ran, each linked both ways to its source
 // line and its graph nodes, and a scrubber that replays the forward pass op by op while
 // the graph grows.
-import { h } from "./dom";
+import { h, revealWithin } from "./dom";
 import { numberText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -18,6 +18,7 @@ const CHUNK = 100;
 
 export class TapeView {
   private readonly list: HTMLDivElement;
+  private readonly scroller: HTMLElement;
   private readonly slider: HTMLInputElement;
   private readonly position: HTMLElement;
   private readonly playButton: HTMLButtonElement;
@@ -45,10 +46,8 @@ export class TapeView {
     this.playButton.addEventListener("click", () => this.togglePlay());
     this.list = h("div", { class: "gw-op-list", role: "list", "aria-label": "Forward ops in order" });
     const empty = h("p", { class: "gw-empty", text: "The forward ops appear here as the code runs." });
-    root.append(
-      h("div", { class: "gw-scrubber" }, this.playButton, this.slider, this.position),
-      h("div", { class: "gw-scroll" }, empty, this.list),
-    );
+    this.scroller = h("div", { class: "gw-scroll" }, empty, this.list);
+    root.append(h("div", { class: "gw-scrubber" }, this.playButton, this.slider, this.position), this.scroller);
     store.subscribe((state, changed) => this.onStore(state, changed));
     this.setModel(model);
   }
@@ -190,7 +189,7 @@ export class TapeView {
       for (const row of this.lit) row.classList.remove("linked");
       this.lit = (state.hover?.ops ?? []).map((i) => this.rows.get(i)).filter((r): r is HTMLElement => !!r);
       for (const row of this.lit) row.classList.add("linked");
-      if (this.lit[0] && !this.root.matches(":hover")) this.lit[0].scrollIntoView({ block: "nearest" });
+      if (this.lit[0] && !this.root.matches(":hover")) revealWithin(this.scroller, this.lit[0]);
     }
   }
 
@@ -199,7 +198,7 @@ export class TapeView {
     this.current?.classList.remove("current");
     this.current = op === null ? null : (this.rows.get(op) ?? null);
     this.current?.classList.add("current");
-    this.current?.scrollIntoView({ block: "nearest" });
+    if (this.current) revealWithin(this.scroller, this.current);
     const last = op ?? Infinity; // the last op shown
     let at = -1; // the chunk it is in
     while (op !== null && at + 1 < this.chunks.length && this.chunks[at + 1].first <= last) at += 1;
