@@ -530,6 +530,11 @@ def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
     x1, y1, x2, y2 = view["loss"]
     assert view["graphW"] > view["w"] and view["zoom"] > 0.5, view  # the case: a wide graph, readable
     assert x1 >= 0 and y1 >= 0 and x2 <= view["w"] and y2 <= view["h"], view
+    # the tape: attention's forward is one op that made 30-odd nodes; its row names the first
+    # three and counts the rest (all of them filled ten lines of the pane), all in its tooltip
+    row = page.locator(".gw-op-row", has_text="multi_head_attention_forward").first.locator(".gw-op-nodes")
+    expect(row).to_contain_text(re.compile(r"… \+\d+ more$"))
+    assert len(row.get_attribute("title").split()) > 20
 
 
 def test_stepping_on_a_phone_leaves_the_page_where_the_reader_is(page: Any) -> None:

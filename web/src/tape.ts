@@ -15,6 +15,8 @@ import { shapeText } from "./values";
  * class instead of a hundred.
  */
 const CHUNK = 100;
+/** An op's grad_fn nodes written out in its row, at most (more are counted). */
+const NODES_SHOWN = 4;
 
 export class TapeView {
   private readonly list: HTMLDivElement;
@@ -105,6 +107,9 @@ export class TapeView {
     const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
+    // a fused op (nn.MultiheadAttention's forward) makes thirty nodes: the first few, then a count
+    const many = nodes.length > NODES_SHOWN;
+    const nodesText = many ? `${nodes.slice(0, NODES_SHOWN - 1).join(" ")} … +${nodes.length - NODES_SHOWN + 1} more` : nodes.join(" ");
     const badges = [
       op.grad_mode !== "grad" ? h("span", { class: "gw-badge gw-badge-nograd", text: op.grad_mode }) : null,
       op.inplace ? h("span", { class: "gw-badge gw-badge-inplace", text: "in-place" }) : null,
@@ -117,7 +122,7 @@ export class TapeView {
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
       h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", text: ins ? `${ins} → ${outs}` : `→ ${outs}` })),
       h("span", { class: "gw-op-shape", text: out ? shapeText(out.ev.shape) : "" }),
-      h("span", { class: "gw-op-nodes", text: nodes.join(" ") }),
+      h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
     );
     button.addEventListener("mouseenter", () => this.store.set({ hover: linksOfOp(m, op.index) }));
