@@ -229,7 +229,11 @@ class OpRecorded(_Event):
     top_line: int | None = Field(default=None, description="the module-level line that led here")
     module_path: str | None = None
     grad_mode: GradMode = "grad"
-    inplace: bool = False
+    inplace: bool = Field(
+        default=False,
+        description="the op wrote into an input (add_, F.relu(x, inplace=True)); one that hands an input back "
+        "unchanged (x.float() of a float tensor) is not in-place, and its output keeps the input's id",
+    )
     nodes: list[NodeId] = Field(default_factory=list, description="grad_fn nodes this op created")
     constants: list[OpConstant] = Field(
         default_factory=list,

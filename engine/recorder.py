@@ -57,6 +57,26 @@ def _constants(args: tuple[Any, ...]) -> list[dict[str, Any]]:
     return found
 
 
+def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bool:
+    """Whether an op's output ``t``, one of its inputs, is that input handed back unchanged.
+
+    # NOTE [Handed back]
+    # An op whose output is its input object either wrote into it (``F.relu(x,
+    # inplace=True)``: in-place, a new version with a new id) or handed it back untouched
+    # (``x.float()`` of a float tensor, ``x.to(device)`` on its device, ``x.contiguous()``,
+    # dropout with p=0 or in eval): not in-place, and the same id. The version counter tells
+    # them apart; the tape mode reads the first argument's before the op runs, as the
+    # operand these ops hand back. Anything else (another argument, an inference tensor,
+    # which has no version counter) counts as written, as before.
+    """
+    if before is None or not args or args[0] is not t:
+        return False
+    try:
+        return bool(t._version == before)
+    except RuntimeError:
+        return False
+
+
 def _mode_on_top(mode: TapeMode) -> bool:
     n = torch._C._len_torch_function_stack()
     return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
@@ -234,11 +254,13 @@ class Recorder:
         outputs: list[torch.Tensor],
         args: tuple[Any, ...] = (),
         frames: tuple[FrameType | None, int | None, int | None, bool] | None = None,
+        first_version: int | None = None,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
         ``args`` are the op's positional arguments, read for the Python numbers among them;
-        ``frames`` is what :func:`snippet_frames` returns, when the caller has it already.
+        ``frames`` is what :func:`snippet_frames` returns, when the caller has it already;
+        ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]).
         """
         frame, line, top_line, in_setup = frames or snippet_frames()
         if in_setup:
@@ -272,6 +294,9 @@ class Recorder:
         input_objs = {id(t) for t in inputs} if inputs else ()
         for t in outputs:
             is_input = id(t) in input_objs
+            if is_input and not inplace and _unchanged(t, args, first_version):
+                out_ids.append(ensure(t))  # handed back as it was: the same tensor, the same id
+                continue
             aliased = aliased or is_input
             out_ids.append(ensure(t, op=index, line=line, fresh=inplace or is_input))
         if pending:

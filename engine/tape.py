@@ -98,6 +98,15 @@ class TapeMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__"):
             return func(*args, **kwargs)
+        # the first operand's version before the op: an op that hands it back unchanged is
+        # not in-place (NOTE [Handed back] in recorder.py)
+        first = args[0] if args else None
+        first_version = None
+        if isinstance(first, torch.Tensor):
+            try:  # noqa: SIM105 (contextlib.suppress costs a context manager per op)
+                first_version = first._version
+            except RuntimeError:  # an inference tensor has no version counter
+                pass
         try:
             result = func(*args, **kwargs)
         except Exception:
@@ -120,7 +129,7 @@ class TapeMode(TorchFunctionMode):
             if kwargs:
                 _tensors_in(tuple(kwargs.values()), inputs)
             try:
-                rec.on_op(func, inputs, outputs, args, frames)
+                rec.on_op(func, inputs, outputs, args, frames, first_version)
             except Exception:
                 rec.observation_failed()  # the op ran; only its record is lost
         return result

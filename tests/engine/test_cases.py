@@ -173,6 +173,24 @@ def test_gradwalks_own_tensor_work_stays_off_the_tape() -> None:
     assert [e.nodes_executed for e in q.events_of(trace, "backward_finished")] == [3, 3]
 
 
+def test_an_op_that_hands_its_input_back_unchanged_is_not_in_place() -> None:
+    """x.float() of a float tensor, x.to() its own device, x.contiguous(), dropout with p=0
+    return their input object itself; they were marked in-place (as F.relu(x, inplace=True)
+    is, whose output is its input too, but written) and gave it a new id."""
+    trace = record(
+        "import torch\nimport torch.nn.functional as F\nx = torch.randn(3, requires_grad=True)\nh = x * 2\n"
+        "a = h.float()\nb = h.to('cpu')\nc = h.contiguous()\nd = F.dropout(h, 0.0)\n"
+        "e = F.relu(h, inplace=True)\nh.add_(1)\n"
+    )
+    ops = {e.name: e for e in trace.events if e.type == "op"}
+    for name in ("float", "to", "contiguous", "dropout"):
+        op = ops[name]
+        assert not op.inplace and op.outputs == op.inputs and op.nodes == [], op
+    for name in ("relu", "add"):  # written: in-place, a new version with a new id
+        op = ops[name]
+        assert op.inplace and op.outputs != op.inputs[:1] and len(op.nodes) == 1, op
+
+
 def test_a_saved_result_names_the_version_the_op_made() -> None:
     """An in-place op's input and output are one tensor object: what tanh_ saves is its
     result, the new version, and the node says so (a non-in-place op's too)."""

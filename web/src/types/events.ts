@@ -252,6 +252,9 @@ export interface OpRecorded {
   constants: OpConstant[];
   grad_mode: "grad" | "no_grad" | "inference_mode";
   index: number;
+  /**
+   * the op wrote into an input (add_, F.relu(x, inplace=True)); one that hands an input back unchanged (x.float() of a float tensor) is not in-place, and its output keeps the input's id
+   */
   inplace: boolean;
   inputs: number[];
   line: number | null;
