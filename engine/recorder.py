@@ -20,6 +20,7 @@ import torch
 from .backward import BackwardTracker
 from .eager import EagerCompile
 from .events import Limits
+from .functions import FunctionCalls
 from .graph import GraphRecorder
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
@@ -132,6 +133,7 @@ class Recorder:
         self.muted = 0
         self.failures = 0  # things gradwalk failed to record (see observation_failed)
         self.eager = EagerCompile()
+        self.functions = FunctionCalls(self)
         self._mute = _Mute(self)
         self.in_optimizer = False
         self.ops = 0
@@ -255,12 +257,14 @@ class Recorder:
         args: tuple[Any, ...] = (),
         frames: tuple[FrameType | None, int | None, int | None, bool] | None = None,
         first_version: int | None = None,
+        fresh_outputs: bool = False,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
         ``args`` are the op's positional arguments, read for the Python numbers among them;
         ``frames`` is what :func:`snippet_frames` returns, when the caller has it already;
-        ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]).
+        ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]);
+        ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py).
         """
         frame, line, top_line, in_setup = frames or snippet_frames()
         if in_setup:
@@ -298,7 +302,7 @@ class Recorder:
                 out_ids.append(ensure(t))  # handed back as it was: the same tensor, the same id
                 continue
             aliased = aliased or is_input
-            out_ids.append(ensure(t, op=index, line=line, fresh=inplace or is_input))
+            out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace or is_input))
         if pending:
             self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, out_ids))
         self.emit(
@@ -355,6 +359,7 @@ class Recorder:
             self.training.install()
             self.backward.install()
             self.eager.install()
+            self.functions.install()
             self._apply_detail()
         except BaseException:
             self._uninstall()
@@ -384,6 +389,7 @@ class Recorder:
                 self.training.remove()
                 self.backward.remove()
                 self.eager.remove()
+                self.functions.remove()
 
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""

@@ -173,6 +173,30 @@ def test_autograd_features_run_as_without_gradwalk(feature: str) -> None:
     recorded_as_plain(AUTOGRAD_FEATURES[feature])
 
 
+def test_a_custom_function_call_is_an_op_whose_node_the_backward_walk_runs() -> None:
+    # Square.apply is not a function the tape mode sees: its node was found only through a
+    # later op, so a custom Function whose output was the loss had no node, and the walk of
+    # its backward() ran none
+    original = torch.autograd.Function.__dict__["apply"]
+    source = AUTOGRAD_FEATURES["custom autograd.Function"].replace(
+        "Square.apply(x).sum().backward()", "y = Square.apply(x)\ny.backward(torch.ones(2))"
+    )
+    trace = recorded_as_plain(source)
+    (op,) = [e for e in q.events_of(trace, "op") if e.api == "Square.apply"]
+    assert op.name == "Square" and op.grad_mode == "grad" and op.line == 13
+    nodes = q.node_names(trace)
+    assert sorted(nodes[n] for n in op.nodes) == ["AccumulateGrad", "SquareBackward"]
+    assert q.backward_order(trace) == ["SquareBackward", "AccumulateGrad"]
+    # the output is named and has its grad_fn (the forward's own x * x, recorded first, had not)
+    (y,) = [e for e in q.events_of(trace, "tensor") if e.id == op.outputs[0]]
+    assert y.requires_grad and not y.is_leaf and q.tensor_names(trace)[y.id] == "y"
+    # the gradient the walk shows is PyTorch's own
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    (x * x).backward(torch.ones(2))
+    assert [added for _, added, _ in q.accumulations(trace, "x")] == [x.grad.tolist()]
+    assert torch.autograd.Function.__dict__["apply"] is original  # unwrapped after the run
+
+
 # Ordinary PyTorch a practitioner records: layers with several outputs per node (LSTM, max,
 # chunk, svd), an in-place custom Function, autocast, hooks the snippet registers itself,
 # parametrizations, a DataLoader and a thread of its own.
