@@ -150,12 +150,21 @@ class SavedMemory:
         except (RuntimeError, NotImplementedError):
             return t
         if self._rec.detail:
-            alias = t.detach()
+            alias = self._detached(t)
             # lets the node's description name the tensor it saved (see saved_source)
             alias.__dict__[_SOURCE] = weakref.ref(t)
             return _Held(alias, key, self)
         # a leaf (an input, a parameter) cannot lead back to the node saving it: no alias needed
-        return _Held(t if t.is_leaf else t.detach(), key, self)
+        return _Held(t if t.is_leaf else self._detached(t), key, self)
+
+    def _detached(self, t: torch.Tensor) -> torch.Tensor:
+        """``t.detach()``, never recorded as the snippet's op. Within an op the tape mode is
+        off already (a mode is popped while it handles an op); a custom Function's
+        ``save_for_backward`` is packed outside any op, where the detach showed in the tape."""
+        if not torch._C._is_torch_function_mode_enabled():
+            return t.detach()
+        with self._rec.mute():
+            return t.detach()
 
     @staticmethod
     def _unpack(held: object) -> torch.Tensor:

@@ -92,6 +92,22 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
     assert trace.events[-1].status == "ok"
 
 
+def test_cli_record_into_a_closed_pipe_writes_its_trace_quietly(tmp_path) -> None:
+    # `gradwalk record s.py | head -1`: the summary's reader goes away after one line (a
+    # BrokenPipeError traceback was printed after the trace was written)
+    snippet = tmp_path / "s.py"
+    snippet.write_text("import torch\nx = torch.ones(300, requires_grad=True)\n(x * 2).sum().backward()\n")
+    out = tmp_path / "t.json"
+    done = subprocess.run(
+        f"{sys.executable} -m gradwalk.cli record {snippet} -o {out} | head -c 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr == "" and out.is_file()
+
+
 def test_the_summary_says_a_cleared_grad_is_none() -> None:
     from engine.run import record
     from engine.summary import summarize
@@ -183,6 +199,9 @@ def test_a_custom_function_call_is_an_op_whose_node_the_backward_walk_runs() -> 
     )
     trace = recorded_as_plain(source)
     (op,) = [e for e in q.events_of(trace, "op") if e.api == "Square.apply"]
+    # and gradwalk's own work does not show as the snippet's: the detach its memory
+    # accounting makes of what save_for_backward saves, outside any op, was on the tape
+    assert "detach" not in [e.name for e in q.events_of(trace, "op")]
     assert op.name == "Square" and op.grad_mode == "grad" and op.line == 13
     nodes = q.node_names(trace)
     assert sorted(nodes[n] for n in op.nodes) == ["AccumulateGrad", "SquareBackward"]
