@@ -6,6 +6,7 @@ Each subcommand lives with the package that owns it; this module only assembles 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,13 @@ def _record(args: argparse.Namespace) -> int:
     out = args.output or args.snippet.with_suffix(".trace.json")
     out.write_text(trace.model_dump_json())
     if not args.quiet:
-        print(summarize(trace))
-        print(f"trace written to {out}")
+        try:
+            print(summarize(trace))
+            print(f"trace written to {out}", flush=True)
+        except BrokenPipeError:
+            # the reader went away (`gradwalk record x.py | head`): the trace is written;
+            # point stdout at /dev/null so that the interpreter's exit flush stays quiet
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     last = trace.events[-1]
     return 0 if last.type == "run_finished" and last.status == "ok" else 1
 
