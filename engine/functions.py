@@ -12,6 +12,7 @@ recorded (by the op that made it) without grad, and ``apply`` gave it its autogr
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -34,10 +35,13 @@ class FunctionCalls:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._original: Any = None
+        self._thread = 0
 
     def install(self) -> None:
         original = torch.autograd.Function.__dict__["apply"]  # the classmethod itself
         self._original = original
+        # the tape mode is the recording thread's: another thread's calls are not the tape's
+        self._thread = threading.get_ident()
         record = self._record
 
         def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -54,7 +58,13 @@ class FunctionCalls:
 
     def _record(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         rec = self._rec
-        if not rec.active or rec.muted or not rec.detail or rec.in_optimizer:
+        if (
+            not rec.active
+            or rec.muted
+            or not rec.detail
+            or rec.in_optimizer
+            or threading.get_ident() != self._thread
+        ):
             return
         outputs: list[torch.Tensor] = []
         _tensors_in(result, outputs)

@@ -92,6 +92,17 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
     assert trace.events[-1].status == "ok"
 
 
+def test_a_custom_function_called_on_another_thread_is_not_the_tapes() -> None:
+    # the tape mode is the recording thread's; Function.apply's wrapper is global
+    source = AUTOGRAD_FEATURES["custom autograd.Function"].replace(
+        "Square.apply(x).sum().backward()",
+        "import threading\nout = []\nthread = threading.Thread(target=lambda: out.append(Square.apply(x)))\n"
+        "thread.start()\nthread.join()\nout[0].sum().backward()",
+    )
+    trace = recorded_as_plain(source)
+    assert [e for e in q.events_of(trace, "op") if e.api == "Square.apply"] == []
+
+
 def test_cli_record_into_a_closed_pipe_writes_its_trace_quietly(tmp_path) -> None:
     # `gradwalk record s.py | head -1`: the summary's reader goes away after one line (a
     # BrokenPipeError traceback was printed after the trace was written)
