@@ -28,6 +28,19 @@ _STRIDED = torch.strided
 _saved_attrs_by_type: dict[type, list[str]] = {}
 
 
+_CUSTOM_NODE = torch.autograd.function.BackwardCFunction
+
+
+def _custom_saved(node: Any) -> list[tuple[str, Any]]:
+    """What a custom Function's ``forward`` saved with ``ctx.save_for_backward``, labelled as
+    its ``backward`` reads it (its node has no ``_saved_*`` attributes)."""
+    try:
+        saved = node.saved_tensors
+    except (RuntimeError, AttributeError):
+        return []
+    return [(f"ctx.saved_tensors[{i}]", t) for i, t in enumerate(saved)]
+
+
 def _saved_attrs(node: Any) -> list[str]:
     cls = type(node)
     names = _saved_attrs_by_type.get(cls)
@@ -148,9 +161,15 @@ class GraphRecorder:
                 attrs = _saved_attrs_by_type.get(cls)
                 if attrs is None:
                     attrs = _saved_attrs(node)
-                for attr in attrs:
+                # (label, the attribute to read or, for a custom Function, the value itself)
+                named = (
+                    [(attr[7:], attr) for attr in attrs]
+                    if attrs or not isinstance(node, _CUSTOM_NODE)
+                    else _custom_saved(node)
+                )
+                for label, attr in named:
                     try:
-                        value = getattr(node, attr)
+                        value = getattr(node, attr) if isinstance(attr, str) else attr
                     except RuntimeError:
                         continue
                     if value is None:
@@ -160,13 +179,13 @@ class GraphRecorder:
                         if source is None:
                             if by_ptr is None:
                                 by_ptr = _by_storage(op_tensors)
-                            saved_id = _match_by_storage(value, by_ptr, attr.startswith("_saved_result"))
+                            saved_id = _match_by_storage(value, by_ptr, label.startswith("result"))
                         else:
                             original = source()
                             saved_id = rec.tensors.known(original) if original is not None else None
-                        sv = _describe_saved_tensor(attr[7:], value, saved_id)
+                        sv = _describe_saved_tensor(label, value, saved_id)
                     else:
-                        sv = _describe_saved_other(attr[7:], value)
+                        sv = _describe_saved_other(label, value)
                     total += sv["bytes"]
                     saved.append(sv)
             event = {

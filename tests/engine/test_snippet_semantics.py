@@ -216,6 +216,9 @@ def test_a_custom_function_call_is_an_op_whose_node_the_backward_walk_runs() -> 
     assert op.name == "Square" and op.grad_mode == "grad" and op.line == 13
     nodes = q.node_names(trace)
     assert sorted(nodes[n] for n in op.nodes) == ["AccumulateGrad", "SquareBackward"]
+    # what forward saved with ctx.save_for_backward(x) is the node's, named as backward reads it
+    (node,) = [e for e in q.events_of(trace, "node") if e.name == "SquareBackward"]
+    assert [(s.name, s.tensor, s.bytes) for s in node.saved] == [("ctx.saved_tensors[0]", op.inputs[0], 8)]
     assert q.backward_order(trace) == ["SquareBackward", "AccumulateGrad"]
     # the output is named and has its grad_fn (the forward's own x * x, recorded first, had not)
     (y,) = [e for e in q.events_of(trace, "tensor") if e.id == op.outputs[0]]
