@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .tape import _tensors_in
+from .tape import tensors_in
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -67,13 +67,13 @@ class FunctionCalls:
         ):
             return
         outputs: list[torch.Tensor] = []
-        _tensors_in(result, outputs)
+        tensors_in(result, outputs)
         if not outputs:
             return
         inputs: list[torch.Tensor] = []
-        _tensors_in(args, inputs)
+        tensors_in(args, inputs)
         if kwargs:
-            _tensors_in(tuple(kwargs.values()), inputs)
+            tensors_in(tuple(kwargs.values()), inputs)
         try:
             rec.on_op(_stand_in(cls), inputs, outputs, args, fresh_outputs=True)
         except Exception:

@@ -21,7 +21,7 @@ from .source import snippet_frames
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["TapeMode", "op_names"]
+__all__ = ["TapeMode", "op_names", "tensors_in"]
 
 _INPLACE_DUNDERS = {
     "__iadd__",
@@ -70,7 +70,8 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     return result
 
 
-def _tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
+def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
+    """Append to ``out`` every tensor in ``obj``: a tensor, or lists and tuples of them, nested."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, list | tuple):
@@ -78,7 +79,7 @@ def _tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
             if isinstance(item, torch.Tensor):
                 out.append(item)
             elif isinstance(item, list | tuple):
-                _tensors_in(item, out)
+                tensors_in(item, out)
 
 
 class TapeMode(TorchFunctionMode):
@@ -122,12 +123,12 @@ class TapeMode(TorchFunctionMode):
         if rec.in_optimizer or not rec.detail:
             return result
         outputs: list[torch.Tensor] = []
-        _tensors_in(result, outputs)
+        tensors_in(result, outputs)
         if outputs:
             inputs: list[torch.Tensor] = []
-            _tensors_in(args, inputs)
+            tensors_in(args, inputs)
             if kwargs:
-                _tensors_in(tuple(kwargs.values()), inputs)
+                tensors_in(tuple(kwargs.values()), inputs)
             try:
                 rec.on_op(func, inputs, outputs, args, frames, first_version)
             except Exception:
