@@ -383,6 +383,13 @@ function transposed(label: string): string {
 }
 
 /** `MulBackward0` -> `Mul`; `AddmmBackward0` -> `Addmm`. */
+/** A custom autograd.Function's node (`CubeBackward`, made by `Cube.apply`): its rule is the snippet's own backward. */
+function customRule(model: TraceModel, node: NodeCreated): string | null {
+  const op = model.op(node.op);
+  if (!op?.api.endsWith(".apply") || node.name !== `${op.name}Backward`) return null;
+  return `${op.name}.backward(ctx, grad) ran: the rule is your own, the gradient it returned flows on`;
+}
+
 export function ruleKey(nodeName: string): string {
   return nodeName.replace(/Backward\d*$/, "");
 }
@@ -441,7 +448,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
     lines.push({ slot, text: parts.join(" = ") });
   });
   return {
-    summary: rule ? rule.summary(c) : `${node.name}: the gradient in, the gradients out`,
+    summary: rule ? rule.summary(c) : (customRule(model, node) ?? `${node.name}: the gradient in, the gradients out`),
     incoming,
     lines,
     accumulations: [],

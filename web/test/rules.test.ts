@@ -65,3 +65,12 @@ test("small_net: a linear layer's rule names its inputs and its transposed weigh
   assert.ok(all.some((t) => t.startsWith("∂loss/∂net.fc1.weightᵀ = xᵀ @ grad")), all.join("\n"));
   assert.ok(all.some((t) => t.startsWith("∂loss/∂(relu(t3)) = grad @ net.fc2.weight =")), all.join("\n"));
 });
+
+test("custom_function: the node of Cube.apply says its rule is the snippet's own backward", () => {
+  const model = load("custom_function");
+  const first = model.timeline[0];
+  assert.equal(model.node(first.exec?.node)?.name, "CubeBackward");
+  const ex = explain(model, first)!;
+  assert.match(ex.summary, /^Cube\.backward\(ctx, grad\) ran: the rule is your own/);
+  assert.ok(ex.lines.some((l) => l.text.endsWith("← 12")), ex.lines.map((l) => l.text).join("\n"));
+});
