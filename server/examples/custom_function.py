@@ -6,16 +6,18 @@ class Cube(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)          # what backward will need
+        # keep what backward will need
+        ctx.save_for_backward(x)
         return x ** 3
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * 3 * x ** 2          # d(x³)/dx = 3x²
+        # d(x³)/dx = 3x²
+        return grad * 3 * x ** 2
 
 
 x = torch.tensor(2.0, requires_grad=True)
 y = Cube.apply(x)
 y.backward()
-print(x.grad)                             # 3 · 2² = 12
+print(x.grad)  # 3 · 2² = 12
