@@ -45,6 +45,10 @@ def _saved_attrs(node: Any) -> list[str]:
     cls = type(node)
     names = _saved_attrs_by_type.get(cls)
     if names is None:
+        if isinstance(node, _CUSTOM_NODE):
+            # none (see _custom_saved); and not kept: each run of a snippet makes its custom
+            # Functions' node classes anew, and a key here would keep them alive
+            return []
         names = [n for n in dir(node) if n.startswith("_saved_")]
         _saved_attrs_by_type[cls] = names
     return names

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ from engine import queries as q
 from engine import record
 from engine.eager import NOTICE
 from engine.events import Trace
+from tests.conftest import CASES_DIR
 
 
 def test_main_guard_classes_and_functions_work() -> None:
@@ -90,6 +93,19 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
 
     trace = trace_adapter.validate_json(out.read_text())
     assert trace.events[-1].status == "ok"
+
+
+def test_recording_a_custom_function_keeps_none_of_its_classes_alive() -> None:
+    # a worker records run after run, and each run makes the snippet's classes anew: a cache
+    # keyed by node class kept every run's Function and its node class alive
+    source = (CASES_DIR / "custom_function.py").read_text().replace("Cube", "Quintic")
+    record(source)
+    record(source)
+    gc.collect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gc also holds deprecated torch aliases that warn when looked at
+        alive = [o for o in gc.get_objects() if isinstance(o, type) and o.__name__.startswith("Quintic")]
+    assert alive == []
 
 
 def test_a_custom_function_called_on_another_thread_is_not_the_tapes() -> None:
