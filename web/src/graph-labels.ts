@@ -96,7 +96,8 @@ function candidates(from: Point, to: Point, mid: Point, w: number, h: number): P
 
 interface Geometry {
   e: EdgeSingular;
-  label: Box & { w: number; h: number };
+  /** the label's size, model px */
+  label: { w: number; h: number };
   mid: Point;
   from: Point;
   to: Point;
@@ -104,8 +105,24 @@ interface Geometry {
 
 const known = new WeakMap<EdgeSingular, { key: string; geometry: Geometry }>();
 
+let measurer: CanvasRenderingContext2D | null = null;
+
 /**
- * An edge's label box and line, as Cytoscape draws them. Asking costs ~15 us an edge, so
+ * An edge label's size, measured in its own font. Not Cytoscape's label box: in the frame
+ * after a step changed a label, that box could still have the old label's size (a shape's
+ * `[16]` for a gradient's bold `‖·‖ 0.0845`), and the label was placed over a node.
+ */
+function labelSize(e: EdgeSingular): { w: number; h: number } {
+  const size = e.numericStyle("font-size");
+  const pad = e.numericStyle("text-background-padding");
+  measurer ??= document.createElement("canvas").getContext("2d");
+  if (!measurer) return { w: String(e.data("label")).length * size * 0.62 + 2 * pad, h: size * 1.25 + 2 * pad };
+  measurer.font = `${e.style("font-style")} ${e.style("font-weight")} ${size}px ${e.style("font-family")}`;
+  return { w: measurer.measureText(String(e.data("label"))).width + 2 * pad, h: size * 1.25 + 2 * pad };
+}
+
+/**
+ * An edge's label size and line, as Cytoscape draws them. Asking costs ~15 us an edge, so
  * it is kept until the label, its look (rank) or either end node moves or resizes: a step
  * changes a few labels, not the hundreds a graph has.
  */
@@ -118,7 +135,7 @@ function geometryOf(e: EdgeSingular): Geometry {
   const key = `${e.data("label")}|${rank(e)}|${sp.x},${sp.y},${s.data("width")},${s.data("height")}|${tp.x},${tp.y},${t.data("width")},${t.data("height")}`;
   const kept = known.get(e);
   if (kept?.key === key) return kept.geometry;
-  const geometry = { e, label: e.boundingBox(LABEL_ONLY), mid: e.midpoint(), from: e.sourceEndpoint(), to: e.targetEndpoint() };
+  const geometry = { e, label: labelSize(e), mid: e.midpoint(), from: e.sourceEndpoint(), to: e.targetEndpoint() };
   known.set(e, { key, geometry });
   return geometry;
 }
