@@ -78,16 +78,32 @@ export function perFrame(fn: () => void): () => void {
 }
 
 /**
- * Scroll `scroller`, and nothing else, the least that shows `target` whole: an element, or
- * rows `top`..`bottom` in screen coordinates. `el.scrollIntoView()` also scrolls every
- * scrollable ancestor, the page included: on a phone, where the page scrolls, each step of
- * the walk jumped the page to the code's current line.
+ * How far to move the span `lo`..`hi` so that it lies within `start`..`end`, the least
+ * distance (0 when it does); a span longer than the window keeps its start in view.
  */
-export function revealWithin(scroller: HTMLElement, target: HTMLElement | { top: number; bottom: number }): void {
-  const r = target instanceof HTMLElement ? target.getBoundingClientRect() : target;
+export function leastShift(lo: number, hi: number, start: number, end: number): number {
+  return lo < start ? start - lo : hi > end ? Math.max(end - hi, start - lo) : 0;
+}
+
+/**
+ * Scroll `scroller`, and nothing else, the least that shows `target` whole along `axis`: an
+ * element, or rows `top`..`bottom` in screen coordinates. `el.scrollIntoView()` also scrolls
+ * every scrollable ancestor, the page included: on a phone, where the page scrolls, each step
+ * of the walk jumped the page to the code's current line.
+ */
+export function revealWithin(
+  scroller: HTMLElement,
+  target: HTMLElement | { top: number; bottom: number },
+  axis: "x" | "y" = "y",
+): void {
   const s = scroller.getBoundingClientRect();
+  if (axis === "x") {
+    const r = (target as HTMLElement).getBoundingClientRect();
+    const left = s.left + scroller.clientLeft;
+    scroller.scrollLeft -= leastShift(r.left, r.right, left, left + scroller.clientWidth);
+    return;
+  }
+  const r = target instanceof HTMLElement ? target.getBoundingClientRect() : target;
   const top = s.top + scroller.clientTop;
-  const bottom = top + scroller.clientHeight;
-  if (r.top < top) scroller.scrollTop -= top - r.top;
-  else if (r.bottom > bottom) scroller.scrollTop += Math.min(r.bottom - bottom, r.top - top);
+  scroller.scrollTop -= leastShift(r.top, r.bottom, top, top + scroller.clientHeight);
 }

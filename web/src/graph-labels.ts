@@ -113,12 +113,13 @@ let measurer: CanvasRenderingContext2D | null = null;
  * `[16]` for a gradient's bold `‖·‖ 0.0845`), and the label was placed over a node.
  */
 function labelSize(e: EdgeSingular): { w: number; h: number } {
+  const text = String(e.data("label"));
   const size = e.numericStyle("font-size");
   const pad = e.numericStyle("text-background-padding");
   measurer ??= document.createElement("canvas").getContext("2d");
-  if (!measurer) return { w: String(e.data("label")).length * size * 0.62 + 2 * pad, h: size * 1.25 + 2 * pad };
-  measurer.font = `${e.style("font-style")} ${e.style("font-weight")} ${size}px ${e.style("font-family")}`;
-  return { w: measurer.measureText(String(e.data("label"))).width + 2 * pad, h: size * 1.25 + 2 * pad };
+  if (measurer) measurer.font = `${e.style("font-style")} ${e.style("font-weight")} ${size}px ${e.style("font-family")}`;
+  const width = measurer ? measurer.measureText(text).width : text.length * size * 0.62; // a monospace advance
+  return { w: width + 2 * pad, h: size * 1.25 + 2 * pad };
 }
 
 /**
@@ -165,21 +166,19 @@ export function placeEdgeLabels(cy: Core): void {
   const margins = geometry.map(({ label, mid, from, to }) => {
     const w = label.w / 2 + GAP;
     const h = label.h / 2 + GAP;
-    let best: Box | null = null;
-    let bestAt = mid;
+    const boxAt = (at: Point): Box => ({ x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h });
+    let best = mid;
     let bestCost = Infinity;
     for (const at of candidates(from, to, mid, w, h)) {
-      const box = { x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h };
-      const cost = obstacles.covered(box);
+      const cost = obstacles.covered(boxAt(at));
       if (cost < bestCost) {
-        best = box;
-        bestAt = at;
+        best = at;
         bestCost = cost;
         if (cost === 0) break;
       }
     }
-    if (best) obstacles.add(best);
-    return { dx: bestAt.x - mid.x, dy: bestAt.y - mid.y };
+    obstacles.add(boxAt(best));
+    return { dx: best.x - mid.x, dy: best.y - mid.y };
   });
   cy.batch(() => {
     geometry.forEach(({ e }, i) => {

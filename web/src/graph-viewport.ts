@@ -1,7 +1,8 @@
 // Where the graph's viewport goes on a fit: the whole graph, at most life-size; a graph too
 // big to read whole is shown from its top (the loss, where backward starts) at a zoom where
 // its labels show. Pure functions of a Cytoscape core (graph.ts decides when to call them).
-import type { Core, NodeSingular } from "cytoscape";
+import type { CollectionReturnValue, Core, SingularElementReturnValue } from "cytoscape";
+import { leastShift } from "./dom";
 
 /**
  * A pane is often too short to fit a whole graph at a size whose labels show (node text
@@ -40,7 +41,7 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
     cy.center(visible);
   } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
     topFirst(cy, READABLE_ZOOM, 16);
-    if (focus) nudgeInto(cy, focus);
+    if (focus) nudgeInto(cy, cy.getElementById(focus));
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
   }
@@ -57,22 +58,13 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
   const bb = nodes.boundingBox({ includeLabels: false, includeOverlays: false });
   cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: margin - bb.y1 * zoom } });
   if (bb.w * zoom <= cy.width()) return;
-  let top: NodeSingular | null = null;
-  let topY = Infinity;
-  nodes.forEach((n) => {
-    if (!n.isChildless()) return; // a module group's box, not a node of the graph
-    const y = n.boundingBox({ includeLabels: false, includeOverlays: false }).y1;
-    if (y < topY) {
-      topY = y;
-      top = n;
-    }
-  });
-  if (top) nudgeInto(cy, (top as NodeSingular).id());
+  // the topmost node of the graph (a module group's box is not one)
+  const top = nodes.filter((n) => n.isChildless()).min((n) => n.boundingBox({ includeLabels: false, includeOverlays: false }).y1);
+  if (top.ele) nudgeInto(cy, top.ele);
 }
 
-/** Pan the least distance that brings element `id` wholly into view. */
-function nudgeInto(cy: Core, id: string): void {
-  const el = cy.getElementById(id);
+/** Pan the least distance that brings element `el` wholly into view. */
+function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue): void {
   if (!el.nonempty()) return;
   const { dx, dy } = leastPan(el.renderedBoundingBox({ includeLabels: false, includeOverlays: false }), cy, 24);
   if (dx || dy) cy.panBy({ x: dx, y: dy });
@@ -83,7 +75,8 @@ function nudgeInto(cy: Core, id: string): void {
  * bigger than the viewport keeps its top (left) edge in view.
  */
 export function leastPan(box: { x1: number; x2: number; y1: number; y2: number }, cy: Core, margin: number): { dx: number; dy: number } {
-  const into = (lo: number, hi: number, size: number) =>
-    lo < margin ? margin - lo : hi > size - margin ? Math.max(size - margin - hi, margin - lo) : 0;
-  return { dx: into(box.x1, box.x2, cy.width()), dy: into(box.y1, box.y2, cy.height()) };
+  return {
+    dx: leastShift(box.x1, box.x2, margin, cy.width() - margin),
+    dy: leastShift(box.y1, box.y2, margin, cy.height() - margin),
+  };
 }

@@ -212,7 +212,7 @@ export class StepperView {
       }),
     );
     this.callsRow.hidden = m.backwards.length < 2;
-    if (selectedTab) keepInRow(this.calls, selectedTab);
+    if (selectedTab) revealWithin(this.calls, selectedTab, "x");
   }
 
   private renderCard(entry: StepEntry): void {
@@ -352,13 +352,4 @@ export class StepperView {
     }
     return h("li", {}, b);
   }
-}
-
-/** Scroll a sideways-scrolling row just enough to show ``tab`` (scrollIntoView would also
- * scroll the panes around it). */
-function keepInRow(row: HTMLElement, tab: HTMLElement): void {
-  const left = tab.offsetLeft - row.offsetLeft;
-  const right = left + tab.offsetWidth;
-  if (left < row.scrollLeft) row.scrollLeft = left;
-  else if (right > row.scrollLeft + row.clientWidth) row.scrollLeft = right - row.clientWidth;
 }

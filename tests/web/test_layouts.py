@@ -1,0 +1,204 @@
+"""The app at the sizes and in the types people use it: dark and presenter type, a 1024 x 768
+projector, a phone, a graph wider than its pane."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from .conftest import expect, open_app, run_example, run_source, settle, shot, wait_graph
+from .test_app import TRAINING_LOOP
+
+pytestmark = pytest.mark.browser
+
+_TOPS_OF_SHOWN_CHILDREN = """(selector) => [...document.querySelector(selector).children]
+    .filter((el) => el.offsetParent !== null)
+    .map((el) => el.getBoundingClientRect().top)"""
+
+
+def test_dark_theme_and_presenter_size(page: Any) -> None:
+    open_app(page)
+    run_example(page, "product")
+    page.click("[data-gw=theme]")
+    clicked = page.evaluate("() => performance.now()")
+    page.click("[data-gw=presenter]")
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "20px"
+    # the presenter type makes every node bigger: they are placed and fitted again
+    page.wait_for_function(
+        "(t) => { const g = window.gradwalk.graph; return g.lastLayout.at > t && !g.busy && !g.core.animated(); }",
+        arg=clicked,
+    )
+    page.wait_for_timeout(300)  # the canvas's resize (the header wraps) refits too
+    box = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core, b = cy.elements().renderedBoundingBox();
+            return [b.x1, b.y1, b.x2, b.y2, cy.width(), cy.height()];
+        }"""
+    )
+    assert box[0] >= 0 and box[1] >= 0 and box[2] <= box[4] and box[3] <= box[5], box
+    # and the four tabs still fit the side pane at the bigger type
+    assert page.evaluate(
+        "() => { const t = document.querySelector('.gw-pane-side .gw-tabs'); return t.scrollWidth <= t.clientWidth; }"
+    )
+    page.click("#gw-tab-stepper")
+    page.click(".gw-walk-item:has-text('MulBackward0')")
+    wait_graph(page)
+    settle(page)
+    shot(page, "07-dark-presenter-product")
+    page.reload()
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+
+
+def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page: Any) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page)
+    run_example(page, "product")
+    page.click("#gw-tab-stepper")
+    page.click(".gw-walk-item:has-text('MulBackward0')")
+    boxes = page.evaluate(
+        """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
+            const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
+            return [name, [r.left, r.top, r.right, r.bottom]];
+        }))"""
+    )
+    graph, side, code = boxes["graph"], boxes["side"], boxes["code"]
+    assert graph[2] <= side[0], boxes  # the graph beside the stepper, not above it
+    assert code[1] >= graph[3] and code[2] <= side[0], boxes  # the code under the graph
+    assert max(b[3] for b in boxes.values()) <= 768, boxes  # nothing below the screen
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= window.innerHeight")
+    settle(page)
+    shot(page, "15-projector-1024x768")
+    # the Charts tab hides the graph: the code takes the whole left column (it sat under an
+    # empty area where the graph had been)
+    page.click("#gw-tab-charts")
+    expect(page.locator(".gw-pane-graph")).to_be_hidden()
+    tops = page.evaluate(
+        "() => ['code', 'side'].map((name) => document.querySelector(`.gw-pane-${name}`).getBoundingClientRect().top)"
+    )
+    assert abs(tops[0] - tops[1]) < 2, tops
+
+
+def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row(page: Any) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page)
+    run_source(page, TRAINING_LOOP)  # modules: the toolbar has Fold modules and Unfold too
+    page.click("[data-gw=presenter]")
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
+    # one row each: two rows of graph toolbar took 40 px more from a graph pane already
+    # small at this size, the header's tools 46 px (they open under "More" at presenter
+    # size), three wrapped backward calls 120 px of the side pane
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
+    assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
+    assert len(tops) == 3 and max(tops) - min(tops) < 8, tops  # brand, run controls, More
+    page.click("#gw-tab-stepper")
+    tops = page.evaluate(
+        "() => [...document.querySelectorAll('.gw-call')].map((el) => el.getBoundingClientRect().top)"
+    )
+    assert len(tops) == 3 and max(tops) - min(tops) < 2, tops
+    page.click("[data-gw=more]")
+    page.click("[data-gw=presenter]")  # and the way back is under "More"
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "off")
+    expect(page.locator("[data-gw=more]")).to_be_hidden()
+    expect(page.locator("[data-gw=classroom]")).to_be_visible()
+
+
+def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_app(page)
+    header = page.locator(".gw-header")
+    tools = page.locator(".gw-header-tools")
+    more = page.locator("[data-gw=more]")
+    # closed: brand and "More" on one row, the examples, Lessons, Run under them (the
+    # seven tools took four more rows, 240 px of a phone's screen above the code)
+    expect(tools).to_be_hidden()
+    assert header.bounding_box()["height"] < 150, header.bounding_box()
+    assert page.locator("[data-gw=run]").is_visible() and page.locator("[data-gw=lessons]").is_visible()
+    assert (
+        page.evaluate("() => document.querySelector('[data-gw=examples]').getBoundingClientRect().width")
+        > 200
+    )
+    more.click()
+    expect(more).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("[data-gw=presenter]")).to_be_visible()
+    settle(page)
+    shot(page, "16-phone-header-more")
+    page.keyboard.press("Escape")  # closes, and gives the focus back to "More"
+    expect(tools).to_be_hidden()
+    assert page.evaluate("() => document.activeElement.dataset.gw") == "more"
+    more.click()
+    page.click("[data-gw=theme]")  # a chosen tool does its work and closes the menu
+    expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
+    expect(tools).to_be_hidden()
+    # the five step buttons on one row (Last » wrapped alone onto a second)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-step-controls")
+    assert len(tops) == 5 and max(tops) - min(tops) < 2, tops
+    # wider, there is no "More": the tools sit in the header, whatever the menu's state
+    page.set_viewport_size({"width": 1280, "height": 800})
+    expect(more).to_be_hidden()
+    expect(page.locator("[data-gw=classroom]")).to_be_visible()
+
+
+TRANSFORMER = """import torch, torch.nn as nn
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0)
+enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+loss = enc(torch.randn(2, 5, 32)).pow(2).mean()
+loss.backward()
+"""
+
+
+def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
+    # 111 nodes, too many to read whole: shown from the top at a zoom whose labels show.
+    # The graph is wider than the pane, and its centre showed only the empty tops of the
+    # module groups; the loss (where backward starts) sat out of view to the left.
+    open_app(page)
+    run_source(page, TRANSFORMER)
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    view = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            const b = cy.nodes().filter((n) => n.data('label')?.startsWith('MeanBackward0')).renderedBoundingBox();
+            const all = cy.nodes().renderedBoundingBox();
+            return { loss: [b.x1, b.y1, b.x2, b.y2], w: cy.width(), h: cy.height(), graphW: all.w, zoom: cy.zoom() };
+        }"""
+    )
+    x1, y1, x2, y2 = view["loss"]
+    assert view["graphW"] > view["w"] and view["zoom"] > 0.5, view  # the case: a wide graph, readable
+    assert x1 >= 0 and y1 >= 0 and x2 <= view["w"] and y2 <= view["h"], view
+    # the tape: attention's forward is one op that made 30-odd nodes; its row names the first
+    # three and counts the rest (all of them filled ten lines of the pane), all in its tooltip
+    row = page.locator(".gw-op-row", has_text="multi_head_attention_forward").first.locator(".gw-op-nodes")
+    expect(row).to_contain_text(re.compile(r"… \+\d+ more$"))
+    assert len(row.get_attribute("title").split()) > 20
+
+
+def test_stepping_on_a_phone_leaves_the_page_where_the_reader_is(page: Any) -> None:
+    # On a phone the page scrolls; each step brought the code's current line into view with
+    # scrollIntoView, which scrolled the page too: the reader, at the stepper under the
+    # graph, was thrown back up to the code at every step.
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_app(page)
+    run_example(page, "small_net")
+    page.click("#gw-tab-stepper")
+    page.locator(".gw-step-card").scroll_into_view_if_needed()
+    where = page.evaluate("() => window.scrollY")
+    assert where > 800, where  # the stepper is well below the code
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => window.gradwalk.store.state.step === 5")
+    page.wait_for_timeout(300)  # the walk list scrolls a frame later
+    assert page.evaluate("() => window.scrollY") == where
+    # the editor still shows the step's line, scrolled within itself
+    assert page.evaluate(
+        """() => {
+            const view = window.gradwalk.editor.view, line = view.state.doc.line(14);
+            const box = view.scrollDOM.getBoundingClientRect(), top = view.documentTop + view.lineBlockAt(line.from).top;
+            return top >= box.top && top < box.bottom;
+        }"""
+    )
