@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .conftest import LABEL_OVERLAPS, labels_placed, open_app, run_example, settle, shot
+from .conftest import LABEL_OVERLAPS, labels_placed, open_app, run_example, settle, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -46,3 +46,56 @@ def test_a_small_networks_gradients_cover_no_node_and_no_other_label(page: Any) 
     assert all(text <= body + 1 for _, body, text in widths), widths  # each .grad inside its node
     settle(page)
     shot(page, "labels-01-small-net-end-of-backward")
+
+
+CONV_NET = """import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 6 * 6, 3)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.bn(self.conv(x))), 1)
+        return self.fc(h.flatten(1))
+
+net = Net()
+loss = F.cross_entropy(net(torch.randn(2, 1, 8, 8)), torch.tensor([0, 2]))
+loss.backward()
+"""
+
+GROUP_NAME_OVERLAPS = """() => {
+    const cy = window.gradwalk.graph.core;
+    const only = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
+    const body = { includeLabels: false, includeOverlays: false, includeUnderlays: false };
+    const hit = (a, b) => Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1) > 1 && Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1) > 1;
+    const over = [];
+    for (const group of cy.nodes(':parent:visible')) {
+        const name = group.boundingBox(only);
+        for (const n of cy.nodes(':childless:visible')) {
+            if (hit(name, n.boundingBox(body))) over.push([group.data('label'), n.data('label').split('\\n')[0]]);
+        }
+    }
+    return over;
+}"""
+
+
+def test_module_names_and_module_outputs_read_clearly(page: Any) -> None:
+    # A conv net's graph: the name of the net.bn group was drawn over ReluBackward0 just
+    # above it (ELK spaced the groups as if their names took no room), and the nodes of
+    # each layer's output read t4, t11, t17 instead of the layer they came out of.
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", CONV_NET)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    wait_graph(page)
+    assert page.evaluate(GROUP_NAME_OVERLAPS) == []
+    labels = page.evaluate("() => window.gradwalk.graph.core.nodes(':childless').map((n) => n.data('label'))")
+    firsts = {label.split("\n")[0]: label for label in labels}
+    assert "net.conv(…)" in firsts["ConvolutionBackward0"], labels
+    assert "relu(net.bn(…))" in firsts["ReluBackward0"], labels
+    assert "net.fc(…)" in firsts["AddmmBackward0"], labels
+    settle(page)
+    shot(page, "labels-02-conv-net")

@@ -27,18 +27,30 @@ export interface LayoutEdge {
 /** Top-left positions are ELK's; these are centres, in graph coordinates. */
 export type Positions = Map<string, { x: number; y: number }>;
 
+// Spacing between nodes and layers: ELK reads it from each node's own options, so module
+// groups carry it too (without it the layers inside a group were 18 px apart, too close
+// for the gradient labelled on the edge between them).
+const SPACING: Record<string, string> = {
+  "elk.layered.spacing.nodeNodeBetweenLayers": "46",
+  "elk.spacing.nodeNode": "28",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "18",
+};
+
 const OPTIONS: Record<string, string> = {
   "elk.algorithm": "layered",
   "elk.direction": "DOWN",
   "elk.hierarchyHandling": "INCLUDE_CHILDREN",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "46",
-  "elk.spacing.nodeNode": "28",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "18",
+  ...SPACING,
   "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
   "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
   "elk.padding": "[top=40,left=20,bottom=20,right=20]",
   "elk.edgeRouting": "POLYLINE",
 };
+
+// A module group's box: Cytoscape draws it 14 px around its children with the module's
+// name just above it (graph-style.ts), so ELK keeps that much room around each group, the
+// name's included, clear of the nodes beside it.
+const GROUP_OPTIONS: Record<string, string> = { ...SPACING, "elk.padding": "[top=40,left=14,bottom=14,right=14]" };
 
 let elk: InstanceType<typeof ELK> | null = null;
 let unavailable = false;
@@ -107,7 +119,10 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
   if (!e) throw new Error("ELK is not available on this page");
   const elkNodes = new Map<string, ElkNode>();
   for (const n of nodes) {
-    elkNodes.set(n.id, n.compound ? { id: n.id, children: [] } : { id: n.id, width: n.width, height: n.height });
+    elkNodes.set(
+      n.id,
+      n.compound ? { id: n.id, children: [], layoutOptions: GROUP_OPTIONS } : { id: n.id, width: n.width, height: n.height },
+    );
   }
   const root: ElkNode = { id: "__root", layoutOptions: OPTIONS, children: [], edges: [] };
   for (const n of nodes) {

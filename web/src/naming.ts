@@ -1,6 +1,6 @@
 // Readable names for tensors and graph nodes: a variable name when the snippet bound one,
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
-// else `t<id>`.
+// else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
 import type { OpRecorded } from "./types/events";
 
@@ -60,9 +60,11 @@ function derive(model: TraceModel, id: number, depth: number): string | null {
   if (!t) return null;
   if (t.name) return t.name;
   if (t.paramName) return t.paramName;
-  if (depth <= 0) return null;
+  const module = model.moduleOutputOf(id);
+  const fromModule = module === undefined ? null : `${module}(…)`;
+  if (depth <= 0) return fromModule;
   const op = model.op(t.ev.op);
-  if (!op || op.outputs.length !== 1) return null;
+  if (!op || op.outputs.length !== 1) return fromModule;
   const inputs = op.inputs.map((i) => derive(model, i, depth - 1) ?? `t${i}`);
   const name = op.name.replace(/_$/, "");
   const infix = INFIX[name] ?? REFLECTED[name];
@@ -78,10 +80,10 @@ function derive(model: TraceModel, id: number, depth: number): string | null {
     expr = e ? `${wrap(args[0])}**${e}` : `${wrap(args[0])}**…`;
   } else if (name === "neg" && args.length === 1) expr = `−${wrap(args[0])}`;
   else if (args.length >= 1) expr = `${name}(${args.join(", ")})`;
-  return expr && expr.length <= MAX_EXPR ? expr : null;
+  return expr && expr.length <= MAX_EXPR ? expr : fromModule;
 }
 
-/** A tensor's readable label: its name, a short expression, or t<id>. */
+/** A tensor's readable label: its name, a short expression, the module it came out of, or t<id>. */
 export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
   if (id === null || id === undefined) return "?";
   return derive(model, id, 2) ?? `t${id}`;

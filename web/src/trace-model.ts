@@ -98,6 +98,8 @@ export class TraceModel {
   private readonly opsByLine = new Map<number, number[]>();
   private readonly nodesByLine = new Map<number, number[]>();
   private readonly accsByTensor = new Map<number, GradAccumulated[]>();
+  /** tensor id -> the module whose output it is (made inside it, read by an op outside it) */
+  private readonly moduleOutput = new Map<number, string>();
   private readonly listeners = new Set<ModelListener>();
 
   /** Build a model from a whole list of events (a stored trace or an export). */
@@ -156,6 +158,7 @@ export class TraceModel {
         this.opByIndex.set(ev.index, ev);
         if (ev.line !== null) push(this.opsByLine, ev.line, ev.index);
         if (ev.top_line !== null && ev.top_line !== ev.line) push(this.opsByLine, ev.top_line, ev.index);
+        this.noteModuleOutputs(ev);
         break;
       case "node":
         this.addNode(ev);
@@ -245,6 +248,17 @@ export class TraceModel {
     }
   }
 
+  /** Mark the inputs of `op` that were made inside a module `op` is not part of: its outputs. */
+  private noteModuleOutputs(op: OpRecorded): void {
+    const here = op.module_path ?? null;
+    for (const id of op.inputs) {
+      const made = this.opByIndex.get(this.tensors.get(id)?.ev.op ?? -1)?.module_path;
+      if (!made || this.moduleOutput.has(id)) continue;
+      if (here === made || here?.startsWith(`${made}.`)) continue; // still inside, or handed to a submodule
+      this.moduleOutput.set(id, made);
+    }
+  }
+
   // --- queries -------------------------------------------------------------------------
 
   tensor(id: number | null | undefined): TensorInfo | undefined {
@@ -290,6 +304,14 @@ export class TraceModel {
 
   accumulationsOf(tensor: number): readonly GradAccumulated[] {
     return this.accsByTensor.get(tensor) ?? [];
+  }
+
+  /**
+   * The module tensor `id` came out of (`net.fc1` for the output of `self.fc1(x)` inside
+   * `net`): the innermost module its op ran in, once an op outside that module has read it.
+   */
+  moduleOutputOf(id: number): string | undefined {
+    return this.moduleOutput.get(id);
   }
 
   /** A tensor's readable name: its variable, its parameter name, or t<id>. */

@@ -42,3 +42,15 @@ test("an expression before .backward() or .grad is parenthesised as Python reads
   assert.equal(attrOf("−x"), "(−x)");
   assert.equal(attrOf("f(a) * g(b)"), "(f(a) * g(b))"); // ends in a call, is not one
 });
+
+test("an unnamed module output reads as the module call it came out of (net.fc1(…))", () => {
+  const model = TraceModel.from(load("small_net").events);
+  const [fc1, fc2] = model.ops.filter((op) => op.name === "linear");
+  const relu = model.ops.find((op) => op.name === "relu")!;
+  assert.equal(fc1.module_path, "net.fc1");
+  assert.equal(tensorExpr(model, fc1.outputs[0]), "net.fc1(…)");
+  assert.equal(tensorExpr(model, relu.outputs[0]), "relu(net.fc1(…))"); // an expression when one fits
+  assert.equal(tensorExpr(model, fc2.outputs[0]), "out"); // a variable's name wins
+  // the input handed from the snippet into net.fc1 came out of no module
+  assert.equal(model.moduleOutputOf(fc1.inputs[0]), undefined);
+});
