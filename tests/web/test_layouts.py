@@ -176,6 +176,20 @@ def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
     row = page.locator(".gw-op-row", has_text="multi_head_attention_forward").first.locator(".gw-op-nodes")
     expect(row).to_contain_text(re.compile(r"… \+\d+ more$"))
     assert len(row.get_attribute("title").split()) > 20
+    # the backward walk names each leaf it fills (AccumulateGrad → enc.layers.0.norm2.bias.grad):
+    # the list grew as wide as its longest name, and the end of the others was cut off
+    page.click("#gw-tab-stepper")
+    for scroller in (".gw-walk-scroll", ".gw-tape .gw-scroll"):
+        width = page.evaluate(
+            "(sel) => { const el = document.querySelector(sel); return [el.scrollWidth, el.clientWidth]; }", scroller
+        )
+        assert width[0] <= width[1], (scroller, width)
+    # and as tall as its rows: each row not drawn yet counted 2,800 px (the walk of these 112
+    # steps scrolled 244,000 px, its scrollbar's thumb a sliver)
+    height, rows = page.evaluate(
+        "() => { const el = document.querySelector('.gw-walk-scroll'); return [el.scrollHeight, el.querySelectorAll('li').length]; }"
+    )
+    assert rows > 100 and height < rows * 60, (height, rows)
 
 
 def test_stepping_on_a_phone_leaves_the_page_where_the_reader_is(page: Any) -> None:
