@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import ROOT, WEB, need
 
-EXAMPLES = ["cubic", "product", "cubic_twice", "small_net", "accumulate_loop", "custom_function"]
+EXAMPLES = ["cubic", "product", "cubic_twice", "small_net", "accumulate_loop", "custom_function", "grad_hook"]
 
 
 @pytest.fixture(scope="module")

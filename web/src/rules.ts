@@ -5,6 +5,7 @@
 // saved (tensor values recorded when they were made, scalars as repr), and the gradient it
 // sent on each edge (`grad_out`). The right-hand side of every line is the real
 // `grad_out`, never a value recomputed here.
+import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { GradAccumulated, NodeCreated, TensorValue } from "./types/events";
@@ -416,13 +417,19 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   const gradText = exec.grad_in.map((v) => fmtValue(v)).join(", ") + pathsSum(model, entry);
   const first = model.backward(entry.backward)?.entries[0] === entry;
   const seed = first ? " (the seed: backward() starts from 1 at the root)" : "";
-  const incoming = own ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}` : `grad = ${gradText}${seed}`;
+  // a hook changed what arrived (grad-hooks.ts): the node ran on the hook's gradient
+  const hooked = hookedArrival(model, entry);
+  const of = node.name === "AccumulateGrad" ? tensorExpr(model, node.tensor) : own;
+  const incoming = hooked
+    ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
+    : own
+      ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}`
+      : `grad = ${gradText}${seed}`;
 
   if (node.name === "AccumulateGrad") {
-    const leaf = tensorExpr(model, node.tensor);
     return {
       summary: `AccumulateGrad adds the gradient into ${gradOf(model, node.tensor)} (gradients accumulate with +=)`,
-      incoming: `grad = ∂${root}/∂${d(leaf)} = ${gradText}`,
+      incoming: hooked ? incoming : `grad = ∂${root}/∂${d(of ?? "?")} = ${gradText}`,
       lines: [],
       accumulations: entry.accs.map((a) => accumulationText(model, a)),
     };

@@ -74,3 +74,26 @@ test("custom_function: the node of Cube.apply says its rule is the snippet's own
   assert.match(ex.summary, /^Cube\.backward\(ctx, grad\) ran: the rule is your own/);
   assert.ok(ex.lines.some((l) => l.text.endsWith("← 12")), ex.lines.map((l) => l.text).join("\n"));
 });
+
+test("grad_hook: a node a hook fed says what arrived and what the hook made of it", () => {
+  const model = load("grad_hook");
+  const texts = model.timeline.map((entry) => explain(model, entry));
+  const mul = model.timeline.findIndex((e) => model.node(e.exec?.node)?.name === "MulBackward0");
+  // y's hook scaled the [6, 12] PowBackward0 sent into the [60, 120] MulBackward0 ran on
+  assert.equal(texts[mul]?.incoming, "grad = [60, 120]: a hook on y changed the ∂z/∂y = [6, 12] that arrived");
+  assert.ok(texts[mul]?.lines.some((l) => l.text.endsWith("= [180, 360]")), JSON.stringify(texts[mul]));
+  // no hook elsewhere: the nodes before and after read as always
+  for (const entry of model.timeline) {
+    if (entry.index === mul || !texts[entry.index]) continue;
+    assert.doesNotMatch(texts[entry.index]!.incoming, /hook/, texts[entry.index]!.incoming);
+  }
+  const leaf = model.timeline.find((e) => model.node(e.exec?.node)?.name === "AccumulateGrad")!;
+  assert.equal(explain(model, leaf)?.incoming, "grad = ∂z/∂x = [180, 360]");
+});
+
+test("no example without a hook says a hook changed a gradient", () => {
+  for (const name of ["cubic", "product", "cubic_twice", "small_net", "accumulate_loop", "custom_function"]) {
+    const model = load(name);
+    for (const entry of model.timeline) assert.doesNotMatch(explain(model, entry)?.incoming ?? "", /hook/, `${name} ${entry.index}`);
+  }
+});
