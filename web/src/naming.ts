@@ -136,9 +136,17 @@ export function attrOf(expr: string): string {
   return `(${expr})`;
 }
 
-/** A backward call as the snippet wrote it, near enough: `loss.backward()`, `(x * x).backward()`. */
+/**
+ * A backward call as the snippet wrote it, near enough: `loss.backward()`,
+ * `(x * x).backward()`, `torch.autograd.grad(y, …)` (the inputs it was asked about are not
+ * in the trace), `torch.autograd.backward(loss)`.
+ */
 export function backwardCallText(model: TraceModel, backward: number): string {
-  return `${attrOf(rootLabel(model, backward))}.backward()`;
+  const root = rootLabel(model, backward);
+  const api = model.backward(backward)?.start.api;
+  if (api === "autograd.grad") return `torch.autograd.grad(${root}, …)`;
+  if (api === "autograd.backward") return `torch.autograd.backward(${root})`;
+  return `${attrOf(root)}.backward()`;
 }
 
 /** A tensor's `.grad`, written as Python reads it: `x.grad`, `(x * 4).grad`. */

@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { attrOf, callLabels, tensorExpr } from "../src/naming";
+import { attrOf, backwardCallText, callLabels, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load } from "./traces";
@@ -53,4 +53,11 @@ test("an unnamed module output reads as the module call it came out of (net.fc1(
   assert.equal(tensorExpr(model, fc2.outputs[0]), "out"); // a variable's name wins
   // the input handed from the snippet into net.fc1 came out of no module
   assert.equal(model.moduleOutputOf(fc1.inputs[0]), undefined);
+});
+
+test("a call of torch.autograd.grad reads as one, not as y.backward()", () => {
+  const grad = TraceModel.from(load("autograd_grad").events);
+  assert.equal(grad.backwards[0].start.api, "autograd.grad");
+  assert.equal(backwardCallText(grad, 0), "torch.autograd.grad(y, …)");
+  assert.equal(backwardCallText(TraceModel.from(load("cubic").events), 0), "y.backward()");
 });
