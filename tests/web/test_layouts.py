@@ -69,6 +69,16 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert code[1] >= graph[3] and code[2] <= side[0], boxes  # the code under the graph
     assert max(b[3] for b in boxes.values()) <= 768, boxes  # nothing below the screen
     assert page.evaluate("() => document.scrollingElement.scrollHeight <= window.innerHeight")
+    # the header keeps to one row: its tools, which wrapped onto a second row (46 px of a
+    # 768 px screen), open under "More" wherever they do not fit beside the run controls
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
+    assert len(tops) == 4 and max(tops) - min(tops) < 8, tops  # brand, run controls, Classroom, More
+    expect(page.locator("[data-gw=classroom]")).to_be_visible()  # a class is told to click it
+    expect(page.locator("[data-gw=copy-embed]")).to_be_hidden()
+    page.click("[data-gw=more]")
+    expect(page.locator("[data-gw=copy-embed]")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("[data-gw=copy-embed]")).to_be_hidden()
     settle(page)
     shot(page, "15-projector-1024x768")
     # the Charts tab hides the graph: the code takes the whole left column (it sat under an
@@ -85,6 +95,7 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)
     run_source(page, TRAINING_LOOP)  # modules: the toolbar has Fold modules and Unfold too
+    page.click("[data-gw=more]")  # at 1024 px the tools are under "More" at any size of type
     page.click("[data-gw=presenter]")
     expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
     # one row each: two rows of graph toolbar took 40 px more from a graph pane already
@@ -93,7 +104,11 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
     assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
-    assert len(tops) == 3 and max(tops) - min(tops) < 8, tops  # brand, run controls, More
+    # brand, run controls, More: in presenter type even Classroom goes under "More" at 1024 px
+    assert len(tops) == 3 and max(tops) - min(tops) < 8, tops
+    page.click("[data-gw=more]")
+    expect(page.locator(".gw-header-tools [data-gw=classroom]")).to_be_visible()
+    page.keyboard.press("Escape")
     page.click("#gw-tab-stepper")
     tops = page.evaluate(
         "() => [...document.querySelectorAll('.gw-call')].map((el) => el.getBoundingClientRect().top)"
@@ -102,8 +117,12 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     page.click("[data-gw=more]")
     page.click("[data-gw=presenter]")  # and the way back is under "More"
     expect(page.locator(":root")).to_have_attribute("data-presenter", "off")
+    # normal type at 1024: Classroom is back in the header's row, the other tools under "More"
+    expect(page.locator(".gw-header > [data-gw=classroom]")).to_be_visible()
+    expect(page.locator("[data-gw=more]")).to_be_visible()
+    page.set_viewport_size({"width": 1600, "height": 900})  # room for every tool: no "More"
     expect(page.locator("[data-gw=more]")).to_be_hidden()
-    expect(page.locator("[data-gw=classroom]")).to_be_visible()
+    expect(page.locator("[data-gw=copy-embed]")).to_be_visible()
 
 
 def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> None:
@@ -138,8 +157,9 @@ def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> Non
     page.click("#gw-tab-stepper")
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-step-controls")
     assert len(tops) == 5 and max(tops) - min(tops) < 2, tops
-    # wider, there is no "More": the tools sit in the header, whatever the menu's state
-    page.set_viewport_size({"width": 1280, "height": 800})
+    # wide enough for them all, there is no "More": the tools sit in the header, whatever
+    # the menu's state
+    page.set_viewport_size({"width": 1600, "height": 900})
     expect(more).to_be_hidden()
     expect(page.locator("[data-gw=classroom]")).to_be_visible()
 
