@@ -201,7 +201,8 @@ def test_a_wide_graph_opens_on_its_loss(page: Any) -> None:
     page.click("#gw-tab-stepper")
     for scroller in (".gw-walk-scroll", ".gw-tape .gw-scroll"):
         width = page.evaluate(
-            "(sel) => { const el = document.querySelector(sel); return [el.scrollWidth, el.clientWidth]; }", scroller
+            "(sel) => { const el = document.querySelector(sel); return [el.scrollWidth, el.clientWidth]; }",
+            scroller,
         )
         assert width[0] <= width[1], (scroller, width)
     # and as tall as its rows: each row not drawn yet counted 2,800 px (the walk of these 112

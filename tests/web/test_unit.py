@@ -11,7 +11,16 @@ import pytest
 
 from .conftest import ROOT, WEB, need
 
-EXAMPLES = ["cubic", "product", "cubic_twice", "small_net", "accumulate_loop", "custom_function", "grad_hook", "autograd_grad"]
+EXAMPLES = [
+    "cubic",
+    "product",
+    "cubic_twice",
+    "small_net",
+    "accumulate_loop",
+    "custom_function",
+    "grad_hook",
+    "autograd_grad",
+]
 
 
 @pytest.fixture(scope="module")
