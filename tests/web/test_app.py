@@ -267,6 +267,29 @@ def test_a_failing_snippet_shows_its_error_at_line_6(page: Any) -> None:
     shot(page, "04-error-at-line-6")
 
 
+def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
+    # A run that built no graph kept the opening "Run the code to see the graph" line, as
+    # if it had not run; a learner who forgot requires_grad=True got no hint.
+    open_app(page)
+    empty = page.locator(".gw-graph-empty")
+    expect(empty).to_contain_text("Run")
+    for source, why in (
+        ("import torch\nx = torch.ones(3)\ny = (x * 2).sum()\n", "requires_grad=True"),
+        (
+            "import torch\nw = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    y = (w * 2).sum()\n",
+            "torch.no_grad()",
+        ),
+    ):
+        page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
+        page.click("[data-gw=run]")
+        page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+        expect(empty).to_be_visible()
+        expect(empty).to_contain_text(why)
+        expect(empty).not_to_contain_text("Press")
+    run_example(page, "cubic")
+    expect(empty).to_be_hidden()
+
+
 def test_reloading_a_url_lands_on_its_step(page: Any, browser: Any) -> None:
     open_app(page)
     run_example(page, "cubic")

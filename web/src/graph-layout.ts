@@ -8,6 +8,17 @@ import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 
 export type LayoutName = "elk" | "breadthfirst";
 
+/** A layout the graph view applied (window.gradwalk.graph.lastLayout, read by tests and benchmarks). */
+export interface LayoutInfo {
+  /** When it was applied (performance.now()). */
+  at: number;
+  /** From the first change it covers to applied. */
+  ms: number;
+  nodes: number;
+  edges: number;
+  layout: LayoutName;
+}
+
 /**
  * Position `cy`'s elements, which must be `nodes` and `edges` (`count` of the nodes are
  * not module groups); with `animate`, nodes already placed glide to their new place, and

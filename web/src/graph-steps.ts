@@ -6,6 +6,7 @@ import type { GEdge, GNode } from "./graph-build";
 import { tensorNodeLabel } from "./graph-build";
 import { backwardCallText } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
+import type { OpRecorded } from "./types/events";
 import { fmtShort } from "./values";
 
 type StepClass = "idle" | "pending" | "done" | "current";
@@ -257,4 +258,19 @@ function failureText(model: TraceModel, index: number): string {
     return `backward()${where} failed: the backward()${at} already freed this graph (its saved tensors are gone).`;
   }
   return `backward()${where} failed: see the output panel.`;
+}
+
+/**
+ * What the graph pane says while it shows no node: before a run, while one starts, or after
+ * a run that built no graph (and why: everything under no_grad, or nothing requiring grad).
+ */
+export function emptyGraphText(model: TraceModel): string {
+  if (!model.run) return "Press ▶ Run (or Ctrl+Enter) to run the code: the graph autograd records appears here.";
+  if (!model.isFinished) return "Running: the graph appears as the code builds it.";
+  if (model.ops.length === 0) return "This run made no tensor operation, so autograd recorded no graph.";
+  const readsGrad = (op: OpRecorded) => op.grad_mode !== "grad" && op.inputs.some((id) => model.tensor(id)?.ev.requires_grad);
+  if (model.ops.some(readsGrad)) {
+    return "No graph: the operations on tensors that require grad ran under torch.no_grad() or inference_mode(), which record nothing for backward.";
+  }
+  return "No graph: no operation had an input that requires grad. Make one with requires_grad=True, e.g. torch.tensor(2.0, requires_grad=True).";
 }

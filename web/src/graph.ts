@@ -11,9 +11,9 @@ import { h, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
-import { type LayoutName, placeElements } from "./graph-layout";
+import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
-import { bannerText, StepPainter } from "./graph-steps";
+import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { fitGraph, leastPan } from "./graph-viewport";
 import { ELK_MAX_NODES, warmElk } from "./layout";
@@ -26,21 +26,12 @@ const FOLD_ABOVE = ELK_MAX_NODES;
 const COMPACT_ABOVE = 1500;
 const BIG = 1200;
 
-export interface LayoutInfo {
-  /** When it was applied (performance.now()). */
-  at: number;
-  /** From the first change it covers to applied. */
-  ms: number;
-  nodes: number;
-  edges: number;
-  layout: LayoutName;
-}
-
 export class GraphView {
   private cy!: Core;
   private big = false;
   private readonly canvas: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly empty: HTMLElement;
   private readonly info: HTMLElement;
   private readonly savedToggle: HTMLInputElement;
   private showSaved = true;
@@ -126,8 +117,8 @@ export class GraphView {
       reveal: (id) => this.reveal(id),
     });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
-    const empty = h("div", { class: "gw-graph-empty", text: "Run the code to see the graph autograd records." });
-    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, empty), graphLegend(), announcer);
+    this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
+    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, this.empty), graphLegend(), announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -269,7 +260,7 @@ export class GraphView {
       if (big !== this.big) this.createCy(big);
       // New elements, or node sizes changed by the presenter type: place them all again.
       const structural = this.sync(built.nodes, built.edges) || fontScale !== this.placedAtScale;
-      this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0);
+      if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
         layout = await placeElements(this.cy, built.nodes, built.edges, layoutNodes, this.laidOut && layoutNodes <= 200);
