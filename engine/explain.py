@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -62,4 +63,58 @@ def explain_error(
             "This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
             "computed under torch.no_grad(). Create the leaf with requires_grad=True."
         )
+    for phrase, hint in _PLAIN_HINTS:
+        if phrase in text:
+            return hint
+    shapes = _MATMUL_SHAPES.search(text)
+    if shapes:
+        cols, rows = shapes.group(2), shapes.group(3)
+        return (
+            f"In a matrix product the left operand's columns must match the right one's rows: here "
+            f"{cols} and {rows}. For nn.Linear(in_features, out_features) the input's last dimension "
+            f"must be in_features ({rows} here; the weight enters transposed): check the input's "
+            "shape, or the layer's in_features."
+        )
     return None
+
+
+# (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
+# detail of the run
+_PLAIN_HINTS = (
+    (
+        "Only Tensors of floating point and complex dtype can require gradients",
+        "Gradients exist for floating-point tensors only, and torch.tensor(2) makes an integer one. "
+        "Write the number as a float (torch.tensor(2.0, requires_grad=True)) or pass "
+        "dtype=torch.float32.",
+    ),
+    (
+        "a leaf Variable that requires grad is being used in an in-place operation",
+        "A leaf that requires grad (a parameter, or a tensor made with requires_grad=True) cannot be "
+        "changed in place while autograd records. Update it inside `with torch.no_grad():` "
+        "(w -= lr * w.grad), as an optimizer's step() does.",
+    ),
+    (
+        "appears to not have been used in the graph",
+        "torch.autograd.grad was asked for the gradient of an input the output does not depend on. "
+        "Leave that input out, or pass allow_unused=True (its gradient then comes back as None; "
+        "materialize_grads=True gives zeros).",
+    ),
+    (
+        "expected target dtype to be Long",
+        "cross_entropy takes the targets as class indices, integers of dtype torch.long: pass "
+        "target.long() (or class probabilities, floats of the same shape as the input).",
+    ),
+    (
+        "must match the size of tensor b",
+        "Broadcasting lines the shapes up from the right: each dimension must be equal, or 1 in one "
+        "of the two. Print both .shape; reshape, unsqueeze or transpose one operand.",
+    ),
+    (
+        "to have the same dtype",
+        "The operands have different dtypes (float32 and float64, say): torch.tensor of Python floats "
+        "and torch.randn make float32, NumPy arrays float64. Convert one: x.float(), or x.to(w.dtype).",
+    ),
+)
+
+# "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
+_MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x\d+\)")

@@ -219,6 +219,45 @@ def test_errors_that_raise_are_explained() -> None:
     assert err.line == 5 and err.hint and "in place" in err.hint
 
 
+EXPLAINED = {
+    # name: (snippet whose last line raises, a phrase the hint must hold)
+    "integer leaf": (
+        "import torch\nx = torch.tensor(2, requires_grad=True)\n",
+        "torch.tensor(2.0, requires_grad=True)",
+    ),
+    "manual update of a leaf": (
+        "import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\nw -= 0.1 * w.grad\n",
+        "with torch.no_grad():",
+    ),
+    "linear layer of the wrong size": (
+        "import torch, torch.nn as nn\nlayer = nn.Linear(784, 256)\nout = layer(torch.randn(64, 10))\n",
+        "here 10 and 784",
+    ),
+    "input the output does not use": (
+        "import torch\nx = torch.ones(1, requires_grad=True)\nz = torch.ones(1, requires_grad=True)\n"
+        "g = torch.autograd.grad((x * 2).sum(), [x, z])\n",
+        "allow_unused=True",
+    ),
+    "float class targets": (
+        "import torch, torch.nn.functional as F\nloss = F.cross_entropy(torch.randn(4, 3), torch.tensor([0.0, 1.0, 2.0, 1.0]))\n",
+        "target.long()",
+    ),
+    "shapes that do not broadcast": ("import torch\ny = torch.ones(2, 3) + torch.ones(4)\n", "Broadcasting"),
+    "float32 times float64": (
+        "import torch\ny = torch.randn(2, 3) @ torch.ones(3, 2, dtype=torch.float64)\n",
+        "x.to(w.dtype)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPLAINED))
+def test_common_learner_errors_get_a_hint_at_their_line(name: str) -> None:
+    source, phrase = EXPLAINED[name]
+    err = q.errors(record(source))[0]
+    assert err.line == source.count("\n"), err
+    assert err.hint and phrase in err.hint, err.hint
+
+
 def test_device_mismatch_names_both_tensors_and_where_they_were_made() -> None:
     trace = record("import torch\nx = torch.ones(3)\nw = torch.ones(3, device='meta')\ny = x + w\n")
     err = q.errors(trace)[0]
