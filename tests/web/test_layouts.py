@@ -164,6 +164,18 @@ def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> Non
     expect(page.locator("[data-gw=classroom]")).to_be_visible()
 
 
+def test_the_step_buttons_keep_to_one_row_in_a_narrow_side_pane(page: Any) -> None:
+    # At 1280 px the side pane is ~360 px wide and "Last »" wrapped alone onto a second row
+    # (it was kept on one row on phones only, by the window's width, not the pane's)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_app(page)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-step-controls")
+    assert len(tops) == 5 and max(tops) - min(tops) < 2, tops
+    expect(page.get_by_role("button", name="Last step")).to_be_visible()
+
+
 TRANSFORMER = """import torch, torch.nn as nn
 torch.manual_seed(0)
 layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0)
