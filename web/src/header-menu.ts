@@ -3,9 +3,9 @@
 // them behind a "More" button: below 760 px (they took four rows above the code), at
 // presenter size, and wherever else they would wrap onto a second row (1024 to ~1400 px at
 // normal size: a projector's, a laptop's width), which this module measures
-// (`data-crowded`); Classroom stays in the row unless even it does not fit. It also wires
-// the button. Elsewhere the button is not shown and the
-// tools sit in the header, whatever the menu's state.
+// (`data-crowded`); Classroom stays in the row unless even it does not fit. This module
+// also wires the button. Elsewhere the button is not shown and the tools sit in the
+// header, whatever the menu's state.
 
 /** Below this width the phone layout (CSS) hides the tools whatever they measure. */
 const PHONE_MAX = 759;
@@ -55,9 +55,9 @@ function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
       header.insertBefore(classroom, more);
     }
   };
-  new ResizeObserver(fit).observe(header);
   // the run controls change width with the run's status, the tools with the theme's label
-  new ResizeObserver(fit).observe(header.querySelector(".gw-run-controls") ?? header);
+  const watch = new ResizeObserver(fit);
+  for (const el of [header, tools, header.querySelector(".gw-run-controls")]) if (el) watch.observe(el);
   void document.fonts?.ready.then(fit);
   fit();
 }
