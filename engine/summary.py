@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from .events import FullValue, SummaryValue
 from .queries import value_of
 
 __all__ = ["summarize"]
+
+
+_MAX_LISTED = 6  # elements written out; a longer gradient is its norm and shape (as the app shows it)
+
+
+def _number(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def _short(v: FullValue | SummaryValue | None) -> str:
+    """A gradient in a few characters: ``14.75``, ``[0.5, -1]``, ``norm 0.1048 [8, 1, 3, 3]``."""
+    if v is None:
+        return "None"
+    if isinstance(v, SummaryValue):
+        return f"norm {_number(v.norm)} {v.shape}"
+    if not v.shape:
+        return _number(value_of(v))
+    if len(v.flat) <= _MAX_LISTED:
+        return "[" + ", ".join(_number(x) for x in v.flat) + "]"
+    norm = math.sqrt(sum(float(x) ** 2 for x in v.flat))
+    return f"norm {_number(norm)} {v.shape}"
 
 
 def summarize(trace: Any) -> str:
@@ -23,9 +46,8 @@ def summarize(trace: Any) -> str:
     needs_grad = {e.id for e in trace.events if e.type == "tensor" and e.requires_grad}
     for e in trace.events:
         if e.type == "tensor_final" and (e.grad is not None or e.id in needs_grad):
-            g = e.grad  # None: never reached by backward, or cleared (zero_grad) since
-            shown = f"norm {g.norm:.4g} {g.shape}" if g is not None and g.kind == "summary" else value_of(g)
-            lines.append(f"  {e.name}.grad = {shown}")
+            # None: never reached by backward, or cleared (zero_grad) since
+            lines.append(f"  {e.name}.grad = {_short(e.grad)}")
         elif e.type == "error":
             lines.append(
                 f"error at line {e.line}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}"

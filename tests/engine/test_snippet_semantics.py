@@ -146,6 +146,21 @@ def test_the_summary_says_a_cleared_grad_is_none() -> None:
     assert "  w.grad = None" in summarize(record(source)).splitlines()
 
 
+def test_the_summary_writes_gradients_short() -> None:
+    # a 16-element gradient was written out whole, each float in full repr
+    # (-0.005501430481672287, ...): a wall of digits per parameter of a small CNN
+    from engine.run import record
+    from engine.summary import summarize
+
+    source = (
+        "import torch\nb = torch.zeros(16, requires_grad=True)\nw = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "((b * torch.arange(16.0)).sum() + (w * w / 3).sum()).backward()\n"
+    )
+    lines = summarize(record(source)).splitlines()
+    assert "  w.grad = [0.6667, 1.333]" in lines, lines
+    assert "  b.grad = norm 35.21 [16]" in lines, lines  # sqrt(0² + 1² + ... + 15²)
+
+
 # Autograd features beyond loss.backward(): each snippet must print exactly what it prints
 # without gradwalk, and record without an error (the suite runs with GRADWALK_STRICT=1, so a
 # failure of gradwalk's own observation fails the test too).
