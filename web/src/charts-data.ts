@@ -239,7 +239,8 @@ export function formatNumber(v: number | null | undefined): string {
   if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
   const a = Math.abs(v);
   if (a === 0) return "0";
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace("e+", "e");
+  // as learning rates are written: 5e-4, 1.23e-4 (not 5.00e-4)
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace(/\.?0+e/, "e").replace("e+", "e");
   return String(Number(v.toPrecision(4)));
 }
 

@@ -87,6 +87,9 @@ test("graph memory follows the run's clock, from memory events and steps", () =>
 
 test("numbers and bytes read short", () => {
   assert.equal(formatNumber(0.000123), "1.23e-4");
+  assert.equal(formatNumber(0.0005), "5e-4"); // a learning rate's axis tick read 5.00e-4
+  assert.equal(formatNumber(0.00015), "1.5e-4");
+  assert.equal(formatNumber(250000), "2.5e5");
   assert.equal(formatNumber(106.6251), "106.6");
   assert.equal(formatNumber(null), "–");
   assert.equal(formatBytes(230016), "225 KiB");
