@@ -23,13 +23,21 @@ EXAMPLES = [
 ]
 
 
+# snippets the library has no example of, recorded for the unit tests under these names
+SNIPPETS = {
+    # nn.Linear on a batch of sequences: its AddmmBackward0 makes a tensor no op returns
+    "linear_3d": "import torch\ntorch.manual_seed(0)\nlayer = torch.nn.Linear(4, 3)\n"
+    "out = layer(torch.randn(2, 5, 4))\nout.sum().backward()\n",
+}
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from engine.run import record
 
     out = tmp_path_factory.mktemp("traces")
-    for name in EXAMPLES:
-        source = (ROOT / "server" / "examples" / f"{name}.py").read_text()
+    sources = {name: (ROOT / "server" / "examples" / f"{name}.py").read_text() for name in EXAMPLES}
+    for name, source in {**sources, **SNIPPETS}.items():
         (out / f"{name}.json").write_text(record(source, filename=f"{name}.py").model_dump_json())
     return out
 

@@ -99,7 +99,9 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
   // A node without an output tensor of its own, e.g. the Wᵀ inside nn.Linear.
   const inner = target.edges.length === 1 && target.edges[0].node !== null ? edgeTargetLabel(model, target.id, 0) : null;
   if (inner && target.name.startsWith("TBackward")) return `${inner}ᵀ`;
-  return target.name;
+  // the tensor it made inside one op (the 2-D product inside nn.Linear on a batch of sequences)
+  const outputs = target.grad_shapes?.length ?? 1;
+  return outputs > 1 ? `output ${edge.input_nr} of ${target.name}` : `${target.name}'s output`;
 }
 
 /** A node's label for lists: `MulBackward0` plus what it computes when known. */
