@@ -24,6 +24,7 @@ TOPICS = [
     "scalar",
     "chain-rule",
     "accumulate",
+    "hooks",
     "graph-freed",
     "holding-graph",
     "no-grad-vs-eval",
@@ -86,6 +87,10 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert at is not None and at[0] == "MulBackward0"
         case "accumulate":
             assert at is not None and at[0] == "AccumulateGrad" and accumulated_at(7) == [12.0]
+        case "hooks":  # y's hook turned the [6, 12] PowBackward0 sent into the [60, 120] Mul ran on
+            assert at is not None and at[0] == "MulBackward0" and at[1].grad_in[0].flat == [60.0, 120.0]
+            sent = [e for name, e in timeline if name == "PowBackward0"]
+            assert sent[0].grad_out[0].flat == [6.0, 12.0]
         case "graph-freed":
             assert at is not None and at[0] == "end" and at[1].graph_freed
         case "training-loop":
