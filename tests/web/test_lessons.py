@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(11)
+    expect(tiles).to_have_count(12)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
