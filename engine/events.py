@@ -401,6 +401,15 @@ class PitfallFound(_Event):
     nodes: list[NodeId] = Field(default_factory=list)
 
 
+class HookRegistered(_Event):
+    """The snippet hooked a tensor's gradient (``y.register_hook(fn)``): in backward, ``fn``
+    sees the gradient that reaches the tensor and may return another in its place."""
+
+    type: Literal["hook_registered"] = "hook_registered"
+    tensor: TensorId
+    line: int | None = None
+
+
 class OutputWritten(_Event):
     """Text the snippet wrote to stdout or stderr."""
 
@@ -445,6 +454,7 @@ Event = Annotated[
     | OptimizerStep
     | MetricLogged
     | PitfallFound
+    | HookRegistered
     | OutputWritten
     | ErrorRaised
     | LimitReached,

@@ -326,6 +326,15 @@ class Recorder:
         if abs(memory.saved_bytes - memory.reported) > max(4096, memory.reported >> 3):
             self.report_memory(line)
 
+    def on_hook(
+        self, tensor: torch.Tensor, frames: tuple[FrameType | None, int | None, int | None, bool] | None
+    ) -> None:
+        """Record that the snippet hooked ``tensor``'s gradient (``Tensor.register_hook``)."""
+        frame, line, _, in_setup = frames or snippet_frames()
+        if not in_setup:
+            tid = self.tensors.ensure(tensor, line=line, frame=frame)
+            self.emit({"type": "hook_registered", "tensor": tid, "line": line})
+
     def report_memory(self, line: int | None) -> None:
         now = self.memory.saved_bytes
         delta = now - self.memory.reported

@@ -122,6 +122,8 @@ class TapeMode(TorchFunctionMode):
                 rec.pitfalls.on_op(name, args, result, frames[1])
         if rec.in_optimizer or not rec.detail:
             return result
+        if name == "register_hook" and isinstance(first, torch.Tensor):
+            rec.on_hook(first, frames)  # returns a handle, not a tensor: no op of the tape
         outputs: list[torch.Tensor] = []
         tensors_in(result, outputs)
         if outputs:

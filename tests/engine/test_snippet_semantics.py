@@ -161,6 +161,21 @@ def test_the_summary_writes_gradients_short() -> None:
     assert "  b.grad = norm 35.21 [16]" in lines, lines  # sqrt(0² + 1² + ... + 15²)
 
 
+def test_a_hook_on_a_gradient_is_recorded_with_its_tensor_and_line() -> None:
+    from engine.run import record
+
+    source = (
+        "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * 3\n"
+        "y.register_hook(lambda g: g * 10)\nx.register_hook(lambda g: print(g))\n(y ** 2).sum().backward()\n"
+    )
+    trace = record(source)
+    names = {e.id: e.name for e in trace.events if e.type in ("tensor", "tensor_named") and e.name}
+    hooks = [(names[e.tensor], e.line) for e in trace.events if e.type == "hook_registered"]
+    assert hooks == [("y", 4), ("x", 5)]
+    assert not any(e.type == "op" and e.name == "register_hook" for e in trace.events)
+    assert q.final_grads(trace)["x"] == [180.0, 360.0]  # the hook's doing, recorded as it ran
+
+
 # Autograd features beyond loss.backward(): each snippet must print exactly what it prints
 # without gradwalk, and record without an error (the suite runs with GRADWALK_STRICT=1, so a
 # failure of gradwalk's own observation fails the test too).

@@ -420,8 +420,10 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   // a hook changed what arrived (grad-hooks.ts): the node ran on the hook's gradient
   const hooked = hookedArrival(model, entry);
   const of = node.name === "AccumulateGrad" ? tensorExpr(model, node.tensor) : own;
+  const hookAt = model.hookLines(node.tensor).filter((l) => l !== null);
+  const at = hookAt.length ? ` (line ${hookAt.join(", ")})` : "";
   const incoming = hooked
-    ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
+    ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""}${at} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
     : own
       ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}`
       : `grad = ${gradText}${seed}`;

@@ -98,6 +98,8 @@ export class TraceModel {
   private readonly opsByLine = new Map<number, number[]>();
   private readonly nodesByLine = new Map<number, number[]>();
   private readonly accsByTensor = new Map<number, GradAccumulated[]>();
+  /** tensor id -> the lines that hooked its gradient (register_hook) */
+  private readonly hooksOf = new Map<number, (number | null)[]>();
   /** tensor id -> the module whose output it is (made inside it, read by an op outside it) */
   private readonly moduleOutput = new Map<number, string>();
   private readonly listeners = new Set<ModelListener>();
@@ -229,6 +231,9 @@ export class TraceModel {
       case "metric":
         this.metrics.push(ev);
         break;
+      case "hook_registered":
+        push(this.hooksOf, ev.tensor, ev.line ?? null);
+        break;
     }
   }
 
@@ -312,6 +317,11 @@ export class TraceModel {
    */
   moduleOutputOf(id: number): string | undefined {
     return this.moduleOutput.get(id);
+  }
+
+  /** The lines where the snippet hooked tensor `id`'s gradient (`register_hook`), in order. */
+  hookLines(id: number | null | undefined): readonly (number | null)[] {
+    return id === null || id === undefined ? [] : (this.hooksOf.get(id) ?? []);
   }
 
   /** A tensor's readable name: its variable, its parameter name, or t<id>. */

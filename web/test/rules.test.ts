@@ -80,7 +80,7 @@ test("grad_hook: a node a hook fed says what arrived and what the hook made of i
   const texts = model.timeline.map((entry) => explain(model, entry));
   const mul = model.timeline.findIndex((e) => model.node(e.exec?.node)?.name === "MulBackward0");
   // y's hook scaled the [6, 12] PowBackward0 sent into the [60, 120] MulBackward0 ran on
-  assert.equal(texts[mul]?.incoming, "grad = [60, 120]: a hook on y changed the ∂z/∂y = [6, 12] that arrived");
+  assert.equal(texts[mul]?.incoming, "grad = [60, 120]: a hook on y (line 7) changed the ∂z/∂y = [6, 12] that arrived");
   assert.ok(texts[mul]?.lines.some((l) => l.text.endsWith("= [180, 360]")), JSON.stringify(texts[mul]));
   // no hook elsewhere: the nodes before and after read as always
   for (const entry of model.timeline) {

@@ -20,6 +20,7 @@ export interface GradwalkTrace {
     | OptimizerStep
     | MetricLogged
     | PitfallFound
+    | HookRegistered
     | OutputWritten
     | ErrorRaised
     | LimitReached
@@ -594,6 +595,26 @@ export interface PitfallFound {
   tensors: number[];
   title: string;
   type: "pitfall";
+}
+/**
+ * The snippet hooked a tensor's gradient (``y.register_hook(fn)``): in backward, ``fn``
+ * sees the gradient that reaches the tensor and may return another in its place.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "HookRegistered".
+ */
+export interface HookRegistered {
+  line: number | null;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  tensor: number;
+  type: "hook_registered";
 }
 /**
  * Text the snippet wrote to stdout or stderr.
