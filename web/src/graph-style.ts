@@ -215,16 +215,25 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
 
 /** The legend under the graph: what each kind of node looks like. */
 export function graphLegend(): HTMLElement {
-  const item = (kind: string, text: string) => h("li", {}, h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }), text);
+  // each entry has a short form too, shown where the legend must keep to one line (a
+  // projector's short screen, layout.css), with the whole text as its tooltip
+  const item = (kind: string, text: string, short = text) =>
+    h(
+      "li",
+      { title: text },
+      h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }),
+      h("span", { class: "gw-legend-text" }, text),
+      h("span", { class: "gw-legend-short" }, short),
+    );
   return h(
     "ul",
     { class: "gw-legend", "aria-label": "Legend" },
-    item("op", "op (grad_fn)"),
+    item("op", "op (grad_fn)", "op"),
     item("acc", "AccumulateGrad"),
-    item("leaf", "leaf, requires grad"),
+    item("leaf", "leaf, requires grad", "leaf"),
     item("param", "parameter"),
-    item("input", "plain input"),
-    item("saved", "saved for backward"),
+    item("input", "plain input", "input"),
+    item("saved", "saved for backward", "saved"),
   );
 }
 
