@@ -333,3 +333,45 @@ def test_logged_metrics_get_a_chart_each(page: Any) -> None:
     expect(page.locator("[data-chart='metric:val_acc']")).to_be_visible()
     expect(page.locator("[data-chart=loss] .gw-chart-chip")).to_have_count(2)
     shot(page, "charts-10-metrics-two-optimizers")
+
+
+MANUAL_GD = """import torch
+X = torch.linspace(-1, 1, 20)
+y = 3 * X + 2
+w = torch.zeros(1, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+for step in range(30):
+    loss = ((w * X + b - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        b -= 0.1 * b.grad
+        w.grad.zero_()
+        b.grad.zero_()
+"""
+
+
+def test_a_loop_that_steps_by_hand_charts_its_loss_and_opens_each_call(page: Any) -> None:
+    # Gradient descent written out (w -= lr * w.grad), the loop courses teach before
+    # torch.optim: no optimizer step, so the Charts tab had only the graph's memory.
+    from engine.run import record
+
+    trace = record(MANUAL_GD).model_dump(mode="json")
+    open_app(page, "?view=charts")
+    load_trace(page, trace)
+    snap = wait_chart(page, "calls", 30)
+    assert snap["calls"]["title"] == "Loss" and snap["calls"]["x"] == list(range(1, 31))
+    values = snap["calls"]["series"][0]["values"]
+    assert values[-1] < values[0] / 10, values  # the loss the code printed falls
+    x, y = plot_point(page, "calls", 9)
+    page.mouse.move(x, y)
+    call = hovered_step(page, "calls")
+    expect(page.locator("[data-chart=calls] .gw-chart-readout")).to_contain_text(
+        "click to open this backward() call"
+    )
+    page.mouse.click(x, y)
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    state = page.evaluate(
+        "() => { const a = window.gradwalk; const e = a.model.timeline[a.store.state.step]; return [e.backward, a.store.state.view]; }"
+    )
+    assert state == [call - 1, "stepper"]

@@ -28,6 +28,11 @@ SNIPPETS = {
     # nn.Linear on a batch of sequences: its AddmmBackward0 makes a tensor no op returns
     "linear_3d": "import torch\ntorch.manual_seed(0)\nlayer = torch.nn.Linear(4, 3)\n"
     "out = layer(torch.randn(2, 5, 4))\nout.sum().backward()\n",
+    # gradient descent by hand: no optimizer, each backward() call a step
+    "manual_gd": "import torch\nX = torch.linspace(-1, 1, 20)\ny = 3 * X + 2\n"
+    "w = torch.zeros(1, requires_grad=True)\nfor step in range(10):\n"
+    "    loss = ((w * X - y) ** 2).mean()\n    loss.backward()\n    with torch.no_grad():\n"
+    "        w -= 0.1 * w.grad\n        w.grad.zero_()\n",
 }
 
 

@@ -7,6 +7,7 @@
 // between steps (and in loops that never step at all). Ingesting appends: O(series) per
 // event at most, so a 1,000-step run streams without recomputing anything.
 import type { GradwalkEvent, MemoryChanged, MetricLogged, OptimizerStep } from "./types/events";
+import { isFull, num } from "./values";
 
 export type ChartKind = "steps" | "time" | "metric";
 export type Unit = "number" | "bytes";
@@ -93,6 +94,8 @@ export class ChartData {
   readonly steps = new Map<string, OptimizerStep[]>();
   private readonly lastStep = new Map<string, { step: number; instance: string; n: number }>();
   private readonly metricCount = new Map<string, number>();
+  /** tensor id -> its value, for one-element tensors (a backward call's root: its loss) */
+  private readonly scalars = new Map<number, number>();
   private t0: number | null = null;
   private maxStep = 0;
   version = 0;
@@ -107,7 +110,10 @@ export class ChartData {
 
   /** The charts in the order they are shown, the ones with data only. */
   get ordered(): Table[] {
-    const fixed = ["loss", "grad", "update", "lr", "memory", "cuda"];
+    // a loop that steps by hand (w -= lr * w.grad) has no optimizer step: its loss is the
+    // root of each backward() call
+    const calls = this.stepCount === 0 && (this.tables.get("calls")?.length ?? 0) > 1 ? ["calls"] : [];
+    const fixed = [...calls, "loss", "grad", "update", "lr", "memory", "cuda"];
     const out = fixed.map((id) => this.tables.get(id)).filter((t): t is Table => !!t && t.length > 0);
     for (const t of this.tables.values()) if (t.kind === "metric" && t.length) out.push(t);
     return out;
@@ -140,6 +146,16 @@ export class ChartData {
       case "metric":
         this.addMetric(ev);
         break;
+      case "tensor":
+        if (isFull(ev.value) && ev.value.flat.length === 1) this.scalars.set(ev.id, num(ev.value.flat[0]));
+        return;
+      case "backward_started": {
+        const loss = this.scalars.get(ev.roots[0]);
+        if (loss === undefined) return;
+        const t = this.table("calls", "Loss", "steps", "number", "the root of each backward() call, one call a step (no optimizer stepped)");
+        t.setStep({ key: "loss", label: "loss", optimizer: null }, ev.index + 1, loss);
+        break;
+      }
       default:
         return;
     }

@@ -177,6 +177,12 @@ export class ChartsView {
     return true;
   }
 
+  /** Open backward call `index` (0-based), where no optimizer stepped, at its first step. */
+  openCall(index: number): void {
+    const entry = this.model.backward(index)?.entries[0];
+    if (entry) this.store.set({ view: "stepper", step: entry.index, selection: null });
+  }
+
   private detailText(optimizer: string): string {
     const steps = this.data.detailSteps(optimizer);
     if (!steps.length) return "No step of it was recorded in full.";
@@ -437,7 +443,8 @@ export class ChartsView {
     });
     const parts = [hovering ? where : `last: ${where}`, ...values];
     if (!hovering && shown.length > 3) parts.push("hover a line to read it");
-    if (hovering && table.kind === "steps") {
+    if (hovering && table.id === "calls") parts.push("click to open this backward() call");
+    else if (hovering && table.kind === "steps") {
       const opt = table.series[(picks[0] ?? 1) - 1]?.optimizer;
       const ev = opt ? this.data.step(opt, x) : undefined;
       if (ev) parts.push(ev.detail ? "● recorded in full: click to open" : "metrics only");
@@ -484,9 +491,10 @@ export class ChartsView {
       const idx = u.cursor.idx;
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];
-      const si = this.nearest(u, idx);
+      const si = chart.table.id === "calls" ? null : this.nearest(u, idx);
       const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
-      if (opt) this.openStep(opt, step);
+      if (chart.table.id === "calls") this.openCall(step - 1);
+      else if (opt) this.openStep(opt, step);
     });
   }
 }

@@ -95,3 +95,21 @@ test("numbers and bytes read short", () => {
   assert.equal(formatBytes(230016), "225 KiB");
   assert.equal(formatBytes(96), "96 B");
 });
+
+test("a loop that steps by hand charts the loss of each backward() call", async () => {
+  const { loadTrace } = await import("./traces");
+  const manual = ChartData.from(loadTrace("manual_gd").events, false);
+  const calls = manual.ordered[0];
+  assert.equal(calls.id, "calls");
+  assert.deepEqual(calls.xs, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const losses = calls.cols[0] as number[];
+  assert.ok(losses.every((v, i) => i === 0 || v < losses[i - 1]), String(losses)); // gradient descent works
+  // at w = 0 the first loss is mean((3x + 2)²) over the 20 points of linspace(-1, 1)
+  const xs = Array.from({ length: 20 }, (_, i) => -1 + (2 * i) / 19);
+  const first = xs.reduce((sum, x) => sum + (3 * x + 2) ** 2, 0) / 20;
+  assert.ok(Math.abs(losses[0] - first) < 1e-4, `${losses[0]} vs ${first}`);
+  // one call is no curve; and a run with an optimizer has its own loss chart
+  assert.ok(!ChartData.from(loadTrace("cubic").events, false).ordered.some((t) => t.id === "calls"));
+  const stepped = ChartData.from([...loadTrace("manual_gd").events, step("opt (SGD)", 1, 0.5)], false);
+  assert.deepEqual(stepped.ordered.map((t) => t.id).slice(0, 1), ["loss"]);
+});
