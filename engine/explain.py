@@ -41,11 +41,6 @@ def explain_error(
             "pass before calling backward() again, or pass retain_graph=True to the first call if you "
             "really need two passes through the same graph."
         )
-    if "modified by an inplace operation" in text:
-        return (
-            "A tensor that autograd saved for backward was changed in place afterwards. Use the "
-            "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
-        )
     if "same device" in text or "is not on the expected device" in text:
         return (
             "The operands of one operation live on different devices"
@@ -53,22 +48,12 @@ def explain_error(
             + ". Move them together with .to(device) (for a model: model.to(device); for data: "
             "xb.to(device))."
         )
-    if "grad can be implicitly created only for scalar outputs" in text:
-        return (
-            "backward() without an argument needs a single number (a scalar loss). Reduce the output "
-            "first (loss = out.sum() or out.mean()) or pass a gradient: out.backward(torch.ones_like(out))."
-        )
-    if "does not require grad and does not have a grad_fn" in text:
-        return (
-            "This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
-            "computed under torch.no_grad(). Create the leaf with requires_grad=True."
-        )
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
     shapes = _MATMUL_SHAPES.search(text)
     if shapes:
-        cols, rows = shapes.group(2), shapes.group(3)
+        cols, rows = shapes.groups()
         return (
             f"In a matrix product the left operand's columns must match the right one's rows: here "
             f"{cols} and {rows}. For nn.Linear(in_features, out_features) the input's last dimension "
@@ -81,6 +66,21 @@ def explain_error(
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
 _PLAIN_HINTS = (
+    (
+        "modified by an inplace operation",
+        "A tensor that autograd saved for backward was changed in place afterwards. Use the "
+        "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first.",
+    ),
+    (
+        "grad can be implicitly created only for scalar outputs",
+        "backward() without an argument needs a single number (a scalar loss). Reduce the output "
+        "first (loss = out.sum() or out.mean()) or pass a gradient: out.backward(torch.ones_like(out)).",
+    ),
+    (
+        "does not require grad and does not have a grad_fn",
+        "This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
+        "computed under torch.no_grad(). Create the leaf with requires_grad=True.",
+    ),
     (
         "Only Tensors of floating point and complex dtype can require gradients",
         "Gradients exist for floating-point tensors only, and torch.tensor(2) makes an integer one. "
@@ -117,4 +117,4 @@ _PLAIN_HINTS = (
 )
 
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
-_MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x\d+\)")
+_MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")

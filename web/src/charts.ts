@@ -491,10 +491,10 @@ export class ChartsView {
       const idx = u.cursor.idx;
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];
-      const si = chart.table.id === "calls" ? null : this.nearest(u, idx);
+      if (chart.table.id === "calls") return this.openCall(step - 1);
+      const si = this.nearest(u, idx);
       const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
-      if (chart.table.id === "calls") this.openCall(step - 1);
-      else if (opt) this.openStep(opt, step);
+      if (opt) this.openStep(opt, step);
     });
   }
 }

@@ -52,8 +52,7 @@ export function hookedArrival(model: TraceModel, entry: StepEntry, inputNr = 0):
     }
     const got = elements(ran);
     if (total.every((x, i) => close(x, got[i]))) return null;
-    const arrived: FullValue = { kind: "full", shape: ran.shape, flat: total };
-    return arrived;
+    return { kind: "full", shape: ran.shape, flat: total } satisfies FullValue;
   }
   if (isSummary(ran) && sent.length === 1 && isSummary(sent[0])) {
     const a = sent[0];

@@ -372,6 +372,12 @@ function pathsSum(model: TraceModel, entry: StepEntry): string {
   return `, the sum of ${parts.length} paths: ${parts.map((v, i) => (i === 0 ? fmt(v) : fmtFactor(v))).join(" + ")}`;
 }
 
+/** ` (line 7)`: where the snippet hooked tensor `id`'s gradient, when the trace says. */
+function hookLinesText(model: TraceModel, id: number | null): string {
+  const lines = model.hookLines(id).filter((l) => l !== null);
+  return lines.length ? ` (line ${lines.join(", ")})` : "";
+}
+
 /** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
 function d(label: string): string {
   return /^[\w.]+ᵀ?$/.test(label) ? label : `(${label})`;
@@ -420,10 +426,8 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   // a hook changed what arrived (grad-hooks.ts): the node ran on the hook's gradient
   const hooked = hookedArrival(model, entry);
   const of = node.name === "AccumulateGrad" ? tensorExpr(model, node.tensor) : own;
-  const hookAt = model.hookLines(node.tensor).filter((l) => l !== null);
-  const at = hookAt.length ? ` (line ${hookAt.join(", ")})` : "";
   const incoming = hooked
-    ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""}${at} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
+    ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""}${hookLinesText(model, node.tensor)} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
     : own
       ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}`
       : `grad = ${gradText}${seed}`;
