@@ -268,7 +268,7 @@ export class App {
     this.pitfalls.setModel(model);
     this.bindModel();
     this.onModelEvents();
-    this.url.write(runId, this.store.state);
+    this.url.write(runId, this.headingTo());
     this.hooks.onModel?.(runId, model);
   }
 
@@ -339,6 +339,24 @@ export class App {
     if (changed.has("hover")) this.editor.setLinked(state.hover?.lines ?? []);
     if (changed.has("view") || changed.has("step") || changed.has("op")) this.editor.setCurrent(currentLine(this.model, state));
     if (changed.has("view") || changed.has("step") || changed.has("op") || changed.has("selection")) this.url.write(this.runId, state);
+  }
+
+  /**
+   * The state the view is on its way to: the store's, with the URL's view and step still
+   * waiting for their run laid over it. The address bar shows it as soon as the run does, so
+   * a reload or a copied link never holds the run without the step it opens at.
+   */
+  private headingTo(): ViewState {
+    const state = this.store.state;
+    const want = this.pending;
+    if (!want || want.run !== this.runId) return state;
+    return {
+      ...state,
+      view: want.view ?? state.view,
+      step: want.step ?? state.step,
+      op: want.op ?? state.op,
+      selection: want.selection ?? state.selection,
+    };
   }
 
   /** Show what `wanted` points at: load its run (unless shown), then its view and step once they exist. */
