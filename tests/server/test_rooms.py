@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import httpx
@@ -144,7 +143,7 @@ def test_the_presenter_hears_how_many_follow(server: LiveServer) -> None:
 def test_a_viewer_that_reconnects_catches_up_at_once(server: LiveServer) -> None:
     room = open_room(server, {"source": CUBIC})
 
-    async def scenario() -> float:
+    async def scenario() -> None:
         async with connect(presenter_url(server, room)) as presenter:
             await next_frame(presenter, "state")
             async with connect(socket_url(server, room)) as viewer:
@@ -152,22 +151,19 @@ def test_a_viewer_that_reconnects_catches_up_at_once(server: LiveServer) -> None
             for step in range(5):  # while the viewer is away
                 await presenter.send(json.dumps({"type": "state", "state": {"step": step}}))
                 await next_frame(presenter, "ack")
-            started = time.perf_counter()
             async with connect(socket_url(server, room)) as viewer:
-                frame = await next_frame(viewer)
-            elapsed = time.perf_counter() - started
+                frame = await next_frame(viewer)  # its first frame is the latest state, not a replay
             assert frame["version"] == 6 and frame["state"]["step"] == 4
             assert frame["state"]["source"] == CUBIC  # a new connection always gets the source
-            return elapsed
 
-    assert run(scenario()) < 1.0
+    run(scenario())  # how fast: bench/bench_rooms.py
 
 
 def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
     room = open_room(server)
     key = {"x-presenter-key": room["presenter_key"]}
 
-    async def scenario() -> float:
+    async def scenario() -> None:
         async with connect(socket_url(server, room), max_queue=1, max_size=None) as stalled:
             await asyncio.sleep(0.2)  # connected, and never reads while the presenter changes things
             async with (
@@ -180,18 +176,16 @@ def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
                         f"/api/rooms/{room['code']}/state", json={"source": f"# {i}\n" + "x" * 50_000}
                     )
                     assert response.status_code == 200
-                started = time.perf_counter()
                 version = 0
-                while version < 21:
-                    version = (await next_frame(fast))["version"]
-                fast_lag = time.perf_counter() - started
+                while version < 21:  # held back by the stalled socket, this would wait forever:
+                    version = (await next_frame(fast))["version"]  # next_frame gives up after 10 s
             while True:  # once it reads, the stalled viewer ends at the latest state
                 frame = await next_frame(stalled)
                 if frame["version"] == 21:
                     assert frame["state"]["source"].startswith("# 19\n")
-                    return fast_lag
+                    return
 
-    assert run(scenario()) < 2.0
+    run(scenario())
 
 
 def test_a_large_source_goes_over_http(server: LiveServer) -> None:

