@@ -46,6 +46,10 @@ LEAF = "() => window.gradwalkViewer.graph.core.$('node[kind = \"leaf\"]').data('
 expect: Any
 try:
     from playwright.sync_api import expect
+
+    # a CI machine shared with other jobs runs a frame or a run late: wait longer than
+    # Playwright's 5 s before calling an assertion false (a true one returns at once)
+    expect.set_options(timeout=15_000)
 except ImportError:  # the fixtures skip (or fail in CI) before any test runs
     expect = None
 
