@@ -6,6 +6,7 @@ import re
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from .memory import saved_by, saved_source
 from .source import find_name
 
 if TYPE_CHECKING:
@@ -28,6 +29,59 @@ def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
     return f" ({name.strip('_')}: " + ", ".join(parts) + ")" if parts else ""
 
 
+def _code_at(rec: Recorder, line: int | None) -> str | None:
+    """The snippet's code at ``line``, when it is short enough to quote."""
+    if line is None or not 0 < line <= len(rec.source_lines):
+        return None
+    code = rec.source_lines[line - 1].strip()
+    return code if 0 < len(code) <= 60 else None
+
+
+def _changed_saved_tensor(rec: Recorder) -> str | None:
+    """Say which node saved the tensor backward found changed, and which op changed it:
+    ``ExpBackward0 saved y for backward (line 4); then line 5 (y += 1) changed it in place``.
+    ``None`` when the recorder did not see it saved (a metrics-only step)."""
+    alias = rec.memory.changed
+    by = saved_by(alias) if alias is not None else None
+    source = saved_source(alias) if alias is not None else None
+    if by is None or source is None:
+        return None
+    name = rec.tensors.names.get(by.tensor) if by.tensor is not None else None
+    # the in-place ops since it was saved, newest first: each version points at the one before
+    original = source()
+    tid = rec.tensors.known(original) if original is not None else None
+    changes: list[tuple[str, str | None, int | None]] = []
+    while tid is not None and tid != by.tensor and tid in rec.tensors.changes:
+        prior, op, path = rec.tensors.changes[tid]
+        changes.append((op, path, rec.tensors.lines.get(tid)))
+        tid = prior
+    saver = by.node + (f" (in {by.path})" if by.path else "")
+    what = name or (f"{by.path}'s output" if by.path and by.label == "result" else f"its {by.label}")
+    text = f"{saver} saved {what} for backward" + (f" (line {by.line})" if by.line else "") + "; then "
+    n = name or "y"
+    copy = f", or change a copy ({n}.clone())" if name else ""
+    out_of_place = f"use the op's out-of-place form ({n} = {n} + 1 rather than {n} += 1){copy}"
+    if tid != by.tensor or not changes:
+        text += "it was changed in place (through a view of it, or by code not recorded)"
+        return f"{text}. backward() needs the value it saved: {out_of_place}."
+    op, path, line = changes[-1]
+    code = _code_at(rec, line)
+    where = f"line {line} ({code})" if code else f"{op} at line {line}" if line else op
+    text += where + (f", in {path}," if path else "") + " changed it in place"
+    if len(changes) > 1:
+        more = len(changes) - 1
+        text += f" ({more} more in-place change{'s' if more > 1 else ''} followed)"
+    if original is not None and original.is_leaf and original.requires_grad:
+        fix = f"change {n} after backward() has run (as an optimizer's step() comes after loss.backward())"
+    elif op.endswith("__setitem__"):
+        fix = f"change a copy instead ({n} = {n}.clone() before line {line})"
+    elif path or (code and "inplace=True" in code):
+        fix = "drop inplace=True" + (f" from {path}" if path else "") + copy
+    else:
+        fix = out_of_place
+    return f"{text}. backward() needs the value it saved: {fix}."
+
+
 def explain_error(
     exc: BaseException, rec: Recorder, line: int | None, frame: FrameType | None = None
 ) -> str | None:
@@ -48,6 +102,10 @@ def explain_error(
             + ". Move them together with .to(device) (for a model: model.to(device); for data: "
             "xb.to(device))."
         )
+    if "modified by an inplace operation" in text:
+        changed = _changed_saved_tensor(rec)
+        if changed:
+            return changed
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint

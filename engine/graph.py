@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .memory import saved_source
+from .memory import SavedBy, saved_source
 from .tensors import dtype_name
 from .values import has_storage
 
@@ -146,6 +146,7 @@ class GraphRecorder:
         live = self._live_ids
         by_ptr: dict[int, list[tuple[Any, int, bool]]] | None = None
         watch = rec.backward.watch if rec.detail else None
+        memory = rec.memory
         for node, nid, nexts in pending:
             cls = type(node)
             name = cls.__name__
@@ -187,6 +188,8 @@ class GraphRecorder:
                         else:
                             original = source()
                             saved_id = rec.tensors.known(original) if original is not None else None
+                        if memory.recent:
+                            memory.note_saver(value, SavedBy(name, label, saved_id, line, module_path))
                         sv = _describe_saved_tensor(label, value, saved_id)
                     else:
                         sv = _describe_saved_other(label, value)

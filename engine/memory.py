@@ -26,7 +26,7 @@ import contextlib
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch.autograd import graph
@@ -35,9 +35,27 @@ from torch.autograd.graph import saved_tensors_hooks
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["SavedMemory", "cuda_allocated", "saved_source"]
+__all__ = ["SavedBy", "SavedMemory", "cuda_allocated", "saved_by", "saved_source"]
 
 _SOURCE = "_gradwalk_source"
+_SAVED_BY = "_gradwalk_saved_by"
+
+
+class SavedBy(NamedTuple):
+    """Which node saved a tensor, under which name, and the tensor's id then."""
+
+    node: str  # the grad_fn's class name
+    label: str  # what the node calls it: self, other, result, ...
+    tensor: int | None  # the tensor's id when it was saved
+    line: int | None  # the snippet line of the op that made the node
+    path: str | None  # the module the op ran in (net.fc1), if any
+
+
+def saved_by(saved: torch.Tensor) -> SavedBy | None:
+    """Which node saved ``saved`` (a tensor the unpack hook hands back), where
+    :meth:`SavedMemory.note_saver` was told."""
+    by: SavedBy | None = saved.__dict__.get(_SAVED_BY)
+    return by
 
 
 def saved_source(saved: torch.Tensor) -> weakref.ref[torch.Tensor] | None:
@@ -102,6 +120,10 @@ class SavedMemory:
         self._original_disable: Callable[[str], AbstractContextManager[None]] | None = None
         self._aside = 0
         self._popped = False
+        # the saved tensor backward found changed in place, for the error's explanation
+        self.changed: torch.Tensor | None = None
+        # what the op being recorded saved (full detail only): cleared after each op
+        self.recent: list[_Held] = []
 
     def install(self) -> None:
         self.active = True
@@ -153,9 +175,22 @@ class SavedMemory:
             alias = self._detached(t)
             # lets the node's description name the tensor it saved (see saved_source)
             alias.__dict__[_SOURCE] = weakref.ref(t)
-            return _Held(alias, key, self)
+            held = _Held(alias, key, self)
+            self.recent.append(held)
+            return held
         # a leaf (an input, a parameter) cannot lead back to the node saving it: no alias needed
         return _Held(t if t.is_leaf else self._detached(t), key, self)
+
+    def note_saver(self, value: torch.Tensor, by: SavedBy) -> None:
+        """Note which node saved ``value`` (what one of its ``_saved_*`` attributes returns:
+        a fresh alias on every read, so it is matched by memory to what the op saved), for
+        :func:`saved_by` to read should backward find it changed."""
+        ptr, shape, stride = value.data_ptr(), value.shape, value.stride()
+        for held in self.recent:
+            t = held.tensor
+            if t.data_ptr() == ptr and t.shape == shape and t.stride() == stride:
+                t.__dict__.setdefault(_SAVED_BY, by)
+                return
 
     def _detached(self, t: torch.Tensor) -> torch.Tensor:
         """``t.detach()``, never recorded as the snippet's op. Within an op the tape mode is
@@ -172,12 +207,13 @@ class SavedMemory:
             return held  # type: ignore[return-value]
         t = held.tensor
         if t._version != held.version:
+            held.owner.changed = t
             # PyTorch skips its own in-place check when saved-tensor hooks are active; this
             # restores it (the detached alias shares the original's version counter).
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version "
-                f"{held.version} instead. Hint: the tensor was changed in place after autograd saved it."
+                f"{held.version} instead."
             )
         return t
 

@@ -145,6 +145,7 @@ class Recorder:
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
         self.pitfalls = PitfallWatch(self, source, enabled=pitfalls)
+        self.source_lines = (source or "").splitlines()
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()
@@ -302,7 +303,10 @@ class Recorder:
                 out_ids.append(ensure(t))  # handed back as it was: the same tensor, the same id
                 continue
             aliased = aliased or is_input
-            out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace or is_input))
+            if is_input:  # changed in place: a new version
+                out_ids.append(self.tensors.new_version(t, op=index, line=line, by=api, path=path))
+            else:
+                out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
         if pending:
             self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, out_ids))
         self.emit(
@@ -323,6 +327,8 @@ class Recorder:
             }
         )
         memory = self.memory
+        if memory.recent:
+            memory.recent.clear()
         if abs(memory.saved_bytes - memory.reported) > max(4096, memory.reported >> 3):
             self.report_memory(line)
 

@@ -125,7 +125,10 @@ class TapeMode(TorchFunctionMode):
         if name == "register_hook" and isinstance(first, torch.Tensor):
             rec.on_hook(first, frames)  # returns a handle, not a tensor: no op of the tape
         outputs: list[torch.Tensor] = []
-        tensors_in(result, outputs)
+        if name == "__setitem__" and isinstance(first, torch.Tensor):
+            outputs.append(first)  # `y[0] = 0` returns None: what it made is y's new version
+        else:
+            tensors_in(result, outputs)
         if outputs:
             inputs: list[torch.Tensor] = []
             tensors_in(args, inputs)

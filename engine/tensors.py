@@ -48,6 +48,8 @@ class TensorTable:
         self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
         self.names: dict[int, str] = {}
         self.lines: dict[int, int] = {}
+        # a version an in-place op made -> (the id it replaced, the op's API name, its module)
+        self.changes: dict[int, tuple[int, str, str | None]] = {}
         self._scanned: set[int] = set()
         self.count = 0
 
@@ -82,6 +84,15 @@ class TensorTable:
                         self._scan(tid, t, frame)
                     return tid
         return self.introduce(t, op=op, line=line, frame=frame)
+
+    def new_version(self, t: torch.Tensor, *, op: int, line: int | None, by: str, path: str | None) -> int:
+        """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``),
+        a new id; remember the one it replaces."""
+        prior = self.known(t)
+        tid = self.introduce(t, op=op, line=line)
+        if prior is not None:
+            self.changes[tid] = (prior, by, path)
+        return tid
 
     def _scan(self, tid: int, t: torch.Tensor, frame: FrameType) -> None:
         # A tensor an op made is named the first time the snippet uses it, by then bound

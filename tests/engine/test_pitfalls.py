@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from engine import queries as q
@@ -211,12 +213,61 @@ def test_more_positives(name: str) -> None:
         assert found[0][1] == line
 
 
-def test_errors_that_raise_are_explained() -> None:
-    inplace = record(
-        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny.add_(1)\ny.sum().backward()\n"
-    )
-    err = q.errors(inplace)[0]
-    assert err.line == 5 and err.hint and "in place" in err.hint
+CHANGED_AFTER_SAVING = {
+    # name: (snippet whose last line is the failing backward, what the hint must say)
+    "an op's result": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny.add_(1)\ny.sum().backward()\n",
+        "ExpBackward0 saved y for backward (line 3); then line 4 (y.add_(1)) changed it in place. "
+        "backward() needs the value it saved: use the op's out-of-place form (y = y + 1 rather than "
+        "y += 1), or change a copy (y.clone()).",
+    ),
+    "twice": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny += 1\ny *= 2\ny.sum().backward()\n",
+        "then line 4 (y += 1) changed it in place (1 more in-place change followed)",
+    ),
+    "an element set": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = torch.sigmoid(x)\ny[0] = 0\ny.sum().backward()\n",
+        "SigmoidBackward0 saved y for backward (line 3); then line 4 (y[0] = 0) changed it in place. "
+        "backward() needs the value it saved: change a copy instead (y = y.clone() before line 4).",
+    ),
+    "a leaf": (
+        "import torch\nw = torch.ones(3, requires_grad=True)\ny = (w * w).sum()\nwith torch.no_grad():\n"
+        "    w.add_(1)\ny.backward()\n",
+        "MulBackward0 saved w for backward (line 3); then line 5 (w.add_(1)) changed it in place. "
+        "backward() needs the value it saved: change w after backward() has run",
+    ),
+    "an in-place layer": (
+        "import torch, torch.nn as nn\nnet = nn.Sequential(nn.Linear(3, 3), nn.Sigmoid(), nn.ReLU(inplace=True))\n"
+        "out = net(torch.randn(2, 3))\nout.sum().backward()\n",
+        "SigmoidBackward0 (in net.1) saved net.1's output for backward (line 3); then line 3 "
+        "(out = net(torch.randn(2, 3))), in net.2, changed it in place. backward() needs the value it "
+        "saved: drop inplace=True from net.2.",
+    ),
+    "through a view": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\nv = y[:2]\nv.mul_(2)\ny.sum().backward()\n",
+        "ExpBackward0 saved y for backward (line 3); then it was changed in place (through a view of it",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED_AFTER_SAVING))
+def test_a_saved_tensor_changed_in_place_is_named_with_the_node_and_the_line(name: str) -> None:
+    source, said = CHANGED_AFTER_SAVING[name]
+    err = q.errors(record(source))[0]
+    assert err.line == source.count("\n") and "modified by an inplace operation" in err.message
+    assert err.hint and said in err.hint, err.hint
+
+
+def test_an_element_set_is_on_the_tape_as_a_new_version_with_its_node() -> None:
+    # `y[0] = 0` returns None: it was missing from the tape, and CopySlices from the graph
+    source = "import torch\nx = torch.ones(3, requires_grad=True)\ny = x * 2\ny[0] = 0\ny.sum().backward()\n"
+    trace = record(source)
+    setitem = next(op for op in q.events_of(trace, "op") if op.name == "setitem")
+    assert setitem.line == 4 and setitem.inplace and setitem.outputs != setitem.inputs[:1]
+    assert [q.node_names(trace)[n] for n in setitem.nodes] == ["CopySlices"]
+    plain: dict[str, Any] = {}
+    exec(source, plain)
+    assert q.final_grads(trace)["x"] == plain["x"].grad.tolist() == [0.0, 2.0, 2.0]
 
 
 EXPLAINED = {

@@ -33,6 +33,10 @@ SNIPPETS = {
     "w = torch.zeros(1, requires_grad=True)\nfor step in range(10):\n"
     "    loss = ((w * X - y) ** 2).mean()\n    loss.backward()\n    with torch.no_grad():\n"
     "        w -= 0.1 * w.grad\n        w.grad.zero_()\n",
+    # element sets: a number at an index, a tensor under a mask
+    "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
+    "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"
+    "y.sum().backward()\n",
 }
 
 

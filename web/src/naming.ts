@@ -171,3 +171,18 @@ export function callLabels(texts: string[]): string[] {
     return `#${k} ${t}`;
   });
 }
+
+/**
+ * An element set as it was written, `y[0] = 0`: its key and value where they were numbers
+ * (a tensor value is named, anything else is `…`), not `y, 0, 0`.
+ */
+export function elementSetText(m: TraceModel, op: OpRecorded): string {
+  const at = (position: number) => op.constants?.find((c) => c.position === position);
+  const key = at(1);
+  const value = at(2);
+  const [target, ...rest] = op.inputs;
+  const valueText = value ? numberText(value.value) : rest.length ? tensorExpr(m, rest[rest.length - 1]) : "…";
+  // a tensor key (a mask) comes before a tensor value among the inputs
+  const keyText = key ? numberText(key.value) : rest.length >= (value ? 1 : 2) ? tensorExpr(m, rest[0]) : "…";
+  return `${tensorExpr(m, target)}[${keyText}] = ${valueText}`;
+}

@@ -2,7 +2,7 @@
 // line and its graph nodes, and a scrubber that replays the forward pass op by op while
 // the graph grows.
 import { h, revealWithin } from "./dom";
-import { numberText, tensorExpr } from "./naming";
+import { elementSetText, numberText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -103,7 +103,7 @@ export class TapeView {
   private renderRow(op: OpRecorded): HTMLElement {
     const m = this.model;
     // the inputs, then the Python numbers the op was passed (`h, 1.01`; `randn 2, 3`)
-    const ins = [...op.inputs.map((t) => tensorExpr(m, t)), ...(op.constants ?? []).map((c) => numberText(c.value))].join(", ");
+    const ins = op.name === "setitem" && op.inputs.length ? elementSetText(m, op) : [...op.inputs.map((t) => tensorExpr(m, t)), ...(op.constants ?? []).map((c) => numberText(c.value))].join(", ");
     const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
@@ -217,3 +217,4 @@ export class TapeView {
     this.chunks.forEach((chunk, i) => chunk.el.classList.toggle("future", op !== null && i > at));
   }
 }
+

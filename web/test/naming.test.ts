@@ -1,10 +1,10 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { attrOf, backwardCallText, callLabels, tensorExpr } from "../src/naming";
+import { attrOf, backwardCallText, callLabels, elementSetText, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
-import { loadTrace as load } from "./traces";
+import { loadTrace as load, loadModel } from "./traces";
 
 function labelsOfOps(trace: GradwalkTrace): Record<string, string> {
   const model = TraceModel.from(trace.events, trace.source);
@@ -17,6 +17,15 @@ test("cubic: the numbers an op was passed are written out (4*x, x**3)", () => {
   const labels = labelsOfOps(load("cubic"));
   assert.equal(labels.mul, "x * 4");
   assert.equal(labels.pow, "x**3");
+});
+
+test("an element set reads as it was written, not as its arguments", () => {
+  const model = loadModel("element_sets");
+  const sets = model.ops.filter((op) => op.name === "setitem");
+  assert.deepEqual(
+    sets.map((op) => elementSetText(model, op)),
+    ["y[0] = 0", "y[mask] = v"],
+  );
 });
 
 test("a trace recorded before constants existed still reads", () => {
