@@ -29,12 +29,12 @@ def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
     return f" ({name.strip('_')}: " + ", ".join(parts) + ")" if parts else ""
 
 
-def _code_at(rec: Recorder, line: int | None) -> str | None:
+def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     """The snippet's code at ``line``, when it is short enough to quote."""
     if line is None or not 0 < line <= len(rec.source_lines):
         return None
     code = rec.source_lines[line - 1].strip()
-    return code if 0 < len(code) <= 60 else None
+    return code if 0 < len(code) <= longest else None
 
 
 def _changed_saved_tensor(rec: Recorder) -> str | None:
@@ -106,6 +106,12 @@ def explain_error(
         changed = _changed_saved_tensor(rec)
         if changed:
             return changed
+    if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
+        return (
+            "A .grad on this line is None: it stays None until a backward() call reaches the "
+            "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
+            "one that is not a leaf unless you call .retain_grad() on it before backward()."
+        )
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
@@ -156,6 +162,18 @@ _PLAIN_HINTS = (
         "torch.autograd.grad was asked for the gradient of an input the output does not depend on. "
         "Leave that input out, or pass allow_unused=True (its gradient then comes back as None; "
         "materialize_grads=True gives zeros).",
+    ),
+    (
+        "Can't call numpy() on Tensor that requires grad",
+        "This tensor is part of the autograd graph (it requires grad), and NumPy cannot carry "
+        "gradients. To read its values take y.detach().numpy() (or y.tolist(); y.item() for one "
+        "number): what you compute from them is outside the graph.",
+    ),
+    (
+        "you can only change requires_grad flags of leaf variables",
+        "Only a leaf (a tensor you made, not one computed from others) has a requires_grad of its "
+        "own; a computed tensor requires grad when its inputs do. For its values outside the graph "
+        "take y.detach(); for a new leaf to optimise, y.detach().requires_grad_().",
     ),
     (
         "expected target dtype to be Long",

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import io
+import linecache
 import sys
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from .source import SNIPPET_FILENAME, snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 __all__ = ["CapturedOutput"]
+
+_ENGINE_DIR = str(Path(__file__).parent)
 
 
 class _Stream(io.TextIOBase):
@@ -39,8 +46,10 @@ class _Stream(io.TextIOBase):
 class CapturedOutput:
     """Swap ``sys.stdout``/``sys.stderr`` for streams that emit events, while active."""
 
-    def __init__(self, rec: Recorder, max_bytes: int) -> None:
+    def __init__(self, rec: Recorder, max_bytes: int, filename: str = "snippet.py") -> None:
         self._rec = rec
+        self._filename = filename
+        self._showwarning: Any = None
         self._left = max_bytes
         self._cap = max_bytes
         self._dropped = 0
@@ -65,9 +74,36 @@ class CapturedOutput:
         self._left -= len(text)
         self._rec.emit(dict(type="output", stream=stream, text=text))
 
+    def _show_warning(
+        self,
+        message: Any,
+        category: Any,
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        """Show a warning where the snippet raised it, as it shows without gradwalk.
+
+        PyTorch's C++ warnings name the Python frame that called into it: while recording
+        that is gradwalk's tape mode (``engine/tape.py:101``), not the snippet's line; and the
+        snippet's own frames carry the internal file name. Both read ``snippet.py:LINE``.
+        """
+        if filename.startswith(_ENGINE_DIR):
+            _, at = snippet_frame()
+            if at is not None:
+                filename, lineno, line = SNIPPET_FILENAME, at, None
+        if filename == SNIPPET_FILENAME:
+            if line is None:
+                line = linecache.getline(SNIPPET_FILENAME, lineno)
+            filename = self._filename
+        self._showwarning(message, category, filename, lineno, file, line)
+
     def __enter__(self) -> CapturedOutput:
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = self.stdout, self.stderr
+        self._showwarning = warnings.showwarning
+        warnings.showwarning = self._show_warning
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -75,5 +111,8 @@ class CapturedOutput:
             self.stdout.flush()
             self.stderr.flush()
         finally:
+            if self._showwarning is not None:
+                warnings.showwarning = self._showwarning
+                self._showwarning = None
             if self._saved is not None:
                 sys.stdout, sys.stderr = self._saved

@@ -118,7 +118,7 @@ def record_stream(
     }
     torch.manual_seed(0)
     random.seed(0)
-    out = CapturedOutput(rec, limits.max_output_bytes)
+    out = CapturedOutput(rec, limits.max_output_bytes, filename)
     api.set_current(rec)
     try:
         with out, rec:

@@ -294,6 +294,22 @@ EXPLAINED = {
         "target.long()",
     ),
     "shapes that do not broadcast": ("import torch\ny = torch.ones(2, 3) + torch.ones(4)\n", "Broadcasting"),
+    "numpy of a tensor in the graph": (
+        "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 3).numpy()\n",
+        "y.detach().numpy()",
+    ),
+    "requires_grad set on a computed tensor": (
+        "import torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\ny.requires_grad = False\n",
+        "y.detach()",
+    ),
+    "a .grad used before backward": (
+        "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * 3).sum()\nprint(w.grad * 2)\n",
+        "stays None until a backward() call reaches the tensor",
+    ),
+    "a .grad zeroed before backward": (
+        "import torch\nw = torch.ones(2, requires_grad=True)\nw.grad.zero_()\n",
+        "stays None until a backward() call reaches the tensor",
+    ),
     "float32 times float64": (
         "import torch\ny = torch.randn(2, 3) @ torch.ones(3, 2, dtype=torch.float64)\n",
         "x.to(w.dtype)",

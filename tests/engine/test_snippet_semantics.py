@@ -55,6 +55,32 @@ def test_non_scalar_backward_gets_an_explanation() -> None:
     assert err.line == 3 and err.hint and "scalar" in err.hint
 
 
+def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> None:
+    # PyTorch's own warnings named gradwalk's tape mode (engine/tape.py:101) as their place,
+    # and the snippet's own its internal file name. In a process of its own, as a worker
+    # records: pytest catches warnings before they are shown.
+    snippet = tmp_path / "warns.py"
+    snippet.write_text(
+        "import warnings\nimport torch\nwarnings.warn('careful')\nx = torch.tensor(2.0, requires_grad=True)\n"
+        "y = x * 3\n(y ** 2).backward()\nprint(y.grad)\n"
+    )
+    out = tmp_path / "trace.json"
+    subprocess.run(
+        [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    from engine.events import trace_adapter
+
+    trace = trace_adapter.validate_json(out.read_text())
+    text = "".join(e.text for e in q.events_of(trace, "output"))
+    assert "warns.py:3: UserWarning: careful" in text
+    assert "warns.py:7: UserWarning: The .grad attribute of a Tensor that is not a leaf" in text
+    assert "  print(y.grad)" in text
+    assert "engine" not in text and "gradwalk-snippet" not in text, text
+
+
 def test_gradwalk_log_reaches_the_trace() -> None:
     trace = record("import gradwalk\nfor i in range(3):\n    gradwalk.log('acc', i / 2, step=i)\n")
     metrics = q.events_of(trace, "metric")
