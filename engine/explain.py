@@ -115,6 +115,14 @@ def explain_error(
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
+    nan = _NAN_IN_BACKWARD.search(text)
+    if nan:
+        return (
+            f"Anomaly detection stopped backward at the first node whose gradient came out NaN: "
+            f"{nan.group(1)}. Its derivative is infinite or undefined where it was taken (sqrt or log "
+            "at 0, a division by 0), and inf times 0 is NaN. The warning above names the forward line "
+            "that made the node: keep its input off the edge (torch.sqrt(x + 1e-8)) or mask it first."
+        )
     shapes = _MATMUL_SHAPES.search(text)
     if shapes:
         cols, rows = shapes.groups()
@@ -194,3 +202,5 @@ _PLAIN_HINTS = (
 
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
+# "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)
+_NAN_IN_BACKWARD = re.compile(r"Function '(\w+)' returned nan values")

@@ -19,6 +19,27 @@ __all__ = ["CapturedOutput"]
 _ENGINE_DIR = str(Path(__file__).parent)
 
 
+def _forward_trace_of_snippet(text: str, filename: str) -> str:
+    """Anomaly mode's "Traceback of forward call" with the frames above the snippet's first
+    (the worker's, gradwalk's) and gradwalk's own (its tape mode) left out, as the traceback
+    reads without gradwalk, and the snippet's file name as the user knows it."""
+    head, sep, rest = text.partition("Traceback of forward call that caused the error:\n")
+    kept: list[str] = []
+    keep = seen_snippet = False
+    for line in rest.splitlines(keepends=True):
+        if line.startswith('  File "'):
+            in_snippet = line.startswith(f'  File "{SNIPPET_FILENAME}"')
+            seen_snippet = seen_snippet or in_snippet
+            keep = seen_snippet and not line.startswith(f'  File "{_ENGINE_DIR}')
+            if in_snippet:
+                line = line.replace(SNIPPET_FILENAME, filename, 1)
+        elif not line.startswith("    "):
+            keep = True  # the text after the frames
+        if keep:
+            kept.append(line)
+    return head + sep + "".join(kept) if seen_snippet else text
+
+
 class _Stream(io.TextIOBase):
     def __init__(self, owner: CapturedOutput, name: Literal["stdout", "stderr"]) -> None:
         self._owner = owner
@@ -89,6 +110,9 @@ class CapturedOutput:
         that is gradwalk's tape mode (``engine/tape.py:101``), not the snippet's line; and the
         snippet's own frames carry the internal file name. Both read ``snippet.py:LINE``.
         """
+        text = str(message)
+        if "Traceback of forward call" in text:  # anomaly mode's: the snippet's frames only
+            message = category(_forward_trace_of_snippet(text, self._filename))
         if filename.startswith(_ENGINE_DIR):
             _, at = snippet_frame()
             if at is not None:

@@ -310,6 +310,11 @@ EXPLAINED = {
         "import torch\nw = torch.ones(2, requires_grad=True)\nw.grad.zero_()\n",
         "stays None until a backward() call reaches the tensor",
     ),
+    "a NaN gradient under anomaly detection": (
+        "import torch\nwith torch.autograd.set_detect_anomaly(True):\n    x = torch.tensor([0.0], requires_grad=True)\n"
+        "    y = torch.sqrt(x) * 0\n    y.backward()\n",
+        "the first node whose gradient came out NaN: SqrtBackward0",
+    ),
     "float32 times float64": (
         "import torch\ny = torch.randn(2, 3) @ torch.ones(3, 2, dtype=torch.float64)\n",
         "x.to(w.dtype)",

@@ -81,6 +81,25 @@ def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> No
     assert "engine" not in text and "gradwalk-snippet" not in text, text
 
 
+def test_anomaly_modes_forward_trace_holds_only_the_snippets_frames(tmp_path) -> None:
+    snippet = tmp_path / "nan.py"
+    snippet.write_text(
+        "import torch\nwith torch.autograd.set_detect_anomaly(True):\n    x = torch.tensor([0.0], requires_grad=True)\n"
+        "    y = torch.sqrt(x) * 0\n    y.backward()\n"
+    )
+    out = tmp_path / "trace.json"
+    subprocess.run(
+        [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
+        capture_output=True,
+        timeout=120,
+    )
+    from engine.events import trace_adapter
+
+    text = "".join(e.text for e in q.events_of(trace_adapter.validate_json(out.read_text()), "output"))
+    frames = text.split("Traceback of forward call that caused the error:\n")[1].split(" (Triggered")[0]
+    assert frames == '  File "nan.py", line 4, in <module>\n    y = torch.sqrt(x) * 0\n', text
+
+
 def test_gradwalk_log_reaches_the_trace() -> None:
     trace = record("import gradwalk\nfor i in range(3):\n    gradwalk.log('acc', i / 2, step=i)\n")
     metrics = q.events_of(trace, "metric")
