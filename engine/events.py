@@ -427,6 +427,9 @@ class ErrorRaised(_Event):
     line: int | None = None
     traceback: str = ""
     hint: str | None = None
+    # the graph node the error is about, where known: the node whose saved tensor was
+    # changed in place
+    node: int | None = None
 
 
 class LimitReached(_Event):

@@ -12,7 +12,7 @@ from .source import find_name
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["explain_error"]
+__all__ = ["error_node", "explain_error"]
 
 
 def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
@@ -27,6 +27,15 @@ def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
         born = rec.tensors.lines.get(tid) if tid is not None else None
         parts.append(f"{label}" + (f" (made at line {born})" if born else "") + f" is on {t.device}")
     return f" ({name.strip('_')}: " + ", ".join(parts) + ")" if parts else ""
+
+
+def error_node(exc: BaseException, rec: Recorder) -> int | None:
+    """The id of the graph node an error is about, where the recorder knows it: the node
+    whose saved tensor backward found changed in place."""
+    if "modified by an inplace operation" not in str(exc) or rec.memory.changed is None:
+        return None
+    by = saved_by(rec.memory.changed)
+    return by.node_id if by is not None else None
 
 
 def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:

@@ -189,7 +189,7 @@ class GraphRecorder:
                             original = source()
                             saved_id = rec.tensors.known(original) if original is not None else None
                         if memory.recent:
-                            memory.note_saver(value, SavedBy(name, label, saved_id, line, module_path))
+                            memory.note_saver(value, SavedBy(name, nid, label, saved_id, line, module_path))
                         sv = _describe_saved_tensor(label, value, saved_id)
                     else:
                         sv = _describe_saved_other(label, value)

@@ -45,6 +45,7 @@ class SavedBy(NamedTuple):
     """Which node saved a tensor, under which name, and the tensor's id then."""
 
     node: str  # the grad_fn's class name
+    node_id: int  # its id in the trace
     label: str  # what the node calls it: self, other, result, ...
     tensor: int | None  # the tensor's id when it was saved
     line: int | None  # the snippet line of the op that made the node

@@ -171,10 +171,11 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     text = "Traceback (most recent call last):\n" + "".join(summary.format())
     text += "".join(traceback.format_exception_only(type(exc), exc))
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
-    from .explain import explain_error
+    from .explain import error_node, explain_error
 
     with rec.mute():
         hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
+        node = error_node(exc, rec)
     rec.emit(
         dict(
             type="error",
@@ -183,6 +184,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
             line=line,
             traceback=text[-8000:],
             hint=hint,
+            node=node,
         ),
         closing=True,
     )

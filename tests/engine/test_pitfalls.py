@@ -253,9 +253,11 @@ CHANGED_AFTER_SAVING = {
 @pytest.mark.parametrize("name", sorted(CHANGED_AFTER_SAVING))
 def test_a_saved_tensor_changed_in_place_is_named_with_the_node_and_the_line(name: str) -> None:
     source, said = CHANGED_AFTER_SAVING[name]
-    err = q.errors(record(source))[0]
+    trace = record(source)
+    err = q.errors(trace)[0]
     assert err.line == source.count("\n") and "modified by an inplace operation" in err.message
     assert err.hint and said in err.hint, err.hint
+    assert err.node is not None and err.hint.startswith(q.node_names(trace)[err.node])  # the app opens it
 
 
 def test_an_element_set_is_on_the_tape_as_a_new_version_with_its_node() -> None:

@@ -267,6 +267,26 @@ def test_a_failing_snippet_shows_its_error_at_line_6(page: Any) -> None:
     shot(page, "04-error-at-line-6")
 
 
+def test_a_saved_tensor_changed_in_place_opens_the_node_that_saved_it(page: Any) -> None:
+    open_app(page)
+    run_source(
+        page,
+        "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = torch.sigmoid(x)\n"
+        "y[0] = 0\ny.sum().backward()\n",
+        status="error",
+    )
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-hint")).to_contain_text("SigmoidBackward0 saved y for backward (line 4)")
+    expect(notice.locator(".gw-hint")).to_contain_text("then line 5 (y[0] = 0) changed it in place")
+    expect(page.locator(".gw-op-row", has_text="setitem")).to_contain_text("y[0] = 0")
+    notice.get_by_role("button", name="Show SigmoidBackward0 in the graph").click()
+    expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
+    selected = "() => window.gradwalk.graph.core.$(':selected').map((e) => e.data('label'))"
+    page.wait_for_function(f"() => ({selected})().length === 1")
+    assert page.evaluate(selected)[0].startswith("SigmoidBackward0"), page.evaluate(selected)
+    shot(page, "04b-error-node")
+
+
 def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
     # A run that built no graph kept the opening "Run the code to see the graph" line, as
     # if it had not run; a learner who forgot requires_grad=True got no hint.

@@ -2,7 +2,7 @@
 // limits reached and pitfalls found.
 import { h } from "./dom";
 import { pitfallCard } from "./pitfalls";
-import { linksOfLine, type Store } from "./store";
+import { linksOfLine, linksOfNode, type Store } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
 
@@ -57,6 +57,7 @@ export class OutputView {
             where ? [" at ", where] : null,
             h("div", { class: "gw-error-message", text: ev.message }),
             ev.hint ? h("div", { class: "gw-hint", text: ev.hint }) : null,
+            ev.node != null ? this.nodeButton(ev.node) : null,
             ev.traceback ? h("details", {}, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
           ),
         );
@@ -73,6 +74,18 @@ export class OutputView {
         this.renderStatus();
         break;
     }
+  }
+
+  /** Open the node an error is about: selected in the graph, its lines lit, its card in Inspect. */
+  private nodeButton(id: number): HTMLElement | null {
+    const node = this.model.node(id);
+    if (!node) return null;
+    return h("button", {
+      type: "button",
+      class: "gw-btn gw-error-node",
+      text: `Show ${node.name} in the graph`,
+      on: { click: () => this.store.set({ selection: { kind: "node", id }, hover: linksOfNode(this.model, id), view: "inspector" }) },
+    });
   }
 
   private lineButton(line: number): HTMLElement {

@@ -646,6 +646,7 @@ export interface ErrorRaised {
   hint: string | null;
   line: number | null;
   message: string;
+  node: number | null;
   /**
    * position in the run's stream, from 0, no gaps
    */
