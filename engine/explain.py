@@ -42,8 +42,21 @@ def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     """The snippet's code at ``line``, when it is short enough to quote."""
     if line is None or not 0 < line <= len(rec.source_lines):
         return None
-    code = rec.source_lines[line - 1].strip()
+    code = _COMMENT.sub("", rec.source_lines[line - 1]).strip()
     return code if 0 < len(code) <= longest else None
+
+
+def _out_of_place(name: str, api: str, code: str | None) -> str:
+    """``y = y * …`` rather than ``y.mul_(2)``: the out-of-place form of in-place op ``api``."""
+    method = api.rsplit(".", 1)[-1]
+    operator = _OPERATORS.get(method)
+    if operator:
+        new = f"{name} = {name} {operator} …"
+    elif method.endswith("_") and not method.startswith("_"):
+        new = f"{name} = {name}.{method[:-1]}(…)"
+    else:
+        new = f"{name} = {name} + 1"
+    return f"use the op's out-of-place form ({new} rather than {code or f'{name}.{method}(…)'})"
 
 
 def _changed_saved_tensor(rec: Recorder) -> str | None:
@@ -87,7 +100,7 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     elif path or (code and "inplace=True" in code):
         fix = "drop inplace=True" + (f" from {path}" if path else "") + copy
     else:
-        fix = out_of_place
+        fix = _out_of_place(n, op, code) + copy
     return f"{text}. backward() needs the value it saved: {fix}."
 
 
@@ -213,3 +226,7 @@ _PLAIN_HINTS = (
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 # "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)
 _NAN_IN_BACKWARD = re.compile(r"Function '(\w+)' returned nan values")
+# a trailing comment, left off a line of code quoted in a hint
+_COMMENT = re.compile(r"\s+#.*$")
+# the in-place methods an operator writes (y += 1 records as Tensor.add_)
+_OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}

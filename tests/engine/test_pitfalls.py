@@ -218,8 +218,14 @@ CHANGED_AFTER_SAVING = {
     "an op's result": (
         "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny.add_(1)\ny.sum().backward()\n",
         "ExpBackward0 saved y for backward (line 3); then line 4 (y.add_(1)) changed it in place. "
-        "backward() needs the value it saved: use the op's out-of-place form (y = y + 1 rather than "
-        "y += 1), or change a copy (y.clone()).",
+        "backward() needs the value it saved: use the op's out-of-place form (y = y + … rather than "
+        "y.add_(1)), or change a copy (y.clone()).",
+    ),
+    "a method, with a comment": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.sigmoid()\ny.clamp_(max=0.5)  # cap it\n"
+        "y.sum().backward()\n",
+        "then line 4 (y.clamp_(max=0.5)) changed it in place. backward() needs the value it saved: use "
+        "the op's out-of-place form (y = y.clamp(…) rather than y.clamp_(max=0.5))",
     ),
     "twice": (
         "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny += 1\ny *= 2\ny.sum().backward()\n",

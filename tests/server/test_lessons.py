@@ -26,6 +26,7 @@ TOPICS = [
     "accumulate",
     "hooks",
     "graph-freed",
+    "inplace",
     "holding-graph",
     "no-grad-vs-eval",
     "define-by-run",
@@ -67,7 +68,7 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
     trace = record(lesson.source)
     finished = trace.events[-1]
     assert finished.type == "run_finished"
-    assert finished.status == ("error" if lesson.id == "graph-freed" else "ok"), finished.message
+    assert finished.status == ("error" if lesson.id in ("graph-freed", "inplace") else "ok"), finished.message
     timeline = _timeline(trace)
     if lesson.step is not None:
         assert lesson.step < len(timeline), f"step {lesson.step} of {len(timeline)}"
@@ -93,6 +94,11 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert sent[0].grad_out[0].flat == [6.0, 12.0]
         case "graph-freed":
             assert at is not None and at[0] == "end" and at[1].graph_freed
+        case "inplace":  # the error names, and opens, the node that saved b
+            error = next(e for e in trace.events if e.type == "error")
+            names = {e.id: e.name for e in trace.events if e.type == "node"}
+            assert error.node is not None and names[error.node] == "SigmoidBackward0"
+            assert error.hint.startswith("SigmoidBackward0 saved b") and "b.mul_(2)" in error.hint
         case "training-loop":
             assert sum(e.type == "optimizer_step" for e in trace.events) == 400
         case "mlp-classifier":
