@@ -43,20 +43,26 @@ class BackwardTracker:
         self._blocks: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], dict[str, Any]]] = {}
         self._originals: tuple[Any, Any] | None = None
         self._running = False
+        # (id, name) of the node that ran last: anomaly mode raises right after a node's
+        # hooks when its gradient came out NaN, and the error is about that node
+        self.last_ran: tuple[int, str] | None = None
 
     def watch(self, node: Any, nid: int) -> None:
         """Hook ``node`` (id ``nid``) so its execution is recorded."""
         # The hooks live on the node, so they must not reference it (nor its leaf) strongly:
         # that cycle would outlive the graph until a full garbage collection, and a freed
         # graph must be freed at once, exactly as without gradwalk.
-        is_acc = type(node).__name__ == "AccumulateGrad"
+        name = type(node).__name__
+        is_acc = name == "AccumulateGrad"
         leaf_ref = weakref.ref(node.variable) if is_acc else None
         rec = self._rec
+        ran = (nid, name)
 
         def post(
             grad_inputs: Sequence[torch.Tensor | None], grad_outputs: Sequence[torch.Tensor | None]
         ) -> None:
             if rec.active and self.current is not None:
+                self.last_ran = ran
                 try:
                     self._executed(nid, leaf_ref, grad_inputs, grad_outputs)
                 except Exception:

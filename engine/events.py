@@ -428,7 +428,7 @@ class ErrorRaised(_Event):
     traceback: str = ""
     hint: str | None = None
     # the graph node the error is about, where known: the node whose saved tensor was
-    # changed in place
+    # changed in place, the node whose gradient anomaly mode found NaN
     node: int | None = None
 
 

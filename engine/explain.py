@@ -31,11 +31,17 @@ def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
 
 def error_node(exc: BaseException, rec: Recorder) -> int | None:
     """The id of the graph node an error is about, where the recorder knows it: the node
-    whose saved tensor backward found changed in place."""
-    if "modified by an inplace operation" not in str(exc) or rec.memory.changed is None:
-        return None
-    by = saved_by(rec.memory.changed)
-    return by.node_id if by is not None else None
+    whose saved tensor backward found changed in place, or the node whose gradient anomaly
+    mode found NaN."""
+    text = str(exc)
+    if "modified by an inplace operation" in text and rec.memory.changed is not None:
+        by = saved_by(rec.memory.changed)
+        return by.node_id if by is not None else None
+    nan = _NAN_IN_BACKWARD.search(text)
+    ran = rec.backward.last_ran
+    if nan and ran is not None and ran[1] == nan.group(1):
+        return ran[0]
+    return None
 
 
 def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:

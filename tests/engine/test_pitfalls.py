@@ -266,6 +266,15 @@ def test_a_saved_tensor_changed_in_place_is_named_with_the_node_and_the_line(nam
     assert err.node is not None and err.hint.startswith(q.node_names(trace)[err.node])  # the app opens it
 
 
+def test_a_nan_gradient_caught_by_anomaly_mode_names_its_node() -> None:
+    trace = record(
+        "import torch\nwith torch.autograd.set_detect_anomaly(True):\n    x = torch.tensor([0.0], requires_grad=True)\n"
+        "    y = torch.sqrt(x) * 0\n    y.backward()\n"
+    )
+    err = q.errors(trace)[0]
+    assert err.node is not None and q.node_names(trace)[err.node] == "SqrtBackward0"
+
+
 def test_an_element_set_is_on_the_tape_as_a_new_version_with_its_node() -> None:
     # `y[0] = 0` returns None: it was missing from the tape, and CopySlices from the graph
     source = "import torch\nx = torch.ones(3, requires_grad=True)\ny = x * 2\ny[0] = 0\ny.sum().backward()\n"
