@@ -327,6 +327,14 @@ const RULES: Record<string, Rule> = {
     summary: () => "out = a[idx]",
     slots: (c, slot) => ({ sym: `grad scattered into zeros of shape ${shapeText(shapeOfTarget(c, slot))}` }),
   },
+  CopySlices: {
+    summary: () => "out = a with a[key] overwritten in place (a[0] = v) · what was overwritten gets no gradient from out",
+    slots: (_c, slot) => ({ sym: slot === 0 ? "grad with the overwritten elements set to 0" : "grad of the overwritten elements" }),
+  },
+  IndexPut: {
+    summary: () => "out = a with a[idx] = v (a mask or an index) · what was overwritten gets no gradient from out",
+    slots: (_c, slot) => ({ sym: slot === 0 ? "grad with a[idx] set to 0" : "grad at idx" }),
+  },
   Cat: { summary: () => "out = cat(a, b, ...)", slots: () => ({ sym: "grad sliced back into each input's part" }) },
   Stack: { summary: () => "out = stack(a, b, ...)", slots: () => ({ sym: "grad sliced back into each input's part" }) },
   Clone: identity,

@@ -29,6 +29,14 @@ test("product: the product rule with the real numbers", () => {
   assert.ok(all.includes("b.grad: 0 + 8 → 8"), all.join("\n"));
 });
 
+test("an element set: what it overwrote gets no gradient", () => {
+  const model = load("element_sets");
+  const byNode = new Map(model.timeline.map((entry) => [entry.kind === "node" && entry.exec ? model.node(entry.exec.node)?.name : "end", explain(model, entry)]));
+  assert.match(byNode.get("CopySlices")?.summary ?? "", /overwritten in place/);
+  assert.deepEqual(byNode.get("CopySlices")?.lines.map((l) => l.text), ["∂(sum(y))/∂y = grad with the overwritten elements set to 0 = [0, 0, 1, 1]"]);
+  assert.deepEqual(byNode.get("IndexPutBackward0")?.lines.map((l) => l.text), ["∂(sum(y))/∂y = grad with a[idx] set to 0 = [1, 0, 1, 1]"]);
+});
+
 test("cubic: power rule, wrapped numbers, accumulation", () => {
   const all = texts(load("cubic")).flat();
   assert.ok(all.includes("∂y/∂x = grad · 3 · x² = 1 × 3 × 2.5² = 18.75"), all.join("\n"));
