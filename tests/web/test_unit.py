@@ -37,6 +37,12 @@ SNIPPETS = {
     "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
     "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"
     "y.sum().backward()\n",
+    # the nodes layers and losses make: cross-entropy, a small conv net, attention
+    "layers": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),\n"
+    "                    nn.Linear(8, 4), nn.LayerNorm(4), nn.GELU())\n"
+    "logits = net(torch.randn(3, 1, 6, 6))\nloss = F.cross_entropy(logits, torch.tensor([0, 2, 1]))\n"
+    "loss.backward()\n",
 }
 
 

@@ -7,6 +7,7 @@
 // `grad_out`, never a value recomputed here.
 import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
+import { NN_RULES } from "./rules-nn";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { GradAccumulated, NodeCreated, TensorValue } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, scalarOf, shapeText } from "./values";
@@ -34,7 +35,7 @@ interface Operand {
 }
 
 /** What a rule may read about the node being explained. */
-class Ctx {
+export class Ctx {
   readonly g: number | null;
   constructor(
     readonly model: TraceModel,
@@ -81,8 +82,8 @@ class Ctx {
 }
 
 /** A rule for one edge: the symbolic form and, when every number is known, the substitution. */
-type Slot = { sym: string; num?: string | null };
-type Rule = { summary: (c: Ctx) => string; slots: (c: Ctx, slot: number) => Slot | null };
+export type Slot = { sym: string; num?: string | null };
+export type Rule = { summary: (c: Ctx) => string; slots: (c: Ctx, slot: number) => Slot | null };
 
 const SUP: Record<string, string> = { "2": "²", "3": "³", "4": "⁴" };
 
@@ -340,10 +341,7 @@ const RULES: Record<string, Rule> = {
   Clone: identity,
   Alias: identity,
   ToCopy: { summary: () => "out = a converted (dtype or device)", slots: () => ({ sym: "grad converted back" }) },
-  MseLoss: {
-    summary: () => "out = mean((x − y)²)",
-    slots: (_c, slot) => ({ sym: slot === 0 ? "grad · 2(x − y) / N" : "−grad · 2(x − y) / N" }),
-  },
+  ...NN_RULES,
 };
 
 function numelOf(shape: number[] | null): number | null {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { explain } from "../src/rules";
+import { explain, hasRule } from "../src/rules";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 
@@ -35,6 +35,19 @@ test("an element set: what it overwrote gets no gradient", () => {
   assert.match(byNode.get("CopySlices")?.summary ?? "", /overwritten in place/);
   assert.deepEqual(byNode.get("CopySlices")?.lines.map((l) => l.text), ["∂(sum(y))/∂y = grad with the overwritten elements set to 0 = [0, 0, 1, 1]"]);
   assert.deepEqual(byNode.get("IndexPutBackward0")?.lines.map((l) => l.text), ["∂(sum(y))/∂y = grad with a[idx] set to 0 = [1, 0, 1, 1]"]);
+});
+
+test("the nodes of layers and losses each have their rule", () => {
+  const model = load("layers");
+  const names = [...new Set(model.timeline.flatMap((e) => (e.kind === "node" && e.exec ? [model.node(e.exec.node)?.name ?? ""] : [])))];
+  for (const name of ["ConvolutionBackward0", "NativeBatchNormBackward0", "MaxPool2DWithIndicesBackward0", "NativeLayerNormBackward0", "GeluBackward0", "LogSoftmaxBackward0", "NllLossBackward0"]) {
+    assert.ok(names.includes(name), `${name} is not in the trace: ${names.join(" ")}`);
+  }
+  assert.deepEqual(names.filter((n) => n !== "AccumulateGrad" && !hasRule(n)), []);
+  const nll = model.timeline.find((e) => e.kind === "node" && e.exec && model.node(e.exec.node)?.name === "NllLossBackward0");
+  const card = nll && explain(model, nll);
+  assert.match(card?.summary ?? "", /target class/);
+  assert.match(card?.lines[0]?.text ?? "", /= −grad \/ N at each row's target class, 0 elsewhere \(N rows\)/);
 });
 
 test("cubic: power rule, wrapped numbers, accumulation", () => {
