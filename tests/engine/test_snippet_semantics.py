@@ -55,26 +55,31 @@ def test_non_scalar_backward_gets_an_explanation() -> None:
     assert err.line == 3 and err.hint and "scalar" in err.hint
 
 
-def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> None:
-    # PyTorch's own warnings named gradwalk's tape mode (engine/tape.py:101) as their place,
-    # and the snippet's own its internal file name. In a process of its own, as a worker
-    # records: pytest catches warnings before they are shown.
-    snippet = tmp_path / "warns.py"
-    snippet.write_text(
-        "import warnings\nimport torch\nwarnings.warn('careful')\nx = torch.tensor(2.0, requires_grad=True)\n"
-        "y = x * 3\n(y ** 2).backward()\nprint(y.grad)\n"
-    )
+def _output_recorded_alone(tmp_path, name: str, source: str) -> str:
+    """What ``source`` (as file ``name``) printed, recorded by ``gradwalk record`` in a
+    process of its own, as a worker records (pytest catches warnings before they show)."""
+    snippet = tmp_path / name
+    snippet.write_text(source)
     out = tmp_path / "trace.json"
     subprocess.run(
         [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
-        check=True,
         capture_output=True,
         timeout=120,
     )
     from engine.events import trace_adapter
 
-    trace = trace_adapter.validate_json(out.read_text())
-    text = "".join(e.text for e in q.events_of(trace, "output"))
+    return "".join(e.text for e in q.events_of(trace_adapter.validate_json(out.read_text()), "output"))
+
+
+def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> None:
+    # PyTorch's own warnings named gradwalk's tape mode (engine/tape.py:101) as their place,
+    # and the snippet's own its internal file name
+    text = _output_recorded_alone(
+        tmp_path,
+        "warns.py",
+        "import warnings\nimport torch\nwarnings.warn('careful')\nx = torch.tensor(2.0, requires_grad=True)\n"
+        "y = x * 3\n(y ** 2).backward()\nprint(y.grad)\n",
+    )
     assert "warns.py:3: UserWarning: careful" in text
     assert "warns.py:7: UserWarning: The .grad attribute of a Tensor that is not a leaf" in text
     assert "  print(y.grad)" in text
@@ -82,20 +87,12 @@ def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> No
 
 
 def test_anomaly_modes_forward_trace_holds_only_the_snippets_frames(tmp_path) -> None:
-    snippet = tmp_path / "nan.py"
-    snippet.write_text(
+    text = _output_recorded_alone(
+        tmp_path,
+        "nan.py",
         "import torch\nwith torch.autograd.set_detect_anomaly(True):\n    x = torch.tensor([0.0], requires_grad=True)\n"
-        "    y = torch.sqrt(x) * 0\n    y.backward()\n"
+        "    y = torch.sqrt(x) * 0\n    y.backward()\n",
     )
-    out = tmp_path / "trace.json"
-    subprocess.run(
-        [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(out)],
-        capture_output=True,
-        timeout=120,
-    )
-    from engine.events import trace_adapter
-
-    text = "".join(e.text for e in q.events_of(trace_adapter.validate_json(out.read_text()), "output"))
     frames = text.split("Traceback of forward call that caused the error:\n")[1].split(" (Triggered")[0]
     assert frames == '  File "nan.py", line 4, in <module>\n    y = torch.sqrt(x) * 0\n', text
 
