@@ -89,6 +89,15 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     n = name or "y"
     copy = f", or change a copy ({n}.clone())" if name else ""
     out_of_place = f"use the op's out-of-place form ({n} = {n} + 1 rather than {n} += 1){copy}"
+    through_view = rec.tensors.view_changes.get(by.tensor) if by.tensor is not None else None
+    if tid == by.tensor and not changes and through_view is not None:
+        op, line, view = through_view
+        code = _code_at(rec, line)
+        where = f"line {line} ({code})" if code else f"{op} at line {line}" if line else op
+        view_name = (rec.tensors.names.get(view) if view is not None else None) or "v"
+        text += f"{where} changed it in place, through a view of it"
+        fix = _out_of_place(view_name, op, code) + f", or take the view of a copy ({n}.clone())"
+        return f"{text}. backward() needs the value it saved: {fix}."
     if tid != by.tensor or not changes:
         text += "it was changed in place (through a view of it, or by code not recorded)"
         return f"{text}. backward() needs the value it saved: {out_of_place}."

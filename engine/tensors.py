@@ -50,6 +50,9 @@ class TensorTable:
         self.lines: dict[int, int] = {}
         # a version an in-place op made -> (the id it replaced, the op's API name, its module)
         self.changes: dict[int, tuple[int, str, str | None]] = {}
+        # a tensor whose view an in-place op changed last -> (the op's API name, its line, the
+        # view's id before the change)
+        self.view_changes: dict[int, tuple[str, int | None, int | None]] = {}
         self._scanned: set[int] = set()
         self.count = 0
 
@@ -92,6 +95,11 @@ class TensorTable:
         tid = self.introduce(t, op=op, line=line)
         if prior is not None:
             self.changes[tid] = (prior, by, path)
+        base = t._base
+        if base is not None:  # a view: its base changed too, under the base's own id
+            base_id = self.known(base)
+            if base_id is not None:
+                self.view_changes[base_id] = (by, line, prior)
         return tid
 
     def _scan(self, tid: int, t: torch.Tensor, frame: FrameType) -> None:

@@ -251,7 +251,9 @@ CHANGED_AFTER_SAVING = {
     ),
     "through a view": (
         "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\nv = y[:2]\nv.mul_(2)\ny.sum().backward()\n",
-        "ExpBackward0 saved y for backward (line 3); then it was changed in place (through a view of it",
+        "ExpBackward0 saved y for backward (line 3); then line 5 (v.mul_(2)) changed it in place, through a "
+        "view of it. backward() needs the value it saved: use the op's out-of-place form (v = v * … rather "
+        "than v.mul_(2)), or take the view of a copy (y.clone()).",
     ),
 }
 
