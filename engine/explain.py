@@ -52,6 +52,13 @@ def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     return code if 0 < len(code) <= longest else None
 
 
+def _where(rec: Recorder, op: str, line: int | None) -> tuple[str, str | None]:
+    """Where an op ran, for a hint: ``line 5 (y += 1)``, or its name where the line is not
+    quotable; and the quoted code."""
+    code = _code_at(rec, line)
+    return (f"line {line} ({code})" if code else f"{op} at line {line}" if line else op), code
+
+
 def _out_of_place(name: str, api: str, code: str | None) -> str:
     """``y = y * …`` rather than ``y.mul_(2)``: the out-of-place form of in-place op ``api``."""
     method = api.rsplit(".", 1)[-1]
@@ -92,8 +99,7 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     through_view = rec.tensors.view_changes.get(by.tensor) if by.tensor is not None else None
     if tid == by.tensor and not changes and through_view is not None:
         op, line, view = through_view
-        code = _code_at(rec, line)
-        where = f"line {line} ({code})" if code else f"{op} at line {line}" if line else op
+        where, code = _where(rec, op, line)
         view_name = (rec.tensors.names.get(view) if view is not None else None) or "v"
         text += f"{where} changed it in place, through a view of it"
         fix = _out_of_place(view_name, op, code) + f", or take the view of a copy ({n}.clone())"
@@ -102,8 +108,7 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
         text += "it was changed in place (through a view of it, or by code not recorded)"
         return f"{text}. backward() needs the value it saved: {out_of_place}."
     op, path, line = changes[-1]
-    code = _code_at(rec, line)
-    where = f"line {line} ({code})" if code else f"{op} at line {line}" if line else op
+    where, code = _where(rec, op, line)
     text += where + (f", in {path}," if path else "") + " changed it in place"
     if len(changes) > 1:
         more = len(changes) - 1
