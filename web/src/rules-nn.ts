@@ -30,6 +30,8 @@ export const NN_RULES: Record<string, Rule> = {
   Softmax: rule("out = softmax(x) = eˣ / Σ eˣ", "out · (grad − Σ grad · out)"),
   Where: perInput("out = where(cond, a, b)", "grad where cond holds, 0 elsewhere", "grad where cond fails, 0 elsewhere"),
   Clamp: rule("out = clamp(x, min, max)", "grad where x was inside [min, max], 0 where it was clamped"),
+  ClampMin: rule("out = clamp(x, min=…)", "grad where x ≥ min, 0 where it was clamped"),
+  ClampMax: rule("out = clamp(x, max=…)", "grad where x ≤ max, 0 where it was clamped"),
   Max: rule("out = the largest element (along a dim)", "grad at each maximum's position, 0 elsewhere"),
   Min: rule("out = the smallest element (along a dim)", "grad at each minimum's position, 0 elsewhere"),
   Gelu: rule("out = x · Φ(x) (Φ: the normal CDF)", "grad · (Φ(x) + x · φ(x))"),
