@@ -123,8 +123,9 @@ class SavedMemory:
         self._popped = False
         # the saved tensor backward found changed in place, for the error's explanation
         self.changed: torch.Tensor | None = None
-        # what the op being recorded saved (full detail only): cleared after each op
-        self.recent: list[_Held] = []
+        # what the op being recorded saved (full detail only), weakly (the holder's __del__
+        # is what counts the bytes freed): cleared after each op
+        self.recent: list[weakref.ref[_Held]] = []
 
     def install(self) -> None:
         self.active = True
@@ -177,7 +178,7 @@ class SavedMemory:
             # lets the node's description name the tensor it saved (see saved_source)
             alias.__dict__[_SOURCE] = weakref.ref(t)
             held = _Held(alias, key, self)
-            self.recent.append(held)
+            self.recent.append(weakref.ref(held))
             return held
         # a leaf (an input, a parameter) cannot lead back to the node saving it: no alias needed
         return _Held(t if t.is_leaf else self._detached(t), key, self)
@@ -187,7 +188,10 @@ class SavedMemory:
         a fresh alias on every read, so it is matched by memory to what the op saved), for
         :func:`saved_by` to read should backward find it changed."""
         ptr, shape, stride = value.data_ptr(), value.shape, value.stride()
-        for held in self.recent:
+        for ref in self.recent:
+            held = ref()
+            if held is None:
+                continue
             t = held.tensor
             if t.data_ptr() == ptr and t.shape == shape and t.stride() == stride:
                 t.__dict__.setdefault(_SAVED_BY, by)
