@@ -206,3 +206,20 @@ def test_copy_embed_code_gives_an_iframe_at_the_view_and_step(page: Any, course:
         expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
     finally:
         lesson.close()
+
+
+def test_a_course_column_embed_gives_the_graph_most_of_its_height(page: Any, server: Any) -> None:
+    # The README's embed code (width 100%, height 560) in a ~720 px column: the graph pane had
+    # 271 px of the 560, the step buttons and the slider two rows, and the step card was cut.
+    run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
+    page.set_viewport_size({"width": 720, "height": 560})
+    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
+    box = page.evaluate(
+        """() => Object.fromEntries(['.gw-viewer-graph', '.gw-step-controls', '.gw-stepper .gw-scrubber', '.gw-step-card']
+             .map((s) => [s, document.querySelector('.gw-viewer ' + s).getBoundingClientRect().toJSON()]))"""
+    )
+    assert box[".gw-viewer-graph"]["height"] >= 0.55 * 560, box  # 271 px before, with its toolbar
+    assert abs(box[".gw-step-controls"]["top"] - box[".gw-stepper .gw-scrubber"]["top"]) < 12, box  # one row
+    assert box[".gw-step-card"]["bottom"] <= 560, box  # the card is whole
+    shot(page, "embed-06-course-column")

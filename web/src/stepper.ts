@@ -69,8 +69,13 @@ export class StepperView {
     this.walkScroll = h("div", { class: "gw-walk-scroll" }, this.walk);
     root.append(
       this.callsRow,
-      h("div", { class: "gw-step-controls" }, ...this.buttons),
-      h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
+      // the buttons and the slider share one row where the pane is wide enough (an embed)
+      h(
+        "div",
+        { class: "gw-step-bar" },
+        h("div", { class: "gw-step-controls" }, ...this.buttons),
+        h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
+      ),
       // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
       h("div", { class: "gw-step-body" }, this.card),
       this.walkScroll,
