@@ -94,6 +94,16 @@ def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page
     assert abs(tops[0] - tops[1]) < 2, tops
 
 
+@pytest.mark.parametrize("width", [760, 780, 820, 880])
+def test_a_half_screen_window_keeps_the_header_to_one_row(page: Any, width: int) -> None:
+    # Between the phone layout (< 760 px) and ~800 px, "More" wrapped alone onto a second row
+    page.set_viewport_size({"width": width, "height": 800})
+    open_app(page)
+    expect(page.locator("[data-gw=more]")).to_be_visible()
+    tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
+    assert max(tops) - min(tops) < 8, tops
+
+
 def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)
