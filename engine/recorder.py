@@ -144,8 +144,8 @@ class Recorder:
         self.memory = SavedMemory(self)
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
-        self.pitfalls = PitfallWatch(self, source, enabled=pitfalls)
-        self.source_lines = (source or "").splitlines()
+        self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
+        self.pitfalls = PitfallWatch(self, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()

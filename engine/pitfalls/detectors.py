@@ -98,7 +98,7 @@ class PitfallWatch:
     With ``enabled=False`` every detector is off (the benchmark's baseline).
     """
 
-    def __init__(self, rec: Recorder, source: str | None = None, *, enabled: bool = True) -> None:
+    def __init__(self, rec: Recorder, *, enabled: bool = True) -> None:
         self._rec = rec
         self.enabled = enabled
         if not enabled:
@@ -111,7 +111,6 @@ class PitfallWatch:
                 "on_finish",
             ):
                 setattr(self, name, _nothing)
-        self._lines = (source or "").splitlines()
         self._said: set[tuple[str, int | None]] = set()
         # missing-zero-grad: id(param) -> (grad object, its version right after a step, step)
         self._stepped_grads: dict[
@@ -433,7 +432,7 @@ class PitfallWatch:
         for attr in reversed(parts[1:-1]):
             attr = attr.split("[")[0]
             pattern = re.compile(rf"\.{re.escape(attr)}\s*=")
-            for i, text in enumerate(self._lines, start=1):
+            for i, text in enumerate(self._rec.source_lines, start=1):
                 if pattern.search(text):
                     return i
         return None
