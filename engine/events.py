@@ -430,6 +430,10 @@ class ErrorRaised(_Event):
     # the graph node the error is about, where known: the node whose saved tensor was
     # changed in place, the node whose gradient anomaly mode found NaN
     node: int | None = None
+    # set when the error came while only metrics were being recorded: the optimizer steps
+    # done by then (the iteration that failed has no tape, graph or walk in the trace; run
+    # again with ``Limits.detail_every = metrics_only_after + 1`` to record it in full)
+    metrics_only_after: int | None = None
 
 
 class LimitReached(_Event):

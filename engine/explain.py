@@ -12,7 +12,7 @@ from .source import find_name
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["error_node", "explain_error"]
+__all__ = ["error_node", "explain_error", "metrics_only_after"]
 
 
 def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
@@ -70,6 +70,15 @@ def _out_of_place(name: str, api: str, code: str | None) -> str:
     else:
         new = f"{name} = {name} + 1"
     return f"use the op's out-of-place form ({new} rather than {code or f'{name}.{method}(…)'})"
+
+
+def metrics_only_after(rec: Recorder) -> int | None:
+    """The optimizer steps done when an error came while only metrics were recorded (after
+    the first ``Limits.detail_steps`` steps), else ``None``: the failing iteration then has
+    no tape, graph or walk in the trace, and ``detail_every`` one more records it in full."""
+    if rec.detail or not rec.training.total_steps:
+        return None
+    return rec.training.steps_done
 
 
 def _changed_saved_tensor(rec: Recorder) -> str | None:
@@ -148,6 +157,14 @@ def explain_error(
         changed = _changed_saved_tensor(rec)
         if changed:
             return changed
+        after = metrics_only_after(rec)
+        if after is not None:
+            return (
+                f"A tensor that autograd saved for backward was changed in place afterwards. This came "
+                f"after optimizer step {after}, where gradwalk records metrics only, so it cannot say which "
+                f"node saved the tensor or which line changed it: record that iteration in full (the app's "
+                f"Record this iteration in full; gradwalk record --detail-every {after + 1}) to see both."
+            )
     if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
         return (
             "A .grad on this line is None: it stays None until a backward() call reaches the "

@@ -171,7 +171,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     text = "Traceback (most recent call last):\n" + "".join(summary.format())
     text += "".join(traceback.format_exception_only(type(exc), exc))
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
-    from .explain import error_node, explain_error
+    from .explain import error_node, explain_error, metrics_only_after
 
     with rec.mute():
         hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
@@ -185,6 +185,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
             traceback=text[-8000:],
             hint=hint,
             node=node,
+            metrics_only_after=metrics_only_after(rec),
         ),
         closing=True,
     )

@@ -52,6 +52,13 @@ def summarize(trace: Any) -> str:
             lines.append(
                 f"error at line {e.line}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}"
             )
+            if e.hint:
+                lines.append(f"  hint: {e.hint}")
+            if e.metrics_only_after is not None and "--detail-every" not in (e.hint or ""):
+                lines.append(
+                    f"  (after optimizer step {e.metrics_only_after}, recorded metrics-only: "
+                    f"--detail-every {e.metrics_only_after + 1} records that iteration in full)"
+                )
         elif e.type == "pitfall":
             lines.append(f"pitfall at line {e.line}: {e.kind}: {e.title}")
         elif e.type == "limit":

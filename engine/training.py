@@ -56,6 +56,11 @@ class TrainingTracker:
         self.total_steps = 0
         self.stepped_params: set[int] = set()
 
+    @property
+    def steps_done(self) -> int:
+        """The most steps any one optimizer has taken (what ``Limits.detail_every`` counts)."""
+        return max(self._steps.values(), default=0)
+
     def install(self) -> None:
         self._handles.append(register_optimizer_step_pre_hook(self._pre))
         self._handles.append(register_optimizer_step_post_hook(self._post))
@@ -301,7 +306,7 @@ class TrainingTracker:
 
     def _schedule(self) -> None:
         limits = self._rec.limits
-        done = max(self._steps.values())
+        done = self.steps_done
         detail = done < limits.detail_steps or (
             limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
         )

@@ -14,6 +14,17 @@ from typing import Any
 __all__ = ["main"]
 
 
+def _count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more: {text!r}")
+    return value
+
+
 def _add_record(sub: Any) -> None:
     p = sub.add_parser("record", help="run a snippet with real PyTorch and write its trace as JSON")
     p.add_argument("snippet", type=Path, help="a Python file")
@@ -21,7 +32,19 @@ def _add_record(sub: Any) -> None:
         "-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)"
     )
     p.add_argument("--device", default="cpu", help="cpu or cuda (offered to the snippet as `device`)")
-    p.add_argument("--max-ops", type=int, default=None, help="ops recorded before the cap")
+    p.add_argument("--max-ops", type=_count, default=None, help="ops recorded before the cap")
+    p.add_argument(
+        "--detail-steps",
+        type=_count,
+        default=None,
+        help="optimizer steps recorded in full at the start (default 3)",
+    )
+    p.add_argument(
+        "--detail-every",
+        type=_count,
+        default=None,
+        help="also record every k-th optimizer step in full (default: never)",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
@@ -33,7 +56,8 @@ def _record(args: argparse.Namespace) -> int:
     if not args.snippet.is_file():
         print(f"gradwalk record: no such file: {args.snippet}", file=sys.stderr)
         return 2
-    limits = Limits() if args.max_ops is None else Limits(max_ops=args.max_ops)
+    given = {"max_ops": args.max_ops, "detail_steps": args.detail_steps, "detail_every": args.detail_every}
+    limits = Limits(**{k: v for k, v in given.items() if v is not None})
     trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
     out = args.output or args.snippet.with_suffix(".trace.json")
     out.write_text(trace.model_dump_json())

@@ -137,6 +137,26 @@ def test_cli_record_writes_a_trace_and_summary(tmp_path) -> None:
     assert trace.events[-1].status == "ok"
 
 
+def test_cli_record_says_how_to_record_a_failing_metrics_only_iteration_and_refuses_bad_counts(
+    tmp_path,
+) -> None:
+    from tests.engine.test_training import _FAILS_AT_STEP_8
+
+    snippet = tmp_path / "loop.py"
+    snippet.write_text(_FAILS_AT_STEP_8)
+
+    def cli(*extra: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "gradwalk.cli", "record", str(snippet), "-o", str(tmp_path / "t.json")]
+        return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=120)
+
+    first = cli()
+    assert first.returncode == 1 and "--detail-every 8" in first.stdout
+    again = cli("--detail-every", "8")
+    assert again.returncode == 1 and "SigmoidBackward0 saved h for backward (line 8)" in again.stdout
+    refused = cli("--detail-every", "-1")
+    assert refused.returncode == 2 and "expected a whole number, 0 or more: '-1'" in refused.stderr
+
+
 def test_recording_a_custom_function_keeps_none_of_its_classes_alive() -> None:
     # a worker records run after run, and each run makes the snippet's classes anew: a cache
     # keyed by node class kept every run's Function and its node class alive

@@ -343,3 +343,48 @@ y.backward()
     assert not q.errors(trace)
     assert [op.line for op in q.events_of(trace, "op") if op.name == "mul"] == [8, 13]
     assert len(q.events_of(trace, "backward_started")) == 2
+
+
+_FAILS_AT_STEP_8 = """
+import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(10):
+    opt.zero_grad()
+    h = torch.sigmoid(w)
+    if step == 7:
+        h.mul_(2)
+    loss = h.sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_an_error_in_a_metrics_only_step_says_so_and_detail_every_records_that_iteration() -> None:
+    """Past the first steps only metrics are recorded: an error there says after which
+    step it came, and ``detail_every`` one more records the failing iteration in full,
+    whose explanation then names the node and the line."""
+    metrics_only = record(_FAILS_AT_STEP_8)
+    (error,) = q.errors(metrics_only)
+    assert error.metrics_only_after == 7 and error.node is None
+    assert "after optimizer step 7" in (error.hint or "") and "--detail-every 8" in (error.hint or "")
+    assert not [op for op in q.events_of(metrics_only, "op") if op.line == 10]  # the failing iteration's
+
+    full = record(_FAILS_AT_STEP_8, limits=Limits(detail_every=error.metrics_only_after + 1))
+    (again,) = q.errors(full)
+    assert again.metrics_only_after is None and again.line == error.line == 12
+    assert again.hint is not None and again.hint.startswith("SigmoidBackward0 saved h for backward (line 8)")
+    assert "line 10 (h.mul_(2))" in again.hint
+    assert [op.name for op in q.events_of(full, "op") if op.line == 10] == ["mul"]
+    assert again.node is not None and q.node_names(full)[again.node] == "SigmoidBackward0"
+
+
+def test_an_error_in_a_step_recorded_in_full_or_before_any_step_has_no_metrics_only_mark() -> None:
+    early = record(_FAILS_AT_STEP_8.replace("step == 7", "step == 1"))
+    assert q.errors(early)[0].metrics_only_after is None
+    assert "SigmoidBackward0 saved h" in (q.errors(early)[0].hint or "")
+    no_steps = record(
+        "import torch\nx = torch.ones(2, requires_grad=True)\nx.sum().backward()\nraise ValueError('x')\n"
+    )
+    assert q.errors(no_steps)[0].metrics_only_after is None

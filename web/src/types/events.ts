@@ -646,6 +646,7 @@ export interface ErrorRaised {
   hint: string | null;
   line: number | null;
   message: string;
+  metrics_only_after: number | null;
   node: number | null;
   /**
    * position in the run's stream, from 0, no gaps
