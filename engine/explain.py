@@ -160,10 +160,10 @@ def explain_error(
         after = metrics_only_after(rec)
         if after is not None:
             return (
-                f"A tensor that autograd saved for backward was changed in place afterwards. This came "
-                f"after optimizer step {after}, where gradwalk records metrics only, so it cannot say which "
-                f"node saved the tensor or which line changed it: record that iteration in full (the app's "
-                f"Record this iteration in full; gradwalk record --detail-every {after + 1}) to see both."
+                "A tensor that autograd saved for backward was changed in place afterwards: use the "
+                "out-of-place form (x = x * 2 rather than x.mul_(2)), or change a .clone(). Which node saved "
+                f"it and which line changed it show when this iteration (after optimizer step {after}, "
+                "recorded metrics-only) is recorded in full."
             )
     if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
         return (

@@ -54,7 +54,7 @@ def summarize(trace: Any) -> str:
             )
             if e.hint:
                 lines.append(f"  hint: {e.hint}")
-            if e.metrics_only_after is not None and "--detail-every" not in (e.hint or ""):
+            if e.metrics_only_after is not None:
                 lines.append(
                     f"  (after optimizer step {e.metrics_only_after}, recorded metrics-only: "
                     f"--detail-every {e.metrics_only_after + 1} records that iteration in full)"

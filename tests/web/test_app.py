@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_training import _FAILS_AT_STEP_8
+
 from .conftest import (
     LABEL_OVERLAPS,
     NEXT,
@@ -285,6 +287,29 @@ def test_a_saved_tensor_changed_in_place_opens_the_node_that_saved_it(page: Any)
     page.wait_for_function(f"() => ({selected})().length === 1")
     assert page.evaluate(selected)[0].startswith("SigmoidBackward0"), page.evaluate(selected)
     shot(page, "04b-error-node")
+
+
+def test_an_error_in_a_metrics_only_step_is_recorded_in_full_on_request(page: Any) -> None:
+    """Past the first optimizer steps only metrics are recorded: the error card says so and
+    its button runs the code again with the failing iteration recorded in full."""
+    open_app(page)
+    run_source(page, _FAILS_AT_STEP_8, status="error")
+    first_run = page.evaluate("() => window.gradwalk.runId")
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-metrics-only")).to_contain_text("after optimizer step 7")
+    expect(notice.locator(".gw-hint")).to_contain_text("recorded metrics-only")
+    expect(page.locator(".gw-op-row", has_text="mul")).to_have_count(0)
+    notice.get_by_role("button", name="Record this iteration in full").click()
+    page.wait_for_function(
+        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
+    )
+    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+    wait_graph(page)
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-hint")).to_contain_text("SigmoidBackward0 saved h for backward (line 8)")
+    expect(notice.locator(".gw-metrics-only")).to_have_count(0)
+    expect(page.locator(".gw-op-row", has_text="mul")).to_contain_text("in-place")
+    expect(notice.get_by_role("button", name="Show SigmoidBackward0 in the graph")).to_be_visible()
 
 
 def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:

@@ -27,6 +27,12 @@ export interface RunInfo {
   event_count?: number;
 }
 
+/** Caps a run may ask for (the server bounds them): here, which optimizer steps are recorded in full. */
+export interface RunLimits {
+  detail_steps?: number;
+  detail_every?: number;
+}
+
 export class ApiError extends Error {
   constructor(
     message: string,
@@ -98,8 +104,8 @@ export class Api {
     return body.examples;
   }
 
-  createRun(source: string, device: string): Promise<RunInfo> {
-    return this.request("/runs", { method: "POST", body: JSON.stringify({ source, device }) });
+  createRun(source: string, device: string, limits?: RunLimits): Promise<RunInfo> {
+    return this.request("/runs", { method: "POST", body: JSON.stringify({ source, device, limits }) });
   }
 
   run(id: string): Promise<RunInfo> {

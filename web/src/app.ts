@@ -2,7 +2,7 @@
 // tape, stepper, inspector, output, charts) sharing one TraceModel and one Store; pitfalls
 // are marked in the editor and on the graph. The page's template provides the skeleton;
 // every lookup is scoped to the app's root element.
-import { Api, ApiError, type Bootstrap, type Example, type RunInfo, RunStream } from "./api";
+import { Api, ApiError, type Bootstrap, type Example, type RunInfo, type RunLimits, RunStream } from "./api";
 import { ChartsView } from "./charts";
 import { $, h, isTyping } from "./dom";
 import { Editor } from "./editor";
@@ -31,7 +31,7 @@ print(x.grad)
 /** Set by the modes that wrap the app (lessons, classroom rooms). */
 export interface AppHooks {
   /** Create runs some other way than POST /api/runs (a room's viewer runs through the room). */
-  createRun?: (source: string, device: string) => Promise<RunInfo>;
+  createRun?: (source: string, device: string, limits?: RunLimits) => Promise<RunInfo>;
   /** Told whenever the shown run changes (a new run, a loaded one, a trace file: null). */
   onModel?: (runId: string | null, model: TraceModel) => void;
 }
@@ -76,6 +76,7 @@ export class App {
       onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
     });
     this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
+    this.output.recordInFull = (detailEvery) => void this.run({ detail_every: detailEvery });
     this.graph = new GraphView($(root, "[data-gw=graph]"), this.model, store);
     this.tape = new TapeView($(root, "[data-gw=tape]"), this.model, store);
     this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
@@ -146,7 +147,8 @@ export class App {
     return this.stream !== null && !this.model.isFinished;
   }
 
-  async run(): Promise<void> {
+  /** Run the editor's code; `limits` for this run only (the server bounds them). */
+  async run(limits?: RunLimits): Promise<void> {
     if (this.running || this.runButton.disabled) return;
     const source = this.editor.source;
     this.editor.setErrors([]);
@@ -154,7 +156,7 @@ export class App {
     this.runButton.disabled = true;
     try {
       const device = this.boot.cuda ? this.deviceSelect.value : "cpu";
-      const info = await (this.hooks.createRun ?? ((s, d) => this.api.createRun(s, d)))(source, device);
+      const info = await (this.hooks.createRun ?? ((s, d, l) => this.api.createRun(s, d, l)))(source, device, limits);
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.runButton.disabled = false;

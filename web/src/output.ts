@@ -11,6 +11,12 @@ export class OutputView {
   private readonly notices: HTMLElement;
   private readonly text: HTMLPreElement;
   private unsubscribe: () => void = () => {};
+  /**
+   * Set where code can be run (the app, not an embed): runs the code again with optimizer
+   * step `detailEvery` (and its multiples) recorded in full, for an error that came in a
+   * step recorded metrics-only.
+   */
+  recordInFull: ((detailEvery: number) => void) | null = null;
 
   constructor(
     readonly root: HTMLElement,
@@ -58,6 +64,7 @@ export class OutputView {
             h("div", { class: "gw-error-message", text: ev.message }),
             ev.hint ? h("div", { class: "gw-hint", text: ev.hint }) : null,
             ev.node != null ? this.nodeButton(ev.node) : null,
+            ev.metrics_only_after != null ? this.metricsOnlyNote(ev.metrics_only_after) : null,
             ev.traceback ? h("details", {}, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
           ),
         );
@@ -86,6 +93,25 @@ export class OutputView {
       text: `Show ${node.name} in the graph`,
       on: { click: () => this.store.set({ selection: { kind: "node", id }, hover: linksOfNode(this.model, id), view: "inspector" }) },
     });
+  }
+
+  /** Say that the failing iteration was recorded metrics-only, with a way to record it in full. */
+  private metricsOnlyNote(stepsDone: number): HTMLElement {
+    const again = this.recordInFull;
+    return h(
+      "div",
+      { class: "gw-metrics-only" },
+      h("span", { text: `This iteration (after optimizer step ${stepsDone}) was recorded metrics-only: its tape, graph and backward walk are not in the trace.` }),
+      again
+        ? h("button", {
+            type: "button",
+            class: "gw-btn gw-record-in-full",
+            text: "Record this iteration in full",
+            title: `Run the code again, recording optimizer step ${stepsDone + 1} in full`,
+            on: { click: () => again(stepsDone + 1) },
+          })
+        : null,
+    );
   }
 
   private lineButton(line: number): HTMLElement {

@@ -1,7 +1,7 @@
 // The classroom room's wire side: its HTTP calls, the presenter's key, and the room socket
 // (which reconnects on its own and hands every frame to its owner). The protocol is
 // described once, in server/routes/rooms.py (NOTE [Room protocol]).
-import { type Api, ApiError, type RunInfo } from "./api";
+import { type Api, ApiError, type RunInfo, type RunLimits } from "./api";
 
 export interface RoomState {
   source: string;
@@ -65,9 +65,9 @@ export class RoomApi {
    * Run code in the room: as its presenter (with the key) or as a viewer. A refusal comes
    * back as a plain Error with the server's reason, so the app does not ask for its token.
    */
-  async run(code: string, key: string | null, source: string, device: string): Promise<RunInfo> {
+  async run(code: string, key: string | null, source: string, device: string, limits?: RunLimits): Promise<RunInfo> {
     try {
-      return await this.request<RunInfo>(`/rooms/${code}/runs`, { method: "POST", body: JSON.stringify({ source, device }), key });
+      return await this.request<RunInfo>(`/rooms/${code}/runs`, { method: "POST", body: JSON.stringify({ source, device, limits }), key });
     } catch (err) {
       if (err instanceof ApiError && err.status === 403) throw new Error(`${err.message}. Ask them to tick “Viewers may run code”.`);
       throw err;

@@ -140,7 +140,7 @@ export class RoomMode {
     $(this.bar, "[data-gw=room-copy]").addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
     $(this.bar, "[data-gw=room-end]").addEventListener("click", () => void this.endRoom());
     const app = this.app;
-    app.hooks.createRun = (source, device) => this.rooms.run(this.info.code, this.key, source, device);
+    app.hooks.createRun = (source, device, limits) => this.rooms.run(this.info.code, this.key, source, device, limits);
     app.hooks.onModel = (runId, model) => this.push({ run_id: runId, source: model.source || app.editor.source });
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
@@ -228,8 +228,8 @@ export class RoomMode {
     document.addEventListener("keydown", (ev) => {
       if (ev.key === "f" && !isTyping(ev) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) this.setFollowing(true);
     });
-    app.hooks.createRun = async (source, device) => {
-      const run = await this.rooms.run(this.info.code, null, source, device);
+    app.hooks.createRun = async (source, device, limits) => {
+      const run = await this.rooms.run(this.info.code, null, source, device, limits);
       this.setFollowing(false); // the viewer's own run replaces the presenter's on their screen
       return run;
     };
