@@ -145,6 +145,28 @@ def test_a_lesson_on_a_1024_by_768_projector_keeps_its_tabs_and_the_graph_in_vie
             shot(page, "lessons-04-projector-1024x768")
 
 
+def test_a_failing_lessons_error_shows_in_its_code_on_a_1024_by_768_projector(page: Any) -> None:
+    """The in-place lesson's run fails at its line 6: under the lesson's card the code pane
+    is a few lines tall, and it shows that line and the error's message under it (it showed
+    lines 1 to 3), with more height than a lesson whose run succeeds gives it."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page, "?lesson=inplace")
+    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+    wait_graph(page)
+    in_editor = """() => {
+        const found = ['.cm-scroller', '.cm-line.cm-gw-error-line', '.cm-gw-error-widget']
+            .map((sel) => document.querySelector('[data-gw=editor]').shadowRoot.querySelector(sel));
+        if (found.includes(null)) return false;
+        const [s, line, msg] = found.map((el) => el.getBoundingClientRect());
+        return line.top >= s.top - 1 && line.bottom <= s.bottom + 1
+            && msg.top >= s.top && msg.top + 40 <= s.bottom;
+    }"""
+    page.wait_for_function(in_editor, timeout=5_000)
+    code_height = page.evaluate("() => document.querySelector('.gw-pane-code').getBoundingClientRect().height")
+    assert code_height > 180, code_height
+    shot(page, "lessons-05-error-at-1024x768")
+
+
 def test_a_lesson_card_reads_on_a_phone(page: Any) -> None:
     page.set_viewport_size({"width": 420, "height": 900})
     open_app(page, "?lesson=accumulate")

@@ -149,6 +149,7 @@ export class Editor {
   readonly view: EditorView;
   private hovered: number | null = null;
   private current: number | null = null;
+  private errorsKey = "[]";
 
   constructor(readonly root: HTMLElement, options: EditorOptions) {
     const runKeys = keymap.of([
@@ -213,8 +214,32 @@ export class Editor {
     this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text } });
   }
 
+  /**
+   * Mark the lines of a run's errors, each with its message and hint under it. New errors
+   * are scrolled into view, the first one's line and message (a short editor, as under a
+   * lesson's card at 1024 × 768, showed the snippet's first lines and not the error).
+   */
   setErrors(errors: LineMark[]): void {
+    const key = JSON.stringify(errors);
+    const fresh = key !== this.errorsKey;
+    this.errorsKey = key;
     this.view.dispatch({ effects: setMarks.of({ errors }) });
+    const first = errors[0];
+    if (fresh && first && first.line >= 1 && first.line <= this.view.state.doc.lines) this.revealError(first.line);
+  }
+
+  private revealError(line: number): void {
+    // once CodeMirror has drawn the message under the line: its height is known then
+    this.view.requestMeasure({
+      read: () => {
+        const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
+        const top = this.view.documentTop + block.top;
+        const widget = this.view.dom.querySelector<HTMLElement>(`.cm-gw-error-widget[data-line="${line}"]`);
+        const bottom = widget ? widget.getBoundingClientRect().bottom : top + block.height;
+        // the editor's own scroller only; a message taller than it keeps its line in view
+        revealWithin(this.view.scrollDOM, { top, bottom });
+      },
+    });
   }
 
   setLinked(lines: number[]): void {
