@@ -223,3 +223,22 @@ def test_a_course_column_embed_gives_the_graph_most_of_its_height(page: Any, ser
     assert abs(box[".gw-step-controls"]["top"] - box[".gw-stepper .gw-scrubber"]["top"]) < 12, box  # one row
     assert box[".gw-step-card"]["bottom"] <= 560, box  # the card is whole
     shot(page, "embed-06-course-column")
+
+
+def test_a_short_wide_embed_shows_the_step_card_whole(page: Any, server: Any) -> None:
+    # 800 × 480, wide enough for the graph and the stepper side by side: the walk's list
+    # under the step card cut the card's sum (net.fc2.bias.grad: 0 + … → …) off
+    run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
+    page.set_viewport_size({"width": 800, "height": 480})
+    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
+    assert page.evaluate("() => document.querySelector('.gw-viewer').dataset.layout") == "wide"
+    card = page.locator(".gw-viewer .gw-step-card")
+    expect(card).to_contain_text("net.fc2.bias.grad: 0 +")
+    body = page.evaluate(
+        """() => { const b = document.querySelector('.gw-viewer .gw-step-body');
+                   const c = document.querySelector('.gw-viewer .gw-step-card').getBoundingClientRect();
+                   return [b.scrollHeight, b.clientHeight, c.bottom]; }"""
+    )
+    assert body[0] <= body[1] + 1 and body[2] <= 480, body  # no scrolling needed, the card is whole
+    shot(page, "embed-07-short-wide")
