@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.events import Counts
 
@@ -21,6 +21,21 @@ def refuse_nul(source: str) -> str:
     return source
 
 
+class StrictRequest(BaseModel):
+    """A request body validated strictly: a number is a number and a flag a flag (lax
+    validation took ``true`` for 1 and ``"5"`` for 5, where the schema says integer), no
+    unknown fields. A whole number written ``5.0`` is still 5, as JSON Schema has it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in data.items()}
+
+
 __all__ = [
     "JSON_BODY_ERRORS",
     "ErrorDetail",
@@ -33,6 +48,7 @@ __all__ = [
     "RunPublic",
     "RunState",
     "RunSummary",
+    "StrictRequest",
     "json_error",
     "run_public",
     "run_summary",
@@ -41,11 +57,7 @@ __all__ = [
 RunState = Literal["queued", "running", "ok", "error", "timeout", "cancelled", "crashed", "limit"]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LimitsPatch(_Request):
+class LimitsPatch(StrictRequest):
     """Some of :class:`engine.events.Limits`; what is left out keeps the server's default.
 
     Mirrors ``Limits`` field for field (``tests/server/test_models.py`` keeps them in step).
@@ -68,7 +80,7 @@ class LimitsPatch(_Request):
     memory_mb: int | None = Field(default=None, ge=256, le=65536, description="address-space limit (runner)")
 
 
-class RunCreate(_Request):
+class RunCreate(StrictRequest):
     """A snippet to run: ``source`` is at most 100,000 characters."""
 
     source: str = Field(

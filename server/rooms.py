@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-from .models import refuse_nul
+from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
 __all__ = [
@@ -79,10 +79,8 @@ def normalize_code(text: str) -> str | None:
     return code
 
 
-class RoomState(BaseModel):
+class RoomState(StrictRequest):
     """What every viewer of a room sees: the presenter's code, run, view and step."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: str = Field(default="", max_length=100_000, description="the code in the presenter's editor")
     run_id: str | None = Field(

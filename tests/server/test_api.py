@@ -135,6 +135,12 @@ def test_limits_above_the_server_caps_are_lowered(api: httpx.Client) -> None:
     assert started["limits"]["timeout_s"] == 60 and started["limits"]["max_ops"] == 7
 
 
+@pytest.mark.parametrize("given", [True, "5", 2.5, [5]])
+def test_a_limit_that_is_not_a_whole_number_is_refused(api: httpx.Client, given: Any) -> None:
+    response = api.post("/api/runs", json={"source": "print(1)", "limits": {"detail_every": given}})
+    assert response.status_code == 422 and "detail_every" in response.text, response.text
+
+
 def test_cuda_on_a_server_without_a_gpu_ends_saying_why(api: httpx.Client) -> None:
     if run_json(api.get("/api/health"))["cuda"]:
         return  # a GPU machine runs it; tests/runner covers CUDA runs

@@ -96,11 +96,19 @@ def test_a_patch_replaces_the_fields_it_gives() -> None:
         {"step": -1},
         {"view": "Tape!"},
         {"x": 1},
+        {"op": False},  # lax validation took it for op 0 (found by the API fuzz)
+        {"step": "3"},
+        {"step": 2.5},
+        {"allow_viewer_runs": 1},
     ],
 )
 def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         RoomStatePatch.model_validate(patch)
+
+
+def test_a_whole_number_written_as_a_float_is_that_number() -> None:
+    assert RoomStatePatch.model_validate({"op": 3.0}).op == 3  # an integer, to JSON Schema
 
 
 def test_frames_leave_out_a_source_the_viewer_has() -> None:

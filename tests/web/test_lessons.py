@@ -162,7 +162,9 @@ def test_a_failing_lessons_error_shows_in_its_code_on_a_1024_by_768_projector(pa
             && msg.top >= s.top && msg.top + 40 <= s.bottom;
     }"""
     page.wait_for_function(in_editor, timeout=5_000)
-    code_height = page.evaluate("() => document.querySelector('.gw-pane-code').getBoundingClientRect().height")
+    code_height = page.evaluate(
+        "() => document.querySelector('.gw-pane-code').getBoundingClientRect().height"
+    )
     assert code_height > 180, code_height
     shot(page, "lessons-05-error-at-1024x768")
 
