@@ -142,13 +142,17 @@ class TensorTable:
         node = t.grad_fn
         dtype = t.dtype
         device = t.device
+        try:
+            shape = list(t.shape)
+        except RuntimeError:  # a nested tensor has no one shape
+            shape = []
         rec.emit(
             {
                 "type": "tensor",
                 "id": tid,
                 "name": name,
                 "param_name": param_name,
-                "shape": list(t.shape),
+                "shape": shape,
                 "dtype": _DTYPE_NAMES.get(dtype) or dtype_name(dtype),
                 "device": _DEVICE_NAMES.get(device) or _device_name(device),
                 "requires_grad": t.requires_grad,
@@ -198,7 +202,7 @@ class TensorTable:
         seen: set[int] = set()
         for tid in sorted(self.names, reverse=True):
             t = self.tensor(tid)
-            if t is None or id(t) in seen or not (t.requires_grad and t.is_leaf):
+            if t is None or id(t) in seen or not _is_leaf_needing_grad(t):
                 continue
             seen.add(id(t))
             found.append((tid, self.names[tid]))
@@ -217,3 +221,12 @@ class TensorTable:
             t = ref()
             if t is not None:
                 t.__dict__.pop(_ATTR, None)
+
+
+def _is_leaf_needing_grad(t: torch.Tensor) -> bool:
+    """``t.requires_grad and t.is_leaf``; ``False`` for a tensor PyTorch will not describe (a
+    view made under no_grad whose base was then changed in place raises on ``is_leaf``)."""
+    try:
+        return t.requires_grad and t.is_leaf
+    except RuntimeError:
+        return False

@@ -55,8 +55,8 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     >>> to_value(torch.tensor([1.0, 2.0]), 64)
     {'kind': 'full', 'shape': [2], 'flat': [1.0, 2.0]}
     """
-    n = t.numel()
     try:
+        n = t.numel()
         # the common case first, with as few calls into PyTorch as possible (this runs for
         # most tensors and gradients of a recording)
         if n <= max_elements and t.dtype in _READABLE and t.layout is _STRIDED and not t.is_meta:
@@ -70,7 +70,10 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
         return _summarize(t, n)
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         # quantized, nested, fake or otherwise unreadable tensors: describe, never fail the run
-        return _empty_summary(list(t.shape), n)
+        try:
+            return _empty_summary(list(t.shape), t.numel())
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            return _empty_summary([], 0)  # a nested tensor has neither one shape nor a size
 
 
 def _empty_summary(shape: list[int], n: int, nan: int = 0, inf: int = 0) -> dict[str, Any]:

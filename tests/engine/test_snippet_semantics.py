@@ -491,3 +491,34 @@ def test_what_gradwalk_fails_to_observe_is_counted_and_the_run_goes_on(
     finished = q.events_of(trace, "run_finished")[0]
     assert finished.status == "ok" and finished.counts.unrecorded == 2 + 2  # 2 muls, 2 steps
     assert [s.grad_norm for s in q.optimizer_steps(trace)] == [None, None]
+
+
+def test_a_view_made_under_no_grad_whose_base_then_changed_does_not_stop_the_recording() -> None:
+    # PyTorch refuses to say whether such a view is a leaf; reading it at the run's end made
+    # record() itself raise, with no trace (found by fuzzing the engine with snippets)
+    trace = record(
+        "import torch\nW = torch.ones(2, 2, requires_grad=True)\n(W * 3).sum().backward()\n"
+        "with torch.no_grad():\n    row = W[0]\n    W -= 0.1 * W.grad\nprint(W.tolist())\n"
+    )
+    assert q.events_of(trace, "run_finished")[0].status == "ok" and not q.errors(trace)
+    assert (
+        q.stdout(trace)
+        == "[[0.699999988079071, 0.699999988079071], [0.699999988079071, 0.699999988079071]]\n"
+    )
+    assert q.final_grads(trace)["W"] == [3.0, 3.0, 3.0, 3.0]  # flat, as a trace holds values
+
+
+def test_a_nested_tensor_is_counted_unrecorded_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # it has no one shape and no size: record() raised reading its value at the run's end
+    from engine import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "STRICT", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype, and PyTorch says so
+        trace = record(
+            "import torch\nnt = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], requires_grad=True)\n"
+            "out = nt * 2\nprint(out.is_nested)\n"
+        )
+    finished = q.events_of(trace, "run_finished")[0]
+    assert finished.status == "ok" and q.stdout(trace).endswith("True\n")
+    assert finished.counts.unrecorded >= 1
