@@ -12,7 +12,8 @@ nothing needs the running-module stack, so the global hooks are swapped for per-
 hooks on just the modules the pitfall detectors must see (root models with parameters,
 dropout and batch norm) among those met so far. A model first called in a metrics-only
 step is found among the snippet's variables when its parameters need names
-(:meth:`ModuleTracker.name_roots_in`), and hooked then.
+(:meth:`ModuleTracker.name_roots_in`), and hooked then. A per-module hook lives in the
+snippet's module, so it must survive what a snippet does to its modules: see :class:`_LightHook`.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class ModuleTracker:
     def _hook_light(self, module: nn.Module) -> None:
         # a light hook on ``module`` (not its children) when the detectors need its calls
         if self._rec.pitfalls.needs_calls_of(module, id(module) in self._roots):
-            self._light_handles.append(module.register_forward_pre_hook(self._light_pre))
+            self._light_handles.append(module.register_forward_pre_hook(_LightHook(self)))
 
     def _light_pre(self, module: nn.Module, args: Any) -> None:
         rec = self._rec
@@ -179,3 +180,30 @@ class ModuleTracker:
         self._params[id(p)] = (name, param_name)
         self._param_refs[id(p)] = (weakref.ref(p), name)
         self._rec.tensors.rename(p, name, param_name)
+
+
+class _LightHook:
+    """The forward pre-hook that light tracking puts on a module (NOTE [Light module tracking]).
+
+    It sits in the snippet's module, so whatever the snippet does with the module meets it.
+    A bound method of the tracker led ``copy.deepcopy(model)`` and ``torch.save(model)``
+    into the whole recorder, and both failed. A deep copy shares this hook (the copy's calls
+    are watched too). A pickle holds ``{}.get`` in its place, which hands the module's
+    inputs back unchanged, so a model saved while recording loads anywhere.
+    """
+
+    __slots__ = ("_tracker",)
+
+    def __init__(self, tracker: ModuleTracker) -> None:
+        self._tracker = weakref.ref(tracker)
+
+    def __call__(self, module: nn.Module, args: Any) -> None:
+        tracker = self._tracker()
+        if tracker is not None:
+            tracker._light_pre(module, args)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _LightHook:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return getattr, ({}, "get")

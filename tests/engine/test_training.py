@@ -388,3 +388,33 @@ def test_an_error_in_a_step_recorded_in_full_or_before_any_step_has_no_metrics_o
         "import torch\nx = torch.ones(2, requires_grad=True)\nx.sum().backward()\nraise ValueError('x')\n"
     )
     assert q.errors(no_steps)[0].metrics_only_after is None
+
+
+def test_a_model_is_copied_and_saved_after_its_steps_recorded_in_full_as_without_gradwalk() -> None:
+    """Past the first steps the detectors watch a model through a hook in the model itself
+    (NOTE [Light module tracking]): copying or pickling the model failed from then on,
+    following the hook into the recorder (found by fuzzing the engine with snippets)."""
+    source = """
+import torch, torch.nn as nn, copy, io, pickle
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1), nn.Linear(2, 1))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(5):
+    opt.zero_grad()
+    m(torch.ones(1, 2)).sum().backward()
+    opt.step()
+m2 = copy.deepcopy(m)
+buf = io.BytesIO(); torch.save(m, buf); buf.seek(0)
+m3 = torch.load(buf, weights_only=False)
+m4 = pickle.loads(pickle.dumps(m))
+for model in (m, m2, m3, m4):
+    model.eval()
+print([model(torch.ones(1, 2)).item() for model in (m, m2, m3, m4)])
+"""
+    plain = io.StringIO()
+    with contextlib.redirect_stdout(plain):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    trace = record(source)
+    assert not q.errors(trace) and q.events_of(trace, "run_finished")[0].counts.unrecorded == 0
+    assert q.stdout(trace) == plain.getvalue()
+    assert sum(s.detail for s in q.optimizer_steps(trace)) == 3  # the copies came after light tracking began
