@@ -32,6 +32,8 @@ import torch
 from torch.autograd import graph
 from torch.autograd.graph import saved_tensors_hooks
 
+from .values import has_storage
+
 if TYPE_CHECKING:
     from .recorder import Recorder
 
@@ -187,6 +189,8 @@ class SavedMemory:
         """Note which node saved ``value`` (what one of its ``_saved_*`` attributes returns:
         a fresh alias on every read, so it is matched by memory to what the op saved), for
         :func:`saved_by` to read should backward find it changed."""
+        if value.layout is not torch.strided or not has_storage(value):
+            return  # a sparse or wrapped tensor has no one block of memory to match by
         ptr, shape, stride = value.data_ptr(), value.shape, value.stride()
         for ref in self.recent:
             held = ref()

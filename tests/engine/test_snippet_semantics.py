@@ -274,6 +274,13 @@ x = torch.randn(2, 4, requires_grad=True)
 checkpoint(lambda t: lin(t).relu(), x, use_reentrant=False).sum().backward()
 print(x.grad.tolist())
 """,
+    "a sparse input that requires grad": """
+import torch
+s = torch.eye(2).to_sparse().requires_grad_()
+out = torch.sparse.mm(s, torch.ones(2, 2))
+out.sum().backward()
+print(out.tolist(), s.grad.to_dense().tolist())
+""",
     "higher-order gradients": """
 import torch
 x = torch.tensor(2.0, requires_grad=True)
