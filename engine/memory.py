@@ -23,6 +23,7 @@ not counted.
 from __future__ import annotations
 
 import contextlib
+import re
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -39,6 +40,15 @@ if TYPE_CHECKING:
 
 __all__ = ["SavedBy", "SavedMemory", "cuda_allocated", "saved_by", "saved_source"]
 
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+_HINT = (
+    " Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+    "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+)
+_ANOMALY_HINT = (
+    " Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+    "The variable in question was changed in there or anywhere later. Good luck!"
+)
 _SOURCE = "_gradwalk_source"
 _SAVED_BY = "_gradwalk_saved_by"
 
@@ -218,11 +228,16 @@ class SavedMemory:
         if t._version != held.version:
             held.owner.changed = t
             # PyTorch skips its own in-place check when saved-tensor hooks are active; this
-            # restores it (the detached alias shares the original's version counter).
+            # restores it (the detached alias shares the original's version counter), in
+            # PyTorch's words (2.13's; "which is output ..." only where the saver is known).
+            by = saved_by(t)
+            output = ""
+            if by is not None and by.label.startswith("result"):
+                output = f", which is output {by.label[6:] or 0} of {_BACKWARD_SUFFIX.sub('', by.node)},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version "
-                f"{held.version} instead."
+                f"operation: [{t.type()} {list(t.shape)}]{output} is at version {t._version}; expected "
+                f"version {held.version} instead.{_ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT}"
             )
         return t
 

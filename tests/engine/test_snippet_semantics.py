@@ -274,6 +274,32 @@ x = torch.randn(2, 4, requires_grad=True)
 checkpoint(lambda t: lin(t).relu(), x, use_reentrant=False).sum().backward()
 print(x.grad.tolist())
 """,
+    # gradwalk raises this error itself (PyTorch skips its check under saved-tensor hooks):
+    # its message is PyTorch's, word for word, in and out of anomaly mode
+    "a saved tensor changed in place, caught": """
+import torch
+x = torch.ones(2, requires_grad=True)
+y = x.sigmoid()
+y.mul_(2)
+try:
+    y.sum().backward()
+except RuntimeError as e:
+    print(e)
+y = x * 2
+z = y.exp()
+y.add_(1)
+try:
+    z.sum().backward()
+except RuntimeError as e:
+    print(e)
+with torch.autograd.set_detect_anomaly(True):
+    y = x.exp()
+    y.add_(1)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        print(e)
+""",
     "a sparse input that requires grad": """
 import torch
 s = torch.eye(2).to_sparse().requires_grad_()
