@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import linecache
 import sys
@@ -40,22 +41,36 @@ def _forward_trace_of_snippet(text: str, filename: str) -> str:
     return head + sep + "".join(kept) if seen_snippet else text
 
 
-class _Stream(io.TextIOBase):
+def _stream(owner: CapturedOutput, name: Literal["stdout", "stderr"]) -> io.TextIOWrapper:
+    """A text stream as ``sys.stdout``/``sys.stderr`` are for a script whose output goes to a
+    pipe: UTF-8, with the error handler this process's own stream has (``strict``, or
+    ``surrogateescape`` in the C locale, on stdout; ``backslashreplace`` on stderr),
+    ``.buffer`` and ``.reconfigure()``; what is written reaches ``owner`` a line at a time."""
+    real = sys.__stdout__ if name == "stdout" else sys.__stderr__
+    errors = getattr(real, "errors", None) or ("strict" if name == "stdout" else "backslashreplace")
+    return io.TextIOWrapper(_LineSink(owner, name), encoding="utf-8", errors=errors, write_through=True)
+
+
+class _LineSink(io.RawIOBase):
+    """The bytes under a captured stream, decoded and handed on a line (or a flush) at a time."""
+
     def __init__(self, owner: CapturedOutput, name: Literal["stdout", "stderr"]) -> None:
         self._owner = owner
         self._name = name
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._buf: list[str] = []
 
     def writable(self) -> bool:
         return True
 
-    def write(self, s: Any) -> int:
-        if not isinstance(s, str):
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        self._buf.append(s)
-        if "\n" in s:
-            self.flush()
-        return len(s)
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        text = self._decoder.decode(data)
+        if text:
+            self._buf.append(text)
+            if "\n" in text:
+                self.flush()
+        return len(data)
 
     def flush(self) -> None:
         if self._buf:
@@ -75,8 +90,8 @@ class CapturedOutput:
         self._cap = max_bytes
         self._dropped = 0
         self._saved: tuple[Any, Any] | None = None
-        self.stdout = _Stream(self, "stdout")
-        self.stderr = _Stream(self, "stderr")
+        self.stdout = _stream(self, "stdout")
+        self.stderr = _stream(self, "stderr")
 
     def send(self, stream: Literal["stdout", "stderr"], text: str) -> None:
         if self._left <= 0:

@@ -555,3 +555,29 @@ def test_a_nested_tensor_is_counted_unrecorded_and_the_run_goes_on(monkeypatch: 
     finished = q.events_of(trace, "run_finished")[0]
     assert finished.status == "ok" and q.stdout(trace).endswith("True\n")
     assert finished.counts.unrecorded >= 1
+
+
+def test_the_snippets_streams_are_as_a_script_writing_to_a_pipe_has_them() -> None:
+    # they were bare text streams: no .encoding, .buffer or .reconfigure (found by fuzzing)
+    source = """
+import sys
+print(sys.stdout.encoding, sys.stdout.errors, sys.stderr.errors)
+sys.stdout.reconfigure(line_buffering=True)
+sys.stdout.buffer.write("h\\u00e9llo bytes\\n".encode())
+sys.stdout.flush()
+print("a", "b", sep="-", end="")
+print(" c")
+try:
+    sys.stdout.write(b"no")
+except TypeError as e:
+    print(e)
+"""
+    plain = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    trace = record(source)
+    assert not q.errors(trace)
+    assert q.stdout(trace) == plain.stdout
+    assert (
+        plain.stdout.startswith("utf-8 ")
+        and "h\u00e9llo bytes\na-b c\nwrite() argument must be str" in plain.stdout
+    )
