@@ -39,6 +39,7 @@ _INPLACE_DUNDERS = {
     "__setitem__",
 }
 _api_cache: dict[Any, tuple[str, str, bool]] = {}
+_tracing_state = torch._C._get_tracing_state
 
 
 def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
@@ -94,7 +95,9 @@ class TapeMode(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         rec = self._rec
-        if rec.muted:
+        if rec.muted or _tracing_state() is not None:
+            # muted: gradwalk's own work; tracing: torch.jit.trace records the ops into its
+            # graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__"):

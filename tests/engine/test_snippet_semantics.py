@@ -300,6 +300,22 @@ with torch.autograd.set_detect_anomaly(True):
     except RuntimeError as e:
         print(e)
 """,
+    # the tracer saw gradwalk's own reads of each op: "Graphs differed across invocations"
+    "torch.jit.trace of a module": """
+import warnings
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 2)
+    def forward(self, t):
+        return self.l(t) * 2
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)  # deprecated in PyTorch 2.13, still used
+    traced = torch.jit.trace(M(), torch.ones(1, 2))
+print(traced(torch.ones(1, 2)).tolist())
+""",
     "a sparse input that requires grad": """
 import torch
 s = torch.eye(2).to_sparse().requires_grad_()
