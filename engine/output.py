@@ -57,6 +57,7 @@ class _LineSink(io.RawIOBase):
     def __init__(self, owner: CapturedOutput, name: Literal["stdout", "stderr"]) -> None:
         self._owner = owner
         self._name = name
+        self.name = f"<{name}>"  # as sys.stdout.buffer.name reads
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._buf: list[str] = []
 

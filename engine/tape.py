@@ -40,6 +40,25 @@ _INPLACE_DUNDERS = {
 }
 _api_cache: dict[Any, tuple[str, str, bool]] = {}
 _tracing_state = torch._C._get_tracing_state
+# tensor types whose ops need no care for a subclass's own __torch_function__
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+
+
+class _Nothing:
+    """A context manager that does nothing, cheaper than ``contextlib.nullcontext()``."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NOTHING_CTX = _Nothing()
+
+
+def _nothing() -> _Nothing:
+    return _NOTHING_CTX
 
 
 def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
@@ -102,20 +121,39 @@ class TapeMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__"):
             return func(*args, **kwargs)
+        # A tensor subclass with its own __torch_function__ sees the op, and none of
+        # gradwalk's reads of the op's tensors (their versions, values, shapes)
+        aside = _nothing if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
         # the first operand's version before the op: an op that hands it back unchanged is
         # not in-place (NOTE [Handed back] in recorder.py)
         first = args[0] if args else None
         first_version = None
         if isinstance(first, torch.Tensor):
-            try:  # noqa: SIM105 (contextlib.suppress costs a context manager per op)
-                first_version = first._version
-            except RuntimeError:  # an inference tensor has no version counter
-                pass
+            with aside():
+                try:  # noqa: SIM105 (contextlib.suppress costs a context manager per op)
+                    first_version = first._version
+                except RuntimeError:  # an inference tensor has no version counter
+                    pass
         try:
             result = func(*args, **kwargs)
         except Exception:
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
+        with aside():
+            return self._observe(func, name, args, kwargs, result, first, first_version)
+
+    def _observe(
+        self,
+        func: Any,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: Any,
+        first: Any,
+        first_version: int | None,
+    ) -> Any:
+        """Show the op that ran to the detectors and, in full detail, record it; return ``result``."""
+        rec = self._rec
         if rec.in_optimizer and not rec.training.inside_step():
             rec.in_optimizer = False  # a step raised and the snippet caught it: its ops are its own
         frames = None

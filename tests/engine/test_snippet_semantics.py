@@ -316,6 +316,18 @@ with warnings.catch_warnings():
     traced = torch.jit.trace(M(), torch.ones(1, 2))
 print(traced(torch.ones(1, 2)).tolist())
 """,
+    # the subclass saw gradwalk's reads of each op too (versions, numel, tolist)
+    "a tensor subclass with its own __torch_function__": """
+import torch
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        print(getattr(func, "__name__", func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+x = torch.ones(2).as_subclass(Logged)
+y = x + 1
+print(y.tolist())
+""",
     "a sparse input that requires grad": """
 import torch
 s = torch.eye(2).to_sparse().requires_grad_()
