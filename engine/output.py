@@ -8,7 +8,10 @@ import linecache
 import sys
 import warnings
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
+
+import torch
 
 from .source import SNIPPET_FILENAME, snippet_frame
 
@@ -18,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["CapturedOutput"]
 
 _ENGINE_DIR = str(Path(__file__).parent)
+_TAPE_FILE = str(Path(__file__).with_name("tape.py"))
+_OVERRIDES_FILE = torch.overrides.__file__
 
 
 def _forward_trace_of_snippet(text: str, filename: str) -> str:
@@ -80,6 +85,19 @@ class _LineSink(io.RawIOBase):
             self._owner.send(self._name, text)
 
 
+def _caller_of_op() -> FrameType | None:
+    """The frame that called the op the tape mode is handling: the first frame outside
+    gradwalk and PyTorch's torch-function dispatch above the tape mode's own."""
+    f: FrameType | None = sys._getframe(2)
+    while f is not None and not f.f_code.co_filename.startswith(_TAPE_FILE):
+        f = f.f_back
+    while f is not None and (
+        f.f_code.co_filename.startswith(_ENGINE_DIR) or f.f_code.co_filename == _OVERRIDES_FILE
+    ):
+        f = f.f_back
+    return f
+
+
 class CapturedOutput:
     """Swap ``sys.stdout``/``sys.stderr`` for streams that emit events, while active."""
 
@@ -123,16 +141,22 @@ class CapturedOutput:
         """Show a warning where the snippet raised it, as it shows without gradwalk.
 
         PyTorch's C++ warnings name the Python frame that called into it: while recording
-        that is gradwalk's tape mode (``engine/tape.py:101``), not the snippet's line; and the
-        snippet's own frames carry the internal file name. Both read ``snippet.py:LINE``.
+        that is gradwalk's tape mode (``engine/tape.py:101``); the warning is shown at the
+        frame that called the op, as without gradwalk: the snippet's line (``snippet.py:LINE``,
+        the snippet's frames carry an internal file name) or the library's (an optimizer's
+        step, ``torch/optim/adagrad.py:361``).
         """
         text = str(message)
         if "Traceback of forward call" in text:  # anomaly mode's: the snippet's frames only
             message = category(_forward_trace_of_snippet(text, self._filename))
         if filename.startswith(_ENGINE_DIR):
-            _, at = snippet_frame()
-            if at is not None:
-                filename, lineno, line = SNIPPET_FILENAME, at, None
+            caller = _caller_of_op()
+            if caller is not None:
+                filename, lineno, line = caller.f_code.co_filename, caller.f_lineno, None
+            else:
+                _, at = snippet_frame()
+                if at is not None:
+                    filename, lineno, line = SNIPPET_FILENAME, at, None
         if filename == SNIPPET_FILENAME:
             if line is None:
                 line = linecache.getline(SNIPPET_FILENAME, lineno)

@@ -609,3 +609,14 @@ except TypeError as e:
         plain.stdout.startswith("utf-8 ")
         and "h\u00e9llo bytes\na-b c\nwrite() argument must be str" in plain.stdout
     )
+
+
+def test_a_warning_raised_in_an_optimizers_step_is_shown_where_it_is_without_gradwalk(tmp_path) -> None:
+    # it read snippet.py:5 (the step() line) rather than the optimizer's own line (found by fuzzing)
+    source = (
+        "import torch, torch.nn as nn\nemb = nn.Embedding(4, 2, sparse=True)\n"
+        "opt = torch.optim.Adagrad(emb.parameters())\nemb(torch.tensor([1])).sum().backward()\nopt.step()\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60)
+    assert "torch/optim/adagrad.py:" in plain.stderr, plain.stderr
+    assert _output_recorded_alone(tmp_path, "step_warns.py", source) == plain.stderr
