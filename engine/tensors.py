@@ -139,7 +139,13 @@ class TensorTable:
             name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
-        node = t.grad_fn
+        try:
+            node = t.grad_fn
+            is_leaf = t.is_leaf
+        except RuntimeError:
+            # a view made under no_grad whose base then changed in place: PyTorch refuses
+            # to say (only a read of these raises; the snippet may go on without them)
+            node, is_leaf = None, True
         dtype = t.dtype
         device = t.device
         try:
@@ -156,7 +162,7 @@ class TensorTable:
                 "dtype": _DTYPE_NAMES.get(dtype) or dtype_name(dtype),
                 "device": _DEVICE_NAMES.get(device) or _device_name(device),
                 "requires_grad": t.requires_grad,
-                "is_leaf": t.is_leaf,
+                "is_leaf": is_leaf,
                 "is_param": is_param,
                 "grad_fn": rec.graph.node_id(node) if node is not None else None,
                 "op": op,

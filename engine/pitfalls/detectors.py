@@ -214,7 +214,10 @@ class PitfallWatch:
         )
 
     def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
-        if not result.requires_grad or result.grad_fn is None:
+        try:
+            if not result.requires_grad or result.grad_fn is None:
+                return
+        except RuntimeError:  # a view made under no_grad whose base changed: no grad_fn to read
             return
         if line is None:
             return

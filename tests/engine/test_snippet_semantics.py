@@ -328,6 +328,19 @@ x = torch.ones(2).as_subclass(Logged)
 y = x + 1
 print(y.tolist())
 """,
+    # PyTorch refuses grad_fn and is_leaf of such a view: gradwalk read both of each op's output
+    "views changed in place under no_grad": """
+import torch
+w = torch.ones(4, 3, requires_grad=True)
+with torch.no_grad():
+    v = w[1:3]
+    v.mul_(2)
+    w[0, 0] = 5.0
+    w.view(-1)[5] += 1
+y = (w * w).sum()
+y.backward()
+print(w.tolist(), w.grad.tolist(), w._version)
+""",
     "a sparse input that requires grad": """
 import torch
 s = torch.eye(2).to_sparse().requires_grad_()
