@@ -160,10 +160,8 @@ def explain_error(
         after = metrics_only_after(rec)
         if after is not None:
             return (
-                "A tensor that autograd saved for backward was changed in place afterwards: use the "
-                "out-of-place form (x = x * 2 rather than x.mul_(2)), or change a .clone(). Which node saved "
-                f"it and which line changed it show when this iteration (after optimizer step {after}, "
-                "recorded metrics-only) is recorded in full."
+                f"{_INPLACE_HINT} Which node saved it and which line changed it show when this "
+                f"iteration (after optimizer step {after}, recorded metrics-only) is recorded in full."
             )
     if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
         return (
@@ -194,14 +192,14 @@ def explain_error(
     return None
 
 
+_INPLACE_HINT = (
+    "A tensor that autograd saved for backward was changed in place afterwards. Use the "
+    "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
+)
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
 _PLAIN_HINTS = (
-    (
-        "modified by an inplace operation",
-        "A tensor that autograd saved for backward was changed in place afterwards. Use the "
-        "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first.",
-    ),
+    ("modified by an inplace operation", _INPLACE_HINT),
     (
         "grad can be implicitly created only for scalar outputs",
         "backward() without an argument needs a single number (a scalar loss). Reduce the output "

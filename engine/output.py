@@ -89,7 +89,7 @@ def _caller_of_op() -> FrameType | None:
     """The frame that called the op the tape mode is handling: the first frame outside
     gradwalk and PyTorch's torch-function dispatch above the tape mode's own."""
     f: FrameType | None = sys._getframe(2)
-    while f is not None and not f.f_code.co_filename.startswith(_TAPE_FILE):
+    while f is not None and f.f_code.co_filename != _TAPE_FILE:
         f = f.f_back
     while f is not None and (
         f.f_code.co_filename.startswith(_ENGINE_DIR) or f.f_code.co_filename == _OVERRIDES_FILE

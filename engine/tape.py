@@ -42,23 +42,11 @@ _api_cache: dict[Any, tuple[str, str, bool]] = {}
 _tracing_state = torch._C._get_tracing_state
 # tensor types whose ops need no care for a subclass's own __torch_function__
 _PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 
 
-class _Nothing:
-    """A context manager that does nothing, cheaper than ``contextlib.nullcontext()``."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NOTHING_CTX = _Nothing()
-
-
-def _nothing() -> _Nothing:
-    return _NOTHING_CTX
+def _no_context() -> contextlib.nullcontext[None]:
+    return _NO_CONTEXT
 
 
 def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
@@ -123,7 +111,7 @@ class TapeMode(TorchFunctionMode):
             return func(*args, **kwargs)
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
-        aside = _nothing if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
+        aside = _no_context if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
         # the first operand's version before the op: an op that hands it back unchanged is
         # not in-place (NOTE [Handed back] in recorder.py)
         first = args[0] if args else None

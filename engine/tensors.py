@@ -18,9 +18,11 @@ from .source import find_name
 from .values import to_value
 
 if TYPE_CHECKING:
+    from torch.autograd.graph import Node
+
     from .recorder import Recorder
 
-__all__ = ["TensorTable", "dtype_name"]
+__all__ = ["TensorTable", "autograd_of", "dtype_name"]
 
 _ATTR = "_gradwalk_id"
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
@@ -139,13 +141,7 @@ class TensorTable:
             name = find_name(t, frame)
         if name is not None:
             self.names[tid] = name
-        try:
-            node = t.grad_fn
-            is_leaf = t.is_leaf
-        except RuntimeError:
-            # a view made under no_grad whose base then changed in place: PyTorch refuses
-            # to say (only a read of these raises; the snippet may go on without them)
-            node, is_leaf = None, True
+        node, is_leaf = autograd_of(t) or (None, True)
         dtype = t.dtype
         device = t.device
         try:
@@ -208,7 +204,10 @@ class TensorTable:
         seen: set[int] = set()
         for tid in sorted(self.names, reverse=True):
             t = self.tensor(tid)
-            if t is None or id(t) in seen or not _is_leaf_needing_grad(t):
+            if t is None or id(t) in seen or not t.requires_grad:
+                continue
+            facts = autograd_of(t)
+            if facts is None or not facts[1]:  # not a leaf, or PyTorch will not say
                 continue
             seen.add(id(t))
             found.append((tid, self.names[tid]))
@@ -229,10 +228,11 @@ class TensorTable:
                 t.__dict__.pop(_ATTR, None)
 
 
-def _is_leaf_needing_grad(t: torch.Tensor) -> bool:
-    """``t.requires_grad and t.is_leaf``; ``False`` for a tensor PyTorch will not describe (a
-    view made under no_grad whose base was then changed in place raises on ``is_leaf``)."""
+def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:
+    """``(t.grad_fn, t.is_leaf)``, or ``None`` where PyTorch refuses to say: a view made under
+    no_grad whose base then changed in place raises on both reads (only on a read: a snippet
+    that never reads them goes on), so gradwalk must not read them bare."""
     try:
-        return t.requires_grad and t.is_leaf
+        return t.grad_fn, t.is_leaf
     except RuntimeError:
-        return False
+        return None

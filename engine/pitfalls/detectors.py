@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..source import snippet_frame, snippet_frames
+from ..tensors import autograd_of
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -214,10 +215,8 @@ class PitfallWatch:
         )
 
     def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
-        try:
-            if not result.requires_grad or result.grad_fn is None:
-                return
-        except RuntimeError:  # a view made under no_grad whose base changed: no grad_fn to read
+        facts = autograd_of(result) if result.requires_grad else None
+        if facts is None or facts[0] is None:  # no graph (or PyTorch will not say)
             return
         if line is None:
             return

@@ -231,15 +231,20 @@ export class Editor {
   private revealError(line: number): void {
     // once CodeMirror has drawn the message under the line: its height is known then
     this.view.requestMeasure({
-      read: () => {
-        const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
-        const top = this.view.documentTop + block.top;
-        const widget = this.view.dom.querySelector<HTMLElement>(`.cm-gw-error-widget[data-line="${line}"]`);
-        const bottom = widget ? widget.getBoundingClientRect().bottom : top + block.height;
-        // the editor's own scroller only; a message taller than it keeps its line in view
-        revealWithin(this.view.scrollDOM, { top, bottom });
-      },
+      read: () => this.reveal(line, this.view.dom.querySelector<HTMLElement>(`.cm-gw-error-widget[data-line="${line}"]`)),
     });
+  }
+
+  /**
+   * Scroll the editor's own scroller (CodeMirror's scrollIntoView also scrolls the page) the
+   * least that shows `line`, and `below` under it when given; a span taller than the editor
+   * keeps the line in view.
+   */
+  private reveal(line: number, below: HTMLElement | null = null): void {
+    const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
+    const top = this.view.documentTop + block.top;
+    const bottom = below ? below.getBoundingClientRect().bottom : top + block.height;
+    revealWithin(this.view.scrollDOM, { top, bottom });
   }
 
   setLinked(lines: number[]): void {
@@ -252,12 +257,7 @@ export class Editor {
     if (line === this.current) return;
     this.current = line;
     this.view.dispatch({ effects: setMarks.of({ current: line }) });
-    if (line !== null && line >= 1 && line <= this.view.state.doc.lines) {
-      // the editor's own scroller only (CodeMirror's scrollIntoView also scrolls the page)
-      const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
-      const top = this.view.documentTop + block.top;
-      revealWithin(this.view.scrollDOM, { top, bottom: top + block.height });
-    }
+    if (line !== null && line >= 1 && line <= this.view.state.doc.lines) this.reveal(line);
   }
 
   focus(): void {
