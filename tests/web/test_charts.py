@@ -144,11 +144,29 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
     shot(page, "charts-03-opened-step-2")
 
 
-def test_log_scale_and_dark_theme(page: Any, runs: dict[str, str]) -> None:
-    open_charts(page, runs["rent"], "loss", 400)
-    page.check("text=log scale")
-    # the chart is drawn again on a log scale; until then it has no plot
-    page.wait_for_function("() => window.gradwalk.charts.plotOf('loss')?.scales.y.distr === 3")
+def test_y_scales_auto_linear_log_and_dark_theme(page: Any, runs: dict[str, str]) -> None:
+    def distr(chart: str) -> int:
+        value: int = page.evaluate(f"() => window.gradwalk.charts.plotOf('{chart}').scales.y.distr")
+        return value
+
+    snap = open_charts(page, runs["rent"], "loss", 400)
+    wait_chart(page, "lr", 400)
+    # auto: the loss falls from ~100 to ~1e-6, a spike and a flat line on a linear axis,
+    # so it is drawn on a log one and says so; the constant learning rate stays linear
+    assert snap["loss"]["log"] is True and snap["lr"]["log"] is False and snap["memory"]["log"] is False
+    assert distr("loss") == 3 and distr("lr") == 1
+    expect(page.locator("[data-chart=loss] .gw-chart-scale")).to_be_visible()
+    expect(page.locator("[data-chart=lr] .gw-chart-scale")).to_be_hidden()
+    shot(page, "charts-04-auto-log-loss")
+
+    page.select_option("select[aria-label='Y scale']", "linear")
+    # each chart is drawn again on its new scale; until then it has no plot
+    page.wait_for_function("() => window.gradwalk.charts.plotOf('loss')?.scales.y.distr === 1")
+    expect(page.locator("[data-chart=loss] .gw-chart-scale")).to_be_hidden()
+
+    page.select_option("select[aria-label='Y scale']", "log")
+    page.wait_for_function("() => window.gradwalk.charts.plotOf('lr')?.scales.y.distr === 3")
+    expect(page.locator("[data-chart=lr] .gw-chart-scale")).to_be_visible()
     page.click("[data-gw=theme]")
     wait_chart(page, "loss", 400)
     shot(page, "charts-04-log-dark")

@@ -9,6 +9,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
+import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
@@ -25,7 +26,11 @@ interface Chart {
   legend: HTMLElement;
   /** A line under the chart (memory: where it started, ended and peaked). */
   foot: HTMLElement;
+  /** "log" in the chart's header while its y axis is logarithmic. */
+  scaleTag: HTMLElement;
   plot: uPlot | null;
+  /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
+  log: boolean;
   seriesCount: number;
   drawn: number;
   hidden: Set<number>;
@@ -40,48 +45,20 @@ export interface ChartSnapshot {
   series: { label: string; optimizer: string | null; values: (number | null)[] }[];
   /** Rows the uPlot instance holds (0 until the chart was drawn). */
   drawn: number;
-}
-
-/** Linear byte axes start at zero: memory that doubles should look doubled. */
-function fromZero(_u: uPlot, _min: number | null, max: number | null): uPlot.Range.MinMax {
-  return [0, max !== null && max > 0 ? max * 1.08 : 1];
-}
-
-function isPow10(v: number): boolean {
-  const e = Math.log10(v);
-  return v > 0 && Math.abs(e - Math.round(e)) < 1e-9;
-}
-
-function formatPow10(v: number): string {
-  const e = Math.round(Math.log10(v));
-  return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
-}
-
-/** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
-function decades(u: uPlot, splits: number[]): (number | null)[] {
-  const pow = splits.filter(isPow10);
-  const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || PLOT_HEIGHT) / 22));
-  const stride = Math.max(1, Math.ceil(pow.length / room));
-  return splits.map((v) => (isPow10(v) && Math.round(Math.log10(v)) % stride === 0 ? v : null));
-}
-
-/** The x range with a little room at both ends, so the first and last points (and dots) clear the axes. */
-function padRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
-  if (min === null || max === null) return [0, 1];
-  const pad = Math.max((max - min) * 0.015, max === min ? 0.5 : 0);
-  return [min - pad, max + pad];
+  /** Whether the y axis is logarithmic under the chosen y scale. */
+  log: boolean;
 }
 
 export class ChartsView {
   private data: ChartData;
   private readonly charts = new Map<string, Chart>();
-  private log = false;
+  private scale: YScale = "auto";
   private perParam = false;
   private readonly grid: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
   private readonly note: HTMLElement;
-  private readonly logToggle: HTMLInputElement;
+  private readonly scaleSelect: HTMLSelectElement;
   private readonly paramToggle: HTMLInputElement;
   private readonly schedule = perFrame(() => this.flush());
   private unsubscribe: () => void = () => {};
@@ -93,10 +70,14 @@ export class ChartsView {
     private readonly store: Store,
   ) {
     root.classList.add("gw-charts");
-    this.logToggle = h("input", { type: "checkbox", "aria-label": "Log scale" });
+    this.scaleSelect = h(
+      "select",
+      { class: "gw-select gw-select-small", "aria-label": "Y scale" },
+      ...Y_SCALES.map((s) => h("option", { value: s, text: s })),
+    );
     this.paramToggle = h("input", { type: "checkbox", "aria-label": "Norms per parameter" });
-    this.logToggle.addEventListener("change", () => {
-      this.log = this.logToggle.checked;
+    this.scaleSelect.addEventListener("change", () => {
+      this.scale = this.scaleSelect.value as YScale;
       this.rebuild(false);
     });
     this.paramToggle.addEventListener("change", () => {
@@ -107,7 +88,7 @@ export class ChartsView {
     const toolbar = h(
       "div",
       { class: "gw-charts-toolbar", role: "toolbar", "aria-label": "Charts" },
-      h("label", { class: "gw-check", title: "Logarithmic y axes (values ≤ 0 are left out)" }, this.logToggle, " log scale"),
+      h("label", { class: "gw-charts-scale", title: "y axes: linear, logarithmic (values ≤ 0 are left out), or log for the charts whose positive values span three decades" }, "y scale ", this.scaleSelect),
       h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
       this.summary,
     );
@@ -149,6 +130,7 @@ export class ChartsView {
         x: [...t.xs],
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
+        log: logAxis(t, this.scale),
       };
     }
     return out;
@@ -233,9 +215,9 @@ export class ChartsView {
     if (added) this.grid.replaceChildren(...tables.map((t) => this.charts.get(t.id)!.card));
     for (const table of tables) {
       const chart = this.charts.get(table.id)!;
-      if (!chart.plot || chart.seriesCount !== table.series.length) this.create(chart);
+      if (!chart.plot || chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale)) this.create(chart);
       else if (chart.drawn !== table.version) {
-        chart.plot.setData(this.plotData(table));
+        chart.plot.setData(this.plotData(table, chart.log));
         this.readout(chart, chart.plot);
         this.renderFoot(chart);
       }
@@ -270,20 +252,21 @@ export class ChartsView {
     const plotEl = h("div", { class: "gw-chart-plot" });
     const legend = h("div", { class: "gw-chart-legend" });
     const foot = h("p", { class: "gw-chart-foot", hidden: true });
+    const scaleTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
     const card = h(
       "section",
       { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
-      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
+      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), scaleTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
       readout,
       plotEl,
       legend,
       foot,
     );
-    return { table, card, plotEl, readout, legend, foot, plot: null, seriesCount: 0, drawn: -1, hidden: new Set() };
+    return { table, card, plotEl, readout, legend, foot, scaleTag, plot: null, log: false, seriesCount: 0, drawn: -1, hidden: new Set() };
   }
 
-  private plotData(table: Table): uPlot.AlignedData {
-    const keep = this.log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
+  private plotData(table: Table, log: boolean): uPlot.AlignedData {
+    const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
     return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
   }
 
@@ -305,6 +288,10 @@ export class ChartsView {
     chart.plotEl.replaceChildren();
     const table = chart.table;
     const c = this.colors();
+    const log = logAxis(table, this.scale);
+    chart.log = log;
+    chart.scaleTag.hidden = !log;
+    const onDecades = decades(PLOT_HEIGHT);
     const bytes = table.unit === "bytes";
     const fmt = bytes ? formatBytes : formatNumber;
     const steps = table.kind === "steps";
@@ -339,21 +326,21 @@ export class ChartsView {
         drag: { x: true, y: false },
       },
       focus: { alpha: 0.35 },
-      scales: { x: { time: false, range: padRange }, y: this.log ? { distr: 3, log: 10 } : bytes ? { range: fromZero } : {} },
+      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: 10 } : bytes ? { range: fromZero } : {} },
       axes: [
         { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
         {
-          ...axis((_u, splits) => splits.map((v) => (v === null ? "" : this.log && !bytes ? formatPow10(v) : fmt(v)))),
+          ...axis((_u, splits) => splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v)))),
           size: 62,
-          ...(this.log
-            ? { filter: decades, grid: { stroke: c.grid, width: 1, filter: decades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: decades } }
+          ...(log
+            ? { filter: onDecades, grid: { stroke: c.grid, width: 1, filter: onDecades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: onDecades } }
             : {}),
         },
       ],
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
     };
-    const plot = new uPlot(opts, this.plotData(table), chart.plotEl);
+    const plot = new uPlot(opts, this.plotData(table, log), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);

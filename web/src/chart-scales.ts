@@ -1,0 +1,64 @@
+// The y scales of the training charts: linear or log, chosen per chart, and the axis
+// helpers each needs. A loss that falls from 100 to 1e-6 is a spike and a flat line on a
+// linear axis and a curve on a log one; a learning rate of 0.05 at every step is a line on
+// either. "auto" (the default) therefore picks log for a chart of numbers whose values are
+// all positive and span at least LOG_SPAN (three decades), and linear otherwise; memory
+// stays linear, because memory that doubles should look doubled.
+import type uPlot from "uplot";
+import { formatNumber, type Table } from "./charts-data";
+
+export type YScale = "auto" | "linear" | "log";
+
+export const Y_SCALES: readonly YScale[] = ["auto", "linear", "log"];
+
+/** The ratio of the largest to the smallest value from which "auto" draws a log axis. */
+export const LOG_SPAN = 1000;
+
+/** Whether `table` is drawn on a log y axis under `scale`. */
+export function logAxis(table: Table, scale: YScale): boolean {
+  if (scale !== "auto") return scale === "log";
+  if (table.unit !== "number") return false;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const col of table.cols) {
+    for (const v of col) {
+      if (v === null) continue;
+      if (v <= 0) return false;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  return lo !== Infinity && hi / lo >= LOG_SPAN;
+}
+
+/** Linear byte axes start at zero: memory that doubles should look doubled. */
+export function fromZero(_u: uPlot, _min: number | null, max: number | null): uPlot.Range.MinMax {
+  return [0, max !== null && max > 0 ? max * 1.08 : 1];
+}
+
+export function isPow10(v: number): boolean {
+  const e = Math.log10(v);
+  return v > 0 && Math.abs(e - Math.round(e)) < 1e-9;
+}
+
+export function formatPow10(v: number): string {
+  const e = Math.round(Math.log10(v));
+  return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
+}
+
+/** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
+export function decades(plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
+  return (u, splits) => {
+    const pow = splits.filter(isPow10);
+    const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
+    const stride = Math.max(1, Math.ceil(pow.length / room));
+    return splits.map((v) => (isPow10(v) && Math.round(Math.log10(v)) % stride === 0 ? v : null));
+  };
+}
+
+/** The x range with a little room at both ends, so the first and last points (and dots) clear the axes. */
+export function padRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null) return [0, 1];
+  const pad = Math.max((max - min) * 0.015, max === min ? 0.5 : 0);
+  return [min - pad, max + pad];
+}

@@ -1,0 +1,39 @@
+// The y scale each chart is drawn on: "auto" picks log only for positive numbers that span
+// three decades; "linear" and "log" apply to every chart.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { LOG_SPAN, logAxis } from "../src/chart-scales";
+import { Table } from "../src/charts-data";
+
+function table(values: (number | null)[], unit: "number" | "bytes" = "number"): Table {
+  const t = new Table("loss", "Loss", "steps", unit, "");
+  values.forEach((v, i) => t.setStep({ key: "opt", label: "opt", optimizer: "opt" }, i + 1, v));
+  return t;
+}
+
+test("auto: a loss falling over three decades is drawn on a log axis", () => {
+  assert.equal(logAxis(table([100, 1, 0.01, 6.5e-7]), "auto"), true);
+  assert.equal(logAxis(table([LOG_SPAN, 1]), "auto"), true);
+});
+
+test("auto: values within three decades, a zero, a negative or bytes stay linear", () => {
+  assert.equal(logAxis(table([0.7, 0.5, 0.37]), "auto"), false);
+  assert.equal(logAxis(table([LOG_SPAN - 1, 1]), "auto"), false);
+  assert.equal(logAxis(table([100, 0, 1e-6]), "auto"), false);
+  assert.equal(logAxis(table([100, -1e-6]), "auto"), false);
+  assert.equal(logAxis(table([1e6, 1], "bytes"), "auto"), false);
+  assert.equal(logAxis(table([]), "auto"), false);
+});
+
+test("auto: gaps are ignored, and every series counts", () => {
+  assert.equal(logAxis(table([null, 100, null, 0.01]), "auto"), true);
+  const t = table([1, 2]);
+  t.setStep({ key: "b", label: "b", optimizer: "b" }, 1, 1e-5);
+  assert.equal(logAxis(t, "auto"), true);
+});
+
+test("linear and log are what they say, for every chart", () => {
+  assert.equal(logAxis(table([100, 1e-6]), "linear"), false);
+  assert.equal(logAxis(table([0.7, 0.5]), "log"), true);
+  assert.equal(logAxis(table([1e6, 1], "bytes"), "log"), true);
+});
