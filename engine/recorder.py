@@ -412,7 +412,7 @@ class Recorder:
         # exact, so a chart of graph memory ends where the run did
         self.report_memory(None)
         with self.mute():
-            self.pitfalls.on_finish()
+            self.pitfalls.on_finish(scope)
             self.tensors.name_all(scope)
             for tid, name in self.tensors.final_leaves():
                 t = self.tensors.tensor(tid)

@@ -42,6 +42,16 @@ BROADCAST_OPS = frozenset(
 SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
 
+# NOTE [Running totals past full detail]
+# The tape sees a running total's adds only while a step is recorded in full; in a training
+# loop the total keeps growing in the metrics-only steps after. So each add the detector
+# sees marks the node it made (in the node's own metadata, which holds nothing alive), and
+# at the end of the run the totals the snippet still holds are walked back along their
+# chain of adds to the last marked node: the links past it are the iterations not seen.
+_TOTAL_KEY = "gradwalk_total"
+_ADD_NODES = frozenset({"AddBackward0", "AddBackward1"})
+_MAX_CHAIN = 100_000
+
 _ONCE_PER_RUN = frozenset({"missing-zero-grad", "non-finite-loss", "parameter-not-optimized"})
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
@@ -232,7 +242,9 @@ class PitfallWatch:
             entry[1] += 1
             entry[3] = saved
         else:
-            self._totals[line] = [weakref.ref(result), 1, saved, saved]
+            entry = self._totals[line] = [weakref.ref(result), 1, saved, saved]
+        made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
+        made.metadata[_TOTAL_KEY] = (line, entry[1])
 
     # --- modules ------------------------------------------------------------------------
 
@@ -359,15 +371,20 @@ class PitfallWatch:
     # --- the end of the run -----------------------------------------------------------
 
     @_safe
-    def on_finish(self) -> None:
-        """Run the detectors that need the whole run."""
-        self._finish_totals()
+    def on_finish(self, scope: dict[str, Any]) -> None:
+        """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
+        self._finish_totals(scope)
         self._finish_eval_forwards()
         self._finish_unoptimized()
 
-    def _finish_totals(self) -> None:
+    def _finish_totals(self, scope: dict[str, Any]) -> None:
+        held = [v for v in scope.values() if isinstance(v, torch.Tensor)] if self._totals else []
         for line, (ref, length, start, end) in self._totals.items():
             total = ref()
+            later = _links_past_mark(line, [total, *held] if total is not None else held)
+            if later is not None:
+                total, length = later
+                end = max(end, self._rec.memory.saved_bytes)
             if length < 3 or (total is not None and total in self._backward_roots):
                 continue
             grew = (
@@ -438,3 +455,22 @@ class PitfallWatch:
                 if pattern.search(text):
                     return i
         return None
+
+
+def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tensor, int] | None:
+    """The tensor among ``tensors`` whose chain of adds leads back past an add seen at
+    ``line``, and the chain's length in adds (NOTE [Running totals past full detail]);
+    ``None`` when no tensor grew the total after the last add seen."""
+    for t in tensors:
+        facts = autograd_of(t) if t.requires_grad else None
+        node: Any = facts[0] if facts is not None else None
+        links = 0
+        while node is not None and links < _MAX_CHAIN:
+            mark = node.metadata.get(_TOTAL_KEY)
+            if mark is not None and mark[0] == line:
+                return (t, mark[1] + links) if links else None
+            if type(node).__name__ not in _ADD_NODES:
+                break
+            node = node.next_functions[0][0]
+            links += 1
+    return None

@@ -40,6 +40,12 @@ def test_pitfalls_found_in_metrics_only_steps_keep_their_line(file: str) -> None
     assert [(p.kind, p.line) for p in found] == [(kind, line)]
 
 
+def test_a_running_total_counts_the_iterations_it_was_not_seen_in() -> None:
+    source = POSITIVES["running total in a training loop, past full detail"][0]
+    (p,) = q.pitfalls(record(source))
+    assert "into a running total 10 times" in p.message
+
+
 def test_missing_zero_grad_shows_the_leftover_gradient() -> None:
     p = q.pitfalls(record(case_source("pitfall_forgot_zero_grad.py")))[0]
     assert "optimizer step 1" in p.message and "‖grad‖ is now" in p.message
@@ -188,6 +194,39 @@ model.eval()
 val = model(torch.randn(4, 4)).mean().item()
 """,
         ("graph-built-in-evaluation", 10),
+    ),
+    "running total in a training loop, past full detail": (
+        # the total grows for 10 steps; the tape sees the adds of the first two only
+        """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0
+for batch in range(10):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+    loss.backward()
+    opt.step()
+    total += loss
+print(total / 10)
+""",
+        ("loss-tensor-accumulated", 11),
+    ),
+    "running total made anew each time, past full detail": (
+        """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0
+for batch in range(10):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+    loss.backward()
+    opt.step()
+    total = total + loss
+print(total / 10)
+""",
+        ("loss-tensor-accumulated", 11),
     ),
     "optimizer over another model": (
         """

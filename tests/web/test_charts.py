@@ -245,6 +245,30 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
     shot(page, "charts-07-memory-total-item")
 
 
+def test_a_long_runs_memory_is_drawn_as_peak_and_floor(page: Any, runs: dict[str, str]) -> None:
+    # 400 steps each building and freeing a graph were 1,000+ vertical strokes: a solid block
+    def plotted() -> tuple[list[float], list[float], list[float]]:
+        data: tuple[list[float], list[float], list[float]] = page.evaluate(
+            "() => window.gradwalk.charts.plotOf('memory').data"
+        )
+        return data
+
+    snap = open_charts(page, runs["rent"], "memory")
+    memory = snap["memory"]
+    raw = [v for v in memory["series"][0]["values"] if v is not None]
+    assert memory["sliced"] is True and len(raw) > 400
+    xs, peak, floor = plotted()
+    assert len(xs) == len(peak) == len(floor) < len(raw)
+    assert max(peak) == max(raw) == 96 and min(floor) == 0
+    # most slices of the run go up to the graph's 96 B and back to nothing
+    assert sum(1 for p, f in zip(peak, floor, strict=True) if p == 96 and f == 0) > len(xs) / 2
+    box = page.locator("[data-chart=memory] .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text(" · floor ")
+    expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text("s · peak ")
+    shot(page, "charts-12-memory-peak-and-floor")
+
+
 def test_embed_opens_on_the_charts(page: Any, runs: dict[str, str]) -> None:
     page.set_viewport_size({"width": 960, "height": 640})
     page.goto(f"{page.server.url}/embed/{runs['rent']}?view=charts")

@@ -271,3 +271,43 @@ export function formatBytes(v: number | null | undefined): string {
   }
   return `${u ? Number(x.toPrecision(3)) : Math.round(x)} ${units[u]}`;
 }
+
+/**
+ * A long series over the clock, cut into `slices` equal slices: each slice's start, and
+ * the largest (peak) and smallest (floor) value held in it. The value before a slice's
+ * first row is held into it (memory stays put between events), so an empty slice reads
+ * the value of the one before. `xs` must be ascending.
+ */
+export function envelope(
+  xs: readonly number[],
+  col: readonly (number | null)[],
+  slices: number,
+): [number[], (number | null)[], (number | null)[]] {
+  const starts: number[] = [];
+  const peak: (number | null)[] = [];
+  const floor: (number | null)[] = [];
+  if (!xs.length) return [starts, peak, floor];
+  const x0 = xs[0];
+  const width = (xs[xs.length - 1] - x0) / slices || 1;
+  let carry: number | null = null;
+  let i = 0;
+  for (let k = 0; k < slices; k++) {
+    const start = x0 + k * width;
+    const end = k === slices - 1 ? Infinity : start + width;
+    // what was held before the slice, unless a row replaces it right at its start
+    const replaced = i < xs.length && xs[i] <= start && col[i] !== null;
+    let hi = replaced ? null : carry;
+    let lo = hi;
+    for (; i < xs.length && xs[i] < end; i++) {
+      const v = col[i];
+      if (v === null) continue;
+      hi = hi === null ? v : Math.max(hi, v);
+      lo = lo === null ? v : Math.min(lo, v);
+      carry = v;
+    }
+    starts.push(start);
+    peak.push(hi);
+    floor.push(lo);
+  }
+  return [starts, peak, floor];
+}

@@ -10,13 +10,21 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
-import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
+import { ChartData, envelope, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const PLOT_HEIGHT = 168;
 const PALETTE = 10;
+/**
+ * Above this many rows a memory chart is drawn as its peak and floor in each of SLICES
+ * slices of the clock: a graph built and freed at every one of 400 steps would otherwise
+ * be drawn as 1,000 vertical strokes, a solid block; as a band it reads "up to the peak
+ * and back to the floor", and a floor that rises (a graph kept alive) stands out.
+ */
+const DENSE_ROWS = 400;
+const SLICES = 160;
 
 interface Chart {
   table: Table;
@@ -31,6 +39,8 @@ interface Chart {
   plot: uPlot | null;
   /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
   log: boolean;
+  /** Whether the plot was drawn as peak and floor per slice of the clock (see DENSE_ROWS). */
+  dense: boolean;
   seriesCount: number;
   drawn: number;
   hidden: Set<number>;
@@ -47,6 +57,18 @@ export interface ChartSnapshot {
   drawn: number;
   /** Whether the y axis is logarithmic under the chosen y scale. */
   log: boolean;
+  /** Whether the plot shows peak and floor per slice of the clock, not every row (a long run's memory). */
+  sliced: boolean;
+}
+
+/** A "#rrggbb" colour with alpha `alpha` (two hex digits); any other colour as it is. */
+function translucent(color: string, alpha: string): string {
+  return /^#[0-9a-f]{6}$/i.test(color) ? `${color}${alpha}` : color;
+}
+
+/** Whether `table` is drawn as peak and floor per slice of the clock (see DENSE_ROWS). */
+function dense(table: Table): boolean {
+  return table.kind === "time" && table.unit === "bytes" && table.series.length === 1 && table.length > DENSE_ROWS;
 }
 
 export class ChartsView {
@@ -131,6 +153,7 @@ export class ChartsView {
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
         log: logAxis(t, this.scale),
+        sliced: dense(t),
       };
     }
     return out;
@@ -215,9 +238,10 @@ export class ChartsView {
     if (added) this.grid.replaceChildren(...tables.map((t) => this.charts.get(t.id)!.card));
     for (const table of tables) {
       const chart = this.charts.get(table.id)!;
-      if (!chart.plot || chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale)) this.create(chart);
+      const redraw = chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale) || chart.dense !== dense(table);
+      if (!chart.plot || redraw) this.create(chart);
       else if (chart.drawn !== table.version) {
-        chart.plot.setData(this.plotData(table, chart.log));
+        chart.plot.setData(this.plotData(table, chart.log, chart.dense));
         this.readout(chart, chart.plot);
         this.renderFoot(chart);
       }
@@ -262,11 +286,15 @@ export class ChartsView {
       legend,
       foot,
     );
-    return { table, card, plotEl, readout, legend, foot, scaleTag, plot: null, log: false, seriesCount: 0, drawn: -1, hidden: new Set() };
+    return { table, card, plotEl, readout, legend, foot, scaleTag, plot: null, log: false, dense: false, seriesCount: 0, drawn: -1, hidden: new Set() };
   }
 
-  private plotData(table: Table, log: boolean): uPlot.AlignedData {
+  private plotData(table: Table, log: boolean, sliced: boolean): uPlot.AlignedData {
     const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
+    if (sliced) {
+      const [xs, peak, floor] = envelope(table.xs, table.cols[0], SLICES);
+      return [xs, peak.map(keep), floor.map(keep)];
+    }
     return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
   }
 
@@ -289,7 +317,9 @@ export class ChartsView {
     const table = chart.table;
     const c = this.colors();
     const log = logAxis(table, this.scale);
+    const sliced = dense(table);
     chart.log = log;
+    chart.dense = sliced;
     chart.scaleTag.hidden = !log;
     const onDecades = decades(PLOT_HEIGHT);
     const bytes = table.unit === "bytes";
@@ -303,18 +333,22 @@ export class ChartsView {
       ticks: { stroke: c.grid, width: 1, size: 4 },
       values,
     });
-    const series: uPlot.Series[] = [
-      { label: table.kind === "time" ? "seconds" : "step" },
-      ...table.series.map((s, i): uPlot.Series => ({
-        label: this.seriesLabel(s),
-        stroke: c.series[i % PALETTE],
-        width: 1.5,
-        spanGaps: true,
-        show: !chart.hidden.has(i),
-        paths: stepped,
-        points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
-      })),
-    ];
+    const lines: uPlot.Series[] = sliced
+      ? [
+          // a band up to each slice's peak, and a line along its floor
+          { label: "peak", stroke: translucent(c.series[0], "80"), fill: translucent(c.series[0], "33"), width: 1, paths: stepped },
+          { label: "floor", stroke: c.series[0], width: 2, paths: stepped },
+        ]
+      : table.series.map((s, i) => ({
+          label: this.seriesLabel(s),
+          stroke: c.series[i % PALETTE],
+          width: 1.5,
+          spanGaps: true,
+          show: !chart.hidden.has(i),
+          paths: stepped,
+          points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
+        }));
+    const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines];
     const opts: uPlot.Options = {
       width: Math.max(chart.plotEl.clientWidth, 200),
       height: PLOT_HEIGHT,
@@ -340,7 +374,7 @@ export class ChartsView {
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
     };
-    const plot = new uPlot(opts, this.plotData(table, log), chart.plotEl);
+    const plot = new uPlot(opts, this.plotData(table, log, sliced), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);
@@ -416,7 +450,14 @@ export class ChartsView {
       chart.readout.textContent = "";
       return;
     }
-    const x = u.data[0][idx];
+    if (chart.dense && hovering) {
+      // a slice of the clock: what it rose to and fell back to
+      const [xs, peak, floor] = u.data;
+      chart.readout.textContent = `${formatNumber(xs[idx])} s · peak ${fmt(peak[idx])} · floor ${fmt(floor[idx])}`;
+      chart.card.dataset.hover = String(xs[idx]);
+      return;
+    }
+    const x = table.xs[idx];
     const where = table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`;
     const shown = table.series.map((_, i) => i + 1).filter((si) => u.series[si].show);
     let picks = shown;

@@ -2,7 +2,7 @@
 // restarted optimizer gets its own series, metrics sort by step, memory follows the clock.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ChartData, formatBytes, formatNumber } from "../src/charts-data";
+import { ChartData, envelope, formatBytes, formatNumber } from "../src/charts-data";
 import type { GradwalkEvent, OptimizerStep } from "../src/types/events";
 
 let seq = 0;
@@ -112,4 +112,19 @@ test("a loop that steps by hand charts the loss of each backward() call", async 
   assert.ok(!ChartData.from(loadTrace("cubic").events, false).ordered.some((t) => t.id === "calls"));
   const stepped = ChartData.from([...loadTrace("manual_gd").events, step("opt (SGD)", 1, 0.5)], false);
   assert.deepEqual(stepped.ordered.map((t) => t.id).slice(0, 1), ["loss"]);
+});
+
+test("envelope: each slice of the clock holds its peak and its floor, carried over empty slices", () => {
+  // a graph built and freed twice per slice, then kept: 0..96 B, then 96 B held
+  const xs = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0, 2.0];
+  const ys = [0, 96, 0, 96, 0, 96, null, 96, 96, 96];
+  const [starts, peak, floor] = envelope(xs, ys, 4);
+  assert.deepEqual(starts, [0, 0.5, 1, 1.5]);
+  assert.deepEqual(peak, [96, 96, 96, 96]);
+  // slice 0 reaches 0; slice 1 starts at 96 (held from 0.5) and stays; slice 3 is empty
+  // but for its last row, and slice 2 holds 96 from the row at 1.0
+  assert.deepEqual(floor, [0, 96, 96, 96]);
+  assert.deepEqual(envelope([], [], 4), [[], [], []]);
+  // one row: every slice starts at it and holds it
+  assert.deepEqual(envelope([3], [7], 2), [[3, 4], [7, 7], [7, 7]]);
 });
