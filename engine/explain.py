@@ -169,6 +169,8 @@ def explain_error(
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
+    if "Read-only file system" in text:
+        return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
@@ -192,6 +194,29 @@ def explain_error(
     return None
 
 
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """Whether ``exc`` passed through the standard library's ``package`` on its way up."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"/{package}/" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+# the sandbox a run by the app gets (runner/sandbox.py): a read-only tree but for the
+# working folder, and no shared memory
+_READ_ONLY_HINT = (
+    "A snippet run by gradwalk may write only in its working folder (a small scratch folder that "
+    "vanishes with the run); the rest of the file system is read-only. Write with a relative path: "
+    "open('out.txt', 'w')."
+)
+_WORKERS_HINT = (
+    "Worker processes need shared memory (/dev/shm), and a snippet run by gradwalk has none: its "
+    "sandbox is read-only but for the working folder. Load batches in the snippet's own process "
+    "with DataLoader(..., num_workers=0) (the default), and call the function directly instead of "
+    "through a multiprocessing pool."
+)
 _INPLACE_HINT = (
     "A tensor that autograd saved for backward was changed in place afterwards. Use the "
     "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
@@ -239,6 +264,11 @@ _PLAIN_HINTS = (
         "Only a leaf (a tensor you made, not one computed from others) has a requires_grad of its "
         "own; a computed tensor requires grad when its inputs do. For its values outside the graph "
         "take y.detach(); for a new leaf to optimise, y.detach().requires_grad_().",
+    ),
+    (
+        "EOF when reading a line",
+        "input() has nothing to read: a recorded snippet has no keyboard (its standard input is "
+        "empty). Put the value in the code instead: name = 'Ada'.",
     ),
     (
         "expected target dtype to be Long",
