@@ -169,6 +169,8 @@ def explain_error(
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return _missing_package_hint(exc.name.split(".")[0])
     if "Read-only file system" in text:
         return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     for phrase, hint in _PLAIN_HINTS:
@@ -192,6 +194,27 @@ def explain_error(
             "shape, or the layer's in_features."
         )
     return None
+
+
+# packages people reach for in a snippet that gradwalk does the work of
+_PLOTTING = frozenset({"matplotlib", "seaborn", "plotly", "tensorboard", "wandb", "tqdm"})
+
+
+def _missing_package_hint(package: str) -> str:
+    """What to do when ``import package`` fails: what is there, and gradwalk's own way."""
+    hint = (
+        f"'{package}' is not installed where gradwalk runs snippets: PyTorch and NumPy are, with "
+        "Python's standard library."
+    )
+    if package in _PLOTTING:
+        hint += (
+            " gradwalk charts the run itself: the loss, gradient norms and memory of every "
+            "optimizer step show in the Charts tab, and any other number with "
+            "gradwalk.log('name', value)."
+        )
+    elif package.startswith("torch"):
+        hint += " Make the data with torch itself (torch.randn, torch.utils.data.TensorDataset)."
+    return hint
 
 
 def _raised_in(exc: BaseException, package: str) -> bool:

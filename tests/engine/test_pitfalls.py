@@ -330,6 +330,15 @@ def test_an_element_set_is_on_the_tape_as_a_new_version_with_its_node() -> None:
 
 EXPLAINED = {
     # name: (snippet whose last line raises, a phrase the hint must hold)
+    "a package that is not installed": (
+        "import torch\nimport gradwalk_no_such_package\n",
+        "'gradwalk_no_such_package' is not installed where gradwalk runs snippets",
+    ),
+    "a plotting library": (
+        # (None in sys.modules: matplotlib cannot be imported, whether or not it is installed)
+        "import sys\nsys.modules['matplotlib'] = None\nimport matplotlib.pyplot as plt\n",
+        "gradwalk.log(",
+    ),
     "integer leaf": (
         "import torch\nx = torch.tensor(2, requires_grad=True)\n",
         "torch.tensor(2.0, requires_grad=True)",
