@@ -468,7 +468,9 @@ def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tens
         while node is not None and links < _MAX_CHAIN:
             mark = node.metadata.get(_TOTAL_KEY)
             if mark is not None and mark[0] == line:
-                return (t, mark[1] + links) if links else None
+                if links:
+                    return t, mark[1] + links
+                break  # the last add seen made this tensor: nothing past it here
             if type(node).__name__ not in _ADD_NODES:
                 break
             node = node.next_functions[0][0]
