@@ -41,8 +41,7 @@ def test_pitfalls_found_in_metrics_only_steps_keep_their_line(file: str) -> None
 
 
 def test_a_running_total_counts_the_iterations_it_was_not_seen_in() -> None:
-    source = POSITIVES["running total in a training loop, past full detail"][0]
-    (p,) = q.pitfalls(record(source))
+    (p,) = q.pitfalls(record(TRAINING_TOTAL))
     assert "into a running total 10 times" in p.message
 
 
@@ -155,6 +154,21 @@ def test_near_miss_stays_silent(name: str) -> None:
     assert q.pitfalls(trace) == []
 
 
+# a total that grows for 10 steps, of which the tape sees the adds of the first two only
+TRAINING_TOTAL = """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0
+for batch in range(10):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+    loss.backward()
+    opt.step()
+    total += loss
+print(total / 10)
+"""
+
 POSITIVES = {
     "softmax into cross-entropy": (
         """
@@ -195,37 +209,9 @@ val = model(torch.randn(4, 4)).mean().item()
 """,
         ("graph-built-in-evaluation", 10),
     ),
-    "running total in a training loop, past full detail": (
-        # the total grows for 10 steps; the tape sees the adds of the first two only
-        """
-import torch, torch.nn as nn
-model = nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-total = 0
-for batch in range(10):
-    opt.zero_grad()
-    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
-    loss.backward()
-    opt.step()
-    total += loss
-print(total / 10)
-""",
-        ("loss-tensor-accumulated", 11),
-    ),
+    "running total in a training loop, past full detail": (TRAINING_TOTAL, ("loss-tensor-accumulated", 11)),
     "running total made anew each time, past full detail": (
-        """
-import torch, torch.nn as nn
-model = nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-total = 0
-for batch in range(10):
-    opt.zero_grad()
-    loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
-    loss.backward()
-    opt.step()
-    total = total + loss
-print(total / 10)
-""",
+        TRAINING_TOTAL.replace("total += loss", "total = total + loss"),
         ("loss-tensor-accumulated", 11),
     ),
     "optimizer over another model": (
