@@ -473,6 +473,17 @@ def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tens
                 break  # the last add seen made this tensor: nothing past it here
             if type(node).__name__ not in _ADD_NODES:
                 break
-            node = node.next_functions[0][0]
+            node = _earlier_total(node, line)
             links += 1
     return None
+
+
+def _earlier_total(add: Any, line: int) -> Any:
+    """The input of ``add`` that carries the running total: the one marked for ``line``, else
+    the first that is itself an add (``total + loss`` or ``loss + total``)."""
+    inputs = [n for n, _ in add.next_functions if n is not None]
+    for n in inputs:
+        mark = n.metadata.get(_TOTAL_KEY)
+        if mark is not None and mark[0] == line:
+            return n
+    return next((n for n in inputs if type(n).__name__ in _ADD_NODES), None)

@@ -214,6 +214,10 @@ val = model(torch.randn(4, 4)).mean().item()
         TRAINING_TOTAL.replace("total += loss", "total = total + loss"),
         ("loss-tensor-accumulated", 11),
     ),
+    "running total added on the right, past full detail": (
+        TRAINING_TOTAL.replace("total += loss", "total = loss + total"),
+        ("loss-tensor-accumulated", 11),
+    ),
     "optimizer over another model": (
         """
 import torch, torch.nn as nn
