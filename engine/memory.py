@@ -229,11 +229,15 @@ class SavedMemory:
             held.owner.changed = t
             # PyTorch skips its own in-place check when saved-tensor hooks are active; this
             # restores it (the detached alias shares the original's version counter), in
-            # PyTorch's words (2.13's; "which is output ..." only where the saver is known).
+            # PyTorch's words (2.13's): "which is output N of X" names the saving node for a
+            # saved output, and the original tensor's grad_fn now for a saved input, where
+            # gradwalk knows them (a step recorded in full).
             by = saved_by(t)
             output = ""
             if by is not None and by.label.startswith("result"):
                 output = f", which is output {by.label[6:] or 0} of {_BACKWARD_SUFFIX.sub('', by.node)},"
+            else:
+                output = _output_clause(t)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{t.type()} {list(t.shape)}]{output} is at version {t._version}; expected "
@@ -249,3 +253,20 @@ class SavedMemory:
         if entry[0] == 0:
             del self._storages[key]
             self.saved_bytes -= entry[1]
+
+
+def _output_clause(alias: torch.Tensor) -> str:
+    """PyTorch's ``, which is output N of X,`` for a saved input changed in place: the output
+    of the original tensor's grad_fn now (its in-place op's); empty for a leaf, or when the
+    original is unknown (a metrics-only step) or gone."""
+    source = alias.__dict__.get(_SOURCE)
+    original = source() if source is not None else None
+    if original is None:
+        return ""
+    try:
+        fn = original.grad_fn
+    except RuntimeError:  # a view PyTorch will not describe (changed under no_grad)
+        return ""
+    if fn is None:
+        return ""
+    return f", which is output {original.output_nr} of {_BACKWARD_SUFFIX.sub('', type(fn).__name__)},"

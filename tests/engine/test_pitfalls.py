@@ -256,6 +256,10 @@ CHANGED_AFTER_SAVING = {
         "then line 4 (y.clamp_(max=0.5)) changed it in place. backward() needs the value it saved: use "
         "the op's out-of-place form (y = y.clamp(…) rather than y.clamp_(max=0.5))",
     ),
+    "an input the node saved": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\ny = x * 2\nz = y * y\ny.add_(1)\nz.sum().backward()\n",
+        "MulBackward0 saved y for backward (line 4); then line 5 (y.add_(1)) changed it in place.",
+    ),
     "twice": (
         "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\ny += 1\ny *= 2\ny.sum().backward()\n",
         "then line 4 (y += 1) changed it in place (1 more in-place change followed)",
@@ -421,3 +425,13 @@ def test_two_optimizers_each_zeroing_their_own_grads_stay_silent() -> None:
 def test_gradwalk_is_importable_in_a_snippet_run_by_the_engine() -> None:
     trace = record("import gradwalk\ngradwalk.log('x', 1.0)\n")
     assert trace.events[-1].status == "ok" and q.events_of(trace, "metric")
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED_AFTER_SAVING))
+def test_the_in_place_error_reads_as_pytorchs_own(name: str) -> None:
+    # PyTorch skips its in-place check under saved-tensor hooks, and gradwalk raises it in
+    # PyTorch's words: which tensor, whose output it is now, the versions
+    source = CHANGED_AFTER_SAVING[name][0]
+    with pytest.raises(RuntimeError) as plain:
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    assert q.errors(record(source))[0].message.startswith(str(plain.value))
