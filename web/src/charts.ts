@@ -10,22 +10,14 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
-import { ChartData, envelope, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
+import { memoryFoot, sliced, slicedData, slicedSeries } from "./chart-memory";
+import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const PLOT_HEIGHT = 168;
 const PALETTE = 10;
-/**
- * Above this many rows a memory chart is drawn as its peak and floor in each of SLICES
- * slices of the clock: a graph built and freed at every one of 400 steps would otherwise
- * be drawn as 1,000 vertical strokes, a solid block; as a band it reads "up to the peak
- * and back to the floor", and a floor that rises (a graph kept alive) stands out.
- */
-const DENSE_ROWS = 400;
-const SLICES = 160;
-
 interface Chart {
   table: Table;
   card: HTMLElement;
@@ -39,7 +31,7 @@ interface Chart {
   plot: uPlot | null;
   /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
   log: boolean;
-  /** Whether the plot was drawn as peak and floor per slice of the clock (see DENSE_ROWS). */
+  /** Whether the plot was drawn as peak and floor per slice of the clock (chart-memory.ts). */
   dense: boolean;
   seriesCount: number;
   drawn: number;
@@ -59,16 +51,6 @@ export interface ChartSnapshot {
   log: boolean;
   /** Whether the plot shows peak and floor per slice of the clock, not every row (a long run's memory). */
   sliced: boolean;
-}
-
-/** A "#rrggbb" colour with alpha `alpha` (two hex digits); any other colour as it is. */
-function translucent(color: string, alpha: string): string {
-  return /^#[0-9a-f]{6}$/i.test(color) ? `${color}${alpha}` : color;
-}
-
-/** Whether `table` is drawn as peak and floor per slice of the clock (see DENSE_ROWS). */
-function dense(table: Table): boolean {
-  return table.kind === "time" && table.unit === "bytes" && table.series.length === 1 && table.length > DENSE_ROWS;
 }
 
 export class ChartsView {
@@ -153,7 +135,7 @@ export class ChartsView {
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
         log: logAxis(t, this.scale),
-        sliced: dense(t),
+        sliced: sliced(t),
       };
     }
     return out;
@@ -238,7 +220,7 @@ export class ChartsView {
     if (added) this.grid.replaceChildren(...tables.map((t) => this.charts.get(t.id)!.card));
     for (const table of tables) {
       const chart = this.charts.get(table.id)!;
-      const redraw = chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale) || chart.dense !== dense(table);
+      const redraw = chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale) || chart.dense !== sliced(table);
       if (!chart.plot || redraw) this.create(chart);
       else if (chart.drawn !== table.version) {
         chart.plot.setData(this.plotData(table, chart.log, chart.dense));
@@ -289,12 +271,9 @@ export class ChartsView {
     return { table, card, plotEl, readout, legend, foot, scaleTag, plot: null, log: false, dense: false, seriesCount: 0, drawn: -1, hidden: new Set() };
   }
 
-  private plotData(table: Table, log: boolean, sliced: boolean): uPlot.AlignedData {
+  private plotData(table: Table, log: boolean, dense: boolean): uPlot.AlignedData {
     const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
-    if (sliced) {
-      const [xs, peak, floor] = envelope(table.xs, table.cols[0], SLICES);
-      return [xs, peak.map(keep), floor.map(keep)];
-    }
+    if (dense) return slicedData(table, keep);
     return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
   }
 
@@ -317,9 +296,9 @@ export class ChartsView {
     const table = chart.table;
     const c = this.colors();
     const log = logAxis(table, this.scale);
-    const sliced = dense(table);
+    const dense = sliced(table);
     chart.log = log;
-    chart.dense = sliced;
+    chart.dense = dense;
     chart.scaleTag.hidden = !log;
     const onDecades = decades(PLOT_HEIGHT);
     const bytes = table.unit === "bytes";
@@ -333,12 +312,8 @@ export class ChartsView {
       ticks: { stroke: c.grid, width: 1, size: 4 },
       values,
     });
-    const lines: uPlot.Series[] = sliced
-      ? [
-          // a band up to each slice's peak, and a line along its floor
-          { label: "peak", stroke: translucent(c.series[0], "80"), fill: translucent(c.series[0], "33"), width: 1, paths: stepped },
-          { label: "floor", stroke: c.series[0], width: 2, paths: stepped },
-        ]
+    const lines: uPlot.Series[] = dense
+      ? slicedSeries(c.series[0], stepped)
       : table.series.map((s, i) => ({
           label: this.seriesLabel(s),
           stroke: c.series[i % PALETTE],
@@ -374,7 +349,7 @@ export class ChartsView {
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
     };
-    const plot = new uPlot(opts, this.plotData(table, log, sliced), chart.plotEl);
+    const plot = new uPlot(opts, this.plotData(table, log, dense), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);
@@ -484,27 +459,11 @@ export class ChartsView {
   private renderFoot(chart: Chart): void {
     const table = chart.table;
     if (table.unit !== "bytes" || !table.series.length) return;
-    const values = table.cols[0].filter((v): v is number => v !== null);
-    const first = values.find((v) => v > 0);
-    if (first === undefined) {
-      chart.foot.hidden = true;
-      return;
-    }
-    const last = values[values.length - 1];
-    const peak = values.reduce((a, b) => Math.max(a, b), 0);
-    const parts = [`first ${formatBytes(first)} → last ${formatBytes(last)}`, `peak ${formatBytes(peak)}`];
-    // The floor (the least held in a stretch of the run) tells a graph kept alive from
-    // one iteration to the next apart from the sawtooth of graphs built and freed.
-    if (values.length >= 8) {
-      const q = Math.max(2, Math.floor(values.length / 4));
-      const floorFirst = values.slice(0, q).reduce((a, b) => Math.min(a, b), Infinity);
-      const floorLast = values.slice(-q).reduce((a, b) => Math.min(a, b), Infinity);
-      if (floorFirst > 0 && floorLast >= 2 * floorFirst) parts.push(`floor rose ${formatNumber(floorLast / floorFirst)}×: memory is kept from one iteration to the next`);
-      else parts.push(`floor steady at ${formatBytes(floorLast)}`);
-    }
-    chart.foot.textContent = parts.join(" · ");
-    chart.card.dataset.floor = parts.length > 2 && parts[2].startsWith("floor rose") ? "rising" : "steady";
-    chart.foot.hidden = false;
+    const foot = memoryFoot(table.cols[0].filter((v): v is number => v !== null));
+    chart.foot.hidden = foot === null;
+    if (!foot) return;
+    chart.foot.textContent = foot.text;
+    chart.card.dataset.floor = foot.rising ? "rising" : "steady";
   }
 
   private bindClicks(chart: Chart, u: uPlot): void {
