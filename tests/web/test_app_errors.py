@@ -1,0 +1,96 @@
+"""The app's errors in a real Chromium against a real server: where an error shows, what its
+card says and opens, and why an empty graph is empty."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.engine.test_training import _FAILS_AT_STEP_8
+
+from .conftest import expect, open_app, run_example, run_source, shot, wait_graph
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_failing_snippet_shows_its_error_at_line_6(page: Any) -> None:
+    open_app(page)
+    run_example(page, "backward_twice_error", status="error")
+    widget = page.locator(".cm-gw-error-widget")
+    expect(widget).to_have_attribute("data-line", "6")
+    expect(widget).to_contain_text("RuntimeError")
+    expect(page.locator(".cm-line.cm-gw-error-line")).to_contain_text("y.backward()")
+    notice = page.locator(".gw-notice-error")
+    expect(notice).to_have_attribute("data-line", "6")
+    expect(notice).to_contain_text("line 6")
+    page.click("#gw-tab-stepper")
+    page.keyboard.press("End")
+    expect(page.locator(".gw-step-card")).to_contain_text("failed")
+    shot(page, "04-error-at-line-6")
+
+
+def test_a_saved_tensor_changed_in_place_opens_the_node_that_saved_it(page: Any) -> None:
+    open_app(page)
+    run_source(
+        page,
+        "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = torch.sigmoid(x)\n"
+        "y[0] = 0\ny.sum().backward()\n",
+        status="error",
+    )
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-hint")).to_contain_text("SigmoidBackward0 saved y for backward (line 4)")
+    expect(notice.locator(".gw-hint")).to_contain_text("then line 5 (y[0] = 0) changed it in place")
+    expect(page.locator(".gw-op-row", has_text="setitem")).to_contain_text("y[0] = 0")
+    notice.get_by_role("button", name="Show SigmoidBackward0 in the graph").click()
+    expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
+    selected = "() => window.gradwalk.graph.core.$(':selected').map((e) => e.data('label'))"
+    page.wait_for_function(f"() => ({selected})().length === 1")
+    assert page.evaluate(selected)[0].startswith("SigmoidBackward0"), page.evaluate(selected)
+    shot(page, "04b-error-node")
+
+
+def test_an_error_in_a_metrics_only_step_is_recorded_in_full_on_request(page: Any) -> None:
+    """Past the first optimizer steps only metrics are recorded: the error card says so and
+    its button runs the code again with the failing iteration recorded in full."""
+    open_app(page)
+    run_source(page, _FAILS_AT_STEP_8, status="error")
+    first_run = page.evaluate("() => window.gradwalk.runId")
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-metrics-only")).to_contain_text("after optimizer step 7")
+    expect(notice.locator(".gw-hint")).to_contain_text("recorded metrics-only")
+    expect(page.locator(".gw-op-row", has_text="mul")).to_have_count(0)
+    notice.get_by_role("button", name="Record this iteration in full").click()
+    page.wait_for_function(
+        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
+    )
+    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+    wait_graph(page)
+    notice = page.locator(".gw-notice-error")
+    expect(notice.locator(".gw-hint")).to_contain_text("SigmoidBackward0 saved h for backward (line 8)")
+    expect(notice.locator(".gw-metrics-only")).to_have_count(0)
+    expect(page.locator(".gw-op-row", has_text="mul")).to_contain_text("in-place")
+    expect(notice.get_by_role("button", name="Show SigmoidBackward0 in the graph")).to_be_visible()
+
+
+def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
+    # A run that built no graph kept the opening "Run the code to see the graph" line, as
+    # if it had not run; a learner who forgot requires_grad=True got no hint.
+    open_app(page)
+    empty = page.locator(".gw-graph-empty")
+    expect(empty).to_contain_text("Run")
+    for source, why in (
+        ("import torch\nx = torch.ones(3)\ny = (x * 2).sum()\n", "requires_grad=True"),
+        (
+            "import torch\nw = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    y = (w * 2).sum()\n",
+            "torch.no_grad()",
+        ),
+    ):
+        page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
+        page.click("[data-gw=run]")
+        page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+        expect(empty).to_be_visible()
+        expect(empty).to_contain_text(why)
+        expect(empty).not_to_contain_text("Press")
+    run_example(page, "cubic")
+    expect(empty).to_be_hidden()
