@@ -14,12 +14,18 @@ from .conftest import expect, open_app, run_example, run_source, shot, wait_grap
 pytestmark = pytest.mark.browser
 
 
-def test_a_failing_snippet_shows_its_error_at_line_6(page: Any) -> None:
+def test_a_failing_snippet_shows_its_error_and_hint_at_line_6(page: Any) -> None:
     open_app(page)
     run_example(page, "backward_twice_error", status="error")
     widget = page.locator(".cm-gw-error-widget")
     expect(widget).to_have_attribute("data-line", "6")
-    expect(widget).to_contain_text("RuntimeError")
+    expect(widget).to_contain_text("RuntimeError: Trying to backward through the graph a second time")
+    hint = widget.locator(".cm-gw-error-hint")
+    expect(hint).to_contain_text(
+        "The first backward() freed the graph's saved tensors (the first one ran at line 5)"
+    )
+    expect(hint).to_contain_text("retain_graph=True")
+    expect(page.locator(".gw-notice-error .gw-hint")).to_contain_text("retain_graph=True")
     expect(page.locator(".cm-line.cm-gw-error-line")).to_contain_text("y.backward()")
     notice = page.locator(".gw-notice-error")
     expect(notice).to_have_attribute("data-line", "6")

@@ -104,21 +104,6 @@ def test_parameters_never_optimized_are_ringed_on_the_graph(page: Any) -> None:
     shot(page, "pitfalls-04-unregistered-layers-ringed")
 
 
-def test_an_error_shows_its_hint_next_to_the_message(page: Any) -> None:
-    open_app(page)
-    run_example(page, "backward_twice_error", status="error")
-    widget = page.locator(".cm-gw-error-widget")
-    expect(widget).to_have_attribute("data-line", "6")
-    expect(widget).to_contain_text("RuntimeError: Trying to backward through the graph a second time")
-    hint = widget.locator(".cm-gw-error-hint")
-    expect(hint).to_contain_text(
-        "The first backward() freed the graph's saved tensors (the first one ran at line 5)"
-    )
-    expect(hint).to_contain_text("retain_graph=True")
-    expect(page.locator(".gw-notice-error .gw-hint")).to_contain_text("retain_graph=True")
-    shot(page, "pitfalls-05-error-hint")
-
-
 def test_a_clean_training_loop_shows_no_pitfall(page: Any) -> None:
     open_app(page)
     run_example(page, "clean_training")
