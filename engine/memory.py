@@ -229,18 +229,10 @@ class SavedMemory:
             held.owner.changed = t
             # PyTorch skips its own in-place check when saved-tensor hooks are active; this
             # restores it (the detached alias shares the original's version counter), in
-            # PyTorch's words (2.13's): "which is output N of X" names the saving node for a
-            # saved output, and the original tensor's grad_fn now for a saved input, where
-            # gradwalk knows them (a step recorded in full).
-            by = saved_by(t)
-            output = ""
-            if by is not None and by.label.startswith("result"):
-                output = f", which is output {by.label[6:] or 0} of {_BACKWARD_SUFFIX.sub('', by.node)},"
-            else:
-                output = _output_clause(t)
+            # PyTorch's words (2.13's; see _output_clause).
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{t.type()} {list(t.shape)}]{output} is at version {t._version}; expected "
+                f"operation: [{t.type()} {list(t.shape)}]{_output_clause(t)} is at version {t._version}; expected "
                 f"version {held.version} instead.{_ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT}"
             )
         return t
@@ -256,9 +248,13 @@ class SavedMemory:
 
 
 def _output_clause(alias: torch.Tensor) -> str:
-    """PyTorch's ``, which is output N of X,`` for a saved input changed in place: the output
-    of the original tensor's grad_fn now (its in-place op's); empty for a leaf, or when the
-    original is unknown (a metrics-only step) or gone."""
+    """PyTorch's ``, which is output N of X,`` for a saved tensor changed in place: for a saved
+    output, of the node that saved it; for a saved input, of the original tensor's grad_fn
+    now (its in-place op's). Empty for a leaf, or where gradwalk does not know (a step
+    recorded metrics-only, an original that is gone)."""
+    by = saved_by(alias)
+    if by is not None and by.label.startswith("result"):
+        return f", which is output {by.label[6:] or 0} of {_BACKWARD_SUFFIX.sub('', by.node)},"
     source = alias.__dict__.get(_SOURCE)
     original = source() if source is not None else None
     if original is None:

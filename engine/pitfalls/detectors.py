@@ -466,10 +466,10 @@ def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tens
         node: Any = facts[0] if facts is not None else None
         links = 0
         while node is not None and links < _MAX_CHAIN:
-            mark = node.metadata.get(_TOTAL_KEY)
-            if mark is not None and mark[0] == line:
+            seen = _seen_length(node, line)
+            if seen is not None:
                 if links:
-                    return t, mark[1] + links
+                    return t, seen + links
                 break  # the last add seen made this tensor: nothing past it here
             if type(node).__name__ not in _ADD_NODES:
                 break
@@ -478,12 +478,17 @@ def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tens
     return None
 
 
+def _seen_length(node: Any, line: int) -> int | None:
+    """The total's length when the detector saw the add that made ``node`` at ``line``."""
+    mark = node.metadata.get(_TOTAL_KEY)
+    return mark[1] if mark is not None and mark[0] == line else None
+
+
 def _earlier_total(add: Any, line: int) -> Any:
     """The input of ``add`` that carries the running total: the one marked for ``line``, else
     the first that is itself an add (``total + loss`` or ``loss + total``)."""
     inputs = [n for n, _ in add.next_functions if n is not None]
-    for n in inputs:
-        mark = n.metadata.get(_TOTAL_KEY)
-        if mark is not None and mark[0] == line:
-            return n
+    marked = next((n for n in inputs if _seen_length(n, line) is not None), None)
+    if marked is not None:
+        return marked
     return next((n for n in inputs if type(n).__name__ in _ADD_NODES), None)

@@ -14,7 +14,7 @@ const DENSE_ROWS = 400;
 const SLICES = 160;
 
 /** Whether `table` is drawn as peak and floor per slice of the clock. */
-export function sliced(table: Table): boolean {
+export function isSliced(table: Table): boolean {
   return table.kind === "time" && table.unit === "bytes" && table.series.length === 1 && table.length > DENSE_ROWS;
 }
 

@@ -10,7 +10,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
-import { memoryFoot, sliced, slicedData, slicedSeries } from "./chart-memory";
+import { isSliced, memoryFoot, slicedData, slicedSeries } from "./chart-memory";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
@@ -27,12 +27,12 @@ interface Chart {
   /** A line under the chart (memory: where it started, ended and peaked). */
   foot: HTMLElement;
   /** "log" in the chart's header while its y axis is logarithmic. */
-  scaleTag: HTMLElement;
+  logTag: HTMLElement;
   plot: uPlot | null;
   /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
   log: boolean;
   /** Whether the plot was drawn as peak and floor per slice of the clock (chart-memory.ts). */
-  dense: boolean;
+  sliced: boolean;
   seriesCount: number;
   drawn: number;
   hidden: Set<number>;
@@ -76,7 +76,7 @@ export class ChartsView {
     root.classList.add("gw-charts");
     this.scaleSelect = h(
       "select",
-      { class: "gw-select gw-select-small", "aria-label": "Y scale" },
+      { class: "gw-select", "aria-label": "Y scale" },
       ...Y_SCALES.map((s) => h("option", { value: s, text: s })),
     );
     this.paramToggle = h("input", { type: "checkbox", "aria-label": "Norms per parameter" });
@@ -92,7 +92,7 @@ export class ChartsView {
     const toolbar = h(
       "div",
       { class: "gw-charts-toolbar", role: "toolbar", "aria-label": "Charts" },
-      h("label", { class: "gw-charts-scale", title: "y axes: linear, logarithmic (values ≤ 0 are left out), or log for the charts whose positive values span three decades" }, "y scale ", this.scaleSelect),
+      h("label", { class: "gw-charts-yscale", title: "y axes: linear, logarithmic (values ≤ 0 are left out), or log for the charts whose positive values span three decades" }, "y scale ", this.scaleSelect),
       h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
       this.summary,
     );
@@ -135,7 +135,7 @@ export class ChartsView {
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
         log: logAxis(t, this.scale),
-        sliced: sliced(t),
+        sliced: isSliced(t),
       };
     }
     return out;
@@ -220,10 +220,15 @@ export class ChartsView {
     if (added) this.grid.replaceChildren(...tables.map((t) => this.charts.get(t.id)!.card));
     for (const table of tables) {
       const chart = this.charts.get(table.id)!;
-      const redraw = chart.seriesCount !== table.series.length || chart.log !== logAxis(table, this.scale) || chart.dense !== sliced(table);
-      if (!chart.plot || redraw) this.create(chart);
-      else if (chart.drawn !== table.version) {
-        chart.plot.setData(this.plotData(table, chart.log, chart.dense));
+      if (chart.plot && chart.drawn === table.version) continue;
+      // new rows can change how a chart is drawn: a log axis once its values span three
+      // decades, peak and floor once a memory chart is long
+      const log = logAxis(table, this.scale);
+      const sliced = isSliced(table);
+      if (!chart.plot || chart.seriesCount !== table.series.length || chart.log !== log || chart.sliced !== sliced) {
+        this.create(chart, log, sliced);
+      } else {
+        chart.plot.setData(this.plotData(table, log, sliced));
         this.readout(chart, chart.plot);
         this.renderFoot(chart);
       }
@@ -258,22 +263,22 @@ export class ChartsView {
     const plotEl = h("div", { class: "gw-chart-plot" });
     const legend = h("div", { class: "gw-chart-legend" });
     const foot = h("p", { class: "gw-chart-foot", hidden: true });
-    const scaleTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
+    const logTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
     const card = h(
       "section",
       { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
-      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), scaleTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
+      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), logTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
       readout,
       plotEl,
       legend,
       foot,
     );
-    return { table, card, plotEl, readout, legend, foot, scaleTag, plot: null, log: false, dense: false, seriesCount: 0, drawn: -1, hidden: new Set() };
+    return { table, card, plotEl, readout, legend, foot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, drawn: -1, hidden: new Set() };
   }
 
-  private plotData(table: Table, log: boolean, dense: boolean): uPlot.AlignedData {
+  private plotData(table: Table, log: boolean, sliced: boolean): uPlot.AlignedData {
     const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
-    if (dense) return slicedData(table, keep);
+    if (sliced) return slicedData(table, keep);
     return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
   }
 
@@ -290,16 +295,15 @@ export class ChartsView {
     return s.label;
   }
 
-  private create(chart: Chart): void {
+  /** Draw `chart` anew, on a log y axis or not, sliced or not (see flush). */
+  private create(chart: Chart, log: boolean, sliced: boolean): void {
     chart.plot?.destroy();
     chart.plotEl.replaceChildren();
     const table = chart.table;
     const c = this.colors();
-    const log = logAxis(table, this.scale);
-    const dense = sliced(table);
     chart.log = log;
-    chart.dense = dense;
-    chart.scaleTag.hidden = !log;
+    chart.sliced = sliced;
+    chart.logTag.hidden = !log;
     const onDecades = decades(PLOT_HEIGHT);
     const bytes = table.unit === "bytes";
     const fmt = bytes ? formatBytes : formatNumber;
@@ -312,7 +316,7 @@ export class ChartsView {
       ticks: { stroke: c.grid, width: 1, size: 4 },
       values,
     });
-    const lines: uPlot.Series[] = dense
+    const lines: uPlot.Series[] = sliced
       ? slicedSeries(c.series[0], stepped)
       : table.series.map((s, i) => ({
           label: this.seriesLabel(s),
@@ -349,7 +353,7 @@ export class ChartsView {
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
     };
-    const plot = new uPlot(opts, this.plotData(table, log, dense), chart.plotEl);
+    const plot = new uPlot(opts, this.plotData(table, log, sliced), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);
@@ -425,7 +429,7 @@ export class ChartsView {
       chart.readout.textContent = "";
       return;
     }
-    if (chart.dense && hovering) {
+    if (chart.sliced && hovering) {
       // a slice of the clock: what it rose to and fell back to
       const [xs, peak, floor] = u.data;
       chart.readout.textContent = `${formatNumber(xs[idx])} s · peak ${fmt(peak[idx])} · floor ${fmt(floor[idx])}`;
