@@ -32,3 +32,21 @@ def test_an_example_records_as_it_runs(entry: dict[str, Any]) -> None:
     assert q.stdout(trace) == plain.getvalue()
     assert [e.exc_type for e in q.errors(trace)] == ([raised] if raised else [])
     assert finished.status == ("error" if raised else "ok")
+
+
+def test_the_own_metrics_example_charts_validation_accuracy_per_epoch_under_a_step_schedule() -> None:
+    source = (CASES_DIR / "own_metrics.py").read_text()
+    trace = record(source, filename="own_metrics.py")
+    metrics = q.events_of(trace, "metric")
+    assert [m.name for m in metrics] == ["val_acc"] * 30
+    assert [m.step for m in metrics] == list(range(30))
+    assert all(0.0 <= m.value <= 1.0 for m in metrics)
+    # the last value logged is the accuracy the snippet prints (as it prints without gradwalk)
+    assert q.stdout(trace) == f"validation accuracy after 30 epochs: {metrics[-1].value:.3f}\n"
+    assert metrics[-1].value > metrics[0].value
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == 30 * 6
+    # StepLR halves the rate every 10 epochs of 6 steps; a step reports the rate it ran with
+    assert [s.lr for s in steps[::60]] == [[0.5], [0.25], [0.125]]
+    assert {s.lr[0] for s in steps[:60]} == {0.5}
+    assert q.pitfalls(trace) == []
