@@ -24,10 +24,11 @@ from typing import Any, Literal
 from .library import title_for
 from .version import VERSION
 
-__all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export"]
+__all__ = ["DIST", "VIEWS", "Y_SCALES", "BundleMissing", "add_export_parser", "render_export", "run_export"]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
 VIEWS = ("graph", "stepper", "tape", "inspector", "code", "charts")
+Y_SCALES = ("auto", "linear", "log")
 
 _SOURCE_MAP = re.compile(r"^[ \t]*(//|/\*)# sourceMappingURL=.*$", re.MULTILINE)
 _CLOSE_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
@@ -97,6 +98,8 @@ def render_export(
     step: int | None = None,
     controls: bool = True,
     theme: Literal["light", "dark"] | None = None,
+    yscale: Literal["auto", "linear", "log"] | None = None,
+    per_parameter: bool = False,
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -105,7 +108,9 @@ def render_export(
     ``view`` is the tab it opens on (``graph``, ``stepper``, ``tape``, ``inspector``,
     ``code``, ``charts``; default: the stepper when the trace called ``backward()``), ``step`` the
     backward step (0-based, as in the app's links), ``theme`` forces light or dark (default:
-    the reader's system setting). Raises :class:`BundleMissing` before ``make web`` and
+    the reader's system setting). ``yscale`` is the charts' y axes (default ``auto``: log for
+    a chart whose positive values span three decades), ``per_parameter`` draws gradient and
+    update norms per parameter. Raises :class:`BundleMissing` before ``make web`` and
     ``ValueError`` when ``trace_json`` is not a trace object with an ``events`` list.
     """
     text = trace_json.decode("utf-8") if isinstance(trace_json, bytes) else trace_json
@@ -119,6 +124,8 @@ def render_export(
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     if step is not None and step < 0:
         raise ValueError("step must be 0 or more")
+    if yscale is not None and yscale not in Y_SCALES:
+        raise ValueError(f"yscale must be one of {', '.join(Y_SCALES)}, not {yscale!r}")
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))
@@ -127,7 +134,15 @@ def render_export(
         code = _inline_script(_read(dist, "elk-worker.js"))
         worker = f'<script type="text/plain" id="gradwalk-elk-worker">{code}</script>\n'
     title = title or _title_of(trace)
-    options = {"view": view, "step": step, "controls": controls, "theme": theme, "title": title}
+    options = {
+        "view": view,
+        "step": step,
+        "controls": controls,
+        "theme": theme,
+        "title": title,
+        "yscale": yscale,
+        "perParam": per_parameter,
+    }
     return (
         "<!doctype html>\n"
         '<html lang="en" data-theme="light" data-presenter="off">\n<head>\n'
@@ -174,6 +189,10 @@ def add_export_parser(sub: Any) -> None:
     p.add_argument("--step", type=int, default=None, help="the backward step it opens at (0-based)")
     p.add_argument("--theme", choices=["light", "dark"], default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")
+    p.add_argument("--yscale", choices=Y_SCALES, default=None, help="the charts' y axes (default: auto)")
+    p.add_argument(
+        "--per-parameter", action="store_true", help="the charts draw gradient and update norms per parameter"
+    )
     p.add_argument(
         "--no-elk", action="store_true", help="leave out the layered layout (1.6 MB smaller, breadth-first)"
     )
@@ -222,6 +241,8 @@ def run_export(args: Any) -> int:
             step=args.step,
             controls=not args.hide_controls,
             theme=args.theme,
+            yscale=args.yscale,
+            per_parameter=args.per_parameter,
             elk=not args.no_elk,
         )
     except (BundleMissing, ValueError) as exc:

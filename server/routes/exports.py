@@ -41,6 +41,13 @@ async def export_run(
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
     controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
     theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,
+    yscale: Annotated[
+        Literal["auto", "linear", "log"] | None, Query(description="the charts' y axes (default: auto)")
+    ] = None,
+    norms: Annotated[
+        Literal["together", "per-parameter"] | None,
+        Query(description="the charts' gradient and update norms (default: together)"),
+    ] = None,
 ) -> Response:
     """Download a finished run as one HTML file that works offline (``file://``, an LMS)."""
     run = await registry.find(run_id) if len(run_id) <= 64 else None
@@ -53,7 +60,15 @@ async def export_run(
         raise HTTPException(404, f"run {run_id!r} has no stored trace")
     try:
         page = await asyncio.to_thread(
-            render_export, data, title=run.title, view=view, step=step, controls=controls, theme=theme
+            render_export,
+            data,
+            title=run.title,
+            view=view,
+            step=step,
+            controls=controls,
+            theme=theme,
+            yscale=yscale,
+            per_parameter=norms == "per-parameter",
         )
     except BundleMissing as exc:
         raise HTTPException(503, str(exc)) from None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -284,6 +286,71 @@ def test_embed_opens_on_the_charts(page: Any, runs: dict[str, str]) -> None:
     page.mouse.click(x, y)
     expect(page.locator(".gw-viewer-tabs [data-view=stepper]")).to_have_attribute("aria-selected", "true")
     expect(page.locator(".gw-viewer-graph")).to_be_visible()
+
+
+def test_the_charts_choices_travel_in_links_embeds_and_exports(
+    page: Any, runs: dict[str, str], tmp_path: Any
+) -> None:
+    viewer = "() => window.gradwalkViewer && window.gradwalkViewer.charts.snapshot()"
+
+    def per_parameter(snap: dict[str, Any]) -> bool:
+        return [s["label"] for s in snap["grad"]["series"]] != ["opt (AdamW)"]
+
+    # a link carries the y scale and the norms: the page opens on them
+    page.goto(f"{page.server.url}/?run={runs['clean']}&view=charts&yscale=log&norms=per-parameter")
+    snap = wait_chart(page, "grad", 30)
+    assert per_parameter(snap) and all(c["log"] for c in snap.values() if c["unit"] == "number")
+    expect(page.locator("select[aria-label='Y scale']")).to_have_value("log")
+    expect(page.locator("text=per parameter >> input")).to_be_checked()
+    # choosing writes them back (the defaults leave the address bar)
+    page.select_option("select[aria-label='Y scale']", "linear")
+    page.uncheck("text=per parameter")
+    page.wait_for_function(
+        "() => location.search.includes('yscale=linear') && !location.search.includes('norms')"
+    )
+    page.check("text=per parameter")
+    page.wait_for_function("() => location.search.includes('norms=per-parameter')")
+    page.reload()
+    snap = wait_chart(page, "grad", 30)
+    assert per_parameter(snap) and not any(c["log"] for c in snap.values())
+    # the embed code holds them too
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    page.click("[data-gw=copy-embed]")
+    expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
+    code = page.evaluate("() => navigator.clipboard.readText()")
+    assert f"/embed/{runs['clean']}?view=charts&amp;yscale=linear&amp;norms=per-parameter" in code, code
+
+    # an embed reads them from its query
+    page.goto(f"{page.server.url}/embed/{runs['rent']}?view=charts&yscale=linear&norms=per-parameter")
+    snap = wait_chart(page, "loss", 400, snapshot=viewer)
+    assert snap["loss"]["log"] is False  # auto would draw this loss on a log axis
+    assert [s["label"] for s in snap["grad"]["series"]] == ["weight", "bias"]
+    expect(page.locator("select[aria-label='Y scale']")).to_have_value("linear")
+
+    # and so does a downloaded page, from the export's query
+    with httpx.Client(base_url=page.server.url, timeout=60) as client:
+        got = client.get(
+            f"/api/runs/{runs['rent']}/export",
+            params={"view": "charts", "yscale": "log", "norms": "per-parameter"},
+        )
+        assert got.status_code == 200
+        bad = client.get(f"/api/runs/{runs['rent']}/export", params={"yscale": "cubic"})
+        assert bad.status_code == 422 and "yscale" in bad.text
+    out = tmp_path / "rent.html"
+    out.write_text(got.text)
+    page.goto(out.resolve().as_uri())
+    snap = wait_chart(page, "lr", 400, snapshot=viewer)
+    assert snap["lr"]["log"] is True and [s["label"] for s in snap["grad"]["series"]] == ["weight", "bias"]
+    # or from `gradwalk export`'s flags
+    db = str(page.server.log_path.parent / "gradwalk.sqlite3")
+    cli = [sys.executable, "-m", "gradwalk.cli", "export", runs["rent"], "--db", db, "-o", str(out)]
+    done = subprocess.run(
+        [*cli, "--yscale", "linear", "--per-parameter"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"yscale": "linear", "perParam": true' in out.read_text()
+    done = subprocess.run([*cli, "--yscale", "cubic"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--yscale: invalid choice: 'cubic'" in done.stderr
 
 
 def test_a_1000_step_loop_streams_live_into_the_charts(page: Any) -> None:

@@ -20,6 +20,9 @@ import { TraceModel } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { readUrl, type UrlState, UrlSync } from "./url-state";
 
+/** The parts of the view state the address bar keeps (url-state.ts). */
+const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam"];
+
 const FALLBACK_SOURCE = `import torch
 
 x = torch.tensor(2.5, requires_grad=True)
@@ -111,7 +114,11 @@ export class App {
     });
 
     store.subscribe((state, changed) => this.onStore(state, changed));
-    window.addEventListener("popstate", () => void this.applyUrl(readUrl()));
+    window.addEventListener("popstate", () => {
+      // a history entry without the charts' choices had the defaults
+      const { yscale, perParam, ...rest } = readUrl();
+      void this.applyUrl({ ...rest, yscale: yscale ?? "auto", perParam: perParam ?? false });
+    });
     this.setStatus("idle");
     this.onStore(store.state, new Set(["view"]));
     this.bindModel();
@@ -340,7 +347,7 @@ export class App {
     }
     if (changed.has("hover")) this.editor.setLinked(state.hover?.lines ?? []);
     if (changed.has("view") || changed.has("step") || changed.has("op")) this.editor.setCurrent(currentLine(this.model, state));
-    if (changed.has("view") || changed.has("step") || changed.has("op") || changed.has("selection")) this.url.write(this.runId, state);
+    if (URL_KEYS.some((k) => changed.has(k))) this.url.write(this.runId, state);
   }
 
   /**
@@ -363,6 +370,11 @@ export class App {
 
   /** Show what `wanted` points at: load its run (unless shown), then its view and step once they exist. */
   async applyUrl(wanted: UrlState): Promise<void> {
+    // the charts' choices need no run: a link's apply at once
+    const choices: Partial<ViewState> = {};
+    if (wanted.yscale) choices.yscale = wanted.yscale;
+    if (typeof wanted.perParam === "boolean") choices.perParam = wanted.perParam;
+    this.store.set(choices);
     this.pending = wanted;
     if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);
     await this.applyPending();

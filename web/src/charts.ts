@@ -56,8 +56,6 @@ export interface ChartSnapshot {
 export class ChartsView {
   private data: ChartData;
   private readonly charts = new Map<string, Chart>();
-  private scale: YScale = "auto";
-  private perParam = false;
   private readonly grid: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
@@ -80,13 +78,15 @@ export class ChartsView {
       ...Y_SCALES.map((s) => h("option", { value: s, text: s })),
     );
     this.paramToggle = h("input", { type: "checkbox", "aria-label": "Norms per parameter" });
-    this.scaleSelect.addEventListener("change", () => {
-      this.scale = this.scaleSelect.value as YScale;
-      this.rebuild(false);
-    });
-    this.paramToggle.addEventListener("change", () => {
-      this.perParam = this.paramToggle.checked;
-      this.rebuild(true);
+    // the choices live in the store (the URL and the embed code carry them); the store's
+    // listener below redraws
+    this.scaleSelect.addEventListener("change", () => store.set({ yscale: this.scaleSelect.value as YScale }));
+    this.paramToggle.addEventListener("change", () => store.set({ perParam: this.paramToggle.checked }));
+    this.showChoices();
+    store.subscribe((_state, changed) => {
+      if (!changed.has("yscale") && !changed.has("perParam")) return;
+      this.showChoices();
+      this.rebuild(changed.has("perParam"));
     });
     this.summary = h("span", { class: "gw-charts-summary" });
     const toolbar = h(
@@ -107,7 +107,7 @@ export class ChartsView {
       }),
     );
     root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.grid));
-    this.data = ChartData.from(model.events, this.perParam);
+    this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
     document.addEventListener("gw-theme", () => this.rebuild(false));
     if (typeof ResizeObserver !== "undefined") {
@@ -134,7 +134,7 @@ export class ChartsView {
         x: [...t.xs],
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
-        log: logAxis(t, this.scale),
+        log: logAxis(t, this.store.state.yscale),
         sliced: isSliced(t),
       };
     }
@@ -190,8 +190,14 @@ export class ChartsView {
     });
   }
 
+  /** Show the store's y scale and norms choice in the toolbar. */
+  private showChoices(): void {
+    this.scaleSelect.value = this.store.state.yscale;
+    this.paramToggle.checked = this.store.state.perParam;
+  }
+
   private rebuild(refetch: boolean): void {
-    if (refetch) this.data = ChartData.from(this.model.events, this.perParam);
+    if (refetch) this.data = ChartData.from(this.model.events, this.store.state.perParam);
     for (const chart of this.charts.values()) chart.plot?.destroy();
     this.charts.clear();
     this.grid.replaceChildren();
@@ -223,7 +229,7 @@ export class ChartsView {
       if (chart.plot && chart.drawn === table.version) continue;
       // new rows can change how a chart is drawn: a log axis once its values span three
       // decades, peak and floor once a memory chart is long
-      const log = logAxis(table, this.scale);
+      const log = logAxis(table, this.store.state.yscale);
       const sliced = isSliced(table);
       if (!chart.plot || chart.seriesCount !== table.series.length || chart.log !== log || chart.sliced !== sliced) {
         this.create(chart, log, sliced);

@@ -1,8 +1,9 @@
 // Sharing a run from the app: "Copy embed code" (an <iframe> of /embed/ID at the current
-// view and step, for a course page) and "Download HTML" (the run as one self-contained file
+// view and step, with the charts' y scale and norms when not the defaults, for a course page) and "Download HTML" (the run as one self-contained file
 // from /api/runs/ID/export, for disk, a static host or an LMS).
 import "./styles/share.css";
 import type { ViewState } from "./store";
+import { writeChartChoices } from "./url-state";
 
 export interface ShareState {
   runId: string | null;
@@ -19,6 +20,7 @@ function embedView(state: ViewState): string {
 function query(state: ViewState): string {
   const q = new URLSearchParams({ view: embedView(state) });
   if (state.step !== null) q.set("step", String(state.step));
+  writeChartChoices(q, state);
   return q.toString();
 }
 

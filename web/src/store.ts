@@ -1,6 +1,7 @@
 // The shared view state of one gradwalk view set: which panel is open, the stepper's
 // position, the forward scrubber's position, the selection and what is hovered. Components
 // read and write it; the URL mirrors the parts worth sharing (see url-state.ts).
+import type { YScale } from "./chart-scales";
 import type { StepEntry, TraceModel } from "./trace-model";
 
 export type ViewName = "tape" | "stepper" | "inspector" | "charts";
@@ -23,12 +24,16 @@ export interface ViewState {
   op: number | null;
   selection: Selection | null;
   hover: Links | null;
+  /** The charts' y axes (chart-scales.ts). */
+  yscale: YScale;
+  /** Whether the charts draw gradient and update norms per parameter, not all together. */
+  perParam: boolean;
 }
 
 export type StoreListener = (state: ViewState, changed: ReadonlySet<keyof ViewState>) => void;
 
 export class Store {
-  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null };
+  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false };
   private readonly listeners = new Set<StoreListener>();
 
   subscribe(listener: StoreListener): () => void {

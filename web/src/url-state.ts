@@ -1,9 +1,34 @@
 // The URL holds what is worth sharing: the run, the open view, the stepper's step, the
-// scrubber's op and the selection (?run=ID&view=stepper&step=3). A link reopens exactly
-// that, and reloading lands on the same step.
+// scrubber's op, the selection and the charts' choices (?run=ID&view=stepper&step=3,
+// ?view=charts&yscale=log&norms=per-parameter). A link reopens exactly that, and reloading
+// lands on the same step.
+import { Y_SCALES, type YScale } from "./chart-scales";
 import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
 
-export interface UrlState {
+/** The charts' choices a query string can carry (embeds and exports read the same names). */
+export interface ChartChoices {
+  yscale: YScale | null;
+  perParam: boolean | null;
+}
+
+/** `yscale=auto|linear|log` and `norms=together|per-parameter`; null where absent or unknown. */
+export function readChartChoices(q: URLSearchParams): ChartChoices {
+  const yscale = q.get("yscale");
+  const norms = q.get("norms");
+  return {
+    yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : null,
+    perParam: norms === "per-parameter" ? true : norms === "together" ? false : null,
+  };
+}
+
+/** Add the charts' choices to `q` where they differ from the defaults (auto, together). */
+export function writeChartChoices(q: URLSearchParams, state: Pick<ViewState, "yscale" | "perParam">): void {
+  if (state.yscale !== "auto") q.set("yscale", state.yscale);
+  if (state.perParam) q.set("norms", "per-parameter");
+}
+
+/** What a link points at; the charts' choices are left as they are where undefined or null. */
+export interface UrlState extends Partial<ChartChoices> {
   run: string | null;
   view: ViewName | null;
   step: number | null;
@@ -29,6 +54,7 @@ export function readUrl(search = location.search): UrlState {
     step: int(q.get("step")),
     op: int(q.get("op")),
     selection,
+    ...readChartChoices(q),
   };
 }
 
@@ -39,6 +65,7 @@ export function urlFor(run: string | null, state: ViewState): string {
   if (state.step !== null) q.set("step", String(state.step));
   if (state.op !== null) q.set("op", String(state.op));
   if (state.selection) q.set("sel", `${state.selection.kind === "node" ? "n" : "t"}${state.selection.id}`);
+  writeChartChoices(q, state);
   return `${location.pathname}?${q.toString()}`;
 }
 

@@ -6,6 +6,7 @@
 // it when the root is narrow). The "graph" tab shows the graph alone.
 import type { NodeCollection } from "cytoscape";
 import { CodeView } from "./code-view";
+import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
 import { h } from "./dom";
 import { GraphView } from "./graph";
@@ -47,9 +48,22 @@ export interface ViewerOptions {
   title: string | null;
   /** Where "Open in gradwalk" points (embeds on a server); null hides the link. */
   appUrl: string | null;
+  /** The charts' y axes; null: auto. */
+  yscale: YScale | null;
+  /** Whether the charts draw norms per parameter; null: all together. */
+  perParam: boolean | null;
 }
 
-export const DEFAULT_OPTIONS: ViewerOptions = { view: null, step: null, controls: true, theme: null, title: null, appUrl: null };
+export const DEFAULT_OPTIONS: ViewerOptions = {
+  view: null,
+  step: null,
+  controls: true,
+  theme: null,
+  title: null,
+  appUrl: null,
+  yscale: null,
+  perParam: null,
+};
 
 export interface TraceData {
   source?: string;
@@ -139,6 +153,7 @@ export class Viewer {
     root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
 
     const store = this.store;
+    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false });
     this.graph = new GraphView(graphEl, this.model, store);
     this.stepper = new StepperView(stepperEl, this.model, store);
     this.tape = new TapeView(tapeEl, this.model, store);

@@ -4,12 +4,13 @@
 //
 // A page gives it, in JSON script elements (never executed, so any CSP allows them):
 //   #gradwalk-trace    the trace itself ({source, events}): a self-contained export;
-//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl});
+//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl, yscale, perParam});
 //   #bootstrap         the server's data with `run_id` and `api` (/embed/ID): the trace is
 //                      fetched, and followed live when the run is still going;
 //   #gradwalk-elk-worker (text/plain) the graph layout worker's code, run from a blob when
 //                      there is no elk-worker.js to load (an export opened from disk).
-// The query string overrides the options: ?view=stepper&step=3&controls=hide&theme=dark.
+// The query string overrides the options: ?view=stepper&step=3&controls=hide&theme=dark,
+// and the charts' ?yscale=auto|linear|log&norms=together|per-parameter.
 // `window.gradwalkViewer` is the mounted viewer, for scripting the page (tests, notebooks).
 import "./styles/app.css";
 import "./styles/viewer.css";
@@ -19,6 +20,7 @@ import { useElkWorker } from "./layout";
 import { initTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkTrace } from "./types/events";
+import { readChartChoices } from "./url-state";
 import { DEFAULT_OPTIONS, VIEWER_TABS, type TraceData, Viewer, type ViewerOptions, type ViewerTab } from "./viewer-shell";
 
 declare global {
@@ -49,6 +51,9 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   if (controls !== null) out.controls = !/^(hide|hidden|off|no|false|0)$/i.test(controls);
   const theme = q.get("theme");
   if (theme === "light" || theme === "dark") out.theme = theme;
+  const { yscale, perParam } = readChartChoices(q);
+  if (yscale !== null) out.yscale = yscale;
+  if (perParam !== null) out.perParam = perParam;
   return out;
 }
 
