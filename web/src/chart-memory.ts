@@ -5,13 +5,22 @@ import type uPlot from "uplot";
 import { envelope, formatBytes, formatNumber, type Table } from "./charts-data";
 
 /**
- * Above this many rows a memory chart is drawn as its peak and floor in each of SLICES
- * slices of the clock: a graph built and freed at every one of 400 steps would otherwise
- * be drawn as 1,000 vertical strokes, a solid block; as a band it reads "up to the peak
- * and back to the floor", and a floor that rises (a graph kept alive) stands out.
+ * Above this many rows a memory chart is drawn as its peak and floor in each of up to
+ * SLICES slices of the clock: a graph built and freed at every one of 400 steps would
+ * otherwise be drawn as 1,000 vertical strokes, a solid block; as a band it reads "up to
+ * the peak and back to the floor", and a floor that rises (a graph kept alive) stands out.
+ * A slice spans ROWS_PER_SLICE rows on average: one narrower than a step would often fall
+ * between a graph's building and its freeing, and its floor would jump to the peak for a
+ * graph that is freed every step (the floor would climb where nothing is kept).
  */
 const DENSE_ROWS = 400;
 const SLICES = 160;
+const ROWS_PER_SLICE = 8;
+
+/** How many slices of the clock a sliced table of `rows` rows is drawn in. */
+export function sliceCount(rows: number): number {
+  return Math.max(1, Math.min(SLICES, Math.floor(rows / ROWS_PER_SLICE)));
+}
 
 /** Whether `table` is drawn as peak and floor per slice of the clock. */
 export function isSliced(table: Table): boolean {
@@ -20,7 +29,7 @@ export function isSliced(table: Table): boolean {
 
 /** The plotted columns of a sliced table: slice starts, peaks, floors (each through `keep`). */
 export function slicedData(table: Table, keep: (v: number | null) => number | null): uPlot.AlignedData {
-  const [xs, peak, floor] = envelope(table.xs, table.cols[0], SLICES);
+  const [xs, peak, floor] = envelope(table.xs, table.cols[0], sliceCount(table.length));
   return [xs, peak.map(keep), floor.map(keep)];
 }
 
