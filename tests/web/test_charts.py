@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 from typing import Any
@@ -195,6 +196,32 @@ def test_the_charts_fit_a_phone(page: Any, runs: dict[str, str]) -> None:
     shot(page, "charts-11-phone")
 
 
+@pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
+def test_the_four_tabs_and_their_counts_fit_the_side_pane_on_a_laptop(
+    page: Any, runs: dict[str, str], presenter: bool
+) -> None:
+    # from 1180 to 1440 px wide the side pane is 330-400 px: "Charts 400" ran off its edge
+    open_charts(page, runs["rent"], "loss", 400)
+    page.click("#gw-tab-stepper")  # the side pane beside the graph
+    if presenter:
+        if page.locator("[data-gw=more]").is_visible():  # the header's tools fold under More
+            page.click("[data-gw=more]")
+        page.click("[data-gw=presenter]")
+        assert page.evaluate("() => document.documentElement.dataset.presenter") == "on"
+    expect(page.locator("#gw-tab-charts")).to_have_attribute("data-count", "400")
+    for width in (1180, 1280, 1366, 1440, 1600, 800):
+        page.set_viewport_size({"width": width, "height": 720})
+        fits = page.evaluate(
+            """() => {
+                const t = document.querySelector('.gw-pane-side .gw-tabs');
+                const last = t.lastElementChild.getBoundingClientRect();
+                return t.scrollWidth <= t.clientWidth && last.right <= t.getBoundingClientRect().right;
+            }"""
+        )
+        assert fits, (width, presenter)
+    shot(page, f"charts-13-tabs-fit-{'presenter' if presenter else 'normal'}")
+
+
 def test_clean_training_has_per_parameter_norms_for_every_parameter(page: Any, runs: dict[str, str]) -> None:
     events = trace(page.server, runs["clean"])["events"]
     steps = [e for e in events if e["type"] == "optimizer_step"]
@@ -326,6 +353,10 @@ def test_the_charts_choices_travel_in_links_embeds_and_exports(
     assert snap["loss"]["log"] is False  # auto would draw this loss on a log axis
     assert [s["label"] for s in snap["grad"]["series"]] == ["weight", "bias"]
     expect(page.locator("select[aria-label='Y scale']")).to_have_value("linear")
+    # its "open in gradwalk" link opens the app on them too
+    expect(page.locator(".gw-viewer-open")).to_have_attribute(
+        "href", re.compile(r"yscale=linear&norms=per-parameter")
+    )
 
     # and so does a downloaded page, from the export's query
     with httpx.Client(base_url=page.server.url, timeout=60) as client:

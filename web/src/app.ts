@@ -4,7 +4,7 @@
 // every lookup is scoped to the app's root element.
 import { Api, ApiError, type Bootstrap, type Example, type RunInfo, type RunLimits, RunStream } from "./api";
 import { ChartsView } from "./charts";
-import { $, h, isTyping } from "./dom";
+import { $, h, isTyping, setTabCount } from "./dom";
 import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
@@ -292,10 +292,8 @@ export class App {
       this.setStatus(m.finished!.status);
       this.editor.setErrors(m.errorLines());
     } else if (m.run) this.setStatus("running");
-    const stepTab = this.tabs.find((t) => t.dataset.view === "stepper");
-    if (stepTab) stepTab.dataset.count = m.timeline.length ? String(m.timeline.length) : "";
-    const chartsTab = this.tabs.find((t) => t.dataset.view === "charts");
-    if (chartsTab) chartsTab.dataset.count = m.optimizerSteps.length ? String(m.optimizerSteps.length) : "";
+    setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length);
+    setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length);
     if (this.pending) void this.applyPending();
   }
 

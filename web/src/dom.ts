@@ -107,3 +107,15 @@ export function revealWithin(
   const top = s.top + scroller.clientTop;
   scroller.scrollTop -= leastShift(r.top, r.bottom, top, top + scroller.clientHeight);
 }
+
+/** A count short enough for a tab's badge: 999, 1.2k, 12k, 120k. */
+export function compactCount(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 9950) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
+  return `${Math.round(n / 1000)}k`;
+}
+
+/** Show `n` (none when 0) in `tab`'s badge (its data-count, drawn by the tabs' CSS). */
+export function setTabCount(tab: HTMLElement | undefined, n: number): void {
+  if (tab) tab.dataset.count = n ? compactCount(n) : "";
+}

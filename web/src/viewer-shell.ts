@@ -8,7 +8,7 @@ import type { NodeCollection } from "cytoscape";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
-import { h } from "./dom";
+import { h, setTabCount } from "./dom";
 import { GraphView } from "./graph";
 import { leastPan } from "./graph-viewport";
 import { InspectorView } from "./inspector";
@@ -20,6 +20,7 @@ import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
+import { writeChartChoices } from "./url-state";
 
 export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code" | "charts";
 export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code", "charts"];
@@ -258,9 +259,9 @@ export class Viewer {
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
     if (changed.has("step") || changed.has("view")) {
       this.renderSteps();
-      this.renderOpenLink(state);
       this.showCurrentNode();
     }
+    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam")) this.renderOpenLink(state);
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.
@@ -294,23 +295,22 @@ export class Viewer {
     this.stepButtons[1].disabled = step !== null && step >= n - 1;
   }
 
-  /** "Open in gradwalk" opens the app on the same view and step. */
+  /** "Open in gradwalk" opens the app on the same view and step, with the charts' choices. */
   private renderOpenLink(state: ViewState): void {
     if (!this.openLink || !this.options.appUrl) return;
     const url = new URL(this.options.appUrl, location.href);
     url.searchParams.set("view", state.view);
     if (state.step !== null) url.searchParams.set("step", String(state.step));
     else url.searchParams.delete("step");
+    url.searchParams.delete("yscale");
+    url.searchParams.delete("norms");
+    writeChartChoices(url.searchParams, state);
     this.openLink.href = url.href;
   }
 
   private renderCounts(): void {
-    const n = this.model.timeline.length;
-    const stepTab = this.tabs.get("stepper");
-    if (stepTab) stepTab.dataset.count = n ? String(n) : "";
-    const notes = this.model.errors.length + this.model.pitfalls.length;
-    const codeTab = this.tabs.get("code");
-    if (codeTab) codeTab.dataset.count = notes ? String(notes) : "";
+    setTabCount(this.tabs.get("stepper"), this.model.timeline.length);
+    setTabCount(this.tabs.get("code"), this.model.errors.length + this.model.pitfalls.length);
   }
 
   /** After every layout (the graph's own fit keeps it readable), bring the step's node into view. */
