@@ -3,6 +3,7 @@ card says and opens, and why an empty graph is empty."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -100,3 +101,25 @@ def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
         expect(empty).not_to_contain_text("Press")
     run_example(page, "cubic")
     expect(empty).to_be_hidden()
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
+def test_an_error_card_fits_the_code_pane(page: Any, presenter: bool) -> None:
+    # the traceback's one-line width set the code pane's column: the error card, the editor's
+    # error text and the run summary ran off the pane's right edge, cut off (1180-1440 px)
+    open_app(page)
+    run_example(page, "inplace_error", status="error")
+    if presenter:
+        if page.locator("[data-gw=more]").is_visible():
+            page.click("[data-gw=more]")
+        page.click("[data-gw=presenter]")
+    for tab, width in itertools.product(("tape", "charts"), (1180, 1280, 1440, 800, 390)):
+        page.click(f"#gw-tab-{tab}")
+        page.set_viewport_size({"width": width, "height": 720})
+        pane = page.locator(".gw-pane-code").bounding_box()
+        # the editor's error text lives in its shadow root, which locators reach
+        parts = (".gw-notice-error", ".gw-run-status", ".cm-gw-error-widget", ".gw-output")
+        rights = [page.locator(s).bounding_box() for s in parts]
+        overflow = [round(b["x"] + b["width"] - pane["x"] - pane["width"]) for b in rights if b]
+        assert len(overflow) == len(parts) and max(overflow) <= 0, (tab, width, overflow)
+    shot(page, f"04-error-card-fits-{'presenter' if presenter else 'normal'}")
