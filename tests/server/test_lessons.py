@@ -31,6 +31,7 @@ TOPICS = [
     "no-grad-vs-eval",
     "define-by-run",
     "training-loop",
+    "own-metrics",
     "mlp-classifier",
     "broadcasting",
     "never-train",
@@ -101,6 +102,10 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert error.hint.startswith("SigmoidBackward0 saved b") and "b.mul_(2)" in error.hint
         case "training-loop":
             assert sum(e.type == "optimizer_step" for e in trace.events) == 400
+        case "own-metrics":  # a val_acc per epoch; the rate halves every 60 steps
+            assert [e.step for e in trace.events if e.type == "metric" and e.name == "val_acc"] == list(range(30))
+            rates = [e.lr[0] for e in trace.events if e.type == "optimizer_step"]
+            assert rates[0] == 0.5 and rates[60] == 0.25 and rates[120] == 0.125
         case "mlp-classifier":
             assert at is not None and at[0] == "NllLossBackward0"
         case "define-by-run":

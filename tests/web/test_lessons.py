@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(13)
+    expect(tiles).to_have_count(14)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
@@ -26,7 +26,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 13")
+    expect(card).to_contain_text("Lesson 1 of 14")
     expect(card).to_contain_text("x.grad becomes 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
