@@ -121,8 +121,11 @@ class Recording:
         theme: str | None = None,
         controls: bool = True,
         elk: bool = True,
+        yscale: str | None = None,
+        per_parameter: bool = False,
     ) -> str:
-        """Return the self-contained HTML page (see :func:`server.export.render_export`)."""
+        """Return the self-contained HTML page (see :func:`server.export.render_export`;
+        ``yscale`` and ``per_parameter`` are the charts' y axes and norms)."""
         from server.export import render_export
 
         return render_export(
@@ -132,15 +135,25 @@ class Recording:
             step=step,
             controls=controls,
             theme=theme,  # type: ignore[arg-type]
+            yscale=yscale,  # type: ignore[arg-type]
+            per_parameter=per_parameter,
             elk=elk,
         )
 
     def export(
-        self, path: str | Path, *, view: str | None = None, step: int | None = None, theme: str | None = None
+        self,
+        path: str | Path,
+        *,
+        view: str | None = None,
+        step: int | None = None,
+        theme: str | None = None,
+        yscale: str | None = None,
+        per_parameter: bool = False,
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS)."""
         out = Path(path)
-        out.write_text(self.html(view=view, step=step, theme=theme), encoding="utf-8")
+        page = self.html(view=view, step=step, theme=theme, yscale=yscale, per_parameter=per_parameter)
+        out.write_text(page, encoding="utf-8")
         return out
 
     def show(
@@ -152,13 +165,26 @@ class Recording:
         theme: str | None = None,
         controls: bool = True,
         elk: bool = False,
+        yscale: str | None = None,
+        per_parameter: bool = False,
     ) -> _Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
         ``elk=True`` lays the graph out in layers as the app does, at 1.6 MB more per output;
-        by default the notebook's copy is laid out breadth-first and stays small.
+        by default the notebook's copy is laid out breadth-first and stays small. ``yscale``
+        (``auto``, ``linear``, ``log``) and ``per_parameter`` set the charts' axes and norms.
         """
-        return _Display(self, view=view, step=step, height=height, theme=theme, controls=controls, elk=elk)
+        return _Display(
+            self,
+            view=view,
+            step=step,
+            height=height,
+            theme=theme,
+            controls=controls,
+            elk=elk,
+            yscale=yscale,
+            per_parameter=per_parameter,
+        )
 
     def _repr_html_(self) -> str:
         return self._display._repr_html_()
@@ -212,9 +238,19 @@ class _Display:
         theme: str | None = None,
         controls: bool = True,
         elk: bool = False,
+        yscale: str | None = None,
+        per_parameter: bool = False,
     ) -> None:
         self.rec = rec
-        self.options = {"view": view, "step": step, "theme": theme, "controls": controls, "elk": elk}
+        self.options = {
+            "view": view,
+            "step": step,
+            "theme": theme,
+            "controls": controls,
+            "elk": elk,
+            "yscale": yscale,
+            "per_parameter": per_parameter,
+        }
         self.height = height
 
     def _repr_html_(self) -> str:

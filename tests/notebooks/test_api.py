@@ -119,3 +119,7 @@ def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
     shown = unpack(rec.show("code", step=2, height=400, elk=True)._repr_html_())
     assert '"view": "code", "step": 2' in shown and 'id="gradwalk-elk-worker"' in shown
     assert "height:400px" in rec.show(height=400)._repr_html_()
+    charts = unpack(rec.show("charts", yscale="log", per_parameter=True)._repr_html_())
+    assert '"yscale": "log", "perParam": true' in charts
+    with pytest.raises(ValueError, match="yscale must be one of auto, linear, log"):
+        rec.html(yscale="cubic")
