@@ -117,6 +117,16 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     frame = await next_frame(viewer)
                     assert frame["version"] == 3 and frame["source_version"] == 3
                     assert frame["state"]["source"] == "print(2)\n" and frame["state"]["step"] == 3
+                # the charts' y scale and norms go with the view
+                assert frame["state"]["yscale"] == "auto" and frame["state"]["norms"] == "together"
+                await presenter.send(
+                    json.dumps({"type": "state", "state": {"yscale": "log", "norms": "per-parameter"}})
+                )
+                for viewer in (v1, v2):
+                    frame = await next_frame(viewer)
+                    assert frame["version"] == 4
+                    assert (frame["state"]["yscale"], frame["state"]["norms"]) == ("log", "per-parameter")
+                    assert frame["state"]["step"] == 3
 
     run(scenario())
 
@@ -305,6 +315,8 @@ def test_unknown_rooms_are_404(server: LiveServer, path: str, status: int, words
         ("key", {"colour": "red"}, 422),
         ("key", {"source": "a\x00b"}, 422),
         ("key", {"run_id": "../../etc"}, 422),
+        ("key", {"yscale": "cubic"}, 422),
+        ("key", {"norms": None}, 422),
     ],
 )
 def test_bad_state_changes_are_refused(

@@ -238,6 +238,28 @@ def test_a_lesson_the_presenter_opens_reaches_the_following_viewers(room: Classr
     shot(follower, "rooms-05-viewer-following-a-lesson")
 
 
+def test_the_presenters_y_scale_and_norms_reach_the_following_viewers(room: Classroom) -> None:
+    p, explorer, follower = room.presenter, room.viewers[0], room.viewers[1]
+    scale = "select[aria-label='Y scale']"
+    p.click("[data-gw=lessons]")
+    p.click("[data-lesson=own-metrics]")  # a training run: it opens on the charts
+    expect(p.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")
+    expect(p.locator("text=per parameter >> input")).to_be_enabled()
+    p.select_option(scale, "log")
+    p.check("text=per parameter")
+    expect(follower.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")
+    expect(follower.locator(scale)).to_have_value("log")
+    expect(follower.locator("text=per parameter >> input")).to_be_checked()
+    # the viewer exploring on their own keeps their own charts
+    expect(explorer.locator(scale)).to_have_value("auto")
+    p.select_option(scale, "auto")
+    p.uncheck("text=per parameter")
+    expect(follower.locator(scale)).to_have_value("auto")
+    expect(follower.locator("text=per parameter >> input")).not_to_be_checked()
+    p.click("#gw-tab-stepper")
+    expect(follower.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+
+
 def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: Classroom) -> None:
     p, viewer = room.presenter, room.viewers[1]
     size = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"

@@ -11,6 +11,10 @@ export interface RoomState {
   op: number | null;
   allow_viewer_runs: boolean;
   lesson: string | null;
+  /** The charts' y axes: auto, linear or log. */
+  yscale: string;
+  /** The charts' norms: together or per-parameter. */
+  norms: string;
 }
 
 export interface StateFrame {
