@@ -113,8 +113,8 @@ class RoomStatePatch(RoomState):
     source: str = Field(default=None, max_length=100_000)  # type: ignore[assignment]
     view: str = Field(default=None, pattern=_VIEW_PATTERN)  # type: ignore[assignment]
     allow_viewer_runs: bool = Field(default=None)  # type: ignore[assignment]
-    yscale: Literal["auto", "linear", "log"] = Field(default=None)  # type: ignore[assignment]
-    norms: Literal["together", "per-parameter"] = Field(default=None)  # type: ignore[assignment]
+    yscale: Literal["auto", "linear", "log"] = Field(default=None)  # type: ignore[arg-type]
+    norms: Literal["together", "per-parameter"] = Field(default=None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
