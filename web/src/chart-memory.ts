@@ -1,28 +1,28 @@
 // What the graph-memory chart adds to a chart: the line under it (first, last, peak and
 // whether the floor rises), and, for a long run, its drawing as a peak band and a floor
-// line per slice of the clock.
+// line per slice of its points.
 import type uPlot from "uplot";
 import { envelope, formatBytes, formatNumber, type Table } from "./charts-data";
 
 /**
  * Above this many rows a memory chart is drawn as its peak and floor in each of up to
- * SLICES slices of the clock: a graph built and freed at every one of 400 steps would
- * otherwise be drawn as 1,000 vertical strokes, a solid block; as a band it reads "up to
- * the peak and back to the floor", and a floor that rises (a graph kept alive) stands out.
- * A slice spans ROWS_PER_SLICE rows on average: one narrower than a step would often fall
- * between a graph's building and its freeing, and its floor would jump to the peak for a
- * graph that is freed every step (the floor would climb where nothing is kept).
+ * SLICES slices, runs of consecutive rows (envelope() in charts-data.ts): a graph built and
+ * freed at every one of 400 steps would otherwise be drawn as 1,000 vertical strokes, a
+ * solid block; as a band it reads "up to the peak and back to the floor", and a floor that
+ * rises (a graph kept alive) stands out. A slice holds at least ROWS_PER_SLICE rows, more
+ * than one step brings (a rise and a fall, two or three rows): a slice within one step
+ * would read its graph as kept.
  */
 const DENSE_ROWS = 400;
 const SLICES = 160;
 const ROWS_PER_SLICE = 8;
 
-/** How many slices of the clock a sliced table of `rows` rows is drawn in. */
+/** How many slices a sliced table of `rows` rows is drawn in. */
 export function sliceCount(rows: number): number {
   return Math.max(1, Math.min(SLICES, Math.floor(rows / ROWS_PER_SLICE)));
 }
 
-/** Whether `table` is drawn as peak and floor per slice of the clock. */
+/** Whether `table` is drawn as peak and floor per slice of its rows. */
 export function isSliced(table: Table): boolean {
   return table.kind === "time" && table.unit === "bytes" && table.series.length === 1 && table.length > DENSE_ROWS;
 }

@@ -273,10 +273,13 @@ export function formatBytes(v: number | null | undefined): string {
 }
 
 /**
- * A long series over the clock, cut into `slices` equal slices: each slice's start, and
- * the largest (peak) and smallest (floor) value held in it. The value before a slice's
- * first row is held into it (memory stays put between events), so an empty slice reads
- * the value of the one before. `xs` must be ascending.
+ * A long series cut into `slices` runs of consecutive rows (the same number of rows in
+ * each, give or take one): each run's first x, and the largest (peak) and smallest (floor)
+ * value in it; a last point at the last row's x closes the final run. Runs of rows, not
+ * equal stretches of the clock: a stretch in which the run stalled holds no row, and as a
+ * slice of its own it read as the graph held throughout (or as nothing held), where the
+ * rows around it show a graph built and freed. A run whose values are all null reads the
+ * last value before it. `xs` must be ascending.
  */
 export function envelope(
   xs: readonly number[],
@@ -286,28 +289,30 @@ export function envelope(
   const starts: number[] = [];
   const peak: (number | null)[] = [];
   const floor: (number | null)[] = [];
-  if (!xs.length) return [starts, peak, floor];
-  const x0 = xs[0];
-  const width = (xs[xs.length - 1] - x0) / slices || 1;
+  const n = xs.length;
+  if (!n) return [starts, peak, floor];
+  const runs = Math.max(1, Math.min(slices, n));
   let carry: number | null = null;
-  let i = 0;
-  for (let k = 0; k < slices; k++) {
-    const start = x0 + k * width;
-    const end = k === slices - 1 ? Infinity : start + width;
-    // what was held before the slice, unless a row replaces it right at its start
-    const replaced = i < xs.length && xs[i] <= start && col[i] !== null;
-    let hi = replaced ? null : carry;
-    let lo = hi;
-    for (; i < xs.length && xs[i] < end; i++) {
+  for (let k = 0; k < runs; k++) {
+    const from = Math.floor((k * n) / runs);
+    const to = Math.floor(((k + 1) * n) / runs);
+    let hi: number | null = null;
+    let lo: number | null = null;
+    for (let i = from; i < to; i++) {
       const v = col[i];
       if (v === null) continue;
       hi = hi === null ? v : Math.max(hi, v);
       lo = lo === null ? v : Math.min(lo, v);
       carry = v;
     }
-    starts.push(start);
-    peak.push(hi);
-    floor.push(lo);
+    starts.push(xs[from]);
+    peak.push(hi ?? carry);
+    floor.push(lo ?? carry);
+  }
+  if (xs[n - 1] > starts[starts.length - 1]) {
+    starts.push(xs[n - 1]);
+    peak.push(peak[peak.length - 1]);
+    floor.push(floor[floor.length - 1]);
   }
   return [starts, peak, floor];
 }

@@ -114,17 +114,18 @@ test("a loop that steps by hand charts the loss of each backward() call", async 
   assert.deepEqual(stepped.ordered.map((t) => t.id).slice(0, 1), ["loss"]);
 });
 
-test("envelope: each slice of the clock holds its peak and its floor, carried over empty slices", () => {
-  // a graph built and freed twice per slice, then kept: 0..96 B, then 96 B held
+test("envelope: each run of rows holds its peak and its floor; a last point closes the last run", () => {
+  // a graph built and freed twice, then kept: 0..96 B, then 96 B held
   const xs = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0, 2.0];
   const ys = [0, 96, 0, 96, 0, 96, null, 96, 96, 96];
   const [starts, peak, floor] = envelope(xs, ys, 4);
-  assert.deepEqual(starts, [0, 0.5, 1, 1.5]);
-  assert.deepEqual(peak, [96, 96, 96, 96]);
-  // slice 0 reaches 0; slice 1 starts at 96 (held from 0.5) and stays; slice 3 is empty
-  // but for its last row, and slice 2 holds 96 from the row at 1.0
-  assert.deepEqual(floor, [0, 96, 96, 96]);
+  // rows 0-1, 2-4, 5-6, 7-9: each run starts at its first row's x
+  assert.deepEqual(starts, [0, 0.2, 0.5, 0.7, 2.0]);
+  assert.deepEqual(peak, [96, 96, 96, 96, 96]);
+  assert.deepEqual(floor, [0, 0, 96, 96, 96]);
   assert.deepEqual(envelope([], [], 4), [[], [], []]);
-  // one row: every slice starts at it and holds it
-  assert.deepEqual(envelope([3], [7], 2), [[3, 4], [7, 7], [7, 7]]);
+  // fewer rows than slices: a run per row; one row: one point
+  assert.deepEqual(envelope([3], [7], 2), [[3], [7], [7]]);
+  // a run of nulls only reads the last value before it
+  assert.deepEqual(envelope([0, 1, 2, 3], [5, 6, null, null], 2), [[0, 2, 3], [6, 6, 6], [5, 6, 6]]);
 });
