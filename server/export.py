@@ -21,14 +21,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from .chart_choices import Y_SCALES, YScale
 from .library import title_for
 from .version import VERSION
 
-__all__ = ["DIST", "VIEWS", "Y_SCALES", "BundleMissing", "add_export_parser", "render_export", "run_export"]
+__all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export"]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
 VIEWS = ("graph", "stepper", "tape", "inspector", "code", "charts")
-Y_SCALES = ("auto", "linear", "log")
 
 _SOURCE_MAP = re.compile(r"^[ \t]*(//|/\*)# sourceMappingURL=.*$", re.MULTILINE)
 _CLOSE_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
@@ -98,7 +98,7 @@ def render_export(
     step: int | None = None,
     controls: bool = True,
     theme: Literal["light", "dark"] | None = None,
-    yscale: Literal["auto", "linear", "log"] | None = None,
+    yscale: YScale | None = None,
     per_parameter: bool = False,
     elk: bool = True,
     dist: Path = DIST,

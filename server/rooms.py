@@ -38,10 +38,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator
 
+from .chart_choices import Norms, YScale
 from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
@@ -93,10 +94,8 @@ class RoomState(StrictRequest):
     lesson: str | None = Field(
         default=None, max_length=64, pattern=_ID_PATTERN, description="the lesson the presenter opened"
     )
-    yscale: Literal["auto", "linear", "log"] = Field(default="auto", description="the charts' y axes")
-    norms: Literal["together", "per-parameter"] = Field(
-        default="together", description="the charts' gradient and update norms"
-    )
+    yscale: YScale = Field(default="auto", description="the charts' y axes")
+    norms: Norms = Field(default="together", description="the charts' gradient and update norms")
 
     _no_nul = field_validator("source")(refuse_nul)
 
@@ -113,8 +112,8 @@ class RoomStatePatch(RoomState):
     source: str = Field(default=None, max_length=100_000)  # type: ignore[assignment]
     view: str = Field(default=None, pattern=_VIEW_PATTERN)  # type: ignore[assignment]
     allow_viewer_runs: bool = Field(default=None)  # type: ignore[assignment]
-    yscale: Literal["auto", "linear", "log"] = Field(default=None)  # type: ignore[arg-type]
-    norms: Literal["together", "per-parameter"] = Field(default=None)  # type: ignore[arg-type]
+    yscale: YScale = Field(default=None)  # type: ignore[arg-type]
+    norms: Norms = Field(default=None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
+from ..chart_choices import Norms, YScale
 from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export
 from ..live import LiveRun
@@ -41,12 +42,9 @@ async def export_run(
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
     controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
     theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,
-    yscale: Annotated[
-        Literal["auto", "linear", "log"] | None, Query(description="the charts' y axes (default: auto)")
-    ] = None,
+    yscale: Annotated[YScale | None, Query(description="the charts' y axes (default: auto)")] = None,
     norms: Annotated[
-        Literal["together", "per-parameter"] | None,
-        Query(description="the charts' gradient and update norms (default: together)"),
+        Norms | None, Query(description="the charts' gradient and update norms (default: together)")
     ] = None,
 ) -> Response:
     """Download a finished run as one HTML file that works offline (``file://``, an LMS)."""

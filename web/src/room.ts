@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { setPresenter } from "./theme";
-import { readChartChoices } from "./url-state";
+import { parseChartChoices } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -301,7 +301,7 @@ export class RoomMode {
     if (state.op === null) clear.op = null;
     app.store.set(clear);
     // the presenter's y scale and norms, as a link would carry them
-    const { yscale, perParam } = readChartChoices(new URLSearchParams({ yscale: state.yscale ?? "", norms: state.norms ?? "" }));
+    const { yscale, perParam } = parseChartChoices(state.yscale, state.norms);
     app.store.set({ yscale: yscale ?? "auto", perParam: perParam ?? false });
     if (app.editor.source !== state.source) app.editor.source = state.source;
     if (state.lesson) await this.lessons.load();

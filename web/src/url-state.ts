@@ -11,14 +11,18 @@ export interface ChartChoices {
   perParam: boolean | null;
 }
 
-/** `yscale=auto|linear|log` and `norms=together|per-parameter`; null where absent or unknown. */
-export function readChartChoices(q: URLSearchParams): ChartChoices {
-  const yscale = q.get("yscale");
-  const norms = q.get("norms");
+/** A `yscale` (auto, linear, log) and a `norms` (together, per-parameter) as written in a
+ * query string or a room's state; null where absent or unknown. */
+export function parseChartChoices(yscale: string | null | undefined, norms: string | null | undefined): ChartChoices {
   return {
     yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : null,
     perParam: norms === "per-parameter" ? true : norms === "together" ? false : null,
   };
+}
+
+/** The charts' choices of a query string (`?yscale=log&norms=per-parameter`). */
+export function readChartChoices(q: URLSearchParams): ChartChoices {
+  return parseChartChoices(q.get("yscale"), q.get("norms"));
 }
 
 /** Add the charts' choices to `q` where they differ from the defaults (auto, together). */
