@@ -129,6 +129,7 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
     page.mouse.click(x, y)
     expect(page.locator(".gw-charts-note")).to_contain_text(f"Step {step} of opt (SGD) carries metrics only")
     expect(page.locator(".gw-charts-note")).to_contain_text("steps 1, 2, 3")
+    expect(page.locator(".gw-charts-note button")).to_have_text(f"Record step {step} in full")
 
     x, y = plot_point(page, "loss", 1)
     page.mouse.move(x, y)
@@ -145,6 +146,37 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
     assert state == [step - 1, "stepper"]
     page.wait_for_function("() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.width() > 0")
     shot(page, "charts-03-opened-step-2")
+
+
+def test_the_last_step_is_recorded_in_full_on_request_and_opens(page: Any, runs: dict[str, str]) -> None:
+    # the first 3 steps are recorded in full; the last one, of a long run, is one click away
+    open_charts(page, runs["rent"], "loss", 400)
+    first = page.evaluate("() => window.gradwalk.runId")
+    x, y = plot_point(page, "loss", 399)
+    for nudge in range(4):  # 400 steps on ~370 px: the last one may be a pixel further right
+        page.mouse.move(x + nudge, y)
+        if hovered_step(page, "loss") == 400:
+            break
+    assert hovered_step(page, "loss") == 400
+    page.mouse.click(x + nudge, y)
+    note = page.locator(".gw-charts-note")
+    expect(note).to_contain_text("Step 400 of opt (SGD) carries metrics only")
+    note.locator("button", has_text="Record step 400 in full").click()
+    # the code runs again with step 400 recorded in full, and the app opens its backward walk
+    page.wait_for_function(
+        "(first) => { const a = window.gradwalk; return a.runId !== first && a.model.isFinished; }", arg=first
+    )
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    state = page.evaluate(
+        """() => {
+            const a = window.gradwalk;
+            const steps = a.model.events.filter((e) => e.type === 'optimizer_step');
+            return [a.model.timeline[a.store.state.step].backward, steps.filter((e) => e.detail).map((e) => e.step)];
+        }"""
+    )
+    assert state == [399, [1, 2, 3, 400]]
+    page.wait_for_function("() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.width() > 0")
+    shot(page, "charts-14-last-step-recorded-in-full")
 
 
 def test_y_scales_auto_linear_log_and_dark_theme(page: Any, runs: dict[str, str]) -> None:

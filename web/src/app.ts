@@ -85,6 +85,8 @@ export class App {
     this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
     this.inspector = new InspectorView($(root, "[data-gw=inspector]"), this.model, store);
     this.charts = new ChartsView($(root, "[data-gw=charts]"), this.model, store);
+    // a step of the charts recorded metrics-only: run again with that step in full
+    this.charts.steps.recordInFull = (step) => void this.run({ detail_every: step });
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
     this.runButton = $(root, "[data-gw=run]");

@@ -11,6 +11,7 @@ import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { isSliced, memoryFoot, slicedData, slicedSeries } from "./chart-memory";
+import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
@@ -60,6 +61,8 @@ export class ChartsView {
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
   private readonly note: HTMLElement;
+  /** What a click on a step opens (chart-steps.ts); its `recordInFull` is set where code can run. */
+  readonly steps: StepOpener;
   private readonly scaleSelect: HTMLSelectElement;
   private readonly paramToggle: HTMLInputElement;
   private readonly schedule = perFrame(() => this.flush());
@@ -97,6 +100,7 @@ export class ChartsView {
       this.summary,
     );
     this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
+    this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
     this.grid = h("div", { class: "gw-charts-grid" });
     this.empty = h(
       "div",
@@ -118,9 +122,10 @@ export class ChartsView {
 
   setModel(model: TraceModel): void {
     this.model = model;
-    this.note.hidden = true;
+    this.steps.hide();
     this.rebuild(true);
     this.bind();
+    this.steps.onEvents();
   }
 
   /** The plotted data of every chart, keyed by chart id (loss, grad, update, lr, memory, cuda, metric:NAME). */
@@ -148,38 +153,12 @@ export class ChartsView {
 
   /** Open the backward walk of `optimizer`'s step `step`, or say why it cannot be opened. */
   openStep(optimizer: string, step: number): boolean {
-    const ev = this.data.step(optimizer, step);
-    if (!ev) return false;
-    if (!ev.detail) {
-      this.say(`Step ${step} of ${optimizer} carries metrics only. ${this.detailText(optimizer)}`);
-      return false;
-    }
-    const call = [...this.model.backwards].reverse().find((c) => c.start.seq < ev.seq);
-    if (!call?.entries.length) {
-      this.say(`Step ${step} of ${optimizer} was recorded in full, but no backward() ran before it.`);
-      return false;
-    }
-    this.note.hidden = true;
-    this.store.set({ view: "stepper", step: call.entries[0].index, selection: null });
-    return true;
+    return this.steps.open(optimizer, step);
   }
 
   /** Open backward call `index` (0-based), where no optimizer stepped, at its first step. */
   openCall(index: number): void {
-    const entry = this.model.backward(index)?.entries[0];
-    if (entry) this.store.set({ view: "stepper", step: entry.index, selection: null });
-  }
-
-  private detailText(optimizer: string): string {
-    const steps = this.data.detailSteps(optimizer);
-    if (!steps.length) return "No step of it was recorded in full.";
-    const list = steps.length > 8 ? `${steps.slice(0, 8).join(", ")} …` : steps.join(", ");
-    return `The tape, graph and backward walk were recorded for step${steps.length > 1 ? "s" : ""} ${list} (the dots).`;
-  }
-
-  private say(text: string): void {
-    this.note.textContent = text;
-    this.note.hidden = false;
+    this.steps.openCall(index);
   }
 
   private bind(): void {
@@ -187,6 +166,7 @@ export class ChartsView {
     this.unsubscribe = this.model.subscribe((batch) => {
       for (const ev of batch) this.data.add(ev);
       this.schedule();
+      this.steps.onEvents();
     });
   }
 
