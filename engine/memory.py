@@ -254,7 +254,7 @@ def _output_clause(alias: torch.Tensor) -> str:
     recorded metrics-only, an original that is gone)."""
     by = saved_by(alias)
     if by is not None and by.label.startswith("result"):
-        return f", which is output {by.label[6:] or 0} of {_BACKWARD_SUFFIX.sub('', by.node)},"
+        return _which_output(by.label[6:] or 0, by.node)
     source = alias.__dict__.get(_SOURCE)
     original = source() if source is not None else None
     if original is None:
@@ -265,4 +265,9 @@ def _output_clause(alias: torch.Tensor) -> str:
         return ""
     if fn is None:
         return ""
-    return f", which is output {original.output_nr} of {_BACKWARD_SUFFIX.sub('', type(fn).__name__)},"
+    return _which_output(original.output_nr, type(fn).__name__)
+
+
+def _which_output(nr: int | str, node: str) -> str:
+    """``, which is output 0 of Sigmoid,`` for output ``nr`` of node class ``node``."""
+    return f", which is output {nr} of {_BACKWARD_SUFFIX.sub('', node)},"

@@ -55,7 +55,7 @@ class Recording:
         self.trace = trace
         self.result = result
         self.title = title
-        self._display = _Display(self)
+        self._display = _Display(self, elk=False)  # small outputs: laid out breadth-first
 
     # --- what happened ----------------------------------------------------------------
 
@@ -176,9 +176,9 @@ class Recording:
         """
         return _Display(
             self,
+            height,
             view=view,
             step=step,
-            height=height,
             theme=theme,
             controls=controls,
             elk=elk,
@@ -228,36 +228,17 @@ class Recording:
 class _Display:
     """A Recording as shown: the export page in a sandboxed ``<iframe srcdoc>``."""
 
-    def __init__(
-        self,
-        rec: Recording,
-        *,
-        view: str | None = None,
-        step: int | None = None,
-        height: int = _DEFAULT_HEIGHT,
-        theme: str | None = None,
-        controls: bool = True,
-        elk: bool = False,
-        yscale: str | None = None,
-        per_parameter: bool = False,
-    ) -> None:
+    def __init__(self, rec: Recording, height: int = _DEFAULT_HEIGHT, **options: Any) -> None:
+        """``options`` are :meth:`Recording.html`'s (view, step, theme, ...), passed on as given."""
         self.rec = rec
-        self.options = {
-            "view": view,
-            "step": step,
-            "theme": theme,
-            "controls": controls,
-            "elk": elk,
-            "yscale": yscale,
-            "per_parameter": per_parameter,
-        }
+        self.options = options
         self.height = height
 
     def _repr_html_(self) -> str:
         from server.export import BundleMissing
 
         try:
-            page = self.rec.html(**self.options)  # type: ignore[arg-type]
+            page = self.rec.html(**self.options)
         except BundleMissing as exc:
             return f"<p><b>gradwalk</b>: {html.escape(str(exc))}</p>"
         title = html.escape(f"gradwalk: {self.rec.title or 'recorded run'}", quote=True)

@@ -79,14 +79,15 @@ export class App {
       onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
     });
     this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
-    this.output.recordInFull = (detailEvery) => void this.run({ detail_every: detailEvery });
+    // an iteration or a step recorded metrics-only: run the code again with it in full
+    const recordInFull = (step: number) => void this.run({ detail_every: step });
+    this.output.recordInFull = recordInFull;
     this.graph = new GraphView($(root, "[data-gw=graph]"), this.model, store);
     this.tape = new TapeView($(root, "[data-gw=tape]"), this.model, store);
     this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
     this.inspector = new InspectorView($(root, "[data-gw=inspector]"), this.model, store);
     this.charts = new ChartsView($(root, "[data-gw=charts]"), this.model, store);
-    // a step of the charts recorded metrics-only: run again with that step in full
-    this.charts.steps.recordInFull = (step) => void this.run({ detail_every: step });
+    this.charts.steps.recordInFull = recordInFull;
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
     this.runButton = $(root, "[data-gw=run]");

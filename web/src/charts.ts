@@ -32,7 +32,7 @@ interface Chart {
   plot: uPlot | null;
   /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
   log: boolean;
-  /** Whether the plot was drawn as peak and floor per slice of the clock (chart-memory.ts). */
+  /** Whether the plot was drawn as peak and floor per slice of its rows (chart-memory.ts). */
   sliced: boolean;
   seriesCount: number;
   drawn: number;
@@ -50,7 +50,7 @@ export interface ChartSnapshot {
   drawn: number;
   /** Whether the y axis is logarithmic under the chosen y scale. */
   log: boolean;
-  /** Whether the plot shows peak and floor per slice of the clock, not every row (a long run's memory). */
+  /** Whether the plot shows peak and floor per slice of its rows, not every row (a long run's memory). */
   sliced: boolean;
 }
 
@@ -154,11 +154,6 @@ export class ChartsView {
   /** Open the backward walk of `optimizer`'s step `step`, or say why it cannot be opened. */
   openStep(optimizer: string, step: number): boolean {
     return this.steps.open(optimizer, step);
-  }
-
-  /** Open backward call `index` (0-based), where no optimizer stepped, at its first step. */
-  openCall(index: number): void {
-    this.steps.openCall(index);
   }
 
   private bind(): void {
@@ -416,7 +411,7 @@ export class ChartsView {
       return;
     }
     if (chart.sliced && hovering) {
-      // a slice of the clock: what it rose to and fell back to
+      // a slice of rows, from its first row's time: what it rose to and fell back to
       const [xs, peak, floor] = u.data;
       chart.readout.textContent = `${formatNumber(xs[idx])} s · peak ${fmt(peak[idx])} · floor ${fmt(floor[idx])}`;
       chart.card.dataset.hover = String(xs[idx]);
@@ -468,10 +463,10 @@ export class ChartsView {
       const idx = u.cursor.idx;
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];
-      if (chart.table.id === "calls") return this.openCall(step - 1);
+      if (chart.table.id === "calls") return this.steps.openCall(step - 1);
       const si = this.nearest(u, idx);
       const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
-      if (opt) this.openStep(opt, step);
+      if (opt) this.steps.open(opt, step);
     });
   }
 }

@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { setPresenter } from "./theme";
-import { parseChartChoices } from "./url-state";
+import { chartChoiceWords, parseChartChoices } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -36,11 +36,6 @@ function onEditorChange(app: App, fn: (byUser: boolean) => void): void {
     if (update.docChanged) fn(update.transactions.some((tr) => tr.annotation(Transaction.userEvent) !== undefined));
   });
   app.editor.view.dispatch({ effects: StateEffect.appendConfig.of(listener) });
-}
-
-/** The charts' choices of a view state, as a room state holds them. */
-function chartChoices(state: ViewState): Pick<RoomState, "yscale" | "norms"> {
-  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together" };
 }
 
 function knownView(view: string): ViewName | null {
@@ -150,7 +145,7 @@ export class RoomMode {
     app.hooks.onModel = (runId, model) => this.push({ run_id: runId, source: model.source || app.editor.source });
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
-      if (changed.has("yscale") || changed.has("perParam")) this.push(chartChoices(state));
+      if (changed.has("yscale") || changed.has("perParam")) this.push(chartChoiceWords(state));
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);
@@ -170,7 +165,7 @@ export class RoomMode {
       op: s.op,
       allow_viewer_runs: $<HTMLInputElement>(this.bar, "[data-gw=room-allow]").checked,
       lesson: this.lessons.current?.id ?? null,
-      ...chartChoices(s),
+      ...chartChoiceWords(s),
     };
   }
 

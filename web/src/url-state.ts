@@ -25,10 +25,16 @@ export function readChartChoices(q: URLSearchParams): ChartChoices {
   return parseChartChoices(q.get("yscale"), q.get("norms"));
 }
 
+/** The charts' choices in the words a query string and a room's state use. */
+export function chartChoiceWords(state: Pick<ViewState, "yscale" | "perParam">): { yscale: YScale; norms: "together" | "per-parameter" } {
+  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together" };
+}
+
 /** Add the charts' choices to `q` where they differ from the defaults (auto, together). */
 export function writeChartChoices(q: URLSearchParams, state: Pick<ViewState, "yscale" | "perParam">): void {
-  if (state.yscale !== "auto") q.set("yscale", state.yscale);
-  if (state.perParam) q.set("norms", "per-parameter");
+  const { yscale, norms } = chartChoiceWords(state);
+  if (yscale !== "auto") q.set("yscale", yscale);
+  if (norms !== "together") q.set("norms", norms);
 }
 
 /** What a link points at; the charts' choices are left as they are where undefined or null. */

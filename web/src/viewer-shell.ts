@@ -302,9 +302,7 @@ export class Viewer {
     url.searchParams.set("view", state.view);
     if (state.step !== null) url.searchParams.set("step", String(state.step));
     else url.searchParams.delete("step");
-    url.searchParams.delete("yscale");
-    url.searchParams.delete("norms");
-    writeChartChoices(url.searchParams, state);
+    writeChartChoices(url.searchParams, state); // appUrl is the run's bare link: nothing to replace
     this.openLink.href = url.href;
   }
 
