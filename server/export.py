@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from .chart_choices import Y_SCALES, YScale
+from .chart_choices import COMPARE_PATTERN, Y_SCALES, YScale
 from .library import title_for
 from .version import VERSION
 
@@ -90,6 +90,22 @@ def _title_of(trace: dict[str, Any]) -> str:
     return "gradwalk trace"
 
 
+_COMPARE_ID = re.compile(COMPARE_PATTERN)
+
+
+def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The text of a trace and the trace; ``ValueError`` names ``what`` when it is not one."""
+    text = trace_json.decode("utf-8") if isinstance(trace_json, bytes) else trace_json
+    prefix = f"{what} is not a gradwalk trace" if what else "not a gradwalk trace"
+    try:
+        trace = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{prefix}: the JSON does not parse ({exc})") from None
+    if not isinstance(trace, dict) or not isinstance(trace.get("events"), list):
+        raise ValueError(f"{prefix}: expected an object with an 'events' list")
+    return text, trace
+
+
 def render_export(
     trace_json: str | bytes,
     *,
@@ -100,6 +116,7 @@ def render_export(
     theme: Literal["light", "dark"] | None = None,
     yscale: YScale | None = None,
     per_parameter: bool = False,
+    compare: tuple[str, str | bytes] | None = None,
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -110,16 +127,21 @@ def render_export(
     backward step (0-based, as in the app's links), ``theme`` forces light or dark (default:
     the reader's system setting). ``yscale`` is the charts' y axes (default ``auto``: log for
     a chart whose positive values span three decades), ``per_parameter`` draws gradient and
-    update norms per parameter. Raises :class:`BundleMissing` before ``make web`` and
-    ``ValueError`` when ``trace_json`` is not a trace object with an ``events`` list.
+    update norms per parameter. ``compare`` is another run, ``(its id, its trace)``, drawn
+    dashed under this one on the charts (the page carries it too). Raises
+    :class:`BundleMissing` before ``make web`` and ``ValueError`` when ``trace_json`` (or
+    ``compare``'s trace) is not a trace object with an ``events`` list.
     """
-    text = trace_json.decode("utf-8") if isinstance(trace_json, bytes) else trace_json
-    try:
-        trace = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not a gradwalk trace: the JSON does not parse ({exc})") from None
-    if not isinstance(trace, dict) or not isinstance(trace.get("events"), list):
-        raise ValueError("not a gradwalk trace: expected an object with an 'events' list")
+    text, trace = _parse_trace(trace_json)
+    compared = ""
+    if compare is not None:
+        compare_id, compare_json = compare
+        if not _COMPARE_ID.fullmatch(compare_id):
+            raise ValueError(f"compare must be a run id (letters, digits, - and _), not {compare_id!r}")
+        compare_text, _ = _parse_trace(compare_json, "the compared run")
+        compared = (
+            f'<script type="application/json" id="gradwalk-compare">{_inline_json(compare_text)}</script>\n'
+        )
     if view is not None and view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     if step is not None and step < 0:
@@ -142,6 +164,7 @@ def render_export(
         "title": title,
         "yscale": yscale,
         "perParam": per_parameter,
+        "compare": compare[0] if compare is not None else None,
     }
     return (
         "<!doctype html>\n"
@@ -156,6 +179,7 @@ def render_export(
         '<div id="gradwalk-viewer"><noscript>This page needs JavaScript to show the graph.</noscript></div>\n'
         f'<script type="application/json" id="gradwalk-options">{_inline_json(json.dumps(options))}</script>\n'
         f'<script type="application/json" id="gradwalk-trace">{_inline_json(text)}</script>\n'
+        f"{compared}"
         f"{worker}"
         f'<script type="module">{script}</script>\n'
         f"{_notices(dist)}"
@@ -194,6 +218,12 @@ def add_export_parser(sub: Any) -> None:
         "--per-parameter", action="store_true", help="the charts draw gradient and update norms per parameter"
     )
     p.add_argument(
+        "--compare",
+        metavar="RUN_ID_OR_TRACE_JSON",
+        default=None,
+        help="another run (an id in the store, or a trace file) drawn dashed under this one on the charts",
+    )
+    p.add_argument(
         "--no-elk", action="store_true", help="leave out the layered layout (1.6 MB smaller, breadth-first)"
     )
 
@@ -202,37 +232,21 @@ def run_export(args: Any) -> int:
     """Write the page for ``args.run``; return the exit status (2: bad input or no bundle)."""
     import sys
 
-    from pydantic import ValidationError
-
-    from engine.events import trace_adapter
-
     def fail(message: str) -> int:
         print(f"gradwalk export: {message}", file=sys.stderr)
         return 2
 
-    arg = str(args.run)
-    title = args.title
-    if Path(arg).is_file():
-        data = Path(arg).read_bytes()
-        name = Path(arg).name.removesuffix(".json").removesuffix(".trace")
-    else:
-        if not Path(args.db).is_file():
-            return fail(f"{arg!r} is not a file, and there is no run store at {args.db} (pass --db)")
-        from .storage import SqliteRunStore
-
-        store = SqliteRunStore(args.db)
-        try:
-            record, stored = store.get(arg), store.trace(arg)
-        finally:
-            store.close()
-        if record is None or stored is None:
-            return fail(f"no finished run {arg!r} in {args.db}")
-        data, name, title = stored, f"gradwalk-{arg}", title or record.title
-    try:
-        trace_adapter.validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        return fail(f"{arg} is not a gradwalk trace: {first['msg']} at {'.'.join(map(str, first['loc']))}")
+    loaded = _load(str(args.run), Path(args.db))
+    if isinstance(loaded, str):
+        return fail(loaded)
+    data, name, title = loaded
+    title = args.title or title
+    compare = None
+    if args.compare is not None:
+        other = _load(str(args.compare), Path(args.db))
+        if isinstance(other, str):
+            return fail(f"--compare: {other}")
+        compare = (_safe_id(other[1]), other[0])
     try:
         page = render_export(
             data,
@@ -243,6 +257,7 @@ def run_export(args: Any) -> int:
             theme=args.theme,
             yscale=args.yscale,
             per_parameter=args.per_parameter,
+            compare=compare,
             elk=not args.no_elk,
         )
     except (BundleMissing, ValueError) as exc:
@@ -251,3 +266,39 @@ def run_export(args: Any) -> int:
     out.write_text(page, encoding="utf-8")
     print(f"wrote {out} ({len(page.encode()) / 2**20:.1f} MB): open it in any browser, no server needed")
     return 0
+
+
+def _load(arg: str, db: Path) -> tuple[bytes, str, str | None] | str:
+    """``(trace, name, title)`` of a trace file or a finished run in ``db``; a message when neither."""
+    from pydantic import ValidationError
+
+    from engine.events import trace_adapter
+
+    title = None
+    if Path(arg).is_file():
+        data = Path(arg).read_bytes()
+        name = Path(arg).name.removesuffix(".json").removesuffix(".trace")
+    else:
+        if not db.is_file():
+            return f"{arg!r} is not a file, and there is no run store at {db} (pass --db)"
+        from .storage import SqliteRunStore
+
+        store = SqliteRunStore(db)
+        try:
+            record, stored = store.get(arg), store.trace(arg)
+        finally:
+            store.close()
+        if record is None or stored is None:
+            return f"no finished run {arg!r} in {db}"
+        data, name, title = stored, f"gradwalk-{arg}", record.title
+    try:
+        trace_adapter.validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return f"{arg} is not a gradwalk trace: {first['msg']} at {'.'.join(map(str, first['loc']))}"
+    return data, name, title
+
+
+def _safe_id(name: str) -> str:
+    """``name`` as a run id the page can carry (letters, digits, - and _)."""
+    return re.sub(r"[^\w-]", "_", name, flags=re.ASCII)[:64] or "compared"

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .chart_choices import Norms, YScale
+from .chart_choices import COMPARE_PATTERN, Norms, YScale
 from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
@@ -96,6 +96,9 @@ class RoomState(StrictRequest):
     )
     yscale: YScale = Field(default="auto", description="the charts' y axes")
     norms: Norms = Field(default="together", description="the charts' gradient and update norms")
+    compare: str | None = Field(
+        default=None, pattern=COMPARE_PATTERN, description="the run drawn dashed under the shown one on the charts"
+    )
 
     _no_nul = field_validator("source")(refuse_nul)
 
@@ -103,7 +106,7 @@ class RoomState(StrictRequest):
 class RoomStatePatch(RoomState):
     """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
 
-    ``run_id``, ``step``, ``op`` and ``lesson`` may be ``null`` (nothing shown); the others
+    ``run_id``, ``step``, ``op``, ``lesson`` and ``compare`` may be ``null`` (nothing shown); the others
     may be left out but not set to ``null``.
     """
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
-from ..chart_choices import Norms, YScale
+from ..chart_choices import COMPARE_PATTERN, Norms, YScale
 from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export
 from ..live import LiveRun
@@ -46,6 +46,14 @@ async def export_run(
     norms: Annotated[
         Norms | None, Query(description="the charts' gradient and update norms (default: together)")
     ] = None,
+    compare: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            pattern=COMPARE_PATTERN,
+            description="a finished run drawn dashed under this one on the charts",
+        ),
+    ] = None,
 ) -> Response:
     """Download a finished run as one HTML file that works offline (``file://``, an LMS)."""
     run = await registry.find(run_id) if len(run_id) <= 64 else None
@@ -56,6 +64,16 @@ async def export_run(
     data = await registry.trace(run_id)
     if data is None:
         raise HTTPException(404, f"run {run_id!r} has no stored trace")
+    compared = None
+    if compare is not None:
+        other = await registry.find(compare)
+        if (
+            other is None
+            or isinstance(other, LiveRun)
+            or (other_data := await registry.trace(compare)) is None
+        ):
+            raise HTTPException(404, f"no finished run {compare!r} to compare with")
+        compared = (compare, other_data)
     try:
         page = await asyncio.to_thread(
             render_export,
@@ -67,6 +85,7 @@ async def export_run(
             theme=theme,
             yscale=yscale,
             per_parameter=norms == "per-parameter",
+            compare=compared,
         )
     except BundleMissing as exc:
         raise HTTPException(503, str(exc)) from None

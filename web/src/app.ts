@@ -21,7 +21,7 @@ import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { readUrl, type UrlState, UrlSync } from "./url-state";
 
 /** The parts of the view state the address bar keeps (url-state.ts). */
-const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam"];
+const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam", "compare"];
 
 const FALLBACK_SOURCE = `import torch
 
@@ -86,7 +86,8 @@ export class App {
     this.tape = new TapeView($(root, "[data-gw=tape]"), this.model, store);
     this.stepper = new StepperView($(root, "[data-gw=stepper]"), this.model, store);
     this.inspector = new InspectorView($(root, "[data-gw=inspector]"), this.model, store);
-    this.charts = new ChartsView($(root, "[data-gw=charts]"), this.model, store);
+    // a run compared on the charts: the run just replaced is kept (offered below), any other is fetched
+    this.charts = new ChartsView($(root, "[data-gw=charts]"), this.model, store, (id) => this.api.trace(id));
     this.charts.steps.recordInFull = recordInFull;
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
@@ -190,9 +191,12 @@ export class App {
 
   /** Show a run from its first event, following it live. */
   private follow(id: string, source: string, wsUrl?: string): void {
+    const [before, beforeId] = [this.model, this.runId];
     const model = new TraceModel();
     model.source = source;
     this.setModel(model, id);
+    // the run replaced is the one the charts compare with ("compare with the run before")
+    this.charts.baseline.offer(beforeId, before);
     // A run watched on the charts stays there: they fill in as it trains.
     const view = this.store.state.view === "charts" ? "charts" : "tape";
     this.store.set({ view, step: null, op: null, selection: null, hover: null });
@@ -375,6 +379,7 @@ export class App {
     const choices: Partial<ViewState> = {};
     if (wanted.yscale) choices.yscale = wanted.yscale;
     if (typeof wanted.perParam === "boolean") choices.perParam = wanted.perParam;
+    if (wanted.compare !== undefined) choices.compare = wanted.compare;
     this.store.set(choices);
     this.pending = wanted;
     if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);

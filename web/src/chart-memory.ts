@@ -36,13 +36,14 @@ export function slicedData(table: Table, keep: (v: number | null) => number | nu
 /** The two series of a sliced table: a band up to each slice's peak, a line along its floor. */
 export function slicedSeries(color: string, paths: uPlot.Series.PathBuilder | undefined): uPlot.Series[] {
   return [
-    { label: "peak", stroke: translucent(color, "80"), fill: translucent(color, "33"), width: 1, paths },
-    { label: "floor", stroke: color, width: 2, paths },
+    // spanGaps: the rows of a compared run (chart-compare.ts) are gaps in this one's columns
+    { label: "peak", stroke: translucent(color, "80"), fill: translucent(color, "33"), width: 1, paths, spanGaps: true },
+    { label: "floor", stroke: color, width: 2, paths, spanGaps: true },
   ];
 }
 
 /** A "#rrggbb" colour with alpha `alpha` (two hex digits); any other colour as it is. */
-function translucent(color: string, alpha: string): string {
+export function translucent(color: string, alpha: string): string {
   return /^#[0-9a-f]{6}$/i.test(color) ? `${color}${alpha}` : color;
 }
 

@@ -90,7 +90,8 @@ export class StepOpener {
     return `The tape, graph and backward walk were recorded for step${steps.length > 1 ? "s" : ""} ${list} (the dots).`;
   }
 
-  private say(text: string, action: HTMLElement | null = null): void {
+  /** Show `text` (and a button) in the charts' note, above the charts. */
+  say(text: string, action: HTMLElement | null = null): void {
     this.note.replaceChildren(h("span", { text }), action ? " " : "", action ?? "");
     this.note.hidden = false;
   }

@@ -5,12 +5,15 @@
 // Streaming stays cheap: events only append to the tables (charts-data.ts), and the charts
 // that changed are redrawn at most once per animation frame, and only while visible.
 // Hovering reads a point; a dot marks a step recorded in full, and clicking it opens that
-// step's backward walk in the stepper and the graph.
+// step's backward walk in the stepper and the graph. Another run (the run before) can be
+// drawn dashed under this one (chart-baseline.ts).
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
-import { isSliced, memoryFoot, slicedData, slicedSeries } from "./chart-memory";
+import { Baseline, type FetchRun } from "./chart-baseline";
+import { type Columns, mergeColumns } from "./chart-compare";
+import { isSliced, memoryFoot, slicedData, slicedSeries, translucent } from "./chart-memory";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -18,6 +21,8 @@ import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const PLOT_HEIGHT = 168;
+/** How the compared run is named in legends and readouts. */
+const COMPARED = "run before";
 const PALETTE = 10;
 interface Chart {
   table: Table;
@@ -27,6 +32,8 @@ interface Chart {
   legend: HTMLElement;
   /** A line under the chart (memory: where it started, ended and peaked). */
   foot: HTMLElement;
+  /** The same line for the compared run, when it is drawn. */
+  baseFoot: HTMLElement;
   /** "log" in the chart's header while its y axis is logarithmic. */
   logTag: HTMLElement;
   plot: uPlot | null;
@@ -35,7 +42,10 @@ interface Chart {
   /** Whether the plot was drawn as peak and floor per slice of its rows (chart-memory.ts). */
   sliced: boolean;
   seriesCount: number;
+  /** The compared run's table drawn dashed with this chart, if any. */
+  base: Table | null;
   drawn: number;
+  /** Series hidden by their legend chip (0-based; -1: the compared run's). */
   hidden: Set<number>;
 }
 
@@ -52,6 +62,8 @@ export interface ChartSnapshot {
   log: boolean;
   /** Whether the plot shows peak and floor per slice of its rows, not every row (a long run's memory). */
   sliced: boolean;
+  /** The compared run's rows of this chart (its own x), when it is drawn dashed. */
+  compared: { x: number[]; series: { label: string; values: (number | null)[] }[] } | null;
 }
 
 export class ChartsView {
@@ -63,6 +75,8 @@ export class ChartsView {
   private readonly note: HTMLElement;
   /** What a click on a step opens (chart-steps.ts); its `recordInFull` is set where code can run. */
   readonly steps: StepOpener;
+  /** The run drawn dashed under this one (chart-baseline.ts); the app `offer`s the run before. */
+  readonly baseline: Baseline;
   private readonly scaleSelect: HTMLSelectElement;
   private readonly paramToggle: HTMLInputElement;
   private readonly schedule = perFrame(() => this.flush());
@@ -73,6 +87,7 @@ export class ChartsView {
     readonly root: HTMLElement,
     private model: TraceModel,
     private readonly store: Store,
+    fetchRun: FetchRun | null = null,
   ) {
     root.classList.add("gw-charts");
     this.scaleSelect = h(
@@ -91,16 +106,19 @@ export class ChartsView {
       this.showChoices();
       this.rebuild(changed.has("perParam"));
     });
+    this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
+    this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
+    this.baseline = new Baseline(store, fetchRun, () => this.model.source ?? "", () => this.rebuild(false), (m) => this.steps.say(m));
     this.summary = h("span", { class: "gw-charts-summary" });
     const toolbar = h(
       "div",
       { class: "gw-charts-toolbar", role: "toolbar", "aria-label": "Charts" },
       h("label", { class: "gw-charts-yscale", title: "y axes: linear, logarithmic (values ≤ 0 are left out), or log for the charts whose positive values span three decades" }, "y scale ", this.scaleSelect),
       h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
+      this.baseline.control,
+      this.baseline.description,
       this.summary,
     );
-    this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
-    this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
     this.grid = h("div", { class: "gw-charts-grid" });
     this.empty = h(
       "div",
@@ -113,6 +131,7 @@ export class ChartsView {
     root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.grid));
     this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
+    this.baseline.start();
     document.addEventListener("gw-theme", () => this.rebuild(false));
     if (typeof ResizeObserver !== "undefined") {
       new ResizeObserver(() => this.resize()).observe(this.grid);
@@ -123,6 +142,7 @@ export class ChartsView {
   setModel(model: TraceModel): void {
     this.model = model;
     this.steps.hide();
+    this.baseline.render();
     this.rebuild(true);
     this.bind();
     this.steps.onEvents();
@@ -141,9 +161,15 @@ export class ChartsView {
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
         log: logAxis(t, this.store.state.yscale),
         sliced: isSliced(t),
+        compared: this.comparedSnapshot(t.id),
       };
     }
     return out;
+  }
+
+  private comparedSnapshot(id: string): ChartSnapshot["compared"] {
+    const base = this.baseline.table(id);
+    return base && { x: [...base.xs], series: base.series.map((s, i) => ({ label: s.label, values: [...base.cols[i]] })) };
   }
 
   /** The uPlot instance drawing chart `id`, once drawn. */
@@ -206,10 +232,12 @@ export class ChartsView {
       // decades, peak and floor once a memory chart is long
       const log = logAxis(table, this.store.state.yscale);
       const sliced = isSliced(table);
-      if (!chart.plot || chart.seriesCount !== table.series.length || chart.log !== log || chart.sliced !== sliced) {
+      const base = this.baseline.table(table.id);
+      const stale = chart.seriesCount !== table.series.length || chart.base !== base;
+      if (!chart.plot || stale || chart.log !== log || chart.sliced !== sliced) {
         this.create(chart, log, sliced);
       } else {
-        chart.plot.setData(this.plotData(table, log, sliced));
+        chart.plot.setData(this.plotData(chart, log, sliced));
         this.readout(chart, chart.plot);
         this.renderFoot(chart);
       }
@@ -244,6 +272,7 @@ export class ChartsView {
     const plotEl = h("div", { class: "gw-chart-plot" });
     const legend = h("div", { class: "gw-chart-legend" });
     const foot = h("p", { class: "gw-chart-foot", hidden: true });
+    const baseFoot = h("p", { class: "gw-chart-foot gw-chart-foot-base", hidden: true });
     const logTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
     const card = h(
       "section",
@@ -253,14 +282,17 @@ export class ChartsView {
       plotEl,
       legend,
       foot,
+      baseFoot,
     );
-    return { table, card, plotEl, readout, legend, foot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, drawn: -1, hidden: new Set() };
+    return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set() };
   }
 
-  private plotData(table: Table, log: boolean, sliced: boolean): uPlot.AlignedData {
+  /** What `chart` plots: its table's columns, then the compared run's (see chart-compare.ts). */
+  private plotData(chart: Chart, log: boolean, sliced: boolean): uPlot.AlignedData {
     const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
-    if (sliced) return slicedData(table, keep);
-    return [table.xs.slice(), ...table.cols.map((c) => c.map(keep))];
+    const columns = (t: Table, cut: boolean): Columns => (cut ? (slicedData(t, keep) as Columns) : [t.xs.slice(), ...t.cols.map((c) => c.map(keep))]);
+    const own = columns(chart.table, sliced);
+    return (chart.base ? mergeColumns(own, columns(chart.base, isSliced(chart.base))) : own) as uPlot.AlignedData;
   }
 
   private colors(): { series: string[]; axis: string; grid: string; font: string } {
@@ -298,7 +330,7 @@ export class ChartsView {
       values,
     });
     const lines: uPlot.Series[] = sliced
-      ? slicedSeries(c.series[0], stepped)
+      ? slicedSeries(c.series[0], stepped).map((s) => ({ ...s, show: !chart.hidden.has(0) }))
       : table.series.map((s, i) => ({
           label: this.seriesLabel(s),
           stroke: c.series[i % PALETTE],
@@ -308,7 +340,8 @@ export class ChartsView {
           paths: stepped,
           points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
         }));
-    const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines];
+    chart.base = this.baseline.table(table.id);
+    const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines, ...this.ghostSeries(chart, c.series, stepped)];
     const opts: uPlot.Options = {
       width: Math.max(chart.plotEl.clientWidth, 200),
       height: PLOT_HEIGHT,
@@ -334,13 +367,33 @@ export class ChartsView {
       series,
       hooks: { setCursor: [(u) => this.readout(chart, u)] },
     };
-    const plot = new uPlot(opts, this.plotData(table, log, sliced), chart.plotEl);
+    const plot = new uPlot(opts, this.plotData(chart, log, sliced), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
     this.renderLegend(chart, c.series);
     this.readout(chart, plot);
     this.renderFoot(chart);
     this.bindClicks(chart, plot);
+  }
+
+  /** The compared run's series: dashed, in the colour of this run's series of the same name. */
+  private ghostSeries(chart: Chart, colors: string[], paths: uPlot.Series.PathBuilder | undefined): uPlot.Series[] {
+    const base = chart.base;
+    if (!base) return [];
+    const show = !chart.hidden.has(-1);
+    const dashed = { width: 1.25, dash: [5, 4], spanGaps: true, show, paths, points: { show: false } };
+    if (isSliced(base)) {
+      const color = colors[0];
+      return [
+        { ...dashed, label: `peak (${COMPARED})`, stroke: translucent(color, "80") },
+        { ...dashed, label: `floor (${COMPARED})`, stroke: color },
+      ];
+    }
+    const own = chart.table.series.map((s) => s.key);
+    return base.series.map((s, i) => {
+      const at = own.indexOf(s.key);
+      return { ...dashed, label: `${this.seriesLabel(s)} (${COMPARED})`, stroke: at >= 0 ? colors[at % PALETTE] : colors[(own.length + i) % PALETTE] };
+    });
   }
 
   /** Indexes of the steps recorded in full, for the dots of a per-optimizer series. */
@@ -356,39 +409,51 @@ export class ChartsView {
     return out.length ? out : null;
   }
 
+  /** How many of the plot's series are this run's (the compared run's come after them). */
+  private ownCount(chart: Chart): number {
+    return chart.sliced ? 2 : chart.table.series.length;
+  }
+
   private renderLegend(chart: Chart, colors: string[]): void {
     const table = chart.table;
-    if (table.series.length < 2) {
+    if (table.series.length < 2 && !chart.base) {
       chart.legend.replaceChildren();
       return;
     }
-    chart.legend.replaceChildren(
-      ...table.series.map((s, i) => {
-        const chip = h(
-          "button",
-          { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(i)), title: "Show or hide this series" },
-          h("span", { class: "gw-chart-swatch", "aria-hidden": "true" }),
-          this.seriesLabel(s),
-        );
-        (chip.firstElementChild as HTMLElement).style.background = colors[i % PALETTE];
-        chip.addEventListener("click", () => {
-          const show = chart.hidden.has(i);
-          if (show) chart.hidden.delete(i);
-          else chart.hidden.add(i);
-          chip.setAttribute("aria-pressed", String(show));
-          chart.plot?.setSeries(i + 1, { show });
-        });
-        return chip;
-      }),
-    );
+    const own = this.ownCount(chart);
+    const chips = table.series.map((s, i) => this.chip(chart, i, table.series.length < 2 ? "this run" : this.seriesLabel(s), colors[i % PALETTE], chart.sliced ? [1, 2] : [i + 1]));
+    if (chart.base) {
+      const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
+      chips.push(this.chip(chart, -1, COMPARED, colors[0], ghosts, true));
+    }
+    chart.legend.replaceChildren(...chips);
   }
 
-  /** The series nearest the cursor (by pixel), among those shown. */
-  private nearest(u: uPlot, idx: number): number | null {
+  /** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
+  private chip(chart: Chart, key: number, label: string, color: string, indexes: number[], dashed = false): HTMLElement {
+    const chip = h(
+      "button",
+      { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },
+      h("span", { class: dashed ? "gw-chart-swatch gw-chart-swatch-dashed" : "gw-chart-swatch", "aria-hidden": "true" }),
+      label,
+    );
+    (chip.firstElementChild as HTMLElement).style.setProperty("--swatch", color);
+    chip.addEventListener("click", () => {
+      const show = chart.hidden.has(key);
+      if (show) chart.hidden.delete(key);
+      else chart.hidden.add(key);
+      chip.setAttribute("aria-pressed", String(show));
+      for (const si of indexes) chart.plot?.setSeries(si, { show });
+    });
+    return chip;
+  }
+
+  /** The series nearest the cursor (by pixel), among those shown (`upTo`: only the first ones). */
+  private nearest(u: uPlot, idx: number, upTo = u.series.length - 1): number | null {
     const top = u.cursor.top ?? -1;
     let best: number | null = null;
     let dist = Infinity;
-    for (let si = 1; si < u.series.length; si++) {
+    for (let si = 1; si <= upTo; si++) {
       const v = u.data[si][idx];
       if (!u.series[si].show || v === null || v === undefined) continue;
       const d = Math.abs(u.valToPos(v, "y") - top);
@@ -403,52 +468,68 @@ export class ChartsView {
   private readout(chart: Chart, u: uPlot): void {
     const table = chart.table;
     const fmt = table.unit === "bytes" ? formatBytes : formatNumber;
-    let idx = u.cursor.idx;
-    const hovering = idx !== null && idx !== undefined;
-    if (!hovering) idx = table.length - 1;
-    if (idx === null || idx === undefined || idx < 0) {
-      chart.readout.textContent = "";
-      return;
-    }
-    if (chart.sliced && hovering) {
-      // a slice of rows, from its first row's time: what it rose to and fell back to
-      const [xs, peak, floor] = u.data;
-      chart.readout.textContent = `${formatNumber(xs[idx])} s · peak ${fmt(peak[idx])} · floor ${fmt(floor[idx])}`;
-      chart.card.dataset.hover = String(xs[idx]);
-      return;
-    }
-    const x = table.xs[idx];
-    const where = table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`;
-    const shown = table.series.map((_, i) => i + 1).filter((si) => u.series[si].show);
-    let picks = shown;
-    if (shown.length > 3) {
-      const near = hovering ? this.nearest(u, idx) : null;
+    const idx = u.cursor.idx;
+    if (idx === null || idx === undefined || idx < 0) return this.readLast(chart, u, fmt);
+    // the plot's rows are both runs' x values (chart-compare.ts): read the plot, not the table
+    const x = u.data[0][idx];
+    const value = (si: number) => fmt(u.data[si][idx] ?? null);
+    const own = this.ownCount(chart);
+    const shown = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, k) => from + k).filter((si) => u.series[si].show);
+    const mine = chart.sliced ? [] : shown(1, own);
+    const theirs = shown(own + 1, u.series.length - 1);
+    let picks = [...mine, ...theirs];
+    if (picks.length > 3) {
+      const near = this.nearest(u, idx);
       picks = near === null ? [] : [near];
     }
-    const values = picks.map((si) => {
-      const name = shown.length > 1 ? `${this.seriesLabel(table.series[si - 1])} ` : "";
-      return `${name}${fmt(table.cols[si - 1][idx!])}`;
-    });
-    const parts = [hovering ? where : `last: ${where}`, ...values];
-    if (!hovering && shown.length > 3) parts.push("hover a line to read it");
-    if (hovering && table.id === "calls") parts.push("click to open this backward() call");
-    else if (hovering && table.kind === "steps") {
-      const opt = table.series[(picks[0] ?? 1) - 1]?.optimizer;
+    const parts = [table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`];
+    if (chart.sliced) parts.push(`peak ${value(1)}`, `floor ${value(2)}`); // a slice of rows, from its first row's time
+    for (const si of picks) {
+      const single = si <= own ? mine.length === 1 : theirs.length === 1 && mine.length <= 1 && !chart.sliced;
+      const name = si > own ? (single ? COMPARED : u.series[si].label) : this.seriesLabel(table.series[si - 1]);
+      parts.push(single && si <= own ? value(si) : `${name} ${value(si)}`);
+    }
+    if (table.id === "calls") parts.push("click to open this backward() call");
+    else if (table.kind === "steps") {
+      const ownPick = picks.find((si) => si <= own);
+      const opt = table.series[(ownPick ?? 1) - 1]?.optimizer;
       const ev = opt ? this.data.step(opt, x) : undefined;
       if (ev) parts.push(ev.detail ? "● recorded in full: click to open" : "metrics only");
     }
     chart.readout.textContent = parts.join(" · ");
-    chart.card.dataset.hover = hovering ? String(x) : "";
+    chart.card.dataset.hover = String(x);
   }
 
+  /** The readout while nothing is hovered: this run's last row. */
+  private readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => string): void {
+    const table = chart.table;
+    chart.card.dataset.hover = "";
+    const idx = table.length - 1;
+    if (idx < 0) {
+      chart.readout.textContent = "";
+      return;
+    }
+    const x = table.xs[idx];
+    const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
+    const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
+    if (shown.length > 3) parts.push("hover a line to read it");
+    else for (const i of shown) parts.push(`${shown.length > 1 ? `${this.seriesLabel(table.series[i])} ` : ""}${fmt(table.cols[i][idx])}`);
+    chart.readout.textContent = parts.join(" · ");
+  }
+
+  /** The memory chart's line under it, for this run and the compared one. */
   private renderFoot(chart: Chart): void {
     const table = chart.table;
     if (table.unit !== "bytes" || !table.series.length) return;
     const foot = memoryFoot(table.cols[0].filter((v): v is number => v !== null));
     chart.foot.hidden = foot === null;
-    if (!foot) return;
-    chart.foot.textContent = foot.text;
-    chart.card.dataset.floor = foot.rising ? "rising" : "steady";
+    if (foot) {
+      chart.foot.textContent = chart.base ? `this run: ${foot.text}` : foot.text;
+      chart.card.dataset.floor = foot.rising ? "rising" : "steady";
+    }
+    const base = chart.base?.series.length ? memoryFoot(chart.base.cols[0].filter((v): v is number => v !== null)) : null;
+    chart.baseFoot.hidden = base === null;
+    chart.baseFoot.textContent = base ? `${COMPARED} (dashed): ${base.text}` : "";
   }
 
   private bindClicks(chart: Chart, u: uPlot): void {
@@ -464,7 +545,7 @@ export class ChartsView {
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];
       if (chart.table.id === "calls") return this.steps.openCall(step - 1);
-      const si = this.nearest(u, idx);
+      const si = this.nearest(u, idx, this.ownCount(chart)); // a step of this run, not the compared one
       const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
       if (opt) this.steps.open(opt, step);
     });

@@ -15,6 +15,8 @@ export interface RoomState {
   yscale: string;
   /** The charts' norms: together or per-parameter. */
   norms: string;
+  /** The run drawn dashed under the shown one on the charts; null: none. */
+  compare: string | null;
 }
 
 export interface StateFrame {

@@ -1,6 +1,6 @@
 // Sharing a run from the app: "Copy embed code" (an <iframe> of /embed/ID at the current
-// view and step, with the charts' y scale and norms when not the defaults, for a course
-// page) and "Download HTML" (the run as one self-contained file from /api/runs/ID/export,
+// view and step, with the charts' y scale, norms and compared run when not the defaults,
+// for a course page) and "Download HTML" (the run as one self-contained file from /api/runs/ID/export,
 // for disk, a static host or an LMS).
 import "./styles/share.css";
 import type { ViewState } from "./store";

@@ -28,12 +28,14 @@ export interface ViewState {
   yscale: YScale;
   /** Whether the charts draw gradient and update norms per parameter, not all together. */
   perParam: boolean;
+  /** The run whose charts are drawn dashed under this one's (chart-baseline.ts); null: none. */
+  compare: string | null;
 }
 
 export type StoreListener = (state: ViewState, changed: ReadonlySet<keyof ViewState>) => void;
 
 export class Store {
-  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false };
+  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false, compare: null };
   private readonly listeners = new Set<StoreListener>();
 
   subscribe(listener: StoreListener): () => void {

@@ -1,6 +1,6 @@
 // The URL holds what is worth sharing: the run, the open view, the stepper's step, the
 // scrubber's op, the selection and the charts' choices (?run=ID&view=stepper&step=3,
-// ?view=charts&yscale=log&norms=per-parameter). A link reopens exactly that, and reloading
+// ?view=charts&yscale=log&norms=per-parameter&compare=ID2). A link reopens exactly that, and reloading
 // lands on the same step.
 import { Y_SCALES, type YScale } from "./chart-scales";
 import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
@@ -9,32 +9,48 @@ import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
 export interface ChartChoices {
   yscale: YScale | null;
   perParam: boolean | null;
+  /** The run drawn dashed under this one; null: none (an id that cannot be one is none). */
+  compare: string | null;
 }
 
-/** A `yscale` (auto, linear, log) and a `norms` (together, per-parameter) as written in a
- * query string or a room's state; null where absent or unknown. */
-export function parseChartChoices(yscale: string | null | undefined, norms: string | null | undefined): ChartChoices {
+/** A run id as the server makes them (letters, digits, - and _). */
+const RUN_ID = /^[\w-]{1,64}$/;
+
+/** A `yscale` (auto, linear, log), a `norms` (together, per-parameter) and a `compare` (a
+ * run id) as written in a query string or a room's state; null where absent or unknown. */
+export function parseChartChoices(
+  yscale: string | null | undefined,
+  norms: string | null | undefined,
+  compare?: string | null,
+): ChartChoices {
   return {
     yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : null,
     perParam: norms === "per-parameter" ? true : norms === "together" ? false : null,
+    compare: compare && RUN_ID.test(compare) ? compare : null,
   };
 }
 
-/** The charts' choices of a query string (`?yscale=log&norms=per-parameter`). */
+/** The charts' choices of a query string (`?yscale=log&norms=per-parameter&compare=ID`). */
 export function readChartChoices(q: URLSearchParams): ChartChoices {
-  return parseChartChoices(q.get("yscale"), q.get("norms"));
+  return parseChartChoices(q.get("yscale"), q.get("norms"), q.get("compare"));
 }
 
 /** The charts' choices in the words a query string and a room's state use. */
-export function chartChoiceWords(state: Pick<ViewState, "yscale" | "perParam">): { yscale: YScale; norms: "together" | "per-parameter" } {
-  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together" };
+export function chartChoiceWords(state: Pick<ViewState, "yscale" | "perParam" | "compare">): {
+  yscale: YScale;
+  norms: "together" | "per-parameter";
+  compare: string | null;
+} {
+  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together", compare: state.compare };
 }
 
-/** Add the charts' choices to `q` where they differ from the defaults (auto, together). */
-export function writeChartChoices(q: URLSearchParams, state: Pick<ViewState, "yscale" | "perParam">): void {
-  const { yscale, norms } = chartChoiceWords(state);
+/** Add the charts' choices to `q` where they differ from the defaults (auto, together, none). */
+export function writeChartChoices(q: URLSearchParams, state: Pick<ViewState, "yscale" | "perParam" | "compare">): void {
+  const { yscale, norms, compare } = chartChoiceWords(state);
   if (yscale !== "auto") q.set("yscale", yscale);
   if (norms !== "together") q.set("norms", norms);
+  if (compare) q.set("compare", compare);
+  else q.delete("compare");
 }
 
 /** What a link points at; the charts' choices are left as they are where undefined or null. */

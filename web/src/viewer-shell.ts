@@ -5,6 +5,7 @@
 // Layout: an optional bar (title, tabs, theme), then the graph beside the open panel (below
 // it when the root is narrow). The "graph" tab shows the graph alone.
 import type { NodeCollection } from "cytoscape";
+import type { FetchRun } from "./chart-baseline";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
@@ -53,6 +54,8 @@ export interface ViewerOptions {
   yscale: YScale | null;
   /** Whether the charts draw norms per parameter; null: all together. */
   perParam: boolean | null;
+  /** The run drawn dashed under this one on the charts (its events come from the page's `fetchRun`); null: none. */
+  compare: string | null;
 }
 
 export const DEFAULT_OPTIONS: ViewerOptions = {
@@ -64,6 +67,7 @@ export const DEFAULT_OPTIONS: ViewerOptions = {
   appUrl: null,
   yscale: null,
   perParam: null,
+  compare: null,
 };
 
 export interface TraceData {
@@ -108,6 +112,8 @@ export class Viewer {
     readonly root: HTMLElement,
     trace: TraceData | TraceModel,
     options: Partial<ViewerOptions> = {},
+    /** Where the run `options.compare` names comes from (a server's API, a trace in the page). */
+    fetchRun: FetchRun | null = null,
   ) {
     this.options = { ...DEFAULT_OPTIONS, ...options };
     if (this.options.theme) setTheme(this.options.theme, false);
@@ -154,14 +160,14 @@ export class Viewer {
     root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
 
     const store = this.store;
-    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false });
+    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare });
     this.graph = new GraphView(graphEl, this.model, store);
     this.stepper = new StepperView(stepperEl, this.model, store);
     this.tape = new TapeView(tapeEl, this.model, store);
     this.inspector = new InspectorView(inspectorEl, this.model, store);
     this.code = new CodeView(codeEl, this.model, store);
     this.output = new OutputView(outputEl, this.model, store);
-    this.charts = new ChartsView(chartsEl, this.model, store);
+    this.charts = new ChartsView(chartsEl, this.model, store, fetchRun);
     this.pitfalls = new PitfallMarks(this.model, null, this.graph, codeEl);
     store.subscribe((state, changed) => this.onStore(state, changed));
 
@@ -261,7 +267,7 @@ export class Viewer {
       this.renderSteps();
       this.showCurrentNode();
     }
-    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam")) this.renderOpenLink(state);
+    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam") || changed.has("compare")) this.renderOpenLink(state);
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.

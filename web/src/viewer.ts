@@ -4,13 +4,15 @@
 //
 // A page gives it, in JSON script elements (never executed, so any CSP allows them):
 //   #gradwalk-trace    the trace itself ({source, events}): a self-contained export;
-//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl, yscale, perParam});
+//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl, yscale, perParam, compare});
+//   #gradwalk-compare  the trace of the run `compare` names, drawn dashed on the charts (an export);
 //   #bootstrap         the server's data with `run_id` and `api` (/embed/ID): the trace is
 //                      fetched, and followed live when the run is still going;
 //   #gradwalk-elk-worker (text/plain) the graph layout worker's code, run from a blob when
 //                      there is no elk-worker.js to load (an export opened from disk).
 // The query string overrides the options: ?view=stepper&step=3&controls=hide&theme=dark,
-// and the charts' ?yscale=auto|linear|log&norms=together|per-parameter.
+// and the charts' ?yscale=auto|linear|log&norms=together|per-parameter&compare=RUN_ID (a run on
+// the same server, drawn dashed under this one).
 // `window.gradwalkViewer` is the mounted viewer, for scripting the page (tests, notebooks).
 import "./styles/app.css";
 import "./styles/viewer.css";
@@ -51,9 +53,10 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   if (controls !== null) out.controls = !/^(hide|hidden|off|no|false|0)$/i.test(controls);
   const theme = q.get("theme");
   if (theme === "light" || theme === "dark") out.theme = theme;
-  const { yscale, perParam } = readChartChoices(q);
+  const { yscale, perParam, compare } = readChartChoices(q);
   if (yscale !== null) out.yscale = yscale;
   if (perParam !== null) out.perParam = perParam;
+  if (q.has("compare")) out.compare = compare;
   return out;
 }
 
@@ -91,7 +94,7 @@ async function mountRun(root: HTMLElement, boot: Bootstrap, options: ViewerOptio
     return;
   }
   const model = TraceModel.from(trace.events, trace.source);
-  const viewer = new Viewer(root, model, { ...options, title: options.title ?? title });
+  const viewer = new Viewer(root, model, { ...options, title: options.title ?? title }, (other) => api.trace(other));
   window.gradwalkViewer = viewer;
   if (!model.isFinished) {
     new RunStream(api, id, {
@@ -116,7 +119,11 @@ function main(): void {
       fail(root, "this page's trace has no events.");
       return;
     }
-    window.gradwalkViewer = new Viewer(root, trace, options);
+    // an export carries the run it compares with in the page: no server to fetch it from
+    const compared = json<TraceData>("gradwalk-compare");
+    const fetchRun = (id: string) =>
+      compared && id === options.compare ? Promise.resolve(compared) : Promise.reject(new Error(`this page does not carry run ${id}`));
+    window.gradwalkViewer = new Viewer(root, trace, options, fetchRun);
     return;
   }
   const boot = json<Bootstrap>("bootstrap");
