@@ -13,7 +13,8 @@ import "./styles/charts.css";
 import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
-import { isSliced, memoryFoot, slicedData, slicedSeries, translucent } from "./chart-memory";
+import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
+import { type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -21,33 +22,6 @@ import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const PLOT_HEIGHT = 168;
-/** How the compared run is named in legends and readouts. */
-const COMPARED = "run before";
-const PALETTE = 10;
-interface Chart {
-  table: Table;
-  card: HTMLElement;
-  plotEl: HTMLElement;
-  readout: HTMLElement;
-  legend: HTMLElement;
-  /** A line under the chart (memory: where it started, ended and peaked). */
-  foot: HTMLElement;
-  /** The same line for the compared run, when it is drawn. */
-  baseFoot: HTMLElement;
-  /** "log" in the chart's header while its y axis is logarithmic. */
-  logTag: HTMLElement;
-  plot: uPlot | null;
-  /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
-  log: boolean;
-  /** Whether the plot was drawn as peak and floor per slice of its rows (chart-memory.ts). */
-  sliced: boolean;
-  seriesCount: number;
-  /** The compared run's table drawn dashed with this chart, if any. */
-  base: Table | null;
-  drawn: number;
-  /** Series hidden by their legend chip (0-based; -1: the compared run's). */
-  hidden: Set<number>;
-}
 
 /** What a chart plots, for tests and scripts: `x`, then one column per series. */
 export interface ChartSnapshot {
@@ -218,7 +192,7 @@ export class ChartsView {
     for (const table of tables) {
       let chart = this.charts.get(table.id);
       if (!chart) {
-        chart = this.card(table);
+        chart = newChart(table);
         this.charts.set(table.id, chart);
         added = true;
       }
@@ -239,7 +213,7 @@ export class ChartsView {
       } else {
         chart.plot.setData(this.plotData(chart, log, sliced));
         this.readout(chart, chart.plot);
-        this.renderFoot(chart);
+        renderFoot(chart);
       }
       chart.drawn = table.version;
     }
@@ -265,26 +239,6 @@ export class ChartsView {
     this.summary.textContent = parts.join(" · ");
     const hasParams = [...d.steps.values()].some((list) => list.some((s) => s?.params.length));
     this.paramToggle.disabled = !hasParams;
-  }
-
-  private card(table: Table): Chart {
-    const readout = h("div", { class: "gw-chart-readout" });
-    const plotEl = h("div", { class: "gw-chart-plot" });
-    const legend = h("div", { class: "gw-chart-legend" });
-    const foot = h("p", { class: "gw-chart-foot", hidden: true });
-    const baseFoot = h("p", { class: "gw-chart-foot gw-chart-foot-base", hidden: true });
-    const logTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
-    const card = h(
-      "section",
-      { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
-      h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), logTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
-      readout,
-      plotEl,
-      legend,
-      foot,
-      baseFoot,
-    );
-    return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set() };
   }
 
   /** What `chart` plots: its table's columns, then the compared run's (see chart-compare.ts). */
@@ -370,9 +324,9 @@ export class ChartsView {
     const plot = new uPlot(opts, this.plotData(chart, log, sliced), chart.plotEl);
     chart.plot = plot;
     chart.seriesCount = table.series.length;
-    this.renderLegend(chart, c.series);
+    renderLegend(chart, c.series, (s) => this.seriesLabel(s));
     this.readout(chart, plot);
-    this.renderFoot(chart);
+    renderFoot(chart);
     this.bindClicks(chart, plot);
   }
 
@@ -409,77 +363,21 @@ export class ChartsView {
     return out.length ? out : null;
   }
 
-  /** How many of the plot's series are this run's (the compared run's come after them). */
-  private ownCount(chart: Chart): number {
-    return chart.sliced ? 2 : chart.table.series.length;
-  }
-
-  private renderLegend(chart: Chart, colors: string[]): void {
-    const table = chart.table;
-    if (table.series.length < 2 && !chart.base) {
-      chart.legend.replaceChildren();
-      return;
-    }
-    const own = this.ownCount(chart);
-    const chips = table.series.map((s, i) => this.chip(chart, i, table.series.length < 2 ? "this run" : this.seriesLabel(s), colors[i % PALETTE], chart.sliced ? [1, 2] : [i + 1]));
-    if (chart.base) {
-      const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
-      chips.push(this.chip(chart, -1, COMPARED, colors[0], ghosts, true));
-    }
-    chart.legend.replaceChildren(...chips);
-  }
-
-  /** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
-  private chip(chart: Chart, key: number, label: string, color: string, indexes: number[], dashed = false): HTMLElement {
-    const chip = h(
-      "button",
-      { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },
-      h("span", { class: dashed ? "gw-chart-swatch gw-chart-swatch-dashed" : "gw-chart-swatch", "aria-hidden": "true" }),
-      label,
-    );
-    (chip.firstElementChild as HTMLElement).style.setProperty("--swatch", color);
-    chip.addEventListener("click", () => {
-      const show = chart.hidden.has(key);
-      if (show) chart.hidden.delete(key);
-      else chart.hidden.add(key);
-      chip.setAttribute("aria-pressed", String(show));
-      for (const si of indexes) chart.plot?.setSeries(si, { show });
-    });
-    return chip;
-  }
-
-  /** The series nearest the cursor (by pixel), among those shown (`upTo`: only the first ones). */
-  private nearest(u: uPlot, idx: number, upTo = u.series.length - 1): number | null {
-    const top = u.cursor.top ?? -1;
-    let best: number | null = null;
-    let dist = Infinity;
-    for (let si = 1; si <= upTo; si++) {
-      const v = u.data[si][idx];
-      if (!u.series[si].show || v === null || v === undefined) continue;
-      const d = Math.abs(u.valToPos(v, "y") - top);
-      if (d < dist) {
-        dist = d;
-        best = si;
-      }
-    }
-    return best;
-  }
-
   private readout(chart: Chart, u: uPlot): void {
     const table = chart.table;
     const fmt = table.unit === "bytes" ? formatBytes : formatNumber;
     const idx = u.cursor.idx;
-    if (idx === null || idx === undefined || idx < 0) return this.readLast(chart, u, fmt);
+    if (idx === null || idx === undefined || idx < 0) return readLast(chart, u, fmt, (s) => this.seriesLabel(s));
     // the plot's rows are both runs' x values (chart-compare.ts): read the plot, not the table
     const x = u.data[0][idx];
     const value = (si: number) => fmt(u.data[si][idx] ?? null);
-    const own = this.ownCount(chart);
+    const own = ownCount(chart);
     const shown = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, k) => from + k).filter((si) => u.series[si].show);
     const mine = chart.sliced ? [] : shown(1, own);
     const theirs = shown(own + 1, u.series.length - 1);
     let picks = [...mine, ...theirs];
     if (picks.length > 3) {
-      const near = this.nearest(u, idx);
+      const near = nearest(u, idx);
       picks = near === null ? [] : [near];
     }
     const parts = [table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`];
@@ -500,38 +398,6 @@ export class ChartsView {
     chart.card.dataset.hover = String(x);
   }
 
-  /** The readout while nothing is hovered: this run's last row. */
-  private readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => string): void {
-    const table = chart.table;
-    chart.card.dataset.hover = "";
-    const idx = table.length - 1;
-    if (idx < 0) {
-      chart.readout.textContent = "";
-      return;
-    }
-    const x = table.xs[idx];
-    const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
-    const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
-    if (shown.length > 3) parts.push("hover a line to read it");
-    else for (const i of shown) parts.push(`${shown.length > 1 ? `${this.seriesLabel(table.series[i])} ` : ""}${fmt(table.cols[i][idx])}`);
-    chart.readout.textContent = parts.join(" · ");
-  }
-
-  /** The memory chart's line under it, for this run and the compared one. */
-  private renderFoot(chart: Chart): void {
-    const table = chart.table;
-    if (table.unit !== "bytes" || !table.series.length) return;
-    const foot = memoryFoot(table.cols[0].filter((v): v is number => v !== null));
-    chart.foot.hidden = foot === null;
-    if (foot) {
-      chart.foot.textContent = chart.base ? `this run: ${foot.text}` : foot.text;
-      chart.card.dataset.floor = foot.rising ? "rising" : "steady";
-    }
-    const base = chart.base?.series.length ? memoryFoot(chart.base.cols[0].filter((v): v is number => v !== null)) : null;
-    chart.baseFoot.hidden = base === null;
-    chart.baseFoot.textContent = base ? `${COMPARED} (dashed): ${base.text}` : "";
-  }
-
   private bindClicks(chart: Chart, u: uPlot): void {
     if (chart.table.kind === "time") return;
     let down: [number, number] | null = null;
@@ -545,7 +411,7 @@ export class ChartsView {
       if (idx === null || idx === undefined) return;
       const step = u.data[0][idx];
       if (chart.table.id === "calls") return this.steps.openCall(step - 1);
-      const si = this.nearest(u, idx, this.ownCount(chart)); // a step of this run, not the compared one
+      const si = nearest(u, idx, ownCount(chart)); // a step of this run, not the compared one
       const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
       if (opt) this.steps.open(opt, step);
     });

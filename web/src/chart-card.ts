@@ -1,0 +1,145 @@
+// One chart's card around its uPlot: the header, the readout line, the legend's chips and
+// the memory chart's line under it; charts.ts draws the plot in it.
+import type uPlot from "uplot";
+import { memoryFoot } from "./chart-memory";
+import { formatNumber, type SeriesInfo, type Table } from "./charts-data";
+import { h } from "./dom";
+
+/** How the compared run (chart-baseline.ts) is named in legends and readouts. */
+export const COMPARED = "run before";
+export const PALETTE = 10;
+
+/** A chart on screen: its table, its elements and how its plot was drawn. */
+export interface Chart {
+  table: Table;
+  card: HTMLElement;
+  plotEl: HTMLElement;
+  readout: HTMLElement;
+  legend: HTMLElement;
+  /** A line under the chart (memory: where it started, ended and peaked). */
+  foot: HTMLElement;
+  /** The same line for the compared run, when it is drawn. */
+  baseFoot: HTMLElement;
+  /** "log" in the chart's header while its y axis is logarithmic. */
+  logTag: HTMLElement;
+  plot: uPlot | null;
+  /** Whether the plot was drawn on a log y axis (it is drawn again when that changes). */
+  log: boolean;
+  /** Whether the plot was drawn as peak and floor per slice of its rows (chart-memory.ts). */
+  sliced: boolean;
+  seriesCount: number;
+  /** The compared run's table drawn dashed with this chart, if any. */
+  base: Table | null;
+  drawn: number;
+  /** Series hidden by their legend chip (0-based; -1: the compared run's). */
+  hidden: Set<number>;
+}
+
+/** The card of a chart of `table`, its plot not drawn yet. */
+export function newChart(table: Table): Chart {
+  const readout = h("div", { class: "gw-chart-readout" });
+  const plotEl = h("div", { class: "gw-chart-plot" });
+  const legend = h("div", { class: "gw-chart-legend" });
+  const foot = h("p", { class: "gw-chart-foot", hidden: true });
+  const baseFoot = h("p", { class: "gw-chart-foot gw-chart-foot-base", hidden: true });
+  const logTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
+  const card = h(
+    "section",
+    { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
+    h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), logTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
+    readout,
+    plotEl,
+    legend,
+    foot,
+    baseFoot,
+  );
+  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set() };
+}
+
+/** How many of the plot's series are this run's (the compared run's come after them). */
+export function ownCount(chart: Chart): number {
+  return chart.sliced ? 2 : chart.table.series.length;
+}
+
+export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesInfo) => string): void {
+  const table = chart.table;
+  if (table.series.length < 2 && !chart.base) {
+    chart.legend.replaceChildren();
+    return;
+  }
+  const own = ownCount(chart);
+  const chips = table.series.map((s, i) => chip(chart, i, table.series.length < 2 ? "this run" : label(s), colors[i % PALETTE], chart.sliced ? [1, 2] : [i + 1]));
+  if (chart.base) {
+    const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
+    chips.push(chip(chart, -1, COMPARED, colors[0], ghosts, true));
+  }
+  chart.legend.replaceChildren(...chips);
+}
+
+/** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
+function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], dashed = false): HTMLElement {
+  const chip = h(
+    "button",
+    { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },
+    h("span", { class: dashed ? "gw-chart-swatch gw-chart-swatch-dashed" : "gw-chart-swatch", "aria-hidden": "true" }),
+    label,
+  );
+  (chip.firstElementChild as HTMLElement).style.setProperty("--swatch", color);
+  chip.addEventListener("click", () => {
+    const show = chart.hidden.has(key);
+    if (show) chart.hidden.delete(key);
+    else chart.hidden.add(key);
+    chip.setAttribute("aria-pressed", String(show));
+    for (const si of indexes) chart.plot?.setSeries(si, { show });
+  });
+  return chip;
+}
+
+/** The series nearest the cursor (by pixel), among those shown (`upTo`: only the first ones). */
+export function nearest(u: uPlot, idx: number, upTo = u.series.length - 1): number | null {
+  const top = u.cursor.top ?? -1;
+  let best: number | null = null;
+  let dist = Infinity;
+  for (let si = 1; si <= upTo; si++) {
+    const v = u.data[si][idx];
+    if (!u.series[si].show || v === null || v === undefined) continue;
+    const d = Math.abs(u.valToPos(v, "y") - top);
+    if (d < dist) {
+      dist = d;
+      best = si;
+    }
+  }
+  return best;
+}
+
+/** The readout while nothing is hovered: this run's last row. */
+export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => string, label: (s: SeriesInfo) => string): void {
+  const table = chart.table;
+  chart.card.dataset.hover = "";
+  const idx = table.length - 1;
+  if (idx < 0) {
+    chart.readout.textContent = "";
+    return;
+  }
+  const x = table.xs[idx];
+  const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
+  const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
+  if (shown.length > 3) parts.push("hover a line to read it");
+  else for (const i of shown) parts.push(`${shown.length > 1 ? `${label(table.series[i])} ` : ""}${fmt(table.cols[i][idx])}`);
+  chart.readout.textContent = parts.join(" · ");
+}
+
+/** The memory chart's line under it, for this run and the compared one. */
+export function renderFoot(chart: Chart): void {
+  const table = chart.table;
+  if (table.unit !== "bytes" || !table.series.length) return;
+  const foot = memoryFoot(table.cols[0].filter((v): v is number => v !== null));
+  chart.foot.hidden = foot === null;
+  if (foot) {
+    chart.foot.textContent = chart.base ? `this run: ${foot.text}` : foot.text;
+    chart.card.dataset.floor = foot.rising ? "rising" : "steady";
+  }
+  const base = chart.base?.series.length ? memoryFoot(chart.base.cols[0].filter((v): v is number => v !== null)) : null;
+  chart.baseFoot.hidden = base === null;
+  chart.baseFoot.textContent = base ? `${COMPARED} (dashed): ${base.text}` : "";
+}

@@ -1,0 +1,61 @@
+// Two runs on one chart: their rows merged on one x column, and the change between their
+// code in a few words.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { type Columns, describeChange, mergeColumns, sourceChange } from "../src/chart-compare";
+
+test("two runs' rows merge on the union of their x values, each run empty where it has no row", () => {
+  const ours: Columns = [[1, 2, 3], [0.9, 0.5, 0.25]];
+  const theirs: Columns = [[1, 2, 3, 4, 5], [1.0, 0.8, 0.6, 0.4, 0.2]];
+  assert.deepEqual(mergeColumns(ours, theirs), [
+    [1, 2, 3, 4, 5],
+    [0.9, 0.5, 0.25, null, null],
+    [1.0, 0.8, 0.6, 0.4, 0.2],
+  ]);
+  // seconds into each run: interleaved, two columns a side (a peak and a floor)
+  const a: Columns = [[0.1, 0.3], [96, 96], [0, 0]];
+  const b: Columns = [[0.0, 0.3, 0.5], [10, 11, 12], [20, 30, 40]];
+  assert.deepEqual(mergeColumns(a, b), [
+    [0.0, 0.1, 0.3, 0.5],
+    [null, 96, 96, null],
+    [null, 0, 0, null],
+    [10, null, 11, 12],
+    [20, null, 30, 40],
+  ]);
+  assert.deepEqual(mergeColumns([[], []], [[2], [5]]), [[2], [null], [5]]);
+});
+
+test("an x both runs have twice pairs up row by row, in order", () => {
+  assert.deepEqual(mergeColumns([[1, 1, 2], [7, 8, 9]], [[1, 2], [3, 4]]), [
+    [1, 1, 2],
+    [7, 8, 9],
+    [3, null, 4],
+  ]);
+});
+
+test("the change is the first changed line, narrowed to its words", () => {
+  const before = "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\nfor epoch in range(400):\n    pass\n";
+  const after = before.replace("lr=0.05", "lr=0.5");
+  assert.deepEqual(sourceChange(before, after), { line: 2, before: "lr=0.05", after: "lr=0.5", more: 0 });
+  assert.equal(describeChange(sourceChange(before, after)), "line 2: lr=0.05 → lr=0.5");
+  const fixed = "total = 0\nfor b in range(20):\n    total += loss  # keeps the graph\n";
+  assert.deepEqual(sourceChange(fixed, fixed.replace("total += loss ", "total += loss.item() ")), {
+    line: 3,
+    before: "loss",
+    after: "loss.item()",
+    more: 0,
+  });
+});
+
+test("lines added, removed or changed further down are counted; the same code says so", () => {
+  const before = "a = 1\nb = 2\nc = 3\n";
+  assert.deepEqual(sourceChange(before, "a = 1\nb = 20\nc = 30\nd = 4\n"), { line: 2, before: "2", after: "20", more: 2 });
+  assert.equal(describeChange(sourceChange(before, "a = 1\nb = 20\nc = 30\nd = 4\n")), "line 2: 2 → 20 (and 2 more lines)");
+  assert.deepEqual(sourceChange(before, "a = 1\nc = 3\n"), { line: 2, before: "b = 2", after: "c = 3", more: 0 });
+  assert.equal(sourceChange(before, `${before}\n\n`), null);
+  assert.equal(describeChange(null), "the same code");
+  const long = `x = ${"1 + ".repeat(30)}1`;
+  const change = sourceChange("x = 0", long)!;
+  assert.equal(change.after.length, 40);
+  assert.ok(change.after.endsWith("…"));
+});
