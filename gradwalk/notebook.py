@@ -123,9 +123,11 @@ class Recording:
         elk: bool = True,
         yscale: str | None = None,
         per_parameter: bool = False,
+        compare: Recording | None = None,
     ) -> str:
         """Return the self-contained HTML page (see :func:`server.export.render_export`;
-        ``yscale`` and ``per_parameter`` are the charts' y axes and norms)."""
+        ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
+        recording drawn dashed under this one on the charts, carried in the page)."""
         from server.export import render_export
 
         return render_export(
@@ -137,6 +139,7 @@ class Recording:
             theme=theme,  # type: ignore[arg-type]
             yscale=yscale,  # type: ignore[arg-type]
             per_parameter=per_parameter,
+            compare=("compared", compare.to_json()) if compare is not None else None,
             elk=elk,
         )
 
@@ -149,10 +152,13 @@ class Recording:
         theme: str | None = None,
         yscale: str | None = None,
         per_parameter: bool = False,
+        compare: Recording | None = None,
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS)."""
         out = Path(path)
-        page = self.html(view=view, step=step, theme=theme, yscale=yscale, per_parameter=per_parameter)
+        page = self.html(
+            view=view, step=step, theme=theme, yscale=yscale, per_parameter=per_parameter, compare=compare
+        )
         out.write_text(page, encoding="utf-8")
         return out
 
@@ -167,12 +173,15 @@ class Recording:
         elk: bool = False,
         yscale: str | None = None,
         per_parameter: bool = False,
+        compare: Recording | None = None,
     ) -> _Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
         ``elk=True`` lays the graph out in layers as the app does, at 1.6 MB more per output;
         by default the notebook's copy is laid out breadth-first and stays small. ``yscale``
-        (``auto``, ``linear``, ``log``) and ``per_parameter`` set the charts' axes and norms.
+        (``auto``, ``linear``, ``log``) and ``per_parameter`` set the charts' axes and norms;
+        ``compare`` (another recording, say the same loop at another learning rate) is drawn
+        dashed under this one on the charts.
         """
         return _Display(
             self,
@@ -184,6 +193,7 @@ class Recording:
             elk=elk,
             yscale=yscale,
             per_parameter=per_parameter,
+            compare=compare,
         )
 
     def _repr_html_(self) -> str:

@@ -97,7 +97,9 @@ class RoomState(StrictRequest):
     yscale: YScale = Field(default="auto", description="the charts' y axes")
     norms: Norms = Field(default="together", description="the charts' gradient and update norms")
     compare: str | None = Field(
-        default=None, pattern=COMPARE_PATTERN, description="the run drawn dashed under the shown one on the charts"
+        default=None,
+        pattern=COMPARE_PATTERN,
+        description="the run drawn dashed under the shown one on the charts",
     )
 
     _no_nul = field_validator("source")(refuse_nul)

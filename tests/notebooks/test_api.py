@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import random
 from pathlib import Path
 
@@ -123,3 +124,9 @@ def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
     assert '"yscale": "log", "perParam": true' in charts
     with pytest.raises(ValueError, match="yscale must be one of auto, linear, log"):
         rec.html(yscale="cubic")
+    # another recording rides along, drawn dashed on the charts (the viewer reads it from the page)
+    other = gradwalk.watch(CUBIC.replace("2.5", "1.5"))
+    both = unpack(rec.show("charts", compare=other)._repr_html_())
+    assert '"compare": "compared"' in both
+    carried = re.search(r'id="gradwalk-compare">(.*?)</script>', both, re.S)
+    assert carried is not None and json.loads(carried.group(1)) == json.loads(other.to_json())

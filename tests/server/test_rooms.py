@@ -127,6 +127,12 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     assert frame["version"] == 4
                     assert (frame["state"]["yscale"], frame["state"]["norms"]) == ("log", "per-parameter")
                     assert frame["state"]["step"] == 3
+                # and the run compared on the charts (and back to none)
+                for compare, version in (("b5019c0c2c5e", 5), (None, 6)):
+                    await presenter.send(json.dumps({"type": "state", "state": {"compare": compare}}))
+                    for viewer in (v1, v2):
+                        frame = await next_frame(viewer)
+                        assert frame["version"] == version and frame["state"]["compare"] == compare
 
     run(scenario())
 
@@ -317,6 +323,8 @@ def test_unknown_rooms_are_404(server: LiveServer, path: str, status: int, words
         ("key", {"run_id": "../../etc"}, 422),
         ("key", {"yscale": "cubic"}, 422),
         ("key", {"norms": None}, 422),
+        ("key", {"compare": "../runs/x"}, 422),
+        ("key", {"compare": "x" * 65}, 422),
     ],
 )
 def test_bad_state_changes_are_refused(

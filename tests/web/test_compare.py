@@ -189,7 +189,19 @@ def test_embeds_downloads_and_exports_carry_the_compared_run(
 
     # and `gradwalk export --compare`, from the store or a trace file
     db = str(server.log_path.parent / "gradwalk.sqlite3")
-    cli = [sys.executable, "-m", "gradwalk.cli", "export", pair["slow"], "--db", db, "-o", str(out), "--view", "charts"]
+    cli = [
+        sys.executable,
+        "-m",
+        "gradwalk.cli",
+        "export",
+        pair["slow"],
+        "--db",
+        db,
+        "-o",
+        str(out),
+        "--view",
+        "charts",
+    ]
     done = subprocess.run([*cli, "--compare", pair["fast"]], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     page.goto(out.resolve().as_uri())

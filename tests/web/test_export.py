@@ -140,7 +140,9 @@ def test_a_snippet_cannot_break_out_of_the_page(page: Any, tmp_path: Path) -> No
 
     source = '# </script><script>window.pwned = 1</script>\nprint("</script><script>window.pwned = 2</script><!--")\n'
     out = tmp_path / "hostile.html"
-    out.write_text(render_export(record(source).model_dump_json(), view="code"))
+    hostile = record(source).model_dump_json()
+    # the run compared on the charts is carried in the page the same way
+    out.write_text(render_export(hostile, view="code", compare=("hostile", hostile)))
     page.goto(out.as_uri())
     page.wait_for_function("() => window.gradwalkViewer !== undefined")
     assert page.evaluate("() => window.pwned") is None
@@ -177,6 +179,11 @@ def test_without_the_bundle_export_names_make_web(tmp_path: Path, cubic_trace: P
         render_export(cubic_trace.read_text(), dist=tmp_path)
     with pytest.raises(ValueError, match="not a gradwalk trace"):
         render_export('{"source": ""}')
+    trace = cubic_trace.read_text()
+    with pytest.raises(ValueError, match="the compared run is not a gradwalk trace"):
+        render_export(trace, compare=("cubic", '{"source": ""}'))
+    with pytest.raises(ValueError, match="compare must be a run id"):
+        render_export(trace, compare=("../cubic\n", trace))
     bad = tmp_path / "bad.json"
     bad.write_text('{"source": "", "events": [{"type": "nope"}]}')
     result = gradwalk_cli("export", str(bad), "-o", str(tmp_path / "x.html"))

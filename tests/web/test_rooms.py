@@ -256,6 +256,19 @@ def test_the_presenters_y_scale_and_norms_reach_the_following_viewers(room: Clas
     p.uncheck("text=per parameter")
     expect(follower.locator(scale)).to_have_value("auto")
     expect(follower.locator("text=per parameter >> input")).not_to_be_checked()
+    # the presenter runs it again and compares: the followers see the run before dashed
+    first = p.evaluate("() => window.gradwalk.runId")
+    p.click("[data-gw=run]")
+    p.wait_for_function("(id) => window.gradwalk.runId !== id && window.gradwalk.model.isFinished", arg=first)
+    p.check("input[aria-label='Compare with the run before']")
+    follower.wait_for_function(
+        "(id) => { const c = window.gradwalk.charts.snapshot().loss; return c && c.compared && location.search.includes(`compare=${id}`); }",
+        arg=first,
+    )
+    expect(follower.locator("input[aria-label='Compare with the run before']")).to_be_checked()
+    assert explorer.evaluate("() => window.gradwalk.store.state.compare") is None
+    p.uncheck("input[aria-label='Compare with the run before']")
+    follower.wait_for_function("() => window.gradwalk.store.state.compare === null")
     p.click("#gw-tab-stepper")
     expect(follower.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
 
