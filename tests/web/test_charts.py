@@ -207,6 +207,21 @@ def test_y_scales_auto_linear_log_and_dark_theme(page: Any, runs: dict[str, str]
     shot(page, "charts-04-log-dark")
 
 
+def test_an_exploding_loss_keeps_its_log_axis_labelled(page: Any, server: Any) -> None:
+    # lr=0.5 takes the loss from ~100 to 8e35 in 19 steps, then inf and NaN: past 1e32
+    # uPlot's own log ticks found no increment and the axes were drawn without a label
+    run_id = stored_run(server, example("pitfall_nan_loss"))
+    snap = open_charts(page, run_id, "loss")
+    wait_chart(page, "grad")
+    snap = page.evaluate(SNAPSHOT)
+    for chart in ("loss", "grad", "update"):
+        values = [v for v in snap[chart]["series"][0]["values"] if v is not None]
+        assert snap[chart]["log"] is True and max(values) > 1e32, (chart, max(values))
+        ticks = snap[chart]["yTicks"]
+        assert len(ticks) >= 3 and all(re.fullmatch(r"1e\d+|\d+", t) for t in ticks), (chart, ticks)
+    shot(page, "charts-13-exploding-loss")
+
+
 def test_the_charts_fit_a_phone(page: Any, runs: dict[str, str]) -> None:
     # the Charts view kept two columns at every width: on a phone the side pane, and the
     # charts in it, lay off the right of the screen

@@ -33,6 +33,8 @@ export interface Chart {
   drawn: number;
   /** Series hidden by their legend chip (0-based; -1: the compared run's). */
   hidden: Set<number>;
+  /** The y axis's labels as last drawn ("" where a tick has none). */
+  yTicks: string[];
 }
 
 /** The card of a chart of `table`, its plot not drawn yet. */
@@ -53,7 +55,7 @@ export function newChart(table: Table): Chart {
     foot,
     baseFoot,
   );
-  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set() };
+  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set(), yTicks: [] };
 }
 
 /** How many of the plot's series are this run's (the compared run's come after them). */

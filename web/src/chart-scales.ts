@@ -46,10 +46,26 @@ export function formatPow10(v: number): string {
   return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
 }
 
+/**
+ * Log axes' ticks: every power of ten in range, from increments to 1e308 (LOG_INCRS).
+ * uPlot's own table of increments ends near 1e32 and its log splits step through it: a range
+ * wider than that (an exploding loss goes from 1e2 to 1e36 in 20 steps) found no increment,
+ * and the axis got no tick at all. Less than a decade in range: its ends.
+ */
+export const LOG_INCRS: readonly number[] = Array.from({ length: 617 }, (_, i) => Number(`1e${i - 308}`));
+
+export function logSplits(_u: uPlot, _axis: number, min: number, max: number): number[] {
+  if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
+  const out: number[] = [];
+  for (let e = Math.ceil(Math.log10(min) - 1e-9); e <= Math.floor(Math.log10(max) + 1e-9); e++) out.push(Number(`1e${e}`));
+  return out.length ? out : [min, max];
+}
+
 /** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
 export function decades(plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
   return (u, splits) => {
     const pow = splits.filter(isPow10);
+    if (!pow.length) return splits; // less than a decade: the ends (logSplits)
     const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
     const stride = Math.max(1, Math.ceil(pow.length / room));
     return splits.map((v) => (isPow10(v) && Math.round(Math.log10(v)) % stride === 0 ? v : null));

@@ -10,7 +10,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { decades, formatPow10, fromZero, logAxis, padRange, Y_SCALES, type YScale } from "./chart-scales";
+import { decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
@@ -36,6 +36,8 @@ export interface ChartSnapshot {
   log: boolean;
   /** Whether the plot shows peak and floor per slice of its rows, not every row (a long run's memory). */
   sliced: boolean;
+  /** The labels on the y axis as last drawn. */
+  yTicks: string[];
   /** The compared run's rows of this chart (its own x), when it is drawn dashed. */
   compared: { x: number[]; series: { label: string; values: (number | null)[] }[] } | null;
 }
@@ -136,6 +138,7 @@ export class ChartsView {
         log: logAxis(t, this.store.state.yscale),
         sliced: isSliced(t),
         compared: this.comparedSnapshot(t.id),
+        yTicks: this.charts.get(t.id)?.yTicks.filter((label) => label !== "") ?? [],
       };
     }
     return out;
@@ -311,10 +314,10 @@ export class ChartsView {
       axes: [
         { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
         {
-          ...axis((_u, splits) => splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v)))),
+          ...axis((_u, splits) => (chart.yTicks = splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))))),
           size: 62,
           ...(log
-            ? { filter: onDecades, grid: { stroke: c.grid, width: 1, filter: onDecades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: onDecades } }
+            ? { incrs: LOG_INCRS as number[], splits: logSplits, filter: onDecades, grid: { stroke: c.grid, width: 1, filter: onDecades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: onDecades } }
             : {}),
         },
       ],

@@ -2,7 +2,7 @@
 // three decades; "linear" and "log" apply to every chart.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LOG_SPAN, logAxis } from "../src/chart-scales";
+import { LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
 import { Table } from "../src/charts-data";
 
 function table(values: (number | null)[], unit: "number" | "bytes" = "number"): Table {
@@ -36,4 +36,19 @@ test("linear and log are what they say, for every chart", () => {
   assert.equal(logAxis(table([100, 1e-6]), "linear"), false);
   assert.equal(logAxis(table([0.7, 0.5]), "log"), true);
   assert.equal(logAxis(table([1e6, 1], "bytes"), "log"), true);
+});
+
+test("log ticks are the powers of ten in range, however wide (an exploding loss reaches 1e36)", () => {
+  assert.deepEqual(logSplits(null as never, 1, 0.5, 2000), [1, 10, 100, 1000]);
+  const wide = logSplits(null as never, 1, 100, 1e36);
+  assert.equal(wide.length, 35);
+  assert.equal(wide[0], 100);
+  assert.equal(wide.at(-1), 1e36);
+  assert.ok(wide.every((v) => String(v).match(/^1(0*|e\+\d+)$/)), String(wide));
+  // less than a decade: its ends; nothing to draw: nothing
+  assert.deepEqual(logSplits(null as never, 1, 2, 8), [2, 8]);
+  assert.deepEqual(logSplits(null as never, 1, 0, 8), []);
+  // increments reach past any float32 loss, so uPlot always finds one
+  assert.equal(LOG_INCRS.at(-1), 1e308);
+  assert.equal(LOG_INCRS[0], 1e-308);
 });
