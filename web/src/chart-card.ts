@@ -114,6 +114,13 @@ export function nearest(u: uPlot, idx: number, upTo = u.series.length - 1): numb
   return best;
 }
 
+/** A value of `table`'s column `col` at `x` as read out: its number, or "NaN" / "inf" where the
+ * step's value was not finite (a gap in the line: an exploding loss ends in inf, then NaN). */
+export function cellText(table: Table, col: number, x: number, value: number | null | undefined, fmt: (v: number | null) => string): string {
+  if ((value === null || value === undefined) && table.kind === "steps") return table.notFiniteAt(col, x) ?? fmt(null);
+  return fmt(value ?? null);
+}
+
 /** The readout while nothing is hovered: this run's last row. */
 export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => string, label: (s: SeriesInfo) => string): void {
   const table = chart.table;
@@ -127,7 +134,7 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
   const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
   const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
   if (shown.length > 3) parts.push("hover a line to read it");
-  else for (const i of shown) parts.push(`${shown.length > 1 ? `${label(table.series[i])} ` : ""}${fmt(table.cols[i][idx])}`);
+  else for (const i of shown) parts.push(`${shown.length > 1 ? `${label(table.series[i])} ` : ""}${cellText(table, i, x, table.cols[i][idx], fmt)}`);
   chart.readout.textContent = parts.join(" · ");
 }
 

@@ -25,6 +25,8 @@ export class Table {
   readonly cols: (number | null)[][] = [];
   readonly series: SeriesInfo[] = [];
   private readonly index = new Map<string, number>();
+  /** Steps whose value was NaN or infinite (not plotted), by column: "NaN", "inf", "-inf". */
+  private readonly notFinite = new Map<number, Map<number, string>>();
   /** Bumped on every change, so a view redraws only the tables that moved. */
   version = 0;
 
@@ -59,7 +61,19 @@ export class Table {
       for (const c of this.cols) c.push(null);
     }
     col[step - 1] = finite(value);
+    const n = value === null || value === undefined ? null : num(value);
+    if (n !== null && !Number.isFinite(n)) {
+      const at = this.index.get(info.key)!;
+      let odd = this.notFinite.get(at);
+      if (!odd) this.notFinite.set(at, (odd = new Map()));
+      odd.set(step, Number.isNaN(n) ? "NaN" : n > 0 ? "inf" : "-inf");
+    }
     this.version++;
+  }
+
+  /** "NaN", "inf" or "-inf" where column `col` had such a value at step `step` (a step chart's gaps). */
+  notFiniteAt(col: number, step: number): string | null {
+    return this.notFinite.get(col)?.get(step) ?? null;
   }
 
   /** Add a row at `x` with `info`'s value (others null), keeping x ascending. */

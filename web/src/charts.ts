@@ -14,7 +14,7 @@ import { decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
-import { type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
+import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -373,8 +373,12 @@ export class ChartsView {
     if (idx === null || idx === undefined || idx < 0) return readLast(chart, u, fmt, (s) => this.seriesLabel(s));
     // the plot's rows are both runs' x values (chart-compare.ts): read the plot, not the table
     const x = u.data[0][idx];
-    const value = (si: number) => fmt(u.data[si][idx] ?? null);
     const own = ownCount(chart);
+    const value = (si: number) => {
+      if (si > own || chart.sliced) return fmt(u.data[si][idx] ?? null);
+      // this run's own value (a log axis leaves out values <= 0; a step's row is step - 1)
+      return cellText(table, si - 1, x, table.kind === "steps" ? table.cols[si - 1][x - 1] : u.data[si][idx], fmt);
+    };
     const shown = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, k) => from + k).filter((si) => u.series[si].show);
     const mine = chart.sliced ? [] : shown(1, own);
     const theirs = shown(own + 1, u.series.length - 1);

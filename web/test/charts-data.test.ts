@@ -65,6 +65,16 @@ test("per parameter: one series per parameter name; non-finite values are gaps",
   assert.deepEqual(data.tables.get("loss")!.cols[0], [null, 1]);
 });
 
+test("a gap left by a NaN or infinite value remembers which it was, as the trace wrote it", () => {
+  // the trace's JSON writes them as strings
+  const odd = (v: string) => v as unknown as number;
+  const data = ChartData.from([step("opt", 1, 3), step("opt", 2, odd("Infinity")), step("opt", 3, odd("NaN")), step("opt", 4, odd("-Infinity"))], false);
+  const loss = data.tables.get("loss")!;
+  assert.deepEqual(loss.cols[0], [3, null, null, null]);
+  assert.deepEqual([1, 2, 3, 4].map((s) => loss.notFiniteAt(0, s)), [null, "inf", "NaN", "-inf"]);
+  assert.equal(loss.notFiniteAt(1, 2), null);
+});
+
 test("metrics sort by step; without one they sit at the latest training step", () => {
   const metric = (name: string, value: number, s: number | null): GradwalkEvent =>
     ({ type: "metric", seq: seq++, t: 0, name, value, step: s, line: 3 }) as GradwalkEvent;
