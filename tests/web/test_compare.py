@@ -133,8 +133,8 @@ def test_a_kept_graph_beside_its_fix_on_one_memory_chart(page: Any, server: Any)
     before = [v for v in snap["compared"]["series"][0]["values"] if v is not None]
     now = [v for v in snap["series"][0]["values"] if v is not None]
     assert before[-1] > 10 * max(now), (before[-1], max(now))
-    expect(page.locator("[data-chart=memory] .gw-chart-foot").first).to_contain_text("this run: ")
-    expect(page.locator("[data-chart=memory] .gw-chart-foot").first).to_contain_text("floor steady at")
+    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text("this run: ")
+    expect(page.locator("[data-chart=memory] .gw-chart-foot")).to_contain_text("floor steady at")
     expect(page.locator("[data-chart=memory] .gw-chart-foot-base")).to_contain_text(
         "run before (dashed): first 12 KiB"
     )

@@ -43,7 +43,7 @@ export function newChart(table: Table): Chart {
   const plotEl = h("div", { class: "gw-chart-plot" });
   const legend = h("div", { class: "gw-chart-legend" });
   const foot = h("p", { class: "gw-chart-foot", hidden: true });
-  const baseFoot = h("p", { class: "gw-chart-foot gw-chart-foot-base", hidden: true });
+  const baseFoot = h("p", { class: "gw-chart-foot-base", hidden: true });
   const logTag = h("span", { class: "gw-chart-scale", text: "log", title: "logarithmic y axis", hidden: true });
   const card = h(
     "section",
