@@ -25,7 +25,7 @@ from .chart_choices import COMPARE_PATTERN, Y_SCALES, YScale
 from .library import title_for
 from .version import VERSION
 
-__all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export"]
+__all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export", "safe_id"]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
 VIEWS = ("graph", "stepper", "tape", "inspector", "code", "charts")
@@ -246,7 +246,7 @@ def run_export(args: Any) -> int:
         other = _load(str(args.compare), Path(args.db))
         if isinstance(other, str):
             return fail(f"--compare: {other}")
-        compare = (_safe_id(other[1]), other[0])
+        compare = (safe_id(other[1], "compared"), other[0])
     try:
         page = render_export(
             data,
@@ -299,6 +299,7 @@ def _load(arg: str, db: Path) -> tuple[bytes, str, str | None] | str:
     return data, name, title
 
 
-def _safe_id(name: str) -> str:
-    """``name`` as a run id the page can carry (letters, digits, - and _)."""
-    return re.sub(r"[^\w-]", "_", name, flags=re.ASCII)[:64] or "compared"
+def safe_id(name: str, fallback: str) -> str:
+    """``name`` kept to what a run id and a file name may hold (ASCII letters, digits, - and
+    _; at most 64), or ``fallback`` when nothing is left."""
+    return "".join(c for c in name if c.isascii() and (c.isalnum() or c in "-_"))[:64] or fallback

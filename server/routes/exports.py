@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from ..chart_choices import COMPARE_PATTERN, Norms, YScale
 from ..deps import RegistryDep, ViewerAuth
-from ..export import BundleMissing, render_export
+from ..export import BundleMissing, render_export, safe_id
 from ..live import LiveRun
 from ..models import json_error
 
@@ -92,11 +92,7 @@ async def export_run(
     return HTMLResponse(
         page,
         headers={
-            "Content-Disposition": f'attachment; filename="gradwalk-{_safe(run_id)}.html"',
+            "Content-Disposition": f'attachment; filename="gradwalk-{safe_id(run_id, "run")}.html"',
             "Cache-Control": "no-store",
         },
     )
-
-
-def _safe(name: str) -> str:
-    return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "run"

@@ -25,11 +25,13 @@ export function hasCharts(events: readonly GradwalkEvent[]): boolean {
 export class Baseline {
   /** The switch and what it compares with, for the charts' toolbar. */
   readonly control: HTMLElement;
+  /** What the dashed lines are, for the toolbar ("dashed: line 11: lr=0.05 → lr=0.5"). */
+  readonly description: HTMLElement;
   private readonly toggle: HTMLInputElement;
-  private readonly what: HTMLElement;
   /** The run a tick compares with: the run before, in the app; the compared run, in an embed. */
   private candidate: string | null = null;
-  private readonly offered = new Map<string, RunEvents>();
+  /** The run just replaced, kept so that comparing with it needs no fetch. */
+  private offered: { id: string; run: RunEvents } | null = null;
   private loaded: { id: string; run: RunEvents } | null = null;
   private data: ChartData | null = null;
 
@@ -45,7 +47,7 @@ export class Baseline {
     private readonly say: (message: string) => void,
   ) {
     this.toggle = h("input", { type: "checkbox", "aria-label": "Compare with the run before" });
-    this.what = h("span", { class: "gw-charts-compare-what" });
+    this.description = h("span", { class: "gw-charts-compare-what" });
     this.control = h(
       "label",
       { class: "gw-check gw-charts-compare", title: "Draw the run before this one dashed under it, on every chart both have", hidden: true },
@@ -64,20 +66,14 @@ export class Baseline {
     void this.load(this.store.state.compare);
   }
 
-  /** What the dashed lines are, for the toolbar ("dashed: line 11: lr=0.05 → lr=0.5"). */
-  get description(): HTMLElement {
-    return this.what;
-  }
-
   /**
    * Offer `id` (the run just replaced, with its events) as the run a tick compares with;
    * while a comparison is on, it moves to `id`. A run with nothing to chart is not offered.
    */
   offer(id: string | null, run: RunEvents | null): void {
-    this.offered.clear();
     const usable = id !== null && run !== null && hasCharts(run.events);
+    this.offered = usable ? { id, run } : null;
     this.candidate = usable ? id : null;
-    if (usable) this.offered.set(id, run);
     if (this.store.state.compare !== null) this.store.set({ compare: this.candidate });
     this.render();
   }
@@ -92,10 +88,9 @@ export class Baseline {
     const on = this.store.state.compare;
     this.toggle.checked = on !== null;
     this.control.hidden = this.candidate === null && on === null;
-    this.toggle.disabled = on === null && this.candidate === null;
     const run = this.loaded && this.loaded.id === on ? this.loaded.run : null;
-    this.what.hidden = run === null;
-    this.what.textContent = run ? `dashed: ${describeChange(sourceChange(run.source ?? "", this.currentSource()))}` : "";
+    this.description.hidden = run === null;
+    this.description.textContent = run ? `dashed: ${describeChange(sourceChange(run.source ?? "", this.currentSource()))}` : "";
   }
 
   private rebuild(): void {
@@ -109,7 +104,7 @@ export class Baseline {
       this.data = null;
     }
     if (id !== null && !this.loaded) {
-      const run = this.offered.get(id) ?? (await this.fetch(id));
+      const run = this.offered?.id === id ? this.offered.run : await this.fetch(id);
       if (this.store.state.compare !== id) return; // switched again meanwhile
       if (!run) {
         this.store.set({ compare: null });

@@ -212,6 +212,7 @@ export class ChartsView {
       const base = this.baseline.table(table.id);
       const stale = chart.seriesCount !== table.series.length || chart.base !== base;
       if (!chart.plot || stale || chart.log !== log || chart.sliced !== sliced) {
+        chart.base = base;
         this.create(chart, log, sliced);
       } else {
         chart.plot.setData(this.plotData(chart, log, sliced));
@@ -297,7 +298,6 @@ export class ChartsView {
           paths: stepped,
           points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
         }));
-    chart.base = this.baseline.table(table.id);
     const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines, ...this.ghostSeries(chart, c.series, stepped)];
     const opts: uPlot.Options = {
       width: Math.max(chart.plotEl.clientWidth, 200),
