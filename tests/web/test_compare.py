@@ -3,6 +3,7 @@ drawn dashed under the run on screen, in the app, links, embeds, downloads and e
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -121,6 +122,32 @@ def test_a_new_run_compares_with_the_one_it_replaced(page: Any) -> None:
     run_source(page, RENT)
     expect(page.locator(TOGGLE)).to_be_hidden()
     page.wait_for_function("() => !location.search.includes('compare=')")
+
+
+def test_a_trace_file_opened_compares_with_the_run_it_replaced(page: Any, tmp_path: Any) -> None:
+    server = page.server
+    saved = tmp_path / "lr-0.02.json"
+    saved.write_text(json.dumps(trace(server, stored_run(server, RENT.replace("lr=0.05", "lr=0.02")))))
+    open_app(page)
+    run_source(page, RENT)
+    run_source(page, SLOWER)
+    second = page.evaluate("() => window.gradwalk.runId")
+    page.click("#gw-tab-charts")
+    page.check(TOGGLE)
+    compared(page, "loss")
+    page.set_input_files("[data-gw=open-trace]", str(saved))
+    # the file replaced the lr=0.01 run: that is the run before now, as after a new run
+    expect(page.locator(".gw-charts-compare-what")).to_have_text("dashed: line 11: lr=0.01 → lr=0.02")
+    snap = compared(page, "loss")
+    assert snap["compared"]["series"][0]["values"] == losses(trace(server, second))
+    assert snap["series"][0]["values"] == losses(json.loads(saved.read_text()))
+    page.wait_for_function("(id) => location.search.includes(`compare=${id}`)", arg=second)
+    # a file that is not a trace is refused, and the run on screen stays
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"loss": [1, 2]}')
+    page.set_input_files("[data-gw=open-trace]", str(bad))
+    expect(page.get_by_text("Could not open notes.json: not a gradwalk trace (no events)")).to_be_visible()
+    assert compared(page, "loss")["series"][0]["values"] == losses(json.loads(saved.read_text()))
 
 
 def test_a_kept_graph_beside_its_fix_on_one_memory_chart(page: Any, server: Any) -> None:

@@ -252,9 +252,12 @@ export class App {
   loadTrace(trace: { source?: string; events: GradwalkEvent[] }): TraceModel {
     this.stream?.close();
     this.stream = null;
+    const [before, beforeId] = [this.model, this.runId];
     const model = TraceModel.from(trace.events, trace.source);
     if (model.source) this.editor.source = model.source;
     this.setModel(model, null);
+    // as after a new run, the run replaced is the one the charts compare with
+    this.charts.baseline.offer(beforeId, before);
     this.store.set({ step: null, op: null, selection: null, hover: null });
     return model;
   }
