@@ -312,6 +312,9 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
         "memory is kept from one iteration to the next"
     )
     expect(page.locator(".gw-notice-pitfall")).to_contain_text("keeps every iteration's graph alive")
+    # the byte axis ticks at whole binary units (64 KiB, 128 KiB), not at 97.7 KiB
+    ticks = [t for t in open_charts(page, runs["total"], "memory")["memory"]["yTicks"] if t]
+    assert len(ticks) >= 3 and all(re.fullmatch(r"\d+ (B|KiB)", t) for t in ticks), ticks
     shot(page, "charts-06-memory-total-loss")
 
     snap = open_charts(page, runs["item"], "memory")
@@ -346,6 +349,15 @@ def test_a_long_runs_memory_is_drawn_as_peak_and_floor(page: Any, runs: dict[str
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text(" · floor ")
     expect(page.locator("[data-chart=memory] .gw-chart-readout")).to_contain_text("s · peak ")
+    # the legend says which is which, and each can be hidden
+    chips = page.locator("[data-chart=memory] .gw-chart-chip")
+    expect(chips).to_have_text(["peak", "floor"])
+    chips.nth(1).click()
+    expect(chips.nth(1)).to_have_attribute("aria-pressed", "false")
+    shown = "() => window.gradwalk.charts.plotOf('memory').series.slice(1).map((s) => s.show)"
+    assert page.evaluate(shown) == [True, False]
+    chips.nth(1).click()
+    assert page.evaluate(shown) == [True, True]
     shot(page, "charts-12-memory-peak-and-floor")
 
 

@@ -5,6 +5,9 @@ import { memoryFoot } from "./chart-memory";
 import { formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h } from "./dom";
 
+/** The legend of a memory chart drawn as peak and floor per stretch of the run (chart-memory.ts). */
+export const SLICED_KEYS = ["peak", "floor"] as const;
+
 /** How the compared run (chart-baseline.ts) is named in legends and readouts. */
 export const COMPARED = "run before";
 export const PALETTE = 10;
@@ -65,25 +68,31 @@ export function ownCount(chart: Chart): number {
 
 export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesInfo) => string): void {
   const table = chart.table;
-  if (table.series.length < 2 && !chart.base) {
+  if (table.series.length < 2 && !chart.base && !chart.sliced) {
     chart.legend.replaceChildren();
     return;
   }
   const own = ownCount(chart);
-  const chips = table.series.map((s, i) => chip(chart, i, table.series.length < 2 ? "this run" : label(s), colors[i % PALETTE], chart.sliced ? [1, 2] : [i + 1]));
+  // a sliced memory chart (chart-memory.ts) says what its band and its line are
+  const chips = chart.sliced
+    ? [
+        chip(chart, 0, SLICED_KEYS[0], colors[0], [1], "band"),
+        chip(chart, 1, SLICED_KEYS[1], colors[0], [2]),
+      ]
+    : table.series.map((s, i) => chip(chart, i, table.series.length < 2 ? "this run" : label(s), colors[i % PALETTE], [i + 1]));
   if (chart.base) {
     const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
-    chips.push(chip(chart, -1, COMPARED, colors[0], ghosts, true));
+    chips.push(chip(chart, -1, COMPARED, colors[0], ghosts, "dashed"));
   }
   chart.legend.replaceChildren(...chips);
 }
 
 /** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
-function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], dashed = false): HTMLElement {
+function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], look: "line" | "dashed" | "band" = "line"): HTMLElement {
   const chip = h(
     "button",
     { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },
-    h("span", { class: dashed ? "gw-chart-swatch gw-chart-swatch-dashed" : "gw-chart-swatch", "aria-hidden": "true" }),
+    h("span", { class: look === "line" ? "gw-chart-swatch" : `gw-chart-swatch gw-chart-swatch-${look}`, "aria-hidden": "true" }),
     label,
   );
   (chip.firstElementChild as HTMLElement).style.setProperty("--swatch", color);

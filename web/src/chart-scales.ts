@@ -46,6 +46,13 @@ export function formatPow10(v: number): string {
   return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
 }
 
+
+/**
+ * Tick increments of a linear bytes axis: every power of two from 1 B to 512 GiB, so that
+ * its ticks fall on 4 KiB, 8 KiB, 12 KiB (uPlot's decimal ones fell on 4.88 KiB, 9.77 KiB).
+ */
+export const BYTE_INCRS: readonly number[] = Array.from({ length: 40 }, (_, i) => 2 ** i);
+
 /**
  * Log axes' ticks: every power of ten in range, from increments to 1e308 (LOG_INCRS).
  * uPlot's own table of increments ends near 1e32 and its log splits step through it: a range

@@ -10,7 +10,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
+import { BYTE_INCRS, decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
@@ -288,7 +288,7 @@ export class ChartsView {
       values,
     });
     const lines: uPlot.Series[] = sliced
-      ? slicedSeries(c.series[0], stepped).map((s) => ({ ...s, show: !chart.hidden.has(0) }))
+      ? slicedSeries(c.series[0], stepped).map((s, i) => ({ ...s, show: !chart.hidden.has(i) }))
       : table.series.map((s, i) => ({
           label: this.seriesLabel(s),
           stroke: c.series[i % PALETTE],
@@ -318,7 +318,9 @@ export class ChartsView {
           size: 62,
           ...(log
             ? { incrs: LOG_INCRS as number[], splits: logSplits, filter: onDecades, grid: { stroke: c.grid, width: 1, filter: onDecades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: onDecades } }
-            : {}),
+            : bytes
+              ? { incrs: BYTE_INCRS as number[] }
+              : {}),
         },
       ],
       series,

@@ -2,8 +2,8 @@
 // three decades; "linear" and "log" apply to every chart.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
-import { Table } from "../src/charts-data";
+import { BYTE_INCRS, LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
+import { formatBytes, Table } from "../src/charts-data";
 
 function table(values: (number | null)[], unit: "number" | "bytes" = "number"): Table {
   const t = new Table("loss", "Loss", "steps", unit, "");
@@ -51,4 +51,17 @@ test("log ticks are the powers of ten in range, however wide (an exploding loss 
   // increments reach past any float32 loss, so uPlot always finds one
   assert.equal(LOG_INCRS.at(-1), 1e308);
   assert.equal(LOG_INCRS[0], 1e-308);
+});
+
+test("a bytes axis ticks where its labels are exact: 4 KiB, 8 KiB, 1.5 KiB, never 4.88 KiB", () => {
+  assert.equal(BYTE_INCRS[0], 1);
+  assert.ok(BYTE_INCRS.includes(4096) && BYTE_INCRS.includes(2 ** 30));
+  assert.ok(!BYTE_INCRS.includes(5000));
+  const factor: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
+  for (const step of BYTE_INCRS.filter((v) => v <= 2 ** 30)) {
+    for (let k = 1; k <= 7; k++) {
+      const [n, unit] = formatBytes(k * step).split(" ");
+      assert.equal(Number(n) * factor[unit], k * step, `${k} × ${step} B read as ${n} ${unit}`);
+    }
+  }
 });
