@@ -36,7 +36,7 @@ import textwrap
 import urllib.error
 import urllib.request
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,10 +124,13 @@ class Recording:
         yscale: str | None = None,
         per_parameter: bool = False,
         compare: Recording | None = None,
+        hide: Sequence[str] = (),
     ) -> str:
         """Return the self-contained HTML page (see :func:`server.export.render_export`;
         ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
-        recording drawn dashed under this one on the charts, carried in the page)."""
+        recording drawn dashed under this one on the charts, carried in the page, ``hide`` the
+        charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
+        ``cuda`` or ``metric:NAME``)."""
         from server.export import render_export
 
         return render_export(
@@ -140,6 +143,7 @@ class Recording:
             yscale=yscale,  # type: ignore[arg-type]
             per_parameter=per_parameter,
             compare=("compared", compare.to_json()) if compare is not None else None,
+            hide=hide,
             elk=elk,
         )
 
@@ -153,11 +157,19 @@ class Recording:
         yscale: str | None = None,
         per_parameter: bool = False,
         compare: Recording | None = None,
+        hide: Sequence[str] = (),
     ) -> Path:
-        """Write ONE html file that shows this run offline (disk, a static host, an LMS)."""
+        """Write ONE html file that shows this run offline (disk, a static host, an LMS);
+        the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts)."""
         out = Path(path)
         page = self.html(
-            view=view, step=step, theme=theme, yscale=yscale, per_parameter=per_parameter, compare=compare
+            view=view,
+            step=step,
+            theme=theme,
+            yscale=yscale,
+            per_parameter=per_parameter,
+            compare=compare,
+            hide=hide,
         )
         out.write_text(page, encoding="utf-8")
         return out
@@ -174,6 +186,7 @@ class Recording:
         yscale: str | None = None,
         per_parameter: bool = False,
         compare: Recording | None = None,
+        hide: Sequence[str] = (),
     ) -> _Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
@@ -181,7 +194,9 @@ class Recording:
         by default the notebook's copy is laid out breadth-first and stays small. ``yscale``
         (``auto``, ``linear``, ``log``) and ``per_parameter`` set the charts' axes and norms;
         ``compare`` (another recording, say the same loop at another learning rate) is drawn
-        dashed under this one on the charts.
+        dashed under this one on the charts. ``hide`` lists charts to leave out, by id
+        (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
+        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``.
         """
         return _Display(
             self,
@@ -194,6 +209,7 @@ class Recording:
             yscale=yscale,
             per_parameter=per_parameter,
             compare=compare,
+            hide=hide,
         )
 
     def _repr_html_(self) -> str:

@@ -18,10 +18,11 @@ import functools
 import html
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .chart_choices import COMPARE_PATTERN, Y_SCALES, YScale
+from .chart_choices import COMPARE_PATTERN, Y_SCALES, YScale, check_hide, parse_hide
 from .library import title_for
 from .version import VERSION
 
@@ -117,6 +118,7 @@ def render_export(
     yscale: YScale | None = None,
     per_parameter: bool = False,
     compare: tuple[str, str | bytes] | None = None,
+    hide: Sequence[str] = (),
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -128,9 +130,11 @@ def render_export(
     the reader's system setting). ``yscale`` is the charts' y axes (default ``auto``: log for
     a chart whose positive values span three decades), ``per_parameter`` draws gradient and
     update norms per parameter. ``compare`` is another run, ``(its id, its trace)``, drawn
-    dashed under this one on the charts (the page carries it too). Raises
-    :class:`BundleMissing` before ``make web`` and ``ValueError`` when ``trace_json`` (or
-    ``compare``'s trace) is not a trace object with an ``events`` list.
+    dashed under this one on the charts (the page carries it too). ``hide`` lists the charts
+    hidden, by id (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda`` or
+    ``metric:NAME``; at most 32). Raises :class:`BundleMissing` before ``make web`` and
+    ``ValueError`` when ``trace_json`` (or ``compare``'s trace) is not a trace object with an
+    ``events`` list, or when a choice is not one (a ``hide`` id included).
     """
     text, trace = _parse_trace(trace_json)
     compared = ""
@@ -148,6 +152,7 @@ def render_export(
         raise ValueError("step must be 0 or more")
     if yscale is not None and yscale not in Y_SCALES:
         raise ValueError(f"yscale must be one of {', '.join(Y_SCALES)}, not {yscale!r}")
+    hidden = check_hide(hide)
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))
@@ -165,6 +170,7 @@ def render_export(
         "yscale": yscale,
         "perParam": per_parameter,
         "compare": compare[0] if compare is not None else None,
+        "hide": hidden,
     }
     return (
         "<!doctype html>\n"
@@ -224,6 +230,13 @@ def add_export_parser(sub: Any) -> None:
         help="another run (an id in the store, or a trace file) drawn dashed under this one on the charts",
     )
     p.add_argument(
+        "--hide",
+        metavar="IDS",
+        default=None,
+        help="charts to hide, comma-separated: loss, calls, grad, update, lr, memory, cuda, metric:NAME "
+        "(e.g. --hide grad,update)",
+    )
+    p.add_argument(
         "--no-elk", action="store_true", help="leave out the layered layout (1.6 MB smaller, breadth-first)"
     )
 
@@ -241,6 +254,10 @@ def run_export(args: Any) -> int:
         return fail(loaded)
     data, name, title = loaded
     title = args.title or title
+    try:
+        hide = parse_hide(args.hide)
+    except ValueError as exc:
+        return fail(f"--{exc}")
     compare = None
     if args.compare is not None:
         other = _load(str(args.compare), Path(args.db))
@@ -258,6 +275,7 @@ def run_export(args: Any) -> int:
             yscale=args.yscale,
             per_parameter=args.per_parameter,
             compare=compare,
+            hide=hide,
             elk=not args.no_elk,
         )
     except (BundleMissing, ValueError) as exc:

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .chart_choices import COMPARE_PATTERN, Norms, YScale
+from .chart_choices import COMPARE_PATTERN, HIDE_PATTERN, MAX_HIDDEN, Norms, YScale
 from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
@@ -81,7 +81,11 @@ def normalize_code(text: str) -> str | None:
 
 
 class RoomState(StrictRequest):
-    """What every viewer of a room sees: the presenter's code, run, view and step."""
+    """What every viewer of a room sees: the presenter's code, run, view and step.
+
+    And the charts' choices (:mod:`server.chart_choices`): ``yscale``, ``norms``, ``compare``
+    (a run id) and ``hide`` (comma-separated chart ids, ``""`` for none).
+    """
 
     source: str = Field(default="", max_length=100_000, description="the code in the presenter's editor")
     run_id: str | None = Field(
@@ -101,6 +105,13 @@ class RoomState(StrictRequest):
         pattern=COMPARE_PATTERN,
         description="the run drawn dashed under the shown one on the charts",
     )
+    hide: str = Field(
+        default="",
+        max_length=MAX_HIDDEN * 65,
+        pattern=HIDE_PATTERN,
+        description=f"the charts hidden: up to {MAX_HIDDEN} comma-separated chart ids "
+        "(loss, calls, grad, update, lr, memory, cuda, metric:NAME); empty: none",
+    )
 
     _no_nul = field_validator("source")(refuse_nul)
 
@@ -109,7 +120,7 @@ class RoomStatePatch(RoomState):
     """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
 
     ``run_id``, ``step``, ``op``, ``lesson`` and ``compare`` may be ``null`` (nothing shown); the others
-    may be left out but not set to ``null``.
+    (``hide`` among them: ``""`` hides no chart) may be left out but not set to ``null``.
     """
 
     # Defaults are not validated, so None means "not given"; a null sent for a
@@ -119,6 +130,7 @@ class RoomStatePatch(RoomState):
     allow_viewer_runs: bool = Field(default=None)  # type: ignore[assignment]
     yscale: YScale = Field(default=None)  # type: ignore[arg-type]
     norms: Norms = Field(default=None)  # type: ignore[arg-type]
+    hide: str = Field(default=None, max_length=MAX_HIDDEN * 65, pattern=HIDE_PATTERN)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 
-from ..chart_choices import COMPARE_PATTERN, Norms, YScale
+from ..chart_choices import COMPARE_PATTERN, HIDE_PATTERN, Norms, YScale, parse_hide
 from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export, safe_id
 from ..live import LiveRun
@@ -54,8 +55,23 @@ async def export_run(
             description="a finished run drawn dashed under this one on the charts",
         ),
     ] = None,
+    hide: Annotated[
+        str | None,
+        Query(
+            description="the charts hidden, comma-separated (at most 32): loss, calls, grad, update, "
+            "lr, memory, cuda, metric:NAME",
+            # checked by parse_hide, whose refusal names the bad id; the schema says the same
+            json_schema_extra={"pattern": HIDE_PATTERN},
+        ),
+    ] = None,
 ) -> Response:
     """Download a finished run as one HTML file that works offline (``file://``, an LMS)."""
+    try:
+        hidden = parse_hide(hide)
+    except ValueError as exc:
+        # a validation error as FastAPI's own (detail: a list), in parse_hide's words
+        error = {"type": "value_error", "loc": ("query", "hide"), "msg": str(exc), "input": hide}
+        raise RequestValidationError([error]) from None
     run = await registry.find(run_id) if len(run_id) <= 64 else None
     if run is None:
         raise HTTPException(404, f"no run with id {run_id[:64]!r}")
@@ -86,6 +102,7 @@ async def export_run(
             yscale=yscale,
             per_parameter=norms == "per-parameter",
             compare=compared,
+            hide=hidden,
         )
     except BundleMissing as exc:
         raise HTTPException(503, str(exc)) from None

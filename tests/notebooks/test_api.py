@@ -130,3 +130,19 @@ def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
     assert '"compare": "compared"' in both
     carried = re.search(r'id="gradwalk-compare">(.*?)</script>', both, re.S)
     assert carried is not None and json.loads(carried.group(1)) == json.loads(other.to_json())
+
+
+def test_hidden_charts_ride_in_the_page(tmp_path: Path) -> None:
+    rec = gradwalk.watch(CUBIC)
+
+    def hidden(page: str) -> list[str]:
+        found = re.search(r'id="gradwalk-options">(.*?)</script>', page, re.S)
+        assert found is not None
+        return list(json.loads(found.group(1))["hide"])
+
+    assert hidden(rec.html()) == []
+    assert hidden(rec.html(hide=["grad"])) == ["grad"]
+    assert hidden(unpack(rec.show("charts", hide=["grad", "update"])._repr_html_())) == ["grad", "update"]
+    assert hidden(rec.export(tmp_path / "c.html", hide=("metric:val_acc",)).read_text()) == ["metric:val_acc"]
+    with pytest.raises(ValueError, match="'<b>' is not a chart id"):
+        rec.html(hide=["<b>"])

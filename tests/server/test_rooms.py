@@ -133,6 +133,13 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     for viewer in (v1, v2):
                         frame = await next_frame(viewer)
                         assert frame["version"] == version and frame["state"]["compare"] == compare
+                # and the charts hidden (and back to none)
+                assert frame["state"]["hide"] == ""
+                for hide, version in (("grad,metric:val_acc", 7), ("", 8)):
+                    await presenter.send(json.dumps({"type": "state", "state": {"hide": hide}}))
+                    for viewer in (v1, v2):
+                        frame = await next_frame(viewer)
+                        assert frame["version"] == version and frame["state"]["hide"] == hide
 
     run(scenario())
 
@@ -311,6 +318,17 @@ def test_unknown_rooms_are_404(server: LiveServer, path: str, status: int, words
     assert response.status_code == status and words in response.json()["detail"]
 
 
+def test_the_charts_hidden_are_part_of_the_state(server: LiveServer) -> None:
+    room = open_room(server, {"hide": "grad,metric:val_acc"})
+    assert room["state"]["hide"] == "grad,metric:val_acc"
+    most = ",".join(f"metric:m{i}" for i in range(32))
+    headers = {"x-presenter-key": room["presenter_key"]}
+    with student(server) as c:
+        response = c.patch(f"/api/rooms/{room['code']}/state", json={"hide": most}, headers=headers)
+        assert response.status_code == 200, response.text
+        assert c.get(f"/api/rooms/{room['code']}").json()["state"]["hide"] == most
+
+
 @pytest.mark.parametrize(
     ("headers", "body", "status"),
     [
@@ -325,6 +343,11 @@ def test_unknown_rooms_are_404(server: LiveServer, path: str, status: int, words
         ("key", {"norms": None}, 422),
         ("key", {"compare": "../runs/x"}, 422),
         ("key", {"compare": "x" * 65}, 422),
+        ("key", {"hide": ",".join(f"metric:m{i}" for i in range(33))}, 422),
+        ("key", {"hide": "grad,<script>"}, 422),
+        ("key", {"hide": "x" * 65}, 422),
+        ("key", {"hide": "grad,,lr"}, 422),
+        ("key", {"hide": None}, 422),
     ],
 )
 def test_bad_state_changes_are_refused(

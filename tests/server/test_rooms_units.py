@@ -100,11 +100,40 @@ def test_a_patch_replaces_the_fields_it_gives() -> None:
         {"step": "3"},
         {"step": 2.5},
         {"allow_viewer_runs": 1},
+        {"hide": None},
+        {"hide": "grad,<b>"},
+        {"hide": "x" * 65},
+        {"hide": ",".join(f"metric:m{i}" for i in range(33))},
     ],
 )
 def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         RoomStatePatch.model_validate(patch)
+
+
+def test_the_charts_hidden_default_to_none_and_are_kept_as_given() -> None:
+    assert RoomState().hide == "" and "hide" not in RoomStatePatch().model_fields_set
+    room = RoomRegistry().create(RoomState())
+    room.update(RoomStatePatch.model_validate({"hide": "grad,metric:val_acc"}))
+    assert room.state.hide == "grad,metric:val_acc"
+    assert json.loads(room.frame(0))["state"]["hide"] == "grad,metric:val_acc"
+    room.update(RoomStatePatch.model_validate({"hide": ""}))
+    assert room.state.hide == ""
+
+
+@pytest.mark.parametrize(
+    "hide",
+    ["grad,<b>", "x" * 65, ",".join(f"metric:m{i}" for i in range(33)), "grad,,lr", "grad\n", None],
+)
+def test_bad_hidden_charts_are_refused_as_hide(hide: Any) -> None:
+    for model in (RoomState, RoomStatePatch):
+        with pytest.raises(ValidationError) as refused:
+            model.model_validate({"hide": hide})
+        # refused for what it says, not as an unknown field
+        assert [(e["loc"], e["type"]) for e in refused.value.errors()] in (
+            [(("hide",), "string_pattern_mismatch")],
+            [(("hide",), "string_type")],
+        )
 
 
 def test_a_whole_number_written_as_a_float_is_that_number() -> None:

@@ -269,6 +269,13 @@ def test_the_presenters_y_scale_and_norms_reach_the_following_viewers(room: Clas
     assert explorer.evaluate("() => window.gradwalk.store.state.compare") is None
     p.uncheck("input[aria-label='Compare with the run before']")
     follower.wait_for_function("() => window.gradwalk.store.state.compare === null")
+    # a chart the presenter hides goes from the followers' screens too, and comes back
+    p.click("[data-chart=lr] .gw-chart-hide")
+    expect(follower.locator("[data-chart=lr]")).to_have_count(0)
+    expect(follower.locator("[data-chart=loss]")).to_have_count(1)
+    assert explorer.evaluate("() => window.gradwalk.store.state.hide") == []
+    p.click(".gw-charts-unhide")
+    expect(follower.locator("[data-chart=lr]")).to_have_count(1)
     p.click("#gw-tab-stepper")
     expect(follower.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
 

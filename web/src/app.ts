@@ -21,7 +21,7 @@ import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { readUrl, type UrlState, UrlSync } from "./url-state";
 
 /** The parts of the view state the address bar keeps (url-state.ts). */
-const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam", "compare"];
+const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam", "compare", "hide"];
 
 const FALLBACK_SOURCE = `import torch
 
@@ -120,8 +120,8 @@ export class App {
     store.subscribe((state, changed) => this.onStore(state, changed));
     window.addEventListener("popstate", () => {
       // a history entry without the charts' choices had the defaults
-      const { yscale, perParam, ...rest } = readUrl();
-      void this.applyUrl({ ...rest, yscale: yscale ?? "auto", perParam: perParam ?? false });
+      const { yscale, perParam, hide, ...rest } = readUrl();
+      void this.applyUrl({ ...rest, yscale: yscale ?? "auto", perParam: perParam ?? false, hide: hide ?? [] });
     });
     this.setStatus("idle");
     this.onStore(store.state, new Set(["view"]));
@@ -383,6 +383,7 @@ export class App {
     if (wanted.yscale) choices.yscale = wanted.yscale;
     if (typeof wanted.perParam === "boolean") choices.perParam = wanted.perParam;
     if (wanted.compare !== undefined) choices.compare = wanted.compare;
+    if (wanted.hide) choices.hide = wanted.hide;
     this.store.set(choices);
     this.pending = wanted;
     if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);

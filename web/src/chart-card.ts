@@ -40,8 +40,9 @@ export interface Chart {
   yTicks: string[];
 }
 
-/** The card of a chart of `table`, its plot not drawn yet. */
-export function newChart(table: Table): Chart {
+/** The card of a chart of `table`, its plot not drawn yet; its × button calls `hide` (no
+ * button without one). */
+export function newChart(table: Table, hide: (() => void) | null): Chart {
   const readout = h("div", { class: "gw-chart-readout" });
   const plotEl = h("div", { class: "gw-chart-plot" });
   const legend = h("div", { class: "gw-chart-legend" });
@@ -51,7 +52,22 @@ export function newChart(table: Table): Chart {
   const card = h(
     "section",
     { class: "gw-chart", "aria-label": `${table.title} chart`, data: { chart: table.id } },
-    h("header", { class: "gw-chart-head" }, h("h3", { text: table.title }), logTag, h("span", { class: "gw-chart-help", text: table.help, title: table.help })),
+    h(
+      "header",
+      { class: "gw-chart-head" },
+      h("h3", { text: table.title }),
+      logTag,
+      h("span", { class: "gw-chart-help", text: table.help, title: table.help }),
+      hide &&
+        h("button", {
+          type: "button",
+          class: "gw-chart-hide",
+          text: "×",
+          title: "Hide this chart (links, embed code and downloads keep it hidden)",
+          "aria-label": `Hide the ${table.title} chart`,
+          on: { click: hide },
+        }),
+    ),
     readout,
     plotEl,
     legend,

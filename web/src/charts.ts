@@ -14,6 +14,7 @@ import { BYTE_INCRS, decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSpli
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
+import { canHide } from "./url-state";
 import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
@@ -40,6 +41,8 @@ export interface ChartSnapshot {
   yTicks: string[];
   /** The compared run's rows of this chart (its own x), when it is drawn dashed. */
   compared: { x: number[]; series: { label: string; values: (number | null)[] }[] } | null;
+  /** Whether the chart is hidden (the store's `hide`): it is then not on screen. */
+  hidden: boolean;
 }
 
 export class ChartsView {
@@ -48,6 +51,8 @@ export class ChartsView {
   private readonly grid: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
+  /** "show N hidden charts", while any of this run's charts is hidden (the store's `hide`). */
+  private readonly unhide: HTMLButtonElement;
   private readonly note: HTMLElement;
   /** What a click on a step opens (chart-steps.ts); its `recordInFull` is set where code can run. */
   readonly steps: StepOpener;
@@ -78,9 +83,15 @@ export class ChartsView {
     this.paramToggle.addEventListener("change", () => store.set({ perParam: this.paramToggle.checked }));
     this.showChoices();
     store.subscribe((_state, changed) => {
-      if (!changed.has("yscale") && !changed.has("perParam")) return;
+      if (!changed.has("yscale") && !changed.has("perParam") && !changed.has("hide")) return;
       this.showChoices();
       this.rebuild(changed.has("perParam"));
+    });
+    this.unhide = h("button", {
+      type: "button",
+      class: "gw-btn gw-charts-unhide",
+      hidden: true,
+      on: { click: () => store.set({ hide: [] }) },
     });
     this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
     this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
@@ -93,6 +104,7 @@ export class ChartsView {
       h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
       this.baseline.control,
       this.baseline.description,
+      this.unhide,
       this.summary,
     );
     this.grid = h("div", { class: "gw-charts-grid" });
@@ -138,6 +150,7 @@ export class ChartsView {
         log: logAxis(t, this.store.state.yscale),
         sliced: isSliced(t),
         compared: this.comparedSnapshot(t.id),
+        hidden: this.store.state.hide.includes(t.id),
         yTicks: this.charts.get(t.id)?.yTicks.filter((label) => label !== "") ?? [],
       };
     }
@@ -188,14 +201,19 @@ export class ChartsView {
 
   private flush(): void {
     this.renderSummary();
-    const tables = this.data.ordered;
-    this.empty.hidden = tables.length > 0;
+    const all = this.data.ordered;
+    const hide = new Set(this.store.state.hide);
+    const tables = all.filter((t) => !hide.has(t.id));
+    this.renderHidden(all.filter((t) => hide.has(t.id)));
+    this.empty.hidden = all.length > 0;
     if (!this.shown) return;
     let added = false;
     for (const table of tables) {
       let chart = this.charts.get(table.id);
       if (!chart) {
-        chart = newChart(table);
+        // a chart a link cannot name (a metric called "acc (%)") is not offered for hiding
+        const hide = canHide(table.id) ? () => this.store.set({ hide: [...this.store.state.hide, table.id] }) : null;
+        chart = newChart(table, hide);
         this.charts.set(table.id, chart);
         added = true;
       }
@@ -234,6 +252,14 @@ export class ChartsView {
       const width = chart.plotEl.clientWidth;
       if (chart.plot && width && width !== chart.plot.width) chart.plot.setSize({ width, height: PLOT_HEIGHT });
     }
+  }
+
+  /** The toolbar's "show N hidden charts", naming them; hidden while none of this run's is. */
+  private renderHidden(hidden: readonly Table[]): void {
+    const n = hidden.length;
+    this.unhide.hidden = n === 0;
+    this.unhide.textContent = n === 1 ? `show the hidden ${hidden[0].title} chart` : `show ${n} hidden charts`;
+    this.unhide.title = `Hidden: ${hidden.map((t) => t.title).join(", ")}`;
   }
 
   private renderSummary(): void {

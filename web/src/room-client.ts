@@ -17,6 +17,8 @@ export interface RoomState {
   norms: string;
   /** The run drawn dashed under the shown one on the charts; null: none. */
   compare: string | null;
+  /** The charts hidden, as chart ids separated by commas ("grad,lr"); "" for none (absent from an older server). */
+  hide?: string;
 }
 
 export interface StateFrame {

@@ -145,7 +145,7 @@ export class RoomMode {
     app.hooks.onModel = (runId, model) => this.push({ run_id: runId, source: model.source || app.editor.source });
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
-      if (changed.has("yscale") || changed.has("perParam") || changed.has("compare")) this.push(chartChoiceWords(state));
+      if (changed.has("yscale") || changed.has("perParam") || changed.has("compare") || changed.has("hide")) this.push(chartChoiceWords(state));
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);
@@ -295,9 +295,9 @@ export class RoomMode {
     if (state.step === null) clear.step = null;
     if (state.op === null) clear.op = null;
     app.store.set(clear);
-    // the presenter's y scale, norms and compared run, as a link would carry them
-    const { yscale, perParam, compare } = parseChartChoices(state.yscale, state.norms, state.compare);
-    app.store.set({ yscale: yscale ?? "auto", perParam: perParam ?? false, compare });
+    // the presenter's y scale, norms, compared run and hidden charts, as a link would carry them
+    const { yscale, perParam, compare, hide } = parseChartChoices(state.yscale, state.norms, state.compare, state.hide);
+    app.store.set({ yscale: yscale ?? "auto", perParam: perParam ?? false, compare, hide: hide ?? [] });
     if (app.editor.source !== state.source) app.editor.source = state.source;
     if (state.lesson) await this.lessons.load();
     this.lessons.show(state.lesson);

@@ -30,12 +30,20 @@ export interface ViewState {
   perParam: boolean;
   /** The run whose charts are drawn dashed under this one's (chart-baseline.ts); null: none. */
   compare: string | null;
+  /** The ids of the charts hidden from the Charts view (loss, grad, metric:val_acc, ...). */
+  hide: readonly string[];
+}
+
+/** Equal values, or lists of equal values (a list set again with the same items is no change). */
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 export type StoreListener = (state: ViewState, changed: ReadonlySet<keyof ViewState>) => void;
 
 export class Store {
-  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false, compare: null };
+  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false, compare: null, hide: [] };
   private readonly listeners = new Set<StoreListener>();
 
   subscribe(listener: StoreListener): () => void {
@@ -46,7 +54,7 @@ export class Store {
   set(patch: Partial<ViewState>): void {
     const changed = new Set<keyof ViewState>();
     for (const [key, value] of Object.entries(patch) as [keyof ViewState, unknown][]) {
-      if (this.state[key] !== value) changed.add(key);
+      if (!same(this.state[key], value)) changed.add(key);
     }
     if (!changed.size) return;
     this.state = { ...this.state, ...patch };

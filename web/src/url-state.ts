@@ -1,6 +1,6 @@
 // The URL holds what is worth sharing: the run, the open view, the stepper's step, the
 // scrubber's op, the selection and the charts' choices (?run=ID&view=stepper&step=3,
-// ?view=charts&yscale=log&norms=per-parameter&compare=ID2). A link reopens exactly that, and reloading
+// ?view=charts&yscale=log&norms=per-parameter&compare=ID2&hide=grad,lr). A link reopens exactly that, and reloading
 // lands on the same step.
 import { Y_SCALES, type YScale } from "./chart-scales";
 import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
@@ -11,46 +11,71 @@ export interface ChartChoices {
   perParam: boolean | null;
   /** The run drawn dashed under this one; null: none (an id that cannot be one is none). */
   compare: string | null;
+  /** The ids of the charts hidden; null where not said. */
+  hide: string[] | null;
 }
 
 /** A run id as the server makes them (letters, digits, - and _). */
 const RUN_ID = /^[\w-]{1,64}$/;
+/** A chart id a link can hide (the server's chart_choices.HIDE_ID_PATTERN), and how many. */
+const CHART_ID = /^[\w.:/ -]{1,64}$/;
+const MAX_HIDDEN = 32;
 
-/** A `yscale` (auto, linear, log), a `norms` (together, per-parameter) and a `compare` (a
- * run id) as written in a query string or a room's state; null where absent or unknown. */
+/** Whether a link can carry chart `id` in its `hide` (a metric named `acc (%)` cannot). */
+export function canHide(id: string): boolean {
+  return CHART_ID.test(id);
+}
+
+/** The chart ids of a `hide` (comma-separated: `grad,metric:val_acc`), each once; ids that
+ * cannot be chart ids are left out. */
+export function parseHide(text: string): string[] {
+  const ids = text.split(",").map((id) => id.trim()).filter(canHide);
+  return [...new Set(ids)].slice(0, MAX_HIDDEN);
+}
+
+/** A `yscale` (auto, linear, log), a `norms` (together, per-parameter), a `compare` (a
+ * run id) and a `hide` (chart ids, comma-separated) as written in a query string or a room's
+ * state; null where absent or unknown. */
 export function parseChartChoices(
   yscale: string | null | undefined,
   norms: string | null | undefined,
   compare?: string | null,
+  hide?: string | null,
 ): ChartChoices {
   return {
     yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : null,
     perParam: norms === "per-parameter" ? true : norms === "together" ? false : null,
     compare: compare && RUN_ID.test(compare) ? compare : null,
+    hide: typeof hide === "string" ? parseHide(hide) : null,
   };
 }
 
-/** The charts' choices of a query string (`?yscale=log&norms=per-parameter&compare=ID`). */
+/** The charts' choices of a query string (`?yscale=log&norms=per-parameter&compare=ID&hide=grad`). */
 export function readChartChoices(q: URLSearchParams): ChartChoices {
-  return parseChartChoices(q.get("yscale"), q.get("norms"), q.get("compare"));
+  return parseChartChoices(q.get("yscale"), q.get("norms"), q.get("compare"), q.get("hide"));
 }
 
+type ChartState = Pick<ViewState, "yscale" | "perParam" | "compare" | "hide">;
+
 /** The charts' choices in the words a query string and a room's state use. */
-export function chartChoiceWords(state: Pick<ViewState, "yscale" | "perParam" | "compare">): {
+export function chartChoiceWords(state: ChartState): {
   yscale: YScale;
   norms: "together" | "per-parameter";
   compare: string | null;
+  hide: string;
 } {
-  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together", compare: state.compare };
+  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together", compare: state.compare, hide: state.hide.join(",") };
 }
 
-/** Add the charts' choices to `q` where they differ from the defaults (auto, together, none). */
-export function writeChartChoices(q: URLSearchParams, state: Pick<ViewState, "yscale" | "perParam" | "compare">): void {
-  const { yscale, norms, compare } = chartChoiceWords(state);
+/** Add the charts' choices to `q` where they differ from the defaults (auto, together, none, none). */
+export function writeChartChoices(q: URLSearchParams, state: ChartState): void {
+  const { yscale, norms, compare, hide } = chartChoiceWords(state);
   if (yscale !== "auto") q.set("yscale", yscale);
   if (norms !== "together") q.set("norms", norms);
   if (compare) q.set("compare", compare);
   else q.delete("compare");
+  if (hide) q.set("hide", hide);
+  else q.delete("hide");
 }
 
 /** What a link points at; the charts' choices are left as they are where undefined or null. */

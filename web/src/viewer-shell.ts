@@ -56,6 +56,8 @@ export interface ViewerOptions {
   perParam: boolean | null;
   /** The run drawn dashed under this one on the charts (its events come from the page's `fetchRun`); null: none. */
   compare: string | null;
+  /** The ids of the charts not shown (loss, grad, update, lr, memory, metric:NAME); null: none. */
+  hide: readonly string[] | null;
 }
 
 export const DEFAULT_OPTIONS: ViewerOptions = {
@@ -68,6 +70,7 @@ export const DEFAULT_OPTIONS: ViewerOptions = {
   yscale: null,
   perParam: null,
   compare: null,
+  hide: null,
 };
 
 export interface TraceData {
@@ -160,7 +163,7 @@ export class Viewer {
     root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
 
     const store = this.store;
-    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare });
+    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [] });
     this.graph = new GraphView(graphEl, this.model, store);
     this.stepper = new StepperView(stepperEl, this.model, store);
     this.tape = new TapeView(tapeEl, this.model, store);
@@ -267,7 +270,7 @@ export class Viewer {
       this.renderSteps();
       this.showCurrentNode();
     }
-    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam") || changed.has("compare")) this.renderOpenLink(state);
+    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam") || changed.has("compare") || changed.has("hide")) this.renderOpenLink(state);
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.

@@ -4,7 +4,7 @@
 //
 // A page gives it, in JSON script elements (never executed, so any CSP allows them):
 //   #gradwalk-trace    the trace itself ({source, events}): a self-contained export;
-//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl, yscale, perParam, compare});
+//   #gradwalk-options  viewer options ({view, step, controls, theme, title, appUrl, yscale, perParam, compare, hide});
 //   #gradwalk-compare  the trace of the run `compare` names, drawn dashed on the charts (an export);
 //   #bootstrap         the server's data with `run_id` and `api` (/embed/ID): the trace is
 //                      fetched, and followed live when the run is still going;
@@ -53,10 +53,11 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   if (controls !== null) out.controls = !/^(hide|hidden|off|no|false|0)$/i.test(controls);
   const theme = q.get("theme");
   if (theme === "light" || theme === "dark") out.theme = theme;
-  const { yscale, perParam, compare } = readChartChoices(q);
+  const { yscale, perParam, compare, hide } = readChartChoices(q);
   if (yscale !== null) out.yscale = yscale;
   if (perParam !== null) out.perParam = perParam;
   if (q.has("compare")) out.compare = compare;
+  if (hide !== null) out.hide = hide;
   return out;
 }
 

@@ -1,14 +1,14 @@
-// The address bar and the embed code carry the charts' choices: yscale, norms and the
-// compared run, left out at their defaults, unknown values ignored.
+// The address bar and the embed code carry the charts' choices: yscale, norms, the
+// compared run and the hidden charts, left out at their defaults, unknown values ignored.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { readChartChoices, readUrl, writeChartChoices } from "../src/url-state";
+import { canHide, parseHide, readChartChoices, readUrl, writeChartChoices } from "../src/url-state";
 
 test("a link's y scale and norms are read; unknown or absent ones are null", () => {
-  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=log&norms=per-parameter")), { yscale: "log", perParam: true, compare: null });
-  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=linear&norms=together")), { yscale: "linear", perParam: false, compare: null });
-  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=cubic&norms=yes")), { yscale: null, perParam: null, compare: null });
-  assert.deepEqual(readChartChoices(new URLSearchParams("")), { yscale: null, perParam: null, compare: null });
+  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=log&norms=per-parameter")), { yscale: "log", perParam: true, compare: null, hide: null });
+  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=linear&norms=together")), { yscale: "linear", perParam: false, compare: null, hide: null });
+  assert.deepEqual(readChartChoices(new URLSearchParams("yscale=cubic&norms=yes")), { yscale: null, perParam: null, compare: null, hide: null });
+  assert.deepEqual(readChartChoices(new URLSearchParams("")), { yscale: null, perParam: null, compare: null, hide: null });
   const url = readUrl("?run=abc&view=charts&yscale=auto");
   assert.equal(url.view, "charts");
   assert.equal(url.yscale, "auto");
@@ -17,13 +17,13 @@ test("a link's y scale and norms are read; unknown or absent ones are null", () 
 
 test("only choices other than the defaults are written, and they read back", () => {
   const q = new URLSearchParams();
-  writeChartChoices(q, { yscale: "auto", perParam: false, compare: null });
+  writeChartChoices(q, { yscale: "auto", perParam: false, compare: null, hide: [] });
   assert.equal(q.toString(), "");
-  writeChartChoices(q, { yscale: "log", perParam: true, compare: "b5019c0c2c5e" });
-  assert.equal(q.toString(), "yscale=log&norms=per-parameter&compare=b5019c0c2c5e");
-  assert.deepEqual(readChartChoices(q), { yscale: "log", perParam: true, compare: "b5019c0c2c5e" });
-  // comparing with nothing again takes the run out of the link
-  writeChartChoices(q, { yscale: "log", perParam: true, compare: null });
+  writeChartChoices(q, { yscale: "log", perParam: true, compare: "b5019c0c2c5e", hide: ["lr", "metric:val_acc"] });
+  assert.equal(q.toString(), "yscale=log&norms=per-parameter&compare=b5019c0c2c5e&hide=lr%2Cmetric%3Aval_acc");
+  assert.deepEqual(readChartChoices(q), { yscale: "log", perParam: true, compare: "b5019c0c2c5e", hide: ["lr", "metric:val_acc"] });
+  // comparing with nothing and hiding nothing again take them out of the link
+  writeChartChoices(q, { yscale: "log", perParam: true, compare: null, hide: [] });
   assert.equal(q.toString(), "yscale=log&norms=per-parameter");
 });
 
@@ -33,4 +33,17 @@ test("a compared run is a run id; anything else compares with nothing", () => {
   for (const bad of ["", "../api/runs", "a b", "x".repeat(65), "<script>"]) {
     assert.equal(readChartChoices(new URLSearchParams({ compare: bad })).compare, null, bad);
   }
+});
+
+test("hidden charts are chart ids, each once; what cannot be one is left out", () => {
+  assert.deepEqual(parseHide("grad,update, lr,grad"), ["grad", "update", "lr"]);
+  assert.deepEqual(parseHide("metric:val/acc,metric:top 1"), ["metric:val/acc", "metric:top 1"]);
+  assert.deepEqual(parseHide(""), []);
+  assert.deepEqual(parseHide("<script>,x".concat("y".repeat(64), ",loss")), ["loss"]);
+  assert.equal(parseHide(Array.from({ length: 40 }, (_, i) => `metric:m${i}`).join(",")).length, 32);
+  assert.equal(readUrl("?run=abc").hide, null);
+  assert.deepEqual(readUrl("?run=abc&hide=").hide, []);
+  // a chart a link cannot name is not offered for hiding (its × would not survive a reload)
+  assert.equal(canHide("metric:val_acc"), true);
+  assert.equal(canHide("metric:acc (%)"), false);
 });

@@ -1,0 +1,156 @@
+"""Exports carry the charts' choices: ``hide`` in :func:`parse_hide`, ``render_export``, the
+export route (``?hide=``) and ``gradwalk export --hide``, against a real server and CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from server.chart_choices import HIDE_PATTERN, MAX_HIDDEN, parse_hide
+from server.export import render_export
+from tests.server.test_api import QUICK, wait_finished
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = json.dumps({"format": "gradwalk-trace", "source": "", "events": []})
+
+
+def options_of(page: str) -> dict[str, Any]:
+    """The page's ``#gradwalk-options`` JSON, as the viewer reads it."""
+    found = re.search(r'<script type="application/json" id="gradwalk-options">(.*?)</script>', page, re.S)
+    assert found is not None, page[:300]
+    options: dict[str, Any] = json.loads(found.group(1))
+    return options
+
+
+@pytest.fixture()
+def dist(tmp_path: Path) -> Path:
+    """A stand-in viewer bundle, so that these checks do not need ``make web``."""
+    (tmp_path / "viewer.js").write_text("console.log(1);\n")
+    (tmp_path / "viewer.css").write_text("body{}\n")
+    return tmp_path
+
+
+# --- parse_hide ----------------------------------------------------------------------------
+
+
+def test_parse_hide_reads_comma_separated_chart_ids() -> None:
+    assert parse_hide(None) == parse_hide("") == []
+    assert parse_hide("grad,update,lr") == ["grad", "update", "lr"]
+    assert parse_hide("grad,metric:val_acc,grad") == ["grad", "metric:val_acc"]  # duplicates once
+    assert parse_hide("metric:train/loss 2.x-y_z") == ["metric:train/loss 2.x-y_z"]
+    many = [f"metric:m{i}" for i in range(MAX_HIDDEN)]
+    assert parse_hide(",".join(many)) == many
+    assert parse_hide("x" * 64) == ["x" * 64]
+    assert re.fullmatch(HIDE_PATTERN, "") and re.fullmatch(HIDE_PATTERN, ",".join(many))
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("grad,<script>", "'<script>' is not a chart id"),
+        ("x" * 65, f"'{'x' * 65}' is not a chart id"),
+        ("grad,,lr", "'' is not a chart id"),
+        ("grad\n", "'grad\\n' is not a chart id"),
+        ("loss;drop", "'loss;drop' is not a chart id"),
+        (",".join(f"metric:m{i}" for i in range(MAX_HIDDEN + 1)), "at most 32 charts"),
+    ],
+)
+def test_parse_hide_refuses_a_bad_id_by_name(text: str, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        parse_hide(text)
+    assert not re.fullmatch(HIDE_PATTERN, text)  # the room state's pattern refuses it too
+
+
+# --- render_export -------------------------------------------------------------------------
+
+
+def test_render_export_puts_the_hidden_charts_in_the_options(dist: Path) -> None:
+    assert options_of(render_export(TRACE, dist=dist))["hide"] == []
+    page = render_export(TRACE, view="charts", hide=["grad", "metric:val_acc", "grad"], dist=dist)
+    assert options_of(page)["hide"] == ["grad", "metric:val_acc"]
+    assert options_of(render_export(TRACE, hide=("lr",), dist=dist))["hide"] == ["lr"]
+
+
+@pytest.mark.parametrize(
+    ("hide", "words"),
+    [
+        (["grad", "</script><b>"], "is not a chart id"),
+        (["y" * 65], "is not a chart id"),
+        ([f"metric:m{i}" for i in range(33)], "at most 32 charts"),
+        ("grad", "not the string 'grad'"),  # would be read letter by letter
+    ],
+)
+def test_render_export_refuses_bad_hidden_charts(dist: Path, hide: Any, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        render_export(TRACE, hide=hide, dist=dist)
+
+
+# --- the route -----------------------------------------------------------------------------
+
+
+def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> None:
+    run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
+    assert wait_finished(api, run_id)["status"] == "ok"
+    page = api.get(f"/api/runs/{run_id}/export", params={"view": "charts", "hide": "grad,lr"})
+    assert page.status_code == 200, page.text[:300]
+    assert options_of(page.text)["hide"] == ["grad", "lr"]
+    assert options_of(api.get(f"/api/runs/{run_id}/export").text)["hide"] == []
+    assert options_of(api.get(f"/api/runs/{run_id}/export?hide=").text)["hide"] == []
+    for bad, words in [
+        ("<script>", "'<script>' is not a chart id"),
+        ("grad," + "x" * 65, "is not a chart id"),
+        (",".join(f"metric:m{i}" for i in range(33)), "at most 32 charts"),
+    ]:
+        refused = api.get(f"/api/runs/{run_id}/export", params={"hide": bad})
+        assert refused.status_code == 422, refused.text[:300]
+        [error] = refused.json()["detail"]  # shaped as FastAPI's own validation errors
+        assert error["loc"] == ["query", "hide"] and words in error["msg"], error
+    # the schema says what the route takes
+    hide = next(
+        p
+        for p in api.get("/openapi.json").json()["paths"]["/api/runs/{run_id}/export"]["get"]["parameters"]
+        if p["name"] == "hide"
+    )
+    assert hide["in"] == "query" and HIDE_PATTERN in json.dumps(hide["schema"])
+
+
+# --- gradwalk export -----------------------------------------------------------------------
+
+
+def gradwalk_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gradwalk.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from engine.run import record
+
+    path = tmp_path_factory.mktemp("traces") / "quick.trace.json"
+    path.write_text(record(QUICK, filename="quick.py").model_dump_json())
+    return path
+
+
+def test_gradwalk_export_hide_writes_the_hidden_charts(quick_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.html"
+    result = gradwalk_cli("export", str(quick_trace), "--hide", "grad,metric:val_acc", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert options_of(out.read_text())["hide"] == ["grad", "metric:val_acc"]
+    result = gradwalk_cli("export", str(quick_trace), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert options_of(out.read_text())["hide"] == []
+
+
+def test_gradwalk_export_refuses_a_bad_hide(quick_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bad.html"
+    result = gradwalk_cli("export", str(quick_trace), "--hide", "grad,<b>", "-o", str(out))
+    assert result.returncode == 2 and "gradwalk export: --hide: '<b>' is not a chart id" in result.stderr
+    assert not out.exists()
