@@ -79,6 +79,13 @@ def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run:
     )
     shot(page, "charts-14-embed-loss-and-metric")
 
+    # every chart hidden: the page says so rather than stay blank
+    page.goto(f"{page.server.url}/embed/{run}?view=charts&hide={','.join(ALL)}")
+    expect(page.locator(".gw-charts-empty:visible")).to_contain_text(
+        "Every chart of this run is hidden (Loss, "
+    )
+    assert on_screen(page) == []
+
     # a downloaded page opens with the same charts hidden, with no server behind it
     with httpx.Client(base_url=page.server.url, timeout=60) as client:
         got = client.get(

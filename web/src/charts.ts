@@ -53,6 +53,8 @@ export class ChartsView {
   private readonly summary: HTMLElement;
   /** "show N hidden charts", while any of this run's charts is hidden (the store's `hide`). */
   private readonly unhide: HTMLButtonElement;
+  /** Says so where every chart of the run is hidden (the grid is empty then). */
+  private readonly allHidden: HTMLElement;
   private readonly note: HTMLElement;
   /** What a click on a step opens (chart-steps.ts); its `recordInFull` is set where code can run. */
   readonly steps: StepOpener;
@@ -116,7 +118,8 @@ export class ChartsView {
         text: "Charts fill in while the snippet runs: the loss, gradient norms, learning rate and update sizes at every optimizer.step(), the memory the graph holds, and anything logged with gradwalk.log(name, value).",
       }),
     );
-    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.grid));
+    this.allHidden = h("p", { class: "gw-charts-empty", hidden: true });
+    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.allHidden, this.grid));
     this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
     this.baseline.start();
@@ -204,7 +207,7 @@ export class ChartsView {
     const all = this.data.ordered;
     const hide = new Set(this.store.state.hide);
     const tables = all.filter((t) => !hide.has(t.id));
-    this.renderHidden(all.filter((t) => hide.has(t.id)));
+    this.renderHidden(all.filter((t) => hide.has(t.id)), tables.length === 0);
     this.empty.hidden = all.length > 0;
     if (!this.shown) return;
     let added = false;
@@ -255,11 +258,13 @@ export class ChartsView {
   }
 
   /** The toolbar's "show N hidden charts", naming them; hidden while none of this run's is. */
-  private renderHidden(hidden: readonly Table[]): void {
+  private renderHidden(hidden: readonly Table[], none: boolean): void {
     const n = hidden.length;
     this.unhide.hidden = n === 0;
     this.unhide.textContent = n === 1 ? `show the hidden ${hidden[0].title} chart` : `show ${n} hidden charts`;
     this.unhide.title = `Hidden: ${hidden.map((t) => t.title).join(", ")}`;
+    this.allHidden.hidden = !(none && n > 0);
+    this.allHidden.textContent = `Every chart of this run is hidden (${hidden.map((t) => t.title).join(", ")}): “${this.unhide.textContent}” above brings them back.`;
   }
 
   private renderSummary(): void {
