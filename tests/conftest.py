@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,13 @@ def need(ok: bool, why: str) -> None:
         if IN_CI:
             pytest.fail(why)
         pytest.skip(why)
+
+
+def gradwalk_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the ``gradwalk`` command (``python -m gradwalk.cli``) from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "gradwalk.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def load_cases() -> list[dict[str, Any]]:

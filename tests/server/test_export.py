@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 
 from server.chart_choices import HIDE_PATTERN, MAX_HIDDEN, parse_hide
 from server.export import render_export
+from tests.conftest import gradwalk_cli
 from tests.server.test_api import QUICK, wait_finished
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,12 +121,6 @@ def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> 
 
 
 # --- gradwalk export -----------------------------------------------------------------------
-
-
-def gradwalk_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gradwalk.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")

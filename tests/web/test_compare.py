@@ -102,14 +102,21 @@ def compared_or_none(page: Any, chart: str) -> Any:
     return page.evaluate(SNAPSHOT)[chart]["compared"]
 
 
-def test_a_new_run_compares_with_the_one_it_replaced(page: Any) -> None:
+def comparing_two_runs(page: Any) -> str:
+    """Run the rent regression at lr=0.05, then at lr=0.01, and compare them on the charts;
+    return the second run's id."""
     open_app(page)
     run_source(page, RENT)
     run_source(page, SLOWER)
-    second = page.evaluate("() => window.gradwalk.runId")
+    second: str = page.evaluate("() => window.gradwalk.runId")
     page.click("#gw-tab-charts")
     page.check(TOGGLE)
     compared(page, "loss")
+    return second
+
+
+def test_a_new_run_compares_with_the_one_it_replaced(page: Any) -> None:
+    second = comparing_two_runs(page)
     run_source(page, RENT.replace("lr=0.05", "lr=0.02"))
     # the comparison moved on: the run before is now the lr=0.01 one
     page.wait_for_function("(id) => location.search.includes(`compare=${id}`)", arg=second)
@@ -128,13 +135,7 @@ def test_a_trace_file_opened_compares_with_the_run_it_replaced(page: Any, tmp_pa
     server = page.server
     saved = tmp_path / "lr-0.02.json"
     saved.write_text(json.dumps(trace(server, stored_run(server, RENT.replace("lr=0.05", "lr=0.02")))))
-    open_app(page)
-    run_source(page, RENT)
-    run_source(page, SLOWER)
-    second = page.evaluate("() => window.gradwalk.runId")
-    page.click("#gw-tab-charts")
-    page.check(TOGGLE)
-    compared(page, "loss")
+    second = comparing_two_runs(page)
     page.set_input_files("[data-gw=open-trace]", str(saved))
     # the file replaced the lr=0.01 run: that is the run before now, as after a new run
     expect(page.locator(".gw-charts-compare-what")).to_have_text("dashed: line 11: lr=0.01 → lr=0.02")

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.conftest import gradwalk_cli
+
 from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run
 
 pytestmark = pytest.mark.browser
 
 CUBIC = ROOT / "server" / "examples" / "cubic.py"
-
-
-def gradwalk_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gradwalk.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")
