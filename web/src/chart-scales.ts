@@ -46,7 +46,6 @@ export function formatPow10(v: number): string {
   return isPow10(v) && (e < -3 || e > 4) ? `1e${e}` : formatNumber(v);
 }
 
-
 /**
  * Tick increments of a linear bytes axis: every power of two from 1 B to 512 GiB, so that
  * its ticks fall on 4 KiB, 8 KiB, 12 KiB (uPlot's decimal ones fell on 4.88 KiB, 9.77 KiB).
