@@ -79,6 +79,13 @@ def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run:
     )
     shot(page, "charts-14-embed-loss-and-metric")
 
+    # without controls (a picture) there is nothing to hide or show again
+    page.goto(f"{page.server.url}/embed/{run}?view=charts&controls=hide&hide=grad")
+    wait_chart(page, "loss", snapshot=VIEWER)
+    assert "grad" not in on_screen(page)
+    expect(page.locator(".gw-chart-hide").first).to_be_hidden()
+    expect(page.locator(".gw-charts-unhide")).to_be_hidden()
+
     # every chart hidden: the page says so rather than stay blank
     page.goto(f"{page.server.url}/embed/{run}?view=charts&hide={','.join(ALL)}")
     expect(page.locator(".gw-charts-empty:visible")).to_contain_text(
