@@ -51,14 +51,15 @@ _HIDE_ID_RE = re.compile(HIDE_ID_PATTERN)
 
 def parse_hide(text: str | None) -> list[str]:
     """The chart ids in ``hide``'s comma-separated ``text`` (none for ``None`` or ``""``),
-    duplicates dropped in order; ``ValueError`` names a bad id, or says there are too many.
+    each stripped of spaces around it (``grad, lr`` is ``grad`` and ``lr``, as the viewer reads
+    it), duplicates dropped in order; ``ValueError`` names a bad id, or says there are too many.
 
     >>> parse_hide("grad,<b>")
     Traceback (most recent call last):
     ...
     ValueError: hide: '<b>' is not a chart id (1 to 64 letters, digits, spaces and _ . : / -)
     """
-    return check_hide(text.split(",")) if text else []
+    return check_hide([chart.strip(" ") for chart in text.split(",")]) if text else []
 
 
 def check_hide(ids: Sequence[str]) -> list[str]:

@@ -42,6 +42,7 @@ def dist(tmp_path: Path) -> Path:
 def test_parse_hide_reads_comma_separated_chart_ids() -> None:
     assert parse_hide(None) == parse_hide("") == []
     assert parse_hide("grad,update,lr") == ["grad", "update", "lr"]
+    assert parse_hide("grad, lr ") == ["grad", "lr"]  # as the viewer's parseHide reads it
     assert parse_hide("grad,metric:val_acc,grad") == ["grad", "metric:val_acc"]  # duplicates once
     assert parse_hide("metric:train/loss 2.x-y_z") == ["metric:train/loss 2.x-y_z"]
     many = [f"metric:m{i}" for i in range(MAX_HIDDEN)]

@@ -29,7 +29,7 @@ export function canHide(id: string): boolean {
 /** The chart ids of a `hide` (comma-separated: `grad,metric:val_acc`), each once; ids that
  * cannot be chart ids are left out. */
 export function parseHide(text: string): string[] {
-  const ids = text.split(",").map((id) => id.trim()).filter(canHide);
+  const ids = text.split(",").map((id) => id.replace(/^ +| +$/g, "")).filter(canHide);
   return [...new Set(ids)].slice(0, MAX_HIDDEN);
 }
 

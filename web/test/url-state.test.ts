@@ -36,7 +36,8 @@ test("a compared run is a run id; anything else compares with nothing", () => {
 });
 
 test("hidden charts are chart ids, each once; what cannot be one is left out", () => {
-  assert.deepEqual(parseHide("grad,update, lr,grad"), ["grad", "update", "lr"]);
+  assert.deepEqual(parseHide("grad,update, lr ,grad"), ["grad", "update", "lr"]);
+  assert.deepEqual(parseHide("grad\n,lr"), ["lr"]);
   assert.deepEqual(parseHide("metric:val/acc,metric:top 1"), ["metric:val/acc", "metric:top 1"]);
   assert.deepEqual(parseHide(""), []);
   assert.deepEqual(parseHide("<script>,x".concat("y".repeat(64), ",loss")), ["loss"]);
