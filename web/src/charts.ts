@@ -118,7 +118,7 @@ export class ChartsView {
         text: "Charts fill in while the snippet runs: the loss, gradient norms, learning rate and update sizes at every optimizer.step(), the memory the graph holds, and anything logged with gradwalk.log(name, value).",
       }),
     );
-    this.allHidden = h("p", { class: "gw-charts-empty", hidden: true });
+    this.allHidden = h("p", { class: "gw-charts-all-hidden", hidden: true });
     root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.allHidden, this.grid));
     this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
@@ -264,7 +264,7 @@ export class ChartsView {
     this.unhide.textContent = n === 1 ? `show the hidden ${hidden[0].title} chart` : `show ${n} hidden charts`;
     this.unhide.title = `Hidden: ${hidden.map((t) => t.title).join(", ")}`;
     this.allHidden.hidden = !(none && n > 0);
-    this.allHidden.textContent = `Every chart of this run is hidden (${hidden.map((t) => t.title).join(", ")}): “${this.unhide.textContent}” above brings them back.`;
+    this.allHidden.textContent = this.allHidden.hidden ? "" : `Every chart of this run is hidden (${hidden.map((t) => t.title).join(", ")}): “${this.unhide.textContent}” above brings them back.`;
   }
 
   private renderSummary(): void {
