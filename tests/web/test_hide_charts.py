@@ -88,9 +88,7 @@ def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run:
 
     # every chart hidden: the page says so rather than stay blank
     page.goto(f"{page.server.url}/embed/{run}?view=charts&hide={','.join(ALL)}")
-    expect(page.locator(".gw-charts-all-hidden")).to_contain_text(
-        "Every chart of this run is hidden (Loss, "
-    )
+    expect(page.locator(".gw-charts-all-hidden")).to_contain_text("Every chart of this run is hidden (Loss, ")
     assert on_screen(page) == []
 
     # a downloaded page opens with the same charts hidden, with no server behind it
