@@ -85,6 +85,10 @@ def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run:
     assert "grad" not in on_screen(page)
     expect(page.locator(".gw-chart-hide").first).to_be_hidden()
     expect(page.locator(".gw-charts-unhide")).to_be_hidden()
+    # nor the charts' own switches (what they show stays: the optimizer's steps)
+    expect(page.get_by_label("Y scale")).to_be_hidden()
+    expect(page.get_by_label("Norms per parameter")).to_be_hidden()
+    expect(page.locator(".gw-charts-summary")).to_have_text("opt (SGD): 180 steps")
 
     # every chart hidden: the page says so rather than stay blank
     page.goto(f"{page.server.url}/embed/{run}?view=charts&hide={','.join(ALL)}")
