@@ -151,6 +151,43 @@ def test_a_trace_file_opened_compares_with_the_run_it_replaced(page: Any, tmp_pa
     assert compared(page, "loss")["series"][0]["values"] == losses(json.loads(saved.read_text()))
 
 
+def test_a_chart_only_the_run_before_has_is_drawn_dashed_alone(page: Any) -> None:
+    logged = RENT.replace(
+        "    opt.step()\n", "    opt.step()\n    gradwalk.log('w', model.weight.item())\n"
+    ).replace("import torch\n", "import torch\nimport gradwalk\n", 1)
+    assert logged.count("gradwalk") == 2
+    open_app(page)
+    run_source(page, logged)
+    first = page.evaluate("() => window.gradwalk.runId")
+    run_source(page, RENT)
+    page.click("#gw-tab-charts")
+    page.check(TOGGLE)
+    # the metric the first run logged has a chart of its own: the dashed line, and nothing of this run
+    snap = compared(page, "metric:w")
+    ws = [e["value"] for e in trace(page.server, first)["events"] if e["type"] == "metric"]
+    assert len(ws) == 400 and snap["compared"]["series"][0]["values"] == ws
+    assert snap["series"] == []
+    expect(page.locator("[data-chart='metric:w'] .gw-chart-readout")).to_have_text(
+        "only the run before (dashed) has this chart"
+    )
+    # the change is named as the lines taken out, not as every line below the first changed
+    expect(page.locator(".gw-charts-compare-what")).to_have_text(
+        "dashed: line 2 removed: import gradwalk (and 1 more line)"
+    )
+    # the charts both runs have are compared as ever; and it goes with the comparison
+    assert compared(page, "loss")["compared"]["series"][0]["values"]
+    page.uncheck(TOGGLE)
+    expect(page.locator("[data-chart='metric:w']")).to_have_count(0)
+    assert "metric:w" not in page.evaluate(SNAPSHOT)
+    # a new run that logs it again has the chart as its own; the run before it had none
+    page.check(TOGGLE)
+    compared(page, "metric:w")
+    run_source(page, logged)
+    snap = wait_chart(page, "metric:w", 400)["metric:w"]
+    assert snap["series"][0]["values"] == ws and snap["compared"] is None
+    expect(page.locator("[data-chart='metric:w']")).to_have_count(1)
+
+
 def test_a_kept_graph_beside_its_fix_on_one_memory_chart(page: Any, server: Any) -> None:
     total = example("pitfall_loss_tensor_total")
     kept = stored_run(server, total)

@@ -78,6 +78,11 @@ export class Baseline {
     this.render();
   }
 
+  /** The compared run's tables, in the charts' order (none while no run is compared). */
+  tables(): readonly Table[] {
+    return this.data?.ordered ?? [];
+  }
+
   /** The compared run's table `id` (same id as this run's chart), when one is drawn. */
   table(id: string): Table | null {
     return this.data?.ordered.find((t) => t.id === id) ?? null;

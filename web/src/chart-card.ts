@@ -152,7 +152,7 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
   chart.card.dataset.hover = "";
   const idx = table.length - 1;
   if (idx < 0) {
-    chart.readout.textContent = "";
+    chart.readout.textContent = chart.base ? `only the ${COMPARED} (dashed) has this chart` : "";
     return;
   }
   const x = table.xs[idx];
@@ -166,8 +166,8 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
 /** The memory chart's line under it, for this run and the compared one. */
 export function renderFoot(chart: Chart): void {
   const table = chart.table;
-  if (table.unit !== "bytes" || !table.series.length) return;
-  const foot = memoryFoot(table.cols[0].filter((v): v is number => v !== null));
+  if (table.unit !== "bytes") return;
+  const foot = table.series.length ? memoryFoot(table.cols[0].filter((v): v is number => v !== null)) : null;
   chart.foot.hidden = foot === null;
   if (foot) {
     chart.foot.textContent = chart.base ? `this run: ${foot.text}` : foot.text;

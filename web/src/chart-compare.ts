@@ -30,22 +30,30 @@ export function mergeColumns(ours: Columns, theirs: Columns): Columns {
   return [xs, ...cols];
 }
 
-/** Where two sources differ: the first changed line, as it was and as it is. */
+/** Where two sources differ: the first change, as it was and as it is. */
 export interface SourceChange {
-  /** 1-based, in the source as it is now. */
+  /** A line changed, added (only in the source now) or removed (only in the one before). */
+  kind: "changed" | "added" | "removed";
+  /** 1-based: in the source as it is now; for a removed line, in the source before. */
   line: number;
+  /** The changed words of the line as it was ("" for an added line). */
   before: string;
+  /** The changed words of the line as it is ("" for a removed line). */
   after: string;
-  /** Lines changed besides this one. */
+  /** Lines changed, added or removed besides this one. */
   more: number;
 }
 
 const WORD = /[\w.=]/;
 const LONGEST = 40;
+/** Above this many line pairs, the changed middle is taken as one block (no line diff). */
+const DIFF_CELLS = 250_000;
 
 /**
- * What changed from `before` to `after`: the first line that differs, narrowed to the
- * changed words (`lr=0.05` → `lr=0.5`); null when the sources are the same.
+ * What changed from `before` to `after`: the first line changed, added or removed (lines
+ * matched by a longest-common-subsequence diff, so a line added near the top does not read as
+ * every line below it changed), a changed one narrowed to its changed words (`lr=0.05` →
+ * `lr=0.5`); null when the sources are the same.
  */
 export function sourceChange(before: string, after: string): SourceChange | null {
   const a = before.replace(/\s+$/, "").split("\n");
@@ -55,9 +63,48 @@ export function sourceChange(before: string, after: string): SourceChange | null
   if (top === a.length && top === b.length) return null;
   let tail = 0;
   while (tail < a.length - top && tail < b.length - top && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
-  const changed = Math.max(a.length - top - tail, b.length - top - tail);
-  const [was, is] = narrow(a[top] ?? "", b[top] ?? "");
-  return { line: top + 1, before: clip(was), after: clip(is), more: Math.max(0, changed - 1) };
+  const hunks = diffHunks(a.slice(top, a.length - tail), b.slice(top, b.length - tail));
+  const more = hunks.reduce((n, h) => n + Math.max(h.removed.length, h.added.length), 0) - 1;
+  const { removed, added } = hunks[0];
+  if (!added.length) return { kind: "removed", line: top + removed[0] + 1, before: clip(a[top + removed[0]].trim()), after: "", more };
+  if (!removed.length) return { kind: "added", line: top + added[0] + 1, before: "", after: clip(b[top + added[0]].trim()), more };
+  const [was, is] = narrow(a[top + removed[0]], b[top + added[0]]);
+  return { kind: "changed", line: top + added[0] + 1, before: clip(was), after: clip(is), more };
+}
+
+/** A run of lines removed from `a` and added in `b` (indexes into each), between equal lines. */
+interface Hunk {
+  removed: number[];
+  added: number[];
+}
+
+/** The hunks of a line diff of `a` and `b` (by longest common subsequence), in order. */
+function diffHunks(a: string[], b: string[]): Hunk[] {
+  const n = a.length;
+  const m = b.length;
+  if (n * m > DIFF_CELLS) return [{ removed: a.map((_, i) => i), added: b.map((_, j) => j) }];
+  // common[i][j]: how many lines a[i:] and b[j:] have in common, in order
+  const common = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+  }
+  const hunks: Hunk[] = [];
+  let open: Hunk | null = null;
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) {
+      open = null;
+      i++;
+      j++;
+      continue;
+    }
+    if (!open) hunks.push((open = { removed: [], added: [] }));
+    // a removal before an addition, so that a replaced line pairs with its replacement
+    if (i < n && (j >= m || common[i + 1][j] >= common[i][j + 1])) open.removed.push(i++);
+    else open.added.push(j++);
+  }
+  return hunks;
 }
 
 /** The differing middle of two lines, widened to whole words (`lr=0.05`, not `0`). */
@@ -76,9 +123,15 @@ function clip(text: string): string {
   return text.length > LONGEST ? `${text.slice(0, LONGEST - 1)}…` : text;
 }
 
-/** The change in words, for the charts' toolbar: "line 11: lr=0.05 → lr=0.5 (and 2 more lines)". */
+/** The change in words, for the charts' toolbar: "line 11: lr=0.05 → lr=0.5 (and 2 more lines)",
+ * "line 2 added: import gradwalk", "line 2 removed: import gradwalk". */
 export function describeChange(change: SourceChange | null): string {
   if (!change) return "the same code";
-  const what = `line ${change.line}: ${change.before || "(nothing)"} → ${change.after || "(nothing)"}`;
+  const what =
+    change.kind === "added"
+      ? `line ${change.line} added: ${change.after || "(a blank line)"}`
+      : change.kind === "removed"
+        ? `line ${change.line} removed: ${change.before || "(a blank line)"}`
+        : `line ${change.line}: ${change.before || "(nothing)"} → ${change.after || "(nothing)"}`;
   return change.more ? `${what} (and ${change.more} more line${change.more === 1 ? "" : "s"})` : what;
 }

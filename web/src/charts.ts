@@ -17,7 +17,7 @@ import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory"
 import { canHide } from "./url-state";
 import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
 import { StepOpener } from "./chart-steps";
-import { ChartData, formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
+import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -48,6 +48,8 @@ export interface ChartSnapshot {
 export class ChartsView {
   private data: ChartData;
   private readonly charts = new Map<string, Chart>();
+  /** Empty tables standing in for charts only the compared run has, by chart id. */
+  private readonly standIns = new Map<string, Table>();
   private readonly grid: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
@@ -142,7 +144,7 @@ export class ChartsView {
   /** The plotted data of every chart, keyed by chart id (loss, grad, update, lr, memory, cuda, metric:NAME). */
   snapshot(): Record<string, ChartSnapshot> {
     const out: Record<string, ChartSnapshot> = {};
-    for (const t of this.data.ordered) {
+    for (const t of [...this.data.ordered, ...this.standIns.values()]) {
       out[t.id] = {
         title: t.title,
         kind: t.kind,
@@ -190,10 +192,21 @@ export class ChartsView {
     this.paramToggle.checked = this.store.state.perParam;
   }
 
+  /** This run's empty table for `theirs`, a chart only the compared run has. */
+  private standIn(theirs: Table): Table {
+    let table = this.standIns.get(theirs.id);
+    if (!table) {
+      table = new Table(theirs.id, theirs.title, theirs.kind, theirs.unit, theirs.help);
+      this.standIns.set(theirs.id, table);
+    }
+    return table;
+  }
+
   private rebuild(refetch: boolean): void {
     if (refetch) this.data = ChartData.from(this.model.events, this.store.state.perParam);
     for (const chart of this.charts.values()) chart.plot?.destroy();
     this.charts.clear();
+    this.standIns.clear();
     this.grid.replaceChildren();
     this.schedule();
   }
@@ -204,7 +217,11 @@ export class ChartsView {
 
   private flush(): void {
     this.renderSummary();
-    const all = this.data.ordered;
+    const own = this.data.ordered;
+    const ids = new Set(own.map((t) => t.id));
+    for (const id of [...this.standIns.keys()]) if (ids.has(id)) this.standIns.delete(id);
+    // a chart only the compared run has is drawn too, its dashed lines alone
+    const all = [...own, ...this.baseline.tables().filter((t) => !ids.has(t.id)).map((t) => this.standIn(t))];
     const hide = new Set(this.store.state.hide);
     const tables = all.filter((t) => !hide.has(t.id));
     this.renderHidden(all.filter((t) => hide.has(t.id)), tables.length === 0);
@@ -213,6 +230,11 @@ export class ChartsView {
     let added = false;
     for (const table of tables) {
       let chart = this.charts.get(table.id);
+      if (chart && chart.table !== table) {
+        // this run now has a chart a stand-in drew for the compared run alone
+        chart.plot?.destroy();
+        chart = undefined;
+      }
       if (!chart) {
         // a chart a link cannot name (a metric called "acc (%)") is not offered for hiding
         const hide = canHide(table.id) ? () => this.store.set({ hide: [...this.store.state.hide, table.id] }) : null;
