@@ -40,10 +40,10 @@ NORMS: tuple[str, ...] = get_args(Norms)
 # a run id as the server makes them, as ``compare`` names one (the viewer accepts the same)
 COMPARE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # one chart id in ``hide``: a chart (``grad``) or a logged metric (``metric:val_acc``)
-HIDE_ID_PATTERN = r"^[A-Za-z0-9_.:/ -]{1,64}$"
+_HIDE_ID = r"[A-Za-z0-9_.:/ -]{1,64}"
+HIDE_ID_PATTERN = rf"^{_HIDE_ID}$"
 MAX_HIDDEN = 32
 # the whole ``hide`` string: empty, or 1 to MAX_HIDDEN ids joined by commas
-_HIDE_ID = r"[A-Za-z0-9_.:/ -]{1,64}"
 HIDE_PATTERN = rf"^(?:{_HIDE_ID}(?:,{_HIDE_ID}){{0,{MAX_HIDDEN - 1}}})?$"
 
 _HIDE_ID_RE = re.compile(HIDE_ID_PATTERN)

@@ -249,15 +249,15 @@ def run_export(args: Any) -> int:
         print(f"gradwalk export: {message}", file=sys.stderr)
         return 2
 
+    try:  # the flags first: a bad one is said before any trace is read
+        hide = parse_hide(args.hide)
+    except ValueError as exc:
+        return fail(f"--{exc}")
     loaded = _load(str(args.run), Path(args.db))
     if isinstance(loaded, str):
         return fail(loaded)
     data, name, title = loaded
     title = args.title or title
-    try:
-        hide = parse_hide(args.hide)
-    except ValueError as exc:
-        return fail(f"--{exc}")
     compare = None
     if args.compare is not None:
         other = _load(str(args.compare), Path(args.db))

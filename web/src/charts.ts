@@ -14,8 +14,8 @@ import { BYTE_INCRS, decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSpli
 import { Baseline, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
-import { canHide } from "./url-state";
 import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
+import { ChartHiding } from "./chart-hiding";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -53,10 +53,8 @@ export class ChartsView {
   private readonly grid: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly summary: HTMLElement;
-  /** "show N hidden charts", while any of this run's charts is hidden (the store's `hide`). */
-  private readonly unhide: HTMLButtonElement;
-  /** Says so where every chart of the run is hidden (the grid is empty then). */
-  private readonly allHidden: HTMLElement;
+  /** The charts hidden (the store's `hide`): each card's ×, and the toolbar's way back. */
+  private readonly hiding: ChartHiding;
   private readonly note: HTMLElement;
   /** What a click on a step opens (chart-steps.ts); its `recordInFull` is set where code can run. */
   readonly steps: StepOpener;
@@ -91,12 +89,7 @@ export class ChartsView {
       this.showChoices();
       this.rebuild(changed.has("perParam"));
     });
-    this.unhide = h("button", {
-      type: "button",
-      class: "gw-btn gw-charts-unhide",
-      hidden: true,
-      on: { click: () => store.set({ hide: [] }) },
-    });
+    this.hiding = new ChartHiding(store);
     this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
     this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
     this.baseline = new Baseline(store, fetchRun, () => this.model.source ?? "", () => this.rebuild(false), (m) => this.steps.say(m));
@@ -108,7 +101,7 @@ export class ChartsView {
       h("label", { class: "gw-check", title: "Gradient and update norms of each parameter instead of all together" }, this.paramToggle, " per parameter"),
       this.baseline.control,
       this.baseline.description,
-      this.unhide,
+      this.hiding.unhide,
       this.summary,
     );
     this.grid = h("div", { class: "gw-charts-grid" });
@@ -120,8 +113,7 @@ export class ChartsView {
         text: "Charts fill in while the snippet runs: the loss, gradient norms, learning rate and update sizes at every optimizer.step(), the memory the graph holds, and anything logged with gradwalk.log(name, value).",
       }),
     );
-    this.allHidden = h("p", { class: "gw-charts-all-hidden", hidden: true });
-    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.allHidden, this.grid));
+    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.hiding.allHidden, this.grid));
     this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
     this.baseline.start();
@@ -222,9 +214,7 @@ export class ChartsView {
     for (const id of [...this.standIns.keys()]) if (ids.has(id)) this.standIns.delete(id);
     // a chart only the compared run has is drawn too, its dashed lines alone
     const all = [...own, ...this.baseline.tables().filter((t) => !ids.has(t.id)).map((t) => this.standIn(t))];
-    const hide = new Set(this.store.state.hide);
-    const tables = all.filter((t) => !hide.has(t.id));
-    this.renderHidden(all.filter((t) => hide.has(t.id)), tables.length === 0);
+    const tables = this.hiding.shown(all);
     this.empty.hidden = all.length > 0;
     if (!this.shown) return;
     let added = false;
@@ -236,9 +226,7 @@ export class ChartsView {
         chart = undefined;
       }
       if (!chart) {
-        // a chart a link cannot name (a metric called "acc (%)") is not offered for hiding
-        const hide = canHide(table.id) ? () => this.store.set({ hide: [...this.store.state.hide, table.id] }) : null;
-        chart = newChart(table, hide);
+        chart = newChart(table, this.hiding.hider(table.id));
         this.charts.set(table.id, chart);
         added = true;
       }
@@ -277,16 +265,6 @@ export class ChartsView {
       const width = chart.plotEl.clientWidth;
       if (chart.plot && width && width !== chart.plot.width) chart.plot.setSize({ width, height: PLOT_HEIGHT });
     }
-  }
-
-  /** The toolbar's "show N hidden charts", naming them; hidden while none of this run's is. */
-  private renderHidden(hidden: readonly Table[], none: boolean): void {
-    const n = hidden.length;
-    this.unhide.hidden = n === 0;
-    this.unhide.textContent = n === 1 ? `show the hidden ${hidden[0].title} chart` : `show ${n} hidden charts`;
-    this.unhide.title = `Hidden: ${hidden.map((t) => t.title).join(", ")}`;
-    this.allHidden.hidden = !(none && n > 0);
-    this.allHidden.textContent = this.allHidden.hidden ? "" : `Every chart of this run is hidden (${hidden.map((t) => t.title).join(", ")}): “${this.unhide.textContent}” above brings them back.`;
   }
 
   private renderSummary(): void {
