@@ -8,6 +8,7 @@ import { $, h, isTyping, setTabCount } from "./dom";
 import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
+import { PaneSplitters } from "./pane-splitters";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
@@ -49,6 +50,8 @@ export class App {
   runId: string | null = null;
   readonly editor: Editor;
   readonly graph: GraphView;
+  /** The dividers between the panes. */
+  readonly panes: PaneSplitters;
   readonly tape: TapeView;
   readonly stepper: StepperView;
   readonly inspector: InspectorView;
@@ -106,6 +109,7 @@ export class App {
     bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
     bindHeaderMenu(root.querySelector(".gw-header"));
+    this.panes = new PaneSplitters($(root, ".gw-main"));
 
     this.tabs = [...root.querySelectorAll<HTMLElement>("[role=tab][data-view]")];
     for (const tab of this.tabs) {

@@ -1,6 +1,6 @@
 // Where the graph's viewport goes on a fit: the whole graph, at most life-size; a graph too
 // big to read whole is shown from its top (the loss, where backward starts) at a zoom where
-// its labels show. Pure functions of a Cytoscape core (graph.ts decides when to call them).
+// its labels show, as wide as the pane. Pure functions of a Cytoscape core (graph.ts decides when to call them).
 import type { CollectionReturnValue, Core, SingularElementReturnValue } from "cytoscape";
 import { leastShift } from "./dom";
 
@@ -40,11 +40,21 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
     cy.zoom(LIFE_SIZE_MAX);
     cy.center(visible);
   } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
-    topFirst(cy, READABLE_ZOOM, 16);
+    topFirst(cy, readableZoom(cy), 16);
     if (focus) nudgeInto(cy, cy.getElementById(focus));
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
   }
+}
+
+/**
+ * The zoom of a graph too tall to fit whole: as wide as the pane allows (a pane widened by
+ * its divider shows the graph bigger), at most life-size, and never under READABLE_ZOOM.
+ */
+function readableZoom(cy: Core): number {
+  const bb = cy.elements(":visible").nodes().boundingBox({ includeLabels: false, includeOverlays: false });
+  const across = (cy.width() - 48) / Math.max(bb.w, 1);
+  return Math.max(READABLE_ZOOM, Math.min(1, across));
 }
 
 /**

@@ -1,26 +1,12 @@
 // Light and dark themes, and the "presenter" size for projectors. Both are attributes on
 // <html> that the CSS reads; the choice is remembered, and a `gw-theme` event tells the
 // canvas views (the graph) to restyle.
+import { readSaved, writeSaved } from "./saved";
+
 type Theme = "light" | "dark";
 
 const THEME_KEY = "gradwalk-theme";
 const PRESENTER_KEY = "gradwalk-presenter";
-
-function stored(key: string): string | null {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null;
-  }
-}
-
-function store(key: string, value: string): void {
-  try {
-    localStorage.setItem(key, value);
-  } catch {
-    // storage disabled: the choice lasts for this page
-  }
-}
 
 export function currentTheme(): Theme {
   return document.documentElement.dataset.theme === "dark" ? "dark" : "light";
@@ -32,13 +18,13 @@ function announce(): void {
 
 export function setTheme(theme: Theme, remember = true): void {
   document.documentElement.dataset.theme = theme;
-  if (remember) store(THEME_KEY, theme);
+  if (remember) writeSaved(THEME_KEY, theme);
   announce();
 }
 
 export function setPresenter(on: boolean, remember = true): void {
   document.documentElement.dataset.presenter = on ? "on" : "off";
-  if (remember) store(PRESENTER_KEY, on ? "on" : "off");
+  if (remember) writeSaved(PRESENTER_KEY, on ? "on" : "off");
   announce();
 }
 
@@ -48,10 +34,10 @@ export function presenterOn(): boolean {
 
 /** Apply the remembered (or the system's) theme and size before anything renders. */
 export function initTheme(): void {
-  const saved = stored(THEME_KEY);
+  const saved = readSaved(THEME_KEY);
   const system = matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
   document.documentElement.dataset.theme = saved === "dark" || saved === "light" ? saved : system;
-  document.documentElement.dataset.presenter = stored(PRESENTER_KEY) === "on" ? "on" : "off";
+  document.documentElement.dataset.presenter = readSaved(PRESENTER_KEY) === "on" ? "on" : "off";
 }
 
 /** Wire a pair of toggle buttons (aria-pressed reflects the state). */

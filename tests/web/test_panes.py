@@ -1,0 +1,164 @@
+"""Resizable panes: the dividers between the code, the graph and the side panel
+(web/src/pane-splitters.ts), dragged with a real mouse and moved with the keyboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import open_app, run_example, settle, shot, wait_graph
+
+pytestmark = pytest.mark.browser
+
+_WIDTHS = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
+    const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
+    return [name, Math.round(r.width)];
+}))"""
+
+_GRAPH = """() => { const cy = window.gradwalk.graph.core; return { w: cy.width(), zoom: cy.zoom() }; }"""
+
+
+def widths(page: Any) -> dict[str, int]:
+    result: dict[str, int] = page.evaluate(_WIDTHS)
+    return result
+
+
+def drag(page: Any, edge: str, dx: float) -> None:
+    """Drag divider ``edge`` (code, side) ``dx`` px to the right with the mouse."""
+    box = page.locator(f"[data-gw=divider-{edge}]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y, steps=4)
+    page.mouse.move(x + dx, y, steps=4)
+    page.mouse.up()
+
+
+def refitted(page: Any, before: dict[str, float]) -> dict[str, float]:
+    """Wait until the graph's canvas has a new width and its fit settled; return both."""
+    page.wait_for_function(
+        "(w) => { const g = window.gradwalk.graph; return g.core.width() !== w && !g.busy && !g.core.animated(); }",
+        arg=before["w"],
+    )
+    settle(page)
+    result: dict[str, float] = page.evaluate(_GRAPH)
+    return result
+
+
+def test_dragging_a_divider_gives_the_graph_the_width_and_shows_it_bigger(page: Any) -> None:
+    open_app(page)
+    run_example(page, "small_net")  # 11 nodes, too tall for the pane: shown from the top, as wide as it goes
+    start, graph = widths(page), page.evaluate(_GRAPH)
+    drag(page, "code", -150)
+    after = widths(page)
+    # only the two panes beside the divider change: the side panel keeps its width
+    assert after["code"] == pytest.approx(start["code"] - 150, abs=3), (start, after)
+    assert after["graph"] == pytest.approx(start["graph"] + 150, abs=3), (start, after)
+    assert after["side"] == start["side"], (start, after)
+    wider = refitted(page, graph)
+    assert wider["w"] > graph["w"] + 140, (graph, wider)
+    # the graph was refitted to the pane's width: its labels are drawn bigger (up to life size)
+    assert wider["zoom"] > graph["zoom"] * 1.1, (graph, wider)
+
+    drag(page, "side", 100)
+    final = widths(page)
+    assert final["side"] == pytest.approx(after["side"] - 100, abs=3), (after, final)
+    assert final["code"] == after["code"], (after, final)
+    assert final["graph"] == pytest.approx(after["graph"] + 100, abs=3), (after, final)
+    page.mouse.move(5, 5)
+    settle(page)
+    shot(page, "30-panes-wide-graph")
+
+    # remembered by this browser
+    page.reload()
+    page.wait_for_selector("[data-gw=examples] option[value=cubic]", state="attached")
+    assert widths(page) == final
+
+    # a double-click gives each pane back its default share
+    page.dblclick("[data-gw=divider-code]")
+    page.dblclick("[data-gw=divider-side]")
+    assert widths(page) == start
+    assert page.evaluate("() => localStorage.getItem('gradwalk-panes')") is None
+
+
+def test_a_pane_is_never_dragged_narrower_than_it_can_be_read(page: Any) -> None:
+    open_app(page)
+    drag(page, "code", -2000)
+    assert widths(page)["code"] == 220
+    drag(page, "side", -2000)  # the side panel as wide as it goes: the graph keeps its 320 px
+    assert widths(page)["graph"] == 320
+    assert page.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth")
+    assert page.locator("[data-gw=divider-side]").get_attribute("aria-valuenow") == str(widths(page)["side"])
+
+
+def test_the_dividers_move_with_the_keyboard_without_stepping_backward(page: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    page.wait_for_function("() => window.gradwalk.store.state.step === 0")
+    start = widths(page)
+    divider = page.locator("[data-gw=divider-side]")
+    assert divider.get_attribute("aria-label") == "Width of the side panel"
+    divider.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")  # the side panel widens, 16 px a press
+    assert widths(page)["side"] == start["side"] + 48
+    page.keyboard.press("Shift+ArrowRight")
+    assert widths(page)["side"] == start["side"] + 48 - 96
+    # the stepper's own ← → listen on the page: the divider's keys are not steps
+    assert page.evaluate("() => window.gradwalk.store.state.step") == 0
+    page.keyboard.press("End")
+    assert widths(page)["side"] == 280
+    page.keyboard.press("Enter")
+    assert widths(page) == start
+
+
+def test_in_the_charts_view_the_code_pane_and_the_charts_share_one_divider(page: Any) -> None:
+    open_app(page)
+    run_example(page, "rent_regression")
+    page.click("#gw-tab-charts")
+    page.wait_for_selector("[data-gw=divider-side]", state="hidden")
+    before = page.evaluate(
+        "() => [document.querySelector('.gw-pane-code'), document.querySelector('.gw-pane-side')].map((p) => Math.round(p.getBoundingClientRect().width))"
+    )
+    chart = page.evaluate(
+        "() => document.querySelector('.gw-chart-plot .uplot').getBoundingClientRect().width"
+    )
+    drag(page, "code", 120)
+    after = page.evaluate(
+        "() => [document.querySelector('.gw-pane-code'), document.querySelector('.gw-pane-side')].map((p) => Math.round(p.getBoundingClientRect().width))"
+    )
+    assert after[0] == pytest.approx(before[0] + 120, abs=3) and after[1] == pytest.approx(
+        before[1] - 120, abs=3
+    )
+    # the charts follow their pane's new width
+    page.wait_for_function(
+        """(w) => { const plot = document.querySelector('.gw-chart-plot');
+            const drawn = plot.querySelector('.uplot').getBoundingClientRect().width;
+            return drawn < w - 40 && Math.abs(drawn - plot.clientWidth) < 2; }""",
+        arg=chart,
+        timeout=5000,
+    )
+    # back to the graph: the code pane keeps its width, the graph and the side panel share the rest
+    page.click("#gw-tab-tape")
+    wait_graph(page)
+    assert widths(page)["code"] == after[0]
+
+
+def test_narrower_layouts_have_no_dividers_and_ignore_saved_widths(page: Any) -> None:
+    open_app(page)
+    start = widths(page)
+    drag(page, "code", -150)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.wait_for_selector("[data-gw=divider-code]", state="hidden")
+    assert page.locator("[data-gw=divider-side]").is_hidden()
+    boxes = page.evaluate(
+        """() => ['code', 'graph', 'side'].map((n) => document.querySelector(`.gw-pane-${n}`).getBoundingClientRect())
+            .map((r) => [r.left, r.top, r.right, r.bottom])"""
+    )
+    code, graph, side = boxes
+    assert graph[2] <= side[0] and code[1] >= graph[3], boxes  # the projector layout as before
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.wait_for_selector("[data-gw=divider-code]", state="visible")
+    assert widths(page)["code"] == pytest.approx(start["code"] - 150, abs=3)
