@@ -146,19 +146,73 @@ def test_in_the_charts_view_the_code_pane_and_the_charts_share_one_divider(page:
     assert widths(page)["code"] == after[0]
 
 
-def test_narrower_layouts_have_no_dividers_and_ignore_saved_widths(page: Any) -> None:
-    open_app(page)
-    start = widths(page)
-    drag(page, "code", -150)
+_BOXES = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
+    const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
+    return [name, [Math.round(r.width), Math.round(r.height)]];
+}))"""
+
+
+def drag_down(page: Any, dy: float) -> None:
+    """Drag the divider between the graph and the code under it ``dy`` px down."""
+    box = page.locator("[data-gw=divider-code]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y + dy, steps=6)
+    page.mouse.up()
+
+
+def test_a_projectors_graph_gets_the_room_of_the_side_panel_and_the_code(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page)
+    run_example(page, "small_net")
+    start = page.evaluate(_BOXES)
+    graph = page.evaluate(_GRAPH)
+    code_divider = page.locator("[data-gw=divider-code]")
+    assert code_divider.get_attribute("aria-orientation") == "horizontal"
+    assert code_divider.get_attribute("aria-label") == "Height of the code pane"
+    drag(page, "side", 140)  # the side panel narrower, the graph (and the code under it) wider
+    after = page.evaluate(_BOXES)
+    assert after["side"][0] == pytest.approx(start["side"][0] - 140, abs=3), (start, after)
+    assert after["graph"][0] == pytest.approx(start["graph"][0] + 140, abs=3), (start, after)
+    assert after["code"][0] == after["graph"][0]
+    drag_down(page, 90)  # the code shorter, the graph taller
+    lower = page.evaluate(_BOXES)
+    assert lower["code"][1] == pytest.approx(after["code"][1] - 90, abs=3), (after, lower)
+    assert lower["graph"][1] == pytest.approx(after["graph"][1] + 90, abs=3), (after, lower)
+    wider = refitted(page, graph)
+    assert wider["zoom"] > graph["zoom"] * 1.1, (graph, wider)
+    # ↑ moves the divider up: the code taller again
+    code_divider.focus()
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(_BOXES)["code"][1] == lower["code"][1] + 16
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= window.innerHeight")
+    page.mouse.move(5, 5)
+    settle(page)
+    shot(page, "31-panes-projector")
+    # the charts view keeps its shape: no dividers
+    page.click("#gw-tab-charts")
     page.wait_for_selector("[data-gw=divider-code]", state="hidden")
     assert page.locator("[data-gw=divider-side]").is_hidden()
-    boxes = page.evaluate(
-        """() => ['code', 'graph', 'side'].map((n) => document.querySelector(`.gw-pane-${n}`).getBoundingClientRect())
-            .map((r) => [r.left, r.top, r.right, r.bottom])"""
-    )
-    code, graph, side = boxes
-    assert graph[2] <= side[0] and code[1] >= graph[3], boxes  # the projector layout as before
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.click("#gw-tab-tape")
     page.wait_for_selector("[data-gw=divider-code]", state="visible")
-    assert widths(page)["code"] == pytest.approx(start["code"] - 150, abs=3)
+    # each layout keeps its own sizes: the wide one is as it was
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.wait_for_function(
+        "() => document.querySelector('[data-gw=divider-code]').getAttribute('aria-orientation') === 'vertical'"
+    )
+    assert page.evaluate("() => localStorage.getItem('gradwalk-panes')") is None
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.wait_for_function(
+        "() => document.querySelector('[data-gw=divider-code]').getAttribute('aria-orientation') === 'horizontal'"
+    )
+    assert page.evaluate(_BOXES)["side"][0] == after["side"][0]
+
+
+def test_phones_have_no_dividers(page: Any) -> None:
+    open_app(page)
+    drag(page, "code", -150)
+    page.set_viewport_size({"width": 600, "height": 900})
+    page.wait_for_selector("[data-gw=divider-code]", state="hidden")
+    assert page.locator("[data-gw=divider-side]").is_hidden()
+    assert page.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth")

@@ -1,100 +1,138 @@
-// Resizable panes. The gaps between the code, the graph and the side panel are dividers:
-// drag one (or focus it and use the arrow keys) to give the graph a projector's width, or
-// a long snippet more room. Moving a divider changes only the two panes beside it; the
-// graph takes up whatever the others leave. Only in the three-column layout (wider than
-// 1100 px, layout.css): the narrower layouts keep their shapes. The widths are remembered
-// in this browser; a double-click (or Enter) on a divider gives its pane back its default
-// share of the width.
+// Resizable panes. The gaps between the panes are dividers: drag one (or focus it and use
+// the arrow keys) to give the graph a projector's room, or a long snippet more. Moving a
+// divider changes only the panes on either side of it; the graph takes up whatever the
+// others leave. Two layouts (layout.css) have dividers:
+//
+// - wide (over 1100 px), three columns: between the code and the graph, and between the
+//   graph and the side panel (in the charts view, one between the code and the charts);
+// - projector (760 to 1100 px: a 1024 x 768 classroom screen), the graph over the code
+//   beside the side panel: between the left column and the side panel, and between the
+//   graph and the code under it (the charts view keeps its fixed shape).
+//
+// Narrower (phones) the panes stack and nothing is resized. Each layout's sizes are
+// remembered in this browser; a double-click (or Enter) on a divider puts its default back.
 import { h, perFrame } from "./dom";
 import { readSaved, writeSaved } from "./saved";
 
-const KEY = "gradwalk-panes";
-/** The layout (layout.css) that shows the panes side by side in three columns. */
-export const WIDE_LAYOUT = "(min-width: 1101px)";
-/** The narrowest a pane can be made (px); the defaults' minimums are in paneColumns. */
-export const PANE_MIN = { code: 220, graph: 320, side: 280 } as const;
+export type PaneLayout = "wide" | "projector";
+
+/** The media queries of the layouts with dividers (as layout.css has them). */
+export const LAYOUT_QUERIES: Record<PaneLayout, string> = {
+  wide: "(min-width: 1101px)",
+  projector: "(min-width: 760px) and (max-width: 1100px)",
+};
+
+const KEYS: Record<PaneLayout, string> = { wide: "gradwalk-panes", projector: "gradwalk-panes-projector" };
+
+/**
+ * The smallest each pane can be made (px). Wide: widths. Projector: the side panel's width
+ * and the left column's (`graph`), the code's height and the graph's above it (`graphHeight`).
+ */
+export const PANE_MIN = {
+  wide: { code: 220, graph: 320, side: 280 },
+  projector: { code: 90, graph: 320, graphHeight: 160, side: 260 },
+} as const;
+
 /** Arrow keys move a divider this far (px), with Shift further. */
 const STEP = 16;
 const BIG_STEP = 96;
 const MAX_SAVED = 8000;
 
-/** The width (px) the user gave the code pane and the side panel; null keeps the default share. */
-export interface PaneWidths {
+/**
+ * The sizes (px) the user gave the panes; null keeps a pane's default share. `code` is the
+ * code pane's width in the wide layout and its height in the projector layout; `side` is
+ * the side panel's width in both.
+ */
+export interface PaneSizes {
   code: number | null;
   side: number | null;
 }
 
-type Edge = keyof PaneWidths;
+type Edge = keyof PaneSizes;
 
 /**
- * The main grid's columns for `widths`: with the graph (code, graph, side) and in the
- * charts view (code, charts). The defaults share the width 29 : 42 : 29; a width the user
- * set is the column's largest, down to its minimum when the window narrows.
+ * The wide layout's grid columns for `sizes`: with the graph (code, graph, side) and in
+ * the charts view (code, charts). The defaults share the width 29 : 42 : 29; a chosen width
+ * is the column's largest, down to its minimum when the window narrows.
  */
-export function paneColumns(widths: PaneWidths): { graph: string; charts: string } {
-  const code = widths.code === null ? "minmax(300px, 29fr)" : `minmax(${PANE_MIN.code}px, ${widths.code}px)`;
-  const side = widths.side === null ? "minmax(320px, 29fr)" : `minmax(${PANE_MIN.side}px, ${widths.side}px)`;
-  const graphMin = widths.code === null && widths.side === null ? 360 : PANE_MIN.graph;
+export function wideColumns(sizes: PaneSizes): { graph: string; charts: string } {
+  const min = PANE_MIN.wide;
+  const code = sizes.code === null ? "minmax(300px, 29fr)" : `minmax(${min.code}px, ${sizes.code}px)`;
+  const side = sizes.side === null ? "minmax(320px, 29fr)" : `minmax(${min.side}px, ${sizes.side}px)`;
+  const graphMin = sizes.code === null && sizes.side === null ? 360 : min.graph;
   return { graph: `${code} minmax(${graphMin}px, 42fr) ${side}`, charts: `${code} minmax(360px, 71fr)` };
 }
 
-/** Widths saved as JSON by an earlier page; anything unreadable is the default. */
-export function parseWidths(text: string | null): PaneWidths {
-  const widths: PaneWidths = { code: null, side: null };
-  if (!text) return widths;
+/** The projector layout's columns (graph and code | side) and rows (graph | code) for `sizes`; null keeps the stylesheet's. */
+export function projectorGrid(sizes: PaneSizes): { columns: string | null; rows: string | null } {
+  const min = PANE_MIN.projector;
+  return {
+    columns: sizes.side === null ? null : `minmax(${min.graph}px, 1fr) minmax(${min.side}px, ${sizes.side}px)`,
+    rows: sizes.code === null ? null : `minmax(${min.graphHeight}px, 1fr) minmax(${min.code}px, ${sizes.code}px)`,
+  };
+}
+
+/** Sizes saved as JSON by an earlier page; anything unreadable is the default. */
+export function parseSizes(text: string | null, layout: PaneLayout): PaneSizes {
+  const sizes: PaneSizes = { code: null, side: null };
+  if (!text) return sizes;
   let saved: unknown;
   try {
     saved = JSON.parse(text);
   } catch {
-    return widths;
+    return sizes;
   }
-  if (typeof saved !== "object" || saved === null) return widths;
+  if (typeof saved !== "object" || saved === null) return sizes;
   for (const edge of ["code", "side"] as const) {
     const v = (saved as Record<string, unknown>)[edge];
-    if (typeof v === "number" && Number.isFinite(v) && v >= PANE_MIN[edge] && v <= MAX_SAVED) widths[edge] = Math.round(v);
+    if (typeof v === "number" && Number.isFinite(v) && v >= PANE_MIN[layout][edge] && v <= MAX_SAVED) sizes[edge] = Math.round(v);
   }
-  return widths;
+  return sizes;
 }
 
 /** The dividers of one workspace (`main`: `.gw-main`, holding the three panes). */
 export class PaneSplitters {
-  private widths: PaneWidths;
+  private readonly sizes: Record<PaneLayout, PaneSizes>;
   private readonly code: HTMLElement;
   private readonly graph: HTMLElement;
   private readonly side: HTMLElement;
   private readonly dividers: Record<Edge, HTMLElement>;
-  private readonly wide = matchMedia(WIDE_LAYOUT);
+  private readonly queries = {
+    wide: matchMedia(LAYOUT_QUERIES.wide),
+    projector: matchMedia(LAYOUT_QUERIES.projector),
+  };
 
   constructor(private readonly main: HTMLElement) {
     this.code = main.querySelector<HTMLElement>(".gw-pane-code")!;
     this.graph = main.querySelector<HTMLElement>(".gw-pane-graph")!;
     this.side = main.querySelector<HTMLElement>(".gw-pane-side")!;
-    this.widths = parseWidths(readSaved(KEY));
+    this.sizes = {
+      wide: parseSizes(readSaved(KEYS.wide), "wide"),
+      projector: parseSizes(readSaved(KEYS.projector), "projector"),
+    };
     this.dividers = { code: this.divider("code"), side: this.divider("side") };
     main.append(this.dividers.code, this.dividers.side);
     this.apply();
     const place = perFrame(() => this.place());
     const observer = new ResizeObserver(place);
     for (const el of [main, this.code, this.graph, this.side]) observer.observe(el);
-    this.wide.addEventListener("change", place);
+    for (const query of Object.values(this.queries)) query.addEventListener("change", place);
     this.place();
   }
 
-  /** The widths in use (read by tests). */
-  get current(): PaneWidths {
-    return { ...this.widths };
+  /** The layout with dividers the window shows now, if any. */
+  layout(): PaneLayout | null {
+    if (this.queries.wide.matches) return "wide";
+    return this.queries.projector.matches ? "projector" : null;
+  }
+
+  /** The sizes in use in `layout` (read by tests). */
+  current(layout: PaneLayout): PaneSizes {
+    return { ...this.sizes[layout] };
   }
 
   private divider(edge: Edge): HTMLElement {
-    const el = h("div", {
-      class: "gw-divider",
-      role: "separator",
-      tabindex: "0",
-      "aria-orientation": "vertical",
-      "aria-label": edge === "code" ? "Width of the code pane" : "Width of the side panel",
-      title: "Drag to resize (or ← →) · double-click: default width",
-      data: { gw: `divider-${edge}` },
-    });
+    const el = h("div", { class: "gw-divider", role: "separator", tabindex: "0", data: { gw: `divider-${edge}` } });
     el.addEventListener("pointerdown", (ev) => this.drag(edge, el, ev));
     el.addEventListener("dblclick", () => this.reset(edge));
     el.addEventListener("keydown", (ev) => this.onKey(edge, ev));
@@ -105,74 +143,126 @@ export class PaneSplitters {
     return this.graph.getBoundingClientRect().width > 0;
   }
 
-  /** Put each divider over its gap, or hide it (not the three-column layout; no graph beside the side panel). */
+  /** Whether divider `edge` runs across (between the graph and the code under it). */
+  private across(edge: Edge): boolean {
+    return edge === "code" && this.layout() === "projector";
+  }
+
+  /** Put each divider over its gap, or hide it where it has none. */
   private place(): void {
-    const wide = this.wide.matches;
+    const layout = this.layout();
+    const shown = this.graphShown();
     const box = this.main.getBoundingClientRect();
     const code = this.code.getBoundingClientRect();
-    const side = this.side.getBoundingClientRect();
-    const shown = this.graphShown();
     const graph = this.graph.getBoundingClientRect();
-    this.show(this.dividers.code, wide, (code.right + (shown ? graph.left : side.left)) / 2 - box.left, code.width, "code");
-    this.show(this.dividers.side, wide && shown, (graph.right + side.left) / 2 - box.left, side.width, "side");
-  }
-
-  private show(el: HTMLElement, on: boolean, centre: number, width: number, edge: Edge): void {
-    el.hidden = !on;
-    if (!on) return;
-    el.style.left = `${Math.round(centre - el.offsetWidth / 2)}px`;
-    const [lo, hi] = this.range(edge);
-    el.setAttribute("aria-valuenow", String(Math.round(width)));
-    el.setAttribute("aria-valuemin", String(lo));
-    el.setAttribute("aria-valuemax", String(Math.max(lo, hi)));
-    el.setAttribute("aria-valuetext", `${edge === "code" ? "code pane" : "side panel"} ${Math.round(width)} px wide`);
-  }
-
-  /** The widths pane `edge` can take now: its minimum, and what leaves the others theirs. */
-  private range(edge: Edge): [number, number] {
-    const style = getComputedStyle(this.main);
-    const gap = parseFloat(style.columnGap) || 0;
-    const shown = this.graphShown();
-    const inner = this.main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - gap * (shown ? 2 : 1);
-    if (!shown) return [PANE_MIN.code, Math.floor(inner - 360)]; // the charts view: code and charts
-    const other = edge === "code" ? this.side.getBoundingClientRect().width : this.code.getBoundingClientRect().width;
-    return [PANE_MIN[edge], Math.floor(inner - other - PANE_MIN.graph)];
+    const side = this.side.getBoundingClientRect();
+    const { code: codeDivider, side: sideDivider } = this.dividers;
+    if (layout === "wide") {
+      this.show(codeDivider, (code.right + (shown ? graph.left : side.left)) / 2 - box.left, null, code.width);
+      this.show(sideDivider, shown ? (graph.right + side.left) / 2 - box.left : null, null, side.width);
+    } else if (layout === "projector" && shown) {
+      this.show(sideDivider, (graph.right + side.left) / 2 - box.left, null, side.width);
+      this.show(codeDivider, (graph.bottom + code.top) / 2 - box.top, { left: graph.left - box.left, width: graph.width }, code.height);
+    } else {
+      codeDivider.hidden = sideDivider.hidden = true;
+    }
   }
 
   /**
-   * Give pane `edge` `width` px (within its range). The pane on the divider's other side
-   * keeps its width too, so only the graph (or the charts) gives or takes the difference.
+   * Show divider `el` centred on `at` (a left, or with `span` a top, in `main`'s box), or
+   * hide it (`at` null); `size` is its pane's size now, for assistive technology.
    */
-  private setWidth(edge: Edge, width: number): void {
-    if (this.graphShown()) {
+  private show(el: HTMLElement, at: number | null, span: { left: number; width: number } | null, size: number): void {
+    el.hidden = at === null;
+    if (at === null) return;
+    const edge: Edge = el === this.dividers.code ? "code" : "side";
+    const across = span !== null;
+    el.setAttribute("aria-orientation", across ? "horizontal" : "vertical");
+    if (across) {
+      el.style.left = `${Math.round(span.left)}px`;
+      el.style.width = `${Math.round(span.width)}px`;
+      el.style.top = `${Math.round(at - el.offsetHeight / 2)}px`;
+    } else {
+      el.style.removeProperty("width");
+      el.style.removeProperty("top");
+      el.style.left = `${Math.round(at - el.offsetWidth / 2)}px`;
+    }
+    const what = edge === "side" ? "side panel" : "code pane";
+    const dimension = across ? "high" : "wide";
+    el.setAttribute("aria-label", `${across ? "Height" : "Width"} of the ${what}`);
+    el.title = `Drag to resize (or ${across ? "↑ ↓" : "← →"}) · double-click: default size`;
+    const [lo, hi] = this.range(edge);
+    el.setAttribute("aria-valuenow", String(Math.round(size)));
+    el.setAttribute("aria-valuemin", String(lo));
+    el.setAttribute("aria-valuemax", String(Math.max(lo, hi)));
+    el.setAttribute("aria-valuetext", `${what} ${Math.round(size)} px ${dimension}`);
+  }
+
+  /** The sizes pane `edge` can take now: its minimum, and what leaves the other panes theirs. */
+  private range(edge: Edge): [number, number] {
+    const layout = this.layout() ?? "wide";
+    const style = getComputedStyle(this.main);
+    if (this.across(edge)) {
+      const inner = this.main.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom) - (parseFloat(style.rowGap) || 0);
+      return [PANE_MIN.projector.code, Math.floor(inner - PANE_MIN.projector.graphHeight)];
+    }
+    const gap = parseFloat(style.columnGap) || 0;
+    const columns = layout === "wide" && this.graphShown() ? 3 : 2;
+    const inner = this.main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - gap * (columns - 1);
+    if (layout === "projector") return [PANE_MIN.projector.side, Math.floor(inner - PANE_MIN.projector.graph)];
+    if (columns === 2) return [PANE_MIN.wide.code, Math.floor(inner - 360)]; // the charts view: code and charts
+    const other = edge === "code" ? this.side.getBoundingClientRect().width : this.code.getBoundingClientRect().width;
+    return [PANE_MIN.wide[edge], Math.floor(inner - other - PANE_MIN.wide.graph)];
+  }
+
+  /** The size pane `edge` has now (a width, or the code's height in the projector layout). */
+  private sizeNow(edge: Edge): number {
+    const r = (edge === "code" ? this.code : this.side).getBoundingClientRect();
+    return this.across(edge) ? r.height : r.width;
+  }
+
+  /**
+   * Give pane `edge` `size` px (within its range). In the wide layout the pane on the
+   * divider's other side keeps its width too, so only the graph (or the charts) gives or
+   * takes the difference.
+   */
+  private resize(edge: Edge, size: number): void {
+    const layout = this.layout();
+    if (!layout) return;
+    const sizes = this.sizes[layout];
+    if (layout === "wide" && this.graphShown()) {
       const other: Edge = edge === "code" ? "side" : "code";
-      this.widths[other] = Math.round((other === "code" ? this.code : this.side).getBoundingClientRect().width);
+      sizes[other] = Math.round(this.sizeNow(other));
     }
     const [lo, hi] = this.range(edge);
-    this.widths[edge] = Math.round(Math.max(lo, Math.min(Math.max(lo, hi), width)));
+    sizes[edge] = Math.round(Math.max(lo, Math.min(Math.max(lo, hi), size)));
     this.apply();
     this.place();
   }
 
   private apply(): void {
-    const { code, side } = this.widths;
-    if (code === null && side === null) {
-      this.main.style.removeProperty("--gw-columns");
-      this.main.style.removeProperty("--gw-columns-charts");
-      return;
-    }
-    const columns = paneColumns(this.widths);
-    this.main.style.setProperty("--gw-columns", columns.graph);
-    this.main.style.setProperty("--gw-columns-charts", columns.charts);
+    const style = this.main.style;
+    const set = (name: string, value: string | null) => (value === null ? style.removeProperty(name) : style.setProperty(name, value));
+    const wide = this.sizes.wide;
+    const columns = wide.code === null && wide.side === null ? null : wideColumns(wide);
+    set("--gw-columns", columns?.graph ?? null);
+    set("--gw-columns-charts", columns?.charts ?? null);
+    const projector = projectorGrid(this.sizes.projector);
+    set("--gw-projector-columns", projector.columns);
+    set("--gw-projector-rows", projector.rows);
   }
 
   private save(): void {
-    const { code, side } = this.widths;
-    writeSaved(KEY, code === null && side === null ? null : JSON.stringify(this.widths));
+    for (const layout of ["wide", "projector"] as const) {
+      const { code, side } = this.sizes[layout];
+      writeSaved(KEYS[layout], code === null && side === null ? null : JSON.stringify(this.sizes[layout]));
+    }
   }
 
   private reset(edge: Edge): void {
-    this.widths[edge] = null;
+    const layout = this.layout();
+    if (!layout) return;
+    this.sizes[layout][edge] = null;
     this.apply();
     this.save();
     this.place();
@@ -182,20 +272,26 @@ export class PaneSplitters {
     if (start.button !== 0) return;
     start.preventDefault(); // no text selection while dragging
     el.setPointerCapture(start.pointerId);
-    this.main.dataset.resizing = edge;
-    // where on the divider it was grabbed: the pane's edge stays that far from the pointer
-    const code = this.code.getBoundingClientRect();
-    const side = this.side.getBoundingClientRect();
-    const grab = edge === "code" ? start.clientX - code.right : side.left - start.clientX;
-    const move = (ev: PointerEvent) => {
-      const width = edge === "code" ? ev.clientX - grab - this.code.getBoundingClientRect().left : this.side.getBoundingClientRect().right - ev.clientX - grab;
-      this.setWidth(edge, width);
+    const across = this.across(edge);
+    this.main.dataset.resizing = across ? "rows" : "columns";
+    el.dataset.dragging = "";
+    // the pane's edge keeps the distance from the pointer it had where the divider was grabbed
+    const pane = edge === "code" ? this.code : this.side;
+    const grows = edge === "code" && !across ? 1 : -1; // the code pane's right edge moves with the pointer; the others' near edge faces it
+    const position = (ev: PointerEvent) => (across ? ev.clientY : ev.clientX);
+    const sizeAt = (ev: PointerEvent) => {
+      const r = pane.getBoundingClientRect();
+      const far = across ? r.bottom : grows > 0 ? r.left : r.right;
+      return grows * (position(ev) - far);
     };
+    const offset = this.sizeNow(edge) - sizeAt(start);
+    const move = (ev: PointerEvent) => this.resize(edge, sizeAt(ev) + offset);
     const end = () => {
       el.removeEventListener("pointermove", move);
       el.removeEventListener("pointerup", end);
       el.removeEventListener("pointercancel", end);
       delete this.main.dataset.resizing;
+      delete el.dataset.dragging;
       this.save();
     };
     el.addEventListener("pointermove", move);
@@ -203,26 +299,26 @@ export class PaneSplitters {
     el.addEventListener("pointercancel", end);
   }
 
-  /** ← and → move the divider (Shift: further), Home and End to either end, Enter resets. */
+  /** Arrows move the divider (Shift: further), Home and End to either end, Enter resets. */
   private onKey(edge: Edge, ev: KeyboardEvent): void {
-    const pane = edge === "code" ? this.code : this.side;
-    const now = pane.getBoundingClientRect().width;
+    const across = this.across(edge);
     const step = ev.shiftKey ? BIG_STEP : STEP;
-    // a divider moving right widens the code pane and narrows the side panel
-    const towardsRight = edge === "code" ? 1 : -1;
+    // +1: the key moves the divider right (down); how that changes the pane's size
+    const grows = edge === "code" && !across ? 1 : -1;
+    const [back, forth] = across ? ["ArrowUp", "ArrowDown"] : ["ArrowLeft", "ArrowRight"];
     const [lo, hi] = this.range(edge);
-    let width: number | null = null;
-    if (ev.key === "ArrowLeft") width = now - step * towardsRight;
-    else if (ev.key === "ArrowRight") width = now + step * towardsRight;
-    else if (ev.key === "Home") width = edge === "code" ? lo : hi;
-    else if (ev.key === "End") width = edge === "code" ? hi : lo;
+    let size: number | null = null;
+    if (ev.key === back) size = this.sizeNow(edge) - step * grows;
+    else if (ev.key === forth) size = this.sizeNow(edge) + step * grows;
+    else if (ev.key === "Home") size = grows > 0 ? lo : hi;
+    else if (ev.key === "End") size = grows > 0 ? hi : lo;
     else if (ev.key !== "Enter") return;
     // the stepper's ← → listen on the document: these keys are the divider's
     ev.preventDefault();
     ev.stopPropagation();
-    if (width === null) this.reset(edge);
+    if (size === null) this.reset(edge);
     else {
-      this.setWidth(edge, width);
+      this.resize(edge, size);
       this.save();
     }
   }
