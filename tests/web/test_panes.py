@@ -11,17 +11,17 @@ from .conftest import open_app, run_example, settle, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
-_WIDTHS = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
+_BOXES = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
     const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
-    return [name, Math.round(r.width)];
+    return [name, [Math.round(r.width), Math.round(r.height)]];
 }))"""
 
 _GRAPH = """() => { const cy = window.gradwalk.graph.core; return { w: cy.width(), zoom: cy.zoom() }; }"""
 
 
 def widths(page: Any) -> dict[str, int]:
-    result: dict[str, int] = page.evaluate(_WIDTHS)
-    return result
+    """Each pane's width (px): code, graph, side."""
+    return {name: box[0] for name, box in page.evaluate(_BOXES).items()}
 
 
 def drag(page: Any, edge: str, dx: float) -> None:
@@ -32,6 +32,16 @@ def drag(page: Any, edge: str, dx: float) -> None:
     page.mouse.down()
     page.mouse.move(x + dx / 2, y, steps=4)
     page.mouse.move(x + dx, y, steps=4)
+    page.mouse.up()
+
+
+def drag_down(page: Any, dy: float) -> None:
+    """Drag the divider between the graph and the code under it ``dy`` px down."""
+    box = page.locator("[data-gw=divider-code]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y + dy, steps=6)
     page.mouse.up()
 
 
@@ -119,19 +129,14 @@ def test_in_the_charts_view_the_code_pane_and_the_charts_share_one_divider(page:
     run_example(page, "rent_regression")
     page.click("#gw-tab-charts")
     page.wait_for_selector("[data-gw=divider-side]", state="hidden")
-    before = page.evaluate(
-        "() => [document.querySelector('.gw-pane-code'), document.querySelector('.gw-pane-side')].map((p) => Math.round(p.getBoundingClientRect().width))"
-    )
+    before = widths(page)
     chart = page.evaluate(
         "() => document.querySelector('.gw-chart-plot .uplot').getBoundingClientRect().width"
     )
     drag(page, "code", 120)
-    after = page.evaluate(
-        "() => [document.querySelector('.gw-pane-code'), document.querySelector('.gw-pane-side')].map((p) => Math.round(p.getBoundingClientRect().width))"
-    )
-    assert after[0] == pytest.approx(before[0] + 120, abs=3) and after[1] == pytest.approx(
-        before[1] - 120, abs=3
-    )
+    after = widths(page)
+    assert after["code"] == pytest.approx(before["code"] + 120, abs=3), (before, after)
+    assert after["side"] == pytest.approx(before["side"] - 120, abs=3), (before, after)
     # the charts follow their pane's new width
     page.wait_for_function(
         """(w) => { const plot = document.querySelector('.gw-chart-plot');
@@ -143,23 +148,7 @@ def test_in_the_charts_view_the_code_pane_and_the_charts_share_one_divider(page:
     # back to the graph: the code pane keeps its width, the graph and the side panel share the rest
     page.click("#gw-tab-tape")
     wait_graph(page)
-    assert widths(page)["code"] == after[0]
-
-
-_BOXES = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
-    const r = document.querySelector(`.gw-pane-${name}`).getBoundingClientRect();
-    return [name, [Math.round(r.width), Math.round(r.height)]];
-}))"""
-
-
-def drag_down(page: Any, dy: float) -> None:
-    """Drag the divider between the graph and the code under it ``dy`` px down."""
-    box = page.locator("[data-gw=divider-code]").bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x, y + dy, steps=6)
-    page.mouse.up()
+    assert widths(page)["code"] == after["code"]
 
 
 def test_a_projectors_graph_gets_the_room_of_the_side_panel_and_the_code(page: Any) -> None:

@@ -1,6 +1,7 @@
 // Where the graph's viewport goes on a fit: the whole graph, at most life-size; a graph too
 // big to read whole is shown from its top (the loss, where backward starts) at a zoom where
-// its labels show, as wide as the pane. Pure functions of a Cytoscape core (graph.ts decides when to call them).
+// its labels show, as wide as the pane. Pure functions of a Cytoscape core (graph.ts decides
+// when to call them).
 import type { CollectionReturnValue, Core, SingularElementReturnValue } from "cytoscape";
 import { leastShift } from "./dom";
 
