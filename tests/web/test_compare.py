@@ -188,6 +188,63 @@ def test_a_chart_only_the_run_before_has_is_drawn_dashed_alone(page: Any) -> Non
     expect(page.locator("[data-chart='metric:w']")).to_have_count(1)
 
 
+BY_HAND = """import torch
+
+torch.manual_seed(0)
+X = torch.linspace(1, 4.5, 8).unsqueeze(1)
+y = 3 * X + 2
+w = torch.zeros(1, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+for step in range(30):
+    loss = ((X * w + b - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.05 * w.grad
+        b -= 0.05 * b.grad
+    w.grad = None
+    b.grad = None
+"""
+
+WITH_SGD = """import torch
+
+torch.manual_seed(0)
+X = torch.linspace(1, 4.5, 8).unsqueeze(1)
+y = 3 * X + 2
+w = torch.zeros(1, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+opt = torch.optim.SGD([w, b], lr=0.05)
+for step in range(30):
+    loss = ((X * w + b - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_a_loop_that_steps_by_hand_and_its_optimizer_twin_share_one_loss_chart(page: Any) -> None:
+    # a lesson's classic: the update written out, then torch.optim.SGD doing the same
+    open_app(page)
+    run_source(page, BY_HAND)
+    first = page.evaluate("() => window.gradwalk.runId")
+    run_source(page, WITH_SGD)
+    page.click("#gw-tab-charts")
+    page.check(TOGGLE)
+    snap = compared(page, "loss")
+    events = trace(page.server, first)["events"]
+    values = {e["id"]: e["value"] for e in events if e["type"] == "tensor"}
+    by_hand = [values[e["roots"][0]]["flat"][0] for e in events if e["type"] == "backward_started"]
+    assert len(by_hand) == 30
+    # the hand-written loop's losses (one per backward() call) dashed under the optimizer's
+    assert snap["compared"]["series"][0]["values"] == by_hand
+    assert snap["series"][0]["values"] == pytest.approx(
+        by_hand, rel=1e-5
+    )  # the same descent (float32 rounding aside)
+    # one loss chart, not the optimizer's beside a dashed-only "calls" chart
+    assert "calls" not in page.evaluate(SNAPSHOT)
+    expect(page.locator("[data-chart]")).to_have_count(len(page.evaluate(SNAPSHOT)))
+    expect(page.locator("[data-chart='loss'] .gw-chart-readout")).not_to_contain_text("only the run before")
+
+
 def test_a_kept_graph_beside_its_fix_on_one_memory_chart(page: Any, server: Any) -> None:
     total = example("pitfall_loss_tensor_total")
     kept = stored_run(server, total)

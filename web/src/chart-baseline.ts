@@ -22,6 +22,16 @@ export function hasCharts(events: readonly GradwalkEvent[]): boolean {
   return events.some((e) => e.type === "optimizer_step" || e.type === "metric" || (e.type === "memory" && e.saved_bytes > 0));
 }
 
+/**
+ * What chart `id` draws, for pairing a run's charts with the compared run's: a loop that
+ * steps by hand charts its loss per backward() call ("calls"), an optimizer's per step
+ * ("loss"); one backward a step, so the update written out and the optimizer that does it
+ * are compared on one loss chart.
+ */
+export function comparedAs(id: string): string {
+  return id === "calls" ? "loss" : id;
+}
+
 export class Baseline {
   /** The switch and what it compares with, for the charts' toolbar. */
   readonly control: HTMLElement;
@@ -83,9 +93,10 @@ export class Baseline {
     return this.data?.ordered ?? [];
   }
 
-  /** The compared run's table `id` (same id as this run's chart), when one is drawn. */
+  /** The compared run's table for this run's chart `id` (see {@link comparedAs}), when one is drawn. */
   table(id: string): Table | null {
-    return this.data?.ordered.find((t) => t.id === id) ?? null;
+    const kind = comparedAs(id);
+    return this.data?.ordered.find((t) => comparedAs(t.id) === kind) ?? null;
   }
 
   /** Draw the comparison again: the run on screen changed (its code, its events). */

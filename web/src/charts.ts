@@ -11,7 +11,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { BYTE_INCRS, decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
-import { Baseline, type FetchRun } from "./chart-baseline";
+import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
 import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
@@ -210,10 +210,10 @@ export class ChartsView {
   private flush(): void {
     this.renderSummary();
     const own = this.data.ordered;
-    const ids = new Set(own.map((t) => t.id));
-    for (const id of [...this.standIns.keys()]) if (ids.has(id)) this.standIns.delete(id);
+    const ids = new Set(own.map((t) => comparedAs(t.id)));
+    for (const id of [...this.standIns.keys()]) if (ids.has(comparedAs(id))) this.standIns.delete(id);
     // a chart only the compared run has is drawn too, its dashed lines alone
-    const all = [...own, ...this.baseline.tables().filter((t) => !ids.has(t.id)).map((t) => this.standIn(t))];
+    const all = [...own, ...this.baseline.tables().filter((t) => !ids.has(comparedAs(t.id))).map((t) => this.standIn(t))];
     const tables = this.hiding.shown(all);
     this.empty.hidden = all.length > 0;
     if (!this.shown) return;
