@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from .conftest import expect, open_app, run_source, shot, stored_run
-from .test_charts import SNAPSHOT, example, plot_point, trace, wait_chart
+from .test_charts import MANUAL_GD, SNAPSHOT, example, plot_point, trace, wait_chart
 
 pytestmark = pytest.mark.browser
 
@@ -188,43 +188,19 @@ def test_a_chart_only_the_run_before_has_is_drawn_dashed_alone(page: Any) -> Non
     expect(page.locator("[data-chart='metric:w']")).to_have_count(1)
 
 
-BY_HAND = """import torch
-
-torch.manual_seed(0)
-X = torch.linspace(1, 4.5, 8).unsqueeze(1)
-y = 3 * X + 2
-w = torch.zeros(1, requires_grad=True)
-b = torch.zeros(1, requires_grad=True)
-for step in range(30):
-    loss = ((X * w + b - y) ** 2).mean()
-    loss.backward()
-    with torch.no_grad():
-        w -= 0.05 * w.grad
-        b -= 0.05 * b.grad
-    w.grad = None
-    b.grad = None
-"""
-
-WITH_SGD = """import torch
-
-torch.manual_seed(0)
-X = torch.linspace(1, 4.5, 8).unsqueeze(1)
-y = 3 * X + 2
-w = torch.zeros(1, requires_grad=True)
-b = torch.zeros(1, requires_grad=True)
-opt = torch.optim.SGD([w, b], lr=0.05)
-for step in range(30):
-    loss = ((X * w + b - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-"""
+# the update written out (test_charts.MANUAL_GD), and torch.optim.SGD doing the same
+WITH_SGD = MANUAL_GD.replace("for step", "opt = torch.optim.SGD([w, b], lr=0.1)\nfor step").replace(
+    "    with torch.no_grad():\n        w -= 0.1 * w.grad\n        b -= 0.1 * b.grad\n"
+    "        w.grad.zero_()\n        b.grad.zero_()\n",
+    "    opt.step()\n    opt.zero_grad()\n",
+)
 
 
 def test_a_loop_that_steps_by_hand_and_its_optimizer_twin_share_one_loss_chart(page: Any) -> None:
     # a lesson's classic: the update written out, then torch.optim.SGD doing the same
+    assert WITH_SGD.count("opt.") == 2 and "w.grad.zero_()" not in WITH_SGD
     open_app(page)
-    run_source(page, BY_HAND)
+    run_source(page, MANUAL_GD)
     first = page.evaluate("() => window.gradwalk.runId")
     run_source(page, WITH_SGD)
     page.click("#gw-tab-charts")
