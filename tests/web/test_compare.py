@@ -102,16 +102,24 @@ def compared_or_none(page: Any, chart: str) -> Any:
     return page.evaluate(SNAPSHOT)[chart]["compared"]
 
 
+def run_then_compare(page: Any, first: str, second: str) -> str:
+    """Run ``first``, then ``second``, in the app and tick *compare with the run before* on the
+    charts; return the first run's id."""
+    open_app(page)
+    run_source(page, first)
+    first_id: str = page.evaluate("() => window.gradwalk.runId")
+    run_source(page, second)
+    page.click("#gw-tab-charts")
+    page.check(TOGGLE)
+    return first_id
+
+
 def comparing_two_runs(page: Any) -> str:
     """Run the rent regression at lr=0.05, then at lr=0.01, and compare them on the charts;
     return the second run's id."""
-    open_app(page)
-    run_source(page, RENT)
-    run_source(page, SLOWER)
-    second: str = page.evaluate("() => window.gradwalk.runId")
-    page.click("#gw-tab-charts")
-    page.check(TOGGLE)
+    run_then_compare(page, RENT, SLOWER)
     compared(page, "loss")
+    second: str = page.evaluate("() => window.gradwalk.runId")
     return second
 
 
@@ -156,12 +164,7 @@ def test_a_chart_only_the_run_before_has_is_drawn_dashed_alone(page: Any) -> Non
         "    opt.step()\n", "    opt.step()\n    gradwalk.log('w', model.weight.item())\n"
     ).replace("import torch\n", "import torch\nimport gradwalk\n", 1)
     assert logged.count("gradwalk") == 2
-    open_app(page)
-    run_source(page, logged)
-    first = page.evaluate("() => window.gradwalk.runId")
-    run_source(page, RENT)
-    page.click("#gw-tab-charts")
-    page.check(TOGGLE)
+    first = run_then_compare(page, logged, RENT)
     # the metric the first run logged has a chart of its own: the dashed line, and nothing of this run
     snap = compared(page, "metric:w")
     ws = [e["value"] for e in trace(page.server, first)["events"] if e["type"] == "metric"]
@@ -199,12 +202,7 @@ WITH_SGD = MANUAL_GD.replace("for step", "opt = torch.optim.SGD([w, b], lr=0.1)\
 def test_a_loop_that_steps_by_hand_and_its_optimizer_twin_share_one_loss_chart(page: Any) -> None:
     # a lesson's classic: the update written out, then torch.optim.SGD doing the same
     assert WITH_SGD.count("opt.") == 2 and "w.grad.zero_()" not in WITH_SGD
-    open_app(page)
-    run_source(page, MANUAL_GD)
-    first = page.evaluate("() => window.gradwalk.runId")
-    run_source(page, WITH_SGD)
-    page.click("#gw-tab-charts")
-    page.check(TOGGLE)
+    first = run_then_compare(page, MANUAL_GD, WITH_SGD)
     snap = compared(page, "loss")
     events = trace(page.server, first)["events"]
     values = {e["id"]: e["value"] for e in events if e["type"] == "tensor"}
