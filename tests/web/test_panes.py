@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import open_app, run_example, settle, shot, wait_graph
+from .conftest import open_app, run_example, run_source, settle, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -205,3 +205,25 @@ def test_phones_have_no_dividers(page: Any) -> None:
     page.wait_for_selector("[data-gw=divider-code]", state="hidden")
     assert page.locator("[data-gw=divider-side]").is_hidden()
     assert page.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth")
+
+
+_PAN = "() => window.gradwalk.graph.core.pan().x"
+
+
+def test_a_big_graph_is_fitted_again_when_the_drag_ends(page: Any) -> None:
+    # thousands of nodes take tens of ms to fit and draw: not on every frame of a drag
+    chain = "import torch\nx = torch.randn(4, requires_grad=True)\nh = x\nfor _ in range(700):\n    h = torch.tanh(h * 1.01)\nh.sum().backward()\n"
+    open_app(page)
+    run_source(page, chain)
+    assert page.evaluate("() => window.gradwalk.graph.big")
+    pan = page.evaluate(_PAN)
+    box = page.locator("[data-gw=divider-code]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x - 150, y, steps=6)
+    page.wait_for_timeout(300)
+    assert page.evaluate(_PAN) == pan  # not fitted mid-drag
+    page.mouse.up()
+    # fitted to the wider pane once dropped: centred 75 px further right
+    page.wait_for_function("(x) => Math.abs(window.gradwalk.graph.core.pan().x - (x + 75)) < 4", arg=pan)

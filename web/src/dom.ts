@@ -41,6 +41,13 @@ function append(el: Element, children: (Child | Child[])[]): void {
   }
 }
 
+/**
+ * While the user drags a divider between panes (pane-splitters.ts), an ancestor of the
+ * panes carries `data-resizing`; when the drag ends this event is dispatched on the
+ * document. A view that is slow to draw at a new size can wait for it.
+ */
+export const PANES_RESIZED = "gw-panes-resized";
+
 /** Replace an element's children. */
 export function fill(el: Element, ...children: (Child | Child[])[]): void {
   el.replaceChildren();

@@ -7,7 +7,7 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
 // the elements; graph-keys.ts walks them from the keyboard.
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
-import { h, perFrame } from "./dom";
+import { h, PANES_RESIZED, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
@@ -122,11 +122,20 @@ export class GraphView {
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
-    // Cytoscape only notices window resizes; panes also change size (presenter type, layout).
-    new ResizeObserver(() => {
+    // Cytoscape only notices window resizes; panes also change size (presenter type, layout,
+    // a divider dragged). A big graph takes tens of ms to draw at a new size: while a
+    // divider is dragged (an ancestor marked data-resizing) it keeps its size, and takes the
+    // new one when the drag ends (PANES_RESIZED).
+    const resized = () => {
       this.cy.resize();
       if (this.laidOut && !this.userMoved) this.fit(false);
+    };
+    new ResizeObserver(() => {
+      if (!(this.big && this.canvas.closest("[data-resizing]"))) resized();
     }).observe(this.canvas);
+    document.addEventListener(PANES_RESIZED, () => {
+      if (this.big) resized();
+    });
     this.canvas.addEventListener("wheel", () => (this.userMoved = true), { passive: true });
     this.canvas.addEventListener("pointerdown", () => (this.userMoved = true));
     model.subscribe(() => this.schedule());

@@ -11,7 +11,7 @@
 //
 // Narrower (phones) the panes stack and nothing is resized. Each layout's sizes are
 // remembered in this browser; a double-click (or Enter) on a divider puts its default back.
-import { h, perFrame } from "./dom";
+import { h, PANES_RESIZED, perFrame } from "./dom";
 import { readSaved, writeSaved } from "./saved";
 
 export type PaneLayout = "wide" | "projector";
@@ -293,6 +293,7 @@ export class PaneSplitters {
       delete this.main.dataset.resizing;
       delete el.dataset.dragging;
       this.save();
+      document.dispatchEvent(new CustomEvent(PANES_RESIZED));
     };
     el.addEventListener("pointermove", move);
     el.addEventListener("pointerup", end);
