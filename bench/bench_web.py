@@ -14,7 +14,10 @@ Performance API:
 * **step**: one stepper step (next node of the backward walk): the synchronous update of
   every view, and until the next painted frame; median over 60 steps;
 * **scrub**: the tape's scrubber moved across the tape (thousands of ops greyed or
-  un-greyed, the tape scrolled far, the graph replayed), until painted; median of 9 jumps.
+  un-greyed, the tape scrolled far, the graph replayed), until painted; median of 9 jumps;
+* **drag**: the divider between the code and the graph dragged 150 px with the mouse in 30
+  moves (web/src/pane-splitters.ts): the gaps between painted frames meanwhile, median and
+  longest.
 """
 
 from __future__ import annotations
@@ -139,6 +142,40 @@ def _ensure_bundle() -> None:
     subprocess.run(["npm", "run", "--silent", "build"], cwd=ROOT / "web", check=True)
 
 
+_FRAMES = """() => {
+  window.__benchFrames = [];
+  let last = performance.now();
+  const tick = (t) => {
+    window.__benchFrames.push(t - last);
+    last = t;
+    if (window.__benchFrames !== null) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+_FRAMES_DONE = """() => {
+  const gaps = window.__benchFrames.slice(1).sort((a, b) => a - b);
+  window.__benchFrames = null;
+  return { drag_frame_ms: gaps[Math.floor(gaps.length / 2)], drag_frame_max_ms: gaps[gaps.length - 1] };
+}"""
+
+
+def _drag_divider(page: Any) -> dict[str, float]:
+    """Drag the code/graph divider 150 px left in 30 mouse moves; the frame gaps meanwhile."""
+    box = page.locator("[data-gw=divider-code]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.evaluate(_FRAMES)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for i in range(1, 31):
+        page.mouse.move(x - 5 * i, y)
+    page.mouse.up()
+    page.wait_for_timeout(300)
+    figures: dict[str, float] = page.evaluate(_FRAMES_DONE)
+    page.dblclick("[data-gw=divider-code]")  # the default widths again, for the next size
+    return figures
+
+
 def measure(sizes: list[int], per_module: int = 50, flat: bool = True) -> list[dict[str, Any]]:
     """Return one row of figures per graph size, with module groups and (``flat``) without."""
     from playwright.sync_api import sync_playwright
@@ -173,6 +210,7 @@ def measure(sizes: list[int], per_module: int = 50, flat: bool = True) -> list[d
                     row.update(page.evaluate(_FEED, {"text": text, "batch": 500}))
                     row.update(page.evaluate(_STEP, {"steps": 60}))
                     row.update(page.evaluate(_SCRUB, {"jumps": 9}))
+                    row.update(_drag_divider(page))
                     rows.append(row)
                     print(
                         f"  measured {n} nodes ({'modules' if modules else 'flat'})",
@@ -208,16 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'nodes':>6} {'groups':>8} {'events':>7} {'drawn':>6} {'layout':>12} {'ingest/event':>13}"
         f" {'last event -> laid out':>23} {'step (sync)':>12} {'step (painted)':>15} {'scrub (painted)':>16}"
+        f" {'drag frames (median/longest)':>29}"
     )
     for r in rows:
         print(
             f"{r['size']:>6} {'modules' if r['modules'] else 'flat':>8} {r['events']:>7} {r['drawn']:>6} {r['layout']:>12}"
             f" {r['ingest_us_per_event']:>10.1f} us {r['layout_ms']:>20.0f} ms {r['step_sync_ms']:>9.2f} ms"
             f" {r['step_frame_ms']:>12.1f} ms {r['scrub_frame_ms']:>13.0f} ms"
+            f" {r['drag_frame_ms']:>17.0f} / {r['drag_frame_max_ms']:.0f} ms"
         )
     print(
         "(median step over 60 steps; scrub: the tape's scrubber moved across the tape, "
-        f"median of 9 jumps; {time.perf_counter() - started:.0f} s in all)"
+        "median of 9 jumps; drag: the code/graph divider dragged 150 px in 30 moves; "
+        f"{time.perf_counter() - started:.0f} s in all)"
     )
     return 0 if statistics.fmean(r["layout_ms"] for r in rows) > 0 else 1
 
