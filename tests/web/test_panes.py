@@ -110,6 +110,11 @@ def test_the_dividers_move_with_the_keyboard_without_stepping_backward(page: Any
     start = widths(page)
     divider = page.locator("[data-gw=divider-side]")
     assert divider.get_attribute("aria-label") == "Width of the side panel"
+    # in the tab order between the panes each resizes
+    assert page.evaluate(
+        """() => [document.querySelector('.gw-pane-code').nextElementSibling.dataset.gw,
+            document.querySelector('.gw-pane-side').previousElementSibling.dataset.gw]"""
+    ) == ["divider-code", "divider-side"]
     divider.focus()
     for _ in range(3):
         page.keyboard.press("ArrowLeft")  # the side panel widens, 16 px a press

@@ -111,7 +111,9 @@ export class PaneSplitters {
       projector: parseSizes(readSaved(KEYS.projector), "projector"),
     };
     this.dividers = { code: this.divider("code"), side: this.divider("side") };
-    main.append(this.dividers.code, this.dividers.side);
+    // in the tab order between the panes they resize (placed over the gaps by `place`)
+    this.code.after(this.dividers.code);
+    this.side.before(this.dividers.side);
     this.apply();
     const place = perFrame(() => this.place());
     const observer = new ResizeObserver(place);
