@@ -262,3 +262,25 @@ def test_stepping_on_a_phone_leaves_the_page_where_the_reader_is(page: Any) -> N
             return top >= box.top && top < box.bottom;
         }"""
     )
+
+
+def test_the_stepper_follows_down_a_graph_without_cutting_its_side_off(page: Any) -> None:
+    # a graph as wide as its pane, too tall for it: a step far down brings its node into view
+    # by panning down (centred), and across only as far as needed (centring it across cut
+    # the graph's left side off)
+    open_app(page)
+    run_example(page, "small_net")
+    page.click("#gw-tab-stepper")
+    walk = page.locator(".gw-walk-item")
+    walk.nth(9).click()  # TBackward0 of net.fc1, at the bottom right
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    view = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core, opts = { includeLabels: false };
+            const all = cy.nodes().renderedBoundingBox(opts), cur = cy.$('node.current').renderedBoundingBox(opts);
+            return { all: [all.x1, all.x2], cur: [cur.x1, cur.y1, cur.x2, cur.y2], w: cy.width(), h: cy.height() };
+        }"""
+    )
+    x1, y1, x2, y2 = view["cur"]
+    assert 0 <= x1 and x2 <= view["w"] and 0 <= y1 and y2 <= view["h"], view
+    assert view["all"][0] >= -1 and view["all"][1] <= view["w"] + 1, view  # the whole width in view

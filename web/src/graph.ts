@@ -362,16 +362,21 @@ export class GraphView {
     this.userMoved = true;
   }
 
-  /** Centre element `id` when it is not wholly in view (`byUser`: the user moved there). */
+  /** Bring element `id` into view when it is not wholly in it (`byUser`: the user moved there). */
   private reveal(id: string, byUser = true): void {
     const el = this.cy.getElementById(id);
     if (!el.nonempty()) return;
     // its box, not its centre: a node drawn whole at the pane's top (a top-first fit puts
     // the loss 16 px down) is in view, and centring it hid the graph's lower half
-    const { dx, dy } = leastPan(el.renderedBoundingBox({ includeLabels: false, includeOverlays: false }), this.cy, 0);
+    const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+    const { dx, dy } = leastPan(box, this.cy, 0);
     if (!dx && !dy) return;
-    if (this.big) this.cy.center(el);
-    else this.cy.animate({ center: { eles: el } }, { duration: 200 });
+    // Down: centred, so the nodes it sends gradients to (the walk's next steps) show too.
+    // Across: the least pan that shows it; centring it cut a graph as wide as the pane off
+    // at one side.
+    const by = { x: leastPan(box, this.cy, 24).dx, y: dy ? this.cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
+    if (this.big) this.cy.panBy(by);
+    else this.cy.animate({ panBy: by }, { duration: 200 });
     if (byUser) this.userMoved = true;
   }
 
