@@ -22,6 +22,7 @@ from typing import Literal, get_args
 
 __all__ = [
     "COMPARE_PATTERN",
+    "HIDE_IDS_TEXT",
     "HIDE_ID_PATTERN",
     "HIDE_PATTERN",
     "MAX_HIDDEN",
@@ -43,6 +44,8 @@ COMPARE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _HIDE_ID = r"[A-Za-z0-9_.:/ -]{1,64}"
 HIDE_ID_PATTERN = rf"^{_HIDE_ID}$"
 MAX_HIDDEN = 32
+# the chart ids, in words, for the descriptions of the route, the CLI flag and the room field
+HIDE_IDS_TEXT = "loss, calls, grad, update, lr, memory, cuda, metric:NAME"
 # the whole ``hide`` string: empty, or 1 to MAX_HIDDEN ids joined by commas
 HIDE_PATTERN = rf"^(?:{_HIDE_ID}(?:,{_HIDE_ID}){{0,{MAX_HIDDEN - 1}}})?$"
 

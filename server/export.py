@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .chart_choices import COMPARE_PATTERN, Y_SCALES, YScale, check_hide, parse_hide
+from .chart_choices import COMPARE_PATTERN, HIDE_IDS_TEXT, Y_SCALES, YScale, check_hide, parse_hide
 from .library import title_for
 from .version import VERSION
 
@@ -233,8 +233,7 @@ def add_export_parser(sub: Any) -> None:
         "--hide",
         metavar="IDS",
         default=None,
-        help="charts to hide, comma-separated: loss, calls, grad, update, lr, memory, cuda, metric:NAME "
-        "(e.g. --hide grad,update)",
+        help=f"charts to hide, comma-separated: {HIDE_IDS_TEXT} (e.g. --hide grad,update)",
     )
     p.add_argument(
         "--no-elk", action="store_true", help="leave out the layered layout (1.6 MB smaller, breadth-first)"

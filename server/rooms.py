@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .chart_choices import COMPARE_PATTERN, HIDE_PATTERN, MAX_HIDDEN, Norms, YScale
+from .chart_choices import COMPARE_PATTERN, HIDE_IDS_TEXT, HIDE_PATTERN, MAX_HIDDEN, Norms, YScale
 from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
@@ -109,8 +109,8 @@ class RoomState(StrictRequest):
         default="",
         max_length=MAX_HIDDEN * 65,
         pattern=HIDE_PATTERN,
-        description=f"the charts hidden: up to {MAX_HIDDEN} comma-separated chart ids "
-        "(loss, calls, grad, update, lr, memory, cuda, metric:NAME); empty: none",
+        description=f"the charts hidden: up to {MAX_HIDDEN} comma-separated chart ids ({HIDE_IDS_TEXT}); "
+        "empty: none",
     )
 
     _no_nul = field_validator("source")(refuse_nul)

@@ -13,7 +13,15 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 
-from ..chart_choices import COMPARE_PATTERN, HIDE_PATTERN, Norms, YScale, parse_hide
+from ..chart_choices import (
+    COMPARE_PATTERN,
+    HIDE_IDS_TEXT,
+    HIDE_PATTERN,
+    MAX_HIDDEN,
+    Norms,
+    YScale,
+    parse_hide,
+)
 from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export, safe_id
 from ..live import LiveRun
@@ -58,8 +66,7 @@ async def export_run(
     hide: Annotated[
         str | None,
         Query(
-            description="the charts hidden, comma-separated (at most 32): loss, calls, grad, update, "
-            "lr, memory, cuda, metric:NAME",
+            description=f"the charts hidden, comma-separated (at most {MAX_HIDDEN}): {HIDE_IDS_TEXT}",
             # checked by parse_hide, whose refusal names the bad id; the schema says the same
             json_schema_extra={"pattern": HIDE_PATTERN},
         ),

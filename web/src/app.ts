@@ -19,10 +19,10 @@ import { TapeView } from "./tape";
 import { bindThemeButtons } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
-import { readUrl, type UrlState, UrlSync } from "./url-state";
+import { CHART_CHOICE_KEYS, readUrl, type UrlState, UrlSync } from "./url-state";
 
 /** The parts of the view state the address bar keeps (url-state.ts). */
-const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "yscale", "perParam", "compare", "hide"];
+const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", ...CHART_CHOICE_KEYS];
 
 const FALLBACK_SOURCE = `import torch
 

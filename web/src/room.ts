@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { setPresenter } from "./theme";
-import { chartChoiceWords, parseChartChoices } from "./url-state";
+import { chartChoicesChanged, chartChoiceWords, parseChartChoices } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -145,7 +145,7 @@ export class RoomMode {
     app.hooks.onModel = (runId, model) => this.push({ run_id: runId, source: model.source || app.editor.source });
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
-      if (changed.has("yscale") || changed.has("perParam") || changed.has("compare") || changed.has("hide")) this.push(chartChoiceWords(state));
+      if (chartChoicesChanged(changed)) this.push(chartChoiceWords(state));
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);

@@ -55,7 +55,15 @@ export function readChartChoices(q: URLSearchParams): ChartChoices {
   return parseChartChoices(q.get("yscale"), q.get("norms"), q.get("compare"), q.get("hide"));
 }
 
-type ChartState = Pick<ViewState, "yscale" | "perParam" | "compare" | "hide">;
+/** The view state's charts' choices: what links, embeds, exports and rooms carry besides the run and step. */
+export const CHART_CHOICE_KEYS = ["yscale", "perParam", "compare", "hide"] as const;
+
+/** Whether a store change touched any of the charts' choices. */
+export function chartChoicesChanged(changed: ReadonlySet<keyof ViewState>): boolean {
+  return CHART_CHOICE_KEYS.some((key) => changed.has(key));
+}
+
+type ChartState = Pick<ViewState, (typeof CHART_CHOICE_KEYS)[number]>;
 
 /** The charts' choices in the words a query string and a room's state use. */
 export function chartChoiceWords(state: ChartState): {

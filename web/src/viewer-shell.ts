@@ -21,7 +21,7 @@ import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
-import { writeChartChoices } from "./url-state";
+import { chartChoicesChanged, writeChartChoices } from "./url-state";
 
 export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code" | "charts";
 export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code", "charts"];
@@ -270,7 +270,7 @@ export class Viewer {
       this.renderSteps();
       this.showCurrentNode();
     }
-    if (changed.has("step") || changed.has("view") || changed.has("yscale") || changed.has("perParam") || changed.has("compare") || changed.has("hide")) this.renderOpenLink(state);
+    if (changed.has("step") || changed.has("view") || chartChoicesChanged(changed)) this.renderOpenLink(state);
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.
