@@ -17,7 +17,7 @@ import { readSaved, writeSaved } from "./saved";
 export type PaneLayout = "wide" | "projector";
 
 /** The media queries of the layouts with dividers (as layout.css has them). */
-export const LAYOUT_QUERIES: Record<PaneLayout, string> = {
+const LAYOUT_QUERIES: Record<PaneLayout, string> = {
   wide: "(min-width: 1101px)",
   projector: "(min-width: 760px) and (max-width: 1100px)",
 };
@@ -126,11 +126,6 @@ export class PaneSplitters {
   layout(): PaneLayout | null {
     if (this.queries.wide.matches) return "wide";
     return this.queries.projector.matches ? "projector" : null;
-  }
-
-  /** The sizes in use in `layout` (read by tests). */
-  current(layout: PaneLayout): PaneSizes {
-    return { ...this.sizes[layout] };
   }
 
   private divider(edge: Edge): HTMLElement {
