@@ -19,7 +19,7 @@ from .conftest import NEXT, expect, open_app, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
-PREV = "button[aria-label='Previous step']"
+PREV = "button[aria-label='Prev step']"
 POSITION = ".gw-stepper .gw-position"
 # Chromium logs every refused fetch; the refused viewer run is one on purpose, and so are
 # the sockets refused while the server restarts.

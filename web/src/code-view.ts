@@ -47,7 +47,8 @@ export class CodeView {
   ) {
     root.classList.add("gw-code-view");
     this.list = h("ol", { class: "gw-code", "aria-label": "The snippet's code" });
-    this.scroller = h("div", { class: "gw-scroll gw-code-scroll" }, this.list);
+    // focusable, so the arrow keys scroll a listing longer than the pane (its lines are text)
+    this.scroller = h("div", { class: "gw-scroll gw-code-scroll", tabindex: 0, role: "region", "aria-label": "Code" }, this.list);
     root.append(this.scroller);
     store.subscribe((state, changed) => {
       if (changed.has("hover")) this.applyHover(state);

@@ -93,8 +93,8 @@ export class GraphView {
       button("−", "Zoom out", () => this.zoomBy(1 / 1.25)),
       button("+", "Zoom in", () => this.zoomBy(1.25)),
       h("label", { class: "gw-check", title: "Show what each node saved for backward" }, this.savedToggle, " saved"),
-      button("Fold modules", "Collapse every module group", () => this.setCollapsed(new Set(this.model.modulePaths)), "gw-modules"),
-      button("Unfold", "Expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
+      button("Fold modules", "Fold modules: collapse every module group", () => this.setCollapsed(new Set(this.model.modulePaths)), "gw-modules"),
+      button("Unfold", "Unfold modules: expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
       this.info,
     );
     this.canvas = h("div", {

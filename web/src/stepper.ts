@@ -48,7 +48,7 @@ export class StepperView {
     this.playButton.classList.add("gw-play");
     this.buttons = [
       btn("« First", "First step", "Home", () => this.go(0)),
-      btn("◀ Prev", "Previous step", "←", () => this.go(this.step - 1)),
+      btn("◀ Prev", "Prev step", "←", () => this.go(this.step - 1)),
       this.playButton,
       btn("Next ▶", "Next step", "→", () => this.go(this.step + 1)),
       btn("Last »", "Last step", "End", () => this.go(this.model.timeline.length - 1)),

@@ -131,8 +131,11 @@ export class Viewer {
       if (!active || active === document.body || !root.contains(active)) root.focus({ preventScroll: true });
     });
 
+    // Headings for screen readers: the run's title is the page's h1 (in the bar, or hidden
+    // when the bar is), each view an h2, the cards and charts inside them h3.
+    const heading = (level: "h1" | "h2", text: string) => h(level, { class: "gw-visually-hidden", text });
     const panel = (tab: ViewerTab, ...children: HTMLElement[]) => {
-      const el = h("div", { class: "gw-viewer-panel", role: "tabpanel", id: `gw-viewer-panel-${tab}`, "aria-label": TAB_LABELS[tab], data: { panel: tab }, hidden: true }, ...children);
+      const el = h("div", { class: "gw-viewer-panel", role: "tabpanel", id: `gw-viewer-panel-${tab}`, "aria-label": TAB_LABELS[tab], data: { panel: tab }, hidden: true }, heading("h2", TAB_LABELS[tab]), ...children);
       this.panels.set(tab, el);
       return el;
     };
@@ -159,8 +162,15 @@ export class Viewer {
     this.stepButtons = [stepButton("◀", "Step back", -1), stepButton("▶", "Step forward", 1)];
     this.stepText = h("span", { class: "gw-viewer-step-text", "aria-live": "polite" });
     this.steps = h("div", { class: "gw-viewer-steps", hidden: true }, this.stepButtons[0], this.stepText, this.stepButtons[1]);
-    const body = h("div", { class: "gw-viewer-body" }, h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, graphEl, this.steps), this.side);
-    root.replaceChildren(...(this.options.controls ? [this.bar()] : []), body);
+    const bar = this.options.controls ? this.bar() : null;
+    const body = h(
+      "main",
+      { class: "gw-viewer-body" },
+      bar ? null : heading("h1", this.title() || "gradwalk run"),
+      h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, heading("h2", TAB_LABELS.graph), graphEl, this.steps),
+      this.side,
+    );
+    root.replaceChildren(...(bar ? [bar] : []), body);
 
     const store = this.store;
     store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [] });
@@ -228,7 +238,7 @@ export class Viewer {
       setTheme(currentTheme() === "dark" ? "light" : "dark", false);
       theme.setAttribute("aria-pressed", String(currentTheme() === "dark"));
     });
-    const title = this.options.title ?? traceTitle(this.model);
+    const title = this.title();
     const brand = ["grad", h("span", { class: "gw-brand-walk", text: "walk" })];
     // On a server, the name is the way into the full app, at the same view and step.
     const open = this.options.appUrl
@@ -239,10 +249,15 @@ export class Viewer {
       "header",
       { class: "gw-viewer-bar" },
       open ?? h("span", { class: "gw-brand gw-viewer-brand" }, brand),
-      title ? h("span", { class: "gw-viewer-title", title, text: title }) : null,
+      h("h1", { class: title ? "gw-viewer-title" : "gw-visually-hidden", title: title || undefined, text: title || "gradwalk run" }),
       list,
       h("span", { class: "gw-viewer-tools" }, theme),
     );
+  }
+
+  /** The run's title: the embedder's, else the trace's own (may be empty). */
+  private title(): string {
+    return this.options.title ?? traceTitle(this.model);
   }
 
   private bindModel(): void {
