@@ -26,6 +26,8 @@ __all__ = [
     "HIDE_ID_PATTERN",
     "HIDE_PATTERN",
     "MAX_HIDDEN",
+    "MAX_HIDE_LENGTH",
+    "MAX_ID_LENGTH",
     "NORMS",
     "Y_SCALES",
     "Norms",
@@ -40,10 +42,16 @@ Y_SCALES: tuple[str, ...] = get_args(YScale)
 NORMS: tuple[str, ...] = get_args(Norms)
 # a run id as the server makes them, as ``compare`` names one (the viewer accepts the same)
 COMPARE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-# one chart id in ``hide``: a chart (``grad``) or a logged metric (``metric:val_acc``)
-_HIDE_ID = r"[A-Za-z0-9_.:/ -]{1,64}"
+# one chart id in ``hide``: a chart (``grad``) or a logged metric (``metric:val_acc``,
+# ``metric:acc (%)``): up to 128 characters (a metric's name is up to 100), any but a comma,
+# which separates them, or a control character. The viewer draws them as text, the export
+# page writes them as JSON, so no character of a name can become markup.
+MAX_ID_LENGTH = 128
+_HIDE_ID = rf"[^,\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}"
 HIDE_ID_PATTERN = rf"^{_HIDE_ID}$"
 MAX_HIDDEN = 32
+# the longest ``hide`` string: MAX_HIDDEN of the longest ids and the commas between them
+MAX_HIDE_LENGTH = MAX_HIDDEN * (MAX_ID_LENGTH + 1) - 1
 # the chart ids, in words, for the descriptions of the route, the CLI flag and the room field
 HIDE_IDS_TEXT = "loss, calls, grad, update, lr, memory, cuda, metric:NAME"
 # the whole ``hide`` string: empty, or 1 to MAX_HIDDEN ids joined by commas
@@ -57,10 +65,12 @@ def parse_hide(text: str | None) -> list[str]:
     each stripped of spaces around it (``grad, lr`` is ``grad`` and ``lr``, as the viewer reads
     it), duplicates dropped in order; ``ValueError`` names a bad id, or says there are too many.
 
-    >>> parse_hide("grad,<b>")
+    >>> parse_hide("grad,metric:acc (%)")
+    ['grad', 'metric:acc (%)']
+    >>> parse_hide("grad,,lr")
     Traceback (most recent call last):
     ...
-    ValueError: hide: '<b>' is not a chart id (1 to 64 letters, digits, spaces and _ . : / -)
+    ValueError: hide: '' is not a chart id (1 to 128 characters, none a comma or a control character)
     """
     return check_hide([chart.strip(" ") for chart in text.split(",")]) if text else []
 
@@ -77,6 +87,7 @@ def check_hide(ids: Sequence[str]) -> list[str]:
     for chart in ids:
         if not isinstance(chart, str) or not _HIDE_ID_RE.fullmatch(chart):
             raise ValueError(
-                f"hide: {chart!r} is not a chart id (1 to 64 letters, digits, spaces and _ . : / -)"
+                f"hide: {chart!r} is not a chart id (1 to {MAX_ID_LENGTH} characters, "
+                "none a comma or a control character)"
             )
     return list(dict.fromkeys(ids))

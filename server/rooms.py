@@ -42,7 +42,15 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .chart_choices import COMPARE_PATTERN, HIDE_IDS_TEXT, HIDE_PATTERN, MAX_HIDDEN, Norms, YScale
+from .chart_choices import (
+    COMPARE_PATTERN,
+    HIDE_IDS_TEXT,
+    HIDE_PATTERN,
+    MAX_HIDDEN,
+    MAX_HIDE_LENGTH,
+    Norms,
+    YScale,
+)
 from .models import StrictRequest, refuse_nul
 from .storage import RoomRecord, RoomStore
 
@@ -107,7 +115,7 @@ class RoomState(StrictRequest):
     )
     hide: str = Field(
         default="",
-        max_length=MAX_HIDDEN * 65,
+        max_length=MAX_HIDE_LENGTH,
         pattern=HIDE_PATTERN,
         description=f"the charts hidden: up to {MAX_HIDDEN} comma-separated chart ids ({HIDE_IDS_TEXT}); "
         "empty: none",
@@ -130,7 +138,7 @@ class RoomStatePatch(RoomState):
     allow_viewer_runs: bool = Field(default=None)  # type: ignore[assignment]
     yscale: YScale = Field(default=None)  # type: ignore[arg-type]
     norms: Norms = Field(default=None)  # type: ignore[arg-type]
-    hide: str = Field(default=None, max_length=MAX_HIDDEN * 65, pattern=HIDE_PATTERN)  # type: ignore[assignment]
+    hide: str = Field(default=None, max_length=MAX_HIDE_LENGTH, pattern=HIDE_PATTERN)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

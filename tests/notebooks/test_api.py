@@ -144,5 +144,6 @@ def test_hidden_charts_ride_in_the_page(tmp_path: Path) -> None:
     assert hidden(rec.html(hide=["grad"])) == ["grad"]
     assert hidden(unpack(rec.show("charts", hide=["grad", "update"])._repr_html_())) == ["grad", "update"]
     assert hidden(rec.export(tmp_path / "c.html", hide=("metric:val_acc",)).read_text()) == ["metric:val_acc"]
-    with pytest.raises(ValueError, match="'<b>' is not a chart id"):
-        rec.html(hide=["<b>"])
+    assert hidden(rec.html(hide=["metric:acc (%)"])) == ["metric:acc (%)"]
+    with pytest.raises(ValueError, match=r"'metric:a\\nb' is not a chart id"):
+        rec.html(hide=["metric:a\nb"])

@@ -45,20 +45,26 @@ def test_parse_hide_reads_comma_separated_chart_ids() -> None:
     assert parse_hide("grad, lr ") == ["grad", "lr"]  # as the viewer's parseHide reads it
     assert parse_hide("grad,metric:val_acc,grad") == ["grad", "metric:val_acc"]  # duplicates once
     assert parse_hide("metric:train/loss 2.x-y_z") == ["metric:train/loss 2.x-y_z"]
+    # a logged metric's name may hold any character but a comma (or a control character)
+    assert parse_hide("metric:acc (%),metric:Genauigkeit ü,metric:<b>") == [
+        "metric:acc (%)",
+        "metric:Genauigkeit ü",
+        "metric:<b>",
+    ]
     many = [f"metric:m{i}" for i in range(MAX_HIDDEN)]
     assert parse_hide(",".join(many)) == many
-    assert parse_hide("x" * 64) == ["x" * 64]
+    assert parse_hide("x" * 128) == ["x" * 128]  # "metric:" and a 100-character name fit
     assert re.fullmatch(HIDE_PATTERN, "") and re.fullmatch(HIDE_PATTERN, ",".join(many))
 
 
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("grad,<script>", "'<script>' is not a chart id"),
-        ("x" * 65, f"'{'x' * 65}' is not a chart id"),
+        ("x" * 129, f"'{'x' * 129}' is not a chart id"),
         ("grad,,lr", "'' is not a chart id"),
         ("grad\n", "'grad\\n' is not a chart id"),
-        ("loss;drop", "'loss;drop' is not a chart id"),
+        ("metric:a\tb", "'metric:a\\tb' is not a chart id"),
+        ("metric:\x7f", "'metric:\\x7f' is not a chart id"),
         (",".join(f"metric:m{i}" for i in range(MAX_HIDDEN + 1)), "at most 32 charts"),
     ],
 )
@@ -81,8 +87,8 @@ def test_render_export_puts_the_hidden_charts_in_the_options(dist: Path) -> None
 @pytest.mark.parametrize(
     ("hide", "words"),
     [
-        (["grad", "</script><b>"], "is not a chart id"),
-        (["y" * 65], "is not a chart id"),
+        (["grad", "metric:a\nb"], "is not a chart id"),
+        (["y" * 129], "is not a chart id"),
         ([f"metric:m{i}" for i in range(33)], "at most 32 charts"),
         ("grad", "not the string 'grad'"),  # would be read letter by letter
     ],
@@ -90,6 +96,13 @@ def test_render_export_puts_the_hidden_charts_in_the_options(dist: Path) -> None
 def test_render_export_refuses_bad_hidden_charts(dist: Path, hide: Any, words: str) -> None:
     with pytest.raises(ValueError, match=re.escape(words)):
         render_export(TRACE, hide=hide, dist=dist)
+
+
+def test_a_metric_named_like_markup_stays_data_in_the_export(dist: Path) -> None:
+    hide = ["metric:</script><script>window.pwned = 1</script>", "metric:acc (%)"]
+    page = render_export(TRACE, view="charts", hide=hide, dist=dist)
+    assert options_of(page)["hide"] == hide
+    assert "window.pwned" in page and "</script><script>window.pwned" not in page
 
 
 # --- the route -----------------------------------------------------------------------------
@@ -104,8 +117,8 @@ def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> 
     assert options_of(api.get(f"/api/runs/{run_id}/export").text)["hide"] == []
     assert options_of(api.get(f"/api/runs/{run_id}/export?hide=").text)["hide"] == []
     for bad, words in [
-        ("<script>", "'<script>' is not a chart id"),
-        ("grad," + "x" * 65, "is not a chart id"),
+        ("metric:a\tb", "'metric:a\\tb' is not a chart id"),
+        ("grad," + "x" * 129, "is not a chart id"),
         (",".join(f"metric:m{i}" for i in range(33)), "at most 32 charts"),
     ]:
         refused = api.get(f"/api/runs/{run_id}/export", params={"hide": bad})
@@ -118,7 +131,7 @@ def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> 
         for p in api.get("/openapi.json").json()["paths"]["/api/runs/{run_id}/export"]["get"]["parameters"]
         if p["name"] == "hide"
     )
-    assert hide["in"] == "query" and HIDE_PATTERN in json.dumps(hide["schema"])
+    assert hide["in"] == "query" and hide["schema"]["pattern"] == HIDE_PATTERN
 
 
 # --- gradwalk export -----------------------------------------------------------------------
@@ -145,6 +158,9 @@ def test_gradwalk_export_hide_writes_the_hidden_charts(quick_trace: Path, tmp_pa
 
 def test_gradwalk_export_refuses_a_bad_hide(quick_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "bad.html"
-    result = gradwalk_cli("export", str(quick_trace), "--hide", "grad,<b>", "-o", str(out))
-    assert result.returncode == 2 and "gradwalk export: --hide: '<b>' is not a chart id" in result.stderr
+    result = gradwalk_cli("export", str(quick_trace), "--hide", "grad,metric:a\tb", "-o", str(out))
+    assert (
+        result.returncode == 2
+        and "gradwalk export: --hide: 'metric:a\\tb' is not a chart id" in result.stderr
+    )
     assert not out.exists()

@@ -70,7 +70,7 @@ def test_a_hidden_chart_stays_hidden_in_links_and_comes_back_on_request(page: An
 def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run: str, tmp_path: Any) -> None:
     page.set_viewport_size({"width": 960, "height": 640})
     # ids that are no chart of this run (or no chart at all) are ignored
-    page.goto(f"{page.server.url}/embed/{run}?view=charts&hide=grad,update,lr,memory,cuda,<b>")
+    page.goto(f"{page.server.url}/embed/{run}?view=charts&hide=grad,update,lr,memory,cuda,metric:a%09b")
     wait_chart(page, "loss", snapshot=VIEWER)
     assert on_screen(page) == ["loss", "metric:val_acc"]
     expect(page.locator(".gw-charts-unhide")).to_have_text("show 4 hidden charts")
@@ -106,3 +106,37 @@ def test_an_embed_and_a_download_show_only_the_charts_not_hidden(page: Any, run:
     page.goto(out.resolve().as_uri())
     wait_chart(page, "loss", snapshot=VIEWER)
     assert on_screen(page) == ["loss", "metric:val_acc"]
+
+
+ODD_NAMES = """
+import torch
+import gradwalk
+
+w = torch.zeros(1, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(3):
+    loss = ((w - 1) ** 2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    gradwalk.log("acc (%)", 50.0 + step, step=step)
+    gradwalk.log("top-1, top-5", 0.5, step=step)
+"""
+
+
+def test_a_metric_named_with_any_characters_but_a_comma_can_be_hidden(page: Any) -> None:
+    run = stored_run(page.server, ODD_NAMES)
+    page.goto(f"{page.server.url}/?run={run}&view=charts")
+    wait_chart(page, "metric:acc (%)")
+    wait_chart(page, "metric:top-1, top-5")
+    # a comma separates the ids of a link's hide: that one chart offers no ×
+    expect(page.locator('[data-chart="metric:top-1, top-5"] .gw-chart-hide')).to_have_count(0)
+
+    page.get_by_role("button", name="Hide the acc (%) chart").click()
+    expect(page.locator('[data-chart="metric:acc (%)"]')).to_have_count(0)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('hide') === 'metric:acc (%)'")
+    page.reload()
+    wait_chart(page, "loss")
+    expect(page.locator('[data-chart="metric:top-1, top-5"]')).to_have_count(1)
+    expect(page.locator('[data-chart="metric:acc (%)"]')).to_have_count(0)
+    assert page.evaluate(SNAPSHOT)["metric:acc (%)"]["hidden"] is True

@@ -17,11 +17,13 @@ export interface ChartChoices {
 
 /** A run id as the server makes them (letters, digits, - and _). */
 const RUN_ID = /^[\w-]{1,64}$/;
-/** A chart id a link can hide (the server's chart_choices.HIDE_ID_PATTERN), and how many. */
-const CHART_ID = /^[\w.:/ -]{1,64}$/;
+/** A chart id a link can hide (the server's chart_choices.HIDE_ID_PATTERN: up to 128
+ * characters, none a comma, which separates them, or a control character), and how many. */
+const CHART_ID = /^[^,\x00-\x1f\x7f]{1,128}$/;
 const MAX_HIDDEN = 32;
 
-/** Whether a link can carry chart `id` in its `hide` (a metric named `acc (%)` cannot). */
+/** Whether a link can carry chart `id` in its `hide` (`metric:acc (%)` can; a metric whose
+ * name holds a comma cannot). */
 export function canHide(id: string): boolean {
   return CHART_ID.test(id);
 }

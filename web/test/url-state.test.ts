@@ -40,11 +40,15 @@ test("hidden charts are chart ids, each once; what cannot be one is left out", (
   assert.deepEqual(parseHide("grad\n,lr"), ["lr"]);
   assert.deepEqual(parseHide("metric:val/acc,metric:top 1"), ["metric:val/acc", "metric:top 1"]);
   assert.deepEqual(parseHide(""), []);
-  assert.deepEqual(parseHide("<script>,x".concat("y".repeat(64), ",loss")), ["loss"]);
+  // a metric's name may hold any character but a comma or a control character
+  assert.deepEqual(parseHide("metric:acc (%),metric:Genauigkeit ü,metric:<b>"), ["metric:acc (%)", "metric:Genauigkeit ü", "metric:<b>"]);
+  assert.deepEqual(parseHide("metric:a\tb,x".concat("y".repeat(128), ",loss")), ["loss"]);
   assert.equal(parseHide(Array.from({ length: 40 }, (_, i) => `metric:m${i}`).join(",")).length, 32);
   assert.equal(readUrl("?run=abc").hide, null);
   assert.deepEqual(readUrl("?run=abc&hide=").hide, []);
   // a chart a link cannot name is not offered for hiding (its × would not survive a reload)
   assert.equal(canHide("metric:val_acc"), true);
-  assert.equal(canHide("metric:acc (%)"), false);
+  assert.equal(canHide("metric:acc (%)"), true);
+  assert.equal(canHide("metric:acc, top-1"), false);
+  assert.equal(canHide(`metric:${"n".repeat(100)}`), true); // the longest name a metric keeps
 });
