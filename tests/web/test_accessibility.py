@@ -188,3 +188,55 @@ def test_a_classroom_room_for_the_presenter_and_a_viewer(page: Any, browser: Any
         audit(viewer, "a viewer following the room")
     finally:
         context.close()
+
+
+COUNT_ANIMATIONS = """() => {
+    // every animation the graph starts, on the graph (pan, fit) or on its elements (glides)
+    const cy = window.gradwalk.graph.core;
+    window.animations = 0;
+    for (const proto of [Object.getPrototypeOf(cy), Object.getPrototypeOf(cy.nodes())]) {
+        const animate = proto.animate;
+        proto.animate = function (...args) { window.animations += 1; return animate.apply(this, args); };
+    }
+}"""
+
+
+@pytest.mark.parametrize("motion", ["reduce", "no-preference"])
+def test_the_graph_jumps_instead_of_gliding_when_less_motion_is_asked_for(
+    browser: Any, server: Any, motion: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1024, "height": 768}, reduced_motion=motion)
+    try:
+        page = context.new_page()
+        page.server = server
+        open_app(page)
+        run_example(page, "small_net")
+        page.evaluate(COUNT_ANIMATIONS)
+        before = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.position())")
+        page.get_by_role("button", name=re.compile("^Fold modules")).click()  # the nodes move to their new places
+        page.get_by_role("button", name=re.compile("^Unfold")).click()
+        page.click(".gw-graph-toolbar button:text-is('Fit')")
+        tab(page, "Backward")
+        for _ in range(8):  # the walk goes down the tall graph: the view follows it
+            page.click(NEXT)
+        page.wait_for_function("() => !window.gradwalk.graph.busy && !window.gradwalk.graph.core.animated()")
+        after = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.position())")
+        # jumping or gliding, the view ends on the node the walk is at
+        current = page.evaluate(
+            """() => { const app = window.gradwalk, cy = app.graph.core;
+                const ran = app.model.timeline[app.store.state.step].exec.node;
+                const b = cy.getElementById(`n${ran}`).renderedBoundingBox({ includeLabels: false });
+                return b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height(); }"""
+        )
+        assert current, "the node at the walk's step is out of view"
+        animations = page.evaluate("() => window.animations")
+        grip = page.evaluate(
+            "() => getComputedStyle(document.querySelector('.gw-divider'), '::after').transitionDuration"
+        )
+        if motion == "reduce":
+            assert animations == 0 and grip == "0s"
+        else:
+            assert animations > 0 and grip != "0s"
+        assert after != before  # folded and unfolded: laid out again (the moves were real)
+    finally:
+        context.close()

@@ -126,3 +126,9 @@ export function compactCount(n: number): string {
 export function setTabCount(tab: HTMLElement | undefined, n: number): void {
   if (tab) tab.dataset.count = n ? compactCount(n) : "";
 }
+
+/** Whether the user asked for less motion (`prefers-reduced-motion: reduce`): the graph then
+ * jumps where it would glide, pan or zoom. Read at each use, so a change applies at once. */
+export function reducedMotion(): boolean {
+  return typeof matchMedia === "function" && matchMedia("(prefers-reduced-motion: reduce)").matches;
+}

@@ -3,6 +3,7 @@
 // detail: see graph.ts).
 import type { Core } from "cytoscape";
 import type { GEdge, GNode } from "./graph-build";
+import { reducedMotion } from "./dom";
 import { levelCounts } from "./graph-lod";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 
@@ -32,11 +33,12 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
         edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
       );
       const gliding: Promise<void>[] = [];
+      const glide = animate && !reducedMotion();
       cy.batch(() => {
         for (const [id, p] of positions) {
           const el = cy.getElementById(id);
           if (!el.nonempty()) continue;
-          if (animate && !el.hasClass("unplaced")) {
+          if (glide && !el.hasClass("unplaced")) {
             gliding.push(new Promise<void>((done) => el.animate({ position: p }, { duration: 220, complete: () => done() })));
           } else {
             el.position(p);

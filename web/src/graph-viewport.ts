@@ -3,7 +3,7 @@
 // its labels show, as wide as the pane. Pure functions of a Cytoscape core (graph.ts decides
 // when to call them).
 import type { CollectionReturnValue, Core, SingularElementReturnValue } from "cytoscape";
-import { leastShift } from "./dom";
+import { leastShift, reducedMotion } from "./dom";
 
 /**
  * A pane is often too short to fit a whole graph at a size whose labels show (node text
@@ -30,7 +30,7 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
   if (!visible.length) return;
   // A pan still animating (a step followed) would land after the fit and undo it.
   cy.stop(true);
-  if (animate && !big) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
+  if (animate && !big && !reducedMotion()) cy.animate({ fit: { eles: visible, padding: 24 } }, { duration: 250 });
   else if (!big) cy.fit(visible, 24);
   else {
     const bb = visible.nodes().boundingBox({ includeLabels: false, includeOverlays: false });

@@ -7,7 +7,7 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
 // the elements; graph-keys.ts walks them from the keyboard.
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
-import { h, PANES_RESIZED, perFrame } from "./dom";
+import { h, PANES_RESIZED, perFrame, reducedMotion } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
@@ -366,6 +366,9 @@ export class GraphView {
   private reveal(id: string, byUser = true): void {
     const el = this.cy.getElementById(id);
     if (!el.nonempty()) return;
+    // a pan still under way (steps in quick succession) stops where it is: the next is
+    // measured from there, not queued after it from a view that has since moved
+    this.cy.stop(true);
     // its box, not its centre: a node drawn whole at the pane's top (a top-first fit puts
     // the loss 16 px down) is in view, and centring it hid the graph's lower half
     const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
@@ -375,7 +378,7 @@ export class GraphView {
     // Across: the least pan that shows it; centring it cut a graph as wide as the pane off
     // at one side.
     const by = { x: leastPan(box, this.cy, 24).dx, y: dy ? this.cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
-    if (this.big) this.cy.panBy(by);
+    if (this.big || reducedMotion()) this.cy.panBy(by);
     else this.cy.animate({ panBy: by }, { duration: 200 });
     if (byUser) this.userMoved = true;
   }

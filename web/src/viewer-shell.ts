@@ -9,7 +9,7 @@ import type { FetchRun } from "./chart-baseline";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
-import { h, setTabCount } from "./dom";
+import { h, reducedMotion, setTabCount } from "./dom";
 import { GraphView } from "./graph";
 import { leastPan } from "./graph-viewport";
 import { InspectorView } from "./inspector";
@@ -369,7 +369,8 @@ export class Viewer {
     const { dx, dy } = leastPan(focus.renderedBoundingBox(), cy, 12);
     if (!dx && !dy) return;
     cy.stop();
-    cy.animate({ panBy: { x: dx, y: dy } }, { duration: 200 });
+    if (reducedMotion()) cy.panBy({ x: dx, y: dy });
+    else cy.animate({ panBy: { x: dx, y: dy } }, { duration: 200 });
   }
 
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
