@@ -213,7 +213,8 @@ def test_the_graph_jumps_instead_of_gliding_when_less_motion_is_asked_for(
         run_example(page, "small_net")
         page.evaluate(COUNT_ANIMATIONS)
         before = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.position())")
-        page.get_by_role("button", name=re.compile("^Fold modules")).click()  # the nodes move to their new places
+        # the nodes move to their new places
+        page.get_by_role("button", name=re.compile("^Fold modules")).click()
         page.get_by_role("button", name=re.compile("^Unfold")).click()
         page.click(".gw-graph-toolbar button:text-is('Fit')")
         tab(page, "Backward")
