@@ -93,7 +93,7 @@ def test_the_app_after_a_run_in_each_view_light_and_dark(page: Any) -> None:
     audit(page, "backward, dark")
 
 
-def test_the_lessons_and_classroom_dialogs(page: Any) -> None:
+def test_the_lessons_and_classroom_dialogs(page: Any, request: pytest.FixtureRequest) -> None:
     open_app(page)
     page.click("[data-gw=lessons]")
     expect(page.locator(".gw-lesson-tile").first).to_be_visible()
@@ -104,6 +104,10 @@ def test_the_lessons_and_classroom_dialogs(page: Any) -> None:
     page.click("[data-gw=classroom]")
     expect(page.locator("[data-gw=room-start]")).to_be_visible()
     audit(page, "the classroom dialog")
+    request.node.allow_console_errors = True  # Chromium logs the join page's 404
+    page.goto(f"{page.server.url}/room/ZZZZZZ")  # no such room: the join page says so
+    expect(page.locator(".gw-join-error")).to_be_visible()
+    audit(page, "the join page with its error")
 
 
 @pytest.mark.parametrize(("width", "height", "presenter"), [(1024, 768, True), (390, 844, False)])

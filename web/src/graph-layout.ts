@@ -2,8 +2,8 @@
 // to ELK_MAX_NODES, Cytoscape's breadth-first layout above that or when ELK fails (level of
 // detail: see graph.ts).
 import type { Core } from "cytoscape";
-import type { GEdge, GNode } from "./graph-build";
 import { reducedMotion } from "./dom";
+import type { GEdge, GNode } from "./graph-build";
 import { levelCounts } from "./graph-lod";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 
