@@ -194,6 +194,49 @@ def test_a_classroom_room_for_the_presenter_and_a_viewer(page: Any, browser: Any
         context.close()
 
 
+# The graph's text on what it is drawn over (graph-style.ts), which axe cannot read in the
+# canvas: node labels on each kind of node, in each state of the walk; edge labels on the
+# page. Nodes a step has not reached yet are dimmed on purpose and not counted.
+GRAPH_TEXT = [("fg", bg) for bg in ("g-op-bg", "g-leaf-bg", "g-param-bg", "g-done-bg", "g-current-bg")]
+GRAPH_TEXT += [("g-acc-fg", bg) for bg in ("g-acc-bg", "g-done-bg", "g-current-bg")]
+GRAPH_TEXT += [("muted", bg) for bg in ("g-input-bg", "g-saved-bg", "g-done-bg", "g-current-bg", "bg")]
+GRAPH_TEXT += [
+    ("g-group-fg", "g-group-bg"),
+    ("g-group-fg", "panel"),
+    ("g-grad-fg", "bg"),
+    ("accent-fg-strong", "bg"),
+]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two #rrggbb colours."""
+
+    def luminance(colour: str) -> float:
+        rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_graphs_text_is_readable_in_both_themes(page: Any) -> None:
+    open_app(page)
+    names = sorted({name for pair in GRAPH_TEXT for name in pair})
+    low = []
+    for theme in ("light", "dark"):
+        page.evaluate("(theme) => { document.documentElement.dataset.theme = theme; }", theme)
+        colours = page.evaluate(
+            "(names) => Object.fromEntries(names.map((n) => [n, getComputedStyle(document.documentElement).getPropertyValue(`--${n}`).trim()]))",
+            names,
+        )
+        for text, ground in GRAPH_TEXT:
+            ratio = contrast(colours[text], colours[ground])
+            if ratio < 4.5:
+                low.append(f"{theme}: --{text} on --{ground} is {ratio:.2f}:1")
+    assert not low, "graph text under 4.5:1:\n" + "\n".join(low)
+
+
 COUNT_ANIMATIONS = """() => {
     // every animation the graph starts, on the graph (pan, fit) or on its elements (glides)
     const cy = window.gradwalk.graph.core;
