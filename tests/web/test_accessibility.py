@@ -104,6 +104,11 @@ def test_the_lessons_and_classroom_dialogs(page: Any, request: pytest.FixtureReq
     page.click("[data-gw=classroom]")
     expect(page.locator("[data-gw=room-start]")).to_be_visible()
     audit(page, "the classroom dialog")
+    page.keyboard.press("Escape")
+    page.click("[data-gw=shortcuts]")
+    expect(page.locator("[data-gw=shortcuts-dialog]")).to_be_visible()
+    audit(page, "the keyboard shortcuts")
+    page.keyboard.press("Escape")
     request.node.allow_console_errors = True  # Chromium logs the join page's 404
     page.goto(f"{page.server.url}/room/ZZZZZZ")  # no such room: the join page says so
     expect(page.locator(".gw-join-error")).to_be_visible()
@@ -132,6 +137,56 @@ def test_the_editor_is_reached_by_tab(page: Any) -> None:
     inner = "() => document.activeElement.shadowRoot.activeElement"
     assert page.evaluate(f"() => ({inner})()?.getAttribute('contenteditable')") == "true"
     assert page.evaluate(f"() => ({inner})()?.getAttribute('aria-label')") == "PyTorch code"
+    # Tab indents in the code; the editor says how to leave it, and that way works
+    told = page.evaluate(f"() => ({inner})()?.getAttribute('aria-description')")
+    assert "Escape, then Tab" in told
+    source = page.evaluate("() => window.gradwalk.editor.source")
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement?.classList.contains('gw-editor')")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    assert not page.evaluate("() => document.activeElement?.classList.contains('gw-editor')")
+    assert page.evaluate("() => window.gradwalk.editor.source") != source  # the first Tab indented
+
+
+def test_the_question_mark_lists_the_keys_and_the_keys_do_what_it_says(page: Any) -> None:
+    open_app(page)
+    run_example(page, "cubic")
+    dialog = page.locator("[data-gw=shortcuts-dialog]")
+    page.locator("body").press("?")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("heading", name="Keyboard shortcuts")).to_be_visible()
+    for row in ["1 2 3 4", "Esc, then Tab", "Home End", "Arrow keys", "F"]:
+        expect(dialog.locator("th kbd", has_text=row).first).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    # a few of the keys it lists, pressed as it says
+    backward = page.get_by_role("tab", name=re.compile("^Backward"))
+    page.keyboard.press("2")
+    expect(backward).to_have_attribute("aria-selected", "true")
+    position = page.locator(".gw-stepper .gw-position")
+    page.keyboard.press("Home")
+    expect(position).to_have_text("step 1 of 5")
+    page.keyboard.press("ArrowRight")
+    expect(position).to_have_text("step 2 of 5")
+    page.keyboard.press("End")
+    expect(position).to_have_text("step 5 of 5")
+    page.keyboard.press("1")
+    expect(page.get_by_role("tab", name="Tape")).to_have_attribute("aria-selected", "true")
+
+    # typed in the code, ? is a character; the header's button opens the list and gets focus back
+    page.click(".gw-editor")
+    page.keyboard.press("End")
+    page.keyboard.type("?")
+    expect(dialog).to_be_hidden()
+    assert page.evaluate("() => window.gradwalk.editor.source").rstrip().endswith("?")
+    button = page.locator("[data-gw=shortcuts]")
+    button.click()
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_be_hidden()
+    assert page.evaluate("() => document.activeElement?.dataset.gw") == "shortcuts"
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import { OutputView } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
 import { bindShareButtons } from "./share";
+import { ShortcutsDialog } from "./shortcuts";
 import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
@@ -52,6 +53,7 @@ export class App {
   readonly graph: GraphView;
   /** The dividers between the panes. */
   readonly panes: PaneSplitters;
+  readonly shortcuts: ShortcutsDialog;
   readonly tape: TapeView;
   readonly stepper: StepperView;
   readonly inspector: InspectorView;
@@ -110,6 +112,8 @@ export class App {
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
     bindHeaderMenu(root.querySelector(".gw-header"));
     this.panes = new PaneSplitters($(root, ".gw-main"));
+    this.shortcuts = new ShortcutsDialog(root);
+    root.querySelector("[data-gw=shortcuts]")?.addEventListener("click", () => this.shortcuts.open());
 
     this.tabs = [...root.querySelectorAll<HTMLElement>("[role=tab][data-view]")];
     for (const tab of this.tabs) {
@@ -117,6 +121,7 @@ export class App {
     }
     document.addEventListener("keydown", (ev) => {
       if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (ev.key === "?") this.shortcuts.open();
       const n = Number(ev.key);
       if (n >= 1 && n <= VIEWS.length) this.openView(VIEWS[n - 1]);
     });

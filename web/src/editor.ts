@@ -177,7 +177,12 @@ export class Editor {
       runKeys,
       keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
       EditorView.lineWrapping,
-      EditorView.contentAttributes.of({ "aria-label": "PyTorch code", spellcheck: "false" }),
+      EditorView.contentAttributes.of({
+        "aria-label": "PyTorch code",
+        // Tab indents here: say how to move on (CodeMirror's Escape, then Tab)
+        "aria-description": "Ctrl+Enter runs the code. Tab indents; press Escape, then Tab, to move on.",
+        spellcheck: "false",
+      }),
       EditorView.updateListener.of((u) => {
         if (u.docChanged) options.onChange?.();
       }),
