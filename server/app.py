@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from runner import SandboxUnavailable
 
+from .assets import CompressGets, VersionedStatic, asset_version
 from .errors import install_error_handlers
 from .lessons import LESSONS_DIR, LessonLibrary, load_lessons
 from .library import load_examples
@@ -94,14 +94,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.examples = load_examples(settings.examples_dir)
     app.state.limiter = RateLimiter(settings.rate_burst, settings.rate_per_s)
     app.state.templates = Jinja2Templates(directory=str(settings.templates_dir))
+    # the bundle's URLs carry its build (?v=...), read at each page so a rebuild shows at once
+    app.state.templates.env.globals["assets"] = lambda: asset_version(settings.static_dir)
     app.state.registry = None
     app.state.lessons = LessonLibrary(load_lessons(LESSONS_DIR, settings.examples_dir))
     app.state.rooms = RoomRegistry()
     for module in (runs, exports, traces, events, examples, lessons, rooms, health, pages):
         app.include_router(module.router)
     if settings.static_dir.is_dir():
-        app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+        app.mount("/static", VersionedStatic(directory=settings.static_dir), name="static")
     install_error_handlers(app)
+    app.add_middleware(CompressGets)
     app.add_middleware(
         GuardMiddleware, allowed_hosts=settings.effective_allowed_hosts, max_body=settings.max_body_bytes
     )

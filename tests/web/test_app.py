@@ -426,3 +426,16 @@ def test_the_numbers_an_op_was_passed_are_written_out(page: Any) -> None:
     expect(page.locator(f".gw-op-row[data-op='{mul_op}'] .gw-op-io")).to_have_text("x, 4 → x * 4")
     labels = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('label'))")
     assert any("x * 4" in str(label) for label in labels), labels
+
+
+def test_the_layout_worker_comes_with_the_bundles_version_and_is_cached_for_good(page: Any) -> None:
+    """The worker is fetched by the bundle (``layout.ts``), with its ?v=, and replaced with it."""
+    workers: list[Any] = []
+    page.on("response", lambda r: workers.append(r) if "/elk-worker.js" in r.url else None)
+    open_app(page)
+    run_example(page, "cubic")
+    assert page.evaluate("() => window.gradwalk.graph.lastLayout.layout") == "elk"
+    [worker] = workers
+    script = page.locator("script[src*='app.js']").get_attribute("src")
+    assert worker.url.endswith(script.split("app.js", 1)[1])  # the same ?v= as app.js
+    assert worker.headers["cache-control"] == "public, max-age=31536000, immutable"

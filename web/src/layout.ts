@@ -59,7 +59,8 @@ let makeWorker: (() => Worker) | null = null;
 const waiting = new Set<(err: Error) => void>();
 
 function workerUrl(): string {
-  return new URL("./elk-worker.js", import.meta.url).href;
+  // with the bundle's own ?v=..., so the worker is cached, and replaced, with the bundle
+  return new URL(`./elk-worker.js${new URL(import.meta.url).search}`, import.meta.url).href;
 }
 
 /**
