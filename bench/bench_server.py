@@ -11,6 +11,10 @@ then:
   apart). An event's lag at a viewer is when that viewer got it minus when the first
   viewer got it; reported over all (event, viewer) pairs. The viewers share one client
   process, so the figures include the client's own scheduling: an upper bound.
+* **page loads**: ``loads`` browsers open the app at once, as a class does when told the
+  address: each fetches the page and what it names (style, bundle, layout worker), gzip
+  accepted, after one warm-up load. Bytes on the wire per load, wall time for all, and
+  the server's CPU per load.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -142,8 +147,35 @@ async def _broadcast(api: httpx.AsyncClient, ws_base: str, viewers: int, server_
     }
 
 
+async def _page_load(api: httpx.AsyncClient) -> int:
+    """Fetch the app's page and everything it loads; return the bytes on the wire."""
+    page = await api.get("/")
+    urls = re.findall(r'(?:src|href)="(/static/dist/[^"]+)"', page.text)
+    version = next(url.split("?", 1)[1] for url in urls if "/app.js?" in url)
+    urls.append(f"/static/dist/elk-worker.js?{version}")  # the bundle fetches it with its ?v=
+    total = page.num_bytes_downloaded
+    for url in urls:
+        response = await api.get(url, headers={"accept-encoding": "gzip"})
+        response.raise_for_status()
+        total += response.num_bytes_downloaded
+    return total
+
+
+async def _page_loads(api: httpx.AsyncClient, loads: int, server_pid: int) -> dict[str, float]:
+    await _page_load(api)  # the first load after a build compresses the bundle
+    server_cpu, started = _cpu_s(server_pid), time.perf_counter()
+    sizes = await asyncio.gather(*(_page_load(api) for _ in range(loads)))
+    wall, server_cpu = time.perf_counter() - started, _cpu_s(server_pid) - server_cpu
+    return {
+        "loads": loads,
+        "bytes_per_load": statistics.median(sizes),
+        "wall_s": wall,
+        "server_cpu_ms_per_load": server_cpu * 1000 / loads,
+    }
+
+
 async def measure(
-    runs: int = 30, viewers: int = 200, workers: int = 2, device: str = "cpu"
+    runs: int = 30, viewers: int = 200, workers: int = 2, device: str = "cpu", loads: int = 30
 ) -> dict[str, Any]:
     """Start a server, run both measurements, stop it; return the figures."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,10 +187,11 @@ async def measure(
                     await asyncio.sleep(0.1)
                 latency = await _latency(api, ws_base, runs, device)
                 broadcast = await _broadcast(api, ws_base, viewers, proc.pid)
+                pages = await _page_loads(api, loads, proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    return {"latency": latency, "broadcast": broadcast}
+    return {"latency": latency, "broadcast": broadcast, "pages": pages}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="device of the latency runs (cpu or cuda)")
+    parser.add_argument("--loads", type=int, default=30, help="page loads at once (a class opening the app)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    figures = asyncio.run(measure(args.runs, args.viewers, args.workers, args.device))
+    figures = asyncio.run(measure(args.runs, args.viewers, args.workers, args.device, args.loads))
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
@@ -201,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  CPU while broadcasting: server {bc['server_cpu_s']:.2f} s, viewers' process {bc['client_cpu_s']:.2f} s"
+    )
+    pages = figures["pages"]
+    print(
+        f"a class opening the app: {pages['loads']} page loads at once (page, style, bundle, layout worker), "
+        f"{pages['bytes_per_load'] / 1e6:.2f} MB on the wire each, all in {pages['wall_s']:.2f} s, "
+        f"server CPU {pages['server_cpu_ms_per_load']:.1f} ms a load"
     )
     return 0
 

@@ -8,9 +8,12 @@ import os
 import re
 from pathlib import Path
 
+import anyio
 import httpx
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
-from server.assets import IMMUTABLE, REVALIDATE, asset_version
+from server.assets import IMMUTABLE, REVALIDATE, VersionedStatic, asset_version
 from server.settings import Settings
 from tests.conftest import need
 from tests.server.test_api import QUICK, wait_finished
@@ -33,6 +36,35 @@ def test_the_version_is_new_after_every_rebuild(tmp_path: Path) -> None:
     second = asset_version(tmp_path)
     (dist / "other.txt").write_text("changed")
     assert asset_version(tmp_path) == second
+
+
+def test_a_file_is_gzipped_once_per_build_and_again_after_a_rebuild(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    script = tmp_path / "dist" / "app.js"
+    script.write_text("console.log('one');\n" * 500)
+    static = VersionedStatic(directory=tmp_path)
+    app = Starlette(routes=[Mount("/static", static)])
+
+    async def check() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gradwalk.test") as client:
+            first = await client.get("/static/dist/app.js")
+            assert first.headers["content-encoding"] == "gzip" and first.text == script.read_text()
+            assert "accept-ranges" not in first.headers and first.headers["vary"] == "Accept-Encoding"
+            kept = static._gzipped[str(script)]
+            assert (await client.get("/static/dist/app.js")).content == first.content
+            assert static._gzipped[str(script)] is kept  # not compressed again
+            script.write_text("console.log('two');\n" * 500)  # a rebuild
+            assert (await client.get("/static/dist/app.js")).text == script.read_text()
+            # what is not worth it goes as it is: a tiny file, a client without gzip, a range
+            (tmp_path / "dist" / "small.css").write_text("a{}")
+            assert "content-encoding" not in (await client.get("/static/dist/small.css")).headers
+            plain = await client.get("/static/dist/app.js", headers={"accept-encoding": "identity"})
+            assert "content-encoding" not in plain.headers and plain.text == script.read_text()
+            part = await client.get("/static/dist/app.js", headers={"range": "bytes=0-9"})
+            assert part.status_code == 206 and part.content == b"console.lo"
+
+    anyio.run(check)
 
 
 def _bundle_url(page: str, name: str) -> str:
