@@ -158,6 +158,8 @@ def test_the_question_mark_lists_the_keys_and_the_keys_do_what_it_says(page: Any
     expect(dialog.get_by_role("heading", name="Keyboard shortcuts")).to_be_visible()
     for row in ["1 2 3 4", "Esc, then Tab", "Home End", "Arrow keys", "F"]:
         expect(dialog.locator("th kbd", has_text=row).first).to_be_visible()
+    page.keyboard.press("2")  # keys pressed in the dialog do not act behind it
+    expect(page.get_by_role("tab", name="Tape")).to_have_attribute("aria-selected", "true")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
 

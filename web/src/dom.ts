@@ -61,10 +61,12 @@ export function $<T extends Element = HTMLElement>(root: ParentNode, selector: s
   return el;
 }
 
-/** Say whether a key event should be left to the focused control (typing, sliders, menus). */
+/** Say whether a key event should be left to the focused control (typing, sliders, menus)
+ * or to an open dialog (the page's keys must not act behind it). */
 export function isTyping(ev: KeyboardEvent): boolean {
   const t = ev.target as HTMLElement | null;
   if (!t) return false;
+  if (t.closest("dialog[open]")) return true;
   // The editor sits in a shadow root: its key events reach the document from the host.
   if (t.isContentEditable || t.closest(".cm-editor, [data-gw=editor]")) return true;
   const tag = t.tagName;
