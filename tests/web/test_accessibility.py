@@ -109,6 +109,13 @@ def test_the_lessons_and_classroom_dialogs(page: Any, request: pytest.FixtureReq
     expect(page.locator("[data-gw=shortcuts-dialog]")).to_be_visible()
     audit(page, "the keyboard shortcuts")
     page.keyboard.press("Escape")
+    dark(page)
+    for dialog in ("shortcuts", "lessons", "classroom"):
+        page.click(f"[data-gw={dialog}]")
+        expect(page.locator("dialog[open]")).to_be_visible()
+        audit(page, f"the {dialog} dialog, dark")
+        page.keyboard.press("Escape")
+        expect(page.locator("dialog[open]")).to_have_count(0)
     request.node.allow_console_errors = True  # Chromium logs the join page's 404
     page.goto(f"{page.server.url}/room/ZZZZZZ")  # no such room: the join page says so
     expect(page.locator(".gw-join-error")).to_be_visible()
