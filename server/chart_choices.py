@@ -6,7 +6,8 @@ The names match the viewer's query string (``web/src/url-state.ts``):
 ``?yscale=auto|linear|log&norms=together|per-parameter&compare=RUN_ID&hide=grad,update``.
 ``hide`` is one string of comma-separated chart ids (``loss``, ``calls``, ``grad``,
 ``update``, ``lr``, ``memory``, ``cuda`` or ``metric:NAME``; empty: nothing hidden), at
-most :data:`MAX_HIDDEN` of them, each matching :data:`HIDE_ID_PATTERN`.
+most :data:`MAX_HIDDEN` of them, each matching :data:`HIDE_ID_PATTERN` as written there (a
+``,`` or ``%`` in a metric's name is written ``%2C`` or ``%25``: :func:`hide_text`).
 
 >>> parse_hide("grad,metric:val_acc,grad")
 ['grad', 'metric:val_acc']
@@ -33,6 +34,7 @@ __all__ = [
     "Norms",
     "YScale",
     "check_hide",
+    "hide_text",
     "parse_hide",
 ]
 
@@ -43,9 +45,10 @@ NORMS: tuple[str, ...] = get_args(Norms)
 # a run id as the server makes them, as ``compare`` names one (the viewer accepts the same)
 COMPARE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # one chart id in ``hide``: a chart (``grad``) or a logged metric (``metric:val_acc``,
-# ``metric:acc (%)``): up to 128 characters (a metric's name is up to 100), any but a comma,
-# which separates them, or a control character. The viewer draws them as text, the export
-# page writes them as JSON, so no character of a name can become markup.
+# ``metric:acc (%)``): up to 128 characters (a metric's name is up to 100), none a control
+# character. In the comma-separated text of a link or a room, an id's ``%`` and ``,`` are
+# written ``%25`` and ``%2C`` (:func:`hide_text`). The viewer draws ids as text and the
+# export page writes them as JSON, so no character of a name can become markup.
 MAX_ID_LENGTH = 128
 _HIDE_ID = rf"[^,\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}"
 HIDE_ID_PATTERN = rf"^{_HIDE_ID}$"
@@ -58,6 +61,16 @@ HIDE_IDS_TEXT = "loss, calls, grad, update, lr, memory, cuda, metric:NAME"
 HIDE_PATTERN = rf"^(?:{_HIDE_ID}(?:,{_HIDE_ID}){{0,{MAX_HIDDEN - 1}}})?$"
 
 _HIDE_ID_RE = re.compile(HIDE_ID_PATTERN)
+_ESCAPED = re.compile(r"%(25|2[Cc])")
+
+
+def hide_text(ids: Sequence[str]) -> str:
+    """``ids`` as one ``hide`` text: comma-separated, each id's ``%`` and ``,`` escaped.
+
+    >>> hide_text(["grad", "metric:top-1, top-5"])
+    'grad,metric:top-1%2C top-5'
+    """
+    return ",".join(chart.replace("%", "%25").replace(",", "%2C") for chart in ids)
 
 
 def parse_hide(text: str | None) -> list[str]:
@@ -65,14 +78,21 @@ def parse_hide(text: str | None) -> list[str]:
     each stripped of spaces around it (``grad, lr`` is ``grad`` and ``lr``, as the viewer reads
     it), duplicates dropped in order; ``ValueError`` names a bad id, or says there are too many.
 
-    >>> parse_hide("grad,metric:acc (%)")
-    ['grad', 'metric:acc (%)']
+    An id's ``%2C`` and ``%25`` are its ``,`` and ``%`` (:func:`hide_text` writes them).
+
+    >>> parse_hide("grad,metric:acc (%),metric:top-1%2C top-5")
+    ['grad', 'metric:acc (%)', 'metric:top-1, top-5']
     >>> parse_hide("grad,,lr")
     Traceback (most recent call last):
     ...
-    ValueError: hide: '' is not a chart id (1 to 128 characters, none a comma or a control character)
+    ValueError: hide: '' is not a chart id (1 to 128 characters, none a control character)
     """
-    return check_hide([chart.strip(" ") for chart in text.split(",")]) if text else []
+    if not text:
+        return []
+    ids = [chart.strip(" ") for chart in text.split(",")]
+    for chart in ids:
+        _check_id(chart)
+    return check_hide([_ESCAPED.sub(lambda m: "%" if m[1] == "25" else ",", chart) for chart in ids])
 
 
 def check_hide(ids: Sequence[str]) -> list[str]:
@@ -85,9 +105,16 @@ def check_hide(ids: Sequence[str]) -> list[str]:
     if len(ids) > MAX_HIDDEN:
         raise ValueError(f"hide: at most {MAX_HIDDEN} charts, not {len(ids)}")
     for chart in ids:
-        if not isinstance(chart, str) or not _HIDE_ID_RE.fullmatch(chart):
-            raise ValueError(
-                f"hide: {chart!r} is not a chart id (1 to {MAX_ID_LENGTH} characters, "
-                "none a comma or a control character)"
-            )
+        if not isinstance(chart, str):
+            _check_id(chart)
+        _check_id(chart.replace("%", "%25").replace(",", "%2C"), shown=chart)
     return list(dict.fromkeys(ids))
+
+
+def _check_id(text: object, shown: object = None) -> None:
+    """Refuse ``text`` unless it is one chart id as a ``hide`` text writes it."""
+    if not isinstance(text, str) or not _HIDE_ID_RE.fullmatch(text):
+        raise ValueError(
+            f"hide: {text if shown is None else shown!r} is not a chart id (1 to {MAX_ID_LENGTH} "
+            "characters, none a control character)"
+        )

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.chart_choices import HIDE_PATTERN, MAX_HIDDEN, parse_hide
+from server.chart_choices import HIDE_PATTERN, MAX_HIDDEN, hide_text, parse_hide
 from server.export import render_export
 from tests.conftest import gradwalk_cli
 from tests.server.test_api import QUICK, wait_finished
@@ -45,12 +45,18 @@ def test_parse_hide_reads_comma_separated_chart_ids() -> None:
     assert parse_hide("grad, lr ") == ["grad", "lr"]  # as the viewer's parseHide reads it
     assert parse_hide("grad,metric:val_acc,grad") == ["grad", "metric:val_acc"]  # duplicates once
     assert parse_hide("metric:train/loss 2.x-y_z") == ["metric:train/loss 2.x-y_z"]
-    # a logged metric's name may hold any character but a comma (or a control character)
+    # a logged metric's name may hold any character but a control character; its commas
+    # and percent signs are written %2C and %25 (hide_text), as the viewer writes them
     assert parse_hide("metric:acc (%),metric:Genauigkeit ü,metric:<b>") == [
         "metric:acc (%)",
         "metric:Genauigkeit ü",
         "metric:<b>",
     ]
+    odd = ["metric:top-1, top-5", "metric:acc (%)", "metric:50%2C", "grad"]
+    assert hide_text(odd) == "metric:top-1%2C top-5,metric:acc (%25),metric:50%252C,grad"
+    assert parse_hide(hide_text(odd)) == odd
+    assert parse_hide("metric:a%2cb") == ["metric:a,b"]  # either case, as the viewer reads it
+    assert re.fullmatch(HIDE_PATTERN, hide_text(odd))  # the room state's pattern takes it
     many = [f"metric:m{i}" for i in range(MAX_HIDDEN)]
     assert parse_hide(",".join(many)) == many
     assert parse_hide("x" * 128) == ["x" * 128]  # "metric:" and a 100-character name fit

@@ -17,21 +17,31 @@ export interface ChartChoices {
 
 /** A run id as the server makes them (letters, digits, - and _). */
 const RUN_ID = /^[\w-]{1,64}$/;
-/** A chart id a link can hide (the server's chart_choices.HIDE_ID_PATTERN: up to 128
+/** A chart id as a `hide` writes it (the server's chart_choices.HIDE_ID_PATTERN: up to 128
  * characters, none a comma, which separates them, or a control character), and how many. */
 const CHART_ID = /^[^,\x00-\x1f\x7f]{1,128}$/;
 const MAX_HIDDEN = 32;
 
-/** Whether a link can carry chart `id` in its `hide` (`metric:acc (%)` can; a metric whose
- * name holds a comma cannot). */
-export function canHide(id: string): boolean {
-  return CHART_ID.test(id);
+/** Chart `id` as a `hide` writes it: its `%` and `,` as `%25` and `%2C` (a metric named
+ * `top-1, top-5` is `metric:top-1%2C top-5`), as the server's chart_choices.hide_text does. */
+export function hideIdText(id: string): string {
+  return id.replace(/%/g, "%25").replace(/,/g, "%2C");
 }
 
-/** The chart ids of a `hide` (comma-separated: `grad,metric:val_acc`), each once; ids that
- * cannot be chart ids are left out. */
+/** Whether a link can carry chart `id` in its `hide` (any id up to 128 characters written so,
+ * none a control character). */
+export function canHide(id: string): boolean {
+  return CHART_ID.test(hideIdText(id));
+}
+
+/** The chart ids of a `hide` (comma-separated: `grad,metric:val_acc`; `%2C` and `%25` in an
+ * id are its `,` and `%`), each once; what cannot be a chart id is left out. */
 export function parseHide(text: string): string[] {
-  const ids = text.split(",").map((id) => id.replace(/^ +| +$/g, "")).filter(canHide);
+  const ids = text
+    .split(",")
+    .map((id) => id.replace(/^ +| +$/g, ""))
+    .filter((id) => CHART_ID.test(id))
+    .map((id) => id.replace(/%(25|2C)/gi, (_, code: string) => (code === "25" ? "%" : ",")));
   return [...new Set(ids)].slice(0, MAX_HIDDEN);
 }
 
@@ -74,7 +84,7 @@ export function chartChoiceWords(state: ChartState): {
   compare: string | null;
   hide: string;
 } {
-  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together", compare: state.compare, hide: state.hide.join(",") };
+  return { yscale: state.yscale, norms: state.perParam ? "per-parameter" : "together", compare: state.compare, hide: state.hide.map(hideIdText).join(",") };
 }
 
 /** Add the charts' choices to `q` where they differ from the defaults (auto, together, none, none). */

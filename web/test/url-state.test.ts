@@ -22,6 +22,12 @@ test("only choices other than the defaults are written, and they read back", () 
   writeChartChoices(q, { yscale: "log", perParam: true, compare: "b5019c0c2c5e", hide: ["lr", "metric:val_acc"] });
   assert.equal(q.toString(), "yscale=log&norms=per-parameter&compare=b5019c0c2c5e&hide=lr%2Cmetric%3Aval_acc");
   assert.deepEqual(readChartChoices(q), { yscale: "log", perParam: true, compare: "b5019c0c2c5e", hide: ["lr", "metric:val_acc"] });
+  // a comma or a percent sign in a metric's name survives the link
+  const odd = ["metric:top-1, top-5", "metric:acc (%)", "metric:50%2C"];
+  const link = new URLSearchParams();
+  writeChartChoices(link, { yscale: "auto", perParam: false, compare: null, hide: odd });
+  assert.equal(link.get("hide"), "metric:top-1%2C top-5,metric:acc (%25),metric:50%252C");
+  assert.deepEqual(readChartChoices(new URLSearchParams(link.toString())).hide, odd);
   // comparing with nothing and hiding nothing again take them out of the link
   writeChartChoices(q, { yscale: "log", perParam: true, compare: null, hide: [] });
   assert.equal(q.toString(), "yscale=log&norms=per-parameter");
@@ -49,6 +55,8 @@ test("hidden charts are chart ids, each once; what cannot be one is left out", (
   // a chart a link cannot name is not offered for hiding (its × would not survive a reload)
   assert.equal(canHide("metric:val_acc"), true);
   assert.equal(canHide("metric:acc (%)"), true);
-  assert.equal(canHide("metric:acc, top-1"), false);
+  assert.equal(canHide("metric:acc, top-1"), true); // written metric:acc%2C top-1
+  assert.equal(canHide(`metric:${",".repeat(41)}`), false); // 130 characters written out
+  assert.equal(canHide("metric:a\nb"), false);
   assert.equal(canHide(`metric:${"n".repeat(100)}`), true); // the longest name a metric keeps
 });
