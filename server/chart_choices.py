@@ -70,7 +70,12 @@ def hide_text(ids: Sequence[str]) -> str:
     >>> hide_text(["grad", "metric:top-1, top-5"])
     'grad,metric:top-1%2C top-5'
     """
-    return ",".join(chart.replace("%", "%25").replace(",", "%2C") for chart in ids)
+    return ",".join(map(_escape, ids))
+
+
+def _escape(chart: str) -> str:
+    """One chart id as a ``hide`` text writes it."""
+    return chart.replace("%", "%25").replace(",", "%2C")
 
 
 def parse_hide(text: str | None) -> list[str]:
@@ -107,7 +112,7 @@ def check_hide(ids: Sequence[str]) -> list[str]:
     for chart in ids:
         if not isinstance(chart, str):
             _check_id(chart)
-        _check_id(chart.replace("%", "%25").replace(",", "%2C"), shown=chart)
+        _check_id(_escape(chart), shown=chart)
     return list(dict.fromkeys(ids))
 
 
