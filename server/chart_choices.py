@@ -94,10 +94,10 @@ def parse_hide(text: str | None) -> list[str]:
     """
     if not text:
         return []
-    ids = [chart.strip(" ") for chart in text.split(",")]
+    ids = _at_most([chart.strip(" ") for chart in text.split(",")])
     for chart in ids:
         _check_id(chart)
-    return check_hide([_ESCAPED.sub(lambda m: "%" if m[1] == "25" else ",", chart) for chart in ids])
+    return list(dict.fromkeys(_ESCAPED.sub(lambda m: "%" if m[1] == "25" else ",", chart) for chart in ids))
 
 
 def check_hide(ids: Sequence[str]) -> list[str]:
@@ -107,13 +107,16 @@ def check_hide(ids: Sequence[str]) -> list[str]:
     """
     if isinstance(ids, str):
         raise ValueError(f"hide must be a list of chart ids, not the string {ids!r}")
+    for chart in _at_most(ids):
+        _check_id(_escape(chart) if isinstance(chart, str) else chart, shown=chart)
+    return list(dict.fromkeys(ids))
+
+
+def _at_most(ids: Sequence[str]) -> Sequence[str]:
+    """``ids``, if there are at most :data:`MAX_HIDDEN`; else ``ValueError`` saying so."""
     if len(ids) > MAX_HIDDEN:
         raise ValueError(f"hide: at most {MAX_HIDDEN} charts, not {len(ids)}")
-    for chart in ids:
-        if not isinstance(chart, str):
-            _check_id(chart)
-        _check_id(_escape(chart), shown=chart)
-    return list(dict.fromkeys(ids))
+    return ids
 
 
 def _check_id(text: object, shown: object = None) -> None:

@@ -216,6 +216,14 @@ def wait_graph(page: Any) -> dict[str, Any]:
     return info
 
 
+def wait_viewer(target: Any) -> None:
+    """Wait until the viewer (an embed, an export) in ``target`` (a page or a frame) has laid
+    out its graph."""
+    target.wait_for_function(
+        "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }"
+    )
+
+
 def load_trace(page: Any, trace: dict[str, Any]) -> None:
     """Show a trace (as `gradwalk record` writes them) without a server run."""
     page.evaluate("(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(trace))

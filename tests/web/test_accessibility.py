@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import NEXT, WEB, expect, open_app, run_example, settle, stored_run
+from .conftest import NEXT, WEB, expect, open_app, run_example, settle, stored_run, wait_viewer
 
 pytestmark = pytest.mark.browser
 
@@ -222,9 +222,7 @@ def runs(server: Any) -> dict[str, str]:
 def test_an_embed(page: Any, runs: dict[str, str], run: str, query: str, width: int) -> None:
     page.set_viewport_size({"width": width, "height": 500})
     page.goto(f"{page.server.url}/embed/{runs[run]}{query}")
-    page.wait_for_function(
-        "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }"
-    )
+    wait_viewer(page)
     audit(page, f"the embed of {run}{query} at {width} px")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run
+from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run, wait_viewer
 
 pytestmark = pytest.mark.browser
 
@@ -72,9 +72,7 @@ def embed_frame(page: Any) -> Any:
     """The embed's frame, once its graph is laid out."""
     page.wait_for_selector("iframe")
     frame = page.frames[1]
-    frame.wait_for_function(
-        "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }"
-    )
+    wait_viewer(frame)
     return frame
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import gradwalk_cli
 
-from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run
+from .conftest import LEAF, NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run, wait_viewer
 
 pytestmark = pytest.mark.browser
 
@@ -39,9 +39,7 @@ def open_offline(page: Any, path: Path) -> list[str]:
 
     page.context.route("**/*", guard)
     page.goto(path.resolve().as_uri())
-    page.wait_for_function(
-        "() => { const v = window.gradwalkViewer; return v && v.graph.lastLayout !== null && !v.graph.busy; }"
-    )
+    wait_viewer(page)
     return requested
 
 

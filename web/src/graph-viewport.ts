@@ -82,6 +82,15 @@ function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnVa
 }
 
 /**
+ * Pan the view of `cy` by `by` rendered px: a short glide, or at once when `instant` (a big
+ * graph, slow to redraw) or when the user asked for less motion.
+ */
+export function panView(cy: Core, by: { x: number; y: number }, instant = false): void {
+  if (instant || reducedMotion()) cy.panBy(by);
+  else cy.animate({ panBy: by }, { duration: 200 });
+}
+
+/**
  * The least pan that brings a rendered box `margin` px inside the viewport of `cy`; a box
  * bigger than the viewport keeps its top (left) edge in view.
  */

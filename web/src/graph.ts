@@ -7,7 +7,7 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
 // the elements; graph-keys.ts walks them from the keyboard.
 import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
-import { h, PANES_RESIZED, perFrame, reducedMotion } from "./dom";
+import { h, PANES_RESIZED, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
@@ -15,7 +15,7 @@ import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
-import { fitGraph, leastPan } from "./graph-viewport";
+import { fitGraph, leastPan, panView } from "./graph-viewport";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -378,8 +378,7 @@ export class GraphView {
     // Across: the least pan that shows it; centring it cut a graph as wide as the pane off
     // at one side.
     const by = { x: leastPan(box, this.cy, 24).dx, y: dy ? this.cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
-    if (this.big || reducedMotion()) this.cy.panBy(by);
-    else this.cy.animate({ panBy: by }, { duration: 200 });
+    panView(this.cy, by, this.big);
     if (byUser) this.userMoved = true;
   }
 

@@ -9,9 +9,9 @@ import type { FetchRun } from "./chart-baseline";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
-import { h, reducedMotion, setTabCount } from "./dom";
+import { h, setTabCount } from "./dom";
 import { GraphView } from "./graph";
-import { leastPan } from "./graph-viewport";
+import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
@@ -26,6 +26,8 @@ import { chartChoicesChanged, writeChartChoices } from "./url-state";
 export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code" | "charts";
 export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code", "charts"];
 
+/** The page's h1 for a run with no title (no first comment, no file name). */
+const UNTITLED = "gradwalk run";
 const TAB_LABELS: Record<ViewerTab, string> = {
   graph: "Graph",
   stepper: "Backward",
@@ -166,7 +168,7 @@ export class Viewer {
     const body = h(
       "main",
       { class: "gw-viewer-body" },
-      bar ? null : heading("h1", this.title() || "gradwalk run"),
+      bar ? null : heading("h1", this.title() || UNTITLED),
       h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, heading("h2", TAB_LABELS.graph), graphEl, this.steps),
       this.side,
     );
@@ -249,7 +251,7 @@ export class Viewer {
       "header",
       { class: "gw-viewer-bar" },
       open ?? h("span", { class: "gw-brand gw-viewer-brand" }, brand),
-      h("h1", { class: title ? "gw-viewer-title" : "gw-visually-hidden", title: title || undefined, text: title || "gradwalk run" }),
+      h("h1", { class: title ? "gw-viewer-title" : "gw-visually-hidden", title: title || undefined, text: title || UNTITLED }),
       list,
       h("span", { class: "gw-viewer-tools" }, theme),
     );
@@ -369,8 +371,7 @@ export class Viewer {
     const { dx, dy } = leastPan(focus.renderedBoundingBox(), cy, 12);
     if (!dx && !dy) return;
     cy.stop();
-    if (reducedMotion()) cy.panBy({ x: dx, y: dy });
-    else cy.animate({ panBy: { x: dx, y: dy } }, { duration: 200 });
+    panView(cy, { x: dx, y: dy });
   }
 
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */
