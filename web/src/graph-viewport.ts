@@ -82,6 +82,21 @@ function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnVa
 }
 
 /**
+ * The pan that brings element `el` into view, or null when it is wholly in view already
+ * (its box, not its centre: a node drawn whole at the pane's top, where a top-first fit puts
+ * the loss 16 px down, is in view, and centring it hid the graph's lower half). Down, the
+ * node is centred, so the nodes it sends gradients to (the walk's next steps) show too;
+ * across, the pan is the least that shows it (centring cut a graph as wide as the pane off
+ * at one side).
+ */
+export function revealPan(cy: Core, el: SingularElementReturnValue): { x: number; y: number } | null {
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const { dx, dy } = leastPan(box, cy, 0);
+  if (!dx && !dy) return null;
+  return { x: leastPan(box, cy, 24).dx, y: dy ? cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
+}
+
+/**
  * Pan the view of `cy` by `by` rendered px: a short glide, or at once when `instant` (a big
  * graph, slow to redraw) or when the user asked for less motion.
  */

@@ -15,7 +15,7 @@ import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
-import { fitGraph, leastPan, panView } from "./graph-viewport";
+import { fitGraph, panView, revealPan } from "./graph-viewport";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -369,15 +369,8 @@ export class GraphView {
     // a pan still under way (steps in quick succession) stops where it is: the next is
     // measured from there, not queued after it from a view that has since moved
     this.cy.stop(true);
-    // its box, not its centre: a node drawn whole at the pane's top (a top-first fit puts
-    // the loss 16 px down) is in view, and centring it hid the graph's lower half
-    const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
-    const { dx, dy } = leastPan(box, this.cy, 0);
-    if (!dx && !dy) return;
-    // Down: centred, so the nodes it sends gradients to (the walk's next steps) show too.
-    // Across: the least pan that shows it; centring it cut a graph as wide as the pane off
-    // at one side.
-    const by = { x: leastPan(box, this.cy, 24).dx, y: dy ? this.cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
+    const by = revealPan(this.cy, el);
+    if (!by) return;
     panView(this.cy, by, this.big);
     if (byUser) this.userMoved = true;
   }
