@@ -1,7 +1,12 @@
-"""Measure submit -> first event latency of the cubic example on a warm pool.
+"""Measure submit -> first event latency of the cubic example on a warm pool, and what a
+training loop costs end to end.
 
 Run: ``python bench/bench_runner.py [--runs N] [--workers N] [--isolation strict|local]``.
-Prints median and p95 of submit -> first event and submit -> run_finished, in ms.
+Prints median and p95 of submit -> first event and submit -> run_finished, in ms; then, for
+the rent regression (400 steps) and a 1,000-step MLP loop, submit -> run_finished through
+the pool (recorded in the sandboxed child, every event validated, framed and read back by
+the pool) against the same script run plainly in this process with one thread, as the
+child runs it. Interleaved, wall time; the ratio is the median of the per-rep ratios.
 """
 
 from __future__ import annotations
@@ -63,6 +68,53 @@ async def measure(
     }
 
 
+async def measure_loops(
+    reps: int = 5, isolation: str = "strict"
+) -> list[tuple[str, float, float, float, int]]:
+    """``(name, plain s, through the pool s, ratio, events)`` for each training loop."""
+    import contextlib
+    import io
+
+    import torch
+
+    from bench.bench_engine import METRICS_LOOP
+
+    torch.set_num_threads(1)
+    loops = {
+        "rent regression, 400 steps": (ROOT / "server" / "examples" / "rent_regression.py").read_text(),
+        "MLP loop, 1,000 steps": METRICS_LOOP.format(steps=1000),
+    }
+    pool = WorkerPool(isolation=isolation)  # type: ignore[arg-type]
+    await pool.start()
+    rows = []
+    try:
+        for name, source in loops.items():
+            code = compile(source, "<plain>", "exec")
+            plains, pooled, events = [], [], 0
+            for i in range(reps + 1):
+                t = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(code, {"__name__": "__main__"})
+                plain = time.perf_counter() - t
+                t = time.perf_counter()
+                handle = pool.submit(source)
+                events = 0
+                async for _event in handle.events():
+                    events += 1
+                took = time.perf_counter() - t
+                if handle.status != "ok":
+                    raise RuntimeError(f"{name} ended {handle.status}: {handle.message}")
+                await asyncio.sleep(0.5)  # the worker's next child stands by
+                if i:  # the first rep warms both
+                    plains.append(plain)
+                    pooled.append(took)
+            ratio = statistics.median(p / q for p, q in zip(pooled, plains, strict=True))
+            rows.append((name, statistics.median(plains), statistics.median(pooled), ratio, events))
+    finally:
+        await pool.close()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     """Print the runner's latency figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -80,6 +132,11 @@ def main(argv: list[str] | None = None) -> None:
         f"runner: submit -> run_finished: median {result['run_finished_median_ms']:.1f} ms, "
         f"p95 {result['run_finished_p95_ms']:.1f} ms"
     )
+    for name, plain, pooled, ratio, events in asyncio.run(measure_loops(isolation=args.isolation)):
+        print(
+            f"runner: {name}, submit -> run_finished: {pooled:.2f} s vs {plain:.2f} s plain "
+            f"({ratio:.2f}x, {events} events)"
+        )
 
 
 if __name__ == "__main__":

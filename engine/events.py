@@ -371,7 +371,12 @@ class OptimizerStep(_Event):
     update_norm: float = 0.0
     param_norm: float = 0.0
     params: list[ParamStat] = Field(default_factory=list)
-    graph_bytes: int = 0
+    graph_bytes: int = Field(default=0, description="bytes held by tensors saved for backward after the step")
+    graph_peak_bytes: int = Field(
+        default=0,
+        description="the most bytes saved tensors held at any moment since the previous optimizer step "
+        "(or the run's start): with graph_bytes, each step's rise and fall",
+    )
     cuda_allocated: int | None = None
     wall_s: float = 0.0
     detail: bool = Field(default=False, description="this step's tape, graph and backward were recorded")

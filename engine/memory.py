@@ -128,6 +128,10 @@ class SavedMemory:
         self._storages: dict[tuple[int, int], list[int]] = {}
         self.saved_bytes = 0
         self.reported = 0
+        # the most held since the last optimizer step (its event carries it: take_peak), and
+        # whether a metrics-only backward built a graph no memory event has shown yet
+        self.peak = 0
+        self.peak_unreported = False
         self._ctx: saved_tensors_hooks | None = None
         self.active = False
         self._original_disable: Callable[[str], AbstractContextManager[None]] | None = None
@@ -155,6 +159,14 @@ class SavedMemory:
             self._ctx.__exit__(None, None, None)
             self._ctx = None
 
+    def take_peak(self) -> int:
+        """The most bytes held at any moment since the last call (an optimizer step's
+        ``graph_peak_bytes``); the count starts again from what is held now."""
+        peak = max(self.peak, self.saved_bytes)
+        self.peak = self.saved_bytes
+        self.peak_unreported = False
+        return peak
+
     def step_aside(self) -> None:
         """Take the hooks off the stack (nests) while torch.func forbids saved-tensor hooks."""
         self._aside += 1
@@ -181,6 +193,8 @@ class SavedMemory:
                 nbytes = storage.nbytes()
                 self._storages[key] = [1, nbytes]
                 self.saved_bytes += nbytes
+                if self.saved_bytes > self.peak:
+                    self.peak = self.saved_bytes
             else:
                 entry[0] += 1
         except (RuntimeError, NotImplementedError):

@@ -342,13 +342,16 @@ class Recorder:
             self.emit({"type": "hook_registered", "tensor": tid, "line": line})
 
     def report_memory(self, line: int | None) -> None:
-        now = self.memory.saved_bytes
-        delta = now - self.memory.reported
-        if delta == 0:
-            return
-        self.memory.reported = now
+        """Emit a memory event if the bytes held changed since the last one."""
+        if self.memory.saved_bytes != self.memory.reported:
+            self._emit_memory(self.memory.saved_bytes, line)
+
+    def _emit_memory(self, held: int, line: int | None) -> None:
+        memory = self.memory
+        delta = held - memory.reported
+        memory.reported = held
         self.emit(
-            dict(type="memory", saved_bytes=now, delta=delta, cuda_allocated=cuda_allocated(), line=line)
+            dict(type="memory", saved_bytes=held, delta=delta, cuda_allocated=cuda_allocated(), line=line)
         )
 
     # --- lifecycle --------------------------------------------------------------------
@@ -409,7 +412,14 @@ class Recorder:
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""
         # memory events are thinned as the total grows (see on_op): the run's last word is
-        # exact, so a chart of graph memory ends where the run did
+        # exact, so a chart of graph memory ends where the run did. Before it, the peak of
+        # metrics-only backward calls no optimizer step reported (NOTE [Memory of
+        # metrics-only steps])
+        memory = self.memory
+        if memory.peak_unreported:
+            peak = memory.take_peak()
+            if peak > max(memory.reported, memory.saved_bytes):
+                self._emit_memory(peak, None)
         self.report_memory(None)
         with self.mute():
             self.pitfalls.on_finish(scope)

@@ -186,6 +186,7 @@ class TrainingTracker:
                     "loss": rec.backward.last_loss,
                     "lr": [float(g.get("lr", 0.0)) for g in opt.param_groups],
                     "graph_bytes": rec.memory.saved_bytes,
+                    "graph_peak_bytes": rec.memory.take_peak(),
                     "cuda_allocated": cuda_allocated(),
                     "wall_s": now - self._last_end,
                     "detail": rec.detail,

@@ -309,15 +309,37 @@ print(x.tolist())
 
 
 def test_metrics_only_steps_still_chart_each_steps_graph_memory() -> None:
-    """Past full detail no op is watched, but each backward reports the graph's bytes at
-    their peak and after it freed them, so the memory chart rises and falls every step."""
+    """Past full detail no op is watched and a backward sends no memory event, but each
+    step reports the graph's bytes at their peak (graph_peak_bytes) and after backward freed
+    them (graph_bytes): the memory chart rises and falls every step, from one event a step."""
     trace = record(case_source("rent_regression.py"), limits=Limits(detail_steps=1))
     steps = q.optimizer_steps(trace)
     assert len(steps) == 400 and not any(s.detail for s in steps[1:])
-    first_metrics_only = steps[1].seq
-    memory = [m.saved_bytes for m in q.events_of(trace, "memory") if m.seq > first_metrics_only]
-    assert len(memory) >= 2 * 398
-    assert memory[:4] == [memory[0], 0, memory[0], 0] and memory[0] > 0
+    # the one step recorded in full: its memory events show the graph built and freed
+    detailed = [m.saved_bytes for m in q.events_of(trace, "memory") if m.seq < steps[0].seq]
+    graph = max(detailed)
+    assert graph > 0 and detailed[-1] == 0
+    assert steps[0].graph_peak_bytes == graph and steps[0].graph_bytes == 0
+    # every later step: the same graph at its peak, nothing held after, no memory events
+    assert {(s.graph_peak_bytes, s.graph_bytes) for s in steps[1:]} == {(graph, 0)}
+    assert not [m for m in q.events_of(trace, "memory") if steps[1].seq < m.seq < steps[-1].seq]
+
+
+def test_a_graph_no_step_reports_is_charted_when_the_run_ends() -> None:
+    """A backward after the last optimizer step, in a metrics-only stretch: its graph's
+    peak is not lost with no step to carry it, but sent when the run ends, then the end."""
+    src = case_source("rent_regression.py").replace(
+        "print(f", "held = lossfn(model(X), y)\nheld.backward(retain_graph=True)\nprint(f"
+    )
+    trace = record(src, limits=Limits(detail_steps=1))
+    steps = q.optimizer_steps(trace)
+    after = [m.saved_bytes for m in q.events_of(trace, "memory") if m.seq > steps[-1].seq]
+    # the retained graph is held to the end: its bytes are the run's last word, once
+    assert after == [steps[-1].graph_peak_bytes]
+    freed = record(src.replace("retain_graph=True", ""), limits=Limits(detail_steps=1))
+    steps = q.optimizer_steps(freed)
+    after = [m.saved_bytes for m in q.events_of(freed, "memory") if m.seq > steps[-1].seq]
+    assert after == [steps[-1].graph_peak_bytes, 0]  # built, then freed by backward
 
 
 def test_ops_after_a_caught_failing_step_are_recorded() -> None:

@@ -234,6 +234,9 @@ export class ChartData {
       const suffix = ev.lr.length > 1 ? ` group ${group}` : "";
       lr.setStep(own(suffix), ev.step, value);
     });
+    // The graph's peak since the last step, then what the step left held: a metrics-only
+    // step sends no memory events of its own (its backward's rise and fall come with it).
+    if (ev.graph_peak_bytes > ev.graph_bytes) this.graphRow(ev.t, ev.graph_peak_bytes);
     this.addGraphBytes(ev.t, ev.graph_bytes, ev.cuda_allocated ?? null);
   }
 
@@ -241,9 +244,13 @@ export class ChartData {
     return Math.max(0, t - (this.t0 ?? 0));
   }
 
-  private addGraphBytes(t: number, bytes: number, cuda: number | null): void {
+  private graphRow(t: number, bytes: number): void {
     const mem = this.table("memory", "Graph memory", "time", "bytes", "bytes held by tensors saved for backward, over the run: a graph kept alive keeps them");
     mem.addRow({ key: "graph", label: "saved by the graph", optimizer: null }, this.clock(t), bytes);
+  }
+
+  private addGraphBytes(t: number, bytes: number, cuda: number | null): void {
+    this.graphRow(t, bytes);
     if (cuda !== null) {
       const c = this.table("cuda", "CUDA memory", "time", "bytes", "torch.cuda.memory_allocated() over the run");
       c.addRow({ key: "cuda", label: "CUDA allocated", optimizer: null }, this.clock(t), cuda);

@@ -508,7 +508,14 @@ export interface OptimizerStep {
    */
   detail: boolean;
   grad_norm: number | null;
+  /**
+   * bytes held by tensors saved for backward after the step
+   */
   graph_bytes: number;
+  /**
+   * the most bytes saved tensors held at any moment since the previous optimizer step (or the run's start): with graph_bytes, each step's rise and fall
+   */
+  graph_peak_bytes: number;
   line: number | null;
   /**
    * root of the last backward, when scalar
