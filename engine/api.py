@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from .source import snippet_frame
+from .text import writable
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -28,8 +30,13 @@ def log(name: str, value: float, step: int | None = None) -> None:
     rec = _current
     if rec is None:
         return
+    if step is not None:
+        try:
+            step = operator.index(step)  # an int, or NumPy's: never 2.5
+        except TypeError:
+            raise TypeError(f"gradwalk.log: step must be a whole number, not {step!r}") from None
     _, line = snippet_frame()
-    rec.emit(dict(type="metric", name=str(name)[:100], value=float(value), step=step, line=line))
+    rec.emit(dict(type="metric", name=writable(str(name)[:100]), value=float(value), step=step, line=line))
 
 
 def detail_next_step() -> None:

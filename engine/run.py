@@ -24,6 +24,7 @@ from .events import Limits, RunStatus, Trace, event_adapter, trace_adapter
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
+from .text import writable
 
 __all__ = ["record", "record_stream"]
 
@@ -145,7 +146,7 @@ def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> N
         dict(
             type="run_finished",
             status=status,
-            message=message[:2000],
+            message=writable(message[:2000]),
             duration_s=time.perf_counter() - started,
             counts=rec.counts(),
         ),
@@ -180,10 +181,10 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
         dict(
             type="error",
             exc_type=type(exc).__name__,
-            message=str(exc)[:4000],
+            message=writable(str(exc)[:4000]),
             line=line,
-            traceback=text[-8000:],
-            hint=hint,
+            traceback=writable(text[-8000:]),
+            hint=None if hint is None else writable(hint),
             node=node,
             metrics_only_after=metrics_only_after(rec),
         ),

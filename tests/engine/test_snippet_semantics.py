@@ -295,3 +295,14 @@ def test_a_warning_raised_in_an_optimizers_step_is_shown_where_it_is_without_gra
     plain = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60)
     assert "torch/optim/adagrad.py:" in plain.stderr, plain.stderr
     assert _output_recorded_alone(tmp_path, "step_warns.py", source) == plain.stderr
+
+
+def test_an_error_message_no_json_can_hold_is_written_as_pythons_stderr_writes_it() -> None:
+    # a lone surrogate is a valid str but not UTF-8: the trace could not be written at all
+    trace = record("import gradwalk\ngradwalk.log('x' + chr(0xDC80), 1.0)\nraise KeyError(chr(0xD801))\n")
+    (error,) = q.events_of(trace, "error")
+    assert error.message == "'\\ud801'" and error.line == 3
+    assert "KeyError: '\\ud801'" in error.traceback
+    assert trace.events[-1].message == "KeyError: '\\ud801'"
+    assert [m.name for m in q.events_of(trace, "metric")] == ["x\\udc80"]
+    assert "\\ud801" in trace.model_dump_json()
