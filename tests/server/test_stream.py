@@ -16,6 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from engine import queries as q
 from engine import record
 from engine.events import Trace, event_adapter, trace_adapter
+from server.routes.events import BATCH_EVENTS
 from tests.conftest import case_source, load_cases
 from tests.server.harness import LiveServer
 
@@ -108,6 +109,44 @@ def test_reconnect_mid_stream_gets_exactly_the_rest(api: httpx.Client, server: L
     assert json.loads(rest[-1])["type"] == "run_finished"
     full, _, _ = asyncio.run(collect(events_url(server, run)))
     assert first + rest == full
+
+
+CHAIN = "import torch\nh = torch.ones(4, requires_grad=True)\nfor _ in range(400):\n    h = torch.tanh(h * 1.01)\nh.sum().backward()\n"
+
+
+def _unbatched(frames: list[str]) -> list[Any]:
+    batches = [json.loads(f) for f in frames]
+    assert all(isinstance(b, list) and 1 <= len(b) <= BATCH_EVENTS for b in batches)
+    return [e for b in batches for e in b]
+
+
+def test_a_batched_stream_is_the_same_events_in_far_fewer_frames(
+    api: httpx.Client, server: LiveServer
+) -> None:
+    run = start(api, CHAIN)
+    single, code, _ = asyncio.run(collect(events_url(server, run)))
+    assert code == 1000 and len(single) > 2000
+    batched, code, _ = asyncio.run(collect(events_url(server, run) + "?batch=1"))
+    assert code == 1000 and _unbatched(batched) == [json.loads(f) for f in single]
+    assert len(batched) <= len(single) / BATCH_EVENTS + 1  # a stored run: full batches
+    # resuming a batched stream starts right after the seq asked for
+    rest, code, _ = asyncio.run(collect(events_url(server, run, after=99) + "&batch=1"))
+    assert code == 1000 and [e["seq"] for e in _unbatched(rest)] == list(range(100, len(single)))
+
+
+def test_a_live_batched_stream_sends_what_is_there_as_it_comes(api: httpx.Client, server: LiveServer) -> None:
+    run = start(api, TICKING)
+    frames, code, _ = asyncio.run(collect(events_url(server, run) + "?batch=1"))
+    events = _unbatched(frames)
+    assert code == 1000 and [e["seq"] for e in events] == list(range(len(events)))
+    assert events[-1]["type"] == "run_finished" and len(frames) > 10  # live: the ticks came apart
+
+
+@pytest.mark.parametrize("batch", ["2", "yes", ""])
+def test_bad_batch_closes_4400(api: httpx.Client, server: LiveServer, batch: str) -> None:
+    run = start(api, case_source("cubic.py"))
+    code, reason = asyncio.run(_closed_by(events_url(server, run) + f"?batch={batch}"))
+    assert code == 4400 and "batch must be 0 or 1" in reason
 
 
 def test_after_past_the_end_of_a_finished_run_sends_nothing(api: httpx.Client, server: LiveServer) -> None:
