@@ -11,6 +11,9 @@ then:
   apart). An event's lag at a viewer is when that viewer got it minus when the first
   viewer got it; reported over all (event, viewer) pairs. The viewers share one client
   process, so the figures include the client's own scheduling: an upper bound.
+* **a big graph**: a fully recorded 2,000-step tanh chain (26,036 events), submit -> its
+  last event at a client reading one event a frame and at one asking for ``batch=1``,
+  alternately, with the server's CPU for each (median of 3).
 * **page loads**: ``loads`` browsers open the app at once, as a class does when told the
   address: each fetches the page and what it names (style, bundle, layout worker), gzip
   accepted, after one warm-up load. Bytes on the wire per load, wall time for all, and
@@ -147,6 +150,43 @@ async def _broadcast(api: httpx.AsyncClient, ws_base: str, viewers: int, server_
     }
 
 
+BIG_GRAPH = (
+    "import torch\nx = torch.randn(16, requires_grad=True)\nh = x\n"
+    "for _ in range(2000):\n    h = torch.tanh(h * 1.01 + 0.1)\nh.sum().backward()\n"
+)
+
+
+async def _to_last_event(api: httpx.AsyncClient, ws_base: str, batch: bool) -> tuple[float, int]:
+    """Submit the big graph; return seconds until its last event reached this client, and the events."""
+    t0 = time.perf_counter()
+    run = (await api.post("/api/runs", json={"source": BIG_GRAPH})).json()
+    events = 0
+    async with connect(ws_base + run["ws_url"] + ("?batch=1" if batch else ""), max_size=None) as ws:
+        async for message in ws:
+            data = json.loads(message)
+            events += len(data) if batch else 1
+    return time.perf_counter() - t0, events
+
+
+async def _big_graph(api: httpx.AsyncClient, ws_base: str, server_pid: int) -> dict[str, float]:
+    await _to_last_event(api, ws_base, True)  # warm
+    out: dict[str, float] = {}
+    times: dict[bool, list[float]] = {False: [], True: []}
+    cpus: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(3):
+        for batch in (False, True):
+            cpu = _cpu_s(server_pid)
+            took, events = await _to_last_event(api, ws_base, batch)
+            times[batch].append(took)
+            cpus[batch].append(_cpu_s(server_pid) - cpu)
+            out["events"] = events
+            await asyncio.sleep(0.5)
+    for batch, key in ((False, "single"), (True, "batched")):
+        out[f"{key}_s"] = statistics.median(times[batch])
+        out[f"{key}_server_cpu_s"] = statistics.median(cpus[batch])
+    return out
+
+
 async def _page_load(api: httpx.AsyncClient) -> int:
     """Fetch the app's page and everything it loads; return the bytes on the wire."""
     page = await api.get("/")
@@ -187,11 +227,12 @@ async def measure(
                     await asyncio.sleep(0.1)
                 latency = await _latency(api, ws_base, runs, device)
                 broadcast = await _broadcast(api, ws_base, viewers, proc.pid)
+                big = await _big_graph(api, ws_base, proc.pid)
                 pages = await _page_loads(api, loads, proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    return {"latency": latency, "broadcast": broadcast, "pages": pages}
+    return {"latency": latency, "broadcast": broadcast, "big_graph": big, "pages": pages}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  CPU while broadcasting: server {bc['server_cpu_s']:.2f} s, viewers' process {bc['client_cpu_s']:.2f} s"
+    )
+    big = figures["big_graph"]
+    print(
+        f"a big graph ({big['events']:.0f} events), submit -> last event at a client: "
+        f"{big['single_s']:.2f} s one event a frame (server CPU {big['single_server_cpu_s']:.2f} s), "
+        f"{big['batched_s']:.2f} s batched (server CPU {big['batched_server_cpu_s']:.2f} s)"
     )
     pages = figures["pages"]
     print(
