@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import statistics
 import sys
 import time
@@ -72,10 +74,7 @@ async def measure_loops(
     reps: int = 5, isolation: str = "strict"
 ) -> list[tuple[str, float, float, float, int]]:
     """``(name, plain s, through the pool s, ratio, events)`` for each training loop."""
-    import contextlib
-    import io
-
-    import torch
+    import torch  # here, not at the top: the latency figures need no torch in this process
 
     from bench.bench_engine import METRICS_LOOP
 
