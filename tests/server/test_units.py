@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -73,33 +74,42 @@ class _SlowSocket:
         await asyncio.sleep(self.delay)
         self.sent.append(text)
 
+    def events(self, batch: bool) -> list[int]:
+        """The seqs sent, frame by frame or batch by batch."""
+        frames = [json.loads(f) for f in self.sent]
+        return [e["seq"] for f in frames for e in (f if batch else [f])]
 
-def test_a_viewer_too_far_behind_a_live_run_is_closed() -> None:
-    async def scenario() -> tuple[int, str, int]:
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_viewer_too_far_behind_a_live_run_is_closed(batch: bool) -> None:
+    async def scenario() -> tuple[int, str, list[int]]:
         run = LiveRun(id="r", source="", device="cpu", title=None)
         ws = _SlowSocket(0.01)
-        sender = asyncio.create_task(_send(ws, run, 0, 5, _Progress()))  # type: ignore[arg-type]
+        sender = asyncio.create_task(_send(ws, run, 0, 5, _Progress(), batch))  # type: ignore[arg-type]
         for i in range(50):
             run.append(f'{{"seq":{i}}}')
             await asyncio.sleep(0)
         code, reason = await asyncio.wait_for(sender, 5)
-        return code, reason, len(ws.sent)
+        return code, reason, ws.events(batch)
 
     code, reason, sent = asyncio.run(scenario())
-    assert code == 1013 and "behind" in reason and f"after={sent - 1}" in reason
+    assert code == 1013 and "behind" in reason and f"after={sent[-1]}" in reason
+    assert sent == list(range(len(sent)))
 
 
-def test_a_viewer_of_a_finished_run_is_never_too_far_behind() -> None:
-    async def scenario() -> tuple[int, int]:
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_viewer_of_a_finished_run_is_never_too_far_behind(batch: bool) -> None:
+    async def scenario() -> tuple[int, list[int], int]:
         run = LiveRun(id="r", source="", device="cpu", title=None)
         for i in range(50):
             run.append(f'{{"seq":{i}}}')
         run.finish("ok", "", None)
         ws = _SlowSocket(0)
-        code, _ = await _send(ws, run, 10, 5, _Progress())  # type: ignore[arg-type]
-        return code, len(ws.sent)
+        code, _ = await _send(ws, run, 10, 5, _Progress(), batch)  # type: ignore[arg-type]
+        return code, ws.events(batch), len(ws.sent)
 
-    assert asyncio.run(scenario()) == (1000, 40)
+    code, sent, frames = asyncio.run(scenario())
+    assert code == 1000 and sent == list(range(10, 50)) and frames == (1 if batch else 40)
 
 
 class _Pool:
