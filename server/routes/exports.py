@@ -82,7 +82,9 @@ async def export_run(
     run = await registry.find(run_id) if len(run_id) <= 64 else None
     if run is None:
         raise HTTPException(404, f"no run with id {run_id[:64]!r}")
-    if isinstance(run, LiveRun):
+    # a run that has finished but is still being stored is exported from memory: its status
+    # already says it finished, and a Download right then must not be told to wait
+    if isinstance(run, LiveRun) and not run.finished:
         raise HTTPException(409, "the run is still going; export it once it has finished")
     data = await registry.trace(run_id)
     if data is None:
@@ -92,7 +94,7 @@ async def export_run(
         other = await registry.find(compare)
         if (
             other is None
-            or isinstance(other, LiveRun)
+            or (isinstance(other, LiveRun) and not other.finished)
             or (other_data := await registry.trace(compare)) is None
         ):
             raise HTTPException(404, f"no finished run {compare!r} to compare with")

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -170,3 +171,33 @@ def test_gradwalk_export_refuses_a_bad_hide(quick_trace: Path, tmp_path: Path) -
         and "gradwalk export: --hide: 'metric:a\\tb' is not a chart id" in result.stderr
     )
     assert not out.exists()
+
+
+def test_a_run_that_finished_but_is_not_stored_yet_exports(tmp_path: Path) -> None:
+    # between its run_finished and the end of its storing, a run's status already said it
+    # finished while the export route answered 409 "still going" (a Download clicked then)
+    from engine import record
+    from server.app import create_app
+    from server.live import LiveRun
+    from server.settings import Settings
+
+    trace = record(QUICK)
+    frames = [e.model_dump_json() for e in trace.events]
+    app = create_app(Settings(db=tmp_path / "runs.sqlite3", workers=1))
+
+    async def check() -> None:
+        async with app.router.lifespan_context(app):
+            live = app.state.registry.live
+            live["done"] = LiveRun(id="done", source=QUICK, device="cpu", title=None, frames=frames)
+            live["done"].finish("ok", "", None)
+            live["going"] = LiveRun(id="going", source=QUICK, device="cpu", title=None, frames=frames[:3])
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+                done = await client.get("/api/runs/done/export")
+                assert done.status_code == 200 and '"run_finished"' in done.text
+                going = await client.get("/api/runs/going/export")
+                assert going.status_code == 409 and "still going" in going.text
+                compared = await client.get("/api/runs/done/export", params={"compare": "going"})
+                assert compared.status_code == 404 and "no finished run" in compared.text
+
+    anyio.run(check)
