@@ -240,7 +240,19 @@ for step in range({steps}):
 """
 
 
-def _plain_script(source: str) -> Callable[[], None]:
+EXAMPLES = Path(__file__).resolve().parent.parent / "server" / "examples"
+
+
+def training_loops() -> dict[str, str]:
+    """The two long training loops of issue #6, by name: the rent regression and the MLP loop."""
+    return {
+        "rent regression, 400 steps": (EXAMPLES / "rent_regression.py").read_text(),
+        "MLP loop, 1,000 steps": METRICS_LOOP.format(steps=1000),
+    }
+
+
+def plain_script(source: str) -> Callable[[], None]:
+    """``source`` as a callable that runs it plainly (seeded, its output dropped)."""
     code = compile(source, SNIPPET_FILENAME, "exec")
 
     def plain() -> None:
@@ -261,7 +273,7 @@ def measure_loop(source: str, reps: int, limits: Limits | None = None) -> Timing
     """
     from engine.run import record_stream
 
-    plain = _plain_script(source)
+    plain = plain_script(source)
 
     def recorded() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -330,7 +342,7 @@ def bare_metrics_hooks() -> Any:
 
 def measure_bare_hooks(source: str, reps: int) -> Timing:
     """Whole-script timing of a training loop: plain vs run under :func:`bare_metrics_hooks`."""
-    plain = _plain_script(source)
+    plain = plain_script(source)
 
     def hooked() -> None:
         with bare_metrics_hooks():
@@ -378,14 +390,11 @@ def main(device: str = "cpu") -> None:
         _row(f"{name} (full)", measure(setup, step, reps), f"<={target}")
         _row("  minimal recorder (reference)", measure_minimal(setup, step, reps))
         _row("  minimal recorder + values (reference)", measure_minimal(setup, step, reps, values=True))
-    examples = Path(__file__).resolve().parent.parent / "server" / "examples"
-    rent = (examples / "rent_regression.py").read_text()
-    loops = (("rent regression, 400 steps", rent), ("MLP loop, 1,000 steps", METRICS_LOOP.format(steps=1000)))
-    for name, source in loops:
+    for name, source in training_loops().items():
         _row(f"{name} (metrics)", measure_loop(source, 5, Limits(detail_steps=0)), "<=1.2")
         _row(f"{name} (script)", measure_loop(source, 5))
         _row(f"{name} (bare hooks)", measure_bare_hooks(source, 5))
-    clean = (examples / "clean_training.py").read_text()
+    clean = (EXAMPLES / "clean_training.py").read_text()
     _row("pitfall detectors, clean run", measure_detectors(clean, 5), "~1.0")
 
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import io
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,9 +33,15 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def measure(
-    runs: int = 40, workers: int | None = None, isolation: str = "strict", pause_s: float = 0.25
-) -> dict[str, float]:
-    """Start a pool, warm it, then time ``runs`` cubic runs, ``pause_s`` apart; return figures in ms."""
+    runs: int = 40,
+    workers: int | None = None,
+    isolation: str = "strict",
+    pause_s: float = 0.25,
+    loops: bool = False,
+) -> dict[str, Any]:
+    """Start a pool, warm it, then time ``runs`` cubic runs, ``pause_s`` apart; return figures
+    in ms. With ``loops``, also time the training loops on the same pool (``"loops"``: see
+    :func:`_measure_loops`)."""
     source = (ROOT / "server" / "examples" / "cubic.py").read_text()
     pool = WorkerPool(workers=workers, isolation=isolation)  # type: ignore[arg-type]
     t0 = time.perf_counter()
@@ -59,6 +64,7 @@ async def measure(
             if i >= 3:  # the first runs fault in pages of the warm worker
                 first.append((seen or done) * 1000)
                 total.append(done * 1000)
+        trained = await _measure_loops(pool) if loops else []
     finally:
         await pool.close()
     return {
@@ -67,50 +73,39 @@ async def measure(
         "first_event_p95_ms": _percentile(first, 0.95),
         "run_finished_median_ms": statistics.median(total),
         "run_finished_p95_ms": _percentile(total, 0.95),
+        "loops": trained,
     }
 
 
-async def measure_loops(
-    reps: int = 5, isolation: str = "strict"
-) -> list[tuple[str, float, float, float, int]]:
+async def _measure_loops(pool: WorkerPool, reps: int = 5) -> list[tuple[str, float, float, float, int]]:
     """``(name, plain s, through the pool s, ratio, events)`` for each training loop."""
     import torch  # here, not at the top: the latency figures need no torch in this process
 
-    from bench.bench_engine import METRICS_LOOP
+    from bench.bench_engine import plain_script, training_loops
 
     torch.set_num_threads(1)
-    loops = {
-        "rent regression, 400 steps": (ROOT / "server" / "examples" / "rent_regression.py").read_text(),
-        "MLP loop, 1,000 steps": METRICS_LOOP.format(steps=1000),
-    }
-    pool = WorkerPool(isolation=isolation)  # type: ignore[arg-type]
-    await pool.start()
     rows = []
-    try:
-        for name, source in loops.items():
-            code = compile(source, "<plain>", "exec")
-            plains, pooled, events = [], [], 0
-            for i in range(reps + 1):
-                t = time.perf_counter()
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(code, {"__name__": "__main__"})
-                plain = time.perf_counter() - t
-                t = time.perf_counter()
-                handle = pool.submit(source)
-                events = 0
-                async for _event in handle.events():
-                    events += 1
-                took = time.perf_counter() - t
-                if handle.status != "ok":
-                    raise RuntimeError(f"{name} ended {handle.status}: {handle.message}")
-                await asyncio.sleep(0.5)  # the worker's next child stands by
-                if i:  # the first rep warms both
-                    plains.append(plain)
-                    pooled.append(took)
-            ratio = statistics.median(p / q for p, q in zip(pooled, plains, strict=True))
-            rows.append((name, statistics.median(plains), statistics.median(pooled), ratio, events))
-    finally:
-        await pool.close()
+    for name, source in training_loops().items():
+        plain = plain_script(source)
+        plains, pooled, events = [], [], 0
+        for i in range(reps + 1):
+            t = time.perf_counter()
+            plain()
+            plain_s = time.perf_counter() - t
+            t = time.perf_counter()
+            handle = pool.submit(source)
+            events = 0
+            async for _event in handle.events():
+                events += 1
+            took = time.perf_counter() - t
+            if handle.status != "ok":
+                raise RuntimeError(f"{name} ended {handle.status}: {handle.message}")
+            await asyncio.sleep(0.5)  # the worker's next child stands by
+            if i:  # the first rep warms both
+                plains.append(plain_s)
+                pooled.append(took)
+        ratio = statistics.median(p / q for p, q in zip(pooled, plains, strict=True))
+        rows.append((name, statistics.median(plains), statistics.median(pooled), ratio, events))
     return rows
 
 
@@ -121,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--isolation", choices=("strict", "local"), default="strict")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.runs, args.workers, args.isolation))
+    result = asyncio.run(measure(args.runs, args.workers, args.isolation, loops=True))
     print(f"runner: warm pool started in {result['pool_start_s']:.1f} s")
     print(
         f"runner: submit -> first event (cubic, {args.runs} runs): median {result['first_event_median_ms']:.1f} ms, "
@@ -131,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         f"runner: submit -> run_finished: median {result['run_finished_median_ms']:.1f} ms, "
         f"p95 {result['run_finished_p95_ms']:.1f} ms"
     )
-    for name, plain, pooled, ratio, events in asyncio.run(measure_loops(isolation=args.isolation)):
+    for name, plain, pooled, ratio, events in result["loops"]:
         print(
             f"runner: {name}, submit -> run_finished: {pooled:.2f} s vs {plain:.2f} s plain "
             f"({ratio:.2f}x, {events} events)"

@@ -59,22 +59,27 @@ def _start_server(db: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]
 
 
 async def _one_run(
-    api: httpx.AsyncClient, ws_base: str, source: str, device: str = "cpu"
+    api: httpx.AsyncClient, ws_base: str, source: str, device: str = "cpu", batch: bool = False
 ) -> dict[str, float]:
+    """Submit ``source`` and follow its websocket (``?batch=1`` when ``batch``) to the end;
+    return ms from submit to the first event, the first op and ``run_finished``, and the
+    number of events."""
     t0 = time.perf_counter()
     run = (await api.post("/api/runs", json={"source": source, "device": device})).json()
-    marks: dict[str, float] = {}
-    async with connect(ws_base + run["ws_url"], max_size=None) as ws:
+    marks: dict[str, float] = {"events": 0}
+    async with connect(ws_base + run["ws_url"] + ("?batch=1" if batch else ""), max_size=None) as ws:
         async for message in ws:
             now = (time.perf_counter() - t0) * 1000
-            event = json.loads(message)
-            marks.setdefault("first", now)
-            if event["type"] == "op":
-                marks.setdefault("graph", now)
-            if event["type"] == "run_finished":
-                marks["finished"] = now
-                if event["status"] != "ok":
-                    raise RuntimeError(f"the benchmark run ended {event['status']}: {event['message']}")
+            data = json.loads(message)
+            for event in data if batch else [data]:
+                marks["events"] += 1
+                marks.setdefault("first", now)
+                if event["type"] == "op":
+                    marks.setdefault("graph", now)
+                if event["type"] == "run_finished":
+                    marks["finished"] = now
+                    if event["status"] != "ok":
+                        raise RuntimeError(f"the benchmark run ended {event['status']}: {event['message']}")
     return marks
 
 
@@ -156,30 +161,18 @@ BIG_GRAPH = (
 )
 
 
-async def _to_last_event(api: httpx.AsyncClient, ws_base: str, batch: bool) -> tuple[float, int]:
-    """Submit the big graph; return seconds until its last event reached this client, and the events."""
-    t0 = time.perf_counter()
-    run = (await api.post("/api/runs", json={"source": BIG_GRAPH})).json()
-    events = 0
-    async with connect(ws_base + run["ws_url"] + ("?batch=1" if batch else ""), max_size=None) as ws:
-        async for message in ws:
-            data = json.loads(message)
-            events += len(data) if batch else 1
-    return time.perf_counter() - t0, events
-
-
 async def _big_graph(api: httpx.AsyncClient, ws_base: str, server_pid: int) -> dict[str, float]:
-    await _to_last_event(api, ws_base, True)  # warm
+    await _one_run(api, ws_base, BIG_GRAPH, batch=True)  # warm
     out: dict[str, float] = {}
     times: dict[bool, list[float]] = {False: [], True: []}
     cpus: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(3):
         for batch in (False, True):
             cpu = _cpu_s(server_pid)
-            took, events = await _to_last_event(api, ws_base, batch)
-            times[batch].append(took)
+            marks = await _one_run(api, ws_base, BIG_GRAPH, batch=batch)
+            times[batch].append(marks["finished"] / 1000)
             cpus[batch].append(_cpu_s(server_pid) - cpu)
-            out["events"] = events
+            out["events"] = marks["events"]
             await asyncio.sleep(0.5)
     for batch, key in ((False, "single"), (True, "batched")):
         out[f"{key}_s"] = statistics.median(times[batch])

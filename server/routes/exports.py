@@ -26,6 +26,7 @@ from ..deps import RegistryDep, ViewerAuth
 from ..export import BundleMissing, render_export, safe_id
 from ..live import LiveRun
 from ..models import json_error
+from ..storage import RunRecord
 
 __all__ = ["router"]
 
@@ -82,9 +83,7 @@ async def export_run(
     run = await registry.find(run_id) if len(run_id) <= 64 else None
     if run is None:
         raise HTTPException(404, f"no run with id {run_id[:64]!r}")
-    # a run that has finished but is still being stored is exported from memory: its status
-    # already says it finished, and a Download right then must not be told to wait
-    if isinstance(run, LiveRun) and not run.finished:
+    if not _finished(run):
         raise HTTPException(409, "the run is still going; export it once it has finished")
     data = await registry.trace(run_id)
     if data is None:
@@ -92,11 +91,7 @@ async def export_run(
     compared = None
     if compare is not None:
         other = await registry.find(compare)
-        if (
-            other is None
-            or (isinstance(other, LiveRun) and not other.finished)
-            or (other_data := await registry.trace(compare)) is None
-        ):
+        if other is None or not _finished(other) or (other_data := await registry.trace(compare)) is None:
             raise HTTPException(404, f"no finished run {compare!r} to compare with")
         compared = (compare, other_data)
     try:
@@ -122,3 +117,10 @@ async def export_run(
             "Cache-Control": "no-store",
         },
     )
+
+
+def _finished(run: LiveRun | RunRecord) -> bool:
+    """Whether ``run`` has finished: stored, or still in memory after its ``run_finished``
+    (being stored: its status already says it finished, and a Download right then must not
+    be told to wait)."""
+    return not isinstance(run, LiveRun) or run.finished
