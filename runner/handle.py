@@ -10,19 +10,25 @@ or one the handle makes up (``timeout``, ``cancelled``, ``crashed``, ``limit``, 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
 from pydantic import ValidationError
 
 from engine.events import (
+    BackwardStarted,
     Counts,
     ErrorRaised,
     Event,
     Limits,
+    NodeCreated,
+    OpRecorded,
+    OptimizerStep,
     RunFinished,
     RunStarted,
     RunStatus,
+    TensorIntroduced,
     event_adapter,
 )
 
@@ -60,6 +66,7 @@ class RunHandle:
         self._next_seq = 0
         self._last_error: ErrorRaised | None = None
         self._iterating = False
+        self._seen = _SeenCounts()
         self.on_drain: Callable[[], None] | None = None
 
     # --- the caller's side --------------------------------------------------------------
@@ -118,6 +125,7 @@ class RunHandle:
             raise StreamError(f"the run sent more than {self.limits.max_events} events", "limit")
         if isinstance(event, ErrorRaised):
             self._last_error = event
+        self._seen.add(event)
         if isinstance(event, RunFinished):
             self._push_finished(event)
             return True
@@ -132,7 +140,11 @@ class RunHandle:
             self._push(RunStarted(source=self.source, device=self.device, limits=self.limits))
         self._push_finished(
             RunFinished(
-                seq=self._next_seq, status=status, message=message, counts=Counts(events=self._next_seq + 1)
+                seq=self._next_seq,
+                status=status,
+                message=message,
+                duration_s=self._seen.duration_s(),
+                counts=self._seen.counts(events=self._next_seq + 1),
             )
         )
 
@@ -152,3 +164,49 @@ class RunHandle:
 
 
 _LOW_WATER = 256
+
+
+class _SeenCounts:
+    """What the events of a run that did not finish on its own add up to.
+
+    # NOTE [Counts of a run stopped from outside]
+    # A run stopped by its time limit, a cancel or a crash never sends its own
+    # ``run_finished``, whose counts the recorder keeps exactly. The one made up for it
+    # says what the events that did arrive hold (ops, nodes, tensors, backward calls,
+    # optimizer steps) and how long the run went on, rather than zeros beside a
+    # recorded graph.
+    """
+
+    __slots__ = ("_started", "backward_calls", "nodes", "ops", "optimizer_steps", "tensors")
+
+    def __init__(self) -> None:
+        self.ops = self.nodes = self.tensors = self.backward_calls = self.optimizer_steps = 0
+        self._started: float | None = None
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, OpRecorded):
+            self.ops = event.index + 1
+        elif isinstance(event, NodeCreated):
+            self.nodes += 1
+        elif isinstance(event, TensorIntroduced):
+            self.tensors += 1
+        elif isinstance(event, BackwardStarted):
+            self.backward_calls += 1
+        elif isinstance(event, OptimizerStep):
+            self.optimizer_steps += 1
+        elif isinstance(event, RunStarted):
+            self._started = time.monotonic()
+
+    def duration_s(self) -> float:
+        """Seconds since ``run_started`` arrived (0 when it never did)."""
+        return 0.0 if self._started is None else time.monotonic() - self._started
+
+    def counts(self, events: int) -> Counts:
+        return Counts(
+            ops=self.ops,
+            nodes=self.nodes,
+            tensors=self.tensors,
+            backward_calls=self.backward_calls,
+            optimizer_steps=self.optimizer_steps,
+            events=events,
+        )

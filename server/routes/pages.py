@@ -59,10 +59,15 @@ async def embed(run_id: str, request: Request, registry: RegistryDep, settings: 
     """Render one run for an iframe on another site (the only page that may be framed)."""
     if settings.token_for_viewing:
         raise HTTPException(404, "embeds are off on a server that needs a token to view")
-    if len(run_id) > 64 or await registry.find(run_id) is None:
-        raise HTTPException(404, f"no run with id {run_id[:64]!r}")
-    bootstrap = {**_bootstrap(request, registry), "run_id": run_id}
+    missing = len(run_id) > 64 or await registry.find(run_id) is None
+    # an unknown run is still a page (status 404): an iframe shows the viewer saying so,
+    # not a line of JSON
+    bootstrap = {**_bootstrap(request, registry), "run_id": run_id[:64], "run_missing": missing}
     try:
-        return _templates(request).TemplateResponse(request, "embed.html", {"bootstrap": bootstrap})
+        return _templates(request).TemplateResponse(
+            request, "embed.html", {"bootstrap": bootstrap}, status_code=404 if missing else 200
+        )
     except TemplateNotFound:
+        if missing:
+            raise HTTPException(404, f"no run with id {run_id[:64]!r}") from None
         raise HTTPException(404, "embeds are not built into this server yet") from None

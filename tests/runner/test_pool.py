@@ -30,6 +30,24 @@ def test_infinite_loop_times_out(driver: PoolDriver) -> None:
     assert time.monotonic() - t0 < 20  # ended by its limit, not left running (not a speed test)
 
 
+def test_a_run_stopped_by_its_time_limit_says_what_it_recorded(driver: PoolDriver) -> None:
+    # NOTE [Counts of a run stopped from outside]: not zeros beside a recorded graph
+    source = (
+        "import torch\nx = torch.tensor(1.0, requires_grad=True)\ny = x * 3\nz = y + 1\n"
+        "z.backward()\nprint('looping')\nwhile True:\n    pass\n"
+    )
+    events, _ = driver.run(source, limits=Limits(timeout_s=1.5))
+    end = finished(events)
+    assert end.status == "timeout"
+    kinds = [e.type for e in events]
+    assert end.counts.ops == kinds.count("op") == 3  # torch.tensor, *, +
+    assert end.counts.nodes == kinds.count("node") > 0
+    assert end.counts.tensors == kinds.count("tensor") > 0
+    assert end.counts.backward_calls == 1
+    assert end.counts.events == len(events)
+    assert end.duration_s >= 1.0  # it ran until its 1.5 s limit stopped it
+
+
 def test_cancel_is_prompt(driver: PoolDriver) -> None:
     async def go() -> tuple[float, str | None, list]:
         handle = driver.pool.submit(

@@ -261,7 +261,14 @@ def test_head_asks_the_page_and_health_as_get_does(api: httpx.Client) -> None:
 
 
 def test_embed_page(api: httpx.Client, server: LiveServer) -> None:
-    assert api.get("/embed/nope").status_code == 404
+    missing = api.get("/embed/nope")
+    assert missing.status_code == 404
+    if (TEMPLATES / "embed.html").is_file():  # a page for the iframe that says so, not JSON
+        assert missing.headers["content-type"].startswith("text/html")
+        assert (
+            '"run_missing": true' in missing.text
+            and "frame-ancestors *" in missing.headers["content-security-policy"]
+        )
     run = run_json(api.post("/api/runs", json={"source": QUICK}))
     response = api.get(f"/embed/{run['id']}")
     if (TEMPLATES / "embed.html").is_file():

@@ -98,6 +98,20 @@ def test_a_course_page_embeds_a_run_and_steps_it(page: Any, course: CoursePages,
     shot(page, "embed-01-course-page-stepped-to-leaf")
 
 
+def test_an_embed_of_a_missing_run_says_so_in_the_frame(page: Any, course: CoursePages, request: Any) -> None:
+    # a deleted run or a mistyped link: a sentence in the frame, not a line of JSON
+    request.node.allow_console_errors = True  # Chromium logs the frame page's own 404
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.location.get("url", "")) if m.type == "error" else None)
+    course_page(page, course, iframe(f"{page.server.url}/embed/nosuchrun000?view=stepper", 720, 560))
+    page.wait_for_selector("iframe")
+    frame = page.frames[1]
+    failed = frame.locator(".gw-viewer-failed")
+    expect(failed).to_contain_text("there is no run nosuchrun000 on this server")
+    # the page's own 404 is the only failed request: the viewer asks the API nothing more
+    assert errors and not [url for url in errors if "/api/" in url]
+
+
 def test_embed_options_graph_at_a_step_dark_without_controls(
     page: Any, course: CoursePages, cubic_run: str
 ) -> None:

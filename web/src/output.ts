@@ -76,11 +76,26 @@ export class OutputView {
       case "pitfall":
         this.notices.append(pitfallCard(this.model, ev, this.store));
         break;
-      case "run_started":
       case "run_finished":
+        this.renderStatus();
+        this.sayWhyItStopped(ev);
+        break;
+      case "run_started":
         this.renderStatus();
         break;
     }
+  }
+
+  /**
+   * Say why a run ended early (its time limit, a cancel, a crash, a memory limit) in the
+   * runner's words. An error the snippet raised has its own card, at its line, already.
+   */
+  private sayWhyItStopped(ev: Extract<GradwalkEvent, { type: "run_finished" }>): void {
+    if (ev.status === "ok" || !ev.message || (ev.status === "error" && this.model.errors.length > 0)) return;
+    const kind = ev.status === "cancelled" ? "info" : ev.status === "timeout" || ev.status === "limit" ? "limit" : "error";
+    this.notices.append(
+      h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", data: { stopped: ev.status } }, ev.message),
+    );
   }
 
   /** Open the node an error is about: selected in the graph, its lines lit, its card in Inspect. */

@@ -78,12 +78,18 @@ function fail(root: HTMLElement, message: string): void {
 interface Bootstrap {
   api?: string;
   run_id?: string;
+  /** The server has no run with this id (the page itself answered 404). */
+  run_missing?: boolean;
 }
 
 /** Fetch a stored run's trace; a run still going is followed over its websocket. */
 async function mountRun(root: HTMLElement, boot: Bootstrap, options: ViewerOptions): Promise<void> {
   const api = new Api(boot.api ?? "/api");
   const id = boot.run_id!;
+  if (boot.run_missing) {
+    fail(root, `there is no run ${id} on this server. The link may be mistyped, or the run may have been deleted.`);
+    return;
+  }
   let trace: GradwalkTrace;
   let title: string | null = null;
   try {
