@@ -422,6 +422,29 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     shot(page, "08-chain-2000")
 
 
+def test_a_graph_growing_live_leaves_the_page_time_between_rebuilds(page: Any) -> None:
+    # A loop of 2,000 recorded ops streams for seconds. Rebuilt back to back, its graph kept
+    # the page's main thread busy: Stop took 30 s to land and the page froze for seconds.
+    # While a run streams, each rebuild waits twice as long as the last one took (at most 4 s).
+    open_app(page)
+    page.evaluate(
+        "(src) => { window.gradwalk.editor.source = src; }",
+        "import time, torch\nx = torch.tensor(1.0, requires_grad=True)\n"
+        "for i in range(2000):\n    y = x * 2\n    time.sleep(0.001)\n",
+    )
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=120_000)
+    wait_graph(page)
+    rebuilds = page.evaluate("() => window.gradwalk.graph.rebuilds")
+    # (a rebuild for a new run, a user's click or the run's end is not paced: it comes at once)
+    paced = [(a, b) for a, b in zip(rebuilds, rebuilds[1:], strict=False) if b["paced"]]
+    assert paced, rebuilds  # the graph was rebuilt while the run streamed
+    for a, b in paced:
+        rest = b["began"] - (a["began"] + a["ms"])
+        assert rest >= min(4000, 2 * a["ms"]) - 5, (a, b)
+    assert not rebuilds[-1]["paced"]  # and once more, at once, when it finished
+
+
 def test_the_numbers_an_op_was_passed_are_written_out(page: Any) -> None:
     """`4*x` reads as `x * 4` in the tape and on the graph, not `x * …`."""
     open_app(page, "?view=tape")

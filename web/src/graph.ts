@@ -25,6 +25,14 @@ const FOLD_ABOVE = ELK_MAX_NODES;
 /** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
 const COMPACT_ABOVE = 1500;
 const BIG = 1200;
+/**
+ * While a run streams, the next rebuild waits PACE times as long as the last one took (at
+ * most PACE_MAX_MS): a graph of thousands of nodes takes a second or more to rebuild on a
+ * slow laptop, and back-to-back rebuilds left the page no time to take events, clicks or
+ * Stop (a 4,000-op loop took 17 s to show a 1.4 s run, with the page frozen for 5 s at a time).
+ */
+const PACE = 2;
+const PACE_MAX_MS = 4000;
 
 export class GraphView {
   private cy!: Core;
@@ -42,7 +50,11 @@ export class GraphView {
   private layoutRunning = false;
   private layoutPending = false;
   private timer = 0;
+  /** When the pending timer fires (performance.now()). */
+  private timerDue = 0;
   private dirtySince = 0;
+  /** How long the last rebuild took, from its start to its layout applied (ms). */
+  private lastRebuildMs = 0;
   private userMoved = false;
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
@@ -57,6 +69,8 @@ export class GraphView {
   /** Slide edge labels off nodes and each other (graph-labels.ts), a frame after they change. */
   private readonly placeLabels = perFrame(() => this.big || placeEdgeLabels(this.cy));
   lastLayout: LayoutInfo | null = null;
+  /** The last rebuilds, for tests: when each began, how long it took, and whether it was paced (PACE). */
+  readonly rebuilds: { began: number; ms: number; paced: boolean }[] = [];
 
   constructor(
     readonly root: HTMLElement,
@@ -207,7 +221,9 @@ export class GraphView {
   /**
    * Rebuild and re-layout soon. While a run streams, events arrive in bursts: the first
    * one starts a short timer and the rest ride along; events arriving during a layout
-   * queue one more layout after it. So a live graph updates several times a second.
+   * queue one more layout after it. So a small live graph updates several times a second,
+   * and a big one as often as leaves the page responsive (PACE). A sooner request (0: the
+   * user asked; the run finished) replaces a later pending one.
    */
   schedule(delay = 80): void {
     if (!this.dirtySince) this.dirtySince = performance.now();
@@ -215,12 +231,16 @@ export class GraphView {
       this.layoutPending = true;
       return;
     }
-    if (this.timer && delay > 0) return;
+    const paced = delay > 0 && !this.model.finished;
+    const wait = paced ? Math.max(delay, Math.min(PACE_MAX_MS, PACE * this.lastRebuildMs)) : delay;
+    const due = performance.now() + wait;
+    if (this.timer && this.timerDue <= due) return;
     clearTimeout(this.timer);
+    this.timerDue = due;
     this.timer = window.setTimeout(() => {
       this.timer = 0;
-      void this.rebuild();
-    }, delay);
+      void this.rebuild(paced);
+    }, wait);
   }
 
   /** Whether a rebuild or layout is pending or running. */
@@ -255,10 +275,11 @@ export class GraphView {
     this.schedule(0);
   }
 
-  private async rebuild(): Promise<void> {
+  private async rebuild(paced: boolean): Promise<void> {
     this.layoutRunning = true;
     this.layoutPending = false;
-    const started = this.dirtySince || performance.now();
+    const began = performance.now();
+    const started = this.dirtySince || began;
     this.dirtySince = 0;
     try {
       this.autoLevelOfDetail();
@@ -293,7 +314,10 @@ export class GraphView {
       for (const w of waiters) w(info);
     } finally {
       this.layoutRunning = false;
-      if (this.layoutPending) this.schedule(40);
+      this.lastRebuildMs = performance.now() - began;
+      this.rebuilds.push({ began, ms: this.lastRebuildMs, paced });
+      if (this.rebuilds.length > 50) this.rebuilds.shift();
+      if (this.layoutPending) this.schedule(this.model.finished ? 0 : 40);
     }
   }
 
