@@ -112,6 +112,20 @@ def test_an_embed_of_a_missing_run_says_so_in_the_frame(page: Any, course: Cours
     assert errors and not [url for url in errors if "/api/" in url]
 
 
+def test_a_phone_wide_embed_shows_all_six_tabs(page: Any, course: CoursePages, cubic_run: str) -> None:
+    # one line of brand, tabs and theme button hid four tabs off to the side
+    course_page(page, course, iframe(f"{page.server.url}/embed/{cubic_run}?view=stepper", 360, 560))
+    frame = embed_frame(page)
+    tabs = frame.locator(".gw-viewer-tabs [role=tab]")
+    expect(tabs).to_have_count(6)
+    row = frame.locator(".gw-viewer-tabs").bounding_box()
+    for i in range(6):
+        box = tabs.nth(i).bounding_box()
+        assert box["x"] >= row["x"] - 1 and box["x"] + box["width"] <= row["x"] + row["width"] + 1, i
+    settle(page)
+    shot(page, "embed-04-phone")
+
+
 def test_embed_options_graph_at_a_step_dark_without_controls(
     page: Any, course: CoursePages, cubic_run: str
 ) -> None:
