@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -422,6 +423,24 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     shot(page, "08-chain-2000")
 
 
+def test_a_long_walk_says_what_it_leaves_out_where_it_leaves_it_out(page: Any) -> None:
+    # the walk of thousands of nodes shows a window of them: "… N earlier" above it, "… N
+    # more" below (at the end of the walk "earlier" was written under the last rows)
+    open_app(page)
+    load_trace(page, chain_trace(2000))
+    wait_graph(page)
+    walk = page.locator(".gw-walk > li")
+    page.evaluate("() => window.gradwalk.stepper.go(1e9)")
+    expect(walk.first).to_have_text(re.compile(r"^… \d+ earlier$"))
+    expect(walk.last).not_to_have_text(re.compile("earlier|more"))
+    page.evaluate("() => window.gradwalk.stepper.go(1000)")
+    expect(walk.first).to_have_text(re.compile(r"^… \d+ earlier$"))
+    expect(walk.last).to_have_text(re.compile(r"^… \d+ more$"))
+    page.evaluate("() => window.gradwalk.stepper.go(1)")
+    expect(walk.first).not_to_have_text(re.compile("earlier|more"))
+    expect(walk.last).to_have_text(re.compile(r"^… \d+ more$"))
+
+
 def test_a_graph_growing_live_leaves_the_page_time_between_rebuilds(page: Any) -> None:
     # A loop of 2,000 recorded ops streams for seconds. Rebuilt back to back, its graph kept
     # the page's main thread busy: Stop took 30 s to land and the page froze for seconds.
@@ -437,7 +456,7 @@ def test_a_graph_growing_live_leaves_the_page_time_between_rebuilds(page: Any) -
     wait_graph(page)
     rebuilds = page.evaluate("() => window.gradwalk.graph.rebuilds")
     # (a rebuild for a new run, a user's click or the run's end is not paced: it comes at once)
-    paced = [(a, b) for a, b in zip(rebuilds, rebuilds[1:], strict=False) if b["paced"]]
+    paced = [(a, b) for a, b in itertools.pairwise(rebuilds) if b["paced"]]
     assert paced, rebuilds  # the graph was rebuilt while the run streamed
     for a, b in paced:
         rest = b["began"] - (a["began"] + a["ms"])

@@ -311,7 +311,7 @@ export class StepperView {
       this.marked = null;
       if (lo > 0) this.walk.append(h("li", { class: "gw-walk-more", text: `… ${lo} earlier` }));
       this.appendItems(call.entries.slice(lo, this.window.hi));
-      if (this.window.hi < n) this.walk.append(h("li", { class: "gw-walk-more", text: `… ${n - this.window.hi} more` }));
+      if (this.window.hi < n) this.walk.append(h("li", { class: "gw-walk-more", data: { later: n - this.window.hi }, text: `… ${n - this.window.hi} more` }));
     }
     // Move the marks from the last position to this one, touching only the items between.
     const at = now - this.window.lo;
@@ -334,7 +334,8 @@ export class StepperView {
   private appendItems(entries: StepEntry[]): void {
     const items = entries.map((e) => this.walkItem(e));
     this.walkItems.push(...items.map((li) => li.firstElementChild as HTMLElement));
-    const more = this.walk.querySelector(".gw-walk-more:last-child");
+    // before the "… N more" that closes a window, never after the "… N earlier" that opens it
+    const more = this.walk.querySelector(".gw-walk-more[data-later]:last-child");
     if (more) more.before(...items);
     else this.walk.append(...items);
   }
