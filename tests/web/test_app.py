@@ -368,7 +368,7 @@ def test_stop_cancels_a_long_run(page: Any) -> None:
     expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
     # the runner's reason is shown, and the status line says how long the run went on
     expect(page.locator("[data-stopped=cancelled]")).to_contain_text("cancelled")
-    expect(page.locator(".gw-run-status")).to_contain_text("cancelled · ")
+    expect(page.locator(".gw-run-status")).to_contain_text("stopped · ")
     expect(page.locator(".gw-run-status")).not_to_contain_text("0.000 s")
 
 

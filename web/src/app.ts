@@ -9,7 +9,7 @@ import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
-import { OutputView } from "./output";
+import { OutputView, STATUS_WORDS } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
 import { bindShareButtons } from "./share";
@@ -321,12 +321,7 @@ export class App {
       idle: "ready",
       starting: "starting…",
       running: "running…",
-      ok: "finished",
-      error: "error",
-      timeout: "timed out",
-      cancelled: "stopped",
-      crashed: "crashed",
-      limit: "limit reached",
+      ...STATUS_WORDS,
     };
     this.statusEl.textContent = labels[state] ?? state;
     this.statusEl.dataset.state = state;

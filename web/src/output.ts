@@ -6,6 +6,18 @@ import { linksOfLine, linksOfNode, type Store } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
 
+type RunFinishedEvent = Extract<GradwalkEvent, { type: "run_finished" }>;
+
+/** How the page words each way a run can end (the header's status and the output's first line). */
+export const STATUS_WORDS: Record<RunFinishedEvent["status"], string> = {
+  ok: "finished",
+  error: "error",
+  timeout: "timed out",
+  cancelled: "stopped",
+  crashed: "crashed",
+  limit: "limit reached",
+};
+
 export class OutputView {
   private readonly status: HTMLElement;
   private readonly notices: HTMLElement;
@@ -90,7 +102,7 @@ export class OutputView {
    * Say why a run ended early (its time limit, a cancel, a crash, a memory limit) in the
    * runner's words. An error the snippet raised has its own card, at its line, already.
    */
-  private sayWhyItStopped(ev: Extract<GradwalkEvent, { type: "run_finished" }>): void {
+  private sayWhyItStopped(ev: RunFinishedEvent): void {
     if (ev.status === "ok" || !ev.message || (ev.status === "error" && this.model.errors.length > 0)) return;
     const kind = ev.status === "cancelled" ? "info" : ev.status === "timeout" || ev.status === "limit" ? "limit" : "error";
     this.notices.append(
@@ -149,7 +161,7 @@ export class OutputView {
     }
     const c = f.counts;
     const parts = [
-      f.status === "ok" ? "finished" : f.status,
+      STATUS_WORDS[f.status] ?? f.status,
       `${f.duration_s.toFixed(3)} s`,
       `${c.ops} ops`,
       `${c.nodes} nodes`,
