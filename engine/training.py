@@ -1,10 +1,13 @@
 """Notice optimizer steps without changing the snippet, and measure each one.
 
-PyTorch's global optimizer step hooks bracket every ``step()`` of every optimizer. After a
-step the gradient, update and parameter norms are computed with ``torch._foreach_norm`` and
-moved to the host in one transfer; an SGD step's update is read off the step itself, any
-other optimizer's is measured against a copy taken before the step (NOTE [Update norms]). The same hook decides whether the next step is recorded in full detail
-(``Limits.detail_steps`` / ``Limits.detail_every``).
+PyTorch's global optimizer step hooks bracket every ``step()`` of every optimizer. Before a
+step the gradient norms are taken, as the step is given the gradient (some steps change
+``.grad`` in place); after it the update and parameter norms, and all of them reach the host
+in one transfer (NOTE [Norms on the host]). The update of an SGD step over float32/float64
+parameters is read off the step itself, any other is measured against a copy taken before
+the step (NOTE [Update norms]). The same hook decides whether the next step is recorded in
+full detail (``Limits.detail_steps`` / ``Limits.detail_every``, NOTE [Detail with several
+optimizers]).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import operator
 import sys
 import time
 import weakref
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,9 +30,62 @@ from .source import find_name, snippet_frame
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
+    from .events import Limits
     from .recorder import Recorder
 
 __all__ = ["TrainingTracker", "norms_of"]
+
+
+class _Optimizer:
+    """What the tracker keeps about one optimizer, for as long as that optimizer lives.
+
+    NOTE [Optimizers by id]: kept by ``id(opt)``, as an optimizer class may define
+    ``__eq__`` and so have no hash, and checked against ``ref`` at every lookup: once an
+    optimizer is freed, a new one may be given its id, and must not take over its step
+    count, label or buffers.
+    """
+
+    __slots__ = (
+        "before",
+        "buffers",
+        "failed",
+        "grads",
+        "interval",
+        "label",
+        "labels",
+        "last_total",
+        "params",
+        "ref",
+        "sgd",
+        "steps",
+    )
+
+    def __init__(self, ref: weakref.ref[torch.optim.Optimizer]) -> None:
+        self.ref = ref
+        self.steps = 0
+        self.last_total = 0  # the tracker's total_steps at this optimizer's latest step
+        self.interval = 0  # total steps between its two latest steps (NOTE [Detail with several optimizers])
+        self.label: str | None = None
+        # the parameters' copy kept from step to step (NOTE [Update norms])
+        self.buffers: list[torch.Tensor] = []
+        # (parameters, their labels, the recorded-op count then): see TrainingTracker._param_labels
+        self.labels: tuple[list[torch.Tensor], list[tuple[int, str]], int] | None = None
+        # what the pre-step hook hands its post-step hook
+        self.params: list[torch.Tensor] = []
+        self.grads: _GradNorms | None = None  # None: read after the step (a closure step)
+        self.before: list[torch.Tensor] = []  # the copy taken for this step, or [] (an SGD step read off)
+        self.sgd = False
+        self.failed = False
+
+    def stepped(self, total: int) -> None:
+        """Count one more step, the tracker's ``total``-th."""
+        self.interval = total - self.last_total  # before a second step: the total at the first
+        self.last_total = total
+        self.steps += 1
+
+    def still_stepping(self, total: int) -> bool:
+        """Whether this optimizer lives and has not missed steps it would take by now."""
+        return self.ref() is not None and total - self.last_total < 2 * self.interval
 
 
 class TrainingTracker:
@@ -38,28 +94,24 @@ class TrainingTracker:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._handles: list[RemovableHandle] = []
-        self._steps: dict[int, int] = {}
-        self._labels: dict[int, str] = {}
-        self._before: list[torch.Tensor] = []
-        self._sgd_readable = False  # whether the step in progress is an SGD step read off its terms
+        self._optimizers: dict[int, _Optimizer] = {}  # by id(): NOTE [Optimizers by id]
         self._step_frame: FrameType | None = None
-        self._buffers: dict[int, list[torch.Tensor]] = {}
-        self._labels_by_param: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
-        # id(optimizer) -> (the optimizer, its parameters, their labels, the recorded-op count
-        # then); by id, as an optimizer class may define __eq__ and so not be hashable
-        self._kept_labels: dict[
-            int,
-            tuple[weakref.ref[torch.optim.Optimizer], list[torch.Tensor], list[tuple[int, str]], int],
-        ] = {}
-        self._looked_for: set[int] = set()
+        # parameters whose model was looked for among the snippet's variables (held weakly)
+        self._looked_for: dict[int, weakref.ref[torch.Tensor]] = {}
         self._last_end = time.perf_counter()
+        self._latest_steps = 0  # the step count of the optimizer that stepped last
         self.total_steps = 0
         self.stepped_params: set[int] = set()
 
     @property
     def steps_done(self) -> int:
-        """The most steps any one optimizer has taken (what ``Limits.detail_every`` counts)."""
-        return max(self._steps.values(), default=0)
+        """The fewest steps taken by the optimizers still stepping (the last one's count when
+        none is): an error past them is in the iteration that ``Limits.detail_every`` one
+        more records in full (NOTE [Detail with several optimizers])."""
+        return min(
+            (o.steps for o in self._optimizers.values() if o.still_stepping(self.total_steps)),
+            default=self._latest_steps,
+        )
 
     def install(self) -> None:
         self._handles.append(register_optimizer_step_pre_hook(self._pre))
@@ -69,7 +121,24 @@ class TrainingTracker:
         for h in self._handles:
             h.remove()
         self._handles.clear()
-        self._buffers.clear()
+        for o in self._optimizers.values():  # the copies go; the counts stay for steps_done
+            o.buffers, o.before, o.grads, o.params = [], [], None, []
+
+    def _optimizer(self, opt: torch.optim.Optimizer) -> _Optimizer:
+        """``opt``'s entry, a new one for an optimizer not met before (NOTE [Optimizers by id])."""
+        key = id(opt)
+        known = self._optimizers.get(key)
+        if known is not None and known.ref() is opt:
+            return known
+        optimizers = self._optimizers
+
+        def forget(ref: weakref.ref[torch.optim.Optimizer]) -> None:
+            entry = optimizers.get(key)
+            if entry is not None and entry.ref is ref:
+                del optimizers[key]
+
+        entry = optimizers[key] = _Optimizer(weakref.ref(opt, forget))
+        return entry
 
     def _params(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for group in opt.param_groups for p in group["params"]]
@@ -78,11 +147,25 @@ class TrainingTracker:
         rec = self._rec
         rec.in_optimizer = True
         self._step_frame = sys._getframe(1)  # the hooks' caller: PyTorch's wrapper of step()
-        self._before = []
-        self._sgd_readable = _sgd_readable(opt)
-        if not self._sgd_readable:
-            self._copy_params(opt)  # else the update is read from the step's own terms (no copy)
-        return self._closure_seen(args, kwargs)
+        wrapped = self._closure_seen(args, kwargs)
+        state = self._optimizer(opt)
+        params = state.params = self._params(opt)
+        state.failed = False
+        # no_grad, without the context manager's cost (this runs on every training step)
+        grad_was = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        with rec.mute():
+            try:
+                # the gradient the step is given (a closure step makes its own: read after it)
+                state.grads = _grad_norms_started(params) if wrapped is None else None
+                state.sgd = _sgd_readable(opt, params)
+                state.before = [] if state.sgd else _copy_of(state, params)
+            except Exception:
+                state.failed = True
+                rec.observation_failed()
+            finally:
+                torch._C._set_grad_enabled(grad_was)
+        return wrapped
 
     def _closure_seen(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any] | None:
         """``step(closure)`` (LBFGS and the like): the closure is the snippet's own forward and
@@ -110,31 +193,6 @@ class TrainingTracker:
             return (args[0], recorded_closure, *args[2:]), kwargs
         return args, {**kwargs, "closure": recorded_closure}
 
-    def _copy_params(self, opt: torch.optim.Optimizer) -> None:
-        rec = self._rec
-        params = self._params(opt)
-        if not params:
-            return
-        # NOTE [Update norms]: any other optimizer's update is measured as the difference
-        # from a copy taken here, into buffers kept from step to step (allocating a fresh
-        # copy of a large model every step cost more than the copy itself).
-        key = id(opt)
-        buffers = self._buffers.get(key)
-        if (
-            buffers is None
-            or len(buffers) != len(params)
-            or any(
-                b.shape != p.shape or b.dtype != p.dtype or b.device != p.device
-                for b, p in zip(buffers, params, strict=True)
-            )
-        ):
-            buffers = self._buffers[key] = [
-                torch.empty_like(p, memory_format=torch.preserve_format) for p in params
-            ]
-        with rec.mute(), torch.no_grad():
-            torch._foreach_copy_(buffers, params)
-        self._before = buffers
-
     def inside_step(self) -> bool:
         """Whether the ``step()`` whose pre-hook ran last is still on the stack.
 
@@ -154,34 +212,31 @@ class TrainingTracker:
         rec = self._rec
         rec.in_optimizer = False
         self._step_frame = None
-        key = id(opt)
-        step = self._steps.get(key, 0) + 1
-        self._steps[key] = step
+        state = self._optimizer(opt)
         self.total_steps += 1
+        state.stepped(self.total_steps)
+        step = self._latest_steps = state.steps
         frame, line = snippet_frame()
-        label = self._labels.get(key)
-        if label is None:
-            var = find_name(opt, frame)
-            label = self._labels[key] = f"{var} ({type(opt).__name__})" if var else type(opt).__name__
-        params = self._params(opt)
+        if state.label is None:
+            state.label = _optimizer_label(opt, frame)
+        params = state.params
         self.stepped_params.update(map(id, params))
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
         with rec.mute():  # one mute for the norms, the event and the detectors
             try:
-                stats = self._measure(opt, params, frame)
+                stats = _no_stats() if state.failed else self._measure(opt, state, frame)
             except Exception:
                 rec.observation_failed()
-                # a parameter the norms cannot read: this step reports no norms, the run goes on
-                stats = {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
+                stats = _no_stats()  # a parameter the norms cannot read: no norms, the run goes on
             finally:
                 torch._C._set_grad_enabled(grad_was)
             now = time.perf_counter()
             rec.emit(
                 {
                     "type": "optimizer_step",
-                    "optimizer": label,
+                    "optimizer": state.label,
                     "step": step,
                     "loss": rec.backward.last_loss,
                     "lr": [float(g.get("lr", 0.0)) for g in opt.param_groups],
@@ -195,40 +250,35 @@ class TrainingTracker:
                 }
             )
             self._last_end = now
-            self._before = []
+            state.before, state.grads, state.params = [], None, []
             rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
         self._schedule()
 
     def _measure(
-        self, opt: torch.optim.Optimizer, params: list[torch.Tensor], frame: FrameType | None
+        self, opt: torch.optim.Optimizer, state: _Optimizer, frame: FrameType | None
     ) -> dict[str, Any]:
         """Norms of every parameter, its gradient and its update, in one transfer to the host."""
+        params = state.params
         if not params:
-            return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
+            return _no_stats()
         n = len(params)
-        grads: list[torch.Tensor] = []
-        with_grad: list[int] = []
-        for i, p in enumerate(params):
-            g = p.grad
-            if g is not None:
-                grads.append(g)
-                with_grad.append(i)
-        sgd = _sgd_update_terms(opt) if self._sgd_readable else None
+        with_grad, grads = state.grads if state.grads is not None else _grad_norms_started(params)
+        sgd = _sgd_update_terms(opt) if state.sgd else None
         # see NOTE [Update norms]: for SGD the update is lr * (the gradient, or the momentum
         # buffer the step just applied), so its norm needs no copy and no extra pass for
         # plain SGD; any other optimizer's is measured against the copy taken before the step
         if sgd is not None:
             updates = [t for t, _ in sgd if isinstance(t, torch.Tensor)]
         else:
-            updates = self._before
+            updates = state.before
             if updates:
                 torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
-        host = norms_of([*params, *grads, *updates])
+        host, grad_host = _norms_finished(_norms_started([*params, *updates]), grads)
         pn = host[:n]
         gn: list[float | None] = [None] * n
-        for i, v in zip(with_grad, host[n : n + len(grads)], strict=True):
+        for i, v in zip(with_grad, grad_host, strict=True):
             gn[i] = v
-        rest = host[n + len(grads) :]
+        rest = host[n:]
         if sgd is None:
             un = rest if rest else [0.0] * n
         else:
@@ -243,7 +293,7 @@ class TrainingTracker:
                     un.append(scale * next(it))
         stats = [
             {"tensor": tid, "name": label, "grad_norm": gn[i], "update_norm": un[i], "param_norm": pn[i]}
-            for i, (tid, label) in enumerate(self._param_labels(opt, params, frame))
+            for i, (tid, label) in enumerate(self._param_labels(state, params, frame))
         ]
         finite_g = [g for g in gn if g is not None]
         return {
@@ -254,71 +304,175 @@ class TrainingTracker:
         }
 
     def _param_labels(
-        self, opt: torch.optim.Optimizer, params: list[torch.Tensor], frame: FrameType | None
+        self, state: _Optimizer, params: list[torch.Tensor], frame: FrameType | None
     ) -> list[tuple[int, str]]:
-        """``(tensor id, label)`` of each of ``opt``'s parameters.
+        """``(tensor id, label)`` of each of an optimizer's parameters, each label its own.
 
-        Looked up once and kept with the optimizer for as long as it steps the very same
-        parameters and no op has been recorded since (an in-place op recorded in full
-        detail gives a parameter a new tensor id); while a label is only a fallback
-        (``param0``), the lookup runs again every step, as the name may still be found.
+        A parameter's name inside its model (``0.weight``), or with the model's name too
+        (``encoder.0.weight``) when the optimizer steps parameters of more than one model;
+        a tensor outside any model goes by its variable's name (``w``), else ``param3``.
+        Kept with the optimizer for as long as it steps the very same parameters and no op
+        has been recorded since (an in-place op recorded in full detail gives a parameter a
+        new tensor id); while a label is only a fallback (not a model's parameter), the
+        lookup runs again every step, as the name may still be found.
         """
         rec = self._rec
-        key = id(opt)
-        kept = self._kept_labels.get(key)
+        kept = state.labels
         if (
             kept is not None
-            and kept[0]() is opt
-            and kept[3] == rec.ops
-            and len(kept[1]) == len(params)
-            and all(map(operator.is_, kept[1], params))
+            and kept[2] == rec.ops
+            and len(kept[0]) == len(params)
+            and all(map(operator.is_, kept[0], params))
         ):
-            return kept[2]
-        found = []
-        final = True
-        for i, p in enumerate(params):
-            cached = self._labels_by_param.get(id(p))
-            if cached is not None and cached[0]() is p and rec.tensors.known(p) == cached[1]:
-                found.append((cached[1], cached[2]))
-                continue
-            name, pname = rec.modules.param_name(p)
-            if name is None and id(p) not in self._looked_for:
-                # a model no forward hook has met (first called in a metrics-only step)
-                self._looked_for.add(id(p))
-                rec.modules.name_roots_in(frame)
-                name, pname = rec.modules.param_name(p)
-            tid = rec.tensors.known(p)
-            if tid is None:
-                tid = rec.tensors.ensure(p)
-            label = pname or name or rec.tensors.names.get(tid) or f"param{i}"
-            if pname or name:  # a final name; a fallback label may still improve
-                self._labels_by_param[id(p)] = (weakref.ref(p), tid, label)
-            else:
-                final = False
-            found.append((tid, label))
-        if final:
-            # the optimizer holds its parameters anyway; the entry goes with the optimizer
-            kept_labels = self._kept_labels
-            gone = weakref.ref(opt, lambda _: kept_labels.pop(key, None))
-            kept_labels[key] = (gone, params, found, rec.ops)
-        else:
-            self._kept_labels.pop(key, None)
+            return kept[1]
+        named = [self._names_of(p, frame) for p in params]
+        models = {name.partition(".")[0] for _, name, _ in named if name is not None}
+        shorts = [short for _, name, short in named if name is not None]
+        # names inside one model never repeat: a repeat is a second model of the same name
+        several = len(models) > 1 or len(set(shorts)) < len(shorts)
+        labels = [
+            (name if several else short) or rec.tensors.names.get(tid) or f"param{i}"
+            for i, (tid, name, short) in enumerate(named)
+        ]
+        found = list(zip([tid for tid, _, _ in named], _distinct(labels), strict=True))
+        # final once every parameter is a model's; the entry goes with the optimizer
+        state.labels = (params, found, rec.ops) if all(name for _, name, _ in named) else None
         return found
 
+    def _names_of(self, p: torch.Tensor, frame: FrameType | None) -> tuple[int, str | None, str | None]:
+        """``(tensor id, qualified name, name inside its model)`` of a parameter; the names
+        are ``None`` for a tensor that is no model's parameter."""
+        rec = self._rec
+        name, short = rec.modules.param_name(p)
+        looked = self._looked_for.get(id(p))
+        if name is None and (looked is None or looked() is not p):
+            # a model no forward hook has met (first called in a metrics-only step)
+            self._looked_for[id(p)] = weakref.ref(p)
+            rec.modules.name_roots_in(frame)
+            name, short = rec.modules.param_name(p)
+        tid = rec.tensors.known(p)
+        if tid is None:
+            tid = rec.tensors.ensure(p)
+        return tid, name, short
+
     def _schedule(self) -> None:
-        limits = self._rec.limits
-        done = self.steps_done
-        detail = done < limits.detail_steps or (
-            limits.detail_every > 0 and (done + 1) % limits.detail_every == 0
+        """Record the next step in full when it is a detail step of any optimizer still stepping.
+
+        NOTE [Detail with several optimizers]: ``Limits.detail_steps`` and
+        ``detail_every`` count each optimizer's own steps, so a GAN's generator has its step
+        8 recorded in full as its discriminator does, whichever steps first. An optimizer
+        counts while it steps as often as it did: one that has gone twice its last interval
+        (in steps of all optimizers) without a step is taken to be done, so an earlier
+        training phase's optimizer left at step 7 cannot keep every later step recorded in
+        full for ``detail_every=8``. Before its second step an optimizer's interval is the
+        run's step count at its first.
+        """
+        limits, total = self._rec.limits, self.total_steps
+        detail = any(
+            _is_detail_step(o.steps + 1, limits) for o in self._optimizers.values() if o.still_stepping(total)
         )
         self._rec.set_detail(detail)
 
 
+def _is_detail_step(step: int, limits: Limits) -> bool:
+    return step <= limits.detail_steps or (limits.detail_every > 0 and step % limits.detail_every == 0)
+
+
+def _no_stats() -> dict[str, Any]:
+    return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
+
+
+def _distinct(labels: list[str]) -> list[str]:
+    """``labels`` with a repeat marked by its count (``Linear.weight #2``): two models known
+    by the same name (their class's) must still chart as two series."""
+    if len(set(labels)) == len(labels):
+        return labels
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def _optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
+    """``opt (SGD)``, after the variable or attribute (``self.opt_g (Adam)``) that holds
+    ``opt`` where the snippet stepped it; the bare class name when none does."""
+    holder = find_name(opt, frame) or _attribute_holding(opt, frame)
+    kind = type(opt).__name__
+    return f"{holder} ({kind})" if holder else kind
+
+
+def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
+    """``self.opt_g``: an attribute holding ``obj`` of an object bound in ``frame`` (locals,
+    then globals), as a trainer class or a GAN keeps its optimizers."""
+    if frame is None:
+        return None
+    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+    for scope in scopes:
+        for key, value in list(scope.items()):
+            if key.startswith("_") or isinstance(value, type | ModuleType):
+                continue
+            try:
+                attrs = vars(value)
+            except TypeError:  # no __dict__ (a number, a tensor's slots, ...)
+                continue
+            for attr, held in attrs.items():
+                if held is obj and not attr.startswith("__"):
+                    return f"{key}.{attr}"
+    return None
+
+
+def _copy_of(state: _Optimizer, params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A copy of ``params``, taken before a step to measure its update against."""
+    if not params:
+        return []
+    # NOTE [Update norms]: an update that cannot be read off the step is measured as the
+    # difference from a copy taken here, into buffers kept from step to step (allocating a
+    # fresh copy of a large model every step cost more than the copy itself).
+    buffers = state.buffers
+    if len(buffers) != len(params) or any(
+        b.shape != p.shape or b.dtype != p.dtype or b.device != p.device
+        for b, p in zip(buffers, params, strict=True)
+    ):
+        buffers = state.buffers = [torch.empty_like(p, memory_format=torch.preserve_format) for p in params]
+    torch._foreach_copy_(buffers, params)
+    return buffers
+
+
 _NUMPY_DTYPES = (torch.float32, torch.float64)
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
 # tensors up to this many elements are read into Python floats (NOTE [Norms on the host])
 _SMALL = 64
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _STRIDED = torch.strided
+
+
+class _Started:
+    """Norms being taken (NOTE [Norms on the host]): ``values`` holds those read on the host
+    already, ``device`` the rest, still on their devices, bound for ``positions``."""
+
+    __slots__ = ("device", "positions", "values")
+
+    def __init__(self, values: list[float], positions: list[int], device: list[torch.Tensor]) -> None:
+        self.values = values
+        self.positions = positions
+        self.device = device
+
+
+# the positions of the parameters that have a gradient, and its norms
+_GradNorms = tuple[list[int], _Started]
+
+
+def _grad_norms_started(params: list[torch.Tensor]) -> _GradNorms:
+    with_grad: list[int] = []
+    grads: list[torch.Tensor] = []
+    for i, p in enumerate(params):
+        g = p.grad
+        if g is not None:
+            grads.append(g)
+            with_grad.append(i)
+    return with_grad, _norms_started(grads)
 
 
 def _norm_of_one(t: torch.Tensor) -> float:
@@ -338,20 +492,31 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
     memory of at most :data:`_SMALL` elements is read into Python floats with one call;
     a larger contiguous one through a NumPy view of its memory and its BLAS dot (a quarter
     faster than PyTorch's norm kernel on a 784-256-10 MLP's parameters). Anything else
-    (other dtypes and devices, strided views, sparse gradients) takes PyTorch's norm, in one
-    ``torch._foreach_norm`` call and one transfer to the host. Measured in the rent
-    regression's metrics-only steps: 41 -> 21-25 us for its two parameters and gradients.
+    (other dtypes and devices, strided views) takes PyTorch's norm, in one
+    ``torch._foreach_norm`` call (float16 and bfloat16 ones in float32, rather than rounded
+    to their own three or four digits) and one transfer to the host; a sparse gradient is
+    read on its own. An optimizer step starts its gradients' norms before the step and
+    finishes them with the others after it (:func:`_norms_started`, :func:`_norms_finished`),
+    still in one transfer. Measured in the rent regression's metrics-only steps: 41 -> 21-25
+    us for its two parameters and gradients.
     """
-    out: list[float] = []
-    rest: list[int] = []  # positions PyTorch measures
+    return _norms_finished(_norms_started(tensors))[0]
+
+
+def _norms_started(tensors: list[torch.Tensor]) -> _Started:
+    """Take the norms of ``tensors`` that are read on the host, and start the others on
+    their devices (NOTE [Norms on the host])."""
+    values: list[float] = []
+    positions: list[int] = []
+    rest: list[torch.Tensor] = []
     errstate = None
     try:
         for t in tensors:
             if t.dtype in _NUMPY_DTYPES and t.layout is _STRIDED and t.is_cpu:
                 if t.numel() <= _SMALL:
                     dims = t.dim()
-                    values = t.tolist() if dims == 1 else [t.item()] if dims == 0 else t.reshape(-1).tolist()
-                    out.append(_norm_of_floats(values, t.dtype))
+                    floats = t.tolist() if dims == 1 else [t.item()] if dims == 0 else t.reshape(-1).tolist()
+                    values.append(_norm_of_floats(floats, t.dtype))
                     continue
                 if t.is_contiguous():
                     if errstate is None:
@@ -364,17 +529,46 @@ def norms_of(tensors: list[torch.Tensor]) -> list[float]:
                     except (RuntimeError, TypeError):
                         pass  # a tensor NumPy cannot view (a negative or conjugate bit): PyTorch below
                     else:
-                        out.append(math.sqrt(float(a.dot(a))))
+                        values.append(math.sqrt(float(a.dot(a))))
                         continue
-            rest.append(len(out))
-            out.append(0.0)
+            elif t.layout is not _STRIDED:  # sparse gradients (nn.Embedding(sparse=True))
+                values.append(_norm_of_one(t))
+                continue
+            positions.append(len(values))
+            values.append(0.0)
+            rest.append(t)
     finally:
         if errstate is not None:
             errstate.__exit__(None, None, None)
-    if rest:
-        for i, v in zip(rest, _torch_norms([tensors[i] for i in rest]), strict=True):
-            out[i] = v
-    return out
+    return _Started(values, positions, _device_norms(rest) if rest else [])
+
+
+def _device_norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``torch._foreach_norm`` of ``tensors``, those of half precision taken in float32."""
+    half = [t.dtype in _HALF_DTYPES for t in tensors]
+    if not any(half):
+        return list(torch._foreach_norm(tensors))
+    low = iter(
+        torch._foreach_norm([t for t, h in zip(tensors, half, strict=True) if h], 2, dtype=torch.float32)
+    )
+    others = [t for t, h in zip(tensors, half, strict=True) if not h]
+    high = iter(torch._foreach_norm(others) if others else [])
+    return [next(low) if h else next(high) for h in half]
+
+
+def _norms_finished(*started: _Started) -> list[list[float]]:
+    """The norms of each :class:`_Started`, those still on a device moved in one transfer."""
+    device = [v for s in started for v in s.device]
+    if device:
+        try:
+            host = torch.stack(device).tolist()  # promotes mixed dtypes
+        except RuntimeError:  # norms on several devices
+            host = torch.stack([v.float().cpu() for v in device]).tolist()
+        it = iter(host)
+        for s in started:
+            for i in s.positions:
+                s.values[i] = next(it)
+    return [s.values for s in started]
 
 
 def _norm_of_floats(values: list[float], dtype: torch.dtype) -> float:
@@ -389,16 +583,6 @@ def _norm_of_floats(values: list[float], dtype: torch.dtype) -> float:
     return math.sqrt(total)
 
 
-def _torch_norms(tensors: list[torch.Tensor]) -> list[float]:
-    if any(t.layout is not _STRIDED for t in tensors):
-        return [_norm_of_one(t) for t in tensors]  # sparse gradients (nn.Embedding(sparse=True))
-    norms = torch._foreach_norm(tensors)
-    try:
-        return torch.stack(norms).tolist()  # promotes mixed dtypes
-    except RuntimeError:  # tensors on several devices
-        return torch.stack([v.float().cpu() for v in norms]).tolist()
-
-
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
 
 
@@ -406,10 +590,10 @@ def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | s
     """For ``torch.optim.SGD``, what each parameter's step applied, and the lr scaling it.
 
     Only for an optimizer :func:`_sgd_readable` accepts (other optimizers, Nesterov, weight
-    decay without momentum or a tensor learning rate have their update measured from a
-    copy). A plain SGD step moves ``p`` by ``lr * grad`` (:data:`_GRAD`); with momentum by
-    ``lr * momentum_buffer``, whatever the weight decay; ``None`` where ``p`` had no
-    gradient and did not move. Read right after the step.
+    decay without momentum, a tensor learning rate or half-precision parameters have their
+    update measured from a copy). A plain SGD step moves ``p`` by ``lr * grad``
+    (:data:`_GRAD`); with momentum by ``lr * momentum_buffer``, whatever the weight decay;
+    ``None`` where ``p`` had no gradient and did not move. Read right after the step.
     """
     terms: list[tuple[torch.Tensor | str | None, float]] = []
     for group in opt.param_groups:
@@ -424,8 +608,14 @@ def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | s
     return terms
 
 
-def _sgd_readable(opt: torch.optim.Optimizer) -> bool:
-    """Whether :func:`_sgd_update_terms` can read this optimizer's updates off its step."""
+def _sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> bool:
+    """Whether :func:`_sgd_update_terms` can read this optimizer's updates off its step.
+
+    NOTE [Update norms]: ``p - lr * term`` is rounded to ``p``'s dtype. In float32 and
+    float64 the read-off is the distance moved to within that rounding (about 6e-8 of
+    ``|p|`` per element); in bfloat16 and float16 rounding swallows all or much of a small
+    update, which is what the update chart must show, so there the update is measured.
+    """
     if type(opt) is not torch.optim.SGD:
         return False
     for group in opt.param_groups:
@@ -434,4 +624,4 @@ def _sgd_readable(opt: torch.optim.Optimizer) -> bool:
             return False
         if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
             return False
-    return True
+    return all(p.dtype in _NUMPY_DTYPES for p in params)

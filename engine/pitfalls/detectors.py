@@ -14,6 +14,7 @@ from torch import nn
 
 from ..source import snippet_frame, snippet_frames
 from ..tensors import autograd_of
+from .stale_grads import LeftInGrad, StaleGradients
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -123,11 +124,7 @@ class PitfallWatch:
             ):
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
-        # missing-zero-grad: id(param) -> (grad object, its version right after a step, step)
-        self._stepped_grads: dict[
-            int, tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor], int, int]
-        ] = {}
-        self._stale: list[tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor], int, int]] = []
+        self._stale = StaleGradients(_known)  # missing-zero-grad
         # loss-tensor-accumulated: line -> [last total (weak), chain length, bytes at start, bytes now]
         self._totals: dict[int, list[Any]] = {}
         self._backward_roots = _IdentitySet()
@@ -300,35 +297,13 @@ class PitfallWatch:
         loss = self._rec.backward.last_loss
         if loss is not None and not math.isfinite(loss):
             self._non_finite(f"the loss is {loss}", _known(line))
-        # gradients an optimizer stepped with and nothing has cleared since
-        self._stale = [
-            entry
-            for entry in self._stepped_grads.values()
-            if (g := entry[1]()) is not None and g._version == entry[2]
-        ]
+        self._stale.before_backward()
 
     @_safe
     def after_backward(self, line: int | _Unknown | None = _UNKNOWN) -> None:
-        """Look at a backward call that returned: did it add to a gradient a step already used?"""
-        stale, self._stale = self._stale, []
-        for p_ref, g_ref, version, step in stale:
-            p, g = p_ref(), g_ref()
-            now = p.grad if p is not None else None
-            if now is not None and g is not None and (now is not g or now._version != version):
-                norm = float(now.detach().norm())
-                self._say(
-                    "missing-zero-grad",
-                    _known(line),
-                    "Gradients from the previous step are still in .grad",
-                    f"This backward() added its gradients to the ones left over from optimizer step {step} "
-                    f"(‖grad‖ is now {_fmt(norm)}): .grad accumulates with +=, it is never reset "
-                    "by backward() or step(). Every step then follows the sum of all past gradients, and the loss "
-                    "grows or oscillates instead of falling.",
-                    "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
-                    "forward → loss → backward → step).",
-                )
-                self._stepped_grads.clear()
-                return
+        """Look at a backward call that returned: mark the gradients it added into that a
+        step already used (NOTE [Stale gradients] in stale_grads.py)."""
+        self._stale.after_backward(line)
 
     @_safe
     def on_optimizer_step(
@@ -343,11 +318,26 @@ class PitfallWatch:
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
-        for p in params:
-            if p.grad is not None:
-                self._stepped_grads[id(p)] = (weakref.ref(p), weakref.ref(p.grad), p.grad._version, step)
+        if ("missing-zero-grad", None) not in self._said:
+            stale = self._stale.used_by(params, step)
+            if stale is not None:
+                self._stale_used(*stale, step)
         if grad_norm is not None and not math.isfinite(grad_norm):
             self._non_finite(f"the gradient norm is {grad_norm}", line, step=step, opt=opt)
+
+    def _stale_used(self, entry: LeftInGrad, grad: torch.Tensor, step: int) -> None:
+        norm = float(grad.detach().norm())
+        self._say(
+            "missing-zero-grad",
+            entry.added_at,
+            "Gradients from the previous step are still in .grad",
+            f"This backward() added its gradients to the ones left over from optimizer step {entry.step}, "
+            f"and step {step} used the sum (‖grad‖ is now {_fmt(norm)}): .grad accumulates with +=, it is "
+            "never reset by backward() or step(). Every step then follows the sum of all past gradients, and "
+            "the loss grows or oscillates instead of falling.",
+            "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
+            "forward → loss → backward → step).",
+        )
 
     def _non_finite(
         self, what: str, line: int | None, step: int | None = None, opt: torch.optim.Optimizer | None = None

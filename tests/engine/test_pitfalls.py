@@ -60,6 +60,28 @@ def test_unregistered_layers_are_named() -> None:
     assert "net.layers[0].weight" in p.message and p.tensors
 
 
+# the DCGAN tutorial's order: lossG.backward() adds into D's gradients too, which
+# optD.zero_grad() clears before optD steps again
+GAN = """
+import torch, torch.nn as nn
+G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+optG = torch.optim.Adam(G.parameters(), lr=1e-3)
+optD = torch.optim.SGD(D.parameters(), lr=1e-2, momentum=0.5)
+bce = nn.BCEWithLogitsLoss()
+real = torch.randn(16, 2) + 3
+for i in range(6):
+    fake = G(torch.randn(16, 4))
+    optD.zero_grad()
+    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+    optG.zero_grad()
+    lossG = bce(D(fake), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+"""
+
 NEAR_MISSES = {
     "deliberate gradient accumulation": """
 import torch, torch.nn as nn
@@ -144,6 +166,37 @@ for _ in range(3):
     opt.step()
 """,
     "a healthy learning rate": case_source("rent_regression.py"),
+    "an old .grad kept across zero_grad": """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+for i in range(3):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    g = model.weight.grad                      # kept to print after the step
+    opt.step()
+    print(i, loss.item(), g.norm().item())
+""",
+    "gradients from autograd.grad set as .grad": """
+import torch, torch.nn as nn
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+for i in range(4):
+    loss = ((model(x) - y) ** 2).mean()
+    if i % 2 == 0:
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        for p, g in zip(model.parameters(), grads):
+            p.grad = g
+    else:
+        opt.zero_grad()
+        loss.backward()
+    opt.step()
+""",
+    "a GAN: the generator's backward reaches the discriminator": GAN,
+    "a GAN zeroing without set_to_none": GAN.replace(".zero_grad()", ".zero_grad(set_to_none=False)"),
 }
 
 
@@ -217,6 +270,16 @@ val = model(torch.randn(4, 4)).mean().item()
     "running total added on the right, past full detail": (
         TRAINING_TOTAL.replace("total += loss", "total = loss + total"),
         ("loss-tensor-accumulated", 11),
+    ),
+    "a GAN that never zeroes the discriminator's gradients": (
+        GAN.replace("    optD.zero_grad()\n", ""),
+        ("missing-zero-grad", None),
+    ),
+    "a forgotten zero_grad, with the gradients clipped before each step": (
+        case_source("pitfall_forgot_zero_grad.py").replace(
+            "    opt.step()", "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()"
+        ),
+        ("missing-zero-grad", 14),
     ),
     "optimizer over another model": (
         """

@@ -8,6 +8,7 @@ import io
 import itertools
 import math
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -199,7 +200,8 @@ def test_update_norms_are_how_far_each_parameter_moved(make: str, width: int) ->
 def test_a_model_first_called_in_a_metrics_only_step_is_named() -> None:
     """Metrics-only steps run without the global module hooks (NOTE [Light module
     tracking]); a model met there for the first time still gets parameter names, and its
-    dropout is still watched."""
+    dropout is still watched. (``detail_steps=1``: each optimizer's first steps are
+    recorded in full, and opt2's would be from its second on.)"""
     trace = record(
         """
 import torch, torch.nn as nn
@@ -217,12 +219,16 @@ for _ in range(3):
     opt2.step()
 with torch.no_grad():
     head(torch.randn(2, 4))
-"""
+""",
+        limits=Limits(detail_steps=1),
     )
     steps = [s for s in q.optimizer_steps(trace) if s.optimizer == "opt2 (SGD)"]
     assert len(steps) == 3 and not any(s.detail for s in steps)
     assert {p.name for p in steps[0].params} == {"0.weight", "0.bias"}
     assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [("train-mode-in-evaluation", 16)]
+
+
+HALF = (torch.float16, torch.bfloat16)
 
 
 @pytest.mark.parametrize(
@@ -239,15 +245,21 @@ with torch.no_grad():
         [torch.randn(200, 100, requires_grad=True), torch.randn(100)],  # a parameter
         [torch.full((200, 100), 1e20), torch.randn(100)],  # float32 overflow: inf, as torch says
         [torch._neg_view(torch.randn(200, 100)), torch.randn(100)],  # NumPy cannot view it
+        [
+            torch.randn(300, dtype=torch.bfloat16),
+            torch.randn(300, 2, dtype=torch.float64).t(),
+        ],  # both foreach_norm
     ],
 )
 def test_norms_of_equal_torchs_norms(tensors: list[torch.Tensor]) -> None:
+    """Half-precision norms are taken in float32, not rounded to float16's or bfloat16's digits."""
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing may reach the snippet's stderr
-        expected = [torch.linalg.vector_norm(t).item() for t in tensors]
-        assert norms_of(tensors) == pytest.approx(
-            expected, rel=1e-3 if tensors[0].dtype == torch.float16 else 1e-5, nan_ok=True
-        )
+        expected = [
+            torch.linalg.vector_norm(t, dtype=torch.float32 if t.dtype in HALF else None).item()
+            for t in tensors
+        ]
+        assert norms_of(tensors) == pytest.approx(expected, rel=1e-5, nan_ok=True)
 
 
 @pytest.mark.parametrize("zero_grad", ["opt.zero_grad()", "pass  # forgotten"])
@@ -440,3 +452,208 @@ print([model(torch.ones(1, 2)).item() for model in (m, m2, m3, m4)])
     assert not q.errors(trace) and q.events_of(trace, "run_finished")[0].counts.unrecorded == 0
     assert q.stdout(trace) == plain.getvalue()
     assert sum(s.detail for s in q.optimizer_steps(trace)) == 3  # the copies came after light tracking began
+
+
+def test_the_gradient_norm_is_the_gradient_the_step_was_given() -> None:
+    """Multi-tensor Nesterov SGD adds the momentum into ``.grad`` in place during the step;
+    the norms are those of ``.grad`` when ``step()`` was called, as the snippet reads them."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, foreach=True)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+for i in range(4):
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    print([p.grad.norm().item() for p in model.parameters()])
+    opt.step()
+""",
+        limits=Limits(detail_steps=1),
+    )
+    truth = [ast.literal_eval(line) for line in q.stdout(trace).splitlines()]
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == len(truth) == 4
+    for step, norms in zip(steps, truth, strict=True):
+        assert [p.grad_norm for p in step.params] == pytest.approx(norms, rel=1e-5)
+        assert step.grad_norm == pytest.approx(math.sqrt(sum(g * g for g in norms)), rel=1e-5)
+
+
+def test_an_optimizer_given_a_freed_ones_id_is_counted_and_labelled_afresh() -> None:
+    """Each optimizer is numbered from 1 with its own class in its label, also when Python
+    hands it the id() of one freed before. (Both classes are given one unusual size, so
+    that the memory, and with it the id, of each optimizer freed goes to the next.)"""
+    trace = record(
+        """
+import torch, torch.nn as nn
+SIZE = tuple(f"slot{i}" for i in range(55))
+class SGD(torch.optim.SGD):
+    __slots__ = SIZE
+class Adam(torch.optim.Adam):
+    __slots__ = SIZE
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+def train(make_opt):
+    model = nn.Linear(4, 1)
+    optimizer = make_opt(model.parameters(), lr=0.1)
+    for i in range(2):
+        optimizer.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        optimizer.step()
+    return type(optimizer).__name__, id(optimizer)
+for trial in range(10):
+    print([train(SGD), train(Adam)])
+"""
+    )
+    runs = [run for line in q.stdout(trace).splitlines() for run in ast.literal_eval(line)]
+    # (how many ids come round again is up to the allocator: one is enough to prove the point)
+    assert len({i for _, i in runs}) < len(runs), "no id was reused: the test proves nothing"
+    expected = [(f"optimizer ({kind})", step) for kind, _ in runs for step in (1, 2)]
+    assert [(s.optimizer, s.step) for s in q.optimizer_steps(trace)] == expected
+
+
+def test_optimizers_held_as_attributes_are_labelled_by_them() -> None:
+    trace = record(
+        """
+import torch, torch.nn as nn
+class GAN:
+    def __init__(self):
+        self.G = nn.Linear(4, 2)
+        self.D = nn.Linear(2, 1)
+        self.opt_g = torch.optim.Adam(self.G.parameters(), lr=1e-3)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), lr=1e-3)
+    def step(self, real):
+        fake = self.G(torch.randn(8, 4))
+        self.opt_d.zero_grad()
+        (self.D(real).mean() - self.D(fake.detach()).mean()).backward()
+        self.opt_d.step()
+        self.opt_g.zero_grad()
+        (-self.D(fake).mean()).backward()
+        self.opt_g.step()
+gan = GAN()
+for i in range(4):
+    gan.step(torch.randn(8, 2))
+"""
+    )
+    series: dict[str, list[int]] = {}
+    for s in q.optimizer_steps(trace):
+        series.setdefault(s.optimizer, []).append(s.step)
+    assert series == {"self.opt_d (Adam)": [1, 2, 3, 4], "self.opt_g (Adam)": [1, 2, 3, 4]}
+
+
+def test_an_optimizer_over_several_models_names_each_parameters_model() -> None:
+    """Parameter labels are unique within an optimizer: with the model's name when it steps
+    more than one model, counted when two models go by the same name."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+encoder = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+decoder = nn.Sequential(nn.Linear(4, 8))
+opt = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=1e-2)
+pair = [nn.Linear(8, 1), nn.Linear(8, 1)]
+opt2 = torch.optim.SGD([p for m in pair for p in m.parameters()], lr=0.1)
+x = torch.randn(16, 8)
+for i in range(4):
+    opt.zero_grad()
+    opt2.zero_grad()
+    ((decoder(encoder(x)) - x) ** 2).mean().backward()
+    sum(m(x).pow(2).mean() for m in pair).backward()
+    opt.step()
+    opt2.step()
+""",
+        limits=Limits(detail_steps=2),
+    )
+    for s in q.optimizer_steps(trace):
+        names = [p.name for p in s.params]
+        if s.optimizer == "opt (Adam)":
+            assert names == ["encoder.0.weight", "encoder.0.bias", "decoder.0.weight", "decoder.0.bias"]
+        else:  # both models of pair go by one name: the second's labels are counted
+            kinds = [n.split(" ")[0].rsplit(".", 1)[-1] for n in names]
+            assert len(set(names)) == 4 and kinds == ["weight", "bias", "weight", "bias"], names
+
+
+def test_a_bfloat16_sgd_update_is_how_far_the_parameters_moved() -> None:
+    """In bfloat16 rounding swallows most of a small SGD update: the update norm shows what
+    is left of it, not lr * ‖grad‖ (the bias does not move at all)."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(64, 64).to(torch.bfloat16)
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+x = torch.randn(32, 64, dtype=torch.bfloat16)
+for i in range(3):
+    before = [p.detach().clone() for p in model.parameters()]
+    opt.zero_grad()
+    (model(x) ** 2).mean().backward()
+    opt.step()
+    print([(p.detach().double() - b.double()).norm().item() for p, b in zip(model.parameters(), before)])
+""",
+        limits=Limits(detail_steps=1),
+    )
+    moved = [ast.literal_eval(line) for line in q.stdout(trace).splitlines()]
+    steps = q.optimizer_steps(trace)
+    assert len(steps) == len(moved) == 3
+    for step, truth in zip(steps, moved, strict=True):
+        assert [p.update_norm for p in step.params] == pytest.approx(truth, rel=1e-5, abs=1e-12)
+    assert moved[0][1] == 0.0
+
+
+GAN_LOOP = """
+import torch, torch.nn as nn
+G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+optG = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.5, 0.999))
+optD = torch.optim.SGD(D.parameters(), lr=1e-2, momentum=0.5)
+bce = nn.BCEWithLogitsLoss()
+real = torch.randn(16, 2) + 3
+for i in range(12):
+    fake = G(torch.randn(16, 4))
+    optD.zero_grad()
+    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+    optG.zero_grad()
+    lossG = bce(D(fake), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+"""
+
+
+def _detailed(trace: Any) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for s in q.optimizer_steps(trace):
+        if s.detail:
+            found.setdefault(s.optimizer, []).append(s.step)
+    return found
+
+
+def test_each_optimizers_own_steps_are_recorded_in_full() -> None:
+    """detail_steps and detail_every count each optimizer's own steps: with a GAN's two,
+    the next step is recorded in full when it is a detail step of either (so optG's step 7,
+    which comes after optD's step 7, is too). An optimizer's first step can only be recorded
+    in full when the step before it was: optG is not known before it steps."""
+    assert _detailed(record(GAN_LOOP)) == {"optD (SGD)": [1, 2, 3], "optG (Adam)": [1, 2, 3]}
+    every_8 = _detailed(record(GAN_LOOP, limits=Limits(detail_steps=1, detail_every=8)))
+    assert every_8 == {"optD (SGD)": [1, 8], "optG (Adam)": [7, 8]}
+
+
+def test_an_optimizer_that_stopped_stepping_does_not_keep_steps_in_full() -> None:
+    """An earlier phase's optimizer, left at step 7 with detail_every=8, counts only until
+    it has missed its steps: the next phase is not recorded in full throughout."""
+    trace = record(
+        """
+import torch, torch.nn as nn
+model = nn.Linear(3, 1)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+warmup = torch.optim.SGD(model.parameters(), lr=0.01)
+main = torch.optim.Adam(model.parameters(), lr=0.01)
+for opt, n in ((warmup, 7), (main, 20)):
+    for i in range(n):
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+""",
+        limits=Limits(detail_steps=1, detail_every=8),
+    )
+    assert _detailed(trace) == {"warmup (SGD)": [1], "main (Adam)": [1, 2, 8, 16]}

@@ -1,0 +1,104 @@
+"""Which parameters' ``.grad`` still hold gradients an optimizer step used (missing-zero-grad).
+
+NOTE [Stale gradients]: ``.grad`` accumulates, so what a step used is still there until
+zero_grad() sets it to ``None`` or zeroes it in place, or the snippet replaces it; seen at
+the next backward call, a different tensor in ``.grad`` or a new version of the same one
+(changed in place outside a backward) counts as cleared. A backward that adds into what is
+left is not yet a mistake: a GAN's generator loss adds into the discriminator's gradients,
+which the discriminator's zero_grad() clears before its next step. The mistake is a step
+that uses them, so a backward only marks the gradient (``added``, at its line) and the next
+step over the parameter judges: is its ``.grad`` still that tensor (clipping it in place in
+between does not clear it)? Everything is held weakly, the gradient too: a snippet may keep
+an old ``.grad`` (``g = w.grad``), which is then no longer the parameter's.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["LeftInGrad", "StaleGradients"]
+
+
+class LeftInGrad:
+    """What one parameter's ``.grad`` holds since an optimizer step used it."""
+
+    __slots__ = ("added", "added_at", "grad", "param", "step", "version")
+
+    def __init__(self, param: torch.Tensor, grad: torch.Tensor, step: int) -> None:
+        self.param = weakref.ref(param)
+        self.grad = weakref.ref(grad)
+        self.version = grad._version
+        self.step = step  # the optimizer step that used it
+        self.added = False  # whether a backward has added into it since
+        self.added_at: int | None = None  # that backward's line
+
+    def holds(self) -> bool:
+        """Whether the parameter's ``.grad`` is still this gradient, untouched since seen."""
+        p, g = self.param(), self.grad()
+        return p is not None and g is not None and p.grad is g and g._version == self.version
+
+
+class StaleGradients:
+    """Follow the gradients each step used through the backward calls after it
+    (NOTE [Stale gradients]).
+
+    ``line_of(line)`` turns the line a backward hook was given into the snippet line (it may
+    walk the stack: called only when a backward adds into used gradients, once per call).
+    """
+
+    def __init__(self, line_of: Callable[[Any], int | None]) -> None:
+        self._line_of = line_of
+        self._left: dict[int, LeftInGrad] = {}  # by id(param)
+        self._watched: list[LeftInGrad] = []  # what the backward in progress may add into
+
+    def before_backward(self) -> None:
+        """Forget the gradients cleared or replaced since their step; watch the others."""
+        if not self._left:
+            self._watched = []
+            return
+        watched = []
+        for key, entry in list(self._left.items()):
+            if entry.holds():
+                watched.append(entry)
+            else:
+                del self._left[key]
+        self._watched = watched
+
+    def after_backward(self, line: Any) -> None:
+        """Mark the used gradients this backward added into, at its line ``line``."""
+        watched, self._watched = self._watched, []
+        for entry in watched:
+            p = entry.param()
+            now = p.grad if p is not None else None
+            if now is None or (now is entry.grad() and now._version == entry.version):
+                continue  # this backward did not reach it
+            if not entry.added:
+                line = self._line_of(line)  # the stack walk only when needed, once
+                entry.added, entry.added_at = True, line
+            entry.grad, entry.version = weakref.ref(now), now._version
+
+    def used_by(self, params: list[torch.Tensor], step: int) -> tuple[LeftInGrad, torch.Tensor] | None:
+        """The stale gradient a step over ``params`` (its ``step``-th) just used, with the
+        parameter's ``.grad``; else ``None``, and what each ``.grad`` holds is remembered."""
+        left = self._left
+        for p in params:
+            entry = left.get(id(p))
+            g = p.grad
+            if (
+                entry is not None
+                and entry.added
+                and g is not None
+                and g is entry.grad()
+                and entry.param() is p
+            ):
+                left.clear()
+                return entry, g
+            if g is None:
+                left.pop(id(p), None)
+            else:
+                left[id(p)] = LeftInGrad(p, g, step)
+        return None
