@@ -3,7 +3,19 @@
 Every recorded node gets a post-hook (see NOTE [Node ids] in graph.py), which fires right
 after the engine runs the node, so the order of the ``node_executed`` events is the
 engine's order. An ``AccumulateGrad`` node also gets a pre-hook, which reads the leaf's
-``.grad`` before the engine adds to it; its post-hook reads it after.
+``.grad`` before the engine adds to it, and the gradient the node receives; its post-hook
+reads ``.grad`` after.
+
+# NOTE [Read what AccumulateGrad receives before it runs]
+The gradient an AccumulateGrad node receives is read in its pre-hook, not its post-hook.
+Tensor post-accumulate hooks (``p.register_post_accumulate_grad_hook``) run inside the node,
+after the ``+=`` and before the node's post-hooks; and when ``.grad`` was None, PyTorch
+adopts the incoming tensor itself as ``.grad``. A hook that changes ``.grad`` in place
+(``clip_grad_norm_([p], 1.0)``) then changed the very tensor the post-hook is handed, and
+the trace showed the clipped value as what the node received. The node's pre-hooks run
+after the tensor's own hooks (``x.register_hook``), so what they see is exactly what is
+accumulated. ``after`` is ``.grad`` once the node and its hooks are done, so with such a
+hook ``before + added`` need not equal it.
 """
 
 from __future__ import annotations
@@ -37,6 +49,9 @@ class BackwardTracker:
         self.current: int | None = None
         self._step = 0
         self._before: dict[int, dict[str, Any] | None] = {}
+        # AccumulateGrad node id -> the values of the gradients it received (NOTE [Read what
+        # AccumulateGrad receives before it runs])
+        self._received: dict[int, list[dict[str, Any] | None]] = {}
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
         self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
@@ -73,9 +88,11 @@ class BackwardTracker:
 
             def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
                 leaf = leaf_ref() if leaf_ref is not None else None
-                if rec.active and self.current is not None and leaf is not None:
+                if rec.active and self.current is not None:
                     try:
-                        self._before[nid] = rec.value_or_none(leaf.grad)
+                        self._received[nid] = [self._value(g) for g in grad_outputs]
+                        if leaf is not None:
+                            self._before[nid] = rec.value_or_none(leaf.grad)
                     except Exception:
                         rec.observation_failed()
 
@@ -93,13 +110,16 @@ class BackwardTracker:
         v = self._value
         step = self._step
         self._step += 1
+        received = self._received.pop(nid, None) if leaf_ref is not None else None
+        if received is None:
+            received = [v(g) for g in grad_outputs]
         rec.emit(
             dict(
                 type="node_executed",
                 backward=self.current,
                 step=step,
                 node=nid,
-                grad_in=[v(g) for g in grad_outputs],
+                grad_in=received,
                 grad_out=[v(g) for g in grad_inputs],
             )
         )
@@ -114,7 +134,7 @@ class BackwardTracker:
                     tensor=tid,
                     node=nid,
                     before=self._before.pop(nid, None),
-                    added=v(grad_outputs[0]) if grad_outputs else None,
+                    added=received[0] if received else None,
                     after=v(leaf.grad),
                 )
             )
@@ -259,6 +279,7 @@ class BackwardTracker:
             executed = self._step
             self.current = None
             self._before.clear()
+            self._received.clear()
             self._values.clear()
             self._blocks.clear()
             rec.emit(

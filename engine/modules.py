@@ -3,7 +3,9 @@
 Global forward hooks keep a stack of running modules. The outermost module gets the
 snippet variable it is bound to (``net``); submodules get their registered path
 (``net.fc1``); a module kept in a plain Python list, which ``nn.Module`` does not
-register, is still found through its parent's attributes (``net.layers[0]``).
+register, is still found through its parent's attributes (``net.layers[0]``). A module
+called on its own that a module the snippet binds contains is named inside it (``seq.0``
+for ``for layer in seq: h = layer(h)``; see NOTE [Names under a container]).
 
 # NOTE [Light module tracking]
 A global module hook sends every call of every module down ``nn.Module``'s slow path
@@ -26,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
-from .source import find_name, snippet_frame
+from .source import outer_scopes, snippet_frame
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -46,6 +48,9 @@ class ModuleTracker:
         self._params: dict[int, tuple[str, str]] = {}
         self._roots: dict[int, str] = {}
         self._param_refs: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
+        # ids of modules and parameters named provisionally: after their class or a
+        # function's local (NOTE [Names under a container])
+        self._provisional: set[int] = set()
         self._handles: list[RemovableHandle] = []
         self._light_handles: list[RemovableHandle] = []
         self.modules: dict[int, nn.Module] = {}
@@ -100,16 +105,16 @@ class ModuleTracker:
         """Return ``(qualified name, name inside its root module)`` of a parameter."""
         return self._params.get(id(p), (None, None))
 
-    def name_root(self, module: nn.Module, root_name: str) -> None:
-        """Register ``module`` and all it contains under the snippet name ``root_name``."""
-        if id(module) in self._roots:
+    def name_root(self, module: nn.Module, root_name: str, *, provisional: bool = False) -> None:
+        """Register ``module`` and all it contains under the snippet name ``root_name``.
+
+        ``provisional``: the name is a fallback (a class name, a function's local), which a
+        later name from the snippet's module level replaces.
+        """
+        if id(module) in self._roots and id(module) not in self._provisional:
             return
         self._roots[id(module)] = root_name
-        for sub_name, sub in module.named_modules():
-            self._paths.setdefault(id(sub), f"{root_name}.{sub_name}" if sub_name else root_name)
-            self.modules[id(sub)] = sub
-        for p_name, p in module.named_parameters():
-            self._add_param(p, f"{root_name}.{p_name}", p_name)
+        self._register(module, root_name, provisional)
 
     def name_roots_in(self, frame: FrameType | None) -> None:
         """Name the models bound in ``frame`` that no forward has introduced yet.
@@ -119,14 +124,57 @@ class ModuleTracker:
         """
         if frame is None:
             return
-        scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+        scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
         for scope in scopes:
             for key, value in list(scope.items()):
                 if isinstance(value, nn.Module) and not key.startswith("_") and id(value) not in self._paths:
-                    self.name_root(value, key)
+                    named = self._name_new_root(value, frame)
                     if not self._handles:  # light: hook what the detectors need in it
-                        for sub in value.modules():
+                        for sub in named.modules():
                             self._hook_light(sub)
+
+    def name_in_scope(self, scope: dict[str, Any]) -> None:
+        """Name the modules ``scope`` (the snippet's module level, at the end of the run)
+        binds that have no name yet or a provisional one, and so their parameters."""
+        for key, value in list(scope.items()):
+            if not isinstance(value, nn.Module) or key.startswith("_"):
+                continue
+            if id(value) not in self._paths or id(value) in self._provisional:
+                holder, name = _holder_in(value, scope) or (value, key)
+                self._name_under(value, holder, name, provisional=False)
+
+    def _name_new_root(self, module: nn.Module, frame: FrameType | None) -> nn.Module:
+        """Name ``module``, called outside any other module, and all it holds; return the
+        module named as a root (its container, when one is found).
+
+        # NOTE [Names under a container]
+        # A module called on its own is named after the outermost module that a scope of
+        # the snippet binds and that contains it, the module level's first: the layers of
+        # `for layer in seq: h = layer(h)`, or of `checkpoint_sequential(seq, ...)`, are
+        # `seq.0` and `seq.2` (by their own variable both were `layer`, and their parameters'
+        # names clashed; with none, `Linear`), as `seq(x)` would name them. Else it is named
+        # after its class. A class name or a function's local is provisional: a module the
+        # snippet's module level binds, met later or at the end of the run, replaces it, with
+        # its parameters' names (a parametrization run while `sn = P.spectral_norm(...)` is
+        # still being built becomes `sn.parametrizations.weight`).
+        """
+        for depth, scope in enumerate(outer_scopes(frame)):
+            found = _holder_in(module, scope)
+            if found is not None:
+                holder, name = found
+                self._name_under(module, holder, name, provisional=depth > 0)
+                self._roots.setdefault(id(module), self._paths[id(module)])
+                return holder
+        self.name_root(module, type(module).__name__, provisional=True)
+        return module
+
+    def _name_under(self, module: nn.Module, holder: nn.Module, name: str, *, provisional: bool) -> None:
+        """Name ``module`` inside ``holder`` (which is or contains it), bound to ``name``."""
+        if id(holder) not in self._paths or id(holder) in self._provisional:
+            self.name_root(holder, name, provisional=provisional)
+        if module is not holder and (id(module) not in self._paths or id(module) in self._provisional):
+            # added to its holder after the holder was named
+            self._register(module, f"{self._paths[id(holder)]}.{_path_in(holder, module)}", provisional)
 
     def all_params(self) -> list[tuple[torch.Tensor, str]]:
         """Return every parameter of the modules seen so far, with its qualified name."""
@@ -147,8 +195,7 @@ class ModuleTracker:
                 parent_path = self._paths.get(id(parent), type(parent).__name__)
                 self._name_child(parent, module, parent_path)
             else:
-                frame, _ = snippet_frame()
-                self.name_root(module, find_name(module, frame) or type(module).__name__)
+                self._name_new_root(module, snippet_frame()[0])
         self._stack.append(module)
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -165,21 +212,60 @@ class ModuleTracker:
                         break
             if attr:
                 break
-        path = f"{parent_path}.{attr or type(module).__name__}"
+        # under a provisional parent, or by its class, the name is provisional too
+        provisional = attr is None or id(parent) in self._provisional or id(parent) not in self._paths
+        self._register(module, f"{parent_path}.{attr or type(module).__name__}", provisional)
+
+    def _register(self, module: nn.Module, path: str, provisional: bool) -> None:
+        """Give ``module`` the path ``path`` and its submodules and parameters theirs, except
+        where a name that is not provisional is known already."""
         _root_name, _, rel = path.partition(".")
         for sub_name, sub in module.named_modules():
-            sub_path = f"{path}.{sub_name}" if sub_name else path
-            self._paths.setdefault(id(sub), sub_path)
-            self.modules[id(sub)] = sub
+            if id(sub) not in self._paths or id(sub) in self._provisional:
+                self._paths[id(sub)] = f"{path}.{sub_name}" if sub_name else path
+                self.modules[id(sub)] = sub
+                self._mark(sub, provisional)
         for p_name, p in module.named_parameters():
-            self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name)
+            self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name, provisional)
 
-    def _add_param(self, p: torch.Tensor, name: str, param_name: str) -> None:
-        if id(p) in self._params:
+    def _mark(self, obj: object, provisional: bool) -> None:
+        if provisional:
+            self._provisional.add(id(obj))
+        else:
+            self._provisional.discard(id(obj))
+
+    def _add_param(self, p: torch.Tensor, name: str, param_name: str, provisional: bool) -> None:
+        if id(p) in self._params and id(p) not in self._provisional:
             return
+        self._mark(p, provisional)
         self._params[id(p)] = (name, param_name)
         self._param_refs[id(p)] = (weakref.ref(p), name)
         self._rec.tensors.rename(p, name, param_name)
+
+
+def _holder_in(module: nn.Module, scope: dict[str, Any]) -> tuple[nn.Module, str] | None:
+    """Return ``(holder, its name)``: the module in ``scope`` that is or contains ``module``,
+    the outermost one (the deepest path to ``module``) where several do; ``None`` if none."""
+    best: tuple[nn.Module, str] | None = None
+    depth = -1
+    for key, value in list(scope.items()):
+        if isinstance(value, nn.Module) and not key.startswith("_"):
+            path = _path_in(value, module)
+            if path is not None:
+                d = path.count(".") + 1 if path else 0
+                if d > depth:
+                    best, depth = (value, key), d
+    return best
+
+
+def _path_in(holder: nn.Module, module: nn.Module) -> str | None:
+    """The path of ``module`` inside ``holder`` (``""`` for itself), or ``None``."""
+    if holder is module:
+        return ""
+    for name, sub in holder.named_modules():
+        if sub is module:
+            return name
+    return None
 
 
 class _LightHook:

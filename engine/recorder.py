@@ -423,6 +423,9 @@ class Recorder:
         self.report_memory(None)
         with self.mute():
             self.pitfalls.on_finish(scope)
+            # module-level names win over provisional ones (NOTE [Outer names win] in
+            # source.py), parameters' qualified names over a variable's
+            self.modules.name_in_scope(scope)
             self.tensors.name_all(scope)
             for tid, name in self.tensors.final_leaves():
                 t = self.tensors.tensor(tid)

@@ -127,6 +127,7 @@ def record_stream(
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status, message = "error", f"SystemExit: {exc.code}"
+        _say_exit_message(out, exc)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             status, message = "cancelled", "interrupted"
@@ -139,6 +140,20 @@ def record_stream(
     rec.finish(scope)
     _finish(rec, status, message, started)
     return status
+
+
+def _say_exit_message(out: CapturedOutput, exc: SystemExit) -> None:
+    """Write a ``SystemExit``'s message (``sys.exit("config file missing")``) to the snippet's
+    stderr, as Python does when a script exits with one: any code but ``None`` or a whole
+    number is a message (and exit status 1)."""
+    code = exc.code
+    if code is None or isinstance(code, int):
+        return
+    try:
+        text = str(code)
+    except Exception:  # a snippet's object whose str() raises: Python prints nothing either
+        return
+    out.send("stderr", writable(text) + "\n")
 
 
 def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> None:

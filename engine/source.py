@@ -10,7 +10,15 @@ import sys
 from types import FrameType
 from typing import Any
 
-__all__ = ["SNIPPET_FILENAME", "find_name", "snippet_frame", "snippet_frames"]
+__all__ = [
+    "SNIPPET_FILENAME",
+    "bound_name",
+    "find_name",
+    "outer_name",
+    "outer_scopes",
+    "snippet_frame",
+    "snippet_frames",
+]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
 _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
@@ -59,12 +67,67 @@ def snippet_frame() -> tuple[FrameType | None, int | None]:
 
 def find_name(obj: Any, frame: FrameType | None) -> str | None:
     """Return a variable name bound to ``obj`` in ``frame`` (locals, then globals), if any."""
+    return bound_name(obj, frame)[0]
+
+
+def bound_name(obj: Any, frame: FrameType | None) -> tuple[str | None, bool]:
+    """Return ``(name, local)``: the name :func:`find_name` finds, and whether it is a local
+    of a function (``t`` in ``def f(t)``) rather than a name the snippet's module level binds.
+
+    A function's local is the weaker name (see NOTE [Outer names win]).
+    """
     if frame is None:
-        return None
-    for scope in (frame.f_locals, frame.f_globals):
-        for key, value in scope.items():
-            if value is obj and not key.startswith("_"):
-                return key
-        if frame.f_locals is frame.f_globals:
-            break
+        return None, False
+    module_level = frame.f_locals is frame.f_globals
+    name = _name_in(obj, frame.f_locals)
+    if name is not None:
+        return name, not module_level
+    if not module_level:
+        name = _name_in(obj, frame.f_globals)
+    return name, False
+
+
+# NOTE [Outer names win]
+# A tensor or module is named when the snippet first uses it, from the variables of the
+# frame that uses it. Inside a function that is the function's parameter: `def f(t)` called
+# as `f(x)` named x `t`, so the app showed `t.grad` and x never appeared. A name an outer
+# frame binds is the one the snippet knows the object by, so it wins: the module level's
+# first, then the outermost function's (`main()` calling `train(model)`). The search is
+# done when a local name is found for a leaf (parameters and inputs, few) and for a module
+# called outside any other, never per op; what keeps a local name is renamed at the end of
+# the run if the module level still binds it (Recorder.finish).
+
+
+def outer_name(obj: Any, frame: FrameType) -> str | None:
+    """Return the name a scope outside ``frame`` binds ``obj`` to, if any: the module
+    level's, else the outermost calling snippet function's (NOTE [Outer names win])."""
+    scopes = outer_scopes(frame)
+    if frame.f_locals is not frame.f_globals:
+        scopes.pop()  # frame's own
+    for scope in scopes:
+        name = _name_in(obj, scope)
+        if name is not None:
+            return name
+    return None
+
+
+def outer_scopes(frame: FrameType | None) -> list[dict[str, Any]]:
+    """Return the variables of the snippet's scopes around ``frame``, outermost first: its
+    module level, then each snippet function on the stack from the outermost to ``frame``."""
+    if frame is None:
+        return []
+    functions = []
+    f: FrameType | None = frame
+    while f is not None:
+        if f.f_code.co_filename == SNIPPET_FILENAME and f.f_locals is not f.f_globals:
+            functions.append(f.f_locals)
+        f = f.f_back
+    functions.reverse()
+    return [frame.f_globals, *functions]
+
+
+def _name_in(obj: Any, scope: dict[str, Any]) -> str | None:
+    for key, value in scope.items():
+        if value is obj and not key.startswith("_"):
+            return key
     return None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import find_name
+from .source import bound_name, outer_name
 from .values import to_value
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ class TensorTable:
         # view's id before the change)
         self.view_changes: dict[int, tuple[str, int | None, int | None]] = {}
         self._scanned: set[int] = set()
+        # ids named after a function's local that no outer scope bound when they were named
+        # (NOTE [Outer names win] in source.py): the module level's name replaces it at the end
+        self._local: set[int] = set()
         self.count = 0
 
     def known(self, t: torch.Tensor) -> int | None:
@@ -109,10 +112,24 @@ class TensorTable:
         # to its variable (``w = torch.randn(...)`` runs the op before the assignment).
         self._scanned.add(tid)
         if tid not in self.names:
-            name = find_name(t, frame)
+            name = self._name_in(tid, t, frame)
             if name is not None:
                 self.names[tid] = name
                 self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
+
+    def _name_in(self, tid: int, t: torch.Tensor, frame: FrameType) -> str | None:
+        """The name ``frame`` knows ``t`` by; for a leaf that is a function's local, the name an
+        outer scope binds it to instead (NOTE [Outer names win] in source.py)."""
+        name, local = bound_name(t, frame)
+        if not local:
+            return name
+        facts = autograd_of(t)
+        if facts is not None and facts[1]:
+            outer = outer_name(t, frame)
+            if outer is not None:
+                return outer
+        self._local.add(tid)
+        return name
 
     def introduce(
         self,
@@ -138,7 +155,7 @@ class TensorTable:
         name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
-            name = find_name(t, frame)
+            name = self._name_in(tid, t, frame)
         if name is not None:
             self.names[tid] = name
         node, is_leaf = autograd_of(t) or (None, True)
@@ -171,9 +188,9 @@ class TensorTable:
     def name_from(self, t: torch.Tensor, frame: FrameType | None) -> None:
         """Name ``t`` from a variable in ``frame`` if it has no name yet."""
         tid = self.known(t)
-        if tid is None or tid in self.names:
+        if tid is None or tid in self.names or frame is None:
             return
-        name = find_name(t, frame)
+        name = self._name_in(tid, t, frame)
         if name is not None:
             self.names[tid] = name
             self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
@@ -183,15 +200,18 @@ class TensorTable:
         tid = self.known(t)
         if tid is None or self.names.get(tid) == name:
             return
+        self._local.discard(tid)
         self.names[tid] = name
         self._rec.emit(dict(type="tensor_named", id=tid, name=name, param_name=param_name))
 
     def name_all(self, scope: dict[str, object]) -> None:
-        """Name every still unnamed tensor bound in ``scope`` (run at the end of a snippet)."""
+        """Name every tensor bound in ``scope`` (run at the end of a snippet, with its module
+        level) that has no name yet, or only a function's local one."""
         for key, value in list(scope.items()):
             if isinstance(value, torch.Tensor) and not key.startswith("_"):
                 tid = self.known(value)
-                if tid is not None and tid not in self.names:
+                if tid is not None and (tid not in self.names or tid in self._local):
+                    self._local.discard(tid)
                     self.names[tid] = key
                     self._rec.emit(dict(type="tensor_named", id=tid, name=key, param_name=None))
 

@@ -1,0 +1,240 @@
+"""Tensors and parameters get the names the snippet knows them by: a name its module level
+binds wins over a function's parameter (NOTE [Outer names win] in engine/source.py), and a
+layer called on its own is named inside the module that holds it (NOTE [Names under a
+container] in engine/modules.py). The grads under those names are PyTorch's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from engine import queries as q
+from engine import record
+from engine.summary import summarize
+
+
+def _plain_grads(source: str, names: list[str]) -> dict[str, Any]:
+    """Run ``source`` without gradwalk, seeded as gradwalk seeds it; return ``.grad`` of each
+    of ``names`` (an expression such as ``seq[0].weight``) as a flat list."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    torch.manual_seed(0)
+    exec(compile(source, "plain.py", "exec"), scope)
+    return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
+
+
+def _names_of(trace: Any) -> set[str]:
+    return set(q.tensor_names(trace).values())
+
+
+# a leaf the module level binds, first used inside a function under another name
+MODULE_LEVEL_NAME_WINS = {
+    "a function's parameter": """
+import torch
+def f(t):
+    return (t * 2).sum()
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+f(x).backward()
+""",
+    "a reentrant checkpoint": """
+import torch
+from torch.utils.checkpoint import checkpoint
+def f(t):
+    return (t * 2).sum()
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+checkpoint(f, x, use_reentrant=True).backward()
+""",
+    "a recursive helper": """
+import torch
+def f(t, n):
+    return (t * 2).sum() if n == 0 else f(t, n - 1)
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+f(x, 3).backward()
+""",
+    "a monkeypatched Tensor.__mul__": """
+import torch
+orig = torch.Tensor.__mul__
+def mul(self, other):
+    return orig(self, other)
+torch.Tensor.__mul__ = mul
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+(x * 2).sum().backward()
+torch.Tensor.__mul__ = orig
+""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MODULE_LEVEL_NAME_WINS))
+def test_a_leaf_is_named_by_the_module_level_not_by_the_function_that_uses_it(case: str) -> None:
+    source = MODULE_LEVEL_NAME_WINS[case]
+    trace = record(source)
+    assert q.final_grads(trace) == {"x": [2.0, 2.0]} == _plain_grads(source, ["x"])
+    assert not {"t", "self"} & _names_of(trace)
+
+
+def test_the_command_lines_summary_shows_the_final_name() -> None:
+    trace = record(MODULE_LEVEL_NAME_WINS["a function's parameter"])
+    assert "  x.grad = [2, 2]" in summarize(trace).splitlines()
+
+
+def test_a_leaf_made_in_a_function_takes_the_module_levels_name_at_the_end() -> None:
+    # named `t` where it was first used; by the end of the run the module level binds it as x
+    source = """
+import torch
+def make():
+    t = torch.ones(2, requires_grad=True)
+    print((t * 1).sum().item())
+    return t
+x = make()
+(x * 3).sum().backward()
+"""
+    trace = record(source)
+    assert q.final_grads(trace) == {"x": [3.0, 3.0]}
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == ["x"]
+
+
+def test_the_outermost_functions_name_wins_where_the_module_level_binds_none() -> None:
+    source = """
+import torch
+def loss_of(t):
+    return (t * 2).sum()
+def main():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss_of(w).backward()
+    print(w.grad.tolist())
+main()
+"""
+    trace = record(source)
+    assert q.stdout(trace) == "[2.0, 2.0]\n"
+    acc = q.events_of(trace, "grad_accumulated")[0]
+    assert q.tensor_names(trace)[acc.tensor] == "w"
+
+
+def test_a_functions_own_name_stays_when_nothing_outer_binds_the_tensor() -> None:
+    source = """
+import torch
+def run():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    (w * 2).sum().backward()
+    return w.grad.tolist()
+print(run())
+"""
+    trace = record(source)
+    acc = q.events_of(trace, "grad_accumulated")[0]
+    assert q.tensor_names(trace)[acc.tensor] == "w"
+
+
+LAYER_BY_LAYER = {
+    "a loop over a Sequential": """
+import torch
+seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+h = torch.randn(5, 3)
+for layer in seq:
+    h = layer(h)
+h.sum().backward()
+""",
+    "checkpoint_sequential": """
+import torch
+from torch.utils.checkpoint import checkpoint_sequential
+seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+x = torch.randn(5, 3)
+checkpoint_sequential(seq, 2, x, use_reentrant=False).sum().backward()
+""",
+    "a function given the container": """
+import torch
+def forward(layers, h):
+    for layer in layers:
+        h = layer(h)
+    return h
+seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+forward(seq, torch.randn(5, 3)).sum().backward()
+""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYER_BY_LAYER))
+def test_layers_called_one_by_one_are_named_inside_their_container(case: str) -> None:
+    source = LAYER_BY_LAYER[case]
+    trace = record(source)
+    names = ["seq.0.weight", "seq.0.bias", "seq.2.weight", "seq.2.bias"]
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == names
+    plain = _plain_grads(source, ["seq[0].weight", "seq[0].bias", "seq[2].weight", "seq[2].bias"])
+    got = q.final_grads(trace)
+    for name, want in zip(names, plain.values(), strict=True):
+        assert got[name] == pytest.approx(want, abs=1e-6)
+
+
+def test_a_model_given_to_a_function_keeps_its_module_level_name() -> None:
+    source = """
+import torch
+def loss_of(m, x):
+    return m(x).sum()
+net = torch.nn.Linear(2, 1)
+loss_of(net, torch.ones(3, 2)).backward()
+"""
+    trace = record(source)
+    assert q.final_grads(trace) == {"net.weight": [3.0, 3.0], "net.bias": [3.0]}
+
+
+def test_a_parametrization_run_while_its_module_is_built_is_named_inside_it() -> None:
+    source = """
+import torch
+from torch.nn.utils import parametrizations as P
+sn = P.spectral_norm(torch.nn.Linear(3, 3))
+sn(torch.randn(4, 3)).sum().backward()
+"""
+    trace = record(source)
+    names = [e.name for e in q.events_of(trace, "tensor_final")]
+    assert sorted(names) == ["sn.bias", "sn.parametrizations.weight.original"]
+
+
+def test_parameters_used_without_calling_their_module_are_named_under_it() -> None:
+    source = """
+import torch
+import torch.nn.functional as F
+lin = torch.nn.Linear(2, 1)
+F.linear(torch.ones(3, 2), lin.weight, lin.bias).sum().backward()
+"""
+    trace = record(source)
+    assert q.final_grads(trace) == {"lin.weight": [3.0, 3.0], "lin.bias": [3.0]}
+
+
+def test_a_model_called_as_a_whole_still_names_its_layers_by_their_paths() -> None:
+    source = """
+import torch
+seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+layer = seq[2]
+seq(torch.randn(5, 3)).sum().backward()
+"""
+    trace = record(source)
+    names = [e.name for e in q.events_of(trace, "tensor_final")]
+    assert names == ["seq.0.weight", "seq.0.bias", "seq.2.weight", "seq.2.bias"]
+
+
+def test_a_model_first_called_inside_the_function_that_built_it_takes_the_module_levels_name() -> None:
+    source = """
+import torch
+def make():
+    m = torch.nn.Linear(2, 1)
+    m(torch.ones(1, 2))
+    return m
+net = make()
+net(torch.ones(3, 2)).sum().backward()
+"""
+    trace = record(source)
+    assert q.final_grads(trace) == {"net.weight": [3.0, 3.0], "net.bias": [3.0]}
+
+
+def test_models_called_in_a_generator_expression_keep_one_dot_in_their_names() -> None:
+    # a model named provisionally after the generator's own local is its own holder: its
+    # parameters are `m.weight`, not `m..weight`
+    source = """
+import torch
+pair = [torch.nn.Linear(3, 1), torch.nn.Linear(3, 1)]
+x = torch.randn(2, 3)
+sum(m(x) for m in pair).sum().backward()
+"""
+    trace = record(source)
+    names = [e.name for e in q.events_of(trace, "tensor_final")]
+    assert names and all(".." not in name for name in names), names
