@@ -20,11 +20,11 @@ import weakref
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from .memory import cuda_allocated
+from .norms import GradNorms, grad_norms_started, norms_finished, norms_started
 from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .events import Limits
     from .recorder import Recorder
 
-__all__ = ["TrainingTracker", "norms_of"]
+__all__ = ["TrainingTracker"]
 
 
 class _Optimizer:
@@ -72,7 +72,7 @@ class _Optimizer:
         self.labels: tuple[list[torch.Tensor], list[tuple[int, str]], int] | None = None
         # what the pre-step hook hands its post-step hook
         self.params: list[torch.Tensor] = []
-        self.grads: _GradNorms | None = None  # None: read after the step (a closure step)
+        self.grads: GradNorms | None = None  # None: read after the step (a closure step)
         self.before: list[torch.Tensor] = []  # the copy taken for this step, or [] (an SGD step read off)
         self.sgd = False
         self.failed = False
@@ -157,7 +157,7 @@ class TrainingTracker:
         with rec.mute():
             try:
                 # the gradient the step is given (a closure step makes its own: read after it)
-                state.grads = _grad_norms_started(params) if wrapped is None else None
+                state.grads = grad_norms_started(params) if wrapped is None else None
                 state.sgd = _sgd_readable(opt, params)
                 state.before = [] if state.sgd else _copy_of(state, params)
             except Exception:
@@ -262,7 +262,7 @@ class TrainingTracker:
         if not params:
             return _no_stats()
         n = len(params)
-        with_grad, grads = state.grads if state.grads is not None else _grad_norms_started(params)
+        with_grad, grads = state.grads if state.grads is not None else grad_norms_started(params)
         sgd = _sgd_update_terms(opt) if state.sgd else None
         # see NOTE [Update norms]: for SGD the update is lr * (the gradient, or the momentum
         # buffer the step just applied), so its norm needs no copy and no extra pass for
@@ -273,7 +273,7 @@ class TrainingTracker:
             updates = state.before
             if updates:
                 torch._foreach_sub_(updates, params)  # the copy becomes -(update), in place
-        host, grad_host = _norms_finished(_norms_started([*params, *updates]), grads)
+        host, grad_host = norms_finished(norms_started([*params, *updates]), grads)
         pn = host[:n]
         gn: list[float | None] = [None] * n
         for i, v in zip(with_grad, grad_host, strict=True):
@@ -440,149 +440,8 @@ def _copy_of(state: _Optimizer, params: list[torch.Tensor]) -> list[torch.Tensor
     return buffers
 
 
-_NUMPY_DTYPES = (torch.float32, torch.float64)
-_HALF_DTYPES = (torch.float16, torch.bfloat16)
-# tensors up to this many elements are read into Python floats (NOTE [Norms on the host])
-_SMALL = 64
-_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
-_STRIDED = torch.strided
-
-
-class _Started:
-    """Norms being taken (NOTE [Norms on the host]): ``values`` holds those read on the host
-    already, ``device`` the rest, still on their devices, bound for ``positions``."""
-
-    __slots__ = ("device", "positions", "values")
-
-    def __init__(self, values: list[float], positions: list[int], device: list[torch.Tensor]) -> None:
-        self.values = values
-        self.positions = positions
-        self.device = device
-
-
-# the positions of the parameters that have a gradient, and its norms
-_GradNorms = tuple[list[int], _Started]
-
-
-def _grad_norms_started(params: list[torch.Tensor]) -> _GradNorms:
-    with_grad: list[int] = []
-    grads: list[torch.Tensor] = []
-    for i, p in enumerate(params):
-        g = p.grad
-        if g is not None:
-            grads.append(g)
-            with_grad.append(i)
-    return with_grad, _norms_started(grads)
-
-
-def _norm_of_one(t: torch.Tensor) -> float:
-    if t.layout is torch.sparse_coo:
-        t = t.coalesce().values()  # an embedding's sparse gradient repeats indices until coalesced
-    elif t.layout is not _STRIDED:
-        t = t.to_dense()
-    return float(torch.linalg.vector_norm(t))
-
-
-def norms_of(tensors: list[torch.Tensor]) -> list[float]:
-    """The 2-norm of each tensor (call under no_grad: the reads below must build no graph).
-
-    NOTE [Norms on the host]: each PyTorch or NumPy call costs a few microseconds within a
-    training step (caches cold, the step's own work in between), more than the arithmetic
-    on a small tensor, so the cheapest reading is taken per tensor. A float tensor in CPU
-    memory of at most :data:`_SMALL` elements is read into Python floats with one call;
-    a larger contiguous one through a NumPy view of its memory and its BLAS dot (a quarter
-    faster than PyTorch's norm kernel on a 784-256-10 MLP's parameters). Anything else
-    (other dtypes and devices, strided views) takes PyTorch's norm, in one
-    ``torch._foreach_norm`` call (float16 and bfloat16 ones in float32, rather than rounded
-    to their own three or four digits) and one transfer to the host; a sparse gradient is
-    read on its own. An optimizer step starts its gradients' norms before the step and
-    finishes them with the others after it (:func:`_norms_started`, :func:`_norms_finished`),
-    still in one transfer. Measured in the rent regression's metrics-only steps: 41 -> 21-25
-    us for its two parameters and gradients.
-    """
-    return _norms_finished(_norms_started(tensors))[0]
-
-
-def _norms_started(tensors: list[torch.Tensor]) -> _Started:
-    """Take the norms of ``tensors`` that are read on the host, and start the others on
-    their devices (NOTE [Norms on the host])."""
-    values: list[float] = []
-    positions: list[int] = []
-    rest: list[torch.Tensor] = []
-    errstate = None
-    try:
-        for t in tensors:
-            if t.dtype in _NUMPY_DTYPES and t.layout is _STRIDED and t.is_cpu:
-                if t.numel() <= _SMALL:
-                    dims = t.dim()
-                    floats = t.tolist() if dims == 1 else [t.item()] if dims == 0 else t.reshape(-1).tolist()
-                    values.append(_norm_of_floats(floats, t.dtype))
-                    continue
-                if t.is_contiguous():
-                    if errstate is None:
-                        # a float32 sum of squares past 3.4e38 is inf, as torch's own norm
-                        # says; NumPy would also warn about it on the snippet's stderr
-                        errstate = np.errstate(over="ignore", invalid="ignore")
-                        errstate.__enter__()
-                    try:
-                        a = t.detach().numpy().reshape(-1)
-                    except (RuntimeError, TypeError):
-                        pass  # a tensor NumPy cannot view (a negative or conjugate bit): PyTorch below
-                    else:
-                        values.append(math.sqrt(float(a.dot(a))))
-                        continue
-            elif t.layout is not _STRIDED:  # sparse gradients (nn.Embedding(sparse=True))
-                values.append(_norm_of_one(t))
-                continue
-            positions.append(len(values))
-            values.append(0.0)
-            rest.append(t)
-    finally:
-        if errstate is not None:
-            errstate.__exit__(None, None, None)
-    return _Started(values, positions, _device_norms(rest) if rest else [])
-
-
-def _device_norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``torch._foreach_norm`` of ``tensors``, those of half precision taken in float32."""
-    half = [t.dtype in _HALF_DTYPES for t in tensors]
-    if not any(half):
-        return list(torch._foreach_norm(tensors))
-    low = iter(
-        torch._foreach_norm([t for t, h in zip(tensors, half, strict=True) if h], 2, dtype=torch.float32)
-    )
-    others = [t for t, h in zip(tensors, half, strict=True) if not h]
-    high = iter(torch._foreach_norm(others) if others else [])
-    return [next(low) if h else next(high) for h in half]
-
-
-def _norms_finished(*started: _Started) -> list[list[float]]:
-    """The norms of each :class:`_Started`, those still on a device moved in one transfer."""
-    device = [v for s in started for v in s.device]
-    if device:
-        try:
-            host = torch.stack(device).tolist()  # promotes mixed dtypes
-        except RuntimeError:  # norms on several devices
-            host = torch.stack([v.float().cpu() for v in device]).tolist()
-        it = iter(host)
-        for s in started:
-            for i in s.positions:
-                s.values[i] = next(it)
-    return [s.values for s in started]
-
-
-def _norm_of_floats(values: list[float], dtype: torch.dtype) -> float:
-    """The 2-norm of a small tensor's elements, as PyTorch's own norm gives it: one element
-    is its absolute value; otherwise a sum of squares past what ``dtype`` holds is inf, and
-    NaN wins over inf."""
-    if len(values) == 1:
-        return abs(values[0])
-    total = sum(v * v for v in values)
-    if dtype is torch.float32 and total > _FLOAT32_MAX:
-        total = math.inf
-    return math.sqrt(total)
-
-
+# parameters whose SGD update is read off lr * grad (rounding makes others move otherwise)
+_READ_OFF_DTYPES = (torch.float32, torch.float64)
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
 
 
@@ -624,4 +483,4 @@ def _sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> boo
             return False
         if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
             return False
-    return all(p.dtype in _NUMPY_DTYPES for p in params)
+    return all(p.dtype in _READ_OFF_DTYPES for p in params)

@@ -16,7 +16,7 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.events import Limits
-from engine.training import norms_of
+from engine.norms import norms_of
 from tests.conftest import case_source
 
 
@@ -175,7 +175,7 @@ _OPTIMIZERS = [
 
 @pytest.mark.parametrize(
     ("make", "width"),
-    # a 4096-wide model has its norms taken through NumPy (engine.training.norms_of)
+    # a 4096-wide model has its norms taken through NumPy (engine.norms.norms_of)
     [
         *((make, 8) for make in _OPTIMIZERS),
         (_OPTIMIZERS[0], 4096),
