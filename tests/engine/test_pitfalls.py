@@ -10,6 +10,7 @@ from engine import queries as q
 from engine import record
 from engine.events import Limits
 from tests.conftest import case_source
+from tests.engine.snippets import gan_loop
 
 EXPECTED_LINES = {
     "pitfall_forgot_zero_grad.py": ("missing-zero-grad", 14),
@@ -60,27 +61,8 @@ def test_unregistered_layers_are_named() -> None:
     assert "net.layers[0].weight" in p.message and p.tensors
 
 
-# the DCGAN tutorial's order: lossG.backward() adds into D's gradients too, which
-# optD.zero_grad() clears before optD steps again
-GAN = """
-import torch, torch.nn as nn
-G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
-optG = torch.optim.Adam(G.parameters(), lr=1e-3)
-optD = torch.optim.SGD(D.parameters(), lr=1e-2, momentum=0.5)
-bce = nn.BCEWithLogitsLoss()
-real = torch.randn(16, 2) + 3
-for i in range(6):
-    fake = G(torch.randn(16, 4))
-    optD.zero_grad()
-    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
-    lossD.backward()
-    optD.step()
-    optG.zero_grad()
-    lossG = bce(D(fake), torch.ones(16, 1))
-    lossG.backward()
-    optG.step()
-"""
+# the DCGAN tutorial's order (see gan_loop)
+GAN = gan_loop(6)
 
 NEAR_MISSES = {
     "deliberate gradient accumulation": """

@@ -18,6 +18,7 @@ from engine import record
 from engine.events import Limits
 from engine.norms import norms_of
 from tests.conftest import case_source
+from tests.engine.snippets import gan_loop
 
 
 def test_rent_regression_reports_400_steps_and_converges() -> None:
@@ -599,25 +600,7 @@ for i in range(3):
     assert moved[0][1] == 0.0
 
 
-GAN_LOOP = """
-import torch, torch.nn as nn
-G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
-optG = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.5, 0.999))
-optD = torch.optim.SGD(D.parameters(), lr=1e-2, momentum=0.5)
-bce = nn.BCEWithLogitsLoss()
-real = torch.randn(16, 2) + 3
-for i in range(12):
-    fake = G(torch.randn(16, 4))
-    optD.zero_grad()
-    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
-    lossD.backward()
-    optD.step()
-    optG.zero_grad()
-    lossG = bce(D(fake), torch.ones(16, 1))
-    lossG.backward()
-    optG.step()
-"""
+GAN_LOOP = gan_loop(12)
 
 
 def _detailed(trace: Any) -> dict[str, list[int]]:

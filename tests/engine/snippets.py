@@ -1,0 +1,28 @@
+"""Snippets several engine tests record."""
+
+from __future__ import annotations
+
+
+def gan_loop(iterations: int) -> str:
+    """A GAN trained in the DCGAN tutorial's order: ``lossG.backward()`` adds into D's
+    gradients too, which ``optD.zero_grad()`` clears before ``optD`` steps again; two
+    optimizers, ``optD (SGD)`` and ``optG (Adam)``, step once each per iteration."""
+    return f"""
+import torch, torch.nn as nn
+G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+optG = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.5, 0.999))
+optD = torch.optim.SGD(D.parameters(), lr=1e-2, momentum=0.5)
+bce = nn.BCEWithLogitsLoss()
+real = torch.randn(16, 2) + 3
+for i in range({iterations}):
+    fake = G(torch.randn(16, 4))
+    optD.zero_grad()
+    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+    optG.zero_grad()
+    lossG = bce(D(fake), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+"""
