@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn.modules import module as _module_mod
 
 from .source import outer_scopes, snippet_frame
+from .values import has_storage
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -51,6 +52,9 @@ class ModuleTracker:
         # ids of modules and parameters named provisionally: after their class or a
         # function's local (NOTE [Names under a container])
         self._provisional: set[int] = set()
+        # modules named while torch.func held wrapped tensors in their parameters' places
+        # (NOTE [Parameters under torch.func]), their own parameters to be named later
+        self._swapped: dict[int, weakref.ref[nn.Module]] = {}
         self._handles: list[RemovableHandle] = []
         self._light_handles: list[RemovableHandle] = []
         self.modules: dict[int, nn.Module] = {}
@@ -103,7 +107,26 @@ class ModuleTracker:
 
     def param_name(self, p: torch.Tensor) -> tuple[str | None, str | None]:
         """Return ``(qualified name, name inside its root module)`` of a parameter."""
-        return self._params.get(id(p), (None, None))
+        found = self._params.get(id(p))
+        if found is None and self._swapped:
+            self.name_swapped()
+            found = self._params.get(id(p))
+        return found or (None, None)
+
+    def name_swapped(self) -> None:
+        """Name the parameters of modules that torch.func had swapped out when the modules
+        were named, now that the modules hold their own again (NOTE [Parameters under
+        torch.func])."""
+        for key, ref in list(self._swapped.items()):
+            module = ref()
+            path = self._paths.get(key)
+            # gone, or its own parameters back and named
+            if (
+                module is None
+                or path is None
+                or not self._register_params(module, path, key in self._provisional)
+            ):
+                del self._swapped[key]
 
     def name_root(self, module: nn.Module, root_name: str, *, provisional: bool = False) -> None:
         """Register ``module`` and all it contains under the snippet name ``root_name``.
@@ -136,6 +159,7 @@ class ModuleTracker:
     def name_in_scope(self, scope: dict[str, Any]) -> None:
         """Name the modules ``scope`` (the snippet's module level, at the end of the run)
         binds that have no name yet or a provisional one, and so their parameters."""
+        self.name_swapped()
         for key, value in list(scope.items()):
             if not isinstance(value, nn.Module) or key.startswith("_"):
                 continue
@@ -219,14 +243,35 @@ class ModuleTracker:
     def _register(self, module: nn.Module, path: str, provisional: bool) -> None:
         """Give ``module`` the path ``path`` and its submodules and parameters theirs, except
         where a name that is not provisional is known already."""
-        _root_name, _, rel = path.partition(".")
         for sub_name, sub in module.named_modules():
             if id(sub) not in self._paths or id(sub) in self._provisional:
                 self._paths[id(sub)] = f"{path}.{sub_name}" if sub_name else path
                 self.modules[id(sub)] = sub
                 self._mark(sub, provisional)
+        if self._register_params(module, path, provisional):
+            self._swapped[id(module)] = weakref.ref(module)
+
+    def _register_params(self, module: nn.Module, path: str, provisional: bool) -> bool:
+        """Name the parameters of ``module`` (whose path is ``path``); return whether any was
+        a torch.func wrapper, left unnamed.
+
+        # NOTE [Parameters under torch.func]
+        # `functional_call(model, params, x)` puts the tensors of `params` in the places of
+        # the module's parameters while it runs; under `grad` or `vmap` these are functorch's
+        # wrapped tensors, so a module first met there lists wrappers as its parameters. A
+        # wrapper is no parameter of the snippet's: it takes no name (the real parameter
+        # keeps `model.weight`, and its final grad), and the module is kept in `_swapped`
+        # until its own parameters are back and named (`param_name` on a miss, and at the end
+        # of the run).
+        """
+        _root_name, _, rel = path.partition(".")
+        swapped = False
         for p_name, p in module.named_parameters():
+            if not has_storage(p):
+                swapped = True
+                continue
             self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name, provisional)
+        return swapped
 
     def _mark(self, obj: object, provisional: bool) -> None:
         if provisional:

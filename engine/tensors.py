@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .source import bound_name, outer_name
-from .values import to_value
+from .values import has_storage, to_value
 
 if TYPE_CHECKING:
     from torch.autograd.graph import Node
@@ -43,7 +43,15 @@ def _device_name(device: torch.device) -> str:
 
 
 class TensorTable:
-    """Ids, names and introductions of the tensors one run has touched."""
+    """Ids, names and introductions of the tensors one run has touched.
+
+    # NOTE [No names for torch.func wrappers]
+    # Inside `grad`, `vmap` or `jacrev` the snippet's code sees functorch's wrapped tensors,
+    # bound to the same names as the real ones (`def f(w)` called as `grad(f)(w)`; a model's
+    # parameters under `functional_call`). A wrapper stands for a real tensor only while the
+    # transform runs, has no storage and no `.grad` of its own, so it takes no name and has
+    # no final state: the name, and the final grad, stay the real tensor's.
+    """
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
@@ -119,7 +127,10 @@ class TensorTable:
 
     def _name_in(self, tid: int, t: torch.Tensor, frame: FrameType) -> str | None:
         """The name ``frame`` knows ``t`` by; for a leaf that is a function's local, the name an
-        outer scope binds it to instead (NOTE [Outer names win] in source.py)."""
+        outer scope binds it to instead (NOTE [Outer names win] in source.py). ``None`` for a
+        torch.func wrapper (NOTE [No names for torch.func wrappers])."""
+        if not has_storage(t):
+            return None
         name, local = bound_name(t, frame)
         if not local:
             return name
@@ -140,6 +151,12 @@ class TensorTable:
         frame: FrameType | None = None,
     ) -> int:
         """Give ``t`` a new id and send its ``tensor`` event; return the id."""
+        rec = self._rec
+        cls = type(t)
+        is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
+        # before ``t`` has its id: naming the parameters of a module torch.func had swapped
+        # out (NOTE [Parameters under torch.func] in modules.py) must not rename ``t`` yet
+        name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         tid = self.count
         self.count = tid + 1
         try:  # noqa: SIM105 (contextlib.suppress costs a context manager per tensor)
@@ -149,10 +166,6 @@ class TensorTable:
         self._refs[tid] = weakref.ref(t)
         if line is not None:
             self.lines[tid] = line
-        rec = self._rec
-        cls = type(t)
-        is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
-        name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
             name = self._name_in(tid, t, frame)
@@ -198,7 +211,7 @@ class TensorTable:
     def rename(self, t: torch.Tensor, name: str, param_name: str | None = None) -> None:
         """Give an already introduced tensor a (better) name, e.g. once its module is known."""
         tid = self.known(t)
-        if tid is None or self.names.get(tid) == name:
+        if tid is None or self.names.get(tid) == name or not has_storage(t):
             return
         self._local.discard(tid)
         self.names[tid] = name
@@ -210,7 +223,7 @@ class TensorTable:
         for key, value in list(scope.items()):
             if isinstance(value, torch.Tensor) and not key.startswith("_"):
                 tid = self.known(value)
-                if tid is not None and (tid not in self.names or tid in self._local):
+                if tid is not None and (tid not in self.names or tid in self._local) and has_storage(value):
                     self._local.discard(tid)
                     self.names[tid] = key
                     self._rec.emit(dict(type="tensor_named", id=tid, name=key, param_name=None))
@@ -218,13 +231,14 @@ class TensorTable:
     def final_leaves(self, most: int = 200) -> list[tuple[int, str]]:
         """Return ``(id, name)`` of named leaves that require grad and are still alive.
 
-        Of several versions of one tensor object only the newest is listed.
+        Of several versions of one tensor object only the newest is listed; a torch.func
+        wrapper never is (NOTE [No names for torch.func wrappers]).
         """
         found: list[tuple[int, str]] = []
         seen: set[int] = set()
         for tid in sorted(self.names, reverse=True):
             t = self.tensor(tid)
-            if t is None or id(t) in seen or not t.requires_grad:
+            if t is None or id(t) in seen or not t.requires_grad or not has_storage(t):
                 continue
             facts = autograd_of(t)
             if facts is None or not facts[1]:  # not a leaf, or PyTorch will not say
