@@ -372,6 +372,25 @@ def test_stop_cancels_a_long_run(page: Any) -> None:
     expect(page.locator(".gw-run-status")).not_to_contain_text("0.000 s")
 
 
+def test_a_graph_too_big_to_redraw_live_is_drawn_when_the_run_ends(page: Any) -> None:
+    # Each op of an endless loop adds a node: one rebuild of 15,000 nodes held the page for
+    # 15 s, and a Stop clicked meanwhile landed after the run's time limit. A big graph whose
+    # next rebuild would hold the page over a second waits for the run's end, and says so.
+    open_app(page)
+    page.evaluate(
+        "(src) => { window.gradwalk.editor.source = src; }",
+        "import torch\nx = torch.tensor(1.0, requires_grad=True)\nwhile True:\n    y = x * 2\n",
+    )
+    page.click("[data-gw=run]")
+    info = page.locator(".gw-graph-info")
+    expect(info).to_contain_text("nodes so far · drawn when the run ends", timeout=60_000)
+    page.click("[data-gw=stop]")
+    # (how soon the cancel reaches the runner while it streams flat out is not asserted here)
+    expect(page.locator("[data-gw=status]")).to_have_attribute(
+        "data-state", re.compile("cancelled|timeout"), timeout=60_000
+    )
+
+
 def test_a_dropped_stream_resumes_without_loss_or_duplicates(page: Any) -> None:
     open_app(page)
     page.evaluate(

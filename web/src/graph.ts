@@ -33,6 +33,13 @@ const BIG = 1200;
  */
 const PACE = 2;
 const PACE_MAX_MS = 4000;
+/**
+ * While a run streams, a big graph whose next rebuild would hold the page longer than this
+ * (its last rebuild's time, scaled by how much the graph has grown) is drawn when the run
+ * ends instead: pacing leaves time between rebuilds, but one rebuild of 15,000 nodes held
+ * the page for 15 s, and a Stop clicked meanwhile landed after the run's time limit.
+ */
+const LIVE_REBUILD_MAX_MS = 1000;
 
 export class GraphView {
   private cy!: Core;
@@ -55,6 +62,8 @@ export class GraphView {
   private dirtySince = 0;
   /** How long the last rebuild took, from its start to its layout applied (ms). */
   private lastRebuildMs = 0;
+  /** The model's node count at the last rebuild. */
+  private lastRebuildNodes = 0;
   private userMoved = false;
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
@@ -168,6 +177,7 @@ export class GraphView {
     this.userMoved = false;
     this.painter.reset();
     this.elements.clear();
+    this.lastRebuildMs = this.lastRebuildNodes = 0;
     this.createCy(false);
     model.subscribe(() => this.schedule());
     this.schedule(0);
@@ -232,6 +242,10 @@ export class GraphView {
       return;
     }
     const paced = delay > 0 && !this.model.finished;
+    if (paced && this.tooBigToRedrawLive()) {
+      this.info.textContent = `${this.model.nodes.size} nodes so far · drawn when the run ends`;
+      return;
+    }
     const wait = paced ? Math.max(delay, Math.min(PACE_MAX_MS, PACE * this.lastRebuildMs)) : delay;
     const due = performance.now() + wait;
     if (this.timer && this.timerDue <= due) return;
@@ -241,6 +255,15 @@ export class GraphView {
       this.timer = 0;
       void this.rebuild(paced);
     }, wait);
+  }
+
+  /** Whether the next rebuild of a big graph would hold the page too long while a run streams. */
+  private tooBigToRedrawLive(): boolean {
+    // (a smaller graph's rebuild may have waited on ELK's worker: its time, scaled up, errs
+    // on the side of waiting for the run's end)
+    const n = this.model.nodes.size;
+    if (n <= BIG || !this.lastRebuildNodes) return false;
+    return this.lastRebuildMs * (n / this.lastRebuildNodes) > LIVE_REBUILD_MAX_MS;
   }
 
   /** Whether a rebuild or layout is pending or running. */
@@ -315,6 +338,7 @@ export class GraphView {
     } finally {
       this.layoutRunning = false;
       this.lastRebuildMs = performance.now() - began;
+      this.lastRebuildNodes = this.model.nodes.size;
       this.rebuilds.push({ began, ms: this.lastRebuildMs, paced });
       if (this.rebuilds.length > 50) this.rebuilds.shift();
       if (this.layoutPending) this.schedule(this.model.finished ? 0 : 40);
