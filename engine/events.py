@@ -319,7 +319,8 @@ class NodeExecuted(_Event):
 
 
 class GradAccumulated(_Event):
-    """A gradient was added into a leaf's ``.grad``: ``before + added = after``."""
+    """A gradient was added into a leaf's ``.grad``: ``before + added = after``, unless a
+    ``register_post_accumulate_grad_hook`` changed ``.grad`` (``after`` is what it left)."""
 
     type: Literal["grad_accumulated"] = "grad_accumulated"
     backward: int

@@ -430,7 +430,8 @@ export interface NodeExecuted {
   type: "node_executed";
 }
 /**
- * A gradient was added into a leaf's ``.grad``: ``before + added = after``.
+ * A gradient was added into a leaf's ``.grad``: ``before + added = after``, unless a
+ * ``register_post_accumulate_grad_hook`` changed ``.grad`` (``after`` is what it left).
  *
  * This interface was referenced by `GradwalkTrace`'s JSON-Schema
  * via the `definition` "GradAccumulated".
