@@ -1,6 +1,19 @@
-"""Snippets several engine tests record."""
+"""Snippets several engine tests record, and how they run without gradwalk."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
+    """Run ``source`` without gradwalk, seeded as gradwalk seeds it; return ``.grad`` of each
+    of ``names`` (an expression such as ``seq[0].weight``) as a flat list."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    torch.manual_seed(0)
+    exec(compile(source, "plain.py", "exec"), scope)
+    return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
 
 
 def gan_loop(iterations: int) -> str:

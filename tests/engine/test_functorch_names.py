@@ -8,20 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 
 from engine import queries as q
 from engine import record
 from engine.summary import summarize
-
-
-def _plain_grads(source: str, names: list[str]) -> dict[str, Any]:
-    """Run ``source`` without gradwalk, seeded as gradwalk seeds it; return ``.grad`` of each
-    of ``names`` (an expression such as ``model[0].weight``) as a flat list."""
-    scope: dict[str, Any] = {"__name__": "__main__"}
-    torch.manual_seed(0)
-    exec(compile(source, "plain.py", "exec"), scope)
-    return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
+from tests.engine.snippets import plain_grads
 
 
 def _finals(trace: Any) -> list[str]:
@@ -107,7 +98,7 @@ out, tangent = jvp(lambda t: t.sin(), (x,), (torch.ones_like(x),))
 def test_per_sample_gradients_leave_the_models_final_grads_to_its_parameters() -> None:
     trace = record(PER_SAMPLE)
     names = ["model[0].weight", "model[0].bias", "model[2].weight", "model[2].bias", "x"]
-    plain = _plain_grads(PER_SAMPLE, names)
+    plain = plain_grads(PER_SAMPLE, names)
     finals = q.final_grads(trace)
     assert (
         sorted(finals)

@@ -8,20 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 
 from engine import queries as q
 from engine import record
 from engine.summary import summarize
-
-
-def _plain_grads(source: str, names: list[str]) -> dict[str, Any]:
-    """Run ``source`` without gradwalk, seeded as gradwalk seeds it; return ``.grad`` of each
-    of ``names`` (an expression such as ``seq[0].weight``) as a flat list."""
-    scope: dict[str, Any] = {"__name__": "__main__"}
-    torch.manual_seed(0)
-    exec(compile(source, "plain.py", "exec"), scope)
-    return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
+from tests.engine.snippets import plain_grads
 
 
 def _names_of(trace: Any) -> set[str]:
@@ -69,7 +60,7 @@ torch.Tensor.__mul__ = orig
 def test_a_leaf_is_named_by_the_module_level_not_by_the_function_that_uses_it(case: str) -> None:
     source = MODULE_LEVEL_NAME_WINS[case]
     trace = record(source)
-    assert q.final_grads(trace) == {"x": [2.0, 2.0]} == _plain_grads(source, ["x"])
+    assert q.final_grads(trace) == {"x": [2.0, 2.0]} == plain_grads(source, ["x"])
     assert not {"t", "self"} & _names_of(trace)
 
 
@@ -159,7 +150,7 @@ def test_layers_called_one_by_one_are_named_inside_their_container(case: str) ->
     trace = record(source)
     names = ["seq.0.weight", "seq.0.bias", "seq.2.weight", "seq.2.bias"]
     assert [e.name for e in q.events_of(trace, "tensor_final")] == names
-    plain = _plain_grads(source, ["seq[0].weight", "seq[0].bias", "seq[2].weight", "seq[2].bias"])
+    plain = plain_grads(source, ["seq[0].weight", "seq[0].bias", "seq[2].weight", "seq[2].bias"])
     got = q.final_grads(trace)
     for name, want in zip(names, plain.values(), strict=True):
         assert got[name] == pytest.approx(want, abs=1e-6)
