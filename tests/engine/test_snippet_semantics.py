@@ -105,6 +105,43 @@ def test_gradwalk_log_reaches_the_trace() -> None:
     ]
 
 
+def test_gradwalk_log_takes_a_loss_tensor_as_is_without_a_warning_or_an_op_on_the_tape() -> None:
+    # float(loss) warned "Converting a tensor with requires_grad=True to a scalar" on the
+    # snippet's stderr, pointing at the snippet's line as if the snippet had done it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = record(
+            "import gradwalk, torch\nw = torch.tensor(2.0, requires_grad=True)\nloss = w * 3\n"
+            "gradwalk.log('loss', loss, step=1)\n"
+        )
+    assert [str(w.message) for w in caught] == []
+    assert [(m.name, m.value, m.step, m.line) for m in q.events_of(trace, "metric")] == [("loss", 6.0, 1, 4)]
+    assert [e.text for e in q.events_of(trace, "output")] == []
+    assert [op.name for op in q.events_of(trace, "op")] == ["tensor", "mul"]
+
+
+@pytest.mark.parametrize(
+    ("call", "exc_type", "message"),
+    [
+        ("1, step=True", "TypeError", "step must be a whole number, not True"),
+        ("1, step=2.5", "TypeError", "step must be a whole number, not 2.5"),
+        ("1, step=-1", "ValueError", "step must be from 0 to 2**53, not -1"),
+        ("1, step=2**60", "ValueError", "step must be from 0 to 2**53, not 1152921504606846976"),
+        ("torch.ones(3)", "ValueError", "value must be one number, not a tensor of shape (3,)"),
+        ("'high'", "TypeError", "value must be a number, not 'high'"),
+        ("None", "TypeError", "value must be a number, not NoneType"),
+    ],
+)
+def test_gradwalk_log_refuses_what_the_charts_cannot_show_and_says_so(call: str, exc_type: str, message: str) -> None:
+    # step=True, a negative step or one past 2**53 (the charts' whole numbers) went into the
+    # trace; a tensor of three values raised PyTorch's "a Tensor with 3 elements cannot be
+    # converted to Scalar", which did not say it was gradwalk.log's argument
+    trace = record(f"import gradwalk, torch\nx = 1\ngradwalk.log('acc', {call})\n")
+    (error,) = q.events_of(trace, "error")
+    assert (error.exc_type, error.message, error.line) == (exc_type, f"gradwalk.log: {message}", 3)
+    assert q.events_of(trace, "metric") == []
+
+
 def test_hooks_are_removed_after_a_failing_run() -> None:
     import torch
 
