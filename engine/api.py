@@ -51,7 +51,9 @@ def log(name: str, value: float, step: int | None = None) -> None:
 def _number(value: object) -> float:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise ValueError(f"gradwalk.log: value must be one number, not a tensor of shape {tuple(value.shape)}")
+            raise ValueError(
+                f"gradwalk.log: value must be one number, not a tensor of shape {tuple(value.shape)}"
+            )
         value = value.detach()  # a loss that requires grad, without PyTorch's warning
     if isinstance(value, (str, bytes)):
         raise TypeError(f"gradwalk.log: value must be a number, not {value!r:.60}")
@@ -65,7 +67,7 @@ def _step(step: object) -> int:
     if isinstance(step, bool):
         raise TypeError(f"gradwalk.log: step must be a whole number, not {step!r}")
     try:
-        whole = operator.index(step)  # an int, or NumPy's: never 2.5
+        whole = operator.index(step)  # type: ignore[arg-type]  # an int, or NumPy's: never 2.5
     except TypeError:
         raise TypeError(f"gradwalk.log: step must be a whole number, not {step!r:.60}") from None
     if not 0 <= whole <= MAX_STEP:
