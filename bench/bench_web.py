@@ -10,7 +10,8 @@ Performance API:
 * **ingest**: the trace model's cost per event (it is O(1) per event);
 * **layout**: from the moment the last event was ingested to the graph laid out and
   painted (the level of detail the app picks is reported: ELK's layered layout for small
-  graphs, breadth-first plus folded module groups for big ones);
+  graphs, breadth-first plus folded module groups for big ones; past 3,000 laid-out nodes
+  the app draws the part nearest the output until asked for all: the ``drawn`` column);
 * **step**: one stepper step (next node of the backward walk): the synchronous update of
   every view, and until the next painted frame; median over 60 steps;
 * **scrub**: the tape's scrubber moved across the tape (thousands of ops greyed or
@@ -146,9 +147,10 @@ _FRAMES = """() => {
   window.__benchFrames = [];
   let last = performance.now();
   const tick = (t) => {
+    if (window.__benchFrames === null) return;
     window.__benchFrames.push(t - last);
     last = t;
-    if (window.__benchFrames !== null) requestAnimationFrame(tick);
+    requestAnimationFrame(tick);
   };
   requestAnimationFrame(tick);
 }"""

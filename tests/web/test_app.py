@@ -357,19 +357,41 @@ def test_the_inspector_reads_grad_as_the_run_left_it(page: Any) -> None:
     expect(body.locator(".gw-acc-list li").first).to_contain_text("[2, 4]")
 
 
-def test_stop_cancels_a_long_run(page: Any) -> None:
+def start_a_ten_second_run(page: Any) -> None:
+    """Open the app and start a run that prints 0..99, 0.1 s apart; return once it printed 3."""
     open_app(page)
     page.evaluate(
         "() => { window.gradwalk.editor.source = 'import time\\nfor i in range(100):\\n    print(i, flush=True)\\n    time.sleep(0.1)\\n'; }"
     )
     page.click("[data-gw=run]")
     expect(page.locator(".gw-stdout")).to_contain_text("3")
+
+
+def test_stop_cancels_a_long_run(page: Any) -> None:
+    start_a_ten_second_run(page)
     page.click("[data-gw=stop]")
     expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
     # the runner's reason is shown, and the status line says how long the run went on
     expect(page.locator("[data-stopped=cancelled]")).to_contain_text("cancelled")
     expect(page.locator(".gw-run-status")).to_contain_text("stopped · ")
     expect(page.locator(".gw-run-status")).not_to_contain_text("0.000 s")
+
+
+def test_a_stop_the_server_never_read_is_said_again_when_the_stream_reconnects(page: Any) -> None:
+    # A viewer that falls behind a flood of events is closed with 1013 and reconnects. A
+    # cancel sent as the server closed was never read, and the run went on to its time limit.
+    start_a_ten_second_run(page)
+    # the server drops the socket just as Stop's cancel is sent: the cancel is lost with it
+    page.evaluate(
+        """() => {
+            const ws = window.gradwalk.stream.ws;
+            ws.send = () => ws.close();
+        }"""
+    )
+    page.click("[data-gw=stop]")
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled", timeout=30_000)
+    # (100 prints 0.1 s apart: the run would have ended "ok" after 10 s, or by its time limit)
+    assert "99" not in page.locator(".gw-stdout").inner_text().split()
 
 
 def test_a_graph_too_big_to_redraw_live_is_drawn_when_the_run_ends(page: Any) -> None:
@@ -440,6 +462,42 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     page.mouse.wheel(0, -600)
     page.wait_for_function(f"() => window.gradwalk.graph.core.zoom() > {zoom}", timeout=5_000)
     shot(page, "08-chain-2000")
+
+
+def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for_all(page: Any) -> None:
+    # A runaway loop's 27,000 nodes held the page for 20-40 s while Cytoscape drew them all.
+    # Past 3,000 laid-out nodes the graph draws the part nearest its output and says so.
+    open_app(page)
+    load_trace(page, chain_trace(3000))
+    wait_graph(page)
+    total = page.evaluate("() => window.gradwalk.model.nodes.size")
+    info = page.locator(".gw-graph-info")
+    expect(info).to_have_text(re.compile(rf"^\d+ of {total} nodes$"))
+    shown = int(info.inner_text().split()[0])
+    drawn = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            return { laid: cy.nodes().length, grad: cy.nodes('[kind = "op"], [kind = "acc"]').length };
+        }"""
+    )
+    assert drawn["laid"] <= 3000 and drawn["grad"] == shown < total, drawn
+    # the loss, where the walk starts, is drawn, and the walk's first steps with it
+    loss = page.evaluate("() => Math.max(...window.gradwalk.model.nodes.keys())")
+    assert page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{loss}').nonempty()")
+    page.evaluate("() => { window.gradwalk.openView('stepper'); window.gradwalk.stepper.go(3); }")
+    expect(page.locator(".gw-graph-canvas")).to_have_attribute(
+        "aria-label", re.compile(rf"of {total} nodes drawn")
+    )
+    page.get_by_role("button", name=re.compile("Draw every node")).click()
+    page.wait_for_function(
+        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.nodes().length > {drawn['laid']}"
+    )
+    expect(info).to_have_text(f"{total} nodes")
+    assert (
+        page.evaluate('() => window.gradwalk.graph.core.nodes(\'[kind = "op"], [kind = "acc"]\').length')
+        == total
+    )
+    expect(page.locator(".gw-draw-all")).to_be_hidden()
 
 
 def test_a_long_walk_says_what_it_leaves_out_where_it_leaves_it_out(page: Any) -> None:

@@ -142,6 +142,8 @@ export interface StreamHandlers {
   lastSeq: () => number;
 }
 
+const CANCEL = JSON.stringify({ command: "cancel" });
+
 /** Follow a run's events over a websocket, reconnecting with ?after=<last seq> when dropped. */
 export class RunStream {
   private ws: WebSocket | null = null;
@@ -150,6 +152,8 @@ export class RunStream {
   private attempts = 0;
   private done = false;
   private finished = false;
+  /** Whether the user asked to stop the run: said again on every reconnect until it ends. */
+  private cancelAsked = false;
 
   constructor(
     private readonly api: Api,
@@ -163,7 +167,12 @@ export class RunStream {
   private connect(): void {
     const ws = new WebSocket(this.api.eventsUrl(this.id, this.handlers.lastSeq(), this.wsUrl));
     this.ws = ws;
-    ws.onopen = () => (this.attempts = 0);
+    ws.onopen = () => {
+      this.attempts = 0;
+      // A cancel sent as the server dropped the socket (a viewer that fell behind is
+      // closed with 1013) was never read: the run went on to its time limit.
+      if (this.cancelAsked && !this.finished) ws.send(CANCEL);
+    };
     ws.onmessage = (msg) => {
       let data: unknown;
       try {
@@ -218,9 +227,10 @@ export class RunStream {
     this.handlers.onEnd(reason, message);
   }
 
-  /** Ask the server to cancel the run (over the socket when it is open). */
+  /** Ask the server to cancel the run (over the socket when it is open, and again on each reconnect). */
   cancel(): void {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ command: "cancel" }));
+    this.cancelAsked = true;
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(CANCEL);
     else void this.api.cancel(this.id).catch(() => undefined);
   }
 

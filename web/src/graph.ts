@@ -4,18 +4,24 @@
 //
 // Level of detail: small graphs get ELK's layered layout (in a worker); big ones get
 // Cytoscape's breadth-first layout, module groups folded, edge labels dropped, and labels
-// hidden when zoomed out (min-zoomed-font-size in graph-style.ts). graph-layout.ts places
-// the elements; graph-keys.ts walks them from the keyboard.
-import cytoscape, { type Core, type ElementDefinition, type NodeSingular } from "cytoscape";
+// hidden when zoomed out (min-zoomed-font-size in graph-style.ts); past DRAW_MAX nodes, only
+// the part nearest the output is drawn until the user asks for all (graph-window.ts).
+// graph-sync.ts hands the built elements to Cytoscape, graph-layout.ts places them,
+// graph-pacing.ts paces rebuilds while a run streams, graph-keys.ts walks the graph from
+// the keyboard.
+import cytoscape, { type Core, type NodeSingular } from "cytoscape";
 import { h, PANES_RESIZED, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
+import { syncElements } from "./graph-sync";
 import { GraphKeyboard } from "./graph-keys";
+import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { fitGraph, panView, revealPan } from "./graph-viewport";
+import { windowOf } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -24,22 +30,12 @@ import type { StepEntry, TraceModel } from "./trace-model";
 const FOLD_ABOVE = ELK_MAX_NODES;
 /** Above this many grad_fn nodes, drop per-node second lines and edge labels. */
 const COMPACT_ABOVE = 1500;
-const BIG = 1200;
 /**
- * While a run streams, the next rebuild waits PACE times as long as the last one took (at
- * most PACE_MAX_MS): a graph of thousands of nodes takes a second or more to rebuild on a
- * slow laptop, and back-to-back rebuilds left the page no time to take events, clicks or
- * Stop (a 4,000-op loop took 17 s to show a 1.4 s run, with the page frozen for 5 s at a time).
+ * A graph of more laid-out nodes than this is drawn in part unless the user asks for all of
+ * it: the part nearest its outputs (graph-window.ts). Drawing 2,500 nodes holds the page for
+ * 4 s on a 2-core laptop, 12,500 for 17 s (a runaway loop's 27,000 for 20-40 s).
  */
-const PACE = 2;
-const PACE_MAX_MS = 4000;
-/**
- * While a run streams, a big graph whose next rebuild would hold the page longer than this
- * (its last rebuild's time, scaled by how much the graph has grown) is drawn when the run
- * ends instead: pacing leaves time between rebuilds, but one rebuild of 15,000 nodes held
- * the page for 15 s, and a Stop clicked meanwhile landed after the run's time limit.
- */
-const LIVE_REBUILD_MAX_MS = 1000;
+const DRAW_MAX = 3000;
 
 export class GraphView {
   private cy!: Core;
@@ -60,10 +56,10 @@ export class GraphView {
   /** When the pending timer fires (performance.now()). */
   private timerDue = 0;
   private dirtySince = 0;
-  /** How long the last rebuild took, from its start to its layout applied (ms). */
-  private lastRebuildMs = 0;
-  /** The model's node count at the last rebuild. */
-  private lastRebuildNodes = 0;
+  private readonly pacer = new RebuildPacer();
+  /** Whether the user asked for every node of a graph too big to draw whole (DRAW_MAX). */
+  private drawAll = false;
+  private readonly drawAllButton: HTMLButtonElement;
   private userMoved = false;
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
@@ -78,8 +74,10 @@ export class GraphView {
   /** Slide edge labels off nodes and each other (graph-labels.ts), a frame after they change. */
   private readonly placeLabels = perFrame(() => this.big || placeEdgeLabels(this.cy));
   lastLayout: LayoutInfo | null = null;
-  /** The last rebuilds, for tests: when each began, how long it took, and whether it was paced (PACE). */
-  readonly rebuilds: { began: number; ms: number; paced: boolean }[] = [];
+  /** The last rebuilds, for tests: when each began, how long it took, and whether it was paced. */
+  get rebuilds(): readonly Rebuild[] {
+    return this.pacer.log;
+  }
 
   constructor(
     readonly root: HTMLElement,
@@ -109,6 +107,12 @@ export class GraphView {
     const button = (label: string, title: string, action: () => void, cls = "") =>
       h("button", { type: "button", class: `gw-tool ${cls}`, title, "aria-label": title, text: label, on: { click: action } });
     this.info = h("span", { class: "gw-graph-info", "aria-live": "polite" });
+    this.drawAllButton = button("Draw all", "Draw every node (a graph this big holds the page for seconds)", () => {
+      this.drawAll = true;
+      this.userMoved = false;
+      this.schedule(0);
+    }, "gw-draw-all");
+    this.drawAllButton.hidden = true;
     const toolbar = h(
       "div",
       { class: "gw-graph-toolbar", role: "toolbar", "aria-label": "Graph" },
@@ -119,6 +123,7 @@ export class GraphView {
       button("Fold modules", "Fold modules: collapse every module group", () => this.setCollapsed(new Set(this.model.modulePaths)), "gw-modules"),
       button("Unfold", "Unfold modules: expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
       this.info,
+      this.drawAllButton,
     );
     this.canvas = h("div", {
       class: "gw-graph-canvas",
@@ -177,7 +182,8 @@ export class GraphView {
     this.userMoved = false;
     this.painter.reset();
     this.elements.clear();
-    this.lastRebuildMs = this.lastRebuildNodes = 0;
+    this.pacer.reset();
+    this.drawAll = false;
     this.createCy(false);
     model.subscribe(() => this.schedule());
     this.schedule(0);
@@ -232,7 +238,7 @@ export class GraphView {
    * Rebuild and re-layout soon. While a run streams, events arrive in bursts: the first
    * one starts a short timer and the rest ride along; events arriving during a layout
    * queue one more layout after it. So a small live graph updates several times a second,
-   * and a big one as often as leaves the page responsive (PACE). A sooner request (0: the
+   * and a big one as often as leaves the page responsive (graph-pacing.ts). A sooner request (0: the
    * user asked; the run finished) replaces a later pending one.
    */
   schedule(delay = 80): void {
@@ -246,7 +252,7 @@ export class GraphView {
       this.info.textContent = `${this.model.nodes.size} nodes so far · drawn when the run ends`;
       return;
     }
-    const wait = paced ? Math.max(delay, Math.min(PACE_MAX_MS, PACE * this.lastRebuildMs)) : delay;
+    const wait = this.pacer.wait(delay, paced);
     const due = performance.now() + wait;
     if (this.timer && this.timerDue <= due) return;
     clearTimeout(this.timer);
@@ -259,11 +265,8 @@ export class GraphView {
 
   /** Whether the next rebuild of a big graph would hold the page too long while a run streams. */
   private tooBigToRedrawLive(): boolean {
-    // (a smaller graph's rebuild may have waited on ELK's worker: its time, scaled up, errs
-    // on the side of waiting for the run's end)
-    const n = this.model.nodes.size;
-    if (n <= BIG || !this.lastRebuildNodes) return false;
-    return this.lastRebuildMs * (n / this.lastRebuildNodes) > LIVE_REBUILD_MAX_MS;
+    // (by the whole graph's size, drawn or not: a window on a growing graph is new nodes each time)
+    return this.pacer.tooSlowForLive(this.model.nodes.size);
   }
 
   /** Whether a rebuild or layout is pending or running. */
@@ -307,12 +310,13 @@ export class GraphView {
     try {
       this.autoLevelOfDetail();
       const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
-      const built = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
+      const whole = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
+      const built = windowOf(whole, this.drawAll ? Number.POSITIVE_INFINITY : DRAW_MAX);
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
       // New elements, or node sizes changed by the presenter type: place them all again.
-      const structural = this.sync(built.nodes, built.edges) || fontScale !== this.placedAtScale;
+      const structural = syncElements(this.cy, this.elements, built, (id) => this.painter.forget(id)) || fontScale !== this.placedAtScale;
       if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
@@ -329,66 +333,20 @@ export class GraphView {
       const now = performance.now();
       const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
       this.lastLayout = info;
-      this.info.textContent = `${built.gradNodes} nodes${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
-      this.canvas.setAttribute("aria-label", `grad_fn graph with ${built.gradNodes} nodes; arrow keys move between nodes, Enter opens one`);
+      const count = built.cut ? `${built.shownGradNodes} of ${built.gradNodes} nodes` : `${built.gradNodes} nodes`;
+      this.info.textContent = `${count}${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
+      this.info.title = built.cut ? "A graph this big is drawn in part: the nodes nearest its output, where backward starts." : "";
+      this.drawAllButton.hidden = !built.cut;
+      this.canvas.setAttribute("aria-label", `grad_fn graph with ${count}${built.cut ? " drawn" : ""}; arrow keys move between nodes, Enter opens one`);
       this.keys.forgetRemoved();
       const waiters = this.waiters;
       this.waiters = [];
       for (const w of waiters) w(info);
     } finally {
       this.layoutRunning = false;
-      this.lastRebuildMs = performance.now() - began;
-      this.lastRebuildNodes = this.model.nodes.size;
-      this.rebuilds.push({ began, ms: this.lastRebuildMs, paced });
-      if (this.rebuilds.length > 50) this.rebuilds.shift();
+      this.pacer.record({ began, ms: performance.now() - began, paced }, this.model.nodes.size);
       if (this.layoutPending) this.schedule(this.model.finished ? 0 : 40);
     }
-  }
-
-  /** Bring Cytoscape's elements in line with the built ones; say whether the structure changed. */
-  private sync(nodes: GNode[], edges: GEdge[]): boolean {
-    const cy = this.cy;
-    const want = new Map<string, GNode | GEdge>();
-    for (const n of nodes) want.set(n.id, n);
-    for (const e of edges) want.set(e.id, e);
-    let structural = false;
-    cy.batch(() => {
-      for (const [id, old] of this.elements) {
-        const next = want.get(id);
-        if (!next || ("parent" in old && "parent" in next && old.parent !== next.parent)) {
-          cy.getElementById(id).remove();
-          this.elements.delete(id);
-          this.painter.forget(id);
-          structural = true;
-        }
-      }
-      const add: ElementDefinition[] = [];
-      // Parents before children: groups were pushed first by buildGraph.
-      for (const n of nodes) {
-        const old = this.elements.get(n.id) as GNode | undefined;
-        if (!old) {
-          add.push({ group: "nodes", data: { ...n, parent: n.parent ?? undefined, base: n.label }, classes: "unplaced" });
-          structural = true;
-        } else if (old.label !== n.label || old.width !== n.width || old.height !== n.height || old.op !== n.op) {
-          cy.getElementById(n.id).data({ label: n.label, base: n.label, width: n.width, height: n.height, op: n.op });
-          if (old.width !== n.width || old.height !== n.height) structural = true;
-        }
-        this.elements.set(n.id, n);
-      }
-      for (const e of edges) {
-        const old = this.elements.get(e.id) as GEdge | undefined;
-        if (!old) {
-          add.push({ group: "edges", data: { ...e, shape: e.label } });
-          structural = true;
-        } else if (old.label !== e.label) {
-          cy.getElementById(e.id).data({ shape: e.label });
-          this.painter.forget(e.id);
-        }
-        this.elements.set(e.id, e);
-      }
-      if (add.length) cy.add(add);
-    });
-    return structural;
   }
 
   /**

@@ -1,0 +1,75 @@
+// A window on a graph too big to draw whole: the part nearest its outputs (the loss, where
+// backward starts), which is what the view shows first anyway. Drawing costs Cytoscape
+// about a millisecond per element on a slow laptop, all of it holding the page: a runaway
+// loop's 27,000 nodes froze it for 20-40 s. graph.ts draws the window and offers to draw
+// everything. Pure data, like graph-build.ts.
+import type { GEdge, GNode, GraphElements } from "./graph-build";
+
+/** What a window shows of a graph. */
+export interface GraphWindow extends GraphElements {
+  /** grad_fn nodes drawn (a folded group counts its members); equal to `gradNodes` when nothing was cut */
+  shownGradNodes: number;
+  /** whether nodes were left out */
+  cut: boolean;
+}
+
+/** Whether `n` is laid out (a module group's box is not: it wraps its members). */
+function laidOut(n: GNode): boolean {
+  return n.kind !== "group";
+}
+
+/** The grad_fn nodes `n` stands for (AccumulateGrad is one; a folded group, its members). */
+function gradCount(n: GNode): number {
+  if (n.kind === "op" || n.kind === "acc") return 1;
+  return n.kind === "collapsed" ? (n.count ?? 0) : 0;
+}
+
+/**
+ * The at most `max` laid-out nodes of `built` nearest its outputs, with the edges between
+ * them and the module groups around them; `built` itself (cut: false) when it has no more.
+ *
+ * Nearest: the outputs (nodes no gradient flows into) one at a time, the newest first (a
+ * live run shows its latest ops), each followed breadth-first by what it reaches that is not
+ * kept yet; then any node no output reaches, newest first.
+ */
+export function windowOf(built: GraphElements, max: number): GraphWindow {
+  const all = built.nodes.filter(laidOut);
+  if (all.length <= max) return { ...built, shownGradNodes: built.gradNodes, cut: false };
+  const byId = new Map(built.nodes.map((n) => [n.id, n]));
+  const out = new Map<string, string[]>();
+  const gradTargets = new Set<string>();
+  for (const e of built.edges) {
+    const list = out.get(e.source);
+    if (list) list.push(e.target);
+    else out.set(e.source, [e.target]);
+    if (e.kind === "grad") gradTargets.add(e.target);
+  }
+  const kept = new Set<string>();
+  const reach = (from: string) => {
+    if (kept.has(from)) return;
+    kept.add(from);
+    const queue = [from];
+    for (let i = 0; i < queue.length && kept.size < max; i++) {
+      for (const next of out.get(queue[i]) ?? []) {
+        if (kept.size >= max) break;
+        if (kept.has(next)) continue;
+        kept.add(next);
+        queue.push(next);
+      }
+    }
+  };
+  const outputs = all.filter((n) => (n.kind === "op" || n.kind === "acc" || n.kind === "collapsed") && !gradTargets.has(n.id));
+  for (let i = outputs.length - 1; i >= 0 && kept.size < max; i--) reach(outputs[i].id);
+  for (let i = all.length - 1; i >= 0 && kept.size < max; i--) reach(all[i].id);
+  // the module groups around what is kept, outermost first (a parent before its children)
+  const groups = new Set<string>();
+  for (const id of kept) {
+    for (let parent = byId.get(id)?.parent ?? null; parent && !groups.has(parent); parent = byId.get(parent)?.parent ?? null) {
+      groups.add(parent);
+    }
+  }
+  const nodes = built.nodes.filter((n) => kept.has(n.id) || groups.has(n.id));
+  const edges: GEdge[] = built.edges.filter((e) => kept.has(e.source) && kept.has(e.target));
+  const shownGradNodes = nodes.reduce((sum, n) => sum + gradCount(n), 0);
+  return { nodes, edges, gradNodes: built.gradNodes, shownGradNodes, cut: true };
+}

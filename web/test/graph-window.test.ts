@@ -1,0 +1,71 @@
+// A window on a graph too big to draw whole: the part nearest its outputs.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { GEdge, GNode, GraphElements, NodeKind } from "../src/graph-build";
+import { windowOf } from "../src/graph-window";
+
+function node(id: string, kind: NodeKind = "op", parent: string | null = null): GNode {
+  return { id, kind, label: id, parent, width: 60, height: 30, op: null };
+}
+
+function edge(source: string, target: string, kind: GEdge["kind"] = "grad"): GEdge {
+  return { id: `${source}>${target}`, kind, source, target, label: "" };
+}
+
+/** ops n1..n`count` in creation order, each sending its gradient to the one before (n`count` is the loss). */
+function chain(count: number): GraphElements {
+  const nodes = Array.from({ length: count }, (_, i) => node(`n${i + 1}`));
+  const edges = nodes.slice(1).map((n, i) => edge(n.id, nodes[i].id));
+  return { nodes, edges, gradNodes: count };
+}
+
+test("a graph within the cap is drawn whole", () => {
+  const built = chain(5);
+  const w = windowOf(built, 5);
+  assert.equal(w.cut, false);
+  assert.equal(w.nodes, built.nodes);
+  assert.equal(w.shownGradNodes, 5);
+});
+
+test("a long chain keeps the nodes nearest its loss, and the edges between them", () => {
+  const w = windowOf(chain(10), 4);
+  assert.equal(w.cut, true);
+  assert.deepEqual(w.nodes.map((n) => n.id), ["n7", "n8", "n9", "n10"]);
+  assert.deepEqual(w.edges.map((e) => e.id), ["n8>n7", "n9>n8", "n10>n9"]);
+  assert.equal(w.shownGradNodes, 4);
+  assert.equal(w.gradNodes, 10);
+});
+
+test("many outputs into one leaf: the newest ones, with the AccumulateGrad and leaf they share", () => {
+  // y = x * 2 in an endless loop: every MulBackward0 is an output
+  const ops = Array.from({ length: 6 }, (_, i) => node(`m${i + 1}`));
+  const nodes = [...ops, node("acc", "acc"), node("x", "leaf")];
+  const edges = [...ops.map((o) => edge(o.id, "acc")), edge("acc", "x", "acc")];
+  const w = windowOf({ nodes, edges, gradNodes: 7 }, 4);
+  assert.deepEqual(new Set(w.nodes.map((n) => n.id)), new Set(["m6", "m5", "acc", "x"]));
+  assert.equal(w.edges.length, 3);
+  assert.equal(w.shownGradNodes, 3); // two MulBackward0 and the AccumulateGrad; the leaf is a tensor
+});
+
+test("module groups come along with what they hold, outermost first; a folded group counts its members", () => {
+  const nodes = [
+    node("g:net", "group"),
+    node("g:net.fc", "group", "g:net"),
+    node("g:other", "group"),
+    { ...node("g:net.head", "collapsed", "g:net"), count: 5 },
+    node("n1", "op", "g:other"),
+    node("n2", "op", "g:net.fc"),
+    node("n3", "op"),
+  ];
+  const edges = [edge("n3", "n2"), edge("n2", "g:net.head"), edge("g:net.head", "n1")];
+  const w = windowOf({ nodes, edges, gradNodes: 7 }, 3);
+  assert.deepEqual(w.nodes.map((n) => n.id), ["g:net", "g:net.fc", "g:net.head", "n2", "n3"]);
+  assert.equal(w.shownGradNodes, 7);
+});
+
+test("nodes no output reaches are kept last, newest first", () => {
+  const nodes = [node("old", "leaf"), node("new", "leaf"), ...chain(3).nodes];
+  const edges = chain(3).edges;
+  const w = windowOf({ nodes, edges, gradNodes: 3 }, 4);
+  assert.deepEqual(w.nodes.map((n) => n.id), ["new", "n1", "n2", "n3"]);
+});
