@@ -132,7 +132,9 @@ def test_gradwalk_log_takes_a_loss_tensor_as_is_without_a_warning_or_an_op_on_th
         ("None", "TypeError", "value must be a number, not NoneType"),
     ],
 )
-def test_gradwalk_log_refuses_what_the_charts_cannot_show_and_says_so(call: str, exc_type: str, message: str) -> None:
+def test_gradwalk_log_refuses_what_the_charts_cannot_show_and_says_so(
+    call: str, exc_type: str, message: str
+) -> None:
     # step=True, a negative step or one past 2**53 (the charts' whole numbers) went into the
     # trace; a tensor of three values raised PyTorch's "a Tensor with 3 elements cannot be
     # converted to Scalar", which did not say it was gradwalk.log's argument
