@@ -488,6 +488,30 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
     expect(page.locator(".gw-graph-canvas")).to_have_attribute(
         "aria-label", re.compile(rf"of {total} nodes drawn")
     )
+    # stepping to the walk's last node, far from the loss, draws the part around it, in view
+    step = page.evaluate("() => window.gradwalk.model.timeline.findLastIndex((e) => e.exec)")
+    last = page.evaluate(f"() => window.gradwalk.model.timeline[{step}].exec.node")
+    assert not page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').nonempty()")
+    page.evaluate(f"() => window.gradwalk.stepper.go({step})")
+    page.wait_for_function(
+        f"""() => {{
+            const g = window.gradwalk.graph, cy = g.core, el = cy.getElementById('n{last}');
+            if (g.busy || !el.nonempty() || cy.animated()) return false;
+            const box = el.renderedBoundingBox();
+            return box.x1 >= 0 && box.y1 >= 0 && box.x2 <= cy.width() && box.y2 <= cy.height();
+        }}"""
+    )
+    assert page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').hasClass('current')")
+    expect(info).to_have_text(re.compile(rf"^\d+ of {total} nodes$"))
+    assert page.evaluate("() => window.gradwalk.graph.core.nodes().length") <= 3000
+    # so does selecting a node left out (from the tape or the inspector): back near the loss
+    page.evaluate(
+        f"() => {{ window.gradwalk.openView('tape'); window.gradwalk.store.set({{ selection: {{ kind: 'node', id: {loss} }} }}); }}"
+    )
+    page.wait_for_function(
+        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{loss}').selected()"
+    )
+    assert not page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').nonempty()")
     page.get_by_role("button", name=re.compile("Draw every node")).click()
     page.wait_for_function(
         f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.nodes().length > {drawn['laid']}"

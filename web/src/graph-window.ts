@@ -30,9 +30,11 @@ function gradCount(n: GNode): number {
  *
  * Nearest: the outputs (nodes no gradient flows into) one at a time, the newest first (a
  * live run shows its latest ops), each followed breadth-first by what it reaches that is not
- * kept yet; then any node no output reaches, newest first.
+ * kept yet; then any node no output reaches, newest first. With `focus` (the id of a node
+ * of `built`: the stepper's, the selection), the nodes nearest it come first instead,
+ * breadth-first along the edges either way, so the window shows it with what surrounds it.
  */
-export function windowOf(built: GraphElements, max: number): GraphWindow {
+export function windowOf(built: GraphElements, max: number, focus: string | null = null): GraphWindow {
   const all = built.nodes.filter(laidOut);
   if (all.length <= max) return { ...built, shownGradNodes: built.gradNodes, cut: false };
   const byId = new Map(built.nodes.map((n) => [n.id, n]));
@@ -58,6 +60,25 @@ export function windowOf(built: GraphElements, max: number): GraphWindow {
       }
     }
   };
+  const focusNode = focus === null ? undefined : byId.get(focus);
+  if (focusNode && laidOut(focusNode)) {
+    const into = new Map<string, string[]>();
+    for (const e of built.edges) {
+      const list = into.get(e.target);
+      if (list) list.push(e.source);
+      else into.set(e.target, [e.source]);
+    }
+    kept.add(focusNode.id);
+    const queue = [focusNode.id];
+    for (let i = 0; i < queue.length && kept.size < max; i++) {
+      for (const next of [...(out.get(queue[i]) ?? []), ...(into.get(queue[i]) ?? [])]) {
+        if (kept.size >= max) break;
+        if (kept.has(next)) continue;
+        kept.add(next);
+        queue.push(next);
+      }
+    }
+  }
   const outputs = all.filter((n) => (n.kind === "op" || n.kind === "acc" || n.kind === "collapsed") && !gradTargets.has(n.id));
   for (let i = outputs.length - 1; i >= 0 && kept.size < max; i--) reach(outputs[i].id);
   for (let i = all.length - 1; i >= 0 && kept.size < max; i--) reach(all[i].id);

@@ -60,6 +60,11 @@ export class GraphView {
   /** Whether the user asked for every node of a graph too big to draw whole (DRAW_MAX). */
   private drawAll = false;
   private readonly drawAllButton: HTMLButtonElement;
+  /** A graph drawn in part: whether it is, every element id of the whole, and what the part is drawn around. */
+  private cut = false;
+  private wholeIds: ReadonlySet<string> = new Set();
+  private windowFocus: string | null = null;
+  private revealFocus = false;
   private userMoved = false;
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
@@ -184,6 +189,7 @@ export class GraphView {
     this.elements.clear();
     this.pacer.reset();
     this.drawAll = false;
+    this.windowFocus = null;
     this.createCy(false);
     model.subscribe(() => this.schedule());
     this.schedule(0);
@@ -311,7 +317,9 @@ export class GraphView {
       this.autoLevelOfDetail();
       const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
       const whole = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
-      const built = windowOf(whole, this.drawAll ? Number.POSITIVE_INFINITY : DRAW_MAX);
+      const built = windowOf(whole, this.drawAll ? Number.POSITIVE_INFINITY : DRAW_MAX, this.windowFocus);
+      this.cut = built.cut;
+      this.wholeIds = new Set(whole.nodes.map((n) => n.id));
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
@@ -329,6 +337,8 @@ export class GraphView {
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
       if (structural && (!this.laidOut || !this.userMoved)) this.fit(false);
+      if (this.revealFocus && this.windowFocus && this.elements.has(this.windowFocus)) this.reveal(this.windowFocus, false);
+      this.revealFocus = false;
       this.laidOut = true;
       const now = performance.now();
       const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
@@ -429,6 +439,19 @@ export class GraphView {
     if (nodeId === undefined) return;
     const id = this.elementOfNode(nodeId);
     if (id) this.reveal(id, false);
+    else this.drawAround(this.elementOfNode(nodeId, this.wholeIds));
+  }
+
+  /**
+   * Draw a graph drawn in part around element `id` (the stepper's node, the selection),
+   * which the part drawn now leaves out, and bring it into view.
+   */
+  private drawAround(id: string | null): void {
+    // (one at a time: the stepper's node and the selection may both be left out)
+    if (!id || !this.cut || this.revealFocus || !this.wholeIds.has(id) || this.windowFocus === id) return;
+    this.windowFocus = id;
+    this.revealFocus = true;
+    this.schedule(0);
   }
 
   private applyLinks(state: ViewState): void {
@@ -447,9 +470,10 @@ export class GraphView {
     this.linked = ids;
   }
 
-  private elementOfNode(nodeId: number): string | null {
+  /** The element showing grad_fn node `nodeId` among `drawn` (default: those drawn now), if any. */
+  private elementOfNode(nodeId: number, drawn: { has(id: string): boolean } = this.elements): string | null {
     const direct = `n${nodeId}`;
-    if (this.elements.has(direct)) return direct;
+    if (drawn.has(direct)) return direct;
     const path = this.model.node(nodeId)?.module_path;
     if (!path) return null;
     for (const c of this.collapsed) if (path === c || path.startsWith(`${c}.`)) return groupId(c);
@@ -459,20 +483,23 @@ export class GraphView {
   private applySelection(state: ViewState): void {
     const cy = this.cy;
     const sel = state.selection;
-    let id: string | null = null;
-    if (sel?.kind === "node") id = this.elementOfNode(sel.id);
-    else if (sel?.kind === "tensor") {
-      if (this.elements.has(`t${sel.id}`)) id = `t${sel.id}`;
-      else {
-        const fn = this.model.gradFnOfTensor(sel.id);
-        id = fn === undefined ? null : this.elementOfNode(fn);
-      }
-    }
+    const id = sel ? this.elementOfSelection(sel, this.elements) : null;
+    if (sel && !id) this.drawAround(this.elementOfSelection(sel, this.wholeIds));
     cy.batch(() => {
       cy.$(":selected").unselect();
       if (id) cy.getElementById(id).select();
     });
   }
+
+  /** The element showing `sel` (a node; a tensor, or else the grad_fn that made it) among `drawn`. */
+  private elementOfSelection(sel: NonNullable<ViewState["selection"]>, drawn: { has(id: string): boolean }): string | null {
+    if (sel.kind === "node") return this.elementOfNode(sel.id, drawn);
+    if (sel.kind !== "tensor") return null;
+    if (drawn.has(`t${sel.id}`)) return `t${sel.id}`;
+    const fn = this.model.gradFnOfTensor(sel.id);
+    return fn === undefined ? null : this.elementOfNode(fn, drawn);
+  }
+
 
   private hoverNode(el: NodeSingular): void {
     const d = el.data() as GNode;

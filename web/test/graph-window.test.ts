@@ -69,3 +69,12 @@ test("nodes no output reaches are kept last, newest first", () => {
   const w = windowOf({ nodes, edges, gradNodes: 3 }, 4);
   assert.deepEqual(w.nodes.map((n) => n.id), ["new", "n1", "n2", "n3"]);
 });
+
+test("with a focus, the window holds the nodes nearest it, up and down the graph", () => {
+  const w = windowOf(chain(10), 3, "n4");
+  assert.equal(w.cut, true);
+  assert.deepEqual(w.nodes.map((n) => n.id), ["n3", "n4", "n5"]);
+  assert.deepEqual(w.edges.map((e) => e.id), ["n4>n3", "n5>n4"]);
+  // a focus that is not a node of the graph is no focus
+  assert.deepEqual(windowOf(chain(10), 3, "n99").nodes.map((n) => n.id), ["n8", "n9", "n10"]);
+});
