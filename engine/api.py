@@ -5,8 +5,6 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING
 
-import torch
-
 from .source import snippet_frame
 from .text import writable
 
@@ -49,6 +47,8 @@ def log(name: str, value: float, step: int | None = None) -> None:
 
 
 def _number(value: object) -> float:
+    import torch  # here, not at the top: the server imports this package and must never load torch
+
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise ValueError(
