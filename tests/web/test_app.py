@@ -512,6 +512,17 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
         f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{loss}').selected()"
     )
     assert not page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').nonempty()")
+    # replaying the tape from its start shows the first ops' nodes, not an empty graph of
+    # nodes the scrubber has not reached; back at the tape's end, the part nearest the loss
+    first = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.nodes.length).nodes[0]")
+    page.evaluate("() => window.gradwalk.store.set({ selection: null, op: 2 })")
+    page.wait_for_function(
+        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{first}').visible()"
+    )
+    page.evaluate("() => window.gradwalk.store.set({ op: null })")
+    page.wait_for_function(
+        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{loss}').visible()"
+    )
     page.get_by_role("button", name=re.compile("Draw every node")).click()
     page.wait_for_function(
         f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.nodes().length > {drawn['laid']}"

@@ -1,8 +1,9 @@
 // A window on a graph too big to draw whole: the part nearest its outputs (the loss, where
 // backward starts), which is what the view shows first anyway. Drawing costs Cytoscape
 // about a millisecond per element on a slow laptop, all of it holding the page: a runaway
-// loop's 27,000 nodes froze it for 20-40 s. graph.ts draws the window and offers to draw
-// everything. Pure data, like graph-build.ts.
+// loop's 27,000 nodes froze it for 20-40 s. `windowOf` cuts the window (pure data, like
+// graph-build.ts); `PartDrawn` keeps which window graph.ts draws, and moves it to what the
+// user looks at.
 import type { GEdge, GNode, GraphElements } from "./graph-build";
 
 /** What a window shows of a graph. */
@@ -93,4 +94,85 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
   const edges: GEdge[] = built.edges.filter((e) => kept.has(e.source) && kept.has(e.target));
   const shownGradNodes = nodes.reduce((sum, n) => sum + gradCount(n), 0);
   return { nodes, edges, gradNodes: built.gradNodes, shownGradNodes, cut: true };
+}
+
+/** Anything that can say whether it holds an element id (a Set, a Map). */
+interface Ids {
+  has(id: string): boolean;
+}
+
+/**
+ * Which part of the graph the view draws: all of it when it is small or the user asked
+ * (Draw all), else the part nearest the output, or nearest what the user is looking at when
+ * that part leaves it out (the stepper's node, the selection, the tape scrubber's op).
+ * graph.ts calls `cut` on each rebuild and `around` when something must be in view;
+ * `redraw` asks it for a rebuild.
+ */
+export class PartDrawn {
+  /** Whether the user asked for every node. */
+  all = false;
+  /** Whether the last rebuild drew a part only. */
+  cut = false;
+  /** Every element id of the whole graph, at the last rebuild. */
+  whole: Ids = new Set<string>();
+  private focus: string | null = null;
+  private revealPending = false;
+  /** Whether the part is drawn around the scrubber's op. */
+  private scrubbed = false;
+
+  constructor(
+    private readonly max: number,
+    private readonly redraw: () => void,
+  ) {}
+
+  /** Another graph: back to the part nearest its output. */
+  reset(): void {
+    this.all = this.scrubbed = this.revealPending = false;
+    this.focus = null;
+  }
+
+  /** The part of `whole` to draw now. */
+  take(whole: GraphElements): GraphWindow {
+    const part = windowOf(whole, this.all ? Number.POSITIVE_INFINITY : this.max, this.focus);
+    this.cut = part.cut;
+    this.whole = new Set(whole.nodes.map((n) => n.id));
+    return part;
+  }
+
+  /**
+   * Draw the part around element `id` of the whole graph, which the part `drawn` now leaves
+   * out; says whether it will. One at a time: the stepper's node and the selection may
+   * both be left out.
+   */
+  around(id: string | null, drawn: Ids): boolean {
+    if (!id || !this.cut || this.revealPending || drawn.has(id) || !this.whole.has(id) || this.focus === id) return false;
+    this.focus = id;
+    this.revealPending = true;
+    this.redraw();
+    return true;
+  }
+
+  /**
+   * Keep the scrubber's op drawn (its element: `elementOfOp`): replaying the tape from its
+   * start showed an empty graph, every node drawn being one the scrubber had not reached.
+   * With the scrubber off (`op` null), the part nearest the output is drawn again.
+   */
+  followScrubber(op: number | null, elementOfOp: (op: number) => string | null, drawn: Ids): void {
+    if (op === null) {
+      if (this.scrubbed) {
+        this.scrubbed = false;
+        this.focus = null;
+        this.redraw();
+      }
+      return;
+    }
+    if (this.cut && this.around(elementOfOp(op), drawn)) this.scrubbed = true;
+  }
+
+  /** After a rebuild: the element to bring into view, once (what the part was drawn around). */
+  toReveal(): string | null {
+    const id = this.revealPending ? this.focus : null;
+    this.revealPending = false;
+    return id;
+  }
 }

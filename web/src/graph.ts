@@ -21,7 +21,7 @@ import { foldToFit } from "./graph-lod";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { fitGraph, panView, revealPan } from "./graph-viewport";
-import { windowOf } from "./graph-window";
+import { PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -57,14 +57,9 @@ export class GraphView {
   private timerDue = 0;
   private dirtySince = 0;
   private readonly pacer = new RebuildPacer();
-  /** Whether the user asked for every node of a graph too big to draw whole (DRAW_MAX). */
-  private drawAll = false;
+  /** What of a graph too big to draw whole (DRAW_MAX) is drawn. */
+  private readonly part = new PartDrawn(DRAW_MAX, () => this.schedule(0));
   private readonly drawAllButton: HTMLButtonElement;
-  /** A graph drawn in part: whether it is, every element id of the whole, and what the part is drawn around. */
-  private cut = false;
-  private wholeIds: ReadonlySet<string> = new Set();
-  private windowFocus: string | null = null;
-  private revealFocus = false;
   private userMoved = false;
   private laidOut = false;
   /** Whether the last fit was for the stepper (its node kept readable), so a change refits. */
@@ -113,7 +108,7 @@ export class GraphView {
       h("button", { type: "button", class: `gw-tool ${cls}`, title, "aria-label": title, text: label, on: { click: action } });
     this.info = h("span", { class: "gw-graph-info", "aria-live": "polite" });
     this.drawAllButton = button("Draw all", "Draw every node (a graph this big holds the page for seconds)", () => {
-      this.drawAll = true;
+      this.part.all = true;
       this.userMoved = false;
       this.schedule(0);
     }, "gw-draw-all");
@@ -188,8 +183,7 @@ export class GraphView {
     this.painter.reset();
     this.elements.clear();
     this.pacer.reset();
-    this.drawAll = false;
-    this.windowFocus = null;
+    this.part.reset();
     this.createCy(false);
     model.subscribe(() => this.schedule());
     this.schedule(0);
@@ -317,9 +311,7 @@ export class GraphView {
       this.autoLevelOfDetail();
       const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
       const whole = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
-      const built = windowOf(whole, this.drawAll ? Number.POSITIVE_INFINITY : DRAW_MAX, this.windowFocus);
-      this.cut = built.cut;
-      this.wholeIds = new Set(whole.nodes.map((n) => n.id));
+      const built = this.part.take(whole);
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
@@ -337,8 +329,8 @@ export class GraphView {
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
       if (structural && (!this.laidOut || !this.userMoved)) this.fit(false);
-      if (this.revealFocus && this.windowFocus && this.elements.has(this.windowFocus)) this.reveal(this.windowFocus, false);
-      this.revealFocus = false;
+      const focus = this.part.toReveal();
+      if (focus) this.reveal(focus, false);
       this.laidOut = true;
       const now = performance.now();
       const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
@@ -419,6 +411,7 @@ export class GraphView {
     this.banner.title = text; // where a short pane cuts it to one line
     this.banner.hidden = !text;
     if (entry && changed) this.follow(entry);
+    else if (!entry) this.part.followScrubber(state.op, (op) => this.elementOfOp(op), this.elements);
   }
 
   private needsStepperRefit(): boolean {
@@ -439,19 +432,16 @@ export class GraphView {
     if (nodeId === undefined) return;
     const id = this.elementOfNode(nodeId);
     if (id) this.reveal(id, false);
-    else this.drawAround(this.elementOfNode(nodeId, this.wholeIds));
+    else this.part.around(this.elementOfNode(nodeId, this.part.whole), this.elements);
   }
 
-  /**
-   * Draw a graph drawn in part around element `id` (the stepper's node, the selection),
-   * which the part drawn now leaves out, and bring it into view.
-   */
-  private drawAround(id: string | null): void {
-    // (one at a time: the stepper's node and the selection may both be left out)
-    if (!id || !this.cut || this.revealFocus || !this.wholeIds.has(id) || this.windowFocus === id) return;
-    this.windowFocus = id;
-    this.revealFocus = true;
-    this.schedule(0);
+  /** The element, in the whole graph, of the last op up to `op` that made a node: the graph's output then. */
+  private elementOfOp(op: number): string | null {
+    for (let i = op; i >= 0; i--) {
+      const node = this.model.op(i)?.nodes[0];
+      if (node !== undefined) return this.elementOfNode(node, this.part.whole);
+    }
+    return null;
   }
 
   private applyLinks(state: ViewState): void {
@@ -484,7 +474,7 @@ export class GraphView {
     const cy = this.cy;
     const sel = state.selection;
     const id = sel ? this.elementOfSelection(sel, this.elements) : null;
-    if (sel && !id) this.drawAround(this.elementOfSelection(sel, this.wholeIds));
+    if (sel && !id) this.part.around(this.elementOfSelection(sel, this.part.whole), this.elements);
     cy.batch(() => {
       cy.$(":selected").unselect();
       if (id) cy.getElementById(id).select();
