@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { GEdge, GNode, GraphElements, NodeKind } from "../src/graph-build";
-import { windowOf } from "../src/graph-window";
+import { PartDrawn, windowOf } from "../src/graph-window";
 
 function node(id: string, kind: NodeKind = "op", parent: string | null = null): GNode {
   return { id, kind, label: id, parent, width: 60, height: 30, op: null };
@@ -77,4 +77,34 @@ test("with a focus, the window holds the nodes nearest it, up and down the graph
   assert.deepEqual(w.edges.map((e) => e.id), ["n4>n3", "n5>n4"]);
   // a focus that is not a node of the graph is no focus
   assert.deepEqual(windowOf(chain(10), 3, "n99").nodes.map((n) => n.id), ["n8", "n9", "n10"]);
+});
+
+test("PartDrawn moves the part drawn to what is looked at, one thing at a time, and back", () => {
+  let redraws = 0;
+  const part = new PartDrawn(3, () => redraws++);
+  const ids = (w: GraphElements) => w.nodes.map((n) => n.id);
+  let drawn = new Set(ids(part.take(chain(10))));
+  assert.deepEqual([...drawn], ["n8", "n9", "n10"]);
+  assert.equal(part.around("n9", drawn), false); // drawn already
+  assert.equal(part.around("n2", drawn), true);
+  assert.equal(part.around("n5", drawn), false); // until the part around n2 is drawn
+  assert.equal(redraws, 1);
+  drawn = new Set(ids(part.take(chain(10))));
+  assert.deepEqual([...drawn], ["n1", "n2", "n3"]);
+  assert.equal(part.toReveal(), "n2");
+  assert.equal(part.toReveal(), null);
+  // the scrubber: around its op's node, and back to the output when it is off
+  part.followScrubber(null, () => "n6", drawn);
+  assert.equal(redraws, 1); // the part was not the scrubber's
+  part.followScrubber(5, () => "n6", drawn);
+  assert.equal(redraws, 2);
+  drawn = new Set(ids(part.take(chain(10))));
+  assert.ok(drawn.has("n6"));
+  part.followScrubber(null, () => "n6", drawn);
+  assert.equal(redraws, 3);
+  assert.deepEqual(ids(part.take(chain(10))), ["n8", "n9", "n10"]);
+  // Draw all
+  part.all = true;
+  assert.equal(part.take(chain(10)).cut, false);
+  assert.equal(part.around("n1", drawn), false);
 });
