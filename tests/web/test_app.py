@@ -464,6 +464,19 @@ def test_two_thousand_nodes_render_and_stay_interactive(page: Any) -> None:
     shot(page, "08-chain-2000")
 
 
+DRAWN_IN_VIEW = """(node) => {
+    const g = window.gradwalk.graph, cy = g.core, el = cy.getElementById('n' + node);
+    if (g.busy || !el.nonempty() || !el.visible() || cy.animated()) return false;
+    const box = el.renderedBoundingBox();
+    return box.x1 >= 0 && box.y1 >= 0 && box.x2 <= cy.width() && box.y2 <= cy.height();
+}"""
+
+
+def drawn_in_view(page: Any, node: int) -> bool:
+    """Whether grad_fn node ``node`` is drawn, shown and wholly in the graph's view (and the graph is settled)."""
+    return bool(page.evaluate(f"() => ({DRAWN_IN_VIEW})({node})"))
+
+
 def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for_all(page: Any) -> None:
     # A runaway loop's 27,000 nodes held the page for 20-40 s while Cytoscape drew them all.
     # Past 3,000 laid-out nodes the graph draws the part nearest its output and says so.
@@ -491,38 +504,39 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
     # stepping to the walk's last node, far from the loss, draws the part around it, in view
     step = page.evaluate("() => window.gradwalk.model.timeline.findLastIndex((e) => e.exec)")
     last = page.evaluate(f"() => window.gradwalk.model.timeline[{step}].exec.node")
-    assert not page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').nonempty()")
+    assert not drawn_in_view(page, last)
     page.evaluate(f"() => window.gradwalk.stepper.go({step})")
-    page.wait_for_function(
-        f"""() => {{
-            const g = window.gradwalk.graph, cy = g.core, el = cy.getElementById('n{last}');
-            if (g.busy || !el.nonempty() || cy.animated()) return false;
-            const box = el.renderedBoundingBox();
-            return box.x1 >= 0 && box.y1 >= 0 && box.x2 <= cy.width() && box.y2 <= cy.height();
-        }}"""
-    )
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({last})")
     assert page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').hasClass('current')")
     expect(info).to_have_text(re.compile(rf"^\d+ of {total} nodes$"))
     assert page.evaluate("() => window.gradwalk.graph.core.nodes().length") <= 3000
-    # so does selecting a node left out (from the tape or the inspector): back near the loss
+    # leaving the stepper draws the part nearest the loss again
+    page.evaluate("() => window.gradwalk.openView('tape')")
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({loss})")
+    # the latest of two quick moves wins (the second was lost while the first was drawn)
     page.evaluate(
-        f"() => {{ window.gradwalk.openView('tape'); window.gradwalk.store.set({{ selection: {{ kind: 'node', id: {loss} }} }}); }}"
+        f"() => {{ window.gradwalk.openView('stepper'); window.gradwalk.stepper.go({step}); window.gradwalk.stepper.go(1); }}"
+    )
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({loss})")
+    page.evaluate(f"() => {{ window.gradwalk.stepper.go(1); window.gradwalk.stepper.go({step}); }}")
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({last})")
+    # selecting a node left out (from the tape or the inspector) draws the part around it;
+    # clearing the selection draws the part nearest the loss again
+    page.evaluate(
+        f"() => {{ window.gradwalk.openView('tape'); window.gradwalk.store.set({{ selection: {{ kind: 'node', id: {last} }} }}); }}"
     )
     page.wait_for_function(
-        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{loss}').selected()"
+        f"() => ({DRAWN_IN_VIEW})({last}) && window.gradwalk.graph.core.getElementById('n{last}').selected()"
     )
-    assert not page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').nonempty()")
+    page.evaluate("() => window.gradwalk.store.set({ selection: null })")
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({loss})")
     # replaying the tape from its start shows the first ops' nodes, not an empty graph of
     # nodes the scrubber has not reached; back at the tape's end, the part nearest the loss
     first = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.nodes.length).nodes[0]")
-    page.evaluate("() => window.gradwalk.store.set({ selection: null, op: 2 })")
-    page.wait_for_function(
-        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{first}').visible()"
-    )
+    page.evaluate("() => window.gradwalk.store.set({ op: 2 })")
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({first})")
     page.evaluate("() => window.gradwalk.store.set({ op: null })")
-    page.wait_for_function(
-        f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.getElementById('n{loss}').visible()"
-    )
+    page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({loss})")
     page.get_by_role("button", name=re.compile("Draw every node")).click()
     page.wait_for_function(
         f"() => !window.gradwalk.graph.busy && window.gradwalk.graph.core.nodes().length > {drawn['laid']}"

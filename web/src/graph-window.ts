@@ -31,7 +31,8 @@ function gradCount(n: GNode): number {
  *
  * Nearest: the outputs (nodes no gradient flows into) one at a time, the newest first (a
  * live run shows its latest ops), each followed breadth-first by what it reaches that is not
- * kept yet; then any node no output reaches, newest first. With `focus` (the id of a node
+ * kept yet (whole, once the first is in: no small graph is cut through); then any node no
+ * output reaches, newest first. With `focus` (the id of a node
  * of `built`: the stepper's, the selection), the nodes nearest it come first instead,
  * breadth-first along the edges either way, so the window shows it with what surrounds it.
  */
@@ -48,18 +49,23 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
     if (e.kind === "grad") gradTargets.add(e.target);
   }
   const kept = new Set<string>();
-  const reach = (from: string) => {
-    if (kept.has(from)) return;
-    kept.add(from);
-    const queue = [from];
-    for (let i = 0; i < queue.length && kept.size < max; i++) {
-      for (const next of out.get(queue[i]) ?? []) {
-        if (kept.size >= max) break;
-        if (kept.has(next)) continue;
-        kept.add(next);
-        queue.push(next);
+  // What `from` reaches that is not kept yet, breadth-first: kept whole, or not at all once
+  // something is kept (a small graph cut through threw the breadth-first layout of all the
+  // others out of line); the first one is cut to fit. Says whether there is room for more.
+  const reach = (from: string): boolean => {
+    if (kept.has(from)) return kept.size < max;
+    const found = [from];
+    const seen = new Set(found);
+    for (let i = 0; i < found.length; i++) {
+      for (const next of out.get(found[i]) ?? []) {
+        if (kept.has(next) || seen.has(next)) continue;
+        seen.add(next);
+        found.push(next);
       }
     }
+    if (kept.size && kept.size + found.length > max) return false;
+    for (const id of found.slice(0, max - kept.size)) kept.add(id);
+    return kept.size < max;
   };
   const focusNode = focus === null ? undefined : byId.get(focus);
   if (focusNode && laidOut(focusNode)) {
@@ -81,8 +87,9 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
     }
   }
   const outputs = all.filter((n) => (n.kind === "op" || n.kind === "acc" || n.kind === "collapsed") && !gradTargets.has(n.id));
-  for (let i = outputs.length - 1; i >= 0 && kept.size < max; i--) reach(outputs[i].id);
-  for (let i = all.length - 1; i >= 0 && kept.size < max; i--) reach(all[i].id);
+  let room = kept.size < max;
+  for (let i = outputs.length - 1; i >= 0 && room; i--) room = reach(outputs[i].id);
+  for (let i = all.length - 1; i >= 0 && room; i--) room = reach(all[i].id);
   // the module groups around what is kept, outermost first (a parent before its children)
   const groups = new Set<string>();
   for (const id of kept) {
@@ -103,9 +110,10 @@ interface Ids {
 
 /**
  * Which part of the graph the view draws: all of it when it is small or the user asked
- * (Draw all), else the part nearest the output, or nearest what the user is looking at when
- * that part leaves it out (the stepper's node, the selection, the tape scrubber's op).
- * graph.ts calls `cut` on each rebuild and `around` when something must be in view;
+ * (Draw all), else the part nearest the output, or around what the user looks at when the
+ * part nearest the output leaves it out (the stepper's node, else the selection, else the
+ * tape scrubber's op). graph.ts calls `take` on each rebuild and `follow` whenever what is
+ * looked at may have changed (and after each rebuild, so quick moves are never lost);
  * `redraw` asks it for a rebuild.
  */
 export class PartDrawn {
@@ -115,10 +123,9 @@ export class PartDrawn {
   cut = false;
   /** Every element id of the whole graph, at the last rebuild. */
   whole: Ids = new Set<string>();
+  /** What the part is drawn around (null: the part nearest the output). */
   private focus: string | null = null;
   private revealPending = false;
-  /** Whether the part is drawn around the scrubber's op. */
-  private scrubbed = false;
 
   constructor(
     private readonly max: number,
@@ -127,8 +134,13 @@ export class PartDrawn {
 
   /** Another graph: back to the part nearest its output. */
   reset(): void {
-    this.all = this.scrubbed = this.revealPending = false;
+    this.all = this.revealPending = false;
     this.focus = null;
+  }
+
+  /** Whether the part is drawn around something other than the output. */
+  get aroundFocus(): boolean {
+    return this.focus !== null;
   }
 
   /** The part of `whole` to draw now. */
@@ -140,39 +152,33 @@ export class PartDrawn {
   }
 
   /**
-   * Draw the part around element `id` of the whole graph, which the part `drawn` now leaves
-   * out; says whether it will. One at a time: the stepper's node and the selection may
-   * both be left out.
+   * Make the part show element `wanted` of the whole graph (what the user looks at), which
+   * the part `drawn` now may leave out; with `wanted` null, the part nearest the output.
+   * The latest call wins: a move made while the part is being redrawn is followed after.
    */
-  around(id: string | null, drawn: Ids): boolean {
-    if (!id || !this.cut || this.revealPending || drawn.has(id) || !this.whole.has(id) || this.focus === id) return false;
-    this.focus = id;
-    this.revealPending = true;
-    this.redraw();
-    return true;
-  }
-
-  /**
-   * Keep the scrubber's op drawn (its element: `elementOfOp`): replaying the tape from its
-   * start showed an empty graph, every node drawn being one the scrubber had not reached.
-   * With the scrubber off (`op` null), the part nearest the output is drawn again.
-   */
-  followScrubber(op: number | null, elementOfOp: (op: number) => string | null, drawn: Ids): void {
-    if (op === null) {
-      if (this.scrubbed) {
-        this.scrubbed = false;
+  follow(wanted: string | null, drawn: Ids): void {
+    if (this.all) return;
+    if (wanted === null || !this.whole.has(wanted)) {
+      if (this.focus !== null) {
         this.focus = null;
         this.redraw();
       }
       return;
     }
-    if (this.cut && this.around(elementOfOp(op), drawn)) this.scrubbed = true;
+    // (shown already, and no other part on its way: nothing to do)
+    if (this.focus === wanted || !this.cut || (drawn.has(wanted) && !this.revealPending)) return;
+    this.focus = wanted;
+    this.revealPending = true;
+    this.redraw();
   }
 
-  /** After a rebuild: the element to bring into view, once (what the part was drawn around). */
-  toReveal(): string | null {
-    const id = this.revealPending ? this.focus : null;
+  /**
+   * After a rebuild that drew `drawn`: the element to bring into view, once (what the part
+   * was drawn around; not yet, when the rebuild that draws it is still to come).
+   */
+  toReveal(drawn: Ids): string | null {
+    if (!this.revealPending || this.focus === null || !drawn.has(this.focus)) return null;
     this.revealPending = false;
-    return id;
+    return this.focus;
   }
 }

@@ -329,7 +329,7 @@ export class GraphView {
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
       if (structural && (!this.laidOut || !this.userMoved)) this.fit(false);
-      const focus = this.part.toReveal();
+      const focus = this.part.toReveal(this.elements);
       if (focus) this.reveal(focus, false);
       this.laidOut = true;
       const now = performance.now();
@@ -337,7 +337,8 @@ export class GraphView {
       this.lastLayout = info;
       const count = built.cut ? `${built.shownGradNodes} of ${built.gradNodes} nodes` : `${built.gradNodes} nodes`;
       this.info.textContent = `${count}${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
-      this.info.title = built.cut ? "A graph this big is drawn in part: the nodes nearest its output, where backward starts." : "";
+      const around = this.part.aroundFocus ? "around the node you are looking at (the stepper's, the selection, the tape's op)" : "nearest its output, where backward starts";
+      this.info.title = built.cut ? `A graph this big is drawn in part: the nodes ${around}.` : "";
       this.drawAllButton.hidden = !built.cut;
       this.canvas.setAttribute("aria-label", `grad_fn graph with ${count}${built.cut ? " drawn" : ""}; arrow keys move between nodes, Enter opens one`);
       this.keys.forgetRemoved();
@@ -411,19 +412,19 @@ export class GraphView {
     this.banner.title = text; // where a short pane cuts it to one line
     this.banner.hidden = !text;
     if (entry && changed) this.follow(entry);
-    else if (!entry) this.part.followScrubber(state.op, (op) => this.elementOfOp(op), this.elements);
+    this.keepInPart();
   }
 
   private needsStepperRefit(): boolean {
     return this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper;
   }
 
-  /** The element of the stepper's node (or of its backward call's first node), if the stepper is open. */
-  private stepperElement(): string | null {
+  /** The element of the stepper's node (or of its backward call's first node) among `drawn`, if the stepper is open. */
+  private stepperElement(drawn: { has(id: string): boolean } = this.elements): string | null {
     const entry = stepperEntry(this.model, this.store.state);
     if (!entry) return null;
     const node = entry.exec?.node ?? this.model.backward(entry.backward)?.entries.find((e) => e.exec)?.exec?.node;
-    return node === undefined ? null : this.elementOfNode(node);
+    return node === undefined ? null : this.elementOfNode(node, drawn);
   }
 
   /** Bring the stepper's node into view when it is outside (big graphs are not all visible). */
@@ -432,7 +433,23 @@ export class GraphView {
     if (nodeId === undefined) return;
     const id = this.elementOfNode(nodeId);
     if (id) this.reveal(id, false);
-    else this.part.around(this.elementOfNode(nodeId, this.part.whole), this.elements);
+  }
+
+  /** Keep what the user looks at in a graph drawn in part (PartDrawn). */
+  private keepInPart(): void {
+    if (this.part.cut || this.part.aroundFocus) this.part.follow(this.lookedAt(), this.elements);
+  }
+
+  /** The element of the whole graph the user looks at: the stepper's node, else the selection, else the scrubber's op. */
+  private lookedAt(): string | null {
+    const state = this.store.state;
+    const whole = this.part.whole;
+    if (stepperEntry(this.model, state)) return this.stepperElement(whole);
+    if (state.selection) {
+      const id = this.elementOfSelection(state.selection, whole);
+      if (id) return id;
+    }
+    return state.op === null ? null : this.elementOfOp(state.op);
   }
 
   /** The element, in the whole graph, of the last op up to `op` that made a node: the graph's output then. */
@@ -474,7 +491,7 @@ export class GraphView {
     const cy = this.cy;
     const sel = state.selection;
     const id = sel ? this.elementOfSelection(sel, this.elements) : null;
-    if (sel && !id) this.part.around(this.elementOfSelection(sel, this.part.whole), this.elements);
+    this.keepInPart();
     cy.batch(() => {
       cy.$(":selected").unselect();
       if (id) cy.getElementById(id).select();

@@ -79,32 +79,50 @@ test("with a focus, the window holds the nodes nearest it, up and down the graph
   assert.deepEqual(windowOf(chain(10), 3, "n99").nodes.map((n) => n.id), ["n8", "n9", "n10"]);
 });
 
-test("PartDrawn moves the part drawn to what is looked at, one thing at a time, and back", () => {
+test("PartDrawn follows what is looked at, the latest move winning, and goes back to the output", () => {
   let redraws = 0;
   const part = new PartDrawn(3, () => redraws++);
   const ids = (w: GraphElements) => w.nodes.map((n) => n.id);
   let drawn = new Set(ids(part.take(chain(10))));
   assert.deepEqual([...drawn], ["n8", "n9", "n10"]);
-  assert.equal(part.around("n9", drawn), false); // drawn already
-  assert.equal(part.around("n2", drawn), true);
-  assert.equal(part.around("n5", drawn), false); // until the part around n2 is drawn
-  assert.equal(redraws, 1);
-  drawn = new Set(ids(part.take(chain(10))));
-  assert.deepEqual([...drawn], ["n1", "n2", "n3"]);
-  assert.equal(part.toReveal(), "n2");
-  assert.equal(part.toReveal(), null);
-  // the scrubber: around its op's node, and back to the output when it is off
-  part.followScrubber(null, () => "n6", drawn);
-  assert.equal(redraws, 1); // the part was not the scrubber's
-  part.followScrubber(5, () => "n6", drawn);
+  part.follow("n9", drawn); // drawn already
+  part.follow(null, drawn); // the output's part already
+  assert.equal(redraws, 0);
+  part.follow("n2", drawn);
+  part.follow("n5", drawn); // a quick second move, before the part around n2 is drawn: it wins
   assert.equal(redraws, 2);
   drawn = new Set(ids(part.take(chain(10))));
-  assert.ok(drawn.has("n6"));
-  part.followScrubber(null, () => "n6", drawn);
+  assert.deepEqual([...drawn], ["n4", "n5", "n6"]);
+  assert.equal(part.toReveal(new Set()), null); // not drawn yet: later
+  assert.equal(part.toReveal(drawn), "n5");
+  assert.equal(part.toReveal(drawn), null);
+  part.follow("n10", drawn); // back near the loss (the stepper's first step)
+  part.follow("n10", drawn); // asked once
   assert.equal(redraws, 3);
+  part.follow("n6", drawn); // a move back into the part still on its way: wins too
+  assert.equal(redraws, 4);
+  drawn = new Set(ids(part.take(chain(10))));
+  assert.ok(drawn.has("n6") && part.aroundFocus);
+  // nothing looked at (the stepper left, the selection cleared, the scrubber at the end)
+  part.follow(null, drawn);
+  assert.equal(redraws, 5);
+  assert.equal(part.aroundFocus, false);
   assert.deepEqual(ids(part.take(chain(10))), ["n8", "n9", "n10"]);
   // Draw all
   part.all = true;
   assert.equal(part.take(chain(10)).cut, false);
-  assert.equal(part.around("n1", drawn), false);
+  part.follow("n1", drawn);
+  assert.equal(redraws, 5);
+});
+
+test("small graphs are kept whole or left out: none is cut through", () => {
+  // three graphs of three nodes (a -> b -> c), the newest last; room for seven nodes
+  const nodes: GNode[] = [];
+  const edges: GEdge[] = [];
+  for (const g of ["x", "y", "z"]) {
+    nodes.push(node(`${g}c`), node(`${g}b`), node(`${g}a`));
+    edges.push(edge(`${g}a`, `${g}b`), edge(`${g}b`, `${g}c`));
+  }
+  const w = windowOf({ nodes, edges, gradNodes: 9 }, 7);
+  assert.deepEqual(new Set(w.nodes.map((n) => n.id)), new Set(["ya", "yb", "yc", "za", "zb", "zc"]));
 });
