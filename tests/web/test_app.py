@@ -501,6 +501,18 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
     expect(page.locator(".gw-graph-canvas")).to_have_attribute(
         "aria-label", re.compile(rf"of {total} nodes drawn")
     )
+    # the arrow keys stop at the edge of the part drawn, and a screen reader hears why
+    page.evaluate(
+        """() => {
+            const low = window.gradwalk.graph.core.nodes(':visible:childless').max((n) => n.position('y')).ele.data();
+            const selection = low.node !== undefined ? { kind: 'node', id: low.node } : { kind: 'tensor', id: low.tensor };
+            window.gradwalk.store.set({ selection });
+        }"""
+    )
+    page.focus(".gw-graph-canvas")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("[data-gw=graph-announcer]")).to_contain_text("Only part of this graph is drawn")
+    page.evaluate("() => window.gradwalk.store.set({ selection: null })")
     # stepping to the walk's last node, far from the loss, draws the part around it, in view
     step = page.evaluate("() => window.gradwalk.model.timeline.findLastIndex((e) => e.exec)")
     last = page.evaluate(f"() => window.gradwalk.model.timeline[{step}].exec.node")

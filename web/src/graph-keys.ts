@@ -102,6 +102,15 @@ export interface KeyboardHost {
   fit(): void;
   /** Pan element `id` into view. */
   reveal(id: string): void;
+  /** Whether only part of the graph is drawn (graph-window.ts). */
+  drawnInPart(): boolean;
+}
+
+/** What a screen reader hears when no node lies in direction `dir`; `inPart`: the graph is drawn in part. */
+export function noNodeText(dir: Direction, inPart: boolean): string {
+  const where = dir === "down" ? "below" : dir === "up" ? "above" : `to the ${dir}`;
+  const rest = inPart ? " Only part of this graph is drawn: Draw all shows the rest, or pick a node in the tape." : "";
+  return `No node ${where}.${rest}`;
 }
 
 /**
@@ -166,6 +175,7 @@ export class GraphKeyboard {
     const from = current ? nodes.find((n) => n.id === current) : undefined;
     const next = from ? nextInDirection(from, nodes, dir) : startNode(nodes);
     if (next) this.setFocus(next);
+    else if (from) this.announcer.textContent = noNodeText(dir, this.host.drawnInPart());
   }
 
   private setFocus(id: string | null): void {

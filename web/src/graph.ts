@@ -143,6 +143,7 @@ export class GraphView {
       zoomBy: (factor) => this.zoomBy(factor),
       fit: () => this.fit(true, false),
       reveal: (id) => this.reveal(id),
+      drawnInPart: () => this.part.cut,
     });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { GNode } from "../src/graph-build";
-import { describeNode, nextInDirection, type Placed, startNode } from "../src/graph-keys";
+import { describeNode, nextInDirection, noNodeText, type Placed, startNode } from "../src/graph-keys";
 
 // A layered graph as ELK draws the cubic: the loss on top, two branches, the leaf below.
 //            sub (200, 0)
@@ -67,4 +67,10 @@ test("what a screen reader hears names the node, its kind, and what Enter does t
   assert.equal(describeNode(node("op", "MulBackward0\nline 2")), "MulBackward0, line 2: backward node");
   assert.equal(describeNode(node("acc", "AccumulateGrad")), "AccumulateGrad: gradient accumulator");
   assert.equal(describeNode(node("collapsed", "model.0", 3)), "model.0: folded module, 3 nodes; Enter unfolds it");
+});
+
+test("at the edge, a screen reader hears that no node lies that way, and why when the graph is drawn in part", () => {
+  assert.equal(noNodeText("down", false), "No node below.");
+  assert.equal(noNodeText("left", false), "No node to the left.");
+  assert.match(noNodeText("up", true), /^No node above\. Only part of this graph is drawn: Draw all shows the rest/);
 });
