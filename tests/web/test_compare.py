@@ -156,6 +156,11 @@ def test_a_trace_file_opened_compares_with_the_run_it_replaced(page: Any, tmp_pa
     bad.write_text('{"loss": [1, 2]}')
     page.set_input_files("[data-gw=open-trace]", str(bad))
     expect(page.get_by_text("Could not open notes.json: not a gradwalk trace (no events)")).to_be_visible()
+    # opened again (or anything else said): the new message replaces the old, no pile
+    page.evaluate("() => { for (const n of document.querySelectorAll('.gw-notice')) n.dataset.first = '1'; }")
+    page.set_input_files("[data-gw=open-trace]", str(bad))
+    page.wait_for_function("() => [...document.querySelectorAll('.gw-notice')].some((n) => !n.dataset.first)")
+    expect(page.get_by_text("Could not open notes.json")).to_have_count(1)
     assert compared(page, "loss")["series"][0]["values"] == losses(json.loads(saved.read_text()))
 
 

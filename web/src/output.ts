@@ -53,9 +53,14 @@ export class OutputView {
     this.renderStatus();
   }
 
-  /** Show a message that is not part of a run (a refused request, a lost connection). */
+  /**
+   * Show a message that is not part of a run (a refused request, a lost connection, "Link
+   * copied"). It replaces the one said before: the same file opened three times, or a link
+   * copied three times, piled up three notices.
+   */
   say(message: string, kind: "error" | "info" = "info"): void {
-    this.notices.append(h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", text: message }));
+    for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
+    this.notices.append(h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", data: { said: "" }, text: message }));
   }
 
   private add(ev: GradwalkEvent): void {
