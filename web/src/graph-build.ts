@@ -66,6 +66,28 @@ function size(lines: string[], minW = 56): { width: number; height: number } {
   return { width: Math.max(minW * scale, Math.round(longest * CHAR_W * scale + 26)), height: Math.round(lines.length * LINE_H * scale + 16) };
 }
 
+/**
+ * The graph's outputs, where backward starts: grad_fn nodes (and folded groups) no gradient
+ * flows into, in the order built (oldest first).
+ */
+export function outputsOf(nodes: readonly GNode[], edges: readonly GEdge[]): GNode[] {
+  const fed = new Set<string>();
+  for (const e of edges) if (e.kind === "grad") fed.add(e.target);
+  return nodes.filter((n) => (n.kind === "op" || n.kind === "acc" || n.kind === "collapsed") && !fed.has(n.id));
+}
+
+/** Each element's neighbours along `edges`: the targets of its edges ("out"), or their sources ("in"). */
+export function neighbours(edges: readonly GEdge[], way: "out" | "in"): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  for (const e of edges) {
+    const [from, to] = way === "out" ? [e.source, e.target] : [e.target, e.source];
+    const list = found.get(from);
+    if (list) list.push(to);
+    else found.set(from, [to]);
+  }
+  return found;
+}
+
 export function groupId(path: string): string {
   return `g:${path}`;
 }

@@ -3,7 +3,7 @@
 // detail: see graph.ts).
 import type { Core } from "cytoscape";
 import { reducedMotion } from "./dom";
-import type { GEdge, GNode } from "./graph-build";
+import { type GEdge, type GNode, outputsOf } from "./graph-build";
 import { levelCounts } from "./graph-lod";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 
@@ -53,8 +53,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       console.warn("gradwalk: ELK layout failed, using breadth-first", err);
     }
   }
-  const targets = new Set(edges.filter((e) => e.kind === "grad").map((e) => e.target));
-  const roots = nodes.filter((n) => (n.kind === "op" || n.kind === "collapsed" || n.kind === "acc") && !targets.has(n.id)).map((n) => n.id);
+  const roots = outputsOf(nodes, edges).map((n) => n.id);
   // Breadth-first fits the levels into its bounding box (the viewport by default): size
   // the box by the number of levels and the widest one, so rows keep a readable spacing.
   const { levels, widest } = levelCounts(roots, edges);

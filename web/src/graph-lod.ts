@@ -1,6 +1,6 @@
 // Level of detail for big graphs: which module groups to fold, and how to size the
 // breadth-first layout that replaces ELK past a few hundred nodes.
-import type { GEdge } from "./graph-build";
+import { type GEdge, neighbours } from "./graph-build";
 import type { TraceModel } from "./trace-model";
 
 /** The deepest module level whose folding brings the graph under `limit` nodes. */
@@ -27,12 +27,7 @@ export function foldToFit(model: TraceModel, limit: number): Set<string> {
 
 /** How many breadth-first levels a graph has from its roots, and the most nodes on one. */
 export function levelCounts(roots: string[], edges: GEdge[]): { levels: number; widest: number } {
-  const out = new Map<string, string[]>();
-  for (const e of edges) {
-    const list = out.get(e.source);
-    if (list) list.push(e.target);
-    else out.set(e.source, [e.target]);
-  }
+  const out = neighbours(edges, "out");
   const seen = new Set(roots);
   let frontier = roots;
   let levels = 0;

@@ -4,7 +4,7 @@
 // loop's 27,000 nodes froze it for 20-40 s. `windowOf` cuts the window (pure data, like
 // graph-build.ts); `PartDrawn` keeps which window graph.ts draws, and moves it to what the
 // user looks at.
-import type { GEdge, GNode, GraphElements } from "./graph-build";
+import { type GEdge, type GNode, type GraphElements, neighbours, outputsOf } from "./graph-build";
 
 /** What a window shows of a graph. */
 export interface GraphWindow extends GraphElements {
@@ -40,14 +40,7 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
   const all = built.nodes.filter(laidOut);
   if (all.length <= max) return { ...built, shownGradNodes: built.gradNodes, cut: false };
   const byId = new Map(built.nodes.map((n) => [n.id, n]));
-  const out = new Map<string, string[]>();
-  const gradTargets = new Set<string>();
-  for (const e of built.edges) {
-    const list = out.get(e.source);
-    if (list) list.push(e.target);
-    else out.set(e.source, [e.target]);
-    if (e.kind === "grad") gradTargets.add(e.target);
-  }
+  const out = neighbours(built.edges, "out");
   const kept = new Set<string>();
   // What `from` reaches that is not kept yet, breadth-first: kept whole, or not at all once
   // something is kept (a small graph cut through threw the breadth-first layout of all the
@@ -69,12 +62,7 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
   };
   const focusNode = focus === null ? undefined : byId.get(focus);
   if (focusNode && laidOut(focusNode)) {
-    const into = new Map<string, string[]>();
-    for (const e of built.edges) {
-      const list = into.get(e.target);
-      if (list) list.push(e.source);
-      else into.set(e.target, [e.source]);
-    }
+    const into = neighbours(built.edges, "in");
     kept.add(focusNode.id);
     const queue = [focusNode.id];
     for (let i = 0; i < queue.length && kept.size < max; i++) {
@@ -86,7 +74,7 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
       }
     }
   }
-  const outputs = all.filter((n) => (n.kind === "op" || n.kind === "acc" || n.kind === "collapsed") && !gradTargets.has(n.id));
+  const outputs = outputsOf(built.nodes, built.edges);
   let room = kept.size < max;
   for (let i = outputs.length - 1; i >= 0 && room; i--) room = reach(outputs[i].id);
   for (let i = all.length - 1; i >= 0 && room; i--) room = reach(all[i].id);
@@ -104,9 +92,11 @@ export function windowOf(built: GraphElements, max: number, focus: string | null
 }
 
 /** Anything that can say whether it holds an element id (a Set, a Map). */
-interface Ids {
+export interface Ids {
   has(id: string): boolean;
 }
+
+const NOTHING: Ids = new Set<string>();
 
 /**
  * Which part of the graph the view draws: all of it when it is small or the user asked
@@ -121,8 +111,8 @@ export class PartDrawn {
   all = false;
   /** Whether the last rebuild drew a part only. */
   cut = false;
-  /** Every element id of the whole graph, at the last rebuild. */
-  whole: Ids = new Set<string>();
+  /** Every element id of the whole graph, at the last rebuild that drew a part. */
+  whole: Ids = NOTHING;
   /** What the part is drawn around (null: the part nearest the output). */
   private focus: string | null = null;
   private revealPending = false;
@@ -147,7 +137,8 @@ export class PartDrawn {
   take(whole: GraphElements): GraphWindow {
     const part = windowOf(whole, this.all ? Number.POSITIVE_INFINITY : this.max, this.focus);
     this.cut = part.cut;
-    this.whole = new Set(whole.nodes.map((n) => n.id));
+    // (only a part consults it: `follow` looks up what is left out)
+    this.whole = part.cut ? new Set(whole.nodes.map((n) => n.id)) : NOTHING;
     return part;
   }
 

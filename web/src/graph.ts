@@ -7,21 +7,22 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts); past DRAW_MAX nodes, only
 // the part nearest the output is drawn until the user asks for all (graph-window.ts).
 // graph-sync.ts hands the built elements to Cytoscape, graph-layout.ts places them,
-// graph-pacing.ts paces rebuilds while a run streams, graph-keys.ts walks the graph from
-// the keyboard.
+// graph-pacing.ts paces rebuilds while a run streams, graph-elements.ts finds the element
+// showing a node or a selection, graph-keys.ts walks the graph from the keyboard.
 import cytoscape, { type Core, type NodeSingular } from "cytoscape";
 import { h, PANES_RESIZED, perFrame } from "./dom";
-import { buildGraph, type GEdge, type GNode, groupId } from "./graph-build";
-import { syncElements } from "./graph-sync";
+import { buildGraph, type GEdge, type GNode } from "./graph-build";
+import { elementOfNode, elementOfSelection, lookedAt, type Shown, stepperElement } from "./graph-elements";
 import { GraphKeyboard } from "./graph-keys";
-import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
+import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
+import { syncElements } from "./graph-sync";
 import { fitGraph, panView, revealPan } from "./graph-viewport";
-import { PartDrawn } from "./graph-window";
+import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -95,7 +96,7 @@ export class GraphView {
       get big() {
         return view.big;
       },
-      elementOfNode: (id) => this.elementOfNode(id),
+      elementOfNode: (id) => elementOfNode(this.shown(), id),
     });
     root.classList.add("gw-graph");
     this.savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
@@ -359,7 +360,7 @@ export class GraphView {
    * at a zoom where labels show, the stepper's node in view. The Fit button shows it all.
    */
   fit(animate: boolean, readable = true): void {
-    const focus = readable ? this.stepperElement() : null;
+    const focus = readable ? stepperElement(this.shown(), this.store.state) : null;
     fitGraph(this.cy, { animate, big: this.big, readable, focus });
     this.fittedForStepper = focus !== null;
     this.userMoved = false;
@@ -417,49 +418,25 @@ export class GraphView {
   }
 
   private needsStepperRefit(): boolean {
-    return this.laidOut && !this.userMoved && !this.busy && (this.stepperElement() !== null) !== this.fittedForStepper;
-  }
-
-  /** The element of the stepper's node (or of its backward call's first node) among `drawn`, if the stepper is open. */
-  private stepperElement(drawn: { has(id: string): boolean } = this.elements): string | null {
-    const entry = stepperEntry(this.model, this.store.state);
-    if (!entry) return null;
-    const node = entry.exec?.node ?? this.model.backward(entry.backward)?.entries.find((e) => e.exec)?.exec?.node;
-    return node === undefined ? null : this.elementOfNode(node, drawn);
+    return this.laidOut && !this.userMoved && !this.busy && (stepperElement(this.shown(), this.store.state) !== null) !== this.fittedForStepper;
   }
 
   /** Bring the stepper's node into view when it is outside (big graphs are not all visible). */
   private follow(entry: StepEntry): void {
     const nodeId = entry.exec?.node;
     if (nodeId === undefined) return;
-    const id = this.elementOfNode(nodeId);
+    const id = elementOfNode(this.shown(), nodeId);
     if (id) this.reveal(id, false);
+  }
+
+  /** Where graph-elements.ts looks: among `elements` (default: those drawn now). */
+  private shown(elements: Ids = this.elements): Shown {
+    return { model: this.model, collapsed: this.collapsed, elements };
   }
 
   /** Keep what the user looks at in a graph drawn in part (PartDrawn). */
   private keepInPart(): void {
-    if (this.part.cut || this.part.aroundFocus) this.part.follow(this.lookedAt(), this.elements);
-  }
-
-  /** The element of the whole graph the user looks at: the stepper's node, else the selection, else the scrubber's op. */
-  private lookedAt(): string | null {
-    const state = this.store.state;
-    const whole = this.part.whole;
-    if (stepperEntry(this.model, state)) return this.stepperElement(whole);
-    if (state.selection) {
-      const id = this.elementOfSelection(state.selection, whole);
-      if (id) return id;
-    }
-    return state.op === null ? null : this.elementOfOp(state.op);
-  }
-
-  /** The element, in the whole graph, of the last op up to `op` that made a node: the graph's output then. */
-  private elementOfOp(op: number): string | null {
-    for (let i = op; i >= 0; i--) {
-      const node = this.model.op(i)?.nodes[0];
-      if (node !== undefined) return this.elementOfNode(node, this.part.whole);
-    }
-    return null;
+    if (this.part.cut || this.part.aroundFocus) this.part.follow(lookedAt(this.shown(this.part.whole), this.store.state), this.elements);
   }
 
   private applyLinks(state: ViewState): void {
@@ -467,7 +444,7 @@ export class GraphView {
     const ids: string[] = [];
     for (const n of state.hover?.nodes ?? []) {
       const node = this.model.node(n);
-      const id = this.elementOfNode(n);
+      const id = elementOfNode(this.shown(), n);
       if (id) ids.push(id);
       if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.push(`t${node.tensor}`);
     }
@@ -478,34 +455,15 @@ export class GraphView {
     this.linked = ids;
   }
 
-  /** The element showing grad_fn node `nodeId` among `drawn` (default: those drawn now), if any. */
-  private elementOfNode(nodeId: number, drawn: { has(id: string): boolean } = this.elements): string | null {
-    const direct = `n${nodeId}`;
-    if (drawn.has(direct)) return direct;
-    const path = this.model.node(nodeId)?.module_path;
-    if (!path) return null;
-    for (const c of this.collapsed) if (path === c || path.startsWith(`${c}.`)) return groupId(c);
-    return null;
-  }
-
   private applySelection(state: ViewState): void {
     const cy = this.cy;
     const sel = state.selection;
-    const id = sel ? this.elementOfSelection(sel, this.elements) : null;
+    const id = sel ? elementOfSelection(this.shown(), sel) : null;
     this.keepInPart();
     cy.batch(() => {
       cy.$(":selected").unselect();
       if (id) cy.getElementById(id).select();
     });
-  }
-
-  /** The element showing `sel` (a node; a tensor, or else the grad_fn that made it) among `drawn`. */
-  private elementOfSelection(sel: NonNullable<ViewState["selection"]>, drawn: { has(id: string): boolean }): string | null {
-    if (sel.kind === "node") return this.elementOfNode(sel.id, drawn);
-    if (sel.kind !== "tensor") return null;
-    if (drawn.has(`t${sel.id}`)) return `t${sel.id}`;
-    const fn = this.model.gradFnOfTensor(sel.id);
-    return fn === undefined ? null : this.elementOfNode(fn, drawn);
   }
 
 
