@@ -92,6 +92,9 @@ def test_rent_regression_run_live_draws_the_loss_of_400_steps(page: Any) -> None
     page.click("#gw-tab-charts")
     expect(page.locator(".gw-charts-empty")).to_be_visible()
     run_example(page, "rent_regression")
+    # the header's list shows as much of the title as fits; hovering it reads the whole
+    title = page.get_attribute("[data-gw=examples]", "title") or ""
+    assert title.startswith("Training a line: linear regression: "), title
     snap = wait_chart(page, "loss", 400)
     loss = snap["loss"]
     assert loss["x"] == list(range(1, 401))

@@ -158,6 +158,8 @@ export class App {
   private pickExample(id: string): void {
     const ex = this.examples.find((e) => e.id === id);
     if (!ex) return;
+    // the closed list shows as much of a long title as fits: hovering it reads the whole
+    this.examplesSelect.title = `${ex.title}: ${ex.summary}`;
     this.editor.source = ex.source;
     this.editor.setErrors([]);
     this.editor.focus();
