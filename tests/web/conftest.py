@@ -186,6 +186,16 @@ def open_app(page: Any, query: str = "") -> None:
     page.wait_for_selector("[data-gw=examples] option[value=cubic]", state="attached")
 
 
+def presenter_on(page: Any) -> None:
+    """Turn presenter type on with its button (folded under "More" where the header is crowded)."""
+    if page.locator("[data-gw=more]").is_visible():
+        page.click("[data-gw=more]")
+    page.click("[data-gw=presenter]")
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
+    if page.locator("[data-gw=more][aria-expanded=true]").is_visible():
+        page.click("[data-gw=more]")  # close the menu again: the page is what is looked at
+
+
 def run_example(page: Any, example: str, status: str = "ok") -> None:
     """Pick an example, run it, and wait until it finished and its graph is laid out."""
     page.select_option("[data-gw=examples]", example)

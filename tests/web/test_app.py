@@ -13,6 +13,7 @@ from .conftest import (
     expect,
     labels_placed,
     open_app,
+    presenter_on,
     run_example,
     run_source,
     settle,
@@ -160,6 +161,37 @@ def test_stepping_with_the_keyboard(page: Any) -> None:
     page.keyboard.press("ArrowRight")
     expect(position).to_have_text("step 1 of 5")
     expect(page).to_have_url(re.compile(r"view=stepper&step=0"))
+
+
+_LEAF_AND_NOTE = """() => {
+  const cy = window.gradwalk.graph.core;
+  const canvas = document.querySelector('.gw-graph-canvas').getBoundingClientRect();
+  const note = document.querySelector('.gw-graph-banner').getBoundingClientRect();
+  const leaf = cy.nodes('[kind = "leaf"]').renderedBoundingBox({ includeLabels: true });
+  return { canvasTop: canvas.top, leafTop: canvas.top + leaf.y1, leafBottom: canvas.top + leaf.y2, noteTop: note.top, noteHeight: note.height };
+}"""
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
+def test_the_graph_freed_note_leaves_the_leaf_and_its_grad_in_view(page: Any, presenter: bool) -> None:
+    # the note was laid over the bottom of the graph: at the walk's last step, on a laptop
+    # (and in presenter type) it hid the leaf with its final .grad, the point of the demo
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page)
+    if presenter:
+        presenter_on(page)
+    run_example(page, "cubic")
+    page.click("#gw-tab-stepper")
+    page.keyboard.press("End")
+    expect(page.locator(".gw-graph-banner")).to_contain_text("Graph freed")
+    page.wait_for_function(
+        f"() => {{ const b = ({_LEAF_AND_NOTE})(); return b.leafBottom <= b.noteTop && b.leafTop >= b.canvasTop; }}",
+        timeout=10_000,
+    )
+    box = page.evaluate(_LEAF_AND_NOTE)
+    assert box["noteHeight"] > 0, box
+    expect(page.locator(".gw-step-card")).to_contain_text("14.75")
+    shot(page, f"05-graph-freed-note-{'presenter' if presenter else 'normal'}")
 
 
 def test_walking_the_graph_with_the_keyboard(page: Any) -> None:

@@ -36,6 +36,9 @@ export class OutputView {
     private readonly store: Store,
   ) {
     root.classList.add("gw-output");
+    // it scrolls when a run prints much (or the pane is short, in presenter type): the
+    // keyboard must reach it to scroll it
+    root.tabIndex = 0;
     this.status = h("div", { class: "gw-run-status", role: "status" });
     this.notices = h("div", { class: "gw-notices" });
     this.text = h("pre", { class: "gw-stdout", "aria-label": "Printed output" });
