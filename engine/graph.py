@@ -61,6 +61,7 @@ class GraphRecorder:
         self._rec = rec
         self.count = 0
         self.dropped = 0
+        self._cap_said = False  # the limit event for max_nodes went out
         self._live_ids: set[int] = set()
 
     def node_id(self, node: Any) -> int | None:
@@ -72,12 +73,13 @@ class GraphRecorder:
         nid = meta.get(_KEY)
         return nid if nid is not None and nid in self._live_ids else None
 
-    def discover(self, outputs: list[torch.Tensor]) -> list[tuple[Any, int, Any]]:
+    def discover(self, outputs: list[torch.Tensor], record: bool = True) -> list[tuple[Any, int, Any]]:
         """Give an id to every node reachable from ``outputs`` that has none yet.
 
         Returns ``(node, id, node.next_functions)`` for each, children first, so that when
         :meth:`emit` sends them every edge points at a node already sent. Past
-        ``Limits.max_nodes`` nodes are counted, marked, and left out.
+        ``Limits.max_nodes`` nodes are counted, marked, and left out; with ``record=False``
+        (an op past ``Limits.max_ops``) every new node is, so the count of nodes stays exact.
         """
         queue = []
         for t in outputs:
@@ -101,8 +103,9 @@ class GraphRecorder:
         rec = self._rec
         pending: list[tuple[Any, int, Any]] = []
         for node, nexts in reversed(new):
-            if self.count >= rec.limits.max_nodes:
-                if self.dropped == 0:
+            if not record or self.count >= rec.limits.max_nodes:
+                if record and not self._cap_said:
+                    self._cap_said = True
                     rec.emit(
                         dict(
                             type="limit",

@@ -283,6 +283,8 @@ class Recorder:
                     }
                 )
             self.dropped_ops += 1
+            if torch.is_grad_enabled():
+                self.graph.discover(outputs, record=False)  # counted, so counts.nodes stays exact
             return
         short, api, inplace = op_names(func)
         ensure = self.tensors.ensure

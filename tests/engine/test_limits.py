@@ -43,6 +43,19 @@ def test_op_cap_drops_ops_but_the_snippet_finishes() -> None:
     assert q.final_grads(trace)["h"] is not None
 
 
+def test_nodes_made_by_ops_past_the_op_cap_are_counted() -> None:
+    # the op cap left their nodes out of counts.nodes (5 of a chain's 21), though the
+    # counts of run_finished are the run's exact totals
+    whole = record(CHAIN.format(n=100)).events[-1].counts
+    trace = record(CHAIN.format(n=100), limits=Limits(max_ops=50))
+    capped = trace.events[-1].counts
+    assert whole.nodes == 302 and whole.dropped_nodes == 0
+    assert capped.nodes == whole.nodes
+    assert capped.dropped_nodes == whole.nodes - len(q.events_of(trace, "node"))
+    assert capped.dropped_ops == 302 - 50
+    assert [e.what for e in q.events_of(trace, "limit")] == ["ops"]  # no cap on nodes was hit
+
+
 def test_event_cap_keeps_the_closing_events() -> None:
     trace = record(CHAIN.format(n=200), limits=Limits(max_events=300))
     assert len(trace.events) <= 300
