@@ -7,22 +7,15 @@ import io
 import linecache
 import sys
 import warnings
-from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
-import torch
-
 from .source import SNIPPET_FILENAME, snippet_frame
+from .warning_place import ENGINE_DIR, Shown, caller_of_op
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 __all__ = ["CapturedOutput"]
-
-_ENGINE_DIR = str(Path(__file__).parent)
-_TAPE_FILE = str(Path(__file__).with_name("tape.py"))
-_OVERRIDES_FILE = torch.overrides.__file__
 
 
 def _forward_trace_of_snippet(text: str, filename: str) -> str:
@@ -36,7 +29,7 @@ def _forward_trace_of_snippet(text: str, filename: str) -> str:
         if line.startswith('  File "'):
             in_snippet = line.startswith(f'  File "{SNIPPET_FILENAME}"')
             seen_snippet = seen_snippet or in_snippet
-            keep = seen_snippet and not line.startswith(f'  File "{_ENGINE_DIR}')
+            keep = seen_snippet and not line.startswith(f'  File "{ENGINE_DIR}')
             if in_snippet:
                 line = line.replace(SNIPPET_FILENAME, filename, 1)
         elif not line.startswith("    "):
@@ -85,19 +78,6 @@ class _LineSink(io.RawIOBase):
             self._owner.send(self._name, text)
 
 
-def _caller_of_op() -> FrameType | None:
-    """The frame that called the op the tape mode is handling: the first frame outside
-    gradwalk and PyTorch's torch-function dispatch above the tape mode's own."""
-    f: FrameType | None = sys._getframe(2)
-    while f is not None and f.f_code.co_filename != _TAPE_FILE:
-        f = f.f_back
-    while f is not None and (
-        f.f_code.co_filename.startswith(_ENGINE_DIR) or f.f_code.co_filename == _OVERRIDES_FILE
-    ):
-        f = f.f_back
-    return f
-
-
 class CapturedOutput:
     """Swap ``sys.stdout``/``sys.stderr`` for streams that emit events, while active."""
 
@@ -105,6 +85,7 @@ class CapturedOutput:
         self._rec = rec
         self._filename = filename
         self._showwarning: Any = None
+        self._shown = Shown()
         self._left = max_bytes
         self._cap = max_bytes
         self._dropped = 0
@@ -149,14 +130,18 @@ class CapturedOutput:
         text = str(message)
         if "Traceback of forward call" in text:  # anomaly mode's: the snippet's frames only
             message = category(_forward_trace_of_snippet(text, self._filename))
-        if filename.startswith(_ENGINE_DIR):
-            caller = _caller_of_op()
+        if filename.startswith(ENGINE_DIR):  # NOTE [Warnings raised through the tape mode]
+            caller = caller_of_op()
+            module = "__main__"
             if caller is not None:
                 filename, lineno, line = caller.f_code.co_filename, caller.f_lineno, None
+                module = caller.f_globals.get("__name__", module)
             else:
                 _, at = snippet_frame()
                 if at is not None:
                     filename, lineno, line = SNIPPET_FILENAME, at, None
+            if not self._shown.first(message, category, filename, lineno, module):
+                return
         if filename == SNIPPET_FILENAME:
             if line is None:
                 line = linecache.getline(SNIPPET_FILENAME, lineno)

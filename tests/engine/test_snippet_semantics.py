@@ -336,6 +336,31 @@ def test_a_warning_raised_in_an_optimizers_step_is_shown_where_it_is_without_gra
     assert _output_recorded_alone(tmp_path, "step_warns.py", source) == plain.stderr
 
 
+def test_warnings_from_pytorchs_python_functions_show_once_per_place_as_without_gradwalk(tmp_path) -> None:
+    # F.mse_loss warns with stacklevel=2: the warning read torch/nn/functional.py (the
+    # dispatch through the tape mode) for the snippet's line, and the same text from two
+    # lines showed once, both keyed by gradwalk's line (engine hunt)
+    source = (
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "pred, target = torch.randn(4, 1), torch.randn(4)\n"
+        "for i in range(3):\n    a = F.mse_loss(pred, target)\n"
+        "b = F.l1_loss(pred, target)\n"
+        "c = nn.MSELoss()(pred, target)\n"
+        "p = F.softmax(torch.randn(2, 3))\n"
+        "x = torch.ones(2, requires_grad=True)\ny = x * 2\nprint(y.grad)\nprint(y.grad)\n"
+    )
+    (tmp_path / "places.py").write_text(source)
+    plain = subprocess.run(
+        [sys.executable, "places.py"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    def warnings_in(text: str) -> list[str]:
+        return [line for line in text.replace(f"{tmp_path}/", "").splitlines() if "Warning: " in line]
+
+    expected = warnings_in(plain.stderr)
+    assert len(expected) == 6 and expected[0].startswith("places.py:4: UserWarning: Using a target size"), expected
+    assert warnings_in(_output_recorded_alone(tmp_path, "places.py", source)) == expected
+
+
 def test_an_error_message_no_json_can_hold_is_written_as_pythons_stderr_writes_it() -> None:
     # a lone surrogate is a valid str but not UTF-8: the trace could not be written at all
     trace = record("import gradwalk\ngradwalk.log('x' + chr(0xDC80), 1.0)\nraise KeyError(chr(0xD801))\n")
