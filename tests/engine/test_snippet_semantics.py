@@ -353,11 +353,14 @@ def test_warnings_from_pytorchs_python_functions_show_once_per_place_as_without_
     plain = subprocess.run(
         [sys.executable, "places.py"], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
+
     def warnings_in(text: str) -> list[str]:
         return [line for line in text.replace(f"{tmp_path}/", "").splitlines() if "Warning: " in line]
 
     expected = warnings_in(plain.stderr)
-    assert len(expected) == 6 and expected[0].startswith("places.py:4: UserWarning: Using a target size"), expected
+    assert len(expected) == 6 and expected[0].startswith("places.py:4: UserWarning: Using a target size"), (
+        expected
+    )
     assert warnings_in(_output_recorded_alone(tmp_path, "places.py", source)) == expected
 
 
