@@ -64,7 +64,7 @@ def _action(text: str, category: type[Warning], module: str, lineno: int) -> str
             and (ln == 0 or ln == lineno)
         ):
             return str(action)
-    return str(warnings.defaultaction)
+    return str(getattr(warnings, "defaultaction", "default"))  # not in the stubs
 
 
 class Shown:
