@@ -288,18 +288,38 @@ class ModuleTracker:
         self._rec.tensors.rename(p, name, param_name)
 
 
+# a plain list, tuple or dict of modules longer than this is not looked into for names
+_MAX_HELD = 256
+
+
 def _holder_in(module: nn.Module, scope: dict[str, Any]) -> tuple[nn.Module, str] | None:
     """Return ``(holder, its name)``: the module in ``scope`` that is or contains ``module``,
-    the outermost one (the deepest path to ``module``) where several do; ``None`` if none."""
+    the outermost one (the deepest path to ``module``) where several do; ``None`` if none.
+
+    A module held in a plain list, tuple or dict the scope binds counts as bound, by its
+    place: ``layers[0]`` for ``layers = [nn.Linear(3, 3), nn.Linear(3, 1)]``, ahead of a
+    loop variable bound to it (``for layer in layers``: both layers were ``layer``).
+    """
     best: tuple[nn.Module, str] | None = None
     depth = -1
     for key, value in list(scope.items()):
-        if isinstance(value, nn.Module) and not key.startswith("_"):
-            path = _path_in(value, module)
+        if key.startswith("_"):
+            continue
+        if isinstance(value, nn.Module):
+            candidates: Any = ((value, key),)
+            held = False
+        elif isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            candidates = ((item, f"{key}[{i!r}]") for i, item in items if isinstance(item, nn.Module))
+            held = True
+        else:
+            continue
+        for holder, name in candidates:
+            path = _path_in(holder, module)
             if path is not None:
                 d = path.count(".") + 1 if path else 0
-                if d > depth:
-                    best, depth = (value, key), d
+                if d > depth or (d == depth and held):
+                    best, depth = (holder, name), d
     return best
 
 

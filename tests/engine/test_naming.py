@@ -156,6 +156,31 @@ def test_layers_called_one_by_one_are_named_inside_their_container(case: str) ->
         assert got[name] == pytest.approx(want, abs=1e-6)
 
 
+PLAIN_CONTAINERS = {
+    "a list": ("layers = [torch.nn.Linear(3, 3), torch.nn.Linear(3, 1)]", "layers", ["[0]", "[1]"]),
+    "a tuple": ("layers = (torch.nn.Linear(3, 3), torch.nn.Linear(3, 1))", "layers", ["[0]", "[1]"]),
+    "a dict": (
+        "blocks = {'enc': torch.nn.Linear(3, 3), 'dec': torch.nn.Linear(3, 1)}\nlayers = blocks.values()",
+        "blocks",
+        ["['enc']", "['dec']"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAIN_CONTAINERS))
+def test_layers_in_a_plain_list_are_named_by_their_place_in_it(case: str) -> None:
+    # both were `layer.weight` (the loop variable), the first one's name wrong by the end
+    made, holder, places = PLAIN_CONTAINERS[case]
+    source = f"import torch\n{made}\nh = torch.randn(2, 3)\nfor layer in layers:\n    h = layer(h)\nh.sum().backward()\n"
+    trace = record(source)
+    names = [f"{holder}{place}.{p}" for place in places for p in ("weight", "bias")]
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == names
+    plain = plain_grads(source, names)
+    got = q.final_grads(trace)
+    for name, want in plain.items():
+        assert got[name] == pytest.approx(want, abs=1e-6)
+
+
 def test_a_model_given_to_a_function_keeps_its_module_level_name() -> None:
     source = """
 import torch
