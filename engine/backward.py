@@ -98,6 +98,32 @@ class BackwardTracker:
 
             self._handles.append(node.register_prehook(pre))
 
+    def _hooks_last(self) -> None:
+        """Move gradwalk's hook on each node after the snippet's own, and forget the hooks of
+        nodes that were freed.
+
+        # NOTE [gradwalk's node hooks run last]
+        # A node's Python hooks run in the order they were registered, each handed what the
+        # one before returned: a hook the snippet put on a node after gradwalk hooked it
+        # (``y.grad_fn.register_hook``, a module's ``register_full_backward_hook``) could
+        # change the gradients the node sends after gradwalk had read them, and the walk
+        # showed a node sending what the next node never received. All of a node's post
+        # hooks (and all its pre-hooks) share one ordered dict, which each handle holds
+        # weakly: putting gradwalk's entry at its end, before each backward call, reads what
+        # the node really sends. A hook added while the walk runs still comes after it.
+        """
+        live = []
+        for handle in self._handles:
+            hooks = handle.hooks_dict_ref()
+            if hooks is None:  # the node was freed
+                continue
+            live.append(handle)
+            if len(hooks) > 1 and next(reversed(hooks)) != handle.id:
+                # popped and put back, not move_to_end: PyTorch calls them in the order of
+                # the dict beneath, which move_to_end leaves as it was
+                hooks[handle.id] = hooks.pop(handle.id)
+        self._handles = live
+
     def _executed(
         self,
         nid: int,
@@ -268,6 +294,7 @@ class BackwardTracker:
             )
         )
         self.current, self._step = index, 0
+        self._hooks_last()
         ok = False
         try:
             result = fn(*args, **kwargs)

@@ -71,3 +71,50 @@ x.register_hook(lambda g: g * 10)
     trace = record(source)
     assert q.accumulations(trace, "x") == [(None, [30.0, 30.0], [30.0, 30.0])]
     assert _accumulate_grad_inputs(trace) == [[[30.0, 30.0]]]
+
+
+NODE_HOOKS = {
+    "a node's post-hook": """
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 3
+z = y.exp()
+y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 0 + 7, None))
+z.sum().backward()
+""",
+    "a module's full backward hook": """
+import torch, torch.nn as nn
+lin = nn.Linear(2, 2)
+act = nn.Tanh()
+act.register_full_backward_hook(lambda m, grad_input, grad_output: (grad_input[0] * 0.5,))
+loss = act(lin(torch.ones(1, 2))).sum()
+loss.backward()
+""",
+}
+
+
+def test_a_hook_the_snippet_puts_on_a_node_after_gradwalk_shows_in_what_the_node_sends() -> None:
+    # gradwalk hooked every node first and read what it sent before the snippet's own hook
+    # changed it: the walk had MulBackward0 send [120.5, 2420.6] and AccumulateGrad receive
+    # [7, 7] (NOTE [gradwalk's node hooks run last])
+    for case, source in NODE_HOOKS.items():
+        trace = record(source)
+        names = q.node_names(trace)
+        nodes = {e.id: e for e in q.events_of(trace, "node")}
+        walk = q.events_of(trace, "node_executed")
+        received = {e.node: q.value_of(e.grad_in[0]) for e in walk}
+        checked = 0
+        for e in walk:
+            for edge, sent in zip(nodes[e.node].edges, e.grad_out, strict=True):
+                target = edge.node
+                if (
+                    target is None
+                    or sent is None
+                    or sum(1 for n in nodes.values() for d in n.edges if d.node == target) > 1
+                ):
+                    continue  # one sender per receiver: what it sent is all the next node gets
+                assert q.value_of(sent) == received[target], (case, names[e.node], names[target])
+                checked += 1
+        assert checked >= 3, case
+    hooked = record(NODE_HOOKS["a node's post-hook"])
+    assert q.final_grads(hooked)["x"] == [7.0, 7.0]
