@@ -49,6 +49,15 @@ WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
 # sees marks the node it made (in the node's own metadata, which holds nothing alive), and
 # at the end of the run the totals the snippet still holds are walked back along their
 # chain of adds to the last marked node: the links past it are the iterations not seen.
+#
+# NOTE [A total that backward walks]
+# Adds chained at one line are also how a loss is built for one backward: a sequence loss
+# summed over time steps, a loss of several terms, a residual stack (`x = x + block(x)`).
+# What tells the pitfall apart is whether a backward walks the total's graph (its root is
+# the total, or computed from it). That is asked of the graph, not of the tensor: the total
+# is often freed by the end of the run (a function's local, an unnamed expression), so
+# "was it a backward root?", asked then, cannot be answered. A pre-hook on the node that
+# made the latest total seen marks its chain walked; it holds only the chain's record.
 _TOTAL_KEY = "gradwalk_total"
 _ADD_NODES = frozenset({"AddBackward0", "AddBackward1"})
 _MAX_CHAIN = 100_000
@@ -90,6 +99,37 @@ def _known(line: int | _Unknown | None) -> int | None:
     return snippet_frame()[1] if isinstance(line, _Unknown) else line
 
 
+class _RunningTotal:
+    """One chain of adds at a line: the latest total (weakly), its length in adds, the
+    bytes saved for backward when it began and at its latest add, and whether a backward
+    walked it (NOTE [A total that backward walks])."""
+
+    __slots__ = ("_handle", "bytes_at_start", "bytes_now", "last", "length", "walked")
+
+    def __init__(self, total: torch.Tensor, node: Any, saved: int) -> None:
+        self.length = 0
+        self.bytes_at_start = saved
+        self.walked = False
+        self._handle: Any = None
+        self.grew(total, node, saved)
+
+    def grew(self, total: torch.Tensor, node: Any, saved: int) -> None:
+        """Take ``total``, made by ``node``, as the chain's latest."""
+        self.last = weakref.ref(total)
+        self.length += 1
+        self.bytes_now = saved
+        self.unhook()
+        self._handle = node.register_prehook(self._walked)
+
+    def unhook(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def _walked(self, grad_outputs: Any) -> None:
+        self.walked = True
+
+
 class _IdentitySet:
     """Tensors by identity, held weakly (a WeakSet would compare tensors with ``==``)."""
 
@@ -125,9 +165,7 @@ class PitfallWatch:
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
-        # loss-tensor-accumulated: line -> [last total (weak), chain length, bytes at start, bytes now]
-        self._totals: dict[int, list[Any]] = {}
-        self._backward_roots = _IdentitySet()
+        self._totals: dict[int, _RunningTotal] = {}  # loss-tensor-accumulated, by line
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._softmaxed = _IdentitySet()
@@ -209,11 +247,13 @@ class PitfallWatch:
         )
         if not pattern:
             return
-        n = result.shape[0]
+        n = a[0]
+        # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar
+        shape = tuple(torch.broadcast_shapes(a, b))
         self._say(
             "broadcast-in-loss",
             line,
-            f"Shapes {tuple(a)} and {tuple(b)} broadcast to {tuple(result.shape)}",
+            f"Shapes {tuple(a)} and {tuple(b)} broadcast to {shape}",
             f"This {name.strip('_')} combines a column of {n} predictions with a vector of {n} targets. "
             f"Broadcasting silently pairs every prediction with every target, giving {n}×{n} = {n * n} terms "
             "instead of {n}; the loss averages them all, so the model learns to predict the mean and no error "
@@ -227,21 +267,21 @@ class PitfallWatch:
             return
         if line is None:
             return
+        made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
         entry = self._totals.get(line)
         saved = self._rec.memory.saved_bytes
-        prev = entry[0]() if entry else None
+        prev = entry.last() if entry else None
         if (
             entry is not None
             and prev is not None
             and any(a is prev for a in args if isinstance(a, torch.Tensor))
         ):
-            entry[0] = weakref.ref(result)
-            entry[1] += 1
-            entry[3] = saved
+            entry.grew(result, made, saved)
         else:
-            entry = self._totals[line] = [weakref.ref(result), 1, saved, saved]
-        made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
-        made.metadata[_TOTAL_KEY] = (line, entry[1])
+            if entry is not None:
+                entry.unhook()
+            entry = self._totals[line] = _RunningTotal(result, made, saved)
+        made.metadata[_TOTAL_KEY] = (line, entry.length)
 
     # --- modules ------------------------------------------------------------------------
 
@@ -292,11 +332,9 @@ class PitfallWatch:
     def on_backward(self, roots: list[torch.Tensor], line: int | _Unknown | None = _UNKNOWN) -> None:
         """Look at a backward call before it runs (``line``: the backward call's, looked up
         when a report needs it unless given)."""
-        for r in roots:
-            self._backward_roots.add(r)
         loss = self._rec.backward.last_loss
         if loss is not None and not math.isfinite(loss):
-            self._non_finite(f"the loss is {loss}", _known(line))
+            self._non_finite(f"the loss is {loss}", _known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
 
     @_safe
@@ -323,7 +361,9 @@ class PitfallWatch:
             if stale is not None:
                 self._stale_used(*stale, step)
         if grad_norm is not None and not math.isfinite(grad_norm):
-            self._non_finite(f"the gradient norm is {grad_norm}", line, step=step, opt=opt)
+            # the gradients this step used were computed before it
+            updates = self._rec.training.total_steps - 1
+            self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
 
     def _stale_used(self, entry: LeftInGrad, grad: torch.Tensor, step: int) -> None:
         norm = float(grad.detach().norm())
@@ -340,8 +380,34 @@ class PitfallWatch:
         )
 
     def _non_finite(
-        self, what: str, line: int | None, step: int | None = None, opt: torch.optim.Optimizer | None = None
+        self,
+        what: str,
+        line: int | None,
+        *,
+        updates: int,
+        step: int | None = None,
+        opt: torch.optim.Optimizer | None = None,
     ) -> None:
+        """Report ``what`` went non-finite; ``updates``: the optimizer steps taken before it
+        was computed (with none, no learning rate can be the cause), ``step``: the step that
+        found it, if one did."""
+        if updates == 0:
+            where = "At this backward()" if step is None else f"At optimizer step {step}"
+            self._say(
+                "non-finite-loss",
+                line,
+                "The loss became NaN/Inf",
+                f"{where} {what}, before any parameter was updated: an op of this computation produced a NaN "
+                "or Inf, typically log() of a negative number (nan) or of 0 (-inf), sqrt() of a negative "
+                "number, a division by zero, or exp() of a large number (inf); in backward, an op whose slope "
+                "is infinite where it ran, such as sqrt() at 0. Every gradient computed from a NaN or Inf is "
+                "NaN or Inf too.",
+                "Find the first op whose output holds nan or inf (the tape shows each op's value) and keep its "
+                "input in range: clamp before log or sqrt (x.clamp_min(1e-8)), add a small epsilon to "
+                "denominators, or use a numerically stable form (F.log_softmax, "
+                "F.binary_cross_entropy_with_logits).",
+            )
+            return
         steps = self._rec.training.total_steps if step is None else step
         if opt is None:
             live = [r() for r in self._optimizers.values()]
@@ -369,13 +435,15 @@ class PitfallWatch:
 
     def _finish_totals(self, scope: dict[str, Any]) -> None:
         held = [v for v in scope.values() if isinstance(v, torch.Tensor)] if self._totals else []
-        for line, (ref, length, start, end) in self._totals.items():
-            total = ref()
+        for line, entry in self._totals.items():
+            entry.unhook()
+            total = entry.last()
+            length, start, end = entry.length, entry.bytes_at_start, entry.bytes_now
             later = _links_past_mark(line, [total, *held] if total is not None else held)
             if later is not None:
-                total, length = later
+                length = later
                 end = max(end, self._rec.memory.saved_bytes)
-            if length < 3 or (total is not None and total in self._backward_roots):
+            if length < 3 or entry.walked:
                 continue
             grew = (
                 f" The tensors saved for backward grew from {start:,} to {end:,} bytes meanwhile."
@@ -447,10 +515,10 @@ class PitfallWatch:
         return None
 
 
-def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tensor, int] | None:
-    """The tensor among ``tensors`` whose chain of adds leads back past an add seen at
-    ``line``, and the chain's length in adds (NOTE [Running totals past full detail]);
-    ``None`` when no tensor grew the total after the last add seen."""
+def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:
+    """The length in adds of the first chain among ``tensors`` that leads back past an add
+    seen at ``line`` (NOTE [Running totals past full detail]); ``None`` when no tensor grew
+    the total after the last add seen."""
     for t in tensors:
         facts = autograd_of(t) if t.requires_grad else None
         node: Any = facts[0] if facts is not None else None
@@ -459,7 +527,7 @@ def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> tuple[torch.Tens
             seen = _seen_length(node, line)
             if seen is not None:
                 if links:
-                    return t, seen + links
+                    return seen + links
                 break  # the last add seen made this tensor: nothing past it here
             if type(node).__name__ not in _ADD_NODES:
                 break

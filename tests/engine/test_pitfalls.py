@@ -56,6 +56,38 @@ def test_nan_loss_names_the_step_and_the_learning_rate() -> None:
     assert "learning rate 0.5" in p.message and "step" in p.message
 
 
+NAN_BEFORE_ANY_UPDATE = {
+    # name: (snippet, the line of its backward())
+    "no optimizer": (
+        "import torch\nx = torch.tensor([-1.0, 2.0], requires_grad=True)\nloss = torch.log(x).sum()\nloss.backward()\n",
+        4,
+    ),
+    "an optimizer not stepped yet": (
+        "import torch\nw = torch.tensor([-1.0, 2.0], requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        "loss = torch.log(w).sum()\nloss.backward()\nopt.step()\n",
+        5,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAN_BEFORE_ANY_UPDATE))
+def test_a_nan_loss_before_any_update_blames_an_op_not_the_learning_rate(name: str) -> None:
+    source, line = NAN_BEFORE_ANY_UPDATE[name]
+    (p,) = q.pitfalls(record(source))
+    assert (p.kind, p.line) == ("non-finite-loss", line)
+    said = p.message + p.fix
+    assert "learning rate" not in said and "step" not in said, said
+    assert "the loss is nan" in p.message and "log()" in p.message
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size")  # PyTorch warns too, for mse_loss and l1_loss
+def test_a_loss_function_given_mismatched_shapes_says_what_they_broadcast_to() -> None:
+    trace = record(POSITIVES["mse_loss of (N, 1) and (N,)"][0])
+    (p,) = q.pitfalls(trace)
+    assert "(4, 4)" in p.title and "4×4 = 16 terms" in p.message
+    assert trace.events[-1].counts.unrecorded == 0
+
+
 def test_unregistered_layers_are_named() -> None:
     p = q.pitfalls(record(case_source("pitfall_unregistered_layers.py")))[0]
     assert "net.layers[0].weight" in p.message and p.tensors
@@ -102,6 +134,69 @@ total = 0
 for batch in range(5):
     total = total + nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
 total.backward()
+""",
+    "a sequence loss summed in a function, then backpropagated": """
+import torch, torch.nn as nn
+cell, head = nn.RNNCell(3, 4), nn.Linear(4, 3)
+opt = torch.optim.Adam(list(cell.parameters()) + list(head.parameters()), lr=0.01)
+seq, tgt = torch.randn(6, 2, 3), torch.randint(0, 3, (6, 2))
+def train_epoch():
+    opt.zero_grad()
+    h = torch.zeros(2, 4)
+    loss = 0
+    for t in range(6):
+        h = cell(seq[t], h)
+        loss += nn.functional.cross_entropy(head(h), tgt[t])
+    loss.backward()
+    opt.step()
+    return loss.item()
+for epoch in range(3):
+    train_epoch()
+""",
+    "a loss of several terms in a function": """
+import torch, torch.nn as nn
+def train_step(model, opt, x, y):
+    opt.zero_grad()
+    out = model(x)
+    loss = nn.functional.mse_loss(out, y) + 0.01 * out.abs().mean() + 0.001 * model.weight.pow(2).sum() + 0.1
+    loss.backward()
+    opt.step()
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(5):
+    train_step(model, opt, torch.randn(16, 3), torch.randn(16, 1))
+""",
+    "a sum of terms backpropagated unnamed": """
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+((w * 1).sum() + (w * 2).sum() + (w * 3).sum() + (w * 4).sum()).backward()
+""",
+    "a summed loss averaged before backward": """
+import torch, torch.nn as nn
+model = nn.Linear(3, 1)
+def step():
+    total = 0
+    for i in range(4):
+        total = total + model(torch.randn(2, 3)).pow(2).mean()
+    (total / 4).backward()
+step()
+""",
+    "residual blocks": """
+import torch, torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(4))
+    def forward(self, x):
+        for b in self.blocks:
+            x = x + b(x)
+        return x
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    net(torch.randn(2, 4)).pow(2).mean().backward()
+    opt.step()
 """,
     "evaluation done right": """
 import torch, torch.nn as nn
@@ -253,6 +348,47 @@ val = model(torch.randn(4, 4)).mean().item()
         TRAINING_TOTAL.replace("total += loss", "total = loss + total"),
         ("loss-tensor-accumulated", 11),
     ),
+    "running total in a function, never backpropagated": (
+        """
+import torch, torch.nn as nn
+model = nn.Linear(3, 1)
+def evaluate():
+    total = 0
+    for i in range(5):
+        total += model(torch.randn(2, 3)).pow(2).mean()
+    return total.item() / 5
+print(evaluate())
+""",
+        ("loss-tensor-accumulated", 7),
+    ),
+    "mse_loss of (N, 1) and (N,)": (
+        """
+import torch, torch.nn.functional as F
+pred = torch.randn(4, 1, requires_grad=True)
+target = torch.randn(4)
+loss = F.mse_loss(pred, target)
+loss.backward()
+""",
+        ("broadcast-in-loss", 5),
+    ),
+    "nn.MSELoss of (N, 1) and (N,)": (
+        """
+import torch, torch.nn as nn
+pred = torch.randn(4, 1, requires_grad=True)
+loss = nn.MSELoss()(pred, torch.randn(4))
+loss.backward()
+""",
+        ("broadcast-in-loss", 4),
+    ),
+    "l1_loss of (N,) and (N, 1)": (
+        """
+import torch, torch.nn.functional as F
+pred = torch.randn(4, requires_grad=True)
+loss = F.l1_loss(pred, torch.randn(4, 1))
+loss.backward()
+""",
+        ("broadcast-in-loss", 4),
+    ),
     "a GAN that never zeroes the discriminator's gradients": (
         GAN.replace("    optD.zero_grad()\n", ""),
         ("missing-zero-grad", None),
@@ -278,6 +414,7 @@ for _ in range(3):
 }
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")  # PyTorch warns too, for mse_loss and l1_loss
 @pytest.mark.parametrize("name", sorted(POSITIVES))
 def test_more_positives(name: str) -> None:
     source, (kind, line) = POSITIVES[name]
