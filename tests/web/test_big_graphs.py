@@ -207,3 +207,49 @@ def test_a_graph_growing_live_leaves_the_page_time_between_rebuilds(page: Any) -
         rest = b["began"] - (a["began"] + a["ms"])
         assert rest >= min(4000, 2 * a["ms"]) - 5, (a, b)
     assert not rebuilds[-1]["paced"]  # and once more, at once, when it finished
+
+
+FAN_IN = "import torch\nx = torch.tensor(2.0, requires_grad=True)\nfor i in range(250):\n    y = x * 2\n"
+
+
+def _fan_in_trace(page: Any) -> Any:
+    """The trace of 250 ``y = x * 2``: 250 MulBackward0 nodes all sending to one AccumulateGrad."""
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", FAN_IN)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    run = page.evaluate("() => new URL(location.href).searchParams.get('run')")
+    return page.evaluate("(id) => window.gradwalk.api.trace(id)", run)
+
+
+def test_a_wide_fan_into_one_node_is_laid_out_by_elk_in_time(page: Any) -> None:
+    # ELK's crossing minimisation with model order took 3-7 s on 250 edges into one
+    # AccumulateGrad: past the layout's 5 s budget, the graph sat half drawn, then fell back.
+    trace = _fan_in_trace(page)
+    wait_graph(page)
+    began = page.evaluate("(trace) => { window.gradwalk.loadTrace(trace); return performance.now(); }", trace)
+    info = wait_graph(page)
+    assert info["layout"] == "elk", info
+    assert info["nodes"] >= 251, info
+    assert info["at"] - began < 2500, info
+
+
+def test_a_new_run_during_a_layout_replaces_it_without_errors(page: Any) -> None:
+    # Run clicked again while the last run's big graph was still laid out: the old layout
+    # landed on the destroyed graph ("Cannot read properties of null (reading 'isHeadless')").
+    trace = _fan_in_trace(page)
+    wait_graph(page)
+    small = page.evaluate(
+        """async (trace) => {
+            const app = window.gradwalk;
+            app.loadTrace(trace);
+            while (!app.graph.layoutRunning) await new Promise((r) => setTimeout(r, 0));
+            app.loadTrace({ source: trace.source, events: trace.events.slice(0, 30) });
+            return app.model.nodes.size;
+        }""",
+        trace,
+    )
+    info = wait_graph(page)
+    page.wait_for_timeout(300)  # any late work of the abandoned layout
+    assert info["nodes"] >= small and info["nodes"] < 20, info
+    assert page.evaluate("() => window.gradwalk.graph.core.nodes().length") == info["nodes"]

@@ -99,3 +99,28 @@ def test_module_names_and_module_outputs_read_clearly(page: Any) -> None:
     assert "net.fc(…)" in firsts["AddmmBackward0"], labels
     settle(page)
     shot(page, "labels-02-conv-net")
+
+
+def test_a_step_opened_while_the_graph_is_laid_out_places_no_label_at_nan(page: Any) -> None:
+    # A link to a step (?run=...&view=stepper&step=3) opens the step while the run's new
+    # nodes wait at the origin for the layout: their edges had no line, and each label was
+    # given a NaN margin (Cytoscape warned "text-margin-x: NaN is invalid" for every one).
+    warnings: list[str] = []
+    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
+    open_app(page)
+    run_example(page, "cubic")
+    margins = page.evaluate(
+        """async () => {
+            const app = window.gradwalk;
+            const trace = await app.api.trace(app.runId);
+            app.loadTrace(trace);
+            while (!app.graph.layoutRunning) await new Promise((r) => setTimeout(r, 0));
+            app.store.set({ view: 'stepper', step: 3 });
+            await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+            await app.graph.whenLaidOut();
+            await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+            return app.graph.core.edges().map((e) => [e.numericStyle('text-margin-x'), e.numericStyle('text-margin-y')]);
+        }"""
+    )
+    assert [w for w in warnings if "NaN" in w] == []
+    assert margins and all(x == x and y == y for x, y in margins), margins  # (NaN != NaN)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, run_example, run_source, settle, shot, wait_graph
+from .conftest import expect, open_app, presenter_on, run_example, run_source, settle, shot, wait_graph
 from .test_app import TRAINING_LOOP
 
 pytestmark = pytest.mark.browser
@@ -104,6 +104,24 @@ def test_a_half_screen_window_keeps_the_header_to_one_row(page: Any, width: int)
     assert max(tops) - min(tops) < 8, tops
 
 
+def test_copying_from_the_more_menu_says_so_under_the_output(page: Any) -> None:
+    # At 1280 x 720 Copy link and Copy embed code are under "More", which closes on the
+    # click: the buttons' own tick was never seen, and nothing else said the copy was made.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page)
+    run_example(page, "cubic")
+    said = page.locator(".gw-output [data-said]")
+    for button, words in (("copy-link", "Link copied"), ("copy-embed", "Embed code copied")):
+        page.click("[data-gw=more]")
+        page.click(f"[data-gw={button}]")
+        expect(page.locator("[data-gw=more]")).to_have_attribute("aria-expanded", "false")
+        expect(said).to_have_count(1)
+        expect(said).to_contain_text(words)
+        expect(said).to_be_in_viewport()
+    assert page.evaluate("() => navigator.clipboard.readText()").startswith("<iframe")
+
+
 def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)
@@ -136,6 +154,34 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     page.set_viewport_size({"width": 1600, "height": 900})  # room for every tool: no "More"
     expect(page.locator("[data-gw=more]")).to_be_hidden()
     expect(page.locator("[data-gw=copy-embed]")).to_be_visible()
+
+
+TABS = """() => {
+    const bar = document.querySelector('.gw-pane-side .gw-tabs'), tab = document.querySelector('#gw-tab-stepper');
+    const style = getComputedStyle(tab);
+    return { px: parseFloat(style.fontSize), overflow: bar.scrollWidth - bar.clientWidth,
+             ring: parseFloat(style.outlineOffset) + parseFloat(style.outlineWidth),
+             rows: new Set([...bar.children].map((t) => Math.round(t.getBoundingClientRect().top))).size };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_presenter_type_sets_the_side_panes_tabs_large_and_whole(page: Any, width: int, height: int) -> None:
+    # At 1280 x 720 the tabs stepped down to 13 px in presenter type (the code is 19 px, the
+    # step buttons 17), smaller than in normal type, and Backward's focus ring covered its
+    # neighbours' edges.
+    page.set_viewport_size({"width": width, "height": height})
+    open_app(page)
+    run_source(page, TRAINING_LOOP)  # counts on Backward and Charts
+    presenter_on(page)
+    page.focus("#gw-tab-stepper")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")  # (a key: the focus ring shows)
+    expect(page.locator("#gw-tab-stepper")).to_be_focused()
+    tabs = page.evaluate(TABS)
+    assert tabs["px"] >= 16, tabs
+    assert tabs["overflow"] <= 0 and tabs["rows"] == 1, tabs
+    assert tabs["ring"] <= 0, tabs  # drawn inside the tab
 
 
 def test_a_phone_keeps_the_header_and_the_step_buttons_compact(page: Any) -> None:
@@ -284,3 +330,4 @@ def test_the_stepper_follows_down_a_graph_without_cutting_its_side_off(page: Any
     x1, y1, x2, y2 = view["cur"]
     assert x1 >= 0 and x2 <= view["w"] and y1 >= 0 and y2 <= view["h"], view
     assert view["all"][0] >= -1 and view["all"][1] <= view["w"] + 1, view  # the whole width in view
+

@@ -301,9 +301,15 @@ def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: 
 
 def test_ending_the_room_leaves_viewers_with_what_they_see(room: Classroom) -> None:
     p = room.presenter
+    p.click("#gw-tab-stepper")
+    p.click(PREV)
+    want = position(p)
+    step = p.evaluate("() => window.gradwalk.store.state.step")
     p.once("dialog", lambda d: d.accept())
     p.click("[data-gw=room-end]")
-    p.wait_for_url(re.compile(r"/\?run=|/$"))
+    # the presenter lands back in the app where the class was looking (it went to the tape)
+    p.wait_for_url(re.compile(rf"/\?run=\w+&view=stepper&step={step}$"))
+    expect(p.locator(POSITION)).to_have_text(want)
     for viewer in room.viewers:
         expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-conn", "ended")
         expect(viewer.locator("[data-gw=room-conn]")).to_have_text("room ended")

@@ -12,7 +12,7 @@ import { InspectorView } from "./inspector";
 import { OutputView, STATUS_WORDS } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
-import { bindShareButtons } from "./share";
+import { bindShareButtons, copyText } from "./share";
 import { ShortcutsDialog } from "./shortcuts";
 import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
@@ -413,13 +413,6 @@ export class App {
   }
 
   private async copyLink(button: HTMLButtonElement): Promise<void> {
-    const text = location.href;
-    try {
-      await navigator.clipboard.writeText(text);
-      button.dataset.done = "copied";
-    } catch {
-      window.prompt("Copy this link", text);
-    }
-    window.setTimeout(() => delete button.dataset.done, 1500);
+    await copyText(button, location.href, "Link copied: it opens this run at this view and step.", "Copy this link", (m) => this.output.say(m));
   }
 }

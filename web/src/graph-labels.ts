@@ -141,6 +141,15 @@ function geometryOf(e: EdgeSingular): Geometry {
   return geometry;
 }
 
+/**
+ * Whether node `n` is not where it will be drawn: not built yet at the tape's scrubber
+ * (hidden), or added and waiting for the layout, at the origin with the other new nodes
+ * (a step opened from a link while the run's graph was laid out placed labels between them).
+ */
+function drawnLater(n: NodeSingular): boolean {
+  return n.hasClass("future") || n.hasClass("unplaced");
+}
+
 /** Place every shown edge label of `cy` (see the top of this file). */
 export function placeEdgeLabels(cy: Core): void {
   const obstacles = new Obstacles();
@@ -158,11 +167,12 @@ export function placeEdgeLabels(cy: Core): void {
   });
   const edges: EdgeSingular[] = [];
   cy.edges().forEach((e: EdgeSingular) => {
-    if (e.data("label") && !e.hasClass("idle") && !e.source().hasClass("future") && !e.target().hasClass("future")) edges.push(e);
+    if (e.data("label") && !e.hasClass("idle") && !drawnLater(e.source()) && !drawnLater(e.target())) edges.push(e);
   });
   edges.sort((a, b) => rank(a) - rank(b));
-  // read every edge's geometry before moving any label (a read after a write recomputes)
-  const geometry = edges.map(geometryOf);
+  // read every edge's geometry before moving any label (a read after a write recomputes);
+  // an edge between nodes on one spot has no line: its midpoint is NaN, and so was its margin
+  const geometry = edges.map(geometryOf).filter(({ mid, from, to }) => [mid.x, mid.y, from.x, from.y, to.x, to.y].every(Number.isFinite));
   const margins = geometry.map(({ label, mid, from, to }) => {
     const w = label.w / 2 + GAP;
     const h = label.h / 2 + GAP;

@@ -32,6 +32,8 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
         nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
         edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
       );
+      // Another run replaced the graph while ELK worked: this one is gone.
+      if (cy.destroyed()) return "elk";
       const gliding: Promise<void>[] = [];
       const glide = animate && !reducedMotion();
       cy.batch(() => {
@@ -50,6 +52,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       if (gliding.length) await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
       return "elk";
     } catch (err) {
+      if (cy.destroyed()) return "elk";
       console.warn("gradwalk: ELK layout failed, using breadth-first", err);
     }
   }

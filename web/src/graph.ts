@@ -322,7 +322,11 @@ export class GraphView {
       if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
-        layout = await placeElements(this.cy, built.nodes, built.edges, layoutNodes, this.laidOut && layoutNodes <= 200);
+        const cy = this.cy;
+        layout = await placeElements(cy, built.nodes, built.edges, layoutNodes, this.laidOut && layoutNodes <= 200);
+        // Another run (setModel) replaced the graph during the layout: drop this one, the
+        // rebuild it queued draws the new run.
+        if (cy !== this.cy) return;
         this.cy.nodes(".unplaced").removeClass("unplaced");
         this.placedAtScale = fontScale;
       }

@@ -47,6 +47,29 @@ const OPTIONS: Record<string, string> = {
   "elk.edgeRouting": "POLYLINE",
 };
 
+/**
+ * A node with more edges than this on one side (250 iterations of `y = x * 2` all sending
+ * their gradient to one AccumulateGrad) is laid out without model order: ELK's crossing
+ * minimisation with model order grows with the cube of such a fan (250 edges into one node
+ * took 3-7 s, past the layout's budget; without it, 0.2 s), and a fan that wide has no
+ * order worth keeping.
+ */
+export const MODEL_ORDER_MAX_FAN = 40;
+
+/** The most edges into or out of one node among `edges`. */
+export function widestFan(edges: readonly LayoutEdge[]): number {
+  const count = new Map<string, number>();
+  let widest = 0;
+  for (const e of edges) {
+    for (const end of [`>${e.target}`, `<${e.source}`]) {
+      const n = (count.get(end) ?? 0) + 1;
+      count.set(end, n);
+      if (n > widest) widest = n;
+    }
+  }
+  return widest;
+}
+
 // A module group's box: Cytoscape draws it 14 px around its children with the module's
 // name just above it (graph-style.ts), so ELK keeps that much room around each group, the
 // name's included, clear of the nodes beside it.
@@ -125,7 +148,8 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
       n.compound ? { id: n.id, children: [], layoutOptions: GROUP_OPTIONS } : { id: n.id, width: n.width, height: n.height },
     );
   }
-  const root: ElkNode = { id: "__root", layoutOptions: OPTIONS, children: [], edges: [] };
+  const options = widestFan(edges) > MODEL_ORDER_MAX_FAN ? { ...OPTIONS, "elk.layered.considerModelOrder.strategy": "NONE" } : OPTIONS;
+  const root: ElkNode = { id: "__root", layoutOptions: options, children: [], edges: [] };
   for (const n of nodes) {
     const parent = n.parent ? elkNodes.get(n.parent) : undefined;
     (parent ?? root).children!.push(elkNodes.get(n.id)!);

@@ -63,7 +63,11 @@ export class OutputView {
    */
   say(message: string, kind: "error" | "info" = "info"): void {
     for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
-    this.notices.append(h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", data: { said: "" }, text: message }));
+    const notice = h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", data: { said: "" }, text: message });
+    this.notices.append(notice);
+    // the output scrolls (a long print): bring the notice into it, without moving the page
+    const above = notice.getBoundingClientRect().top - this.root.getBoundingClientRect().top;
+    if (above < 0 || above > this.root.clientHeight - notice.offsetHeight) this.root.scrollTop += above;
   }
 
   private add(ev: GradwalkEvent): void {

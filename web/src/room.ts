@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { setPresenter } from "./theme";
-import { chartChoicesChanged, chartChoiceWords, parseChartChoices } from "./url-state";
+import { chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -219,7 +219,8 @@ export class RoomMode {
     }
     presenterKeys.forget(this.info.code);
     this.socket?.close();
-    location.assign(this.app.runId ? `/?run=${encodeURIComponent(this.app.runId)}` : "/");
+    // back to the app at the view and step the class was looking at
+    location.assign(this.app.runId ? urlFor(this.app.runId, this.app.store.state, "/") : "/");
   }
 
   // --- viewer -------------------------------------------------------------------------------

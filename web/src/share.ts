@@ -51,7 +51,7 @@ export function bindShareButtons(root: ParentNode, api: string, current: () => S
       say("Run the code (or open a stored run) first: an embed shows a run stored on this server.");
       return;
     }
-    void copy(embed, embedCode(location.origin, runId, state, title));
+    void copyText(embed, embedCode(location.origin, runId, state, title), "Embed code copied: paste it into your page's HTML.", "Copy this embed code into your page", say);
   });
   download?.addEventListener("click", (ev) => {
     const { runId, state, finished } = current();
@@ -64,12 +64,19 @@ export function bindShareButtons(root: ParentNode, api: string, current: () => S
   });
 }
 
-async function copy(button: HTMLElement, text: string): Promise<void> {
+/**
+ * Put `text` on the clipboard and say so under the output (`say`): the button's own tick is
+ * not seen where it sits in the header's "More" menu, which closes on the click. Where the
+ * clipboard is refused, `prompt` shows the text to copy by hand.
+ */
+export async function copyText(button: HTMLElement, text: string, done: string, prompt: string, say: (message: string) => void): Promise<void> {
   try {
     await navigator.clipboard.writeText(text);
-    button.dataset.done = "copied";
-    window.setTimeout(() => delete button.dataset.done, 1500);
   } catch {
-    window.prompt("Copy this embed code into your page", text);
+    window.prompt(prompt, text);
+    return;
   }
+  button.dataset.done = "copied";
+  window.setTimeout(() => delete button.dataset.done, 1500);
+  say(done);
 }

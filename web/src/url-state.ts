@@ -129,7 +129,8 @@ export function readUrl(search = location.search): UrlState {
   };
 }
 
-export function urlFor(run: string | null, state: ViewState): string {
+/** The link to run `run` at `state`, on page `path` (this page's by default). */
+export function urlFor(run: string | null, state: ViewState, path = location.pathname): string {
   const q = new URLSearchParams();
   if (run) q.set("run", run);
   q.set("view", state.view);
@@ -137,7 +138,7 @@ export function urlFor(run: string | null, state: ViewState): string {
   if (state.op !== null) q.set("op", String(state.op));
   if (state.selection) q.set("sel", `${state.selection.kind === "node" ? "n" : "t"}${state.selection.id}`);
   writeChartChoices(q, state);
-  return `${location.pathname}?${q.toString()}`;
+  return `${path}?${q.toString()}`;
 }
 
 /** Mirror the state into the address bar: a new run pushes history, the rest replaces it. */
