@@ -330,4 +330,3 @@ def test_the_stepper_follows_down_a_graph_without_cutting_its_side_off(page: Any
     x1, y1, x2, y2 = view["cur"]
     assert x1 >= 0 and x2 <= view["w"] and y1 >= 0 and y2 <= view["h"], view
     assert view["all"][0] >= -1 and view["all"][1] <= view["w"] + 1, view  # the whole width in view
-
