@@ -268,3 +268,29 @@ def test_a_short_wide_embed_shows_the_step_card_whole(page: Any, server: Any) ->
     )
     assert body[0] <= body[1] + 1 and body[2] <= 480, body  # no scrolling needed, the card is whole
     shot(page, "embed-07-short-wide")
+
+
+def test_a_400_by_300_embed_keeps_the_step_buttons_slider_and_card(page: Any, server: Any) -> None:
+    # the graph kept 200 px and its toolbar: the page's content was 371 px in a 300 px frame
+    # that does not scroll, the step buttons cut at the bottom and the card 12 px tall
+    run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
+    page.set_viewport_size({"width": 400, "height": 300})
+    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
+    boxes = page.evaluate(
+        """() => Object.fromEntries(['.gw-viewer-graph', '.gw-step-controls', '.gw-stepper .gw-scrubber', '.gw-step-card']
+             .map((s) => [s, document.querySelector('.gw-viewer ' + s).getBoundingClientRect().toJSON()]))"""
+    )
+    assert boxes[".gw-viewer-graph"]["height"] >= 90, boxes  # still a graph to look at
+    for part in (".gw-step-controls", ".gw-stepper .gw-scrubber"):
+        assert boxes[part]["bottom"] <= 300, (part, boxes)
+    assert boxes[".gw-step-card"]["top"] < 300 - 24, boxes  # the card shows ...
+    # ... and scrolls to the rest of it
+    bottom = page.evaluate(
+        """() => { const body = document.querySelector('.gw-viewer .gw-step-body'); body.scrollTop = body.scrollHeight;
+                   return document.querySelector('.gw-viewer .gw-step-card').getBoundingClientRect().bottom; }"""
+    )
+    assert bottom <= 300 + 1, bottom
+    page.click(".gw-viewer " + NEXT)
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 5 of 12")
+    shot(page, "embed-08-400x300")
