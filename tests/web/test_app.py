@@ -189,7 +189,7 @@ def test_the_graph_freed_note_leaves_the_leaf_and_its_grad_in_view(page: Any, pr
         timeout=10_000,
     )
     box = page.evaluate(_LEAF_AND_NOTE)
-    assert box["noteHeight"] > 0, box
+    assert 0 < box["noteHeight"] < 32, box  # one line on a short screen, presenter type too
     expect(page.locator(".gw-step-card")).to_contain_text("14.75")
     shot(page, f"05-graph-freed-note-{'presenter' if presenter else 'normal'}")
 
