@@ -234,17 +234,24 @@ def test_copy_embed_code_gives_an_iframe_at_the_view_and_step(page: Any, course:
         lesson.close()
 
 
-def test_a_course_column_embed_gives_the_graph_most_of_its_height(page: Any, server: Any) -> None:
-    # The README's embed code (width 100%, height 560) in a ~720 px column: the graph pane had
-    # 271 px of the 560, the step buttons and the slider two rows, and the step card was cut.
+def _small_net_embed_at_step_4(page: Any, server: Any, width: int, height: int) -> dict[str, Any]:
+    """Open small_net's run embedded at step 4 in a ``width`` x ``height`` frame; return the
+    boxes of the graph, the step buttons, the slider and the step card."""
     run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
-    page.set_viewport_size({"width": 720, "height": 560})
+    page.set_viewport_size({"width": width, "height": height})
     page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
     expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
-    box = page.evaluate(
+    boxes: dict[str, Any] = page.evaluate(
         """() => Object.fromEntries(['.gw-viewer-graph', '.gw-step-controls', '.gw-stepper .gw-scrubber', '.gw-step-card']
              .map((s) => [s, document.querySelector('.gw-viewer ' + s).getBoundingClientRect().toJSON()]))"""
     )
+    return boxes
+
+
+def test_a_course_column_embed_gives_the_graph_most_of_its_height(page: Any, server: Any) -> None:
+    # The README's embed code (width 100%, height 560) in a ~720 px column: the graph pane had
+    # 271 px of the 560, the step buttons and the slider two rows, and the step card was cut.
+    box = _small_net_embed_at_step_4(page, server, 720, 560)
     assert box[".gw-viewer-graph"]["height"] >= 0.55 * 560, box  # 271 px before, with its toolbar
     assert abs(box[".gw-step-controls"]["top"] - box[".gw-stepper .gw-scrubber"]["top"]) < 12, box  # one row
     assert box[".gw-step-card"]["bottom"] <= 560, box  # the card is whole
@@ -273,14 +280,7 @@ def test_a_short_wide_embed_shows_the_step_card_whole(page: Any, server: Any) ->
 def test_a_400_by_300_embed_keeps_the_step_buttons_slider_and_card(page: Any, server: Any) -> None:
     # the graph kept 200 px and its toolbar: the page's content was 371 px in a 300 px frame
     # that does not scroll, the step buttons cut at the bottom and the card 12 px tall
-    run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
-    page.set_viewport_size({"width": 400, "height": 300})
-    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
-    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
-    boxes = page.evaluate(
-        """() => Object.fromEntries(['.gw-viewer-graph', '.gw-step-controls', '.gw-stepper .gw-scrubber', '.gw-step-card']
-             .map((s) => [s, document.querySelector('.gw-viewer ' + s).getBoundingClientRect().toJSON()]))"""
-    )
+    boxes = _small_net_embed_at_step_4(page, server, 400, 300)
     assert boxes[".gw-viewer-graph"]["height"] >= 90, boxes  # still a graph to look at
     for part in (".gw-step-controls", ".gw-stepper .gw-scrubber"):
         assert boxes[part]["bottom"] <= 300, (part, boxes)
