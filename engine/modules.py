@@ -20,6 +20,8 @@ snippet's module, so it must survive what a snippet does to its modules: see :cl
 
 from __future__ import annotations
 
+import ast
+import functools
 import weakref
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -41,6 +43,11 @@ __all__ = ["ModuleTracker"]
 
 class ModuleTracker:
     """The running-module stack and the names of modules and parameters."""
+
+    @functools.cached_property
+    def _loop_names(self) -> frozenset[str]:
+        """The snippet's loop variables (see :func:`_holder_in`), found once."""
+        return loop_targets("\n".join(self._rec.source_lines))
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
@@ -164,7 +171,7 @@ class ModuleTracker:
             if not isinstance(value, nn.Module) or key.startswith("_"):
                 continue
             if id(value) not in self._paths or id(value) in self._provisional:
-                holder, name = _holder_in(value, scope) or (value, key)
+                holder, name = _holder_in(value, scope, self._loop_names) or (value, key)
                 self._name_under(value, holder, name, provisional=False)
 
     def _name_new_root(self, module: nn.Module, frame: FrameType | None) -> nn.Module:
@@ -183,7 +190,7 @@ class ModuleTracker:
         # still being built becomes `sn.parametrizations.weight`).
         """
         for depth, scope in enumerate(outer_scopes(frame)):
-            found = _holder_in(module, scope)
+            found = _holder_in(module, scope, self._loop_names)
             if found is not None:
                 holder, name = found
                 self._name_under(module, holder, name, provisional=depth > 0)
@@ -292,34 +299,50 @@ class ModuleTracker:
 _MAX_HELD = 256
 
 
-def _holder_in(module: nn.Module, scope: dict[str, Any]) -> tuple[nn.Module, str] | None:
+def loop_targets(source: str) -> frozenset[str]:
+    """The names ``source`` binds as ``for`` loop or comprehension targets (``layer`` in
+    ``for layer in layers``); empty when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    targets = [n.target for n in ast.walk(tree) if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)]
+    return frozenset(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+
+
+def _holder_in(
+    module: nn.Module, scope: dict[str, Any], loop_names: frozenset[str] = frozenset()
+) -> tuple[nn.Module, str] | None:
     """Return ``(holder, its name)``: the module in ``scope`` that is or contains ``module``,
     the outermost one (the deepest path to ``module``) where several do; ``None`` if none.
 
     A module held in a plain list, tuple or dict the scope binds counts as bound, by its
-    place: ``layers[0]`` for ``layers = [nn.Linear(3, 3), nn.Linear(3, 1)]``, ahead of a
-    loop variable bound to it (``for layer in layers``: both layers were ``layer``).
+    place (``layers[0]`` for ``layers = [nn.Linear(3, 3), nn.Linear(3, 1)]``). Among equal
+    paths a variable's own name comes first (``net_a`` over ``nets[0]``), then the place in
+    a container, then a loop variable (one of ``loop_names``), which is bound to each of the
+    container's modules in turn: by it, both layers of ``for layer in layers`` were
+    ``layer``.
     """
     best: tuple[nn.Module, str] | None = None
-    depth = -1
+    rank = (-1, -1)
     for key, value in list(scope.items()):
         if key.startswith("_"):
             continue
         if isinstance(value, nn.Module):
             candidates: Any = ((value, key),)
-            held = False
+            preference = 0 if key in loop_names else 2
         elif isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             candidates = ((item, f"{key}[{i!r}]") for i, item in items if isinstance(item, nn.Module))
-            held = True
+            preference = 1
         else:
             continue
         for holder, name in candidates:
             path = _path_in(holder, module)
             if path is not None:
-                d = path.count(".") + 1 if path else 0
-                if d > depth or (d == depth and held):
-                    best, depth = (holder, name), d
+                found = (path.count(".") + 1 if path else 0, preference)
+                if found > rank:
+                    best, rank = (holder, name), found
     return best
 
 

@@ -181,6 +181,24 @@ def test_layers_in_a_plain_list_are_named_by_their_place_in_it(case: str) -> Non
         assert got[name] == pytest.approx(want, abs=1e-6)
 
 
+def test_a_model_a_list_also_holds_keeps_its_own_name() -> None:
+    # a variable's own name comes before a place in a list; only a loop variable gives way
+    source = """
+import torch
+net_a, net_b = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
+nets = [net_a, net_b]
+x = torch.ones(3, 2)
+(net_a(x) + net_b(x)).sum().backward()
+"""
+    trace = record(source)
+    assert sorted(e.name for e in q.events_of(trace, "tensor_final")) == [
+        "net_a.bias",
+        "net_a.weight",
+        "net_b.bias",
+        "net_b.weight",
+    ]
+
+
 def test_a_model_given_to_a_function_keeps_its_module_level_name() -> None:
     source = """
 import torch
