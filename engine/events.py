@@ -102,6 +102,11 @@ class SummaryValue(_Model):
     nan: int = 0
     inf: int = 0
     hist: list[int] = Field(default_factory=list)
+    of: Literal["value", "abs"] = Field(
+        default="value",
+        description="what the statistics are of: the elements, or (abs) each element's magnitude |z|, "
+        "for a complex tensor, small ones too",
+    )
 
 
 Value = Annotated[FullValue | SummaryValue, Field(discriminator="kind")]

@@ -23,7 +23,8 @@ def _short(v: FullValue | SummaryValue | None) -> str:
     if v is None:
         return "None"
     if isinstance(v, SummaryValue):
-        return f"norm {_number(v.norm)} {v.shape}"
+        of = " of |z|" if v.of == "abs" else ""
+        return f"norm{of} {_number(v.norm)} {v.shape}"
     if not v.shape:
         return _number(value_of(v))
     if len(v.flat) <= _MAX_LISTED:

@@ -54,3 +54,24 @@ emb(torch.tensor([1, 2, 1])).sum().backward()
     want = _sparse_gradient(10).to_dense().reshape(-1).tolist()
     assert q.final_grads(trace) == {"emb.weight": want}
     assert q.accumulations(trace, "emb.weight") == [(None, want, want)]
+
+
+def test_a_complex_tensor_is_described_by_its_magnitudes_and_says_so() -> None:
+    # a 2-element complex gradient read as statistics of |z| with nothing to say so: the
+    # summary line printed `z.grad = norm 7.746 [2]` beside the snippet's tensor([2.+4.j, 6.-2.j])
+    source = (
+        "import torch\nz = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)\n"
+        "(z * z.conj()).real.sum().backward()\nprint(z.grad)\n"
+    )
+    trace = record(source)
+    final = next(e for e in q.events_of(trace, "tensor_final") if e.name == "z")
+    plain = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    (plain * plain.conj()).real.sum().backward()
+    assert plain.grad is not None
+    magnitudes = plain.grad.abs()
+    assert final.grad.kind == "summary" and final.grad.of == "abs"
+    assert final.grad.min == pytest.approx(float(magnitudes.min()))
+    assert final.grad.max == pytest.approx(float(magnitudes.max()))
+    assert final.grad.norm == pytest.approx(float(torch.linalg.vector_norm(plain.grad)))
+    assert to_value(torch.tensor([1.0, 2.0]), 64) == {"kind": "full", "shape": [2], "flat": [1.0, 2.0]}
+    assert to_value(torch.randn(100), 64).get("of", "value") == "value"  # real summaries unmarked

@@ -219,7 +219,10 @@ function summaryView(v: Extract<TensorValue, { kind: "summary" }>): HTMLElement 
   return h(
     "div",
     { class: "gw-value" },
-    h("p", { class: "gw-muted", text: `${v.numel} elements, shape ${shapeText(v.shape)}, summarized` }),
+    h("p", {
+      class: "gw-muted",
+      text: `${v.numel} elements, shape ${shapeText(v.shape)}, summarized${v.of === "abs" ? ": complex, the statistics are of each |z|" : ""}`,
+    }),
     v.hist.length ? h("div", { class: "gw-hist", "aria-label": "histogram" }, bars) : null,
     v.hist.length ? h("div", { class: "gw-hist-axis" }, h("span", { text: fmt(v.min ?? 0) }), h("span", { text: fmt(v.max ?? 0) })) : null,
     statsLine(v),

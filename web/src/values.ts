@@ -78,6 +78,7 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
     return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
   }
   const parts = [shapeText(v.shape)];
+  if (v.of === "abs") parts.push("complex");
   if (v.norm !== null) parts.push(`‖·‖ ${fmt(v.norm)}`);
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);

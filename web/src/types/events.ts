@@ -213,6 +213,10 @@ export interface SummaryValue {
   nan: number;
   norm: number | null;
   numel: number;
+  /**
+   * what the statistics are of: the elements, or (abs) each element's magnitude |z|, for a complex tensor, small ones too
+   */
+  of: "value" | "abs";
   shape: number[];
   std: number | null;
 }
