@@ -222,16 +222,17 @@ def _fan_in_trace(page: Any) -> Any:
     return page.evaluate("(id) => window.gradwalk.api.trace(id)", run)
 
 
-def test_a_wide_fan_into_one_node_is_laid_out_by_elk_in_time(page: Any) -> None:
+def test_a_wide_fan_into_one_node_is_laid_out_by_elk_not_the_fallback(page: Any) -> None:
     # ELK's crossing minimisation with model order took 3-7 s on 250 edges into one
-    # AccumulateGrad: past the layout's 5 s budget, the graph sat half drawn, then fell back.
+    # AccumulateGrad: past the layout's 5 s budget, the graph sat half drawn, then fell back
+    # to breadth-first. Without model order ELK takes 0.2-0.3 s on it (timed by hand); a
+    # test checks which layout drew it, not how long it took.
     trace = _fan_in_trace(page)
     wait_graph(page)
-    began = page.evaluate("(trace) => { window.gradwalk.loadTrace(trace); return performance.now(); }", trace)
+    page.evaluate("(trace) => { window.gradwalk.loadTrace(trace); }", trace)
     info = wait_graph(page)
     assert info["layout"] == "elk", info
     assert info["nodes"] >= 251, info
-    assert info["at"] - began < 2500, info
 
 
 def test_a_new_run_during_a_layout_replaces_it_without_errors(page: Any) -> None:
