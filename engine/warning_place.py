@@ -33,6 +33,7 @@ __all__ = ["ENGINE_DIR", "Shown", "caller_of_op"]
 ENGINE_DIR = str(Path(__file__).parent)
 _TAPE_FILE = str(Path(__file__).with_name("tape.py"))
 _OVERRIDES_FILE = torch.overrides.__file__
+_TAPE_MODULE = f"{__package__}.tape"  # whose registry keyed warnings by gradwalk's line
 
 
 def caller_of_op() -> FrameType | None:
@@ -76,7 +77,7 @@ class Shown:
     def first(self, message: Any, category: type[Warning], filename: str, lineno: int, module: str) -> bool:
         """Whether to show ``message`` at ``filename:lineno`` (in module ``module``), as
         Python's filters would there; forgets the tape mode's own registry entry."""
-        tape = sys.modules.get("engine.tape")
+        tape = sys.modules.get(_TAPE_MODULE)
         registry = getattr(tape, "__warningregistry__", None)
         if isinstance(registry, dict):
             registry.clear()

@@ -180,10 +180,13 @@ def shot(page: Any, name: str) -> Path:
     return path
 
 
-def open_app(page: Any, query: str = "") -> None:
-    """Open the app and wait until the examples are loaded."""
+def open_app(page: Any, query: str = "", *, presenter: bool = False) -> None:
+    """Open the app and wait until the examples are loaded; ``presenter``: then turn
+    presenter type on (:func:`presenter_on`)."""
     page.goto(f"{page.server.url}/{query}")
     page.wait_for_selector("[data-gw=examples] option[value=cubic]", state="attached")
+    if presenter:
+        presenter_on(page)
 
 
 def presenter_on(page: Any) -> None:

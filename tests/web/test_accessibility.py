@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import NEXT, WEB, expect, open_app, presenter_on, run_example, settle, stored_run, wait_viewer
+from .conftest import NEXT, WEB, expect, open_app, run_example, settle, stored_run, wait_viewer
 
 pytestmark = pytest.mark.browser
 
@@ -125,9 +125,7 @@ def test_the_lessons_and_classroom_dialogs(page: Any, request: pytest.FixtureReq
 @pytest.mark.parametrize(("width", "height", "presenter"), [(1024, 768, True), (390, 844, False)])
 def test_a_projector_and_a_phone(page: Any, width: int, height: int, presenter: bool) -> None:
     page.set_viewport_size({"width": width, "height": height})
-    open_app(page)
-    if presenter:
-        presenter_on(page)  # (a "?presenter=1" in the address, as this test had, does nothing)
+    open_app(page, presenter=presenter)  # (a "?presenter=1" in the address, as this test had, does nothing)
     run_example(page, "small_net")
     page.click("[data-gw=more]")  # the tools folded under "More" at these sizes
     tab(page, "Backward")

@@ -13,7 +13,6 @@ from .conftest import (
     expect,
     labels_placed,
     open_app,
-    presenter_on,
     run_example,
     run_source,
     settle,
@@ -177,9 +176,7 @@ def test_the_graph_freed_note_leaves_the_leaf_and_its_grad_in_view(page: Any, pr
     # the note was laid over the bottom of the graph: at the walk's last step, on a laptop
     # (and in presenter type) it hid the leaf with its final .grad, the point of the demo
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_app(page)
-    if presenter:
-        presenter_on(page)
+    open_app(page, presenter=presenter)
     run_example(page, "cubic")
     page.click("#gw-tab-stepper")
     page.keyboard.press("End")

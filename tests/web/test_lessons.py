@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, presenter_on, shot, wait_graph
+from .conftest import expect, open_app, shot, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -150,9 +150,7 @@ def test_a_charts_lesson_on_a_1024_by_768_projector_fills_the_window(page: Any, 
     # the card's rows (more height for the graph than for the code) applied to the charts'
     # one row too: the panes ended 140-165 px above the window's bottom, an empty band
     page.set_viewport_size({"width": 1024, "height": 768})
-    open_app(page)
-    if presenter:
-        presenter_on(page)
+    open_app(page, presenter=presenter)
     page.goto(f"{page.server.url}/?lesson=training-loop")
     expect(page.locator("[data-gw=lesson-card]")).to_be_visible()
     expect(page.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")

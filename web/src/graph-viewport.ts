@@ -106,6 +106,25 @@ export function panView(cy: Core, by: { x: number; y: number }, instant = false)
 }
 
 /**
+ * Bring `el` into view when it is not wholly in it (see revealPan); a pan still under way
+ * (steps in quick succession) stops where it is, so the next is measured from there, not
+ * queued after it from a view that has since moved. Returns whether the view moved.
+ */
+export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean): boolean {
+  cy.stop(true);
+  const by = revealPan(cy, el);
+  if (!by) return false;
+  panView(cy, by, instant);
+  return true;
+}
+
+/** Zoom the view of `cy` by `factor` about its centre, within its zoom limits. */
+export function zoomAboutCentre(cy: Core, factor: number): void {
+  const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
+  cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+}
+
+/**
  * The least pan that brings a rendered box `margin` px inside the viewport of `cy`; a box
  * bigger than the viewport keeps its top (left) edge in view.
  */

@@ -21,7 +21,7 @@ import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
-import { fitGraph, panView, revealPan } from "./graph-viewport";
+import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
@@ -371,23 +371,14 @@ export class GraphView {
   }
 
   private zoomBy(factor: number): void {
-    const cy = this.cy;
-    const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
-    cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+    zoomAboutCentre(this.cy, factor);
     this.userMoved = true;
   }
 
   /** Bring element `id` into view when it is not wholly in it (`byUser`: the user moved there). */
   private reveal(id: string, byUser = true): void {
     const el = this.cy.getElementById(id);
-    if (!el.nonempty()) return;
-    // a pan still under way (steps in quick succession) stops where it is: the next is
-    // measured from there, not queued after it from a view that has since moved
-    this.cy.stop(true);
-    const by = revealPan(this.cy, el);
-    if (!by) return;
-    panView(this.cy, by, this.big);
-    if (byUser) this.userMoved = true;
+    if (el.nonempty() && revealElement(this.cy, el, this.big) && byUser) this.userMoved = true;
   }
 
   // --- state: scrubber, stepper, links, selection -------------------------------------------
