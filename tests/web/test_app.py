@@ -447,6 +447,29 @@ def test_the_numbers_an_op_was_passed_are_written_out(page: Any) -> None:
     assert any("x * 4" in str(label) for label in labels), labels
 
 
+def test_a_live_tape_names_a_module_output_once_an_op_outside_the_module_reads_it(page: Any) -> None:
+    # `net.fc1`'s output is known as one only when `relu` (in `net`, outside `fc1`) reads
+    # it; a live run whose events arrived between the two showed `t3` in linear's row for
+    # good, where the finished trace showed `net.fc1(…)`.
+    open_app(page, "?view=tape")
+    run_example(page, "small_net")
+    row = ".gw-op-row[data-op='1'] .gw-op-io"
+    finished = page.locator(row).inner_text()
+    assert finished.endswith("→ net.fc1(…)"), finished
+    page.evaluate(
+        """() => {
+            const app = window.gradwalk, events = app.model.events;
+            const model = new app.model.constructor();
+            model.source = app.model.source;
+            app.setModel(model, null);
+            const relu = events.findIndex((e) => e.type === 'op' && e.name === 'relu');
+            model.ingest(events.slice(0, relu));
+            model.ingest(events.slice(relu));
+        }"""
+    )
+    expect(page.locator(row)).to_have_text(finished)
+
+
 def test_the_layout_worker_comes_with_the_bundles_version_and_is_cached_for_good(page: Any) -> None:
     """The worker is fetched by the bundle (``layout.ts``), with its ?v=, and replaced with it."""
     workers: list[Any] = []

@@ -30,6 +30,8 @@ export class TapeView {
   /** The chunk whose rows carry the `future` class (the scrubber's), or -1. */
   private scrubbedChunk = -1;
   private rowsOfTensor = new Map<number, number[]>();
+  /** Tensors whose rows show the module call they came out of (`net.fc1(…)`), learnt late. */
+  private moduleLabelled = new Set<number>();
   private lit: HTMLElement[] = [];
   private current: HTMLElement | null = null;
   private playing = 0;
@@ -59,28 +61,50 @@ export class TapeView {
     this.model = model;
     this.rows.clear();
     this.rowsOfTensor.clear();
+    this.moduleLabelled.clear();
     this.chunks = [];
     this.scrubbedChunk = -1;
     this.list.replaceChildren();
     this.lit = [];
     this.current = null;
-    for (const op of model.ops) this.addRow(op);
+    for (const op of model.ops) {
+      for (const id of op.inputs) if (model.moduleOutputOf(id) !== undefined) this.moduleLabelled.add(id);
+      this.addRow(op);
+    }
     this.unsubscribe = model.subscribe((batch) => this.onEvents(batch));
     this.updateScrubber();
   }
 
   private onEvents(batch: readonly GradwalkEvent[]): void {
     for (const ev of batch) {
-      if (ev.type === "op") this.addRow(ev);
-      else if (ev.type === "tensor_named") {
-        for (const index of this.rowsOfTensor.get(ev.id) ?? []) {
-          const op = this.model.op(index);
-          const row = this.rows.get(index);
-          if (op && row) row.replaceWith(this.renderRow(op));
-        }
-      }
+      if (ev.type === "op") {
+        this.relabelModuleOutputs(ev);
+        this.addRow(ev);
+      } else if (ev.type === "tensor_named") this.renderRowsOf(ev.id);
     }
     this.updateScrubber();
+  }
+
+  /** Draw again the rows that show tensor `id`, whose label has changed. */
+  private renderRowsOf(id: number): void {
+    for (const index of this.rowsOfTensor.get(id) ?? []) {
+      const op = this.model.op(index);
+      const row = this.rows.get(index);
+      if (op && row) row.replaceWith(this.renderRow(op));
+    }
+  }
+
+  /**
+   * A module's output is known as one (`net.fc1(…)`) only once an op outside the module
+   * reads it: `op`'s inputs that became one draw their earlier rows again (a live run's rows
+   * showed `t3` where a finished trace showed `net.fc1(…)`).
+   */
+  private relabelModuleOutputs(op: OpRecorded): void {
+    for (const id of op.inputs) {
+      if (this.moduleLabelled.has(id) || this.model.moduleOutputOf(id) === undefined) continue;
+      this.moduleLabelled.add(id);
+      this.renderRowsOf(id);
+    }
   }
 
   private addRow(op: OpRecorded): void {
