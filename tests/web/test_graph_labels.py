@@ -124,3 +124,33 @@ def test_a_step_opened_while_the_graph_is_laid_out_places_no_label_at_nan(page: 
     )
     assert [w for w in warnings if "NaN" in w] == []
     assert margins and all(x == x and y == y for x, y in margins), margins  # (NaN != NaN)
+
+
+OP_LABELS_AND_LOSS = """() => {
+    const cy = window.gradwalk.graph.core;
+    const ops = cy.nodes().filter((n) => n.data('kind') === 'op');
+    const b = ops.filter((n) => n.data('label').startsWith('MeanBackward0')).renderedBoundingBox({ includeLabels: false });
+    const all = cy.nodes().renderedBoundingBox({ includeLabels: false });
+    return { px: ops[0].numericStyle('font-size') * cy.zoom(), loss: [b.x1, b.y1, b.x2, b.y2], left: all.x1,
+             w: cy.width(), h: cy.height(), zoom: cy.zoom() };
+}"""
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
+def test_a_small_network_on_a_1280_by_720_laptop_opens_with_labels_one_can_read(page: Any, presenter: bool) -> None:
+    # Fitted to its pane's width, small_net (11 nodes, too tall to show whole) had 8 px op
+    # labels at 1280 x 720; presenter type's bigger nodes only made that fit smaller, so its
+    # labels were no bigger. A lesson-sized graph is now shown in part at a zoom whose op
+    # labels are 10 px (14 in presenter type): its top and its left edge first.
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, presenter=presenter)
+    run_example(page, "small_net")
+    settle(page)
+    view = page.evaluate(OP_LABELS_AND_LOSS)
+    assert view["px"] >= (13.5 if presenter else 10), view
+    x1, y1, x2, y2 = view["loss"]
+    assert x1 >= 0 and y1 >= 0 and x2 <= view["w"] and y2 <= view["h"], view  # backward's start in view
+    assert view["left"] >= 0, view  # not cut on both sides: the rest is to the right
+    page.click("[title='Fit the graph to the view']")  # Fit still shows all of it
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    assert page.evaluate(OP_LABELS_AND_LOSS)["zoom"] < view["zoom"] * 0.9

@@ -175,7 +175,8 @@ def test_a_projectors_graph_gets_the_room_of_the_side_panel_and_the_code(page: A
     assert lower["code"][1] == pytest.approx(after["code"][1] - 90, abs=3), (after, lower)
     assert lower["graph"][1] == pytest.approx(after["graph"][1] + 90, abs=3), (after, lower)
     wider = refitted(page, graph)
-    assert wider["zoom"] > graph["zoom"] * 1.1, (graph, wider)
+    # refitted to the wider pane (from the lesson zoom small_net's part is shown at)
+    assert wider["zoom"] > graph["zoom"], (graph, wider)
     # ↑ moves the divider up: the code taller again
     code_divider.focus()
     page.keyboard.press("ArrowUp")

@@ -12,6 +12,14 @@ import { leastShift, reducedMotion } from "./dom";
  */
 export const READABLE_ZOOM = 0.62;
 export const READABLE_MAX_NODES = 60;
+/**
+ * A lesson-sized graph (READABLE_MAX_NODES or fewer) too big to show whole at READABLE_ZOOM
+ * is read, not surveyed: it is shown in part at this zoom or more, where an op's label is
+ * 10 px (14 in presenter type), its top first and its sides a pan away. Fitted to the pane's
+ * width, a small network's labels were 8 px at 1280 x 720, and presenter type's bigger nodes
+ * only made that fit smaller: its labels were no bigger than without it.
+ */
+export const LESSON_ZOOM = 0.85;
 const LIFE_SIZE_MAX = 1.4;
 
 export interface FitOptions {
@@ -40,8 +48,11 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
   if (cy.zoom() > LIFE_SIZE_MAX) {
     cy.zoom(LIFE_SIZE_MAX);
     cy.center(visible);
-  } else if (readable && cy.zoom() < READABLE_ZOOM && (focus || cy.nodes().length <= READABLE_MAX_NODES)) {
-    topFirst(cy, readableZoom(cy), 16);
+    return;
+  }
+  const lessonSized = cy.nodes().length <= READABLE_MAX_NODES;
+  if (readable && cy.zoom() < READABLE_ZOOM && (focus || lessonSized)) {
+    topFirst(cy, readableZoom(cy, lessonSized ? LESSON_ZOOM : READABLE_ZOOM), 16);
     if (focus) nudgeInto(cy, cy.getElementById(focus));
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
@@ -49,26 +60,29 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
 }
 
 /**
- * The zoom of a graph too tall to fit whole: as wide as the pane allows (a pane widened by
- * its divider shows the graph bigger), at most life-size, and never under READABLE_ZOOM.
+ * The zoom of a graph too big to fit whole: as wide as the pane allows (a pane widened by
+ * its divider shows the graph bigger), at most life-size, and never under `least`.
  */
-function readableZoom(cy: Core): number {
+function readableZoom(cy: Core, least: number): number {
   const bb = cy.elements(":visible").nodes().boundingBox({ includeLabels: false, includeOverlays: false });
   const across = (cy.width() - 48) / Math.max(bb.w, 1);
-  return Math.max(READABLE_ZOOM, Math.min(1, across));
+  return Math.max(least, Math.min(1, across));
 }
 
 /**
  * Zoom to `zoom`, the graph's top `margin` px below the pane's top, centred across; a graph
- * wider than the pane is then panned the least that shows its top node (the loss, where
- * backward starts), which the centre of a wide graph could leave out of view, showing
- * only the empty tops of module groups.
+ * wider than the pane starts at its left edge (centred, it lost a column of nodes on each
+ * side) and is then panned the least that shows its top node (the loss, where backward
+ * starts), which the left of a wide graph could leave out of view, showing only the empty
+ * tops of module groups.
  */
 function topFirst(cy: Core, zoom: number, margin: number): void {
   const nodes = cy.elements(":visible").nodes();
   const bb = nodes.boundingBox({ includeLabels: false, includeOverlays: false });
-  cy.viewport({ zoom, pan: { x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom, y: margin - bb.y1 * zoom } });
-  if (bb.w * zoom <= cy.width()) return;
+  const wide = bb.w * zoom > cy.width() - 2 * margin;
+  const x = wide ? margin - bb.x1 * zoom : cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom;
+  cy.viewport({ zoom, pan: { x, y: margin - bb.y1 * zoom } });
+  if (!wide) return;
   // the topmost node of the graph (a module group's box is not one)
   const top = nodes.filter((n) => n.isChildless()).min((n) => n.boundingBox({ includeLabels: false, includeOverlays: false }).y1);
   if (top.ele) nudgeInto(cy, top.ele);
