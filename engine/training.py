@@ -144,9 +144,12 @@ class TrainingTracker:
         return [p for group in opt.param_groups for p in group["params"]]
 
     def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+        wrapper = sys._getframe(1)  # the hooks' caller: PyTorch's wrapper of step()
+        if _within_its_own_step(opt, wrapper):
+            return None  # super().step() of a subclass: part of the step already counted
         rec = self._rec
         rec.in_optimizer = True
-        self._step_frame = sys._getframe(1)  # the hooks' caller: PyTorch's wrapper of step()
+        self._step_frame = wrapper
         wrapped = self._closure_seen(args, kwargs)
         state = self._optimizer(opt)
         params = state.params = self._params(opt)
@@ -209,6 +212,8 @@ class TrainingTracker:
         return False
 
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if _within_its_own_step(opt, sys._getframe(1)):
+            return  # the end of a subclass's super().step(): the outer step() is measured
         rec = self._rec
         rec.in_optimizer = False
         self._step_frame = None
@@ -374,6 +379,27 @@ class TrainingTracker:
         self._rec.set_detail(detail)
 
 
+def _within_its_own_step(opt: torch.optim.Optimizer, wrapper: FrameType) -> bool:
+    """Whether ``wrapper``, PyTorch's wrapper of ``step()`` that calls the step hooks, runs
+    inside another ``step()`` of the same ``opt``.
+
+    NOTE [A step within a step]: PyTorch hooks the ``step`` of each optimizer class the
+    first time one of its instances is made, so a subclass whose ``step`` calls
+    ``super().step()`` runs the hooks twice for one step once any instance of the parent
+    class has been made (by the snippet, or by the worker's warm-up, which makes an SGD).
+    Only the outermost ``step()`` is a step: the inner one's hooks are ignored. Found by
+    the stack, not by a count, so a step that raised (and never reached its post-hook)
+    leaves nothing behind; every hooked ``step`` runs the one wrapper code object.
+    """
+    code = wrapper.f_code
+    f = wrapper.f_back
+    while f is not None:
+        if f.f_code is code and f.f_locals.get("self") is opt:
+            return True
+        f = f.f_back
+    return False
+
+
 def _is_detail_step(step: int, limits: Limits) -> bool:
     return step <= limits.detail_steps or (limits.detail_every > 0 and step % limits.detail_every == 0)
 
@@ -424,7 +450,8 @@ def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
 
 
 def _copy_of(state: _Optimizer, params: list[torch.Tensor]) -> list[torch.Tensor]:
-    """A copy of ``params``, taken before a step to measure its update against."""
+    """A copy of ``params``, taken before a step to measure its update against; float16 and
+    bfloat16 parameters are copied in float32 (:func:`_copy_dtype`)."""
     if not params:
         return []
     # NOTE [Update norms]: an update that cannot be read off the step is measured as the
@@ -432,14 +459,26 @@ def _copy_of(state: _Optimizer, params: list[torch.Tensor]) -> list[torch.Tensor
     # fresh copy of a large model every step cost more than the copy itself).
     buffers = state.buffers
     if len(buffers) != len(params) or any(
-        b.shape != p.shape or b.dtype != p.dtype or b.device != p.device
+        b.shape != p.shape or b.dtype != _copy_dtype(p.dtype) or b.device != p.device
         for b, p in zip(buffers, params, strict=True)
     ):
-        buffers = state.buffers = [torch.empty_like(p, memory_format=torch.preserve_format) for p in params]
+        buffers = state.buffers = [
+            torch.empty_like(p, dtype=_copy_dtype(p.dtype), memory_format=torch.preserve_format)
+            for p in params
+        ]
     torch._foreach_copy_(buffers, params)
     return buffers
 
 
+def _copy_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a parameter is copied in before a step: float32 for float16 and bfloat16,
+    whose own 11 or 8 bits would round the difference ``before - after`` (by up to 0.2% of
+    an element that changes sign or halves), so that the update is how far the parameter
+    really moved; a parameter's own dtype otherwise."""
+    return torch.float32 if dtype in _HALF_DTYPES else dtype
+
+
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
 # parameters whose SGD update is read off lr * grad (rounding makes others move otherwise)
 _READ_OFF_DTYPES = (torch.float32, torch.float64)
 _GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
@@ -473,7 +512,8 @@ def _sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> boo
     NOTE [Update norms]: ``p - lr * term`` is rounded to ``p``'s dtype. In float32 and
     float64 the read-off is the distance moved to within that rounding (about 6e-8 of
     ``|p|`` per element); in bfloat16 and float16 rounding swallows all or much of a small
-    update, which is what the update chart must show, so there the update is measured.
+    update, which is what the update chart must show, so there the update is measured. A
+    parameter listed twice is measured too: PyTorch (with a deprecation warning) steps it twice.
     """
     if type(opt) is not torch.optim.SGD:
         return False
@@ -483,4 +523,4 @@ def _sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> boo
             return False
         if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
             return False
-    return all(p.dtype in _READ_OFF_DTYPES for p in params)
+    return all(p.dtype in _READ_OFF_DTYPES for p in params) and len(set(map(id, params))) == len(params)

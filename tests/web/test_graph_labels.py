@@ -137,7 +137,9 @@ OP_LABELS_AND_LOSS = """() => {
 
 
 @pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
-def test_a_small_network_on_a_1280_by_720_laptop_opens_with_labels_one_can_read(page: Any, presenter: bool) -> None:
+def test_a_small_network_on_a_1280_by_720_laptop_opens_with_labels_one_can_read(
+    page: Any, presenter: bool
+) -> None:
     # Fitted to its pane's width, small_net (11 nodes, too tall to show whole) had 8 px op
     # labels at 1280 x 720; presenter type's bigger nodes only made that fit smaller, so its
     # labels were no bigger. A lesson-sized graph is now shown in part at a zoom whose op
