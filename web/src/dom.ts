@@ -48,6 +48,20 @@ function append(el: Element, children: (Child | Child[])[]): void {
  */
 export const PANES_RESIZED = "gw-panes-resized";
 
+/**
+ * `text` for a narrow column: each word with a `.` or `(` in it (`net.fc1.weight,`) is kept
+ * on one line where it fits, and else wraps at its dots and brackets (an inline block with
+ * `<wbr>`s, class `gw-breakable`), where `overflow-wrap: anywhere` cut it mid-name
+ * (`net.fc1.weigh` / `t`).
+ */
+export function breakAtDots(text: string): Child[] {
+  return text.split(/(\s+)/).map((word) => {
+    if (!/[.(]./.test(word)) return word;
+    const parts = word.split(/(?<=\.)|(?<=\()(?!…)/); // `net.fc1(…)` keeps its `(…)`
+    return h("span", { class: "gw-breakable" }, parts.flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part])));
+  });
+}
+
 /** Replace an element's children. */
 export function fill(el: Element, ...children: (Child | Child[])[]): void {
   el.replaceChildren();

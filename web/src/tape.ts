@@ -1,7 +1,7 @@
 // The tape view: every forward op in the order it ran, each linked both ways to its source
 // line and its graph nodes, and a scrubber that replays the forward pass op by op while
 // the graph grows.
-import { h, revealWithin } from "./dom";
+import { breakAtDots, h, revealWithin } from "./dom";
 import { elementSetText, numberText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -144,7 +144,7 @@ export class TapeView {
       { type: "button", class: "gw-op", title: `${op.api}${op.line ? ` (line ${op.line})` : ""}` },
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
-      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", text: ins ? `${ins} → ${outs}` : `→ ${outs}` })),
+      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io" }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
       h("span", { class: "gw-op-shape", text: out ? shapeText(out.ev.shape) : "" }),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
