@@ -145,7 +145,8 @@ class TrainingTracker:
 
     def _pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         wrapper = sys._getframe(1)  # the hooks' caller: PyTorch's wrapper of step()
-        if _within_its_own_step(opt, wrapper):
+        # (a step is in progress, or one raised: only then can this be a step within it)
+        if self._step_frame is not None and _within_its_own_step(opt, wrapper):
             return None  # super().step() of a subclass: part of the step already counted
         rec = self._rec
         rec.in_optimizer = True
@@ -212,7 +213,9 @@ class TrainingTracker:
         return False
 
     def _post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        if _within_its_own_step(opt, sys._getframe(1)):
+        wrapper = sys._getframe(1)
+        # (the post-hook of the step whose pre-hook ran last is the common case, and no inner one)
+        if wrapper is not self._step_frame and _within_its_own_step(opt, wrapper):
             return  # the end of a subclass's super().step(): the outer step() is measured
         rec = self._rec
         rec.in_optimizer = False
