@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import snippet_frame, snippet_frames
+from ..source import find_name, snippet_frame, snippet_frames
 from ..tensors import autograd_of
 from .stale_grads import LeftInGrad, StaleGradients
 
@@ -40,6 +40,7 @@ BROADCAST_OPS = frozenset(
         "l1_loss",
     }
 )
+LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
 SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
 
@@ -250,15 +251,15 @@ class PitfallWatch:
         n = a[0]
         # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar
         shape = tuple(torch.broadcast_shapes(a, b))
+        got, pairs = _broadcast_operands(name.strip("_"), column_first=len(a) == 2, n=n)
         self._say(
             "broadcast-in-loss",
             line,
             f"Shapes {tuple(a)} and {tuple(b)} broadcast to {shape}",
-            f"This {name.strip('_')} combines a column of {n} predictions with a vector of {n} targets. "
-            f"Broadcasting silently pairs every prediction with every target, giving {n}×{n} = {n * n} terms "
-            "instead of {n}; the loss averages them all, so the model learns to predict the mean and no error "
-            "is raised.".replace("{n}", str(n)),
-            "Make the shapes match: pred.squeeze(-1) (or target.unsqueeze(-1)) before the subtraction or loss.",
+            f"This {name.strip('_')} combines {got}. Broadcasting silently pairs {pairs}, giving "
+            f"{n}×{n} = {n * n} terms instead of {n}; a loss averages them all, so the model learns to predict "
+            "the mean and no error is raised.",
+            _broadcast_fix(x if len(a) == 2 else y, y if len(a) == 2 else x),
         )
 
     def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
@@ -513,6 +514,32 @@ class PitfallWatch:
                 if pattern.search(text):
                     return i
         return None
+
+
+def _broadcast_operands(op: str, *, column_first: bool, n: int) -> tuple[str, str]:
+    """What a broadcast-in-loss op got, first operand first, and what broadcasting pairs: a
+    loss function's operands are its predictions and targets (``mse_loss(input, target)``);
+    an operator's are just values, as which side holds the predictions is the snippet's
+    choice (``pred - y``, ``y - pred``)."""
+    if op in LOSS_FUNCTIONS:
+        first, second = "predictions", "targets"
+        pairs = "every prediction with every target"
+    else:
+        first = second = "values"
+        pairs = "every value of the column with every value of the vector"
+    column, vector = f"a column of {n} {{}} ({n}, 1)", f"a vector of {n} {{}} ({n},)"
+    got = f"{(column if column_first else vector).format(first)} with {(vector if column_first else column).format(second)}"
+    return got, pairs
+
+
+def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor) -> str:
+    """The broadcast-in-loss fix, with the snippet's names for the column and the vector
+    where its innermost frame binds them (``pred.squeeze(-1)``), else in words."""
+    frame, _ = snippet_frame()
+    names = [find_name(t, frame) for t in (column, vector)]
+    squeeze = f"{names[0]}.squeeze(-1)" if names[0] else ".squeeze(-1) the column"
+    unsqueeze = f"{names[1]}.unsqueeze(-1)" if names[1] else ".unsqueeze(-1) the vector"
+    return f"Make the shapes match: {squeeze} (or {unsqueeze}) before the subtraction or loss."
 
 
 def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:

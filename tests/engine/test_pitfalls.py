@@ -88,6 +88,39 @@ def test_a_loss_function_given_mismatched_shapes_says_what_they_broadcast_to() -
     assert trace.events[-1].counts.unrecorded == 0
 
 
+@pytest.mark.parametrize(
+    ("source", "combines", "fix"),
+    [
+        (
+            "pred = torch.randn(4, 1, requires_grad=True)\ny = torch.randn(4)\nloss = ((pred - y) ** 2).mean()",
+            "a column of 4 values (4, 1) with a vector of 4 values (4,)",
+            "pred.squeeze(-1) (or y.unsqueeze(-1))",
+        ),
+        (
+            "target = torch.randn(4, 1)\np = torch.randn(4, requires_grad=True)\nloss = ((target - p) ** 2).mean()",
+            "a column of 4 values (4, 1) with a vector of 4 values (4,)",
+            "target.squeeze(-1) (or p.unsqueeze(-1))",
+        ),
+        (
+            "out = torch.randn(4, requires_grad=True)\nlabels = torch.randn(4, 1)\nloss = F.mse_loss(out, labels)",
+            "a vector of 4 predictions (4,) with a column of 4 targets (4, 1)",
+            "labels.squeeze(-1) (or out.unsqueeze(-1))",
+        ),
+    ],
+    ids=["pred - y", "target - p", "mse_loss(vector, column)"],
+)
+@pytest.mark.filterwarnings("ignore:Using a target size")  # mse_loss's own warning, as without gradwalk
+def test_a_broadcast_in_loss_says_which_operand_is_the_column_and_names_it(
+    source: str, combines: str, fix: str
+) -> None:
+    # The message said "a column of predictions with a vector of targets" and the fix
+    # "pred.squeeze(-1)" whichever operand was the column and whatever the snippet called it.
+    (p,) = q.pitfalls(record("import torch\nimport torch.nn.functional as F\n" + source + "\n"))
+    assert p.kind == "broadcast-in-loss"
+    assert combines in p.message, p.message
+    assert fix in p.fix, p.fix
+
+
 def test_unregistered_layers_are_named() -> None:
     p = q.pitfalls(record(case_source("pitfall_unregistered_layers.py")))[0]
     assert "net.layers[0].weight" in p.message and p.tensors
