@@ -162,6 +162,43 @@ def test_stepping_with_the_keyboard(page: Any) -> None:
     expect(page).to_have_url(re.compile(r"view=stepper&step=0"))
 
 
+def test_the_backward_call_tabs_carry_the_runs_own_call_numbers(page: Any) -> None:
+    # A long run records calls 1-3 and a marked one in full; its tabs read #1 #2 #3 #4,
+    # where #4 was backward call 8 (its tooltip and the position line said so).
+    open_app(page)
+    run_source(
+        page,
+        "import torch\nimport gradwalk\nw = torch.ones(2, requires_grad=True)\n"
+        "opt = torch.optim.SGD([w], lr=0.1)\nfor i in range(10):\n    if i == 7:\n"
+        "        gradwalk.detail_next_step()\n    loss = (w * 2).sum()\n    opt.zero_grad()\n"
+        "    loss.backward()\n    opt.step()\n",
+    )
+    page.click("#gw-tab-stepper")
+    tabs = page.locator(".gw-call-tabs [role=tab]")
+    expect(tabs).to_have_text(["#1", "#2", "#3", "#8"])
+    assert tabs.nth(3).get_attribute("title") == "backward call 8"
+
+
+def test_the_stepper_says_autograd_grad_returns_its_gradients_and_leaves_grad_alone(page: Any) -> None:
+    # torch.autograd.grad returns the gradient; x.grad stays None. The numbers table said
+    # "out 0 → x.grad" and the end card ".grad will accumulate".
+    open_app(page)
+    run_source(
+        page,
+        "import torch\nx = torch.tensor(1.5, requires_grad=True)\ny = x**4\n"
+        "(g,) = torch.autograd.grad(y, x, create_graph=True)\nprint(x.grad)\n",
+    )
+    page.click("#gw-tab-stepper")
+    page.keyboard.press("Home")
+    card = page.locator(".gw-step-card")
+    expect(card.locator(".gw-numbers")).to_contain_text("out 0 → ∂/∂x (returned)")
+    expect(card.locator(".gw-numbers")).not_to_contain_text("x.grad")
+    page.keyboard.press("End")
+    expect(card).to_contain_text("The graph was kept (create_graph=True)")
+    expect(card).to_contain_text("autograd.grad leaves every .grad as it was")
+    expect(page.locator(".gw-stdout")).to_have_text("None")
+
+
 _LEAF_AND_NOTE = """() => {
   const cy = window.gradwalk.graph.core;
   const canvas = document.querySelector('.gw-graph-canvas').getBoundingClientRect();

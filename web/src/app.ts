@@ -165,6 +165,13 @@ export class App {
     this.editor.focus();
   }
 
+  /** Name in the examples list the example whose code `source` is, or none (a run's or a file's own code). */
+  private showExampleOf(source: string): void {
+    const ex = this.examples.find((e) => e.source === source);
+    this.examplesSelect.value = ex?.id ?? "";
+    this.examplesSelect.title = ex ? `${ex.title}: ${ex.summary}` : "";
+  }
+
   get running(): boolean {
     return this.stream !== null && !this.model.isFinished;
   }
@@ -255,6 +262,7 @@ export class App {
     }
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
+    this.showExampleOf(trace.source);
     this.setModel(model, id);
     if (!model.isFinished) this.startStream(id);
   }
@@ -265,8 +273,14 @@ export class App {
     this.stream = null;
     const [before, beforeId] = [this.model, this.runId];
     const model = TraceModel.from(trace.events, trace.source);
-    if (model.source) this.editor.source = model.source;
+    if (model.source) {
+      this.editor.source = model.source;
+      this.showExampleOf(model.source);
+    }
     this.setModel(model, null);
+    if (model.run && !model.isFinished) {
+      this.output.say("This trace ends before its run finished (it has no run_finished event): it shows the run as far as it was recorded.", "error");
+    }
     // as after a new run, the run replaced is the one the charts compare with
     this.charts.baseline.offer(beforeId, before);
     this.store.set({ step: null, op: null, selection: null, hover: null });
@@ -280,6 +294,8 @@ export class App {
     try {
       const trace = JSON.parse(await file.text()) as GradwalkTrace;
       if (!Array.isArray(trace.events)) throw new Error("not a gradwalk trace (no events)");
+      const bad = trace.events.findIndex((e) => typeof e !== "object" || e === null || typeof e.seq !== "number" || typeof e.type !== "string");
+      if (bad >= 0) throw new Error(`not a gradwalk trace (event ${bad} has no seq and type)`);
       this.loadTrace(trace);
     } catch (err) {
       this.output.say(`Could not open ${file.name}: ${(err as Error).message}`, "error");
@@ -312,7 +328,7 @@ export class App {
     if (m.isFinished) {
       this.setStatus(m.finished!.status);
       this.editor.setErrors(m.errorLines());
-    } else if (m.run) this.setStatus("running");
+    } else if (m.run) this.setStatus(this.stream ? "running" : "cut-short"); // a file's trace that ends early has no stream to wait for
     setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length);
     setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length);
     if (this.pending) void this.applyPending();
@@ -323,6 +339,7 @@ export class App {
       idle: "ready",
       starting: "starting…",
       running: "running…",
+      "cut-short": "cut short",
       ...STATUS_WORDS,
     };
     this.statusEl.textContent = labels[state] ?? state;

@@ -2,7 +2,7 @@
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
-import { backwardCallText, callLabels, gradOf, nodeLabel } from "./naming";
+import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { accumulationText, explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -192,7 +192,9 @@ export class StepperView {
     const m = this.model;
     const texts = m.backwards.map((call) => `${backwardCallText(m, call.index)}${call.start.line ? ` · line ${call.start.line}` : ""}`);
     const shared = texts.length > 1 && texts.every((t) => t === texts[0]);
-    const labels = shared ? texts.map((_, i) => `#${i + 1}`) : callLabels(texts);
+    // numbered as the run numbers them: a long run records calls 1, 2, 3 and 100 in full
+    const numbers = m.backwards.map((call) => `#${call.index + 1}`);
+    const labels = shared ? numbers : callLabels(texts);
     this.callsCaption.textContent = shared ? texts[0] : "";
     this.callsCaption.hidden = !shared;
     let selectedTab: HTMLElement | null = null;
@@ -204,7 +206,7 @@ export class StepperView {
           role: "tab",
           class: `gw-call${selected ? " selected" : ""}`,
           "aria-selected": String(selected),
-          "aria-label": shared ? `#${i + 1} ${texts[i]}` : undefined,
+          "aria-label": shared ? `${numbers[i]} ${texts[i]}` : undefined,
           text: labels[i],
           title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
         });
@@ -235,7 +237,9 @@ export class StepperView {
               { class: `gw-note ${f.graph_freed ? "gw-note-freed" : ""}`, data: { freed: String(f.graph_freed) } },
               f.graph_freed
                 ? "The graph was freed: the tensors its nodes saved are released. Calling backward() through it again raises an error unless the first call passed retain_graph=True."
-                : "The graph was kept (retain_graph=True): backward() can walk it again, and .grad will accumulate.",
+                : `The graph was kept (${call.start.create_graph ? "create_graph=True" : "retain_graph=True"}): backward() can walk it again, ${
+                    call.start.api === "autograd.grad" ? "and autograd.grad leaves every .grad as it was." : "and .grad will accumulate."
+                  }`,
             )
           : h("p", { class: "gw-note gw-note-error", text: m.errors[0] ? `${m.errors[0].exc_type}: ${m.errors[0].message}` : "backward() raised an error." }),
         leaves.length ? h("div", { class: "gw-rules" }, leaves.map((a) => h("div", { class: "gw-acc", text: accumulationText(m, a) }))) : null,
@@ -271,10 +275,13 @@ export class StepperView {
     const exec = entry.exec;
     const node = this.model.node(exec?.node);
     if (!exec || !node || node.name === "AccumulateGrad") return null;
+    // autograd.grad returns the leaves' gradients: nothing goes into their .grad
+    const returned = this.model.backward(entry.backward)?.start.api === "autograd.grad";
+    const toLeaf = (t: number | null) => (returned ? `∂/∂${tensorExpr(this.model, t)} (returned)` : gradOf(this.model, t));
     const rows = exec.grad_out.map((v, slot) => {
       const edge = node.edges[slot];
       const target = edge?.node != null ? this.model.node(edge.node) : undefined;
-      const to = target ? (target.name === "AccumulateGrad" ? gradOf(this.model, target.tensor) : target.name) : "(no grad needed)";
+      const to = target ? (target.name === "AccumulateGrad" ? toLeaf(target.tensor) : target.name) : "(no grad needed)";
       return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v) }));
     });
     return h(

@@ -74,7 +74,7 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
   if (v.kind === "full") {
     const xs = v.flat.map(num);
     if (v.shape.length === 0 || xs.length === 1) return fmt(xs[0]);
-    if (xs.length <= maxItems) return `[${xs.map(fmt).join(", ")}]`;
+    if (xs.length <= maxItems) return nested(xs.map(fmt), v.shape);
     return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
   }
   const parts = [shapeText(v.shape)];
@@ -83,6 +83,14 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);
   return parts.join(" ");
+}
+
+/** Numbers in the brackets of their shape, as PyTorch prints them: `[[2, 4], [6, 8]]` for a 2 × 2. */
+function nested(items: readonly string[], shape: readonly number[]): string {
+  if (shape.length <= 1) return `[${items.join(", ")}]`;
+  const size = items.length / shape[0];
+  const rows = Array.from({ length: shape[0] }, (_, i) => nested(items.slice(i * size, (i + 1) * size), shape.slice(1)));
+  return `[${rows.join(", ")}]`;
 }
 
 /** A value short enough for an edge label: the number, two numbers, or the norm. */

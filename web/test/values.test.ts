@@ -1,7 +1,7 @@
 // Formatting values as they travel in events.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { SummaryValue } from "../src/types/events";
+import type { FullValue, SummaryValue } from "../src/types/events";
 import { fmtValue } from "../src/values";
 
 const summary = (of: SummaryValue["of"]): SummaryValue => ({
@@ -22,4 +22,14 @@ const summary = (of: SummaryValue["of"]): SummaryValue => ({
 test("a complex tensor's summary says its statistics are of magnitudes; a real one's does not", () => {
   assert.equal(fmtValue(summary("abs")), "[2] complex ‖·‖ 6.708");
   assert.equal(fmtValue(summary("value")), "[2] ‖·‖ 6.708");
+});
+
+test("a small matrix is written in the brackets of its shape, as PyTorch prints it", () => {
+  // `W.grad: 0 + [2, 4, 6, 8]` read as a vector where PyTorch prints [[2, 4], [6, 8]]
+  const full = (flat: number[], shape: number[]): FullValue => ({ kind: "full", flat, shape });
+  assert.equal(fmtValue(full([2, 4, 6, 8], [2, 2])), "[[2, 4], [6, 8]]");
+  assert.equal(fmtValue(full([1, 2, 3, 4, 5, 6], [3, 2])), "[[1, 2], [3, 4], [5, 6]]");
+  assert.equal(fmtValue(full([1, 2, 3, 4], [2, 1, 2])), "[[[1, 2]], [[3, 4]]]");
+  assert.equal(fmtValue(full([1, 2, 3], [3])), "[1, 2, 3]");
+  assert.equal(fmtValue(full([7], [1, 1])), "7");
 });
