@@ -244,12 +244,22 @@ def test_a_kept_graph_beside_its_fix_on_one_memory_chart(page: Any, server: Any)
     shot(page, "compare-02-memory-kept-and-fixed")
 
 
-def test_a_run_that_cannot_be_compared_says_why(page: Any, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize("with_run", [False, True], ids=["alone", "beside a run"])
+def test_a_run_that_cannot_be_compared_says_why(
+    page: Any, request: pytest.FixtureRequest, with_run: bool
+) -> None:
+    # Beside a run (?run=ID&compare=missing) the note was hidden as the run loaded, and the
+    # missing run was then offered as "the run before" to compare with.
     request.node.allow_console_errors = True  # Chromium logs the 404 of the missing run
-    page.goto(f"{page.server.url}/?view=charts&compare=nosuchrun")
+    run = f"run={stored_run(page.server, RENT)}&" if with_run else ""
+    page.goto(f"{page.server.url}/?{run}view=charts&compare=nosuchrun")
+    if with_run:
+        page.wait_for_function("() => window.gradwalk.model.isFinished")
+        page.wait_for_timeout(300)  # the charts have drawn the run
     expect(page.locator(".gw-charts-note")).to_contain_text("Could not load run nosuchrun to compare with")
     page.wait_for_function("() => !location.search.includes('compare=')")
     expect(page.locator(TOGGLE)).not_to_be_checked()
+    expect(page.locator(TOGGLE)).to_be_hidden()  # there is no run before to offer
 
 
 def test_embeds_downloads_and_exports_carry_the_compared_run(

@@ -114,7 +114,6 @@ export class Baseline {
   }
 
   private async load(id: string | null): Promise<void> {
-    if (id !== null) this.candidate ??= id;
     if (id === null || this.loaded?.id !== id) {
       this.loaded = null;
       this.data = null;
@@ -126,6 +125,7 @@ export class Baseline {
         this.store.set({ compare: null });
         return;
       }
+      this.candidate ??= id; // a run that could not be loaded is not offered to compare with
       this.loaded = { id, run };
       this.rebuild();
     }

@@ -7,6 +7,9 @@ import { h } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
+/** What the charts' note is about: a step of the run shown, or the run compared with. */
+export type NoteAbout = "step" | "comparison";
+
 export class StepOpener {
   /**
    * Set where code can be run (the app, not an embed): runs the code again with optimizer
@@ -15,6 +18,8 @@ export class StepOpener {
   recordInFull: ((step: number) => void) | null = null;
   /** A step asked to be recorded in full, opened once a run brings it in full. */
   private wanted: { optimizer: string; step: number } | null = null;
+  /** What the note says something about. */
+  private about: NoteAbout = "step";
 
   constructor(
     private readonly note: HTMLElement,
@@ -61,7 +66,12 @@ export class StepOpener {
     }
   }
 
-  hide(): void {
+  /**
+   * Hide the note; with `about`, only a note about that (a new run hides what was said about
+   * a step of the old one, not that the run asked to compare with could not be loaded).
+   */
+  hide(about?: NoteAbout): void {
+    if (about && this.about !== about) return;
     this.note.hidden = true;
   }
 
@@ -91,8 +101,9 @@ export class StepOpener {
   }
 
   /** Show `text` (and a button) in the charts' note, above the charts. */
-  say(text: string, action: HTMLElement | null = null): void {
+  say(text: string, action: HTMLElement | null = null, about: NoteAbout = "step"): void {
     this.note.replaceChildren(h("span", { text }), action ? " " : "", action ?? "");
     this.note.hidden = false;
+    this.about = about;
   }
 }

@@ -92,7 +92,7 @@ export class ChartsView {
     this.hiding = new ChartHiding(store);
     this.note = h("div", { class: "gw-charts-note", role: "status", hidden: true });
     this.steps = new StepOpener(this.note, store, () => ({ model: this.model, data: this.data }));
-    this.baseline = new Baseline(store, fetchRun, () => this.model.source ?? "", () => this.rebuild(false), (m) => this.steps.say(m));
+    this.baseline = new Baseline(store, fetchRun, () => this.model.source ?? "", () => this.rebuild(false), (m) => this.steps.say(m, null, "comparison"));
     this.summary = h("span", { class: "gw-charts-summary" });
     const toolbar = h(
       "div",
@@ -126,7 +126,7 @@ export class ChartsView {
 
   setModel(model: TraceModel): void {
     this.model = model;
-    this.steps.hide();
+    this.steps.hide("step");
     this.baseline.render();
     this.rebuild(true);
     this.bind();
