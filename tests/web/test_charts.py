@@ -319,6 +319,11 @@ def test_graph_memory_climbs_with_a_tensor_total_and_stays_flat_with_item(
     ticks = [t for t in open_charts(page, runs["total"], "memory")["memory"]["yTicks"] if t]
     assert len(ticks) >= 3 and all(re.fullmatch(r"\d+ (B|KiB)", t) for t in ticks), ticks
     shot(page, "charts-06-memory-total-loss")
+    # on the log scale at powers of two (1 KiB, 4 KiB), not at 100 B, 1000 B, 9.77 KiB
+    page.goto(f"{page.server.url}/?run={runs['total']}&view=charts&yscale=log")
+    log_ticks = [t for t in wait_chart(page, "memory")["memory"]["yTicks"] if t]
+    powers = r"(1|2|4|8|16|32|64|128|256|512) (B|KiB|MiB)"
+    assert len(log_ticks) >= 2 and all(re.fullmatch(powers, t) for t in log_ticks), log_ticks
 
     snap = open_charts(page, runs["item"], "memory")
     flat = [v for v in snap["memory"]["series"][0]["values"] if v is not None]

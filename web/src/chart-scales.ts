@@ -78,6 +78,29 @@ export function decades(plotHeight: number): (u: uPlot, splits: number[]) => (nu
   };
 }
 
+/**
+ * Log byte axes (memory on the log scale) step by powers of two, in whole binary units:
+ * 1 KiB, 4 KiB, 16 KiB. At powers of ten they read 100 B, 1000 B, 9.77 KiB, and their decade
+ * range reached up to 100 times the peak. Less than a doubling in range: its ends.
+ */
+export function byteLogSplits(_u: uPlot, _axis: number, min: number, max: number): number[] {
+  if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
+  const out: number[] = [];
+  for (let e = Math.ceil(Math.log2(min) - 1e-9); e <= Math.floor(Math.log2(max) + 1e-9); e++) out.push(2 ** e);
+  return out.length ? out : [min, max];
+}
+
+/** Log byte axes: ticks at every k-th power of two when they crowd (byteLogSplits). */
+export function doublings(plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
+  return (u, splits) => {
+    const pow = splits.filter((v) => Number.isInteger(Math.log2(v)));
+    if (!pow.length) return splits;
+    const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
+    const stride = Math.max(1, Math.ceil(pow.length / room));
+    return splits.map((v) => (Number.isInteger(Math.log2(v)) && Math.log2(v) % stride === 0 ? v : null));
+  };
+}
+
 /** The x range with a little room at both ends, so the first and last points (and dots) clear the axes. */
 export function padRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
   if (min === null || max === null) return [0, 1];

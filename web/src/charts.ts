@@ -10,7 +10,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { BYTE_INCRS, decades, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
+import { BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
@@ -306,8 +306,9 @@ export class ChartsView {
     chart.log = log;
     chart.sliced = sliced;
     chart.logTag.hidden = !log;
-    const onDecades = decades(PLOT_HEIGHT);
     const bytes = table.unit === "bytes";
+    // a log axis ticks at powers of ten, a log byte axis at powers of two (byteLogSplits)
+    const onPowers = log && bytes ? doublings(PLOT_HEIGHT) : decades(PLOT_HEIGHT);
     const fmt = bytes ? formatBytes : formatNumber;
     const steps = table.kind === "steps";
     const stepped = table.kind === "time" ? uPlot.paths.stepped?.({ align: 1 }) : undefined;
@@ -341,14 +342,20 @@ export class ChartsView {
         drag: { x: true, y: false },
       },
       focus: { alpha: 0.35 },
-      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: 10 } : bytes ? { range: fromZero } : {} },
+      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : bytes ? { range: fromZero } : {} },
       axes: [
         { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
         {
           ...axis((_u, splits) => (chart.yTicks = splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))))),
           size: 62,
           ...(log
-            ? { incrs: LOG_INCRS as number[], splits: logSplits, filter: onDecades, grid: { stroke: c.grid, width: 1, filter: onDecades }, ticks: { stroke: c.grid, width: 1, size: 4, filter: onDecades } }
+            ? {
+                incrs: (bytes ? BYTE_INCRS : LOG_INCRS) as number[],
+                splits: bytes ? byteLogSplits : logSplits,
+                filter: onPowers,
+                grid: { stroke: c.grid, width: 1, filter: onPowers },
+                ticks: { stroke: c.grid, width: 1, size: 4, filter: onPowers },
+              }
             : bytes
               ? { incrs: BYTE_INCRS as number[] }
               : {}),
