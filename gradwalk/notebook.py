@@ -196,8 +196,12 @@ class Recording:
         ``compare`` (another recording, say the same loop at another learning rate) is drawn
         dashed under this one on the charts. ``hide`` lists charts to leave out, by id
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
-        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``.
+        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. Raises
+        ``ValueError`` here, not when the notebook displays it, for a choice that is not one.
         """
+        from server.export import check_choices
+
+        check_choices(view=view, step=step, yscale=yscale, hide=hide)
         return _Display(
             self,
             height,

@@ -107,6 +107,20 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
     return text, trace
 
 
+def check_choices(
+    *, view: str | None = None, step: int | None = None, yscale: str | None = None, hide: Sequence[str] = ()
+) -> list[str]:
+    """Raise ``ValueError`` naming the first choice of a page's view that is not one
+    (see :func:`render_export`); return the ``hide`` ids, checked (:func:`check_hide`)."""
+    if view is not None and view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if step is not None and step < 0:
+        raise ValueError("step must be 0 or more")
+    if yscale is not None and yscale not in Y_SCALES:
+        raise ValueError(f"yscale must be one of {', '.join(Y_SCALES)}, not {yscale!r}")
+    return check_hide(hide)
+
+
 def render_export(
     trace_json: str | bytes,
     *,
@@ -146,13 +160,7 @@ def render_export(
         compared = (
             f'<script type="application/json" id="gradwalk-compare">{_inline_json(compare_text)}</script>\n'
         )
-    if view is not None and view not in VIEWS:
-        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
-    if step is not None and step < 0:
-        raise ValueError("step must be 0 or more")
-    if yscale is not None and yscale not in Y_SCALES:
-        raise ValueError(f"yscale must be one of {', '.join(Y_SCALES)}, not {yscale!r}")
-    hidden = check_hide(hide)
+    hidden = check_choices(view=view, step=step, yscale=yscale, hide=hide)
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))

@@ -124,6 +124,11 @@ def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
     assert '"yscale": "log", "perParam": true' in charts
     with pytest.raises(ValueError, match="yscale must be one of auto, linear, log"):
         rec.html(yscale="cubic")
+    # show() refuses a bad choice where it is called, not later as the notebook displays it
+    with pytest.raises(ValueError, match="view must be one of graph, stepper"):
+        rec.show("bogus")
+    with pytest.raises(ValueError, match="step must be 0 or more"):
+        rec.show(step=-1)
     # another recording rides along, drawn dashed on the charts (the viewer reads it from the page)
     other = gradwalk.watch(CUBIC.replace("2.5", "1.5"))
     both = unpack(rec.show("charts", compare=other)._repr_html_())
