@@ -151,6 +151,38 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
     shot(page, "charts-03-opened-step-2")
 
 
+def test_a_charts_steps_are_read_and_opened_with_the_keyboard(page: Any, runs: dict[str, str]) -> None:
+    # Points could only be hovered and clicked: a keyboard user could not read a step or
+    # reach "Record step N in full". The plot is a slider over its steps.
+    open_charts(page, runs["rent"], "loss", 400)
+    slider = page.locator("[data-chart=loss] [role=slider]")
+    readout = page.locator("[data-chart=loss] .gw-chart-readout")
+    slider.focus()
+    page.keyboard.press("Home")
+    expect(slider).to_have_attribute("aria-valuenow", "1")
+    expect(readout).to_contain_text("step 1 · ")
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+    expect(slider).to_have_attribute("aria-valuenow", "3")
+    expect(slider).to_have_attribute("aria-valuetext", re.compile(r"^step 3 · .*recorded in full"))
+    page.keyboard.press("Shift+ArrowRight")
+    expect(slider).to_have_attribute("aria-valuenow", "13")
+    expect(page.locator("[data-chart=grad] .gw-chart-readout")).to_contain_text(
+        "step 13 · "
+    )  # cursors move together
+    assert page.evaluate("() => window.gradwalk.store.state.view") == "charts"  # the stepper's → did not act
+    page.keyboard.press("Enter")
+    expect(page.locator(".gw-charts-note button")).to_have_text("Record step 13 in full")
+    page.keyboard.press("End")
+    expect(slider).to_have_attribute("aria-valuenow", "400")
+    page.keyboard.press("Home")
+    page.keyboard.press("Enter")
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    assert (
+        page.evaluate("() => window.gradwalk.model.timeline[window.gradwalk.store.state.step].backward") == 0
+    )
+
+
 def test_the_last_step_is_recorded_in_full_on_request_and_opens(page: Any, runs: dict[str, str]) -> None:
     # the first 3 steps are recorded in full; the last one, of a long run, is one click away
     open_charts(page, runs["rent"], "loss", 400)
