@@ -16,7 +16,10 @@ _BOXES = """() => Object.fromEntries(['code', 'graph', 'side'].map((name) => {
     return [name, [Math.round(r.width), Math.round(r.height)]];
 }))"""
 
-_GRAPH = """() => { const cy = window.gradwalk.graph.core; return { w: cy.width(), zoom: cy.zoom() }; }"""
+_GRAPH = """() => {
+    const cy = window.gradwalk.graph.core, b = cy.nodes().renderedBoundingBox({ includeLabels: false });
+    return { w: cy.width(), zoom: cy.zoom(), whole: b.x1 >= 0 && b.x2 <= cy.width() };
+}"""
 
 
 def widths(page: Any) -> dict[str, int]:
@@ -56,9 +59,9 @@ def refitted(page: Any, before: dict[str, float]) -> dict[str, float]:
     return result
 
 
-def test_dragging_a_divider_gives_the_graph_the_width_and_shows_it_bigger(page: Any) -> None:
+def test_dragging_a_divider_gives_the_graph_the_width_and_shows_more_of_it(page: Any) -> None:
     open_app(page)
-    run_example(page, "small_net")  # 11 nodes, too tall for the pane: shown from the top, as wide as it goes
+    run_example(page, "small_net")  # 11 nodes, too tall for the pane: shown from the top, in part
     start, graph = widths(page), page.evaluate(_GRAPH)
     drag(page, "code", -150)
     after = widths(page)
@@ -68,8 +71,9 @@ def test_dragging_a_divider_gives_the_graph_the_width_and_shows_it_bigger(page: 
     assert after["side"] == start["side"], (start, after)
     wider = refitted(page, graph)
     assert wider["w"] > graph["w"] + 140, (graph, wider)
-    # the graph was refitted to the pane's width: its labels are drawn bigger (up to life size)
-    assert wider["zoom"] > graph["zoom"] * 1.1, (graph, wider)
+    # refitted: as readable as before, and the lesson-sized graph now shows its whole width
+    assert not graph["whole"] and wider["whole"], (graph, wider)
+    assert wider["zoom"] >= graph["zoom"], (graph, wider)
 
     drag(page, "side", 100)
     final = widths(page)
@@ -175,8 +179,9 @@ def test_a_projectors_graph_gets_the_room_of_the_side_panel_and_the_code(page: A
     assert lower["code"][1] == pytest.approx(after["code"][1] - 90, abs=3), (after, lower)
     assert lower["graph"][1] == pytest.approx(after["graph"][1] + 90, abs=3), (after, lower)
     wider = refitted(page, graph)
-    # refitted to the wider pane (from the lesson zoom small_net's part is shown at)
-    assert wider["zoom"] > graph["zoom"], (graph, wider)
+    # refitted to the wider pane: small_net, cut at its sides before, shows its whole width
+    assert not graph["whole"] and wider["whole"], (graph, wider)
+    assert wider["zoom"] >= graph["zoom"], (graph, wider)
     # ↑ moves the divider up: the code taller again
     code_divider.focus()
     page.keyboard.press("ArrowUp")

@@ -14,10 +14,11 @@ export const READABLE_ZOOM = 0.62;
 export const READABLE_MAX_NODES = 60;
 /**
  * A lesson-sized graph (READABLE_MAX_NODES or fewer) too big to show whole at READABLE_ZOOM
- * is read, not surveyed: it is shown in part at this zoom or more, where an op's label is
- * 10 px (14 in presenter type), its top first and its sides a pan away. Fitted to the pane's
- * width, a small network's labels were 8 px at 1280 x 720, and presenter type's bigger nodes
- * only made that fit smaller: its labels were no bigger than without it.
+ * is read, not surveyed: it is shown in part at this zoom, where an op's label is 10 px (14
+ * in presenter type), its top first and the rest a pan away; a wider or taller pane shows
+ * more of it. Fitted to the pane's width instead, a small network's labels were 8 px at
+ * 1280 x 720 (presenter type's bigger nodes only made that fit smaller), and a narrow lesson
+ * graph went to life size in a short pane, showing two of its four rows.
  */
 export const LESSON_ZOOM = 0.85;
 const LIFE_SIZE_MAX = 1.4;
@@ -52,7 +53,7 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
   }
   const lessonSized = cy.nodes().length <= READABLE_MAX_NODES;
   if (readable && cy.zoom() < READABLE_ZOOM && (focus || lessonSized)) {
-    topFirst(cy, readableZoom(cy, lessonSized ? LESSON_ZOOM : READABLE_ZOOM), 16);
+    topFirst(cy, lessonSized ? LESSON_ZOOM : readableZoom(cy), 16);
     if (focus) nudgeInto(cy, cy.getElementById(focus));
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
@@ -60,13 +61,14 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
 }
 
 /**
- * The zoom of a graph too big to fit whole: as wide as the pane allows (a pane widened by
- * its divider shows the graph bigger), at most life-size, and never under `least`.
+ * The zoom of a graph of more than READABLE_MAX_NODES too big to fit whole: as wide as the
+ * pane allows (a pane widened by its divider shows the graph bigger), at most life-size, and
+ * never under READABLE_ZOOM.
  */
-function readableZoom(cy: Core, least: number): number {
+function readableZoom(cy: Core): number {
   const bb = cy.elements(":visible").nodes().boundingBox({ includeLabels: false, includeOverlays: false });
   const across = (cy.width() - 48) / Math.max(bb.w, 1);
-  return Math.max(least, Math.min(1, across));
+  return Math.max(READABLE_ZOOM, Math.min(1, across));
 }
 
 /**
