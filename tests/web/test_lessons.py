@@ -199,3 +199,25 @@ def test_a_lesson_card_reads_on_a_phone(page: Any) -> None:
     text, nav, card = box[".gw-lesson-text"], box[".gw-lesson-nav"], box["[data-gw=lesson-card]"]
     assert text[2] > 0.8 * card[2], box
     assert nav[1] >= text[3], box
+
+
+def test_a_lesson_in_presenter_type_on_a_projector_shows_what_fits_of_its_graph_readable(page: Any) -> None:
+    # Under the card's large text the graph has ~230 px: fitted to the pane's width, the
+    # chain-rule graph went to life size and showed two of its four rows.
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_app(page, "?lesson=chain-rule", presenter=True)
+    expect(page.locator(POSITION)).to_have_text("step 3 of 6")
+    wait_graph(page)
+    page.wait_for_function("() => !window.gradwalk.graph.busy && !window.gradwalk.graph.core.animated()")
+    view = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            const ops = cy.nodes().filter((n) => n.data('kind') === 'op');
+            const rows = new Set(cy.nodes().filter((n) => n.isChildless()).map((n) => Math.round(n.position('y'))));
+            const shown = new Set(cy.nodes().filter((n) => n.isChildless() && n.renderedBoundingBox().y1 < cy.height())
+                .map((n) => Math.round(n.position('y'))));
+            return { px: ops[0].numericStyle('font-size') * cy.zoom(), rows: rows.size, shown: shown.size };
+        }"""
+    )
+    assert 13.5 <= view["px"] <= 14.5, view  # presenter-sized labels, not life size (16 px)
+    assert view["shown"] >= 3, view  # the AccumulateGrad row comes into view, not just two rows of ops
