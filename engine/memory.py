@@ -3,14 +3,26 @@
 # NOTE [Saved-tensor accounting]
 A ``saved_tensors_hooks`` pack hook wraps each saved tensor in a small holder whose
 ``__del__`` runs when autograd releases it (after ``backward()`` frees the graph, or when
-the graph is garbage). The holder keeps a ``detach()``-ed alias of a non-leaf tensor, not
-the tensor itself, so no reference cycle through ``grad_fn`` is created (a leaf has no
-``grad_fn`` and is kept as it is). Storages are counted once however
-many nodes save them, which is what the graph really holds in memory.
+the graph is garbage). The holder keeps a ``detach()``-ed alias of a saved output, not
+the tensor itself, so no reference cycle through ``grad_fn`` is created. Storages are
+counted once however many nodes save them, which is what the graph really holds in memory.
 
 PyTorch does not check saved tensors for in-place changes while such hooks are active, so
 the unpack hook does that check itself, with the same version counters: a snippet that
 modifies a saved tensor fails exactly as it would without gradwalk.
+
+# NOTE [Saved inputs are kept as they are]
+Without hooks PyTorch keeps a saved input (a leaf, or a non-leaf made by an earlier op) as
+the tensor object itself, and copies only a saved output (whose ``grad_fn`` is the saving
+node: the cycle). What a snippet does to that object before backward then shows:
+``w.data = new`` after the forward makes backward use the new values, and ``h.detach_()``
+of a saved non-leaf makes backward fail ("Trying to use a saved tensor that has been
+detached in-place"). An alias, sharing only the old storage and the version counter, saw
+neither: the trace's gradient differed from PyTorch's, or backward ran where it fails. In
+full detail the holder therefore keeps a saved input itself (``original``), beside the
+alias that names it: a leaf, or a tensor whose ``grad_fn`` has an id in this run (a node
+made by an earlier op; the node being built has none yet). Anything else is taken for an
+output and aliased. Metrics-only steps keep a leaf itself and alias the rest, as before.
 
 torch.func's ``grad``, ``vjp``, ``jacrev`` and ``hessian`` refuse to run while any
 saved-tensor hooks are on the stack (they enter
@@ -48,6 +60,10 @@ _HINT = (
 _ANOMALY_HINT = (
     " Hint: the backtrace further above shows the operation that failed to compute its gradient. "
     "The variable in question was changed in there or anywhere later. Good luck!"
+)
+_DETACHED_IN_PLACE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+    "This is not supported, please use out-of-place `.detach()` instead"
 )
 _SOURCE = "_gradwalk_source"
 _SAVED_BY = "_gradwalk_saved_by"
@@ -108,13 +124,41 @@ def cuda_allocated() -> int | None:
 
 
 class _Held:
-    __slots__ = ("__weakref__", "key", "owner", "tensor", "version")
+    """One saved tensor, as the pack hook kept it.
 
-    def __init__(self, tensor: torch.Tensor, key: tuple[int, int], owner: SavedMemory) -> None:
+    ``tensor`` is what gradwalk reads (the alias that names it, in full detail); ``original``
+    the saved input itself, handed back to backward instead where it is kept (NOTE [Saved
+    inputs are kept as they are]); ``made_by`` the ``(output_nr, node class name)`` of an
+    aliased non-leaf when it was saved: for a saved output, the node that saved it.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "key",
+        "made_by",
+        "original",
+        "original_had_history",
+        "owner",
+        "tensor",
+        "version",
+    )
+
+    def __init__(
+        self,
+        tensor: torch.Tensor,
+        key: tuple[int, int],
+        owner: SavedMemory,
+        original: torch.Tensor | None = None,
+        made_by: tuple[int, str] | None = None,
+    ) -> None:
         self.tensor = tensor
         self.version = tensor._version
         self.key = key
         self.owner = owner
+        self.original = original
+        # a non-leaf kept as it is: backward refuses it once detached in place
+        self.original_had_history = original is not None and not original.is_leaf
+        self.made_by = made_by
 
     def __del__(self) -> None:
         self.owner._release(self.key)
@@ -203,7 +247,8 @@ class SavedMemory:
             alias = self._detached(t)
             # lets the node's description name the tensor it saved (see saved_source)
             alias.__dict__[_SOURCE] = weakref.ref(t)
-            held = _Held(alias, key, self)
+            original, made_by = self._input_or_output(t)
+            held = _Held(alias, key, self, original, made_by)
             self.recent.append(weakref.ref(held))
             return held
         # a leaf (an input, a parameter) cannot lead back to the node saving it: no alias needed
@@ -225,6 +270,23 @@ class SavedMemory:
                 t.__dict__.setdefault(_SAVED_BY, by)
                 return
 
+    def _input_or_output(self, t: torch.Tensor) -> tuple[torch.Tensor | None, tuple[int, str] | None]:
+        """``(original, made_by)`` for a tensor being saved in full detail: ``t`` itself as
+        ``original`` when it is a saved input (a leaf, or made by a node recorded before);
+        else, for what is taken for an output, its output number and node class now (NOTE
+        [Saved inputs are kept as they are])."""
+        if t.is_leaf:
+            return t, None
+        try:
+            fn = t.grad_fn
+        except RuntimeError:  # a view PyTorch will not describe (changed under no_grad)
+            return None, None
+        if fn is None:
+            return None, None
+        if self._rec.graph.node_id(fn) is not None:
+            return t, None
+        return None, (t.output_nr, type(fn).__name__)
+
     def _detached(self, t: torch.Tensor) -> torch.Tensor:
         """``t.detach()``, never recorded as the snippet's op. Within an op the tape mode is
         off already (a mode is popped while it handles an op); a custom Function's
@@ -238,16 +300,20 @@ class SavedMemory:
     def _unpack(held: object) -> torch.Tensor:
         if not isinstance(held, _Held):
             return held  # type: ignore[return-value]
-        t = held.tensor
+        original = held.original
+        t = held.tensor if original is None else original
+        # PyTorch's own checks, skipped when saved-tensor hooks are active, in its order and
+        # words (2.13's): an input detached in place, then a version that moved on
+        if held.original_had_history and original is not None and original.grad_fn is None:
+            raise RuntimeError(_DETACHED_IN_PLACE)
         if t._version != held.version:
-            held.owner.changed = t
-            # PyTorch skips its own in-place check when saved-tensor hooks are active; this
-            # restores it (the detached alias shares the original's version counter), in
-            # PyTorch's words (2.13's; see _output_clause).
+            # the alias: it carries what explain.py reads (saved_by, saved_source)
+            held.owner.changed = held.tensor
+            # the detached alias shares the original's version counter
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{t.type()} {list(t.shape)}]{_output_clause(t)} is at version {t._version}; expected "
-                f"version {held.version} instead.{_ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT}"
+                f"operation: [{t.type()} {list(t.shape)}]{_output_clause(held)} is at version {t._version}; "
+                f"expected version {held.version} instead.{_ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT}"
             )
         return t
 
@@ -261,17 +327,18 @@ class SavedMemory:
             self.saved_bytes -= entry[1]
 
 
-def _output_clause(alias: torch.Tensor) -> str:
+def _output_clause(held: _Held) -> str:
     """PyTorch's ``, which is output N of X,`` for a saved tensor changed in place: for a saved
-    output, of the node that saved it; for a saved input, of the original tensor's grad_fn
-    now (its in-place op's). Empty for a leaf, or where gradwalk does not know (a step
-    recorded metrics-only, an original that is gone)."""
-    by = saved_by(alias)
-    if by is not None and by.label.startswith("result"):
-        return _which_output(by.label[6:] or 0, by.node)
-    source = alias.__dict__.get(_SOURCE)
-    original = source() if source is not None else None
+    input kept as it is, of its grad_fn now (its in-place op's, or the ``AsStrided`` of a view
+    whose base changed); for a saved output, of the node that saved it. Empty for a leaf, or
+    where gradwalk does not know (a step recorded metrics-only)."""
+    original = held.original
     if original is None:
+        by = saved_by(held.tensor)
+        if held.made_by is not None:
+            return _which_output(*held.made_by)
+        if by is not None and by.label.startswith("result"):
+            return _which_output(by.label[6:] or 0, by.node)
         return ""
     try:
         fn = original.grad_fn

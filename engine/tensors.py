@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorTable", "autograd_of", "dtype_name"]
 
 _ATTR = "_gradwalk_id"
+_MAX_HELD = 256  # the most items of a plain container searched for tensors to name
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
 
@@ -219,9 +220,23 @@ class TensorTable:
 
     def name_all(self, scope: dict[str, object]) -> None:
         """Name every tensor bound in ``scope`` (run at the end of a snippet, with its module
-        level) that has no name yet, or only a function's local one."""
-        for key, value in list(scope.items()):
-            if isinstance(value, torch.Tensor) and not key.startswith("_"):
+        level) that has no name yet, or only a function's local one.
+
+        # NOTE [Tensors held in a plain container]
+        # A tensor the module level holds only in a plain list, tuple or dict
+        # (``params = [torch.randn(3, requires_grad=True) for _ in range(2)]``) is named by
+        # its place, ``params[0]`` or ``cfg['w']``, as a module held so is
+        # (``_holder_in`` in modules.py): unnamed, a leaf had no final state, and the trace
+        # did not show its ``.grad``. A variable's own name comes first.
+        """
+        items = [(k, v) for k, v in list(scope.items()) if not k.startswith("_")]
+        held: list[tuple[str, object]] = []
+        for key, value in items:
+            if isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
+                places = value.items() if isinstance(value, dict) else enumerate(value)
+                held.extend((f"{key}[{i!r}]", item) for i, item in places)
+        for key, value in [*items, *held]:
+            if isinstance(value, torch.Tensor):
                 tid = self.known(value)
                 if tid is not None and (tid not in self.names or tid in self._local) and has_storage(value):
                     self._local.discard(tid)
