@@ -27,7 +27,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     card = page.locator(CARD)
     expect(card).to_be_visible()
     expect(card).to_contain_text("Lesson 1 of 14")
-    expect(card).to_contain_text("x.grad becomes 14.75")
+    expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
     assert "x**3 - 4*x" in page.evaluate("() => window.gradwalk.editor.source")
