@@ -26,6 +26,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, norms_finished, norms_started
 from .source import find_name, snippet_frame
+from .updates import GRAD, copy_before, sgd_readable, sgd_update_terms
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -162,8 +163,10 @@ class TrainingTracker:
             try:
                 # the gradient the step is given (a closure step makes its own: read after it)
                 state.grads = grad_norms_started(params) if wrapped is None else None
-                state.sgd = _sgd_readable(opt, params)
-                state.before = [] if state.sgd else _copy_of(state, params)
+                state.sgd = sgd_readable(opt, params)
+                state.before = [] if state.sgd else copy_before(state.buffers, params)
+                if not state.sgd:
+                    state.buffers = state.before
             except Exception:
                 state.failed = True
                 rec.observation_failed()
@@ -271,7 +274,7 @@ class TrainingTracker:
             return _no_stats()
         n = len(params)
         with_grad, grads = state.grads if state.grads is not None else grad_norms_started(params)
-        sgd = _sgd_update_terms(opt) if state.sgd else None
+        sgd = sgd_update_terms(opt) if state.sgd else None
         # see NOTE [Update norms]: for SGD the update is lr * (the gradient, or the momentum
         # buffer the step just applied), so its norm needs no copy and no extra pass for
         # plain SGD; any other optimizer's is measured against the copy taken before the step
@@ -293,7 +296,7 @@ class TrainingTracker:
             it = iter(rest)
             un = []
             for i, (term, scale) in enumerate(sgd):
-                if term is _GRAD:
+                if term is GRAD:
                     un.append(scale * (gn[i] or 0.0))
                 elif term is None:
                     un.append(0.0)
@@ -450,80 +453,3 @@ def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
                 if held is obj and not attr.startswith("__"):
                     return f"{key}.{attr}"
     return None
-
-
-def _copy_of(state: _Optimizer, params: list[torch.Tensor]) -> list[torch.Tensor]:
-    """A copy of ``params``, taken before a step to measure its update against; float16 and
-    bfloat16 parameters are copied in float32 (:func:`_copy_dtype`)."""
-    if not params:
-        return []
-    # NOTE [Update norms]: an update that cannot be read off the step is measured as the
-    # difference from a copy taken here, into buffers kept from step to step (allocating a
-    # fresh copy of a large model every step cost more than the copy itself).
-    buffers = state.buffers
-    if len(buffers) != len(params) or any(
-        b.shape != p.shape or b.dtype != _copy_dtype(p.dtype) or b.device != p.device
-        for b, p in zip(buffers, params, strict=True)
-    ):
-        buffers = state.buffers = [
-            torch.empty_like(p, dtype=_copy_dtype(p.dtype), memory_format=torch.preserve_format)
-            for p in params
-        ]
-    torch._foreach_copy_(buffers, params)
-    return buffers
-
-
-def _copy_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype a parameter is copied in before a step: float32 for float16 and bfloat16,
-    whose own 11 or 8 bits would round the difference ``before - after`` (by up to 0.2% of
-    an element that changes sign or halves), so that the update is how far the parameter
-    really moved; a parameter's own dtype otherwise."""
-    return torch.float32 if dtype in _HALF_DTYPES else dtype
-
-
-_HALF_DTYPES = (torch.float16, torch.bfloat16)
-# parameters whose SGD update is read off lr * grad (rounding makes others move otherwise)
-_READ_OFF_DTYPES = (torch.float32, torch.float64)
-_GRAD = "grad"  # marks an SGD update that is lr * the parameter's own gradient
-
-
-def _sgd_update_terms(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor | str | None, float]]:
-    """For ``torch.optim.SGD``, what each parameter's step applied, and the lr scaling it.
-
-    Only for an optimizer :func:`_sgd_readable` accepts (other optimizers, Nesterov, weight
-    decay without momentum, a tensor learning rate or half-precision parameters have their
-    update measured from a copy). A plain SGD step moves ``p`` by ``lr * grad``
-    (:data:`_GRAD`); with momentum by ``lr * momentum_buffer``, whatever the weight decay;
-    ``None`` where ``p`` had no gradient and did not move. Read right after the step.
-    """
-    terms: list[tuple[torch.Tensor | str | None, float]] = []
-    for group in opt.param_groups:
-        momentum, scale = group.get("momentum", 0), abs(float(group["lr"]))
-        for p in group["params"]:
-            if p.grad is None:
-                terms.append((None, scale))
-            elif momentum == 0:
-                terms.append((_GRAD, scale))
-            else:
-                terms.append((opt.state.get(p, {}).get("momentum_buffer"), scale))
-    return terms
-
-
-def _sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> bool:
-    """Whether :func:`_sgd_update_terms` can read this optimizer's updates off its step.
-
-    NOTE [Update norms]: ``p - lr * term`` is rounded to ``p``'s dtype. In float32 and
-    float64 the read-off is the distance moved to within that rounding (about 6e-8 of
-    ``|p|`` per element); in bfloat16 and float16 rounding swallows all or much of a small
-    update, which is what the update chart must show, so there the update is measured. A
-    parameter listed twice is measured too: PyTorch (with a deprecation warning) steps it twice.
-    """
-    if type(opt) is not torch.optim.SGD:
-        return False
-    for group in opt.param_groups:
-        lr = group.get("lr")
-        if not isinstance(lr, float | int) or group.get("nesterov") or group.get("differentiable"):
-            return False
-        if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
-            return False
-    return all(p.dtype in _READ_OFF_DTYPES for p in params) and len(set(map(id, params))) == len(params)

@@ -60,44 +60,55 @@ export const BYTE_INCRS: readonly number[] = Array.from({ length: 40 }, (_, i) =
  */
 export const LOG_INCRS: readonly number[] = Array.from({ length: 617 }, (_, i) => Number(`1e${i - 308}`));
 
-export function logSplits(_u: uPlot, _axis: number, min: number, max: number): number[] {
-  if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
-  const out: number[] = [];
-  for (let e = Math.ceil(Math.log10(min) - 1e-9); e <= Math.floor(Math.log10(max) + 1e-9); e++) out.push(Number(`1e${e}`));
-  return out.length ? out : [min, max];
-}
-
-/** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
-export function decades(plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
-  return (u, splits) => {
-    const pow = splits.filter(isPow10);
-    if (!pow.length) return splits; // less than a decade: the ends (logSplits)
-    const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
-    const stride = Math.max(1, Math.ceil(pow.length / room));
-    return splits.map((v) => (isPow10(v) && Math.round(Math.log10(v)) % stride === 0 ? v : null));
-  };
-}
+export const logSplits = powerSplits(10);
 
 /**
  * Log byte axes (memory on the log scale) step by powers of two, in whole binary units:
  * 1 KiB, 4 KiB, 16 KiB. At powers of ten they read 100 B, 1000 B, 9.77 KiB, and their decade
  * range reached up to 100 times the peak. Less than a doubling in range: its ends.
  */
-export function byteLogSplits(_u: uPlot, _axis: number, min: number, max: number): number[] {
-  if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
-  const out: number[] = [];
-  for (let e = Math.ceil(Math.log2(min) - 1e-9); e <= Math.floor(Math.log2(max) + 1e-9); e++) out.push(2 ** e);
-  return out.length ? out : [min, max];
+export const byteLogSplits = powerSplits(2);
+
+/** Log axes: ticks, labels and grid lines at powers of ten, every k-th one when they crowd. */
+export const decades = (plotHeight: number) => everyKthPower(10, plotHeight);
+
+/** Log byte axes: the same at powers of two (byteLogSplits). */
+export const doublings = (plotHeight: number) => everyKthPower(2, plotHeight);
+
+/** `base` to the power `e`, exact for base 10 (`10 ** -3` is 0.0010000000000000002). */
+function power(base: number, e: number): number {
+  return base === 10 ? Number(`1e${e}`) : base ** e;
 }
 
-/** Log byte axes: ticks at every k-th power of two when they crowd (byteLogSplits). */
-export function doublings(plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
+/** The exponent of `v` when it is a power of `base`, else null. */
+function exponentOf(base: number, v: number): number | null {
+  if (!(v > 0)) return null;
+  const e = Math.log(v) / Math.log(base);
+  return Math.abs(e - Math.round(e)) < 1e-9 ? Math.round(e) : null;
+}
+
+/** A log axis's splits: every power of `base` in range, or the range's ends when none is. */
+function powerSplits(base: number): (u: uPlot, axis: number, min: number, max: number) => number[] {
+  const log = (v: number) => Math.log(v) / Math.log(base);
+  return (_u, _axis, min, max) => {
+    if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
+    const out: number[] = [];
+    for (let e = Math.ceil(log(min) - 1e-9); e <= Math.floor(log(max) + 1e-9); e++) out.push(power(base, e));
+    return out.length ? out : [min, max];
+  };
+}
+
+/** An axis filter keeping every k-th power of `base` among the splits, so their labels do not crowd. */
+function everyKthPower(base: number, plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
   return (u, splits) => {
-    const pow = splits.filter((v) => Number.isInteger(Math.log2(v)));
-    if (!pow.length) return splits;
+    const pow = splits.filter((v) => exponentOf(base, v) !== null);
+    if (!pow.length) return splits; // less than one step of `base`: the ends (powerSplits)
     const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
     const stride = Math.max(1, Math.ceil(pow.length / room));
-    return splits.map((v) => (Number.isInteger(Math.log2(v)) && Math.log2(v) % stride === 0 ? v : null));
+    return splits.map((v) => {
+      const e = exponentOf(base, v);
+      return e !== null && e % stride === 0 ? v : null;
+    });
   };
 }
 

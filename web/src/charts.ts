@@ -16,6 +16,7 @@ import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
 import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
+import { bindStepKeys } from "./chart-keys";
 import { StepOpener } from "./chart-steps";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -457,7 +458,7 @@ export class ChartsView {
       const idx = u.cursor.idx;
       if (idx !== null && idx !== undefined) this.openAt(chart, u, idx);
     });
-    this.bindKeys(chart, u);
+    bindStepKeys(chart, u, (idx) => this.openAt(chart, u, idx));
   }
 
   /** Open what the point at row `idx` of `chart` stands for: a step's backward walk, or a backward() call. */
@@ -467,63 +468,5 @@ export class ChartsView {
     const si = nearest(u, idx, ownCount(chart)); // a step of this run, not the compared one
     const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
     if (opt) this.steps.open(opt, step);
-  }
-
-  /**
-   * The plot of a steps chart is a slider over its steps for the keyboard: Tab reaches it,
-   * ← → (Shift: ten at a time), Home and End move the hover line and its readout from step to
-   * step, Enter opens the step as a click does (its walk, or "Record step N in full"). The
-   * keys stop there, so the stepper's ← → and the tabs' digits do not also act.
-   */
-  private bindKeys(chart: Chart, u: uPlot): void {
-    const over = u.over;
-    const xs = () => u.data[0];
-    const at = () => {
-      const idx = u.cursor.idx;
-      return idx === null || idx === undefined || idx < 0 ? xs().length - 1 : idx;
-    };
-    over.tabIndex = 0;
-    over.setAttribute("role", "slider");
-    over.setAttribute("aria-label", `${chart.table.title}: step (arrow keys move, Enter opens)`);
-    const announce = (idx: number) => {
-      over.setAttribute("aria-valuemin", String(xs()[0] ?? 0));
-      over.setAttribute("aria-valuemax", String(xs()[xs().length - 1] ?? 0));
-      over.setAttribute("aria-valuenow", String(xs()[idx] ?? 0));
-      over.setAttribute("aria-valuetext", chart.readout.textContent ?? "");
-    };
-    const moveTo = (idx: number) => {
-      const i = Math.max(0, Math.min(xs().length - 1, idx));
-      const own = ownCount(chart);
-      let top = u.bbox.height / devicePixelRatio / 2;
-      for (let si = 1; si <= own; si++) {
-        const v = u.data[si][i];
-        if (u.series[si].show && v !== null && v !== undefined) {
-          top = u.valToPos(v, "y");
-          break;
-        }
-      }
-      // as a mouse there would: uPlot moves the cursors of every synced chart on its own events
-      const box = over.getBoundingClientRect();
-      over.dispatchEvent(new MouseEvent("mousemove", { clientX: box.left + u.valToPos(xs()[i], "x"), clientY: box.top + top, bubbles: true }));
-      announce(i);
-    };
-    announce(at());
-    over.addEventListener("focus", () => moveTo(at()));
-    over.addEventListener("keydown", (ev) => {
-      const by = ev.shiftKey ? 10 : 1;
-      const moves: Record<string, () => number> = {
-        ArrowLeft: () => at() - by,
-        ArrowDown: () => at() - by,
-        ArrowRight: () => at() + by,
-        ArrowUp: () => at() + by,
-        Home: () => 0,
-        End: () => xs().length - 1,
-      };
-      if (ev.key in moves) moveTo(moves[ev.key]());
-      else if (ev.key === "Enter" || ev.key === " ") this.openAt(chart, u, at());
-      else return;
-      ev.preventDefault();
-      ev.stopPropagation();
-    });
   }
 }
