@@ -89,9 +89,7 @@ def norms_started(tensors: list[torch.Tensor]) -> Started:
         for t in tensors:
             if t.dtype in _NUMPY_DTYPES and t.layout is _STRIDED and t.is_cpu:
                 if t.numel() <= _SMALL:
-                    dims = t.dim()
-                    floats = t.tolist() if dims == 1 else [t.item()] if dims == 0 else t.reshape(-1).tolist()
-                    values.append(_norm_of_floats(floats, t.dtype))
+                    values.append(_norm_of_floats(_floats_of(t), t.dtype))
                     continue
                 if t.is_contiguous():
                     if errstate is None:
@@ -144,6 +142,19 @@ def norms_finished(*started: Started) -> list[list[float]]:
             for i in s.positions:
                 s.values[i] = next(it)
     return [s.values for s in started]
+
+
+def _floats_of(t: torch.Tensor) -> list[float]:
+    """A small CPU tensor's elements as Python floats, in one call to PyTorch: a matrix's
+    rows are joined here, as ``reshape(-1)`` is one more PyTorch op (~5 us within a step)."""
+    dims = t.dim()
+    if dims == 1:
+        return t.tolist()  # type: ignore[no-any-return]
+    if dims == 0:
+        return [t.item()]
+    if dims == 2:
+        return [v for row in t.tolist() for v in row]
+    return t.reshape(-1).tolist()  # type: ignore[no-any-return]
 
 
 def _norm_of_floats(values: list[float], dtype: torch.dtype) -> float:
