@@ -149,12 +149,12 @@ def _floats_of(t: torch.Tensor) -> list[float]:
     rows are joined here, as ``reshape(-1)`` is one more PyTorch op (~5 us within a step)."""
     dims = t.dim()
     if dims == 1:
-        return t.tolist()  # type: ignore[no-any-return]
+        return t.tolist()
     if dims == 0:
         return [t.item()]
     if dims == 2:
         return [v for row in t.tolist() for v in row]
-    return t.reshape(-1).tolist()  # type: ignore[no-any-return]
+    return t.reshape(-1).tolist()
 
 
 def _norm_of_floats(values: list[float], dtype: torch.dtype) -> float:
