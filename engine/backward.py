@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .dispatch import modes_aside
 from .source import snippet_frame
 from .values import same_elements_key
 
@@ -79,7 +80,8 @@ class BackwardTracker:
             if rec.active and self.current is not None:
                 self.last_ran = ran
                 try:
-                    self._executed(nid, leaf_ref, grad_inputs, grad_outputs)
+                    with modes_aside():
+                        self._executed(nid, leaf_ref, grad_inputs, grad_outputs)
                 except Exception:
                     rec.observation_failed()
 
@@ -90,9 +92,10 @@ class BackwardTracker:
                 leaf = leaf_ref() if leaf_ref is not None else None
                 if rec.active and self.current is not None:
                     try:
-                        self._received[nid] = [self._value(g) for g in grad_outputs]
-                        if leaf is not None:
-                            self._before[nid] = rec.value_or_none(leaf.grad)
+                        with modes_aside():
+                            self._received[nid] = [self._value(g) for g in grad_outputs]
+                            if leaf is not None:
+                                self._before[nid] = rec.value_or_none(leaf.grad)
                     except Exception:
                         rec.observation_failed()
 

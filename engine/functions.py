@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .dispatch import modes_aside
 from .tape import tensors_in
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ class FunctionCalls:
         if kwargs:
             tensors_in(tuple(kwargs.values()), inputs)
         try:
-            rec.on_op(_stand_in(cls), inputs, outputs, args, fresh_outputs=True)
+            with modes_aside():
+                rec.on_op(_stand_in(cls), inputs, outputs, args, fresh_outputs=True)
         except Exception:
             rec.observation_failed()  # the call ran; only its record is lost
 

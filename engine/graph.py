@@ -6,6 +6,19 @@ as long as the node exists. The recorder therefore holds no reference to any nod
 graph is freed exactly when it would be without gradwalk. Discovery walks
 ``next_functions`` breadth-first from an op's outputs with a ``seen`` set and stops at
 nodes that already have an id, so each op costs only the nodes it created.
+
+# NOTE [Saved tensors packed by other hooks are not read]
+Reading what a node saved (``node._saved_self``, a custom Function's ``saved_tensors``)
+calls the unpack hook the tensor was packed with. Where that hook is not gradwalk's, it is
+the snippet's code: its own ``saved_tensors_hooks`` (which may print or move data),
+``save_on_cpu``, or ``torch.utils.checkpoint`` (``use_reentrant=False``), whose unpack hook
+run outside backward recomputes the whole checkpointed function. Describing each node of a
+checkpointed region ran the function again once per node: its prints came out several
+times, and with ``preserve_rng_state=False`` the recomputations drew from the RNG, so
+dropout masks and gradients differed from PyTorch's. Such a tensor is therefore left out
+of the node's ``saved`` list, unread: its ``_raw_saved_*`` entry names its unpack hook
+without calling it. gradwalk's pack hook never saw it either, so its bytes were never
+counted (what those hooks keep is theirs to say).
 """
 
 from __future__ import annotations
@@ -14,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .memory import SavedBy, saved_source
+from .memory import SavedBy, SavedMemory, saved_source
 from .tensors import dtype_name
 from .values import has_storage
 
@@ -26,14 +39,34 @@ __all__ = ["GraphRecorder"]
 _KEY = "gradwalk_id"
 _STRIDED = torch.strided
 _saved_attrs_by_type: dict[type, list[str]] = {}
+# the ``_saved_*`` attributes of a node class that hold tensors: each has a ``_raw_saved_*``
+_tensor_attrs_by_type: dict[type, frozenset[str]] = {}
 
 
 _CUSTOM_NODE = torch.autograd.function.BackwardCFunction
+_OUR_UNPACK = SavedMemory._unpack
+
+
+def _unpacked_elsewhere(node: Any, raw_attr: str) -> bool:
+    """Whether reading the saved tensor(s) whose raw entry is ``node.<raw_attr>``
+    (``_raw_saved_self``, ``_raw_saved_tensors``) would call an unpack hook not gradwalk's
+    (NOTE [Saved tensors packed by other hooks are not read])."""
+    try:
+        raw = getattr(node, raw_attr)
+    except (AttributeError, RuntimeError):  # freed: the value's read raises, and is skipped there
+        return False
+    for item in raw if isinstance(raw, tuple | list) else (raw,):
+        hook = getattr(item, "unpack_hook", None)
+        if hook is not None and hook is not _OUR_UNPACK:
+            return True
+    return False
 
 
 def _custom_saved(node: Any) -> list[tuple[str, Any]]:
     """What a custom Function's ``forward`` saved with ``ctx.save_for_backward``, labelled as
     its ``backward`` reads it (its node has no ``_saved_*`` attributes)."""
+    if _unpacked_elsewhere(node, "_raw_saved_tensors"):
+        return []
     try:
         saved = node.saved_tensors
     except (RuntimeError, AttributeError):
@@ -50,6 +83,7 @@ def _saved_attrs(node: Any) -> list[str]:
             # Functions' node classes anew, and a key here would keep them alive
             return []
         names = [n for n in dir(node) if n.startswith("_saved_")]
+        _tensor_attrs_by_type[cls] = frozenset(n for n in names if hasattr(cls, "_raw" + n))
         _saved_attrs_by_type[cls] = names
     return names
 
@@ -175,7 +209,14 @@ class GraphRecorder:
                     if attrs or not isinstance(node, _CUSTOM_NODE)
                     else _custom_saved(node)
                 )
+                tensor_attrs = _tensor_attrs_by_type.get(cls, ())
                 for label, attr in named:
+                    if (
+                        isinstance(attr, str)
+                        and attr in tensor_attrs
+                        and _unpacked_elsewhere(node, "_raw" + attr)
+                    ):
+                        continue
                     try:
                         value = getattr(node, attr) if isinstance(attr, str) else attr
                     except RuntimeError:

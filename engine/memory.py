@@ -45,6 +45,7 @@ import torch
 from torch.autograd import graph
 from torch.autograd.graph import saved_tensors_hooks
 
+from .dispatch import modes_aside
 from .values import has_storage
 
 if TYPE_CHECKING:
@@ -292,7 +293,8 @@ class SavedMemory:
         off already (a mode is popped while it handles an op); a custom Function's
         ``save_for_backward`` is packed outside any op, where the detach showed in the tape."""
         if not torch._C._is_torch_function_mode_enabled():
-            return t.detach()
+            with modes_aside():
+                return t.detach()
         with self._rec.mute():
             return t.detach()
 

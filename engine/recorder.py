@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .backward import BackwardTracker
+from .dispatch import modes_aside
 from .eager import EagerCompile
 from .events import Limits
 from .functions import FunctionCalls
@@ -95,11 +96,12 @@ class _Mute:
     # Tensor subclasses' own handlers are skipped there too: gradwalk only reads them.
     """
 
-    __slots__ = ("_guard", "_rec")
+    __slots__ = ("_guard", "_modes", "_rec")
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._guard: Any = None
+        self._modes: Any = None
 
     def __enter__(self) -> None:
         rec = self._rec
@@ -107,11 +109,16 @@ class _Mute:
         if rec.muted == 1:
             self._guard = torch._C.DisableTorchFunction()
             self._guard.__enter__()
+            # and the snippet's dispatch modes: see dispatch.py
+            self._modes = modes_aside()
+            self._modes.__enter__()
 
     def __exit__(self, *exc: object) -> None:
         rec = self._rec
         rec.muted -= 1
         if rec.muted == 0:
+            modes, self._modes = self._modes, None
+            modes.__exit__(None, None, None)
             guard, self._guard = self._guard, None
             guard.__exit__(None, None, None)
 

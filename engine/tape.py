@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .dispatch import modes_aside
 from .pitfalls import WATCHED_OPS
 from .source import snippet_frames
 
@@ -127,7 +128,7 @@ class TapeMode(TorchFunctionMode):
         except Exception:
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
             raise
-        with aside():
+        with aside(), modes_aside():
             return self._observe(func, name, args, kwargs, result, first, first_version)
 
     def _observe(
