@@ -450,5 +450,5 @@ class Recorder:
                     ),
                     closing=True,
                 )
-        self.tensors.forget_attrs()
+        self.tensors.forget_objects()
         self.graph.forget()

@@ -1,9 +1,9 @@
 """Give tensors small stable ids and introduce each one to the trace once.
 
-An id is stored on the tensor object itself (``_gradwalk_id``) and checked against a weak
-registry, so a copied tensor that carries the attribute along is still told apart. An
-in-place op makes a new version of a tensor: the object gets a fresh id, so every id in
-a trace names one value.
+An id is kept by the table, found by the tensor object's ``id()`` and checked against a weak
+reference to that object, so a tensor that has reused a freed one's address is told apart
+(NOTE [Ids off the tensor]). An in-place op makes a new version of a tensor: the object gets
+a fresh id, so every id in a trace names one value.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorTable", "autograd_of", "dtype_name"]
 
-_ATTR = "_gradwalk_id"
 _MAX_HELD = 256  # the most items of a plain container searched for tensors to name
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
@@ -56,6 +55,12 @@ class TensorTable:
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
+        # NOTE [Ids off the tensor]: a tensor's id was an attribute on the object, which
+        # torch.save, pickle and deepcopy carried out of the run (a checkpoint a recorded
+        # snippet saved loaded with ``vars(t) == {'_gradwalk_id': 0}``) and which the
+        # snippet's ``vars(x)`` showed. The table now keeps it: ``id(t)`` -> the trace's id,
+        # valid while ``_refs`` of that id still holds ``t`` itself.
+        self._by_object: dict[int, int] = {}
         self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
         self.names: dict[int, str] = {}
         self.lines: dict[int, int] = {}
@@ -72,7 +77,7 @@ class TensorTable:
 
     def known(self, t: torch.Tensor) -> int | None:
         """Return ``t``'s id if it was introduced in this run, else ``None``."""
-        tid = t.__dict__.get(_ATTR)
+        tid = self._by_object.get(id(t))
         if tid is not None:
             ref = self._refs.get(tid)
             if ref is not None and ref() is t:
@@ -93,7 +98,7 @@ class TensorTable:
         ``fresh=True`` forces a new id, for the new version an in-place op made.
         """
         if not fresh:
-            tid = t.__dict__.get(_ATTR)
+            tid = self._by_object.get(id(t))
             if tid is not None:
                 ref = self._refs.get(tid)
                 if ref is not None and ref() is t:
@@ -160,10 +165,7 @@ class TensorTable:
         name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         tid = self.count
         self.count = tid + 1
-        try:  # noqa: SIM105 (contextlib.suppress costs a context manager per tensor)
-            t.__dict__[_ATTR] = tid
-        except (AttributeError, TypeError):
-            pass
+        self._by_object[id(t)] = tid
         self._refs[tid] = weakref.ref(t)
         if line is not None:
             self.lines[tid] = line
@@ -269,12 +271,10 @@ class TensorTable:
         ref = self._refs.get(tid)
         return ref() if ref is not None else None
 
-    def forget_attrs(self) -> None:
-        """Remove the id attribute from every tensor still alive (end of recording)."""
-        for ref in self._refs.values():
-            t = ref()
-            if t is not None:
-                t.__dict__.pop(_ATTR, None)
+    def forget_objects(self) -> None:
+        """Let go of which object had which id (end of recording): a later run's tensors may
+        reuse these addresses."""
+        self._by_object.clear()
 
 
 def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:

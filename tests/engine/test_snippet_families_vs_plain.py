@@ -140,3 +140,22 @@ with Ops() as backward:
 print([op for op in backward.seen if op != "aten.detach.default"])
 """
     _assert_as_plain(source, leaves=("x",))
+
+
+def test_a_tensor_saved_or_copied_while_recording_carries_nothing_of_gradwalk() -> None:
+    # a tensor's id was an attribute on the object: torch.save, pickle and deepcopy carried
+    # it out of the run, and the snippet's own vars(x) showed it
+    _assert_as_plain(
+        "import copy, io, pickle\n"
+        "import torch\n"
+        "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "y = (x * x).sum()\n"
+        "y.backward()\n"
+        "buf = io.BytesIO()\n"
+        "torch.save({'x': x, 'y': y.detach()}, buf)\n"
+        "buf.seek(0)\n"
+        "loaded = torch.load(buf)\n"
+        "print(vars(x), vars(y), vars(loaded['x']), vars(loaded['y']))\n"
+        "print(vars(copy.deepcopy(x)), vars(pickle.loads(pickle.dumps(x.detach()))))\n",
+        leaves=("x",),
+    )
