@@ -45,7 +45,7 @@ class ModuleTracker:
     """The running-module stack and the names of modules and parameters."""
 
     @functools.cached_property
-    def _loop_names(self) -> frozenset[str]:
+    def loop_names(self) -> frozenset[str]:
         """The snippet's loop variables (see :func:`_holder_in`), found once."""
         return loop_targets("\n".join(self._rec.source_lines))
 
@@ -171,7 +171,7 @@ class ModuleTracker:
             if not isinstance(value, nn.Module) or key.startswith("_"):
                 continue
             if id(value) not in self._paths or id(value) in self._provisional:
-                holder, name = _holder_in(value, scope, self._loop_names) or (value, key)
+                holder, name = _holder_in(value, scope, self.loop_names) or (value, key)
                 self._name_under(value, holder, name, provisional=False)
 
     def _name_new_root(self, module: nn.Module, frame: FrameType | None) -> nn.Module:
@@ -190,7 +190,7 @@ class ModuleTracker:
         # still being built becomes `sn.parametrizations.weight`).
         """
         for depth, scope in enumerate(outer_scopes(frame)):
-            found = _holder_in(module, scope, self._loop_names)
+            found = _holder_in(module, scope, self.loop_names)
             if found is not None:
                 holder, name = found
                 self._name_under(module, holder, name, provisional=depth > 0)

@@ -70,8 +70,9 @@ class TensorTable:
         # view's id before the change)
         self.view_changes: dict[int, tuple[str, int | None, int | None]] = {}
         self._scanned: set[int] = set()
-        # ids named after a function's local that no outer scope bound when they were named
-        # (NOTE [Outer names win] in source.py): the module level's name replaces it at the end
+        # ids with a weak name: a function's local that no outer scope bound when they were
+        # named (NOTE [Outer names win] in source.py), or a loop variable (NOTE [Tensors held
+        # in a plain container]); the module level's name replaces it at the end
         self._local: set[int] = set()
         self.count = 0
 
@@ -139,6 +140,8 @@ class TensorTable:
             return None
         name, local = bound_name(t, frame)
         if not local:
+            if name is not None and name in self._rec.modules.loop_names:
+                self._local.add(tid)  # bound to each item in turn: weak
             return name
         facts = autograd_of(t)
         if facts is not None and facts[1]:
@@ -229,15 +232,19 @@ class TensorTable:
         # (``params = [torch.randn(3, requires_grad=True) for _ in range(2)]``) is named by
         # its place, ``params[0]`` or ``cfg['w']``, as a module held so is
         # (``_holder_in`` in modules.py): unnamed, a leaf had no final state, and the trace
-        # did not show its ``.grad``. A variable's own name comes first.
+        # did not show its ``.grad``. A variable's own name comes first, then the place, then
+        # a loop variable: ``for W in Ws`` binds ``W`` to each tensor in turn, and all three
+        # of ``Ws`` were shown as ``W`` (``W.grad`` three times), now ``Ws[0]`` to ``Ws[2]``.
         """
         items = [(k, v) for k, v in list(scope.items()) if not k.startswith("_")]
+        loops = self._rec.modules.loop_names
         held: list[tuple[str, object]] = []
         for key, value in items:
             if isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
                 places = value.items() if isinstance(value, dict) else enumerate(value)
                 held.extend((f"{key}[{i!r}]", item) for i, item in places)
-        for key, value in [*items, *held]:
+        own = [(k, v) for k, v in items if k not in loops]
+        for key, value in [*own, *held, *((k, v) for k, v in items if k in loops)]:
             if isinstance(value, torch.Tensor):
                 tid = self.known(value)
                 if tid is not None and (tid not in self.names or tid in self._local) and has_storage(value):

@@ -85,6 +85,37 @@ x = make()
     assert [e.name for e in q.events_of(trace, "tensor_final")] == ["x"]
 
 
+@pytest.mark.parametrize(
+    "loop",
+    ["for W in Ws:\n    h = torch.tanh(W @ h)", "for i, W in enumerate(Ws):\n    h = torch.tanh(W @ h)"],
+    ids=["for", "enumerate"],
+)
+def test_tensors_a_module_level_loop_visits_are_named_by_their_place_not_the_loop_variable(loop: str) -> None:
+    # `for W in Ws` binds W to each tensor in turn: all three were `W` (W.grad three times)
+    source = f"""
+import torch
+torch.manual_seed(0)
+Ws = [torch.randn(3, 3, requires_grad=True) for _ in range(3)]
+h = torch.ones(3)
+{loop}
+h.sum().backward()
+"""
+    trace = record(source)
+    names = ["Ws[0]", "Ws[1]", "Ws[2]"]
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == names
+    assert q.final_grads(trace) == plain_grads(source, names)
+
+
+def test_a_loop_variable_still_names_a_tensor_nothing_else_holds() -> None:
+    source = """
+import torch
+for w in [torch.ones(2, requires_grad=True)]:
+    (w * 3).sum().backward()
+"""
+    trace = record(source)
+    assert q.final_grads(trace) == {"w": [3.0, 3.0]}
+
+
 def test_the_outermost_functions_name_wins_where_the_module_level_binds_none() -> None:
     source = """
 import torch
