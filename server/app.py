@@ -106,7 +106,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(CompressGets)
     app.add_middleware(
-        GuardMiddleware, allowed_hosts=settings.effective_allowed_hosts, max_body=settings.max_body_bytes
+        GuardMiddleware,
+        allowed_hosts=settings.effective_allowed_hosts,
+        max_body=settings.max_body_bytes,
+        body_timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(SecurityHeadersMiddleware, docs=settings.api_docs)
     return app

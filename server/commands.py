@@ -72,6 +72,12 @@ def add_serve_parser(sub: Any) -> None:
         default=d.retention_bytes / 2**20,
         help="compressed trace megabytes kept",
     )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=d.body_timeout_s,
+        help="seconds a request body may stall before the answer is 408 (%(default)s)",
+    )
     p.add_argument("--api-docs", action="store_true", help="serve Swagger UI at /docs (loads from a CDN)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
@@ -96,6 +102,7 @@ def run_serve(args: argparse.Namespace) -> int:
         rate_burst=args.burst,
         retention_runs=args.retention_runs,
         retention_bytes=int(args.retention_mb * 2**20),
+        body_timeout_s=args.body_timeout,
         api_docs=args.api_docs,
     )
 

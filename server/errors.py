@@ -60,12 +60,20 @@ def _describe(error: Any) -> dict[str, Any]:
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
     if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
         # FastAPI's words for a body it could not decode; say what that means here.
-        exc = StarletteHTTPException(400, "the request body is not valid UTF-8 JSON text")
+        exc = StarletteHTTPException(400, _unreadable_body(exc))
     elif exc.status_code == 405:
         # Starlette names the methods of the first route that matched the path only; a path
         # served by several routes (GET and DELETE /api/rooms/{code}) allows all of theirs.
         exc = StarletteHTTPException(405, exc.detail, headers={"Allow": ", ".join(_allowed(request))})
     return await http_exception_handler(request, exc)
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> str:
+    """Why FastAPI could not read a JSON body, in words: it says the same for bytes that are
+    not UTF-8 and for JSON nested deeper than Python's parser goes (a RecursionError)."""
+    if isinstance(exc.__cause__, RecursionError):
+        return "the request body is JSON nested too deeply to read"
+    return "the request body is not valid UTF-8 JSON text"
 
 
 def _allowed(request: Request) -> list[str]:

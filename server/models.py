@@ -149,6 +149,7 @@ class ErrorDetail(BaseModel):
 #: What every operation that reads a JSON body may also answer (documented on each).
 JSON_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "the body is not valid UTF-8 JSON text"},
+    408: {"model": ErrorDetail, "description": "the request body stopped arriving"},
     413: {"model": ErrorDetail, "description": "the request body is too large"},
 }
 

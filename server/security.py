@@ -2,12 +2,13 @@
 
 Two pure ASGI middlewares (no response buffering, so websockets pass untouched):
 :class:`GuardMiddleware` refuses unknown Host headers (DNS rebinding against a loopback
-server), cross-origin websockets and oversize bodies before they are read;
+server), cross-origin websockets and oversize bodies before they are read, and bodies that stall;
 :class:`SecurityHeadersMiddleware` adds the CSP and friends to every response.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import secrets
@@ -102,16 +103,22 @@ class SecurityHeadersMiddleware:
 
 
 class GuardMiddleware:
-    """Refuse unknown hosts, cross-origin websockets and bodies over ``max_body`` bytes.
+    """Refuse unknown hosts, cross-origin websockets, bodies over ``max_body`` bytes and
+    bodies that stop arriving.
 
     A body announced too large is refused before a byte of it is read; one that arrives
-    in chunks is cut off as soon as it passes the limit. Refusals are JSON ``{"detail"}``.
+    in chunks is cut off as soon as it passes the limit. A body of which nothing more
+    arrives for ``body_timeout_s`` (a client that announced 100 bytes and sent 10) is
+    answered 408 rather than waited for forever. Refusals are JSON ``{"detail"}``.
     """
 
-    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str], max_body: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, allowed_hosts: Iterable[str], max_body: int, body_timeout_s: float = 60.0
+    ) -> None:
         self.app = app
         self.allowed = {h.lower().strip("[]") for h in allowed_hosts}
         self.max_body = max_body
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -152,18 +159,33 @@ class GuardMiddleware:
 
     def _limited(self, receive: Receive) -> Receive:
         seen = 0
+        body_done = False
 
         async def receive_limited() -> Message:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, body_done
+            if body_done:  # past the body only a disconnect comes, whenever it comes
+                return await receive()
+            message = await self._next_piece(receive)
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
                 if seen > self.max_body:
                     # FastAPI re-raises HTTPException from body parsing, so this becomes a 413.
                     raise HTTPException(413, f"request body is over the limit of {self.max_body} bytes")
             return message
 
         return receive_limited
+
+    async def _next_piece(self, receive: Receive) -> Message:
+        """The next piece of a request body; 408 when none comes for ``body_timeout_s``."""
+        try:
+            return await asyncio.wait_for(receive(), self.body_timeout_s)
+        except TimeoutError:
+            raise HTTPException(
+                408,
+                f"the request body stopped arriving: nothing more came for {self.body_timeout_s:g} s",
+                headers={"Connection": "close"},
+            ) from None
 
 
 async def _refuse(scope: Scope, send: Send, status: int, detail: str) -> None:

@@ -73,6 +73,9 @@ class Settings(BaseModel):
         default_factory=_limit_caps, description="limits a client asks for are lowered to these"
     )
     max_body_bytes: int = Field(default=256_000, ge=1024)
+    body_timeout_s: float = Field(
+        default=60.0, gt=0, description="a request body of which nothing arrives this long is answered 408"
+    )
     rate_burst: float = Field(default=30.0, gt=0, description="runs a client may create at once")
     rate_per_s: float = Field(default=0.5, gt=0, description="runs per second a client's allowance refills")
     retention_runs: int = Field(default=5_000, ge=1, description="finished runs kept in the store")

@@ -19,7 +19,8 @@ so that every frame the client receives is an event:
 * 1003 a binary frame; 1008 a frame that is not a valid command, or cancel without the token;
 * 1013 the viewer fell ``viewer_max_lag`` events behind a live run, or one send stalled for
   ``viewer_send_timeout_s``: reconnect with ``?after=`` the last seq received;
-* 4400 a bad ``after`` or ``batch``; 4401/4403 missing/wrong token; 4404 no such run.
+* 4400 a bad ``after`` or ``batch`` (an ``after`` past the last event of a finished run
+  among them: see :func:`_past_the_end`); 4401/4403 missing/wrong token; 4404 no such run.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ async def run_events(ws: WebSocket, run_id: str, registry: RegistryDep, settings
     if run is None:
         await _close(ws, 4404, f"no run with id {run_id[:64]!r}")
         return
+    past = _past_the_end(run, after)
+    if past is not None:
+        await _close(ws, 4400, past)
+        return
     run.viewers += 1
     try:
         code, reason = await _serve(ws, run, registry, settings, after + 1, authorized, batch_text == "1")
@@ -109,6 +114,23 @@ async def _open(registry: RunRegistry, run_id: str) -> LiveRun | None:
         finished_at=rec.finished_at or rec.created_at,
         frames=frames,
     )
+
+
+def _past_the_end(run: LiveRun, after: int) -> str | None:
+    """Say why a finished run cannot be resumed after ``after``, or None when it can.
+
+    A client that claims events past a finished run's last one holds a history this run's
+    trace does not: a server that was killed mid-run comes back with only ``run_started``
+    and a made-up ``run_finished`` (crashed, "server restarted") for it. Sending nothing and
+    closing 1000 left such a client without any ``run_finished``, reconnecting in vain; the
+    close says how the run ended instead. (``after`` = the last seq itself still sends
+    nothing and closes 1000: that client has every event.)
+    """
+    last = len(run.frames) - 1
+    if not run.finished or after <= last:
+        return None
+    ended = run.status + (f": {run.message[:50]}" if run.message else "")
+    return f"the run ended {ended}; it has no event after seq {last} (asked for after={after})"
 
 
 async def _serve(

@@ -13,7 +13,10 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/health", tags=["health"])
 
 
-@router.api_route("", methods=["GET", "HEAD"], response_model=Health)
+# Two routes, not one api_route with both methods: one route gives both operations one
+# operationId, which OpenAPI forbids (FastAPI warned "Duplicate Operation ID" in the log).
+@router.get("", response_model=Health)
+@router.head("", response_model=Health)
 async def health(registry: RegistryDep) -> Health:
     """Report the workers, their isolation, CUDA and the version."""
     pool = registry.pool

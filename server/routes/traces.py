@@ -37,6 +37,7 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "the body is not JSON (or not gzip when it says so)"},
     401: {"model": ErrorDetail, "description": "the server needs a token and none was sent"},
     403: {"model": ErrorDetail, "description": "wrong token"},
+    408: {"model": ErrorDetail, "description": "the request body stopped arriving"},
     413: {"model": ErrorDetail, "description": "the trace is too large"},
     415: {"model": ErrorDetail, "description": "a content encoding other than gzip"},
     422: {"model": ErrorDetail, "description": "not a valid gradwalk trace"},
