@@ -157,8 +157,11 @@ class CapturedOutput:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.stdout.flush()
-            self.stderr.flush()
+            # a stream the snippet closed flushed itself then; flushing it again would raise
+            # a ValueError that replaced the snippet's own error (and its line)
+            for stream in (self.stdout, self.stderr):
+                if not stream.closed:
+                    stream.flush()
         finally:
             if self._showwarning is not None:
                 warnings.showwarning = self._showwarning

@@ -11,6 +11,7 @@ import builtins
 import linecache
 import platform
 import random
+import signal
 import sys
 import time
 import traceback
@@ -129,7 +130,7 @@ def record_stream(
             status, message = "error", f"SystemExit: {exc.code}"
         _say_exit_message(out, exc)
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, KeyboardInterrupt) and _interrupt_is_the_users():
             status, message = "cancelled", "interrupted"
         else:
             status = "error"
@@ -140,6 +141,17 @@ def record_stream(
     rec.finish(scope)
     _finish(rec, status, message, started)
     return status
+
+
+def _interrupt_is_the_users() -> bool:
+    """Whether a ``KeyboardInterrupt`` may be a person's Ctrl+C (a cancel), as when
+    recording from the command line or a notebook; where SIGINT is ignored (the app's
+    workers, which a cancel stops otherwise) it can only be the snippet's own
+    ``raise KeyboardInterrupt``, an error like any other."""
+    try:
+        return signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    except (ValueError, OSError):
+        return True
 
 
 def _say_exit_message(out: CapturedOutput, exc: SystemExit) -> None:

@@ -41,6 +41,12 @@ def _error(exc_type: str, *words: str) -> Check:
     return check
 
 
+def _at_line(events: list[Event], exc_type: str, line: int) -> None:
+    error = [e for e in events if e.type == "error"][-1]
+    assert (error.exc_type, error.line) == (exc_type, line), error
+    assert f"line {line}, in <module>" in error.traceback, error.traceback
+
+
 def _message(*words: str) -> Check:
     def check(events: list[Event], end: Any) -> None:
         for word in words:
@@ -284,6 +290,22 @@ CASES = [
         _message("before the run finished"),
     ),
     Hostile("sys_exit", "import sys\nsys.exit(3)\n", "error", _message("SystemExit: 3")),
+    # the worker ignores SIGINT (a cancel kills the child): only the snippet raises this, and it
+    # was reported as "cancelled: interrupted", as if the user had pressed Stop
+    Hostile(
+        "raise_keyboard_interrupt",
+        "print('a')\nraise KeyboardInterrupt('from the snippet')\n",
+        "error",
+        _error("KeyboardInterrupt", "KeyboardInterrupt: from the snippet"),
+    ),
+    # closing the snippet's stdout and printing: the error at its line, not a second
+    # ValueError from gradwalk's own flush with no line and no traceback
+    Hostile(
+        "print_after_closing_stdout",
+        "import sys\nprint('a')\nsys.stdout.close()\nprint('x')\n",
+        "error",
+        lambda events, end: _at_line(events, "ValueError", 4),
+    ),
     Hostile(
         "fill_scratch",
         "n = 0\ntry:\n    with open('big', 'wb') as f:\n        while True:\n"
