@@ -9,6 +9,7 @@ the stored run then opens in the app (``/?run=ID``), embeds and exports like any
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import time
 import zlib
@@ -17,7 +18,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field, ValidationError
 
-from engine.events import RunFinished, RunStarted, trace_adapter
+from engine.events import SCHEMA_VERSION, RunFinished, RunStarted, trace_adapter
 
 from ..deps import CreatorAuth, LimiterDep, RegistryDep, spend_allowance
 from ..library import title_for
@@ -112,12 +113,23 @@ def _parse(body: bytes, examples: list[Any]) -> tuple[RunRecord, bytes]:
             raise HTTPException(400, f"the body is not JSON: {errors[0]['msg']}") from None
         detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in errors[:_MAX_ERRORS]]
         raise HTTPException(422, detail) from None
+    if trace.version > SCHEMA_VERSION:
+        raise HTTPException(
+            422,
+            f"the trace is format version {trace.version}, from a newer gradwalk; this server reads "
+            f"versions up to {SCHEMA_VERSION}",
+        )
+    if "\x00" in trace.source:
+        raise HTTPException(422, "the trace's source holds a NUL character, which no snippet can")
     events = trace.events
     if len(events) < 2 or not isinstance(events[0], RunStarted) or not isinstance(events[-1], RunFinished):
         raise HTTPException(422, "a trace starts with run_started and ends with run_finished")
     for i, event in enumerate(events):
         if event.seq != i:
             raise HTTPException(422, f"events[{i}] has seq {event.seq}; seq must count from 0 without gaps")
+        if not math.isfinite(event.t):
+            # the charts' time axis needs a number; JSON would carry this one as a string
+            raise HTTPException(422, f"events[{i}] has t {event.t}; t must be a finite number of seconds")
     started, finished = events[0], events[-1]
     assert isinstance(started, RunStarted) and isinstance(finished, RunFinished)
     now = time.time()

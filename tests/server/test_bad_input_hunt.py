@@ -3,17 +3,21 @@
 Each test here failed before its fix: a client resuming a run that a killed server lost
 waited for a ``run_finished`` that never came; a request body that stopped arriving held
 its connection forever; JSON nested too deeply was called "not valid UTF-8"; and GET and
-HEAD ``/api/health`` shared one operationId (FastAPI warned in the server log).
+HEAD ``/api/health`` shared one operationId (FastAPI warned in the server log); and an
+imported trace no run could have written (a newer format, a NUL in its source, a time of
+NaN) was stored as a run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import socket
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -110,3 +114,35 @@ def test_every_operation_has_its_own_operation_id(server: LiveServer) -> None:
     with server.client() as api:
         assert api.head("/api/health").status_code == 200
         assert api.get("/api/health").status_code == 200
+
+
+def _cubic_trace() -> dict[str, Any]:
+    from engine.run import record
+
+    return json.loads(
+        record(
+            "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x**3).backward()\n"
+        ).model_dump_json()
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda t: t.update(version=999), "format version 999, from a newer gradwalk"),
+        (lambda t: t.update(source=t["source"] + "\x00"), "NUL character"),
+        (lambda t: t["events"][1].update(t="NaN"), "events[1] has t nan"),
+        (lambda t: t["events"][1].update(t="Infinity"), "events[1] has t inf"),
+    ],
+    ids=["future-version", "nul-in-source", "nan-time", "infinite-time"],
+)
+def test_an_imported_trace_no_run_could_have_written_is_refused_saying_why(
+    api: httpx.Client, change: Callable[[dict[str, Any]], None], words: str
+) -> None:
+    """A trace of a newer format, a source no snippet can hold, or a time the charts cannot
+    place was stored as if it were a run ('NaN' travelled on to the browser as a string)."""
+    trace = _cubic_trace()
+    change(trace)
+    answer = api.post("/api/traces", content=json.dumps(trace), headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert words in answer.json()["detail"], answer.text
