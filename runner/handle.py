@@ -53,7 +53,11 @@ class RunHandle:
     """
 
     def __init__(
-        self, source: str, device: str, limits: Limits, on_cancel: Callable[[RunHandle], None] | None = None
+        self,
+        source: str,
+        device: str,
+        limits: Limits,
+        on_cancel: Callable[[RunHandle, str], None] | None = None,
     ) -> None:
         self.id = uuid.uuid4().hex
         self.status: RunStatus | None = None
@@ -84,10 +88,11 @@ class RunHandle:
             if event.type == "run_finished":
                 return
 
-    def cancel(self) -> None:
-        """Stop the run; its stream ends with ``run_finished`` status ``cancelled``. Idempotent."""
+    def cancel(self, reason: str = "") -> None:
+        """Stop the run; its stream ends with ``run_finished`` status ``cancelled``, its message
+        saying ``reason`` when one is given (``the server is shutting down``). Idempotent."""
         if self.status is None and self._on_cancel is not None:
-            self._on_cancel(self)
+            self._on_cancel(self, reason)
 
     @property
     def finished(self) -> bool:

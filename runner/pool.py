@@ -228,15 +228,17 @@ class WorkerPool:
     def _capacity(self, kind: str) -> int:
         return sum(1 for p in self._proxies if p.kind == kind and not p.dead)
 
-    def _cancel(self, handle: RunHandle) -> None:
+    def _cancel(self, handle: RunHandle, reason: str) -> None:
         for queue in self._pending.values():
             if handle in queue:
                 queue.remove(handle)
-                handle.finish("cancelled", "The run was cancelled before it started.")
+                handle.finish(
+                    "cancelled", f"The run was cancelled{f' ({reason})' if reason else ''} before it started."
+                )
                 return
         for proxy in self._proxies:
             if proxy.handle is handle:
-                proxy.cancel_run()
+                proxy.cancel_run(reason)
                 return
 
     def _dispatch(self, kind: str) -> None:

@@ -113,15 +113,16 @@ class RunRegistry:
             return await asyncio.to_thread(run.trace_json)
         return await asyncio.to_thread(self.store.trace, run_id)
 
-    def cancel(self, run: LiveRun) -> None:
-        """Ask the worker to stop a live run; its ``run_finished`` says ``cancelled``."""
+    def cancel(self, run: LiveRun, reason: str = "") -> None:
+        """Ask the worker to stop a live run; its ``run_finished`` says ``cancelled`` (and
+        ``reason``, when the user is not the one cancelling)."""
         if not run.finished and run.handle is not None:
-            run.handle.cancel()
+            run.handle.cancel(reason)
 
     async def close(self, grace_s: float = 5.0) -> None:
         """Cancel the live runs, give their relays ``grace_s`` to store them, then stop."""
         for run in list(self.live.values()):
-            self.cancel(run)
+            self.cancel(run, "the server is shutting down")
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
             for task in pending:

@@ -42,6 +42,8 @@ def test_restart_reads_old_runs_back(server: LiveServer) -> None:
 
         cut = run_json(api.get(f"/api/runs/{running['id']}"))
         assert cut["status"] == "cancelled" and cut["event_count"] >= 4
+        # not "The run was cancelled.", as if someone had pressed Stop
+        assert cut["message"] == "The run was cancelled (the server is shutting down).", cut["message"]
         cut_trace = api.get(f"/api/runs/{running['id']}/trace").json()
         assert [e["seq"] for e in cut_trace["events"]] == list(range(cut["event_count"]))
 
