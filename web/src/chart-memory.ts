@@ -11,9 +11,12 @@ import { envelope, formatBytes, formatNumber, type Table } from "./charts-data";
  * solid block; as a band it reads "up to the peak and back to the floor", and a floor that
  * rises (a graph kept alive) stands out. A slice holds at least ROWS_PER_SLICE rows, more
  * than one step brings (a rise and a fall, two or three rows): a slice within one step
- * would read its graph as kept.
+ * would read its graph as kept. 150 rows is about where a chart pane (360-600 px of plot)
+ * has fewer than three pixels a row: the 30 epochs of own_metrics (369 rows) were a
+ * barcode of strokes a pixel apart, while clean_training's 78 rows still show each of its
+ * first graphs built op by op and freed.
  */
-const DENSE_ROWS = 400;
+const DENSE_ROWS = 150;
 const SLICES = 160;
 const ROWS_PER_SLICE = 8;
 

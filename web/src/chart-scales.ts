@@ -4,7 +4,7 @@
 // either. "auto" (the default) therefore picks log for a chart of numbers whose values are
 // all positive and span at least LOG_SPAN (three decades), and linear otherwise; memory
 // stays linear, because memory that doubles should look doubled.
-import type uPlot from "uplot";
+import uPlot from "uplot";
 import { formatNumber, type Table } from "./charts-data";
 
 export type YScale = "auto" | "linear" | "log";
@@ -29,6 +29,35 @@ export function logAxis(table: Table, scale: YScale): boolean {
     }
   }
   return lo !== Infinity && hi / lo >= LOG_SPAN;
+}
+
+/**
+ * The spread, relative to the values' size, below which a linear axis draws its values as
+ * one flat line (as it does a constant): a few float32 ulps, the noise of a norm that
+ * clip_grad_norm_ holds at max_norm (1.0000000005 … 1.00000005). uPlot's own range rounds
+ * such a spread to nothing, and the axis then threw "Invalid array length" and drew no line.
+ */
+export const FLAT_SPREAD = 1e-6;
+
+/** Linear number axes: uPlot's range (10% padding), values that only differ by FLAT_SPREAD drawn flat. */
+export function linearRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  const flat = max - min <= Math.max(Math.abs(min), Math.abs(max)) * FLAT_SPREAD;
+  return flat ? uPlot.rangeNum(max, max, 0.1, true) : uPlot.rangeNum(min, max, 0.1, true);
+}
+
+/**
+ * A linear axis's tick labels, each different: formatNumber's four significant digits, or
+ * as many more as it takes to tell the ticks apart (a loss between 1727.50 and 1727.52 is
+ * ticked 1727.5, 1727.51, 1727.52, not 1728 three times).
+ */
+export function distinctLabels(splits: readonly (number | null)[]): string[] {
+  const ticks = splits.filter((v): v is number => v !== null);
+  for (let digits = 4; digits <= 16; digits++) {
+    const text = (v: number) => (digits === 4 ? formatNumber(v) : String(Number(v.toPrecision(digits))));
+    if (new Set(ticks.map(text)).size === ticks.length || digits === 16) return splits.map((v) => (v === null ? "" : text(v)));
+  }
+  return splits.map((v) => (v === null ? "" : formatNumber(v)));
 }
 
 /** Linear byte axes start at zero: memory that doubles should look doubled. */
@@ -56,7 +85,8 @@ export const BYTE_INCRS: readonly number[] = Array.from({ length: 40 }, (_, i) =
  * Log axes' ticks: every power of ten in range, from increments to 1e308 (LOG_INCRS).
  * uPlot's own table of increments ends near 1e32 and its log splits step through it: a range
  * wider than that (an exploding loss goes from 1e2 to 1e36 in 20 steps) found no increment,
- * and the axis got no tick at all. Less than a decade in range: its ends.
+ * and the axis got no tick at all. Less than two powers of ten in range (a loss from 0.9 to
+ * 0.2 on the log scale had one tick, "1"): 2× and 5× each power too; none of those: its ends.
  */
 export const LOG_INCRS: readonly number[] = Array.from({ length: 617 }, (_, i) => Number(`1e${i - 308}`));
 
@@ -87,13 +117,29 @@ function exponentOf(base: number, v: number): number | null {
   return Math.abs(e - Math.round(e)) < 1e-9 ? Math.round(e) : null;
 }
 
-/** A log axis's splits: every power of `base` in range, or the range's ends when none is. */
+/** Multiples of each power of ten that also tick a log axis spanning less than two of them. */
+const BETWEEN_DECADES = [2, 5];
+
+/**
+ * A log axis's splits: every power of `base` in range; for base 10 with fewer than two of
+ * them, 2× and 5× each power as well; the range's ends when none is in range.
+ */
 function powerSplits(base: number): (u: uPlot, axis: number, min: number, max: number) => number[] {
   const log = (v: number) => Math.log(v) / Math.log(base);
   return (_u, _axis, min, max) => {
     if (!(min > 0 && max > 0 && Number.isFinite(max))) return [];
+    const inRange = (v: number) => v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9);
     const out: number[] = [];
     for (let e = Math.ceil(log(min) - 1e-9); e <= Math.floor(log(max) + 1e-9); e++) out.push(power(base, e));
+    if (out.length < 2 && base === 10) {
+      for (let e = Math.floor(log(min)); e <= Math.ceil(log(max)); e++) {
+        for (const m of BETWEEN_DECADES) {
+          const v = Number(`${m}e${e}`);
+          if (inRange(v)) out.push(v);
+        }
+      }
+      out.sort((a, b) => a - b);
+    }
     return out.length ? out : [min, max];
   };
 }
@@ -102,7 +148,7 @@ function powerSplits(base: number): (u: uPlot, axis: number, min: number, max: n
 function everyKthPower(base: number, plotHeight: number): (u: uPlot, splits: number[]) => (number | null)[] {
   return (u, splits) => {
     const pow = splits.filter((v) => exponentOf(base, v) !== null);
-    if (!pow.length) return splits; // less than one step of `base`: the ends (powerSplits)
+    if (pow.length < 2) return splits; // less than two powers of `base`: every split (powerSplits)
     const room = Math.max(2, Math.floor(((u.bbox?.height ?? 0) / devicePixelRatio || plotHeight) / 22));
     const stride = Math.max(1, Math.ceil(pow.length / room));
     return splits.map((v) => {

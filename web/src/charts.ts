@@ -10,7 +10,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
+import { BYTE_INCRS, byteLogSplits, decades, distinctLabels, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
@@ -343,11 +343,12 @@ export class ChartsView {
         drag: { x: true, y: false },
       },
       focus: { alpha: 0.35 },
-      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : bytes ? { range: fromZero } : {} },
+      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : { range: bytes ? fromZero : linearRange } },
       axes: [
         { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
         {
-          ...axis((_u, splits) => (chart.yTicks = splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))))),
+          // a linear axis of numbers labels its ticks with as many digits as tell them apart
+          ...axis((_u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : distinctLabels(splits))),
           size: 62,
           ...(log
             ? {
@@ -417,8 +418,11 @@ export class ChartsView {
     const own = ownCount(chart);
     const value = (si: number) => {
       if (si > own || chart.sliced) return fmt(u.data[si][idx] ?? null);
-      // this run's own value (a log axis leaves out values <= 0; a step's row is step - 1)
-      return cellText(table, si - 1, x, table.kind === "steps" ? table.cols[si - 1][x - 1] : u.data[si][idx], fmt);
+      // this run's own value, from its table: a log axis leaves out values <= 0 (a logged 0
+      // reads 0, not –); a step's row is step - 1; the plot's rows are the table's unless
+      // the compared run's were merged in
+      const row = table.kind === "steps" ? x - 1 : chart.base ? table.xs.indexOf(x) : idx;
+      return cellText(table, si - 1, x, row >= 0 ? table.cols[si - 1][row] : null, fmt);
     };
     const shown = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, k) => from + k).filter((si) => u.series[si].show);
     const mine = chart.sliced ? [] : shown(1, own);

@@ -2,7 +2,7 @@
 // three decades; "linear" and "log" apply to every chart.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BYTE_INCRS, LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
+import { BYTE_INCRS, distinctLabels, linearRange, LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
 import { formatBytes, Table } from "../src/charts-data";
 
 function table(values: (number | null)[], unit: "number" | "bytes" = "number"): Table {
@@ -45,8 +45,12 @@ test("log ticks are the powers of ten in range, however wide (an exploding loss 
   assert.equal(wide[0], 100);
   assert.equal(wide.at(-1), 1e36);
   assert.ok(wide.every((v) => String(v).match(/^1(0*|e\+\d+)$/)), String(wide));
-  // less than a decade: its ends; nothing to draw: nothing
-  assert.deepEqual(logSplits(null as never, 1, 2, 8), [2, 8]);
+  // under two powers of ten: 2x and 5x each power too (a loss from 0.9 to 0.2 had one tick,
+  // "1", or none); none of those in range either: its ends; nothing to draw: nothing
+  assert.deepEqual(logSplits(null as never, 1, 2, 8), [2, 5]);
+  assert.deepEqual(logSplits(null as never, 1, 0.2, 0.9), [0.2, 0.5]);
+  assert.deepEqual(logSplits(null as never, 1, 0.3, 3), [0.5, 1, 2]);
+  assert.deepEqual(logSplits(null as never, 1, 3, 4), [3, 4]);
   assert.deepEqual(logSplits(null as never, 1, 0, 8), []);
   // increments reach past any float32 loss, so uPlot always finds one
   assert.equal(LOG_INCRS.at(-1), 1e308);
@@ -64,4 +68,19 @@ test("a bytes axis ticks where its labels are exact: 4 KiB, 8 KiB, 1.5 KiB, neve
       assert.equal(Number(n) * factor[unit], k * step, `${k} × ${step} B read as ${n} ${unit}`);
     }
   }
+});
+
+test("a linear axis draws values that differ only by float noise as one flat line", () => {
+  // clip_grad_norm_ holds a norm at max_norm: 1.0000000005 ... 1.00000005
+  const [lo, hi] = linearRange(null as never, 1.0000000005, 1.00000005);
+  assert.ok(lo! < 1 && hi! > 1.00000005 && hi! - lo! > 0.01, `${lo} .. ${hi}`);
+  const [a, b] = linearRange(null as never, 0.5, 1.5);
+  assert.ok(a! <= 0.5 && b! >= 1.5 && b! - a! < 2, `${a} .. ${b}`);
+  assert.deepEqual(linearRange(null as never, null, null), [0, 1]);
+});
+
+test("a linear axis's tick labels differ: as many digits as tell them apart", () => {
+  assert.deepEqual(distinctLabels([0, 0.5, 1]), ["0", "0.5", "1"]);
+  assert.deepEqual(distinctLabels([1727.505, 1727.51, 1727.515]), ["1727.505", "1727.51", "1727.515"]);
+  assert.deepEqual(distinctLabels([null, 2, 3]), ["", "2", "3"]);
 });
