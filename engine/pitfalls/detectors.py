@@ -409,16 +409,23 @@ class PitfallWatch:
                 "F.binary_cross_entropy_with_logits).",
             )
             return
-        steps = self._rec.training.total_steps if step is None else step
+        # a loss is seen before the step it leads to: after 19 updates it is the loss the charts
+        # show at step 20 ("at optimizer step 19" read as the step before the one charted); a
+        # gradient norm is read at its own step
+        if step is None:
+            taken = self._rec.training.total_steps
+            when = f"After {taken} optimizer step{'' if taken == 1 else 's'}"
+        else:
+            when = f"At optimizer step {step}"
         if opt is None:
             live = [r() for r in self._optimizers.values()]
             opt = next((o for o in live if o is not None), None)
-        lr = f" with learning rate {opt.param_groups[0].get('lr')}" if opt is not None else ""
+        lr = f" (here {opt.param_groups[0].get('lr')})" if opt is not None else ""
         self._say(
             "non-finite-loss",
             line,
             "The loss became NaN/Inf",
-            f"At optimizer step {steps} {what}. Once a NaN or Inf appears it spreads through every "
+            f"{when} {what}. Once a NaN or Inf appears it spreads through every "
             f"parameter and training cannot recover. The usual cause is a learning rate that is too high{lr}: "
             "each update overshoots, the weights grow without bound and overflow.",
             "Lower the learning rate (try 10× smaller), normalise the inputs, or clip gradients with "
