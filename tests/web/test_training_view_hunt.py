@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, shot, stored_run
+from .conftest import expect, presenter_on, shot, stored_run
 from .test_charts import SNAPSHOT, example, open_charts, wait_chart
 
 pytestmark = pytest.mark.browser
@@ -122,3 +122,23 @@ def test_a_short_runs_memory_still_shows_each_graph_built_and_freed(page: Any, s
     assert snap["memory"]["sliced"] is False
     values = [v for v in snap["memory"]["series"][0]["values"] if v is not None]
     assert len(values) < 150 and values.count(0) >= 25, values
+
+
+def test_presenter_type_sets_the_charts_tick_labels_large(page: Any, runs: dict[str, str]) -> None:
+    # uPlot draws its axes on a canvas in a font of its own: at 11 px, the tick labels were
+    # the one text that presenter type (for a projector) left small
+    def axis_fonts() -> list[str]:
+        fonts: list[str] = page.evaluate(
+            "() => window.gradwalk.charts.plotOf('loss').axes.map((a) => String(a.font[0] ?? a.font))"
+        )
+        return fonts
+
+    open_charts(page, runs["clipped"], "loss", 30)
+    assert all(f.startswith("11px") for f in axis_fonts()), axis_fonts()
+    presenter_on(page)
+    page.wait_for_function(
+        "() => window.gradwalk.charts.plotOf('loss').axes.every((a) => String(a.font[0] ?? a.font).startsWith('15px'))"
+    )
+    plot = page.locator("[data-chart=loss] .u-over").bounding_box()
+    assert plot is not None and plot["width"] > 150, plot
+    shot(page, "charts-hunt-presenter-ticks")

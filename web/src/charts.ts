@@ -285,11 +285,14 @@ export class ChartsView {
     return (chart.base ? mergeColumns(own, columns(chart.base, isSliced(chart.base))) : own) as uPlot.AlignedData;
   }
 
-  private colors(): { series: string[]; axis: string; grid: string; font: string } {
+  /** The charts' colours and axis type, from the page's CSS (theme and presenter size);
+   * `scale` is the axis type's size over the usual 11 px, which the axes' room grows by. */
+  private colors(): { series: string[]; axis: string; grid: string; font: string; scale: number } {
     const css = getComputedStyle(this.root);
     const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
     const series = Array.from({ length: PALETTE }, (_, i) => v(`--chart-${i + 1}`, "#1f5fbf"));
-    return { series, axis: v("--muted", "#5a6374"), grid: v("--chart-grid", "#e6e9ef"), font: `11px ${v("--sans", "sans-serif")}` };
+    const px = Number(v("--chart-axis-px", "11")) || 11;
+    return { series, axis: v("--muted", "#5a6374"), grid: v("--chart-grid", "#e6e9ef"), font: `${px}px ${v("--sans", "sans-serif")}`, scale: px / 11 };
   }
 
   /** A series' name as shown: its optimizer's name added when several optimizers ran. */
@@ -345,11 +348,11 @@ export class ChartsView {
       focus: { alpha: 0.35 },
       scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : { range: bytes ? fromZero : linearRange } },
       axes: [
-        { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: 30 },
+        { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: Math.round(30 * c.scale) },
         {
           // a linear axis of numbers labels its ticks with as many digits as tell them apart
           ...axis((_u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : distinctLabels(splits))),
-          size: 62,
+          size: Math.round(62 * c.scale),
           ...(log
             ? {
                 incrs: (bytes ? BYTE_INCRS : LOG_INCRS) as number[],
