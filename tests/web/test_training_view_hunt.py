@@ -5,6 +5,7 @@ few hundred points."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -142,3 +143,35 @@ def test_presenter_type_sets_the_charts_tick_labels_large(page: Any, runs: dict[
     plot = page.locator("[data-chart=loss] .u-over").bounding_box()
     assert plot is not None and plot["width"] > 150, plot
     shot(page, "charts-hunt-presenter-ticks")
+
+
+# six layers, twelve parameters: two more than the charts' ten colours
+TWELVE_PARAMETERS = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Linear(3, 3) for _ in range(6)])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(8, 3)
+for step in range(5):
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_parameters_past_the_tenth_colour_are_drawn_dotted(page: Any, server: Any) -> None:
+    # with twelve parameters, 10.weight and 10.bias were drawn in the colour and the line of
+    # 0.weight and 0.bias: two series the legend could not tell apart
+    run = stored_run(server, TWELVE_PARAMETERS)
+    page.goto(f"{page.server.url}/?run={run}&view=charts&norms=per-parameter")
+    snap = wait_chart(page, "grad", 5)
+    assert len(snap["grad"]["series"]) == 12
+    dashes = page.evaluate(
+        "() => window.gradwalk.charts.plotOf('grad').series.slice(1).map((s) => s.dash ?? null)"
+    )
+    assert dashes[:10] == [None] * 10 and all(d for d in dashes[10:]), dashes
+    swatches = page.locator("[data-chart=grad] .gw-chart-chip .gw-chart-swatch")
+    expect(swatches).to_have_count(12)
+    assert "gw-chart-swatch-dotted" not in (swatches.nth(0).get_attribute("class") or "")
+    expect(swatches.nth(10)).to_have_class(re.compile("gw-chart-swatch-dotted"))
+    shot(page, "charts-hunt-twelve-parameters")

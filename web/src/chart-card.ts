@@ -12,6 +12,22 @@ export const SLICED_KEYS = ["peak", "floor"] as const;
 export const COMPARED = "run before";
 export const PALETTE = 10;
 
+/**
+ * How series `i` is drawn once the palette's colours are used up: the first PALETTE solid,
+ * the next dotted, then dash-dotted (a model of 12 parameters drew `10.weight` in the colour
+ * and the line of `0.weight`). Dashes are the compared run's (chart-baseline.ts).
+ */
+export const SERIES_LOOKS = [
+  { look: "line", dash: undefined },
+  { look: "dotted", dash: [1.5, 3] },
+  { look: "dashdot", dash: [7, 3, 1.5, 3] },
+] as const;
+
+/** Series `i`'s look and dash pattern (see SERIES_LOOKS). */
+export function seriesLook(i: number): (typeof SERIES_LOOKS)[number] {
+  return SERIES_LOOKS[Math.floor(i / PALETTE) % SERIES_LOOKS.length];
+}
+
 /** A chart on screen: its table, its elements and how its plot was drawn. */
 export interface Chart {
   table: Table;
@@ -95,7 +111,7 @@ export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesIn
         chip(chart, 0, SLICED_KEYS[0], colors[0], [1], "band"),
         chip(chart, 1, SLICED_KEYS[1], colors[0], [2]),
       ]
-    : table.series.map((s, i) => chip(chart, i, table.series.length < 2 ? "this run" : label(s), colors[i % PALETTE], [i + 1]));
+    : table.series.map((s, i) => chip(chart, i, table.series.length < 2 ? "this run" : label(s), colors[i % PALETTE], [i + 1], seriesLook(i).look));
   if (chart.base) {
     const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
     chips.push(chip(chart, -1, COMPARED, colors[0], ghosts, "dashed"));
@@ -104,7 +120,7 @@ export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesIn
 }
 
 /** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
-function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], look: "line" | "dashed" | "band" = "line"): HTMLElement {
+function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], look: "line" | "dashed" | "dotted" | "dashdot" | "band" = "line"): HTMLElement {
   const chip = h(
     "button",
     { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },

@@ -14,7 +14,7 @@ import { BYTE_INCRS, byteLogSplits, decades, distinctLabels, doublings, formatPo
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
-import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend } from "./chart-card";
+import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend, seriesLook } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
 import { bindStepKeys } from "./chart-keys";
 import { StepOpener } from "./chart-steps";
@@ -329,6 +329,7 @@ export class ChartsView {
           label: this.seriesLabel(s),
           stroke: c.series[i % PALETTE],
           width: 1.5,
+          dash: seriesLook(i).dash?.slice(),
           spanGaps: true,
           show: !chart.hidden.has(i),
           paths: stepped,
