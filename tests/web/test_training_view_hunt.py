@@ -175,3 +175,16 @@ def test_parameters_past_the_tenth_colour_are_drawn_dotted(page: Any, server: An
     assert "gw-chart-swatch-dotted" not in (swatches.nth(0).get_attribute("class") or "")
     expect(swatches.nth(10)).to_have_class(re.compile("gw-chart-swatch-dotted"))
     shot(page, "charts-hunt-twelve-parameters")
+
+
+def test_a_loss_that_overflows_says_under_its_chart_where_the_line_stops(page: Any, server: Any) -> None:
+    # the line just ended at step 20: nothing on the chart said that the loss went inf there
+    # and stayed so (a learner read it as the run having stopped)
+    run = stored_run(server, example("pitfall_nan_loss"))
+    open_charts(page, run, "loss", 400)
+    foot = page.locator("[data-chart=loss] .gw-chart-foot")
+    expect(foot).to_be_visible()
+    expect(foot).to_contain_text("inf first at step 20")
+    expect(page.locator("[data-chart=loss]")).to_have_attribute("data-not-finite", "20")
+    expect(page.locator("[data-chart=lr] .gw-chart-foot")).to_be_hidden()
+    shot(page, "charts-hunt-loss-overflows")

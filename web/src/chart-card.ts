@@ -119,6 +119,22 @@ export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesIn
   chart.legend.replaceChildren(...chips);
 }
 
+/**
+ * The line under a step chart whose values went NaN or infinite: the plot only stops there
+ * (a gap), which a learner may read as the run having ended, so it says where and how often.
+ */
+function renderNotFinite(chart: Chart): void {
+  const odd = chart.table.notFiniteSummary();
+  chart.foot.hidden = odd === null;
+  if (odd === null) {
+    delete chart.card.dataset.notFinite;
+    return;
+  }
+  const more = odd.steps > 1 ? `, and at ${odd.steps} steps in all` : "";
+  chart.foot.textContent = `${odd.value} first at step ${odd.step}${more}: the line has a gap wherever a value is not a number`;
+  chart.card.dataset.notFinite = String(odd.step);
+}
+
 /** A legend chip showing or hiding plot series `indexes` (`key` in `chart.hidden`). */
 function chip(chart: Chart, key: number, label: string, color: string, indexes: number[], look: "line" | "dashed" | "dotted" | "dashdot" | "band" = "line"): HTMLElement {
   const chip = h(
@@ -182,6 +198,10 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
 /** The memory chart's line under it, for this run and the compared one. */
 export function renderFoot(chart: Chart): void {
   const table = chart.table;
+  if (table.kind === "steps" && table.unit !== "bytes") {
+    renderNotFinite(chart);
+    return;
+  }
   if (table.unit !== "bytes") return;
   const foot = table.series.length ? memoryFoot(table.cols[0].filter((v): v is number => v !== null)) : null;
   chart.foot.hidden = foot === null;

@@ -76,6 +76,16 @@ export class Table {
     return this.notFinite.get(col)?.get(step) ?? null;
   }
 
+  /** The first step any column was NaN or infinite at, what it was there, and at how many
+   * steps some column was; null when every value was a number. */
+  notFiniteSummary(): { step: number; value: string; steps: number } | null {
+    const steps = new Map<number, string>();
+    for (const odd of this.notFinite.values()) for (const [step, v] of odd) if (!steps.has(step)) steps.set(step, v);
+    if (!steps.size) return null;
+    const first = Math.min(...steps.keys());
+    return { step: first, value: steps.get(first)!, steps: steps.size };
+  }
+
   /** Add a row at `x` with `info`'s value (others null), keeping x ascending. */
   addRow(info: SeriesInfo, x: number, value: number | null): void {
     const col = this.column(info);
