@@ -227,7 +227,7 @@ export class ChartData {
       const t = this.table("loss", "Loss", "steps", "number", "the loss each step backpropagated (the root of the last backward())");
       t.setStep(own(), ev.step, ev.loss);
     }
-    const grad = this.table("grad", "Gradient norm", "steps", "number", "‖grad‖ before the step: all parameters together, or each one");
+    const grad = this.table("grad", "Gradient norm", "steps", "number", "‖grad‖ the step used (after any clipping, such as clip_grad_norm_): all parameters together, or each one");
     const update = this.table("update", "Update norm", "steps", "number", "how far the step moved the parameters: ‖param after − param before‖");
     if (this.perParam && ev.params.length) {
       for (const p of ev.params) {
