@@ -30,6 +30,7 @@ import gzip
 import html
 import inspect
 import json
+import os
 import random
 import re
 import textwrap
@@ -130,9 +131,12 @@ class Recording:
         ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
         recording drawn dashed under this one on the charts, carried in the page, ``hide`` the
         charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
-        ``cuda`` or ``metric:NAME``)."""
-        from server.export import render_export
+        ``cuda`` or ``metric:NAME``). Raises ``ValueError`` (``TypeError`` for a ``compare``
+        that is not a Recording) for a choice that is not one."""
+        from server.export import check_chart_names, check_choices, render_export
 
+        _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
+        check_chart_names(check_choices(hide=hide))
         return render_export(
             self.to_json(),
             title=self.title,
@@ -196,12 +200,19 @@ class Recording:
         ``compare`` (another recording, say the same loop at another learning rate) is drawn
         dashed under this one on the charts. ``hide`` lists charts to leave out, by id
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
-        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. Raises
-        ``ValueError`` here, not when the notebook displays it, for a choice that is not one.
+        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``height`` is the
+        frame's, in pixels (a whole number, 1 or more). Raises ``ValueError`` here, not when
+        the notebook displays it, for a choice that is not one (``theme`` included;
+        ``controls``, ``elk`` and ``per_parameter`` must be ``True`` or ``False``:
+        ``controls=False`` hides the tabs and buttons), and ``TypeError`` for a ``compare``
+        that is not a Recording.
         """
-        from server.export import check_choices
+        from server.export import check_chart_names, check_choices
 
-        check_choices(view=view, step=step, yscale=yscale, hide=hide)
+        check_chart_names(check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide))
+        _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
+        if isinstance(height, bool) or not isinstance(height, int) or height < 1:
+            raise ValueError(f"height must be a whole number of pixels, 1 or more, not {height!r}")
         return _Display(
             self,
             height,
@@ -318,6 +329,19 @@ def unpack(display_html: str) -> str:
     return gzip.decompress(base64.b64decode(match.group(1))).decode("utf-8")
 
 
+def _check_options(*, controls: object, elk: object, per_parameter: object, compare: object) -> None:
+    """Refuse the options of :meth:`Recording.html` that :func:`server.export.check_choices`
+    does not check: the flags must be bools (``controls="hide"`` would show the controls),
+    ``compare`` a Recording or ``None`` (``TypeError``)."""
+    for name, flag in (("controls", controls), ("elk", elk), ("per_parameter", per_parameter)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False, not {flag!r}")
+    if compare is not None and not isinstance(compare, Recording):
+        raise TypeError(
+            f"compare must be another Recording (what gradwalk.watch returns), not {type(compare).__name__}"
+        )
+
+
 def _attribute(text: str) -> str:
     # Inside a double-quoted attribute only & and " need escaping; leaving < and > as they are
     # keeps a notebook's copy of the page a third smaller.
@@ -328,7 +352,7 @@ def _attribute(text: str) -> str:
 
 
 def watch(
-    source: str,
+    source: str | os.PathLike[str],
     *,
     device: str = "cpu",
     limits: Any = None,
@@ -336,15 +360,46 @@ def watch(
 ) -> Recording:
     """Run the snippet ``source`` with real PyTorch under the recorder; return its Recording.
 
-    The snippet runs as a script of its own (it sees ``device``, not the notebook's names);
-    to record code that uses the notebook's objects, use :func:`watch_call`.
+    ``source`` is the snippet's text, or a :class:`pathlib.Path` to a ``.py`` file (a
+    ``str`` is always the text: pass ``Path("lesson.py")`` for a file). The snippet runs
+    as a script of its own (it sees ``device``, not the notebook's names); to record code
+    that uses the notebook's objects, use :func:`watch_call`. Raises ``TypeError`` for
+    anything else (a function included: that is :func:`watch_call`'s).
     """
     from engine.run import record
 
-    source = textwrap.dedent(source).strip("\n") + "\n"
-    with _kept_random_state():
-        trace = record(source, device=device, limits=limits, filename="notebook.py")
-    return Recording(trace, title=title or _first_comment(source))
+    source, filename, name = _snippet(source)
+    with _kept_torch_state():
+        trace = record(source, device=device, limits=limits, filename=filename)
+    return Recording(trace, title=title or _first_comment(source) or name)
+
+
+def _snippet(source: object) -> tuple[str, str, str | None]:
+    """The text of what :func:`watch` was given, dedented; the file name it runs as; the
+    file's name without ``.py`` for a title (``None`` for a text)."""
+    name = None
+    if isinstance(source, os.PathLike):
+        path = Path(source)
+        text, filename, name = path.read_text(encoding="utf-8"), path.name, path.stem
+    elif isinstance(source, str) and _names_a_file(source):
+        raise ValueError(f"watch() records the text it is given: for the file, pass Path({source.strip()!r})")
+    elif isinstance(source, str):
+        text, filename = source, "notebook.py"
+    elif callable(source):
+        raise TypeError(
+            "watch() records a snippet's text; to record a function, use gradwalk.watch_call(fn, *args)"
+        )
+    else:
+        raise TypeError(
+            f"watch() takes a snippet's text (a str) or a Path to a .py file, not {type(source).__name__}"
+        )
+    return textwrap.dedent(text).strip("\n") + "\n", filename, name
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether ``text`` is one line naming an existing ``.py`` file (``watch("lesson.py")``)."""
+    line = text.strip()
+    return "\n" not in line and line.endswith(".py") and Path(line).is_file()
 
 
 class _Handoff:
@@ -393,7 +448,7 @@ def watch_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Recordin
     source = _CALL_TEMPLATE.format(function=function.rstrip("\n") + "\n", name=target.__name__)
     _handoff.call, _handoff.scope = (names, args, kwargs), None
     try:
-        with _kept_random_state():
+        with _kept_torch_state():
             trace = record(source, filename="notebook.py")
         scope: dict[str, Any] = _handoff.scope or {}
         result = scope.get("result")
@@ -424,20 +479,28 @@ def load(path: str | Path) -> Recording:
     return Recording(trace, title=_first_comment(trace.source) or Path(path).stem)
 
 
-class _kept_random_state:
-    """Put back torch's and Python's random state after a recording (which seeds them with 0)."""
+class _kept_torch_state:
+    """Put back what a recording may change in the notebook's process: torch's and Python's
+    random state (a recording seeds them with 0), and torch's global modes a snippet may set
+    (``torch.set_grad_enabled(False)``, ``set_default_dtype``, ``set_detect_anomaly``)."""
 
     def __enter__(self) -> None:
         import torch
 
         self.torch_state = torch.get_rng_state()
         self.python_state = random.getstate()
+        self.grad_enabled = torch.is_grad_enabled()
+        self.dtype = torch.get_default_dtype()
+        self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
 
     def __exit__(self, *exc: object) -> None:
         import torch
 
         torch.set_rng_state(self.torch_state)
         random.setstate(self.python_state)
+        torch.set_grad_enabled(self.grad_enabled)
+        torch.set_default_dtype(self.dtype)
+        torch.set_anomaly_enabled(*self.anomaly)
 
 
 def _first_comment(source: str) -> str | None:

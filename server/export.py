@@ -26,7 +26,19 @@ from .chart_choices import COMPARE_PATTERN, HIDE_IDS_TEXT, Y_SCALES, YScale, che
 from .library import title_for
 from .version import VERSION
 
-__all__ = ["DIST", "VIEWS", "BundleMissing", "add_export_parser", "render_export", "run_export", "safe_id"]
+__all__ = [
+    "CHARTS",
+    "DIST",
+    "THEMES",
+    "VIEWS",
+    "BundleMissing",
+    "add_export_parser",
+    "check_chart_names",
+    "check_choices",
+    "render_export",
+    "run_export",
+    "safe_id",
+]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
 VIEWS = ("graph", "stepper", "tape", "inspector", "code", "charts")
@@ -107,18 +119,45 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
     return text, trace
 
 
+THEMES = ("light", "dark")
+
+
 def check_choices(
-    *, view: str | None = None, step: int | None = None, yscale: str | None = None, hide: Sequence[str] = ()
+    *,
+    view: str | None = None,
+    step: int | None = None,
+    theme: str | None = None,
+    yscale: str | None = None,
+    hide: Sequence[str] | None = (),
 ) -> list[str]:
     """Raise ``ValueError`` naming the first choice of a page's view that is not one
-    (see :func:`render_export`); return the ``hide`` ids, checked (:func:`check_hide`)."""
+    (see :func:`render_export`; ``step`` must be a whole number, 0 or more, not a string,
+    a float or a bool); return the ``hide`` ids, checked (:func:`check_hide`; ``None``
+    hides none)."""
     if view is not None and view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        raise ValueError(f"step must be a whole number, 0 or more, not {step!r}")
     if step is not None and step < 0:
         raise ValueError("step must be 0 or more")
+    if theme is not None and theme not in THEMES:
+        raise ValueError(f"theme must be one of {', '.join(THEMES)} (or None: the reader's), not {theme!r}")
     if yscale is not None and yscale not in Y_SCALES:
         raise ValueError(f"yscale must be one of {', '.join(Y_SCALES)}, not {yscale!r}")
-    return check_hide(hide)
+    return check_hide(hide or ())
+
+
+CHARTS = ("loss", "calls", "grad", "update", "lr", "memory", "cuda")
+
+
+def check_chart_names(ids: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming the first of ``ids`` (checked by :func:`check_choices`) that
+    is no chart a page draws: one of :data:`CHARTS`, or ``metric:NAME``. For ids an author
+    types (``gradwalk export --hide``, a notebook's ``hide=``), where ``grads`` or ``val_acc``
+    would otherwise hide nothing, silently; a browser's own state is not checked so."""
+    for chart in ids:
+        if chart not in CHARTS and not (chart.startswith("metric:") and len(chart) > len("metric:")):
+            raise ValueError(f"hide: {chart!r} is no chart: name one of {HIDE_IDS_TEXT}")
 
 
 def render_export(
@@ -160,7 +199,7 @@ def render_export(
         compared = (
             f'<script type="application/json" id="gradwalk-compare">{_inline_json(compare_text)}</script>\n'
         )
-    hidden = check_choices(view=view, step=step, yscale=yscale, hide=hide)
+    hidden = check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide)
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))
@@ -225,7 +264,7 @@ def add_export_parser(sub: Any) -> None:
     p.add_argument("--title", default=None, help="the page's title (default: the run's)")
     p.add_argument("--view", choices=VIEWS, default=None, help="the tab it opens on (default: stepper)")
     p.add_argument("--step", type=int, default=None, help="the backward step it opens at (0-based)")
-    p.add_argument("--theme", choices=["light", "dark"], default=None, help="default: the reader's")
+    p.add_argument("--theme", choices=THEMES, default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")
     p.add_argument("--yscale", choices=Y_SCALES, default=None, help="the charts' y axes (default: auto)")
     p.add_argument(
@@ -258,6 +297,7 @@ def run_export(args: Any) -> int:
 
     try:  # the flags first: a bad one is said before any trace is read
         hide = parse_hide(args.hide)
+        check_chart_names(hide)
     except ValueError as exc:
         return fail(f"--{exc}")
     loaded = _load(str(args.run), Path(args.db))
@@ -288,7 +328,10 @@ def run_export(args: Any) -> int:
     except (BundleMissing, ValueError) as exc:
         return fail(str(exc))
     out = Path(args.output or f"{name}.html")
-    out.write_text(page, encoding="utf-8")
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:  # no such folder, a folder, no permission, a full disk
+        return fail(f"cannot write {out}: {exc.strerror or exc}")
     print(f"wrote {out} ({len(page.encode()) / 2**20:.1f} MB): open it in any browser, no server needed")
     return 0
 
@@ -300,6 +343,8 @@ def _load(arg: str, db: Path) -> tuple[bytes, str, str | None] | str:
     from engine.events import trace_adapter
 
     title = None
+    if Path(arg).is_file() and Path(arg).suffix == ".py":
+        return f"{arg} is a snippet, not a trace: record it first (`gradwalk record {arg}`), then export its trace"
     if Path(arg).is_file():
         data = Path(arg).read_bytes()
         name = Path(arg).name.removesuffix(".json").removesuffix(".trace")
@@ -319,9 +364,16 @@ def _load(arg: str, db: Path) -> tuple[bytes, str, str | None] | str:
     try:
         trace_adapter.validate_json(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        return f"{arg} is not a gradwalk trace: {first['msg']} at {'.'.join(map(str, first['loc']))}"
+        return f"{arg} is not a gradwalk trace: {_first_problem(exc)}"
     return data, name, title
+
+
+def _first_problem(exc: Any) -> str:
+    """The first error of a pydantic ``ValidationError``, with where it is when it is
+    somewhere (a file that is not JSON at all has no place to name)."""
+    first = exc.errors()[0]
+    where = ".".join(map(str, first["loc"]))
+    return f"{first['msg']} at {where}" if where else str(first["msg"])
 
 
 def safe_id(name: str, fallback: str) -> str:

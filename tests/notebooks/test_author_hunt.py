@@ -1,0 +1,173 @@
+"""What a course author runs into: a bad option said where it is given, snippets from files,
+a notebook's torch state kept, and ``gradwalk export`` failing in words, not a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import gradwalk
+from gradwalk.cli import main
+
+CUBIC = """
+# y = x**3 - 4x
+import torch
+x = torch.tensor(2.5, requires_grad=True)
+y = x**3 - 4*x
+y.backward()
+"""
+
+
+@pytest.fixture(scope="module")
+def rec() -> gradwalk.Recording:
+    return gradwalk.watch(CUBIC)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda r: r.show(theme="purple"), ValueError, "theme must be one of light, dark"),
+        (lambda r: r.html(theme="Dark"), ValueError, "theme must be one of light, dark"),
+        (lambda r: r.show(height=0), ValueError, "height must be a whole number of pixels"),
+        (lambda r: r.show(height="500px"), ValueError, "height must be a whole number of pixels"),
+        (lambda r: r.show(step="3"), ValueError, "step must be a whole number"),
+        (lambda r: r.show(step=2.5), ValueError, "step must be a whole number"),
+        (lambda r: r.show(step=True), ValueError, "step must be a whole number"),
+        (lambda r: r.show(controls="hide"), ValueError, "controls must be True or False"),
+        (lambda r: r.show(per_parameter="yes"), ValueError, "per_parameter must be True or False"),
+        (lambda r: r.show("charts", compare="fast"), TypeError, "compare must be another Recording"),
+        (lambda r: r.html(compare=r.trace), TypeError, "compare must be another Recording"),
+        (lambda r: r.show("charts", hide=["grads"]), ValueError, "'grads' is no chart"),
+        (lambda r: r.html(hide=["val_acc"]), ValueError, "'val_acc' is no chart"),
+    ],
+    ids=[
+        "show-theme",
+        "html-theme",
+        "height-0",
+        "height-str",
+        "step-str",
+        "step-float",
+        "step-bool",
+        "controls-str",
+        "per-parameter-str",
+        "compare-str",
+        "compare-trace",
+        "hide-typo",
+        "hide-metric-without-prefix",
+    ],
+)
+def test_a_bad_option_is_refused_where_it_is_given(
+    rec: gradwalk.Recording, call: Callable[[Any], Any], error: type[Exception], words: str
+) -> None:
+    # show() must refuse at the call: the notebook renders the display later, out of sight
+    with pytest.raises(error, match=words):
+        call(rec)
+
+
+def test_good_options_still_pass(rec: gradwalk.Recording, tmp_path: Path) -> None:
+    shown = rec.show("charts", step=0, height=300, theme="dark", controls=False, hide=["grad", "metric:acc"])
+    assert shown._repr_html_().startswith('<iframe class="gradwalk-view"')
+    assert rec.show(hide=None)._repr_html_()
+    page = rec.export(tmp_path / "p.html", theme="light", compare=rec, hide=("cuda",)).read_text()
+    assert '"theme": "light"' in page
+
+
+def test_export_refuses_a_bad_theme_before_writing(rec: gradwalk.Recording, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="theme must be one of light, dark"):
+        rec.export(tmp_path / "p.html", theme="purple")
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_a_recording_puts_back_the_notebooks_torch_modes() -> None:
+    assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+    try:
+        gradwalk.watch(
+            "import torch\n"
+            "torch.set_grad_enabled(False)\n"
+            "torch.set_default_dtype(torch.float64)\n"
+            "torch.autograd.set_detect_anomaly(True)\n"
+        )
+        # the notebook's next cell would silently build no graph, in float64, slowly
+        assert torch.is_grad_enabled()
+        assert torch.get_default_dtype() == torch.float32
+        assert not torch.is_anomaly_enabled()
+    finally:
+        torch.set_grad_enabled(True)
+        torch.set_default_dtype(torch.float32)
+        torch.autograd.set_detect_anomaly(False)
+
+
+def test_watch_records_a_file_given_as_a_path(tmp_path: Path) -> None:
+    snippet = tmp_path / "lesson.py"
+    snippet.write_text(CUBIC)
+    rec = gradwalk.watch(snippet)
+    assert rec.status == "ok" and rec.grads == {"x": 14.75}
+    assert rec.title == "y = x**3 - 4x" and rec.trace.events[0].filename == "lesson.py"
+    snippet.write_text(CUBIC.replace("# y = x**3 - 4x\n", ""))
+    assert gradwalk.watch(snippet).title == "lesson"  # no first comment: the file's name
+
+
+def test_watch_says_what_it_takes(tmp_path: Path) -> None:
+    snippet = tmp_path / "lesson.py"
+    snippet.write_text(CUBIC)
+    # a file's name as a str would be recorded as code (a SyntaxError or a NameError)
+    with pytest.raises(ValueError, match=r"for the file, pass Path\("):
+        gradwalk.watch(str(snippet))
+
+    def step() -> None:
+        pass
+
+    with pytest.raises(TypeError, match=r"gradwalk\.watch_call"):
+        gradwalk.watch(step)  # type: ignore[arg-type]
+    with snippet.open() as f, pytest.raises(TypeError, match=r"a Path to a \.py file, not TextIOWrapper"):
+        gradwalk.watch(f)  # type: ignore[arg-type]
+
+
+def export(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """Run ``gradwalk export ARGV``; return its status and what it said on stderr."""
+    status = main(["export", *argv])
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def trace_file(rec: gradwalk.Recording, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return rec.save(tmp_path_factory.mktemp("traces") / "cubic.trace.json")
+
+
+def test_cli_export_says_when_it_cannot_write(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, said = export(capsys, str(trace_file), "-o", str(tmp_path / "no-such-folder" / "x.html"))
+    assert status == 2 and "cannot write" in said and "No such file or directory" in said
+    status, said = export(capsys, str(trace_file), "-o", str(tmp_path))
+    assert status == 2 and "cannot write" in said
+
+
+def test_cli_export_of_a_snippet_says_to_record_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snippet = tmp_path / "cubic.py"
+    snippet.write_text(CUBIC)
+    status, said = export(capsys, str(snippet), "-o", str(tmp_path / "x.html"))
+    assert status == 2 and f"gradwalk record {snippet}" in said
+
+
+def test_cli_export_of_a_file_that_is_not_json_ends_its_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("# notes, not JSON")
+    status, said = export(capsys, str(notes))
+    assert status == 2 and said.strip().endswith("Invalid JSON: expected value at line 1 column 1"), said
+
+
+def test_cli_export_refuses_a_hide_that_names_no_chart(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, said = export(capsys, str(trace_file), "--hide", "grads", "-o", str(tmp_path / "x.html"))
+    assert status == 2 and "--hide: 'grads' is no chart" in said
+    assert not (tmp_path / "x.html").exists()
