@@ -38,7 +38,9 @@ def page_csp(host: str | None, *, embed: bool = False, docs: bool = False) -> st
 
     Everything comes from this origin; websockets may go back to the same host (``'self'``
     covers ``ws:`` in current browsers, the explicit sources cover older ones). Only
-    ``/embed`` pages may be framed, by any site.
+    ``/embed`` pages may be framed, by any page: they carry no ``frame-ancestors`` at all,
+    since ``frame-ancestors *`` covers network schemes only, and a course page opened from
+    disk (``file:``) or a sandboxed notebook output showed "refused to connect".
     """
     connect = "'self'"
     if host and _HOST_RE.match(host):
@@ -58,7 +60,7 @@ def page_csp(host: str | None, *, embed: bool = False, docs: bool = False) -> st
             "object-src 'none'",
             "base-uri 'self'",
             "form-action 'self'",
-            f"frame-ancestors {'*' if embed else chr(39) + 'none' + chr(39)}",
+            *([] if embed else ["frame-ancestors 'none'"]),
         ]
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -78,6 +79,20 @@ def embed_frame(page: Any) -> Any:
 
 def iframe(src: str, width: int = 960, height: int = 560) -> str:
     return f'<iframe src="{src}" width="{width}" height="{height}" title="gradwalk"></iframe>'
+
+
+def test_a_course_page_opened_from_disk_embeds_a_run(page: Any, cubic_run: str, tmp_path: Path) -> None:
+    # an author previews a lesson page from disk: frame-ancestors * covers network schemes
+    # only, so the frame said "127.0.0.1 refused to connect"
+    lesson = tmp_path / "lesson.html"
+    lesson.write_text(
+        "<!doctype html><meta charset='utf-8'><title>Lesson 3</title>"
+        f"<body><h1>Lesson 3</h1>{iframe(f'{page.server.url}/embed/{cubic_run}?view=stepper')}</body>"
+    )
+    page.goto(lesson.as_uri())
+    frame = embed_frame(page)
+    expect(frame.locator(".gw-stepper .gw-position")).to_have_text("step 1 of 5")
+    shot(page, "embed-00-course-page-from-disk")
 
 
 def test_a_course_page_embeds_a_run_and_steps_it(page: Any, course: CoursePages, cubic_run: str) -> None:
