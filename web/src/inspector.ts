@@ -2,11 +2,12 @@
 // matrices) or as statistics and a histogram for large tensors; the gradient; what a node
 // saved; shape, dtype, device; and the line of code it came from.
 import { fill, h } from "./dom";
-import { nodeLabel, tensorExpr } from "./naming";
+import { nodeLabel, numberText, tensorExpr } from "./naming";
+import { WRAPPED_NUMBER_OPS, wrappedNumber } from "./rule-context";
 import { linksOfLine, type Selection, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
-import type { TensorValue } from "./types/events";
-import { asMatrix, bytesText, fmt, fmtValue, num, shapeText, stats } from "./values";
+import type { NodeCreated, TensorValue } from "./types/events";
+import { asMatrix, bytesText, fmt, fmtAddend, fmtValue, num, shapeText, stats } from "./values";
 
 const MAX_CELLS = 400;
 
@@ -101,7 +102,7 @@ export class InspectorView {
           : h("p", { class: "gw-muted", text: accs.length ? "None (cleared after its last accumulation)" : "None (no backward reached it)" })
         : null,
       accs.length ? h("h4", { text: "accumulations" }) : null,
-      accs.length ? h("ol", { class: "gw-acc-list" }, accs.map((a) => h("li", { text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtValue(a.added)} → ${fmtValue(a.after)}` }))) : null,
+      accs.length ? h("ol", { class: "gw-acc-list" }, accs.map((a) => h("li", { text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtAddend(a.added)} → ${fmtValue(a.after)}` }))) : null,
     ];
   }
 
@@ -142,7 +143,7 @@ export class InspectorView {
                   "tr",
                   {},
                   h("td", { text: s.name }),
-                  h("td", {}, s.tensor !== null ? this.select({ kind: "tensor", id: s.tensor }, tensorExpr(m, s.tensor)) : s.scalar ?? (s.dtype ? `a ${s.dtype} number` : "—")),
+                  h("td", {}, s.tensor !== null ? this.select({ kind: "tensor", id: s.tensor }, tensorExpr(m, s.tensor)) : s.scalar ?? savedNumberText(m, node, s.dtype)),
                   h("td", { text: s.shape ? shapeText(s.shape) : "" }),
                   h("td", { text: s.bytes ? bytesText(s.bytes) : "" }),
                 ),
@@ -160,6 +161,17 @@ export class InspectorView {
       ]),
     ];
   }
+}
+
+/**
+ * A saved number the trace holds no value of: the Python number the op was passed where
+ * that is known (`4`, for `x / 4`), else its dtype (`an int64 number`).
+ */
+function savedNumberText(m: TraceModel, node: NodeCreated, dtype: string | null | undefined): string {
+  const v = wrappedNumber(m, node, WRAPPED_NUMBER_OPS);
+  if (v !== null) return `${numberText(v)} (a Python number)`;
+  if (!dtype) return "—";
+  return `${dtype.startsWith("int") ? "an" : "a"} ${dtype} number`;
 }
 
 /** A value as a table (heatmap for matrices), or statistics and a histogram when summarized. */

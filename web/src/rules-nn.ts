@@ -3,7 +3,7 @@
 // embeddings, attention), read by rules.ts beside its elementwise and linear-algebra rules.
 // Each says what the layer computed and where the gradient goes, in words: their tensors are
 // rarely one number, so there is no substitution to write out.
-import type { Rule } from "./rules";
+import type { Ctx, Rule } from "./rule-context";
 
 /** A rule whose every edge reads the same. */
 function rule(summary: string, sym: string): Rule {
@@ -15,23 +15,69 @@ function perInput(summary: string, ...syms: string[]): Rule {
   return { summary: () => summary, slots: (_c, slot) => ({ sym: syms[Math.min(slot, syms.length - 1)] }) };
 }
 
-// PyTorch's reduction codes, as NllLossBackward0 saves them
+// PyTorch's reduction codes, as NllLossBackward0 and MseLossBackward0 save them
+const NONE = 0;
+const MEAN = 1;
 const SUM = 2;
 
+/** The number of elements of a saved tensor, from its recorded shape. */
+function numelOf(saved: { shape?: number[] | null } | null): number | null {
+  return saved?.shape ? saved.shape.reduce((a, b) => a * b, 1) : null;
+}
+
+/** The softmax's dim, as `over dim 1`, when the node saved it. */
+function overDim(c: Ctx): string {
+  const dim = c.saved("dim")?.label;
+  return dim !== undefined ? ` (Σ over dim ${dim})` : "";
+}
+
+/** clamp's bounds as the snippet passed them: `[2, 4.5]`, else `[min, max]`. */
+function bounds(c: Ctx): { min: string; max: string } {
+  return { min: c.saved("min")?.label ?? "min", max: c.saved("max")?.label ?? "max" };
+}
+
 export const NN_RULES: Record<string, Rule> = {
-  MseLoss: perInput("out = mean((x − y)²)", "grad · 2(x − y) / N", "−grad · 2(x − y) / N"),
+  MseLoss: {
+    summary: (c) => {
+      const reduction = c.saved("reduction")?.value;
+      return reduction === SUM ? "out = sum((x − y)²)" : reduction === NONE ? "out = (x − y)² elementwise" : "out = mean((x − y)²)";
+    },
+    slots: (c, slot) => {
+      // only a mean divides by N (reduction="sum" and "none" do not)
+      const mean = ![SUM, NONE].includes(c.saved("reduction")?.value ?? MEAN);
+      const n = mean ? numelOf(c.node.saved.find((x) => x.name === "self") ?? null) : null;
+      const sym = `grad · 2(x − y)${mean ? ` / N${n !== null ? ` (N = ${n})` : ""}` : ""}`;
+      return { sym: slot === 0 ? sym : `−${sym}` };
+    },
+  },
   NllLoss: {
     summary: () => "out = −mean of each row's log-probability at its target class (cross-entropy's second half)",
     slots: (c) => ({
       sym: c.saved("reduction")?.value === SUM ? "−grad at each row's target class, 0 elsewhere" : "−grad / N at each row's target class, 0 elsewhere (N rows)",
     }),
   },
-  LogSoftmax: rule("out = x − logsumexp(x) · log-probabilities (cross-entropy's first half)", "grad − softmax(x) · Σ grad"),
-  Softmax: rule("out = softmax(x) = eˣ / Σ eˣ", "out · (grad − Σ grad · out)"),
+  LogSoftmax: {
+    summary: () => "out = x − logsumexp(x) · log-probabilities (cross-entropy's first half)",
+    slots: (c) => ({ sym: `grad − softmax(x) · Σ grad${overDim(c)}` }),
+  },
+  // the sum is of the product: out · (grad − Σ grad · out) reads as if only grad were summed
+  Softmax: {
+    summary: () => "out = softmax(x) = eˣ / Σ eˣ",
+    slots: (c) => ({ sym: `out · (grad − Σ(grad · out))${overDim(c)}` }),
+  },
   Where: perInput("out = where(cond, a, b)", "grad where cond holds, 0 elsewhere", "grad where cond fails, 0 elsewhere"),
-  Clamp: rule("out = clamp(x, min, max)", "grad where x was inside [min, max], 0 where it was clamped"),
-  ClampMin: rule("out = clamp(x, min=…)", "grad where x ≥ min, 0 where it was clamped"),
-  ClampMax: rule("out = clamp(x, max=…)", "grad where x ≤ max, 0 where it was clamped"),
+  Clamp: {
+    summary: (c) => `out = clamp(x, ${bounds(c).min}, ${bounds(c).max})`,
+    slots: (c) => ({ sym: `grad where x was inside [${bounds(c).min}, ${bounds(c).max}], 0 where it was clamped` }),
+  },
+  ClampMin: {
+    summary: (c) => `out = clamp(x, min=${bounds(c).min})`,
+    slots: (c) => ({ sym: `grad where x ≥ ${bounds(c).min}, 0 where it was clamped` }),
+  },
+  ClampMax: {
+    summary: (c) => `out = clamp(x, max=${bounds(c).max})`,
+    slots: (c) => ({ sym: `grad where x ≤ ${bounds(c).max}, 0 where it was clamped` }),
+  },
   Max: rule("out = the largest element (along a dim)", "grad at each maximum's position, 0 elsewhere"),
   Min: rule("out = the smallest element (along a dim)", "grad at each minimum's position, 0 elsewhere"),
   Gelu: rule("out = x · Φ(x) (Φ: the normal CDF)", "grad · (Φ(x) + x · φ(x))"),

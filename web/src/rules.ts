@@ -7,10 +7,13 @@
 // `grad_out`, never a value recomputed here.
 import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
+import { Ctx, type Rule } from "./rule-context";
 import { NN_RULES } from "./rules-nn";
 import type { StepEntry, TraceModel } from "./trace-model";
-import type { GradAccumulated, NodeCreated, TensorValue } from "./types/events";
-import { fmt, fmtFactor, fmtValue, isFull, scalarOf, shapeText } from "./values";
+import type { NodeCreated } from "./types/events";
+import { fmt, fmtFactor, fmtValue, isFull, numel, shapeText } from "./values";
+import { accumulationText, d, hookLinesText, pathsSum, seedText } from "./walk-notes";
+
 
 export interface RuleLine {
   /** The edge (input number) this line is about; null for notes. */
@@ -27,63 +30,6 @@ export interface Explanation {
   /** "x.grad: 0 + 14.75 → 14.75" */
   accumulations: string[];
 }
-
-interface Operand {
-  label: string;
-  /** The number when the operand is a one-element tensor or a scalar. */
-  value: number | null;
-}
-
-/** What a rule may read about the node being explained. */
-export class Ctx {
-  readonly g: number | null;
-  constructor(
-    readonly model: TraceModel,
-    readonly node: NodeCreated,
-    readonly gradIn: (TensorValue | null)[],
-    readonly gradOut: (TensorValue | null)[],
-  ) {
-    this.g = scalarOf(gradIn[0]);
-  }
-
-  /** A saved value by name (`self`, `other`, `result`, `exponent`, ...). */
-  saved(name: string): Operand | null {
-    const s = this.node.saved.find((x) => x.name === name);
-    if (!s) return null;
-    if (s.scalar !== null) {
-      const v = Number(s.scalar);
-      return { label: s.scalar, value: Number.isFinite(v) ? v : null };
-    }
-    if (s.tensor !== null) {
-      return { label: tensorExpr(this.model, s.tensor), value: scalarOf(this.model.tensor(s.tensor)?.ev.value) };
-    }
-    return null;
-  }
-
-  /** The node's own output value (for rules written with the result). */
-  result(): Operand {
-    const saved = this.saved("result");
-    if (saved) return saved;
-    const t = this.model.tensor(this.node.tensor);
-    return { label: "out", value: scalarOf(t?.ev.value) };
-  }
-
-  out(slot: number): number | null {
-    return scalarOf(this.gradOut[slot]);
-  }
-
-  /** A factor the engine applied when it was not saved (a wrapped Python number): out / grad. */
-  inferredFactor(slot: number): Operand | null {
-    const o = this.out(slot);
-    if (this.g === null || o === null || this.g === 0) return null;
-    const v = o / this.g;
-    return { label: fmt(v), value: v };
-  }
-}
-
-/** A rule for one edge: the symbolic form and, when every number is known, the substitution. */
-export type Slot = { sym: string; num?: string | null };
-export type Rule = { summary: (c: Ctx) => string; slots: (c: Ctx, slot: number) => Slot | null };
 
 const SUP: Record<string, string> = { "2": "²", "3": "³", "4": "⁴" };
 
@@ -152,7 +98,7 @@ const RULES: Record<string, Rule> = {
     summary: () => "out = a * b · product rule: each side gets grad times the other side",
     slots: (c, slot) => {
       const other =
-        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.inferredFactor(slot) ?? { label: "other", value: null };
+        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.constant("mul", "multiply") ?? c.inferredFactor(slot) ?? { label: "other", value: null };
       const label = other.value !== null && other.label === fmt(other.value) ? fmt(other.value) : other.label;
       return { sym: `grad · ${label}`, num: times(c.g, other.value) };
     },
@@ -161,7 +107,7 @@ const RULES: Record<string, Rule> = {
     summary: () => "out = a / b · quotient rule",
     slots: (c, slot) => {
       const a = c.saved("self") ?? { label: "a", value: null };
-      const b = c.saved("other") ?? c.inferredFactor(slot) ?? { label: "b", value: null };
+      const b = c.saved("other") ?? c.constant("div", "true_divide", "divide") ?? c.inferredFactor(slot) ?? { label: "b", value: null };
       if (slot === 0) {
         const num = c.g !== null && b.value !== null ? `${fmt(c.g)} / ${fmtFactor(b.value)}` : null;
         return { sym: `grad / ${b.label}`, num };
@@ -176,7 +122,12 @@ const RULES: Record<string, Rule> = {
   Pow: {
     summary: (c) => {
       const e = c.saved("exponent");
-      return e && c.node.name.endsWith("0") ? `out = a**${e.label} · power rule` : "out = a ** b · power rule";
+      if (c.node.name === "PowBackward2") {
+        // a Python number raised to a tensor (`2 ** x`): an exponential, not the power rule
+        const k = c.saved("self")?.label ?? "k";
+        return `out = ${k} ** a · an exponential: its derivative is out · ln(${k})`;
+      }
+      return e && c.node.name.endsWith("0") ? `out = a**${e.label} · power rule` : "out = a ** b · power rule for a, exponential rule for b";
     },
     slots: (c, slot) => {
       const base = c.saved("self") ?? { label: "a", value: null };
@@ -190,8 +141,18 @@ const RULES: Record<string, Rule> = {
             : null;
         return { sym, num };
       }
-      if (slot === 0) return { sym: `grad · b · ${base.label}^(b−1)` };
-      return { sym: `grad · out · ln(${base.label})` };
+      const out = c.result();
+      // the exponent's side (PowBackward1's input 1, PowBackward2's only input): out · ln(base)
+      if (slot === 1 || c.node.name === "PowBackward2") {
+        const num = c.g !== null && out.value !== null && base.value !== null ? `${fmt(c.g)} × ${fmtFactor(out.value)} × ln(${fmt(base.value)})` : null;
+        return { sym: `grad · ${factor(out.label)} · ln(${base.label})`, num };
+      }
+      const b = e ?? { label: "b", value: null };
+      const num =
+        c.g !== null && base.value !== null && b.value !== null
+          ? `${fmt(c.g)} × ${fmtFactor(b.value)} × ${fmtFactor(base.value)}^(${fmt(b.value)} − 1)`
+          : null;
+      return { sym: `grad · ${factor(b.label)} · ${factor(base.label)}^(${b.label} − 1)`, num };
     },
   },
   Exp: {
@@ -264,15 +225,24 @@ const RULES: Record<string, Rule> = {
     },
   },
   Sum: {
-    summary: () => "out = sum(a) · every element contributed once",
-    slots: (c, slot) => ({ sym: `grad copied to every element of ${shapeText(shapeOfTarget(c, slot))}` }),
+    summary: (c) => (reducedDims(c) ? `out = sum(a) over ${dimsText(reducedDims(c)!)} · every element contributed once` : "out = sum(a) · every element contributed once"),
+    slots: (c, slot) => {
+      const dims = reducedDims(c);
+      const to = shapeText(shapeOfTarget(c, slot));
+      return { sym: dims ? `grad copied along ${dimsText(dims)} → ${to}` : `grad copied to every element of ${to}` };
+    },
   },
   Mean: {
-    summary: () => "out = mean(a) · every element contributed 1/N",
+    summary: (c) => (reducedDims(c) ? `out = mean(a) over ${dimsText(reducedDims(c)!)} · each element contributed 1/N to its mean` : "out = mean(a) · every element contributed 1/N"),
     slots: (c, slot) => {
-      const n = c.saved("self_sym_numel")?.value ?? numelOf(shapeOfTarget(c, slot));
+      const dims = reducedDims(c);
+      // N: the elements averaged into each output element (a mean over a dim averages fewer than all)
+      const input = numelOf(shapeOfTarget(c, slot));
+      const output = c.gradIn[0] ? numel(c.gradIn[0].shape) : null;
+      const n = dims ? (input !== null && output ? input / output : null) : (c.saved("self_sym_numel")?.value ?? input);
       const num = c.g !== null && n !== null ? `${fmt(c.g)} / ${n}` : null;
-      return { sym: `grad / N, copied to every element (N = ${n ?? "?"})`, num };
+      const where = dims ? `copied along ${dimsText(dims)}` : "copied to every element";
+      return { sym: `grad / N, ${where} (N = ${n ?? "?"})`, num };
     },
   },
   Mm: {
@@ -344,6 +314,41 @@ const RULES: Record<string, Rule> = {
   ...NN_RULES,
 };
 
+/** The dims a sum or mean over a dim reduced (its saved `dim`), or null for a reduction over everything. */
+function reducedDims(c: Ctx): number[] | null {
+  const dim = c.node.saved.find((x) => x.name === "dim")?.scalar;
+  if (!dim) return null;
+  const dims = (dim.match(/-?\d+/g) ?? []).map(Number);
+  return dims.length ? dims : null;
+}
+
+function dimsText(dims: number[]): string {
+  return dims.length === 1 ? `dim ${dims[0]}` : `dims ${dims.join(", ")}`;
+}
+
+/** A label as one factor of a product: `x`, but `(x**y)`. */
+function factor(label: string): string {
+  return /^[\w.]+$/.test(label) ? label : `(${label})`;
+}
+
+/**
+ * Ops whose inputs broadcast to the output elementwise: an input with fewer elements than the
+ * gradient (a [3×1] added to a [1×4]) gets the rule's gradient summed over the dims it was
+ * broadcast along, back to its own shape.
+ */
+const BROADCASTING = new Set(["Add", "Sub", "Rsub", "Mul", "Div", "Pow", "Where", "Maximum", "Minimum", "Atan2"]);
+
+/** `, summed over the broadcast dim 1 → [3×1]` when input `slot` was broadcast, else "". */
+function broadcastNote(c: Ctx, slot: number): string {
+  const grad = c.gradIn[0]?.shape;
+  const to = shapeOfTarget(c, slot);
+  if (!grad || !to || !BROADCASTING.has(ruleKey(c.node.name)) || numel(to) === numel(grad)) return "";
+  // align from the right: a dim the input lacks, or holds once, was broadcast
+  const offset = grad.length - to.length;
+  const dims = grad.flatMap((size, i) => (i < offset || (to[i - offset] === 1 && size !== 1) ? [i] : []));
+  return `, summed over the broadcast ${dimsText(dims)} → ${shapeText(to)}`;
+}
+
 function numelOf(shape: number[] | null): number | null {
   return shape ? shape.reduce((a, b) => a * b, 1) : null;
 }
@@ -355,38 +360,6 @@ function operandLabel(c: Ctx, savedName: string, slot: number): string {
 
 function inputLabel(c: Ctx, slot: number): string {
   return c.saved("self")?.label ?? edgeTargetLabel(c.model, c.node.id, slot);
-}
-
-/**
- * When gradients reached a node along several paths, the engine summed them before running
- * it: say so with the numbers (" = 18.75 + (−4)"), for one-element gradients.
- */
-function pathsSum(model: TraceModel, entry: StepEntry): string {
-  const exec = entry.exec;
-  const call = model.backward(entry.backward);
-  if (!exec || !call || scalarOf(exec.grad_in[0]) === null) return "";
-  const arrived: [number, number][] = [];
-  for (const { from, slot } of model.incomingOf(exec.node)) {
-    const ran = call.byNode.get(from);
-    if (!ran || ran.index >= entry.index || !ran.exec) continue;
-    const v = scalarOf(ran.exec.grad_out[slot]);
-    if (v !== null) arrived.push([ran.index, v]);
-  }
-  // In the order the engine sent them.
-  const parts = arrived.sort((a, b) => a[0] - b[0]).map(([, v]) => v);
-  if (parts.length < 2) return "";
-  return `, the sum of ${parts.length} paths: ${parts.map((v, i) => (i === 0 ? fmt(v) : fmtFactor(v))).join(" + ")}`;
-}
-
-/** ` (line 7)`: where the snippet hooked tensor `id`'s gradient, when the trace says. */
-function hookLinesText(model: TraceModel, id: number | null): string {
-  const lines = model.hookLines(id).filter((l) => l !== null);
-  return lines.length ? ` (line ${lines.join(", ")})` : "";
-}
-
-/** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
-function d(label: string): string {
-  return /^[\w.]+ᵀ?$/.test(label) ? label : `(${label})`;
 }
 
 /** `Wᵀ` -> `W`, `x` -> `xᵀ`, `a * b` -> `(a * b)ᵀ`. */
@@ -411,12 +384,6 @@ export function hasRule(nodeName: string): boolean {
   return ruleKey(nodeName) in RULES;
 }
 
-/** Write `before + added → after` for a leaf, with 0 for a .grad that was None. */
-export function accumulationText(model: TraceModel, acc: GradAccumulated): string {
-  const before = acc.before ? fmtValue(acc.before) : "0";
-  return `${gradOf(model, acc.tensor)}: ${before} + ${fmtValue(acc.added)} → ${fmtValue(acc.after)}`;
-}
-
 /** Explain one stepper position: the rule of the executed node with its real numbers. */
 export function explain(model: TraceModel, entry: StepEntry): Explanation | null {
   if (entry.kind !== "node" || !entry.exec) return null;
@@ -427,16 +394,15 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   const c = new Ctx(model, node, exec.grad_in, exec.grad_out);
   const own = node.tensor !== null && node.name !== "AccumulateGrad" ? tensorExpr(model, node.tensor) : null;
   const gradText = exec.grad_in.map((v) => fmtValue(v)).join(", ") + pathsSum(model, entry);
-  const first = model.backward(entry.backward)?.entries[0] === entry;
-  const seed = first ? " (the seed: backward() starts from 1 at the root)" : "";
+  const seed = seedText(model, entry);
   // a hook changed what arrived (grad-hooks.ts): the node ran on the hook's gradient
   const hooked = hookedArrival(model, entry);
   const of = node.name === "AccumulateGrad" ? tensorExpr(model, node.tensor) : own;
   const incoming = hooked
     ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""}${hookLinesText(model, node.tensor)} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
     : own
-      ? `grad = ∂${root}/∂${d(own)} = ${gradText}${seed}`
-      : `grad = ${gradText}${seed}`;
+      ? `grad = ${seed.given ? "" : `∂${root}/∂${d(own)} = `}${gradText}${seed.text}`
+      : `grad = ${gradText}${seed.text}`;
 
   if (node.name === "AccumulateGrad") {
     return {
@@ -460,7 +426,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
       lines.push({ slot, text: `${lhs} ← ${result}` });
       return;
     }
-    const parts = [lhs, s.sym];
+    const parts = [lhs, s.sym + broadcastNote(c, slot)];
     const small = isFull(out) && out.flat.length === 1;
     if (s.num && small && s.num !== result) parts.push(s.num);
     if (result !== s.sym) parts.push(result);

@@ -3,10 +3,11 @@
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
-import { accumulationText, explain } from "./rules";
+import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValue } from "./values";
+import { accumulationText } from "./walk-notes";
 
 const SPEEDS = [0.5, 1, 2, 4];
 /** Walks longer than this show a window of WALK_WINDOW entries around the step. */

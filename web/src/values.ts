@@ -93,6 +93,12 @@ function nested(items: readonly string[], shape: readonly number[]): string {
   return `[${rows.join(", ")}]`;
 }
 
+/** A value written after a `+`: as `fmtValue`, with a negative number in parentheses (`0 + (−0.75)`). */
+export function fmtAddend(v: Maybe<TensorValue>): string {
+  const x = scalarOf(v);
+  return x !== null && x < 0 ? fmtFactor(x) : fmtValue(v);
+}
+
 /** A value short enough for an edge label: the number, two numbers, or the norm. */
 export function fmtShort(v: Maybe<TensorValue>): string {
   if (!v) return "";

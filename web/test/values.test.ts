@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { FullValue, SummaryValue } from "../src/types/events";
-import { fmtValue } from "../src/values";
+import { fmtAddend, fmtValue } from "../src/values";
 
 const summary = (of: SummaryValue["of"]): SummaryValue => ({
   kind: "summary",
@@ -32,4 +32,13 @@ test("a small matrix is written in the brackets of its shape, as PyTorch prints 
   assert.equal(fmtValue(full([1, 2, 3, 4], [2, 1, 2])), "[[[1, 2]], [[3, 4]]]");
   assert.equal(fmtValue(full([1, 2, 3], [3])), "[1, 2, 3]");
   assert.equal(fmtValue(full([7], [1, 1])), "7");
+});
+
+test("a negative number after a + is bracketed; anything else reads as fmtValue writes it", () => {
+  // `b.grad: 0 + −0.75 → −0.75` read as a typo beside the paths' `−4 + 18.75`
+  const full = (flat: number[], shape: number[]): FullValue => ({ kind: "full", flat, shape });
+  assert.equal(fmtAddend(full([-0.75], [])), "(−0.75)");
+  assert.equal(fmtAddend(full([0.75], [])), "0.75");
+  assert.equal(fmtAddend(full([-1, 2], [2])), "[−1, 2]");
+  assert.equal(fmtAddend(null), "—");
 });

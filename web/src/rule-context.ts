@@ -1,0 +1,85 @@
+// What a local derivative rule (rules.ts, rules-nn.ts) may read about the node it explains:
+// what the node saved, its output, the gradients in and out, and the Python number an op
+// was passed beside its one tensor.
+import { numberText, tensorExpr } from "./naming";
+import type { TraceModel } from "./trace-model";
+import type { NodeCreated, TensorValue } from "./types/events";
+import { fmt, scalarOf } from "./values";
+
+export interface Operand {
+  label: string;
+  /** The number when the operand is a one-element tensor or a scalar. */
+  value: number | null;
+}
+
+/** What a rule may read about the node being explained. */
+export class Ctx {
+  readonly g: number | null;
+  constructor(
+    readonly model: TraceModel,
+    readonly node: NodeCreated,
+    readonly gradIn: (TensorValue | null)[],
+    readonly gradOut: (TensorValue | null)[],
+  ) {
+    this.g = scalarOf(gradIn[0]);
+  }
+
+  /** A saved value by name (`self`, `other`, `result`, `exponent`, ...). */
+  saved(name: string): Operand | null {
+    const s = this.node.saved.find((x) => x.name === name);
+    if (!s) return null;
+    if (s.scalar !== null) {
+      const v = Number(s.scalar);
+      return { label: s.scalar, value: Number.isFinite(v) ? v : null };
+    }
+    if (s.tensor !== null) {
+      return { label: tensorExpr(this.model, s.tensor), value: scalarOf(this.model.tensor(s.tensor)?.ev.value) };
+    }
+    return null;
+  }
+
+  /** The node's own output value (for rules written with the result). */
+  result(): Operand {
+    const saved = this.saved("result");
+    if (saved) return saved;
+    const t = this.model.tensor(this.node.tensor);
+    return { label: "out", value: scalarOf(t?.ev.value) };
+  }
+
+  out(slot: number): number | null {
+    return scalarOf(this.gradOut[slot]);
+  }
+
+  /** The Python number an op of `names` was passed beside its one tensor (see `wrappedNumber`). */
+  constant(...names: string[]): Operand | null {
+    const v = wrappedNumber(this.model, this.node, names);
+    return v === null ? null : { label: numberText(v), value: typeof v === "boolean" ? Number(v) : v };
+  }
+
+  /** A factor the engine applied when it was not saved (a wrapped Python number): out / grad. */
+  inferredFactor(slot: number): Operand | null {
+    const o = this.out(slot);
+    if (this.g === null || o === null || this.g === 0) return null;
+    const v = o / this.g;
+    return { label: fmt(v), value: v };
+  }
+}
+
+/** Ops that save the Python number they were passed (`x * 2`, `x / 4`) as their `other`. */
+export const WRAPPED_NUMBER_OPS = ["mul", "div", "true_divide", "divide", "multiply"];
+
+/**
+ * The Python number an op of `names` was passed beside its one tensor (`x * 2`, `x / 4`): the
+ * other operand, which PyTorch saves as a wrapped number whose value the trace does not hold
+ * (the op's recorded constants do). Null for any other op.
+ */
+export function wrappedNumber(model: TraceModel, node: NodeCreated, names: readonly string[]): number | boolean | null {
+  const op = model.op(node.op);
+  const constants = op?.constants ?? [];
+  if (!op || !names.includes(op.name.replace(/_$/, "")) || op.inputs.length !== 1 || constants.length !== 1) return null;
+  return constants[0].value;
+}
+
+/** A rule for one edge: the symbolic form and, when every number is known, the substitution. */
+export type Slot = { sym: string; num?: string | null };
+export type Rule = { summary: (c: Ctx) => string; slots: (c: Ctx, slot: number) => Slot | null };
