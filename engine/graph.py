@@ -226,9 +226,11 @@ class GraphRecorder:
                     if isinstance(value, torch.Tensor):
                         source = saved_source(value)
                         if source is None:
-                            if by_ptr is None:
-                                by_ptr = _by_storage(op_tensors)
-                            saved_id = _match_by_storage(value, by_ptr, label.startswith("result"))
+                            saved_id = _saved_input_itself(value, op_tensors)
+                            if saved_id is None:
+                                if by_ptr is None:
+                                    by_ptr = _by_storage(op_tensors)
+                                saved_id = _match_by_storage(value, by_ptr, label.startswith("result"))
                         else:
                             original = source()
                             saved_id = rec.tensors.known(original) if original is not None else None
@@ -268,6 +270,22 @@ def _grad_shapes(node: Any) -> list[list[int]] | None:
         return [list(meta.shape) for meta in node._input_metadata]
     except (AttributeError, RuntimeError, TypeError):  # a nested tensor's shape, an older PyTorch
         return None
+
+
+def _saved_input_itself(
+    value: torch.Tensor,
+    op_tensors: tuple[list[torch.Tensor], list[int], list[torch.Tensor], list[int]],
+) -> int | None:
+    """The id of the op input that ``value`` is (a saved input is kept as itself: NOTE [Saved
+    inputs are kept as they are] in memory.py), or ``None``. Found by identity before storage:
+    ``h * h.detach()`` saves the detached ``d``, which shares ``h``'s storage and shape, and
+    storage alone named it ``h``. An in-place op's input is also its output (old and new
+    version share one object): left to the storage match, which tells them apart."""
+    inputs, in_ids, outputs, _ = op_tensors
+    for t, tid in zip(inputs, in_ids, strict=False):
+        if t is value:
+            return None if any(o is value for o in outputs) else tid
+    return None
 
 
 def _by_storage(

@@ -159,3 +159,20 @@ def test_a_tensor_saved_or_copied_while_recording_carries_nothing_of_gradwalk() 
         "print(vars(copy.deepcopy(x)), vars(pickle.loads(pickle.dumps(x.detach()))))\n",
         leaves=("x",),
     )
+
+
+def test_a_saved_detached_copy_is_named_as_itself_not_as_what_it_shares_storage_with() -> None:
+    # h * h.detach() saves the detached d (it shares h's storage and shape): the storage match
+    # named it h, so the card read "grad · h" for the factor d
+    trace = _assert_as_plain(
+        "import torch\n"
+        "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "h = x * 2\n"
+        "d = h.detach()\n"
+        "y = (h * d).sum()\n"
+        "y.backward()\n",
+        leaves=("x",),
+    )
+    names = q.tensor_names(trace)
+    mul = [e for e in q.events_of(trace, "node") if e.name == "MulBackward0"][-1]
+    assert [(s.name, names.get(s.tensor)) for s in mul.saved] == [("other", "d")]
