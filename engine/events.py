@@ -348,7 +348,8 @@ class BackwardFinished(_Event):
 
 
 class TensorFinal(_Event):
-    """A named leaf or parameter as the run left it: its value and its ``.grad``."""
+    """A named leaf or parameter, or a tensor that called ``retain_grad()``, as the run left
+    it: its value and its ``.grad``."""
 
     type: Literal["tensor_final"] = "tensor_final"
     id: TensorId

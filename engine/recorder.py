@@ -436,7 +436,7 @@ class Recorder:
             # source.py), parameters' qualified names over a variable's
             self.modules.name_in_scope(scope)
             self.tensors.name_all(scope)
-            for tid, name in self.tensors.final_leaves():
+            for tid, name in self.tensors.final_tensors():
                 t = self.tensors.tensor(tid)
                 if t is None:
                     continue

@@ -252,8 +252,10 @@ class TensorTable:
                     self.names[tid] = key
                     self._rec.emit(dict(type="tensor_named", id=tid, name=key, param_name=None))
 
-    def final_leaves(self, most: int = 200) -> list[tuple[int, str]]:
-        """Return ``(id, name)`` of named leaves that require grad and are still alive.
+    def final_tensors(self, most: int = 200) -> list[tuple[int, str]]:
+        """Return ``(id, name)`` of the named tensors still alive whose ``.grad`` the run may
+        have kept: leaves that require grad, and tensors that called ``retain_grad()`` (an
+        intermediate's ``h.grad``, which the trace otherwise never held).
 
         Of several versions of one tensor object only the newest is listed; a torch.func
         wrapper never is (NOTE [No names for torch.func wrappers]).
@@ -265,7 +267,7 @@ class TensorTable:
             if t is None or id(t) in seen or not t.requires_grad or not has_storage(t):
                 continue
             facts = autograd_of(t)
-            if facts is None or not facts[1]:  # not a leaf, or PyTorch will not say
+            if facts is None or not (facts[1] or t.retains_grad):  # PyTorch will not say, or no .grad
                 continue
             seen.add(id(t))
             found.append((tid, self.names[tid]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from engine import record
 from engine.events import FullValue, Trace
 
 _SNIPPET = "plain.py"
+_EXAMPLES = Path(__file__).resolve().parents[2] / "server" / "examples"
 
 
 def _run_plain(source: str) -> tuple[str, tuple[str, str] | None, dict[str, Any]]:
@@ -176,3 +178,12 @@ def test_a_saved_detached_copy_is_named_as_itself_not_as_what_it_shares_storage_
     names = q.tensor_names(trace)
     mul = [e for e in q.events_of(trace, "node") if e.name == "MulBackward0"][-1]
     assert [(s.name, names.get(s.tensor)) for s in mul.saved] == [("other", "d")]
+
+
+def test_an_intermediate_that_retains_its_grad_ends_with_pytorchs_grad() -> None:
+    # h.retain_grad() keeps h.grad: the trace held no h.grad at all (only leaves had a final state)
+    source = (_EXAMPLES / "leaf_retain_grad.py").read_text()
+    trace = _assert_as_plain(source, leaves=("x", "h"))
+    _, _, scope = _run_plain(source)
+    assert scope["h"].grad.tolist() == [6.0, 12.0]
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == ["x", "h"]

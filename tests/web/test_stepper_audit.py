@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, shot, stored_run, wait_graph
+from .conftest import ROOT, expect, shot, stored_run, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -149,3 +149,17 @@ def test_softmax_sums_the_product_and_a_negative_addend_is_bracketed(page: Any) 
     )
     expect(card_of(page, "SoftmaxBackward0")).to_contain_text("out · (grad − Σ(grad · out)) (Σ over dim 0)")
     expect(card_of(page, "AccumulateGrad → b.grad")).to_contain_text("b.grad: 0 + (−0.75) → −0.75")
+
+
+def test_an_intermediate_that_retains_its_grad_shows_it_in_the_inspector(page: Any) -> None:
+    # leaf_retain_grad: h = x * 3 calls retain_grad(), and PyTorch keeps h.grad = [6, 12];
+    # the inspector showed h's value and nothing of its .grad (the trace held none)
+    source = (ROOT / "server" / "examples" / "leaf_retain_grad.py").read_text()
+    run = stored_run(page.server, source)
+    trace = page.request.get(f"{page.server.url}/api/runs/{run}/trace").json()
+    h = next(e["id"] for e in trace["events"] if e["type"] == "tensor_final" and e["name"] == "h")
+    page.goto(f"{page.server.url}/?run={run}&view=inspector&sel=t{h}")
+    body = page.locator(".gw-inspector-body")
+    expect(body).to_contain_text(".grad (kept by retain_grad(), at the end of the run)")
+    expect(body).to_contain_text("min 6 · max 12 · mean 9")
+    shot(page, "audit-retain-grad")

@@ -95,6 +95,9 @@ export class InspectorView {
       ]),
       h("h4", { text: final?.value ? "value (at the end of the run)" : "value (when it was made)" }),
       valueView(final?.value ?? ev.value),
+      // an intermediate has a .grad only when it called retain_grad(): the run's end says
+      !ev.is_leaf && final?.grad ? h("h4", { text: ".grad (kept by retain_grad(), at the end of the run)" }) : null,
+      !ev.is_leaf && final?.grad ? valueView(final.grad) : null,
       ev.is_leaf && ev.requires_grad ? h("h4", { text: final ? ".grad (at the end of the run)" : ".grad (after its last accumulation)" }) : null,
       ev.is_leaf && ev.requires_grad
         ? grad

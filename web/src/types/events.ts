@@ -480,7 +480,8 @@ export interface BackwardFinished {
   type: "backward_finished";
 }
 /**
- * A named leaf or parameter as the run left it: its value and its ``.grad``.
+ * A named leaf or parameter, or a tensor that called ``retain_grad()``, as the run left
+ * it: its value and its ``.grad``.
  *
  * This interface was referenced by `GradwalkTrace`'s JSON-Schema
  * via the `definition` "TensorFinal".
