@@ -13,7 +13,15 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["GradNorms", "Started", "grad_norms_started", "norms_finished", "norms_of", "norms_started"]
+__all__ = [
+    "GradNorms",
+    "Started",
+    "grad_norms_started",
+    "grads_of",
+    "norms_finished",
+    "norms_of",
+    "norms_started",
+]
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 _HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -39,7 +47,8 @@ class Started:
 GradNorms = tuple[list[int], Started]
 
 
-def grad_norms_started(params: list[torch.Tensor]) -> GradNorms:
+def grads_of(params: list[torch.Tensor]) -> tuple[list[int], list[torch.Tensor]]:
+    """The positions of the parameters that have a ``.grad``, and those gradients."""
     with_grad: list[int] = []
     grads: list[torch.Tensor] = []
     for i, p in enumerate(params):
@@ -47,6 +56,11 @@ def grad_norms_started(params: list[torch.Tensor]) -> GradNorms:
         if g is not None:
             grads.append(g)
             with_grad.append(i)
+    return with_grad, grads
+
+
+def grad_norms_started(params: list[torch.Tensor]) -> GradNorms:
+    with_grad, grads = grads_of(params)
     return with_grad, norms_started(grads)
 
 

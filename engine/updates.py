@@ -74,8 +74,10 @@ def sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> bool
     ``|p|`` per element); in bfloat16 and float16 rounding swallows all or much of a small
     update, which is what the update chart must show, so there the update is measured. A
     parameter listed twice is measured too: PyTorch (with a deprecation warning) steps it twice.
+    So is a step of an optimizer with post-hooks of its own: they run before gradwalk's and
+    may change ``.grad`` (a ``zero_grad()`` there read as an update of 0).
     """
-    if type(opt) is not torch.optim.SGD:
+    if type(opt) is not torch.optim.SGD or getattr(opt, "_optimizer_step_post_hooks", None):
         return False
     for group in opt.param_groups:
         lr = group.get("lr")

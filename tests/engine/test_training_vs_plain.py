@@ -135,3 +135,49 @@ def test_a_half_precision_update_is_how_far_each_parameter_moved_to_float32_prec
     for step, moved in zip(steps, plain, strict=True):
         assert [p.update_norm for p in step.params] == pytest.approx(moved, rel=1e-6)
         assert step.update_norm == pytest.approx(math.sqrt(sum(m * m for m in moved)), rel=1e-6)
+
+
+SGD_WITH_HOOKS_OF_ITS_OWN = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{hook}
+X, y = torch.randn(20, 3) * 4, torch.randn(20, 2)
+for i in range(4):
+    opt.zero_grad()
+    ((model(X) - y) ** 2).mean().backward()
+    before = [p.detach().double().clone() for p in model.parameters()]
+    {given}
+    opt.step()
+    print([given, [(p.detach().double() - b).norm().item() for p, b in zip(model.parameters(), before)]])
+"""
+
+HOOKS_OF_ITS_OWN = {
+    # a pre-hook of the optimizer's own runs after gradwalk's and halves .grad in place: the
+    # step uses the halved gradient, which is what .grad holds after the step
+    "a pre-hook halving .grad": (
+        "opt.register_step_pre_hook(lambda o, a, k: [p.grad.mul_(0.5) for p in model.parameters()] and None)",
+        "given = [p.grad.double().norm().item() * 0.5 for p in model.parameters()]",
+    ),
+    # a post-hook of its own runs before gradwalk's and clears .grad: the gradient the step
+    # was given must still be the one reported
+    "a post-hook clearing .grad": (
+        "opt.register_step_post_hook(lambda o, a, k: o.zero_grad())",
+        "given = [p.grad.double().norm().item() for p in model.parameters()]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOKS_OF_ITS_OWN))
+def test_an_sgd_steps_gradient_norm_is_the_one_it_used_whatever_its_own_hooks_do(case: str) -> None:
+    """SGD's gradient norms are read after its step (NOTE [Gradient norms after an SGD step]),
+    as the step leaves ``.grad`` as it is; hooks of the optimizer's own may not."""
+    hook, given = HOOKS_OF_ITS_OWN[case]
+    source = SGD_WITH_HOOKS_OF_ITS_OWN.format(hook=hook, given=given)
+    plain = _plain_lines(source)
+    steps = _recorded_steps(source, Limits(detail_steps=0))
+    assert len(steps) == len(plain) == 4
+    for step, (used, moved) in zip(steps, plain, strict=True):
+        assert [p.grad_norm for p in step.params] == pytest.approx(used, rel=1e-5)
+        assert [p.update_norm for p in step.params] == pytest.approx(moved, rel=1e-5)
