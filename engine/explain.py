@@ -6,27 +6,15 @@ import re
 from types import FrameType
 from typing import TYPE_CHECKING
 
+import torch
+
+from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .memory import saved_by, saved_source
-from .source import find_name
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 __all__ = ["error_node", "explain_error", "metrics_only_after"]
-
-
-def _devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
-    """Describe the tensors of the op that raised: ``: x (line 3) is on cpu, w (line 5) on cuda:0``."""
-    if rec.failed_op is None:
-        return ""
-    name, tensors = rec.failed_op
-    parts = []
-    for t in tensors:
-        tid = rec.tensors.known(t)
-        label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame) or "a tensor"
-        born = rec.tensors.lines.get(tid) if tid is not None else None
-        parts.append(f"{label}" + (f" (made at line {born})" if born else "") + f" is on {t.device}")
-    return f" ({name.strip('_')}: " + ", ".join(parts) + ")" if parts else ""
 
 
 def error_node(exc: BaseException, rec: Recorder) -> int | None:
@@ -149,7 +137,7 @@ def explain_error(
     if "same device" in text or "is not on the expected device" in text:
         return (
             "The operands of one operation live on different devices"
-            + _devices_of_failed_op(rec, frame)
+            + devices_of_failed_op(rec, frame)
             + ". Move them together with .to(device) (for a model: model.to(device); for data: "
             "xb.to(device))."
         )
@@ -169,6 +157,19 @@ def explain_error(
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
+    code = _code_at(rec, line, 200)
+    autograd = _autograd_hint(text, code, frame)
+    if autograd:
+        return autograd
+    if _DIFFERENT_DTYPES.search(text):
+        return dtype_hint(rec, frame)
+    if "cannot be converted to Scalar" in text:
+        return scalar_hint(code)
+    if _NO_GPU.search(text):
+        return _NO_GPU_HINT
+    loss = loss_target_hint(exc, rec, frame)
+    if loss:
+        return loss
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
     if "Read-only file system" in text:
@@ -194,6 +195,95 @@ def explain_error(
             "shape, or the layer's in_features."
         )
     return None
+
+
+def _autograd_hint(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """Errors of autograd's own rules (what backward() can start from, which tensors can
+    require grad or be optimized, what leaves NumPy), naming the line's tensor where its
+    code shows it; ``None`` for any other error."""
+    if "does not require grad and does not have a grad_fn" in text:
+        return _no_grad_fn_hint(code)
+    if "grad can be implicitly created only for scalar outputs" in text:
+        return _non_scalar_hint(code)
+    if _INTEGER_REQUIRES_GRAD.search(text):
+        return _INTEGER_LEAF_HINT
+    if "can't optimize a non-leaf Tensor" in text:
+        return _non_leaf_parameter_hint(code, frame)
+    if "Can't call numpy() on Tensor that requires grad" in text:
+        name = _name_before(".numpy(", code) or "y"
+        return (
+            f"{name} is part of the autograd graph (it requires grad), and NumPy cannot carry "
+            f"gradients. To read its values take {name}.detach().numpy() (or {name}.tolist(); "
+            f"{name}.item() for one number): what you compute from them is outside the graph."
+        )
+    return None
+
+
+def _name_before(call: str, code: str | None) -> str | None:
+    """The name a call on the line is made on: ``loss`` for ``.backward(`` in
+    ``loss.backward()``; ``None`` where the receiver is no plain name (``(x * 3).numpy()``)."""
+    found = re.search(r"([A-Za-z_][\w.]*)" + re.escape(call), code or "")
+    return found.group(1) if found else None
+
+
+def _grad_output_of(code: str | None) -> str | None:
+    """The output ``torch.autograd.grad(out, x)`` on the line differentiates, where it is a name."""
+    found = _AUTOGRAD_GRAD_OF.search(code or "")
+    return found.group(1) if found else None
+
+
+def _no_grad_fn_hint(code: str | None) -> str:
+    """backward() (or autograd.grad) of a tensor outside any graph: the ways its chain back
+    to the leaves is cut, as none of them shows in the tensor itself."""
+    name = _name_before(".backward(", code) or _grad_output_of(code)
+    what = f"{name} is" if name else "This tensor is"
+    return (
+        f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing "
+        "to go back through. Either no tensor it was computed from requires grad (create the "
+        "leaf with requires_grad=True), or the chain back to them was cut: by torch.no_grad() "
+        "around the computation, by .detach(), .data, .item() or .numpy() of a value on the way, "
+        "or by an op with no gradient (argmax, argmin, comparisons such as x > 0, .long()). "
+        "print(t.requires_grad, t.grad_fn) for the tensors on the way shows where it stops."
+    )
+
+
+def _non_scalar_hint(code: str | None) -> str:
+    """backward() or autograd.grad of a tensor of several numbers without a gradient for it."""
+    if "autograd.grad" in (code or ""):
+        out = _grad_output_of(code) or "out"
+        return (
+            f"torch.autograd.grad of {out}, a tensor of several numbers, needs a gradient to start "
+            f"from: reduce it first ({out}.sum()), or pass grad_outputs=torch.ones_like({out}) "
+            "(the gradient of its sum)."
+        )
+    out = _name_before(".backward(", code) or "out"
+    return (
+        f"backward() without an argument needs a single number (a scalar loss), and {out} holds "
+        f"several. Reduce it first (loss = {out}.sum() or {out}.mean()) or pass a gradient: "
+        f"{out}.backward(torch.ones_like({out}))."
+    )
+
+
+def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
+    """An optimizer given a computed tensor: which of the line's names it is (from the
+    snippet's frame) and how to make it a leaf."""
+    names = re.findall(r"[A-Za-z_]\w*", code or "")
+    scope = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+    computed = next(
+        (n for n in names if isinstance(scope.get(n), torch.Tensor) and not scope[n].is_leaf), None
+    )
+    which = (
+        f"{computed} is computed (its grad_fn is {type(scope[computed].grad_fn).__name__}), not a leaf"
+        if computed
+        else "one of them is computed from another tensor, not a leaf"
+    )
+    w = computed or "w"
+    return (
+        f"An optimizer updates leaves, tensors made directly, and {which}: an op after "
+        f"requires_grad=True (torch.randn(3, requires_grad=True) * 0.1, or .to(device)) makes a "
+        f"new tensor. Do the op first and ask for gradients last: {w} = (torch.randn(3) * 0.1)"
+        f".requires_grad_(), or {w} = torch.randn(3, device=device, requires_grad=True)."
+    )
 
 
 # packages people reach for in a snippet that gradwalk does the work of
@@ -244,26 +334,22 @@ _INPLACE_HINT = (
     "A tensor that autograd saved for backward was changed in place afterwards. Use the "
     "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
 )
+_INTEGER_LEAF_HINT = (
+    "Gradients exist for floating-point (and complex) tensors only, and this one holds integers: "
+    "torch.tensor of whole numbers (torch.tensor(2), torch.tensor([1, 2, 3])) and torch.arange(5) "
+    "make int64. Write the numbers as floats (torch.tensor(2.0, requires_grad=True)), pass "
+    "dtype=torch.float32, or convert first: x = x.float().requires_grad_()."
+)
+_NO_GPU_HINT = (
+    "This machine has no GPU that PyTorch can use (torch.cuda.is_available() is False), so "
+    "nothing can be put on 'cuda'. Use the variable device, which gradwalk sets to the device "
+    "the run was asked for ('cpu' here): x.to(device), model.to(device), torch.randn(3, "
+    "device=device). Outside gradwalk: device = 'cuda' if torch.cuda.is_available() else 'cpu'."
+)
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
 _PLAIN_HINTS = (
     ("modified by an inplace operation", _INPLACE_HINT),
-    (
-        "grad can be implicitly created only for scalar outputs",
-        "backward() without an argument needs a single number (a scalar loss). Reduce the output "
-        "first (loss = out.sum() or out.mean()) or pass a gradient: out.backward(torch.ones_like(out)).",
-    ),
-    (
-        "does not require grad and does not have a grad_fn",
-        "This tensor is not part of any graph: none of its inputs had requires_grad=True, or it was "
-        "computed under torch.no_grad(). Create the leaf with requires_grad=True.",
-    ),
-    (
-        "Only Tensors of floating point and complex dtype can require gradients",
-        "Gradients exist for floating-point tensors only, and torch.tensor(2) makes an integer one. "
-        "Write the number as a float (torch.tensor(2.0, requires_grad=True)) or pass "
-        "dtype=torch.float32.",
-    ),
     (
         "a leaf Variable that requires grad is being used in an in-place operation",
         "A leaf that requires grad (a parameter, or a tensor made with requires_grad=True) cannot be "
@@ -275,12 +361,6 @@ _PLAIN_HINTS = (
         "torch.autograd.grad was asked for the gradient of an input the output does not depend on. "
         "Leave that input out, or pass allow_unused=True (its gradient then comes back as None; "
         "materialize_grads=True gives zeros).",
-    ),
-    (
-        "Can't call numpy() on Tensor that requires grad",
-        "This tensor is part of the autograd graph (it requires grad), and NumPy cannot carry "
-        "gradients. To read its values take y.detach().numpy() (or y.tolist(); y.item() for one "
-        "number): what you compute from them is outside the graph.",
     ),
     (
         "you can only change requires_grad flags of leaf variables",
@@ -303,13 +383,18 @@ _PLAIN_HINTS = (
         "Broadcasting lines the shapes up from the right: each dimension must be equal, or 1 in one "
         "of the two. Print both .shape; reshape, unsqueeze or transpose one operand.",
     ),
-    (
-        "to have the same dtype",
-        "The operands have different dtypes (float32 and float64, say): torch.tensor of Python floats "
-        "and torch.randn make float32, NumPy arrays float64. Convert one: x.float(), or x.to(w.dtype).",
-    ),
 )
 
+# "expected m1 and m2 to have the same dtype", "mat1 and mat2 must have the same dtype",
+# "Found dtype Double but expected Float" (a loss's backward, older PyTorch)
+_DIFFERENT_DTYPES = re.compile(r"(to|must) have the same dtype|Found dtype \w+ but expected \w+")
+# "only Tensors of floating point dtype can require gradients" (.requires_grad_()), "Only
+# Tensors of floating point and complex dtype can require gradients" (the factory's argument)
+_INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
+# "Torch not compiled with CUDA enabled", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"
+_NO_GPU = re.compile(r"not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available")
+# "torch.autograd.grad(out, x)": the output it differentiates
+_AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*([A-Za-z_][\w.]*)")
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 # "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)

@@ -1,0 +1,159 @@
+"""Explain the errors one op raises about its operands: their devices, dtypes, and the
+targets a loss function was given. Each hint names the snippet's tensors where the recorder
+knows them (``rec.failed_op``, set by the tape when a recorded op raises)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import torch
+
+from .source import find_name
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["devices_of_failed_op", "dtype_hint", "loss_target_hint", "scalar_hint"]
+
+
+def _failed_operands(
+    rec: Recorder, frame: FrameType | None, describe: Callable[[torch.Tensor], str], op: str | None = None
+) -> tuple[str, list[str]] | None:
+    """The op that raised and a phrase per tensor operand, ``x (made at line 3) is on cpu``
+    with ``describe`` giving ``is on cpu``; ``None`` when the tape saw no op fail, or (with
+    ``op``) the op that failed last is not ``op`` (an error from code the tape does not see
+    leaves an older failure behind)."""
+    if rec.failed_op is None or (op is not None and rec.failed_op[0].strip("_") != op):
+        return None
+    name, tensors = rec.failed_op
+    roles = _ROLES.get(name.strip("_"), ())
+    parts = []
+    for i, t in enumerate(tensors):
+        tid = rec.tensors.known(t)
+        role = roles[i] if i < len(roles) else "a tensor"
+        label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame) or role
+        born = rec.tensors.lines.get(tid) if tid is not None else None
+        parts.append(f"{label}" + (f" (made at line {born})" if born else "") + f" {describe(t)}")
+    return name.strip("_"), parts
+
+
+def devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
+    """Describe the tensors of the op that raised: `` (add: x (made at line 3) is on cpu, w is on cuda:0)``,
+    or ``""`` when the tape saw no op fail."""
+    found = _failed_operands(rec, frame, lambda t: f"is on {t.device}")
+    if found is None or not found[1]:
+        return ""
+    return f" ({found[0]}: " + ", ".join(found[1]) + ")"
+
+
+def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
+    """Two operands of different dtypes (a NumPy float64 or an integer tensor into a float32
+    layer): which is which, where the tape saw the op, and how to convert."""
+    found = _failed_operands(rec, frame, lambda t: f"is {str(t.dtype).removeprefix('torch.')}")
+    dtypes = {t.dtype for t in rec.failed_op[1]} if found is not None and rec.failed_op else set()
+    # operands of one dtype are an older failure's (the op that raised here was not recorded)
+    operands = f" ({found[0]}: " + ", ".join(found[1]) + ")" if found and len(dtypes) > 1 else ""
+    hint = f"The operands of one operation have different dtypes{operands}. "
+    if any(not (d.is_floating_point or d.is_complex) for d in dtypes):
+        return hint + (
+            "An integer tensor (torch.tensor of whole numbers like [[1, 2, 3]], torch.arange, "
+            "class labels) cannot meet float weights: convert it with x.float()."
+        )
+    hint += (
+        "torch.tensor of Python floats and torch.randn make float32, NumPy arrays (and "
+        "torch.from_numpy of them) float64. "
+    )
+    return hint + "Convert one to the other's dtype: x.float() for a layer's input, or x.to(w.dtype)."
+
+
+def scalar_hint(code: str | None) -> str:
+    """``.item()`` (or ``float()``) of a tensor with more than one element: name it from the
+    line's code where it reads ``name.item()``."""
+    found = _ITEM_OF.search(code or "")
+    name = (found.group(1) or found.group(2)) if found else "t"
+    return (
+        f".item() and float() read a tensor holding exactly one number, and {name} holds several. "
+        f"Reduce it first ({name}.mean().item(), {name}.sum().item()), or read all its values "
+        f"with {name}.tolist()."
+    )
+
+
+def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None) -> str | None:
+    """Targets a loss function cannot take: a class index out of range for cross_entropy, a
+    batch of targets of another length, probabilities outside [0, 1] for binary_cross_entropy,
+    integer targets where a float result must go; ``None`` for any other error."""
+    text = str(exc)
+    out_of_range = _TARGET_OUT_OF_BOUNDS.search(text)
+    if out_of_range:
+        return _class_out_of_range(int(out_of_range.group(1)), rec, frame)
+    sizes = _BATCH_SIZES.search(text)
+    if sizes:
+        return (
+            f"The loss got {sizes.group(1)} predictions but {sizes.group(2)} targets: the first "
+            "dimension of both is the batch, and it must be the same. Check the shapes of the "
+            "model's output and of the targets (print both .shape): a target of one batch paired "
+            "with the output of another, or logits flattened or reshaped wrongly."
+        )
+    if "all elements of input should be between 0 and 1" in text:
+        return (
+            "binary_cross_entropy (nn.BCELoss) takes probabilities, numbers between 0 and 1, and "
+            "this input has others: raw scores (logits) from a linear layer. Pass the logits to "
+            "F.binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss), which applies the "
+            "sigmoid itself and is numerically safer, or apply torch.sigmoid first."
+        )
+    if "can't be cast to the desired output type" in text:
+        return _float_into_integer(rec, frame)
+    return None
+
+
+def _class_out_of_range(target: int, rec: Recorder, frame: FrameType | None) -> str:
+    """cross_entropy's ``Target 3 is out of bounds``: the classes the logits have, and the
+    usual causes (labels counted from 1, a layer with too few outputs, -1 for "no label")."""
+    found = _failed_operands(rec, frame, lambda t: f"has shape {tuple(t.shape)}", "cross_entropy")
+    logits = rec.failed_op[1][0] if found is not None and rec.failed_op else None
+    classes = logits.shape[1] if logits is not None and logits.dim() >= 2 else None
+    where = f" ({', '.join(found[1])})" if found is not None else ""
+    if classes is not None:
+        span = f"the input has {classes} columns, so the classes are 0 to {classes - 1}"
+    else:
+        span = "the classes run from 0 to the number of the input's columns minus 1"
+    hint = (
+        f"cross_entropy (nn.CrossEntropyLoss) takes each target as a class index, and {target} is "
+        f"not one{where}: {span}. "
+    )
+    if target < 0:
+        return hint + "To skip a sample, pass ignore_index=-1 (the default skips -100)."
+    return hint + (
+        "Labels counted from 1 need target - 1; more classes than the model has outputs need "
+        "a last layer with one output per class (nn.Linear(…, number_of_classes))."
+    )
+
+
+def _float_into_integer(rec: Recorder, frame: FrameType | None) -> str:
+    """``result type Float can't be cast to the desired output type Long``: a float result
+    written into an integer tensor, by an in-place op or by a loss given integer targets."""
+    op = rec.failed_op[0].strip("_") if rec.failed_op is not None else ""
+    if "binary_cross_entropy" in op or op.endswith("loss"):
+        return (
+            f"{op} computes in floating point, and the targets are integers (torch.tensor([0, 1]) "
+            "makes int64): pass target.float(). Only cross_entropy takes integer class indices."
+        )
+    return (
+        "The op's result is a float, and it would be written into an integer tensor (an "
+        "in-place op such as x += 0.5 or x.mul_(0.5) on a tensor of whole numbers, which "
+        "torch.tensor([1, 2]) and torch.arange make). Make the tensor a float first "
+        "(x = x.float(), or torch.arange(3.0)), or use the out-of-place form (y = x + 0.5)."
+    )
+
+
+# what an op's unnamed operands are, in order (a layer's parameters have no name of the snippet's)
+_ROLES = {"linear": ("the input", "the layer's weight", "the layer's bias")}
+# "Target 3 is out of bounds." (nll_loss, under cross_entropy)
+_TARGET_OUT_OF_BOUNDS = re.compile(r"Target (-?\d+) is out of bounds")
+# "Expected input batch_size (4) to match target batch_size (3)."
+_BATCH_SIZES = re.compile(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)")
+# "loss.item()", "float(loss)": the tensor a scalar was read from
+_ITEM_OF = re.compile(r"([A-Za-z_][\w.]*?)\.item\(\)|float\(([A-Za-z_]\w*)\)")

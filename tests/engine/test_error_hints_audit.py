@@ -1,0 +1,127 @@
+"""Hints for the errors learners of autograd hit most: each snippet raises as it does
+without gradwalk (same type, line and message), and its hint names the cause and the fix
+in the snippet's own terms."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import queries as q
+from engine import record
+
+CASES = {
+    # name: (snippet whose last line raises, exception type, phrases the hint must hold)
+    "nn.Linear fed NumPy float64": (
+        "import torch\nimport numpy as np\nlayer = torch.nn.Linear(3, 1)\n"
+        "x = torch.from_numpy(np.ones((2, 3)))\ny = layer(x)\n",
+        "RuntimeError",
+        ["x is float64", "the layer's weight is float32", "x.float()"],
+    ),
+    "nn.Linear fed integers": (
+        "import torch\nlayer = torch.nn.Linear(3, 1)\nx = torch.tensor([[1, 2, 3]])\ny = layer(x)\n",
+        "RuntimeError",
+        ["x (made at line 3) is int64", "integer tensor", "x.float()"],
+    ),
+    "requires_grad_ on torch.arange": (
+        "import torch\nx = torch.arange(5)\nx.requires_grad_()\n",
+        "RuntimeError",
+        ["torch.arange(5)", "int64", "x.float().requires_grad_()"],
+    ),
+    "backward of a loss built from argmax": (
+        "import torch\nx = torch.randn(4, 3, requires_grad=True)\npred = x.argmax(dim=1).float()\n"
+        "loss = pred.sum()\nloss.backward()\n",
+        "RuntimeError",
+        ["loss is not part of any graph", "argmax", "torch.no_grad()", ".detach()"],
+    ),
+    "autograd.grad of a non-scalar": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\ny = x * 2\ng, = torch.autograd.grad(y, x)\n",
+        "RuntimeError",
+        ["torch.autograd.grad of y", "grad_outputs=torch.ones_like(y)"],
+    ),
+    "backward of a non-scalar names it": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\nout2 = x * 2\nout2.backward()\n",
+        "RuntimeError",
+        ["out2 holds several", "out2.sum()", "out2.backward(torch.ones_like(out2))"],
+    ),
+    "numpy() names the tensor": (
+        "import torch\nw = torch.randn(3, requires_grad=True)\nout = w * 2\narr = out.numpy()\n",
+        "RuntimeError",
+        ["out is part of the autograd graph", "out.detach().numpy()"],
+    ),
+    "cross_entropy target out of range": (
+        "import torch\nimport torch.nn.functional as F\nlogits = torch.randn(4, 3, requires_grad=True)\n"
+        "target = torch.tensor([0, 3, 1, 2])\nloss = F.cross_entropy(logits, target)\n",
+        "IndexError",
+        ["class index, and 3 is not one", "logits (made at line 3) has shape (4, 3)", "0 to 2", "target - 1"],
+    ),
+    "CrossEntropyLoss target -1": (
+        "import torch\nlogits = torch.randn(4, 3)\ntarget = torch.tensor([0, 1, 1, -1])\n"
+        "loss = torch.nn.CrossEntropyLoss()(logits, target)\n",
+        "IndexError",
+        ["-1 is not one", "ignore_index=-1"],
+    ),
+    "cross_entropy batch sizes differ": (
+        "import torch\nimport torch.nn.functional as F\nlogits = torch.randn(4, 3)\n"
+        "target = torch.tensor([0, 1, 2])\nloss = F.cross_entropy(logits, target)\n",
+        "ValueError",
+        ["4 predictions but 3 targets", ".shape"],
+    ),
+    "BCELoss of logits": (
+        "import torch\np = torch.randn(4, requires_grad=True)\nt = torch.ones(4)\n"
+        "loss = torch.nn.BCELoss()(p, t)\n",
+        "RuntimeError",
+        ["between 0 and 1", "binary_cross_entropy_with_logits", "torch.sigmoid"],
+    ),
+    "BCEWithLogitsLoss of integer targets": (
+        "import torch\np = torch.randn(4, requires_grad=True)\nt = torch.tensor([0, 1, 1, 0])\n"
+        "loss = torch.nn.BCEWithLogitsLoss()(p, t)\n",
+        "RuntimeError",
+        ["binary_cross_entropy_with_logits computes in floating point", "target.float()"],
+    ),
+    "float added in place to an integer tensor": (
+        "import torch\nx = torch.arange(3)\nx += 0.5\n",
+        "RuntimeError",
+        ["integer tensor", "x = x.float()"],
+    ),
+    "cuda on a machine without one": (
+        "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel = model.to('cuda')\n",
+        "AssertionError",
+        ["no GPU", "model.to(device)", "torch.cuda.is_available()"],
+    ),
+    "optimizer given a computed tensor": (
+        "import torch\nw = torch.randn(3, requires_grad=True) * 0.1\nopt = torch.optim.SGD([w], lr=0.1)\n",
+        "ValueError",
+        [
+            "w is computed (its grad_fn is MulBackward0), not a leaf",
+            "w = (torch.randn(3) * 0.1).requires_grad_()",
+        ],
+    ),
+    "item() of a non-scalar": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\nloss = (x - 1) ** 2\nprint(loss.item())\n",
+        "RuntimeError",
+        ["loss holds several", "loss.mean().item()", "loss.tolist()"],
+    ),
+}
+
+
+def _plain(source: str) -> BaseException:
+    """The exception ``source`` raises when run plainly, with its line in the snippet."""
+    try:
+        exec(compile(source, "<plain>", "exec"), {"__name__": "__main__"})
+    except Exception as exc:  # the snippet's own error, whatever it is
+        return exc
+    raise AssertionError("the snippet did not raise")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_common_error_gets_a_true_hint_at_its_line(name: str) -> None:
+    if "cuda" in name and __import__("torch").cuda.is_available():
+        pytest.skip("the machine has a GPU: 'cuda' works")
+    source, exc_type, phrases = CASES[name]
+    err = q.errors(record(source))[0]
+    plain = _plain(source)
+    assert (err.exc_type, err.message) == (type(plain).__name__, str(plain)) and err.exc_type == exc_type
+    assert err.line == source.count("\n"), err
+    assert err.hint is not None, err
+    for phrase in phrases:
+        assert phrase in err.hint, (phrase, err.hint)
