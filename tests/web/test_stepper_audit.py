@@ -107,7 +107,7 @@ def test_pow_with_a_tensor_exponent_and_a_number_base(page: Any) -> None:
     expect(card).to_contain_text("∂loss/∂b = grad · (a**b) · ln(a) = 1 × 8 × ln(2) = 5.545")
     card = card_of(page, "PowBackward2")
     expect(card).to_contain_text("out = 2 ** a · an exponential")
-    expect(card).to_contain_text("∂loss/∂x = grad · (2 ** x) · ln(2) = 1 × 2 × ln(2) = 1.386")
+    expect(card).to_contain_text("∂loss/∂x = grad · (2**x) · ln(2) = 1 × 2 × ln(2) = 1.386")
 
 
 def test_a_gradient_given_to_backward_is_the_seed_not_1(page: Any) -> None:
