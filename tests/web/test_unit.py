@@ -37,6 +37,12 @@ SNIPPETS = {
     "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
     "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"
     "y.sum().backward()\n",
+    # unnamed tensors a learner makes: subscripts, alpha, factories, a (values, indices)
+    # pair, a chain past the naming depth (each line's expression is left unnamed)
+    "learner_labels": "import torch\nx = torch.arange(6.).requires_grad_()\nw = torch.ones(6, requires_grad=True)\n"
+    "mask = x > 2\nx[:2] * 1\nx[1] * 1\nx[mask] * 1\nx[:2] + x[2:4]\ntorch.sub(x, w, alpha=2) * 1\n"
+    "torch.arange(5.) * 1\ntorch.zeros(3) + 1\nx.view(2, 3).max(dim=0).values * 1\n(x * 2 + 1) * (x + 1) // 2\n"
+    "(((x * 2 + 1).exp() - 3).sum() / 4).sqrt()\n",
     # the nodes layers and losses make: cross-entropy, a small conv net, attention
     "layers": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
     "net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),\n"

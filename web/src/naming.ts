@@ -2,91 +2,37 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
+import { exprOf, numberText } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 
-const INFIX: Record<string, string> = {
-  add: "+",
-  sub: "−",
-  mul: "*",
-  div: "/",
-  matmul: "@",
-  mm: "@",
-};
+export { numberText };
 
-// Reflected operators (`1 - x` runs x.__rsub__(1)): the tensor is the right operand.
-const REFLECTED: Record<string, string> = { rsub: "−", rdiv: "/", rtruediv: "/", rpow: "**", rmul: "*", radd: "+" };
-
+/** A label longer than this gives way to a shorter one (operands left out, `sum(…)`). */
 const MAX_EXPR = 22;
+/** How many ops deep a label reads back before it leaves operands out. */
+const MAX_DEPTH = 4;
 
-/** A Python number as the snippet would write it (`4`, `0.1`, `1e-8`). */
-export function numberText(value: number | boolean): string {
-  if (typeof value === "boolean") return value ? "True" : "False";
-  if (Number.isNaN(value)) return "nan";
-  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
-  return String(value);
-}
-
-/** The op's positional operands in order: input labels, and the Python numbers it was passed. */
-function operands(op: OpRecorded, inputLabels: string[]): string[] {
-  const constants = op.constants ?? [];
-  if (constants.length === 0) return inputLabels;
-  const byPosition = new Map(constants.map((c) => [c.position, numberText(c.value)]));
-  const out: string[] = [];
-  let next = 0;
-  for (let pos = 0; pos < inputLabels.length + constants.length; pos++) {
-    const constant = byPosition.get(pos);
-    if (constant !== undefined) out.push(constant);
-    else if (next < inputLabels.length) out.push(inputLabels[next++]);
-  }
-  return out;
-}
-
-function wrap(expr: string): string {
-  return /[\s]/.test(expr) && !/^[\w.]+\(.*\)$/.test(expr) ? `(${expr})` : expr;
-}
-
-/** The exponent a pow op used, read from its PowBackward node's saved scalar. */
-function exponentOf(model: TraceModel, opIndex: number): string | null {
-  for (const nodeId of model.op(opIndex)?.nodes ?? []) {
-    const node = model.node(nodeId);
-    const saved = node?.saved.find((s) => s.name === "exponent" && s.scalar !== null);
-    if (saved?.scalar) return saved.scalar;
-  }
-  return null;
-}
-
-function derive(model: TraceModel, id: number, depth: number): string | null {
-  const t = model.tensor(id);
-  if (!t) return null;
-  if (t.name) return t.name;
-  if (t.paramName) return t.paramName;
-  const module = model.moduleOutputOf(id);
-  const fromModule = module === undefined ? null : `${module}(…)`;
-  if (depth <= 0) return fromModule;
-  const op = model.op(t.ev.op);
-  if (!op || op.outputs.length !== 1) return fromModule;
-  const inputs = op.inputs.map((i) => derive(model, i, depth - 1) ?? `t${i}`);
-  const name = op.name.replace(/_$/, "");
-  const infix = INFIX[name] ?? REFLECTED[name];
-  // with the numbers it was passed: `4 * x`, `h + 0.1` (traces without them show `x * …`)
-  const args = infix || name === "pow" ? operands(op, inputs) : inputs;
-  if (REFLECTED[name] && args.length === 2) args.reverse();
-  let expr: string | null = null;
-  if (infix && args.length === 2) expr = `${wrap(args[0])} ${infix} ${wrap(args[1])}`;
-  else if (infix && args.length === 1) expr = `${wrap(args[0])} ${infix} …`;
-  else if (name === "pow" && args.length === 2) expr = `${wrap(args[0])}**${args[1]}`;
-  else if (name === "pow" && args.length === 1) {
-    const e = exponentOf(model, op.index);
-    expr = e ? `${wrap(args[0])}**${e}` : `${wrap(args[0])}**…`;
-  } else if (name === "neg" && args.length === 1) expr = `−${wrap(args[0])}`;
-  else if (args.length >= 1) expr = `${name}(${args.join(", ")})`;
-  return expr && expr.length <= MAX_EXPR ? expr : fromModule;
-}
-
-/** A tensor's readable label: its name, a short expression, the module it came out of, or t<id>. */
+/**
+ * A tensor's readable label: its name; else the expression that made it, as deep as fits
+ * (`exp(x * 2 + 1)`); else the module call it came out of (`net.fc1(…)`); else the
+ * expression with its operands left out (`sqrt(… / 4)`, `sum(…)`); else t<id>.
+ */
 export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
   if (id === null || id === undefined) return "?";
-  return derive(model, id, 2) ?? `t${id}`;
+  const t = model.tensor(id);
+  const named = t?.name ?? t?.paramName;
+  if (named) return named;
+  const fits = (depth: number) => {
+    const e = exprOf(model, id, depth);
+    return e && e.text.length <= MAX_EXPR ? e.text : null;
+  };
+  for (let depth = MAX_DEPTH; depth >= 2; depth--) {
+    const text = fits(depth);
+    if (text) return text;
+  }
+  const module = model.moduleOutputOf(id);
+  if (module !== undefined) return `${module}(…)`;
+  return fits(1) ?? `t${id}`;
 }
 
 /** What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to. */

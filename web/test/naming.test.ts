@@ -70,3 +70,62 @@ test("a call of torch.autograd.grad reads as one, not as y.backward()", () => {
   assert.equal(backwardCallText(grad, 0), "torch.autograd.grad(y, …)");
   assert.equal(backwardCallText(TraceModel.from(load("cubic").events), 0), "y.backward()");
 });
+
+/** The label of the output of the `nth` op named `name` on the source line that reads `line`. */
+function labelOnLine(model: TraceModel, line: string, name: string, nth = 0): string {
+  const lineNo = model.source.split("\n").indexOf(line) + 1;
+  const op = model.ops.filter((o) => o.line === lineNo && o.name === name)[nth];
+  assert.ok(op, `no ${name} op on line ${JSON.stringify(line)}`);
+  return tensorExpr(model, op.outputs[0]);
+}
+
+test("a subscript reads as written: a number key, a mask, a slice from its source line", () => {
+  const model = loadModel("learner_labels");
+  assert.equal(labelOnLine(model, "x[:2] * 1", "getitem"), "x[:2]");
+  assert.equal(labelOnLine(model, "x[:2] * 1", "mul"), "x[:2] * 1");
+  assert.equal(labelOnLine(model, "x[1] * 1", "getitem"), "x[1]");
+  assert.equal(labelOnLine(model, "x[mask] * 1", "getitem"), "x[mask]");
+  // two keys on one line: which is which is not known, so neither is guessed
+  assert.equal(labelOnLine(model, "x[:2] + x[2:4]", "add"), "x[…] + x[…]");
+});
+
+test("torch.sub(x, w, alpha=2) reads with its alpha, not as x − w", () => {
+  const model = loadModel("learner_labels");
+  assert.equal(labelOnLine(model, "torch.sub(x, w, alpha=2) * 1", "sub"), "x − 2 * w");
+  assert.equal(labelOnLine(model, "torch.sub(x, w, alpha=2) * 1", "mul"), "(x − 2 * w) * 1");
+});
+
+test("an unnamed tensor made from numbers reads as the call that made it, not t<id>", () => {
+  const model = loadModel("learner_labels");
+  assert.equal(labelOnLine(model, "torch.arange(5.) * 1", "arange"), "arange(5)");
+  assert.equal(labelOnLine(model, "torch.zeros(3) + 1", "add"), "zeros(3) + 1");
+});
+
+test("an op's outputs read apart: max(dim=…) gives .values and .indices", () => {
+  const model = loadModel("learner_labels");
+  const line = "x.view(2, 3).max(dim=0).values * 1";
+  assert.equal(labelOnLine(model, line, "view"), "view(x, 2, 3)"); // the numbers it was passed
+  const max = model.ops.find((o) => o.name === "max")!;
+  assert.deepEqual(
+    max.outputs.map((id) => tensorExpr(model, id)),
+    ["max(…).values", "max(…).indices"],
+  );
+  assert.equal(labelOnLine(model, line, "mul"), "max(…).values * 1");
+});
+
+test("operators read by precedence (x * 2 + 1, a // 2), parenthesised only where Python needs it", () => {
+  const model = loadModel("learner_labels");
+  const line = "(x * 2 + 1) * (x + 1) // 2";
+  assert.equal(labelOnLine(model, line, "add"), "x * 2 + 1");
+  assert.equal(labelOnLine(model, line, "mul", 1), "(x * 2 + 1) * (x + 1)");
+  assert.equal(labelOnLine(model, line, "floordiv"), "(… + 1) * (x + 1) // 2");
+});
+
+test("a chain past the naming depth leaves operands out (…), never t<id>", () => {
+  const model = loadModel("learner_labels");
+  const line = "(((x * 2 + 1).exp() - 3).sum() / 4).sqrt()";
+  assert.equal(labelOnLine(model, line, "exp"), "exp(x * 2 + 1)");
+  assert.equal(labelOnLine(model, line, "sum"), "sum(exp(… + 1) − 3)");
+  assert.equal(labelOnLine(model, line, "sqrt"), "sqrt(sum(… − 3) / 4)");
+  for (const op of model.ops) for (const id of op.outputs) assert.doesNotMatch(tensorExpr(model, id), /\bt\d+\b/);
+});

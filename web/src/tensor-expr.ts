@@ -1,0 +1,208 @@
+// A short expression for an unnamed tensor, rebuilt from the op that made it, its inputs'
+// labels and the Python numbers it was passed: `x * 2 + 1`, `x[:2]`, `x − 2 * w`,
+// `arange(5)`, `max(x).values`. Written as Python would read it (operators by precedence,
+// parentheses only where needed), with `−` for minus. naming.ts decides when one is used.
+import type { TraceModel } from "./trace-model";
+import type { OpRecorded } from "./types/events";
+
+/** An expression's text and how tightly it binds, to know when it needs parentheses. */
+interface Expr {
+  text: string;
+  prec: number;
+}
+
+// Python's precedence, loosest first
+const SUM = 1; // + −
+const PRODUCT = 2; // * / // % @
+const UNARY = 3; // −x
+const POWER = 4; // x**2
+const ATOM = 5; // a name, a call, a subscript, a number
+
+const INFIX: Record<string, [string, number]> = {
+  add: ["+", SUM],
+  sub: ["−", SUM],
+  mul: ["*", PRODUCT],
+  div: ["/", PRODUCT],
+  true_divide: ["/", PRODUCT],
+  floordiv: ["//", PRODUCT],
+  floor_divide: ["//", PRODUCT],
+  remainder: ["%", PRODUCT],
+  matmul: ["@", PRODUCT],
+  mm: ["@", PRODUCT],
+  pow: ["**", POWER],
+};
+
+// Reflected operators (`1 - x` runs x.__rsub__(1)): the tensor is the right operand.
+const REFLECTED: Record<string, string> = {
+  rsub: "sub",
+  rdiv: "div",
+  rtruediv: "div",
+  rfloordiv: "floordiv",
+  rmod: "remainder",
+  rpow: "pow",
+  rmul: "mul",
+  radd: "add",
+  rmatmul: "matmul",
+};
+
+/** Ops that take their tensors as one list (`torch.cat([a, b], 1)`). */
+const TAKES_LIST = new Set(["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"]);
+
+/** Ops that return (values, indices), read as `.values` and `.indices`. */
+const VALUES_INDICES = new Set(["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "aminmax"]);
+
+/** A subscript key longer than this, read from the source, is written `…`. */
+const MAX_KEY = 12;
+
+/** What stands for an operand left out to keep a label short. */
+export const ELIDED = "…";
+
+/** A Python number as the snippet would write it (`4`, `0.1`, `1e-8`). */
+export function numberText(value: number | boolean): string {
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (Number.isNaN(value)) return "nan";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  return String(value);
+}
+
+const atom = (text: string): Expr => ({ text, prec: ATOM });
+const numberExpr = (value: number | boolean): Expr => ({ text: numberText(value), prec: typeof value === "number" && value < 0 ? UNARY : ATOM });
+
+/** `e`'s text, in parentheses when it binds looser than `prec`. */
+function at(e: Expr, prec: number): string {
+  return e.prec < prec ? `(${e.text})` : e.text;
+}
+
+/**
+ * The op's positional arguments in order: its input tensors and the Python numbers it was
+ * passed; a position that held neither (a tuple, a slice, None) reads `…`.
+ */
+function positional(op: OpRecorded, inputs: Expr[]): Expr[] {
+  const constants = op.constants ?? [];
+  const byPosition = new Map(constants.map((c) => [c.position, c.value]));
+  const last = Math.max(inputs.length + constants.length, ...constants.map((c) => c.position + 1));
+  const out: Expr[] = [];
+  let next = 0;
+  for (let pos = 0; pos < last; pos++) {
+    const constant = byPosition.get(pos);
+    if (constant !== undefined) out.push(numberExpr(constant));
+    else if (next < inputs.length) out.push(inputs[next++]);
+    else out.push(atom(ELIDED));
+  }
+  return out;
+}
+
+/** A scalar the op's grad_fn node saved (`alpha` of SubBackward0, `exponent` of PowBackward0). */
+function savedScalar(model: TraceModel, op: OpRecorded, name: string): string | null {
+  for (const nodeId of op.nodes) {
+    const saved = model.node(nodeId)?.saved.find((s) => s.name === name && s.scalar !== null);
+    if (saved?.scalar) return saved.scalar;
+  }
+  return null;
+}
+
+const sourceLines = new WeakMap<TraceModel, { source: string; lines: string[] }>();
+
+/**
+ * The key of `tensor[…]` as line `line` of the source wrote it (`:2`, `..., 1`), when the
+ * line subscripts `tensor` one way only: the trace keeps a key only when it is a number.
+ */
+function keyInSource(model: TraceModel, line: number | null, tensor: string): string | null {
+  if (line === null || !model.source) return null;
+  let kept = sourceLines.get(model);
+  if (kept?.source !== model.source) {
+    kept = { source: model.source, lines: model.source.split("\n") };
+    sourceLines.set(model, kept);
+  }
+  const text = kept.lines[line - 1] ?? "";
+  const escaped = tensor.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const keys = new Set<string>();
+  for (const m of text.matchAll(new RegExp(`(?<![\\w.\\])])${escaped}\\[`, "g"))) {
+    let depth = 1;
+    let i = m.index + m[0].length;
+    for (; i < text.length && depth > 0; i++) {
+      if ("[({".includes(text[i])) depth++;
+      else if ("])}".includes(text[i])) depth--;
+    }
+    if (depth !== 0) return null;
+    keys.add(text.slice(m.index + m[0].length, i - 1).trim());
+  }
+  const [key] = keys;
+  return keys.size === 1 && key.length <= MAX_KEY ? key : null;
+}
+
+/** `x[1]`, `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
+function subscript(model: TraceModel, op: OpRecorded, inputs: Expr[]): Expr {
+  const [target, ...tensorKeys] = inputs;
+  const constants = op.constants ?? [];
+  let key: string | null = null;
+  if (constants.length === 1 && constants[0].position === 1 && tensorKeys.length === 0) key = numberText(constants[0].value);
+  else if (target.prec === ATOM) key = keyInSource(model, op.line, target.text);
+  if (key === null && constants.length === 0 && tensorKeys.length === 1) key = tensorKeys[0].text;
+  return atom(`${at(target, ATOM)}[${key ?? ELIDED}]`);
+}
+
+/** `a op b`, with the alpha an add or sub was given (`x − 2 * w`). */
+function infix(model: TraceModel, op: OpRecorded, name: string, args: Expr[]): Expr {
+  const [symbol, prec] = INFIX[name];
+  let [left, right] = args;
+  const alpha = name === "add" || name === "sub" ? savedScalar(model, op, "alpha") : null;
+  if (alpha !== null && alpha !== "1") right = { text: `${alpha} * ${at(right, PRODUCT + 1)}`, prec: PRODUCT };
+  if (prec === POWER) return { text: `${at(left, POWER + 1)}**${at(right, UNARY)}`, prec };
+  return { text: `${at(left, prec)} ${symbol} ${at(right, prec + 1)}`, prec };
+}
+
+/**
+ * The expression op `op` computes for its output `output`, with its input tensors read as
+ * `inputs`; null when there is nothing to write (a multi-output op's output it does not name).
+ */
+export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output: number): Expr | null {
+  const raw = op.name.replace(/_$/, "");
+  const reflected = REFLECTED[raw];
+  const name = reflected ?? raw;
+  let expr: Expr;
+  if (name === "getitem" && inputs.length >= 1) expr = subscript(model, op, inputs);
+  else if (INFIX[name] && (inputs.length === 2 || (inputs.length === 1 && (op.constants ?? []).length >= 1))) {
+    const args = positional(op, inputs).slice(0, 2);
+    if (reflected) args.reverse();
+    expr = infix(model, op, name, args);
+  } else if (name === "pow" && !reflected && inputs.length === 1) {
+    // a trace without constants: the exponent PowBackward0 saved
+    expr = infix(model, op, name, [inputs[0], atom(savedScalar(model, op, "exponent") ?? ELIDED)]);
+  } else if (INFIX[name] && inputs.length === 1) {
+    expr = { text: `${at(inputs[0], ATOM)} ${INFIX[name][0]} ${ELIDED}`, prec: INFIX[name][1] };
+  } else if (name === "neg" && inputs.length === 1) expr = { text: `−${at(inputs[0], UNARY)}`, prec: UNARY };
+  else if (name === "t" && inputs.length === 1) expr = atom(`${at(inputs[0], ATOM)}ᵀ`);
+  else if (TAKES_LIST.has(name)) {
+    const rest = positional(op, []).slice(1).map((e) => `, ${e.text}`);
+    expr = atom(`${name}([${inputs.map((e) => e.text).join(", ")}]${rest.join("")})`);
+  } else {
+    const args = positional(op, inputs);
+    expr = atom(`${name}(${args.length ? args.map((e) => e.text).join(", ") : ELIDED})`);
+  }
+  if (op.outputs.length === 1) return expr;
+  const i = op.outputs.indexOf(output);
+  if (VALUES_INDICES.has(name) && (i === 0 || i === 1)) return atom(`${expr.text}.${i === 0 ? "values" : "indices"}`);
+  return atom(`${expr.text}[${i}]`);
+}
+
+/**
+ * Tensor `id` as an expression, its operands written `depth` ops deep: an operand past that
+ * depth reads `…`, a named one its name, a module's output the call it came out of
+ * (`net.fc1(…)`). Null for a tensor no recorded op made.
+ */
+export function exprOf(model: TraceModel, id: number, depth: number): Expr | null {
+  const t = model.tensor(id);
+  const op = model.op(t?.ev.op);
+  if (!t || !op) return null;
+  const operand = (i: number): Expr => {
+    const u = model.tensor(i);
+    const named = u?.name ?? u?.paramName;
+    if (named) return atom(named);
+    const module = model.moduleOutputOf(i);
+    if (module !== undefined) return atom(`${module}(…)`);
+    if (depth <= 1) return atom(ELIDED);
+    return exprOf(model, i, depth - 1) ?? atom(`t${i}`);
+  };
+  return opExpr(model, op, op.inputs.map(operand), id);
+}
