@@ -369,9 +369,30 @@ def watch(
     from engine.run import record
 
     source, filename, name = _snippet(source)
+    checked = _limits(limits)
     with _kept_torch_state():
-        trace = record(source, device=device, limits=limits, filename=filename)
+        trace = record(source, device=device, limits=checked, filename=filename)
     return Recording(trace, title=title or _first_comment(source) or name)
+
+
+def _limits(limits: object) -> Any:
+    """``watch``'s ``limits`` as an ``engine.events.Limits``: one as it is, a dict of its fields
+    (``{"detail_steps": 0}``) made into one, ``None`` for the defaults. Raises ``ValueError``
+    naming a field that is not one or a value it refuses, ``TypeError`` for anything else."""
+    from pydantic import ValidationError
+
+    from engine.events import Limits
+
+    if limits is None or isinstance(limits, Limits):
+        return limits
+    if not isinstance(limits, dict):
+        raise TypeError(f"limits must be a Limits or a dict of its fields, not {type(limits).__name__}")
+    try:
+        return Limits.model_validate(limits)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"]))
+        raise ValueError(f"limits: {where}: {first['msg']}") from None
 
 
 def _snippet(source: object) -> tuple[str, str, str | None]:
@@ -472,10 +493,20 @@ def called_with(scope: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]
 
 
 def load(path: str | Path) -> Recording:
-    """Read a trace file (``gradwalk record``, :meth:`Recording.save`, the app's export)."""
+    """Read a trace file (``gradwalk record``, :meth:`Recording.save`, the app's export).
+    Raises ``ValueError`` saying what is wrong with a file that is not one."""
+    from pydantic import ValidationError
+
     from engine.events import trace_adapter
 
-    trace = trace_adapter.validate_json(Path(path).read_bytes())
+    try:
+        trace = trace_adapter.validate_json(Path(path).read_bytes())
+    except ValidationError as exc:  # pydantic's own report runs to pages: its first point, in a line
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"]))
+        raise ValueError(
+            f"{path} is not a gradwalk trace: {first['msg']}" + (f" at {where}" if where else "")
+        ) from None
     return Recording(trace, title=_first_comment(trace.source) or Path(path).stem)
 
 

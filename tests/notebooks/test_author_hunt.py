@@ -171,3 +171,27 @@ def test_cli_export_refuses_a_hide_that_names_no_chart(
     status, said = export(capsys, str(trace_file), "--hide", "grads", "-o", str(tmp_path / "x.html"))
     assert status == 2 and "--hide: 'grads' is no chart" in said
     assert not (tmp_path / "x.html").exists()
+
+
+def test_watch_takes_limits_as_a_dict_and_names_a_bad_field(tmp_path: Path) -> None:
+    # watch(limits={"max_ops": 5}) raised "'dict' object has no attribute 'max_ops'"
+    rec = gradwalk.watch(
+        "import torch\nx = torch.ones(3, requires_grad=True)\nfor _ in range(10):\n    x = x * 2\n",
+        limits={"max_ops": 5},
+    )
+    assert rec.trace.events[-1].counts.dropped_ops > 0
+    with pytest.raises(ValueError, match="limits: max_opps: Extra inputs are not permitted"):
+        gradwalk.watch("x = 1\n", limits={"max_opps": 5})
+    with pytest.raises(ValueError, match="limits: max_ops"):
+        gradwalk.watch("x = 1\n", limits={"max_ops": -1})
+    with pytest.raises(TypeError, match="limits must be a Limits or a dict"):
+        gradwalk.watch("x = 1\n", limits=5)
+
+
+def test_load_of_a_file_that_is_no_trace_says_so_in_a_line(tmp_path: Path) -> None:
+    # gradwalk.load raised pydantic's whole ValidationError report
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "gradwalk-trace", "source": "x = 1\\n", "events": [{"type": "nope"}]}')
+    with pytest.raises(ValueError, match=r"bad\.json is not a gradwalk trace: .* at events\.0") as caught:
+        gradwalk.load(bad)
+    assert "\n" not in str(caught.value)
