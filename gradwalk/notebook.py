@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .watch_args import watch_limits, watch_source
+
 __all__ = ["Recording", "called_with", "load", "unpack", "watch", "watch_call"]
 
 _DEFAULT_HEIGHT = 600
@@ -368,59 +370,11 @@ def watch(
     """
     from engine.run import record
 
-    source, filename, name = _snippet(source)
-    checked = _limits(limits)
+    source, filename, name = watch_source(source)
+    checked = watch_limits(limits)
     with _kept_torch_state():
         trace = record(source, device=device, limits=checked, filename=filename)
     return Recording(trace, title=title or _first_comment(source) or name)
-
-
-def _limits(limits: object) -> Any:
-    """``watch``'s ``limits`` as an ``engine.events.Limits``: one as it is, a dict of its fields
-    (``{"detail_steps": 0}``) made into one, ``None`` for the defaults. Raises ``ValueError``
-    naming a field that is not one or a value it refuses, ``TypeError`` for anything else."""
-    from pydantic import ValidationError
-
-    from engine.events import Limits
-
-    if limits is None or isinstance(limits, Limits):
-        return limits
-    if not isinstance(limits, dict):
-        raise TypeError(f"limits must be a Limits or a dict of its fields, not {type(limits).__name__}")
-    try:
-        return Limits.model_validate(limits)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"]))
-        raise ValueError(f"limits: {where}: {first['msg']}") from None
-
-
-def _snippet(source: object) -> tuple[str, str, str | None]:
-    """The text of what :func:`watch` was given, dedented; the file name it runs as; the
-    file's name without ``.py`` for a title (``None`` for a text)."""
-    name = None
-    if isinstance(source, os.PathLike):
-        path = Path(source)
-        text, filename, name = path.read_text(encoding="utf-8"), path.name, path.stem
-    elif isinstance(source, str) and _names_a_file(source):
-        raise ValueError(f"watch() records the text it is given: for the file, pass Path({source.strip()!r})")
-    elif isinstance(source, str):
-        text, filename = source, "notebook.py"
-    elif callable(source):
-        raise TypeError(
-            "watch() records a snippet's text; to record a function, use gradwalk.watch_call(fn, *args)"
-        )
-    else:
-        raise TypeError(
-            f"watch() takes a snippet's text (a str) or a Path to a .py file, not {type(source).__name__}"
-        )
-    return textwrap.dedent(text).strip("\n") + "\n", filename, name
-
-
-def _names_a_file(text: str) -> bool:
-    """Whether ``text`` is one line naming an existing ``.py`` file (``watch("lesson.py")``)."""
-    line = text.strip()
-    return "\n" not in line and line.endswith(".py") and Path(line).is_file()
 
 
 class _Handoff:
@@ -498,15 +452,12 @@ def load(path: str | Path) -> Recording:
     from pydantic import ValidationError
 
     from engine.events import trace_adapter
+    from server.export import first_problem
 
     try:
         trace = trace_adapter.validate_json(Path(path).read_bytes())
     except ValidationError as exc:  # pydantic's own report runs to pages: its first point, in a line
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"]))
-        raise ValueError(
-            f"{path} is not a gradwalk trace: {first['msg']}" + (f" at {where}" if where else "")
-        ) from None
+        raise ValueError(f"{path} is not a gradwalk trace: {first_problem(exc)}") from None
     return Recording(trace, title=_first_comment(trace.source) or Path(path).stem)
 
 

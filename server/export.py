@@ -35,6 +35,7 @@ __all__ = [
     "add_export_parser",
     "check_chart_names",
     "check_choices",
+    "first_problem",
     "render_export",
     "run_export",
     "safe_id",
@@ -364,11 +365,11 @@ def _load(arg: str, db: Path) -> tuple[bytes, str, str | None] | str:
     try:
         trace_adapter.validate_json(data)
     except ValidationError as exc:
-        return f"{arg} is not a gradwalk trace: {_first_problem(exc)}"
+        return f"{arg} is not a gradwalk trace: {first_problem(exc)}"
     return data, name, title
 
 
-def _first_problem(exc: Any) -> str:
+def first_problem(exc: Any) -> str:
     """The first error of a pydantic ``ValidationError``, with where it is when it is
     somewhere (a file that is not JSON at all has no place to name)."""
     first = exc.errors()[0]
