@@ -221,6 +221,13 @@ class OpConstant(_Model):
     value: Number
 
 
+class OpKeyword(_Model):
+    """A Python number passed to an op by keyword: ``dim=1`` in ``x.sum(dim=1)``."""
+
+    name: str
+    value: Number
+
+
 class OpRecorded(_Event):
     """One forward operation at the Python API level, in execution order."""
 
@@ -243,6 +250,10 @@ class OpRecorded(_Event):
     constants: list[OpConstant] = Field(
         default_factory=list,
         description="Python numbers among the positional arguments; the other positions hold the inputs, in order",
+    )
+    keywords: list[OpKeyword] = Field(
+        default_factory=list,
+        description="Python numbers passed by keyword (dim=1, keepdim=True, p=0.5), in the order given",
     )
 
 

@@ -25,6 +25,7 @@ from .functions import FunctionCalls
 from .graph import GraphRecorder
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
+from .op_arguments import op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .source import snippet_frames
 from .strict import STRICT
@@ -45,18 +46,6 @@ Sink = Callable[[dict[str, Any]], None]
 # and the runner's parent process each frame. The tests validate every trace they record.
 _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
-_NUMBERS = (int, float, bool)
-_MAX_CONSTANTS = 8
-
-
-def _constants(args: tuple[Any, ...]) -> list[dict[str, Any]]:
-    # Python numbers among an op's positional arguments (``4`` in ``4 * x``), so that a
-    # reader can write the op out; anything else in a position is an input or not shown
-    found = []
-    for i, a in enumerate(args[:_MAX_CONSTANTS]):
-        if type(a) in _NUMBERS:
-            found.append({"position": i, "value": a})
-    return found
 
 
 def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bool:
@@ -266,10 +255,11 @@ class Recorder:
         frames: tuple[FrameType | None, int | None, int | None, bool] | None = None,
         first_version: int | None = None,
         fresh_outputs: bool = False,
+        kwargs: dict[str, Any] | None = None,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
-        ``args`` are the op's positional arguments, read for the Python numbers among them;
+        ``args`` and ``kwargs`` are the op's arguments, read for the Python numbers among them;
         ``frames`` is what :func:`snippet_frames` returns, when the caller has it already;
         ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]);
         ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py).
@@ -332,7 +322,8 @@ class Recorder:
                 "grad_mode": mode,
                 "inplace": inplace or aliased,
                 "nodes": [nid for _, nid, _ in pending],
-                "constants": _constants(args),
+                "constants": op_constants(args),
+                "keywords": op_keywords(func, kwargs) if kwargs else [],
             }
         )
         memory = self.memory

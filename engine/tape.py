@@ -44,6 +44,13 @@ _tracing_state = torch._C._get_tracing_state
 # tensor types whose ops need no care for a subclass's own __torch_function__
 _PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
+# NOTE [Transposes read as attributes]
+# ``w.T`` is an attribute read, not a call: the mode sees the property's ``__get__``, which
+# it passes through for every other attribute (``.grad``, ``.shape``, ``.data``). These four
+# make a new tensor with its own grad_fn (``PermuteBackward0``, ``TransposeBackward0``), which
+# would otherwise be filed under the next op that uses it (``x @ w.T`` under matmul, with
+# ``w.T`` an unnamed ``t2``), so they are recorded as ops named ``T``, ``mT``, ``H``, ``mH``.
+_TRANSPOSES = frozenset({"T", "mT", "H", "mH"})
 
 
 def _no_context() -> contextlib.nullcontext[None]:
@@ -59,7 +66,10 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     qual = getattr(func, "__qualname__", raw)
     module = getattr(func, "__module__", None) or ""
     owner = qual.rsplit(".", 1)[0] if "." in qual else ""
-    if owner in ("TensorBase", "Tensor"):
+    prop = _transpose_read(func) if raw == "__get__" else None
+    if prop is not None:
+        raw, api = prop, f"Tensor.{prop}"  # NOTE [Transposes read as attributes]
+    elif owner in ("TensorBase", "Tensor"):
         api = f"Tensor.{raw}"
     elif owner == "_VariableFunctionsClass" or module == "torch":
         api = f"torch.{raw}"
@@ -77,6 +87,12 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     with contextlib.suppress(TypeError):
         _api_cache[func] = result
     return result
+
+
+def _transpose_read(func: Any) -> str | None:
+    """``"T"`` when ``func`` is the ``__get__`` of ``Tensor.T`` (likewise mT, H, mH), else None."""
+    name = getattr(getattr(func, "__self__", None), "__name__", None)
+    return name if name in _TRANSPOSES else None
 
 
 def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
@@ -108,8 +124,9 @@ class TapeMode(TorchFunctionMode):
             # graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name in ("__get__", "__set__"):
-            return func(*args, **kwargs)
+        if name in ("__get__", "__set__") and (name == "__set__" or _transpose_read(func) is None):
+            return func(*args, **kwargs)  # an attribute, not an op
+
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
         aside = _no_context if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
@@ -165,7 +182,7 @@ class TapeMode(TorchFunctionMode):
             if kwargs:
                 tensors_in(tuple(kwargs.values()), inputs)
             try:
-                rec.on_op(func, inputs, outputs, args, frames, first_version)
+                rec.on_op(func, inputs, outputs, args, frames, first_version, kwargs=kwargs)
             except Exception:
                 rec.observation_failed()  # the op ran; only its record is lost
         return result

@@ -170,3 +170,33 @@ def test_a_small_network_on_a_1280_by_720_laptop_opens_with_labels_one_can_read(
     page.click("[title='Fit the graph to the view']")  # Fit still shows all of it
     page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
     assert page.evaluate(OP_LABELS_AND_LOSS)["zoom"] < view["zoom"] * 0.9
+
+
+TRANSPOSE_SNIPPET = (
+    "import torch\ntorch.manual_seed(0)\n"
+    "X = torch.randn(4, 3)\nw = torch.randn(2, 3, requires_grad=True)\n"
+    "y = (X @ w.T).sum(dim=1)\ny.sum().backward()\n"
+)
+
+
+def test_a_transpose_and_a_keyword_read_as_the_snippet_wrote_them(page: Any) -> None:
+    # `X @ w.T` showed w.T as an unnamed t2 (in the tape, on MmBackward0's saved mat2 and on
+    # the PermuteBackward0 node, which the tape filed under matmul), and `.sum(dim=1)` read
+    # `sum X @ t2`, its dim left out
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", TRANSPOSE_SNIPPET)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    wait_graph(page)
+    names = page.locator(".gw-op-row .gw-op-name").all_inner_texts()
+    calls = [" ".join(r.split()) for r in page.locator(".gw-op-row .gw-op-io").all_inner_texts()]
+    rows = list(zip(names, calls, strict=True))
+    assert ("T", "w → w.T") in rows, rows
+    assert ("matmul", "X, w.T → X @ w.T") in rows, rows
+    assert ("sum", "X @ w.T, dim=1 → y") in rows, rows
+    labels = page.evaluate("() => window.gradwalk.graph.core.nodes(':childless').map((n) => n.data('label'))")
+    firsts = {label.split("\n")[0]: label for label in labels}
+    assert "w.T" in firsts["PermuteBackward0"], labels
+    assert not any("t2" in label for label in labels), labels
+    settle(page)
+    shot(page, "labels-05-transpose")

@@ -14,7 +14,7 @@ const MAX_DEPTH = 4;
 
 /**
  * A tensor's readable label: its name; else the expression that made it, as deep as fits
- * (`exp(x * 2 + 1)`); else the module call it came out of (`net.fc1(…)`); else the
+ * (`exp(x * 2 + 1)`, `sum(x, dim=1)`, keyword numbers left out first when it does not); else the module call it came out of (`net.fc1(…)`); else the
  * expression with its operands left out (`sqrt(… / 4)`, `sum(…)`); else t<id>.
  */
 export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
@@ -22,17 +22,18 @@ export function tensorExpr(model: TraceModel, id: number | null | undefined): st
   const t = model.tensor(id);
   const named = t?.name ?? t?.paramName;
   if (named) return named;
-  const fits = (depth: number) => {
-    const e = exprOf(model, id, depth);
+  const fits = (depth: number, keywords = true) => {
+    const e = exprOf(model, id, depth, keywords);
     return e && e.text.length <= MAX_EXPR ? e.text : null;
   };
+  // numbers passed by keyword (`dim=1`) go before operands do: `softmax(X @ w.mT)`, not `softmax(X @ …, dim=-1)`
   for (let depth = MAX_DEPTH; depth >= 2; depth--) {
-    const text = fits(depth);
+    const text = fits(depth) ?? fits(depth, false);
     if (text) return text;
   }
   const module = model.moduleOutputOf(id);
   if (module !== undefined) return `${module}(…)`;
-  return fits(1) ?? `t${id}`;
+  return fits(1) ?? fits(1, false) ?? `t${id}`;
 }
 
 /** What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to. */

@@ -5,6 +5,7 @@ import { breakAtDots, h, revealWithin } from "./dom";
 import { elementSetText, numberText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
+import { keywordTexts } from "./tensor-expr";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
 import { shapeText } from "./values";
 
@@ -126,8 +127,11 @@ export class TapeView {
 
   private renderRow(op: OpRecorded): HTMLElement {
     const m = this.model;
-    // the inputs, then the Python numbers the op was passed (`h, 1.01`; `randn 2, 3`)
-    const ins = op.name === "setitem" && op.inputs.length ? elementSetText(m, op) : [...op.inputs.map((t) => tensorExpr(m, t)), ...(op.constants ?? []).map((c) => numberText(c.value))].join(", ");
+    // the inputs, then the Python numbers the op was passed (`h, 1.01`; `randn 2, 3`; `x, dim=1`)
+    const ins =
+      op.name === "setitem" && op.inputs.length
+        ? elementSetText(m, op)
+        : [...op.inputs.map((t) => tensorExpr(m, t)), ...(op.constants ?? []).map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
     const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");

@@ -51,6 +51,9 @@ const TAKES_LIST = new Set(["cat", "concat", "concatenate", "stack", "hstack", "
 /** Ops that return (values, indices), read as `.values` and `.indices`. */
 const VALUES_INDICES = new Set(["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "aminmax"]);
 
+/** Transposes read as attributes (`w.T`; NOTE [Transposes read as attributes] in engine/tape.py). */
+const ATTRIBUTES = new Set(["T", "mT", "H", "mH"]);
+
 /** A subscript key longer than this, read from the source, is written `…`. */
 const MAX_KEY = 12;
 
@@ -90,6 +93,11 @@ function positional(op: OpRecorded, inputs: Expr[]): Expr[] {
     else out.push(atom(ELIDED));
   }
   return out;
+}
+
+/** The Python numbers the op was passed by keyword, as the call wrote them: `dim=1`. */
+export function keywordTexts(op: OpRecorded): string[] {
+  return (op.keywords ?? []).map((k) => `${k.name}=${numberText(k.value)}`);
 }
 
 /** A scalar the op's grad_fn node saved (`alpha` of SubBackward0, `exponent` of PowBackward0). */
@@ -154,9 +162,11 @@ function infix(model: TraceModel, op: OpRecorded, name: string, args: Expr[]): E
 
 /**
  * The expression op `op` computes for its output `output`, with its input tensors read as
- * `inputs`; null when there is nothing to write (a multi-output op's output it does not name).
+ * `inputs`, and the numbers it was passed by keyword unless `keywords` is false; null when
+ * there is nothing to write (a multi-output op's output it does not name).
  */
-export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output: number): Expr | null {
+export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output: number, keywords = true): Expr | null {
+  const named = keywords ? keywordTexts(op) : [];
   const raw = op.name.replace(/_$/, "");
   const reflected = REFLECTED[raw];
   const name = reflected ?? raw;
@@ -173,12 +183,13 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
     expr = { text: `${at(inputs[0], ATOM)} ${INFIX[name][0]} ${ELIDED}`, prec: INFIX[name][1] };
   } else if (name === "neg" && inputs.length === 1) expr = { text: `−${at(inputs[0], UNARY)}`, prec: UNARY };
   else if (name === "t" && inputs.length === 1) expr = atom(`${at(inputs[0], ATOM)}ᵀ`);
+  else if (ATTRIBUTES.has(name) && inputs.length === 1) expr = atom(`${at(inputs[0], ATOM)}.${name}`);
   else if (TAKES_LIST.has(name)) {
-    const rest = positional(op, []).slice(1).map((e) => `, ${e.text}`);
+    const rest = [...positional(op, []).slice(1).map((e) => e.text), ...named].map((text) => `, ${text}`);
     expr = atom(`${name}([${inputs.map((e) => e.text).join(", ")}]${rest.join("")})`);
   } else {
-    const args = positional(op, inputs);
-    expr = atom(`${name}(${args.length ? args.map((e) => e.text).join(", ") : ELIDED})`);
+    const args = [...positional(op, inputs).map((e) => e.text), ...named];
+    expr = atom(`${name}(${args.length ? args.join(", ") : ELIDED})`);
   }
   if (op.outputs.length === 1) return expr;
   const i = op.outputs.indexOf(output);
@@ -189,9 +200,10 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
 /**
  * Tensor `id` as an expression, its operands written `depth` ops deep: an operand past that
  * depth reads `…`, a named one its name, a module's output the call it came out of
- * (`net.fc1(…)`). Null for a tensor no recorded op made.
+ * (`net.fc1(…)`); the numbers ops were passed by keyword (`dim=1`) unless `keywords` is
+ * false. Null for a tensor no recorded op made.
  */
-export function exprOf(model: TraceModel, id: number, depth: number): Expr | null {
+export function exprOf(model: TraceModel, id: number, depth: number, keywords = true): Expr | null {
   const t = model.tensor(id);
   const op = model.op(t?.ev.op);
   if (!t || !op) return null;
@@ -202,7 +214,7 @@ export function exprOf(model: TraceModel, id: number, depth: number): Expr | nul
     const module = model.moduleOutputOf(i);
     if (module !== undefined) return atom(`${module}(…)`);
     if (depth <= 1) return atom(ELIDED);
-    return exprOf(model, i, depth - 1) ?? atom(`t${i}`);
+    return exprOf(model, i, depth - 1, keywords) ?? atom(`t${i}`);
   };
-  return opExpr(model, op, op.inputs.map(operand), id);
+  return opExpr(model, op, op.inputs.map(operand), id, keywords);
 }

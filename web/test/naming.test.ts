@@ -101,16 +101,16 @@ test("an unnamed tensor made from numbers reads as the call that made it, not t<
   assert.equal(labelOnLine(model, "torch.zeros(3) + 1", "add"), "zeros(3) + 1");
 });
 
-test("an op's outputs read apart: max(dim=…) gives .values and .indices", () => {
+test("an op's outputs read apart: max(dim=0) gives .values and .indices", () => {
   const model = loadModel("learner_labels");
   const line = "x.view(2, 3).max(dim=0).values * 1";
   assert.equal(labelOnLine(model, line, "view"), "view(x, 2, 3)"); // the numbers it was passed
   const max = model.ops.find((o) => o.name === "max")!;
   assert.deepEqual(
     max.outputs.map((id) => tensorExpr(model, id)),
-    ["max(…).values", "max(…).indices"],
+    ["max(…, dim=0).values", "max(…, dim=0).indices"],
   );
-  assert.equal(labelOnLine(model, line, "mul"), "max(…).values * 1");
+  assert.equal(labelOnLine(model, line, "mul"), "max(…).values * 1"); // the keyword gives way first
 });
 
 test("operators read by precedence (x * 2 + 1, a // 2), parenthesised only where Python needs it", () => {
@@ -128,4 +128,20 @@ test("a chain past the naming depth leaves operands out (…), never t<id>", () 
   assert.equal(labelOnLine(model, line, "sum"), "sum(exp(… + 1) − 3)");
   assert.equal(labelOnLine(model, line, "sqrt"), "sqrt(sum(… − 3) / 4)");
   for (const op of model.ops) for (const id of op.outputs) assert.doesNotMatch(tensorExpr(model, id), /\bt\d+\b/);
+});
+
+test("a transpose read as an attribute is an op of its own (w.T, w.mT), not an unnamed t<id>", () => {
+  const model = loadModel("transposes");
+  const transposes = model.ops.filter((op) => op.name === "T" || op.name === "mT");
+  assert.deepEqual(
+    transposes.map((op) => tensorExpr(model, op.outputs[0])),
+    ["w.T", "w.mT"],
+  );
+  assert.equal(labelOnLine(model, "(X @ w.T).sum(dim=1) * 1", "matmul"), "X @ w.T");
+});
+
+test("numbers passed by keyword are written out as the call wrote them (dim=1), and give way before operands do", () => {
+  const model = loadModel("transposes");
+  assert.equal(labelOnLine(model, "(X @ w.T).sum(dim=1) * 1", "sum"), "sum(X @ w.T, dim=1)");
+  assert.equal(labelOnLine(model, "torch.softmax(X @ w.mT, dim=-1) * 1", "softmax"), "softmax(X @ w.mT)");
 });

@@ -262,6 +262,10 @@ export interface OpRecorded {
    */
   inplace: boolean;
   inputs: number[];
+  /**
+   * Python numbers passed by keyword (dim=1, keepdim=True, p=0.5), in the order given
+   */
+  keywords: OpKeyword[];
   line: number | null;
   module_path: string | null;
   /**
@@ -298,6 +302,16 @@ export interface OpConstant {
    * index among the op's positional arguments (self is 0 for methods)
    */
   position: number;
+  value: number | boolean;
+}
+/**
+ * A Python number passed to an op by keyword: ``dim=1`` in ``x.sum(dim=1)``.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OpKeyword".
+ */
+export interface OpKeyword {
+  name: string;
   value: number | boolean;
 }
 /**

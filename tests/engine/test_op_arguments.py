@@ -1,0 +1,79 @@
+"""What the tape keeps of how an op was called: transposes read as attributes (``w.T``) are
+ops of their own, and the numbers passed by keyword (``dim=1``) are kept with the op."""
+
+from __future__ import annotations
+
+import torch
+
+from engine import queries as q
+from engine import record
+from tests.engine.snippets import plain_grads
+
+TRANSPOSES = (
+    "import torch\ntorch.manual_seed(0)\n"
+    "X = torch.randn(4, 3)\nw = torch.randn(2, 3, requires_grad=True)\n"
+    "m = torch.randn(2, 3, 5, requires_grad=True)\n"
+    "y = (X @ w.T).sum()\n"  # line 6
+    "z = (m.mT ** 2).sum() + (w.H * 3).sum() + m.mH.sum()\n"  # line 7
+    "with torch.no_grad():\n    u = w.T\n"  # line 9
+    "s = w.shape; g = w.grad; d = w.data\n"
+    "(y + z).backward()\n"
+)
+
+
+def _ops(trace: q.Trace) -> list[object]:
+    return q.events_of(trace, "op")
+
+
+def test_a_transpose_read_as_an_attribute_is_an_op_with_its_own_node() -> None:
+    trace = record(TRANSPOSES)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    nodes = q.node_names(trace)
+    by_name = {(op.name, op.line): op for op in ops}
+    # w.T: an op of line 6 that made the PermuteBackward0 node, not matmul
+    t = by_name[("T", 6)]
+    assert t.api == "Tensor.T" and not t.inplace
+    assert [nodes[n] for n in t.nodes if nodes[n] != "AccumulateGrad"] == ["PermuteBackward0"]
+    matmul = by_name[("matmul", 6)]
+    assert t.outputs[0] in matmul.inputs
+    assert "PermuteBackward0" not in [nodes[n] for n in matmul.nodes]
+    # mT, H, mH likewise, each with its transpose node
+    for name in ("mT", "H", "mH"):
+        op = by_name[(name, 7)]
+        assert op.api == f"Tensor.{name}"
+        assert [nodes[n] for n in op.nodes if nodes[n] != "AccumulateGrad"] == ["TransposeBackward0"], name
+    # under no_grad: an op with no node
+    assert by_name[("T", 9)].grad_mode == "no_grad" and by_name[("T", 9)].nodes == []
+    # other attributes are not ops
+    assert not {op.name for op in ops} & {"shape", "grad", "data", "get"}
+
+
+def test_recording_transposes_leaves_the_gradients_as_pytorch_computes_them() -> None:
+    trace = record(TRANSPOSES)
+    want = plain_grads(TRANSPOSES, ["w", "m"])
+    got = q.final_grads(trace)
+    for name in ("w", "m"):
+        assert torch.equal(torch.tensor(got[name]).reshape(-1), torch.tensor(want[name])), name
+
+
+def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
+    src = (
+        "import torch, torch.nn.functional as F\n"
+        "x = torch.arange(6.0, requires_grad=True).view(2, 3)\n"
+        "a = x.sum(dim=1, keepdim=True)\n"
+        "b = F.dropout(x, p=0.25, training=False)\n"
+        "c = x.sum(dim=(0, 1), dtype=torch.float64)\n"
+        "d = x.clamp(min=0.5)\n"
+        "e = x * 2\n"
+    )
+    recorded = _ops(record(src))
+    ops = {op.line: op for op in recorded}  # the last op of each line
+    keywords = {line: [(k.name, k.value) for k in op.keywords] for line, op in ops.items()}
+    assert keywords[3] == [("dim", 1), ("keepdim", True)]
+    assert keywords[4] == [("p", 0.25), ("training", False)]
+    assert keywords[5] == []  # a tuple and a dtype are not numbers
+    assert keywords[6] == [("min", 0.5)]
+    assert keywords[7] == [] and [(c.position, c.value) for c in ops[7].constants] == [(1, 2)]
+    arange = next(op for op in recorded if op.name == "arange")
+    assert [(k.name, k.value) for k in arange.keywords] == [("requires_grad", True)]
