@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .memory import saved_by, saved_source
 
@@ -170,6 +171,9 @@ def explain_error(
     loss = loss_target_hint(exc, rec, frame)
     if loss:
         return loss
+    product = matmul_hint(exc, rec, frame, code)
+    if product:
+        return product
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
     if "Read-only file system" in text:

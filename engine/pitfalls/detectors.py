@@ -1,4 +1,10 @@
-"""The detectors, one method group per pitfall kind (see the package docstring)."""
+"""The detectors, one method group per pitfall kind (see the package docstring).
+
+:class:`PitfallWatch` takes the recorder's calls and reports; what a detector must follow
+across calls lives beside it: the chains of adds of loss-tensor-accumulated in
+running_totals.py, the gradients of missing-zero-grad in stale_grads.py, and the shape
+check of broadcast-in-loss in broadcast.py.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import find_name, snippet_frame, snippet_frames
-from ..tensors import autograd_of
+from ..source import snippet_frame, snippet_frames
+from .broadcast import BROADCAST_OPS, broadcast_in_loss
+from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 
 if TYPE_CHECKING:
@@ -21,47 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
-ADD_OPS = frozenset({"add", "__add__", "__radd__", "__iadd__", "add_"})
-BROADCAST_OPS = frozenset(
-    {
-        "sub",
-        "__sub__",
-        "__rsub__",
-        "add",
-        "__add__",
-        "__radd__",
-        "mul",
-        "__mul__",
-        "__rmul__",
-        "div",
-        "__truediv__",
-        "__rtruediv__",
-        "mse_loss",
-        "l1_loss",
-    }
-)
-LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
 SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
-
-# NOTE [Running totals past full detail]
-# The tape sees a running total's adds only while a step is recorded in full; in a training
-# loop the total keeps growing in the metrics-only steps after. So each add the detector
-# sees marks the node it made (in the node's own metadata, which holds nothing alive), and
-# at the end of the run the totals the snippet still holds are walked back along their
-# chain of adds to the last marked node: the links past it are the iterations not seen.
-#
-# NOTE [A total that backward walks]
-# Adds chained at one line are also how a loss is built for one backward: a sequence loss
-# summed over time steps, a loss of several terms, a residual stack (`x = x + block(x)`).
-# What tells the pitfall apart is whether a backward walks the total's graph (its root is
-# the total, or computed from it). That is asked of the graph, not of the tensor: the total
-# is often freed by the end of the run (a function's local, an unnamed expression), so
-# "was it a backward root?", asked then, cannot be answered. A pre-hook on the node that
-# made the latest total seen marks its chain walked; it holds only the chain's record.
-_TOTAL_KEY = "gradwalk_total"
-_ADD_NODES = frozenset({"AddBackward0", "AddBackward1"})
-_MAX_CHAIN = 100_000
 
 _ONCE_PER_RUN = frozenset({"missing-zero-grad", "non-finite-loss", "parameter-not-optimized"})
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
@@ -100,37 +68,6 @@ def _known(line: int | _Unknown | None) -> int | None:
     return snippet_frame()[1] if isinstance(line, _Unknown) else line
 
 
-class _RunningTotal:
-    """One chain of adds at a line: the latest total (weakly), its length in adds, the
-    bytes saved for backward when it began and at its latest add, and whether a backward
-    walked it (NOTE [A total that backward walks])."""
-
-    __slots__ = ("_handle", "bytes_at_start", "bytes_now", "last", "length", "walked")
-
-    def __init__(self, total: torch.Tensor, node: Any, saved: int) -> None:
-        self.length = 0
-        self.bytes_at_start = saved
-        self.walked = False
-        self._handle: Any = None
-        self.grew(total, node, saved)
-
-    def grew(self, total: torch.Tensor, node: Any, saved: int) -> None:
-        """Take ``total``, made by ``node``, as the chain's latest."""
-        self.last = weakref.ref(total)
-        self.length += 1
-        self.bytes_now = saved
-        self.unhook()
-        self._handle = node.register_prehook(self._walked)
-
-    def unhook(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-
-    def _walked(self, grad_outputs: Any) -> None:
-        self.walked = True
-
-
 class _IdentitySet:
     """Tensors by identity, held weakly (a WeakSet would compare tensors with ``==``)."""
 
@@ -166,7 +103,7 @@ class PitfallWatch:
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
-        self._totals: dict[int, _RunningTotal] = {}  # loss-tensor-accumulated, by line
+        self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._softmaxed = _IdentitySet()
@@ -218,7 +155,7 @@ class PitfallWatch:
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
         if name in ADD_OPS:
-            self._check_running_total(args, result, line)
+            self._totals.on_add(args, result, line)
 
     def _check_probabilities(self, args: tuple[Any, ...], line: int | None) -> None:
         logits = args[0] if args else None
@@ -237,52 +174,9 @@ class PitfallWatch:
     def _check_broadcast(
         self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
     ) -> None:
-        if len(args) < 2 or not result.requires_grad:
-            return
-        x, y = args[0], args[1]
-        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
-            return
-        a, b = x.shape, y.shape
-        pattern = (len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1) or (
-            len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
-        )
-        if not pattern:
-            return
-        n = a[0]
-        # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar
-        shape = tuple(torch.broadcast_shapes(a, b))
-        got, pairs = _broadcast_operands(name.strip("_"), column_first=len(a) == 2, n=n)
-        self._say(
-            "broadcast-in-loss",
-            line,
-            f"Shapes {tuple(a)} and {tuple(b)} broadcast to {shape}",
-            f"This {name.strip('_')} combines {got}. Broadcasting silently pairs {pairs}, giving "
-            f"{n}×{n} = {n * n} terms instead of {n}; a loss averages them all, so the model learns to predict "
-            "the mean and no error is raised.",
-            _broadcast_fix(x if len(a) == 2 else y, y if len(a) == 2 else x),
-        )
-
-    def _check_running_total(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
-        facts = autograd_of(result) if result.requires_grad else None
-        if facts is None or facts[0] is None:  # no graph (or PyTorch will not say)
-            return
-        if line is None:
-            return
-        made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
-        entry = self._totals.get(line)
-        saved = self._rec.memory.saved_bytes
-        prev = entry.last() if entry else None
-        if (
-            entry is not None
-            and prev is not None
-            and any(a is prev for a in args if isinstance(a, torch.Tensor))
-        ):
-            entry.grew(result, made, saved)
-        else:
-            if entry is not None:
-                entry.unhook()
-            entry = self._totals[line] = _RunningTotal(result, made, saved)
-        made.metadata[_TOTAL_KEY] = (line, entry.length)
+        found = broadcast_in_loss(name, args, result)
+        if found is not None:
+            self._say("broadcast-in-loss", line, *found)
 
     # --- modules ------------------------------------------------------------------------
 
@@ -442,17 +336,7 @@ class PitfallWatch:
         self._finish_unoptimized()
 
     def _finish_totals(self, scope: dict[str, Any]) -> None:
-        held = [v for v in scope.values() if isinstance(v, torch.Tensor)] if self._totals else []
-        for line, entry in self._totals.items():
-            entry.unhook()
-            total = entry.last()
-            length, start, end = entry.length, entry.bytes_at_start, entry.bytes_now
-            later = _links_past_mark(line, [total, *held] if total is not None else held)
-            if later is not None:
-                length = later
-                end = max(end, self._rec.memory.saved_bytes)
-            if length < 3 or entry.walked:
-                continue
+        for line, length, start, end in self._totals.accumulated(scope):
             grew = (
                 f" The tensors saved for backward grew from {start:,} to {end:,} bytes meanwhile."
                 if end > start
@@ -521,66 +405,3 @@ class PitfallWatch:
                 if pattern.search(text):
                     return i
         return None
-
-
-def _broadcast_operands(op: str, *, column_first: bool, n: int) -> tuple[str, str]:
-    """What a broadcast-in-loss op got, first operand first, and what broadcasting pairs: a
-    loss function's operands are its predictions and targets (``mse_loss(input, target)``);
-    an operator's are just values, as which side holds the predictions is the snippet's
-    choice (``pred - y``, ``y - pred``)."""
-    if op in LOSS_FUNCTIONS:
-        first, second = "predictions", "targets"
-        pairs = "every prediction with every target"
-    else:
-        first = second = "values"
-        pairs = "every value of the column with every value of the vector"
-    column, vector = f"a column of {n} {{}} ({n}, 1)", f"a vector of {n} {{}} ({n},)"
-    got = f"{(column if column_first else vector).format(first)} with {(vector if column_first else column).format(second)}"
-    return got, pairs
-
-
-def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor) -> str:
-    """The broadcast-in-loss fix, with the snippet's names for the column and the vector
-    where its innermost frame binds them (``pred.squeeze(-1)``), else in words."""
-    frame, _ = snippet_frame()
-    names = [find_name(t, frame) for t in (column, vector)]
-    squeeze = f"{names[0]}.squeeze(-1)" if names[0] else ".squeeze(-1) the column"
-    unsqueeze = f"{names[1]}.unsqueeze(-1)" if names[1] else ".unsqueeze(-1) the vector"
-    return f"Make the shapes match: {squeeze} (or {unsqueeze}) before the subtraction or loss."
-
-
-def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:
-    """The length in adds of the first chain among ``tensors`` that leads back past an add
-    seen at ``line`` (NOTE [Running totals past full detail]); ``None`` when no tensor grew
-    the total after the last add seen."""
-    for t in tensors:
-        facts = autograd_of(t) if t.requires_grad else None
-        node: Any = facts[0] if facts is not None else None
-        links = 0
-        while node is not None and links < _MAX_CHAIN:
-            seen = _seen_length(node, line)
-            if seen is not None:
-                if links:
-                    return seen + links
-                break  # the last add seen made this tensor: nothing past it here
-            if type(node).__name__ not in _ADD_NODES:
-                break
-            node = _earlier_total(node, line)
-            links += 1
-    return None
-
-
-def _seen_length(node: Any, line: int) -> int | None:
-    """The total's length when the detector saw the add that made ``node`` at ``line``."""
-    mark = node.metadata.get(_TOTAL_KEY)
-    return mark[1] if mark is not None and mark[0] == line else None
-
-
-def _earlier_total(add: Any, line: int) -> Any:
-    """The input of ``add`` that carries the running total: the one marked for ``line``, else
-    the first that is itself an add (``total + loss`` or ``loss + total``)."""
-    inputs = [n for n, _ in add.next_functions if n is not None]
-    marked = next((n for n in inputs if _seen_length(n, line) is not None), None)
-    if marked is not None:
-        return marked
-    return next((n for n in inputs if type(n).__name__ in _ADD_NODES), None)

@@ -1,0 +1,94 @@
+"""Which ops pair a column with a vector, broadcasting n values into n×n (broadcast-in-loss)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from ..source import find_name, snippet_frame
+
+__all__ = ["BROADCAST_OPS", "BroadcastInLoss", "broadcast_in_loss"]
+
+BROADCAST_OPS = frozenset(
+    {
+        "sub",
+        "__sub__",
+        "__rsub__",
+        "add",
+        "__add__",
+        "__radd__",
+        "mul",
+        "__mul__",
+        "__rmul__",
+        "div",
+        "__truediv__",
+        "__rtruediv__",
+        "mse_loss",
+        "l1_loss",
+    }
+)
+_LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
+
+
+class BroadcastInLoss(NamedTuple):
+    """The report of one op that broadcast a column of n against a vector of n."""
+
+    title: str
+    message: str
+    fix: str
+
+
+def broadcast_in_loss(name: str, args: tuple[Any, ...], result: torch.Tensor) -> BroadcastInLoss | None:
+    """Return the report for op ``name`` (in :data:`BROADCAST_OPS`) when its first two
+    operands are a column ``(n, 1)`` and a vector ``(n,)`` (either order) and its ``result``
+    requires grad, else ``None``. Called from within the op, so the snippet is on the stack
+    (the fix names its tensors)."""
+    if len(args) < 2 or not result.requires_grad:
+        return None
+    x, y = args[0], args[1]
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        return None
+    a, b = x.shape, y.shape
+    pattern = (len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1) or (
+        len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
+    )
+    if not pattern:
+        return None
+    n = a[0]
+    # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar
+    shape = tuple(torch.broadcast_shapes(a, b))
+    got, pairs = _broadcast_operands(name.strip("_"), column_first=len(a) == 2, n=n)
+    return BroadcastInLoss(
+        f"Shapes {tuple(a)} and {tuple(b)} broadcast to {shape}",
+        f"This {name.strip('_')} combines {got}. Broadcasting silently pairs {pairs}, giving "
+        f"{n}×{n} = {n * n} terms instead of {n}; a loss averages them all, so the model learns to predict "
+        "the mean and no error is raised.",
+        _broadcast_fix(x if len(a) == 2 else y, y if len(a) == 2 else x),
+    )
+
+
+def _broadcast_operands(op: str, *, column_first: bool, n: int) -> tuple[str, str]:
+    """What a broadcast-in-loss op got, first operand first, and what broadcasting pairs: a
+    loss function's operands are its predictions and targets (``mse_loss(input, target)``);
+    an operator's are just values, as which side holds the predictions is the snippet's
+    choice (``pred - y``, ``y - pred``)."""
+    if op in _LOSS_FUNCTIONS:
+        first, second = "predictions", "targets"
+        pairs = "every prediction with every target"
+    else:
+        first = second = "values"
+        pairs = "every value of the column with every value of the vector"
+    column, vector = f"a column of {n} {{}} ({n}, 1)", f"a vector of {n} {{}} ({n},)"
+    got = f"{(column if column_first else vector).format(first)} with {(vector if column_first else column).format(second)}"
+    return got, pairs
+
+
+def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor) -> str:
+    """The broadcast-in-loss fix, with the snippet's names for the column and the vector
+    where its innermost frame binds them (``pred.squeeze(-1)``), else in words."""
+    frame, _ = snippet_frame()
+    names = [find_name(t, frame) for t in (column, vector)]
+    squeeze = f"{names[0]}.squeeze(-1)" if names[0] else ".squeeze(-1) the column"
+    unsqueeze = f"{names[1]}.unsqueeze(-1)" if names[1] else ".unsqueeze(-1) the vector"
+    return f"Make the shapes match: {squeeze} (or {unsqueeze}) before the subtraction or loss."

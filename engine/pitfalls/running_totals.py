@@ -1,0 +1,163 @@
+"""Which lines add graph-carrying tensors into a running total (loss-tensor-accumulated).
+
+NOTE [Running totals past full detail]
+The tape sees a running total's adds only while a step is recorded in full; in a training
+loop the total keeps growing in the metrics-only steps after. So each add the detector
+sees marks the node it made (in the node's own metadata, which holds nothing alive), and
+at the end of the run the totals the snippet still holds are walked back along their
+chain of adds to the last marked node: the links past it are the iterations not seen.
+
+NOTE [A total that backward walks]
+Adds chained at one line are also how a loss is built for one backward: a sequence loss
+summed over time steps, a loss of several terms, a residual stack (`x = x + block(x)`).
+What tells the pitfall apart is whether a backward walks the total's graph (its root is
+the total, or computed from it). That is asked of the graph, not of the tensor: the total
+is often freed by the end of the run (a function's local, an unnamed expression), so
+"was it a backward root?", asked then, cannot be answered. A pre-hook on the node that
+made the latest total seen marks its chain walked; it holds only the chain's record.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import torch
+
+from ..tensors import autograd_of
+
+__all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
+
+ADD_OPS = frozenset({"add", "__add__", "__radd__", "__iadd__", "add_"})
+
+_TOTAL_KEY = "gradwalk_total"
+_ADD_NODES = frozenset({"AddBackward0", "AddBackward1"})
+_MAX_CHAIN = 100_000
+
+
+class AccumulatedTotal(NamedTuple):
+    """A line that grew a running total of graphs: its adds, and the bytes saved for
+    backward when the total began and at its latest add."""
+
+    line: int
+    length: int
+    bytes_at_start: int
+    bytes_now: int
+
+
+class _RunningTotal:
+    """One chain of adds at a line: the latest total (weakly), its length in adds, the
+    bytes saved for backward when it began and at its latest add, and whether a backward
+    walked it (NOTE [A total that backward walks])."""
+
+    __slots__ = ("_handle", "bytes_at_start", "bytes_now", "last", "length", "walked")
+
+    def __init__(self, total: torch.Tensor, node: Any, saved: int) -> None:
+        self.length = 0
+        self.bytes_at_start = saved
+        self.walked = False
+        self._handle: Any = None
+        self.grew(total, node, saved)
+
+    def grew(self, total: torch.Tensor, node: Any, saved: int) -> None:
+        """Take ``total``, made by ``node``, as the chain's latest."""
+        self.last = weakref.ref(total)
+        self.length += 1
+        self.bytes_now = saved
+        self.unhook()
+        self._handle = node.register_prehook(self._walked)
+
+    def unhook(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def _walked(self, grad_outputs: Any) -> None:
+        self.walked = True
+
+
+class RunningTotals:
+    """Follow the chains of adds at each snippet line (NOTE [Running totals past full
+    detail]); ``saved_bytes()`` reads the bytes autograd holds saved for backward now."""
+
+    def __init__(self, saved_bytes: Callable[[], int]) -> None:
+        self._saved_bytes = saved_bytes
+        self._totals: dict[int, _RunningTotal] = {}  # by line
+
+    def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
+        """Look at one add (a name in :data:`ADD_OPS`) that made ``result`` at ``line``."""
+        facts = autograd_of(result) if result.requires_grad else None
+        if facts is None or facts[0] is None:  # no graph (or PyTorch will not say)
+            return
+        if line is None:
+            return
+        made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
+        entry = self._totals.get(line)
+        saved = self._saved_bytes()
+        prev = entry.last() if entry else None
+        if (
+            entry is not None
+            and prev is not None
+            and any(a is prev for a in args if isinstance(a, torch.Tensor))
+        ):
+            entry.grew(result, made, saved)
+        else:
+            if entry is not None:
+                entry.unhook()
+            entry = self._totals[line] = _RunningTotal(result, made, saved)
+        made.metadata[_TOTAL_KEY] = (line, entry.length)
+
+    def accumulated(self, scope: dict[str, Any]) -> Iterator[AccumulatedTotal]:
+        """At the end of the run, yield each line whose total grew from 3 adds on and that no
+        backward walked; ``scope`` is the snippet's globals (the totals it still holds).
+        Every chain's hook is removed on the way."""
+        held = [v for v in scope.values() if isinstance(v, torch.Tensor)] if self._totals else []
+        for line, entry in self._totals.items():
+            entry.unhook()
+            total = entry.last()
+            length, start, end = entry.length, entry.bytes_at_start, entry.bytes_now
+            later = _links_past_mark(line, [total, *held] if total is not None else held)
+            if later is not None:
+                length = later
+                end = max(end, self._saved_bytes())
+            if length < 3 or entry.walked:
+                continue
+            yield AccumulatedTotal(line, length, start, end)
+
+
+def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:
+    """The length in adds of the first chain among ``tensors`` that leads back past an add
+    seen at ``line`` (NOTE [Running totals past full detail]); ``None`` when no tensor grew
+    the total after the last add seen."""
+    for t in tensors:
+        facts = autograd_of(t) if t.requires_grad else None
+        node: Any = facts[0] if facts is not None else None
+        links = 0
+        while node is not None and links < _MAX_CHAIN:
+            seen = _seen_length(node, line)
+            if seen is not None:
+                if links:
+                    return seen + links
+                break  # the last add seen made this tensor: nothing past it here
+            if type(node).__name__ not in _ADD_NODES:
+                break
+            node = _earlier_total(node, line)
+            links += 1
+    return None
+
+
+def _seen_length(node: Any, line: int) -> int | None:
+    """The total's length when the detector saw the add that made ``node`` at ``line``."""
+    mark = node.metadata.get(_TOTAL_KEY)
+    return mark[1] if mark is not None and mark[0] == line else None
+
+
+def _earlier_total(add: Any, line: int) -> Any:
+    """The input of ``add`` that carries the running total: the one marked for ``line``, else
+    the first that is itself an add (``total + loss`` or ``loss + total``)."""
+    inputs = [n for n, _ in add.next_functions if n is not None]
+    marked = next((n for n in inputs if _seen_length(n, line) is not None), None)
+    if marked is not None:
+        return marked
+    return next((n for n in inputs if type(n).__name__ in _ADD_NODES), None)
