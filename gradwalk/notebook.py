@@ -160,18 +160,24 @@ class Recording:
         view: str | None = None,
         step: int | None = None,
         theme: str | None = None,
+        controls: bool = True,
+        elk: bool = True,
         yscale: str | None = None,
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS);
-        the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts)."""
+        the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts,
+        ``controls=False`` shows one step without tabs or buttons, ``elk=False`` leaves out
+        the layered layout, 1.6 MB smaller), as ``gradwalk export`` has them."""
         out = Path(path)
         page = self.html(
             view=view,
             step=step,
             theme=theme,
+            controls=controls,
+            elk=elk,
             yscale=yscale,
             per_parameter=per_parameter,
             compare=compare,

@@ -108,6 +108,10 @@ def test_save_load_and_export(tmp_path: Path) -> None:
     page = rec.export(tmp_path / "cubic.html", view="graph", step=3).read_text()
     assert page.startswith("<!doctype html>") and 'id="gradwalk-elk-worker"' in page
     assert '"view": "graph", "step": 3' in page
+    # what `gradwalk export` offers (--hide-controls, --no-elk), export() offers too
+    bare = rec.export(tmp_path / "bare.html", controls=False, elk=False).read_text()
+    assert '"controls": false' in bare and 'id="gradwalk-elk-worker"' not in bare
+    assert '"controls": true' in page
 
 
 def test_the_display_is_the_export_in_a_sandboxed_frame() -> None:
