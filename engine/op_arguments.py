@@ -47,11 +47,14 @@ def op_keywords(func: Any, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
     A ``torch.nn.functional`` function hands the mode every keyword it has, the ones the
     call left out at their defaults too (``F.dropout(x, p=0.25)`` arrives with
     ``training=True, inplace=False``): a keyword at its default is left out, as the call
-    most likely left it out.
+    most likely left it out, and so is a private one (``_stacklevel=5``, which
+    ``nn.Softmax`` passes on).
     """
     defaults = _defaults_of(func)
     found = []
     for name, value in kwargs.items():
+        if name[:1] == "_":
+            continue
         if type(value) in _NUMBERS and not (
             name in defaults and type(defaults[name]) is type(value) and defaults[name] == value
         ):

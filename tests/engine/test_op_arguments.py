@@ -66,6 +66,7 @@ def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
         "c = x.sum(dim=(0, 1), dtype=torch.float64)\n"
         "d = x.clamp(min=0.5)\n"
         "e = x * 2\n"
+        "f = torch.nn.Softmax(dim=1)(x)\n"
     )
     recorded = _ops(record(src))
     ops = {op.line: op for op in recorded}  # the last op of each line
@@ -74,6 +75,7 @@ def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
     assert keywords[4] == [("p", 0.25), ("training", False)]
     assert keywords[5] == []  # a tuple and a dtype are not numbers
     assert keywords[6] == [("min", 0.5)]
+    assert keywords[8] == [("dim", 1)]  # not nn.Softmax's _stacklevel=5
     assert keywords[7] == [] and [(c.position, c.value) for c in ops[7].constants] == [(1, 2)]
     arange = next(op for op in recorded if op.name == "arange")
     assert [(k.name, k.value) for k in arange.keywords] == [("requires_grad", True)]
