@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .conftest import LABEL_OVERLAPS, labels_placed, open_app, run_example, settle, shot, wait_graph
+from .conftest import (
+    LABEL_OVERLAPS,
+    labels_placed,
+    open_app,
+    run_example,
+    run_source,
+    settle,
+    shot,
+    wait_graph,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -184,10 +193,7 @@ def test_a_transpose_and_a_keyword_read_as_the_snippet_wrote_them(page: Any) -> 
     # the PermuteBackward0 node, which the tape filed under matmul), and `.sum(dim=1)` read
     # `sum X @ t2`, its dim left out
     open_app(page)
-    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", TRANSPOSE_SNIPPET)
-    page.click("[data-gw=run]")
-    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
-    wait_graph(page)
+    run_source(page, TRANSPOSE_SNIPPET)
     names = page.locator(".gw-op-row .gw-op-name").all_inner_texts()
     calls = [" ".join(r.split()) for r in page.locator(".gw-op-row .gw-op-io").all_inner_texts()]
     rows = list(zip(names, calls, strict=True))
