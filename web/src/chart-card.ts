@@ -2,7 +2,8 @@
 // the memory chart's line under it; charts.ts draws the plot in it.
 import type uPlot from "uplot";
 import { memoryFoot } from "./chart-memory";
-import { formatNumber, type SeriesInfo, type Table } from "./charts-data";
+import { formatDigits, labelDigits } from "./chart-scales";
+import { formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h } from "./dom";
 
 /** The legend of a memory chart drawn as peak and floor per stretch of the run (chart-memory.ts). */
@@ -54,6 +55,8 @@ export interface Chart {
   hidden: Set<number>;
   /** The y axis's labels as last drawn ("" where a tick has none). */
   yTicks: string[];
+  /** The significant digits a linear y axis's labels needed (labelDigits; 4 otherwise). */
+  yDigits: number;
 }
 
 /** The card of a chart of `table`, its plot not drawn yet; its × button calls `hide` (no
@@ -90,7 +93,7 @@ export function newChart(table: Table, hide: (() => void) | null): Chart {
     foot,
     baseFoot,
   );
-  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set(), yTicks: [] };
+  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set(), yTicks: [], yDigits: 4 };
 }
 
 /** How many of the plot's series are this run's (the compared run's come after them). */
@@ -184,7 +187,7 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
   chart.card.dataset.hover = "";
   const idx = table.length - 1;
   if (idx < 0) {
-    chart.readout.textContent = chart.base ? `only the ${COMPARED} (dashed) has this chart` : "";
+    writeReadout(chart, chart.base ? `only the ${COMPARED} (dashed) has this chart` : "");
     return;
   }
   const x = table.xs[idx];
@@ -192,7 +195,43 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
   const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
   if (shown.length > 3) parts.push("hover a line to read it");
   else for (const i of shown) parts.push(`${shown.length > 1 ? `${label(table.series[i])} ` : ""}${cellText(table, i, x, table.cols[i][idx], fmt)}`);
-  chart.readout.textContent = parts.join(" · ");
+  writeReadout(chart, parts.join(" · "));
+}
+
+/**
+ * A linear number axis's tick labels (labelDigits); when they need other digits than
+ * before, `reread` is called once the axis is drawn, to write the readout with them.
+ */
+export function digitLabels(chart: Chart, splits: readonly (number | null)[], reread: () => void): string[] {
+  const digits = labelDigits(splits);
+  if (digits !== chart.yDigits) {
+    chart.yDigits = digits;
+    queueMicrotask(reread);
+  }
+  return splits.map((v) => (v === null ? "" : formatDigits(v, digits)));
+}
+
+/**
+ * How `chart`'s readout writes a value: formatNumber's four significant digits, or, where
+ * the y axis needs more to tell its ticks apart, one more than it (a learning rate that a
+ * scheduler moves by 1e-8 reads 4.99982e-4 between ticks 4.9998e-4 and 4.9999e-4, not 5e-4
+ * at every step).
+ */
+export function readoutFormat(chart: Chart): (v: number | null) => string {
+  if (chart.table.unit === "bytes") return formatBytes;
+  const digits = chart.yDigits > 4 ? chart.yDigits + 1 : 4;
+  return (v) => (v === null ? formatNumber(v) : formatDigits(v, digits));
+}
+
+/**
+ * Write the readout: `values` (the step or time and what is read there), then ` · hint`.
+ * On one line, a narrow card cuts the hint short (…) before the values (charts.css).
+ */
+export function writeReadout(chart: Chart, values: string, hint = ""): void {
+  const children: HTMLElement[] = [h("span", { class: "gw-chart-readout-values", text: values })];
+  if (hint) children.push(h("span", { class: "gw-chart-readout-hint", text: ` · ${hint}` }));
+  chart.readout.replaceChildren(...children);
+  chart.readout.title = chart.readout.textContent ?? "";
 }
 
 /** The memory chart's line under it, for this run and the compared one. */

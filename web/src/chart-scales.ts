@@ -47,17 +47,56 @@ export function linearRange(_u: uPlot, min: number | null, max: number | null): 
 }
 
 /**
- * A linear axis's tick labels, each different: formatNumber's four significant digits, or
- * as many more as it takes to tell the ticks apart (a loss between 1727.50 and 1727.52 is
- * ticked 1727.5, 1727.51, 1727.52, not 1728 three times).
+ * How many significant digits a linear axis's tick labels need to differ: formatNumber's
+ * four, or as many more as it takes (a loss between 1727.50 and 1727.52 is ticked 1727.5,
+ * 1727.51, 1727.52, not 1728 three times; a learning rate a scheduler moves by 1e-8 is
+ * ticked 4.9998e-4, 4.9999e-4, 5e-4), at most 16.
  */
-export function distinctLabels(splits: readonly (number | null)[]): string[] {
+export function labelDigits(splits: readonly (number | null)[]): number {
   const ticks = splits.filter((v): v is number => v !== null);
-  for (let digits = 4; digits <= 16; digits++) {
-    const text = (v: number) => (digits === 4 ? formatNumber(v) : String(Number(v.toPrecision(digits))));
-    if (new Set(ticks.map(text)).size === ticks.length || digits === 16) return splits.map((v) => (v === null ? "" : text(v)));
+  for (let digits = 4; digits < 16; digits++) {
+    if (new Set(ticks.map((v) => formatDigits(v, digits))).size === ticks.length) return digits;
   }
-  return splits.map((v) => (v === null ? "" : formatNumber(v)));
+  return 16;
+}
+
+/**
+ * `v` to `digits` significant digits, written as formatNumber writes numbers: exponent
+ * form below 1e-3 and from 1e5 (4.9998e-4, not 0.00049998, which no axis had room for),
+ * no trailing zeros; four digits are formatNumber's own.
+ */
+export function formatDigits(v: number, digits: number): string {
+  if (digits <= 4 || !Number.isFinite(v)) return formatNumber(v);
+  const r = Number(v.toPrecision(Math.min(digits, 16)));
+  const a = Math.abs(r);
+  return a !== 0 && (a >= 1e5 || a < 1e-3) ? r.toExponential().replace("e+", "e") : String(r);
+}
+
+/** A linear axis's tick labels, each different (labelDigits). */
+export function distinctLabels(splits: readonly (number | null)[]): string[] {
+  const digits = labelDigits(splits);
+  return splits.map((v) => (v === null ? "" : formatDigits(v, digits)));
+}
+
+/** uPlot's default gap between an axis's ticks and its labels (px). */
+const AXIS_GAP = 5;
+
+/** The room (px) a y axis of tick labels `labels` in `font` needs: the widest label, the
+ * tick and uPlot's gap beside it; never less than `least`. */
+export function axisRoom(labels: readonly string[] | null | undefined, font: string, tick: number, least: number): number {
+  if (!labels?.length) return least;
+  const ctx = measurer();
+  if (!ctx) return least;
+  ctx.font = font;
+  const widest = labels.reduce((w, label) => Math.max(w, ctx.measureText(label).width), 0);
+  return Math.max(least, Math.ceil(widest) + tick + AXIS_GAP + 4);
+}
+
+let measureCtx: CanvasRenderingContext2D | null | undefined;
+
+function measurer(): CanvasRenderingContext2D | null {
+  if (measureCtx === undefined) measureCtx = typeof document === "undefined" ? null : document.createElement("canvas").getContext("2d");
+  return measureCtx;
 }
 
 /** Linear byte axes start at zero: memory that doubles should look doubled. */
@@ -156,6 +195,17 @@ function everyKthPower(base: number, plotHeight: number): (u: uPlot, splits: num
       return e !== null && e % stride === 0 ? v : null;
     });
   };
+}
+
+/**
+ * A time axis's range (graph and CUDA memory): from the run's start, labelled "0 s" as the
+ * memory axis's foot is labelled "0 B", to a little past its last point. From its first
+ * point instead (the snippet's first op, some 0.04 s in), its origin had no label and its
+ * first tick read as the run's start.
+ */
+export function timeRange(u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null || min < 0) return padRange(u, min, max);
+  return [0, max + Math.max(max * 0.015, max === 0 ? 0.5 : 0)];
 }
 
 /** The x range with a little room at both ends, so the first and last points (and dots) clear the axes. */

@@ -10,11 +10,11 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { BYTE_INCRS, byteLogSplits, decades, distinctLabels, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, Y_SCALES, type YScale } from "./chart-scales";
+import { axisRoom, BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, timeRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { type Columns, mergeColumns } from "./chart-compare";
 import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
-import { cellText, type Chart, COMPARED, newChart, nearest, ownCount, PALETTE, readLast, renderFoot, renderLegend, seriesLook } from "./chart-card";
+import { cellText, type Chart, COMPARED, digitLabels, newChart, nearest, ownCount, PALETTE, readLast, readoutFormat, renderFoot, renderLegend, seriesLook, writeReadout } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
 import { bindStepKeys } from "./chart-keys";
 import { StepOpener } from "./chart-steps";
@@ -309,6 +309,7 @@ export class ChartsView {
     const c = this.colors();
     chart.log = log;
     chart.sliced = sliced;
+    chart.yDigits = 4;
     chart.logTag.hidden = !log;
     const bytes = table.unit === "bytes";
     // a log axis ticks at powers of ten, a log byte axis at powers of two (byteLogSplits)
@@ -347,13 +348,14 @@ export class ChartsView {
         drag: { x: true, y: false },
       },
       focus: { alpha: 0.35 },
-      scales: { x: { time: false, range: padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : { range: bytes ? fromZero : linearRange } },
+      scales: { x: { time: false, range: table.kind === "time" ? timeRange : padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : { range: bytes ? fromZero : linearRange } },
       axes: [
         { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: Math.round(30 * c.scale) },
         {
           // a linear axis of numbers labels its ticks with as many digits as tell them apart
-          ...axis((_u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : distinctLabels(splits))),
-          size: Math.round(62 * c.scale),
+          ...axis((u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : digitLabels(chart, splits, () => chart.plot === u && this.readout(chart, u)))),
+          // as wide as its widest label (a learning rate of 4.9998e-4 did not fit 62 px)
+          size: (_u, values) => axisRoom(values, c.font, 4, Math.round(62 * c.scale)),
           ...(log
             ? {
                 incrs: (bytes ? BYTE_INCRS : LOG_INCRS) as number[],
@@ -414,7 +416,7 @@ export class ChartsView {
 
   private readout(chart: Chart, u: uPlot): void {
     const table = chart.table;
-    const fmt = table.unit === "bytes" ? formatBytes : formatNumber;
+    const fmt = readoutFormat(chart);
     const idx = u.cursor.idx;
     if (idx === null || idx === undefined || idx < 0) return readLast(chart, u, fmt, (s) => this.seriesLabel(s));
     // the plot's rows are both runs' x values (chart-compare.ts): read the plot, not the table
@@ -443,14 +445,15 @@ export class ChartsView {
       const name = si > own ? (single ? COMPARED : u.series[si].label) : this.seriesLabel(table.series[si - 1]);
       parts.push(single && si <= own ? value(si) : `${name} ${value(si)}`);
     }
-    if (table.id === "calls") parts.push("click to open this backward() call");
+    let hint = "";
+    if (table.id === "calls") hint = "click to open this backward() call";
     else if (table.kind === "steps") {
       const ownPick = picks.find((si) => si <= own);
       const opt = table.series[(ownPick ?? 1) - 1]?.optimizer;
       const ev = opt ? this.data.step(opt, x) : undefined;
-      if (ev) parts.push(ev.detail ? "● recorded in full: click to open" : "metrics only");
+      if (ev) hint = ev.detail ? "● recorded in full: click to open" : "metrics only";
     }
-    chart.readout.textContent = parts.join(" · ");
+    writeReadout(chart, parts.join(" · "), hint);
     chart.card.dataset.hover = String(x);
   }
 

@@ -138,6 +138,22 @@ const theme = EditorView.theme({
   "&.cm-focused .cm-cursor": { borderLeftColor: "var(--fg)" },
 });
 
+/**
+ * Text typed over a selection is put in by CodeMirror, not by the browser: Chrome, typing
+ * over a selection across lines (Ctrl+A, then a key), deletes the lines and keeps their
+ * look on the new text as an inline `style` attribute, which the page's CSP (style-src
+ * 'self') blocks with a console error. A composition (an IME) stays the browser's.
+ */
+const typeOverSelection = EditorView.domEventHandlers({
+  beforeinput(ev, view) {
+    if (ev.inputType !== "insertText" || !ev.data || ev.isComposing || view.composing) return false;
+    if (view.state.selection.ranges.every((r) => r.empty)) return false;
+    ev.preventDefault();
+    view.dispatch(view.state.replaceSelection(ev.data), { userEvent: "input.type", scrollIntoView: true });
+    return true;
+  },
+});
+
 export interface EditorOptions {
   doc: string;
   onRun: () => void;
@@ -174,6 +190,7 @@ export class Editor {
       syntaxHighlighting(highlight),
       theme,
       marksField,
+      typeOverSelection,
       runKeys,
       keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
       EditorView.lineWrapping,

@@ -9,7 +9,7 @@ import type { FetchRun } from "./chart-baseline";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
-import { h, setTabCount } from "./dom";
+import { h, isTyping, setTabCount } from "./dom";
 import { GraphView } from "./graph";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
@@ -159,9 +159,10 @@ export class Viewer {
       panel("charts", chartsEl),
     );
     // Under the graph alone: step the backward walk without opening the stepper.
-    const stepButton = (label: string, title: string, delta: number) =>
-      h("button", { type: "button", class: "gw-btn gw-step-btn", title, "aria-label": title, text: label, on: { click: () => this.goTo((this.store.state.step ?? -1) + delta) } });
-    this.stepButtons = [stepButton("◀", "Step back", -1), stepButton("▶", "Step forward", 1)];
+    // (the keys work on the graph alone too: onGraphKey, then the stepper's)
+    const stepButton = (label: string, title: string, key: "ArrowLeft" | "ArrowRight", delta: number) =>
+      h("button", { type: "button", class: "gw-btn gw-step-btn", title: `${title} (${key === "ArrowLeft" ? "←" : "→"})`, "aria-label": title, "aria-keyshortcuts": key, text: label, on: { click: () => this.goTo((this.store.state.step ?? -1) + delta) } });
+    this.stepButtons = [stepButton("◀", "Step back", "ArrowLeft", -1), stepButton("▶", "Step forward", "ArrowRight", 1)];
     this.stepText = h("span", { class: "gw-viewer-step-text", "aria-live": "polite" });
     this.steps = h("div", { class: "gw-viewer-steps", hidden: true }, this.stepButtons[0], this.stepText, this.stepButtons[1]);
     const bar = this.options.controls ? this.bar() : null;
@@ -185,6 +186,8 @@ export class Viewer {
     this.charts = new ChartsView(chartsEl, this.model, store, fetchRun);
     this.pitfalls = new PitfallMarks(this.model, null, this.graph, codeEl);
     store.subscribe((state, changed) => this.onStore(state, changed));
+    // after the stepper's own keys (registered above), which act once a step is open
+    document.addEventListener("keydown", (ev) => this.onGraphKey(ev));
 
     this.pendingStep = this.options.step;
     this.bindModel();
@@ -225,6 +228,25 @@ export class Viewer {
       return;
     }
     this.store.set({ view: "stepper", step: Math.max(0, Math.min(n - 1, step)) });
+  }
+
+  /**
+   * The graph alone before any step is open (a graph-only export or embed): ← → Home End
+   * open the backward walk, as its ▶ button does. The stepper's keys (stepper.ts) only act
+   * once a step is open, so without this the keys did nothing, and without controls (a
+   * "picture of one step", stepped with the keyboard) nothing else could step it. Keys go
+   * to this viewer only while the page or this viewer has focus.
+   */
+  private onGraphKey(ev: KeyboardEvent): void {
+    if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey || isTyping(ev)) return;
+    if (this.tab !== "graph" || this.store.state.view === "stepper") return;
+    const active = document.activeElement;
+    if (active && active !== document.body && !this.root.contains(active)) return;
+    const n = this.model.timeline.length;
+    const to: Record<string, number> = { ArrowRight: 0, Home: 0, End: n - 1 };
+    if (!n || !(ev.key in to)) return;
+    ev.preventDefault();
+    this.goTo(to[ev.key]);
   }
 
   private bar(): HTMLElement {
