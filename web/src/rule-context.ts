@@ -4,7 +4,8 @@
 import { numberText, tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
 import type { NodeCreated, TensorValue } from "./types/events";
-import { fmt, scalarOf } from "./values";
+import { fmt, isFull, num, scalarOf } from "./values";
+import { edgeLabel } from "./walk-notes";
 
 export interface Operand {
   label: string;
@@ -46,6 +47,22 @@ export class Ctx {
     return { label: "out", value: scalarOf(t?.ev.value) };
   }
 
+  /**
+   * Input `slot` as the snippet wrote it (`w`, `x + 1`): the label of the saved `savedName`,
+   * else of the tensor its edge leads to; `fallback` when the trace has no name for it (a
+   * tensor made inside a library function reads `SubBackward0's output`).
+   */
+  input(slot = 0, savedName = "self", fallback = "x"): string {
+    const label = this.saved(savedName)?.label ?? edgeLabel(this.model, this.node.id, slot);
+    return /Backward|^input \d|^t\d+$/.test(label) ? fallback : label;
+  }
+
+  /** The number of elements of a saved tensor, from its recorded shape. */
+  numelOf(name: string): number | null {
+    const shape = this.node.saved.find((x) => x.name === name)?.shape;
+    return shape ? shape.reduce((a, b) => a * b, 1) : null;
+  }
+
   out(slot: number): number | null {
     return scalarOf(this.gradOut[slot]);
   }
@@ -56,13 +73,37 @@ export class Ctx {
     return v === null ? null : { label: numberText(v), value: typeof v === "boolean" ? Number(v) : v };
   }
 
-  /** A factor the engine applied when it was not saved (a wrapped Python number): out / grad. */
+  /**
+   * A factor the engine applied when it was not saved (a wrapped Python number): out / grad,
+   * the same for every element (null when the ratios differ, or no element tells).
+   */
   inferredFactor(slot: number): Operand | null {
-    const o = this.out(slot);
-    if (this.g === null || o === null || this.g === 0) return null;
-    const v = o / this.g;
-    return { label: fmt(v), value: v };
+    const grad = this.gradIn[0];
+    const out = this.gradOut[slot];
+    if (!isFull(grad) || !isFull(out) || grad.flat.length !== out.flat.length) return null;
+    const ratios = grad.flat.map(num).flatMap((g, i) => (g === 0 ? [] : [num(out.flat[i]) / g]));
+    if (!ratios.length || ratios.some((r) => Math.abs(r - ratios[0]) > 1e-6 * Math.max(1, Math.abs(ratios[0])))) return null;
+    return { label: fmt(ratios[0]), value: ratios[0] };
   }
+}
+
+/**
+ * A label as one factor of a product or a divisor: `x`, `exp(x)`, `tensor(…)` stand alone,
+ * `1 − y` becomes `(1 − y)` (else `grad · 1 − y` reads as `grad − y`).
+ */
+export function factor(label: string): string {
+  if (/^[\w.]+ᵀ?$/.test(label)) return label;
+  const call = /^[\w.]+\((.*)\)$/.exec(label);
+  if (call) {
+    // f(...) whose first "(" closes at the very end: `exp(x)`, not `exp(x) * log(y)`
+    let depth = 0;
+    for (const ch of call[1]) {
+      if (ch === "(") depth++;
+      else if (ch === ")" && --depth < 0) break;
+    }
+    if (depth === 0) return label;
+  }
+  return `(${label})`;
 }
 
 /** Ops that save the Python number they were passed (`x * 2`, `x / 4`) as their `other`. */

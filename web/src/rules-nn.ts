@@ -1,9 +1,16 @@
 // The local rules of the nodes that neural-network layers, activations and losses make
 // (cross-entropy's LogSoftmax and NllLoss, softmax, convolution, pooling, the norms,
-// embeddings, attention), read by rules.ts beside its elementwise and linear-algebra rules.
+// embeddings, attention), and of the reductions and steps a course meets next (var, max
+// with its ties, clamp at its bounds, split, cumsum, round), read by rules.ts beside its
+// elementwise and linear-algebra rules.
 // Each says what the layer computed and where the gradient goes, in words: their tensors are
 // rarely one number, so there is no substitution to write out.
-import type { Ctx, Rule } from "./rule-context";
+import { type Ctx, factor, type Rule } from "./rule-context";
+
+/** A number as the snippet would write it: `2`, `0.5`. */
+function fmtBeta(v: number): string {
+  return String(Number(v.toPrecision(4)));
+}
 
 /** A rule whose every edge reads the same. */
 function rule(summary: string, sym: string): Rule {
@@ -20,34 +27,180 @@ const NONE = 0;
 const MEAN = 1;
 const SUM = 2;
 
-/** The number of elements of a saved tensor, from its recorded shape. */
-function numelOf(saved: { shape?: number[] | null } | null): number | null {
-  return saved?.shape ? saved.shape.reduce((a, b) => a * b, 1) : null;
-}
-
 /** The softmax's dim, as `over dim 1`, when the node saved it. */
 function overDim(c: Ctx): string {
   const dim = c.saved("dim")?.label;
   return dim !== undefined ? ` (Σ over dim ${dim})` : "";
 }
 
-/** clamp's bounds as the snippet passed them: `[2, 4.5]`, else `[min, max]`. */
-function bounds(c: Ctx): { min: string; max: string } {
-  return { min: c.saved("min")?.label ?? "min", max: c.saved("max")?.label ?? "max" };
+/** where's condition by the snippet's expression (`x > 0`), else `cond`. */
+function cond(c: Ctx): string {
+  const label = c.saved("condition")?.label;
+  return label && !/Backward|^t\d+$/.test(label) ? label : "cond";
 }
+
+/** The input of a one-input rule, by the snippet's name (`w`, `logits`), else `x`. */
+function x(c: Ctx): string {
+  return factor(c.input(0, "self", "x"));
+}
+
+/**
+ * A loss's two sides: the prediction by its name (`x` when it has none) and the target by
+ * its name when it is a plain variable, else `y` (a literal reads `tensor(…)`).
+ */
+function sides(c: Ctx): { x: string; y: string } {
+  const target = c.saved("target")?.label ?? "";
+  return { x: x(c), y: /^[A-Za-z_][\w.]*$/.test(target) ? target : "y" };
+}
+
+/** ` / N (N = 3)` for a loss with reduction="mean", "" for "sum" and "none". */
+function perN(c: Ctx): string {
+  const reduction = c.saved("reduction")?.value ?? MEAN;
+  if (reduction !== MEAN) return "";
+  const n = c.numelOf("self");
+  return ` / N${n !== null ? ` (N = ${n})` : ""}`;
+}
+
+/** `mean(…)`, `sum(…)` or `…` elementwise, as a loss's reduction wraps its terms. */
+function reduced(c: Ctx, terms: string): string {
+  const reduction = c.saved("reduction")?.value ?? MEAN;
+  return reduction === SUM ? `sum(${terms})` : reduction === NONE ? `${terms} elementwise` : `mean(${terms})`;
+}
+
+/**
+ * clamp's bounds as the snippet passed them (`0`, `1.0`); a bound it left out is null
+ * (`x.clamp(min=0)` saves no max).
+ */
+function bounds(c: Ctx): { min: string | null; max: string | null } {
+  return { min: c.saved("min")?.label ?? null, max: c.saved("max")?.label ?? null };
+}
+
+/** The clamp rule for whichever bounds were given: both, only min, or only max. */
+const clampRule: Rule = {
+  summary: (c) => {
+    const { min, max } = bounds(c);
+    const args = [min !== null && max !== null ? `${min}, ${max}` : min !== null ? `min=${min}` : max !== null ? `max=${max}` : ""];
+    return `out = clamp(${x(c)}${args[0] ? `, ${args[0]}` : ""})`;
+  },
+  slots: (c) => {
+    const { min, max } = bounds(c);
+    const v = x(c);
+    // PyTorch passes the gradient where min ≤ x ≤ max: at a bound itself too (relu at 0 does not)
+    const inside = min !== null && max !== null ? `${min} ≤ ${v} ≤ ${max}` : min !== null ? `${v} ≥ ${min}` : max !== null ? `${v} ≤ ${max}` : null;
+    const at = min !== null && max !== null ? "the bounds included" : "the bound included";
+    return { sym: inside ? `grad where ${inside} (${at}), 0 where it was clamped` : "grad" };
+  },
+};
+
+/** max or min of a whole tensor, or along a dim: where its gradient goes, ties included. */
+function extremeRule(word: "max" | "min", amax: boolean): Rule {
+  const largest = word === "max" ? "largest" : "smallest";
+  return {
+    summary: (c) => {
+      const dim = c.saved("dim")?.label.replace(/^\((-?\d+),\)$/, "$1");
+      const name = amax ? `a${word}` : word;
+      return dim !== undefined
+        ? `out = ${name}(${x(c)}, dim=${dim}) · the ${largest} element along dim ${dim}`
+        : `out = ${name}(${x(c)}) · the ${largest} element`;
+    },
+    slots: (c) => {
+      // max(dim) (MaxBackward0) routes to the index it returned; max() and amax split a tie evenly
+      if (!amax && c.saved("dim") !== null) {
+        return { sym: `grad at the index ${word}(dim) returned, 0 elsewhere (a tie gets it at that one index only)` };
+      }
+      return { sym: `grad at the ${word}imum, 0 elsewhere (k tied ${word}ima share it: grad / k each)` };
+    },
+  };
+}
+
+/** torch.maximum / torch.minimum of two tensors: each side gets the gradient where it won, half at a tie. */
+function pairwiseRule(word: "maximum" | "minimum"): Rule {
+  const beats = word === "maximum" ? ">" : "<";
+  return {
+    summary: (c) => `out = ${word}(${factor(c.input(0, "self", "a"))}, ${factor(c.input(1, "other", "b"))}) elementwise`,
+    slots: (c, slot) => {
+      const [me, other] = slot === 0 ? [c.input(0, "self", "a"), c.input(1, "other", "b")] : [c.input(1, "other", "b"), c.input(0, "self", "a")];
+      return { sym: `grad where ${factor(me)} ${beats} ${factor(other)}, grad / 2 where they tie, 0 elsewhere` };
+    },
+  };
+}
+
+/** The divisor of var and std: N − 1 (Bessel's correction, the default), or N − correction; and N. */
+function dof(c: Ctx): { divisor: string; n: string } {
+  const correction = c.saved("correction")?.value ?? 1;
+  const inputs = c.numelOf("self");
+  const outputs = c.gradIn[0] ? c.gradIn[0].shape.reduce((a, b) => a * b, 1) : null;
+  const n = inputs !== null && outputs ? inputs / outputs : null;
+  return { divisor: correction === 0 ? "N" : `(N − ${correction})`, n: n !== null ? ` (N = ${n})` : "" };
+}
+
+/** `, dim=1` (or `, dim=(0, 1)`) when a var or std reduced over dims, else "". */
+function alongDim(c: Ctx): string {
+  const dims = c.saved("dim")?.label.match(/-?\d+/g);
+  return dims?.length ? `, dim=${dims.length > 1 ? `(${dims.join(", ")})` : dims[0]}` : "";
+}
+
+/** A step function (round, floor, sign): flat between its jumps, so its gradient is 0. */
+function flat(name: string): Rule {
+  return {
+    summary: (c) => `out = ${name}(${x(c)}) · flat between its jumps`,
+    slots: () => ({ sym: `0 (${name} is flat between its jumps: no gradient passes)` }),
+  };
+}
+
+/** split / chunk / unbind: each piece's gradient goes back to where the piece came from. */
+const pieces: Rule = {
+  summary: (c) => `out = the pieces of ${x(c)} (split, chunk or unbind)`,
+  slots: () => ({ sym: "each piece's grad put back in its place (zeros where a piece got none)" }),
+};
 
 export const NN_RULES: Record<string, Rule> = {
   MseLoss: {
     summary: (c) => {
-      const reduction = c.saved("reduction")?.value;
-      return reduction === SUM ? "out = sum((x − y)²)" : reduction === NONE ? "out = (x − y)² elementwise" : "out = mean((x − y)²)";
+      const { x: p, y } = sides(c);
+      return `out = ${reduced(c, `(${p} − ${y})²`)}`;
     },
     slots: (c, slot) => {
       // only a mean divides by N (reduction="sum" and "none" do not)
-      const mean = ![SUM, NONE].includes(c.saved("reduction")?.value ?? MEAN);
-      const n = mean ? numelOf(c.node.saved.find((x) => x.name === "self") ?? null) : null;
-      const sym = `grad · 2(x − y)${mean ? ` / N${n !== null ? ` (N = ${n})` : ""}` : ""}`;
+      const { x: p, y } = sides(c);
+      const sym = `grad · 2(${p} − ${y})${perN(c)}`;
       return { sym: slot === 0 ? sym : `−${sym}` };
+    },
+  },
+  L1Loss: {
+    summary: (c) => `out = ${reduced(c, `|${sides(c).x} − ${sides(c).y}|`)}`,
+    slots: (c, slot) => ({ sym: `${slot === 0 ? "" : "−"}grad · sign(${sides(c).x} − ${sides(c).y})${perN(c)} (sign(0) = 0)` }),
+  },
+  SmoothL1Loss: {
+    summary: (c) => {
+      const beta = c.saved("beta")?.label ?? "1.0";
+      return `out = ${reduced(c, "ℓ(d)")} with d = ${sides(c).x} − ${sides(c).y}: ℓ(d) = d² / 2β where |d| < β, else |d| − β/2 (β = ${beta})`;
+    },
+    slots: (c, slot) => ({ sym: `${slot === 0 ? "" : "−"}grad · clamp(d / β, −1, 1)${perN(c)}` }),
+  },
+  BinaryCrossEntropy: {
+    summary: (c) => {
+      const { x: p, y } = sides(c);
+      return `out = ${reduced(c, `−(${y} · log ${p} + (1 − ${y}) · log(1 − ${p}))`)}`;
+    },
+    slots: (c, slot) => {
+      const { x: p, y } = sides(c);
+      const weighted = c.saved("weight") !== null ? " · weight" : "";
+      if (slot !== 0) return { sym: `−grad · log(${p} / (1 − ${p}))${weighted}${perN(c)}` };
+      return { sym: `grad · (${p} − ${y}) / (${p} · (1 − ${p}))${weighted}${perN(c)}` };
+    },
+  },
+  BinaryCrossEntropyWithLogits: {
+    summary: (c) => {
+      const { x: z, y } = sides(c);
+      return `out = ${reduced(c, `−(${y} · log σ(${z}) + (1 − ${y}) · log(1 − σ(${z})))`)} · the sigmoid and the BCE in one`;
+    },
+    slots: (c, slot) => {
+      const { x: z, y } = sides(c);
+      const weighted = c.saved("weight") !== null || c.saved("pos_weight") !== null;
+      if (slot !== 0) return { sym: `−grad · ${z}${perN(c)}` };
+      // σ(z) − y: the sigmoid's σ(1 − σ) cancels the log's 1 / (σ(1 − σ))
+      return { sym: `grad · (σ(${z}) − ${y})${perN(c)}${weighted ? " (then weighted by weight / pos_weight)" : ""}` };
     },
   },
   NllLoss: {
@@ -57,35 +210,114 @@ export const NN_RULES: Record<string, Rule> = {
     }),
   },
   LogSoftmax: {
-    summary: () => "out = x − logsumexp(x) · log-probabilities (cross-entropy's first half)",
-    slots: (c) => ({ sym: `grad − softmax(x) · Σ grad${overDim(c)}` }),
+    summary: (c) => `out = ${x(c)} − logsumexp(${x(c)}) · log-probabilities (cross-entropy's first half)`,
+    slots: (c) => ({ sym: `grad − softmax(${x(c)}) · Σ grad${overDim(c)}` }),
   },
   // the sum is of the product: out · (grad − Σ grad · out) reads as if only grad were summed
   Softmax: {
-    summary: () => "out = softmax(x) = eˣ / Σ eˣ",
+    summary: (c) => `out = softmax(${x(c)}) = e^${x(c)} / Σ e^${x(c)}`,
     slots: (c) => ({ sym: `out · (grad − Σ(grad · out))${overDim(c)}` }),
   },
-  Where: perInput("out = where(cond, a, b)", "grad where cond holds, 0 elsewhere", "grad where cond fails, 0 elsewhere"),
-  Clamp: {
-    summary: (c) => `out = clamp(x, ${bounds(c).min}, ${bounds(c).max})`,
-    slots: (c) => ({ sym: `grad where x was inside [${bounds(c).min}, ${bounds(c).max}], 0 where it was clamped` }),
+  Where: {
+    summary: (c) => `out = where(${cond(c)}, a, b)`,
+    slots: (c, slot) => ({ sym: `grad where ${cond(c)} ${slot === 0 ? "holds" : "fails"}, 0 elsewhere` }),
   },
-  ClampMin: {
-    summary: (c) => `out = clamp(x, min=${bounds(c).min})`,
-    slots: (c) => ({ sym: `grad where x ≥ ${bounds(c).min}, 0 where it was clamped` }),
+  Clamp: clampRule,
+  ClampMin: clampRule,
+  ClampMax: clampRule,
+  Max: extremeRule("max", false),
+  Min: extremeRule("min", false),
+  Amax: extremeRule("max", true),
+  Amin: extremeRule("min", true),
+  Maximum: pairwiseRule("maximum"),
+  Minimum: pairwiseRule("minimum"),
+  Gelu: {
+    summary: (c) =>
+      c.saved("approximate")?.label.includes("tanh")
+        ? `out = gelu(${x(c)}), the tanh approximation of ${x(c)} · Φ(${x(c)})`
+        : `out = ${x(c)} · Φ(${x(c)}) (Φ: the normal CDF)`,
+    slots: (c) => ({ sym: `grad · (Φ(${x(c)}) + ${x(c)} · φ(${x(c)}))${c.saved("approximate")?.label.includes("tanh") ? ", Φ and φ as the tanh formula approximates them" : ""}` }),
   },
-  ClampMax: {
-    summary: (c) => `out = clamp(x, max=${bounds(c).max})`,
-    slots: (c) => ({ sym: `grad where x ≤ ${bounds(c).max}, 0 where it was clamped` }),
+  Softplus: {
+    summary: (c) => {
+      const beta = c.saved("beta")?.value ?? 1;
+      return beta === 1 ? `out = log(1 + e^${x(c)})` : `out = log(1 + e^(β·${x(c)})) / β (β = ${fmtBeta(beta)})`;
+    },
+    slots: (c) => {
+      const beta = c.saved("beta")?.value ?? 1;
+      const threshold = c.saved("threshold")?.label ?? "20";
+      const z = beta === 1 ? x(c) : `β·${x(c)}`;
+      // above the threshold softplus is the identity, and so is its gradient
+      return { sym: `grad · σ(${z}) (grad itself where ${z} > ${threshold})` };
+    },
   },
-  Max: rule("out = the largest element (along a dim)", "grad at each maximum's position, 0 elsewhere"),
-  Min: rule("out = the smallest element (along a dim)", "grad at each minimum's position, 0 elsewhere"),
-  Gelu: rule("out = x · Φ(x) (Φ: the normal CDF)", "grad · (Φ(x) + x · φ(x))"),
-  LeakyRelu: rule("out = x where x > 0, slope · x elsewhere", "grad where x > 0, slope · grad elsewhere"),
-  Log1P: rule("out = log(1 + x)", "grad / (1 + x)"),
+  LeakyRelu: {
+    summary: (c) => `out = ${x(c)} where ${x(c)} > 0, slope · ${x(c)} elsewhere (slope = ${c.saved("negative_slope")?.label ?? "0.01"})`,
+    // PyTorch sends slope · grad at x = 0 itself (its test is x > 0)
+    slots: (c) => ({ sym: `grad where ${x(c)} > 0, slope · grad elsewhere` }),
+  },
+  Log1P: { summary: (c) => `out = log(1 + ${x(c)})`, slots: (c) => ({ sym: `grad / (1 + ${x(c)})` }) },
   NanToNum: rule("out = x with NaN and ±inf replaced by numbers", "grad where x was finite, 0 elsewhere"),
-  LinalgVectorNorm: rule("out = ‖x‖ (the 2-norm)", "grad · x / ‖x‖"),
-  Std: rule("out = std(x)", "grad · (x − mean) / ((N − 1) · std)"),
+  LinalgVectorNorm: {
+    summary: (c) => {
+      const ord = c.saved("ord")?.value ?? 2;
+      return ord === 2 ? `out = ‖${x(c)}‖ (the 2-norm: √Σ ${x(c)}²)` : `out = ‖${x(c)}‖ (the ${fmtBeta(ord)}-norm)`;
+    },
+    slots: (c) => {
+      const ord = c.saved("ord")?.value ?? 2;
+      if (ord === 2) return { sym: `grad · ${x(c)} / ‖${x(c)}‖ (0 where ‖${x(c)}‖ = 0)` };
+      if (ord === 1) return { sym: `grad · sign(${x(c)})` };
+      return { sym: `grad · sign(${x(c)}) · |${x(c)}|^(p − 1) / ‖${x(c)}‖^(p − 1) (p = ${fmtBeta(ord)})` };
+    },
+  },
+  Var: {
+    summary: (c) => `out = var(${x(c)}${alongDim(c)}) = Σ(${x(c)} − mean)² / ${dof(c).divisor}`,
+    slots: (c) => ({ sym: `grad · 2(${x(c)} − mean) / ${dof(c).divisor}${dof(c).n}` }),
+  },
+  Std: {
+    summary: (c) => `out = std(${x(c)}${alongDim(c)}) = √(Σ(${x(c)} − mean)² / ${dof(c).divisor})`,
+    slots: (c) => ({ sym: `grad · (${x(c)} − mean) / (${dof(c).divisor} · std)${dof(c).n}` }),
+  },
+  Hardtanh: {
+    summary: (c) => `out = hardtanh(${x(c)}, ${c.saved("min_val")?.label ?? "min"}, ${c.saved("max_val")?.label ?? "max"}) · ${x(c)} clipped (relu6 is hardtanh(x, 0, 6))`,
+    // unlike clamp, hardtanh's backward tests min < x < max: a bound itself gets 0
+    slots: (c) => ({
+      sym: `grad where ${c.saved("min_val")?.label ?? "min"} < ${x(c)} < ${c.saved("max_val")?.label ?? "max"} (the bounds excluded, unlike clamp), 0 elsewhere`,
+    }),
+  },
+  Silu: {
+    summary: (c) => `out = ${x(c)} · σ(${x(c)}) (SiLU, also called swish)`,
+    slots: (c) => ({ sym: `grad · σ(${x(c)}) · (1 + ${x(c)} · (1 − σ(${x(c)})))` }),
+  },
+  Elu: {
+    summary: (c) => `out = ${x(c)} where ${x(c)} > 0, α · (e^${x(c)} − 1) elsewhere (α = ${c.saved("alpha")?.label ?? "1.0"})`,
+    slots: (c) => ({ sym: `grad where ${x(c)} > 0, grad · α · e^${x(c)} where ${x(c)} ≤ 0` }),
+  },
+  Logsumexp: {
+    summary: (c) => `out = log Σ e^${x(c)}${c.saved("dim") ? ` over dim ${c.saved("dim")?.label.replace(/^\((-?\d+),\)$/, "$1")}` : ""}`,
+    slots: (c) => ({ sym: `grad · softmax(${x(c)}) = grad · e^(${x(c)} − out)` }),
+  },
+  Sign: flat("sign"),
+  Round: flat("round"),
+  Floor: flat("floor"),
+  Ceil: flat("ceil"),
+  Trunc: flat("trunc"),
+  Rsqrt: {
+    summary: (c) => `out = 1 / √${x(c)}`,
+    slots: (c) => ({ sym: `−grad / (2 · ${x(c)}^(3/2)) = −grad · out³ / 2` }),
+  },
+  Cumsum: {
+    summary: (c) => `out = cumsum(${x(c)}, dim=${c.saved("dim")?.label ?? "d"}) · each element the sum of those up to it`,
+    slots: () => ({ sym: "grad summed from the end: element i gets the sum of grad over every j ≥ i" }),
+  },
+  Flip: { summary: (c) => `out = ${x(c)} flipped`, slots: () => ({ sym: "grad flipped back" }) },
+  Prod: {
+    summary: (c) => `out = the product of ${x(c)}'s elements`,
+    slots: () => ({ sym: "grad · the product of every other element (out / x where x ≠ 0)" }),
+  },
+  Split: pieces,
+  SplitWithSizes: pieces,
+  Unbind: pieces,
   Embedding: rule("out = W[indices] · a table lookup", "grad's rows added into the looked-up rows of W, 0 elsewhere"),
   Convolution: perInput(
     "out = conv(x, W) + b",

@@ -7,12 +7,12 @@
 // `grad_out`, never a value recomputed here.
 import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
-import { Ctx, type Rule } from "./rule-context";
+import { Ctx, factor, type Rule } from "./rule-context";
 import { NN_RULES } from "./rules-nn";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { NodeCreated } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, numel, shapeText } from "./values";
-import { accumulationText, d, hookLinesText, pathsSum, seedText } from "./walk-notes";
+import { accumulationText, d, edgeLabel, hookLinesText, outputsIncoming, pathsSum, seedText } from "./walk-notes";
 
 
 export interface RuleLine {
@@ -95,28 +95,38 @@ const RULES: Record<string, Rule> = {
     slots: (c) => ({ sym: "−grad", num: nums(c, (g) => `−${fmtFactor(g)}`) }),
   },
   Mul: {
-    summary: () => "out = a * b · product rule: each side gets grad times the other side",
+    summary: (c) => {
+      // `k / b` runs as k times reciprocal(b): this node is the "times k"
+      const k = c.constant("rdiv");
+      const op = c.model.op(c.node.op);
+      const b = op ? factor(tensorExpr(c.model, op.inputs[0])) : "b";
+      if (k) return `out = ${k.label} · (1 / ${b}) · PyTorch computes ${k.label} / ${b} as ${k.label} times the reciprocal 1 / ${b}`;
+      return "out = a * b · product rule: each side gets grad times the other side";
+    },
     slots: (c, slot) => {
       const other =
-        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.constant("mul", "multiply") ?? c.inferredFactor(slot) ?? { label: "other", value: null };
+        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.constant("mul", "multiply", "rdiv") ?? c.inferredFactor(slot) ?? { label: "other", value: null };
       const label = other.value !== null && other.label === fmt(other.value) ? fmt(other.value) : other.label;
-      return { sym: `grad · ${label}`, num: times(c.g, other.value) };
+      return { sym: `grad · ${factor(label)}`, num: times(c.g, other.value) };
     },
   },
   Div: {
     summary: () => "out = a / b · quotient rule",
     slots: (c, slot) => {
       const a = c.saved("self") ?? { label: "a", value: null };
-      const b = c.saved("other") ?? c.constant("div", "true_divide", "divide") ?? c.inferredFactor(slot) ?? { label: "b", value: null };
+      // the engine multiplied a's gradient by 1 / b: b is the inverse of that factor
+      const ratio = slot === 0 ? c.inferredFactor(0)?.value : null;
+      const inferred = ratio ? { label: fmt(1 / ratio), value: 1 / ratio } : null;
+      const b = c.saved("other") ?? c.constant("div", "true_divide", "divide") ?? inferred ?? { label: "b", value: null };
       if (slot === 0) {
         const num = c.g !== null && b.value !== null ? `${fmt(c.g)} / ${fmtFactor(b.value)}` : null;
-        return { sym: `grad / ${b.label}`, num };
+        return { sym: `grad / ${factor(b.label)}`, num };
       }
       const num =
         c.g !== null && a.value !== null && b.value !== null
           ? `−${fmtFactor(c.g)} × ${fmtFactor(a.value)} / ${fmtFactor(b.value)}²`
           : null;
-      return { sym: `−grad · ${a.label} / ${b.label}²`, num };
+      return { sym: `−grad · ${factor(a.label)} / ${factor(b.label)}²`, num };
     },
   },
   Pow: {
@@ -134,7 +144,8 @@ const RULES: Record<string, Rule> = {
       const e = c.saved("exponent");
       if (c.node.name === "PowBackward0" && e && e.value !== null) {
         const p = e.value;
-        const sym = p === 1 ? "grad" : `grad · ${fmt(p)} · ${power(base.label, p - 1)}`;
+        // (x − 1.5)**2: "grad · 2 · x − 1.5" would read as (grad · 2 · x) − 1.5
+        const sym = p === 1 ? "grad" : `grad · ${fmt(p)} · ${power(factor(base.label), p - 1)}`;
         const num =
           c.g !== null && base.value !== null
             ? [fmt(c.g), fmtFactor(p), power(fmtFactor(base.value), p - 1)].join(" × ")
@@ -167,7 +178,7 @@ const RULES: Record<string, Rule> = {
     slots: (c) => {
       const a = c.saved("self") ?? { label: "a", value: null };
       const num = c.g !== null && a.value !== null ? `${fmt(c.g)} / ${fmtFactor(a.value)}` : null;
-      return { sym: `grad / ${a.label}`, num };
+      return { sym: `grad / ${factor(a.label)}`, num };
     },
   },
   Tanh: {
@@ -195,11 +206,20 @@ const RULES: Record<string, Rule> = {
     },
   },
   Sqrt: {
-    summary: () => "out = √a",
+    summary: (c) => `out = √${factor(c.input(0, "self", "a"))}`,
     slots: (c) => {
       const r = c.result();
       const num = c.g !== null && r.value !== null ? `${fmt(c.g)} / (2 × ${fmt(r.value)})` : null;
-      return { sym: "grad / (2 · √a)", num };
+      return { sym: `grad / (2 · √${factor(c.input(0, "self", "a"))})`, num };
+    },
+  },
+  Reciprocal: {
+    summary: (c) => `out = 1 / ${factor(c.input(0, "self", "a"))}`,
+    slots: (c) => {
+      // PyTorch computes −grad · out², which is −grad / a²
+      const r = c.result();
+      const num = c.g !== null && r.value !== null && r.value !== 0 ? `−${fmtFactor(c.g)} / ${fmtFactor(1 / r.value)}²` : null;
+      return { sym: `−grad / ${factor(c.input(0, "self", "a"))}²`, num };
     },
   },
   Sin: {
@@ -255,11 +275,11 @@ const RULES: Record<string, Rule> = {
   Mv: {
     summary: () => "out = A @ v · matrix–vector product",
     slots: (c, slot) =>
-      slot === 0 ? { sym: `grad ⊗ ${operandLabel(c, "vec", 1)}` } : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
+      slot === 0 ? { sym: `grad ⊗ ${factor(operandLabel(c, "vec", 1))}` } : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
   },
   Dot: {
     summary: () => "out = a · b · dot product",
-    slots: (c, slot) => ({ sym: `grad · ${slot === 0 ? operandLabel(c, "tensor", 1) : operandLabel(c, "self", 0)}` }),
+    slots: (c, slot) => ({ sym: `grad · ${factor(slot === 0 ? operandLabel(c, "tensor", 1) : operandLabel(c, "self", 0))}` }),
   },
   Bmm: {
     summary: () => "out = A @ B, batched",
@@ -282,6 +302,15 @@ const RULES: Record<string, Rule> = {
   UnsafeView: reshaped("out = a viewed with a new shape"),
   Squeeze: reshaped("out = a without its size-1 dims"),
   Unsqueeze: reshaped("out = a with a new size-1 dim"),
+  Repeat: {
+    summary: (c) => {
+      // repeats as saved: "(2,)" for x.repeat(2), "(2, 3)" for x.repeat(2, 3)
+      const reps = (c.saved("repeats")?.label ?? "").match(/\d+/g) ?? [];
+      const a = factor(c.input(0, "self", "a"));
+      return `out = ${a}.repeat(${reps.join(", ")}) · copies of ${a} laid side by side`;
+    },
+    slots: (c, slot) => ({ sym: `grad summed over the copies → ${shapeText(shapeOfTarget(c, slot))}` }),
+  },
   Expand: {
     summary: () => "out = a broadcast to a bigger shape",
     slots: (c, slot) => ({ sym: `grad summed over the broadcast dims → ${shapeText(shapeOfTarget(c, slot))}` }),
@@ -324,11 +353,6 @@ function reducedDims(c: Ctx): number[] | null {
 
 function dimsText(dims: number[]): string {
   return dims.length === 1 ? `dim ${dims[0]}` : `dims ${dims.join(", ")}`;
-}
-
-/** A label as one factor of a product: `x`, but `(x**y)`. */
-function factor(label: string): string {
-  return /^[\w.]+$/.test(label) ? label : `(${label})`;
 }
 
 /**
@@ -400,9 +424,8 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   const of = node.name === "AccumulateGrad" ? tensorExpr(model, node.tensor) : own;
   const incoming = hooked
     ? `grad = ${fmtValue(exec.grad_in[0])}: a hook${of ? ` on ${of}` : ""}${hookLinesText(model, node.tensor)} changed the ${of ? `∂${root}/∂${d(of)} = ` : ""}${fmtValue(hooked)} that arrived`
-    : own
-      ? `grad = ${seed.given ? "" : `∂${root}/∂${d(own)} = `}${gradText}${seed.text}`
-      : `grad = ${gradText}${seed.text}`;
+    : (outputsIncoming(model, entry, root) ??
+      (own ? `grad = ${seed.given ? "" : `∂${root}/∂${d(own)} = `}${gradText}${seed.text}` : `grad = ${gradText}${seed.text}`));
 
   if (node.name === "AccumulateGrad") {
     return {
@@ -418,7 +441,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   exec.grad_out.forEach((out, slot) => {
     const edge = node.edges[slot];
     if (!edge || edge.node === null || out === null) return;
-    const target = edgeTargetLabel(model, node.id, slot);
+    const target = edgeLabel(model, node.id, slot);
     const result = fmtValue(out);
     const lhs = `∂${root}/∂${d(target)}`;
     const s = rule ? rule.slots(c, slot) : null;
@@ -433,7 +456,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
     lines.push({ slot, text: parts.join(" = ") });
   });
   return {
-    summary: rule ? rule.summary(c) : (customRule(model, node) ?? `${node.name}: the gradient in, the gradients out`),
+    summary: rule ? rule.summary(c) : (customRule(model, node) ?? `${node.name}: no rule is written out for this op; the gradients below are the ones PyTorch computed`),
     incoming,
     lines,
     accumulations: [],

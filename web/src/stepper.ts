@@ -14,6 +14,11 @@ const SPEEDS = [0.5, 1, 2, 4];
 const WALK_ALL = 400;
 const WALK_WINDOW = 200;
 const WALK_MARGIN = 20;
+/**
+ * The numbers table writes a gradient of up to this many elements out whole (a [12] or a
+ * [4×4] that a course prints), not as its norm; the card's rule lines stay short.
+ */
+const TABLE_WHOLE = 64;
 
 export class StepperView {
   /** The row of backward calls: a caption (the calls' shared text, if any) and their tabs. */
@@ -283,13 +288,13 @@ export class StepperView {
       const edge = node.edges[slot];
       const target = edge?.node != null ? this.model.node(edge.node) : undefined;
       const to = target ? (target.name === "AccumulateGrad" ? toLeaf(target.tensor) : target.name) : "(no grad needed)";
-      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v) }));
+      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v, TABLE_WHOLE) }));
     });
     return h(
       "table",
       { class: "gw-numbers" },
       h("caption", { text: "What the engine passed" }),
-      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValue(v)).join(", ") })), rows),
+      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValue(v, TABLE_WHOLE)).join(", ") })), rows),
     );
   }
 
