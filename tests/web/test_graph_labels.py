@@ -10,6 +10,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import (
     LABEL_OVERLAPS,
+    expect,
     labels_placed,
     open_app,
     run_example,
@@ -206,3 +207,9 @@ def test_a_transpose_and_a_keyword_read_as_the_snippet_wrote_them(page: Any) -> 
     assert not any("t2" in label for label in labels), labels
     settle(page)
     shot(page, "labels-05-transpose")
+    # the stepper says what w.T did, by its name, not "a with dims permuted"
+    page.click("[role=tab]:has-text('Backward')")
+    page.locator(".gw-walk-item", has_text="PermuteBackward0").first.click()
+    card = page.locator(".gw-step-card")
+    expect(card).to_contain_text("out = w.T · its rows and columns swapped")
+    expect(card).to_contain_text("∂(sum(y))/∂w = gradᵀ, rows and columns swapped back")

@@ -43,9 +43,9 @@ SNIPPETS = {
     "mask = x > 2\nx[:2] * 1\nx[1] * 1\nx[mask] * 1\nx[:2] + x[2:4]\ntorch.sub(x, w, alpha=2) * 1\n"
     "torch.arange(5.) * 1\ntorch.zeros(3) + 1\nx.view(2, 3).max(dim=0).values * 1\n(x * 2 + 1) * (x + 1) // 2\n"
     "(((x * 2 + 1).exp() - 3).sum() / 4).sqrt()\n",
-    # transposes read as attributes, numbers passed by keyword
+    # transposes read as attributes, numbers passed by keyword, a comparison
     "transposes": "import torch\ntorch.manual_seed(0)\nX = torch.randn(4, 3)\nw = torch.randn(2, 3, requires_grad=True)\n"
-    "(X @ w.T).sum(dim=1) * 1\ntorch.softmax(X @ w.mT, dim=-1) * 1\n",
+    "(X @ w.T).sum(dim=1) * 1\ntorch.softmax(X @ w.mT, dim=-1) * 1\n(X > 0) * 1\n",
     # the nodes layers and losses make: cross-entropy, a small conv net, attention
     "layers": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
     "net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),\n"

@@ -54,6 +54,12 @@ const identity: Rule = {
   slots: () => ({ sym: "grad" }),
 };
 
+/** `T` when the node came from a transpose read as an attribute (`w.T`; likewise mT, H, mH), else null. */
+function attributeOf(c: Ctx): string | null {
+  const name = c.model.op(c.node.op)?.name ?? "";
+  return ["T", "mT", "H", "mH"].includes(name) ? name : null;
+}
+
 function reshaped(what: string): Rule {
   return {
     summary: () => what,
@@ -295,8 +301,21 @@ const RULES: Record<string, Rule> = {
     },
   },
   T: { summary: () => "out = aᵀ", slots: () => ({ sym: "gradᵀ" }) },
-  Transpose: { summary: () => "out = a with two dims swapped", slots: () => ({ sym: "grad with the dims swapped back" }) },
-  Permute: { summary: () => "out = a with dims permuted", slots: () => ({ sym: "grad permuted back" }) },
+  Transpose: {
+    summary: (c) => (attributeOf(c) ? `out = ${c.input()}.${attributeOf(c)} · its last two dims swapped` : "out = a with two dims swapped"),
+    slots: () => ({ sym: "grad with the dims swapped back" }),
+  },
+  Permute: {
+    summary: (c) => {
+      const attribute = attributeOf(c);
+      if (!attribute) return "out = a with dims permuted";
+      return `out = ${c.input()}.${attribute} · ${shapeOfTarget(c, 0)?.length === 2 ? "its rows and columns swapped" : "its dims in reverse order"}`;
+    },
+    slots: (c) => {
+      if (!attributeOf(c)) return { sym: "grad permuted back" };
+      return { sym: shapeOfTarget(c, 0)?.length === 2 ? "gradᵀ, rows and columns swapped back" : "grad with its dims reversed back" };
+    },
+  },
   View: reshaped("out = a viewed with a new shape"),
   Reshape: reshaped("out = a reshaped"),
   UnsafeView: reshaped("out = a viewed with a new shape"),

@@ -1,6 +1,6 @@
 // A short expression for an unnamed tensor, rebuilt from the op that made it, its inputs'
 // labels and the Python numbers it was passed: `x * 2 + 1`, `x[:2]`, `x − 2 * w`,
-// `arange(5)`, `max(x).values`. Written as Python would read it (operators by precedence,
+// `arange(5)`, `max(x).values`, `x > 0`, `w.T`, `sum(x, dim=1)`. Written as Python would read it (operators by precedence,
 // parentheses only where needed), with `−` for minus. naming.ts decides when one is used.
 import type { TraceModel } from "./trace-model";
 import type { OpRecorded } from "./types/events";
@@ -12,6 +12,7 @@ interface Expr {
 }
 
 // Python's precedence, loosest first
+const COMPARE = 0; // > < >= <= == !=
 const SUM = 1; // + −
 const PRODUCT = 2; // * / // % @
 const UNARY = 3; // −x
@@ -30,6 +31,12 @@ const INFIX: Record<string, [string, number]> = {
   matmul: ["@", PRODUCT],
   mm: ["@", PRODUCT],
   pow: ["**", POWER],
+  gt: [">", COMPARE],
+  lt: ["<", COMPARE],
+  ge: [">=", COMPARE],
+  le: ["<=", COMPARE],
+  eq: ["==", COMPARE],
+  ne: ["!=", COMPARE],
 };
 
 // Reflected operators (`1 - x` runs x.__rsub__(1)): the tensor is the right operand.

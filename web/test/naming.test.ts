@@ -140,6 +140,12 @@ test("a transpose read as an attribute is an op of its own (w.T, w.mT), not an u
   assert.equal(labelOnLine(model, "(X @ w.T).sum(dim=1) * 1", "matmul"), "X @ w.T");
 });
 
+test("a comparison reads as the operator the snippet wrote (X > 0), not gt(X, 0)", () => {
+  const model = loadModel("transposes");
+  assert.equal(labelOnLine(model, "(X > 0) * 1", "gt"), "X > 0");
+  assert.equal(labelOnLine(model, "(X > 0) * 1", "mul"), "(X > 0) * 1");
+});
+
 test("numbers passed by keyword are written out as the call wrote them (dim=1), and give way before operands do", () => {
   const model = loadModel("transposes");
   assert.equal(labelOnLine(model, "(X @ w.T).sum(dim=1) * 1", "sum"), "sum(X @ w.T, dim=1)");
