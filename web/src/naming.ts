@@ -36,12 +36,30 @@ export function tensorExpr(model: TraceModel, id: number | null | undefined): st
   return fits(1) ?? fits(1, false) ?? `t${id}`;
 }
 
-/** What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to. */
+/**
+ * The tensors a node with several outputs made, by output number (`a, b = x.split(2)`: `a`
+ * is output 0, `b` output 1); null for a node with one output. An output the trace does not
+ * hold is null.
+ */
+export function outputTensors(model: TraceModel, nodeId: number): (number | null)[] | null {
+  const node = model.node(nodeId);
+  if (!node?.grad_shapes || node.grad_shapes.length < 2) return null;
+  const made = (model.op(node.op)?.outputs ?? []).filter((t) => model.tensor(t)?.ev.grad_fn === node.id);
+  return node.grad_shapes.map((_, i) => made[i] ?? null);
+}
+
+/**
+ * What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to,
+ * by the edge's output number when that node made several (`a, b = x.split(2)`: `a`, not
+ * the node's last output `b`).
+ */
 export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number): string {
   const edge = model.node(nodeId)?.edges[slot];
   if (!edge || edge.node === null) return `input ${slot}`;
   const target = model.node(edge.node);
   if (!target) return `input ${slot}`;
+  const piece = outputTensors(model, target.id)?.[edge.input_nr];
+  if (piece !== null && piece !== undefined) return tensorExpr(model, piece);
   if (target.tensor !== null) return tensorExpr(model, target.tensor);
   // A node without an output tensor of its own, e.g. the Wᵀ inside nn.Linear.
   const inner = target.edges.length === 1 && target.edges[0].node !== null ? edgeTargetLabel(model, target.id, 0) : null;

@@ -1,11 +1,10 @@
 // What a local derivative rule (rules.ts, rules-nn.ts) may read about the node it explains:
 // what the node saved, its output, the gradients in and out, and the Python number an op
 // was passed beside its one tensor.
-import { numberText, tensorExpr } from "./naming";
+import { edgeTargetLabel, numberText, tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
 import type { NodeCreated, TensorValue } from "./types/events";
 import { fmt, isFull, num, scalarOf } from "./values";
-import { edgeLabel } from "./walk-notes";
 
 export interface Operand {
   label: string;
@@ -53,7 +52,7 @@ export class Ctx {
    * tensor made inside a library function reads `SubBackward0's output`).
    */
   input(slot = 0, savedName = "self", fallback = "x"): string {
-    const label = this.saved(savedName)?.label ?? edgeLabel(this.model, this.node.id, slot);
+    const label = this.saved(savedName)?.label ?? edgeTargetLabel(this.model, this.node.id, slot);
     return /Backward|^input \d|^t\d+$/.test(label) ? fallback : label;
   }
 

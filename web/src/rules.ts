@@ -12,7 +12,7 @@ import { NN_RULES } from "./rules-nn";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { NodeCreated } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, numel, shapeText } from "./values";
-import { accumulationText, d, edgeLabel, hookLinesText, outputsIncoming, pathsSum, seedText } from "./walk-notes";
+import { accumulationText, d, hookLinesText, outputsIncoming, pathsSum, seedText } from "./walk-notes";
 
 
 export interface RuleLine {
@@ -460,7 +460,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   exec.grad_out.forEach((out, slot) => {
     const edge = node.edges[slot];
     if (!edge || edge.node === null || out === null) return;
-    const target = edgeLabel(model, node.id, slot);
+    const target = edgeTargetLabel(model, node.id, slot);
     const result = fmtValue(out);
     const lhs = `∂${root}/∂${d(target)}`;
     const s = rule ? rule.slots(c, slot) : null;

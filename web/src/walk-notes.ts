@@ -1,7 +1,7 @@
 // What a stepper card says around a node's own rule (rules.ts): the seed a backward call
 // starts from, the paths whose gradients the engine summed before a node ran, where the
 // snippet hooked a gradient, and a leaf's accumulation into .grad.
-import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
+import { gradOf, outputTensors, rootLabel, tensorExpr } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { GradAccumulated, TensorValue } from "./types/events";
 import { fmtAddend, fmtFactor, fmtValue, isFull, numel, scalarOf } from "./values";
@@ -70,29 +70,6 @@ export function seedText(model: TraceModel, entry: StepEntry): { text: string; g
     return { text: ` (the seed: the gradient given to ${to} instead of 1, so every gradient below is ${fmtFactor(scalarOf(seed) ?? NaN)} × ∂${d(root)}/∂…)`, given: true };
   }
   return { text: ` (the seed: the gradient given to ${to}, as ${root} is not a scalar: each ∂${d(root)}/∂… below is Σᵢ seedᵢ · ∂${d(root)}ᵢ/∂…)`, given: true };
-}
-
-/**
- * The tensors a node with several outputs made, by output number (`a, b = x.split(2)`: `a`
- * is output 0, `b` output 1); null for a node with one output. An output the trace does not
- * hold is null.
- */
-export function outputTensors(model: TraceModel, nodeId: number): (number | null)[] | null {
-  const node = model.node(nodeId);
-  if (!node?.grad_shapes || node.grad_shapes.length < 2) return null;
-  const made = (model.op(node.op)?.outputs ?? []).filter((t) => model.tensor(t)?.ev.grad_fn === node.id);
-  return node.grad_shapes.map((_, i) => made[i] ?? null);
-}
-
-/**
- * What input `slot` of node `nodeId` is, for a card: the tensor its edge leads to, by the
- * edge's output number when that node made several (`∂loss/∂a`, not the node's last output).
- */
-export function edgeLabel(model: TraceModel, nodeId: number, slot: number): string {
-  const edge = model.node(nodeId)?.edges[slot];
-  const made = edge && edge.node !== null ? outputTensors(model, edge.node) : null;
-  const t = edge && made ? made[edge.input_nr] : null;
-  return t !== null && t !== undefined ? tensorExpr(model, t) : edgeTargetLabel(model, nodeId, slot);
 }
 
 /** `grad: ∂loss/∂a = [1, 1]; ∂loss/∂b = [2, 2]` for a node with several outputs, else null. */
