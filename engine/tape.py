@@ -126,7 +126,6 @@ class TapeMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__") and (name == "__set__" or _transpose_read(func) is None):
             return func(*args, **kwargs)  # an attribute, not an op
-
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
         aside = _no_context if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
