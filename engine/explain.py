@@ -122,11 +122,36 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     return f"{text}. backward() needs the value it saved: {fix}."
 
 
+def _raised_by_failed_op(exc: BaseException, rec: Recorder) -> bool:
+    """Whether ``exc`` is what the last op that failed raised, or was raised from it.
+
+    # NOTE [The op an error came from]
+    # The tape keeps the last op that raised (``rec.failed_op``: its name and tensors) so a
+    # hint can name its operands. A snippet may catch that error and go on; a later error
+    # that is not an op's (a ``raise`` of its own, a failure inside backward) would then be
+    # explained with the operands of an op that failed long before. The tape also keeps the
+    # id and text of the op's exception, and a hint reads the op only for that exception or
+    # one raised while handling it (its ``__cause__`` or ``__context__``).
+    """
+    if rec.failed_op_error is None:
+        return False
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of re-raises is short; a cycle must not loop
+        if seen is None:
+            return False
+        if (id(seen), str(seen)) == rec.failed_op_error:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def explain_error(
     exc: BaseException, rec: Recorder, line: int | None, frame: FrameType | None = None
 ) -> str | None:
     """Return a short explanation and fix for a known PyTorch error, or ``None``."""
     text = str(exc)
+    if not _raised_by_failed_op(exc, rec):
+        rec.failed_op = None  # NOTE [The op an error came from]
     if "backward through the graph a second time" in text:
         first = rec.backward.first_backward_line
         where = f" (the first one ran at line {first})" if first else ""

@@ -143,6 +143,7 @@ class Recorder:
         self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
+        self.failed_op_error: tuple[int, str] | None = None  # the id and text of what it raised
         self._mode: TapeMode | None = None
         self._gc_threshold = gc.get_threshold()
         self._max_ops = self.limits.max_ops

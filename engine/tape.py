@@ -141,8 +141,9 @@ class TapeMode(TorchFunctionMode):
                     pass
         try:
             result = func(*args, **kwargs)
-        except Exception:
+        except Exception as exc:
             rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
+            rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
             raise
         with aside(), modes_aside():
             return self._observe(func, name, args, kwargs, result, first, first_version)

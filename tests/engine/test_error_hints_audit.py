@@ -125,3 +125,22 @@ def test_a_common_error_gets_a_true_hint_at_its_line(name: str) -> None:
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)
+
+
+def test_an_error_raised_after_a_caught_op_error_is_not_explained_with_that_ops_operands() -> None:
+    # The tape keeps the last op that failed, for hints that name its operands. A snippet
+    # that caught that error and later raised another (here one of its own; a device clash
+    # inside backward is another) got the old op's operands in its hint: "(matmul: a (made
+    # at line 2) is on cpu, b (made at line 3) is on cpu)".
+    message = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    source = (
+        "import torch\na = torch.randn(3)\nb = torch.randn(4)\n"
+        "try:\n    a @ b\nexcept RuntimeError:\n    pass\n"
+        f"raise RuntimeError({message!r})\n"
+    )
+    err = q.errors(record(source))[0]
+    assert err.line == 8 and err.message == message
+    assert err.hint is not None and "different devices" in err.hint and "matmul" not in err.hint, err.hint
+    # the op's own error, raised again from where it was caught, keeps its operands
+    again = source.replace("    pass\n", "    raise\n").replace(f"raise RuntimeError({message!r})\n", "")
+    assert "a @ b needs a's length (3)" in (q.errors(record(again))[0].hint or "")
