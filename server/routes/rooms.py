@@ -14,6 +14,9 @@
   behind (see NOTE [Room fan-out]).
 * to presenters only: ``{"type": "ack", "version": V}`` once their change is version V,
   and ``{"type": "presence", "viewers": N}`` when viewers join or leave (at most 4 a second).
+* to viewers only: ``{"type": "presence", "version": V, "presenter": false}`` when no
+  presenter is connected (after the first state, if none is), ``... true`` when one is
+  again; ``V`` is the last state version this viewer was sent.
 
 Presenter -> server: ``{"type": "state", "state": {...some fields of RoomState}}``; the
 fields given replace the room's. A frame is at most 64 KiB (close 1009): send a larger
@@ -330,6 +333,7 @@ async def _serve(
 async def _send_viewer(ws: WebSocket, room: Room, conn: _Conn) -> _Close:
     loop = asyncio.get_running_loop()
     sent = have_source = 0
+    told_here = True  # a viewer takes the presenter to be there until told otherwise
     while room.ended is None:
         if room.version > sent:
             # Read version, source version and frame together: nothing can change between them.
@@ -338,8 +342,14 @@ async def _send_viewer(ws: WebSocket, room: Room, conn: _Conn) -> _Close:
             await ws.send_text(frame)
             conn.sending_since = None
             sent, have_source = version, source_version
+        elif (room.presenters > 0) != told_here:
+            told_here = room.presenters > 0
+            presence = {"type": "presence", "version": sent, "presenter": told_here}
+            conn.sending_since = loop.time()
+            await ws.send_text(json.dumps(presence))
+            conn.sending_since = None
         else:
-            await room.wait_beyond(sent)
+            await room.wait_beyond(sent, told_here)
     return 4410, room.ended
 
 

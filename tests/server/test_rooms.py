@@ -101,12 +101,12 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
             assert first["version"] == 1 and first["state"]["source"] == CUBIC
             async with connect(socket_url(server, room)) as v1, connect(socket_url(server, room)) as v2:
                 for viewer in (v1, v2):
-                    hello = await next_frame(viewer)
+                    hello = await next_frame(viewer, "state")
                     assert hello == {**first, "type": "state"}
                 await presenter.send(json.dumps({"type": "state", "state": {"view": "stepper", "step": 3}}))
                 assert (await next_frame(presenter, "ack"))["version"] == 2
                 for viewer in (v1, v2):
-                    frame = await next_frame(viewer)
+                    frame = await next_frame(viewer, "state")
                     assert frame["version"] == 2 and frame["source_version"] == 1
                     assert "source" not in frame["state"]  # the viewer has it already
                     assert frame["state"]["step"] == 3 and frame["state"]["view"] == "stepper"
@@ -114,7 +114,7 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     json.dumps({"type": "state", "state": {"source": "print(2)\n", "run_id": "abc123"}})
                 )
                 for viewer in (v1, v2):
-                    frame = await next_frame(viewer)
+                    frame = await next_frame(viewer, "state")
                     assert frame["version"] == 3 and frame["source_version"] == 3
                     assert frame["state"]["source"] == "print(2)\n" and frame["state"]["step"] == 3
                 # the charts' y scale and norms go with the view
@@ -123,7 +123,7 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                     json.dumps({"type": "state", "state": {"yscale": "log", "norms": "per-parameter"}})
                 )
                 for viewer in (v1, v2):
-                    frame = await next_frame(viewer)
+                    frame = await next_frame(viewer, "state")
                     assert frame["version"] == 4
                     assert (frame["state"]["yscale"], frame["state"]["norms"]) == ("log", "per-parameter")
                     assert frame["state"]["step"] == 3
@@ -131,14 +131,14 @@ def test_viewers_get_the_latest_state_then_every_change(server: LiveServer) -> N
                 for compare, version in (("b5019c0c2c5e", 5), (None, 6)):
                     await presenter.send(json.dumps({"type": "state", "state": {"compare": compare}}))
                     for viewer in (v1, v2):
-                        frame = await next_frame(viewer)
+                        frame = await next_frame(viewer, "state")
                         assert frame["version"] == version and frame["state"]["compare"] == compare
                 # and the charts hidden (and back to none)
                 assert frame["state"]["hide"] == ""
                 for hide, version in (("grad,metric:val_acc", 7), ("", 8)):
                     await presenter.send(json.dumps({"type": "state", "state": {"hide": hide}}))
                     for viewer in (v1, v2):
-                        frame = await next_frame(viewer)
+                        frame = await next_frame(viewer, "state")
                         assert frame["version"] == version and frame["state"]["hide"] == hide
 
     run(scenario())
@@ -170,16 +170,45 @@ def test_a_viewer_that_reconnects_catches_up_at_once(server: LiveServer) -> None
         async with connect(presenter_url(server, room)) as presenter:
             await next_frame(presenter, "state")
             async with connect(socket_url(server, room)) as viewer:
-                await next_frame(viewer)
+                await next_frame(viewer, "state")
             for step in range(5):  # while the viewer is away
                 await presenter.send(json.dumps({"type": "state", "state": {"step": step}}))
                 await next_frame(presenter, "ack")
             async with connect(socket_url(server, room)) as viewer:
-                frame = await next_frame(viewer)  # its first frame is the latest state, not a replay
+                frame = await next_frame(viewer, "state")  # its first frame is the latest state, not a replay
             assert frame["version"] == 6 and frame["state"]["step"] == 4
             assert frame["state"]["source"] == CUBIC  # a new connection always gets the source
 
     run(scenario())  # how fast: bench/bench_rooms.py
+
+
+def test_viewers_hear_when_the_presenter_leaves_and_comes_back(server: LiveServer) -> None:
+    """A presenter's page that closes or reloads leaves the viewers on a state that no longer
+    moves: they are told, so their page can say why, and told again when it is back."""
+    room = open_room(server, {"source": CUBIC})
+
+    async def scenario() -> None:
+        async with connect(socket_url(server, room)) as viewer:
+            hello = await next_frame(viewer)
+            assert hello["type"] == "state"
+            # nobody presents yet: the viewer hears it right after the state
+            assert await next_frame(viewer) == {"type": "presence", "version": 1, "presenter": False}
+            async with connect(presenter_url(server, room)) as presenter:
+                await next_frame(presenter, "state")
+                assert await next_frame(viewer) == {"type": "presence", "version": 1, "presenter": True}
+                await presenter.send(json.dumps({"type": "state", "state": {"step": 2}}))
+                assert (await next_frame(viewer))["version"] == 2
+            # the presenter's page closed
+            assert await next_frame(viewer) == {"type": "presence", "version": 2, "presenter": False}
+            async with connect(presenter_url(server, room)) as presenter:
+                assert await next_frame(viewer) == {"type": "presence", "version": 2, "presenter": True}
+                async with connect(socket_url(server, room)) as late:
+                    # a viewer who joins while the presenter is there hears only the state
+                    assert (await next_frame(late))["type"] == "state"
+                    await presenter.send(json.dumps({"type": "state", "state": {"step": 3}}))
+                    assert await next_frame(late) == await next_frame(viewer)
+
+    run(scenario())
 
 
 def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
@@ -193,7 +222,7 @@ def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
                 httpx.AsyncClient(base_url=server.url, headers=key, timeout=30) as c,
                 connect(socket_url(server, room), max_size=None) as fast,
             ):
-                await next_frame(fast)
+                await next_frame(fast, "state")
                 for i in range(20):  # 20 sources of 50 kB that the stalled socket does not take
                     response = await c.patch(
                         f"/api/rooms/{room['code']}/state", json={"source": f"# {i}\n" + "x" * 50_000}
@@ -201,9 +230,9 @@ def test_a_stalled_viewer_holds_back_nobody(server: LiveServer) -> None:
                     assert response.status_code == 200
                 version = 0
                 while version < 21:  # held back by the stalled socket, this would wait forever:
-                    version = (await next_frame(fast))["version"]  # next_frame gives up after 10 s
+                    version = (await next_frame(fast, "state"))["version"]  # next_frame gives up after 10 s
             while True:  # once it reads, the stalled viewer ends at the latest state
-                frame = await next_frame(stalled)
+                frame = await next_frame(stalled, "state")
                 if frame["version"] == 21:
                     assert frame["state"]["source"].startswith("# 19\n")
                     return
@@ -217,7 +246,7 @@ def test_a_large_source_goes_over_http(server: LiveServer) -> None:
 
     async def scenario() -> dict[str, Any]:
         async with connect(socket_url(server, room), max_size=None) as viewer:
-            await next_frame(viewer)
+            await next_frame(viewer, "state")
             async with httpx.AsyncClient(base_url=server.url, timeout=30) as c:
                 response = await c.patch(
                     f"/api/rooms/{room['code']}/state",
@@ -225,7 +254,7 @@ def test_a_large_source_goes_over_http(server: LiveServer) -> None:
                     headers={"x-presenter-key": room["presenter_key"]},
                 )
                 assert response.status_code == 200 and response.json()["version"] == 2
-            return await next_frame(viewer)
+            return await next_frame(viewer, "state")
 
     assert run(scenario())["state"]["source"] == source
 

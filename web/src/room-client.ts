@@ -29,7 +29,14 @@ export interface StateFrame {
   state: Omit<RoomState, "source"> & { source?: string };
 }
 
-export type RoomFrame = StateFrame | { type: "ack"; version: number } | { type: "presence"; viewers: number };
+/** To viewers: whether a presenter is connected (sent when none is, and when one is back). */
+export interface PresenterFrame {
+  type: "presence";
+  version: number;
+  presenter: boolean;
+}
+
+export type RoomFrame = StateFrame | { type: "ack"; version: number } | { type: "presence"; viewers: number } | PresenterFrame;
 
 export interface RoomCreated {
   code: string;

@@ -27,6 +27,8 @@ import { chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from
 const FRAME_LIMIT = 60_000;
 const PUSH_DELAY_MS = 30;
 const TYPING_DELAY_MS = 250;
+// A presenter's page that reloads is back within a second or two: say it is away only after this.
+const PRESENTER_AWAY_DELAY_MS = 3000;
 
 const VIEW_LABELS: Record<string, string> = { tape: "the tape", stepper: "the backward stepper", inspector: "the inspector", charts: "the charts" };
 
@@ -61,6 +63,11 @@ export class RoomMode {
   private again = false;
   /** The state being applied now (a viewer's store may briefly show it after a newer one arrived). */
   private target: RoomState | null = null;
+  /** Set while show() itself changes the store: those changes are the presenter's, not the viewer's. */
+  private showing = false;
+  /** Whether the presenter's page has been gone long enough to say so (viewers). */
+  presenterAway = false;
+  private awayTimer = 0;
 
   constructor(
     private readonly app: App,
@@ -94,22 +101,48 @@ export class RoomMode {
     this.conn.textContent = labels[status];
     this.conn.title = reason ?? "";
     if (status === "ended") this.ended(reason ?? "the room is closed");
+    // a new connection takes the presenter to be there until the server says otherwise
+    if (status === "live") this.onPresenter(true);
+  }
+
+  /** A viewer hears whether the presenter is connected; a short absence (a reload) goes unsaid. */
+  private onPresenter(here: boolean): void {
+    if (this.role !== "viewer") return;
+    clearTimeout(this.awayTimer);
+    if (!here) {
+      this.awayTimer = window.setTimeout(() => {
+        this.presenterAway = true;
+        this.renderViewerBar();
+      }, PRESENTER_AWAY_DELAY_MS);
+    } else if (this.presenterAway) {
+      this.presenterAway = false;
+      this.renderViewerBar();
+    }
   }
 
   /** The room is gone: keep the workspace as it is, say so, and offer the app on its own. */
   private ended(reason: string): void {
     this.following = false;
+    clearTimeout(this.awayTimer);
     this.app.hooks.createRun = undefined;
     this.app.hooks.onModel = undefined;
     if (this.role === "presenter") presenterKeys.forget(this.info.code);
     for (const side of this.bar.querySelectorAll<HTMLElement>(".gw-room-side")) side.hidden = side.dataset.gw !== "room-ended";
     const why = reason.charAt(0).toUpperCase() + reason.slice(1);
     $(this.bar, "[data-gw=room-ended-why]").textContent = `${why}. What you see stays here.`;
+    // "Open gradwalk on your own" takes the run, view and step on screen along, not a blank app
+    const own = this.bar.querySelector<HTMLAnchorElement>("[data-gw=room-ended] a");
+    const ownUrl = () => (this.app.runId ? urlFor(this.app.runId, this.app.store.state, "/") : "/");
+    if (own) {
+      own.href = ownUrl();
+      own.addEventListener("click", () => (own.href = ownUrl()));
+    }
     this.bar.dataset.following = "ended";
   }
 
   private onFrame(frame: RoomFrame): void {
     if (frame.type === "state") this.onState(frame);
+    else if (frame.type === "presence" && "presenter" in frame) this.onPresenter(frame.presenter);
     else if (frame.type === "presence") {
       const n = frame.viewers;
       $(this.bar, "[data-gw=room-viewers]").textContent = `${n} viewer${n === 1 ? "" : "s"}`;
@@ -238,11 +271,25 @@ export class RoomMode {
       return run;
     };
     app.store.subscribe((state, changed) => {
-      if (this.following && this.latest && (changed.has("view") || changed.has("step") || changed.has("op")) && this.wandered(state)) this.setFollowing(false);
+      if (this.following && !this.showing && this.latest && (changed.has("view") || changed.has("step") || changed.has("op")) && this.wandered(state)) this.setFollowing(false);
     });
     onEditorChange(app, (byUser) => {
       if (byUser && this.following) this.setFollowing(false);
     });
+    // The presenter's run is theirs to stop: a viewer's Stop was refused without a word (or,
+    // on a server without a token, stopped the run for the whole class). Caught before the
+    // button's own handler; a viewer's own run stops as usual.
+    app.root.addEventListener(
+      "click",
+      (ev) => {
+        const stop = (ev.target as Element | null)?.closest("[data-gw=stop]");
+        if (!stop || !app.runId || app.runId !== this.latest?.run_id) return;
+        ev.stopPropagation();
+        ev.preventDefault();
+        app.output.say("Only the presenter can stop the presenter's run; it goes on for the class.");
+      },
+      { capture: true },
+    );
   }
 
   /**
@@ -289,6 +336,19 @@ export class RoomMode {
     const app = this.app;
     this.target = state;
     const view = knownView(state.view);
+    // Clear a step or op the state has none of first: a new run's view must not arrive with
+    // the old run's step, which would read as the viewer stepping off on their own.
+    const clearFirst: Partial<ViewState> = {};
+    if (state.step === null && app.store.state.step !== null) clearFirst.step = null;
+    if (state.op === null && app.store.state.op !== null) clearFirst.op = null;
+    if (Object.keys(clearFirst).length && (this.role === "presenter" || this.following)) {
+      this.showing = true;
+      try {
+        app.store.set(clearFirst);
+      } finally {
+        this.showing = false;
+      }
+    }
     if (state.run_id) await app.applyUrl({ run: state.run_id, view, step: state.step, op: state.op, selection: null });
     else if (view) app.store.set({ view });
     if (this.role === "viewer" && !this.following) return;
@@ -314,7 +374,10 @@ export class RoomMode {
     button.title = this.following ? "You follow the presenter; step or edit to explore on your own" : "Snap back to the presenter's code, run and step (F)";
     this.bar.dataset.following = String(this.following);
     let where = "Following the presenter";
-    if (!this.following) {
+    this.bar.dataset.presenter = this.presenterAway ? "away" : "here";
+    if (this.presenterAway) {
+      where = "The presenter is away · what you see stays until they are back";
+    } else if (!this.following) {
       where = "Exploring on your own";
       if (state) {
         const at = state.view === "stepper" && state.step !== null ? `backward step ${state.step + 1}` : (VIEW_LABELS[state.view] ?? state.view);
