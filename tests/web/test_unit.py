@@ -52,6 +52,31 @@ SNIPPETS = {
     "                    nn.Linear(8, 4), nn.LayerNorm(4), nn.GELU())\n"
     "logits = net(torch.randn(3, 1, 6, 6))\nloss = F.cross_entropy(logits, torch.tensor([0, 2, 1]))\n"
     "loss.backward()\n",
+    # a layer applied twice and cross-entropy on its output (architectures.test.ts)
+    "shared_layer": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "shared = nn.Linear(4, 4)\nv = torch.randn(2, 4)\nz = shared(shared(v))\n"
+    "loss = F.cross_entropy(z, torch.tensor([0, 3]))\nloss.backward()\n",
+    # one transformer encoder layer (d_model 8): residual adds of submodule outputs
+    "transformer": "import torch, torch.nn as nn\ntorch.manual_seed(0)\n"
+    "layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)\n"
+    "enc = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)\n"
+    "x = torch.randn(2, 3, 8)\nloss = enc(x).pow(2).mean()\nloss.backward()\n",
+    # a GRU: its gates are nodes made inside one op, with no tensor of their own
+    "gru": "import torch, torch.nn as nn\ntorch.manual_seed(0)\ngru = nn.GRU(3, 4)\n"
+    "out, h = gru(torch.randn(3, 2, 3))\nout.sum().backward()\n",
+    # dim=-1, as attention's softmax passes it: PyTorch saves it as an unsigned 2**64 - 1
+    "negative_dims": "import torch\ntorch.manual_seed(0)\nx = torch.randn(2, 3, requires_grad=True)\n"
+    "y = torch.softmax(x, -1) * x.logsumexp(-1, keepdim=True) + x.cumsum(-1) + x.log_softmax(-1)\n"
+    "(y.max(dim=-1).values + x.var(dim=-1)).sum().backward()\n",
+    # nn.LSTM: on the CPU one fused node for the whole layer
+    "lstm": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nlstm = nn.LSTM(3, 4)\n"
+    "out, (h, c) = lstm(torch.randn(3, 2, 3))\nout.sum().backward()\n",
+    # cross-entropy's reductions: mean, sum, none, and a mean weighted by class
+    "nll_reductions": "import torch, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "z = torch.randn(3, 4, requires_grad=True)\nt = torch.tensor([0, 2, 1])\n"
+    "F.cross_entropy(z, t).backward()\nF.cross_entropy(z, t, reduction='sum').backward()\n"
+    "F.cross_entropy(z, t, reduction='none').sum().backward()\n"
+    "F.cross_entropy(z, t, weight=torch.tensor([1.0, 2.0, 3.0, 4.0])).backward()\n",
 }
 
 

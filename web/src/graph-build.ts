@@ -1,7 +1,7 @@
 // Turn the trace model into graph elements: grad_fn nodes, AccumulateGrad and the leaves
 // they feed, saved tensors, and module groups (compound nodes), with collapsed groups
 // folded into one node. Pure data: graph.ts hands it to Cytoscape and the layout.
-import { tensorExpr } from "./naming";
+import { innerExpr, tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
 import { fmt, fmtShort, scalarOf, shapeText } from "./values";
 
@@ -191,8 +191,13 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       const isAcc = node.name === "AccumulateGrad";
       let lines: string[];
       if (isAcc) lines = ["AccumulateGrad"];
-      else if (compact || node.tensor === null) lines = [node.name];
-      else {
+      else if (compact) lines = [node.name];
+      else if (node.tensor === null) {
+        // made inside one op, no tensor of its own: what it computes when known (log_softmax(logits))
+        const inner = innerExpr(model, node.id);
+        const shape = model.nodeShape(node.id);
+        lines = inner ? [node.name, `${inner} · ${shapeText(shape ?? undefined)}`] : [node.name];
+      } else {
         const t = model.tensor(node.tensor);
         lines = [node.name, `${tensorExpr(model, node.tensor)} · ${shapeText(t?.ev.shape)}`];
       }

@@ -2,20 +2,25 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { exprOf, numberText } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, numberText } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 
 export { numberText };
 
 /** A label longer than this gives way to a shorter one (operands left out, `sum(…)`). */
 const MAX_EXPR = 22;
+/** The same for a call a node made inside one op: `log_softmax(model.4(…))` still reads. */
+const MAX_INNER = 26;
+/** The same for an op with every operand left out: attention's `multi_head_attention_forward(…)` beats `t6`. */
+const MAX_BARE = 36;
 /** How many ops deep a label reads back before it leaves operands out. */
 const MAX_DEPTH = 4;
 
 /**
  * A tensor's readable label: its name; else the expression that made it, as deep as fits
- * (`exp(x * 2 + 1)`, `sum(x, dim=1)`, keyword numbers left out first when it does not); else the module call it came out of (`net.fc1(…)`); else the
- * expression with its operands left out (`sqrt(… / 4)`, `sum(…)`); else t<id>.
+ * (`exp(x * 2 + 1)`, `sum(x, dim=1)`, keyword numbers left out first when it does not); else the module call it came out of (`net.fc1(…)`,
+ * `shared(v)`); else the expression with its operands left out (`sqrt(… / 4)`, `sum(…)`),
+ * modules by their own name (`x + self_attn(…)`), every operand (`… + …`); else t<id>.
  */
 export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
   if (id === null || id === undefined) return "?";
@@ -33,7 +38,72 @@ export function tensorExpr(model: TraceModel, id: number | null | undefined): st
   }
   const module = model.moduleOutputOf(id);
   if (module !== undefined) return `${module}(…)`;
-  return fits(1) ?? fits(1, false) ?? `t${id}`;
+  const short = (depth: number) => {
+    const e = exprOf(model, id, depth, false, true);
+    return e && e.text.length <= MAX_EXPR ? e.text : null;
+  };
+  // modules by their own name (`x + self_attn(…)`), then every operand left out (`… + …`)
+  const bare = bareExprOf(model, id);
+  return moduleCallText(model, id) ?? fits(1) ?? fits(1, false) ?? short(2) ?? short(1) ?? (bare && bare.length <= MAX_BARE ? bare : `t${id}`);
+}
+
+/**
+ * `shared(v)`: a tensor one op of a module made from an input and that module's own
+ * parameters (nn.Linear's `linear(v, shared.weight, shared.bias)`), read as the module
+ * call. For an output the model does not take for a module's (`shared(shared(v))`: the
+ * inner call's output is read inside `shared` again); null for any other tensor.
+ */
+function moduleCallText(model: TraceModel, id: number): string | null {
+  const op = model.op(model.tensor(id)?.ev.op);
+  const path = op?.module_path;
+  if (!op || !path || op.inputs.length < 2 || op.outputs.length !== 1) return null;
+  const [input, ...rest] = op.inputs;
+  const ownParameter = (p: number) => {
+    const t = model.tensor(p);
+    return !!t?.ev.is_param && (t.name ?? t.paramName ?? "").startsWith(`${path}.`);
+  };
+  if (!rest.every(ownParameter)) return null;
+  const u = model.tensor(input);
+  const outer = model.moduleOutputOf(input);
+  const arg = u?.name ?? u?.paramName ?? (outer === undefined ? ELIDED : `${outer}(…)`);
+  return `${path}(${arg})`;
+}
+
+/** The calls a node made inside one op computes, by the node's name without `Backward0`. */
+const INNER_CALLS: Record<string, string> = {
+  LogSoftmax: "log_softmax",
+  Softmax: "softmax",
+  Sigmoid: "sigmoid",
+  Tanh: "tanh",
+  Relu: "relu",
+  Gelu: "gelu",
+  Silu: "silu",
+  Exp: "exp",
+  Log: "log",
+};
+
+/**
+ * What a node made inside one op computes, when the trace holds no tensor for it
+ * (cross-entropy's LogSoftmaxBackward0: `log_softmax(logits)`; a GRU's gates:
+ * `sigmoid(…)`): its call on what its first edge feeds. Null for a node with a tensor of
+ * its own, or one whose call is not known.
+ */
+export function innerExpr(model: TraceModel, nodeId: number, depth = 2): string | null {
+  const node = model.node(nodeId);
+  if (!node || node.tensor !== null) return null;
+  const call = INNER_CALLS[node.name.replace(/Backward\d*$/, "")];
+  if (!call) return null;
+  const edge = node.edges[0];
+  const target = edge && edge.node !== null ? model.node(edge.node) : undefined;
+  let arg: string | null = null;
+  if (target) {
+    const piece = outputTensors(model, target.id)?.[edge.input_nr];
+    if (piece !== null && piece !== undefined) arg = tensorExpr(model, piece);
+    else if (target.tensor !== null && !outputTensors(model, target.id)) arg = tensorExpr(model, target.tensor);
+    else if (depth > 1) arg = innerExpr(model, target.id, depth - 1);
+  }
+  const text = `${call}(${arg ?? ELIDED})`;
+  return text.length <= MAX_INNER ? text : `${call}(${ELIDED})`;
 }
 
 /**
@@ -64,6 +134,8 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
   // A node without an output tensor of its own, e.g. the Wᵀ inside nn.Linear.
   const inner = target.edges.length === 1 && target.edges[0].node !== null ? edgeTargetLabel(model, target.id, 0) : null;
   if (inner && target.name.startsWith("TBackward")) return `${inner}ᵀ`;
+  const call = innerExpr(model, target.id);
+  if (call) return call;
   // the tensor it made inside one op (the 2-D product inside nn.Linear on a batch of sequences)
   const outputs = target.grad_shapes?.length ?? 1;
   return outputs > 1 ? `output ${edge.input_nr} of ${target.name}` : `${target.name}'s output`;

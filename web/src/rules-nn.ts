@@ -27,9 +27,24 @@ const NONE = 0;
 const MEAN = 1;
 const SUM = 2;
 
+const TWO_TO_63 = BigInt(2) ** BigInt(63);
+const TWO_TO_64 = BigInt(2) ** BigInt(64);
+
+/**
+ * The node's saved `dim` as the snippet passed it (`1`, `-1`, `(-1,)`), or undefined when
+ * it saved none. PyTorch hands a negative saved dim back as an unsigned 64-bit number
+ * (softmax(x, -1)'s `_saved_dim` is 18446744073709551615): those read negative again.
+ */
+function savedDim(c: Ctx): string | undefined {
+  return c.saved("dim")?.label.replace(/\d{19,}/g, (n) => {
+    const v = BigInt(n);
+    return v >= TWO_TO_63 && v < TWO_TO_64 ? String(v - TWO_TO_64) : n;
+  });
+}
+
 /** The softmax's dim, as `over dim 1`, when the node saved it. */
 function overDim(c: Ctx): string {
-  const dim = c.saved("dim")?.label;
+  const dim = savedDim(c);
   return dim !== undefined ? ` (Σ over dim ${dim})` : "";
 }
 
@@ -97,7 +112,7 @@ function extremeRule(word: "max" | "min", amax: boolean): Rule {
   const largest = word === "max" ? "largest" : "smallest";
   return {
     summary: (c) => {
-      const dim = c.saved("dim")?.label.replace(/^\((-?\d+),\)$/, "$1");
+      const dim = savedDim(c)?.replace(/^\((-?\d+),\)$/, "$1");
       const name = amax ? `a${word}` : word;
       return dim !== undefined
         ? `out = ${name}(${x(c)}, dim=${dim}) · the ${largest} element along dim ${dim}`
@@ -136,7 +151,7 @@ function dof(c: Ctx): { divisor: string; n: string } {
 
 /** `, dim=1` (or `, dim=(0, 1)`) when a var or std reduced over dims, else "". */
 function alongDim(c: Ctx): string {
-  const dims = c.saved("dim")?.label.match(/-?\d+/g);
+  const dims = savedDim(c)?.match(/-?\d+/g);
   return dims?.length ? `, dim=${dims.length > 1 ? `(${dims.join(", ")})` : dims[0]}` : "";
 }
 
@@ -204,10 +219,21 @@ export const NN_RULES: Record<string, Rule> = {
     },
   },
   NllLoss: {
-    summary: () => "out = −mean of each row's log-probability at its target class (cross-entropy's second half)",
-    slots: (c) => ({
-      sym: c.saved("reduction")?.value === SUM ? "−grad at each row's target class, 0 elsewhere" : "−grad / N at each row's target class, 0 elsewhere (N rows)",
-    }),
+    summary: (c) => {
+      const reduction = c.saved("reduction")?.value ?? MEAN;
+      const each = "of each row's log-probability at its target class (cross-entropy's second half)";
+      if (reduction === NONE) return "out = −1 × each row's log-probability at its target class, one loss a row (cross-entropy's second half)";
+      return `out = ${reduction === SUM ? "−sum" : c.saved("weight") ? "−weighted mean" : "−mean"} ${each}`;
+    },
+    slots: (c) => {
+      const reduction = c.saved("reduction")?.value ?? MEAN;
+      if (reduction === SUM) return { sym: "−grad at each row's target class, 0 elsewhere" };
+      if (reduction === NONE) return { sym: "−(each row's grad) at its target class, 0 elsewhere" };
+      // the mean divides by the rows (their classes' total weight when weighted), not by every element
+      if (c.saved("weight")) return { sym: "−grad · weight[target] / N at each row's target class, 0 elsewhere (N = Σ weight[target])" };
+      const rows = c.node.saved.find((s) => s.name === "self")?.shape;
+      return { sym: `−grad / N at each row's target class, 0 elsewhere (N${rows?.length === 2 ? ` = ${rows[0]}` : ""} rows)` };
+    },
   },
   LogSoftmax: {
     summary: (c) => `out = ${x(c)} − logsumexp(${x(c)}) · log-probabilities (cross-entropy's first half)`,
@@ -294,7 +320,7 @@ export const NN_RULES: Record<string, Rule> = {
     slots: (c) => ({ sym: `grad where ${x(c)} > 0, grad · α · e^${x(c)} where ${x(c)} ≤ 0` }),
   },
   Logsumexp: {
-    summary: (c) => `out = log Σ e^${x(c)}${c.saved("dim") ? ` over dim ${c.saved("dim")?.label.replace(/^\((-?\d+),\)$/, "$1")}` : ""}`,
+    summary: (c) => `out = log Σ e^${x(c)}${c.saved("dim") ? ` over dim ${savedDim(c)?.replace(/^\((-?\d+),\)$/, "$1")}` : ""}`,
     slots: (c) => ({ sym: `grad · softmax(${x(c)}) = grad · e^(${x(c)} − out)` }),
   },
   Sign: flat("sign"),
@@ -307,7 +333,7 @@ export const NN_RULES: Record<string, Rule> = {
     slots: (c) => ({ sym: `−grad / (2 · ${x(c)}^(3/2)) = −grad · out³ / 2` }),
   },
   Cumsum: {
-    summary: (c) => `out = cumsum(${x(c)}, dim=${c.saved("dim")?.label ?? "d"}) · each element the sum of those up to it`,
+    summary: (c) => `out = cumsum(${x(c)}, dim=${savedDim(c) ?? "d"}) · each element the sum of those up to it`,
     slots: () => ({ sym: "grad summed from the end: element i gets the sum of grad over every j ≥ i" }),
   },
   Flip: { summary: (c) => `out = ${x(c)} flipped`, slots: () => ({ sym: "grad flipped back" }) },
@@ -318,6 +344,17 @@ export const NN_RULES: Record<string, Rule> = {
   Split: pieces,
   SplitWithSizes: pieces,
   Unbind: pieces,
+  // nn.LSTM on the CPU: one fused op for a whole layer; its inputs x, W_ih, W_hh, b_ih, b_hh, h₀, c₀
+  MkldnnRnnLayer: perInput(
+    "out, (h, c) = an LSTM layer over every time step in one op: backward runs through time, last step first",
+    "(gate grads)ₜ @ W_ih at each step t",
+    "Σ over time steps of (gate grads)ₜᵀ @ xₜ",
+    "Σ over time steps of (gate grads)ₜᵀ @ hₜ₋₁",
+    "each step's gate grads, summed over the time steps and the batch",
+    "each step's gate grads, summed over the time steps and the batch",
+    "the grad that reached the first step's h, carried back to h₀",
+    "the grad that reached the first step's c, carried back to c₀",
+  ),
   Embedding: rule("out = W[indices] · a table lookup", "grad's rows added into the looked-up rows of W, 0 elsewhere"),
   Convolution: perInput(
     "out = conv(x, W) + b",

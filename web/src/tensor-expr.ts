@@ -205,12 +205,33 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
 }
 
 /**
+ * A module path by its own name (`enc.layers.0.norm1` -> `norm1`), with its parent's where
+ * that name is a number (`net.0` stays `net.0`, `enc.layers.0` is `layers.0`).
+ */
+export function shortModule(path: string): string {
+  const parts = path.split(".");
+  return /^\d+$/.test(parts[parts.length - 1]) ? parts.slice(-2).join(".") : parts[parts.length - 1];
+}
+
+/**
+ * Tensor `id` as the op that made it with every operand left out (`… + …`, `relu(…)`, a
+ * call's numbers too: `multi_head_attention_forward(…)`); null without an op.
+ */
+export function bareExprOf(model: TraceModel, id: number): string | null {
+  const op = model.op(model.tensor(id)?.ev.op);
+  const text = op ? opExpr(model, op, op.inputs.map(() => atom(ELIDED)), id, false)?.text : null;
+  if (!text) return null;
+  const call = /^([\w.]+)\(.*\)(\[\d+\]|\.values|\.indices)?$/.exec(text);
+  return call ? `${call[1]}(${ELIDED})${call[2] ?? ""}` : text;
+}
+
+/**
  * Tensor `id` as an expression, its operands written `depth` ops deep: an operand past that
  * depth reads `…`, a named one its name, a module's output the call it came out of
- * (`net.fc1(…)`); the numbers ops were passed by keyword (`dim=1`) unless `keywords` is
- * false. Null for a tensor no recorded op made.
+ * (`net.fc1(…)`, or by its own name, `fc1(…)`, when `shortModules`); the numbers ops were
+ * passed by keyword (`dim=1`) unless `keywords` is false. Null for a tensor no recorded op made.
  */
-export function exprOf(model: TraceModel, id: number, depth: number, keywords = true): Expr | null {
+export function exprOf(model: TraceModel, id: number, depth: number, keywords = true, shortModules = false): Expr | null {
   const t = model.tensor(id);
   const op = model.op(t?.ev.op);
   if (!t || !op) return null;
@@ -219,9 +240,9 @@ export function exprOf(model: TraceModel, id: number, depth: number, keywords = 
     const named = u?.name ?? u?.paramName;
     if (named) return atom(named);
     const module = model.moduleOutputOf(i);
-    if (module !== undefined) return atom(`${module}(…)`);
+    if (module !== undefined) return atom(`${shortModules ? shortModule(module) : module}(…)`);
     if (depth <= 1) return atom(ELIDED);
-    return exprOf(model, i, depth - 1, keywords) ?? atom(`t${i}`);
+    return exprOf(model, i, depth - 1, keywords, shortModules) ?? atom(`t${i}`);
   };
   return opExpr(model, op, op.inputs.map(operand), id, keywords);
 }

@@ -47,7 +47,7 @@ test("the nodes of layers and losses each have their rule", () => {
   const nll = model.timeline.find((e) => e.kind === "node" && e.exec && model.node(e.exec.node)?.name === "NllLossBackward0");
   const card = nll && explain(model, nll);
   assert.match(card?.summary ?? "", /target class/);
-  assert.match(card?.lines[0]?.text ?? "", /= −grad \/ N at each row's target class, 0 elsewhere \(N rows\)/);
+  assert.match(card?.lines[0]?.text ?? "", /= −grad \/ N at each row's target class, 0 elsewhere \(N = 3 rows\)/);
 });
 
 test("cubic: power rule, wrapped numbers, accumulation", () => {
