@@ -344,7 +344,7 @@ def _describe_saved_other(name: str, value: Any) -> dict[str, Any]:
             "bytes": nbytes,
             "scalar": f"{len(value)} tensors",
         }
-    text = repr(value)
+    text = repr(value if "seed" in name else _signed(value))
     return {
         "name": name,
         "tensor": None,
@@ -353,3 +353,21 @@ def _describe_saved_other(name: str, value: Any) -> dict[str, Any]:
         "bytes": 0,
         "scalar": text if len(text) <= 80 else text[:77] + "...",
     }
+
+
+_TWO_63 = 1 << 63
+
+
+def _signed(value: Any) -> Any:
+    """``value`` with its integers read as the signed 64-bit numbers PyTorch saved.
+
+    A saved negative integer comes back from the node as unsigned: ``x.sum(-1)``'s
+    ``_saved_dim`` reads ``(18446744073709551615,)`` and NllLoss's ``ignore_index`` of -100
+    reads 18446744073709551516. No int64 reaches 2**63, so such a number is the negative one
+    it stands for (a generator's seed, a real unsigned number, is left as it is).
+    """
+    if type(value) is int and value >= _TWO_63:
+        return value - (1 << 64)
+    if isinstance(value, tuple | list):
+        return type(value)(_signed(v) for v in value)
+    return value

@@ -79,3 +79,25 @@ def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
     assert keywords[7] == [] and [(c.position, c.value) for c in ops[7].constants] == [(1, 2)]
     arange = next(op for op in recorded if op.name == "arange")
     assert [(k.name, k.value) for k in arange.keywords] == [("requires_grad", True)]
+
+
+def test_a_saved_negative_integer_reads_negative_not_as_an_unsigned_number() -> None:
+    # PyTorch hands a node's saved negative dim back as unsigned: x.sum(-1) saved
+    # "(18446744073709551615,)", which the stepper printed as the dim it sums over
+    src = (
+        "import torch, torch.nn.functional as F\n"
+        "x = torch.randn(2, 3, requires_grad=True)\n"
+        "a = x.sum(-1)\n"
+        "b = torch.softmax(x, dim=-1)\n"
+        "c = F.nll_loss(F.log_softmax(x, dim=1), torch.tensor([0, 2]))\n"
+    )
+    trace = record(src)
+    saved = {
+        (node.name, s.name): s.scalar
+        for node in q.events_of(trace, "node")
+        for s in node.saved
+        if s.scalar is not None
+    }
+    assert saved[("SumBackward1", "dim")] == "(-1,)"
+    assert saved[("SoftmaxBackward0", "dim")] == "-1"
+    assert saved[("NllLossBackward0", "ignore_index")] == "-100"
