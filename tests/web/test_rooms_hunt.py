@@ -49,6 +49,19 @@ def room(browser: Any, server: Any) -> Iterator[Classroom]:
     assert not room.problems, "the pages logged errors:\n" + "\n".join(room.problems)
 
 
+def test_a_viewer_who_joins_before_the_first_run_is_told_who_runs_the_code(room: Classroom) -> None:
+    """Before the presenter's first run a student's empty graph said "Press ▶ Run (or
+    Ctrl+Enter) to run the code", a Run the room refuses them."""
+    viewer = room.viewers[0]
+    empty = viewer.locator(".gw-graph-empty")
+    expect(empty).to_have_text("The graph appears here when the presenter runs the code.")
+    # the presenter lets students run their own code: the graph says so
+    room.presenter.click("[data-gw=room-allow]")
+    expect(empty).to_contain_text("or press ▶ Run to run your own")
+    room.presenter.click("[data-gw=room-allow]")
+    expect(empty).to_have_text("The graph appears here when the presenter runs the code.")
+
+
 def test_a_new_run_from_a_backward_step_keeps_the_viewers_following(room: Classroom) -> None:
     """The presenter steps the backward walk, then runs a snippet that raises: the new run
     opens without a step. The viewers come along to it, still following, not left "exploring

@@ -264,8 +264,8 @@ function failureText(model: TraceModel, index: number): string {
  * What the graph pane says while it shows no node: before a run, while one starts, or after
  * a run that built no graph (and why: everything under no_grad, or nothing requiring grad).
  */
-export function emptyGraphText(model: TraceModel): string {
-  if (!model.run) return "Press ▶ Run (or Ctrl+Enter) to run the code: the graph autograd records appears here.";
+export function emptyGraphText(model: TraceModel, beforeRun: string | null = null): string {
+  if (!model.run) return beforeRun ?? "Press ▶ Run (or Ctrl+Enter) to run the code: the graph autograd records appears here.";
   if (!model.isFinished) return "Running: the graph appears as the code builds it.";
   if (model.ops.length === 0) return "This run made no tensor operation, so autograd recorded no graph.";
   const readsGrad = (op: OpRecorded) => op.grad_mode !== "grad" && op.inputs.some((id) => model.tensor(id)?.ev.requires_grad);

@@ -44,6 +44,8 @@ export class GraphView {
   private readonly canvas: HTMLElement;
   private readonly banner: HTMLElement;
   private readonly empty: HTMLElement;
+  /** What the empty graph says before any run, when not "Press ▶ Run" (a classroom's student: setBeforeRunText). */
+  private beforeRun: string | null = null;
   private readonly info: HTMLElement;
   private readonly savedToggle: HTMLInputElement;
   private showSaved = true;
@@ -175,6 +177,12 @@ export class GraphView {
   }
 
   /** Show another run's model. */
+  /** Say `text` in the empty graph before any run, instead of "Press ▶ Run" (null: that again). */
+  setBeforeRunText(text: string | null): void {
+    this.beforeRun = text;
+    if (!this.model.run) this.empty.textContent = emptyGraphText(this.model, text);
+  }
+
   setModel(model: TraceModel): void {
     this.model = model;
     this.collapsed = new Set();
@@ -319,7 +327,7 @@ export class GraphView {
       if (big !== this.big) this.createCy(big);
       // New elements, or node sizes changed by the presenter type: place them all again.
       const structural = syncElements(this.cy, this.elements, built, (id) => this.painter.forget(id)) || fontScale !== this.placedAtScale;
-      if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model);
+      if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model, this.beforeRun);
       let layout: LayoutInfo["layout"] = this.lastLayout?.layout ?? "elk";
       if (structural) {
         const cy = this.cy;
