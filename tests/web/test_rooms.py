@@ -52,6 +52,17 @@ class Classroom:
         page.on("pageerror", lambda e: self.problems.append(f"{name} page error: {e}"))
         return page
 
+    def start(self, browser: Any) -> None:
+        """Open the app as the presenter and start a room from its Classroom dialog."""
+        presenter = self.page(browser, "presenter")
+        open_app(presenter)
+        presenter.click("[data-gw=classroom]")
+        presenter.click("[data-gw=room-start]")
+        presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
+        wait_live(presenter)
+        self.code = presenter.evaluate("() => window.gradwalkRoom.info.code")
+        self.presenter = presenter
+
 
 def position(page: Any) -> str:
     text: str = page.locator(POSITION).inner_text()
@@ -75,14 +86,7 @@ def room(browser: Any, server: Any) -> Iterator[Classroom]:
     """A presenter who opened a room from the app, and two viewers: one by link, one by code."""
     room = Classroom(server)
     try:
-        presenter = room.page(browser, "presenter")
-        open_app(presenter)
-        presenter.click("[data-gw=classroom]")
-        presenter.click("[data-gw=room-start]")
-        presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
-        wait_live(presenter)
-        room.code = presenter.evaluate("() => window.gradwalkRoom.info.code")
-        room.presenter = presenter
+        room.start(browser)
 
         by_link = room.page(browser, "viewer 1", 1280, 800)
         by_link.goto(f"{server.url}/room/{room.code}")

@@ -30,14 +30,7 @@ def room(browser: Any, server: Any) -> Iterator[Classroom]:
     """A presenter who opened a room from the app, and a viewer who opened its link."""
     room = Classroom(server)
     try:
-        presenter = room.page(browser, "presenter")
-        open_app(presenter)
-        presenter.click("[data-gw=classroom]")
-        presenter.click("[data-gw=room-start]")
-        presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
-        wait_live(presenter)
-        room.code = presenter.evaluate("() => window.gradwalkRoom.info.code")
-        room.presenter = presenter
+        room.start(browser)
         viewer = room.page(browser, "viewer", 1280, 800)
         viewer.goto(f"{server.url}/room/{room.code}")
         wait_live(viewer)
