@@ -142,7 +142,10 @@ class TapeMode(TorchFunctionMode):
         try:
             result = func(*args, **kwargs)
         except Exception as exc:
-            rec.failed_op = (name, [a for a in args if isinstance(a, torch.Tensor)])
+            # its tensors in call order, those passed by keyword too (torch.matmul(a, other=b))
+            operands = [a for a in args if isinstance(a, torch.Tensor)]
+            operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+            rec.failed_op = (name, operands)
             rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
             raise
         with aside(), modes_aside():

@@ -51,6 +51,10 @@ PRODUCTS = {
             "w itself has shape (3, 2), which fits: leave out the transpose, X @ w.",
         ],
     ),
+    "an operand passed by keyword": (
+        "a = torch.randn(3)\nb = torch.randn(4)\nc = torch.matmul(a, other=b)\n",
+        ["needs a's length (3) to equal b's length (4)"],
+    ),
     "torch.dot of different lengths": (
         "a = torch.randn(3)\nb = torch.randn(4)\nc = torch.dot(a, b)\n",
         ["torch.dot(a, b) needs a's length (3) to equal b's length (4)"],
