@@ -131,6 +131,21 @@ def test_a_viewers_stop_leaves_the_presenters_run_alone_and_says_so(room: Classr
     expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-following", "true")
 
 
+def test_presenter_type_turned_off_in_a_room_stays_off_when_the_page_reloads(room: Classroom) -> None:
+    """A room's presenter page turns presenter type on; a teacher who turned it off (a small
+    room, a big screen) had it forced on again by every reload."""
+    p = room.presenter
+    root = p.locator(":root")
+    expect(root).to_have_attribute("data-presenter", "on")
+    if p.locator("[data-gw=more]").is_visible():
+        p.click("[data-gw=more]")
+    p.click("[data-gw=presenter]")
+    expect(root).to_have_attribute("data-presenter", "off")
+    p.reload()
+    wait_live(p)
+    expect(root).to_have_attribute("data-presenter", "off")
+
+
 def test_after_the_room_ends_a_viewer_opens_the_app_on_what_they_were_looking_at(room: Classroom) -> None:
     """ "Open gradwalk on your own" under "The presenter ended the room" used to open a blank
     app (the first example, no run): the viewer lost the run they had just been shown."""

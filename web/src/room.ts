@@ -20,7 +20,7 @@ import {
   type StateFrame,
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
-import { setPresenter } from "./theme";
+import { presenterOn, setPresenter } from "./theme";
 import { chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
@@ -167,7 +167,11 @@ export class RoomMode {
   // --- presenter ----------------------------------------------------------------------------
 
   private setUpPresenter(): void {
-    setPresenter(true, false);
+    // Presenter type is on in a room unless the teacher turned it off there: a reload keeps
+    // their choice (it was forced on again at every reload).
+    const typeKey = `gradwalk-room-type-${this.info.code}`;
+    setPresenter(sessionRead(typeKey) !== "off", false);
+    document.addEventListener("gw-theme", () => sessionWrite(typeKey, presenterOn() ? "on" : "off"));
     this.lessons.collapsed = true; // the class reads the lesson on their own screens
     $(this.bar, "[data-gw=room-presenter]").hidden = false;
     const allow = $<HTMLInputElement>(this.bar, "[data-gw=room-allow]");
@@ -394,5 +398,22 @@ export class RoomMode {
     this.app.graph.setBeforeRunText(
       allowed ? "The graph appears here when the presenter runs the code, or press ▶ Run to run your own." : "The graph appears here when the presenter runs the code.",
     );
+  }
+}
+
+/** A value kept for this tab (sessionStorage); null where storage is off. */
+function sessionRead(key: string): string | null {
+  try {
+    return sessionStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function sessionWrite(key: string, value: string): void {
+  try {
+    sessionStorage.setItem(key, value);
+  } catch {
+    // storage off: the choice lasts for this page
   }
 }
