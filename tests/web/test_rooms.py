@@ -57,6 +57,7 @@ class Classroom:
         presenter = self.page(browser, "presenter")
         open_app(presenter)
         presenter.click("[data-gw=classroom]")
+        expect(presenter.locator("[data-gw=room-here]")).to_be_hidden()  # not in a room yet
         presenter.click("[data-gw=room-start]")
         presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
         wait_live(presenter)

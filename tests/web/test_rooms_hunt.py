@@ -146,6 +146,21 @@ def test_presenter_type_turned_off_in_a_room_stays_off_when_the_page_reloads(roo
     expect(root).to_have_attribute("data-presenter", "off")
 
 
+def test_the_classroom_dialog_opened_in_a_room_says_which_room(room: Classroom) -> None:
+    """Opened by a student inside a room (the presenter's room page has no Classroom button),
+    the Classroom dialog offered "Start a room" and "Join a class" without a word about the
+    room the page was in."""
+    viewer = room.viewers[0]
+    if viewer.locator("[data-gw=more]").is_visible():
+        viewer.click("[data-gw=more]")
+    viewer.click("[data-gw=classroom]")
+    expect(viewer.locator("[data-gw=room-here]")).to_have_text(
+        f"You are in room {room.code[:3]} {room.code[3:]}, following. Starting or joining another room leaves this one."
+    )
+    shot(viewer, "rooms-hunt-05-classroom-dialog-in-a-room")
+    viewer.keyboard.press("Escape")
+
+
 def test_after_the_room_ends_a_viewer_opens_the_app_on_what_they_were_looking_at(room: Classroom) -> None:
     """ "Open gradwalk on your own" under "The presenter ended the room" used to open a blank
     app (the first example, no run): the viewer lost the run they had just been shown."""

@@ -10,6 +10,8 @@ export class ClassroomDialog {
   private readonly dialog: HTMLDialogElement;
   private readonly error: HTMLElement;
   private readonly resume: HTMLElement;
+  /** "You are in room K7M Q2X…", shown when the dialog is opened from inside a room. */
+  private readonly here: HTMLElement;
   private readonly codeInput: HTMLInputElement;
   private readonly startButton: HTMLButtonElement;
   private readonly rooms: RoomApi;
@@ -21,6 +23,7 @@ export class ClassroomDialog {
     this.rooms = new RoomApi(app.api);
     this.error = h("p", { class: "gw-dialog-error", role: "alert", hidden: true });
     this.resume = h("div", { class: "gw-room-resume" });
+    this.here = h("p", { class: "gw-room-here", role: "status", hidden: true, data: { gw: "room-here" } });
     this.startButton = h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Start a room", data: { gw: "room-start" }, on: { click: () => void this.start() } });
     this.codeInput = h("input", {
       id: "gw-room-code-input",
@@ -56,6 +59,7 @@ export class ClassroomDialog {
         h("h2", { id: "gw-classroom-title", text: "Classroom" }),
         h("button", { type: "button", class: "gw-btn", "aria-label": "Close", text: "✕", on: { click: () => this.dialog.close() } }),
       ),
+      this.here,
       h(
         "section",
         { class: "gw-classroom-part" },
@@ -81,6 +85,7 @@ export class ClassroomDialog {
 
   open(): void {
     this.error.hidden = true;
+    this.renderHere();
     this.renderResume();
     if (!this.dialog.open) this.dialog.showModal();
     this.codeInput.focus();
@@ -120,6 +125,16 @@ export class ClassroomDialog {
         this.fail(`Could not open a room: ${(err as Error).message}`);
       }
     }
+  }
+
+  /** Inside a room (`/room/K7MQ2X`), say which one and that the choices below leave it. */
+  private renderHere(): void {
+    const room = window.gradwalkRoom;
+    const code = room?.info.code;
+    this.here.hidden = !code;
+    if (!room || !code) return;
+    const as = room.role === "presenter" ? "presenting" : "following";
+    this.here.textContent = `You are in room ${spacedCode(code)}, ${as}. Starting or joining another room leaves this one.`;
   }
 
   private renderResume(): void {
