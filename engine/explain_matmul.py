@@ -52,7 +52,7 @@ def matmul_hint(exc: BaseException, rec: Recorder, frame: FrameType | None, code
         return None
     if op in _WITH_ADDEND:
         tensors = tensors[1:]
-    if len(tensors) != 2:  # an operand passed by keyword, which the tape does not keep
+    if len(tensors) != 2:  # not a product of two tensors as the rules know it
         return None
     # `a @ b` reaches the tape as matmul: the line tells the two apart
     line = code or ""
@@ -94,7 +94,7 @@ def _written(op: str, infix: bool, code: str) -> tuple[str | None, str | None]:
     indexing, not longer than a hint can quote; ``(None, None)`` otherwise."""
     if infix:
         once, pattern = code.count("@") == 1, rf"({_TERM})\s*@\s*({_TERM})"
-    elif f".{op}(" in code and f"torch.{op}(" not in code:
+    elif _as_method(op, code):
         once, pattern = code.count(f".{op}(") == 1, rf"({_TERM})\.{op}\(\s*({_TERM})\s*[,)]"
     else:
         addend = rf"{_TERM}\s*,\s*" if op in _WITH_ADDEND else ""
@@ -106,13 +106,18 @@ def _written(op: str, infix: bool, code: str) -> tuple[str | None, str | None]:
     return found.group(1), found.group(2)
 
 
+def _as_method(op: str, code: str) -> bool:
+    """Whether the line calls the product as a tensor method (``x.bmm(w)``), not ``torch.bmm``."""
+    return f".{op}(" in code and f"torch.{op}(" not in code
+
+
 def _call(op: str, a: _Operand, b: _Operand, infix: bool, code: str) -> str:
     """The product as the snippet wrote it: ``x @ w``, ``x.bmm(w)``, ``torch.bmm(x, w)``."""
     if a.name is None or b.name is None:
         return "The product @" if infix else f"torch.{op}"
     if infix:
         return f"{a.name} @ {b.name}"
-    if f".{op}(" in code and f"torch.{op}(" not in code:
+    if _as_method(op, code):
         return f"{a.name}.{op}({b.name})"
     return f"torch.{op}(…, {a.name}, {b.name})" if op in _WITH_ADDEND else f"torch.{op}({a.name}, {b.name})"
 

@@ -2,7 +2,7 @@
 // the memory chart's line under it; charts.ts draws the plot in it.
 import type uPlot from "uplot";
 import { memoryFoot } from "./chart-memory";
-import { formatDigits, labelDigits } from "./chart-scales";
+import { distinctLabels, formatDigits, labelDigits } from "./chart-scales";
 import { formatBytes, formatNumber, type SeriesInfo, type Table } from "./charts-data";
 import { h } from "./dom";
 
@@ -208,7 +208,7 @@ export function digitLabels(chart: Chart, splits: readonly (number | null)[], re
     chart.yDigits = digits;
     queueMicrotask(reread);
   }
-  return splits.map((v) => (v === null ? "" : formatDigits(v, digits)));
+  return distinctLabels(splits, digits);
 }
 
 /**

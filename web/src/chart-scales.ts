@@ -72,9 +72,8 @@ export function formatDigits(v: number, digits: number): string {
   return a !== 0 && (a >= 1e5 || a < 1e-3) ? r.toExponential().replace("e+", "e") : String(r);
 }
 
-/** A linear axis's tick labels, each different (labelDigits). */
-export function distinctLabels(splits: readonly (number | null)[]): string[] {
-  const digits = labelDigits(splits);
+/** A linear axis's tick labels, each different: written with `digits` (labelDigits'). */
+export function distinctLabels(splits: readonly (number | null)[], digits = labelDigits(splits)): string[] {
   return splits.map((v) => (v === null ? "" : formatDigits(v, digits)));
 }
 

@@ -27,8 +27,8 @@ export function tensorExpr(model: TraceModel, id: number | null | undefined): st
   const t = model.tensor(id);
   const named = t?.name ?? t?.paramName;
   if (named) return named;
-  const fits = (depth: number, keywords = true) => {
-    const e = exprOf(model, id, depth, keywords);
+  const fits = (depth: number, keywords = true, shortModules = false) => {
+    const e = exprOf(model, id, depth, keywords, shortModules);
     return e && e.text.length <= MAX_EXPR ? e.text : null;
   };
   // numbers passed by keyword (`dim=1`) go before operands do: `softmax(X @ w.mT)`, not `softmax(X @ …, dim=-1)`
@@ -38,13 +38,12 @@ export function tensorExpr(model: TraceModel, id: number | null | undefined): st
   }
   const module = model.moduleOutputOf(id);
   if (module !== undefined) return `${module}(…)`;
-  const short = (depth: number) => {
-    const e = exprOf(model, id, depth, false, true);
-    return e && e.text.length <= MAX_EXPR ? e.text : null;
+  const bare = () => {
+    const text = bareExprOf(model, id);
+    return text && text.length <= MAX_BARE ? text : null;
   };
   // modules by their own name (`x + self_attn(…)`), then every operand left out (`… + …`)
-  const bare = bareExprOf(model, id);
-  return moduleCallText(model, id) ?? fits(1) ?? fits(1, false) ?? short(2) ?? short(1) ?? (bare && bare.length <= MAX_BARE ? bare : `t${id}`);
+  return moduleCallText(model, id) ?? fits(1) ?? fits(1, false) ?? fits(2, false, true) ?? fits(1, false, true) ?? bare() ?? `t${id}`;
 }
 
 /**
@@ -97,9 +96,10 @@ export function innerExpr(model: TraceModel, nodeId: number, depth = 2): string 
   const target = edge && edge.node !== null ? model.node(edge.node) : undefined;
   let arg: string | null = null;
   if (target) {
-    const piece = outputTensors(model, target.id)?.[edge.input_nr];
+    const pieces = outputTensors(model, target.id);
+    const piece = pieces?.[edge.input_nr];
     if (piece !== null && piece !== undefined) arg = tensorExpr(model, piece);
-    else if (target.tensor !== null && !outputTensors(model, target.id)) arg = tensorExpr(model, target.tensor);
+    else if (target.tensor !== null && !pieces) arg = tensorExpr(model, target.tensor);
     else if (depth > 1) arg = innerExpr(model, target.id, depth - 1);
   }
   const text = `${call}(${arg ?? ELIDED})`;

@@ -27,19 +27,9 @@ const NONE = 0;
 const MEAN = 1;
 const SUM = 2;
 
-const TWO_TO_63 = BigInt(2) ** BigInt(63);
-const TWO_TO_64 = BigInt(2) ** BigInt(64);
-
-/**
- * The node's saved `dim` as the snippet passed it (`1`, `-1`, `(-1,)`), or undefined when
- * it saved none. PyTorch hands a negative saved dim back as an unsigned 64-bit number
- * (softmax(x, -1)'s `_saved_dim` is 18446744073709551615): those read negative again.
- */
+/** The node's saved `dim` as the snippet passed it (`1`, `-1`, `(-1,)`), or undefined when it saved none. */
 function savedDim(c: Ctx): string | undefined {
-  return c.saved("dim")?.label.replace(/\d{19,}/g, (n) => {
-    const v = BigInt(n);
-    return v >= TWO_TO_63 && v < TWO_TO_64 ? String(v - TWO_TO_64) : n;
-  });
+  return c.saved("dim")?.label;
 }
 
 /** The softmax's dim, as `over dim 1`, when the node saved it. */
