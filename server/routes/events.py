@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Literal
 
 from fastapi import APIRouter, WebSocket
@@ -55,16 +56,17 @@ class ClientCommand(BaseModel):
     command: Literal["cancel"]
 
 
+_SEQ = re.compile(r"-?[0-9]{1,18}")
+
+
 @router.websocket("/api/runs/{run_id}/events")
 async def run_events(ws: WebSocket, run_id: str, registry: RegistryDep, settings: SettingsDep) -> None:
     """Stream a run's events from ``after + 1`` (see NOTE [Websocket protocol])."""
     # Accept first: a close before accepting reaches the client as a bare HTTP 403, no reason.
     await ws.accept()
     after_text = ws.query_params.get("after", "-1")
-    try:
-        after = int(after_text)
-    except ValueError:
-        after = -2
+    # Plain ASCII digits only: int() would also take " 7", "1_0" and other scripts' digits.
+    after = int(after_text) if _SEQ.fullmatch(after_text) else -2
     if after < -1:
         await _close(ws, 4400, f"after must be an integer >= -1, not {after_text[:40]!r}")
         return

@@ -218,7 +218,7 @@ def test_unknown_run_closes_4404(server: LiveServer) -> None:
     assert code == 4404 and "no run" in reason
 
 
-@pytest.mark.parametrize("after", ["x", "-5", "1.5"])
+@pytest.mark.parametrize("after", ["x", "-5", "1.5", "%207", "1_0", "%D9%A1", "9" * 40])
 def test_bad_after_closes_4400(api: httpx.Client, server: LiveServer, after: str) -> None:
     run = start(api, case_source("cubic.py"))
     code, reason = asyncio.run(_closed_by(events_url(server, run) + f"?after={after}"))
