@@ -78,20 +78,32 @@ function rank(e: EdgeSingular): number {
 type Point = { x: number; y: number };
 
 /** The centres a label of half-size `w` x `h` may take on edge `from`-`to`, best first (see the top of this file). */
-function candidates(from: Point, to: Point, mid: Point, w: number, h: number): Point[] {
-  const along = (f: number) => (f === 0.5 ? mid : { x: from.x + (to.x - from.x) * f, y: from.y + (to.y - from.y) * f });
-  // the middle is the edge's own (a curved edge bows); the rest lie on the chord
-  const out = ALONG.map(along);
-  const len = Math.hypot(to.x - from.x, to.y - from.y) || 1;
-  const nx = -(to.y - from.y) / len;
-  const ny = (to.x - from.x) / len;
-  // far enough across the edge that the label's box clears the line
-  const off = Math.abs(nx) * w + Math.abs(ny) * h + GAP;
+function candidates({ mid, from, to, bends }: Geometry, w: number, h: number): Point[] {
+  const line = [from, ...bends, to];
+  // the middle is the edge's own (a curved edge bows); the rest lie on its line, a chord
+  // for a curve, or on the segments of an edge routed around nodes (graph-routes.ts)
+  const along = (f: number) => (f === 0.5 ? { ...pointAlong(line, f), at: mid } : pointAlong(line, f));
+  const out = ALONG.map((f) => along(f).at);
   for (const f of BESIDE) {
-    const at = along(f);
+    const { at, nx, ny } = along(f);
+    // far enough across the edge that the label's box clears the line
+    const off = Math.abs(nx) * w + Math.abs(ny) * h + GAP;
     out.push({ x: at.x + nx * off, y: at.y + ny * off }, { x: at.x - nx * off, y: at.y - ny * off });
   }
   return out;
+}
+
+/** The point a fraction `f` of the way along the polyline `line`, and the unit normal there. */
+function pointAlong(line: Point[], f: number): { at: Point; nx: number; ny: number } {
+  const lengths = line.slice(1).map((p, i) => Math.hypot(p.x - line[i].x, p.y - line[i].y));
+  let left = f * lengths.reduce((a, b) => a + b, 0);
+  let i = 0;
+  while (i < lengths.length - 1 && left > lengths[i]) left -= lengths[i++];
+  const a = line[i];
+  const b = line[i + 1];
+  const len = lengths[i] || 1;
+  const t = Math.min(1, left / len);
+  return { at: { x: a.x + (b.x - a.x) * t, y: a.y + (b.y - a.y) * t }, nx: -(b.y - a.y) / len, ny: (b.x - a.x) / len };
 }
 
 interface Geometry {
@@ -101,6 +113,8 @@ interface Geometry {
   mid: Point;
   from: Point;
   to: Point;
+  /** where an edge routed around nodes bends, source end first; none for the others */
+  bends: Point[];
 }
 
 const known = new WeakMap<EdgeSingular, { key: string; geometry: Geometry }>();
@@ -133,12 +147,18 @@ function geometryOf(e: EdgeSingular): Geometry {
   const sp = s.position();
   const tp = t.position();
   // a node's size is its data's (graph-style maps width and height from it)
-  const key = `${e.data("label")}|${rank(e)}|${sp.x},${sp.y},${s.data("width")},${s.data("height")}|${tp.x},${tp.y},${t.data("width")},${t.data("height")}`;
+  const key = `${e.data("label")}|${rank(e)}|${e.data("routeD") ?? ""}|${sp.x},${sp.y},${s.data("width")},${s.data("height")}|${tp.x},${tp.y},${t.data("width")},${t.data("height")}`;
   const kept = known.get(e);
   if (kept?.key === key) return kept.geometry;
-  const geometry = { e, label: labelSize(e), mid: e.midpoint(), from: e.sourceEndpoint(), to: e.targetEndpoint() };
+  const bends = e.data("routeW") === undefined ? [] : segmentPointsOf(e);
+  const geometry = { e, label: labelSize(e), mid: e.midpoint(), from: e.sourceEndpoint(), to: e.targetEndpoint(), bends };
   known.set(e, { key, geometry });
   return geometry;
+}
+
+/** The points where edge `e`, drawn as segments, bends. */
+function segmentPointsOf(e: EdgeSingular): Point[] {
+  return (e.segmentPoints() ?? []).map(({ x, y }) => ({ x, y }));
 }
 
 /**
@@ -173,13 +193,14 @@ export function placeEdgeLabels(cy: Core): void {
   // read every edge's geometry before moving any label (a read after a write recomputes);
   // an edge between nodes on one spot has no line: its midpoint is NaN, and so was its margin
   const geometry = edges.map(geometryOf).filter(({ mid, from, to }) => [mid.x, mid.y, from.x, from.y, to.x, to.y].every(Number.isFinite));
-  const margins = geometry.map(({ label, mid, from, to }) => {
+  const margins = geometry.map((g) => {
+    const { label, mid } = g;
     const w = label.w / 2 + GAP;
     const h = label.h / 2 + GAP;
     const boxAt = (at: Point): Box => ({ x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h });
     let best = mid;
     let bestCost = Infinity;
-    for (const at of candidates(from, to, mid, w, h)) {
+    for (const at of candidates(g, w, h)) {
       const cost = obstacles.covered(boxAt(at));
       if (cost < bestCost) {
         best = at;

@@ -1,10 +1,12 @@
 // Place the graph's elements: ELK's layered layout (layout.ts, in a worker) for graphs up
-// to ELK_MAX_NODES, Cytoscape's breadth-first layout above that or when ELK fails (level of
-// detail: see graph.ts).
+// to ELK_MAX_NODES, with its routes for the edges that would cross a node (graph-routes.ts);
+// Cytoscape's breadth-first layout above that or when ELK fails (level of detail: see
+// graph.ts).
 import type { Core } from "cytoscape";
 import { reducedMotion } from "./dom";
 import { type GEdge, type GNode, outputsOf } from "./graph-build";
 import { levelCounts } from "./graph-lod";
+import { clearRoutes, routeEdges } from "./graph-routes";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
 
 export type LayoutName = "elk" | "breadthfirst";
@@ -28,7 +30,7 @@ export interface LayoutInfo {
 export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], count: number, animate: boolean): Promise<LayoutName> {
   if (count <= ELK_MAX_NODES && elkAvailable()) {
     try {
-      const positions = await layoutElk(
+      const { positions, bends } = await layoutElk(
         nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
         edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
       );
@@ -47,6 +49,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
           }
         }
       });
+      routeEdges(cy, positions, bends);
       // Resolve once every node is where it goes (a fit measures the final places), or a
       // little later at most: a stopped animation never calls `complete`.
       if (gliding.length) await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
@@ -56,6 +59,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       console.warn("gradwalk: ELK layout failed, using breadth-first", err);
     }
   }
+  clearRoutes(cy);
   const roots = outputsOf(nodes, edges).map((n) => n.id);
   // Breadth-first fits the levels into its bounding box (the viewport by default): size
   // the box by the number of levels and the widest one, so rows keep a readable spacing.

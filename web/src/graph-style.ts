@@ -203,6 +203,17 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
       style: { "outline-color": v("focus"), "outline-width": 3, "outline-offset": 3, "outline-opacity": 1 },
     },
     { selector: "edge:selected", style: { "line-color": v("select"), "target-arrow-color": v("select") } },
+    // an edge whose straight line would cross a node bends around it (graph-routes.ts)
+    {
+      selector: "edge[routeW]",
+      style: {
+        "curve-style": "round-segments",
+        "edge-distances": "node-position",
+        "segment-weights": "data(routeW)",
+        "segment-distances": "data(routeD)",
+        "segment-radii": 14,
+      } as never,
+    },
   ];
   if (big) {
     sheet.push(

@@ -27,6 +27,15 @@ export interface LayoutEdge {
 /** Top-left positions are ELK's; these are centres, in graph coordinates. */
 export type Positions = Map<string, { x: number; y: number }>;
 
+/** ELK's bend points of each edge that has some, in graph coordinates, source end first. */
+export type Bends = Map<string, { x: number; y: number }[]>;
+
+/** What ELK worked out: where each node goes and how each edge bends around the others. */
+export interface Placement {
+  positions: Positions;
+  bends: Bends;
+}
+
 // Spacing between nodes and layers: ELK reads it from each node's own options, so module
 // groups carry it too (without it the layers inside a group were 18 px apart, too close
 // for the gradient labelled on the edge between them).
@@ -133,12 +142,13 @@ export function elkAvailable(): boolean {
 }
 
 /**
- * Lay out nodes (with module groups as compounds) and edges; resolve with node centres.
+ * Lay out nodes (with module groups as compounds) and edges; resolve with node centres and
+ * edge bend points.
  * A layout still running after `budgetMs` is abandoned (its worker is stopped, a fresh one
  * serves the next call) and the promise rejects, so the caller can fall back: a live graph
  * must not wait on ELK working through a big intermediate graph.
  */
-export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budgetMs = 5000): Promise<Positions> {
+export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budgetMs = 5000): Promise<Placement> {
   const e = engine();
   if (!e) throw new Error("ELK is not available on this page");
   const elkNodes = new Map<string, ElkNode>();
@@ -181,14 +191,28 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
       });
   });
   const positions: Positions = new Map();
+  // each node's top-left in graph coordinates: an edge's points are relative to its container
+  const corners = new Map<string, { x: number; y: number }>([[result.id, { x: 0, y: 0 }]]);
   const walk = (node: ElkNode, ox: number, oy: number) => {
     for (const child of node.children ?? []) {
       const x = ox + (child.x ?? 0);
       const y = oy + (child.y ?? 0);
+      corners.set(child.id, { x, y });
       if (!child.children?.length) positions.set(child.id, { x: x + (child.width ?? 0) / 2, y: y + (child.height ?? 0) / 2 });
       walk(child, x, y);
     }
   };
   walk(result, 0, 0);
-  return positions;
+  return { positions, bends: bendsOf(result.edges ?? [], corners) };
+}
+
+/** The bend points of `edges` (ELK's output), moved from their containers into graph coordinates. */
+function bendsOf(edges: ElkExtendedEdge[], corners: Map<string, { x: number; y: number }>): Bends {
+  const bends: Bends = new Map();
+  for (const edge of edges) {
+    const at = corners.get(edge.container ?? "__root") ?? { x: 0, y: 0 };
+    const points = (edge.sections ?? []).flatMap((section) => section.bendPoints ?? []);
+    if (points.length) bends.set(edge.id, points.map((p) => ({ x: at.x + p.x, y: at.y + p.y })));
+  }
+  return bends;
 }
