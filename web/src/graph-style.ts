@@ -211,8 +211,8 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         "edge-distances": "node-position",
         "segment-weights": "data(routeW)",
         "segment-distances": "data(routeD)",
-        "segment-radii": 14,
-      } as never,
+        "segment-radii": [14],
+      },
     },
   ];
   if (big) {
