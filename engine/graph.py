@@ -291,30 +291,32 @@ def _saved_input_itself(
 def _by_storage(
     op_tensors: tuple[list[torch.Tensor], list[int], list[torch.Tensor], list[int]],
 ) -> dict[int, list[tuple[Any, int, bool]]]:
-    """Map each data pointer of an op's strided tensors to ``(shape, id, is_output)`` entries."""
+    """Map each data pointer of an op's strided tensors to ``(look, id, is_output)`` entries,
+    ``look`` being the shape and the conjugate bit (``z`` and its lazy ``z.conj()`` share one
+    storage and shape)."""
     found: dict[int, list[tuple[Any, int, bool]]] = {}
     inputs, in_ids, outputs, out_ids = op_tensors
     for tensors, ids, is_output in ((inputs, in_ids, False), (outputs, out_ids, True)):
         for t, tid in zip(tensors, ids, strict=False):
             if t.layout is _STRIDED and has_storage(t):
-                found.setdefault(t.data_ptr(), []).append((t.shape, tid, is_output))
+                found.setdefault(t.data_ptr(), []).append(((t.shape, t.is_conj()), tid, is_output))
     return found
 
 
 def _match_by_storage(
     value: torch.Tensor, by_ptr: dict[int, list[tuple[Any, int, bool]]], output: bool
 ) -> int | None:
-    """The id of the op tensor ``value`` aliases (same storage start and shape), if any.
+    """The id of the op tensor ``value`` aliases (same storage start, shape and conjugate bit), if any.
 
     An in-place op's input and output share their storage: a saved ``result`` names the
     output (the new version), any other saved tensor the input.
     """
     if value.layout is not _STRIDED or not has_storage(value):
         return None
-    shape = value.shape
+    look = (value.shape, value.is_conj())
     found = None
-    for candidate_shape, candidate, is_output in by_ptr.get(value.data_ptr(), ()):
-        if candidate_shape == shape:
+    for candidate_look, candidate, is_output in by_ptr.get(value.data_ptr(), ()):
+        if candidate_look == look:
             if is_output == output:
                 return candidate
             if found is None:

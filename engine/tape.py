@@ -50,7 +50,9 @@ _NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 # make a new tensor with its own grad_fn (``PermuteBackward0``, ``TransposeBackward0``), which
 # would otherwise be filed under the next op that uses it (``x @ w.T`` under matmul, with
 # ``w.T`` an unnamed ``t2``), so they are recorded as ops named ``T``, ``mT``, ``H``, ``mH``.
-_TRANSPOSES = frozenset({"T", "mT", "H", "mH"})
+# A complex tensor's ``.real`` and ``.imag`` likewise (``ViewAsRealBackward0`` and
+# ``SelectBackward0``, which were filed under ``sum`` in ``(z * z.conj()).real.sum()``).
+_TRANSPOSES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 
 
 def _no_context() -> contextlib.nullcontext[None]:
@@ -90,7 +92,7 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
 
 
 def _transpose_read(func: Any) -> str | None:
-    """``"T"`` when ``func`` is the ``__get__`` of ``Tensor.T`` (likewise mT, H, mH), else None."""
+    """``"T"`` when ``func`` is the ``__get__`` of ``Tensor.T`` (likewise mT, H, mH, real, imag), else None."""
     name = getattr(getattr(func, "__self__", None), "__name__", None)
     return name if name in _TRANSPOSES else None
 

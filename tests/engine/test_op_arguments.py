@@ -1,8 +1,12 @@
-"""What the tape keeps of how an op was called: transposes read as attributes (``w.T``) are
-ops of their own, and the numbers passed by keyword (``dim=1``) are kept with the op."""
+"""What the tape keeps of how an op was called: transposes and a complex tensor's parts read
+as attributes (``w.T``, ``z.real``) are ops of their own, and the numbers passed by keyword
+(``dim=1``) are kept with the op."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from engine import queries as q
@@ -101,3 +105,54 @@ def test_a_saved_negative_integer_reads_negative_not_as_an_unsigned_number() -> 
     assert saved[("SumBackward1", "dim")] == "(-1,)"
     assert saved[("SoftmaxBackward0", "dim")] == "-1"
     assert saved[("NllLossBackward0", "ignore_index")] == "-100"
+
+
+COMPLEX = (
+    "import torch\n"
+    "z = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)\n"
+    "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+    "l = (z * z.conj()).real.sum() + z.imag.pow(2).sum() + x.real.sum()\n"
+    "l.backward()\n"
+)
+
+
+def test_a_complex_tensors_real_and_imag_are_ops_with_their_own_nodes() -> None:
+    # .real and .imag are attribute reads, like .T: their ViewAsRealBackward0 and
+    # SelectBackward0 were filed under the sum that used them, whose input was an unnamed t3
+    trace = record(COMPLEX)
+    assert trace.events[-1].status == "ok"
+    nodes = q.node_names(trace)
+    ops = _ops(trace)
+    names = [op.name for op in ops]
+    real, imag = ops[names.index("real")], ops[names.index("imag")]
+    for op, name in ((real, "real"), (imag, "imag")):
+        assert op.api == f"Tensor.{name}" and not op.inplace
+        assert sorted(nodes[n] for n in op.nodes) == ["SelectBackward0", "ViewAsRealBackward0"], name
+    mul = ops[names.index("mul")]
+    assert real.inputs == mul.outputs
+    total = ops[names.index("sum")]
+    assert total.inputs == real.outputs and [nodes[n] for n in total.nodes] == ["SumBackward0"]
+    # a real tensor's .real is the tensor itself: an op with no node
+    x_real = [op for op in ops if op.name == "real"][1]
+    assert x_real.inputs == x_real.outputs and x_real.nodes == []
+
+
+def test_a_lazy_conjugate_saved_for_backward_is_named_as_itself() -> None:
+    # z * z.conj() saves z and its conjugate view, which share z's storage and shape: the
+    # conjugate was named z, so MulBackward0 read as saving z twice
+    trace = record(COMPLEX)
+    ops = _ops(trace)
+    names = [op.name for op in ops]
+    conj, mul = ops[names.index("conj")], ops[names.index("mul")]
+    node = next(n for n in q.events_of(trace, "node") if n.name == "MulBackward0")
+    saved = {s.name: s.tensor for s in node.saved}
+    assert saved == {"self": mul.inputs[0], "other": conj.outputs[0]}
+    assert mul.inputs == [conj.inputs[0], conj.outputs[0]]
+
+
+def test_recording_complex_ops_leaves_the_gradients_as_pytorch_computes_them() -> None:
+    got = q.final_grads(record(COMPLEX))
+    want = plain_grads(COMPLEX, ["z", "x"])
+    assert torch.equal(torch.tensor(got["x"]), torch.tensor(want["x"]))
+    # a complex gradient is kept as the norm of its moduli
+    assert got["z"] == pytest.approx(math.sqrt(sum(abs(g) ** 2 for g in want["z"])), rel=1e-12)
