@@ -20,8 +20,11 @@ interface Box {
   y2: number;
 }
 
-/** A line closer to a node than this (model px) counts as crossing it: it reads as touching. */
-const CLEARANCE = 4;
+/**
+ * A line must pass this far (model px) inside a node's body to count as crossing it: one
+ * that grazes a corner reads fine as it is, and ELK's route for it jogs sideways.
+ */
+const INSET = 3;
 
 /**
  * Route the edges of `cy` whose straight line would cross a node along ELK's `bends`, the
@@ -33,8 +36,8 @@ export function routeEdges(cy: Core, positions: Positions, bends: Bends): void {
   cy.nodes().forEach((n) => {
     const at = positions.get(n.id());
     if (!at || n.isParent()) return;
-    const w = Number(n.data("width")) / 2 + CLEARANCE;
-    const h = Number(n.data("height")) / 2 + CLEARANCE;
+    const w = Number(n.data("width")) / 2 - INSET;
+    const h = Number(n.data("height")) / 2 - INSET;
     boxes.set(n.id(), { x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h });
   });
   cy.batch(() => {
