@@ -75,6 +75,15 @@ loss.backward()
 """
 
 
+TRANSFORMER_LAYER = """import torch
+import torch.nn as nn
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+loss = layer(torch.randn(1, 3, 8)).pow(2).mean()
+loss.backward()
+"""
+
+
 @pytest.mark.parametrize(
     ("name", "source", "routed"),
     [
@@ -86,6 +95,9 @@ loss.backward()
         ("skip-connection", SKIP_CONNECTION, 1),
         # residual blocks in module groups: routes are in the groups' coordinates in ELK
         ("residual-blocks", RESIDUAL_BLOCKS, 2),
+        # the skip edge around linear2 left AddBackward0 left of its centre, on ELK's
+        # straight lane: drawn from the centre instead, it clipped the TBackward0 below
+        ("transformer-layer", TRANSFORMER_LAYER, 2),
     ],
 )
 def test_no_edge_is_drawn_through_a_node(page: Any, name: str, source: str, routed: int) -> None:

@@ -30,7 +30,7 @@ export interface LayoutInfo {
 export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], count: number, animate: boolean): Promise<LayoutName> {
   if (count <= ELK_MAX_NODES && elkAvailable()) {
     try {
-      const { positions, bends } = await layoutElk(
+      const { positions, routes } = await layoutElk(
         nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
         edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
       );
@@ -49,7 +49,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
           }
         }
       });
-      routeEdges(cy, positions, bends);
+      routeEdges(cy, positions, routes);
       // Resolve once every node is where it goes (a fit measures the final places), or a
       // little later at most: a stopped animation never calls `complete`.
       if (gliding.length) await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);

@@ -27,13 +27,16 @@ export interface LayoutEdge {
 /** Top-left positions are ELK's; these are centres, in graph coordinates. */
 export type Positions = Map<string, { x: number; y: number }>;
 
-/** ELK's bend points of each edge that has some, in graph coordinates, source end first. */
-export type Bends = Map<string, { x: number; y: number }[]>;
+/**
+ * Each edge's line as ELK routed it, in graph coordinates: where it leaves its source's box,
+ * where it bends, where it meets its target's box.
+ */
+export type Routes = Map<string, { x: number; y: number }[]>;
 
-/** What ELK worked out: where each node goes and how each edge bends around the others. */
+/** What ELK worked out: where each node goes and how each edge runs between the others. */
 export interface Placement {
   positions: Positions;
-  bends: Bends;
+  routes: Routes;
 }
 
 // Spacing between nodes and layers: ELK reads it from each node's own options, so module
@@ -143,7 +146,7 @@ export function elkAvailable(): boolean {
 
 /**
  * Lay out nodes (with module groups as compounds) and edges; resolve with node centres and
- * edge bend points.
+ * edge routes.
  * A layout still running after `budgetMs` is abandoned (its worker is stopped, a fresh one
  * serves the next call) and the promise rejects, so the caller can fall back: a live graph
  * must not wait on ELK working through a big intermediate graph.
@@ -203,16 +206,16 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
     }
   };
   walk(result, 0, 0);
-  return { positions, bends: bendsOf(result.edges ?? [], corners) };
+  return { positions, routes: routesOf(result.edges ?? [], corners) };
 }
 
-/** The bend points of `edges` (ELK's output), moved from their containers into graph coordinates. */
-function bendsOf(edges: ElkExtendedEdge[], corners: Map<string, { x: number; y: number }>): Bends {
-  const bends: Bends = new Map();
+/** The routes of `edges` (ELK's output), moved from their containers into graph coordinates. */
+function routesOf(edges: ElkExtendedEdge[], corners: Map<string, { x: number; y: number }>): Routes {
+  const routes: Routes = new Map();
   for (const edge of edges) {
     const at = corners.get(edge.container ?? "__root") ?? { x: 0, y: 0 };
-    const points = (edge.sections ?? []).flatMap((section) => section.bendPoints ?? []);
-    if (points.length) bends.set(edge.id, points.map((p) => ({ x: at.x + p.x, y: at.y + p.y })));
+    const points = (edge.sections ?? []).flatMap((s) => [s.startPoint, ...(s.bendPoints ?? []), s.endPoint]);
+    if (points.length) routes.set(edge.id, points.map((p) => ({ x: at.x + p.x, y: at.y + p.y })));
   }
-  return bends;
+  return routes;
 }
