@@ -57,6 +57,10 @@ export interface Chart {
   yTicks: string[];
   /** The significant digits a linear y axis's labels needed (labelDigits; 4 otherwise). */
   yDigits: number;
+  /** The room (px) the y axis's own labels need, and the width it was given: the widest
+   * need of the charts on screen (chart-yaxes.ts); 0 until drawn. */
+  yNeed: number;
+  ySize: number;
 }
 
 /** The card of a chart of `table`, its plot not drawn yet; its × button calls `hide` (no
@@ -93,7 +97,7 @@ export function newChart(table: Table, hide: (() => void) | null): Chart {
     foot,
     baseFoot,
   );
-  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set(), yTicks: [], yDigits: 4 };
+  return { table, card, plotEl, readout, legend, foot, baseFoot, logTag, plot: null, log: false, sliced: false, seriesCount: 0, base: null, drawn: -1, hidden: new Set(), yTicks: [], yDigits: 4, yNeed: 0, ySize: 0 };
 }
 
 /** How many of the plot's series are this run's (the compared run's come after them). */

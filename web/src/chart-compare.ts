@@ -45,6 +45,12 @@ export interface SourceChange {
 }
 
 const WORD = /[\w.=]/;
+
+/** Whether `line[i]` belongs to a word: a word character, or the sign of a number's
+ * exponent (the "-" of 3e-3, which cut `lr=3e-3 → lr=1e-3` to `lr=3e → lr=1e`). */
+function inWord(line: string, i: number): boolean {
+  return WORD.test(line[i]) || (/[+-]/.test(line[i]) && /\d[eE]$/.test(line.slice(0, i)));
+}
 const LONGEST = 40;
 /** Above this many line pairs, the changed middle is taken as one block (no line diff). */
 const DIFF_CELLS = 250_000;
@@ -114,8 +120,8 @@ function narrow(a: string, b: string): [string, string] {
   let end = 0;
   while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
   // widen over the word either side, in both lines alike (the shared parts are equal)
-  while (start > 0 && WORD.test(a[start - 1])) start--;
-  while (end > 0 && WORD.test(a[a.length - end])) end--;
+  while (start > 0 && inWord(a, start - 1)) start--;
+  while (end > 0 && inWord(a, a.length - end)) end--;
   return [a.slice(start, a.length - end).trim(), b.slice(start, b.length - end).trim()];
 }
 

@@ -18,6 +18,7 @@ import { cellText, type Chart, COMPARED, digitLabels, newChart, nearest, ownCoun
 import { ChartHiding } from "./chart-hiding";
 import { bindStepKeys } from "./chart-keys";
 import { StepOpener } from "./chart-steps";
+import { YAxisWidths } from "./chart-yaxes";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
@@ -64,6 +65,8 @@ export class ChartsView {
   private readonly scaleSelect: HTMLSelectElement;
   private readonly paramToggle: HTMLInputElement;
   private readonly schedule = perFrame(() => this.flush());
+  /** Every chart's y axis as wide as the widest on screen, so that their plots line up. */
+  private readonly yAxes = new YAxisWidths(() => this.charts.values());
   private unsubscribe: () => void = () => {};
   private width = 0;
 
@@ -354,8 +357,9 @@ export class ChartsView {
         {
           // a linear axis of numbers labels its ticks with as many digits as tell them apart
           ...axis((u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : digitLabels(chart, splits, () => chart.plot === u && this.readout(chart, u)))),
-          // as wide as its widest label (a learning rate of 4.9998e-4 did not fit 62 px)
-          size: (_u, values) => axisRoom(values, c.font, 4, Math.round(62 * c.scale)),
+          // as wide as its widest label (a learning rate of 4.9998e-4 did not fit 62 px), and
+          // as the other charts' y axes, so that the plots of stacked cards line up
+          size: (_u, values) => this.yAxes.size(chart, axisRoom(values, c.font, 4, Math.round(62 * c.scale))),
           ...(log
             ? {
                 incrs: (bytes ? BYTE_INCRS : LOG_INCRS) as number[],

@@ -64,6 +64,17 @@ export class RoomApi {
     return this.api.request<T>(path, { ...init, headers });
   }
 
+  /** Whether room `code` is gone from the server (it ended or expired): only a 404 says so;
+   * any other failure (offline, a token needed to view) is not taken for an answer. */
+  async gone(code: string): Promise<boolean> {
+    try {
+      await this.request(`/rooms/${code}`);
+      return false;
+    } catch (err) {
+      return err instanceof ApiError && err.status === 404;
+    }
+  }
+
   create(state: Partial<RoomState>): Promise<RoomCreated> {
     return this.request("/rooms", { method: "POST", body: JSON.stringify({ state }) });
   }
@@ -98,7 +109,8 @@ export class RoomApi {
 const TAB_KEY = "gradwalk-room-key:";
 const SAVED = "gradwalk-rooms";
 
-interface SavedRoom {
+/** A room this browser opened, with its presenter key (for resuming). */
+export interface SavedRoom {
   code: string;
   key: string;
   at: number;

@@ -4,7 +4,7 @@ import { ApiError } from "./api";
 import type { App } from "./app";
 import { h } from "./dom";
 import type { LessonsGallery } from "./lessons";
-import { normalizeCode, presenterKeys, RoomApi, spacedCode } from "./room-client";
+import { normalizeCode, presenterKeys, RoomApi, type SavedRoom, spacedCode } from "./room-client";
 
 export class ClassroomDialog {
   private readonly dialog: HTMLDialogElement;
@@ -15,6 +15,10 @@ export class ClassroomDialog {
   private readonly codeInput: HTMLInputElement;
   private readonly startButton: HTMLButtonElement;
   private readonly rooms: RoomApi;
+  /** Counts the listings of the rooms to resume: a listing overtaken by a newer one is dropped. */
+  private listing = 0;
+  /** The rooms found ended since the dialog opened, said where their buttons were. */
+  private ended: string[] = [];
 
   constructor(
     private readonly app: App,
@@ -85,8 +89,9 @@ export class ClassroomDialog {
 
   open(): void {
     this.error.hidden = true;
+    this.ended = [];
     this.renderHere();
-    this.renderResume();
+    void this.renderResume();
     if (!this.dialog.open) this.dialog.showModal();
     this.codeInput.focus();
   }
@@ -137,23 +142,48 @@ export class ClassroomDialog {
     this.here.textContent = `You are in room ${spacedCode(code)}, ${as}. Starting or joining another room leaves this one.`;
   }
 
-  private renderResume(): void {
+  /**
+   * Offer to resume presenting the rooms this browser opened that the server still has. A
+   * room that ended or expired (or that a restarted server without its rooms forgot) is
+   * forgotten here and said to have ended: its button led to the server's 404 page.
+   */
+  private async renderResume(): Promise<void> {
+    const turn = ++this.listing;
     const saved = presenterKeys.saved();
+    const gone = await Promise.all(saved.map((room) => this.rooms.gone(room.code)));
+    if (turn !== this.listing) return;
+    saved.forEach((room, i) => gone[i] && this.forget(room.code));
+    const live = saved.filter((_, i) => !gone[i]);
     this.resume.replaceChildren(
-      ...(saved.length ? [h("p", { class: "gw-muted", text: "Rooms you opened in this browser:" })] : []),
-      ...saved.map((room) =>
+      ...(live.length ? [h("p", { class: "gw-muted", text: "Rooms you opened in this browser:" })] : []),
+      ...live.map((room) =>
         h("button", {
           type: "button",
           class: "gw-btn",
           text: `Resume presenting ${spacedCode(room.code)}`,
-          on: {
-            click: () => {
-              presenterKeys.set(room.code, room.key);
-              location.assign(`/room/${room.code}`);
-            },
-          },
+          data: { gw: "room-resume", room: room.code },
+          on: { click: (ev) => void this.resumeRoom(room, ev.currentTarget as HTMLButtonElement) },
         }),
       ),
+      ...this.ended.map((code) => h("p", { class: "gw-muted", role: "status", data: { gw: "room-ended-note" }, text: `Room ${spacedCode(code)} has ended; start a new room to present again.` })),
     );
+  }
+
+  /** Present `room` from this tab again, unless it ended since the dialog listed it. */
+  private async resumeRoom(room: SavedRoom, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    if (await this.rooms.gone(room.code)) {
+      this.forget(room.code);
+      await this.renderResume();
+      return;
+    }
+    presenterKeys.set(room.code, room.key);
+    location.assign(`/room/${room.code}`);
+  }
+
+  /** Drop the key of ended room `code`, and say it ended. */
+  private forget(code: string): void {
+    presenterKeys.forget(code);
+    if (!this.ended.includes(code)) this.ended.push(code);
   }
 }
