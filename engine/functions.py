@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .dispatch import modes_aside
 from .tape import tensors_in
 
 if TYPE_CHECKING:
@@ -76,7 +75,9 @@ class FunctionCalls:
         if kwargs:
             tensors_in(tuple(kwargs.values()), inputs)
         try:
-            with modes_aside():
+            # muted: outside the tape mode's handler, the record's own reads of the outputs
+            # (a value's reshape) were ops of the snippet, a dangling ViewBackward0 on the graph
+            with rec.mute():
                 rec.on_op(_stand_in(cls), inputs, outputs, args, fresh_outputs=True)
         except Exception:
             rec.observation_failed()  # the call ran; only its record is lost

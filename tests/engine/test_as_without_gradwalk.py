@@ -191,6 +191,33 @@ def test_a_custom_function_call_is_an_op_whose_node_the_backward_walk_runs() -> 
     assert torch.autograd.Function.__dict__["apply"] is original  # unwrapped after the run
 
 
+def test_a_custom_functions_matrix_output_adds_no_op_of_gradwalks_own() -> None:
+    # the record of the call read the output's value (a reshape(-1) of a 3x4 matrix) with the
+    # tape mode on: a reshape the snippet never wrote was on the tape, its ViewBackward0
+    # dangling from the graph
+    source = """
+import torch
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * (a > 0)
+
+torch.manual_seed(0)
+a = torch.randn(3, 4, requires_grad=True)
+c = Clip.apply(a)
+c.sum().backward()
+"""
+    trace = recorded_as_plain(source)
+    assert [e.name for e in q.events_of(trace, "op")] == ["randn", "clamp", "Clip", "sum"]
+    assert "ViewBackward0" not in q.node_names(trace).values()
+
+
 # Ordinary PyTorch a practitioner records: layers with several outputs per node (LSTM, max,
 # chunk, svd), an in-place custom Function, autocast, hooks the snippet registers itself,
 # parametrizations, a DataLoader and a thread of its own.
