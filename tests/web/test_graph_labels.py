@@ -213,3 +213,18 @@ def test_a_transpose_and_a_keyword_read_as_the_snippet_wrote_them(page: Any) -> 
     card = page.locator(".gw-step-card")
     expect(card).to_contain_text("out = w.T · its rows and columns swapped")
     expect(card).to_contain_text("∂(sum(y))/∂w = gradᵀ, rows and columns swapped back")
+
+
+def test_a_complex_tensors_real_and_imag_read_as_written(page: Any) -> None:
+    # z.real and z.imag are ops of their own (engine/tape.py): their nodes read as the
+    # attribute, not as an unnamed tensor inside the sum that used them
+    open_app(page)
+    run_source(
+        page,
+        "import torch\nz = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)\n"
+        "l = (z * z.conj()).real.sum() + z.imag.pow(2).sum()\nl.backward()\n",
+    )
+    labels = page.evaluate("() => window.gradwalk.graph.core.nodes(':childless').map((n) => n.data('label'))")
+    assert "SelectBackward0\n(z * conj(z)).real · [2]" in labels, labels
+    assert "SelectBackward0\nz.imag · [2]" in labels, labels
+    assert "PowBackward0\nz.imag**2 · [2]" in labels, labels

@@ -2,7 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { bareExprOf, ELIDED, exprOf, numberText } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, nameOf, numberText } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 
 export { numberText };
@@ -24,8 +24,7 @@ const MAX_DEPTH = 4;
  */
 export function tensorExpr(model: TraceModel, id: number | null | undefined): string {
   if (id === null || id === undefined) return "?";
-  const t = model.tensor(id);
-  const named = t?.name ?? t?.paramName;
+  const named = nameOf(model, id);
   if (named) return named;
   const fits = (depth: number, keywords = true, shortModules = false) => {
     const e = exprOf(model, id, depth, keywords, shortModules);
@@ -62,9 +61,8 @@ function moduleCallText(model: TraceModel, id: number): string | null {
     return !!t?.ev.is_param && (t.name ?? t.paramName ?? "").startsWith(`${path}.`);
   };
   if (!rest.every(ownParameter)) return null;
-  const u = model.tensor(input);
   const outer = model.moduleOutputOf(input);
-  const arg = u?.name ?? u?.paramName ?? (outer === undefined ? ELIDED : `${outer}(…)`);
+  const arg = nameOf(model, input) ?? (outer === undefined ? ELIDED : `${outer}(…)`);
   return `${path}(${arg})`;
 }
 
@@ -87,7 +85,7 @@ const INNER_CALLS: Record<string, string> = {
  * `sigmoid(…)`): its call on what its first edge feeds. Null for a node with a tensor of
  * its own, or one whose call is not known.
  */
-export function innerExpr(model: TraceModel, nodeId: number, depth = 2): string | null {
+function innerCall(model: TraceModel, nodeId: number, depth = 2): string | null {
   const node = model.node(nodeId);
   if (!node || node.tensor !== null) return null;
   const call = INNER_CALLS[node.name.replace(/Backward\d*$/, "")];
@@ -100,10 +98,70 @@ export function innerExpr(model: TraceModel, nodeId: number, depth = 2): string 
     const piece = pieces?.[edge.input_nr];
     if (piece !== null && piece !== undefined) arg = tensorExpr(model, piece);
     else if (target.tensor !== null && !pieces) arg = tensorExpr(model, target.tensor);
-    else if (depth > 1) arg = innerExpr(model, target.id, depth - 1);
+    else if (depth > 1) arg = innerCall(model, target.id, depth - 1);
   }
   const text = `${call}(${arg ?? ELIDED})`;
   return text.length <= MAX_INNER ? text : `${call}(${ELIDED})`;
+}
+
+/** Inner nodes read as an operator between their operands, by name without `Backward0`. */
+const INNER_OPERATORS: Record<string, string> = { Add: "+", Sub: "−", Mul: "*", Div: "/", Mm: "@", Bmm: "@" };
+
+/**
+ * Any other inner node as the call its name says (`BmmBackward0`: `… @ …`, `CloneBackward0`:
+ * `clone(…)`, `TBackward0`: `…ᵀ`, `AddmmBackward0`: `… + … @ …`, `UnsafeViewBackward0`:
+ * `view(…)`), its operands the
+ * tensors its edges feed where they fit, else `…`.
+ */
+function innerOpText(model: TraceModel, nodeId: number): string | null {
+  const node = model.node(nodeId);
+  if (!node || node.name === "AccumulateGrad") return null;
+  const key = node.name.replace(/Backward\d*$/, "");
+  const operand = (slot: number) => {
+    const edge = node.edges[slot];
+    const target = edge?.node !== null && edge?.node !== undefined ? model.node(edge.node) : undefined;
+    const piece = target ? outputTensors(model, target.id)?.[edge.input_nr] : null;
+    const tensor = piece ?? (target && !outputTensors(model, target.id) ? target.tensor : null);
+    return tensor === null || tensor === undefined ? ELIDED : tensorExpr(model, tensor);
+  };
+  const write = (args: string[]): string => {
+    const symbol = INNER_OPERATORS[key];
+    if (symbol && args.length === 2) return `${args[0]} ${symbol} ${args[1]}`;
+    if (key === "T" && args.length === 1) return `${args[0] === ELIDED ? ELIDED : attrOf(args[0])}ᵀ`;
+    if (key === "Addmm" && args.length === 3) return `${args[0]} + ${args[1]} @ ${args[2]}`;
+    const call = key
+      .replace(/^Unsafe/, "")
+      .replace(/(?<=[a-z0-9])([A-Z])/g, "_$1")
+      .toLowerCase();
+    return `${call}(${args.join(", ") || ELIDED})`;
+  };
+  const slots = node.edges.map((_, slot) => slot);
+  const full = write(slots.map(operand));
+  return full.length <= MAX_INNER ? full : write(slots.map(() => ELIDED));
+}
+
+/**
+ * What a node made inside one op computes, for its second line in the graph: its call
+ * (`log_softmax(logits)`, `sigmoid(…)`, attention's `… @ …`, `clone(…)`). A call read from
+ * the node's name alone is counted when the op made several nodes of that name, in the
+ * order it made them, as call labels are (`#2 loss.backward()`): attention's two products
+ * are `#1 … @ …` and `#2 … @ …`, nn.RNN's steps `#1 … + … @ …` to `#5`. Null for a node with
+ * a tensor of its own, or one outside any recorded op.
+ */
+export function innerExpr(model: TraceModel, nodeId: number): string | null {
+  const node = model.node(nodeId);
+  const op = model.op(node?.op);
+  if (!node || node.tensor !== null || !op) return null;
+  const call = innerCall(model, nodeId);
+  if (call) return call;
+  const text = innerOpText(model, nodeId);
+  if (!text) return null;
+  const alike = op.nodes.filter((n) => {
+    const other = model.node(n);
+    return other?.name === node.name && other.tensor === null;
+  });
+  if (alike.length < 2) return text;
+  return `#${[...alike].sort((a, b) => a - b).indexOf(nodeId) + 1} ${text}`;
 }
 
 /**
@@ -134,7 +192,7 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
   // A node without an output tensor of its own, e.g. the Wᵀ inside nn.Linear.
   const inner = target.edges.length === 1 && target.edges[0].node !== null ? edgeTargetLabel(model, target.id, 0) : null;
   if (inner && target.name.startsWith("TBackward")) return `${inner}ᵀ`;
-  const call = innerExpr(model, target.id);
+  const call = innerCall(model, target.id);
   if (call) return call;
   // the tensor it made inside one op (the 2-D product inside nn.Linear on a batch of sequences)
   const outputs = target.grad_shapes?.length ?? 1;
@@ -162,7 +220,7 @@ export function rootLabel(model: TraceModel, backward: number): string {
  * `x * x.backward()` reads as x times x's backward).
  */
 export function attrOf(expr: string): string {
-  if (/^[\w.]+$/.test(expr)) return expr;
+  if (/^[\w.₀-₉]+$/.test(expr)) return expr;
   const call = /^[\w.]+\(/.exec(expr);
   if (call && expr.endsWith(")")) {
     // a call only if the parenthesis it opens is the one that ends the text: not `f(a) * g(b)`

@@ -91,7 +91,7 @@ export class Ctx {
  * `1 − y` becomes `(1 − y)` (else `grad · 1 − y` reads as `grad − y`).
  */
 export function factor(label: string): string {
-  if (/^[\w.]+ᵀ?$/.test(label)) return label;
+  if (/^[\w.₀-₉]+ᵀ?$/.test(label)) return label;
   const call = /^[\w.]+\((.*)\)$/.exec(label);
   if (call) {
     // f(...) whose first "(" closes at the very end: `exp(x)`, not `exp(x) * log(y)`

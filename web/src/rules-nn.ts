@@ -6,6 +6,16 @@
 // Each says what the layer computed and where the gradient goes, in words: their tensors are
 // rarely one number, so there is no substitution to write out.
 import { type Ctx, factor, type Rule } from "./rule-context";
+import type { TraceModel } from "./trace-model";
+import type { NodeCreated } from "./types/events";
+
+/**
+ * Whether `node` is the MulBackward0 of a dropout (on the CPU, dropout multiplies by a
+ * random mask): rules.ts reads it with the `Dropout` rule, not as a product of two tensors.
+ */
+export function isDropout(model: TraceModel, node: NodeCreated): boolean {
+  return node.name.startsWith("MulBackward") && /dropout/.test(model.op(node.op)?.name ?? "");
+}
 
 /** A number as the snippet would write it: `2`, `0.5`. */
 function fmtBeta(v: number): string {
@@ -55,7 +65,7 @@ function x(c: Ctx): string {
  */
 function sides(c: Ctx): { x: string; y: string } {
   const target = c.saved("target")?.label ?? "";
-  return { x: x(c), y: /^[A-Za-z_][\w.]*$/.test(target) ? target : "y" };
+  return { x: x(c), y: /^[A-Za-z_][\w.₀-₉]*$/.test(target) ? target : "y" };
 }
 
 /** ` / N (N = 3)` for a loss with reduction="mean", "" for "sum" and "none". */
@@ -234,6 +244,12 @@ export const NN_RULES: Record<string, Rule> = {
     summary: (c) => `out = softmax(${x(c)}) = e^${x(c)} / Σ e^${x(c)}`,
     slots: (c) => ({ sym: `out · (grad − Σ(grad · out))${overDim(c)}` }),
   },
+  // attention's softmax over masked scores (scaled_dot_product_attention with a mask, and
+  // nn.MultiheadAttention's): a row masked out entirely is 0, not nan, and passes no gradient
+  SafeSoftmax: {
+    summary: (c) => `out = softmax(${x(c)}) = e^${x(c)} / Σ e^${x(c)}, 0 in a row masked out entirely (masked attention)`,
+    slots: (c) => ({ sym: `out · (grad − Σ(grad · out))${overDim(c)}` }),
+  },
   Where: {
     summary: (c) => `out = where(${cond(c)}, a, b)`,
     slots: (c, slot) => ({ sym: `grad where ${cond(c)} ${slot === 0 ? "holds" : "fails"}, 0 elsewhere` }),
@@ -333,6 +349,9 @@ export const NN_RULES: Record<string, Rule> = {
   },
   Split: pieces,
   SplitWithSizes: pieces,
+  // chunk() inside a library op (a GRU's gates, an LSTM cell's): split on a tensor made there
+  UnsafeSplit: pieces,
+  UnsafeSplitWithSizes: pieces,
   Unbind: pieces,
   // nn.LSTM on the CPU: one fused op for a whole layer; its inputs x, W_ih, W_hh, b_ih, b_hh, h₀, c₀
   MkldnnRnnLayer: perInput(
@@ -346,6 +365,24 @@ export const NN_RULES: Record<string, Rule> = {
     "the grad that reached the first step's c, carried back to c₀",
   ),
   Embedding: rule("out = W[indices] · a table lookup", "grad's rows added into the looked-up rows of W, 0 elsewhere"),
+  Dropout: rule(
+    "out = dropout(x) = x · mask / (1 − p) · a random mask keeps each element (scaled by 1 / (1 − p)) or drops it (0)",
+    "grad · mask / (1 − p): scaled where the element was kept, 0 where it was dropped",
+  ),
+  // picking and placing by an index tensor: the gradient goes back along the same index
+  Gather: rule("out = gather(a, dim, index) · each element picked from a by index", "grad added back at the places index picked, 0 elsewhere"),
+  Scatter: perInput(
+    "out = a with src (or a value) written at the places index names",
+    "grad, 0 at the places that were overwritten",
+    "grad gathered from the places src was written to",
+  ),
+  ScatterAdd: perInput("out = a with src added at the places index names", "grad (every element of a is kept)", "grad gathered from the places src was added to"),
+  IndexAdd: perInput("out = a with source's rows added at the rows index names", "grad (every element of a is kept)", "grad's rows at index (index_select)"),
+  MaskedFill: perInput(
+    "out = a with the elements where the mask holds set to a value",
+    "grad where the mask fails, 0 where it holds (those were filled)",
+    "Σ grad over the filled elements",
+  ),
   Convolution: perInput(
     "out = conv(x, W) + b",
     "grad convolved back with W (a transposed convolution)",

@@ -8,12 +8,11 @@
 import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
 import { Ctx, factor, type Rule } from "./rule-context";
-import { NN_RULES } from "./rules-nn";
+import { isDropout, NN_RULES } from "./rules-nn";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { NodeCreated } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, numel, shapeText } from "./values";
 import { accumulationText, d, hookLinesText, outputsIncoming, pathsSum, seedText } from "./walk-notes";
-
 
 export interface RuleLine {
   /** The edge (input number) this line is about; null for notes. */
@@ -292,6 +291,16 @@ const RULES: Record<string, Rule> = {
     slots: (c, slot) =>
       slot === 0 ? { sym: `grad @ ${transposed(operandLabel(c, "mat2", 1))}` } : { sym: `${transposed(operandLabel(c, "self", 0))} @ grad` },
   },
+  // attention's scores plus its mask inside nn.MultiheadAttention: out = β·self + α·(A @ B)
+  Baddbmm: {
+    summary: (c) => `out = ${scaled(c, "beta", "M")} + ${scaled(c, "alpha", "A @ B")}, batched · the mask or bias M plus a batched product`,
+    slots: (c, slot) => {
+      const alpha = scaled(c, "alpha", "");
+      if (slot === 0) return { sym: scaled(c, "beta", "grad") };
+      if (slot === 1) return { sym: `${alpha}grad @ ${transposed(operandLabel(c, "batch2", 2))}` };
+      return { sym: `${alpha}${transposed(operandLabel(c, "batch1", 1))} @ grad` };
+    },
+  },
   Addmm: {
     summary: () => "out = bias + x @ Wᵀ · a linear layer",
     slots: (c, slot) => {
@@ -318,6 +327,7 @@ const RULES: Record<string, Rule> = {
   },
   View: reshaped("out = a viewed with a new shape"),
   Reshape: reshaped("out = a reshaped"),
+  ReshapeAlias: reshaped("out = a reshaped"),
   UnsafeView: reshaped("out = a viewed with a new shape"),
   Squeeze: reshaped("out = a without its size-1 dims"),
   Unsqueeze: reshaped("out = a with a new size-1 dim"),
@@ -405,10 +415,16 @@ function inputLabel(c: Ctx, slot: number): string {
   return c.saved("self")?.label ?? edgeTargetLabel(c.model, c.node.id, slot);
 }
 
+/** `what` times the saved scalar `name` (`0.5 · grad`); `what` alone when it is 1 or not saved. */
+function scaled(c: Ctx, name: string, what: string): string {
+  const s = c.saved(name);
+  return !s || s.value === 1 ? what : `${s.label} · ${what}`;
+}
+
 /** `Wᵀ` -> `W`, `x` -> `xᵀ`, `a * b` -> `(a * b)ᵀ`. */
 function transposed(label: string): string {
   if (label.endsWith("ᵀ")) return label.slice(0, -1);
-  return /^[\w.]+$/.test(label) ? `${label}ᵀ` : `(${label})ᵀ`;
+  return /^[\w.₀-₉]+$/.test(label) ? `${label}ᵀ` : `(${label})ᵀ`;
 }
 
 /** `MulBackward0` -> `Mul`; `AddmmBackward0` -> `Addmm`. */
@@ -455,7 +471,7 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
     };
   }
 
-  const rule = RULES[ruleKey(node.name)];
+  const rule = RULES[isDropout(model, node) ? "Dropout" : ruleKey(node.name)];
   const lines: RuleLine[] = [];
   exec.grad_out.forEach((out, slot) => {
     const edge = node.edges[slot];

@@ -58,8 +58,9 @@ const TAKES_LIST = new Set(["cat", "concat", "concatenate", "stack", "hstack", "
 /** Ops that return (values, indices), read as `.values` and `.indices`. */
 const VALUES_INDICES = new Set(["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "aminmax"]);
 
-/** Transposes read as attributes (`w.T`; NOTE [Transposes read as attributes] in engine/tape.py). */
-const ATTRIBUTES = new Set(["T", "mT", "H", "mH"]);
+/** Transposes and a complex tensor's parts, read as attributes (`w.T`, `z.real`; NOTE
+ * [Transposes read as attributes] in engine/tape.py). */
+const ATTRIBUTES = new Set(["T", "mT", "H", "mH", "real", "imag"]);
 
 /** A subscript key longer than this, read from the source, is written `…`. */
 const MAX_KEY = 12;
@@ -204,6 +205,87 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
   return atom(`${expr.text}[${i}]`);
 }
 
+/** How a name reads with a count after it: `h₃`. */
+const SUBSCRIPT_DIGITS = "₀₁₂₃₄₅₆₇₈₉";
+
+interface Rebindings {
+  /** the model's event count when this was worked out (a live run names tensors late) */
+  events: number;
+  /** tensor id -> its name with its count, for the tensors a line rebinds (`h₃`) */
+  names: Map<number, string>;
+}
+
+const rebindingsOf = new WeakMap<TraceModel, Rebindings>();
+
+/**
+ * NOTE [Rebound names are counted]
+ * A line that rebinds a variable to a tensor made from that variable's last value (an RNN
+ * unrolled by hand, `for t in range(5): h = torch.tanh(h @ W + x[t])`) makes tensors that
+ * all carry one name: every loop node read `h`, step 1 as step 5. So each tensor in such a
+ * chain gets its place in it as a subscript, as a recurrence is written on paper:
+ * `h₁ = tanh(h @ W + x[0])`, `h₂ = tanh(h₁ @ W + x[1])`; the value the loop started from (made
+ * on another line) keeps its plain name. Only tensors with a grad_fn count: a training loop's
+ * `loss` on one line each step is not made from the last step's loss and keeps its name, and
+ * so does a weight updated in place under no_grad (`w -= lr * w.grad`).
+ */
+function rebindings(model: TraceModel): Map<number, string> {
+  const kept = rebindingsOf.get(model);
+  if (kept?.events === model.events.length) return kept.names;
+  const lineOf = (t: { ev: { line: number | null; op: number | null } }) => t.ev.line ?? model.op(t.ev.op)?.top_line ?? null;
+  // the tensors that could be counted: a name, a grad_fn, a line another such tensor shares
+  const keyOf = new Map<number, string>();
+  const sharing = new Map<string, number>();
+  for (const t of model.tensors.values()) {
+    const line = lineOf(t);
+    if (!t.name || t.ev.grad_fn === null || line === null) continue;
+    const key = `${line}:${t.name}`;
+    keyOf.set(t.id, key);
+    sharing.set(key, (sharing.get(key) ?? 0) + 1);
+  }
+  // each tensor's ancestors of a counted key, by their place in their chain (ids grow as tensors are made)
+  const reach = new Map<number, Map<string, number>>();
+  const place = new Map<number, number>();
+  for (const t of model.tensors.values()) {
+    const op = model.op(t.ev.op);
+    let seen: Map<string, number> | undefined;
+    for (const input of op?.inputs ?? []) {
+      if (input >= t.id) continue;
+      const from = reach.get(input);
+      const key = keyOf.get(input);
+      const own = key !== undefined && (sharing.get(key) ?? 0) > 1 ? place.get(input) : undefined;
+      if (!from && own === undefined) continue;
+      seen ??= new Map();
+      for (const [k, n] of from ?? []) seen.set(k, Math.max(seen.get(k) ?? 0, n));
+      if (key !== undefined && own !== undefined) seen.set(key, Math.max(seen.get(key) ?? 0, own));
+    }
+    const key = keyOf.get(t.id);
+    if (key !== undefined && (sharing.get(key) ?? 0) > 1) place.set(t.id, (seen?.get(key) ?? 0) + 1);
+    if (seen) reach.set(t.id, seen);
+  }
+  // a chain of one is no chain: its tensor keeps its plain name
+  const chained = new Set<string>();
+  for (const [id, n] of place) if (n > 1) chained.add(keyOf.get(id) as string);
+  const names = new Map<number, string>();
+  for (const [id, n] of place) {
+    if (!chained.has(keyOf.get(id) as string)) continue;
+    const count = [...String(n)].map((c) => SUBSCRIPT_DIGITS[Number(c)]).join("");
+    names.set(id, `${model.tensor(id)?.name}${count}`);
+  }
+  rebindingsOf.set(model, { events: model.events.length, names });
+  return names;
+}
+
+/**
+ * The name tensor `id` goes by: its variable, counted when a line rebinds that variable
+ * from itself (`h₃`, NOTE [Rebound names are counted]); else its parameter name; else null.
+ */
+export function nameOf(model: TraceModel, id: number): string | null {
+  const t = model.tensor(id);
+  if (!t) return null;
+  if (t.name) return rebindings(model).get(id) ?? t.name;
+  return t.paramName;
+}
+
 /**
  * A module path by its own name (`enc.layers.0.norm1` -> `norm1`), with its parent's where
  * that name is a number (`net.0` stays `net.0`, `enc.layers.0` is `layers.0`).
@@ -236,8 +318,7 @@ export function exprOf(model: TraceModel, id: number, depth: number, keywords = 
   const op = model.op(t?.ev.op);
   if (!t || !op) return null;
   const operand = (i: number): Expr => {
-    const u = model.tensor(i);
-    const named = u?.name ?? u?.paramName;
+    const named = nameOf(model, i);
     if (named) return atom(named);
     const module = model.moduleOutputOf(i);
     if (module !== undefined) return atom(`${shortModules ? shortModule(module) : module}(…)`);

@@ -38,7 +38,7 @@ export function hookLinesText(model: TraceModel, id: number | null): string {
 
 /** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
 export function d(label: string): string {
-  return /^[\w.]+ᵀ?$/.test(label) ? label : `(${label})`;
+  return /^[\w.₀-₉]+ᵀ?$/.test(label) ? label : `(${label})`;
 }
 
 /** Write `before + added → after` for a leaf, with 0 for a .grad that was None. */
