@@ -134,11 +134,13 @@ class Recording:
         recording drawn dashed under this one on the charts, carried in the page, ``hide`` the
         charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
         ``cuda`` or ``metric:NAME``). Raises ``ValueError`` (``TypeError`` for a ``compare``
-        that is not a Recording) for a choice that is not one."""
-        from server.export import check_chart_names, check_choices, render_export
+        that is not a Recording) for a choice that is not one, a ``step`` past the end of the
+        run's backward walk included (:func:`server.export.check_step_in`)."""
+        from server.export import check_chart_names, check_choices, check_step_in, render_export
 
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
-        check_chart_names(check_choices(hide=hide))
+        check_chart_names(check_choices(step=step, hide=hide))
+        check_step_in(self.trace.events, step)
         return render_export(
             self.to_json(),
             title=self.title,
@@ -210,14 +212,16 @@ class Recording:
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
         ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``height`` is the
         frame's, in pixels (a whole number, 1 or more). Raises ``ValueError`` here, not when
-        the notebook displays it, for a choice that is not one (``theme`` included;
+        the notebook displays it, for a choice that is not one (``theme`` included, and a
+        ``step`` past the end of the backward walk;
         ``controls``, ``elk`` and ``per_parameter`` must be ``True`` or ``False``:
         ``controls=False`` hides the tabs and buttons), and ``TypeError`` for a ``compare``
         that is not a Recording.
         """
-        from server.export import check_chart_names, check_choices
+        from server.export import check_chart_names, check_choices, check_step_in
 
         check_chart_names(check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide))
+        check_step_in(self.trace.events, step)
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
         if isinstance(height, bool) or not isinstance(height, int) or height < 1:
             raise ValueError(f"height must be a whole number of pixels, 1 or more, not {height!r}")
@@ -380,7 +384,9 @@ def watch(
     checked = watch_limits(limits)
     with _kept_torch_state():
         trace = record(source, device=device, limits=checked, filename=filename)
-    return Recording(trace, title=title or _first_comment(source) or name)
+    from server.library import title_for  # the app's: the first comment line names the run
+
+    return Recording(trace, title=title or title_for(source, []) or name)
 
 
 class _Handoff:
@@ -459,12 +465,13 @@ def load(path: str | Path) -> Recording:
 
     from engine.events import trace_adapter
     from server.export import first_problem
+    from server.library import title_for
 
     try:
         trace = trace_adapter.validate_json(Path(path).read_bytes())
     except ValidationError as exc:  # pydantic's own report runs to pages: its first point, in a line
         raise ValueError(f"{path} is not a gradwalk trace: {first_problem(exc)}") from None
-    return Recording(trace, title=_first_comment(trace.source) or Path(path).stem)
+    return Recording(trace, title=title_for(trace.source, []) or Path(path).stem)
 
 
 class _kept_torch_state:
@@ -489,11 +496,3 @@ class _kept_torch_state:
         torch.set_grad_enabled(self.grad_enabled)
         torch.set_default_dtype(self.dtype)
         torch.set_anomaly_enabled(*self.anomaly)
-
-
-def _first_comment(source: str) -> str | None:
-    for line in source.splitlines()[:20]:
-        line = line.strip()
-        if line.startswith("#") and not line.startswith("#!") and line.lstrip("# ").strip():
-            return line.lstrip("# ").strip()[:80]
-    return None

@@ -18,7 +18,7 @@ import functools
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +35,7 @@ __all__ = [
     "add_export_parser",
     "check_chart_names",
     "check_choices",
+    "check_step_in",
     "first_problem",
     "render_export",
     "run_export",
@@ -161,6 +162,40 @@ def check_chart_names(ids: Sequence[str]) -> None:
             raise ValueError(f"hide: {chart!r} is no chart: name one of {HIDE_IDS_TEXT}")
 
 
+def backward_steps(events: Iterable[Any]) -> int:
+    """How many positions the stepper walks in ``events`` (dicts, as in a trace's JSON, or
+    the engine's event objects): one per node a backward call ran and one per call's end,
+    counted as the viewer counts them (web/src/trace-model.ts)."""
+    started: set[Any] = set()
+    steps = 0
+    for event in events:
+        get = event.get if isinstance(event, dict) else functools.partial(getattr, event)
+        kind = get("type", None)
+        if kind == "backward_started":
+            started.add(get("index", None))
+        elif (kind == "node_executed" and get("backward", None) in started) or (
+            kind == "backward_finished" and get("index", None) in started
+        ):
+            steps += 1
+    return steps
+
+
+def check_step_in(events: Iterable[Any], step: int | None) -> None:
+    """Raise ``ValueError`` when ``step`` (checked by :func:`check_choices`) is past the end of
+    the backward walk of ``events`` (see :func:`backward_steps`). For steps an author types
+    (``gradwalk export --step``, a notebook's ``step=``): a page opened past the end shows the
+    last step without a word, which reads as the step asked for. ``None`` passes."""
+    if step is None:
+        return
+    steps = backward_steps(events)
+    if not steps:
+        raise ValueError(f"this run called no backward(): there is no step {step} to open")
+    if step >= steps:
+        raise ValueError(
+            f"step {step} is past the end: this run has {steps} backward step{'s' if steps > 1 else ''} (0 to {steps - 1})"
+        )
+
+
 def render_export(
     trace_json: str | bytes,
     *,
@@ -264,7 +299,12 @@ def add_export_parser(sub: Any) -> None:
     )
     p.add_argument("--title", default=None, help="the page's title (default: the run's)")
     p.add_argument("--view", choices=VIEWS, default=None, help="the tab it opens on (default: stepper)")
-    p.add_argument("--step", type=int, default=None, help="the backward step it opens at (0-based)")
+    p.add_argument(
+        "--step",
+        type=int,
+        default=None,
+        help="the backward step it opens at (0-based; a step past the end is refused)",
+    )
     p.add_argument("--theme", choices=THEMES, default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")
     p.add_argument("--yscale", choices=Y_SCALES, default=None, help="the charts' y axes (default: auto)")
@@ -306,6 +346,11 @@ def run_export(args: Any) -> int:
         return fail(loaded)
     data, name, title = loaded
     title = args.title or title
+    try:
+        check_choices(step=args.step)
+        check_step_in(json.loads(data)["events"], args.step)
+    except ValueError as exc:
+        return fail(f"--{exc}")
     compare = None
     if args.compare is not None:
         other = _load(str(args.compare), Path(args.db))

@@ -195,3 +195,30 @@ def test_load_of_a_file_that_is_no_trace_says_so_in_a_line(tmp_path: Path) -> No
     with pytest.raises(ValueError, match=r"bad\.json is not a gradwalk trace: .* at events\.0") as caught:
         gradwalk.load(bad)
     assert "\n" not in str(caught.value)
+
+
+def test_a_step_past_the_end_is_refused_where_it_is_given(
+    rec: gradwalk.Recording, trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # cubic's backward walk has 5 steps (0 to 4): step=5 (a 1-based count, or a step of
+    # another run) made a page that opened at the last step without a word
+    past = r"step 5 is past the end: this run has 5 backward steps \(0 to 4\)"
+    with pytest.raises(ValueError, match=past):
+        rec.show("graph", step=5)
+    with pytest.raises(ValueError, match=past):
+        rec.export(tmp_path / "p.html", step=5)
+    assert not (tmp_path / "p.html").exists()
+    status, said = export(capsys, str(trace_file), "--step", "5", "-o", str(tmp_path / "x.html"))
+    assert status == 2 and "gradwalk export: --step 5 is past the end: this run has 5 backward steps" in said
+    assert not (tmp_path / "x.html").exists()
+    # the last step is one
+    assert rec.show("graph", step=4)._repr_html_()
+    status, said = export(capsys, str(trace_file), "--step", "4", "-o", str(tmp_path / "x.html"))
+    assert status == 0, said
+
+
+def test_a_step_of_a_run_without_backward_is_refused() -> None:
+    forward = gradwalk.watch("import torch\nx = torch.ones(3, requires_grad=True)\ny = (x * 2).sum()\n")
+    with pytest.raises(ValueError, match=r"this run called no backward\(\): there is no step 0 to open"):
+        forward.show("tape", step=0)
+    assert forward.show("tape")._repr_html_()

@@ -9,7 +9,7 @@ import type { FetchRun } from "./chart-baseline";
 import { CodeView } from "./code-view";
 import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
-import { h, isTyping, setTabCount } from "./dom";
+import { h, isTyping, revealWithin, setTabCount } from "./dom";
 import { GraphView } from "./graph";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
@@ -194,6 +194,7 @@ export class Viewer {
     this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
     this.applyPendingStep();
     this.watchSize(graphEl);
+    this.keepCodeLineInView(codeEl);
     this.showCurrentNodeAfterEachLayout();
   }
 
@@ -294,14 +295,21 @@ export class Viewer {
     this.renderCounts();
   }
 
-  /** Apply the step asked for once the trace has it (a live embed gets its steps later). */
+  /**
+   * Apply the step asked for once the trace has it (a live embed gets its steps later). The
+   * tape, the inspector and the charts stay open, with the stepper at that step behind their
+   * tab (the app's embed code carries the step whatever the view: `?view=charts&step=3`
+   * opened the stepper); the graph alone and the code show the step themselves.
+   */
   private applyPendingStep(): void {
     const want = this.pendingStep;
     if (want === null) return;
     const n = this.model.timeline.length;
     if (want >= n && !this.model.isFinished) return;
     this.pendingStep = null;
-    if (n) this.goTo(want);
+    if (!n) return;
+    if (this.tab === "tape" || this.tab === "inspector" || this.tab === "charts") this.store.set({ step: Math.min(want, n - 1) });
+    else this.goTo(want);
   }
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
@@ -394,6 +402,21 @@ export class Viewer {
     if (!dx && !dy) return;
     cy.stop();
     panView(cy, { x: dx, y: dy });
+  }
+
+  /**
+   * Bring the step's line back into the code listing's sight when the listing changes size.
+   * The listing reveals it when the step changes, but the pane settles after that (the
+   * output fills, the graph takes its rows, the frame is resized): at 720 x 420, step 4 of
+   * small_net lit line 14 below the four lines left in sight.
+   */
+  private keepCodeLineInView(codeEl: HTMLElement): void {
+    const scroller = codeEl.querySelector<HTMLElement>(".gw-code-scroll");
+    if (!scroller || typeof ResizeObserver === "undefined") return;
+    new ResizeObserver(() => {
+      const line = scroller.querySelector<HTMLElement>(".gw-code-line.current");
+      if (line && scroller.clientHeight > 0) revealWithin(scroller, line);
+    }).observe(scroller);
   }
 
   /** Narrow roots stack the panel under the graph; Cytoscape learns of every size change. */

@@ -1,0 +1,111 @@
+"""A course author's walk through embeds, downloads and exports: the view and step asked for,
+bad query values, and what a reader sees in the frame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run, wait_viewer
+
+pytestmark = pytest.mark.browser
+
+EXAMPLES = ROOT / "server" / "examples"
+
+
+@pytest.fixture(scope="module")
+def training_run(server: Any) -> str:
+    return stored_run(server, (EXAMPLES / "clean_training.py").read_text())
+
+
+def test_copy_embed_code_from_the_charts_after_stepping_opens_the_charts(page: Any) -> None:
+    # An author steps the backward walk, then opens the Charts to embed the loss curve:
+    # the embed code carries view=charts&step=3, and the embed opened the Backward stepper,
+    # as a step always switched the viewer to it.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    open_app(page)
+    run_example(page, "clean_training")
+    page.click("#gw-tab-stepper")
+    for _ in range(3):
+        page.click(NEXT)
+    page.click("#gw-tab-charts")
+    page.click("[data-gw=copy-embed]")
+    expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
+    code = page.evaluate("() => navigator.clipboard.readText()")
+    assert "view=charts&amp;step=3" in code, code
+    src = code.split('src="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    page.set_viewport_size({"width": 720, "height": 560})
+    page.goto(src)
+    wait_viewer(page)
+    assert page.evaluate("() => window.gradwalkViewer.view") == "charts"
+    expect(page.locator(".gw-viewer [data-panel=charts]")).to_be_visible()
+    expect(page.locator(".gw-viewer .gw-viewer-tabs [data-view=charts]")).to_have_attribute(
+        "aria-selected", "true"
+    )
+    # the step is kept for the Backward tab
+    page.click(".gw-viewer .gw-viewer-tabs [data-view=stepper]")
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_contain_text("step 4 of 39")
+    settle(page)
+    shot(page, "embeds4-01-charts-after-stepping")
+
+
+@pytest.mark.parametrize("view", ["tape", "inspector", "charts"])
+def test_an_embed_opens_the_view_asked_for_at_a_step(page: Any, training_run: str, view: str) -> None:
+    page.goto(f"{page.server.url}/embed/{training_run}?view={view}&step=5")
+    wait_viewer(page)
+    assert page.evaluate("() => window.gradwalkViewer.view") == view
+    expect(page.locator(f".gw-viewer [data-panel={view}]")).to_be_visible()
+    assert page.evaluate("() => window.gradwalkViewer.store.state.step") == 5
+
+
+def test_an_export_opens_the_tape_at_a_step_from_disk(page: Any, tmp_path: Path) -> None:
+    from engine.run import record
+    from server.export import render_export
+
+    trace = record((EXAMPLES / "cubic.py").read_text(), filename="cubic.py").model_dump_json()
+    out = tmp_path / "tape.html"
+    out.write_text(render_export(trace, view="tape", step=2), encoding="utf-8")
+    page.goto(out.resolve().as_uri())
+    wait_viewer(page)
+    assert page.evaluate("() => window.gradwalkViewer.view") == "tape"
+    expect(page.locator(".gw-viewer [data-panel=tape]")).to_be_visible()
+    page.click(".gw-viewer .gw-viewer-tabs [data-view=stepper]")
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 3 of 5")
+
+
+def test_the_exports_step_count_is_the_viewers(page: Any, training_run: str) -> None:
+    # gradwalk export --step and a notebook's step= are refused past the end counted in
+    # Python: the count must be the stepper's own (39 for the training loop's 3 detailed steps)
+    import httpx
+
+    from server.export import backward_steps
+
+    events = httpx.get(f"{page.server.url}/api/runs/{training_run}/trace").raise_for_status().json()["events"]
+    page.goto(f"{page.server.url}/embed/{training_run}?view=stepper")
+    wait_viewer(page)
+    assert backward_steps(events) == page.evaluate("() => window.gradwalkViewer.model.timeline.length") == 39
+
+
+CURRENT_LINE_IN_VIEW = """() => {
+    const line = document.querySelector('.gw-viewer .gw-code-line.current');
+    const scroller = document.querySelector('.gw-viewer .gw-code-scroll');
+    if (!line || !scroller) return null;
+    const l = line.getBoundingClientRect(), s = scroller.getBoundingClientRect();
+    return l.top >= s.top - 1 && l.bottom <= s.bottom + 1;
+}"""
+
+
+@pytest.mark.parametrize("controls", ["show", "hide"])
+def test_a_code_embed_at_a_step_shows_the_steps_line(page: Any, server: Any, controls: str) -> None:
+    # 720 x 420, the code at step 4 of small_net: line 14 (the model's forward) was lit but
+    # out of sight below lines 1 to 4, the listing scrolled for a taller pane than it got
+    run_id = stored_run(server, (EXAMPLES / "small_net.py").read_text())
+    page.set_viewport_size({"width": 720, "height": 420})
+    page.goto(f"{server.url}/embed/{run_id}?view=code&step=3&controls={controls}")
+    wait_viewer(page)
+    expect(page.locator(".gw-viewer .gw-code-line.current")).to_contain_text("return self.fc2")
+    page.wait_for_function(CURRENT_LINE_IN_VIEW)
+    settle(page)
+    shot(page, f"embeds4-02-code-at-a-step-{controls}")
