@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from .conftest import NEXT, ROOT, expect, open_app, run_example, settle, shot, stored_run, wait_viewer
+from .conftest import (
+    NEXT,
+    ROOT,
+    expect,
+    open_app,
+    run_example,
+    run_source,
+    settle,
+    shot,
+    stored_run,
+    wait_viewer,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -109,3 +120,56 @@ def test_a_code_embed_at_a_step_shows_the_steps_line(page: Any, server: Any, con
     page.wait_for_function(CURRENT_LINE_IN_VIEW)
     settle(page)
     shot(page, f"embeds4-02-code-at-a-step-{controls}")
+
+
+TABS_HIDDEN = """() => {
+    const bar = document.querySelector('.gw-viewer .gw-viewer-bar');
+    const theme = bar.querySelector('[data-gw=theme]');
+    const t = theme ? theme.getBoundingClientRect() : null;
+    const row = bar.querySelector('.gw-viewer-tabs').getBoundingClientRect();
+    return [...bar.querySelectorAll('.gw-viewer-tabs [role=tab]')].filter((tab) => {
+        const r = tab.getBoundingClientRect();
+        const under = t && r.left < t.right && r.right > t.left && r.top < t.bottom && r.bottom > t.top;
+        return under || r.left < row.left - 1 || r.right > row.right + 1;
+    }).map((tab) => tab.dataset.view);
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(560, 360), (600, 420), (400, 300)])
+def test_a_small_course_frame_shows_every_tab_and_gives_the_charts_its_height(
+    page: Any, training_run: str, width: int, height: int
+) -> None:
+    # at 521-620 px the six tabs shared the brand's row: the Charts tab sat under the theme
+    # button, the row scrolled sideways with no scrollbar; in a frame 360 px high or less the
+    # charts got the 42% row meant for the graph (135 of the 321 px under the bar), the rest blank
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{page.server.url}/embed/{training_run}?view=charts")
+    wait_viewer(page)
+    assert page.evaluate(TABS_HIDDEN) == []
+    charts = page.locator(".gw-viewer [data-panel=charts]")
+    expect(charts).to_be_visible()
+    room = page.evaluate(
+        """() => {
+            const body = document.querySelector('.gw-viewer .gw-viewer-body').getBoundingClientRect();
+            const pane = document.querySelector('.gw-viewer [data-panel=charts]').getBoundingClientRect();
+            return [pane.height, body.height];
+        }"""
+    )
+    assert room[0] >= 0.9 * room[1], room
+    settle(page)
+    shot(page, f"embeds4-small-frame-{width}x{height}")
+
+
+def test_the_embed_code_names_the_run_by_its_title(page: Any) -> None:
+    # the iframe's title (what a screen reader announces for the frame) said "run 1ffca3af93e2"
+    # for a run whose first comment names it, as the viewer's heading does
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    open_app(page)
+    run_source(
+        page,
+        "# The product rule, step by step\nimport torch\nx = torch.tensor(1.5, requires_grad=True)\n(x * torch.exp(x)).backward()\n",
+    )
+    page.click("[data-gw=copy-embed]")
+    expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
+    code = page.evaluate("() => navigator.clipboard.readText()")
+    assert 'title="gradwalk: The product rule, step by step"' in code, code

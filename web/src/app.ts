@@ -18,7 +18,7 @@ import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { bindThemeButtons } from "./theme";
-import { TraceModel } from "./trace-model";
+import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { CHART_CHOICE_KEYS, readUrl, type UrlState, UrlSync } from "./url-state";
 
@@ -108,7 +108,7 @@ export class App {
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
     openTrace?.addEventListener("change", () => void this.openFile(openTrace));
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
-    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished }), (m) => this.output.say(m));
+    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: traceTitle(this.model) || null }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
     bindHeaderMenu(root.querySelector(".gw-header"));
     this.panes = new PaneSplitters($(root, ".gw-main"));

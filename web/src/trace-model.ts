@@ -368,3 +368,13 @@ export class TraceModel {
       .map((e) => ({ line: e.line as number, message: `${e.exc_type}: ${e.message}`, hint: e.hint ?? null }));
   }
 }
+
+/** A title for a trace: its first comment line, else its file name (the viewer's heading, an embed's frame title). */
+export function traceTitle(model: TraceModel): string {
+  const source = model.source || model.run?.source || "";
+  for (const raw of source.split("\n").slice(0, 20)) {
+    const line = raw.trim();
+    if (line.startsWith("#") && !line.startsWith("#!") && line.replace(/^#+/, "").trim()) return line.replace(/^#+/, "").trim().slice(0, 80);
+  }
+  return model.run?.filename ?? "";
+}

@@ -19,7 +19,7 @@ import { StepperView } from "./stepper";
 import { Store, stepperEntry, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
-import { TraceModel } from "./trace-model";
+import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
 import { chartChoicesChanged, writeChartChoices } from "./url-state";
 
@@ -78,16 +78,6 @@ export const DEFAULT_OPTIONS: ViewerOptions = {
 export interface TraceData {
   source?: string;
   events: GradwalkEvent[];
-}
-
-/** A title for a trace: its first comment line, else its file name. */
-export function traceTitle(model: TraceModel): string {
-  const source = model.source || model.run?.source || "";
-  for (const raw of source.split("\n").slice(0, 20)) {
-    const line = raw.trim();
-    if (line.startsWith("#") && !line.startsWith("#!") && line.replace(/^#+/, "").trim()) return line.replace(/^#+/, "").trim().slice(0, 80);
-  }
-  return model.run?.filename ?? "";
 }
 
 export class Viewer {
