@@ -142,19 +142,17 @@ function innerOpText(model: TraceModel, nodeId: number): string | null {
 
 /**
  * What a node made inside one op computes, for its second line in the graph: its call
- * (`log_softmax(logits)`, `sigmoid(…)`, attention's `… @ …`, `clone(…)`). A call read from
- * the node's name alone is counted when the op made several nodes of that name, in the
- * order it made them, as call labels are (`#2 loss.backward()`): attention's two products
- * are `#1 … @ …` and `#2 … @ …`, nn.RNN's steps `#1 … + … @ …` to `#5`. Null for a node with
- * a tensor of its own, or one outside any recorded op.
+ * (`log_softmax(logits)`, `sigmoid(…)`, attention's `… @ …`, `clone(…)`), counted when the
+ * op made several nodes of that name, in the order it made them, as call labels are
+ * (`#2 loss.backward()`): attention's two products are `#1 … @ …` and `#2 … @ …`, nn.RNN's
+ * steps `#1 … + … @ …` to `#5`, a GRU's gates `#1 sigmoid(…)` on. Null for a node with a
+ * tensor of its own, or one outside any recorded op.
  */
 export function innerExpr(model: TraceModel, nodeId: number): string | null {
   const node = model.node(nodeId);
   const op = model.op(node?.op);
   if (!node || node.tensor !== null || !op) return null;
-  const call = innerCall(model, nodeId);
-  if (call) return call;
-  const text = innerOpText(model, nodeId);
+  const text = innerCall(model, nodeId) ?? innerOpText(model, nodeId);
   if (!text) return null;
   const alike = op.nodes.filter((n) => {
     const other = model.node(n);
