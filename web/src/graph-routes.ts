@@ -9,8 +9,8 @@
 // target's border. An edge whose straight line would cross a node is drawn along that route
 // ("round-segments", whose points Cytoscape takes as a fraction along the source-target
 // line and a distance across it: routeW and routeD in the edge's data, mapped by
-// graph-style.ts; the legs from each centre to the border lie under the nodes). Other
-// edges stay straight lines, as before.
+// graph-style.ts; the legs from each centre to the route's ends, just off the borders, lie
+// under the nodes). Other edges stay straight lines, as before.
 import type { Core, EdgeSingular } from "cytoscape";
 import type { Positions, Routes } from "./layout";
 
@@ -43,12 +43,13 @@ export function routeEdges(cy: Core, positions: Positions, routes: Routes): void
     const h = Number(n.data("height")) / 2;
     boxes.set(n.id(), { x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h });
   });
+  const insides = new Map([...boxes].map(([id, box]) => [id, grown(box, -INSET)]));
   cy.batch(() => {
     cy.edges().forEach((e) => {
       const points = routes.get(e.id());
       const from = positions.get(e.source().id());
       const to = positions.get(e.target().id());
-      if (points && from && to && crossesANode(from, to, e, boxes)) setRoute(e, from, to, points, boxes);
+      if (points && from && to && crossesANode(from, to, e, insides)) setRoute(e, from, to, points, boxes);
       else clearRoute(e);
     });
   });
@@ -108,21 +109,18 @@ function setRoute(e: EdgeSingular, from: Point, to: Point, route: Point[], boxes
   e.data({ routeW: weights, routeD: distances });
 }
 
-function crossesANode(from: Point, to: Point, e: EdgeSingular, boxes: Map<string, Box>): boolean {
-  const ends = new Set([e.source().id(), e.target().id()]);
-  for (const [id, box] of boxes) {
-    if (!ends.has(id) && segmentMeetsBox(from, to, grown(box, -INSET))) return true;
+/** Whether the line `from`-`to` of edge `e` meets the inside (`insides`: boxes shrunk by INSET) of a node other than its ends. */
+function crossesANode(from: Point, to: Point, e: EdgeSingular, insides: Map<string, Box>): boolean {
+  const source = e.source().id();
+  const target = e.target().id();
+  for (const [id, box] of insides) {
+    if (id !== source && id !== target && clip(from, to, box) !== null) return true;
   }
   return false;
 }
 
 function grown(b: Box, by: number): Box {
   return { x1: b.x1 - by, y1: b.y1 - by, x2: b.x2 + by, y2: b.y2 + by };
-}
-
-/** Whether the segment `a`-`b` has a point inside `box`. */
-export function segmentMeetsBox(a: Point, b: Point, box: Box): boolean {
-  return clip(a, b, box) !== null;
 }
 
 /** The part of segment `a`-`b` inside `box`, as fractions [from, to] along it, or null (Liang-Barsky). */
