@@ -229,6 +229,22 @@ def wait_graph(page: Any) -> dict[str, Any]:
     return info
 
 
+def open_stepper(page: Any, source: str) -> None:
+    """Run ``source`` on the server and open its backward walk at the first step, its graph laid out."""
+    run = stored_run(page.server, source)
+    page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
+    expect(page.locator(".gw-step-card h3")).to_be_visible()
+    wait_graph(page)
+
+
+def card_of(page: Any, walk_item: str, nth: int = 0) -> Any:
+    """Click the ``nth`` node of the walk whose label contains ``walk_item``; return its card."""
+    page.locator(".gw-walk-item", has_text=walk_item).nth(nth).click()
+    card = page.locator(".gw-step-card")
+    expect(card.locator(".gw-node-name")).to_contain_text(walk_item)
+    return card
+
+
 def wait_viewer(target: Any) -> None:
     """Wait until the viewer (an embed, an export) in ``target`` (a page or a frame) has laid
     out its graph."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, settle, shot, stored_run, wait_graph
+from .conftest import expect, open_stepper, settle, shot
 
 pytestmark = pytest.mark.browser
 
@@ -33,14 +33,6 @@ out, (h, c) = lstm(torch.randn(3, 2, 3))
 loss = out.sum()
 loss.backward()
 """
-
-
-def open_stepper(page: Any, source: str) -> None:
-    """Run ``source`` on the server and open its backward walk at the first step."""
-    run = stored_run(page.server, source)
-    page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
-    expect(page.locator(".gw-step-card h3")).to_be_visible()
-    wait_graph(page)
 
 
 def card_of(page: Any, node_name: str) -> Any:

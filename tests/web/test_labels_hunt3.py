@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, run_source, shot, stored_run, wait_graph
+from .conftest import card_of, expect, open_app, open_stepper, run_source, shot
 
 pytestmark = pytest.mark.browser
 
@@ -18,22 +18,6 @@ def second_lines(page: Any, node_name: str) -> list[str]:
     """The second lines of the graph nodes whose first line is ``node_name``."""
     labels = page.evaluate(NODE_LABELS)
     return [label.split("\n")[1] for label in labels if label.split("\n")[0] == node_name and "\n" in label]
-
-
-def open_stepper(page: Any, source: str) -> None:
-    """Run ``source`` on the server and open its backward walk at the first step."""
-    run = stored_run(page.server, source)
-    page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
-    expect(page.locator(".gw-step-card h3")).to_be_visible()
-    wait_graph(page)
-
-
-def card_of(page: Any, walk_item: str) -> Any:
-    """Click the first node of the walk whose label contains ``walk_item``; return its card."""
-    page.locator(".gw-walk-item", has_text=walk_item).first.click()
-    card = page.locator(".gw-step-card")
-    expect(card.locator(".gw-node-name")).to_contain_text(walk_item)
-    return card
 
 
 RNN_BY_HAND = """import torch

@@ -12,25 +12,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, expect, shot, stored_run, wait_graph
+from .conftest import ROOT, card_of, expect, open_stepper, shot, stored_run
 
 pytestmark = pytest.mark.browser
-
-
-def open_stepper(page: Any, source: str) -> None:
-    """Run ``source`` on the server and open its backward walk at the first step."""
-    run = stored_run(page.server, source)
-    page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
-    expect(page.locator(".gw-step-card h3")).to_be_visible()
-    wait_graph(page)  # for the screenshots
-
-
-def card_of(page: Any, walk_item: str, nth: int = 0) -> Any:
-    """Click the ``nth`` node of the walk whose label contains ``walk_item``; return its card."""
-    page.locator(".gw-walk-item", has_text=walk_item).nth(nth).click()
-    card = page.locator(".gw-step-card")
-    expect(card.locator(".gw-node-name")).to_contain_text(walk_item)
-    return card
 
 
 def test_a_broadcast_input_gets_the_gradient_summed_back_to_its_shape(page: Any) -> None:
