@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_cut import cut_graph_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .memory import saved_by, saved_source
@@ -184,7 +185,7 @@ def explain_error(
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
     code = _code_at(rec, line, 200)
-    autograd = _autograd_hint(text, code, frame)
+    autograd = _autograd_hint(text, code, frame, rec, line)
     if autograd:
         return autograd
     if _DIFFERENT_DTYPES.search(text):
@@ -226,12 +227,14 @@ def explain_error(
     return None
 
 
-def _autograd_hint(text: str, code: str | None, frame: FrameType | None) -> str | None:
+def _autograd_hint(
+    text: str, code: str | None, frame: FrameType | None, rec: Recorder, line: int | None
+) -> str | None:
     """Errors of autograd's own rules (what backward() can start from, which tensors can
     require grad or be optimized, what leaves NumPy), naming the line's tensor where its
     code shows it; ``None`` for any other error."""
     if "does not require grad and does not have a grad_fn" in text:
-        return _no_grad_fn_hint(code)
+        return _no_grad_fn_hint(code, frame, rec, line)
     if "grad can be implicitly created only for scalar outputs" in text:
         return _non_scalar_hint(code)
     if _INTEGER_REQUIRES_GRAD.search(text):
@@ -261,11 +264,15 @@ def _grad_output_of(code: str | None) -> str | None:
     return found.group(1) if found else None
 
 
-def _no_grad_fn_hint(code: str | None) -> str:
-    """backward() (or autograd.grad) of a tensor outside any graph: the ways its chain back
-    to the leaves is cut, as none of them shows in the tensor itself."""
+def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, line: int | None) -> str:
+    """backward() (or autograd.grad) of a tensor outside any graph: the cause where the
+    snippet shows it (no tensor requires grad; the line that cut the chain), else the ways
+    its chain back to the leaves can be cut, as none of them shows in the tensor itself."""
     name = _name_before(".backward(", code) or _grad_output_of(code)
     what = f"{name} is" if name else "This tensor is"
+    cause = cut_graph_hint(name or "it", frame, rec.source_lines, line)
+    if cause:
+        return f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing to go back through. {cause}"
     return (
         f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing "
         "to go back through. Either no tensor it was computed from requires grad (create the "

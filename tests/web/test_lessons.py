@@ -27,7 +27,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     card = page.locator(CARD)
     expect(card).to_be_visible()
     expect(card).to_contain_text("Lesson 1 of 14")
-    expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: 14.75")
+    expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
     assert "x**3 - 4*x" in page.evaluate("() => window.gradwalk.editor.source")
@@ -36,7 +36,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
 
     page.locator(CARD).get_by_role("button", name="Next ▶").click()
     expect(card).to_have_attribute("data-lesson", "chain-rule")
-    expect(card).to_contain_text("b.grad = 2 + 6 = 8")
+    expect(card).to_contain_text("b.grad = 6 + 2 = 8")
     expect(page.locator(POSITION)).to_have_text("step 3 of 6")
     expect(page.locator(".gw-step-card")).to_contain_text("MulBackward0")
 
@@ -221,3 +221,19 @@ def test_a_lesson_in_presenter_type_on_a_projector_shows_what_fits_of_its_graph_
     )
     assert 13.5 <= view["px"] <= 14.5, view  # presenter-sized labels, not life size (16 px)
     assert view["shown"] >= 3, view  # the AccumulateGrad row comes into view, not just two rows of ops
+
+
+@pytest.mark.parametrize(("lesson", "leaf"), [("scalar", "x"), ("chain-rule", "b")])
+def test_a_lessons_sum_over_paths_reads_as_the_step_card_adds_it(page: Any, lesson: str, leaf: str) -> None:
+    # The lesson's text and the stepper's card sit side by side: where the text adds up two
+    # paths it must add them in the order the card does (the engine's), or a student reads
+    # "2 + 6" above and "6 + 2" beside it and wonders which one ran first.
+    open_app(page, f"?lesson={lesson}")
+    card = page.locator(CARD)
+    expect(card).to_have_attribute("data-lesson", lesson)
+    page.locator(".gw-walk-item", has_text=f"AccumulateGrad → {leaf}.grad").click()
+    step_card = page.locator(".gw-step-card")
+    expect(step_card).to_contain_text("the sum of 2 paths:")
+    summed = step_card.inner_text().split("the sum of 2 paths:")[1].split("\n")[0].strip()
+    assert " + " in summed, summed
+    expect(card).to_contain_text(f"{summed} = ")

@@ -192,6 +192,10 @@ export class LessonsGallery {
       this.collapsed = !this.collapsed;
       this.renderCard();
     };
+    // the card is drawn anew: the button that had the keyboard keeps it (Enter on Next ▶,
+    // again and again, walks the lessons; Hide text toggles back)
+    const focused = (document.activeElement as HTMLElement | null)?.closest<HTMLElement>("[data-nav]");
+    const hadFocus = focused && this.card.contains(focused) ? focused.dataset.nav : undefined;
     this.card.replaceChildren(
       h(
         "div",
@@ -209,14 +213,21 @@ export class LessonsGallery {
           class: "gw-btn",
           text: this.collapsed ? "Show text" : "Hide text",
           "aria-expanded": String(!this.collapsed),
-          data: { gw: "lesson-toggle" },
+          data: { gw: "lesson-toggle", nav: "toggle" },
           on: { click: toggle },
         }),
-        h("button", { type: "button", class: "gw-btn", text: "All lessons", on: { click: () => void this.openGallery() } }),
-        h("button", { type: "button", class: "gw-btn", text: "◀ Previous", disabled: !prev, title: prev?.title, on: { click: () => prev && void this.open(prev.id) } }),
-        h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Next ▶", disabled: !next, title: next?.title, on: { click: () => next && void this.open(next.id) } }),
+        h("button", { type: "button", class: "gw-btn", text: "All lessons", data: { nav: "all" }, on: { click: () => void this.openGallery() } }),
+        h("button", { type: "button", class: "gw-btn", text: "◀ Previous", disabled: !prev, title: prev?.title, data: { nav: "prev" }, on: { click: () => prev && void this.open(prev.id) } }),
+        h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Next ▶", disabled: !next, title: next?.title, data: { nav: "next" }, on: { click: () => next && void this.open(next.id) } }),
         h("button", { type: "button", class: "gw-btn gw-lesson-close", "aria-label": "Close the lesson", title: "Close the lesson", text: "✕", on: { click: () => this.show(null) } }),
       ),
     );
+    if (hadFocus) {
+      // at the last (first) lesson Next (Previous) is disabled: the other one takes the keyboard
+      const keep = [hadFocus, hadFocus === "next" ? "prev" : hadFocus === "prev" ? "next" : hadFocus]
+        .map((nav) => this.card.querySelector<HTMLButtonElement>(`[data-nav=${nav}]`))
+        .find((b) => b && !b.disabled);
+      keep?.focus();
+    }
   }
 }

@@ -3,7 +3,7 @@
 import { h } from "./dom";
 import { pitfallCard } from "./pitfalls";
 import { linksOfLine, linksOfNode, type Store } from "./store";
-import type { TraceModel } from "./trace-model";
+import type { TensorInfo, TraceModel } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
 
 type RunFinishedEvent = Extract<GradwalkEvent, { type: "run_finished" }>;
@@ -75,6 +75,8 @@ export class OutputView {
       case "output": {
         const span = h("span", { class: ev.stream === "stderr" ? "gw-stderr" : "", text: ev.text });
         this.text.append(span);
+        const nonLeaf = ev.stream === "stderr" ? nonLeafGradRead(this.model, ev.text) : null;
+        if (nonLeaf) this.notices.append(this.warningNote(nonLeaf));
         break;
       }
       case "error": {
@@ -153,6 +155,18 @@ export class OutputView {
     );
   }
 
+  /** A PyTorch warning in plain words, at its line, with what to do. */
+  private warningNote(note: WarningNote): HTMLElement {
+    return h(
+      "div",
+      { class: "gw-notice gw-notice-warning", role: "status", data: { line: note.line, warning: note.kind } },
+      h("strong", { text: note.title }),
+      " at ",
+      this.lineButton(note.line),
+      h("div", { class: "gw-hint", text: note.hint }),
+    );
+  }
+
   private lineButton(line: number): HTMLElement {
     const b = h("button", { type: "button", class: "gw-line-link", text: `line ${line}` });
     b.addEventListener("click", () => this.store.set({ hover: linksOfLine(this.model, line) }));
@@ -185,4 +199,45 @@ export class OutputView {
     if (m.run) parts.push(`torch ${m.run.torch_version} on ${m.run.device}`);
     this.status.textContent = parts.join(" · ");
   }
+}
+
+/** A warning PyTorch printed, said again in a learner's words. */
+interface WarningNote {
+  kind: string;
+  line: number;
+  title: string;
+  hint: string;
+}
+
+/** PyTorch's warning for reading the .grad of a tensor that is not a leaf, with the snippet's line. */
+const NON_LEAF_GRAD = /:(\d+): UserWarning: The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed/;
+
+/**
+ * The note for PyTorch's non-leaf .grad warning, where `text` (what the snippet wrote to
+ * stderr) holds it: which tensor's .grad read None (the line's first `name.grad` whose tensor
+ * the run computed), why, and what to read or call instead. PyTorch's own text ends in a path
+ * inside its build and never says that the value read was None.
+ */
+export function nonLeafGradRead(model: TraceModel, text: string): WarningNote | null {
+  const found = NON_LEAF_GRAD.exec(text);
+  if (!found) return null;
+  const line = Number(found[1]);
+  const code = (model.run?.source ?? "").split("\n")[line - 1] ?? "";
+  const named = new Map<string, TensorInfo>();
+  for (const t of model.tensors.values()) if (t.name) named.set(t.name, t);
+  const computed = [...code.matchAll(/([A-Za-z_][\w.]*)\.grad\b/g)].map((m) => m[1]).find((name) => named.get(name)?.ev.is_leaf === false);
+  const name = computed ?? "this tensor";
+  const tensor = computed ? named.get(computed) : undefined;
+  const gradFn = tensor?.ev.grad_fn != null ? model.node(tensor.ev.grad_fn)?.name : undefined;
+  const leaves = [...named.values()].filter((t) => t.ev.is_leaf && t.ev.requires_grad).map((t) => `${t.name}.grad`);
+  const read = leaves.length ? leaves.slice(0, 3).join(", ") : "the .grad of the tensors made with requires_grad=True";
+  const owner = computed ? `${name}.grad` : ".grad";
+  return {
+    kind: "non-leaf-grad",
+    line,
+    title: `${owner} is None`,
+    hint:
+      `${name} is computed from other tensors${gradFn ? ` (its grad_fn is ${gradFn})` : ""}, not a leaf, and backward() fills only the leaves' .grad; ` +
+      `the gradient only passed through ${name}. Read ${read} instead, or call ${computed ? name : "t"}.retain_grad() before backward() to keep ${owner} too.`,
+  };
 }

@@ -64,6 +64,7 @@ export class StepperView {
       { class: "gw-select", "aria-label": "Playback speed", title: "Playback speed" },
       SPEEDS.map((s) => h("option", { value: s, text: `${s}×`, selected: s === 1 })),
     );
+    this.speed.addEventListener("change", () => this.onSpeed());
     this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Backward step" });
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
     this.position = h("span", { class: "gw-position", "aria-live": "polite" });
@@ -122,6 +123,7 @@ export class StepperView {
       Home: () => this.go(0),
       End: () => this.go(this.model.timeline.length - 1),
       p: () => this.togglePlay(),
+      P: () => this.togglePlay(), // as the ? dialog and the button's title write it (Shift or Caps Lock)
     };
     const action = keys[ev.key];
     if (!action) return;
@@ -137,15 +139,25 @@ export class StepperView {
     if (this.step >= this.model.timeline.length - 1) this.go(0);
     this.playButton.textContent = "⏸ Pause";
     this.playButton.setAttribute("aria-label", "Pause");
-    const tick = () => {
+    this.scheduleTick();
+  }
+
+  /** The next step of Play, one step's time (900 ms at 1×) from now at the chosen speed. */
+  private scheduleTick(): void {
+    clearTimeout(this.playing);
+    this.playing = window.setTimeout(() => {
       if (this.step >= this.model.timeline.length - 1) {
         this.stop();
         return;
       }
       this.go(this.step + 1);
-      this.playing = window.setTimeout(tick, 900 / Number(this.speed.value));
-    };
-    this.playing = window.setTimeout(tick, 900 / Number(this.speed.value));
+      this.scheduleTick();
+    }, 900 / Number(this.speed.value));
+  }
+
+  /** A new speed while playing takes effect now, not after the step timed at the old one (1.8 s at 0.5×). */
+  private onSpeed(): void {
+    if (this.playing) this.scheduleTick();
   }
 
   private stop(): void {

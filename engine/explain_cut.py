@@ -1,0 +1,109 @@
+"""Why a tensor that backward() was called on has no graph, in the snippet's own terms.
+
+PyTorch's message ("element 0 of tensors does not require grad and does not have a grad_fn")
+says what is missing, not why. The two causes a beginner hits most are told apart here: no
+tensor of the snippet requires grad at all (the leaf was made without requires_grad=True),
+or one does, and a line of the snippet cut the chain back to it (.data, .detach(),
+torch.no_grad()).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from types import FrameType
+
+import torch
+
+__all__ = ["cut_graph_hint"]
+
+# What cuts a value off its history, found on a line of code, and what to write instead.
+_CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"([A-Za-z_][\w.]*)\.data\b"),
+        "{name}.data gives {name}'s values without their history; use {name} itself",
+    ),
+    (
+        re.compile(r"\.detach\(\)"),
+        ".detach() gives a value without its history, on purpose; leave it out where the gradient must flow",
+    ),
+    (
+        re.compile(r"with\s+torch\.(?:no_grad|inference_mode)\(\)"),
+        "nothing computed inside the block is recorded for backward; compute the loss outside it",
+    ),
+)
+# an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
+_ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
+_COMMENT = re.compile(r"\s+#.*$")
+
+
+def cut_graph_hint(
+    name: str, frame: FrameType | None, source_lines: Sequence[str], line: int | None
+) -> str | None:
+    """The first sentence of the hint for backward() of ``name``, a tensor outside any
+    graph: that no tensor of the snippet requires grad (naming one to create with
+    requires_grad=True), or the line before ``line`` that cut the chain; ``None`` where
+    neither shows (the snippet's frame is unknown, or the cut is elsewhere)."""
+    if frame is None:
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    tensors = {k: v for k, v in scope.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
+    modules = [v for v in scope.values() if isinstance(v, torch.nn.Module)]
+    if not any(t.requires_grad for t in tensors.values()) and not any(
+        p.requires_grad for m in modules for p in m.parameters()
+    ):
+        leaves = [k for k, t in tensors.items() if t.is_floating_point() and k != name]
+        if not leaves:
+            return None
+        first = leaves[0]
+        listed = ", ".join(leaves[:3])
+        return (
+            f"No tensor here requires grad ({listed}: requires_grad=False), so autograd recorded "
+            f"nothing. Create the tensors you want gradients for with "
+            f"requires_grad=True ({first} = torch.tensor(..., requires_grad=True), or "
+            f"{first}.requires_grad_() before {name} is computed)."
+        )
+    return _cut_before(name, line, source_lines)
+
+
+def _cut_before(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
+    """The last line before ``line`` whose code cuts a value off its history, explained,
+    where what that line (or its ``with`` block) assigns is ``name`` or is used on a later
+    line up to ``line``: an evaluation under no_grad() earlier in the snippet is no cause."""
+    last = min(line or len(source_lines) + 1, len(source_lines) + 1) - 1
+    codes = [_COMMENT.sub("", text).rstrip() for text in source_lines]
+    for number in range(last, 0, -1):
+        code = codes[number - 1].strip()
+        for pattern, why in _CUTS:
+            found = pattern.search(code)
+            if found is None:
+                continue
+            block = _block_of(codes, number) if code.startswith("with ") else [code]
+            targets = {t for c in block for t in _targets(c)}
+            later = " ".join(codes[number + len(block) - 1 if code.startswith("with ") else number : last])
+            if not (name in targets or any(re.search(rf"\b{re.escape(t)}\b", later) for t in targets)):
+                continue
+            what = why.format(name=found.group(1) if found.groups() else "")
+            quoted = f" ({code})" if len(code) <= 60 else ""
+            return f"Line {number}{quoted} cuts the chain back to the leaves: {what}."
+    return None
+
+
+def _block_of(codes: Sequence[str], number: int) -> list[str]:
+    """The lines of the block that the ``with`` at line ``number`` opens, itself first."""
+    indent = len(codes[number - 1]) - len(codes[number - 1].lstrip())
+    block = [codes[number - 1].strip()]
+    for text in codes[number:]:
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        block.append(text.strip())
+    return block
+
+
+def _targets(code: str) -> list[str]:
+    """The names an assignment on one line binds (``y`` in ``y = ...``, ``a, b = ...``, ``t += ...``)."""
+    found = _ASSIGNS.match(code)
+    if not found:
+        return []
+    left = found.group(0)[:-1].rstrip("+-*/@%&|^ ")
+    return [t.strip() for t in left.split(",") if re.fullmatch(r"[A-Za-z_]\w*", t.strip())]
