@@ -161,6 +161,23 @@ def test_the_classroom_dialog_opened_in_a_room_says_which_room(room: Classroom) 
     viewer.keyboard.press("Escape")
 
 
+def test_a_viewer_who_explored_follows_again_with_f_as_the_shortcuts_list_writes_it(room: Classroom) -> None:
+    """The shortcuts dialog and the Follow button say F; only a lowercase f worked."""
+    p, viewer = room.presenter, room.viewers[0]
+    run_example(p, "cubic")
+    p.click("#gw-tab-stepper")
+    p.click(NEXT)
+    wait_same_step(viewer, position(p))
+    bar = viewer.locator("[data-gw=room-bar]")
+    expect(bar).to_have_attribute("data-following", "true")
+    viewer.click("#gw-tab-stepper")
+    viewer.click(NEXT)  # a step of their own: exploring
+    expect(bar).to_have_attribute("data-following", "false")
+    viewer.keyboard.press("Shift+F")
+    expect(bar).to_have_attribute("data-following", "true")
+    wait_same_step(viewer, position(p))
+
+
 def test_after_the_room_ends_a_viewer_opens_the_app_on_what_they_were_looking_at(room: Classroom) -> None:
     """ "Open gradwalk on your own" under "The presenter ended the room" used to open a blank
     app (the first example, no run): the viewer lost the run they had just been shown."""

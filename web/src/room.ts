@@ -268,7 +268,8 @@ export class RoomMode {
     const app = this.app;
     $(this.bar, "[data-gw=room-follow]").addEventListener("click", () => this.setFollowing(!this.following));
     document.addEventListener("keydown", (ev) => {
-      if (ev.key === "f" && !isTyping(ev) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) this.setFollowing(true);
+      // F as the shortcuts list writes it, or f
+      if (ev.key.toLowerCase() === "f" && !isTyping(ev) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) this.setFollowing(true);
     });
     app.hooks.createRun = async (source, device, limits) => {
       const run = await this.rooms.run(this.info.code, null, source, device, limits);
