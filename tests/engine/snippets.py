@@ -16,6 +16,15 @@ def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
     return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
 
 
+def plain_error(source: str) -> BaseException:
+    """The exception ``source`` raises when run without gradwalk (AssertionError if none)."""
+    try:
+        exec(compile(source, "<plain>", "exec"), {"__name__": "__main__"})
+    except Exception as exc:  # the snippet's own error, whatever it is
+        return exc
+    raise AssertionError("the snippet did not raise")
+
+
 def gan_loop(iterations: int) -> str:
     """A GAN trained in the DCGAN tutorial's order: ``lossG.backward()`` adds into D's
     gradients too, which ``optD.zero_grad()`` clears before ``optD`` steps again; two

@@ -8,6 +8,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
+from tests.engine.snippets import plain_error
 
 CASES = {
     # name: (snippet whose last line raises, exception type, phrases the hint must hold)
@@ -104,22 +105,13 @@ CASES = {
 }
 
 
-def _plain(source: str) -> BaseException:
-    """The exception ``source`` raises when run plainly, with its line in the snippet."""
-    try:
-        exec(compile(source, "<plain>", "exec"), {"__name__": "__main__"})
-    except Exception as exc:  # the snippet's own error, whatever it is
-        return exc
-    raise AssertionError("the snippet did not raise")
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_common_error_gets_a_true_hint_at_its_line(name: str) -> None:
     if "cuda" in name and __import__("torch").cuda.is_available():
         pytest.skip("the machine has a GPU: 'cuda' works")
     source, exc_type, phrases = CASES[name]
     err = q.errors(record(source))[0]
-    plain = _plain(source)
+    plain = plain_error(source)
     assert (err.exc_type, err.message) == (type(plain).__name__, str(plain)) and err.exc_type == exc_type
     assert err.line == source.count("\n"), err
     assert err.hint is not None, err

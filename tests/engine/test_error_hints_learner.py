@@ -8,6 +8,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
+from tests.engine.snippets import plain_error
 
 CASES = {
     # name: (snippet whose last line raises, phrases the hint must hold)
@@ -37,20 +38,11 @@ CASES = {
 }
 
 
-def _plain(source: str) -> BaseException:
-    """The exception ``source`` raises when run plainly."""
-    try:
-        exec(compile(source, "<plain>", "exec"), {"__name__": "__main__"})
-    except Exception as exc:  # the snippet's own error, whatever it is
-        return exc
-    raise AssertionError("the snippet did not raise")
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_loss_without_a_graph_gets_its_cause_in_the_hint(name: str) -> None:
     source, phrases = CASES[name]
     err = q.errors(record(source))[0]
-    plain = _plain(source)
+    plain = plain_error(source)
     assert (err.exc_type, err.message) == (type(plain).__name__, str(plain))
     assert err.line == source.count("\n"), err
     assert err.hint is not None and err.hint.startswith("loss is not part of any graph"), err
