@@ -92,6 +92,12 @@ def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
             "import torch\nw = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    y = (w * 2).sum()\n",
             "torch.no_grad()",
         ),
+        # w requires grad, but only its values reached the op: the text said no op had an
+        # input that requires grad and to make one with requires_grad=True, as w already was
+        (
+            "import torch\nw = torch.ones(3, requires_grad=True)\ny = (w.data * 2).sum()\n",
+            "w requires grad, but no operation took it as an input (only its values, through .data or .detach()",
+        ),
     ):
         page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
         page.click("[data-gw=run]")

@@ -262,7 +262,8 @@ function failureText(model: TraceModel, index: number): string {
 
 /**
  * What the graph pane says while it shows no node: before a run, while one starts, or after
- * a run that built no graph (and why: everything under no_grad, or nothing requiring grad).
+ * a run that built no graph (and why: everything under no_grad, a leaf that requires grad
+ * reached the ops only through .data or .detach(), or nothing requiring grad).
  */
 export function emptyGraphText(model: TraceModel, beforeRun: string | null = null): string {
   if (!model.run) return beforeRun ?? "Press ▶ Run (or Ctrl+Enter) to run the code: the graph autograd records appears here.";
@@ -271,6 +272,15 @@ export function emptyGraphText(model: TraceModel, beforeRun: string | null = nul
   const readsGrad = (op: OpRecorded) => op.grad_mode !== "grad" && op.inputs.some((id) => model.tensor(id)?.ev.requires_grad);
   if (model.ops.some(readsGrad)) {
     return "No graph: the operations on tensors that require grad ran under torch.no_grad() or inference_mode(), which record nothing for backward.";
+  }
+  // a leaf requires grad, yet no op took it: its values reached the ops without it (w.data * 3),
+  // or it was not used at all
+  const wanting = [...model.tensors.values()].filter((t) => t.ev.is_leaf && t.ev.requires_grad && (t.name ?? t.paramName));
+  if (wanting.length) {
+    const names = wanting.slice(0, 3).map((t) => t.name ?? t.paramName);
+    const verb = wanting.length === 1 ? "requires" : "require";
+    const them = wanting.length === 1 ? "it" : "them";
+    return `No graph: ${names.join(", ")}${wanting.length > 3 ? ", …" : ""} ${verb} grad, but no operation took ${them} as an input (only ${them === "it" ? "its" : "their"} values, through .data or .detach(), or none at all), so nothing was recorded for backward.`;
   }
   return "No graph: no operation had an input that requires grad. Make one with requires_grad=True, e.g. torch.tensor(2.0, requires_grad=True).";
 }
