@@ -52,7 +52,7 @@ _NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 # ``w.T`` an unnamed ``t2``), so they are recorded as ops named ``T``, ``mT``, ``H``, ``mH``.
 # A complex tensor's ``.real`` and ``.imag`` likewise (``ViewAsRealBackward0`` and
 # ``SelectBackward0``, which were filed under ``sum`` in ``(z * z.conj()).real.sum()``).
-_TRANSPOSES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+_ATTRIBUTE_OPS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 
 
 def _no_context() -> contextlib.nullcontext[None]:
@@ -68,7 +68,7 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     qual = getattr(func, "__qualname__", raw)
     module = getattr(func, "__module__", None) or ""
     owner = qual.rsplit(".", 1)[0] if "." in qual else ""
-    prop = _transpose_read(func) if raw == "__get__" else None
+    prop = _attribute_op(func) if raw == "__get__" else None
     if prop is not None:
         raw, api = prop, f"Tensor.{prop}"  # NOTE [Transposes read as attributes]
     elif owner in ("TensorBase", "Tensor"):
@@ -91,10 +91,10 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
     return result
 
 
-def _transpose_read(func: Any) -> str | None:
-    """``"T"`` when ``func`` is the ``__get__`` of ``Tensor.T`` (likewise mT, H, mH, real, imag), else None."""
+def _attribute_op(func: Any) -> str | None:
+    """The attribute (``"T"``, ``"real"``, …: NOTE [Transposes read as attributes]) whose ``__get__`` ``func`` is, when it makes a node; else None."""
     name = getattr(getattr(func, "__self__", None), "__name__", None)
-    return name if name in _TRANSPOSES else None
+    return name if name in _ATTRIBUTE_OPS else None
 
 
 def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
@@ -126,7 +126,7 @@ class TapeMode(TorchFunctionMode):
             # graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name in ("__get__", "__set__") and (name == "__set__" or _transpose_read(func) is None):
+        if name in ("__get__", "__set__") and (name == "__set__" or _attribute_op(func) is None):
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
