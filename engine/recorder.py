@@ -27,6 +27,7 @@ from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .op_arguments import op_constants, op_keywords
 from .pitfalls import PitfallWatch
+from .reflected import OperandOrder
 from .source import snippet_frames
 from .strict import STRICT
 from .tape import TapeMode, op_names
@@ -46,6 +47,19 @@ Sink = Callable[[dict[str, Any]], None]
 # and the runner's parent process each frame. The tests validate every trace they record.
 _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
+
+
+# `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
+_COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
+
+
+def _number_second(args: tuple[Any, ...]) -> bool:
+    """Whether ``args`` are a tensor and a Python number, in that order."""
+    return (
+        isinstance(args[0], torch.Tensor)
+        and isinstance(args[1], int | float | complex)
+        and not isinstance(args[1], bool)
+    )
 
 
 def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bool:
@@ -141,6 +155,7 @@ class Recorder:
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
         self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
+        self.operand_order = OperandOrder(self.source_lines)
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self.failed_op_error: tuple[int, str] | None = None  # the id and text of what it raised
@@ -285,6 +300,13 @@ class Recorder:
                 self.graph.discover(outputs, record=False)  # counted, so counts.nodes stays exact
             return
         short, api, inplace = op_names(func)
+        if (
+            short in _COMMUTATIVE
+            and len(args) == 2
+            and _number_second(args)
+            and self.operand_order.number_on_left(frame)
+        ):
+            short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
         ensure = self.tensors.ensure
         in_ids = [ensure(t, line=line, frame=frame) for t in inputs]
         if torch.is_grad_enabled():

@@ -156,3 +156,42 @@ def test_recording_complex_ops_leaves_the_gradients_as_pytorch_computes_them() -
     assert torch.equal(torch.tensor(got["x"]), torch.tensor(want["x"]))
     # a complex gradient is kept as the norm of its moduli
     assert got["z"] == pytest.approx(math.sqrt(sum(abs(g) ** 2 for g in want["z"])), rel=1e-12)
+
+
+REFLECTED = (
+    "import torch\n"
+    "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+    "a, é = 4, 2.0\n"
+    "def f(t, k=3):\n    return k * t + 0.5\n"  # lines 4-5
+    "y = (4*x + x*4 + a*x + x*a + -0.5*x\n"  # line 6
+    "     + 2*x*3 + x.mul(4) + 3 + x + é*x + f(x) + torch.add(x, 1))\n"  # line 7
+    "y.sum().backward()\n"
+)
+
+
+def test_a_number_written_first_is_recorded_as_python_ran_it() -> None:
+    """`4*x` reaches the tape mode as mul(x, 4), as `x*4` does; it is recorded as `rmul`
+    (NOTE [Reflected products and sums]), so the app writes `4 * x` as the snippet does."""
+    trace = record(REFLECTED)
+    assert trace.events[-1].status == "ok"
+    with_numbers = [
+        (op.name, op.api, op.constants[0].value)
+        for op in _ops(trace)
+        if op.name in ("mul", "rmul", "add", "radd") and op.constants
+    ]
+    assert with_numbers == [
+        ("rmul", "Tensor.__rmul__", 4),  # 4*x
+        ("mul", "Tensor.mul", 4),  # x*4
+        ("rmul", "Tensor.__rmul__", 4),  # a*x, a bound to 4
+        ("mul", "Tensor.mul", 4),  # x*a
+        ("rmul", "Tensor.__rmul__", -0.5),  # -0.5*x
+        ("rmul", "Tensor.__rmul__", 2),  # 2*x, then (2*x)*3
+        ("mul", "Tensor.mul", 3),
+        ("mul", "Tensor.mul", 4),  # x.mul(4): a call writes the tensor first
+        ("add", "Tensor.add", 3),  # (…) + 3
+        ("rmul", "Tensor.__rmul__", 2.0),  # é*x, a non-ASCII name before it on the line
+        ("rmul", "Tensor.__rmul__", 3),  # k * t inside f
+        ("add", "Tensor.add", 0.5),
+        ("add", "torch.add", 1),
+    ]
+    assert plain_grads(REFLECTED, ["x"])["x"] == q.final_grads(trace)["x"]

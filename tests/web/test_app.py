@@ -475,13 +475,14 @@ def test_a_dropped_stream_resumes_without_loss_or_duplicates(page: Any) -> None:
 
 
 def test_the_numbers_an_op_was_passed_are_written_out(page: Any) -> None:
-    """`4*x` reads as `x * 4` in the tape and on the graph, not `x * …`."""
+    """`4*x` reads as `4 * x` in the tape and on the graph: not `x * …`, nor `x * 4` (the
+    order PyTorch hands the mode)."""
     open_app(page, "?view=tape")
     run_example(page, "cubic")
-    mul_op = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.name === 'mul').index")
-    expect(page.locator(f".gw-op-row[data-op='{mul_op}'] .gw-op-io")).to_have_text("x, 4 → x * 4")
+    mul_op = page.evaluate("() => window.gradwalk.model.ops.find((o) => o.name === 'rmul').index")
+    expect(page.locator(f".gw-op-row[data-op='{mul_op}'] .gw-op-io")).to_have_text("x, 4 → 4 * x")
     labels = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('label'))")
-    assert any("x * 4" in str(label) for label in labels), labels
+    assert any("4 * x" in str(label) for label in labels), labels
 
 
 def test_a_live_tape_names_a_module_output_once_an_op_outside_the_module_reads_it(page: Any) -> None:

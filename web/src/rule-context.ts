@@ -106,7 +106,7 @@ export function factor(label: string): string {
 }
 
 /** Ops that save the Python number they were passed (`x * 2`, `x / 4`) as their `other`. */
-export const WRAPPED_NUMBER_OPS = ["mul", "div", "true_divide", "divide", "multiply"];
+export const WRAPPED_NUMBER_OPS = ["mul", "rmul", "div", "true_divide", "divide", "multiply"];
 
 /**
  * The Python number an op of `names` was passed beside its one tensor (`x * 2`, `x / 4`): the

@@ -110,7 +110,7 @@ const RULES: Record<string, Rule> = {
     },
     slots: (c, slot) => {
       const other =
-        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.constant("mul", "multiply", "rdiv") ?? c.inferredFactor(slot) ?? { label: "other", value: null };
+        (slot === 0 ? c.saved("other") : c.saved("self")) ?? c.constant("mul", "rmul", "multiply", "rdiv") ?? c.inferredFactor(slot) ?? { label: "other", value: null };
       const label = other.value !== null && other.label === fmt(other.value) ? fmt(other.value) : other.label;
       return { sym: `grad · ${factor(label)}`, num: times(c.g, other.value) };
     },

@@ -1,0 +1,92 @@
+"""Tell ``4 * x`` from ``x * 4``: which operand of a ``*`` or ``+`` the snippet wrote first.
+
+NOTE [Reflected products and sums]
+Python runs ``4 * x`` as ``x.__rmul__(4)``, and PyTorch hands that to the tape mode as
+``Tensor.mul(x, 4)``, exactly what ``x * 4`` hands it (``1 - x`` and ``2 / x`` come as
+``__rsub__`` and ``__rdiv__``, which tell themselves apart). The app wrote ``y = x**3 - 4*x``
+as ``x**3 - x * 4``. The snippet frame that runs the ``*`` is at a ``BINARY_OP``
+instruction whose source position spans the whole ``4*x``; its left operand, parsed from
+the snippet's own text, is a number literal (``4``, ``-0.5``) or a name bound to a Python
+number, so the op is recorded as ``rmul`` (``radd``), as ``1 - x`` is recorded as ``rsub``.
+Only ``*`` and ``+`` need this; on Python 3.10 (no source positions) the order is not told.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import numbers
+from collections.abc import Sequence
+from types import CodeType, FrameType
+
+__all__ = ["OperandOrder"]
+
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_NUMBER = "<number>"  # the left operand is a number literal
+_UNSEEN = "<unseen>"
+
+
+class OperandOrder:
+    """Tells, for one recording, whether a ``*`` or ``+`` the snippet runs has its number on
+    the left (NOTE [Reflected products and sums]). What it read of each instruction is kept
+    for the recording, so a loop pays for parsing once."""
+
+    def __init__(self, source_lines: Sequence[str]) -> None:
+        self._source_lines = source_lines
+        # (code, instruction offset) -> the left operand: _NUMBER, a variable name, or None
+        self._left_operands: dict[tuple[CodeType, int], str | None] = {}
+
+    def number_on_left(self, frame: FrameType | None) -> bool:
+        """Whether the snippet line ``frame`` runs is at a ``number * tensor`` or ``number +
+        tensor``. Call it only from within the op, for a ``mul`` or ``add`` whose first
+        argument is a tensor and second a Python number."""
+        if frame is None or _BINARY_OP is None:
+            return False
+        key = (frame.f_code, frame.f_lasti)
+        left = self._left_operands.get(key, _UNSEEN)
+        if left is _UNSEEN:
+            left = self._left_operands[key] = _left_operand(*key, self._source_lines)
+        if left is None:
+            return False
+        if left == _NUMBER:
+            return True
+        scope = frame.f_locals
+        value = scope[left] if left in scope else frame.f_globals.get(left)
+        return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _left_operand(code: CodeType, at: int, source_lines: Sequence[str]) -> str | None:
+    """The left operand of the binary operation at instruction offset ``at`` of ``code``
+    (None when that instruction is not one: ``x.mul(4)``, ``torch.add(x, 4)``)."""
+    if not 0 <= at < len(code.co_code) or code.co_code[at] != _BINARY_OP:
+        return None
+    positions = list(code.co_positions())
+    if at // 2 >= len(positions):
+        return None
+    line, end_line, col, end_col = positions[at // 2]
+    if line is None or end_line is None or col is None or end_col is None or not 0 < line <= end_line:
+        return None
+    if end_line > len(source_lines):
+        return None
+    # the columns count UTF-8 bytes
+    lines = [text.encode() for text in source_lines[line - 1 : end_line]]
+    lines[-1] = lines[-1][:end_col]
+    lines[0] = lines[0][col:]
+    try:
+        tree = ast.parse(b"(" + b"\n".join(lines) + b")", mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    node = tree.body
+    if not isinstance(node, ast.BinOp):
+        return None
+    left = node.left
+    if isinstance(left, ast.UnaryOp) and isinstance(left.op, ast.USub | ast.UAdd):
+        left = left.operand
+        if not isinstance(left, ast.Constant):
+            return None
+    if isinstance(left, ast.Constant):
+        number = left.value
+        return _NUMBER if isinstance(number, int | float | complex) and not isinstance(number, bool) else None
+    if isinstance(left, ast.Name):
+        return left.id
+    return None
