@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorTable", "autograd_of", "dtype_name"]
 
 _MAX_HELD = 256  # the most items of a plain container searched for tensors to name
+_MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
 
@@ -74,6 +75,8 @@ class TensorTable:
         # named (NOTE [Outer names win] in source.py), or a loop variable (NOTE [Tensors held
         # in a plain container]); the module level's name replaces it at the end
         self._local: set[int] = set()
+        # leaves that require grad, newest last: whose `.grad` or `.data` an unnamed tensor may be
+        self._leaves: list[int] = []
         self.count = 0
 
     def known(self, t: torch.Tensor) -> int | None:
@@ -112,7 +115,7 @@ class TensorTable:
         """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``),
         a new id; remember the one it replaces."""
         prior = self.known(t)
-        tid = self.introduce(t, op=op, line=line)
+        tid = self.introduce(t, op=op, line=line, version=True)
         if prior is not None:
             self.changes[tid] = (prior, by, path)
         base = t._base
@@ -127,7 +130,8 @@ class TensorTable:
         # to its variable (``w = torch.randn(...)`` runs the op before the assignment).
         self._scanned.add(tid)
         if tid not in self.names:
-            name = self._name_in(tid, t, frame)
+            facts = autograd_of(t)
+            name = self._name_in(tid, t, frame) or (self._read_off_leaf(t, facts[0]) if facts else None)
             if name is not None:
                 self.names[tid] = name
                 self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
@@ -151,6 +155,46 @@ class TensorTable:
         self._local.add(tid)
         return name
 
+    def _read_off_leaf(self, t: torch.Tensor, node: Node | None, data: bool = False) -> str | None:
+        """``w.grad``, or with ``data`` ``w.data``, when ``t`` is that of a named leaf ``w``
+        (NOTE [Tensors read off a leaf]); else None.
+
+        # NOTE [Tensors read off a leaf]
+        # No variable holds ``w.grad`` or ``w.data`` in ``w.data -= 0.1 * w.grad``, so both read
+        # as ``t5 − 0.1 * t3``, and after ``w.grad.zero_()`` the next step's gradient read
+        # ``zero(t3)``. A tensor no variable holds, with no grad_fn, that requires no grad, is
+        # named for the leaf whose ``.grad`` it is (also a version an in-place op made of it:
+        # the zeroed ``.grad`` is still ``w.grad``), or, when no op made it (``data``), for the
+        # leaf whose storage, shape and strides it shares: what ``.data`` hands out
+        # (``w.detach()`` is an op of its own, and reads ``detach(w)``). Only the newest
+        # leaves are searched, so a loop that makes a leaf per step does not slow every op.
+        """
+        if node is not None or t.requires_grad or not self._leaves or not has_storage(t):
+            return None
+        live = []
+        for tid in self._leaves[-_MAX_LEAVES_SEARCHED:]:
+            leaf = self.tensor(tid)
+            if leaf is None:
+                continue
+            live.append(tid)
+            name = self.names.get(tid)
+            if name is None:
+                continue
+            if leaf.grad is t:
+                return f"{name}.grad"
+            if (
+                data
+                and leaf.data_ptr() == t.data_ptr()
+                and leaf.dtype == t.dtype
+                and leaf.shape == t.shape
+                and leaf.stride() == t.stride()
+                and leaf.device == t.device
+            ):
+                return f"{name}.data"
+        if len(live) < len(self._leaves):
+            self._leaves = live  # forget the leaves that are gone
+        return None
+
     def introduce(
         self,
         t: torch.Tensor,
@@ -158,8 +202,10 @@ class TensorTable:
         op: int | None = None,
         line: int | None = None,
         frame: FrameType | None = None,
+        version: bool = False,
     ) -> int:
-        """Give ``t`` a new id and send its ``tensor`` event; return the id."""
+        """Give ``t`` a new id and send its ``tensor`` event; return the id. ``version``: ``t``
+        is a new version an in-place op made of a tensor already introduced."""
         rec = self._rec
         cls = type(t)
         is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
@@ -168,16 +214,21 @@ class TensorTable:
         name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         tid = self.count
         self.count = tid + 1
+        seen_before = self.known(t) is not None  # a new version of a tensor it has introduced
         self._by_object[id(t)] = tid
         self._refs[tid] = weakref.ref(t)
         if line is not None:
             self.lines[tid] = line
+        node, is_leaf = autograd_of(t) or (None, True)
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
-            name = self._name_in(tid, t, frame)
+            name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True)
+        elif name is None and version:
+            name = self._read_off_leaf(t, node)  # `w.grad.zero_()` makes a w.grad
         if name is not None:
             self.names[tid] = name
-        node, is_leaf = autograd_of(t) or (None, True)
+        if is_leaf and t.requires_grad and not seen_before:
+            self._leaves.append(tid)
         dtype = t.dtype
         device = t.device
         try:

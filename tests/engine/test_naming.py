@@ -303,3 +303,48 @@ sum(m(x) for m in pair).sum().backward()
     trace = record(source)
     names = [e.name for e in q.events_of(trace, "tensor_final")]
     assert names and all(".." not in name for name in names), names
+
+
+MANUAL_SGD = """
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+lin = nn.Linear(2, 1)
+for step in range(2):
+    loss = (w * 3).sum() + lin(w.detach()).sum()
+    loss.backward()
+    w.data -= 0.1 * w.grad
+    w.grad.zero_()
+    for p in lin.parameters():
+        p.data.add_(p.grad, alpha=-0.1)
+y = w.data * 2
+z = w.detach() * 2
+"""
+
+
+def _op_operands(trace: Any, line: int, name: str) -> list[str | int]:
+    names = q.tensor_names(trace)
+    op = next(e for e in q.events_of(trace, "op") if e.line == line and e.name == name)
+    return [names.get(i, i) for i in op.inputs]
+
+
+def test_a_leafs_grad_and_data_read_as_such_where_no_variable_holds_them() -> None:
+    """NOTE [Tensors read off a leaf]: `w.data -= 0.1 * w.grad` read `t5 − 0.1 * t3`."""
+    trace = record(MANUAL_SGD)
+    assert trace.events[-1].status == "ok"
+    assert _op_operands(trace, 10, "rmul") == ["w.grad"]
+    assert _op_operands(trace, 10, "sub")[0] == "w.data"
+    # zeroed in place, the next step's gradient is still w.grad (it read zero(t3))
+    rmuls = [e for e in q.events_of(trace, "op") if e.line == 10 and e.name == "rmul"]
+    assert len(rmuls) == 2 and all(q.tensor_names(trace)[op.inputs[0]] == "w.grad" for op in rmuls)
+    # and the version zero_() made is named as it is made, also the last one, never used again
+    zeros = [e for e in q.events_of(trace, "op") if e.line == 11 and e.name == "zero"]
+    assert len(zeros) == 2 and all(q.tensor_names(trace).get(op.outputs[0]) == "w.grad" for op in zeros)
+    # a parameter's, by its name; the first operand is .data, the second .grad
+    assert _op_operands(trace, 13, "add") == ["lin.weight.data", "lin.weight.grad"]
+    assert _op_operands(trace, 14, "mul") == ["w.data"]
+    # w.detach() is an op of its own: its output is not named w.data
+    detach = next(e for e in q.events_of(trace, "op") if e.line == 15 and e.name == "detach")
+    assert detach.outputs[0] not in q.tensor_names(trace)
+    assert q.final_grads(trace)["w"] == plain_grads(MANUAL_SGD, ["w"])["w"]
