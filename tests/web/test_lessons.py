@@ -237,3 +237,28 @@ def test_a_lessons_sum_over_paths_reads_as_the_step_card_adds_it(page: Any, less
     summed = step_card.inner_text().split("the sum of 2 paths:")[1].split("\n")[0].strip()
     assert " + " in summed, summed
     expect(card).to_contain_text(f"{summed} = ")
+
+
+def test_running_a_lessons_try_this_again_comes_back_to_the_stepper_at_its_step(page: Any) -> None:
+    """The scalar lesson's "Try this" (2.5 to 1.0, run again) landed on the Tape: the learner
+    had to find the Backward tab and step back to x's AccumulateGrad to read the −1."""
+    open_app(page, "?lesson=scalar")
+    expect(page.locator(POSITION)).to_have_text("step 4 of 5")
+    page.evaluate("() => { const e = window.gradwalk.editor; e.source = e.source.replace('2.5', '1.0'); }")
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(page.locator(POSITION)).to_have_text("step 4 of 5")
+    expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + (−1) → −1")
+    expect(page.locator("[role=tab][data-view=stepper]")).to_have_attribute("aria-selected", "true")
+
+    # a run without a backward walk stays on the tape; so does one started from the tape
+    page.evaluate("() => { window.gradwalk.editor.source = 'import torch\\nx = torch.ones(2) * 3\\n'; }")
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")
+    run_again = "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\n"
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", run_again)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(page.locator(".gw-tape .gw-op-row")).to_have_count(2)
+    expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")

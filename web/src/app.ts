@@ -64,6 +64,8 @@ export class App {
   private examples: Example[] = [];
   private readonly url = new UrlSync();
   private pending: UrlState | null = null;
+  /** The stepper's step when the run being followed was started from the stepper. */
+  private stepAfterRun: number | null = null;
   private unsubscribeModel: () => void = () => {};
   private readonly runButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
@@ -215,8 +217,11 @@ export class App {
     this.setModel(model, id);
     // the run replaced is the one the charts compare with ("compare with the run before")
     this.charts.baseline.offer(beforeId, before);
-    // A run watched on the charts stays there: they fill in as it trains.
-    const view = this.store.state.view === "charts" ? "charts" : "tape";
+    // A run watched on the charts stays there: they fill in as it trains. One run again from
+    // the stepper streams on the tape and is back at the stepper's step once it has finished.
+    const { view: was, step } = this.store.state;
+    this.stepAfterRun = was === "stepper" ? (step ?? 0) : null;
+    const view = was === "charts" ? "charts" : "tape";
     this.store.set({ view, step: null, op: null, selection: null, hover: null });
     this.startStream(id, wsUrl);
   }
@@ -305,6 +310,7 @@ export class App {
   private setModel(model: TraceModel, runId: string | null): void {
     this.model = model;
     this.runId = runId;
+    this.stepAfterRun = null; // follow() sets it again for the run it follows
     this.graph.setModel(model);
     this.tape.setModel(model);
     this.stepper.setModel(model);
@@ -332,6 +338,15 @@ export class App {
     setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length);
     setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length);
     if (this.pending) void this.applyPending();
+    if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
+  }
+
+  /** A run started from the stepper has finished: open the stepper at `step` (the last step
+   * when the walk is shorter now), unless the view was changed meanwhile or there is no walk. */
+  private backToStepper(step: number): void {
+    this.stepAfterRun = null;
+    const steps = this.model.timeline.length;
+    if (this.store.state.view === "tape" && steps) this.store.set({ view: "stepper", step: Math.min(step, steps - 1) });
   }
 
   private setStatus(state: RunState | string): void {
