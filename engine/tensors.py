@@ -164,9 +164,10 @@ class TensorTable:
         # as ``t5 − 0.1 * t3``, and after ``w.grad.zero_()`` the next step's gradient read
         # ``zero(t3)``. A tensor no variable holds, with no grad_fn, that requires no grad, is
         # named for the leaf whose ``.grad`` it is (also a version an in-place op made of it:
-        # the zeroed ``.grad`` is still ``w.grad``), or, when no op made it (``data``), for the
-        # leaf whose storage, shape and strides it shares: what ``.data`` hands out
-        # (``w.detach()`` is an op of its own, and reads ``detach(w)``). Only the newest
+        # the zeroed ``.grad`` is still ``w.grad``), or, when no op made it or it is such a
+        # version (``data``), for the leaf (or the leaf's ``.grad``) whose memory, shape and
+        # strides it shares: what ``.data`` hands out, ``w.data`` (``w.grad.data``), as
+        # ``w.detach()`` does too, but that is an op of its own, which reads ``detach(w)``. Only the newest
         # leaves are searched, so a loop that makes a leaf per step does not slow every op.
         """
         if node is not None or t.requires_grad or not self._leaves or not has_storage(t):
@@ -180,17 +181,14 @@ class TensorTable:
             name = self.names.get(tid)
             if name is None:
                 continue
-            if leaf.grad is t:
+            grad = leaf.grad
+            if grad is t:
                 return f"{name}.grad"
-            if (
-                data
-                and leaf.data_ptr() == t.data_ptr()
-                and leaf.dtype == t.dtype
-                and leaf.shape == t.shape
-                and leaf.stride() == t.stride()
-                and leaf.device == t.device
-            ):
-                return f"{name}.data"
+            if data:
+                if _same_elements(leaf, t):
+                    return f"{name}.data"
+                if grad is not None and _same_elements(grad, t):
+                    return f"{name}.grad.data"
         if len(live) < len(self._leaves):
             self._leaves = live  # forget the leaves that are gone
         return None
@@ -224,7 +222,7 @@ class TensorTable:
             self._scanned.add(tid)
             name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True)
         elif name is None and version:
-            name = self._read_off_leaf(t, node)  # `w.grad.zero_()` makes a w.grad
+            name = self._read_off_leaf(t, node, data=True)  # `w.grad.zero_()` makes a w.grad
         if name is not None:
             self.names[tid] = name
         if is_leaf and t.requires_grad and not seen_before:
@@ -335,6 +333,17 @@ class TensorTable:
         """Let go of which object had which id (end of recording): a later run's tensors may
         reuse these addresses."""
         self._by_object.clear()
+
+
+def _same_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` are the same elements of the same memory (``b`` is ``a.data``)."""
+    return (
+        a.data_ptr() == b.data_ptr()
+        and a.dtype == b.dtype
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.device == b.device
+    )
 
 
 def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:

@@ -318,6 +318,7 @@ for step in range(2):
     w.grad.zero_()
     for p in lin.parameters():
         p.data.add_(p.grad, alpha=-0.1)
+        p.grad.data.zero_()
 y = w.data * 2
 z = w.detach() * 2
 """
@@ -335,6 +336,8 @@ def test_a_leafs_grad_and_data_read_as_such_where_no_variable_holds_them() -> No
     assert trace.events[-1].status == "ok"
     assert _op_operands(trace, 10, "rmul") == ["w.grad"]
     assert _op_operands(trace, 10, "sub")[0] == "w.data"
+    sub = next(e for e in q.events_of(trace, "op") if e.line == 10 and e.name == "sub")
+    assert q.tensor_names(trace)[sub.outputs[0]] == "w.data"  # changed in place, as `w -= …` stays w
     # zeroed in place, the next step's gradient is still w.grad (it read zero(t3))
     rmuls = [e for e in q.events_of(trace, "op") if e.line == 10 and e.name == "rmul"]
     assert len(rmuls) == 2 and all(q.tensor_names(trace)[op.inputs[0]] == "w.grad" for op in rmuls)
@@ -343,8 +346,9 @@ def test_a_leafs_grad_and_data_read_as_such_where_no_variable_holds_them() -> No
     assert len(zeros) == 2 and all(q.tensor_names(trace).get(op.outputs[0]) == "w.grad" for op in zeros)
     # a parameter's, by its name; the first operand is .data, the second .grad
     assert _op_operands(trace, 13, "add") == ["lin.weight.data", "lin.weight.grad"]
-    assert _op_operands(trace, 14, "mul") == ["w.data"]
+    assert _op_operands(trace, 14, "zero") == ["lin.weight.grad.data"]
+    assert _op_operands(trace, 15, "mul") == ["w.data"]
     # w.detach() is an op of its own: its output is not named w.data
-    detach = next(e for e in q.events_of(trace, "op") if e.line == 15 and e.name == "detach")
+    detach = next(e for e in q.events_of(trace, "op") if e.line == 16 and e.name == "detach")
     assert detach.outputs[0] not in q.tensor_names(trace)
     assert q.final_grads(trace)["w"] == plain_grads(MANUAL_SGD, ["w"])["w"]
