@@ -64,8 +64,8 @@ export class App {
   private examples: Example[] = [];
   private readonly url = new UrlSync();
   private pending: UrlState | null = null;
-  /** The stepper's step when the run being followed was started from the stepper. */
-  private stepAfterRun: number | null = null;
+  /** When the run being followed was started from the stepper: the walk up to its step. */
+  private stepAfterRun: string[] | null = null;
   private unsubscribeModel: () => void = () => {};
   private readonly runButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
@@ -218,9 +218,9 @@ export class App {
     // the run replaced is the one the charts compare with ("compare with the run before")
     this.charts.baseline.offer(beforeId, before);
     // A run watched on the charts stays there: they fill in as it trains. One run again from
-    // the stepper streams on the tape and is back at the stepper's step once it has finished.
+    // the stepper streams on the tape and is back at the stepper once it has finished.
     const { view: was, step } = this.store.state;
-    this.stepAfterRun = was === "stepper" ? (step ?? 0) : null;
+    this.stepAfterRun = was === "stepper" ? walkTo(before, step ?? 0) : null;
     const view = was === "charts" ? "charts" : "tape";
     this.store.set({ view, step: null, op: null, selection: null, hover: null });
     this.startStream(id, wsUrl);
@@ -341,12 +341,17 @@ export class App {
     if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
   }
 
-  /** A run started from the stepper has finished: open the stepper at `step` (the last step
-   * when the walk is shorter now), unless the view was changed meanwhile or there is no walk. */
-  private backToStepper(step: number): void {
+  /**
+   * A run started from the stepper has finished: open the stepper, unless the view was
+   * changed meanwhile or there is no walk. It opens at the step it was at when the walk up to
+   * there is the same one (the snippet run again with a number changed), else at the first.
+   */
+  private backToStepper(walk: string[]): void {
     this.stepAfterRun = null;
     const steps = this.model.timeline.length;
-    if (this.store.state.view === "tape" && steps) this.store.set({ view: "stepper", step: Math.min(step, steps - 1) });
+    if (this.store.state.view !== "tape" || !steps) return;
+    const same = walk.length > 0 && walk.length <= steps && sameWalk(walkTo(this.model, walk.length - 1), walk);
+    this.store.set({ view: "stepper", step: same ? walk.length - 1 : 0 });
   }
 
   private setStatus(state: RunState | string): void {
@@ -447,4 +452,13 @@ export class App {
   private async copyLink(button: HTMLButtonElement): Promise<void> {
     await copyText(button, location.href, "Link copied: it opens this run at this view and step.", "Copy this link", (m) => this.output.say(m));
   }
+}
+
+/** What the backward walk of `model` runs up to `step`: node names, and the ends of calls. */
+function walkTo(model: TraceModel, step: number): string[] {
+  return model.timeline.slice(0, step + 1).map((e) => (e.exec ? (model.node(e.exec.node)?.name ?? "?") : "end"));
+}
+
+function sameWalk(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((name, i) => name === b[i]);
 }
