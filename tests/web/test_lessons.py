@@ -269,3 +269,18 @@ def test_running_a_lessons_try_this_again_comes_back_to_the_stepper_at_its_step(
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     expect(page.locator(".gw-tape .gw-op-row")).to_have_count(2)
     expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")
+
+
+def test_the_accumulate_lessons_four_graphs_read_left_to_right_in_run_order(page: Any) -> None:
+    """NOTE [Repeats in run order]: the four `y = x ** 2` graphs read 3, 2, 1, 4 from the left,
+    so "step back to the first AccumulateGrad" lit the third graph."""
+    open_app(page, "?lesson=accumulate")
+    wait_graph(page)
+    xs = page.evaluate(
+        """() => window.gradwalk.graph.core.nodes()
+            .filter((n) => n.data('label') && n.data('label').startsWith('PowBackward0'))
+            .map((n) => [Number(n.id().slice(1)), n.position('x')])"""
+    )
+    assert len(xs) == 4
+    by_id = [x for _, x in sorted(xs)]
+    assert by_id == sorted(by_id), xs

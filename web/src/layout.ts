@@ -6,6 +6,7 @@
 // (see graph.ts: level of detail).
 import ELK from "elkjs/lib/elk-api.js";
 import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk-api.js";
+import { orderRepeats } from "./layout-order";
 
 export const ELK_MAX_NODES = 600;
 
@@ -206,7 +207,9 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
     }
   };
   walk(result, 0, 0);
-  return { positions, routes: routesOf(result.edges ?? [], corners) };
+  const placement = { positions, routes: routesOf(result.edges ?? [], corners) };
+  orderRepeats(nodes, edges, placement);
+  return placement;
 }
 
 /** The routes of `edges` (ELK's output), moved from their containers into graph coordinates. */

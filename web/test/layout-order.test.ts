@@ -1,0 +1,56 @@
+// Repeated graphs are put in run order (NOTE [Repeats in run order] in src/layout-order.ts).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { LayoutEdge, LayoutNode, Placement } from "../src/layout";
+import { orderRepeats } from "../src/layout-order";
+
+const node = (id: string, width = 100, parent: string | null = null): LayoutNode => ({ id, parent, width, height: 40, compound: false });
+const edge = (source: string, target: string): LayoutEdge => ({ id: `${source}-${target}`, source, target });
+
+/** Three `loss → mul → AccumulateGrad(w)` graphs, ELK having placed them 3, 1, 2 from the left. */
+function threeSteps(): { nodes: LayoutNode[]; edges: LayoutEdge[]; placement: Placement } {
+  const nodes = [node("acc"), node("w")];
+  const edges = [edge("acc", "w")];
+  for (const k of [1, 2, 3]) {
+    nodes.push(node(`loss${k}`), node(`mul${k}`));
+    edges.push(edge(`loss${k}`, `mul${k}`), edge(`mul${k}`, "acc"), edge(`mul${k}`, "w"));
+  }
+  const x = { 3: 0, 1: 200, 2: 400 } as Record<number, number>;
+  const placement: Placement = { positions: new Map(), routes: new Map() };
+  placement.positions.set("acc", { x: 200, y: 200 });
+  placement.positions.set("w", { x: 200, y: 300 });
+  for (const k of [1, 2, 3]) {
+    placement.positions.set(`loss${k}`, { x: x[k], y: 0 });
+    placement.positions.set(`mul${k}`, { x: x[k] + 10, y: 100 });
+    placement.routes.set(`mul${k}-w`, [{ x: x[k] + 10, y: 120 }, { x: x[k] + 5, y: 250 }, { x: 200, y: 280 }]);
+  }
+  return { nodes, edges, placement };
+}
+
+test("graphs of the same shape read left to right in the order they were made", () => {
+  const { nodes, edges, placement } = threeSteps();
+  orderRepeats(nodes, edges, placement);
+  const xs = [1, 2, 3].map((k) => placement.positions.get(`loss${k}`)!.x);
+  assert.deepEqual(xs, [0, 200, 400]);
+  // each block moves whole: its nodes and its edges' routes with it
+  assert.deepEqual([1, 2, 3].map((k) => placement.positions.get(`mul${k}`)!.x), [10, 210, 410]);
+  assert.deepEqual(placement.routes.get("mul1-w")![0], { x: 10, y: 120 });
+  // the shared part stays
+  assert.deepEqual(placement.positions.get("acc"), { x: 200, y: 200 });
+});
+
+test("graphs of other shapes keep the places ELK gave them", () => {
+  const { nodes, edges, placement } = threeSteps();
+  nodes.find((n) => n.id === "mul1")!.width = 160; // a longer label: it would not fit the other places
+  orderRepeats(nodes, edges, placement);
+  // 2 and 3 are alike and swap; 1 stays where it was
+  assert.deepEqual([1, 2, 3].map((k) => placement.positions.get(`loss${k}`)!.x), [200, 0, 400]);
+});
+
+test("graphs in different module groups are not swapped", () => {
+  const { nodes, edges, placement } = threeSteps();
+  for (const k of [1, 2, 3]) nodes.find((n) => n.id === `mul${k}`)!.parent = `group${k}`;
+  const before = new Map(placement.positions);
+  orderRepeats(nodes, edges, placement);
+  assert.deepEqual(placement.positions, before);
+});
