@@ -130,8 +130,10 @@ class TensorTable:
         # to its variable (``w = torch.randn(...)`` runs the op before the assignment).
         self._scanned.add(tid)
         if tid not in self.names:
-            facts = autograd_of(t)
-            name = self._name_in(tid, t, frame) or (self._read_off_leaf(t, facts[0]) if facts else None)
+            name = self._name_in(tid, t, frame)
+            if name is None and self._leaves:
+                facts = autograd_of(t)
+                name = self._read_off_leaf(t, facts[0]) if facts else None
             if name is not None:
                 self.names[tid] = name
                 self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
@@ -167,8 +169,9 @@ class TensorTable:
         # the zeroed ``.grad`` is still ``w.grad``), or, when no op made it or it is such a
         # version (``data``), for the leaf (or the leaf's ``.grad``) whose memory, shape and
         # strides it shares: what ``.data`` hands out, ``w.data`` (``w.grad.data``), as
-        # ``w.detach()`` does too, but that is an op of its own, which reads ``detach(w)``. Only the newest
-        # leaves are searched, so a loop that makes a leaf per step does not slow every op.
+        # ``w.detach()`` does too, but that is an op of its own, which reads ``detach(w)``.
+        # Only the newest leaves are searched, so a loop that makes a leaf per step does not
+        # slow every op.
         """
         if node is not None or t.requires_grad or not self._leaves or not has_storage(t):
             return None
@@ -337,13 +340,18 @@ class TensorTable:
 
 def _same_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether ``a`` and ``b`` are the same elements of the same memory (``b`` is ``a.data``)."""
-    return (
-        a.data_ptr() == b.data_ptr()
-        and a.dtype == b.dtype
-        and a.shape == b.shape
-        and a.stride() == b.stride()
-        and a.device == b.device
-    )
+    if a.layout is not torch.strided or b.layout is not torch.strided or not has_storage(a):
+        return False  # a sparse leaf has no strides; a torch.func wrapper no memory to share
+    try:
+        return (
+            a.data_ptr() == b.data_ptr()
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.stride() == b.stride()
+            and a.device == b.device
+        )
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:

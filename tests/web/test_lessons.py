@@ -252,7 +252,9 @@ def test_running_a_lessons_try_this_again_comes_back_to_the_stepper_at_its_step(
     expect(page.locator("[role=tab][data-view=stepper]")).to_have_attribute("aria-selected", "true")
 
     # another snippet, whose walk is another: back at the stepper, at its first step
-    page.evaluate("() => { window.gradwalk.editor.source = 'import torch\\nx = torch.tensor(2.0, requires_grad=True)\\n(x * x).backward()\\n'; }")
+    page.evaluate(
+        "() => { window.gradwalk.editor.source = 'import torch\\nx = torch.tensor(2.0, requires_grad=True)\\n(x * x).backward()\\n'; }"
+    )
     page.click("[data-gw=run]")
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     expect(page.locator(POSITION)).to_have_text("step 1 of 3")
