@@ -68,6 +68,10 @@ SNIPPETS = {
     "negative_dims": "import torch\ntorch.manual_seed(0)\nx = torch.randn(2, 3, requires_grad=True)\n"
     "y = torch.softmax(x, -1) * x.logsumexp(-1, keepdim=True) + x.cumsum(-1) + x.log_softmax(-1)\n"
     "(y.max(dim=-1).values + x.var(dim=-1)).sum().backward()\n",
+    # a variable rebound from itself on three lines, and in a loop body of two lines
+    "rebound_lines": "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 2\nh = h + 1\n"
+    "h = torch.tanh(h)\ng = x * 1\nfor _ in range(2):\n    g = g @ torch.eye(2)\n    g = torch.sigmoid(g)\n"
+    "(h.sum() + g.sum()).backward()\n",
     # nn.LSTM: on the CPU one fused node for the whole layer
     "lstm": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nlstm = nn.LSTM(3, 4)\n"
     "out, (h, c) = lstm(torch.randn(3, 2, 3))\nout.sum().backward()\n",

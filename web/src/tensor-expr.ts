@@ -226,19 +226,23 @@ const rebindingsOf = new WeakMap<TraceModel, Rebindings>();
  * `h₁ = tanh(h @ W + x[0])`, `h₂ = tanh(h₁ @ W + x[1])`; the value the loop started from (made
  * on another line) keeps its plain name. Only tensors with a grad_fn count: a training loop's
  * `loss` on one line each step is not made from the last step's loss and keeps its name, and
- * so does a weight updated in place under no_grad (`w -= lr * w.grad`).
+ * so does a weight updated in place under no_grad (`w -= lr * w.grad`). The count follows
+ * the variable, not the line: `h = x * 2`, `h = h + 1`, `h = torch.tanh(h)` on three lines
+ * read `h₁`, `h₂`, `h₃` (all three read `h`), and a loop body of two lines that both rebind
+ * `h` counts on through both, where each line counted from 1 and two tensors read `h₁`.
  */
 function rebindings(model: TraceModel): Map<number, string> {
   const kept = rebindingsOf.get(model);
   if (kept?.events === model.events.length) return kept.names;
   const lineOf = (t: { ev: { line: number | null; op: number | null } }) => t.ev.line ?? model.op(t.ev.op)?.top_line ?? null;
-  // the tensors that could be counted: a name, a grad_fn, a line another such tensor shares
+  // the tensors that could be counted: a name another such tensor shares, a grad_fn, a line
   const keyOf = new Map<number, string>();
   const sharing = new Map<string, number>();
   for (const t of model.tensors.values()) {
     const line = lineOf(t);
-    if (!t.name || t.ev.grad_fn === null || line === null) continue;
-    const key = `${line}:${t.name}`;
+    // a version an in-place op made (`y[0] = 0`, `h += 1`) is the same variable changed, not rebound
+    if (!t.name || t.ev.grad_fn === null || line === null || model.op(t.ev.op)?.inplace) continue;
+    const key = t.name;
     keyOf.set(t.id, key);
     sharing.set(key, (sharing.get(key) ?? 0) + 1);
   }

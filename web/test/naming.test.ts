@@ -151,3 +151,12 @@ test("numbers passed by keyword are written out as the call wrote them (dim=1), 
   assert.equal(labelOnLine(model, "(X @ w.T).sum(dim=1) * 1", "sum"), "sum(X @ w.T, dim=1)");
   assert.equal(labelOnLine(model, "torch.softmax(X @ w.mT, dim=-1) * 1", "softmax"), "softmax(X @ w.mT)");
 });
+
+test("a variable rebound from itself on several lines is counted through them all", () => {
+  const model = loadModel("rebound_lines");
+  const made = (name: string) => model.ops.filter((op) => op.name === name).map((op) => tensorExpr(model, op.outputs[0]));
+  // h = x * 2; h = h + 1; h = torch.tanh(h): each read `h`
+  assert.deepEqual([...made("mul").slice(0, 1), ...made("add").slice(0, 1), ...made("tanh")], ["h₁", "h₂", "h₃"]);
+  // g = x * 1, then a loop body of two lines: each line counted from 1, two tensors read `g₁`
+  assert.deepEqual([...made("matmul"), ...made("sigmoid")].sort(), ["g₂", "g₃", "g₄", "g₅"]);
+});
