@@ -223,13 +223,14 @@ const rebindingsOf = new WeakMap<TraceModel, Rebindings>();
  * unrolled by hand, `for t in range(5): h = torch.tanh(h @ W + x[t])`) makes tensors that
  * all carry one name: every loop node read `h`, step 1 as step 5. So each tensor in such a
  * chain gets its place in it as a subscript, as a recurrence is written on paper:
- * `h₁ = tanh(h @ W + x[0])`, `h₂ = tanh(h₁ @ W + x[1])`; the value the loop started from (made
- * on another line) keeps its plain name. Only tensors with a grad_fn count: a training loop's
- * `loss` on one line each step is not made from the last step's loss and keeps its name, and
- * so does a weight updated in place under no_grad (`w -= lr * w.grad`). The count follows
- * the variable, not the line: `h = x * 2`, `h = h + 1`, `h = torch.tanh(h)` on three lines
- * read `h₁`, `h₂`, `h₃` (all three read `h`), and a loop body of two lines that both rebind
- * `h` counts on through both, where each line counted from 1 and two tensors read `h₁`.
+ * `h₁ = tanh(h @ W + x[0])`, `h₂ = tanh(h₁ @ W + x[1])`. Only tensors with a grad_fn count:
+ * the `torch.zeros` the loop started from keeps its plain name, a training loop's `loss` on
+ * one line each step is not made from the last step's loss and keeps its name, and so does
+ * a weight updated in place under no_grad (`w -= lr * w.grad`); a version an in-place op
+ * made is the variable changed, not rebound. The count follows the variable, not the line:
+ * `h = x * 2`, `h = h + 1`, `h = torch.tanh(h)` on three lines read `h₁`, `h₂`, `h₃` (all
+ * three read `h`), and a loop body of two lines that both rebind `h` counts on through both,
+ * where each line counted from 1 and two tensors read `h₁`.
  */
 function rebindings(model: TraceModel): Map<number, string> {
   const kept = rebindingsOf.get(model);
