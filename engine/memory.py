@@ -46,7 +46,7 @@ from torch.autograd import graph
 from torch.autograd.graph import saved_tensors_hooks
 
 from .dispatch import modes_aside
-from .values import has_storage
+from .values import has_storage, same_view
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -261,14 +261,10 @@ class SavedMemory:
         :func:`saved_by` to read should backward find it changed."""
         if value.layout is not torch.strided or not has_storage(value):
             return  # a sparse or wrapped tensor has no one block of memory to match by
-        ptr, shape, stride = value.data_ptr(), value.shape, value.stride()
         for ref in self.recent:
             held = ref()
-            if held is None:
-                continue
-            t = held.tensor
-            if t.data_ptr() == ptr and t.shape == shape and t.stride() == stride:
-                t.__dict__.setdefault(_SAVED_BY, by)
+            if held is not None and same_view(held.tensor, value):
+                held.tensor.__dict__.setdefault(_SAVED_BY, by)
                 return
 
     def _input_or_output(self, t: torch.Tensor) -> tuple[torch.Tensor | None, tuple[int, str] | None]:

@@ -53,15 +53,6 @@ _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
 _COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
 
 
-def _number_second(args: tuple[Any, ...]) -> bool:
-    """Whether ``args`` are a tensor and a Python number, in that order."""
-    return (
-        isinstance(args[0], torch.Tensor)
-        and isinstance(args[1], int | float | complex)
-        and not isinstance(args[1], bool)
-    )
-
-
 def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bool:
     """Whether an op's output ``t``, one of its inputs, is that input handed back unchanged.
 
@@ -300,10 +291,12 @@ class Recorder:
                 self.graph.discover(outputs, record=False)  # counted, so counts.nodes stays exact
             return
         short, api, inplace = op_names(func)
+        constants = op_constants(args)
         if (
             short in _COMMUTATIVE
             and len(args) == 2
-            and _number_second(args)
+            and len(constants) == 1
+            and constants[0]["position"] == 1
             and self.operand_order.number_on_left(frame)
         ):
             short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
@@ -345,7 +338,7 @@ class Recorder:
                 "grad_mode": mode,
                 "inplace": inplace or aliased,
                 "nodes": [nid for _, nid, _ in pending],
-                "constants": op_constants(args),
+                "constants": constants,
                 "keywords": op_keywords(func, kwargs) if kwargs else [],
             }
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import itertools
 import numbers
 from collections.abc import Sequence
 from types import CodeType, FrameType
@@ -60,10 +61,10 @@ def _left_operand(code: CodeType, at: int, source_lines: Sequence[str]) -> str |
     (None when that instruction is not one: ``x.mul(4)``, ``torch.add(x, 4)``)."""
     if not 0 <= at < len(code.co_code) or code.co_code[at] != _BINARY_OP:
         return None
-    positions = list(code.co_positions())
-    if at // 2 >= len(positions):
+    position = next(itertools.islice(code.co_positions(), at // 2, None), None)
+    if position is None:
         return None
-    line, end_line, col, end_col = positions[at // 2]
+    line, end_line, col, end_col = position
     if line is None or end_line is None or col is None or end_col is None or not 0 < line <= end_line:
         return None
     if end_line > len(source_lines):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .source import bound_name, outer_name
-from .values import has_storage, to_value
+from .values import has_storage, same_view, to_value
 
 if TYPE_CHECKING:
     from torch.autograd.graph import Node
@@ -188,9 +188,9 @@ class TensorTable:
             if grad is t:
                 return f"{name}.grad"
             if data:
-                if _same_elements(leaf, t):
+                if same_view(leaf, t):
                     return f"{name}.data"
-                if grad is not None and _same_elements(grad, t):
+                if grad is not None and same_view(grad, t):
                     return f"{name}.grad.data"
         if len(live) < len(self._leaves):
             self._leaves = live  # forget the leaves that are gone
@@ -215,7 +215,6 @@ class TensorTable:
         name, param_name = rec.modules.param_name(t) if is_param else (None, None)
         tid = self.count
         self.count = tid + 1
-        seen_before = self.known(t) is not None  # a new version of a tensor it has introduced
         self._by_object[id(t)] = tid
         self._refs[tid] = weakref.ref(t)
         if line is not None:
@@ -228,7 +227,7 @@ class TensorTable:
             name = self._read_off_leaf(t, node, data=True)  # `w.grad.zero_()` makes a w.grad
         if name is not None:
             self.names[tid] = name
-        if is_leaf and t.requires_grad and not seen_before:
+        if is_leaf and t.requires_grad and not version:  # a version's object is listed already
             self._leaves.append(tid)
         dtype = t.dtype
         device = t.device
@@ -336,22 +335,6 @@ class TensorTable:
         """Let go of which object had which id (end of recording): a later run's tensors may
         reuse these addresses."""
         self._by_object.clear()
-
-
-def _same_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether ``a`` and ``b`` are the same elements of the same memory (``b`` is ``a.data``)."""
-    if a.layout is not torch.strided or b.layout is not torch.strided or not has_storage(a):
-        return False  # a sparse leaf has no strides; a torch.func wrapper no memory to share
-    try:
-        return (
-            a.data_ptr() == b.data_ptr()
-            and a.dtype == b.dtype
-            and a.shape == b.shape
-            and a.stride() == b.stride()
-            and a.device == b.device
-        )
-    except (RuntimeError, NotImplementedError):
-        return False
 
 
 def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["HIST_BINS", "HIST_SAMPLE", "has_storage", "same_elements_key", "to_value"]
+__all__ = ["HIST_BINS", "HIST_SAMPLE", "has_storage", "same_elements_key", "same_view", "to_value"]
 
 HIST_BINS = 16
 HIST_SAMPLE = 256
@@ -211,6 +211,24 @@ def same_elements_key(t: torch.Tensor) -> tuple[Any, ...] | None:
     if not t.is_contiguous() and _dense_order(t) is None:
         return None
     return (t.data_ptr(), t.numel(), t.dtype, t.device, t._version)
+
+
+def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` read the same memory the same way: same address, shape, strides,
+    dtype and device (``b`` is ``a.data``, or an alias a node's ``_saved_*`` read hands out).
+    False for a sparse or torch.func-wrapped tensor, which has no one block of memory."""
+    if a.layout is not _STRIDED or b.layout is not _STRIDED or not (has_storage(a) and has_storage(b)):
+        return False
+    try:
+        return (
+            a.data_ptr() == b.data_ptr()
+            and a.shape == b.shape
+            and a.stride() == b.stride()
+            and a.dtype == b.dtype
+            and a.device == b.device
+        )
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def has_storage(t: torch.Tensor) -> bool:
