@@ -194,7 +194,10 @@ export function edgeTargetLabel(model: TraceModel, nodeId: number, slot: number)
   if (call) return call;
   // the tensor it made inside one op (the 2-D product inside nn.Linear on a batch of sequences)
   const outputs = target.grad_shapes?.length ?? 1;
-  return outputs > 1 ? `output ${edge.input_nr} of ${target.name}` : `${target.name}'s output`;
+  if (outputs > 1) return `output ${edge.input_nr} of ${target.name}`;
+  // as its second line in the graph reads (`transpose(…)`, `#2 … @ …`), so the card's
+  // formula names the node the reader sees, not `TransposeBackward0's output`
+  return innerExpr(model, target.id) ?? `${target.name}'s output`;
 }
 
 /** A node's label for lists: `MulBackward0` plus what it computes when known. */

@@ -49,11 +49,12 @@ export class Ctx {
   /**
    * Input `slot` as the snippet wrote it (`w`, `x + 1`): the label of the saved `savedName`,
    * else of the tensor its edge leads to; `fallback` when the trace has no name for it (a
-   * tensor made inside a library function reads `SubBackward0's output`).
+   * tensor made inside a library function reads `SubBackward0's output`) or only a counted
+   * one (`#2 … @ …`, which reads as a label, not inside a formula).
    */
   input(slot = 0, savedName = "self", fallback = "x"): string {
     const label = this.saved(savedName)?.label ?? edgeTargetLabel(this.model, this.node.id, slot);
-    return /Backward|^input \d|^t\d+$/.test(label) ? fallback : label;
+    return /Backward|^input \d|^t\d+$|^#\d/.test(label) ? fallback : label;
   }
 
   /** The number of elements of a saved tensor, from its recorded shape. */

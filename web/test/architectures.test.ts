@@ -45,6 +45,26 @@ test("a transformer layer's residual adds and activations read through their mod
   assert.equal(tensorExpr(model, attention.outputs[0]), "multi_head_attention_forward(…)");
 });
 
+test("a gradient into a node made inside one op is named as the graph labels that node, not `TransposeBackward0's output`", () => {
+  const model = loadModel("transformer");
+  const labels = nodeLabels(model);
+  let inner = 0;
+  for (const node of model.nodes.values()) {
+    node.edges.forEach((edge, slot) => {
+      const target = edge.node === null ? undefined : model.node(edge.node);
+      if (!target || target.tensor !== null || (target.grad_shapes?.length ?? 1) > 1) return;
+      const label = edgeTargetLabel(model, node.id, slot);
+      assert.doesNotMatch(label, /Backward\d*'s output/, `${node.name} → ${target.name}`);
+      // the second line of the target's graph label, its shape left off: `#2 transpose(…)`
+      const second = labels.get(target.id)?.split("\n")[1]?.replace(/ · \[[^\]]*\]$/, "");
+      if (second !== undefined && !target.name.startsWith("TBackward")) assert.equal(label, second, target.name);
+      inner += 1;
+    });
+  }
+  // self-attention's one op makes its transposes, views and products without tensors of their own
+  assert.ok(inner >= 10, `${inner} edges into nodes made inside one op`);
+});
+
 test("a GRU's gates, made inside one op, read as the calls they are, counted in order", () => {
   const model = loadModel("gru");
   const labels = nodeLabels(model);
