@@ -173,3 +173,34 @@ def test_the_embed_code_names_the_run_by_its_title(page: Any) -> None:
     expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
     code = page.evaluate("() => navigator.clipboard.readText()")
     assert 'title="gradwalk: The product rule, step by step"' in code, code
+
+
+@pytest.mark.parametrize(("width", "height"), [(720, 560), (720, 420), (560, 360)])
+def test_the_stepper_position_reads_on_one_line_in_a_course_frame(
+    page: Any, server: Any, width: int, height: int
+) -> None:
+    # at 720 px "step 7 of 12" wrapped onto two lines beside a 117 px slider: the flex row
+    # shrank the text by a fraction of a pixel rather than the slider
+    run_id = stored_run(server, (EXAMPLES / "small_net.py").read_text())
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=6")
+    wait_viewer(page)
+    position = page.locator(".gw-viewer .gw-stepper .gw-position")
+    expect(position).to_have_text("step 7 of 12")
+    one_line = page.evaluate(
+        """() => {
+            const position = document.querySelector('.gw-viewer .gw-stepper .gw-position');
+            const probe = position.cloneNode(true);
+            probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap;max-width:none';
+            position.parentElement.appendChild(probe);
+            const single = probe.getBoundingClientRect().height;
+            probe.remove();
+            const r = position.getBoundingClientRect();
+            const row = position.parentElement.getBoundingClientRect();
+            const speed = position.parentElement.querySelector('select').getBoundingClientRect();
+            return [r.height, single, speed.right <= row.right + 1];
+        }"""
+    )
+    height_now, single, speed_inside = one_line
+    assert height_now <= single + 1, one_line
+    assert speed_inside, one_line
