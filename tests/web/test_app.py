@@ -418,6 +418,11 @@ def test_the_inspector_reads_grad_as_the_run_left_it(page: Any) -> None:
     # both accumulations are still listed: 2w at w = [1, 2], then at w after one SGD step
     expect(body.locator(".gw-acc-list li")).to_have_count(2)
     expect(body.locator(".gw-acc-list li").first).to_contain_text("[2, 4]")
+    # each names its backward call; no list number repeats it ("1. backward 1: …")
+    expect(body.locator(".gw-acc-list li").first).to_contain_text("backward 1:")
+    assert (
+        body.locator(".gw-acc-list li").first.evaluate("(li) => getComputedStyle(li).listStyleType") == "none"
+    )
 
 
 def start_a_ten_second_run(page: Any) -> None:
