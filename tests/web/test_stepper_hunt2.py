@@ -297,3 +297,30 @@ def test_a_compound_base_is_bracketed_in_the_power_rule(page: Any) -> None:
     expect(card).to_contain_text("∂loss/∂(x − 1.5) = grad · 2 · (x − 1.5) = [−0.5, 0.5]")
     card = card_saying(page, "PowBackward0", "a**3")
     expect(card).to_contain_text("∂loss/∂(y + 1) = grad · 3 · (y + 1)² = 1 × 3 × 4² = 48")
+
+
+def test_a_row_of_the_numbers_table_names_itself_beside_its_first_line(page: Any) -> None:
+    # a [5x16] gradient runs down the card: "grad in" was centred beside it, half a screen
+    # below the numbers' first line and scrolled out of the card with them
+    open_stepper(
+        page,
+        "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+        "fc = nn.Linear(4, 16)\nx = torch.randn(5, 4)\nloss = fc(x).sum()\nloss.backward()\n",
+    )
+    card_at(page, "AddmmBackward0")
+    tops = page.evaluate(
+        """() => [...document.querySelectorAll('.gw-step-card .gw-numbers tr')].map((row) => {
+            // where each cell's text is drawn (the cells themselves are as tall as the row)
+            const text = (cell) => {
+                const range = document.createRange();
+                range.selectNodeContents(cell);
+                return range.getBoundingClientRect();
+            };
+            const [name, numbers] = [text(row.querySelector('th')), text(row.querySelector('td'))];
+            return [name.top, numbers.top, numbers.height, name.height];
+        })"""
+    )
+    # the grad in (and out) rows are many lines of numbers; each name sits on the first line
+    assert any(numbers_height > 3 * name_height for _, _, numbers_height, name_height in tops), tops
+    for name_top, numbers_top, numbers_height, name_height in tops:
+        assert abs(name_top - numbers_top) <= 2, (name_top, numbers_top, numbers_height, name_height)
