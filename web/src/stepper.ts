@@ -6,7 +6,7 @@ import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./n
 import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
-import { fmtValue } from "./values";
+import { fmtValueRows } from "./values";
 import { accumulationText } from "./walk-notes";
 
 const SPEEDS = [0.5, 1, 2, 4];
@@ -300,13 +300,13 @@ export class StepperView {
       const edge = node.edges[slot];
       const target = edge?.node != null ? this.model.node(edge.node) : undefined;
       const to = target ? (target.name === "AccumulateGrad" ? toLeaf(target.tensor) : target.name) : "(no grad needed)";
-      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValue(v, TABLE_WHOLE) }));
+      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValueRows(v, TABLE_WHOLE) }));
     });
     return h(
       "table",
       { class: "gw-numbers" },
       h("caption", { text: "What the engine passed" }),
-      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValue(v, TABLE_WHOLE)).join(", ") })), rows),
+      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValueRows(v, TABLE_WHOLE)).join(", ") })), rows),
     );
   }
 

@@ -85,12 +85,28 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
   return parts.join(" ");
 }
 
-/** Numbers in the brackets of their shape, as PyTorch prints them: `[[2, 4], [6, 8]]` for a 2 × 2. */
-function nested(items: readonly string[], shape: readonly number[]): string {
+/**
+ * Numbers in the brackets of their shape, as PyTorch prints them: `[[2, 4], [6, 8]]` for a
+ * 2 × 2; with `rows`, each row on a line of its own under the one before, as `print(t)`
+ * lays a matrix out (`[[2, 4],\n [6, 8]]`).
+ */
+function nested(items: readonly string[], shape: readonly number[], rows = false, depth = 0): string {
   if (shape.length <= 1) return `[${items.join(", ")}]`;
   const size = items.length / shape[0];
-  const rows = Array.from({ length: shape[0] }, (_, i) => nested(items.slice(i * size, (i + 1) * size), shape.slice(1)));
-  return `[${rows.join(", ")}]`;
+  const parts = Array.from({ length: shape[0] }, (_, i) => nested(items.slice(i * size, (i + 1) * size), shape.slice(1), rows, depth + 1));
+  return `[${parts.join(rows ? `,\n${" ".repeat(depth + 1)}` : ", ")}]`;
+}
+
+/**
+ * As {@link fmtValue}, a matrix (or a tensor of more dims) written whole with each row on a
+ * line of its own (`[[2, 4],\n [6, 8]]`), for a cell that keeps line breaks (`white-space:
+ * pre-wrap`): the stepper's table of what the engine passed.
+ */
+export function fmtValueRows(v: Maybe<TensorValue>, maxItems = 6): string {
+  if (v?.kind === "full" && v.shape.length >= 2 && v.flat.length > 1 && v.flat.length <= maxItems) {
+    return nested(v.flat.map(num).map(fmt), v.shape, true);
+  }
+  return fmtValue(v, maxItems);
 }
 
 /** A value written after a `+`: as `fmtValue`, with a negative number in parentheses (`0 + (−0.75)`). */

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { FullValue, SummaryValue } from "../src/types/events";
-import { fmtAddend, fmtValue } from "../src/values";
+import { fmtAddend, fmtValue, fmtValueRows } from "../src/values";
 
 const summary = (of: SummaryValue["of"]): SummaryValue => ({
   kind: "summary",
@@ -32,6 +32,16 @@ test("a small matrix is written in the brackets of its shape, as PyTorch prints 
   assert.equal(fmtValue(full([1, 2, 3, 4], [2, 1, 2])), "[[[1, 2]], [[3, 4]]]");
   assert.equal(fmtValue(full([1, 2, 3], [3])), "[1, 2, 3]");
   assert.equal(fmtValue(full([7], [1, 1])), "7");
+});
+
+test("the stepper's table writes a matrix a row a line, as print(t) lays it out", () => {
+  const full = (flat: number[], shape: number[]): FullValue => ({ kind: "full", flat, shape });
+  assert.equal(fmtValueRows(full([2, 4, 6, 8], [2, 2])), "[[2, 4],\n [6, 8]]");
+  assert.equal(fmtValueRows(full([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]), 8), "[[[1, 2],\n  [3, 4]],\n [[5, 6],\n  [7, 8]]]");
+  // a vector, one number, or more numbers than shown whole: as fmtValue writes them
+  assert.equal(fmtValueRows(full([1, 2, 3], [3])), "[1, 2, 3]");
+  assert.equal(fmtValueRows(full([7], [1, 1])), "7");
+  assert.equal(fmtValueRows(full([1, 2, 3, 4, 5, 6, 7, 8], [2, 4])), fmtValue(full([1, 2, 3, 4, 5, 6, 7, 8], [2, 4])));
 });
 
 test("a negative number after a + is bracketed; anything else reads as fmtValue writes it", () => {
