@@ -70,11 +70,24 @@ export function shapeText(shape: readonly number[] | null | undefined): string {
 
 /** A one-line description of a value: the number, a short list, or shape and statistics. */
 export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
+  return describe(v, maxItems, false);
+}
+
+/**
+ * As {@link fmtValue}, with a matrix (or a tensor of more dims) written whole a row a line
+ * (`[[2, 4],\n [6, 8]]`), for a cell that keeps line breaks (`white-space: pre-wrap`): the
+ * stepper's table of what the engine passed.
+ */
+export function fmtValueRows(v: Maybe<TensorValue>, maxItems = 6): string {
+  return describe(v, maxItems, true);
+}
+
+function describe(v: Maybe<TensorValue>, maxItems: number, rows: boolean): string {
   if (!v) return "—";
   if (v.kind === "full") {
     const xs = v.flat.map(num);
     if (v.shape.length === 0 || xs.length === 1) return fmt(xs[0]);
-    if (xs.length <= maxItems) return nested(xs.map(fmt), v.shape);
+    if (xs.length <= maxItems) return nested(xs.map(fmt), v.shape, rows);
     return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
   }
   const parts = [shapeText(v.shape)];
@@ -95,18 +108,6 @@ function nested(items: readonly string[], shape: readonly number[], rows = false
   const size = items.length / shape[0];
   const parts = Array.from({ length: shape[0] }, (_, i) => nested(items.slice(i * size, (i + 1) * size), shape.slice(1), rows, depth + 1));
   return `[${parts.join(rows ? `,\n${" ".repeat(depth + 1)}` : ", ")}]`;
-}
-
-/**
- * As {@link fmtValue}, a matrix (or a tensor of more dims) written whole with each row on a
- * line of its own (`[[2, 4],\n [6, 8]]`), for a cell that keeps line breaks (`white-space:
- * pre-wrap`): the stepper's table of what the engine passed.
- */
-export function fmtValueRows(v: Maybe<TensorValue>, maxItems = 6): string {
-  if (v?.kind === "full" && v.shape.length >= 2 && v.flat.length > 1 && v.flat.length <= maxItems) {
-    return nested(v.flat.map(num).map(fmt), v.shape, true);
-  }
-  return fmtValue(v, maxItems);
 }
 
 /** A value written after a `+`: as `fmtValue`, with a negative number in parentheses (`0 + (−0.75)`). */
