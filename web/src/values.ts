@@ -70,7 +70,7 @@ export function shapeText(shape: readonly number[] | null | undefined): string {
 
 /** A one-line description of a value: the number, a short list, or shape and statistics. */
 export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
-  return describe(v, maxItems, false);
+  return describeValue(v, maxItems, false);
 }
 
 /**
@@ -79,10 +79,10 @@ export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
  * stepper's table of what the engine passed.
  */
 export function fmtValueRows(v: Maybe<TensorValue>, maxItems = 6): string {
-  return describe(v, maxItems, true);
+  return describeValue(v, maxItems, true);
 }
 
-function describe(v: Maybe<TensorValue>, maxItems: number, rows: boolean): string {
+function describeValue(v: Maybe<TensorValue>, maxItems: number, rows: boolean): string {
   if (!v) return "—";
   if (v.kind === "full") {
     const xs = v.flat.map(num);
