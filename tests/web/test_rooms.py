@@ -206,13 +206,20 @@ def test_a_viewers_run_is_refused_until_the_presenter_allows_it(room: Classroom)
     p, viewer, other = room.presenter, room.viewers[0], room.viewers[1]
     presenter_run = p.evaluate("() => window.gradwalk.runId")
     expect(viewer.locator("[data-gw=room-runs]")).to_have_text("Only the presenter runs code")
-    viewer.click("[data-gw=run]")
-    expect(viewer.locator(".gw-notice-error").last).to_contain_text("has not allowed viewers to run code")
+    # ▶ Run is off, and says why; Ctrl+Enter in the editor says it in the output
+    run = viewer.locator("[data-gw=run]")
+    expect(run).to_be_disabled()
+    expect(run).to_have_attribute("title", re.compile("Only the presenter runs code in this room"))
+    viewer.click("[data-gw=editor] .cm-content")
+    viewer.keyboard.press("Control+Enter")
+    expect(viewer.locator(".gw-notice").last).to_contain_text("tick “Viewers may run code”")
     assert viewer.evaluate("() => window.gradwalk.runId") == presenter_run
     shot(viewer, "rooms-04-viewer-run-refused")
 
     p.check("[data-gw=room-allow]")
     expect(viewer.locator("[data-gw=room-runs]")).to_have_text("You may run your own code")
+    expect(run).to_be_enabled()
+    expect(run).to_have_attribute("title", "Run the code (Ctrl+Enter)")
     viewer.click("[data-gw=run]")
     viewer.wait_for_function(
         "(id) => window.gradwalk.runId && window.gradwalk.runId !== id", arg=presenter_run
@@ -224,6 +231,7 @@ def test_a_viewers_run_is_refused_until_the_presenter_allows_it(room: Classroom)
     assert other.evaluate("() => window.gradwalk.runId") == presenter_run
     p.uncheck("[data-gw=room-allow]")
     expect(viewer.locator("[data-gw=room-runs]")).to_have_text("Only the presenter runs code")
+    expect(run).to_be_disabled()
 
 
 def test_a_lesson_the_presenter_opens_reaches_the_following_viewers(room: Classroom) -> None:

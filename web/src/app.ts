@@ -68,6 +68,9 @@ export class App {
   private stepAfterRun: string[] | null = null;
   private unsubscribeModel: () => void = () => {};
   private readonly runButton: HTMLButtonElement;
+  /** Why ▶ Run is off though no run is going (a room where only the presenter runs code), or null. */
+  private runsBlocked: string | null = null;
+  private readonly runButtonTitle: string;
   private readonly stopButton: HTMLButtonElement;
   private readonly statusEl: HTMLElement;
   private readonly examplesSelect: HTMLSelectElement;
@@ -99,6 +102,7 @@ export class App {
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
     this.runButton = $(root, "[data-gw=run]");
+    this.runButtonTitle = this.runButton.title;
     this.stopButton = $(root, "[data-gw=stop]");
     this.statusEl = $(root, "[data-gw=status]");
     this.examplesSelect = $(root, "[data-gw=examples]");
@@ -180,6 +184,10 @@ export class App {
 
   /** Run the editor's code; `limits` for this run only (the server bounds them). */
   async run(limits?: RunLimits): Promise<void> {
+    if (this.runsBlocked !== null && !this.running) {
+      this.output.say(this.runsBlocked); // Ctrl+Enter on a button that is off says why
+      return;
+    }
     if (this.running || this.runButton.disabled) return;
     const source = this.editor.source;
     this.editor.setErrors([]);
@@ -190,7 +198,7 @@ export class App {
       const info = await (this.hooks.createRun ?? ((s, d, l) => this.api.createRun(s, d, l)))(source, device, limits);
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
-      this.runButton.disabled = false;
+      this.runButton.disabled = this.runsBlocked !== null;
       this.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
       this.explainFailure(err);
     }
@@ -354,6 +362,19 @@ export class App {
     this.store.set({ view: "stepper", step: same ? walk.length - 1 : 0 });
   }
 
+  /**
+   * Turn ▶ Run off for a reason the page shows (`reason`, said again when Ctrl+Enter is
+   * pressed), or back on with `null`. The server still decides: this only spares a click it
+   * would refuse.
+   */
+  blockRuns(reason: string | null): void {
+    if (reason === this.runsBlocked) return;
+    this.runsBlocked = reason;
+    this.runButton.title = reason ?? this.runButtonTitle;
+    const busy = this.statusEl.dataset.state === "starting" || this.statusEl.dataset.state === "running";
+    this.runButton.disabled = busy || reason !== null;
+  }
+
   private setStatus(state: RunState | string): void {
     const labels: Record<string, string> = {
       idle: "ready",
@@ -365,7 +386,7 @@ export class App {
     this.statusEl.textContent = labels[state] ?? state;
     this.statusEl.dataset.state = state;
     const busy = state === "starting" || state === "running";
-    this.runButton.disabled = busy;
+    this.runButton.disabled = busy || this.runsBlocked !== null;
     this.stopButton.disabled = !busy;
     this.root.dataset.run = state;
   }

@@ -126,6 +126,7 @@ export class RoomMode {
     clearTimeout(this.awayTimer);
     this.app.hooks.createRun = undefined;
     this.app.hooks.onModel = undefined;
+    this.app.blockRuns(null); // the app is theirs now
     this.app.graph.setBeforeRunText(null); // the app is theirs now: ▶ Run runs their code
     if (this.role === "presenter") presenterKeys.forget(this.info.code);
     for (const side of this.bar.querySelectorAll<HTMLElement>(".gw-room-side")) side.hidden = side.dataset.gw !== "room-ended";
@@ -395,6 +396,7 @@ export class RoomMode {
     const allowed = !!state?.allow_viewer_runs;
     runs.textContent = allowed ? "You may run your own code" : "Only the presenter runs code";
     runs.dataset.allowed = String(allowed);
+    this.app.blockRuns(allowed ? null : "Only the presenter runs code in this room: they can tick “Viewers may run code” to let you run your own.");
     // before the first run a student's empty graph said "Press ▶ Run", which the room refuses
     this.app.graph.setBeforeRunText(
       allowed ? "The graph appears here when the presenter runs the code, or press ▶ Run to run your own." : "The graph appears here when the presenter runs the code.",
