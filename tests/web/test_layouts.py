@@ -333,3 +333,36 @@ def test_the_stepper_follows_down_a_graph_without_cutting_its_side_off(page: Any
     x1, y1, x2, y2 = view["cur"]
     assert x1 >= 0 and x2 <= view["w"] and y1 >= 0 and y2 <= view["h"], view
     assert view["all"][0] >= -1 and view["all"][1] <= view["w"] + 1, view  # the whole width in view
+
+
+def test_a_graph_left_dangling_by_a_python_if_stands_beside_the_one_backward_walks(page: Any) -> None:
+    # control_flow: `if z.abs().max() > 1.2:` builds an abs and a max of their own, which
+    # nothing backpropagates through; `z / z.abs().max()` builds another pair the division
+    # needs. The dangling pair once stood under the division, and the division's own max
+    # was drawn off to the right, its edge crossing the graph.
+    open_app(page)
+    run_example(page, "control_flow")
+    settle(page)
+    places = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core, m = window.gradwalk.model, at = {};
+            for (const n of m.nodes.values()) {
+                const p = cy.getElementById(`n${n.id}`).position();
+                const line = m.op(n.op)?.line ?? null;
+                at[n.name === 'AccumulateGrad' ? `acc:${m.tensor(n.tensor).name}` : `${n.name}@${line}`] = p.x;
+            }
+            return at;
+        }"""
+    )
+    div = places["DivBackward0@8"]
+    needed, dangling = places["MaxBackward1@8"], places["MaxBackward1@7"]
+    assert abs(needed - div) < abs(dangling - div), places
+    # the dangling pair stands to one side of everything the walk goes through
+    walked = [x for key, x in places.items() if not key.endswith("@7")]
+    side = (min(places["MaxBackward1@7"], places["AbsBackward0@7"]) > max(walked)) or (
+        max(places["MaxBackward1@7"], places["AbsBackward0@7"]) < min(walked)
+    )
+    assert side, places
+    # and h * w's inputs read left to right
+    assert places["acc:h"] < places["acc:w"], places
+    shot(page, "layouts-control-flow")
