@@ -4,10 +4,11 @@
 // graph.ts).
 import type { Core } from "cytoscape";
 import { reducedMotion } from "./dom";
-import { type GEdge, type GNode, neighbours, outputsOf } from "./graph-build";
+import { type GEdge, type GNode, outputsOf } from "./graph-build";
 import { levelCounts } from "./graph-lod";
 import { clearRoutes, routeEdges } from "./graph-routes";
 import { ELK_MAX_NODES, elkAvailable, layoutElk } from "./layout";
+import { readingOrder } from "./layout-order";
 
 export type LayoutName = "elk" | "breadthfirst";
 
@@ -79,43 +80,4 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
     })
     .run();
   return "breadthfirst";
-}
-
-/**
- * `nodes` and `edges` in the order a reader takes the graph in, which ELK keeps within each
- * layer (its model order): breadth-first from each output along its edges (a node's inputs in
- * slot order, then what it saved), the output that reaches the most nodes first, so the graph backward walks
- * reads down the middle and a computation left dangling beside it (`if z.abs().max() > 1.2:`
- * builds a graph of its own) stands to one side rather than between a node and its input.
- * Module groups keep their place first; each edge follows its source.
- */
-export function readingOrder(nodes: GNode[], edges: GEdge[]): [GNode[], GEdge[]] {
-  // a leaf is ranked where its AccumulateGrad is, not where a product happened to save it
-  // (`h * w` saves w first); saved tensors come after a node's inputs
-  const kinds = new Map(nodes.map((n) => [n.id, n.kind]));
-  const bySaving = (e: GEdge) => e.kind === "saved" && kinds.get(e.target) !== "leaf" && kinds.get(e.target) !== "param";
-  const out = neighbours([...edges.filter((e) => e.kind !== "saved"), ...edges.filter(bySaving)], "out");
-  const reached = (from: string, mark: Map<string, number>): void => {
-    const queue = [from];
-    for (let i = 0; i < queue.length; i++) {
-      const id = queue[i];
-      if (mark.has(id)) continue;
-      mark.set(id, mark.size);
-      for (const next of out.get(id) ?? []) if (!mark.has(next)) queue.push(next);
-    }
-  };
-  const roots = outputsOf(nodes, edges).map((n) => {
-    const mark = new Map<string, number>();
-    reached(n.id, mark);
-    return { id: n.id, reach: mark.size };
-  });
-  roots.sort((a, b) => b.reach - a.reach); // stable: equal ones stay oldest first
-  const rank = new Map<string, number>();
-  for (const r of roots) reached(r.id, rank);
-  const place = new Map<string, number>();
-  nodes.forEach((n, i) => place.set(n.id, n.kind === "group" ? i - nodes.length : (rank.get(n.id) ?? rank.size + i)));
-  const at = (id: string) => place.get(id) ?? Infinity;
-  const sortedNodes = [...nodes].sort((a, b) => at(a.id) - at(b.id));
-  const sortedEdges = edges.map((e, i) => ({ e, i })).sort((a, b) => at(a.e.source) - at(b.e.source) || a.i - b.i).map((x) => x.e);
-  return [sortedNodes, sortedEdges];
 }

@@ -1,8 +1,9 @@
 // Repeated graphs are put in run order (NOTE [Repeats in run order] in src/layout-order.ts).
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { GEdge, GNode } from "../src/graph-build";
 import type { LayoutEdge, LayoutNode, Placement } from "../src/layout";
-import { orderRepeats } from "../src/layout-order";
+import { orderRepeats, readingOrder } from "../src/layout-order";
 
 const node = (id: string, width = 100, parent: string | null = null): LayoutNode => ({ id, parent, width, height: 40, compound: false });
 const edge = (source: string, target: string): LayoutEdge => ({ id: `${source}-${target}`, source, target });
@@ -53,4 +54,42 @@ test("graphs in different module groups are not swapped", () => {
   const before = new Map(placement.positions);
   orderRepeats(nodes, edges, placement);
   assert.deepEqual(placement.positions, before);
+});
+
+// --- readingOrder ------------------------------------------------------------------------
+
+const g = (id: string, kind: GNode["kind"] = "op"): GNode => ({ id, kind, label: id, parent: null, op: null, width: 80, height: 30 });
+const ge = (source: string, target: string, kind: GEdge["kind"] = "grad"): GEdge => ({ id: `${source}>${target}`, kind, source, target, label: "" });
+
+test("the graph backward walks comes first; a computation left dangling beside it comes after", () => {
+  // control_flow: `if z.abs().max() > 1.2` (abs7, max7, built first) dangles; loss → div → max8 → abs8 → mul
+  const nodes = ["accH", "accW", "mul", "abs7", "max7", "abs8", "max8", "div", "loss"].map((id) => g(id, id.startsWith("acc") ? "acc" : "op"));
+  nodes.push(g("h", "leaf"), g("w", "leaf"));
+  const edges = [
+    ge("accH", "h", "acc"),
+    ge("accW", "w", "acc"),
+    ge("mul", "accH"),
+    ge("mul", "accW"),
+    ge("mul", "w", "saved"), // h * w saves w first: the leaves still read h, w
+    ge("mul", "h", "saved"),
+    ge("abs7", "mul"),
+    ge("max7", "abs7"),
+    ge("abs8", "mul"),
+    ge("max8", "abs8"),
+    ge("div", "mul"),
+    ge("div", "max8"),
+    ge("loss", "div"),
+  ];
+  const [order, edgeOrder] = readingOrder(nodes, edges);
+  const ids = order.map((n) => n.id);
+  assert.deepEqual(ids, ["loss", "div", "mul", "max8", "accH", "accW", "abs8", "h", "w", "max7", "abs7"]);
+  assert.equal(edgeOrder[0].id, "loss>div"); // each edge follows its source
+  assert.equal(edgeOrder.length, edges.length);
+});
+
+test("graphs that reach as much keep the order they were made in; module groups stay first", () => {
+  const nodes = [g("group", "group"), g("acc", "acc"), g("w", "param"), g("loss1"), g("loss2"), g("loss3")];
+  const edges = [ge("acc", "w", "acc"), ge("loss1", "acc"), ge("loss2", "acc"), ge("loss3", "acc")];
+  const ids = readingOrder(nodes, edges)[0].map((n) => n.id);
+  assert.deepEqual(ids, ["group", "loss1", "acc", "w", "loss2", "loss3"]);
 });
