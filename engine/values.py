@@ -10,9 +10,12 @@ benchmark's transformer), so its fixed cost matters more than its cost per eleme
 PyTorch call costs 3-15 us here before it touches an element, a NumPy call about 1 us. A
 float32/float64 tensor in CPU memory is therefore summarised through a NumPy view of its
 own memory (``Tensor.numpy()`` copies nothing): min and max, the sum of squares (a BLAS
-dot) and the histogram's bin counts; only the sum stays with PyTorch, whose float32 sum is
-vectorised where NumPy's is not. Measured with ``bench/bench_engine.py``'s values: 78 -> 30 us
-for 640 elements, 60 -> 29 us for 16k. Other dtypes and devices take the PyTorch path.
+dot) and the histogram's bin counts; only the sum of a tensor past 65,536 elements stays with
+PyTorch, whose float32 sum is vectorised where NumPy's is not (below that, a switch into
+PyTorch and back costs more than the sum: 76 -> 67 us a summary, averaged over a recorded
+step of the benchmark's transformer and MLP). Measured with ``bench/bench_engine.py``'s
+values: 78 -> 30 us for 640 elements, 60 -> 29 us for 16k. Other dtypes and devices take the
+PyTorch path.
 
 # NOTE [Complex values]
 A complex tensor travels as statistics of its elements' magnitudes ``|z|``, however small,
@@ -43,6 +46,8 @@ HIST_SAMPLE = 256
 _FLOAT_OK = (torch.float32, torch.float64)
 # a sum of squares below this stays finite in float32 (whose largest value is 3.4e38)
 _SAFE_SUM = 1e38
+# up to this many float elements NumPy's sum is the faster (NOTE [Summaries through NumPy])
+_NUMPY_SUM_MAX = 65_536
 _STRIDED = torch.strided
 _SPARSE = frozenset(
     {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc}
@@ -182,7 +187,9 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
         wide = a.astype(np.float64)
         total, sumsq = float(wide.sum()), float(np.dot(wide, wide))
     else:
-        total, sumsq = float(f.sum()), float(np.dot(a, a))
+        # NumPy's sum where it is as fast (no switch into PyTorch and back), PyTorch's past that
+        total = float(a.sum() if n <= _NUMPY_SUM_MAX else f.sum())
+        sumsq = float(np.dot(a, a))
     return _finite_summary(shape, n, mn, mx, total, sumsq, _bins(a, n, mn, mx))
 
 

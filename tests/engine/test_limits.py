@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from engine import queries as q
 from engine import record
 from engine.events import Limits
+from engine.values import to_value
 
 CHAIN = """
 import torch
@@ -144,3 +146,16 @@ def test_each_gradient_of_a_walk_gets_its_own_summary() -> None:
     maxima = [e.grad_out[0].max for e in walk]
     # gradients leaving SumBackward0 then each MulBackward0, last op first: 1, 7, 7*6, ...
     assert maxima[:7] == [1.0, 7.0, 42.0, 210.0, 840.0, 2520.0, 5040.0]
+
+
+@pytest.mark.parametrize("n", [65, 4_096, 65_536, 65_537, 300_000])
+def test_a_summary_reads_as_pytorchs_own_statistics(n: int) -> None:
+    """Either side of the size where the sum moves from NumPy to PyTorch (NOTE [Summaries
+    through NumPy]), a float32 summary says what PyTorch's own reductions say."""
+    t = torch.randn(n, generator=torch.Generator().manual_seed(n)) * 3 + 1
+    value = to_value(t, 64)
+    assert value["kind"] == "summary" and value["numel"] == n
+    assert value["min"] == t.min().item() and value["max"] == t.max().item()
+    assert value["mean"] == pytest.approx(t.mean().item(), rel=1e-5)
+    assert value["std"] == pytest.approx(t.std().item(), rel=1e-5)
+    assert value["norm"] == pytest.approx(torch.linalg.vector_norm(t).item(), rel=1e-5)
