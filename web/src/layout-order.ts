@@ -100,10 +100,11 @@ function reorder(blocks: Block[], placement: Placement): void {
 
 /**
  * `nodes` and `edges` in the order a reader takes the graph in, which ELK keeps within each
- * layer (its model order): breadth-first from each output along its edges (a node's inputs in
- * slot order, then what it saved), the output that reaches the most nodes first, so the graph backward walks
- * reads down the middle and a computation left dangling beside it (`if z.abs().max() > 1.2:`
- * builds a graph of its own) stands to one side rather than between a node and its input.
+ * layer (its model order): breadth-first from each output along its edges (a node's inputs
+ * in slot order, then what it saved), the output that reaches the most nodes first, so the
+ * graph backward walks comes first and a computation left dangling beside it
+ * (`if z.abs().max() > 1.2:` builds a graph of its own) stands to one side rather than
+ * between a node and its input.
  * Module groups keep their place first; each edge follows its source.
  */
 export function readingOrder(nodes: GNode[], edges: GEdge[]): [GNode[], GEdge[]] {
