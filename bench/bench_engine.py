@@ -69,10 +69,11 @@ WORKLOADS: dict[str, tuple[str, str, float]] = {
 _on_gpu = False
 
 
-def _time(fn: Callable[[], Any]) -> float:
-    # On CPU: CPU time of this thread, robust to other processes on a shared machine (the
-    # ops run single-threaded and autograd runs backward on the calling thread). On a GPU:
-    # wall time around a synchronised run, since kernels run asynchronously.
+def time_one(fn: Callable[[], Any]) -> float:
+    """Seconds one call of ``fn`` takes. On CPU: CPU time of this thread, robust to other
+    processes on a shared machine (the ops run single-threaded and autograd runs backward on
+    the calling thread). On a GPU: wall time around a synchronised run, since kernels run
+    asynchronously."""
     if _on_gpu:
         torch.cuda.synchronize()
         start = time.perf_counter()
@@ -100,8 +101,8 @@ def interleave(
     bs, vs = [], []
     for _ in range(reps):
         between()
-        bs.append(_time(base))
-        vs.append(_time(variant))
+        bs.append(time_one(base))
+        vs.append(time_one(variant))
     return Timing(
         statistics.median(bs),
         statistics.median(vs),

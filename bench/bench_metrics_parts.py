@@ -15,25 +15,18 @@ import contextlib
 import io
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.bench_engine import bare_metrics_hooks, plain_script, training_loops
+from bench.bench_engine import bare_metrics_hooks, plain_script, time_one, training_loops
 from engine import memory, training
 from engine.events import Limits
 from engine.run import record_stream
 
 REPS = 5
-
-
-def _cpu_time(run: Callable[[], None]) -> float:
-    start = time.thread_time()
-    run()
-    return time.thread_time() - start
 
 
 @contextlib.contextmanager
@@ -90,7 +83,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(REPS):
             for name, run in runs.items():
-                times[name].append(_cpu_time(run))
+                times[name].append(time_one(run))
         plain = statistics.median(times["plain"])
         print(f"{loop}: plain {plain * 1e3:.0f} ms")
         for name, ts in times.items():

@@ -198,7 +198,6 @@ export class App {
       const info = await (this.hooks.createRun ?? ((s, d, l) => this.api.createRun(s, d, l)))(source, device, limits);
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
-      this.runButton.disabled = this.runsBlocked !== null;
       this.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
       this.explainFailure(err);
     }
@@ -371,8 +370,13 @@ export class App {
     if (reason === this.runsBlocked) return;
     this.runsBlocked = reason;
     this.runButton.title = reason ?? this.runButtonTitle;
-    const busy = this.statusEl.dataset.state === "starting" || this.statusEl.dataset.state === "running";
-    this.runButton.disabled = busy || reason !== null;
+    this.runButton.disabled = this.busy || reason !== null;
+  }
+
+  /** Whether a run is starting or running (the status shown says so). */
+  private get busy(): boolean {
+    const state = this.statusEl.dataset.state;
+    return state === "starting" || state === "running";
   }
 
   private setStatus(state: RunState | string): void {
@@ -385,7 +389,7 @@ export class App {
     };
     this.statusEl.textContent = labels[state] ?? state;
     this.statusEl.dataset.state = state;
-    const busy = state === "starting" || state === "running";
+    const busy = this.busy;
     this.runButton.disabled = busy || this.runsBlocked !== null;
     this.stopButton.disabled = !busy;
     this.root.dataset.run = state;

@@ -111,8 +111,8 @@ export function readingOrder(nodes: GNode[], edges: GEdge[]): [GNode[], GEdge[]]
   // a leaf is ranked where its AccumulateGrad is, not where a product happened to save it
   // (`h * w` saves w first); saved tensors come after a node's inputs
   const kinds = new Map(nodes.map((n) => [n.id, n.kind]));
-  const bySaving = (e: GEdge) => e.kind === "saved" && kinds.get(e.target) !== "leaf" && kinds.get(e.target) !== "param";
-  const out = neighbours([...edges.filter((e) => e.kind !== "saved"), ...edges.filter(bySaving)], "out");
+  const savedToFollow = (e: GEdge) => e.kind === "saved" && kinds.get(e.target) !== "leaf" && kinds.get(e.target) !== "param";
+  const out = neighbours([...edges.filter((e) => e.kind !== "saved"), ...edges.filter(savedToFollow)], "out");
   const reached = (from: string, mark: Map<string, number>): void => {
     const queue = [from];
     for (let i = 0; i < queue.length; i++) {
@@ -132,7 +132,7 @@ export function readingOrder(nodes: GNode[], edges: GEdge[]): [GNode[], GEdge[]]
   for (const r of roots) reached(r.id, rank);
   const place = new Map<string, number>();
   nodes.forEach((n, i) => place.set(n.id, n.kind === "group" ? i - nodes.length : (rank.get(n.id) ?? rank.size + i)));
-  const at = (id: string) => place.get(id) ?? Infinity;
+  const at = (id: string) => place.get(id) ?? Infinity; // an edge's source is always a node
   const sortedNodes = [...nodes].sort((a, b) => at(a.id) - at(b.id));
   const sortedEdges = edges.map((e, i) => ({ e, i })).sort((a, b) => at(a.e.source) - at(b.e.source) || a.i - b.i).map((x) => x.e);
   return [sortedNodes, sortedEdges];
