@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, presenter_on, run_example, run_source, settle, shot, wait_graph
+from .conftest import (
+    expect,
+    labels_placed,
+    open_app,
+    presenter_on,
+    run_example,
+    run_source,
+    settle,
+    shot,
+    wait_graph,
+)
 from .test_app import TRAINING_LOOP
 
 pytestmark = pytest.mark.browser
@@ -366,3 +376,57 @@ def test_a_graph_left_dangling_by_a_python_if_stands_beside_the_one_backward_wal
     # and h * w's inputs read left to right
     assert places["acc:h"] < places["acc:w"], places
     shot(page, "layouts-control-flow")
+
+
+# How many of the graph's nodes (group boxes aside) have their centres past each edge of
+# the pane, read from Cytoscape itself, and where w's leaf is drawn.
+BEYOND = """() => {
+    const cy = window.gradwalk.graph.core, w = cy.width(), h = cy.height();
+    const count = { left: 0, right: 0, up: 0, down: 0 };
+    for (const n of cy.nodes(':visible').filter((n) => n.isChildless())) {
+        const p = n.renderedPosition();
+        if (p.x < 0) count.left++; else if (p.x > w) count.right++;
+        if (p.y < 0) count.up++; else if (p.y > h) count.down++;
+    }
+    const leaf = cy.nodes().filter((n) => n.data('label')?.startsWith('w\\n')).renderedBoundingBox();
+    return { count, leafW: [leaf.x1, leaf.x2], w };
+}"""
+
+
+def test_a_graph_too_wide_for_its_pane_says_how_many_nodes_lie_past_the_edge(page: Any) -> None:
+    # control_flow with its saved tensors is too wide to read whole in the graph pane: it
+    # opens on its loss at a readable zoom, and w's leaf, w's AccumulateGrad and the graph
+    # the `if` left dangling lay past the right edge with nothing saying so.
+    open_app(page)
+    run_example(page, "control_flow")
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    before = page.evaluate(BEYOND)
+    right = page.locator(".gw-offscreen-right")
+    n = before["count"]["right"]
+    assert n >= 3 and before["leafW"][1] > before["w"], before  # the case: w's leaf cut off
+    expect(right).to_be_visible()
+    expect(right).to_have_text(f"{n} more ▸")
+    expect(right).to_have_attribute("title", re.compile(rf"^{n} more nodes to the right: click to pan there"))
+    expect(page.locator(".gw-offscreen-left")).to_be_hidden()
+    shot(page, "layouts-offscreen-cue")
+    right.click()
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    after = page.evaluate(BEYOND)
+    assert after["count"]["right"] == 0 and after["leafW"][0] >= 0 and after["leafW"][1] <= after["w"], after
+    expect(right).to_be_hidden()
+    left = page.locator(".gw-offscreen-left")
+    expect(left).to_be_visible()
+    expect(left).to_have_text(f"◂ {after['count']['left']} more")
+    # Fit shows the whole graph: no cue is left
+    page.click(".gw-graph-toolbar >> text=Fit")
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    assert page.evaluate(BEYOND)["count"] == {"left": 0, "right": 0, "up": 0, "down": 0}
+    expect(page.locator(".gw-offscreen-cue:visible")).to_have_count(0)
+    # a graph that fits its pane has none from the start
+    run_example(page, "cubic")
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    expect(page.locator(".gw-offscreen-cue:visible")).to_have_count(0)

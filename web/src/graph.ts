@@ -21,6 +21,7 @@ import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
+import { OffscreenCues } from "./graph-offscreen";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
@@ -73,6 +74,8 @@ export class GraphView {
   private linked: string[] = [];
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
+  /** The "3 more ▸" cues where the graph goes on past the pane's edges (graph-offscreen.ts). */
+  private readonly cues = new OffscreenCues(() => (this.userMoved = true));
   private waiters: ((info: LayoutInfo) => void)[] = [];
   /** Slide edge labels off nodes and each other (graph-labels.ts), a frame after they change. */
   private readonly placeLabels = perFrame(() => this.big || placeEdgeLabels(this.cy));
@@ -150,7 +153,7 @@ export class GraphView {
     });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
-    root.append(toolbar, h("div", { class: "gw-graph-stage" }, this.canvas, this.banner, this.empty), graphLegend(), announcer);
+    root.append(toolbar, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), graphLegend(), announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -228,6 +231,7 @@ export class GraphView {
     this.painter.reset();
     this.keys?.reset();
     const cy = this.cy;
+    this.cues.attach(cy);
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
     cy.on("tap", "node", (ev) => this.tapNode(ev.target as NodeSingular));
@@ -269,7 +273,8 @@ export class GraphView {
     this.timerDue = due;
     this.timer = window.setTimeout(() => {
       this.timer = 0;
-      void this.rebuild(paced);
+      // (a run that finished while this waited is drawn whole now: not a paced rebuild)
+      void this.rebuild(paced && !this.model.finished);
     }, wait);
   }
 
@@ -339,6 +344,7 @@ export class GraphView {
         this.placedAtScale = fontScale;
       }
       this.painter.index(built.nodes, built.edges);
+      this.cues.refresh();
       this.applyState(this.store.state);
       this.applyLinks(this.store.state);
       this.applySelection(this.store.state);
