@@ -147,3 +147,39 @@ def test_an_intermediate_that_retains_its_grad_shows_it_in_the_inspector(page: A
     expect(body).to_contain_text(".grad (kept by retain_grad(), at the end of the run)")
     expect(body).to_contain_text("min 6 · max 12 · mean 9")
     shot(page, "audit-retain-grad")
+
+
+ATTENTION = (
+    "import torch, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "q = torch.randn(1, 2, 4, 8, requires_grad=True)\nk = torch.randn(1, 2, 4, 8, requires_grad=True)\n"
+    "v = torch.randn(1, 2, 4, 8, requires_grad=True)\n"
+    "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)\nout.sum().backward()\n"
+)
+
+
+def test_attentions_fused_node_writes_its_backward_out_and_its_name_fits_the_card(page: Any) -> None:
+    # The card said "grad through the attention weights into Q" and its title, one 46-letter
+    # word, ran out past the card's right edge.
+    scope: dict[str, Any] = {}
+    exec(ATTENTION, scope)
+    norms = {name: f"{scope[name].grad.norm().item():.4g}" for name in ("q", "k", "v")}
+    open_stepper(page, ATTENTION)
+    card = card_of(page, "ScaledDotProductFlashAttentionForCpuBackward0")
+    expect(card.locator(".gw-step-summary")).to_have_text(
+        "out = P v, P = softmax(q kᵀ · 1/√8) · attention; causal: each query's later keys masked out of P"
+    )
+    rules = card.locator(".gw-rule")
+    expect(rules.nth(0)).to_contain_text(
+        "∂(sum(out))/∂q = dS k · 1/√8, dS = P ⊙ (G − Σ_row P ⊙ G), G = grad vᵀ"
+    )
+    expect(rules.nth(1)).to_contain_text("∂(sum(out))/∂k = dSᵀ q · 1/√8 (dS as for q)")
+    expect(rules.nth(2)).to_contain_text("∂(sum(out))/∂v = Pᵀ grad (P: the attention weights)")
+    # the numbers the card shows are PyTorch's own gradients, read by their norms
+    for i, name in enumerate(("q", "k", "v")):
+        expect(rules.nth(i)).to_contain_text(f"‖·‖ {norms[name]}")
+    title, box = page.evaluate(
+        """() => [document.querySelector('.gw-step-card .gw-node-name').getBoundingClientRect().right,
+                  document.querySelector('.gw-step-card').getBoundingClientRect().right]"""
+    )
+    assert title <= box, (title, box)
+    shot(page, "stepper-attention")

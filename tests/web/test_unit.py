@@ -75,6 +75,11 @@ SNIPPETS = {
     # nn.LSTM: on the CPU one fused node for the whole layer
     "lstm": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nlstm = nn.LSTM(3, 4)\n"
     "out, (h, c) = lstm(torch.randn(3, 2, 3))\nout.sum().backward()\n",
+    # F.scaled_dot_product_attention: on the CPU one fused node, causal, then with its own scale
+    "attention": "import torch, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "q, k, v = (torch.randn(1, 2, 4, 8, requires_grad=True) for _ in range(3))\n"
+    "F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()\n"
+    "F.scaled_dot_product_attention(q, k, v, scale=0.5).sum().backward()\n",
     # cross-entropy's reductions: mean, sum, none, and a mean weighted by class
     "nll_reductions": "import torch, torch.nn.functional as F\ntorch.manual_seed(0)\n"
     "z = torch.randn(3, 4, requires_grad=True)\nt = torch.tensor([0, 2, 1])\n"

@@ -57,9 +57,14 @@ export class Ctx {
     return /Backward|^input \d|^t\d+$|^#\d/.test(label) ? fallback : label;
   }
 
+  /** The recorded shape of a saved tensor, or null when it saved none by that name. */
+  savedShape(name: string): number[] | null {
+    return this.node.saved.find((x) => x.name === name)?.shape ?? null;
+  }
+
   /** The number of elements of a saved tensor, from its recorded shape. */
   numelOf(name: string): number | null {
-    const shape = this.node.saved.find((x) => x.name === name)?.shape;
+    const shape = this.savedShape(name);
     return shape ? shape.reduce((a, b) => a * b, 1) : null;
   }
 

@@ -403,10 +403,37 @@ export const NN_RULES: Record<string, Rule> = {
     "Σ grad · x̂ over the rows",
     "Σ grad over the rows",
   ),
-  ScaledDotProductFlashAttentionForCpu: perInput(
-    "out = softmax(Q Kᵀ / √d) V · attention",
-    "grad through the attention weights into Q",
-    "grad through the attention weights into K",
-    "attention weightsᵀ @ grad, into V",
-  ),
+  ScaledDotProductFlashAttentionForCpu: attention(),
 };
+
+/**
+ * F.scaled_dot_product_attention's one fused node (PyTorch's CPU kernel): out = P V with
+ * the attention weights P = softmax(Q Kᵀ · s), s = 1/√d unless `scale=` says otherwise.
+ * Backward is three products and the softmax's own rule: ∂V = Pᵀ grad; with
+ * G = grad Vᵀ, the scores' gradient is dS = P ⊙ (G − Σ over each row of P ⊙ G), and
+ * ∂Q = dS K · s, ∂K = dSᵀ Q · s. Written with the snippet's own names for Q, K and V.
+ */
+function attention(): Rule {
+  const names = (c: Ctx) => ({ q: c.input(0, "query", "Q"), k: c.input(1, "key", "K"), v: c.input(2, "value", "V") });
+  const scale = (c: Ctx) => {
+    const given = c.saved("scale")?.label;
+    const shape = c.savedShape("query");
+    const d = shape?.length ? shape[shape.length - 1] : undefined;
+    return given && given !== "None" ? given : d !== undefined ? `1/√${d}` : "1/√d";
+  };
+  return {
+    summary: (c) => {
+      const { q, k, v } = names(c);
+      const causal = c.saved("is_causal")?.label === "True" ? "; causal: each query's later keys masked out of P" : "";
+      const p = Number(c.saved("dropout_p")?.label ?? 0);
+      const dropout = p > 0 ? `; dropout ${p} on P` : "";
+      return `out = P ${v}, P = softmax(${q} ${k}ᵀ · ${scale(c)}) · attention${causal}${dropout}`;
+    },
+    slots: (c, slot) => {
+      const { q, k, v } = names(c);
+      if (slot === 0) return { sym: `dS ${k} · ${scale(c)}, dS = P ⊙ (G − Σ_row P ⊙ G), G = grad ${v}ᵀ (the softmax's rule)` };
+      if (slot === 1) return { sym: `dSᵀ ${q} · ${scale(c)} (dS as for ${q})` };
+      return { sym: "Pᵀ grad (P: the attention weights)" };
+    },
+  };
+}

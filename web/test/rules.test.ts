@@ -125,3 +125,18 @@ test("linear_3d: a tensor made inside one op is named as the graph labels its no
   const lines = explain(model, view)!.lines.map((l) => l.text);
   assert.ok(lines.some((t) => t.startsWith("∂(sum(out))/∂(layer.bias + … @ …) = grad reshaped to [10×3]")), lines.join("\n"));
 });
+
+test("attention: the fused node writes out its backward with the snippet's q, k, v and its scale", () => {
+  const model = load("attention");
+  const cards = model.timeline.flatMap((e) => (e.kind === "node" && e.exec && model.node(e.exec.node)?.name.startsWith("ScaledDotProduct") ? [explain(model, e)] : []));
+  assert.equal(cards.length, 2);
+  const [causal, scaled] = cards;
+  assert.equal(causal?.summary, "out = P v, P = softmax(q kᵀ · 1/√8) · attention; causal: each query's later keys masked out of P");
+  const lines = causal?.lines.map((l) => l.text) ?? [];
+  assert.equal(lines.length, 3, lines.join("\n"));
+  assert.match(lines[0], /∂\S+\/∂q = dS k · 1\/√8, dS = P ⊙ \(G − Σ_row P ⊙ G\), G = grad vᵀ/);
+  assert.match(lines[1], /∂\S+\/∂k = dSᵀ q · 1\/√8 \(dS as for q\)/);
+  assert.match(lines[2], /∂\S+\/∂v = Pᵀ grad/);
+  // scale=0.5 is the snippet's own, and the second call is not causal
+  assert.equal(scaled?.summary, "out = P v, P = softmax(q kᵀ · 0.5) · attention");
+});
