@@ -20,6 +20,7 @@ from .conftest import (
     wait_graph,
 )
 from .test_app import TRAINING_LOOP
+from .test_stepper_audit import ATTENTION
 
 pytestmark = pytest.mark.browser
 
@@ -430,3 +431,16 @@ def test_a_graph_too_wide_for_its_pane_says_how_many_nodes_lie_past_the_edge(pag
     page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
     labels_placed(page)
     expect(page.locator(".gw-offscreen-cue:visible")).to_have_count(0)
+
+
+def test_attentions_leaves_read_q_k_v_from_the_left(page: Any) -> None:
+    # The fused node lists what it saved by name (key, output, query, value), and those
+    # edges went to ELK in that order: k's leaf was drawn left of q's.
+    open_app(page)
+    run_source(page, ATTENTION)
+    xs = page.evaluate(
+        """() => Object.fromEntries(window.gradwalk.graph.core.nodes()
+            .filter((n) => /^[qkv]\\n/.test(n.data('label') ?? ''))
+            .map((n) => [n.data('label')[0], n.position().x]))"""
+    )
+    assert xs["q"] < xs["k"] < xs["v"], xs

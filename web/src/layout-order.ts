@@ -134,6 +134,13 @@ export function readingOrder(nodes: GNode[], edges: GEdge[]): [GNode[], GEdge[]]
   nodes.forEach((n, i) => place.set(n.id, n.kind === "group" ? i - nodes.length : (rank.get(n.id) ?? rank.size + i)));
   const at = (id: string) => place.get(id) ?? Infinity; // an edge's source is always a node
   const sortedNodes = [...nodes].sort((a, b) => at(a.id) - at(b.id));
-  const sortedEdges = edges.map((e, i) => ({ e, i })).sort((a, b) => at(a.e.source) - at(b.e.source) || a.i - b.i).map((x) => x.e);
+  // a node's edges: its inputs, then what it saved, each in the order their targets were
+  // reached (a node lists what it saved by name: attention's key, output, query, value drew
+  // k left of q)
+  const savedLast = (e: GEdge) => (e.kind === "saved" ? 1 : 0);
+  const sortedEdges = edges
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => at(a.e.source) - at(b.e.source) || savedLast(a.e) - savedLast(b.e) || at(a.e.target) - at(b.e.target) || a.i - b.i)
+    .map((x) => x.e);
   return [sortedNodes, sortedEdges];
 }

@@ -93,3 +93,28 @@ test("graphs that reach as much keep the order they were made in; module groups 
   const ids = readingOrder(nodes, edges)[0].map((n) => n.id);
   assert.deepEqual(ids, ["group", "loss1", "acc", "w", "loss2", "loss3"]);
 });
+
+test("a node's edges go to ELK inputs first, then what it saved, each in the order their targets are read", () => {
+  // scaled_dot_product_attention's node: inputs q, k, v; it saves key, output, query, value
+  // (by name), which put k's leaf left of q's
+  const nodes = [g("accQ", "acc"), g("accK", "acc"), g("accV", "acc"), g("q", "leaf"), g("k", "leaf"), g("v", "leaf"), g("out", "saved"), g("attn"), g("loss")];
+  const edges = [
+    ge("accQ", "q", "acc"),
+    ge("accK", "k", "acc"),
+    ge("accV", "v", "acc"),
+    ge("attn", "k", "saved"),
+    ge("attn", "out", "saved"),
+    ge("attn", "q", "saved"),
+    ge("attn", "v", "saved"),
+    ge("attn", "accQ"),
+    ge("attn", "accK"),
+    ge("attn", "accV"),
+    ge("loss", "attn"),
+  ];
+  const [order, edgeOrder] = readingOrder(nodes, edges);
+  assert.deepEqual(order.map((n) => n.id), ["loss", "attn", "accQ", "accK", "accV", "out", "q", "k", "v"]);
+  assert.deepEqual(
+    edgeOrder.map((e) => e.id),
+    ["loss>attn", "attn>accQ", "attn>accK", "attn>accV", "attn>out", "attn>q", "attn>k", "attn>v", "accQ>q", "accK>k", "accV>v"],
+  );
+});
