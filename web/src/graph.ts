@@ -22,6 +22,7 @@ import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { OffscreenCues } from "./graph-offscreen";
+import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
@@ -104,33 +105,23 @@ export class GraphView {
       elementOfNode: (id) => elementOfNode(this.shown(), id),
     });
     root.classList.add("gw-graph");
-    this.savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
-    this.savedToggle.addEventListener("change", () => {
-      this.showSaved = this.savedToggle.checked;
-      this.savedTouched = true;
-      this.schedule(0);
+    const toolbar = graphToolbar({
+      fit: () => this.fit(true, false),
+      zoomBy: (factor) => this.zoomBy(factor),
+      showSaved: (shown) => {
+        this.showSaved = shown;
+        this.savedTouched = true;
+        this.schedule(0);
+      },
+      foldAll: () => this.setCollapsed(new Set(this.model.modulePaths)),
+      unfoldAll: () => this.setCollapsed(new Set()),
+      drawAll: () => {
+        this.part.all = true;
+        this.userMoved = false;
+        this.schedule(0);
+      },
     });
-    const button = (label: string, title: string, action: () => void, cls = "") =>
-      h("button", { type: "button", class: `gw-tool ${cls}`, title, "aria-label": title, text: label, on: { click: action } });
-    this.info = h("span", { class: "gw-graph-info", "aria-live": "polite" });
-    this.drawAllButton = button("Draw all", "Draw every node (a graph this big holds the page for seconds)", () => {
-      this.part.all = true;
-      this.userMoved = false;
-      this.schedule(0);
-    }, "gw-draw-all");
-    this.drawAllButton.hidden = true;
-    const toolbar = h(
-      "div",
-      { class: "gw-graph-toolbar", role: "toolbar", "aria-label": "Graph" },
-      button("Fit", "Fit the graph to the view", () => this.fit(true, false)),
-      button("−", "Zoom out", () => this.zoomBy(1 / 1.25)),
-      button("+", "Zoom in", () => this.zoomBy(1.25)),
-      h("label", { class: "gw-check", title: "Show what each node saved for backward" }, this.savedToggle, " saved"),
-      button("Fold modules", "Fold modules: collapse every module group", () => this.setCollapsed(new Set(this.model.modulePaths)), "gw-modules"),
-      button("Unfold", "Unfold modules: expand every module group", () => this.setCollapsed(new Set()), "gw-modules"),
-      this.info,
-      this.drawAllButton,
-    );
+    ({ savedToggle: this.savedToggle, info: this.info, drawAllButton: this.drawAllButton } = toolbar);
     this.canvas = h("div", {
       class: "gw-graph-canvas",
       tabindex: "0",
@@ -153,7 +144,7 @@ export class GraphView {
     });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
-    root.append(toolbar, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), graphLegend(), announcer);
+    root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), graphLegend(), announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());

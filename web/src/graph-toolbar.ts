@@ -1,0 +1,48 @@
+// The graph pane's toolbar: Fit, zoom, the saved-tensors switch, module folding, the node
+// count and "Draw all". It holds no state of its own; graph.ts is told of each click.
+import { h } from "./dom";
+
+/** What the toolbar's controls do (graph.ts). */
+export interface ToolbarActions {
+  fit(): void;
+  zoomBy(factor: number): void;
+  /** The saved-tensors switch changed to `shown`. */
+  showSaved(shown: boolean): void;
+  foldAll(): void;
+  unfoldAll(): void;
+  drawAll(): void;
+}
+
+/** The toolbar, and the parts of it graph.ts updates as graphs come and go. */
+export interface GraphToolbar {
+  element: HTMLElement;
+  /** The switch for saved tensors (its checked state follows the graph's size until touched). */
+  savedToggle: HTMLInputElement;
+  /** "9 nodes", "3,000 of 12,500 nodes · 2 folded". */
+  info: HTMLElement;
+  /** Shown while a graph too big to draw is drawn in part. */
+  drawAllButton: HTMLButtonElement;
+}
+
+export function graphToolbar(actions: ToolbarActions): GraphToolbar {
+  const savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
+  savedToggle.addEventListener("change", () => actions.showSaved(savedToggle.checked));
+  const button = (label: string, title: string, action: () => void, cls = "") =>
+    h("button", { type: "button", class: `gw-tool ${cls}`, title, "aria-label": title, text: label, on: { click: action } });
+  const info = h("span", { class: "gw-graph-info", "aria-live": "polite" });
+  const drawAllButton = button("Draw all", "Draw every node (a graph this big holds the page for seconds)", () => actions.drawAll(), "gw-draw-all");
+  drawAllButton.hidden = true;
+  const element = h(
+    "div",
+    { class: "gw-graph-toolbar", role: "toolbar", "aria-label": "Graph" },
+    button("Fit", "Fit the graph to the view", () => actions.fit()),
+    button("−", "Zoom out", () => actions.zoomBy(1 / 1.25)),
+    button("+", "Zoom in", () => actions.zoomBy(1.25)),
+    h("label", { class: "gw-check", title: "Show what each node saved for backward" }, savedToggle, " saved"),
+    button("Fold modules", "Fold modules: collapse every module group", () => actions.foldAll(), "gw-modules"),
+    button("Unfold", "Unfold modules: expand every module group", () => actions.unfoldAll(), "gw-modules"),
+    info,
+    drawAllButton,
+  );
+  return { element, savedToggle, info, drawAllButton };
+}
