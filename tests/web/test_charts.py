@@ -575,6 +575,11 @@ def test_logged_metrics_get_a_chart_each(page: Any) -> None:
         assert len(s["values"]) == 40 and None not in s["values"], s["label"]
     expect(page.locator("[data-chart='metric:val_acc']")).to_be_visible()
     expect(page.locator("[data-chart=loss] .gw-chart-chip")).to_have_count(2)
+    # the snippet's own metrics come right after the loss, in the order first logged, and
+    # on one screen with it (at the end, val_acc was four charts down, out of view)
+    order = page.evaluate("() => [...document.querySelectorAll('[data-chart]')].map((c) => c.dataset.chart)")
+    assert order[:3] == ["loss", "metric:val_loss", "metric:val_acc"], order
+    expect(page.locator("[data-chart='metric:val_acc']")).to_be_in_viewport()
     shot(page, "charts-10-metrics-two-optimizers")
 
 

@@ -83,6 +83,8 @@ test("metrics sort by step; without one they sit at the latest training step", (
   assert.deepEqual(acc.xs, [10, 20]);
   assert.deepEqual(acc.cols[0], [0.4, 0.5]);
   assert.deepEqual(data.tables.get("metric:val")!.xs, [2]);
+  // the snippet's own metrics come right after the loss, in the order first logged
+  assert.deepEqual(data.ordered.map((t) => t.id), ["loss", "metric:acc", "metric:val", "grad", "update", "lr", "memory"]);
 });
 
 test("graph memory follows the run's clock, from memory events and steps", () => {
