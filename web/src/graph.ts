@@ -8,7 +8,8 @@
 // the part nearest the output is drawn until the user asks for all (graph-window.ts).
 // graph-sync.ts hands the built elements to Cytoscape, graph-layout.ts places them,
 // graph-pacing.ts paces rebuilds while a run streams, graph-elements.ts finds the element
-// showing a node or a selection, graph-keys.ts walks the graph from the keyboard.
+// showing a node or a selection, graph-keys.ts walks the graph from the keyboard,
+// graph-toolbar.ts builds the toolbar and graph-offscreen.ts the cues at the pane's edges.
 import cytoscape, { type Core, type NodeSingular } from "cytoscape";
 import { h, PANES_RESIZED, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode } from "./graph-build";
@@ -17,11 +18,11 @@ import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
+import { OffscreenCues } from "./graph-offscreen";
 import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
-import { OffscreenCues } from "./graph-offscreen";
 import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
