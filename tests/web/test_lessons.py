@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(14)
+    expect(tiles).to_have_count(16)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
@@ -26,7 +26,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 14")
+    expect(card).to_contain_text("Lesson 1 of 16")
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
@@ -286,3 +286,25 @@ def test_the_accumulate_lessons_four_graphs_read_left_to_right_in_run_order(page
     assert len(xs) == 4
     by_id = [x for _, x in sorted(xs)]
     assert by_id == sorted(by_id), xs
+
+
+def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(page: Any) -> None:
+    # grad(y, x, create_graph=True) records 1 · 3 · x² as it computes it; the second grad()
+    # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
+    open_app(page, "?lesson=second-derivative")
+    card = page.locator(CARD)
+    expect(card).to_contain_text("Lesson 6 of 16")
+    expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
+    expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
+    step = page.locator(".gw-step-card")
+    expect(step.locator(".gw-node-name")).to_have_text("PowBackward0")
+    expect(step).to_contain_text("= grad · 2 · x = 3 × 2 × 3 = 18")
+    expect(page.locator(".gw-output")).to_contain_text("27.0 18.0")
+    wait_graph(page)
+    shot(page, "lessons-06-second-derivative")
+    # and detach: three paths into w.grad, nothing into the detached tensor
+    for lesson in ("inplace", "holding-graph", "no-grad-vs-eval", "detach"):
+        card.get_by_role("button", name="Next ▶").click()
+        expect(card).to_have_attribute("data-lesson", lesson)
+    expect(page.locator(".gw-step-card")).to_contain_text("the sum of 3 paths: 9 + 3 + 3")
+    expect(page.locator(".gw-step-card")).to_contain_text("w.grad: 0 + 15 → 15")
