@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import open_app
+from .conftest import ROOT, expect, open_app, stored_run
 
 pytestmark = pytest.mark.browser
 
@@ -52,3 +52,28 @@ def test_typing_over_a_selection_within_a_line_replaces_it(page: Any) -> None:
     page.keyboard.type("0")
     assert source(page) == SOURCE.replace("* 3", "* 50")
     assert not page.problems, page.problems
+
+
+# Where the step's line is drawn, and the editor's visible band, in page pixels.
+CURRENT_LINE = """() => {
+    const root = document.querySelector('[data-gw=editor]').shadowRoot;
+    const band = root.querySelector('.cm-scroller').getBoundingClientRect();
+    const line = root.querySelector('.cm-line.cm-gw-current').getBoundingClientRect();
+    return { line: [line.top, line.bottom], band: [band.top, band.bottom], n: line.height };
+}"""
+
+
+def test_the_steps_line_is_scrolled_into_view_below_wrapped_lines(page: Any) -> None:
+    # custom_function's backward step is on line 21, under three lines that wrap: the editor
+    # scrolled by CodeMirror's guess of their heights (one row each) and left line 21 just
+    # below its bottom edge.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    run = stored_run(page.server, (ROOT / "server" / "examples" / "custom_function.py").read_text())
+    page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
+    expect(page.locator(".gw-step-card .gw-node-name")).to_have_text("CubeBackward")
+    page.wait_for_function(
+        "() => !!document.querySelector('[data-gw=editor]').shadowRoot.querySelector('.cm-gw-current')"
+    )
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    at = page.evaluate(CURRENT_LINE)
+    assert at["band"][0] <= at["line"][0] and at["line"][1] <= at["band"][1] + 0.5, at

@@ -279,7 +279,15 @@ export class Editor {
     if (line === this.current) return;
     this.current = line;
     this.view.dispatch({ effects: setMarks.of({ current: line }) });
-    if (line !== null && line >= 1 && line <= this.view.state.doc.lines) this.reveal(line);
+    if (line === null || line < 1 || line > this.view.state.doc.lines) return;
+    // once CodeMirror has measured its lines: until then a wrapped line's height is a guess,
+    // and a step on line 21 of custom_function, under three wrapped lines, was scrolled to
+    // just below the editor's bottom edge
+    this.view.requestMeasure({
+      read: () => {
+        if (this.current === line) this.reveal(line);
+      },
+    });
   }
 
   focus(): void {
