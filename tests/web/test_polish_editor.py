@@ -63,14 +63,24 @@ CURRENT_LINE = """() => {
 }"""
 
 
-def test_the_steps_line_is_scrolled_into_view_below_wrapped_lines(page: Any) -> None:
-    # custom_function's backward step is on line 21, under three lines that wrap: the editor
-    # scrolled by CodeMirror's guess of their heights (one row each) and left line 21 just
-    # below its bottom edge.
-    page.set_viewport_size({"width": 1280, "height": 800})
-    run = stored_run(page.server, (ROOT / "server" / "examples" / "custom_function.py").read_text())
+@pytest.mark.parametrize(
+    ("example", "node", "width", "height"),
+    [
+        # the step is on line 21, under three lines that wrap: the editor scrolled by
+        # CodeMirror's guess of their heights (one row each), line 21 just below its edge
+        ("custom_function", "CubeBackward", 1280, 800),
+        # the step is on line 22, under line 10's pitfall note, whose margin CodeMirror did
+        # not count: the line came out 6 px short of the editor's bottom edge
+        ("pitfall_unregistered_layers", "MeanBackward0", 1440, 900),
+    ],
+)
+def test_the_steps_line_is_scrolled_into_view_below_wrapped_lines_and_notes(
+    page: Any, example: str, node: str, width: int, height: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    run = stored_run(page.server, (ROOT / "server" / "examples" / f"{example}.py").read_text())
     page.goto(f"{page.server.url}/?run={run}&view=stepper&step=0")
-    expect(page.locator(".gw-step-card .gw-node-name")).to_have_text("CubeBackward")
+    expect(page.locator(".gw-step-card .gw-node-name")).to_have_text(node)
     page.wait_for_function(
         "() => !!document.querySelector('[data-gw=editor]').shadowRoot.querySelector('.cm-gw-current')"
     )

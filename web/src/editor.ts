@@ -129,9 +129,15 @@ const theme = EditorView.theme({
     fontSize: "0.9em",
     color: "var(--error)",
     backgroundColor: "var(--error-soft)",
-    borderLeft: "3px solid var(--error)",
-    padding: "4px 10px",
-    margin: "2px 0 4px",
+    // NOTE [No margins on block widgets]: CodeMirror measures a block widget by its border
+    // box, so a margin made every line below it sit lower than CodeMirror believed and a
+    // line scrolled into view came out 6 px short. The gap is transparent border instead
+    // (the background kept off it) and the stripe an inset shadow.
+    boxShadow: "inset 3px 0 0 var(--error)",
+    borderTop: "2px solid transparent",
+    borderBottom: "4px solid transparent",
+    backgroundClip: "padding-box",
+    padding: "4px 10px 4px 13px",
     whiteSpace: "pre-wrap",
   },
   ".cm-gw-error-hint": { color: "var(--fg)", marginTop: "3px" },
@@ -280,12 +286,18 @@ export class Editor {
     this.current = line;
     this.view.dispatch({ effects: setMarks.of({ current: line }) });
     if (line === null || line < 1 || line > this.view.state.doc.lines) return;
-    // once CodeMirror has measured its lines: until then a wrapped line's height is a guess,
-    // and a step on line 21 of custom_function, under three wrapped lines, was scrolled to
-    // just below the editor's bottom edge
+    this.revealMeasured(line);
+  }
+
+  /**
+   * Reveal `line` once CodeMirror has measured its lines: until then a wrapped line's height
+   * is a guess, and a step on line 21 of custom_function, under three wrapped lines, was
+   * scrolled to just below the editor's bottom edge.
+   */
+  private revealMeasured(line: number): void {
     this.view.requestMeasure({
       read: () => {
-        if (this.current === line) this.reveal(line);
+        if (this.current === line && line <= this.view.state.doc.lines) this.reveal(line);
       },
     });
   }
