@@ -137,12 +137,12 @@ export class ChartData {
     // a loop that steps by hand (w -= lr * w.grad) has no optimizer step: its loss is the
     // root of each backward() call
     const calls = this.stepCount === 0 && (this.tables.get("calls")?.length ?? 0) > 1 ? ["calls"] : [];
-    const own = (ids: string[]) => ids.map((id) => this.tables.get(id)).filter((t): t is Table => !!t && t.length > 0);
+    const withRows = (ids: string[]) => ids.map((id) => this.tables.get(id)).filter((t): t is Table => !!t && t.length > 0);
     // the snippet's own metrics (gradwalk.log) right after the loss: what its author chose
     // to watch, read against the loss (at the end, val_acc was four charts down, below the
     // fold of a 1280 x 800 screen)
     const metrics = [...this.tables.values()].filter((t) => t.kind === "metric" && t.length > 0);
-    return [...own([...calls, "loss"]), ...metrics, ...own(["grad", "update", "lr", "memory", "cuda"])];
+    return [...withRows([...calls, "loss"]), ...metrics, ...withRows(["grad", "update", "lr", "memory", "cuda"])];
   }
 
   get stepCount(): number {

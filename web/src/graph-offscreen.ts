@@ -13,6 +13,9 @@ const SIDES: readonly Side[] = ["left", "right", "up", "down"];
 const ARROWS: Record<Side, string> = { left: "◂", right: "▸", up: "▴", down: "▾" };
 const WHERE: Record<Side, string> = { left: "to the left", right: "to the right", up: "above", down: "below" };
 
+/** Whether `side` is towards the graph's start (left, up): its cue's arrow comes first, its pan is positive. */
+const towardsStart = (side: Side) => side === "left" || side === "up";
+
 /** Node centres in the graph's own coordinates, x and y interleaved. */
 export type Centres = Float64Array;
 
@@ -49,15 +52,16 @@ export function panToward(side: Side, centres: Centres, view: Viewport, margin =
   const { zoom, pan, width, height } = view;
   const size = across ? width : height;
   const offset = across ? pan.x : pan.y;
-  let far = side === "left" || side === "up" ? Infinity : -Infinity;
+  const start = towardsStart(side);
+  let far = start ? Infinity : -Infinity;
   for (let i = across ? 0 : 1; i < centres.length; i += 2) {
     const at = centres[i] * zoom + offset;
-    far = side === "left" || side === "up" ? Math.min(far, at) : Math.max(far, at);
+    far = start ? Math.min(far, at) : Math.max(far, at);
   }
   if (!Number.isFinite(far)) return { x: 0, y: 0 };
   const limit = 0.8 * size;
   // positive: the graph moves right (or down), showing what was to the left (or above)
-  const by = side === "left" || side === "up" ? Math.min(limit, Math.max(0, margin - far)) : -Math.min(limit, Math.max(0, far - (size - margin)));
+  const by = start ? Math.min(limit, Math.max(0, margin - far)) : -Math.min(limit, Math.max(0, far - (size - margin)));
   return across ? { x: by, y: 0 } : { x: 0, y: by };
 }
 
@@ -119,7 +123,7 @@ export class OffscreenCues {
       button.hidden = n === 0;
       if (!n) continue;
       const what = `${n} more node${n === 1 ? "" : "s"} ${WHERE[side]}`;
-      button.textContent = side === "left" || side === "up" ? `${ARROWS[side]} ${n} more` : `${n} more ${ARROWS[side]}`;
+      button.textContent = towardsStart(side) ? `${ARROWS[side]} ${n} more` : `${n} more ${ARROWS[side]}`;
       button.title = `${what}: click to pan there (Fit shows the whole graph)`;
       button.setAttribute("aria-label", `${what}: pan there`);
     }
