@@ -86,6 +86,32 @@ SNIPPETS = {
     "F.cross_entropy(z, t).backward()\nF.cross_entropy(z, t, reduction='sum').backward()\n"
     "F.cross_entropy(z, t, reduction='none').sum().backward()\n"
     "F.cross_entropy(z, t, weight=torch.tensor([1.0, 2.0, 3.0, 4.0])).backward()\n",
+    # one number through each elementwise function of rules-math.ts: their slopes, written out
+    "scalar_math": "import torch\nx = torch.tensor(0.5, requires_grad=True)\nw = torch.tensor(1.5, requires_grad=True)\n"
+    "y = (torch.asin(x) + torch.acos(x) + torch.atan(x) + torch.sinh(x) + torch.cosh(x) + torch.asinh(x)\n"
+    "     + torch.acosh(w) + torch.atanh(x) + torch.tan(x) + torch.expm1(x) + torch.exp2(x) + torch.log2(x)\n"
+    "     + torch.log10(x) + torch.erf(x) + torch.erfc(x) + torch.logit(x) + torch.sinc(x) + torch.atan2(x, w)\n"
+    "     + torch.hypot(x, w) + torch.logaddexp(x, w) + torch.logaddexp2(x, w) + torch.xlogy(x, w)\n"
+    "     + torch.lerp(x, w, 0.25))\ny.backward()\n",
+    # the ops of rules-math.ts, rules-shape.ts and rules-layers.ts on tensors: each has its rule
+    "more_ops": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "v = torch.tensor([0.3, -0.2, 0.5, 0.3], requires_grad=True)\nm = torch.randn(3, 3, requires_grad=True)\n"
+    "img = torch.randn(1, 2, 4, 4, requires_grad=True)\nt = torch.tensor([0, 2, 1])\n"
+    "parts = [torch.fmod(v, 0.2), torch.remainder(v, 0.2), torch.frac(v), torch.addcmul(v, v, v, value=0.5),\n"
+    "    torch.addcdiv(v, v, v + 2), torch.erfinv(v), torch.lgamma(v + 1), torch.digamma(v + 1), v.median(),\n"
+    "    v.sort().values, v.topk(2).values, v.kthvalue(2).values, v.cumprod(0), v.cummax(0).values,\n"
+    "    v.logcumsumexp(0), torch.trace(m), torch.diagonal(m), torch.diag(v), torch.tril(m), torch.triu(m, 1),\n"
+    "    v.roll(1), v.unfold(0, 2, 1), v.masked_select(v > 0), v.index_select(0, torch.tensor([0, 0, 2])),\n"
+    "    v.take(torch.tensor([1, 3])), F.pad(v, (1, 2)), F.pad(img, (1, 1, 1, 1), mode='reflect'),\n"
+    "    F.pixel_shuffle(img.repeat(1, 2, 1, 1), 2), F.unfold(img, 2), F.interpolate(img, scale_factor=2),\n"
+    "    F.interpolate(img, scale_factor=2, mode='bilinear'), F.adaptive_avg_pool2d(img, 3), F.adaptive_max_pool2d(img, 3),\n"
+    "    F.mish(m), F.hardswish(m), F.hardsigmoid(m), F.celu(m), F.glu(m.repeat(1, 2)), F.logsigmoid(m),\n"
+    "    F.prelu(m, torch.tensor([0.25], requires_grad=True)), F.threshold(m, 0.1, 0.0), F.huber_loss(m, m.detach() * 0),\n"
+    "    F.soft_margin_loss(m, torch.ones(3, 3)), F.multi_margin_loss(m, t), F.group_norm(img, 1),\n"
+    "    torch.dist(v, v * 2), torch.cdist(m, m * 2), F.pdist(m), m.norm(dim=1), torch.linalg.inv(m + 3 * torch.eye(3)),\n"
+    "    torch.det(m), torch.linalg.solve(m + 3 * torch.eye(3), m[0]), torch.linalg.cross(m[0], m[1]),\n"
+    "    F.embedding_bag(torch.tensor([[0, 2]]), m), torch.complex(v, v).abs()]\n"
+    "sum(p.sum() for p in parts).backward()\n",
 }
 
 

@@ -4,7 +4,7 @@
 import { edgeTargetLabel, numberText, tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
 import type { NodeCreated, TensorValue } from "./types/events";
-import { fmt, isFull, num, scalarOf } from "./values";
+import { fmt, fmtFactor, isFull, num, scalarOf } from "./values";
 
 export interface Operand {
   label: string;
@@ -129,3 +129,34 @@ export function wrappedNumber(model: TraceModel, node: NodeCreated, names: reado
 /** A rule for one edge: the symbolic form and, when every number is known, the substitution. */
 export type Slot = { sym: string; num?: string | null };
 export type Rule = { summary: (c: Ctx) => string; slots: (c: Ctx, slot: number) => Slot | null };
+
+/** A rule whose every edge reads the same. */
+export function rule(summary: string, sym: string): Rule {
+  return { summary: () => summary, slots: () => ({ sym }) };
+}
+
+/** A rule whose edges (by input number) read differently. */
+export function perInput(summary: string, ...syms: string[]): Rule {
+  return { summary: () => summary, slots: (_c, slot) => ({ sym: syms[Math.min(slot, syms.length - 1)] }) };
+}
+
+/** The input of a one-input rule, by the snippet's name (`w`, `logits`), else `x`. */
+export function x(c: Ctx): string {
+  return factor(c.input(0, "self", "x"));
+}
+
+/** Numbers joined with × when they are all known (`1 × 3`; a negative factor bracketed), else null. */
+export function times(...xs: (number | null)[]): string | null {
+  if (!xs.every((v) => v !== null)) return null;
+  return (xs as number[]).map((v, i) => (i === 0 ? fmt(v) : fmtFactor(v))).join(" × ");
+}
+
+/** The node's saved `dim` as the snippet passed it (`1`, `-1`, `(-1,)`), or undefined when it saved none. */
+export function savedDim(c: Ctx): string | undefined {
+  return c.saved("dim")?.label;
+}
+
+/** The input of a one-input rule as written inside a call's parentheses (`lgamma(v + 1)`), else `x`. */
+export function inner(c: Ctx): string {
+  return c.input(0, "self", "x");
+}

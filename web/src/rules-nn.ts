@@ -5,7 +5,7 @@
 // elementwise and linear-algebra rules.
 // Each says what the layer computed and where the gradient goes, in words: their tensors are
 // rarely one number, so there is no substitution to write out.
-import { type Ctx, factor, type Rule } from "./rule-context";
+import { type Ctx, factor, perInput, type Rule, rule, savedDim, x } from "./rule-context";
 import type { TraceModel } from "./trace-model";
 import type { NodeCreated } from "./types/events";
 
@@ -22,25 +22,12 @@ function fmtBeta(v: number): string {
   return String(Number(v.toPrecision(4)));
 }
 
-/** A rule whose every edge reads the same. */
-function rule(summary: string, sym: string): Rule {
-  return { summary: () => summary, slots: () => ({ sym }) };
-}
-
-/** A rule whose edges (by input number) read differently. */
-function perInput(summary: string, ...syms: string[]): Rule {
-  return { summary: () => summary, slots: (_c, slot) => ({ sym: syms[Math.min(slot, syms.length - 1)] }) };
-}
 
 // PyTorch's reduction codes, as NllLossBackward0 and MseLossBackward0 save them
 const NONE = 0;
 const MEAN = 1;
 const SUM = 2;
 
-/** The node's saved `dim` as the snippet passed it (`1`, `-1`, `(-1,)`), or undefined when it saved none. */
-function savedDim(c: Ctx): string | undefined {
-  return c.saved("dim")?.label;
-}
 
 /** The softmax's dim, as `over dim 1`, when the node saved it. */
 function overDim(c: Ctx): string {
@@ -54,22 +41,18 @@ function cond(c: Ctx): string {
   return label && !/Backward|^t\d+$/.test(label) ? label : "cond";
 }
 
-/** The input of a one-input rule, by the snippet's name (`w`, `logits`), else `x`. */
-function x(c: Ctx): string {
-  return factor(c.input(0, "self", "x"));
-}
 
 /**
  * A loss's two sides: the prediction by its name (`x` when it has none) and the target by
  * its name when it is a plain variable, else `y` (a literal reads `tensor(…)`).
  */
-function sides(c: Ctx): { x: string; y: string } {
+export function sides(c: Ctx): { x: string; y: string } {
   const target = c.saved("target")?.label ?? "";
   return { x: x(c), y: /^[A-Za-z_][\w.₀-₉]*$/.test(target) ? target : "y" };
 }
 
 /** ` / N (N = 3)` for a loss with reduction="mean", "" for "sum" and "none". */
-function perN(c: Ctx): string {
+export function perN(c: Ctx): string {
   const reduction = c.saved("reduction")?.value ?? MEAN;
   if (reduction !== MEAN) return "";
   const n = c.numelOf("self");
@@ -77,7 +60,7 @@ function perN(c: Ctx): string {
 }
 
 /** `mean(…)`, `sum(…)` or `…` elementwise, as a loss's reduction wraps its terms. */
-function reduced(c: Ctx, terms: string): string {
+export function reduced(c: Ctx, terms: string): string {
   const reduction = c.saved("reduction")?.value ?? MEAN;
   return reduction === SUM ? `sum(${terms})` : reduction === NONE ? `${terms} elementwise` : `mean(${terms})`;
 }
@@ -141,7 +124,7 @@ function pairwiseRule(word: "maximum" | "minimum"): Rule {
 }
 
 /** The divisor of var and std: N − 1 (Bessel's correction, the default), or N − correction; and N. */
-function dof(c: Ctx): { divisor: string; n: string } {
+export function dof(c: Ctx): { divisor: string; n: string } {
   const correction = c.saved("correction")?.value ?? 1;
   const inputs = c.numelOf("self");
   const outputs = c.gradIn[0] ? c.gradIn[0].shape.reduce((a, b) => a * b, 1) : null;
@@ -167,6 +150,25 @@ function flat(name: string): Rule {
 const pieces: Rule = {
   summary: (c) => `out = the pieces of ${x(c)} (split, chunk or unbind)`,
   slots: () => ({ sym: "each piece's grad put back in its place (zeros where a piece got none)" }),
+};
+
+/** A p-norm's p: linalg.vector_norm saves it as `ord`, Tensor.norm as `p`; 2 when neither. */
+function order(c: Ctx): number {
+  return c.saved("ord")?.value ?? c.saved("p")?.value ?? 2;
+}
+
+/** ‖x‖ₚ: the 2-norm sends grad · x / ‖x‖, the 1-norm grad · sign(x). */
+const vectorNorm: Rule = {
+  summary: (c) => {
+    const ord = order(c);
+    return ord === 2 ? `out = ‖${x(c)}‖ (the 2-norm: √Σ ${x(c)}²)` : `out = ‖${x(c)}‖ (the ${fmtBeta(ord)}-norm)`;
+  },
+  slots: (c) => {
+    const ord = order(c);
+    if (ord === 2) return { sym: `grad · ${x(c)} / ‖${x(c)}‖ (0 where ‖${x(c)}‖ = 0)` };
+    if (ord === 1) return { sym: `grad · sign(${x(c)})` };
+    return { sym: `grad · sign(${x(c)}) · |${x(c)}|^(p − 1) / ‖${x(c)}‖^(p − 1) (p = ${fmtBeta(ord)})` };
+  },
 };
 
 export const NN_RULES: Record<string, Rule> = {
@@ -290,18 +292,9 @@ export const NN_RULES: Record<string, Rule> = {
   },
   Log1P: { summary: (c) => `out = log(1 + ${x(c)})`, slots: (c) => ({ sym: `grad / (1 + ${x(c)})` }) },
   NanToNum: rule("out = x with NaN and ±inf replaced by numbers", "grad where x was finite, 0 elsewhere"),
-  LinalgVectorNorm: {
-    summary: (c) => {
-      const ord = c.saved("ord")?.value ?? 2;
-      return ord === 2 ? `out = ‖${x(c)}‖ (the 2-norm: √Σ ${x(c)}²)` : `out = ‖${x(c)}‖ (the ${fmtBeta(ord)}-norm)`;
-    },
-    slots: (c) => {
-      const ord = c.saved("ord")?.value ?? 2;
-      if (ord === 2) return { sym: `grad · ${x(c)} / ‖${x(c)}‖ (0 where ‖${x(c)}‖ = 0)` };
-      if (ord === 1) return { sym: `grad · sign(${x(c)})` };
-      return { sym: `grad · sign(${x(c)}) · |${x(c)}|^(p − 1) / ‖${x(c)}‖^(p − 1) (p = ${fmtBeta(ord)})` };
-    },
-  },
+  LinalgVectorNorm: vectorNorm,
+  // x.norm(p) and torch.norm: the same p-norm, its p saved as `p`
+  Norm: vectorNorm,
   Var: {
     summary: (c) => `out = var(${x(c)}${alongDim(c)}) = Σ(${x(c)} − mean)² / ${dof(c).divisor}`,
     slots: (c) => ({ sym: `grad · 2(${x(c)} − mean) / ${dof(c).divisor}${dof(c).n}` }),

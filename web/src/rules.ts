@@ -7,8 +7,11 @@
 // `grad_out`, never a value recomputed here.
 import { hookedArrival } from "./grad-hooks";
 import { edgeTargetLabel, gradOf, rootLabel, tensorExpr } from "./naming";
-import { Ctx, factor, type Rule } from "./rule-context";
+import { Ctx, factor, type Rule, times } from "./rule-context";
+import { LAYER_RULES } from "./rules-layers";
+import { MATH_RULES } from "./rules-math";
 import { isDropout, NN_RULES } from "./rules-nn";
+import { SHAPE_RULES } from "./rules-shape";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { NodeCreated } from "./types/events";
 import { fmt, fmtFactor, fmtValue, isFull, numel, shapeText } from "./values";
@@ -36,12 +39,6 @@ function power(base: string, e: number): string {
   if (e === 1) return base;
   const sup = SUP[String(e)];
   return sup ? `${base}${sup}` : `${base}^${fmtFactor(e)}`;
-}
-
-/** Join numbers with × when they are all known. */
-function times(...xs: (number | null)[]): string | null {
-  if (!xs.every((x) => x !== null)) return null;
-  return (xs as number[]).map((x, i) => (i === 0 ? fmt(x) : fmtFactor(x))).join(" × ");
 }
 
 function nums(c: Ctx, f: (g: number) => string | null): string | null {
@@ -370,6 +367,9 @@ const RULES: Record<string, Rule> = {
   Alias: identity,
   ToCopy: { summary: () => "out = a converted (dtype or device)", slots: () => ({ sym: "grad converted back" }) },
   ...NN_RULES,
+  ...MATH_RULES,
+  ...SHAPE_RULES,
+  ...LAYER_RULES,
 };
 
 /** The dims a sum or mean over a dim reduced (its saved `dim`), or null for a reduction over everything. */

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { explain, hasRule } from "../src/rules";
+import { type Explanation, explain, hasRule } from "../src/rules";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 
@@ -139,4 +139,60 @@ test("attention: the fused node writes out its backward with the snippet's q, k,
   assert.match(lines[2], /∂\S+\/∂v = Pᵀ grad/);
   // scale=0.5 is the snippet's own, and the second call is not causal
   assert.equal(scaled?.summary, "out = P v, P = softmax(q kᵀ · 0.5) · attention");
+});
+
+/** The executed nodes of a trace, by name, with their cards. */
+function cards(model: TraceModel): [string, Explanation][] {
+  return model.timeline.flatMap((e) => {
+    const name = e.kind === "node" && e.exec ? model.node(e.exec.node)?.name : undefined;
+    const card = name ? explain(model, e) : null;
+    return name && card ? [[name, card] as [string, Explanation]] : [];
+  });
+}
+
+test("scalar_math: each function's slope is written out, and its numbers multiply to what PyTorch sent", () => {
+  const all = cards(load("scalar_math"));
+  const lines = all.flatMap(([, card]) => card.lines.map((l) => l.text));
+  for (const expected of [
+    "∂y/∂x = grad / √(1 − x²) = 1 × 1.155 = 1.155",
+    "∂y/∂x = grad · cosh(x) = 1 × 1.128 = 1.128",
+    "∂y/∂w = grad / √(w² − 1) = 1 × 0.8944 = 0.8944",
+    "∂y/∂x = grad / (x · ln 2) = 1 × 2.885 = 2.885",
+    "∂y/∂x = grad · w / (x² + w²) = 1 × 0.6 = 0.6",
+    "∂y/∂w = −grad · x / (x² + w²) = 1 × (−0.2) = −0.2",
+    "∂y/∂x = grad · (1 − 0.25) = 1 × 0.75 = 0.75",
+  ]) {
+    assert.ok(lines.includes(expected), `${expected}\n${lines.join("\n")}`);
+  }
+  // every substitution `g × s` equals the gradient PyTorch sent (to the 4 digits shown)
+  const toNumber = (t: string) => Number(t.replace(/[()]/g, "").replace("−", "-"));
+  let checked = 0;
+  for (const line of lines) {
+    const parts = line.split(" = ");
+    const product = /^(\S+) × (\S+)$/.exec(parts[parts.length - 2] ?? "");
+    if (!product) continue;
+    const [g, s, sent] = [toNumber(product[1]), toNumber(product[2]), toNumber(parts[parts.length - 1])];
+    assert.ok(Math.abs(g * s - sent) <= 1e-3 * Math.max(1, Math.abs(sent)), line);
+    checked++;
+  }
+  assert.ok(checked >= 25, `${checked} substitutions checked:\n${lines.join("\n")}`);
+  assert.deepEqual(all.filter(([name]) => name !== "AccumulateGrad" && !hasRule(name)).map(([name]) => name), []);
+});
+
+test("more_ops: every node of the wider op set has its rule, each saying where the gradient goes", () => {
+  const all = cards(load("more_ops"));
+  const names = new Set(all.map(([name]) => name));
+  for (const name of ["TrilBackward0", "MedianBackward0", "Im2ColBackward0", "UpsampleBilinear2DBackward0", "MishBackward0", "HuberLossBackward0", "LinalgInvExBackward0", "LinalgCrossBackward0", "CdistBackward0", "NativeGroupNormBackward0"]) {
+    assert.ok(names.has(name), `${name} is not in the trace: ${[...names].join(" ")}`);
+  }
+  const missing = [...names].filter((n) => n !== "AccumulateGrad" && !hasRule(n));
+  assert.deepEqual(missing, []);
+  for (const [name, card] of all) assert.doesNotMatch(card.summary, /no rule is written out/, name);
+  const byName = new Map(all);
+  assert.match(byName.get("MedianBackward0")?.lines[0]?.text ?? "", /shared evenly among the elements equal to the median/);
+  assert.match(byName.get("TrilBackward0")?.summary ?? "", /above diagonal 0 set to 0/);
+  assert.match(byName.get("TriuBackward0")?.summary ?? "", /below diagonal 1 set to 0/);
+  assert.match(byName.get("FmodBackward0")?.summary ?? "", /^out = fmod\(v, 0\.2\)/);
+  assert.match(byName.get("HuberLossBackward0")?.lines[0]?.text ?? "", /grad · clamp\(d, −δ, δ\) \/ N \(N = 9\)/);
+  assert.match(byName.get("LinalgCrossBackward0")?.summary ?? "", /cross product/);
 });
