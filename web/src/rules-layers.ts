@@ -62,7 +62,7 @@ export const LAYER_RULES: Record<string, Rule> = {
   RreluWithNoise: {
     summary: (c) =>
       c.saved("training")?.label === "True"
-        ? `out = ${x(c)} where ${x(c)} ≥ 0, slope · ${x(c)} elsewhere, each element's slope drawn from U(${said(c, "lower", "l")}, ${said(c, "upper", "u")})`
+        ? `out = ${x(c)} where ${x(c)} > 0, slope · ${x(c)} elsewhere, each element's slope drawn from U(${said(c, "lower", "l")}, ${said(c, "upper", "u")})`
         : `out = ${x(c)} where ${x(c)} > 0, slope · ${x(c)} elsewhere, slope = (lower + upper) / 2 (not training: no noise)`,
     slots: (c) => ({ sym: `grad where ${x(c)} > 0, slope · grad elsewhere (the slope each element was given)` }),
   },
@@ -159,7 +159,7 @@ export const LAYER_RULES: Record<string, Rule> = {
   LinalgDet: rule("out = det(A)", "grad · det(A) · A⁻ᵀ (Jacobi's formula)"),
   LinalgSlogdet: rule("out = (sign, log |det(A)|)", "grad · A⁻ᵀ (the slope of log |det|)"),
   LinalgSolveEx: perInput("out = X, the solution of A · X = B", "−G · Xᵀ, G = A⁻ᵀ · grad", "G = A⁻ᵀ · grad (one more solve, with Aᵀ)"),
-  LinalgCholeskyEx: rule("out = L, lower-triangular with A = L · Lᵀ", "L⁻ᵀ · Φ(Lᵀ · grad) · L⁻¹, symmetrised (Φ: the lower triangle with its diagonal halved)"),
+  LinalgCholeskyEx: rule("out = L, lower-triangular with A = L · Lᵀ", "L⁻ᵀ · Φ(Lᵀ · grad) · L⁻¹, Φ(M) = ½ · M's lower triangle mirrored into a symmetric matrix"),
   LinalgCross: perInput("out = a × b (the cross product)", "b × grad", "grad × a"),
   LinalgSvd: rule(
     "out = U, S, Vh with A = U · diag(S) · Vh",
@@ -167,7 +167,7 @@ export const LAYER_RULES: Record<string, Rule> = {
   ),
   LinalgEigh: rule(
     "out = the eigenvalues λ and eigenvectors V of a symmetric A",
-    "V · (diag(grad_λ) + the eigenvectors' part, which divides by λ_j − λ_i) · Vᵀ, symmetrised",
+    "V · (diag(grad_λ) + the eigenvectors' part, which divides by λ_j − λ_i) · Vᵀ",
   ),
   LinalgQr: rule("out = Q, R with A = Q · R (Q orthonormal, R upper-triangular)", "grad through the QR decomposition (its backward solves a triangular system with R)"),
   LinalgPinv: rule("out = A⁺, the pseudo-inverse of A", "−A⁺ᵀ · grad · A⁺ᵀ plus terms for A's null spaces (the inverse's rule when A is invertible)"),
