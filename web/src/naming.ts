@@ -2,7 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { bareExprOf, ELIDED, exprOf, nameOf, numberText } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, keywordTexts, nameOf, numberText } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 
 export { numberText };
@@ -281,4 +281,17 @@ export function elementSetText(m: TraceModel, op: OpRecorded): string {
   // a tensor key (a mask) comes before a tensor value among the inputs
   const keyText = key ? numberText(key.value) : rest.length >= (value ? 1 : 2) ? tensorExpr(m, rest[0]) : "…";
   return `${tensorExpr(m, target)}[${keyText}] = ${valueText}`;
+}
+
+/**
+ * The arguments a tape row writes after the op's name: its input tensors, then the Python
+ * numbers it was passed by position, then by keyword (`h, 1.01`; `randn 2, 3`; `x, dim=1`).
+ * A True or False passed by position after arguments the trace does not hold (a device, a
+ * dtype, None) is left out: with its neighbours unseen nothing says what it switches
+ * (`p.to(device, None, False)` inside `model.to(device)` would read `to p, False`).
+ */
+export function argumentsText(model: TraceModel, op: OpRecorded): string {
+  const constants = op.constants ?? [];
+  const shown = constants.filter((c, i) => typeof c.value !== "boolean" || c.position <= op.inputs.length + i);
+  return [...op.inputs.map((t) => tensorExpr(model, t)), ...shown.map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
 }

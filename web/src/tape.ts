@@ -2,10 +2,9 @@
 // line and its graph nodes, and a scrubber that replays the forward pass op by op while
 // the graph grows.
 import { breakAtDots, h, revealWithin } from "./dom";
-import { elementSetText, numberText, tensorExpr } from "./naming";
+import { argumentsText, elementSetText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
-import { keywordTexts } from "./tensor-expr";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
 import { shapeText } from "./values";
 
@@ -131,7 +130,7 @@ export class TapeView {
     const ins =
       op.name === "setitem" && op.inputs.length
         ? elementSetText(m, op)
-        : [...op.inputs.map((t) => tensorExpr(m, t)), ...(op.constants ?? []).map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
+        : argumentsText(m, op);
     const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");

@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { attrOf, backwardCallText, callLabels, elementSetText, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -159,4 +159,14 @@ test("a variable rebound from itself on several lines is counted through them al
   assert.deepEqual([...made("mul").slice(0, 1), ...made("add").slice(0, 1), ...made("tanh")], ["h₁", "h₂", "h₃"]);
   // g = x * 1, then a loop body of two lines: each line counted from 1, two tensors read `g₁`
   assert.deepEqual([...made("matmul"), ...made("sigmoid")].sort(), ["g₂", "g₃", "g₄", "g₅"]);
+});
+
+test("a tape row leaves out a True/False whose neighbours it cannot show, and keeps one it can", () => {
+  const model = loadModel("positional_flags");
+  // model.to('cpu') runs p.to(device, None, False) for each parameter: no bare "False"
+  const moves = model.ops.filter((op) => op.name === "to");
+  assert.equal(moves.length, 2);
+  assert.deepEqual(moves.map((op) => argumentsText(model, op)), ["model.weight", "model.bias"]);
+  const sum = model.ops.find((op) => op.name === "sum")!;
+  assert.equal(argumentsText(model, sum), "x, 0, True");
 });
