@@ -161,14 +161,8 @@ export const LAYER_RULES: Record<string, Rule> = {
   LinalgSolveEx: perInput("out = X, the solution of A · X = B", "−G · Xᵀ, G = A⁻ᵀ · grad", "G = A⁻ᵀ · grad (one more solve, with Aᵀ)"),
   LinalgCholeskyEx: rule("out = L, lower-triangular with A = L · Lᵀ", "L⁻ᵀ · Φ(Lᵀ · grad) · L⁻¹, Φ(M) = ½ · M's lower triangle mirrored into a symmetric matrix"),
   LinalgCross: perInput("out = a × b (the cross product)", "b × grad", "grad × a"),
-  LinalgSvd: rule(
-    "out = U, S, Vh with A = U · diag(S) · Vh",
-    "U · diag(grad_S) · Vh for the singular values, plus the singular vectors' part, which divides by S_i² − S_j² (large when two singular values nearly tie)",
-  ),
-  LinalgEigh: rule(
-    "out = the eigenvalues λ and eigenvectors V of a symmetric A",
-    "V · (diag(grad_λ) + the eigenvectors' part, which divides by λ_j − λ_i) · Vᵀ",
-  ),
+  LinalgSvd: rule("out = U, S, Vh with A = U · diag(S) · Vh", "U · diag(grad_S) · Vh, plus U's and Vh's part, which divides by S_i² − S_j²"),
+  LinalgEigh: rule("out = the eigenvalues λ and eigenvectors V of a symmetric A", "V · diag(grad_λ) · Vᵀ, plus V's part, which divides by λ_j − λ_i"),
   LinalgQr: rule("out = Q, R with A = Q · R (Q orthonormal, R upper-triangular)", "grad through the QR decomposition (its backward solves a triangular system with R)"),
   LinalgPinv: rule("out = A⁺, the pseudo-inverse of A", "−A⁺ᵀ · grad · A⁺ᵀ plus terms for A's null spaces (the inverse's rule when A is invertible)"),
   LinalgMatrixExp: rule("out = exp(A) = Σₖ Aᵏ / k!", "the same series' derivative taken at Aᵀ, applied to grad (exp of a block matrix [[Aᵀ, grad], [0, Aᵀ]])"),
