@@ -19,15 +19,17 @@ from tests.server.test_stream import collect
 
 LESSONS = load_lessons(LESSONS_DIR, Settings().examples_dir)
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
-# The topics issue 8 asks for, by lesson id, with second derivatives and detach() in
-# teaching order.
+# The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
+# leaves' .grad and custom Functions in teaching order.
 TOPICS = [
     "scalar",
     "chain-rule",
     "accumulate",
+    "leaf-grad",
     "hooks",
     "graph-freed",
     "second-derivative",
+    "custom-function",
     "inplace",
     "holding-graph",
     "no-grad-vs-eval",
@@ -92,6 +94,15 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert at is not None and at[0] == "MulBackward0"
         case "accumulate":
             assert at is not None and at[0] == "AccumulateGrad" and accumulated_at(7) == [12.0]
+        case "leaf-grad":  # ∂loss/∂h = 2h reaches h's node, and only x's .grad keeps a gradient
+            assert at is not None and at[0] == "MulBackward0"
+            assert at[1].grad_in[0].flat == [6.0, 12.0] and at[1].grad_out[0].flat == [18.0, 36.0]
+            assert [name for name, _ in timeline].count("AccumulateGrad") == 1
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "x.grad: tensor([18., 36.])\nh.grad: None\n"
+        case "custom-function":  # the snippet's own backward ran: 1 · 3 · 2² = 12
+            assert at is not None and at[0] == "CubeBackward" and at[1].grad_out[0].flat == [12.0]
+            assert "PowBackward0" not in {e.name for e in trace.events if e.type == "node"}
         case "hooks":  # y's hook turned the [6, 12] PowBackward0 sent into the [60, 120] Mul ran on
             assert at is not None and at[0] == "MulBackward0" and at[1].grad_in[0].flat == [60.0, 120.0]
             sent = [e for name, e in timeline if name == "PowBackward0"]
