@@ -395,6 +395,11 @@ def main(device: str = "cpu") -> None:
         _row(f"{name} (metrics)", measure_loop(source, 5, Limits(detail_steps=0)), "<=1.2")
         _row(f"{name} (script)", measure_loop(source, 5))
         _row(f"{name} (bare hooks)", measure_bare_hooks(source, 5))
+    # a loop that steps by hand (the PyTorch tutorial's sin(x) fit): its metrics-only calls,
+    # and the script as it runs, its first Limits.detail_calls calls in full
+    by_hand = (EXAMPLES / "fit_by_hand.py").read_text()
+    _row("fit by hand, 2,000 calls (metrics)", measure_loop(by_hand, 5, Limits(detail_calls=0)), "<=1.2")
+    _row("fit by hand, 2,000 calls (script)", measure_loop(by_hand, 5))
     clean = (EXAMPLES / "clean_training.py").read_text()
     _row("pitfall detectors, clean run", measure_detectors(clean, 5), "~1.0")
 

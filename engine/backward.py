@@ -58,6 +58,7 @@ class BackwardTracker:
         self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
         self._blocks: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], dict[str, Any]]] = {}
         self._originals: tuple[Any, Any] | None = None
+        self._tensor_backward: Any = None  # torch.Tensor.backward, while wrapped
         self._running = False
         # (id, name) of the node that ran last: anomaly mode raises right after a node's
         # hooks when its gradient came out NaN, and the error is about that node
@@ -214,7 +215,28 @@ class BackwardTracker:
         functools.update_wrapper(grad, orig_grad)
         torch.autograd.backward, torch.autograd.grad = backward, grad
 
+        # NOTE [Detail switched off after Tensor.backward]: loss.backward() reaches the wrapper
+        # above through the tape mode's handler, where the mode is off PyTorch's stack and
+        # cannot be taken off for good (it is pushed back when the handler returns); a
+        # metrics-only call that follows (NOTE [Loops that step by hand]) would then pay the
+        # handler on every op. Back in the snippet, the mode is on top again and goes.
+        orig_tensor_backward = torch.Tensor.backward
+        self._tensor_backward = orig_tensor_backward
+        rec = self._rec
+
+        def backward_then_settle(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return orig_tensor_backward(*args, **kwargs)
+            finally:
+                rec.settle_detail()
+
+        functools.update_wrapper(backward_then_settle, orig_tensor_backward)
+        torch.Tensor.backward = backward_then_settle  # type: ignore[method-assign]
+
     def remove(self) -> None:
+        if self._tensor_backward is not None:
+            torch.Tensor.backward = self._tensor_backward  # type: ignore[method-assign]
+            self._tensor_backward = None
         if self._originals is not None:
             torch.autograd.backward, torch.autograd.grad = self._originals
             self._originals = None
@@ -232,6 +254,7 @@ class BackwardTracker:
             return self._run(api, fn, args, kwargs)
         finally:
             self._running = False
+            self._rec.hand_loop.after_call(self.calls - 1)
 
     def _read_loss(self, roots: list[torch.Tensor]) -> None:
         # the loss of the training charts: a one-element root, read with one item() call
@@ -265,6 +288,8 @@ class BackwardTracker:
             result = fn(*args, **kwargs)
             with rec.mute():
                 rec.pitfalls.after_backward()
+            if rec.hand_loop.counting:  # a loop that steps by hand: its loss and memory
+                rec.hand_loop.counted(index, snippet_frame()[1])
             return result
         frame, line = snippet_frame()
         roots, seeds, retain, create = _backward_args(api, args, kwargs)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "SCHEMA_VERSION",
+    "BackwardCounted",
     "BackwardFinished",
     "BackwardStarted",
     "Counts",
@@ -130,6 +131,12 @@ class Limits(_Model):
         default=3, ge=0, description="optimizer steps recorded in full detail at the start"
     )
     detail_every: int = Field(default=0, ge=0, description="also record every k-th step in full (0: never)")
+    detail_calls: int = Field(
+        default=10,
+        ge=0,
+        description="backward() calls recorded in full while no optimizer has stepped (a loop that steps "
+        "by hand); each later one sends its loss and memory only (detail_every applies to them too)",
+    )
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="wall-clock limit (runner)")
     memory_mb: int = Field(default=1536, ge=256, le=65536, description="address-space limit (runner)")
 
@@ -401,6 +408,22 @@ class OptimizerStep(_Event):
     line: int | None = None
 
 
+class BackwardCounted(_Event):
+    """A backward() call of a loop that steps by hand, recorded metrics-only: no optimizer has
+    stepped and the first ``Limits.detail_calls`` calls were recorded in full (NOTE [Loops that
+    step by hand] in engine/hand_loops.py). No tape, graph or walk: its loss and memory."""
+
+    type: Literal["backward_counted"] = "backward_counted"
+    index: int = Field(description="0-based among all backward calls, as backward_started's")
+    loss: float | None = Field(default=None, description="the root's value, when it has one element")
+    graph_bytes: int = Field(default=0, description="bytes held by tensors saved for backward after the call")
+    graph_peak_bytes: int = Field(
+        default=0, description="the most bytes saved tensors held at any moment since the previous such event"
+    )
+    wall_s: float = Field(default=0.0, description="seconds since the previous backward call returned")
+    line: int | None = None
+
+
 class MetricLogged(_Event):
     """A metric the snippet logged with ``gradwalk.log(name, value)``."""
 
@@ -482,6 +505,7 @@ Event = Annotated[
     | BackwardFinished
     | TensorFinal
     | OptimizerStep
+    | BackwardCounted
     | MetricLogged
     | PitfallFound
     | HookRegistered

@@ -23,6 +23,7 @@ from .eager import EagerCompile
 from .events import Limits
 from .functions import FunctionCalls
 from .graph import GraphRecorder
+from .hand_loops import HandLoop
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .op_arguments import op_constants, op_keywords
@@ -145,6 +146,7 @@ class Recorder:
         self.memory = SavedMemory(self)
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
+        self.hand_loop = HandLoop(self)
         self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
         self.operand_order = OperandOrder(self.source_lines)
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
@@ -248,6 +250,14 @@ class Recorder:
             self._mode = TapeMode(self)
             self._mode.__enter__()
         elif not on and self._mode is not None and _mode_on_top(self._mode):
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+
+    def settle_detail(self) -> None:
+        """Take the tape mode off PyTorch's stack if recording went metrics-only while the mode
+        could not be taken off (from within its own handler: NOTE [Detail switched off after
+        Tensor.backward] in backward.py)."""
+        if not self.detail and self._mode is not None and self.active and _mode_on_top(self._mode):
             self._mode.__exit__(None, None, None)
             self._mode = None
 

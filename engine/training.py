@@ -103,6 +103,9 @@ class TrainingTracker:
         self._last_end = time.perf_counter()
         self._latest_steps = 0  # the step count of the optimizer that stepped last
         self.total_steps = 0
+        # whether any optimizer's step() has begun (a loop that steps by hand has none:
+        # NOTE [Loops that step by hand] in hand_loops.py)
+        self.optimizer_seen = False
         self.stepped_params: set[int] = set()
 
     @property
@@ -152,6 +155,7 @@ class TrainingTracker:
             return None  # super().step() of a subclass: part of the step already counted
         rec = self._rec
         rec.in_optimizer = True
+        self.optimizer_seen = True
         self._step_frame = wrapper
         wrapped = self._closure_seen(args, kwargs)
         state = self._optimizer(opt)

@@ -43,7 +43,13 @@ def _add_record(sub: Any) -> None:
         "--detail-every",
         type=_count,
         default=None,
-        help="also record every k-th optimizer step in full (default: never)",
+        help="also record every k-th optimizer step (or backward() call of a loop that steps by hand) in full",
+    )
+    p.add_argument(
+        "--detail-calls",
+        type=_count,
+        default=None,
+        help="backward() calls of a loop that steps by hand (no optimizer) recorded in full (default 10)",
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -56,7 +62,12 @@ def _record(args: argparse.Namespace) -> int:
     if not args.snippet.is_file():
         print(f"gradwalk record: no such file: {args.snippet}", file=sys.stderr)
         return 2
-    given = {"max_ops": args.max_ops, "detail_steps": args.detail_steps, "detail_every": args.detail_every}
+    given = {
+        "max_ops": args.max_ops,
+        "detail_steps": args.detail_steps,
+        "detail_every": args.detail_every,
+        "detail_calls": args.detail_calls,
+    }
     limits = Limits(**{k: v for k, v in given.items() if v is not None})
     trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
     out = args.output or args.snippet.with_suffix(".trace.json")

@@ -76,6 +76,12 @@ class LimitsPatch(StrictRequest):
     detail_every: int | None = Field(
         default=None, ge=0, description="also record every k-th step in full (0: never)"
     )
+    detail_calls: int | None = Field(
+        default=None,
+        ge=0,
+        description="backward() calls recorded in full while no optimizer has stepped (a loop that steps "
+        "by hand); each later one sends its loss and memory only (detail_every applies to them too)",
+    )
     timeout_s: float | None = Field(default=None, gt=0, le=600, description="wall-clock limit (runner)")
     memory_mb: int | None = Field(default=None, ge=256, le=65536, description="address-space limit (runner)")
 

@@ -623,3 +623,40 @@ def test_a_loop_that_steps_by_hand_charts_its_loss_and_opens_each_call(page: Any
         "() => { const a = window.gradwalk; const e = a.model.timeline[a.store.state.step]; return [e.backward, a.store.state.view]; }"
     )
     assert state == [call - 1, "stepper"]
+
+
+def test_the_tutorials_loop_by_hand_runs_in_time_and_opens_any_call_in_full(page: Any) -> None:
+    # The PyTorch tutorial's sin(x) fit, 2,000 steps of w -= lr * w.grad: every backward()
+    # call recorded in full took 9 s (its custom-Function twin ran past the 10 s limit).
+    # The first 10 calls are whole (the dots); every other call brings its loss.
+    open_app(page, "?view=charts")
+    run_example(page, "fit_by_hand")
+    snap = wait_chart(page, "calls", 2000)
+    assert snap["calls"]["x"] == list(range(1, 2001))
+    whole = page.evaluate("() => window.gradwalk.model.backwards.map((b) => b.index)")
+    assert whole == list(range(10))
+    readout = page.locator("[data-chart=calls] .gw-chart-readout")
+    x, y = plot_point(page, "calls", 4)
+    page.mouse.move(x, y)
+    expect(readout).to_contain_text("● recorded in full: click to open this backward() call")
+    x, y = plot_point(page, "calls", 1499)
+    page.mouse.move(x, y)
+    call = hovered_step(page, "calls")
+    assert call > 1000
+    expect(readout).to_contain_text("loss only")
+    first = page.evaluate("() => window.gradwalk.runId")
+    page.mouse.click(x, y)
+    note = page.locator(".gw-charts-note")
+    expect(note).to_contain_text(f"Call {call} of backward() carries its loss only.")
+    expect(note).to_contain_text("recorded for calls 1–10 (the dots)")
+    shot(page, "charts-15-loop-by-hand")
+    # the code runs again with that call recorded in full, and the app opens its walk
+    note.locator("button", has_text=f"Record call {call} in full").click()
+    page.wait_for_function(
+        "(first) => { const a = window.gradwalk; return a.runId !== first && a.model.isFinished; }", arg=first
+    )
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    opened = page.evaluate(
+        "() => { const a = window.gradwalk; return a.model.timeline[a.store.state.step].backward; }"
+    )
+    assert opened == call - 1

@@ -16,8 +16,11 @@ export class StepOpener {
    * step `step` (and its multiples) recorded in full.
    */
   recordInFull: ((step: number) => void) | null = null;
-  /** A step asked to be recorded in full, opened once a run brings it in full. */
-  private wanted: { optimizer: string; step: number } | null = null;
+  /**
+   * A step (of an optimizer, or a backward() call where none stepped: `optimizer` null)
+   * asked to be recorded in full, opened once a run brings it in full.
+   */
+  private wanted: { optimizer: string | null; step: number } | null = null;
   /** What the note says something about. */
   private about: NoteAbout = "step";
 
@@ -46,10 +49,20 @@ export class StepOpener {
     return true;
   }
 
-  /** Open backward call `index` (0-based), where no optimizer stepped, at its first step. */
-  openCall(index: number): void {
-    const entry = this.current().model.backward(index)?.entries[0];
-    if (entry) this.store.set({ view: "stepper", step: entry.index, selection: null });
+  /**
+   * Open backward call `index` (0-based), where no optimizer stepped, at its first step; or,
+   * for a call of a long loop recorded metrics-only, say which calls were recorded in full.
+   */
+  openCall(index: number): boolean {
+    const { model, data } = this.current();
+    const entry = model.backward(index)?.entries[0];
+    if (entry) {
+      this.hide();
+      this.store.set({ view: "stepper", step: entry.index, selection: null });
+      return true;
+    }
+    if (!data.detailCalls.has(index + 1)) this.say(`Call ${index + 1} of backward() carries its loss only. ${this.callsText(data)}`, this.again(null, index + 1));
+    return false;
   }
 
   /** Call after new events: opens the step asked for once it arrives in full. */
@@ -57,12 +70,18 @@ export class StepOpener {
     const wanted = this.wanted;
     if (!wanted) return;
     const { model, data } = this.current();
-    if (data.step(wanted.optimizer, wanted.step)?.detail) {
+    const { optimizer, step } = wanted;
+    if (optimizer === null ? data.detailCalls.has(step) && model.backward(step - 1)?.entries.length : data.step(optimizer, step)?.detail) {
       this.wanted = null;
-      this.open(wanted.optimizer, wanted.step);
+      if (optimizer === null) this.openCall(step - 1);
+      else this.open(optimizer, step);
     } else if (model.isFinished) {
       this.wanted = null;
-      this.say(`This run did not record step ${wanted.step} of ${wanted.optimizer} in full (it ran ${data.steps.get(wanted.optimizer)?.length ?? 0} steps of it).`);
+      this.say(
+        optimizer === null
+          ? `This run did not record backward() call ${step} in full (it made ${data.tables.get("calls")?.length ?? 0} calls).`
+          : `This run did not record step ${step} of ${optimizer} in full (it ran ${data.steps.get(optimizer)?.length ?? 0} steps of it).`,
+      );
     }
   }
 
@@ -75,14 +94,16 @@ export class StepOpener {
     this.note.hidden = true;
   }
 
-  private again(optimizer: string, step: number): HTMLElement | null {
+  /** The button that records `optimizer`'s step `step` (a backward() call's, for null) in full. */
+  private again(optimizer: string | null, step: number): HTMLElement | null {
     const run = this.recordInFull;
     if (!run) return null;
+    const what = optimizer === null ? "call" : "step";
     return h("button", {
       type: "button",
       class: "gw-btn gw-record-step",
-      text: `Record step ${step} in full`,
-      title: "Run the code again with this step's tape, graph and backward walk recorded, then open it",
+      text: `Record ${what} ${step} in full`,
+      title: `Run the code again with this ${what}'s tape, graph and backward walk recorded, then open it`,
       on: {
         click: () => {
           this.wanted = { optimizer, step };
@@ -93,11 +114,16 @@ export class StepOpener {
     });
   }
 
+  private callsText(data: ChartData): string {
+    const calls = [...data.detailCalls].sort((a, b) => a - b);
+    if (!calls.length) return "No call was recorded in full.";
+    return `The tape, graph and backward walk were recorded for call${calls.length > 1 ? "s" : ""} ${listText(calls)} (the dots).`;
+  }
+
   private detailText(data: ChartData, optimizer: string): string {
     const steps = data.detailSteps(optimizer);
     if (!steps.length) return "No step of it was recorded in full.";
-    const list = steps.length > 8 ? `${steps.slice(0, 8).join(", ")} …` : steps.join(", ");
-    return `The tape, graph and backward walk were recorded for step${steps.length > 1 ? "s" : ""} ${list} (the dots).`;
+    return `The tape, graph and backward walk were recorded for step${steps.length > 1 ? "s" : ""} ${listText(steps)} (the dots).`;
   }
 
   /** Show `text` (and a button) in the charts' note, above the charts. */
@@ -106,4 +132,20 @@ export class StepOpener {
     this.note.hidden = false;
     this.about = about;
   }
+}
+
+/**
+ * Ascending numbers as a note writes them: a run of three or more as a range (`1–10`), the
+ * first eight items and `…` past that (`1–3, 100, 200, 300, …`).
+ */
+export function listText(xs: number[]): string {
+  const items: string[] = [];
+  for (let i = 0; i < xs.length; ) {
+    let j = i;
+    while (j + 1 < xs.length && xs[j + 1] === xs[j] + 1) j++;
+    if (j - i >= 2) items.push(`${xs[i]}–${xs[j]}`);
+    else for (let k = i; k <= j; k++) items.push(String(xs[k]));
+    i = j + 1;
+  }
+  return items.length > 8 ? `${items.slice(0, 8).join(", ")} …` : items.join(", ");
 }

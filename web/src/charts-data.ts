@@ -151,6 +151,9 @@ export class ChartData {
     return n;
   }
 
+  /** The backward() calls recorded in full (1-based): in a loop that steps by hand, the first ones. */
+  readonly detailCalls = new Set<number>();
+
   /** Steps recorded in full (tape, graph, backward walk), per optimizer instance. */
   detailSteps(optimizer: string): number[] {
     return (this.steps.get(optimizer) ?? []).filter((s) => s.detail).map((s) => s.step);
@@ -176,12 +179,17 @@ export class ChartData {
         if (isFull(ev.value) && ev.value.flat.length === 1) this.scalars.set(ev.id, num(ev.value.flat[0]));
         return;
       case "backward_started": {
+        this.detailCalls.add(ev.index + 1);
         const loss = this.scalars.get(ev.roots[0]);
         if (loss === undefined) return;
-        const t = this.table("calls", "Loss", "steps", "number", "the root of each backward() call, one call a step (no optimizer stepped)");
-        t.setStep({ key: "loss", label: "loss", optimizer: null }, ev.index + 1, loss);
+        this.addCallLoss(ev.index, loss);
         break;
       }
+      case "backward_counted":
+        // a call of a loop that steps by hand past its first ones: its loss and memory only
+        if (ev.loss !== null) this.addCallLoss(ev.index, ev.loss);
+        this.addStepMemory(ev.t, ev.graph_peak_bytes, ev.graph_bytes, null);
+        break;
       default:
         return;
     }
@@ -246,10 +254,22 @@ export class ChartData {
       const suffix = ev.lr.length > 1 ? ` group ${group}` : "";
       lr.setStep(own(suffix), ev.step, value);
     });
-    // The graph's peak since the last step, then what the step left held: a metrics-only
-    // step sends no memory events of its own (its backward's rise and fall come with it).
-    if (ev.graph_peak_bytes > ev.graph_bytes) this.graphRow(ev.t, ev.graph_peak_bytes);
-    this.addGraphBytes(ev.t, ev.graph_bytes, ev.cuda_allocated ?? null);
+    this.addStepMemory(ev.t, ev.graph_peak_bytes, ev.graph_bytes, ev.cuda_allocated ?? null);
+  }
+
+  /**
+   * The graph's peak since the last step, then what the step left held: a metrics-only step
+   * (or backward() call) sends no memory events of its own, its rise and fall come with it.
+   */
+  private addStepMemory(t: number, peak: number, held: number, cuda: number | null): void {
+    if (peak > held) this.graphRow(t, peak);
+    this.addGraphBytes(t, held, cuda);
+  }
+
+  /** Backward call `index`'s loss (0-based; the chart counts from 1), where no optimizer stepped. */
+  private addCallLoss(index: number, loss: number): void {
+    const t = this.table("calls", "Loss", "steps", "number", "the root of each backward() call, one call a step (no optimizer stepped)");
+    t.setStep({ key: "loss", label: "loss", optimizer: null }, index + 1, loss);
   }
 
   private clock(t: number): number {

@@ -337,7 +337,7 @@ export class ChartsView {
           spanGaps: true,
           show: !chart.hidden.has(i),
           paths: stepped,
-          points: steps && s.optimizer ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
+          points: steps && (s.optimizer || table.id === "calls") ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
         }));
     const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines, ...this.ghostSeries(chart, c.series, stepped)];
     const opts: uPlot.Options = {
@@ -405,13 +405,14 @@ export class ChartsView {
     });
   }
 
-  /** Indexes of the steps recorded in full, for the dots of a per-optimizer series. */
+  /** Indexes of the steps recorded in full, for the dots of a per-optimizer series (or of the backward() calls). */
   private detailIdx(u: uPlot, si: number, chart: Chart): number[] | null {
     const opt = chart.table.series[si - 1]?.optimizer;
-    if (!opt) return null;
+    const calls = chart.table.id === "calls";
+    if (!opt && !calls) return null;
     const [i0, i1] = u.series[0].idxs ?? [0, u.data[0].length - 1];
     const out: number[] = [];
-    for (const step of this.data.detailSteps(opt)) {
+    for (const step of calls ? this.data.detailCalls : this.data.detailSteps(opt!)) {
       const i = step - 1;
       if (i >= i0 && i <= i1 && u.data[si][i] !== null && u.data[si][i] !== undefined) out.push(i);
     }
@@ -450,7 +451,7 @@ export class ChartsView {
       parts.push(single && si <= own ? value(si) : `${name} ${value(si)}`);
     }
     let hint = "";
-    if (table.id === "calls") hint = "click to open this backward() call";
+    if (table.id === "calls") hint = this.data.detailCalls.has(x) ? "● recorded in full: click to open this backward() call" : "loss only";
     else if (table.kind === "steps") {
       const ownPick = picks.find((si) => si <= own);
       const opt = table.series[(ownPick ?? 1) - 1]?.optimizer;
@@ -479,7 +480,10 @@ export class ChartsView {
   /** Open what the point at row `idx` of `chart` stands for: a step's backward walk, or a backward() call. */
   private openAt(chart: Chart, u: uPlot, idx: number): void {
     const step = u.data[0][idx];
-    if (chart.table.id === "calls") return this.steps.openCall(step - 1);
+    if (chart.table.id === "calls") {
+      this.steps.openCall(step - 1);
+      return;
+    }
     const si = nearest(u, idx, ownCount(chart)); // a step of this run, not the compared one
     const opt = (si !== null ? chart.table.series[si - 1]?.optimizer : null) ?? this.data.steps.keys().next().value;
     if (opt) this.steps.open(opt, step);

@@ -141,3 +141,23 @@ test("envelope: each run of rows holds its peak and its floor; a last point clos
   // a run of nulls only reads the last value before it
   assert.deepEqual(envelope([0, 1, 2, 3], [5, 6, null, null], 2), [[0, 2, 3], [6, 6, 6], [5, 6, 6]]);
 });
+
+test("a loop that steps by hand: whole calls and counted ones make one loss chart, and counted ones carry memory", () => {
+  const events: GradwalkEvent[] = [started()];
+  // calls 1 and 2 recorded in full (their roots are one-element tensors), 3 and 4 counted
+  for (const index of [0, 1]) {
+    events.push({ type: "tensor", seq: seq++, t: 5 + index, id: 10 + index, value: { kind: "full", shape: [], flat: [4 - index] } } as unknown as GradwalkEvent);
+    events.push({ type: "backward_started", seq: seq++, t: 5 + index, index, roots: [10 + index] } as unknown as GradwalkEvent);
+  }
+  for (const index of [2, 3]) {
+    events.push({ type: "backward_counted", seq: seq++, t: 7 + index, index, loss: 4 - index, graph_bytes: 0, graph_peak_bytes: 4096, wall_s: 0.001, line: 5 } as GradwalkEvent);
+  }
+  const data = ChartData.from(events, false);
+  assert.deepEqual(data.ordered.map((t) => t.id), ["calls", "memory"]);
+  const calls = data.tables.get("calls")!;
+  assert.deepEqual([...calls.xs], [1, 2, 3, 4]);
+  assert.deepEqual([...calls.cols[0]], [4, 3, 2, 1]);
+  assert.deepEqual([...data.detailCalls].sort(), [1, 2]);
+  // each counted call: its peak, then what it left held
+  assert.deepEqual([...data.tables.get("memory")!.cols[0]], [4096, 0, 4096, 0]);
+});

@@ -18,6 +18,7 @@ export interface GradwalkTrace {
     | BackwardFinished
     | TensorFinal
     | OptimizerStep
+    | BackwardCounted
     | MetricLogged
     | PitfallFound
     | HookRegistered
@@ -64,6 +65,10 @@ export interface RunStarted {
  * via the `definition` "Limits".
  */
 export interface Limits {
+  /**
+   * backward() calls recorded in full while no optimizer has stepped (a loop that steps by hand); each later one sends its loss and memory only (detail_every applies to them too)
+   */
+  detail_calls: number;
   /**
    * also record every k-th step in full (0: never)
    */
@@ -577,6 +582,46 @@ export interface ParamStat {
   param_norm: number;
   tensor: number;
   update_norm: number;
+}
+/**
+ * A backward() call of a loop that steps by hand, recorded metrics-only: no optimizer has
+ * stepped and the first ``Limits.detail_calls`` calls were recorded in full (NOTE [Loops that
+ * step by hand] in engine/hand_loops.py). No tape, graph or walk: its loss and memory.
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "BackwardCounted".
+ */
+export interface BackwardCounted {
+  /**
+   * bytes held by tensors saved for backward after the call
+   */
+  graph_bytes: number;
+  /**
+   * the most bytes saved tensors held at any moment since the previous such event
+   */
+  graph_peak_bytes: number;
+  /**
+   * 0-based among all backward calls, as backward_started's
+   */
+  index: number;
+  line: number | null;
+  /**
+   * the root's value, when it has one element
+   */
+  loss: number | null;
+  /**
+   * position in the run's stream, from 0, no gaps
+   */
+  seq: number;
+  /**
+   * seconds since the run started
+   */
+  t: number;
+  type: "backward_counted";
+  /**
+   * seconds since the previous backward call returned
+   */
+  wall_s: number;
 }
 /**
  * A metric the snippet logged with ``gradwalk.log(name, value)``.
