@@ -635,6 +635,7 @@ def test_the_tutorials_loop_by_hand_runs_in_time_and_opens_any_call_in_full(page
     assert snap["calls"]["x"] == list(range(1, 2001))
     whole = page.evaluate("() => window.gradwalk.model.backwards.map((b) => b.index)")
     assert whole == list(range(10))
+    expect(page.locator(".gw-run-status")).to_contain_text("2000 backward (10 in full)")
     readout = page.locator("[data-chart=calls] .gw-chart-readout")
     x, y = plot_point(page, "calls", 4)
     page.mouse.move(x, y)

@@ -191,7 +191,8 @@ export class OutputView {
       `${f.duration_s.toFixed(3)} s`,
       `${c.ops} ops`,
       `${c.nodes} nodes`,
-      `${c.backward_calls} backward`,
+      // a loop that steps by hand records its first calls in full, the rest metrics-only
+      m.backwards.length < c.backward_calls && !c.optimizer_steps ? `${c.backward_calls} backward (${m.backwards.length} in full)` : `${c.backward_calls} backward`,
     ];
     if (c.optimizer_steps) parts.push(`${c.optimizer_steps} optimizer steps`);
     // what gradwalk could not observe (a tensor it cannot read); the run itself was unaffected
