@@ -132,3 +132,20 @@ for step in range(40):
     assert len(climbing) == 30 and all(b > a for a, b in itertools.pairwise(climbing))
     flat = _calls(record(held.format(item=".item()")))[1]
     assert {e.graph_bytes for e in flat} == {0} and all(e.graph_peak_bytes > 0 for e in flat)
+
+
+def test_detail_next_step_records_that_iteration_of_a_loop_by_hand_in_full() -> None:
+    source = """import torch, gradwalk
+w = torch.zeros(1, requires_grad=True)
+for t in range(30):
+    if t == 20:
+        gradwalk.detail_next_step()
+    loss = ((w - 3) ** 2).sum()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        w.grad = None
+"""
+    started, counted = _calls(record(source))
+    assert started == [*range(10), 20]
+    assert [e.index for e in counted] == [*range(10, 20), *range(21, 30)]
