@@ -249,14 +249,13 @@ class Recorder:
         if on and self._mode is None:
             self._mode = TapeMode(self)
             self._mode.__enter__()
-        elif not on and self._mode is not None and _mode_on_top(self._mode):
-            self._mode.__exit__(None, None, None)
-            self._mode = None
+        elif not on:
+            self.settle_detail()
 
     def settle_detail(self) -> None:
-        """Take the tape mode off PyTorch's stack if recording went metrics-only while the mode
-        could not be taken off (from within its own handler: NOTE [Detail switched off after
-        Tensor.backward] in backward.py)."""
+        """Take the tape mode off PyTorch's stack when recording is metrics-only and the mode is
+        on top of it; from within the mode's own handler it is not, and it goes later (NOTE
+        [Detail switched off after Tensor.backward] in backward.py)."""
         if not self.detail and self._mode is not None and self.active and _mode_on_top(self._mode):
             self._mode.__exit__(None, None, None)
             self._mode = None
