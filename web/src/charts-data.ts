@@ -118,6 +118,8 @@ export class ChartData {
   readonly steps = new Map<string, OptimizerStep[]>();
   private readonly lastStep = new Map<string, { step: number; instance: string; n: number }>();
   private readonly metricCount = new Map<string, number>();
+  /** The backward() calls recorded in full (1-based): in a loop that steps by hand, the first ones. */
+  readonly detailCalls = new Set<number>();
   /** tensor id -> its value, for one-element tensors (a backward call's root: its loss) */
   private readonly scalars = new Map<number, number>();
   private t0: number | null = null;
@@ -150,9 +152,6 @@ export class ChartData {
     for (const list of this.steps.values()) n += list.length;
     return n;
   }
-
-  /** The backward() calls recorded in full (1-based): in a loop that steps by hand, the first ones. */
-  readonly detailCalls = new Set<number>();
 
   /** Steps recorded in full (tape, graph, backward walk), per optimizer instance. */
   detailSteps(optimizer: string): number[] {
