@@ -131,7 +131,7 @@ def test_hover_reads_a_point_and_click_opens_a_detailed_step(page: Any, runs: di
     shot(page, "charts-02-hover")
     page.mouse.click(x, y)
     expect(page.locator(".gw-charts-note")).to_contain_text(f"Step {step} of opt (SGD) carries metrics only")
-    expect(page.locator(".gw-charts-note")).to_contain_text("steps 1, 2, 3")
+    expect(page.locator(".gw-charts-note")).to_contain_text("steps 1–3")
     expect(page.locator(".gw-charts-note button")).to_have_text(f"Record step {step} in full")
 
     x, y = plot_point(page, "loss", 1)
