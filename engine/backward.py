@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .dispatch import modes_aside
-from .source import snippet_frame
+from .source import SNIPPET_FILENAME, snippet_frame
 from .values import same_elements_key
 
 if TYPE_CHECKING:
@@ -205,11 +205,16 @@ class BackwardTracker:
         tensor_backward = torch.Tensor.backward.__code__
 
         def backward(*args: Any, **kwargs: Any) -> Any:
-            api = "Tensor.backward" if sys._getframe(1).f_code is tensor_backward else "autograd.backward"
-            return self.run(api, orig_backward, args, kwargs)
+            caller = sys._getframe(1).f_code
+            if caller is tensor_backward:
+                return self.run("Tensor.backward", orig_backward, args, kwargs)
+            return self.run(
+                "autograd.backward", orig_backward, args, kwargs, caller.co_filename == SNIPPET_FILENAME
+            )
 
         def grad(*args: Any, **kwargs: Any) -> Any:
-            return self.run("autograd.grad", orig_grad, args, kwargs)
+            direct = sys._getframe(1).f_code.co_filename == SNIPPET_FILENAME
+            return self.run("autograd.grad", orig_grad, args, kwargs, direct)
 
         functools.update_wrapper(backward, orig_backward)
         functools.update_wrapper(grad, orig_grad)
@@ -244,8 +249,15 @@ class BackwardTracker:
             h.remove()
         self._handles.clear()
 
-    def run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Call a backward function ``fn`` (from the tape mode), recording the walk around it."""
+    def run(
+        self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], direct: bool = True
+    ) -> Any:
+        """Call a backward function ``fn`` (from the tape mode), recording the walk around it.
+
+        ``direct``: the snippet's own call, not a library's on its behalf (``jacobian`` calls
+        ``autograd.grad`` once per output): only those count as a loop's steps (NOTE [Loops
+        that step by hand] in hand_loops.py).
+        """
         if self._running:
             # the original re-dispatches through the tape mode when one is active
             return fn(*args, **kwargs)
@@ -254,7 +266,8 @@ class BackwardTracker:
             return self._run(api, fn, args, kwargs)
         finally:
             self._running = False
-            self._rec.hand_loop.after_call(self.calls - 1)
+            if direct:
+                self._rec.hand_loop.after_call(self.calls - 1)
 
     def _read_loss(self, roots: list[torch.Tensor]) -> None:
         # the loss of the training charts: a one-element root, read with one item() call

@@ -10,7 +10,8 @@ stepped, the first ``Limits.detail_calls`` backward() calls (and every ``detail_
 are recorded in full; every other call sends one ``backward_counted`` event (its loss, the
 graph's memory, the time since the call before) and nothing per op or node. The choice is
 made as a call returns, for the next one: the forward pass that leads to a call runs after
-the call before it.
+the call before it. Only the snippet's own calls count: ``jacobian`` calls ``autograd.grad``
+once per output on its behalf, and those stay whole.
 
 Once an optimizer's ``step()`` has begun, its own schedule decides (a closure step, LBFGS,
 calls backward() many times within one step). A snippet that holds an optimizer where its
@@ -35,9 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["HandLoop", "is_detail_call"]
 
 
-def is_detail_call(call: int, limits: Limits) -> bool:
-    """Whether backward() call ``call`` (1-based) of a loop that steps by hand is recorded in full."""
-    return call <= limits.detail_calls or (limits.detail_every > 0 and call % limits.detail_every == 0)
+def is_detail_call(own: int, call: int, limits: Limits) -> bool:
+    """Whether the snippet's own backward() call number ``own`` (1-based), backward() call
+    ``call`` of the run (1-based, as the charts number them), is recorded in full."""
+    return own <= limits.detail_calls or (limits.detail_every > 0 and call % limits.detail_every == 0)
 
 
 class HandLoop:
@@ -48,6 +50,7 @@ class HandLoop:
         self._rec = rec
         self._last_end = time.perf_counter()
         self._left_to_optimizer = False
+        self._own_calls = 0  # the snippet's own backward() calls so far
 
     @property
     def counting(self) -> bool:
@@ -55,12 +58,14 @@ class HandLoop:
         return not self._left_to_optimizer and not self._rec.training.optimizer_seen
 
     def after_call(self, index: int) -> None:
-        """Backward call ``index`` (0-based) returned or raised: record the next one in full or not."""
+        """The snippet's own backward call ``index`` (0-based among all the run's calls)
+        returned or raised: record the next one in full or not."""
         rec = self._rec
+        self._own_calls += 1
         if not self.counting:
             self._last_end = time.perf_counter()
             return
-        detail = is_detail_call(index + 2, rec.limits)
+        detail = is_detail_call(self._own_calls + 1, index + 2, rec.limits)
         if not detail and rec.detail and _holds_optimizer(snippet_frame()[0]):
             self._left_to_optimizer = True
         else:

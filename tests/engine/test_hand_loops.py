@@ -149,3 +149,17 @@ for t in range(30):
     started, counted = _calls(record(source))
     assert started == [*range(10), 20]
     assert [e.index for e in counted] == [*range(10, 20), *range(21, 30)]
+
+
+def test_a_librarys_calls_on_the_snippets_behalf_stay_whole() -> None:
+    # jacobian calls autograd.grad once per output: twenty calls, none of them the snippet's
+    source = """import torch
+from torch.autograd.functional import jacobian
+x = torch.linspace(0, 1, 20, requires_grad=True)
+J = jacobian(lambda t: torch.sin(t) * 2, x)
+print(J.diagonal()[:3])
+"""
+    trace = record(source)
+    started, counted = _calls(trace)
+    assert started == list(range(20)) and counted == []
+    assert _printed(trace) == _plain_output(source)
