@@ -160,3 +160,8 @@ export function savedDim(c: Ctx): string | undefined {
 export function inner(c: Ctx): string {
   return c.input(0, "self", "x");
 }
+
+/** A saved Python value as the snippet passed it (`1.0`, `(1,)`), else `fallback`. */
+export function said(c: Ctx, name: string, fallback: string): string {
+  return c.saved(name)?.label ?? fallback;
+}

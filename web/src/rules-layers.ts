@@ -4,13 +4,8 @@
 // functions a course meets (inverse, determinant, solve, Cholesky, cross, SVD, eigh, QR,
 // pseudo-inverse, matrix exponential). Each says where the gradient goes, in words and
 // formulas with the snippet's names. Read by rules.ts.
-import { type Ctx, factor, inner, perInput, type Rule, rule, x } from "./rule-context";
+import { type Ctx, factor, inner, perInput, type Rule, rule, said, x } from "./rule-context";
 import { perN, reduced, sides } from "./rules-nn";
-
-/** A saved Python value as the snippet passed it (`1.0`, `(1,)`), else `fallback`. */
-function said(c: Ctx, name: string, fallback: string): string {
-  return c.saved(name)?.label ?? fallback;
-}
 
 /** A distance's p (`2`, `1.0`) as saved, `2` when the node saved none. */
 function pOf(c: Ctx): { label: string; two: boolean } {
@@ -32,7 +27,7 @@ export const LAYER_RULES: Record<string, Rule> = {
     summary: (c) => `out = ${x(c)} · tanh(softplus(${inner(c)}))`,
     slots: (c) => ({ sym: `grad · (tanh(s) + ${x(c)} · σ(${inner(c)}) · (1 − tanh²(s))), s = softplus(${inner(c)})` }),
   },
-  // PyTorch's own tests: hardswish passes (x/3 + 1/2) on −3 ≤ x ≤ 3, hardsigmoid 1/6 on −3 < x < 3
+  // as PyTorch's kernels test: hardswish passes (x/3 + 1/2) on −3 ≤ x ≤ 3, hardsigmoid 1/6 on −3 < x < 3
   Hardswish: {
     summary: (c) => `out = ${x(c)} · relu6(${inner(c)} + 3) / 6`,
     slots: (c) => ({ sym: `0 where ${x(c)} < −3, grad · (${x(c)} / 3 + 1/2) where −3 ≤ ${x(c)} ≤ 3, grad where ${x(c)} > 3` }),

@@ -3,12 +3,7 @@
 // index_select, take, padding, pixel shuffle, F.unfold / F.fold, upsampling, adaptive and
 // 3-D pooling), and of the running reductions (cumprod, cummax, logcumsumexp). Each says
 // where an element's gradient goes back to, in words. Read by rules.ts.
-import { type Ctx, perInput, type Rule, rule, savedDim, x } from "./rule-context";
-
-/** A saved Python value as the snippet passed it (`0`, `(1,)`), else `fallback`. */
-function said(c: Ctx, name: string, fallback: string): string {
-  return c.saved(name)?.label ?? fallback;
-}
+import { type Ctx, perInput, type Rule, rule, said, savedDim, x } from "./rule-context";
 
 /** ` along dim 1` when the node saved its dim, else "". */
 function alongDim(c: Ctx): string {
