@@ -480,6 +480,9 @@ class ErrorRaised(_Event):
     # done by then (the iteration that failed has no tape, graph or walk in the trace; run
     # again with ``Limits.detail_every = metrics_only_after + 1`` to record it in full)
     metrics_only_after: int | None = None
+    # the same for a loop that steps by hand (no optimizer): the backward() calls done by then
+    # (``Limits.detail_every = metrics_only_calls + 1`` records the failing iteration in full)
+    metrics_only_calls: int | None = None
 
 
 class LimitReached(_Event):

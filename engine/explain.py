@@ -16,7 +16,7 @@ from .memory import saved_by, saved_source
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["error_node", "explain_error", "metrics_only_after"]
+__all__ = ["error_node", "explain_error", "metrics_only_after", "metrics_only_calls"]
 
 
 def error_node(exc: BaseException, rec: Recorder) -> int | None:
@@ -69,6 +69,16 @@ def metrics_only_after(rec: Recorder) -> int | None:
     if rec.detail or not rec.training.total_steps:
         return None
     return rec.training.steps_done
+
+
+def metrics_only_calls(rec: Recorder) -> int | None:
+    """The backward() calls done when an error came in a loop that steps by hand while only
+    metrics were recorded (past its first ``Limits.detail_calls`` calls: NOTE [Loops that step
+    by hand] in hand_loops.py), else ``None``; ``detail_every`` one more records the failing
+    iteration in full."""
+    if rec.detail or rec.training.total_steps or not rec.hand_loop.counting:
+        return None
+    return rec.backward.calls
 
 
 def _changed_saved_tensor(rec: Recorder) -> str | None:
@@ -173,10 +183,12 @@ def explain_error(
         if changed:
             return changed
         after = metrics_only_after(rec)
-        if after is not None:
+        calls = metrics_only_calls(rec)
+        if after is not None or calls is not None:
+            when = f"optimizer step {after}" if after is not None else f"backward() call {calls}"
             return (
                 f"{_INPLACE_HINT} Which node saved it and which line changed it show when this "
-                f"iteration (after optimizer step {after}, recorded metrics-only) is recorded in full."
+                f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
     if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
         return (

@@ -199,7 +199,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     text = "Traceback (most recent call last):\n" + "".join(summary.format())
     text += "".join(traceback.format_exception_only(type(exc), exc))
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
-    from .explain import error_node, explain_error, metrics_only_after
+    from .explain import error_node, explain_error, metrics_only_after, metrics_only_calls
 
     with rec.mute():
         hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
@@ -214,6 +214,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
             hint=None if hint is None else writable(hint),
             node=node,
             metrics_only_after=metrics_only_after(rec),
+            metrics_only_calls=metrics_only_calls(rec),
         ),
         closing=True,
     )

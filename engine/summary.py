@@ -55,10 +55,12 @@ def summarize(trace: Any) -> str:
             )
             if e.hint:
                 lines.append(f"  hint: {e.hint}")
-            if e.metrics_only_after is not None:
+            done = e.metrics_only_after if e.metrics_only_after is not None else e.metrics_only_calls
+            if done is not None:
+                what = "optimizer step" if e.metrics_only_after is not None else "backward() call"
                 lines.append(
-                    f"  (after optimizer step {e.metrics_only_after}, recorded metrics-only: "
-                    f"--detail-every {e.metrics_only_after + 1} records that iteration in full)"
+                    f"  (after {what} {done}, recorded metrics-only: "
+                    f"--detail-every {done + 1} records that iteration in full)"
                 )
         elif e.type == "pitfall":
             lines.append(f"pitfall at line {e.line}: {e.kind}: {e.title}")

@@ -163,3 +163,27 @@ print(J.diagonal()[:3])
     started, counted = _calls(trace)
     assert started == list(range(20)) and counted == []
     assert _printed(trace) == _plain_output(source)
+
+
+FAILS_AT_500 = """import torch
+w = torch.zeros(4, requires_grad=True)
+for t in range(800):
+    loss = ((w - 1) ** 2).sum()
+    if t == 500:
+        w.mul_(2)  # in place on a leaf that requires grad, outside no_grad
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.01 * w.grad
+        w.grad = None
+"""
+
+
+def test_an_error_in_a_counted_call_says_so_and_detail_every_records_it_in_full() -> None:
+    error = next(e for e in record(FAILS_AT_500).events if e.type == "error")
+    assert error.line == 6 and error.metrics_only_calls == 500 and error.metrics_only_after is None
+    # run again with the failing iteration's call (the 501st) recorded in full
+    again = record(FAILS_AT_500, limits=Limits(detail_every=501))
+    error = next(e for e in again.events if e.type == "error")
+    assert error.metrics_only_calls is None
+    failing = [e for e in again.events if e.type == "op" and e.line == 4]
+    assert len(failing) == 3 * 11  # sub, pow, sum of the first 10 iterations and of the 501st

@@ -90,7 +90,11 @@ export class OutputView {
             h("div", { class: "gw-error-message", text: ev.message }),
             ev.hint ? h("div", { class: "gw-hint", text: ev.hint }) : null,
             ev.node != null ? this.nodeButton(ev.node) : null,
-            ev.metrics_only_after != null ? this.metricsOnlyNote(ev.metrics_only_after) : null,
+            ev.metrics_only_after != null
+              ? this.metricsOnlyNote("optimizer step", ev.metrics_only_after)
+              : ev.metrics_only_calls != null
+                ? this.metricsOnlyNote("backward() call", ev.metrics_only_calls)
+                : null,
             ev.traceback ? h("details", {}, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
           ),
         );
@@ -136,20 +140,23 @@ export class OutputView {
     });
   }
 
-  /** Say that the failing iteration was recorded metrics-only, with a way to record it in full. */
-  private metricsOnlyNote(stepsDone: number): HTMLElement {
+  /**
+   * Say that the failing iteration, the one after `what` number `done` (optimizer step 7,
+   * backward() call 500), was recorded metrics-only, with a way to record it in full.
+   */
+  private metricsOnlyNote(what: string, done: number): HTMLElement {
     const again = this.recordInFull;
     return h(
       "div",
       { class: "gw-metrics-only" },
-      h("span", { text: `This iteration (after optimizer step ${stepsDone}) was recorded metrics-only: its tape, graph and backward walk are not in the trace.` }),
+      h("span", { text: `This iteration (after ${what} ${done}) was recorded metrics-only: its tape, graph and backward walk are not in the trace.` }),
       again
         ? h("button", {
             type: "button",
             class: "gw-btn gw-record-in-full",
             text: "Record this iteration in full",
-            title: `Run the code again, recording optimizer step ${stepsDone + 1} in full`,
-            on: { click: () => again(stepsDone + 1) },
+            title: `Run the code again, recording ${what} ${done + 1} in full`,
+            on: { click: () => again(done + 1) },
           })
         : null,
     );

@@ -719,6 +719,7 @@ export interface ErrorRaised {
   line: number | null;
   message: string;
   metrics_only_after: number | null;
+  metrics_only_calls: number | null;
   node: number | null;
   /**
    * position in the run's stream, from 0, no gaps
