@@ -15,6 +15,8 @@ from types import FrameType
 
 import torch
 
+from .source import is_a
+
 __all__ = ["cut_graph_hint"]
 
 # What cuts a value off its history, found on a line of code, and what to write instead.
@@ -47,8 +49,8 @@ def cut_graph_hint(
     if frame is None:
         return None
     scope = {**frame.f_globals, **frame.f_locals}
-    tensors = {k: v for k, v in scope.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
-    modules = [v for v in scope.values() if isinstance(v, torch.nn.Module)]
+    tensors = {k: v for k, v in scope.items() if is_a(v, torch.Tensor) and not k.startswith("_")}
+    modules = [v for v in scope.values() if is_a(v, torch.nn.Module)]
     if not any(t.requires_grad for t in tensors.values()) and not any(
         p.requires_grad for m in modules for p in m.parameters()
     ):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .events import Limits
-from .source import snippet_frame
+from .source import is_a, snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -94,4 +94,4 @@ def _holds_optimizer(frame: FrameType | None) -> bool:
     if frame is None:
         return False
     scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-    return any(isinstance(v, torch.optim.Optimizer) for scope in scopes for v in list(scope.values()))
+    return any(is_a(v, torch.optim.Optimizer) for scope in scopes for v in list(scope.values()))

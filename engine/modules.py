@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
-from .source import outer_scopes, snippet_frame
+from .source import is_a, outer_scopes, snippet_frame
 from .values import has_storage
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class ModuleTracker:
         scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
         for scope in scopes:
             for key, value in list(scope.items()):
-                if isinstance(value, nn.Module) and not key.startswith("_") and id(value) not in self._paths:
+                if is_a(value, nn.Module) and not key.startswith("_") and id(value) not in self._paths:
                     named = self._name_new_root(value, frame)
                     if not self._handles:  # light: hook what the detectors need in it
                         for sub in named.modules():
@@ -168,7 +168,7 @@ class ModuleTracker:
         binds that have no name yet or a provisional one, and so their parameters."""
         self.name_swapped()
         for key, value in list(scope.items()):
-            if not isinstance(value, nn.Module) or key.startswith("_"):
+            if not is_a(value, nn.Module) or key.startswith("_"):
                 continue
             if id(value) not in self._paths or id(value) in self._provisional:
                 holder, name = _holder_in(value, scope, self.loop_names) or (value, key)
@@ -328,10 +328,10 @@ def _holder_in(
     for key, value in list(scope.items()):
         if key.startswith("_"):
             continue
-        if isinstance(value, nn.Module):
+        if is_a(value, nn.Module):
             candidates: Any = ((value, key),)
             preference = 0 if key in loop_names else 2
-        elif isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
+        elif is_a(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             candidates = ((item, f"{key}[{i!r}]") for i, item in items if isinstance(item, nn.Module))
             preference = 1

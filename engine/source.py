@@ -7,13 +7,16 @@ told apart from PyTorch's own while walking the Python stack.
 from __future__ import annotations
 
 import sys
-from types import FrameType
-from typing import Any
+from types import FrameType, UnionType
+from typing import Any, TypeGuard, TypeVar, overload
+
+_T = TypeVar("_T")
 
 __all__ = [
     "SNIPPET_FILENAME",
     "bound_name",
     "find_name",
+    "is_a",
     "outer_name",
     "outer_scopes",
     "snippet_frame",
@@ -131,3 +134,13 @@ def _name_in(obj: Any, scope: dict[str, Any]) -> str | None:
         if value is obj and not key.startswith("_"):
             return key
     return None
+
+
+@overload
+def is_a(value: object, kind: type[_T]) -> TypeGuard[_T]: ...
+@overload
+def is_a(value: object, kind: UnionType) -> bool: ...
+def is_a(value: object, kind: type | UnionType) -> bool:
+    """``isinstance`` by ``value``'s real type, for scans of the snippet's variables: an object
+    of the snippet's whose ``__class__`` raises (or lies) can neither break nor fool them."""
+    return issubclass(type(value), kind)

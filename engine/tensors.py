@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import bound_name, outer_name
+from .source import bound_name, is_a, outer_name
 from .values import has_storage, same_view, to_value
 
 if TYPE_CHECKING:
@@ -291,12 +291,12 @@ class TensorTable:
         loops = self._rec.modules.loop_names
         held: list[tuple[str, object]] = []
         for key, value in items:
-            if isinstance(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
+            if (is_a(value, list) or is_a(value, tuple) or is_a(value, dict)) and 0 < len(value) <= _MAX_HELD:
                 places = value.items() if isinstance(value, dict) else enumerate(value)
                 held.extend((f"{key}[{i!r}]", item) for i, item in places)
         own = [(k, v) for k, v in items if k not in loops]
         for key, value in [*own, *held, *((k, v) for k, v in items if k in loops)]:
-            if isinstance(value, torch.Tensor):
+            if is_a(value, torch.Tensor):
                 tid = self.known(value)
                 if tid is not None and (tid not in self.names or tid in self._local) and has_storage(value):
                     self._local.discard(tid)

@@ -26,7 +26,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, grads_of, norms_finished, norms_started
-from .source import find_name, snippet_frame
+from .source import find_name, is_a, snippet_frame
 from .updates import GRAD, copy_before, sgd_readable, sgd_update_terms
 
 if TYPE_CHECKING:
@@ -463,7 +463,7 @@ def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
     scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
     for scope in scopes:
         for key, value in list(scope.items()):
-            if key.startswith("_") or isinstance(value, type | ModuleType):
+            if key.startswith("_") or is_a(value, type | ModuleType):
                 continue
             try:
                 attrs = vars(value)

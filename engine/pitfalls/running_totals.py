@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ..source import is_a
 from ..tensors import autograd_of
 
 __all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
@@ -112,7 +113,7 @@ class RunningTotals:
         """At the end of the run, yield each line whose total grew from 3 adds on and that no
         backward walked; ``scope`` is the snippet's globals (the totals it still holds).
         Every chain's hook is removed on the way."""
-        held = [v for v in scope.values() if isinstance(v, torch.Tensor)] if self._totals else []
+        held = [v for v in scope.values() if is_a(v, torch.Tensor)] if self._totals else []
         for line, entry in self._totals.items():
             entry.unhook()
             total = entry.last()

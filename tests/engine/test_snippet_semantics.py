@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import subprocess
 import sys
 import warnings
@@ -373,3 +375,34 @@ def test_an_error_message_no_json_can_hold_is_written_as_pythons_stderr_writes_i
     assert trace.events[-1].message == "KeyError: '\\ud801'"
     assert [m.name for m in q.events_of(trace, "metric")] == ["x\\udc80"]
     assert "\\ud801" in trace.model_dump_json()
+
+
+def test_an_object_whose_class_attribute_raises_breaks_no_scan_of_the_snippets_variables() -> None:
+    # hostile (or badly mocked) code: isinstance() looks __class__ up, and gradwalk's scans of
+    # the snippet's variables (models to name, tensors to name, optimizers, totals held) ended
+    # the run as "crashed"; a model, a hand loop and a held total check each scan
+    source = """import torch
+class Sly:
+    @property
+    def __class__(self):
+        raise RuntimeError("no class for you")
+sly = Sly()
+model = torch.nn.Linear(2, 1)
+w = torch.zeros(1, requires_grad=True)
+total = 0
+for t in range(15):
+    loss = ((w - 3) ** 2).sum() + model(torch.ones(2)).sum() * 0
+    total = total + loss
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        w.grad = None
+print(round(w.item(), 4))
+"""
+    trace = record(source)
+    assert trace.events[-1].type == "run_finished" and trace.events[-1].status == "ok"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    assert "".join(e.text for e in trace.events if e.type == "output") == printed.getvalue()
+    assert any(e.type == "tensor_final" and e.name == "model.weight" for e in trace.events)
