@@ -333,7 +333,7 @@ def _holder_in(
             preference = 0 if key in loop_names else 2
         elif is_a(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
             items = value.items() if isinstance(value, dict) else enumerate(value)
-            candidates = ((item, f"{key}[{i!r}]") for i, item in items if isinstance(item, nn.Module))
+            candidates = ((item, f"{key}[{i!r}]") for i, item in items if is_a(item, nn.Module))
             preference = 1
         else:
             continue

@@ -387,6 +387,7 @@ class Sly:
     def __class__(self):
         raise RuntimeError("no class for you")
 sly = Sly()
+kept = [sly, {"sly": sly}]
 model = torch.nn.Linear(2, 1)
 w = torch.zeros(1, requires_grad=True)
 total = 0
