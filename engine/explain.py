@@ -76,7 +76,7 @@ def metrics_only_calls(rec: Recorder) -> int | None:
     metrics were recorded (past its first ``Limits.detail_calls`` calls: NOTE [Loops that step
     by hand] in hand_loops.py), else ``None``; ``detail_every`` one more records the failing
     iteration in full."""
-    if rec.detail or rec.training.total_steps or not rec.hand_loop.counting:
+    if rec.detail or not rec.hand_loop.counting:  # counting ends when an optimizer steps
         return None
     return rec.backward.calls
 

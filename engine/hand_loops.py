@@ -15,7 +15,7 @@ once per output on its behalf, and those stay whole.
 
 Once an optimizer's ``step()`` has begun, its own schedule decides (a closure step, LBFGS,
 calls backward() many times within one step). A snippet that holds an optimizer where its
-calls would turn metrics-only (a global, or a local of the calling function) is left to the
+calls would turn metrics-only (a global, or a local of a snippet function on the stack) is left to the
 optimizer too: gradient accumulation runs many backward() calls before its first step.
 """
 
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .events import Limits
-from .source import is_a, snippet_frame
+from .source import is_a, outer_scopes, snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -62,14 +62,12 @@ class HandLoop:
         returned or raised: record the next one in full or not."""
         rec = self._rec
         self._own_calls += 1
-        if not self.counting:
-            self._last_end = time.perf_counter()
-            return
-        detail = is_detail_call(self._own_calls + 1, index + 2, rec.limits)
-        if not detail and rec.detail and _holds_optimizer(snippet_frame()[0]):
-            self._left_to_optimizer = True
-        else:
-            rec.set_detail(detail)
+        if self.counting:
+            detail = is_detail_call(self._own_calls + 1, index + 2, rec.limits)
+            if not detail and rec.detail and _holds_optimizer(snippet_frame()[0]):
+                self._left_to_optimizer = True
+            else:
+                rec.set_detail(detail)
         self._last_end = time.perf_counter()
 
     def counted(self, index: int, line: int | None) -> None:
@@ -90,8 +88,6 @@ class HandLoop:
 
 
 def _holds_optimizer(frame: FrameType | None) -> bool:
-    """Whether the snippet's frame ``frame`` sees an optimizer: among its locals or globals."""
-    if frame is None:
-        return False
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-    return any(is_a(v, torch.optim.Optimizer) for scope in scopes for v in list(scope.values()))
+    """Whether the snippet's frame ``frame`` sees an optimizer: in its module level or the
+    locals of a snippet function on the stack."""
+    return any(is_a(v, torch.optim.Optimizer) for scope in outer_scopes(frame) for v in list(scope.values()))

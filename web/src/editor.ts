@@ -16,6 +16,7 @@ import {
   WidgetType,
 } from "@codemirror/view";
 import { tags as t } from "@lezer/highlight";
+import { blockNoteFrame } from "./block-notes";
 import { revealWithin } from "./dom";
 
 export interface LineMark {
@@ -129,15 +130,7 @@ const theme = EditorView.theme({
     fontSize: "0.9em",
     color: "var(--error)",
     backgroundColor: "var(--error-soft)",
-    // NOTE [No margins on block widgets]: CodeMirror measures a block widget by its border
-    // box, so a margin made every line below it sit lower than CodeMirror believed and a
-    // line scrolled into view came out 6 px short. The gap is transparent border instead
-    // (the background kept off it) and the stripe an inset shadow.
-    boxShadow: "inset 3px 0 0 var(--error)",
-    borderTop: "2px solid transparent",
-    borderBottom: "4px solid transparent",
-    backgroundClip: "padding-box",
-    padding: "4px 10px 4px 13px",
+    ...blockNoteFrame("var(--error)", 4),
     whiteSpace: "pre-wrap",
   },
   ".cm-gw-error-hint": { color: "var(--fg)", marginTop: "3px" },

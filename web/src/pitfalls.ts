@@ -6,6 +6,7 @@ import { type Extension, RangeSetBuilder, StateEffect, StateField } from "@codem
 import { Decoration, type DecorationSet, EditorView, gutter, GutterMarker, hoverTooltip, WidgetType } from "@codemirror/view";
 import type { Core } from "cytoscape";
 import "./styles/pitfalls.css";
+import { blockNoteFrame } from "./block-notes";
 import { h } from "./dom";
 import type { Links, Store } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -130,12 +131,7 @@ const pitfallTheme = EditorView.theme({
     fontSize: "0.9em",
     color: "var(--fg)",
     backgroundColor: "var(--warn-soft)",
-    // no margin: see NOTE [No margins on block widgets] in editor.ts
-    boxShadow: "inset 3px 0 0 var(--link)",
-    borderTop: "2px solid transparent",
-    borderBottom: "4px solid transparent",
-    backgroundClip: "padding-box",
-    padding: "3px 10px 3px 13px",
+    ...blockNoteFrame("var(--link)", 3),
     whiteSpace: "normal",
   },
   ".cm-gw-pitfall summary": { cursor: "pointer", display: "block", listStyle: "none" },
