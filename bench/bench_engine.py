@@ -147,9 +147,14 @@ def time_step(
 
 def measure(setup: str, step: str, reps: int, limits: Limits | None = None) -> Timing:
     """Time one step of a workload plain and recorded in full (every node, every value)."""
-    # every step in full: an optimizer step would otherwise end full detail after 3 steps
+    # every step in full: an optimizer step would otherwise end full detail after 3 steps, and
+    # a workload without one (the scalar, the chain) after Limits.detail_calls backward() calls
     limits = limits or Limits(
-        max_events=10_000_000, max_ops=1_000_000, max_nodes=1_000_000, detail_steps=1_000_000_000
+        max_events=10_000_000,
+        max_ops=1_000_000,
+        max_nodes=1_000_000,
+        detail_steps=1_000_000_000,
+        detail_calls=1_000_000_000,
     )
     # One recorder for the whole run of steps, as when a training run is recorded: it is
     # entered around each recorded step and left for each plain one (tensors it has seen,

@@ -1,5 +1,6 @@
-"""The reference rows of ``make bench`` measure what they say (they are not gradwalk, but the
-overhead targets are read against them, so a broken reference would mislead)."""
+"""The rows of ``make bench`` measure what they say: the reference rows (they are not
+gradwalk, but the overhead targets are read against them, so a broken reference would
+mislead) and the full rows (every timed rep recorded in full)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import io
 
 import torch
 
-from bench.bench_engine import bare_metrics_hooks, minimal_recorder
+from bench.bench_engine import WORKLOADS, bare_metrics_hooks, measure, minimal_recorder
+from engine.events import Limits
 
 
 def _cubic() -> torch.Tensor:
@@ -68,3 +70,12 @@ def test_bare_hooks_leave_a_training_loop_as_it_was() -> None:
     # each step saw its loss and the norms of the weight, the bias and their gradients
     assert [loss for loss, _ in steps] == plain
     assert all(len(norms) == 4 and all(n >= 0 for n in norms) for _, norms in steps)
+
+
+def test_full_rows_record_every_rep_in_full_past_the_hand_loop_limit() -> None:
+    # the scalar workload has no optimizer: without its own limits, calls past
+    # Limits.detail_calls would be recorded metrics-only and the "full" figure would be wrong
+    # (measure raises when the last rep was not recorded in full)
+    setup, step, _ = WORKLOADS["cubic scalar"]
+    timing = measure(setup, step, reps=Limits().detail_calls + 2)
+    assert timing.variant > 0 and timing.base > 0
