@@ -20,11 +20,15 @@ EXAMPLES = [
     "custom_function",
     "grad_hook",
     "autograd_grad",
+    "retain_graph",
 ]
 
 
 # snippets the library has no example of, recorded for the unit tests under these names
 SNIPPETS = {
+    # two models, one backward() each: each call's graph has a module of its own
+    "two_models": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nfirst, second = nn.Linear(2, 1), nn.Linear(2, 1)\n"
+    "x = torch.randn(3, 2)\nfirst(x).sum().backward()\nsecond(x).sum().backward()\n",
     # nn.Linear on a batch of sequences: its AddmmBackward0 makes a tensor no op returns
     "linear_3d": "import torch\ntorch.manual_seed(0)\nlayer = torch.nn.Linear(4, 3)\n"
     "out = layer(torch.randn(2, 5, 4))\nout.sum().backward()\n",

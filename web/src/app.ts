@@ -23,7 +23,7 @@ import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { CHART_CHOICE_KEYS, readUrl, type UrlState, UrlSync } from "./url-state";
 
 /** The parts of the view state the address bar keeps (url-state.ts). */
-const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", ...CHART_CHOICE_KEYS];
+const URL_KEYS: readonly (keyof ViewState)[] = ["view", "step", "op", "selection", "graphCall", ...CHART_CHOICE_KEYS];
 
 const FALLBACK_SOURCE = `import torch
 
@@ -229,7 +229,7 @@ export class App {
     const { view: was, step } = this.store.state;
     this.stepAfterRun = was === "stepper" ? walkTo(before, step ?? 0) : null;
     const view = was === "charts" ? "charts" : "tape";
-    this.store.set({ view, step: null, op: null, selection: null, hover: null });
+    this.store.set({ view, step: null, op: null, selection: null, hover: null, graphCall: null });
     this.startStream(id, wsUrl);
   }
 
@@ -295,7 +295,7 @@ export class App {
     }
     // as after a new run, the run replaced is the one the charts compare with
     this.charts.baseline.offer(beforeId, before);
-    this.store.set({ step: null, op: null, selection: null, hover: null });
+    this.store.set({ step: null, op: null, selection: null, hover: null, graphCall: null });
     return model;
   }
 
@@ -471,6 +471,7 @@ export class App {
     if (want.step !== null && m.timeline.length) patch.step = Math.min(want.step, m.timeline.length - 1);
     if (want.op !== null) patch.op = want.op;
     if (want.selection) patch.selection = want.selection;
+    if (want.call !== null) patch.graphCall = want.call;
     this.store.set(patch);
   }
 

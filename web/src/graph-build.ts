@@ -48,6 +48,8 @@ export interface BuildOptions {
   collapsed: ReadonlySet<string>;
   /** Graphs above this many grad_fn nodes drop labels' second line to save layout work. */
   compactAbove?: number;
+  /** grad_fn nodes left out, with their edges (another backward call's: graph-calls.ts). */
+  hidden?: ReadonlySet<number>;
 }
 
 export interface GraphElements {
@@ -123,6 +125,14 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
   const nodes: GNode[] = [];
   const edges: GEdge[] = [];
   const compact = model.nodes.size > (options.compactAbove ?? Infinity);
+  const hidden = options.hidden ?? new Set<number>();
+  // with nodes left out, the module groups left empty are too (a group holds its descendants')
+  const usedPaths = hidden.size ? new Set<string>() : null;
+  let hiddenCount = 0;
+  for (const node of hidden.size ? model.nodes.values() : []) {
+    if (hidden.has(node.id)) hiddenCount++;
+    else for (let path = node.module_path; path && !usedPaths!.has(path); path = parentPath(path)) usedPaths!.add(path);
+  }
 
   // The outermost collapsed group containing a module path, if any.
   const foldCache = new Map<string, string | null>();
@@ -142,12 +152,13 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
   // Module groups (compound nodes) and collapsed groups (plain nodes).
   const members = new Map<string, number>();
   for (const node of model.nodes.values()) {
+    if (hidden.has(node.id)) continue;
     const f = folded(node.module_path);
     if (f) members.set(f, (members.get(f) ?? 0) + 1);
   }
   for (const path of model.modulePaths) {
     const f = folded(path);
-    if (f && f !== path) continue;
+    if ((f && f !== path) || (usedPaths && !usedPaths.has(path))) continue;
     const parent = parentPath(path);
     if (f === path) {
       const count = members.get(path) ?? 0;
@@ -185,6 +196,7 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
 
   const seenEdges = new Set<string>();
   for (const node of model.nodes.values()) {
+    if (hidden.has(node.id)) continue;
     const self = idOfNode(node.id);
     const isFolded = self !== `n${node.id}`;
     if (!isFolded) {
@@ -218,7 +230,7 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       }
     }
     node.edges.forEach((edge, slot) => {
-      if (edge.node === null || !model.nodes.has(edge.node)) return;
+      if (edge.node === null || !model.nodes.has(edge.node) || hidden.has(edge.node)) return;
       const target = idOfNode(edge.node);
       if (target === self) return;
       const key = isFolded || target.startsWith("g:") ? `${self}>${target}` : `e${node.id}-${slot}`;
@@ -257,5 +269,5 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
       });
     }
   }
-  return { nodes, edges, gradNodes: model.nodes.size };
+  return { nodes, edges, gradNodes: model.nodes.size - hiddenCount };
 }

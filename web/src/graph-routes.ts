@@ -61,7 +61,9 @@ export function clearRoutes(cy: Core): void {
 }
 
 function clearRoute(e: EdgeSingular): void {
-  if (e.data("routeW") !== undefined) e.removeData("routeW routeD");
+  // data() with an object restyles the edge; removeData() does not (Cytoscape 3.x), and an
+  // edge left styled "round-segments" without its points has no endpoints: it is not drawn
+  if (e.data("routeW") !== undefined) e.data({ routeW: undefined, routeD: undefined });
 }
 
 /** How far (model px) outside its nodes' boxes a route starts and ends. */

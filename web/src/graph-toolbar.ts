@@ -1,5 +1,5 @@
-// The graph pane's toolbar: Fit, zoom, the saved-tensors switch, module folding, the node
-// count and "Draw all". It holds no state of its own; graph.ts is told of each click.
+// The graph pane's toolbar: Fit, zoom, the saved-tensors switch, module folding, the
+// backward call drawn (graph-calls.ts), the node count and "Draw all". It holds no state of its own; graph.ts is told of each click.
 import { h } from "./dom";
 
 /** What the toolbar's controls do (graph.ts). */
@@ -24,7 +24,8 @@ export interface GraphToolbar {
   drawAllButton: HTMLButtonElement;
 }
 
-export function graphToolbar(actions: ToolbarActions): GraphToolbar {
+/** `callPicker`: the "Graph of" list (graph-calls.ts), placed before the node count. */
+export function graphToolbar(actions: ToolbarActions, callPicker: HTMLElement): GraphToolbar {
   const savedToggle = h("input", { type: "checkbox", checked: true, "aria-label": "Show saved tensors" });
   savedToggle.addEventListener("change", () => actions.showSaved(savedToggle.checked));
   const button = (label: string, title: string, action: () => void, cls = "") =>
@@ -41,6 +42,7 @@ export function graphToolbar(actions: ToolbarActions): GraphToolbar {
     h("label", { class: "gw-check", title: "Show what each node saved for backward" }, savedToggle, " saved"),
     button("Fold modules", "Fold modules: collapse every module group", () => actions.foldAll(), "gw-modules"),
     button("Unfold", "Unfold modules: expand every module group", () => actions.unfoldAll(), "gw-modules"),
+    callPicker,
     info,
     drawAllButton,
   );

@@ -19,15 +19,17 @@ import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { OffscreenCues } from "./graph-offscreen";
+import { hoverOf, tapOf } from "./graph-pointer";
 import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
+import { CallPicker } from "./graph-calls";
 import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
-import { linksOfNode, linksOfTensor, type Store, stepperEntry, type ViewState } from "./store";
+import { type Store, stepperEntry, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
@@ -76,6 +78,8 @@ export class GraphView {
   private linked: string[] = [];
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
+  /** The "Graph of" list: every backward call's graph, or one call's. */
+  private readonly calls: CallPicker;
   /** The "3 more ▸" cues where the graph goes on past the pane's edges (graph-offscreen.ts). */
   private readonly cues = new OffscreenCues(() => (this.userMoved = true));
   private waiters: ((info: LayoutInfo) => void)[] = [];
@@ -106,6 +110,10 @@ export class GraphView {
       elementOfNode: (id) => elementOfNode(this.shown(), id),
     });
     root.classList.add("gw-graph");
+    this.calls = new CallPicker(() => this.model, store, () => {
+      this.userMoved = false; // another call's graph: fit it
+      this.schedule(0);
+    });
     const toolbar = graphToolbar({
       fit: () => this.fit(true, false),
       zoomBy: (factor) => this.zoomBy(factor),
@@ -121,7 +129,7 @@ export class GraphView {
         this.userMoved = false;
         this.schedule(0);
       },
-    });
+    }, this.calls.element);
     ({ savedToggle: this.savedToggle, info: this.info, drawAllButton: this.drawAllButton } = toolbar);
     this.canvas = h("div", {
       class: "gw-graph-canvas",
@@ -317,7 +325,9 @@ export class GraphView {
     try {
       this.autoLevelOfDetail();
       const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
-      const whole = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale });
+      this.calls.refresh();
+      const hidden = this.calls.hiddenNodes();
+      const whole = buildGraph(this.model, { showSaved: this.showSaved, collapsed: this.collapsed, compactAbove: COMPACT_ABOVE, fontScale, hidden });
       const built = this.part.take(whole);
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
@@ -467,34 +477,17 @@ export class GraphView {
     });
   }
 
-
   private hoverNode(el: NodeSingular): void {
-    const d = el.data() as GNode;
-    if (d.node !== undefined) this.store.set({ hover: linksOfNode(this.model, d.node) });
-    else if (d.tensor !== undefined) this.store.set({ hover: linksOfTensor(this.model, d.tensor) });
-    else if (d.path) {
-      const nodes = this.painter.membersOf(d.path);
-      this.store.set({ hover: { lines: [], ops: [], nodes } });
-    }
+    const hover = hoverOf(this.model, el.data() as GNode, (path) => this.painter.membersOf(path));
+    if (hover) this.store.set({ hover });
   }
 
   private tapNode(el: NodeSingular): void {
     const d = el.data() as GNode;
-    if (d.kind === "group" || d.kind === "collapsed") {
-      if (d.path) this.toggleGroup(d.path);
-      return;
-    }
-    const state = this.store.state;
-    if (d.node !== undefined) {
-      const entry = stepperEntry(this.model, state);
-      const ran = entry ? this.model.backward(entry.backward)?.byNode.get(d.node) : undefined;
-      if (ran) {
-        this.store.set({ step: ran.index, selection: { kind: "node", id: d.node } });
-        return;
-      }
-      this.store.set({ selection: { kind: "node", id: d.node }, view: state.view === "stepper" ? "stepper" : "inspector" });
-    } else if (d.tensor !== undefined) {
-      this.store.set({ selection: { kind: "tensor", id: d.tensor }, view: state.view === "stepper" ? "stepper" : "inspector" });
+    if ((d.kind === "group" || d.kind === "collapsed") && d.path) this.toggleGroup(d.path);
+    else {
+      const patch = tapOf(this.model, this.store.state, d);
+      if (patch) this.store.set(patch);
     }
   }
 }

@@ -126,7 +126,7 @@ export class LessonsGallery {
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
     const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
-    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null });
+    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null });
     return true;
   }
 

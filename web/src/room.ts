@@ -356,7 +356,7 @@ export class RoomMode {
         this.showing = false;
       }
     }
-    if (state.run_id) await app.applyUrl({ run: state.run_id, view, step: state.step, op: state.op, selection: null });
+    if (state.run_id) await app.applyUrl({ run: state.run_id, view, step: state.step, op: state.op, selection: null, call: null });
     else if (view) app.store.set({ view });
     if (this.role === "viewer" && !this.following) return;
     const clear: Partial<ViewState> = {};

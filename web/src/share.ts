@@ -4,7 +4,7 @@
 // for disk, a static host or an LMS).
 import "./styles/share.css";
 import type { ViewState } from "./store";
-import { writeChartChoices } from "./url-state";
+import { writeCall, writeChartChoices } from "./url-state";
 
 export interface ShareState {
   runId: string | null;
@@ -21,6 +21,7 @@ function embedView(state: ViewState): string {
 function query(state: ViewState): string {
   const q = new URLSearchParams({ view: embedView(state) });
   if (state.step !== null) q.set("step", String(state.step));
+  writeCall(q, state.graphCall);
   writeChartChoices(q, state);
   return q.toString();
 }

@@ -32,6 +32,8 @@ export interface ViewState {
   compare: string | null;
   /** The ids of the charts hidden from the Charts view (loss, grad, metric:val_acc, ...). */
   hide: readonly string[];
+  /** The backward call (its index) whose graph the graph pane draws; null: every call's (graph-calls.ts). */
+  graphCall: number | null;
 }
 
 /** Equal values, or lists of equal values (a list set again with the same items is no change). */
@@ -43,7 +45,7 @@ function same(a: unknown, b: unknown): boolean {
 export type StoreListener = (state: ViewState, changed: ReadonlySet<keyof ViewState>) => void;
 
 export class Store {
-  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false, compare: null, hide: [] };
+  state: ViewState = { view: "tape", step: null, op: null, selection: null, hover: null, yscale: "auto", perParam: false, compare: null, hide: [], graphCall: null };
   private readonly listeners = new Set<StoreListener>();
 
   subscribe(listener: StoreListener): () => void {

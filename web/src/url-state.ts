@@ -1,5 +1,6 @@
 // The URL holds what is worth sharing: the run, the open view, the stepper's step, the
-// scrubber's op, the selection and the charts' choices (?run=ID&view=stepper&step=3,
+// scrubber's op, the selection, the backward call the graph draws (call=2: the second; none:
+// every call) and the charts' choices (?run=ID&view=stepper&step=3,
 // ?view=charts&yscale=log&norms=per-parameter&compare=ID2&hide=grad,lr). A link reopens exactly that, and reloading
 // lands on the same step.
 import { Y_SCALES, type YScale } from "./chart-scales";
@@ -105,11 +106,25 @@ export interface UrlState extends Partial<ChartChoices> {
   step: number | null;
   op: number | null;
   selection: Selection | null;
+  /** The backward call (its index, 0-based) the graph draws; null: every call. */
+  call: number | null;
 }
 
 function int(value: string | null): number | null {
   if (value === null || !/^\d+$/.test(value)) return null;
   return Number(value);
+}
+
+/** The graph's backward call a query string names: `call=2` (counted from 1, as the app
+ * numbers calls) is index 1; null where absent or not a number from 1. */
+export function readCall(q: URLSearchParams): number | null {
+  const n = int(q.get("call"));
+  return n === null || n < 1 ? null : n - 1;
+}
+
+/** Write the graph's backward call `index` (0-based) as `call` (counted from 1); none for null. */
+export function writeCall(q: URLSearchParams, index: number | null): void {
+  if (index !== null) q.set("call", String(index + 1));
 }
 
 export function readUrl(search = location.search): UrlState {
@@ -125,6 +140,7 @@ export function readUrl(search = location.search): UrlState {
     step: int(q.get("step")),
     op: int(q.get("op")),
     selection,
+    call: readCall(q),
     ...readChartChoices(q),
   };
 }
@@ -137,6 +153,7 @@ export function urlFor(run: string | null, state: ViewState, path = location.pat
   if (state.step !== null) q.set("step", String(state.step));
   if (state.op !== null) q.set("op", String(state.op));
   if (state.selection) q.set("sel", `${state.selection.kind === "node" ? "n" : "t"}${state.selection.id}`);
+  writeCall(q, state.graphCall);
   writeChartChoices(q, state);
   return `${path}?${q.toString()}`;
 }

@@ -60,6 +60,8 @@ export interface ViewerOptions {
   compare: string | null;
   /** The ids of the charts not shown (loss, grad, update, lr, memory, metric:NAME); null: none. */
   hide: readonly string[] | null;
+  /** The backward call (its index, 0-based) whose graph is drawn; null: every call's. */
+  call: number | null;
 }
 
 export const DEFAULT_OPTIONS: ViewerOptions = {
@@ -73,6 +75,7 @@ export const DEFAULT_OPTIONS: ViewerOptions = {
   perParam: null,
   compare: null,
   hide: null,
+  call: null,
 };
 
 export interface TraceData {
@@ -166,7 +169,7 @@ export class Viewer {
     root.replaceChildren(...(bar ? [bar] : []), body);
 
     const store = this.store;
-    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [] });
+    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [], graphCall: this.options.call });
     this.graph = new GraphView(graphEl, this.model, store);
     this.stepper = new StepperView(stepperEl, this.model, store);
     this.tape = new TapeView(tapeEl, this.model, store);

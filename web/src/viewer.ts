@@ -22,7 +22,7 @@ import { useElkWorker } from "./layout";
 import { initTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkTrace } from "./types/events";
-import { readChartChoices } from "./url-state";
+import { readCall, readChartChoices } from "./url-state";
 import { DEFAULT_OPTIONS, VIEWER_TABS, type TraceData, Viewer, type ViewerOptions, type ViewerTab } from "./viewer-shell";
 
 declare global {
@@ -58,6 +58,8 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   if (perParam !== null) out.perParam = perParam;
   if (q.has("compare")) out.compare = compare;
   if (hide !== null) out.hide = hide;
+  const call = readCall(q);
+  if (call !== null) out.call = call;
   return out;
 }
 

@@ -2,7 +2,7 @@
 // compared run and the hidden charts, left out at their defaults, unknown values ignored.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { canHide, parseHide, readChartChoices, readUrl, writeChartChoices } from "../src/url-state";
+import { canHide, parseHide, readCall, readChartChoices, readUrl, writeCall, writeChartChoices } from "../src/url-state";
 
 test("a link's y scale and norms are read; unknown or absent ones are null", () => {
   assert.deepEqual(readChartChoices(new URLSearchParams("yscale=log&norms=per-parameter")), { yscale: "log", perParam: true, compare: null, hide: null });
@@ -59,4 +59,15 @@ test("hidden charts are chart ids, each once; what cannot be one is left out", (
   assert.equal(canHide(`metric:${",".repeat(41)}`), false); // 130 characters written out
   assert.equal(canHide("metric:a\nb"), false);
   assert.equal(canHide(`metric:${"n".repeat(100)}`), true); // the longest name a metric keeps
+});
+
+test("the graph's backward call travels as call=N, counted from 1 as the app numbers calls", () => {
+  assert.equal(readUrl("?run=abc&call=3").call, 2);
+  for (const bad of ["call=0", "call=-1", "call=two", "call=", ""]) assert.equal(readUrl(`?run=abc&${bad}`).call, null, bad);
+  const q = new URLSearchParams();
+  writeCall(q, null);
+  assert.equal(q.toString(), "");
+  writeCall(q, 2);
+  assert.equal(q.toString(), "call=3");
+  assert.equal(readCall(q), 2);
 });

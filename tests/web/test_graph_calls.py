@@ -1,0 +1,129 @@
+"""The graph of one backward() call: a loop recorded in full draws one graph per iteration, all
+feeding the same leaves; the graph's "Graph of" list narrows it to one call, follows the
+stepper, travels in links and embeds, and stays out of the way where there is one graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conftest import expect, open_app, run_example, shot, stored_run, wait_graph, wait_viewer
+
+# the grad_fn nodes drawn (op and AccumulateGrad elements), and each one's node id
+DRAWN = "(core) => core.nodes().filter((n) => ['op', 'acc'].includes(n.data('kind'))).map((n) => n.data('node')).sort((a, b) => a - b)"
+
+
+def _drawn(page: Any) -> list[int]:
+    nodes: list[int] = page.evaluate(f"() => ({DRAWN})(window.gradwalk.graph.core)")
+    return nodes
+
+
+def _ran_by(page: Any, call: int) -> list[int]:
+    nodes: list[int] = page.evaluate(
+        "(i) => [...window.gradwalk.model.backward(i).byNode.keys()].sort((a, b) => a - b)", call
+    )
+    return nodes
+
+
+def _laid_out_again(page: Any, before: float) -> None:
+    page.wait_for_function(
+        "(t) => { const g = window.gradwalk.graph; return g.lastLayout && g.lastLayout.at > t && !g.busy; }",
+        arg=before,
+    )
+
+
+def _choose(page: Any, value: str) -> None:
+    before = page.evaluate("() => window.gradwalk.graph.lastLayout.at")
+    page.select_option(".gw-graph-calls select", value)
+    _laid_out_again(page, before)
+    # every edge is drawn: one routed around a node before the new layout and straight after
+    # it kept its old style without its points, and had no endpoints (it vanished)
+    undrawn = page.evaluate(
+        "() => window.gradwalk.graph.core.edges().filter((e) => !Number.isFinite(e.renderedSourceEndpoint().x)).map((e) => e.id())"
+    )
+    assert undrawn == []
+
+
+def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page: Any) -> None:
+    # the tutorial's sin(x) fit: its first 10 backward() calls are recorded in full, each
+    # with a graph of its own (13 nodes) feeding the same four AccumulateGrad nodes
+    open_app(page)
+    run_example(page, "fit_by_hand")
+    picker = page.locator(".gw-graph-calls")
+    expect(picker).to_be_visible()
+    options = picker.locator("option")
+    expect(options).to_have_count(11)
+    expect(options.first).to_have_text("every call (10)")
+    expect(options.nth(3)).to_have_text("call 3 · line 22")
+    everything = _drawn(page)
+    assert len(everything) == 94
+    expect(page.locator(".gw-graph-info")).to_have_text("94 nodes")
+
+    _choose(page, "2")
+    assert _drawn(page) == _ran_by(page, 2)
+    assert len(_drawn(page)) == 13
+    expect(page.locator(".gw-graph-info")).to_have_text("13 nodes")
+    page.wait_for_function("() => location.search.includes('call=3')")
+    shot(page, "graph-calls-01-one-iteration")
+
+    # the stepper at call 5 draws call 5's graph, and the list says so
+    page.click("#gw-tab-stepper")
+    page.locator(".gw-call", has_text="#5").click()
+    page.wait_for_function("() => window.gradwalk.store.state.graphCall === 4")
+    page.wait_for_function(
+        "(want) => { const g = window.gradwalk.graph; return !g.busy && JSON.stringify(("
+        + DRAWN
+        + ")(g.core)) === JSON.stringify(want); }",
+        arg=_ran_by(page, 4),
+    )
+    expect(picker.locator("select")).to_have_value("4")
+    current = page.evaluate("() => window.gradwalk.graph.core.nodes('.current').map((n) => n.data('node'))")
+    assert current and set(current) <= set(_ran_by(page, 4))
+    page.wait_for_function("() => location.search.includes('call=5')")
+
+    # choosing a call in the stepper takes the stepper to its first node
+    _choose(page, "7")
+    step = page.evaluate("() => window.gradwalk.store.state.step")
+    assert page.evaluate("(s) => window.gradwalk.model.timeline[s].backward", step) == 7
+    assert page.evaluate("() => window.gradwalk.model.backward(7).entries[0].index") == step
+
+    # every call again: the whole fan
+    _choose(page, "")
+    assert _drawn(page) == everything
+    page.wait_for_function("() => !location.search.includes('call=')")
+
+
+def test_a_link_or_an_embed_opens_one_calls_graph_and_a_new_run_draws_every_call(page: Any) -> None:
+    source = (
+        "import torch\n\nx = torch.tensor(2.0, requires_grad=True)\n"
+        "for step in range(3):\n    y = torch.sin(x) * x ** 2\n    y.backward()\n"
+    )
+    run = stored_run(page.server, source)
+    page.goto(f"{page.server.url}/?run={run}&view=tape&call=2")
+    wait_graph(page)
+    page.wait_for_function("() => window.gradwalk.store.state.graphCall === 1")
+    page.wait_for_function(
+        "(want) => { const g = window.gradwalk.graph; return !g.busy && JSON.stringify(("
+        + DRAWN
+        + ")(g.core)) === JSON.stringify(want); }",
+        arg=_ran_by(page, 1),
+    )
+    expect(page.locator(".gw-graph-calls select")).to_have_value("1")
+
+    # an embed of the run with call=2 draws the same graph
+    embed = page.context.new_page()
+    try:
+        embed.goto(f"{page.server.url}/embed/{run}?view=graph&call=2")
+        wait_viewer(embed)
+        drawn = embed.evaluate(f"() => ({DRAWN})(window.gradwalkViewer.graph.core)")
+        ran = embed.evaluate(
+            "() => [...window.gradwalkViewer.model.backward(1).byNode.keys()].sort((a, b) => a - b)"
+        )
+        assert drawn == ran and len(drawn) < embed.evaluate("() => window.gradwalkViewer.model.nodes.size")
+    finally:
+        embed.close()
+
+    # a new run starts from every call; one backward() has nothing to choose
+    run_example(page, "cubic")
+    assert page.evaluate("() => window.gradwalk.store.state.graphCall") is None
+    expect(page.locator(".gw-graph-calls")).to_be_hidden()
+    assert "call=" not in page.evaluate("() => location.search")

@@ -1,0 +1,68 @@
+// The graph of one backward() call, from real recorded traces: the nodes another call ran
+// are left out, with their edges and the module groups they leave empty; the shared leaves
+// and anything no call ran stay.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { buildGraph } from "../src/graph-build";
+import { callsToPick, followStepper, nodesOutsideCall } from "../src/graph-calls";
+import { Store } from "../src/store";
+import type { TraceModel } from "../src/trace-model";
+import { loadModel as model } from "./traces";
+
+const names = (m: TraceModel, ids: Iterable<number>) => [...ids].map((id) => m.node(id)?.name).sort();
+
+test("accumulate_loop: each of the four calls draws its own x ** 2 and the one AccumulateGrad of x", () => {
+  const m = model("accumulate_loop");
+  assert.equal(callsToPick(m).length, 4);
+  const all = buildGraph(m, { showSaved: false, collapsed: new Set() });
+  assert.equal(all.gradNodes, 5); // four PowBackward0 feeding one AccumulateGrad
+  for (const call of m.backwards) {
+    const hidden = nodesOutsideCall(m, call.index);
+    assert.deepEqual(names(m, hidden), ["PowBackward0", "PowBackward0", "PowBackward0"]);
+    const one = buildGraph(m, { showSaved: false, collapsed: new Set(), hidden });
+    assert.equal(one.gradNodes, 2);
+    const drawn = one.nodes.filter((n) => n.node !== undefined).map((n) => n.node!);
+    assert.deepEqual(drawn.sort(), [...call.byNode.keys()].sort());
+    // the leaf x is still drawn under its AccumulateGrad; no edge points at a node left out
+    assert.ok(one.nodes.some((n) => n.kind === "leaf"));
+    const ids = new Set(one.nodes.map((n) => n.id));
+    for (const e of one.edges) assert.ok(ids.has(e.source) && ids.has(e.target), e.id);
+  }
+  // every call, or a call the run does not have: nothing left out
+  assert.equal(nodesOutsideCall(m, null).size, 0);
+  assert.equal(nodesOutsideCall(m, 99).size, 0);
+});
+
+test("two_models: one call's graph leaves the other model's module group out", () => {
+  const m = model("two_models");
+  const paths = (call: number) =>
+    buildGraph(m, { showSaved: true, collapsed: new Set(), hidden: nodesOutsideCall(m, call) })
+      .nodes.filter((n) => n.kind === "group")
+      .map((n) => n.path);
+  assert.deepEqual(paths(0), ["first"]);
+  assert.deepEqual(paths(1), ["second"]);
+  // folded, the group counts only the nodes drawn
+  const folded = buildGraph(m, { showSaved: false, collapsed: new Set(["first"]), hidden: nodesOutsideCall(m, 0) });
+  assert.deepEqual(
+    folded.nodes.filter((n) => n.kind === "collapsed").map((n) => [n.path, n.count]),
+    [["first", 4]],
+  );
+});
+
+test("backward() twice on one graph, or once: nothing to choose", () => {
+  assert.deepEqual(callsToPick(model("retain_graph")), []);
+  assert.equal(nodesOutsideCall(model("retain_graph"), 1).size, 0);
+  assert.deepEqual(callsToPick(model("cubic")), []);
+  // cubic_twice builds the graph again before its second call: two graphs to choose from
+  assert.equal(callsToPick(model("cubic_twice")).length, 2);
+});
+
+test("a chosen call follows the stepper into another call; every call stays every call", () => {
+  const m = model("accumulate_loop");
+  const store = new Store();
+  const third = m.backwards[2].entries[0].index;
+  assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: 0 }), 2);
+  assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: null }), null);
+  // outside the stepper the choice stays as it is
+  assert.equal(followStepper(m, { ...store.state, view: "tape", step: third, graphCall: 0 }), 0);
+});
