@@ -128,19 +128,29 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
+        call: int | None = None,
     ) -> str:
         """Return the self-contained HTML page (see :func:`server.export.render_export`;
         ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
         recording drawn dashed under this one on the charts, carried in the page, ``hide`` the
         charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
-        ``cuda`` or ``metric:NAME``). Raises ``ValueError`` (``TypeError`` for a ``compare``
+        ``cuda`` or ``metric:NAME``, ``call`` the backward() call whose graph alone is drawn,
+        counted from 1). Raises ``ValueError`` (``TypeError`` for a ``compare``
         that is not a Recording) for a choice that is not one, a ``step`` past the end of the
-        run's backward walk included (:func:`server.export.check_step_in`)."""
-        from server.export import check_chart_names, check_choices, check_step_in, render_export
+        run's backward walk and a ``call`` the run did not record in full included
+        (:func:`server.export.check_step_in`, :func:`server.export.check_call_in`)."""
+        from server.export import (
+            check_call_in,
+            check_chart_names,
+            check_choices,
+            check_step_in,
+            render_export,
+        )
 
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
-        check_chart_names(check_choices(step=step, hide=hide))
+        check_chart_names(check_choices(step=step, hide=hide, call=call))
         check_step_in(self.trace.events, step)
+        check_call_in(self.trace.events, call)
         return render_export(
             self.to_json(),
             title=self.title,
@@ -152,6 +162,7 @@ class Recording:
             per_parameter=per_parameter,
             compare=("compared", compare.to_json()) if compare is not None else None,
             hide=hide,
+            call=call,
             elk=elk,
         )
 
@@ -168,6 +179,7 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
+        call: int | None = None,
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS);
         the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts,
@@ -184,6 +196,7 @@ class Recording:
             per_parameter=per_parameter,
             compare=compare,
             hide=hide,
+            call=call,
         )
         out.write_text(page, encoding="utf-8")
         return out
@@ -201,6 +214,7 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
+        call: int | None = None,
     ) -> _Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
@@ -210,18 +224,22 @@ class Recording:
         ``compare`` (another recording, say the same loop at another learning rate) is drawn
         dashed under this one on the charts. ``hide`` lists charts to leave out, by id
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
-        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``height`` is the
+        ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``call`` draws one
+        backward() call's graph (counted from 1): ``rec.show("graph", call=3)``. ``height`` is the
         frame's, in pixels (a whole number, 1 or more). Raises ``ValueError`` here, not when
         the notebook displays it, for a choice that is not one (``theme`` included, and a
-        ``step`` past the end of the backward walk;
+        ``step`` past the end of the backward walk, a ``call`` not recorded in full;
         ``controls``, ``elk`` and ``per_parameter`` must be ``True`` or ``False``:
         ``controls=False`` hides the tabs and buttons), and ``TypeError`` for a ``compare``
         that is not a Recording.
         """
-        from server.export import check_chart_names, check_choices, check_step_in
+        from server.export import check_call_in, check_chart_names, check_choices, check_step_in
 
-        check_chart_names(check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide))
+        check_chart_names(
+            check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
+        )
         check_step_in(self.trace.events, step)
+        check_call_in(self.trace.events, call)
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
         if isinstance(height, bool) or not isinstance(height, int) or height < 1:
             raise ValueError(f"height must be a whole number of pixels, 1 or more, not {height!r}")
@@ -237,6 +255,7 @@ class Recording:
             per_parameter=per_parameter,
             compare=compare,
             hide=hide,
+            call=call,
         )
 
     def _repr_html_(self) -> str:

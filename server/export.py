@@ -33,6 +33,7 @@ __all__ = [
     "VIEWS",
     "BundleMissing",
     "add_export_parser",
+    "check_call_in",
     "check_chart_names",
     "check_choices",
     "check_step_in",
@@ -131,17 +132,22 @@ def check_choices(
     theme: str | None = None,
     yscale: str | None = None,
     hide: Sequence[str] | None = (),
+    call: int | None = None,
 ) -> list[str]:
     """Raise ``ValueError`` naming the first choice of a page's view that is not one
-    (see :func:`render_export`; ``step`` must be a whole number, 0 or more, not a string,
-    a float or a bool); return the ``hide`` ids, checked (:func:`check_hide`; ``None``
-    hides none)."""
+    (see :func:`render_export`; ``step`` must be a whole number, 0 or more, ``call`` one
+    from 1, not a string, a float or a bool); return the ``hide`` ids, checked
+    (:func:`check_hide`; ``None`` hides none)."""
     if view is not None and view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
         raise ValueError(f"step must be a whole number, 0 or more, not {step!r}")
     if step is not None and step < 0:
         raise ValueError("step must be 0 or more")
+    if call is not None and (isinstance(call, bool) or not isinstance(call, int) or call < 1):
+        raise ValueError(
+            f"call must be a whole number from 1 (the backward() call, as the app counts them), not {call!r}"
+        )
     if theme is not None and theme not in THEMES:
         raise ValueError(f"theme must be one of {', '.join(THEMES)} (or None: the reader's), not {theme!r}")
     if yscale is not None and yscale not in Y_SCALES:
@@ -208,6 +214,7 @@ def render_export(
     per_parameter: bool = False,
     compare: tuple[str, str | bytes] | None = None,
     hide: Sequence[str] = (),
+    call: int | None = None,
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -221,7 +228,8 @@ def render_export(
     update norms per parameter. ``compare`` is another run, ``(its id, its trace)``, drawn
     dashed under this one on the charts (the page carries it too). ``hide`` lists the charts
     hidden, by id (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda`` or
-    ``metric:NAME``; at most 32). Raises :class:`BundleMissing` before ``make web`` and
+    ``metric:NAME``; at most 32). ``call`` draws the graph of that backward() call only
+    (counted from 1, as the app's ``call=`` links; default: every call's). Raises :class:`BundleMissing` before ``make web`` and
     ``ValueError`` when ``trace_json`` (or ``compare``'s trace) is not a trace object with an
     ``events`` list, or when a choice is not one (a ``hide`` id included).
     """
@@ -235,7 +243,7 @@ def render_export(
         compared = (
             f'<script type="application/json" id="gradwalk-compare">{_inline_json(compare_text)}</script>\n'
         )
-    hidden = check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide)
+    hidden = check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))
@@ -254,6 +262,7 @@ def render_export(
         "perParam": per_parameter,
         "compare": compare[0] if compare is not None else None,
         "hide": hidden,
+        "call": call - 1 if call is not None else None,  # the viewer's is the call's index
     }
     return (
         "<!doctype html>\n"
@@ -277,6 +286,24 @@ def render_export(
 
 
 # --- gradwalk export ----------------------------------------------------------------------------
+
+
+def check_call_in(events: Iterable[Any], call: int | None) -> None:
+    """Raise ``ValueError`` when ``call`` (checked by :func:`check_choices`; counted from 1)
+    is no backward() call recorded in full in ``events``: the page would draw every call's
+    graph without a word. For calls an author types (``gradwalk export --call``, a notebook's
+    ``call=``). ``None`` passes."""
+    if call is None:
+        return
+    ran: set[int] = set()
+    for event in events:
+        get = event.get if isinstance(event, dict) else functools.partial(getattr, event)
+        if get("type", None) == "node_executed":
+            ran.add(int(get("backward", 0)))
+    if call - 1 not in ran:
+        full = ", ".join(str(i + 1) for i in sorted(ran)[:12]) + (", …" if len(ran) > 12 else "")
+        said = f"the calls recorded in full are {full}" if ran else "this run walked no graph in full"
+        raise ValueError(f"call {call} is no backward() call whose graph was recorded: {said}")
 
 
 def add_export_parser(sub: Any) -> None:
@@ -304,6 +331,12 @@ def add_export_parser(sub: Any) -> None:
         type=int,
         default=None,
         help="the backward step it opens at (0-based; a step past the end is refused)",
+    )
+    p.add_argument(
+        "--call",
+        type=int,
+        default=None,
+        help="draw the graph of this backward() call only (counted from 1; default: every call's)",
     )
     p.add_argument("--theme", choices=THEMES, default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")
@@ -347,8 +380,10 @@ def run_export(args: Any) -> int:
     data, name, title = loaded
     title = args.title or title
     try:
-        check_choices(step=args.step)
-        check_step_in(json.loads(data)["events"], args.step)
+        check_choices(step=args.step, call=args.call)
+        events = json.loads(data)["events"]
+        check_step_in(events, args.step)
+        check_call_in(events, args.call)
     except ValueError as exc:
         return fail(f"--{exc}")
     compare = None
@@ -369,6 +404,7 @@ def run_export(args: Any) -> int:
             per_parameter=args.per_parameter,
             compare=compare,
             hide=hide,
+            call=args.call,
             elk=not args.no_elk,
         )
     except (BundleMissing, ValueError) as exc:

@@ -50,6 +50,10 @@ async def export_run(
         Query(description="the tab the page opens on (default: the stepper)"),
     ] = None,
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
+    call: Annotated[
+        int | None,
+        Query(ge=1, le=10_000_000, description="draw this backward() call's graph only, counted from 1"),
+    ] = None,
     controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
     theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,
     yscale: Annotated[YScale | None, Query(description="the charts' y axes (default: auto)")] = None,
@@ -107,6 +111,7 @@ async def export_run(
             per_parameter=norms == "per-parameter",
             compare=compared,
             hide=hidden,
+            call=call,
         )
     except BundleMissing as exc:
         raise HTTPException(503, str(exc)) from None

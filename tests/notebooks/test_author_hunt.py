@@ -12,6 +12,7 @@ import torch
 
 import gradwalk
 from gradwalk.cli import main
+from tests.server.test_export import options_of
 
 CUBIC = """
 # y = x**3 - 4x
@@ -222,3 +223,26 @@ def test_a_step_of_a_run_without_backward_is_refused() -> None:
     with pytest.raises(ValueError, match=r"this run called no backward\(\): there is no step 0 to open"):
         forward.show("tape", step=0)
     assert forward.show("tape")._repr_html_()
+
+
+def test_a_call_is_drawn_where_given_and_one_not_recorded_in_full_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = gradwalk.watch(
+        "import torch\nx = torch.tensor(2.0, requires_grad=True)\n"
+        "for _ in range(3):\n    (x * x).backward()\n"
+    )
+    trace = loop.save(tmp_path / "loop.json")
+    assert options_of(loop.html(view="graph", call=2))["call"] == 1
+    assert loop.show("graph", call=3)._repr_html_()
+    with pytest.raises(ValueError, match=r"call 4 is no backward\(\) call whose graph was recorded: the calls recorded in full are 1, 2, 3"):
+        loop.show("graph", call=4)
+    with pytest.raises(ValueError, match="call must be a whole number from 1"):
+        loop.export(tmp_path / "p.html", call=0)
+    assert not (tmp_path / "p.html").exists()
+    status, said = export(capsys, str(trace), "--call", "2", "-o", str(tmp_path / "x.html"))
+    assert status == 0, said
+    assert options_of((tmp_path / "x.html").read_text())["call"] == 1
+    status, said = export(capsys, str(trace), "--call", "9", "-o", str(tmp_path / "y.html"))
+    assert status == 2 and "gradwalk export: --call 9 is no backward() call whose graph was recorded" in said
+    assert not (tmp_path / "y.html").exists()

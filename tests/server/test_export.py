@@ -115,6 +115,26 @@ def test_a_metric_named_like_markup_stays_data_in_the_export(dist: Path) -> None
 # --- the route -----------------------------------------------------------------------------
 
 
+def test_the_export_route_draws_the_call_it_is_asked_to(api: httpx.Client) -> None:
+    run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
+    assert wait_finished(api, run_id)["status"] == "ok"
+    # counted from 1 as the app's links count calls; the page's viewer takes the index
+    page = api.get(f"/api/runs/{run_id}/export", params={"view": "graph", "call": 2})
+    assert page.status_code == 200, page.text[:300]
+    assert options_of(page.text)["call"] == 1
+    assert options_of(api.get(f"/api/runs/{run_id}/export").text)["call"] is None
+    for bad in ("0", "-1", "two", "1.5"):
+        refused = api.get(f"/api/runs/{run_id}/export", params={"call": bad})
+        assert refused.status_code == 422, refused.text[:300]
+        assert refused.json()["detail"][0]["loc"] == ["query", "call"]
+
+
+@pytest.mark.parametrize("call", [0, -2, True, 1.0, "2"])
+def test_render_export_refuses_a_call_that_is_not_one(dist: Path, call: Any) -> None:
+    with pytest.raises(ValueError, match="call must be a whole number from 1"):
+        render_export(TRACE, call=call, dist=dist)
+
+
 def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> None:
     run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
     assert wait_finished(api, run_id)["status"] == "ok"

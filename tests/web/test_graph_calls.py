@@ -4,9 +4,11 @@ stepper, travels in links and embeds, and stays out of the way where there is on
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .conftest import expect, open_app, run_example, shot, stored_run, wait_graph, wait_viewer
+from .test_export import open_offline
 
 # the grad_fn nodes drawn (op and AccumulateGrad elements), and each one's node id
 DRAWN = "(core) => core.nodes().filter((n) => ['op', 'acc'].includes(n.data('kind'))).map((n) => n.data('node')).sort((a, b) => a - b)"
@@ -92,7 +94,20 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     page.wait_for_function("() => !location.search.includes('call=')")
 
 
-def test_a_link_or_an_embed_opens_one_calls_graph_and_a_new_run_draws_every_call(page: Any) -> None:
+def _viewer_draws(target: Any) -> tuple[list[int], list[int]]:
+    """The grad_fn nodes a viewer (an embed, an export) draws, and those its call 2 ran."""
+    wait_viewer(target)
+    drawn: list[int] = target.evaluate(f"() => ({DRAWN})(window.gradwalkViewer.graph.core)")
+    ran: list[int] = target.evaluate(
+        "() => [...window.gradwalkViewer.model.backward(1).byNode.keys()].sort((a, b) => a - b)"
+    )
+    assert len(drawn) < target.evaluate("() => window.gradwalkViewer.model.nodes.size")
+    return drawn, ran
+
+
+def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws_every_call(
+    page: Any, tmp_path: Path
+) -> None:
     source = (
         "import torch\n\nx = torch.tensor(2.0, requires_grad=True)\n"
         "for step in range(3):\n    y = torch.sin(x) * x ** 2\n    y.backward()\n"
@@ -109,18 +124,28 @@ def test_a_link_or_an_embed_opens_one_calls_graph_and_a_new_run_draws_every_call
     )
     expect(page.locator(".gw-graph-calls select")).to_have_value("1")
 
-    # an embed of the run with call=2 draws the same graph
+    # an embed of the run with call=2 draws the same graph, and so does the page Download
+    # HTML saves
     embed = page.context.new_page()
     try:
         embed.goto(f"{page.server.url}/embed/{run}?view=graph&call=2")
-        wait_viewer(embed)
-        drawn = embed.evaluate(f"() => ({DRAWN})(window.gradwalkViewer.graph.core)")
-        ran = embed.evaluate(
-            "() => [...window.gradwalkViewer.model.backward(1).byNode.keys()].sort((a, b) => a - b)"
-        )
-        assert drawn == ran and len(drawn) < embed.evaluate("() => window.gradwalkViewer.model.nodes.size")
+        drawn, ran = _viewer_draws(embed)
+        assert drawn == ran
     finally:
         embed.close()
+    with page.expect_download() as info:
+        page.click("[data-gw=download-html]")
+    out = tmp_path / "one-call.html"
+    info.value.save_as(out)
+    offline = page.context.new_page()
+    try:
+        open_offline(offline, out)
+        drawn, ran = _viewer_draws(offline)
+        assert drawn == ran
+        expect(offline.locator(".gw-graph-calls select")).to_have_value("1")
+    finally:
+        offline.close()
+        page.context.unroute("**/*")  # open_offline refused the network to the whole context
 
     # a new run starts from every call; one backward() has nothing to choose
     run_example(page, "cubic")
