@@ -53,6 +53,12 @@ class RoomState(StrictRequest):
     view: str = Field(default="tape", pattern=_VIEW_PATTERN, description="the open view: tape, stepper, ...")
     step: int | None = Field(default=None, ge=0, le=10_000_000, description="the backward stepper's step")
     op: int | None = Field(default=None, ge=0, le=10_000_000, description="the tape scrubber's op")
+    call: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="the backward() call whose graph alone is drawn, counted from 1; null: every call's",
+    )
     allow_viewer_runs: bool = Field(default=False, description="viewers may run their own code")
     lesson: str | None = Field(
         default=None, max_length=64, pattern=_ID_PATTERN, description="the lesson the presenter opened"
@@ -78,7 +84,8 @@ class RoomState(StrictRequest):
 class RoomStatePatch(RoomState):
     """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
 
-    ``run_id``, ``step``, ``op``, ``lesson`` and ``compare`` may be ``null`` (nothing shown); the others
+    ``run_id``, ``step``, ``op``, ``call``, ``lesson`` and ``compare`` may be ``null`` (nothing shown,
+    every call's graph); the others
     (``hide`` among them: ``""`` hides no chart) may be left out but not set to ``null``.
     """
 

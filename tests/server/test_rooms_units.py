@@ -104,6 +104,10 @@ def test_a_patch_replaces_the_fields_it_gives() -> None:
         {"hide": "grad,metric:a\nb"},
         {"hide": "x" * 129},
         {"hide": ",".join(f"metric:m{i}" for i in range(33))},
+        {"call": 0},
+        {"call": -1},
+        {"call": "2"},
+        {"call": 1.5},
     ],
 )
 def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
@@ -363,3 +367,15 @@ def test_a_room_ended_while_its_save_is_on_the_way_stays_ended() -> None:
     asyncio.run(change_then_end())
     rooms.detach()
     assert store.rooms() == []
+
+
+def test_the_graphs_call_defaults_to_every_call_and_travels_to_the_viewers() -> None:
+    assert RoomState().call is None and "call" not in RoomStatePatch().model_fields_set
+    room = RoomRegistry().create(RoomState())
+    room.update(RoomStatePatch.model_validate({"call": 3}))
+    assert room.state.call == 3
+    assert json.loads(room.frame(0))["state"]["call"] == 3
+    room.update(RoomStatePatch.model_validate({"step": 2}))  # left out: kept
+    assert room.state.call == 3
+    room.update(RoomStatePatch.model_validate({"call": None}))  # every call again
+    assert room.state.call is None

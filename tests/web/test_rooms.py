@@ -293,6 +293,25 @@ def test_the_presenters_y_scale_and_norms_reach_the_following_viewers(room: Clas
     expect(follower.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
 
 
+def test_the_backward_call_the_presenter_draws_reaches_the_following_viewers(room: Classroom) -> None:
+    # a loop recorded in full draws a graph per iteration: the presenter narrows the graph to
+    # one call (graph-calls.ts), and the followers' graphs show that call too
+    p, explorer, follower = room.presenter, room.viewers[0], room.viewers[1]
+    first = p.evaluate("() => window.gradwalk.runId")
+    p.select_option("[data-gw=examples]", "fit_by_hand")
+    p.click("[data-gw=run]")
+    p.wait_for_function("(id) => window.gradwalk.runId !== id && window.gradwalk.model.isFinished", arg=first)
+    wait_graph(p)
+    p.select_option(".gw-graph-calls select", "2")
+    follower.wait_for_function("() => window.gradwalk.store.state.graphCall === 2")
+    expect(follower.locator(".gw-graph-calls select")).to_have_value("2")
+    expect(follower.locator(".gw-graph-info")).to_have_text("13 nodes")
+    assert explorer.evaluate("() => window.gradwalk.store.state.graphCall") is None
+    p.select_option(".gw-graph-calls select", "")
+    follower.wait_for_function("() => window.gradwalk.store.state.graphCall === null")
+    expect(follower.locator(".gw-graph-info")).to_have_text("94 nodes")
+
+
 def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: Classroom) -> None:
     p, viewer = room.presenter, room.viewers[1]
     size = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"

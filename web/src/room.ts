@@ -185,6 +185,7 @@ export class RoomMode {
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
       if (chartChoicesChanged(changed)) this.push(chartChoiceWords(state));
+      if (changed.has("graphCall")) this.push({ call: callWord(state.graphCall) });
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);
@@ -204,6 +205,7 @@ export class RoomMode {
       op: s.op,
       allow_viewer_runs: $<HTMLInputElement>(this.bar, "[data-gw=room-allow]").checked,
       lesson: this.lessons.current?.id ?? null,
+      call: callWord(s.graphCall),
       ...chartChoiceWords(s),
     };
   }
@@ -366,6 +368,8 @@ export class RoomMode {
     // the presenter's y scale, norms, compared run and hidden charts, as a link would carry them
     const { yscale, perParam, compare, hide } = parseChartChoices(state.yscale, state.norms, state.compare, state.hide);
     app.store.set({ yscale: yscale ?? "auto", perParam: perParam ?? false, compare, hide: hide ?? [] });
+    // the graph of the presenter's backward call (graph-calls.ts)
+    app.store.set({ graphCall: typeof state.call === "number" && state.call >= 1 ? state.call - 1 : null });
     if (app.editor.source !== state.source) app.editor.source = state.source;
     if (state.lesson) await this.lessons.load();
     this.lessons.show(state.lesson);
@@ -419,4 +423,9 @@ function sessionWrite(key: string, value: string): void {
   } catch {
     // storage off: the choice lasts for this page
   }
+}
+
+/** The graph's backward call `index` (0-based) as a room state says it: counted from 1, null for every call. */
+function callWord(index: number | null): number | null {
+  return index === null ? null : index + 1;
 }
