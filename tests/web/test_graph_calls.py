@@ -26,6 +26,17 @@ def _ran_by(page: Any, call: int) -> list[int]:
     return nodes
 
 
+def _wait_drawing_call(page: Any, call: int) -> None:
+    """Wait until the graph draws call ``call`` (its index) alone, as the store says."""
+    page.wait_for_function("(c) => window.gradwalk.store.state.graphCall === c", arg=call)
+    page.wait_for_function(
+        "(want) => { const g = window.gradwalk.graph; return !g.busy && JSON.stringify(("
+        + DRAWN
+        + ")(g.core)) === JSON.stringify(want); }",
+        arg=_ran_by(page, call),
+    )
+
+
 def _laid_out_again(page: Any, before: float) -> None:
     page.wait_for_function(
         "(t) => { const g = window.gradwalk.graph; return g.lastLayout && g.lastLayout.at > t && !g.busy; }",
@@ -70,13 +81,7 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     # the stepper at call 5 draws call 5's graph, and the list says so
     page.click("#gw-tab-stepper")
     page.locator(".gw-call", has_text="#5").click()
-    page.wait_for_function("() => window.gradwalk.store.state.graphCall === 4")
-    page.wait_for_function(
-        "(want) => { const g = window.gradwalk.graph; return !g.busy && JSON.stringify(("
-        + DRAWN
-        + ")(g.core)) === JSON.stringify(want); }",
-        arg=_ran_by(page, 4),
-    )
+    _wait_drawing_call(page, 4)
     expect(picker.locator("select")).to_have_value("4")
     current = page.evaluate("() => window.gradwalk.graph.core.nodes('.current').map((n) => n.data('node'))")
     assert current and set(current) <= set(_ran_by(page, 4))
@@ -115,13 +120,7 @@ def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws
     run = stored_run(page.server, source)
     page.goto(f"{page.server.url}/?run={run}&view=tape&call=2")
     wait_graph(page)
-    page.wait_for_function("() => window.gradwalk.store.state.graphCall === 1")
-    page.wait_for_function(
-        "(want) => { const g = window.gradwalk.graph; return !g.busy && JSON.stringify(("
-        + DRAWN
-        + ")(g.core)) === JSON.stringify(want); }",
-        arg=_ran_by(page, 1),
-    )
+    _wait_drawing_call(page, 1)
     expect(page.locator(".gw-graph-calls select")).to_have_value("1")
 
     # an embed of the run with call=2 draws the same graph, and so does the page Download
