@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from .conftest import expect, open_app, run_example, shot, stored_run, wait_graph, wait_viewer
+from .test_charts import plot_point, wait_chart
 from .test_export import open_offline
+
+# three backward() calls, each on a graph of its own (no optimizer: each call is a point of
+# the "calls" chart)
+LOOP = (
+    "import torch\n\nx = torch.tensor(2.0, requires_grad=True)\n"
+    "for step in range(3):\n    y = torch.sin(x) * x ** 2\n    y.backward()\n"
+)
 
 # the grad_fn nodes drawn (op and AccumulateGrad elements), and each one's node id
 DRAWN = "(core) => core.nodes().filter((n) => ['op', 'acc'].includes(n.data('kind'))).map((n) => n.data('node')).sort((a, b) => a - b)"
@@ -113,11 +121,7 @@ def _viewer_draws(target: Any) -> tuple[list[int], list[int]]:
 def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws_every_call(
     page: Any, tmp_path: Path
 ) -> None:
-    source = (
-        "import torch\n\nx = torch.tensor(2.0, requires_grad=True)\n"
-        "for step in range(3):\n    y = torch.sin(x) * x ** 2\n    y.backward()\n"
-    )
-    run = stored_run(page.server, source)
+    run = stored_run(page.server, LOOP)
     page.goto(f"{page.server.url}/?run={run}&view=tape&call=2")
     wait_graph(page)
     _wait_drawing_call(page, 1)
@@ -151,3 +155,18 @@ def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws
     assert page.evaluate("() => window.gradwalk.store.state.graphCall") is None
     expect(page.locator(".gw-graph-calls")).to_be_hidden()
     assert "call=" not in page.evaluate("() => location.search")
+
+
+def test_a_charts_call_opens_its_own_graph_and_walk(page: Any) -> None:
+    # issue #6: a click on a step recorded in full opens its graph and backward walk; with a
+    # graph per call, "its graph" is that call's alone
+    run = stored_run(page.server, LOOP)
+    page.goto(f"{page.server.url}/?run={run}&view=charts")
+    wait_chart(page, "calls", 3)
+    assert page.evaluate("() => window.gradwalk.store.state.graphCall") is None
+    x, y = plot_point(page, "calls", 1)
+    page.mouse.click(x, y)
+    expect(page.locator("#gw-tab-stepper")).to_have_attribute("aria-selected", "true")
+    _wait_drawing_call(page, 1)
+    step = page.evaluate("() => window.gradwalk.store.state.step")
+    assert page.evaluate("() => window.gradwalk.model.backward(1).entries[0].index") == step

@@ -1,9 +1,11 @@
 // What a click on a chart's step opens: the backward walk of a step recorded in full, or,
 // for a step recorded metrics-only, a note naming the steps that were, with (where code
 // can run) a button that runs the code again with that step recorded in full and opens it
-// once it has been: the last step of a long run, or any other, is one click away.
+// once it has been: the last step of a long run, or any other, is one click away. A step
+// opened draws its own graph where the run recorded several (graph-calls.ts).
 import type { ChartData } from "./charts-data";
 import { h } from "./dom";
+import { graphCallFor } from "./graph-calls";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
@@ -45,7 +47,7 @@ export class StepOpener {
       return false;
     }
     this.hide();
-    this.store.set({ view: "stepper", step: call.entries[0].index, selection: null });
+    this.store.set({ view: "stepper", step: call.entries[0].index, selection: null, graphCall: graphCallFor(model, call.index) });
     return true;
   }
 
@@ -58,7 +60,7 @@ export class StepOpener {
     const entry = model.backward(index)?.entries[0];
     if (entry) {
       this.hide();
-      this.store.set({ view: "stepper", step: entry.index, selection: null });
+      this.store.set({ view: "stepper", step: entry.index, selection: null, graphCall: graphCallFor(model, index) });
       return true;
     }
     if (!data.detailCalls.has(index + 1)) this.say(`Call ${index + 1} of backward() carries its loss only. ${this.callsText(data)}`, this.again(null, index + 1));

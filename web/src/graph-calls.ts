@@ -38,6 +38,12 @@ export function callsToPick(model: TraceModel): BackwardCall[] {
   return differ ? calls : [];
 }
 
+/** What the graph draws when call `index` is opened from elsewhere (a chart's step): that
+ * call's graph where the run has several to choose from, else every call's (null). */
+export function graphCallFor(model: TraceModel, index: number): number | null {
+  return callsToPick(model).some((call) => call.index === index) ? index : null;
+}
+
 /** The call a choice of `graphCall` stands for, once the stepper is at `state`: the
  * stepper's call where it stands in another. */
 export function followStepper(model: TraceModel, state: ViewState): number | null {
