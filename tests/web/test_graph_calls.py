@@ -59,7 +59,7 @@ def _choose(page: Any, value: str) -> None:
     # every edge is drawn: one routed around a node before the new layout and straight after
     # it kept its old style without its points, and had no endpoints (it vanished)
     undrawn = page.evaluate(
-        "() => window.gradwalk.graph.core.edges().filter((e) => !Number.isFinite(e.renderedSourceEndpoint().x)).map((e) => e.id())"
+        "() => window.gradwalk.graph.core.edges(':visible').filter((e) => !Number.isFinite(e.renderedSourceEndpoint()?.x)).map((e) => e.id())"
     )
     assert undrawn == []
 
@@ -100,6 +100,12 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     step = page.evaluate("() => window.gradwalk.store.state.step")
     assert page.evaluate("(s) => window.gradwalk.model.timeline[s].backward", step) == 7
     assert page.evaluate("() => window.gradwalk.model.backward(7).entries[0].index") == step
+
+    # a tape row of the first iteration selects what it made: the graph goes to call 1
+    page.click("#gw-tab-tape")
+    page.locator(".gw-op", has_text="mul").first.click()
+    _wait_drawing_call(page, 0)
+    expect(picker.locator("select")).to_have_value("0")
 
     # every call again: the whole fan
     _choose(page, "")

@@ -3,7 +3,7 @@
 // out of each AccumulateGrad (the PyTorch tutorial's fit by hand draws ten copies of one
 // iteration side by side). The picker in the graph's toolbar narrows the graph to one call:
 // the nodes that call ran, and any node no call ran (a graph built and never walked); the
-// stepper moving into another call moves the choice with it.
+// stepper moving into another call, or a node of another call selected, moves the choice.
 import { h } from "./dom";
 import type { Store, ViewState } from "./store";
 import type { BackwardCall, TraceModel } from "./trace-model";
@@ -50,6 +50,13 @@ export function followStepper(model: TraceModel, state: ViewState): number | nul
   if (state.graphCall === null || state.view !== "stepper") return state.graphCall;
   const entry = model.timeline[state.step ?? 0];
   return entry && model.backward(entry.backward)?.byNode.size ? entry.backward : state.graphCall;
+}
+
+/** The call a choice of `graphCall` stands for once node `nodeId` is selected (the tensor it
+ * made, on the tape; the inspector): the first call that ran it, where the call chosen did not. */
+export function followSelection(model: TraceModel, graphCall: number | null, nodeId: number): number | null {
+  if (graphCall === null || model.backward(graphCall)?.byNode.has(nodeId) !== false) return graphCall;
+  return ranBy(model).find((call) => call.byNode.has(nodeId))?.index ?? graphCall;
 }
 
 /**
@@ -110,12 +117,14 @@ export class CallPicker {
   }
 
   private onStore(state: ViewState, keys: ReadonlySet<keyof ViewState>): void {
-    if (keys.has("step") || keys.has("view")) {
-      const follow = followStepper(this.model(), state);
-      if (follow !== state.graphCall) {
-        this.store.set({ graphCall: follow });
-        return;
-      }
+    let follow = keys.has("step") || keys.has("view") ? followStepper(this.model(), state) : state.graphCall;
+    const sel = keys.has("selection") ? state.selection : null;
+    // a node, or the node that made a tensor (a tape row selects the op's output)
+    const node = sel?.kind === "node" ? sel.id : sel ? this.model().gradFnOfTensor(sel.id) : undefined;
+    if (node !== undefined) follow = followSelection(this.model(), follow, node);
+    if (follow !== state.graphCall) {
+      this.store.set({ graphCall: follow });
+      return;
     }
     if (keys.has("graphCall")) {
       this.refresh();

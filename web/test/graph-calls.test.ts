@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { buildGraph } from "../src/graph-build";
-import { callsToPick, followStepper, nodesOutsideCall } from "../src/graph-calls";
+import { callsToPick, followSelection, followStepper, graphCallFor, nodesOutsideCall } from "../src/graph-calls";
 import { Store } from "../src/store";
 import type { TraceModel } from "../src/trace-model";
 import { loadModel as model } from "./traces";
@@ -65,4 +65,20 @@ test("a chosen call follows the stepper into another call; every call stays ever
   assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: null }), null);
   // outside the stepper the choice stays as it is
   assert.equal(followStepper(m, { ...store.state, view: "tape", step: third, graphCall: 0 }), 0);
+});
+
+test("a node of another call selected moves the choice to a call that ran it; a shared one does not", () => {
+  const m = model("accumulate_loop");
+  const pow = (call: number) => [...m.backwards[call].byNode.keys()].find((n) => m.node(n)?.name === "PowBackward0")!;
+  const acc = [...m.backwards[0].byNode.keys()].find((n) => m.node(n)?.name === "AccumulateGrad")!;
+  assert.equal(followSelection(m, 0, pow(3)), 3);
+  assert.equal(followSelection(m, 0, pow(0)), 0);
+  assert.equal(followSelection(m, 2, acc), 2); // every call ran x's AccumulateGrad
+  assert.equal(followSelection(m, null, pow(3)), null); // every call is drawn already
+});
+
+test("a call opened from a chart draws its own graph only where there are several", () => {
+  assert.equal(graphCallFor(model("accumulate_loop"), 2), 2);
+  assert.equal(graphCallFor(model("retain_graph"), 1), null);
+  assert.equal(graphCallFor(model("cubic"), 0), null);
 });
