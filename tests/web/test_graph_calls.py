@@ -133,6 +133,16 @@ def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws
     _wait_drawing_call(page, 1)
     expect(page.locator(".gw-graph-calls select")).to_have_value("1")
 
+    # a call the run does not have: every call, and the link says so
+    page.goto(f"{page.server.url}/?run={run}&view=tape&call=9")
+    wait_graph(page)
+    page.wait_for_function(
+        "() => window.gradwalk.store.state.graphCall === null && !location.search.includes('call=')"
+    )
+    expect(page.locator(".gw-graph-calls select")).to_have_value("")
+    page.goto(f"{page.server.url}/?run={run}&view=tape&call=2")
+    _wait_drawing_call(page, 1)
+
     # an embed of the run with call=2 draws the same graph, and so does the page Download
     # HTML saves
     embed = page.context.new_page()

@@ -92,10 +92,15 @@ export class CallPicker {
     return this.outside.nodes;
   }
 
-  /** List the run's calls again (a live run adds them; another run replaces them). */
+  /** List the run's calls again (a live run adds them; another run replaces them). A
+   * finished run without the call chosen (a link's `call=99`) draws, and says, every call. */
   refresh(): void {
     const m = this.model();
     const calls = callsToPick(m);
+    const chosen = this.store.state.graphCall;
+    if (chosen !== null && m.isFinished && !calls.some((c) => c.index === chosen)) {
+      queueMicrotask(() => this.store.set({ graphCall: null })); // not while the graph rebuilds
+    }
     const key = calls.map((c) => c.index).join(",");
     if (key !== this.listed) {
       this.listed = key;
