@@ -84,6 +84,21 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     assert len(_drawn(page)) == 13
     expect(page.locator(".gw-graph-info")).to_have_text("13 nodes")
     page.wait_for_function("() => location.search.includes('call=3')")
+    # the tape greys the ops that made another call's graph, not call 3's nor those with no node
+    greyed = page.evaluate(
+        """() => { const m = window.gradwalk.model; const out = {};
+            for (const op of m.ops) {
+                const row = document.querySelector(`.gw-op-row[data-op="${op.index}"]`);
+                // the call an op's graph belongs to: the last to run one of its nodes (a leaf's
+                // AccumulateGrad, made by the first iteration's op, runs in every call)
+                const ran = op.nodes.map((n) => [...Array(10).keys()].filter((c) => m.backward(c).byNode.has(n)))
+                    .filter((calls) => calls.length === 1).map((calls) => calls[0]);
+                out[op.index] = [row.classList.contains('elsewhere'), ran.length ? ran[0] : null];
+            }
+            return out; }"""
+    )
+    assert {call for grey, call in greyed.values() if grey} == set(range(10)) - {2}
+    assert all(grey == (call not in (2, None)) for grey, call in greyed.values())
     shot(page, "graph-calls-01-one-iteration")
 
     # the stepper at call 5 draws call 5's graph, and the list says so

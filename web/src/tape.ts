@@ -1,7 +1,9 @@
 // The tape view: every forward op in the order it ran, each linked both ways to its source
 // line and its graph nodes, and a scrubber that replays the forward pass op by op while
-// the graph grows.
+// the graph grows. While the graph draws one backward call (graph-calls.ts), the ops that
+// made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
+import { nodesOutsideCall } from "./graph-calls";
 import { argumentsText, elementSetText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -34,6 +36,8 @@ export class TapeView {
   private moduleLabelled = new Set<number>();
   private lit: HTMLElement[] = [];
   private current: HTMLElement | null = null;
+  /** The grad_fn nodes the graph leaves out (another call's): rows of ops that made one are greyed. */
+  private outside: ReadonlySet<number> = new Set();
   private playing = 0;
   private unsubscribe: () => void = () => {};
 
@@ -73,6 +77,7 @@ export class TapeView {
     }
     this.unsubscribe = model.subscribe((batch) => this.onEvents(batch));
     this.updateScrubber();
+    this.markCall(this.store.state.graphCall);
   }
 
   private onEvents(batch: readonly GradwalkEvent[]): void {
@@ -81,6 +86,7 @@ export class TapeView {
         this.relabelModuleOutputs(ev);
         this.addRow(ev);
       } else if (ev.type === "tensor_named") this.renderRowsOf(ev.id);
+      else if (ev.type === "backward_finished" && this.store.state.graphCall !== null) this.markCall(this.store.state.graphCall);
     }
     this.updateScrubber();
   }
@@ -161,7 +167,7 @@ export class TapeView {
       this.scrubTo(pos);
       if (op.outputs.length) this.store.set({ selection: { kind: "tensor", id: op.outputs[0] } });
     });
-    const li = h("div", { class: "gw-op-row", role: "listitem", data: { op: op.index } }, button);
+    const li = h("div", { class: `gw-op-row${this.madeElsewhere(op) ? " elsewhere" : ""}`, role: "listitem", data: { op: op.index } }, button);
     const old = this.rows.get(op.index);
     this.rows.set(op.index, li);
     if (old) {
@@ -212,7 +218,22 @@ export class TapeView {
     this.position.textContent = n === 0 ? "" : state.op === null ? `all ${n} ops` : `op ${pos + 1} of ${n}`;
   }
 
+  /** Grey the rows of ops that made a node outside backward call `call`'s graph (none for null). */
+  private markCall(call: number | null): void {
+    const before = this.outside;
+    this.outside = nodesOutsideCall(this.model, call);
+    if (!before.size && !this.outside.size) return;
+    for (const op of this.model.ops) this.rows.get(op.index)?.classList.toggle("elsewhere", this.madeElsewhere(op));
+  }
+
+  /** Whether `op` made a node of another call's graph (beside it, maybe, a leaf's
+   * AccumulateGrad, which every call runs). */
+  private madeElsewhere(op: OpRecorded): boolean {
+    return this.outside.size > 0 && op.nodes.some((n) => this.outside.has(n));
+  }
+
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    if (changed.has("graphCall")) this.markCall(state.graphCall);
     if (changed.has("op")) {
       this.updateScrubber();
       this.markFuture(state.op);
