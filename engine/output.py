@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import linecache
 import sys
@@ -119,7 +120,8 @@ class CapturedOutput:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        """Show a warning where the snippet raised it, as it shows without gradwalk.
+        """Show a warning where the snippet raised it, as it shows without gradwalk, on the
+        snippet's stderr (so in the trace) even where the caller records warnings.
 
         PyTorch's C++ warnings name the Python frame that called into it: while recording
         that is gradwalk's tape mode (``engine/tape.py:101``); the warning is shown at the
@@ -146,6 +148,13 @@ class CapturedOutput:
             if line is None:
                 line = linecache.getline(SNIPPET_FILENAME, lineno)
             filename = self._filename
+        if file is None:
+            # written as Python's own showwarning writes it, to the snippet's stderr: the one
+            # gradwalk replaced may be a recorder's (pytest's, a caller's
+            # catch_warnings(record=True)), which kept the warning out of the trace
+            with contextlib.suppress(OSError, ValueError):  # a closed stderr: dropped, as Python does
+                sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+            return
         self._showwarning(message, category, filename, lineno, file, line)
 
     def __enter__(self) -> CapturedOutput:

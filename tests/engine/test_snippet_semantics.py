@@ -86,6 +86,23 @@ def test_warnings_point_at_the_snippets_line_as_without_gradwalk(tmp_path) -> No
     assert "engine" not in text and "gradwalk-snippet" not in text, text
 
 
+def test_a_warning_reaches_the_trace_where_the_caller_records_warnings() -> None:
+    # gradwalk handed a warning on to the showwarning it replaced: under a caller's
+    # catch_warnings(record=True) (pytest's, a notebook's) that kept it out of the trace
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = record(
+            "import warnings\nimport torch\nwarnings.warn('careful')\nx = torch.tensor(2.0, requires_grad=True)\n"
+            "y = x * 3\n(y ** 2).backward()\nprint(y.grad)\n",
+            filename="warns.py",
+        )
+    text = "".join(e.text for e in q.events_of(trace, "output"))
+    assert "warns.py:3: UserWarning: careful" in text
+    assert "warns.py:7: UserWarning: The .grad attribute of a Tensor that is not a leaf" in text
+    assert "  print(y.grad)" in text
+    assert caught == []
+
+
 def test_anomaly_modes_forward_trace_holds_only_the_snippets_frames(tmp_path) -> None:
     text = _output_recorded_alone(
         tmp_path,
