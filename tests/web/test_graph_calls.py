@@ -99,6 +99,17 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     )
     assert {call for grey, call in greyed.values() if grey} == set(range(10)) - {2}
     assert all(grey == (call not in (2, None)) for grey, call in greyed.values())
+    # choosing call 9 brings the first op of its graph to the top of the tape (far down a tape
+    # whose chunks were never drawn, and so shorter than it is)
+    _choose(page, "8")
+    first = next(index for index, (grey, call) in greyed.items() if call == 8)
+    page.wait_for_function(
+        """(i) => { const s = document.querySelector('.gw-tape .gw-scroll').getBoundingClientRect();
+            const r = document.querySelector(`.gw-op-row[data-op="${i}"]`).getBoundingClientRect();
+            return Math.abs(r.top - s.top) < 3; }""",
+        arg=int(first),
+    )
+    _choose(page, "2")
     shot(page, "graph-calls-01-one-iteration")
 
     # the stepper at call 5 draws call 5's graph, and the list says so

@@ -226,6 +226,26 @@ export class TapeView {
     for (const op of this.model.ops) this.rows.get(op.index)?.classList.toggle("elsewhere", this.madeElsewhere(op));
   }
 
+  /** Bring into view the first op that made backward call `call`'s graph (none for null). */
+  private revealCall(call: number | null): void {
+    const ran = call === null ? undefined : this.model.backward(call)?.byNode;
+    if (!ran?.size) return;
+    const first = this.model.ops.find((op) => !this.madeElsewhere(op) && op.nodes.some((n) => ran.has(n)));
+    const row = first && this.rows.get(first.index);
+    if (!row) return;
+    // The row at the top, the call's ops under it. Chunks never drawn have a placeholder's
+    // height (content-visibility): the list is shorter than it will be, and a far row's
+    // scroll stops short at its end. Again, once the chunks scrolled into view are drawn,
+    // until the row stays put (a few tries at most).
+    const reveal = (tries: number) => {
+      const before = this.scroller.scrollTop;
+      const top = row.getBoundingClientRect().top;
+      revealWithin(this.scroller, { top, bottom: top + this.scroller.clientHeight });
+      if (tries > 0 && this.scroller.scrollTop !== before) window.setTimeout(() => reveal(tries - 1), 80);
+    };
+    reveal(4);
+  }
+
   /** Whether `op` made a node of another call's graph (beside it, maybe, a leaf's
    * AccumulateGrad, which every call runs). */
   private madeElsewhere(op: OpRecorded): boolean {
@@ -233,7 +253,10 @@ export class TapeView {
   }
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
-    if (changed.has("graphCall")) this.markCall(state.graphCall);
+    if (changed.has("graphCall")) {
+      this.markCall(state.graphCall);
+      this.revealCall(state.graphCall);
+    }
     if (changed.has("op")) {
       this.updateScrubber();
       this.markFuture(state.op);
