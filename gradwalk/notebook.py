@@ -24,7 +24,6 @@ own random state is put back afterwards.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gzip
 import html
@@ -32,7 +31,6 @@ import inspect
 import json
 import os
 import random
-import re
 import textwrap
 import urllib.error
 import urllib.request
@@ -41,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .packed import packed_frame, unpack
 from .watch_args import watch_limits, watch_source
 
 __all__ = ["Recording", "called_with", "load", "unpack", "watch", "watch_call"]
@@ -139,18 +138,10 @@ class Recording:
         that is not a Recording) for a choice that is not one, a ``step`` past the end of the
         run's backward walk and a ``call`` the run did not record in full included
         (:func:`server.export.check_step_in`, :func:`server.export.check_call_in`)."""
-        from server.export import (
-            check_call_in,
-            check_chart_names,
-            check_choices,
-            check_step_in,
-            render_export,
-        )
+        from server.export import render_export
 
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
-        check_chart_names(check_choices(step=step, hide=hide, call=call))
-        check_step_in(self.trace.events, step)
-        check_call_in(self.trace.events, call)
+        self._check_choices(step=step, hide=hide, call=call)
         return render_export(
             self.to_json(),
             title=self.title,
@@ -233,13 +224,7 @@ class Recording:
         ``controls=False`` hides the tabs and buttons), and ``TypeError`` for a ``compare``
         that is not a Recording.
         """
-        from server.export import check_call_in, check_chart_names, check_choices, check_step_in
-
-        check_chart_names(
-            check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
-        )
-        check_step_in(self.trace.events, step)
-        check_call_in(self.trace.events, call)
+        self._check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
         _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
         if isinstance(height, bool) or not isinstance(height, int) or height < 1:
             raise ValueError(f"height must be a whole number of pixels, 1 or more, not {height!r}")
@@ -260,6 +245,16 @@ class Recording:
 
     def _repr_html_(self) -> str:
         return self._display._repr_html_()
+
+    def _check_choices(self, *, step: int | None, call: int | None, **choices: Any) -> None:
+        """Refuse a page choice that is not one (:func:`server.export.check_choices`, charts
+        by name), a ``step`` past the end of this run's walk and a ``call`` it did not record
+        in full."""
+        from server.export import check_call_in, check_chart_names, check_choices, check_step_in
+
+        check_chart_names(check_choices(step=step, call=call, **choices))
+        check_step_in(self.trace.events, step)
+        check_call_in(self.trace.events, call)
 
     def open(
         self, url: str = "http://127.0.0.1:8000", *, token: str | None = None, browser: bool = True
@@ -313,51 +308,10 @@ class _Display:
             page = self.rec.html(**self.options)
         except BundleMissing as exc:
             return f"<p><b>gradwalk</b>: {html.escape(str(exc))}</p>"
-        title = html.escape(f"gradwalk: {self.rec.title or 'recorded run'}", quote=True)
-        packed = base64.b64encode(gzip.compress(page.encode("utf-8"), mtime=0)).decode("ascii")
-        # allow-scripts without allow-same-origin: the page runs in its own opaque origin.
-        return (
-            f'<iframe class="gradwalk-view" title="{title}" sandbox="allow-scripts allow-popups allow-downloads" '
-            f'style="width:100%;height:{int(self.height)}px;border:1px solid #d9dee6;border-radius:8px" '
-            f'srcdoc="{_attribute(_UNPACK.format(packed=packed))}"></iframe>'
-        )
+        return packed_frame(page, f"gradwalk: {self.rec.title or 'recorded run'}", self.height)
 
     def __repr__(self) -> str:
         return repr(self.rec)
-
-
-# NOTE [Packed pages]
-# A notebook keeps every output it shows, so the page (about 0.8 MB of viewer, most of it
-# the graph library) travels gzipped and base64-encoded, a third of its size, and unpacks
-# itself in the frame: DecompressionStream (every current browser), then document.write.
-_UNPACK = """<!doctype html><meta charset="utf-8"><title>gradwalk</title>
-<body style="margin:0;font:14px system-ui,sans-serif">
-<script type="text/plain" id="gradwalk-packed">{packed}</script>
-<script>
-(async () => {{
-  try {{
-    const text = atob(document.getElementById("gradwalk-packed").textContent.trim());
-    const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const page = await new Response(stream).text();
-    document.open();
-    document.write(page);
-    document.close();
-  }} catch (err) {{
-    document.body.textContent = "gradwalk could not unpack this view here (" + err + "): " +
-      "export the recording with .export('page.html') and open that file instead.";
-  }}
-}})();
-</script>
-"""
-
-
-def unpack(display_html: str) -> str:
-    """Return the page inside a notebook display's HTML (for tests and tools; see NOTE [Packed pages])."""
-    match = re.search(r"id=&quot;gradwalk-packed&quot;>([A-Za-z0-9+/=\s]+)<", display_html)
-    if match is None:
-        raise ValueError("not a gradwalk notebook display")
-    return gzip.decompress(base64.b64decode(match.group(1))).decode("utf-8")
 
 
 def _check_options(*, controls: object, elk: object, per_parameter: object, compare: object) -> None:
@@ -371,12 +325,6 @@ def _check_options(*, controls: object, elk: object, per_parameter: object, comp
         raise TypeError(
             f"compare must be another Recording (what gradwalk.watch returns), not {type(compare).__name__}"
         )
-
-
-def _attribute(text: str) -> str:
-    # Inside a double-quoted attribute only & and " need escaping; leaving < and > as they are
-    # keeps a notebook's copy of the page a third smaller.
-    return text.replace("&", "&amp;").replace('"', "&quot;")
 
 
 # --- recording ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import functools
 import html
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -175,7 +175,7 @@ def backward_steps(events: Iterable[Any]) -> int:
     started: set[Any] = set()
     steps = 0
     for event in events:
-        get = event.get if isinstance(event, dict) else functools.partial(getattr, event)
+        get = _field_reader(event)
         kind = get("type", None)
         if kind == "backward_started":
             started.add(get("index", None))
@@ -184,6 +184,11 @@ def backward_steps(events: Iterable[Any]) -> int:
         ):
             steps += 1
     return steps
+
+
+def _field_reader(event: Any) -> Callable[[str, Any], Any]:
+    """``get(name, default)`` for an event as a dict (a trace's JSON) or an engine event object."""
+    return event.get if isinstance(event, dict) else functools.partial(getattr, event)
 
 
 def check_step_in(events: Iterable[Any], step: int | None) -> None:
@@ -297,7 +302,7 @@ def check_call_in(events: Iterable[Any], call: int | None) -> None:
         return
     ran: set[int] = set()
     for event in events:
-        get = event.get if isinstance(event, dict) else functools.partial(getattr, event)
+        get = _field_reader(event)
         if get("type", None) == "node_executed":
             ran.add(int(get("backward", 0)))
     if call - 1 not in ran:

@@ -127,11 +127,14 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
   const compact = model.nodes.size > (options.compactAbove ?? Infinity);
   const hidden = options.hidden ?? new Set<number>();
   // with nodes left out, the module groups left empty are too (a group holds its descendants')
-  const usedPaths = hidden.size ? new Set<string>() : null;
+  let usedPaths: Set<string> | null = null;
   let hiddenCount = 0;
-  for (const node of hidden.size ? model.nodes.values() : []) {
-    if (hidden.has(node.id)) hiddenCount++;
-    else for (let path = node.module_path; path && !usedPaths!.has(path); path = parentPath(path)) usedPaths!.add(path);
+  if (hidden.size) {
+    usedPaths = new Set();
+    for (const node of model.nodes.values()) {
+      if (hidden.has(node.id)) hiddenCount++;
+      else for (let path = node.module_path; path && !usedPaths.has(path); path = parentPath(path)) usedPaths.add(path);
+    }
   }
 
   // The outermost collapsed group containing a module path, if any.

@@ -8,8 +8,8 @@ import { h } from "./dom";
 import type { Store, ViewState } from "./store";
 import type { BackwardCall, TraceModel } from "./trace-model";
 
-/** The grad_fn nodes each call recorded in full ran (a call recorded metrics-only ran none). */
-function ranBy(model: TraceModel): BackwardCall[] {
+/** The backward calls recorded in full: those that ran grad_fn nodes (a call recorded metrics-only ran none). */
+function callsRecordedInFull(model: TraceModel): BackwardCall[] {
   return model.backwards.filter((call) => call.byNode.size > 0);
 }
 
@@ -18,11 +18,23 @@ function ranBy(model: TraceModel): BackwardCall[] {
  * index): those another call ran and this one did not. Empty when `index` is null or no
  * call of the run, or when every call ran the same nodes (`backward()` twice on one graph).
  */
-export function nodesOutsideCall(model: TraceModel, index: number | null): Set<number> {
+export function nodesOutsideCall(model: TraceModel, index: number | null): ReadonlySet<number> {
+  // the graph and the tape both ask, once per choice and per call the run adds
+  const key = `${index}:${model.timeline.length}`;
+  const kept = outsideMemo.get(model);
+  if (kept?.key === key) return kept.nodes;
+  const nodes = outsideOf(model, index);
+  outsideMemo.set(model, { key, nodes });
+  return nodes;
+}
+
+const outsideMemo = new WeakMap<TraceModel, { key: string; nodes: ReadonlySet<number> }>();
+
+function outsideOf(model: TraceModel, index: number | null): Set<number> {
   const outside = new Set<number>();
   const chosen = index === null ? undefined : model.backward(index);
   if (!chosen || chosen.byNode.size === 0) return outside;
-  for (const call of ranBy(model)) {
+  for (const call of callsRecordedInFull(model)) {
     if (call === chosen) continue;
     for (const node of call.byNode.keys()) if (!chosen.byNode.has(node)) outside.add(node);
   }
@@ -31,7 +43,7 @@ export function nodesOutsideCall(model: TraceModel, index: number | null): Set<n
 
 /** The calls worth a choice: those recorded in full, when at least two ran different nodes. */
 export function callsToPick(model: TraceModel): BackwardCall[] {
-  const calls = ranBy(model);
+  const calls = callsRecordedInFull(model);
   if (calls.length < 2) return [];
   const first = calls[0].byNode;
   const differ = calls.some((call) => call.byNode.size !== first.size || [...call.byNode.keys()].some((n) => !first.has(n)));
@@ -56,7 +68,7 @@ export function followStepper(model: TraceModel, state: ViewState): number | nul
  * made, on the tape; the inspector): the first call that ran it, where the call chosen did not. */
 export function followSelection(model: TraceModel, graphCall: number | null, nodeId: number): number | null {
   if (graphCall === null || model.backward(graphCall)?.byNode.has(nodeId) !== false) return graphCall;
-  return ranBy(model).find((call) => call.byNode.has(nodeId))?.index ?? graphCall;
+  return callsRecordedInFull(model).find((call) => call.byNode.has(nodeId))?.index ?? graphCall;
 }
 
 /**
@@ -69,7 +81,6 @@ export class CallPicker {
   readonly element: HTMLElement;
   private readonly select: HTMLSelectElement;
   private listed = "";
-  private outside: { key: string; nodes: Set<number> } = { key: "", nodes: new Set() };
 
   constructor(
     private readonly model: () => TraceModel,
@@ -85,11 +96,7 @@ export class CallPicker {
 
   /** The grad_fn nodes to leave out of the graph now. */
   hiddenNodes(): ReadonlySet<number> {
-    const m = this.model();
-    const call = this.store.state.graphCall;
-    const key = `${call}:${m.timeline.length}:${m.nodes.size}`;
-    if (this.outside.key !== key) this.outside = { key, nodes: nodesOutsideCall(m, call) };
-    return this.outside.nodes;
+    return nodesOutsideCall(this.model(), this.store.state.graphCall);
   }
 
   /** List the run's calls again (a live run adds them; another run replaces them). A

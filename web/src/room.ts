@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { presenterOn, setPresenter } from "./theme";
-import { chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from "./url-state";
+import { callIndex, callNumber, chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -185,7 +185,7 @@ export class RoomMode {
     app.store.subscribe((state, changed) => {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
       if (chartChoicesChanged(changed)) this.push(chartChoiceWords(state));
-      if (changed.has("graphCall")) this.push({ call: callWord(state.graphCall) });
+      if (changed.has("graphCall")) this.push({ call: callNumber(state.graphCall) });
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);
@@ -205,7 +205,7 @@ export class RoomMode {
       op: s.op,
       allow_viewer_runs: $<HTMLInputElement>(this.bar, "[data-gw=room-allow]").checked,
       lesson: this.lessons.current?.id ?? null,
-      call: callWord(s.graphCall),
+      call: callNumber(s.graphCall),
       ...chartChoiceWords(s),
     };
   }
@@ -369,7 +369,7 @@ export class RoomMode {
     const { yscale, perParam, compare, hide } = parseChartChoices(state.yscale, state.norms, state.compare, state.hide);
     app.store.set({ yscale: yscale ?? "auto", perParam: perParam ?? false, compare, hide: hide ?? [] });
     // the graph of the presenter's backward call (graph-calls.ts)
-    app.store.set({ graphCall: typeof state.call === "number" && state.call >= 1 ? state.call - 1 : null });
+    app.store.set({ graphCall: callIndex(state.call) });
     if (app.editor.source !== state.source) app.editor.source = state.source;
     if (state.lesson) await this.lessons.load();
     this.lessons.show(state.lesson);
@@ -423,9 +423,4 @@ function sessionWrite(key: string, value: string): void {
   } catch {
     // storage off: the choice lasts for this page
   }
-}
-
-/** The graph's backward call `index` (0-based) as a room state says it: counted from 1, null for every call. */
-function callWord(index: number | null): number | null {
-  return index === null ? null : index + 1;
 }

@@ -115,16 +115,26 @@ function int(value: string | null): number | null {
   return Number(value);
 }
 
-/** The graph's backward call a query string names: `call=2` (counted from 1, as the app
- * numbers calls) is index 1; null where absent or not a number from 1. */
+/** The graph's backward call `index` (0-based) as links and rooms say it: counted from 1, as
+ * the app numbers calls; null (every call) stays null. */
+export function callNumber(index: number | null): number | null {
+  return index === null ? null : index + 1;
+}
+
+/** The index of the backward call `n` names (counted from 1); null for none or anything else. */
+export function callIndex(n: unknown): number | null {
+  return typeof n === "number" && Number.isInteger(n) && n >= 1 ? n - 1 : null;
+}
+
+/** The graph's backward call a query string names: `call=2` is index 1 (see callIndex). */
 export function readCall(q: URLSearchParams): number | null {
-  const n = int(q.get("call"));
-  return n === null || n < 1 ? null : n - 1;
+  return callIndex(int(q.get("call")));
 }
 
 /** Write the graph's backward call `index` (0-based) as `call` (counted from 1); none for null. */
 export function writeCall(q: URLSearchParams, index: number | null): void {
-  if (index !== null) q.set("call", String(index + 1));
+  const n = callNumber(index);
+  if (n !== null) q.set("call", String(n));
 }
 
 export function readUrl(search = location.search): UrlState {
