@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import NEXT, WEB, expect, open_app, run_example, settle, stored_run, wait_viewer
 
@@ -331,13 +332,17 @@ def test_the_graph_jumps_instead_of_gliding_when_less_motion_is_asked_for(
             page.click(NEXT)
         page.wait_for_function("() => !window.gradwalk.graph.busy && !window.gradwalk.graph.core.animated()")
         after = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.position())")
-        # jumping or gliding, the view ends on the node the walk is at
-        current = page.evaluate(
-            """() => { const app = window.gradwalk, cy = app.graph.core;
+        # jumping or gliding, the view ends on the node the walk is at: waited for, since a
+        # glide (or the stepper's refit) can start a frame after nothing was animating
+        in_view = """() => { const app = window.gradwalk, cy = app.graph.core;
                 const ran = app.model.timeline[app.store.state.step].exec.node;
                 const b = cy.getElementById(`n${ran}`).renderedBoundingBox({ includeLabels: false });
-                return b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height(); }"""
-        )
+                return !cy.animated() && b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height(); }"""
+        try:
+            page.wait_for_function(in_view, timeout=5_000)
+            current = True
+        except PlaywrightTimeout:
+            current = False
         assert current, "the node at the walk's step is out of view"
         animations = page.evaluate("() => window.animations")
         grip = page.evaluate(
