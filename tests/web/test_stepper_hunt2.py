@@ -299,28 +299,46 @@ def test_a_compound_base_is_bracketed_in_the_power_rule(page: Any) -> None:
     expect(card).to_contain_text("∂loss/∂(y + 1) = grad · 3 · (y + 1)² = 1 × 3 × 4² = 48")
 
 
-def test_a_row_of_the_numbers_table_names_itself_beside_its_first_line(page: Any) -> None:
-    # a [5x16] gradient runs down the card: "grad in" was centred beside it, half a screen
-    # below the numbers' first line and scrolled out of the card with them
+def test_a_matrix_in_the_numbers_table_sits_under_its_name_one_row_a_line(page: Any) -> None:
+    # A [16x2] gradient beside its name had half the card: each of its rows broke over two
+    # lines. A matrix now goes under its name, across the card; a number that fits a line
+    # still sits beside its name, on the name's line (centred beside a [5x16] gradient,
+    # "grad in" once sat half a screen below the numbers' first line)
     open_stepper(
         page,
         "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
-        "fc = nn.Linear(4, 16)\nx = torch.randn(5, 4)\nloss = fc(x).sum()\nloss.backward()\n",
+        "fc = nn.Linear(4, 2)\nx = torch.randn(16, 4)\nloss = (fc(x) * 1e-3).sum()\nloss.backward()\n",
     )
     card_at(page, "AddmmBackward0")
-    tops = page.evaluate(
+    rows = page.evaluate(
         """() => [...document.querySelectorAll('.gw-step-card .gw-numbers tr')].map((row) => {
-            // where each cell's text is drawn (the cells themselves are as tall as the row)
+            // where each cell's text is drawn, and in how many lines
             const text = (cell) => {
                 const range = document.createRange();
                 range.selectNodeContents(cell);
-                return range.getBoundingClientRect();
+                return range;
             };
-            const [name, numbers] = [text(row.querySelector('th')), text(row.querySelector('td'))];
-            return [name.top, numbers.top, numbers.height, name.height];
+            const cell = row.querySelector('td') ?? row.querySelector('th');
+            const range = text(cell);
+            const box = range.getBoundingClientRect();
+            const name = row.querySelector('th');
+            return {kind: row.className, text: cell.textContent, top: box.top, bottom: box.bottom,
+                    nameTop: name ? text(name).getBoundingClientRect().top : null,
+                    lines: new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size,
+                    width: cell.getBoundingClientRect().width, table: row.closest('table').getBoundingClientRect().width};
         })"""
     )
-    # the grad in (and out) rows are many lines of numbers; each name sits on the first line
-    assert any(numbers_height > 3 * name_height for _, _, numbers_height, name_height in tops), tops
-    for name_top, numbers_top, numbers_height, name_height in tops:
-        assert abs(name_top - numbers_top) <= 2, (name_top, numbers_top, numbers_height, name_height)
+    kinds = [r["kind"] for r in rows]
+    # grad in: the [16x2] gradient of fc(x) * 1e-3's sum, 1e-3 everywhere, under its name
+    at = kinds.index("gw-matrix")
+    name, matrix = rows[at - 1], rows[at]
+    assert name["kind"] == "gw-matrix-name" and name["text"] == "grad in", rows
+    assert matrix["text"].count("\n") == 15 and matrix["text"].startswith("[[0.001, 0.001],"), matrix
+    assert matrix["lines"] == 16, matrix  # one line per row of the matrix
+    assert abs(name["bottom"] - matrix["top"]) <= 8, (name, matrix)
+    assert matrix["width"] >= 0.95 * matrix["table"], matrix
+    # a row that fits a line keeps its name beside it, on the same line
+    beside = [r for r in rows if r["kind"] == ""]
+    assert beside, rows
+    for row in beside:
+        assert row["lines"] == 1 and abs(row["nameTop"] - row["top"]) <= 2, row

@@ -296,17 +296,17 @@ export class StepperView {
     // autograd.grad returns the leaves' gradients: nothing goes into their .grad
     const returned = this.model.backward(entry.backward)?.start.api === "autograd.grad";
     const toLeaf = (t: number | null) => (returned ? `∂/∂${tensorExpr(this.model, t)} (returned)` : gradOf(this.model, t));
-    const rows = exec.grad_out.map((v, slot) => {
+    const rows = exec.grad_out.flatMap((v, slot) => {
       const edge = node.edges[slot];
       const target = edge?.node != null ? this.model.node(edge.node) : undefined;
       const to = target ? (target.name === "AccumulateGrad" ? toLeaf(target.tensor) : target.name) : "(no grad needed)";
-      return h("tr", {}, h("th", { scope: "row", text: `out ${slot} → ${to}` }), h("td", { text: fmtValueRows(v, TABLE_WHOLE) }));
+      return numbersRows(`out ${slot} → ${to}`, fmtValueRows(v, TABLE_WHOLE));
     });
     return h(
       "table",
       { class: "gw-numbers" },
       h("caption", { text: "What the engine passed" }),
-      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "grad in" }), h("td", { text: exec.grad_in.map((v) => fmtValueRows(v, TABLE_WHOLE)).join(", ") })), rows),
+      h("tbody", {}, numbersRows("grad in", exec.grad_in.map((v) => fmtValueRows(v, TABLE_WHOLE)).join(", ")), rows),
     );
   }
 
@@ -383,4 +383,17 @@ export class StepperView {
     }
     return h("li", {}, b);
   }
+}
+
+/**
+ * The rows of one entry of the numbers table: its name beside numbers that fit a line, or
+ * above a matrix (numbers over several lines), which then has the card's whole width: beside
+ * its name, half the card, a 16 x 2 gradient's rows each broke over two lines.
+ */
+function numbersRows(name: string, numbers: string): HTMLElement[] {
+  if (!numbers.includes("\n")) return [h("tr", {}, h("th", { scope: "row", text: name }), h("td", { text: numbers }))];
+  return [
+    h("tr", { class: "gw-matrix-name" }, h("th", { scope: "rowgroup", colspan: 2, text: name })),
+    h("tr", { class: "gw-matrix" }, h("td", { colspan: 2, text: numbers })),
+  ];
 }
