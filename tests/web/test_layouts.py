@@ -145,6 +145,20 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     # size), three wrapped backward calls 120 px of the side pane
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
     assert len(tops) >= 6 and max(tops) - min(tops) < 8, tops
+    # ... and no control in it squeezed: with the "Graph of" list (three calls) the row was
+    # 13 px too full and "Fold modules" and "Unfold" were drawn over each other. The node
+    # count is what gives way, and the list keeps its name for screen readers
+    expect(page.get_by_label("Graph of")).to_be_visible()
+    squeezed = page.evaluate(
+        """() => [...document.querySelectorAll('.gw-graph-toolbar > :not(.gw-graph-info)')]
+            .filter((el) => el.offsetParent && el.scrollWidth > el.clientWidth + 1)
+            .map((el) => [el.textContent, el.scrollWidth, el.clientWidth])"""
+    )
+    assert squeezed == [], squeezed
+    bar = page.evaluate(
+        "() => { const t = document.querySelector('.gw-graph-toolbar'); return [t.scrollWidth, t.clientWidth]; }"
+    )
+    assert bar[0] <= bar[1], bar
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
     # brand, run controls, More: in presenter type even Classroom goes under "More" at 1024 px
     assert len(tops) == 3 and max(tops) - min(tops) < 8, tops

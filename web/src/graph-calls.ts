@@ -89,7 +89,7 @@ export class CallPicker {
   ) {
     this.select = h("select", { class: "gw-select", "aria-label": "Draw the graph of every backward() call, or of one" });
     this.select.addEventListener("change", () => this.choose(this.select.value === "" ? null : Number(this.select.value)));
-    this.element = h("label", { class: "gw-graph-calls", title: "Each backward() call recorded in full walked a graph of its own: draw them all, or one" }, "Graph of ", this.select);
+    this.element = h("label", { class: "gw-graph-calls", title: "Each backward() call recorded in full walked a graph of its own: draw them all, or one" }, h("span", { class: "gw-graph-calls-text", text: "Graph of" }), this.select);
     this.element.hidden = true;
     store.subscribe((state, keys) => this.onStore(state, keys));
   }
