@@ -324,6 +324,7 @@ def test_a_matrix_in_the_numbers_table_sits_under_its_name_one_row_a_line(page: 
             const name = row.querySelector('th');
             return {kind: row.className, text: cell.textContent, top: box.top, bottom: box.bottom,
                     nameTop: name ? text(name).getBoundingClientRect().top : null,
+                    headedBy: cell.hasAttribute('headers') ? document.getElementById(cell.getAttribute('headers'))?.textContent : null,
                     lines: new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size,
                     width: cell.getBoundingClientRect().width, table: row.closest('table').getBoundingClientRect().width};
         })"""
@@ -336,6 +337,7 @@ def test_a_matrix_in_the_numbers_table_sits_under_its_name_one_row_a_line(page: 
     assert matrix["text"].count("\n") == 15 and matrix["text"].startswith("[[0.001, 0.001],"), matrix
     assert matrix["lines"] == 16, matrix  # one line per row of the matrix
     assert abs(name["bottom"] - matrix["top"]) <= 8, (name, matrix)
+    assert matrix["headedBy"] == "grad in", matrix  # what a screen reader names it by
     assert matrix["width"] >= 0.95 * matrix["table"], matrix
     # a row that fits a line keeps its name beside it, on the same line
     beside = [r for r in rows if r["kind"] == ""]

@@ -19,6 +19,8 @@ const WALK_MARGIN = 20;
  * [4×4] that a course prints), not as its norm; the card's rule lines stay short.
  */
 const TABLE_WHOLE = 64;
+/** Names given to the numbers table's matrix headers so far (their ids are unique on the page). */
+let numbersNames = 0;
 
 export class StepperView {
   /** The row of backward calls: a caption (the calls' shared text, if any) and their tabs. */
@@ -392,8 +394,11 @@ export class StepperView {
  */
 function numbersRows(name: string, numbers: string): HTMLElement[] {
   if (!numbers.includes("\n")) return [h("tr", {}, h("th", { scope: "row", text: name }), h("td", { text: numbers }))];
+  // the name's row is not the matrix's: `headers` ties them for screen readers
+  const id = `gw-numbers-name-${++numbersNames}`;
   return [
-    h("tr", { class: "gw-matrix-name" }, h("th", { scope: "rowgroup", colspan: 2, text: name })),
-    h("tr", { class: "gw-matrix" }, h("td", { colspan: 2, text: numbers })),
+    h("tr", { class: "gw-matrix-name" }, h("th", { id, colspan: 2, text: name })),
+    h("tr", { class: "gw-matrix" }, h("td", { headers: id, colspan: 2, text: numbers })),
   ];
 }
+
