@@ -181,6 +181,32 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     expect(page.locator("[data-gw=copy-embed]")).to_be_visible()
 
 
+def test_presenter_type_at_1280_keeps_the_graph_toolbar_to_one_row(page: Any) -> None:
+    # At 1280 x 720 (a projector) and 1440 x 900 the node count wrapped alone onto a second
+    # row of the graph's toolbar: 40 px of a graph pane the room reads
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page)
+    run_source(page, TRAINING_LOOP)  # three calls: the "Graph of" list is in the row too
+    page.click("[data-gw=more]")
+    page.click("[data-gw=presenter]")
+    expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
+    expect(page.get_by_label("Graph of")).to_be_visible()
+    for size in ({"width": 1280, "height": 720}, {"width": 1440, "height": 900}):
+        page.set_viewport_size(size)
+        tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
+        assert len(tops) >= 6 and max(tops) - min(tops) < 8, (size, tops)
+        squeezed = page.evaluate(
+            """() => [...document.querySelectorAll('.gw-graph-toolbar > :is(button, .gw-check)')]
+                .filter((el) => el.offsetParent && el.scrollWidth > el.clientWidth + 1)
+                .map((el) => el.textContent)"""
+        )
+        assert squeezed == [], (size, squeezed)
+        bar = page.evaluate(
+            "() => { const t = document.querySelector('.gw-graph-toolbar'); return [t.scrollWidth, t.clientWidth]; }"
+        )
+        assert bar[0] <= bar[1], (size, bar)
+
+
 TABS = """() => {
     const bar = document.querySelector('.gw-pane-side .gw-tabs'), tab = document.querySelector('#gw-tab-stepper');
     const style = getComputedStyle(tab);
