@@ -29,6 +29,21 @@ _TOPS_OF_SHOWN_CHILDREN = """(selector) => [...document.querySelector(selector).
     .map((el) => el.getBoundingClientRect().top)"""
 
 
+def _toolbar_overflow(page: Any, children: str) -> tuple[list[list[Any]], list[int]]:
+    """The graph toolbar's shown ``children`` (a selector) whose text overflows them, as
+    ``[text, scrollWidth, clientWidth]``, and the toolbar's own ``[scrollWidth, clientWidth]``."""
+    return page.evaluate(
+        """(children) => {
+            const bar = document.querySelector('.gw-graph-toolbar');
+            const squeezed = [...bar.querySelectorAll(`:scope > ${children}`)]
+                .filter((el) => el.offsetParent && el.scrollWidth > el.clientWidth + 1)
+                .map((el) => [el.textContent, el.scrollWidth, el.clientWidth]);
+            return [squeezed, [bar.scrollWidth, bar.clientWidth]];
+        }""",
+        children,
+    )
+
+
 def test_dark_theme_and_presenter_size(page: Any) -> None:
     open_app(page)
     run_example(page, "product")
@@ -149,15 +164,8 @@ def test_presenter_type_on_a_projector_keeps_header_toolbar_and_calls_on_one_row
     # 13 px too full and "Fold modules" and "Unfold" were drawn over each other. The node
     # count is what gives way, and the list keeps its name for screen readers
     expect(page.get_by_label("Graph of")).to_be_visible()
-    squeezed = page.evaluate(
-        """() => [...document.querySelectorAll('.gw-graph-toolbar > :not(.gw-graph-info)')]
-            .filter((el) => el.offsetParent && el.scrollWidth > el.clientWidth + 1)
-            .map((el) => [el.textContent, el.scrollWidth, el.clientWidth])"""
-    )
+    squeezed, bar = _toolbar_overflow(page, ":not(.gw-graph-info)")
     assert squeezed == [], squeezed
-    bar = page.evaluate(
-        "() => { const t = document.querySelector('.gw-graph-toolbar'); return [t.scrollWidth, t.clientWidth]; }"
-    )
     assert bar[0] <= bar[1], bar
     tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-header")
     # brand, run controls, More: in presenter type even Classroom goes under "More" at 1024 px
@@ -195,15 +203,8 @@ def test_presenter_type_at_1280_keeps_the_graph_toolbar_to_one_row(page: Any) ->
         page.set_viewport_size(size)
         tops = page.evaluate(_TOPS_OF_SHOWN_CHILDREN, ".gw-graph-toolbar")
         assert len(tops) >= 6 and max(tops) - min(tops) < 8, (size, tops)
-        squeezed = page.evaluate(
-            """() => [...document.querySelectorAll('.gw-graph-toolbar > :is(button, .gw-check)')]
-                .filter((el) => el.offsetParent && el.scrollWidth > el.clientWidth + 1)
-                .map((el) => el.textContent)"""
-        )
+        squeezed, bar = _toolbar_overflow(page, ":is(button, .gw-check)")
         assert squeezed == [], (size, squeezed)
-        bar = page.evaluate(
-            "() => { const t = document.querySelector('.gw-graph-toolbar'); return [t.scrollWidth, t.clientWidth]; }"
-        )
         assert bar[0] <= bar[1], (size, bar)
 
 
