@@ -37,7 +37,7 @@ import urllib.request
 import webbrowser
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .packed import packed_frame, unpack
 from .watch_args import watch_limits, watch_source
@@ -127,14 +127,15 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
-        call: int | None = None,
+        call: int | Literal["all"] | None = None,
     ) -> str:
         """Return the self-contained HTML page (see :func:`server.export.render_export`;
         ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
         recording drawn dashed under this one on the charts, carried in the page, ``hide`` the
         charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
         ``cuda`` or ``metric:NAME``, ``call`` the backward() call whose graph alone is drawn,
-        counted from 1). Raises ``ValueError`` (``TypeError`` for a ``compare``
+        counted from 1, or ``"all"``: every call's; default: the run's own, its first call
+        where a loop's calls copy one big graph). Raises ``ValueError`` (``TypeError`` for a ``compare``
         that is not a Recording) for a choice that is not one, a ``step`` past the end of the
         run's backward walk and a ``call`` the run did not record in full included
         (:func:`server.export.check_step_in`, :func:`server.export.check_call_in`)."""
@@ -170,7 +171,7 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
-        call: int | None = None,
+        call: int | Literal["all"] | None = None,
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS);
         the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts,
@@ -205,7 +206,7 @@ class Recording:
         per_parameter: bool = False,
         compare: Recording | None = None,
         hide: Sequence[str] = (),
-        call: int | None = None,
+        call: int | Literal["all"] | None = None,
     ) -> _Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
@@ -216,7 +217,8 @@ class Recording:
         dashed under this one on the charts. ``hide`` lists charts to leave out, by id
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
         ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``call`` draws one
-        backward() call's graph (counted from 1): ``rec.show("graph", call=3)``. ``height`` is the
+        backward() call's graph (counted from 1): ``rec.show("graph", call=3)``; ``call="all"``
+        every call's together. ``height`` is the
         frame's, in pixels (a whole number, 1 or more). Raises ``ValueError`` here, not when
         the notebook displays it, for a choice that is not one (``theme`` included, and a
         ``step`` past the end of the backward walk, a ``call`` not recorded in full;
@@ -246,7 +248,7 @@ class Recording:
     def _repr_html_(self) -> str:
         return self._display._repr_html_()
 
-    def _check_choices(self, *, step: int | None, call: int | None, **choices: Any) -> None:
+    def _check_choices(self, *, step: int | None, call: int | Literal["all"] | None, **choices: Any) -> None:
         """Refuse a page choice that is not one (:func:`server.export.check_choices`, charts
         by name), a ``step`` past the end of this run's walk and a ``call`` it did not record
         in full."""

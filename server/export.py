@@ -14,6 +14,7 @@ This module imports no FastAPI, so the command line and notebooks can use it.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import html
 import json
@@ -32,6 +33,7 @@ __all__ = [
     "THEMES",
     "VIEWS",
     "BundleMissing",
+    "CallChoice",
     "add_export_parser",
     "check_call_in",
     "check_chart_names",
@@ -123,6 +125,8 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
 
 
 THEMES = ("light", "dark")
+# a page's choice of backward() call: one, counted from 1, or "all" (every call's graph)
+CallChoice = int | Literal["all"]
 
 
 def check_choices(
@@ -132,11 +136,11 @@ def check_choices(
     theme: str | None = None,
     yscale: str | None = None,
     hide: Sequence[str] | None = (),
-    call: int | None = None,
+    call: CallChoice | None = None,
 ) -> list[str]:
     """Raise ``ValueError`` naming the first choice of a page's view that is not one
     (see :func:`render_export`; ``step`` must be a whole number, 0 or more, ``call`` one
-    from 1, not a string, a float or a bool); return the ``hide`` ids, checked
+    from 1 or ``"all"``, not another string, a float or a bool); return the ``hide`` ids, checked
     (:func:`check_hide`; ``None`` hides none)."""
     if view is not None and view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
@@ -144,9 +148,14 @@ def check_choices(
         raise ValueError(f"step must be a whole number, 0 or more, not {step!r}")
     if step is not None and step < 0:
         raise ValueError("step must be 0 or more")
-    if call is not None and (isinstance(call, bool) or not isinstance(call, int) or call < 1):
+    if (
+        call is not None
+        and call != "all"
+        and (isinstance(call, bool) or not isinstance(call, int) or call < 1)
+    ):
         raise ValueError(
-            f"call must be a whole number from 1 (the backward() call, as the app counts them), not {call!r}"
+            "call must be a whole number from 1 (the backward() call, as the app counts them) or 'all' "
+            f"(every call's graph), not {call!r}"
         )
     if theme is not None and theme not in THEMES:
         raise ValueError(f"theme must be one of {', '.join(THEMES)} (or None: the reader's), not {theme!r}")
@@ -219,7 +228,7 @@ def render_export(
     per_parameter: bool = False,
     compare: tuple[str, str | bytes] | None = None,
     hide: Sequence[str] = (),
-    call: int | None = None,
+    call: CallChoice | None = None,
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -234,7 +243,8 @@ def render_export(
     dashed under this one on the charts (the page carries it too). ``hide`` lists the charts
     hidden, by id (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda`` or
     ``metric:NAME``; at most 32). ``call`` draws the graph of that backward() call only
-    (counted from 1, as the app's ``call=`` links; default: every call's). Raises :class:`BundleMissing` before ``make web`` and
+    (counted from 1, as the app's ``call=`` links), ``"all"`` every call's together (default:
+    the run's own, as in the app: its first call where a loop's calls copy one big graph). Raises :class:`BundleMissing` before ``make web`` and
     ``ValueError`` when ``trace_json`` (or ``compare``'s trace) is not a trace object with an
     ``events`` list, or when a choice is not one (a ``hide`` id included).
     """
@@ -267,7 +277,7 @@ def render_export(
         "perParam": per_parameter,
         "compare": compare[0] if compare is not None else None,
         "hide": hidden,
-        "call": call - 1 if call is not None else None,  # the viewer's is the call's index
+        "call": call - 1 if isinstance(call, int) else call,  # the viewer's is the call's index
     }
     return (
         "<!doctype html>\n"
@@ -293,12 +303,12 @@ def render_export(
 # --- gradwalk export ----------------------------------------------------------------------------
 
 
-def check_call_in(events: Iterable[Any], call: int | None) -> None:
+def check_call_in(events: Iterable[Any], call: CallChoice | None) -> None:
     """Raise ``ValueError`` when ``call`` (checked by :func:`check_choices`; counted from 1)
-    is no backward() call recorded in full in ``events``: the page would draw every call's
-    graph without a word. For calls an author types (``gradwalk export --call``, a notebook's
-    ``call=``). ``None`` passes."""
-    if call is None:
+    is no backward() call recorded in full in ``events``: the page would draw the run's
+    default graph without a word. For calls an author types (``gradwalk export --call``, a
+    notebook's ``call=``). ``None`` and ``"all"`` pass."""
+    if call is None or call == "all":
         return
     ran: set[int] = set()
     for event in events:
@@ -309,6 +319,18 @@ def check_call_in(events: Iterable[Any], call: int | None) -> None:
         full = ", ".join(str(i + 1) for i in sorted(ran)[:12]) + (", …" if len(ran) > 12 else "")
         said = f"the calls recorded in full are {full}" if ran else "this run walked no graph in full"
         raise ValueError(f"call {call} is no backward() call whose graph was recorded: {said}")
+
+
+def _call_arg(text: str) -> CallChoice:
+    """``--call``'s value: a whole number (checked from 1 by :func:`check_choices`) or ``all``."""
+    if text == "all":
+        return "all"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a backward() call counted from 1, or 'all' (every call's graph), not {text!r}"
+        ) from None
 
 
 def add_export_parser(sub: Any) -> None:
@@ -339,9 +361,10 @@ def add_export_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--call",
-        type=int,
+        type=_call_arg,
         default=None,
-        help="draw the graph of this backward() call only (counted from 1; default: every call's)",
+        help="draw the graph of this backward() call only (counted from 1), or 'all': every call's "
+        "(default: the run's own, its first call where a loop's calls copy one big graph)",
     )
     p.add_argument("--theme", choices=THEMES, default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")

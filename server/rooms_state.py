@@ -5,6 +5,8 @@ Split out of :mod:`server.rooms` (which re-exports everything here).
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import Field, field_validator
 
 from .chart_choices import (
@@ -53,11 +55,10 @@ class RoomState(StrictRequest):
     view: str = Field(default="tape", pattern=_VIEW_PATTERN, description="the open view: tape, stepper, ...")
     step: int | None = Field(default=None, ge=0, le=10_000_000, description="the backward stepper's step")
     op: int | None = Field(default=None, ge=0, le=10_000_000, description="the tape scrubber's op")
-    call: int | None = Field(
+    call: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"] | None = Field(
         default=None,
-        ge=1,
-        le=10_000_000,
-        description="the backward() call whose graph alone is drawn, counted from 1; null: every call's",
+        description="the backward() call whose graph alone is drawn, counted from 1; all: every call's; "
+        "null: the run's default (its first call where a loop's calls copy one big graph, else every call's)",
     )
     allow_viewer_runs: bool = Field(default=False, description="viewers may run their own code")
     lesson: str | None = Field(
@@ -85,7 +86,7 @@ class RoomStatePatch(RoomState):
     """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
 
     ``run_id``, ``step``, ``op``, ``call``, ``lesson`` and ``compare`` may be ``null`` (nothing shown,
-    every call's graph); the others
+    the run's default graph); the others
     (``hide`` among them: ``""`` hides no chart) may be left out but not set to ``null``.
     """
 

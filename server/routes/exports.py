@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
+from pydantic import Field
 
 from ..chart_choices import (
     COMPARE_PATTERN,
@@ -51,8 +52,11 @@ async def export_run(
     ] = None,
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
     call: Annotated[
-        int | None,
-        Query(ge=1, le=10_000_000, description="draw this backward() call's graph only, counted from 1"),
+        Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"] | None,
+        Query(
+            description="draw this backward() call's graph only, counted from 1; all: every call's "
+            "(default: the run's own, its first call where a loop's calls copy one big graph)"
+        ),
     ] = None,
     controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
     theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,

@@ -245,4 +245,18 @@ def test_a_call_is_drawn_where_given_and_one_not_recorded_in_full_is_refused(
     assert options_of((tmp_path / "x.html").read_text())["call"] == 1
     status, said = export(capsys, str(trace), "--call", "9", "-o", str(tmp_path / "y.html"))
     assert status == 2 and "gradwalk export: --call 9 is no backward() call whose graph was recorded" in said
+    # "all": every call's graph together, whatever the run's default
+    assert options_of(loop.html(view="graph", call="all"))["call"] == "all"
+    assert options_of(loop.html(view="graph"))["call"] is None
+    status, said = export(capsys, str(trace), "--call", "all", "-o", str(tmp_path / "all.html"))
+    assert status == 0, said
+    assert options_of((tmp_path / "all.html").read_text())["call"] == "all"
+    with pytest.raises(SystemExit) as refused:  # argparse's own refusal, as for --step two
+        export(capsys, str(trace), "--call", "every", "-o", str(tmp_path / "z.html"))
+    assert refused.value.code == 2
+    said = capsys.readouterr().err
+    assert "argument --call: a backward() call counted from 1, or 'all'" in said, said
+    assert not (tmp_path / "z.html").exists()
+    with pytest.raises(ValueError, match="or 'all'"):
+        loop.show("graph", call="every")
     assert not (tmp_path / "y.html").exists()

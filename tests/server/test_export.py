@@ -123,13 +123,19 @@ def test_the_export_route_draws_the_call_it_is_asked_to(api: httpx.Client) -> No
     assert page.status_code == 200, page.text[:300]
     assert options_of(page.text)["call"] == 1
     assert options_of(api.get(f"/api/runs/{run_id}/export").text)["call"] is None
-    for bad in ("0", "-1", "two", "1.5"):
+    # every call's graph together, whatever the run's default
+    every = api.get(f"/api/runs/{run_id}/export", params={"view": "graph", "call": "all"})
+    assert every.status_code == 200, every.text[:300]
+    assert options_of(every.text)["call"] == "all"
+    for bad in ("0", "-1", "two", "1.5", "ALL", "every"):
         refused = api.get(f"/api/runs/{run_id}/export", params={"call": bad})
         assert refused.status_code == 422, refused.text[:300]
-        assert refused.json()["detail"][0]["loc"] == ["query", "call"]
+        # a whole number from 1, or all: an error for each, each at the query's call
+        assert {tuple(e["loc"][:2]) for e in refused.json()["detail"]} == {("query", "call")}
+        assert any(e["msg"] == "Input should be 'all'" for e in refused.json()["detail"])
 
 
-@pytest.mark.parametrize("call", [0, -2, True, 1.0, "2"])
+@pytest.mark.parametrize("call", [0, -2, True, 1.0, "2", "every", "All"])
 def test_render_export_refuses_a_call_that_is_not_one(dist: Path, call: Any) -> None:
     with pytest.raises(ValueError, match="call must be a whole number from 1"):
         render_export(TRACE, call=call, dist=dist)

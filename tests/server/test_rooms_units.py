@@ -108,6 +108,8 @@ def test_a_patch_replaces_the_fields_it_gives() -> None:
         {"call": -1},
         {"call": "2"},
         {"call": 1.5},
+        {"call": "every"},
+        {"call": "ALL"},
     ],
 )
 def test_bad_patches_do_not_validate(patch: dict[str, Any]) -> None:
@@ -369,7 +371,7 @@ def test_a_room_ended_while_its_save_is_on_the_way_stays_ended() -> None:
     assert store.rooms() == []
 
 
-def test_the_graphs_call_defaults_to_every_call_and_travels_to_the_viewers() -> None:
+def test_the_graphs_call_defaults_to_the_runs_own_and_travels_to_the_viewers() -> None:
     assert RoomState().call is None and "call" not in RoomStatePatch().model_fields_set
     room = RoomRegistry().create(RoomState())
     room.update(RoomStatePatch.model_validate({"call": 3}))
@@ -377,5 +379,8 @@ def test_the_graphs_call_defaults_to_every_call_and_travels_to_the_viewers() -> 
     assert json.loads(room.frame(0))["state"]["call"] == 3
     room.update(RoomStatePatch.model_validate({"step": 2}))  # left out: kept
     assert room.state.call == 3
-    room.update(RoomStatePatch.model_validate({"call": None}))  # every call again
+    room.update(RoomStatePatch.model_validate({"call": "all"}))  # every call's graph together
+    assert room.state.call == "all"
+    assert json.loads(room.frame(0))["state"]["call"] == "all"
+    room.update(RoomStatePatch.model_validate({"call": None}))  # the run's default again
     assert room.state.call is None

@@ -75,9 +75,20 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     expect(options).to_have_count(11)
     expect(options.first).to_have_text("every call (10)")
     expect(options.nth(3)).to_have_text("call 3 · line 22")
+    # ten copies of one graph side by side are a maze: the run opens on its first call,
+    # and the link stays the run's (no call=)
+    wait_graph(page)
+    expect(picker.locator("select")).to_have_value("0")
+    expect(page.locator(".gw-graph-info")).to_have_text("13 nodes")
+    assert _drawn(page) == _ran_by(page, 0)
+    assert page.evaluate("() => window.gradwalk.store.state.graphCall") is None
+    assert "call=" not in page.evaluate("() => location.search")
+    # every call: the whole fan, and the link says so
+    _choose(page, "all")
     everything = _drawn(page)
     assert len(everything) == 94
     expect(page.locator(".gw-graph-info")).to_have_text("94 nodes")
+    page.wait_for_function("() => location.search.includes('call=all')")
 
     _choose(page, "2")
     assert _drawn(page) == _ran_by(page, 2)
@@ -134,9 +145,18 @@ def test_a_loop_by_hand_draws_one_iterations_graph_and_follows_the_stepper(page:
     expect(picker.locator("select")).to_have_value("0")
 
     # every call again: the whole fan
-    _choose(page, "")
+    _choose(page, "all")
     assert _drawn(page) == everything
-    page.wait_for_function("() => !location.search.includes('call=')")
+    page.wait_for_function("() => location.search.includes('call=all')")
+    # a reload keeps every call; the run's link without call= opens on its first call again
+    page.reload()
+    wait_graph(page)
+    expect(page.locator(".gw-graph-info")).to_have_text("94 nodes")
+    expect(picker.locator("select")).to_have_value("all")
+    page.goto(page.url.replace("&call=all", "").replace("call=all&", ""))
+    wait_graph(page)
+    expect(page.locator(".gw-graph-info")).to_have_text("13 nodes")
+    expect(picker.locator("select")).to_have_value("0")
 
 
 def _viewer_draws(target: Any) -> tuple[list[int], list[int]]:
@@ -159,13 +179,14 @@ def test_a_link_an_embed_or_a_download_opens_one_calls_graph_and_a_new_run_draws
     _wait_drawing_call(page, 1)
     expect(page.locator(".gw-graph-calls select")).to_have_value("1")
 
-    # a call the run does not have: every call, and the link says so
+    # a call the run does not have: the run's default, every call for three small graphs,
+    # and the link says so
     page.goto(f"{page.server.url}/?run={run}&view=tape&call=9")
     wait_graph(page)
     page.wait_for_function(
         "() => window.gradwalk.store.state.graphCall === null && !location.search.includes('call=')"
     )
-    expect(page.locator(".gw-graph-calls select")).to_have_value("")
+    expect(page.locator(".gw-graph-calls select")).to_have_value("all")
     page.goto(f"{page.server.url}/?run={run}&view=tape&call=2")
     _wait_drawing_call(page, 1)
 
@@ -212,3 +233,24 @@ def test_a_charts_call_opens_its_own_graph_and_walk(page: Any) -> None:
     _wait_drawing_call(page, 1)
     step = page.evaluate("() => window.gradwalk.store.state.step")
     assert page.evaluate("() => window.gradwalk.model.backward(1).entries[0].index") == step
+
+
+def test_an_embed_opens_a_loop_on_its_first_call_and_call_all_on_every_call(page: Any) -> None:
+    # a course page embeds the tutorial's fit by hand without choosing: one iteration's
+    # graph, as the app opens it; call=all (the app's link once every call is chosen) the fan
+    source = (Path(__file__).parents[2] / "server" / "examples" / "fit_by_hand.py").read_text()
+    run = stored_run(page.server, source)
+    for query, count, chosen in (
+        ("view=graph", 13, "0"),
+        ("view=graph&call=all", 94, "all"),
+        ("view=graph&call=4", 13, "3"),
+    ):
+        page.goto(f"{page.server.url}/embed/{run}?{query}")
+        wait_viewer(page)
+        page.wait_for_function(
+            "(n) => { const g = window.gradwalkViewer.graph; return !g.busy && ("
+            + DRAWN
+            + ")(g.core).length === n; }",
+            arg=count,
+        )
+        expect(page.locator(".gw-graph-calls select")).to_have_value(chosen)

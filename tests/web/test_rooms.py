@@ -302,14 +302,21 @@ def test_the_backward_call_the_presenter_draws_reaches_the_following_viewers(roo
     p.click("[data-gw=run]")
     p.wait_for_function("(id) => window.gradwalk.runId !== id && window.gradwalk.model.isFinished", arg=first)
     wait_graph(p)
+    # everyone opens on the run's default, its first call (ten copies of one graph)
+    follower.wait_for_function(
+        "(id) => window.gradwalk.runId !== id && window.gradwalk.model.isFinished", arg=first
+    )
+    expect(follower.locator(".gw-graph-calls select")).to_have_value("0")
+    expect(follower.locator(".gw-graph-info")).to_have_text("13 nodes")
     p.select_option(".gw-graph-calls select", "2")
     follower.wait_for_function("() => window.gradwalk.store.state.graphCall === 2")
     expect(follower.locator(".gw-graph-calls select")).to_have_value("2")
     expect(follower.locator(".gw-graph-info")).to_have_text("13 nodes")
     assert explorer.evaluate("() => window.gradwalk.store.state.graphCall") is None
-    p.select_option(".gw-graph-calls select", "")
-    follower.wait_for_function("() => window.gradwalk.store.state.graphCall === null")
+    p.select_option(".gw-graph-calls select", "all")
+    follower.wait_for_function("() => window.gradwalk.store.state.graphCall === 'all'")
     expect(follower.locator(".gw-graph-info")).to_have_text("94 nodes")
+    expect(follower.locator(".gw-graph-calls select")).to_have_value("all")
 
 
 def test_the_presenter_view_is_large_for_projectors_and_survives_a_reload(room: Classroom) -> None:
@@ -339,8 +346,9 @@ def test_ending_the_room_leaves_viewers_with_what_they_see(room: Classroom) -> N
     step = p.evaluate("() => window.gradwalk.store.state.step")
     p.once("dialog", lambda d: d.accept())
     p.click("[data-gw=room-end]")
-    # the presenter lands back in the app where the class was looking (it went to the tape)
-    p.wait_for_url(re.compile(rf"/\?run=\w+&view=stepper&step={step}$"))
+    # the presenter lands back in the app where the class was looking (it went to the tape),
+    # every call's graph included where the test before chose it
+    p.wait_for_url(re.compile(rf"/\?run=\w+&view=stepper&step={step}(&call=all)?$"))
     expect(p.locator(POSITION)).to_have_text(want)
     for viewer in room.viewers:
         expect(viewer.locator("[data-gw=room-bar]")).to_have_attribute("data-conn", "ended")

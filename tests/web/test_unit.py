@@ -21,6 +21,9 @@ EXAMPLES = [
     "grad_hook",
     "autograd_grad",
     "retain_graph",
+    # loops whose calls copy one graph: the graph's default call (graph-calls.test.ts)
+    "fit_by_hand",
+    "clean_training",
 ]
 
 

@@ -4,9 +4,16 @@
 // iteration side by side). The picker in the graph's toolbar narrows the graph to one call:
 // the nodes that call ran, and any node no call ran (a graph built and never walked); the
 // stepper moving into another call, or a node of another call selected, moves the choice.
+// A run opens on its default (defaultCall): a loop's first call where every call copies one
+// graph too big to read ten times over, else every call.
 import { h } from "./dom";
-import type { Store, ViewState } from "./store";
+import type { GraphCall, Store, ViewState } from "./store";
 import type { BackwardCall, TraceModel } from "./trace-model";
+
+/** Copies of one graph drawn together up to this many grad_fn nodes stay whole by default:
+ * four `x ** 2` feeding one x.grad is the picture of accumulation; three copies of a
+ * 12-node network side by side are a maze. */
+export const WHOLE_UP_TO = 20;
 
 /** The backward calls recorded in full: those that ran grad_fn nodes (a call recorded metrics-only ran none). */
 function callsRecordedInFull(model: TraceModel): BackwardCall[] {
@@ -50,24 +57,63 @@ export function callsToPick(model: TraceModel): BackwardCall[] {
   return differ ? calls : [];
 }
 
+/**
+ * The call a run's graph opens on (index; null: every call): the first call recorded in
+ * full where the calls to pick all walked copies of one graph (a loop: the same grad_fn
+ * names in the same order, among the calls that finished) and together they draw more than
+ * WHOLE_UP_TO grad_fn nodes; else every call (different graphs, or few nodes).
+ */
+export function defaultCall(model: TraceModel): number | null {
+  const key = model.timeline.length;
+  const kept = defaultMemo.get(model);
+  if (kept?.key === key) return kept.call;
+  const call = defaultOf(model);
+  defaultMemo.set(model, { key, call });
+  return call;
+}
+
+const defaultMemo = new WeakMap<TraceModel, { key: number; call: number | null }>();
+
+function defaultOf(model: TraceModel): number | null {
+  const calls = callsToPick(model);
+  if (!calls.length) return null;
+  const drawn = new Set<number>();
+  for (const call of calls) for (const node of call.byNode.keys()) drawn.add(node);
+  if (drawn.size <= WHOLE_UP_TO) return null;
+  const walk = (call: BackwardCall) => call.entries.flatMap((e) => (e.exec ? [model.node(e.exec.node)?.name ?? "?"] : [])).join("/");
+  const finished = calls.filter((call) => call.finished);
+  const first = finished.length ? walk(finished[0]) : "";
+  return finished.every((call) => walk(call) === first) ? calls[0].index : null;
+}
+
+/** The call the graph draws for choice `choice` (index; null: every call): "all" is every
+ * call, null the run's default (defaultCall). */
+export function drawnCall(model: TraceModel, choice: GraphCall): number | null {
+  if (choice === "all") return null;
+  return choice === null ? defaultCall(model) : choice;
+}
+
 /** What the graph draws when call `index` is opened from elsewhere (a chart's step): that
- * call's graph where the run has several to choose from, else every call's (null). */
-export function graphCallFor(model: TraceModel, index: number): number | null {
+ * call's graph where the run has several to choose from, else the run's default (null). */
+export function graphCallFor(model: TraceModel, index: number): GraphCall {
   return callsToPick(model).some((call) => call.index === index) ? index : null;
 }
 
-/** The call a choice of `graphCall` stands for, once the stepper is at `state`: the
- * stepper's call where it stands in another. */
-export function followStepper(model: TraceModel, state: ViewState): number | null {
-  if (state.graphCall === null || state.view !== "stepper") return state.graphCall;
+/** The choice of call once the stepper is at `state`: the stepper's call where it stands in
+ * another than the one drawn (one call drawn; every call's graph stays every call's). */
+export function followStepper(model: TraceModel, state: ViewState): GraphCall {
+  const drawn = drawnCall(model, state.graphCall);
+  if (drawn === null || state.view !== "stepper") return state.graphCall;
   const entry = model.timeline[state.step ?? 0];
-  return entry && model.backward(entry.backward)?.byNode.size ? entry.backward : state.graphCall;
+  const moved = entry && entry.backward !== drawn && model.backward(entry.backward)?.byNode.size;
+  return moved ? entry.backward : state.graphCall;
 }
 
-/** The call a choice of `graphCall` stands for once node `nodeId` is selected (the tensor it
- * made, on the tape; the inspector): the first call that ran it, where the call chosen did not. */
-export function followSelection(model: TraceModel, graphCall: number | null, nodeId: number): number | null {
-  if (graphCall === null || model.backward(graphCall)?.byNode.has(nodeId) !== false) return graphCall;
+/** The choice of call once node `nodeId` is selected (the tensor it made, on the tape; the
+ * inspector): the first call that ran it, where the call drawn did not. */
+export function followSelection(model: TraceModel, graphCall: GraphCall, nodeId: number): GraphCall {
+  const drawn = drawnCall(model, graphCall);
+  if (drawn === null || model.backward(drawn)?.byNode.has(nodeId) !== false) return graphCall;
   return callsRecordedInFull(model).find((call) => call.byNode.has(nodeId))?.index ?? graphCall;
 }
 
@@ -88,7 +134,7 @@ export class CallPicker {
     private readonly changed: () => void,
   ) {
     this.select = h("select", { class: "gw-select", "aria-label": "Draw the graph of every backward() call, or of one" });
-    this.select.addEventListener("change", () => this.choose(this.select.value === "" ? null : Number(this.select.value)));
+    this.select.addEventListener("change", () => this.choose(this.select.value === "all" ? "all" : Number(this.select.value)));
     this.element = h("label", { class: "gw-graph-calls", title: "Each backward() call recorded in full walked a graph of its own: draw them all, or one" }, h("span", { class: "gw-graph-calls-text", text: "Graph of" }), this.select);
     this.element.hidden = true;
     store.subscribe((state, keys) => this.onStore(state, keys));
@@ -96,34 +142,36 @@ export class CallPicker {
 
   /** The grad_fn nodes to leave out of the graph now. */
   hiddenNodes(): ReadonlySet<number> {
-    return nodesOutsideCall(this.model(), this.store.state.graphCall);
+    const m = this.model();
+    return nodesOutsideCall(m, drawnCall(m, this.store.state.graphCall));
   }
 
   /** List the run's calls again (a live run adds them; another run replaces them). A
-   * finished run without the call chosen (a link's `call=99`) draws, and says, every call. */
+   * finished run without the call chosen (a link's `call=99`) draws, and says, its default. */
   refresh(): void {
     const m = this.model();
     const calls = callsToPick(m);
     const chosen = this.store.state.graphCall;
-    if (chosen !== null && m.isFinished && !calls.some((c) => c.index === chosen)) {
+    if (typeof chosen === "number" && m.isFinished && !calls.some((c) => c.index === chosen)) {
       queueMicrotask(() => this.store.set({ graphCall: null })); // not while the graph rebuilds
     }
     const key = calls.map((c) => c.index).join(",");
     if (key !== this.listed) {
       this.listed = key;
       this.select.replaceChildren(
-        h("option", { value: "", text: `every call (${calls.length})` }),
+        h("option", { value: "all", text: `every call (${calls.length})` }),
         ...calls.map((c) => h("option", { value: String(c.index), text: `call ${c.index + 1}${c.start.line ? ` · line ${c.start.line}` : ""}` })),
       );
       this.element.hidden = calls.length === 0;
     }
-    this.select.value = calls.some((c) => c.index === this.store.state.graphCall) ? String(this.store.state.graphCall) : "";
+    const drawn = drawnCall(m, this.store.state.graphCall);
+    this.select.value = calls.some((c) => c.index === drawn) ? String(drawn) : "all";
   }
 
-  /** Draw call `index` (null: every call); an open stepper goes to that call's first node. */
-  private choose(index: number | null): void {
+  /** Draw call `index` ("all": every call); an open stepper goes to that call's first node. */
+  private choose(index: number | "all"): void {
     const m = this.model();
-    const first = index === null ? undefined : m.backward(index)?.entries[0];
+    const first = index === "all" ? undefined : m.backward(index)?.entries[0];
     const inStepper = this.store.state.view === "stepper";
     this.store.set(first && inStepper ? { graphCall: index, step: first.index } : { graphCall: index });
   }

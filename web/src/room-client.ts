@@ -19,8 +19,8 @@ export interface RoomState {
   compare: string | null;
   /** The charts hidden, as chart ids separated by commas ("grad,lr"); "" for none (absent from an older server). */
   hide?: string;
-  /** The backward() call whose graph alone is drawn, counted from 1 as links count them; null: every call's (absent from an older server). */
-  call?: number | null;
+  /** The backward() call whose graph alone is drawn, counted from 1 as links count them; "all": every call's; null: the run's default (absent from an older server). */
+  call?: number | "all" | null;
 }
 
 export interface StateFrame {

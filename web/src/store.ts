@@ -32,9 +32,13 @@ export interface ViewState {
   compare: string | null;
   /** The ids of the charts hidden from the Charts view (loss, grad, metric:val_acc, ...). */
   hide: readonly string[];
-  /** The backward call (its index) whose graph the graph pane draws; null: every call's (graph-calls.ts). */
-  graphCall: number | null;
+  /** The backward call whose graph the graph pane draws (graph-calls.ts). */
+  graphCall: GraphCall;
 }
+
+/** A choice of backward call for the graph: one call (its index, 0-based), "all" (every
+ * call's graph together) or null (the run's default: graph-calls.ts defaultCall). */
+export type GraphCall = number | "all" | null;
 
 /** Equal values, or lists of equal values (a list set again with the same items is no change). */
 function same(a: unknown, b: unknown): boolean {

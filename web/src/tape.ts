@@ -3,7 +3,7 @@
 // the graph grows. While the graph draws one backward call (graph-calls.ts), the ops that
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
-import { nodesOutsideCall } from "./graph-calls";
+import { drawnCall, nodesOutsideCall } from "./graph-calls";
 import { argumentsText, elementSetText, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
@@ -77,7 +77,7 @@ export class TapeView {
     }
     this.unsubscribe = model.subscribe((batch) => this.onEvents(batch));
     this.updateScrubber();
-    this.markCall(this.store.state.graphCall);
+    this.markCall(drawnCall(this.model, this.store.state.graphCall));
   }
 
   private onEvents(batch: readonly GradwalkEvent[]): void {
@@ -86,7 +86,7 @@ export class TapeView {
         this.relabelModuleOutputs(ev);
         this.addRow(ev);
       } else if (ev.type === "tensor_named") this.renderRowsOf(ev.id);
-      else if (ev.type === "backward_finished" && this.store.state.graphCall !== null) this.markCall(this.store.state.graphCall);
+      else if (ev.type === "backward_finished" && this.store.state.graphCall !== "all") this.markCall(drawnCall(this.model, this.store.state.graphCall));
     }
     this.updateScrubber();
   }
@@ -254,8 +254,9 @@ export class TapeView {
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
     if (changed.has("graphCall")) {
-      this.markCall(state.graphCall);
-      this.revealCall(state.graphCall);
+      const drawn = drawnCall(this.model, state.graphCall);
+      this.markCall(drawn);
+      this.revealCall(drawn);
     }
     if (changed.has("op")) {
       this.updateScrubber();

@@ -1,10 +1,10 @@
 // The URL holds what is worth sharing: the run, the open view, the stepper's step, the
-// scrubber's op, the selection, the backward call the graph draws (call=2: the second; none:
-// every call) and the charts' choices (?run=ID&view=stepper&step=3,
+// scrubber's op, the selection, the backward call the graph draws (call=2: the second;
+// call=all: every call; none: the run's default) and the charts' choices (?run=ID&view=stepper&step=3,
 // ?view=charts&yscale=log&norms=per-parameter&compare=ID2&hide=grad,lr). A link reopens exactly that, and reloading
 // lands on the same step.
 import { Y_SCALES, type YScale } from "./chart-scales";
-import { type Selection, VIEWS, type ViewName, type ViewState } from "./store";
+import { type GraphCall, type Selection, VIEWS, type ViewName, type ViewState } from "./store";
 
 /** The charts' choices a query string can carry (embeds and exports read the same names). */
 export interface ChartChoices {
@@ -106,8 +106,8 @@ export interface UrlState extends Partial<ChartChoices> {
   step: number | null;
   op: number | null;
   selection: Selection | null;
-  /** The backward call (its index, 0-based) the graph draws; null: every call. */
-  call: number | null;
+  /** The backward call the graph draws (its index, 0-based; "all": every call; null: the run's default). */
+  call: GraphCall;
 }
 
 function int(value: string | null): number | null {
@@ -115,25 +115,28 @@ function int(value: string | null): number | null {
   return Number(value);
 }
 
-/** The graph's backward call `index` (0-based) as links and rooms say it: counted from 1, as
- * the app numbers calls; null (every call) stays null. */
-export function callNumber(index: number | null): number | null {
-  return index === null ? null : index + 1;
+/** The graph's backward call `choice` as links and rooms say it: a call counted from 1, as the
+ * app numbers calls; "all" (every call) and null (the run's default) as they are. */
+export function callNumber(choice: GraphCall): number | "all" | null {
+  return typeof choice === "number" ? choice + 1 : choice;
 }
 
-/** The index of the backward call `n` names (counted from 1); null for none or anything else. */
-export function callIndex(n: unknown): number | null {
+/** The choice of call `n` names (a call counted from 1, or "all"); null for none or anything else. */
+export function callIndex(n: unknown): GraphCall {
+  if (n === "all") return "all";
   return typeof n === "number" && Number.isInteger(n) && n >= 1 ? n - 1 : null;
 }
 
-/** The graph's backward call a query string names: `call=2` is index 1 (see callIndex). */
-export function readCall(q: URLSearchParams): number | null {
-  return callIndex(int(q.get("call")));
+/** The graph's backward call a query string names: `call=2` is index 1, `call=all` every call
+ * (see callIndex); none, or anything else, the run's default. */
+export function readCall(q: URLSearchParams): GraphCall {
+  const value = q.get("call");
+  return callIndex(value === "all" ? value : int(value));
 }
 
-/** Write the graph's backward call `index` (0-based) as `call` (counted from 1); none for null. */
-export function writeCall(q: URLSearchParams, index: number | null): void {
-  const n = callNumber(index);
+/** Write the graph's backward call `choice` as `call` (counted from 1, or `all`); none for null. */
+export function writeCall(q: URLSearchParams, choice: GraphCall): void {
+  const n = callNumber(choice);
   if (n !== null) q.set("call", String(n));
 }
 

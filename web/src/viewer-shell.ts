@@ -16,7 +16,7 @@ import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
-import { Store, stepperEntry, type ViewName, type ViewState } from "./store";
+import { type GraphCall, Store, stepperEntry, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel, traceTitle } from "./trace-model";
@@ -60,8 +60,8 @@ export interface ViewerOptions {
   compare: string | null;
   /** The ids of the charts not shown (loss, grad, update, lr, memory, metric:NAME); null: none. */
   hide: readonly string[] | null;
-  /** The backward call (its index, 0-based) whose graph is drawn; null: every call's. */
-  call: number | null;
+  /** The backward call whose graph is drawn (its index, 0-based; "all": every call's; null: the run's default). */
+  call: GraphCall;
 }
 
 export const DEFAULT_OPTIONS: ViewerOptions = {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { buildGraph } from "../src/graph-build";
-import { callsToPick, followSelection, followStepper, graphCallFor, nodesOutsideCall } from "../src/graph-calls";
+import { callsToPick, defaultCall, drawnCall, followSelection, followStepper, graphCallFor, nodesOutsideCall, WHOLE_UP_TO } from "../src/graph-calls";
 import { Store } from "../src/store";
 import type { TraceModel } from "../src/trace-model";
 import { loadModel as model } from "./traces";
@@ -62,9 +62,45 @@ test("a chosen call follows the stepper into another call; every call stays ever
   const store = new Store();
   const third = m.backwards[2].entries[0].index;
   assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: 0 }), 2);
+  assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: "all" }), "all");
+  // accumulate_loop's default is every call (five nodes): it stays the default
   assert.equal(followStepper(m, { ...store.state, view: "stepper", step: third, graphCall: null }), null);
   // outside the stepper the choice stays as it is
   assert.equal(followStepper(m, { ...store.state, view: "tape", step: third, graphCall: 0 }), 0);
+});
+
+test("a loop whose calls copy one big graph opens on its first call; small or different graphs on every call", () => {
+  // the tutorial's fit by hand: ten copies of a 13-node graph, 94 nodes drawn together
+  const fit = model("fit_by_hand");
+  assert.equal(callsToPick(fit).length, 10);
+  assert.equal(defaultCall(fit), 0);
+  assert.equal(drawnCall(fit, null), 0);
+  assert.equal(drawnCall(fit, "all"), null);
+  assert.equal(drawnCall(fit, 4), 4);
+  assert.equal(nodesOutsideCall(fit, drawnCall(fit, null)).size, 94 - 13);
+  // the textbook loop: three calls of its 12-node network (28 nodes together)
+  assert.equal(defaultCall(model("clean_training")), 0);
+  // four x ** 2 into one x.grad (5 nodes): the picture of accumulation stays whole
+  assert.equal(defaultCall(model("accumulate_loop")), null);
+  assert.ok(buildGraph(model("accumulate_loop"), { showSaved: false, collapsed: new Set() }).gradNodes <= WHOLE_UP_TO);
+  // nothing to choose: every call, the one graph there is
+  assert.equal(defaultCall(model("cubic")), null);
+  assert.equal(defaultCall(model("retain_graph")), null);
+});
+
+test("the stepper in a run's default call moves the graph with it into the next call", () => {
+  const m = model("fit_by_hand");
+  const store = new Store();
+  const second = m.backwards[1].entries[0].index;
+  const first = m.backwards[0].entries[1].index;
+  assert.equal(followStepper(m, { ...store.state, view: "stepper", step: second, graphCall: null }), 1);
+  // within the call drawn by default, the choice stays the default (the link stays short)
+  assert.equal(followStepper(m, { ...store.state, view: "stepper", step: first, graphCall: null }), null);
+  // a node that only call 3 ran moves it there; one the default call ran leaves it be
+  const ranOnlyBy = (c: number) => [...m.backwards[c].byNode.keys()].find((n) => m.backwards.filter((b) => b.byNode.has(n)).length === 1)!;
+  assert.equal(followSelection(m, null, ranOnlyBy(2)), 2);
+  assert.equal(followSelection(m, null, ranOnlyBy(0)), null);
+  assert.equal(followSelection(m, "all", ranOnlyBy(2)), "all");
 });
 
 test("a node of another call selected moves the choice to a call that ran it; a shared one does not", () => {
@@ -74,7 +110,7 @@ test("a node of another call selected moves the choice to a call that ran it; a 
   assert.equal(followSelection(m, 0, pow(3)), 3);
   assert.equal(followSelection(m, 0, pow(0)), 0);
   assert.equal(followSelection(m, 2, acc), 2); // every call ran x's AccumulateGrad
-  assert.equal(followSelection(m, null, pow(3)), null); // every call is drawn already
+  assert.equal(followSelection(m, "all", pow(3)), "all"); // every call is drawn already
 });
 
 test("a call opened from a chart draws its own graph only where there are several", () => {

@@ -61,13 +61,18 @@ test("hidden charts are chart ids, each once; what cannot be one is left out", (
   assert.equal(canHide(`metric:${"n".repeat(100)}`), true); // the longest name a metric keeps
 });
 
-test("the graph's backward call travels as call=N, counted from 1 as the app numbers calls", () => {
+test("the graph's backward call travels as call=N, counted from 1 as the app numbers calls, or call=all", () => {
   assert.equal(readUrl("?run=abc&call=3").call, 2);
-  for (const bad of ["call=0", "call=-1", "call=two", "call=", ""]) assert.equal(readUrl(`?run=abc&${bad}`).call, null, bad);
+  assert.equal(readUrl("?run=abc&call=all").call, "all");
+  // none, or anything else: the run's default
+  for (const bad of ["call=0", "call=-1", "call=two", "call=ALL", "call=", ""]) assert.equal(readUrl(`?run=abc&${bad}`).call, null, bad);
   const q = new URLSearchParams();
   writeCall(q, null);
   assert.equal(q.toString(), "");
   writeCall(q, 2);
   assert.equal(q.toString(), "call=3");
   assert.equal(readCall(q), 2);
+  writeCall(q, "all");
+  assert.equal(q.toString(), "call=all");
+  assert.equal(readCall(q), "all");
 });
