@@ -258,16 +258,18 @@ class BackwardTracker:
         ``autograd.grad`` once per output): only those count as a loop's steps (NOTE [Loops
         that step by hand] in hand_loops.py).
         """
-        if self._running:
-            # the original re-dispatches through the tape mode when one is active
-            return fn(*args, **kwargs)
-        self._running = True
-        try:
-            return self._run(api, fn, args, kwargs)
-        finally:
-            self._running = False
-            if direct:
-                self._rec.hand_loop.after_call(self.calls - 1)
+        # one call at a time, whichever thread makes it (NOTE [Threads] in threads.py)
+        with self._rec.serial:
+            if self._running:
+                # the original re-dispatches through the tape mode when one is active
+                return fn(*args, **kwargs)
+            self._running = True
+            try:
+                return self._run(api, fn, args, kwargs)
+            finally:
+                self._running = False
+                if direct:
+                    self._rec.hand_loop.after_call(self.calls - 1)
 
     def _read_loss(self, roots: list[torch.Tensor]) -> None:
         # the loss of the training charts: a one-element root, read with one item() call

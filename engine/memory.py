@@ -190,10 +190,15 @@ class SavedMemory:
 
     def install(self) -> None:
         self.active = True
-        self._ctx = saved_tensors_hooks(self._pack, self._unpack)
+        self._ctx = self.hooks()
         self._ctx.__enter__()
         self._original_disable = graph.disable_saved_tensors_hooks
         graph.disable_saved_tensors_hooks = _stepping_aside(self, self._original_disable)  # type: ignore[assignment]
+
+    def hooks(self) -> saved_tensors_hooks:
+        """The saved-tensor hooks that count what graphs hold, to enter on a thread's own
+        stack (the recorder's thread: :meth:`install`; a snippet's threads: threads.py)."""
+        return saved_tensors_hooks(self._pack, self._unpack)
 
     def remove(self) -> None:
         self.active = False

@@ -10,6 +10,7 @@ which numbers them and enforces the event cap.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Callable
 from types import FrameType
@@ -33,6 +34,7 @@ from .source import snippet_frames
 from .strict import STRICT
 from .tape import TapeMode, op_names
 from .tensors import TensorTable
+from .threads import SnippetThreads
 from .training import TrainingTracker
 from .values import to_value
 
@@ -128,6 +130,13 @@ class Recorder:
         self._sink = sink
         self.seq = 0
         self.dropped_events = 0
+        # A snippet's threads record too (NOTE [Threads] in threads.py): one thread at a
+        # time records an op or runs a backward call (``serial``), and events are numbered
+        # and sunk one at a time (a lock of their own: on CUDA, node hooks emit from
+        # PyTorch's device threads while the calling thread waits in backward, holding ``serial``)
+        self.serial = threading.RLock()
+        self._emitting = threading.RLock()
+        self.closed = False
         self.t0 = time.perf_counter()
         self.active = False
         self.detail = True
@@ -136,6 +145,7 @@ class Recorder:
         self.failures = 0  # things gradwalk failed to record (see observation_failed)
         self.eager = EagerCompile()
         self.functions = FunctionCalls(self)
+        self.threads = SnippetThreads(self)
         self._mute = _Mute(self)
         self.in_optimizer = False
         self.ops = 0
@@ -165,29 +175,40 @@ class Recorder:
         ``event`` is a JSON-ready dict shaped like one model of ``engine/events.py`` (see
         NOTE [Events as dicts]). ``closing`` events may use the room reserved under the cap.
         """
-        seq = self.seq
-        if seq < self._open_cap or (closing and seq < self.limits.max_events):
-            event["seq"] = seq
-            event["t"] = time.perf_counter() - self.t0
-            self.seq = seq + 1
-            self._sink(event)
-            return
-        if self.dropped_events == 0 and not closing:
-            self._send(
-                {
-                    "type": "limit",
-                    "what": "events",
-                    "cap": self.limits.max_events,
-                    "message": f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept",
-                }
-            )
-        self.dropped_events += 1
+        with self._emitting:
+            if self.closed:
+                return  # after run_finished: a snippet's thread that outlived the run
+            seq = self.seq
+            if seq < self._open_cap or (closing and seq < self.limits.max_events):
+                event["seq"] = seq
+                event["t"] = time.perf_counter() - self.t0
+                self.seq = seq + 1
+                self._sink(event)
+                return
+            if self.dropped_events == 0 and not closing:
+                self._send(
+                    {
+                        "type": "limit",
+                        "what": "events",
+                        "cap": self.limits.max_events,
+                        "message": f"the trace is capped at {self.limits.max_events} events; later events are counted, not kept",
+                    }
+                )
+            self.dropped_events += 1
+
+    def emit_last(self, event: dict[str, Any]) -> None:
+        """Emit ``event`` (the run's ``run_finished``) and close the stream: nothing is
+        emitted after it, whatever a snippet's thread that outlived the run still does."""
+        with self._emitting:
+            self.emit(event, closing=True)
+            self.closed = True
 
     def _send(self, event: dict[str, Any]) -> None:
-        event["seq"] = self.seq
-        event["t"] = time.perf_counter() - self.t0
-        self.seq += 1
-        self._sink(event)
+        with self._emitting:
+            event["seq"] = self.seq
+            event["t"] = time.perf_counter() - self.t0
+            self.seq += 1
+            self._sink(event)
 
     def counts(self) -> dict[str, int]:
         """Exact totals so far (the ``counts`` of ``run_finished``, which it includes)."""
@@ -403,6 +424,7 @@ class Recorder:
             self.backward.install()
             self.eager.install()
             self.functions.install()
+            self.threads.install()
             self._apply_detail()
         except BaseException:
             self._uninstall()
@@ -433,6 +455,7 @@ class Recorder:
                 self.backward.remove()
                 self.eager.remove()
                 self.functions.remove()
+                self.threads.remove()
 
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""

@@ -169,15 +169,14 @@ def _say_exit_message(out: CapturedOutput, exc: SystemExit) -> None:
 
 
 def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> None:
-    rec.emit(
+    rec.emit_last(
         dict(
             type="run_finished",
             status=status,
             message=writable(message[:2000]),
             duration_s=time.perf_counter() - started,
             counts=rec.counts(),
-        ),
-        closing=True,
+        )
     )
 
 

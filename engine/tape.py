@@ -121,9 +121,10 @@ class TapeMode(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         rec = self._rec
-        if rec.muted or _tracing_state() is not None:
-            # muted: gradwalk's own work; tracing: torch.jit.trace records the ops into its
-            # graph, and gradwalk's reads of them (tolist, item) would be recorded too
+        if rec.muted or not rec.active or _tracing_state() is not None:
+            # muted: gradwalk's own work; not active: a snippet's thread that outlived the
+            # run (NOTE [Threads] in threads.py); tracing: torch.jit.trace records the ops
+            # into its graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__") and (name == "__set__" or _attribute_op(func) is None):
@@ -150,7 +151,7 @@ class TapeMode(TorchFunctionMode):
             rec.failed_op = (name, operands)
             rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
             raise
-        with aside(), modes_aside():
+        with rec.serial, aside(), modes_aside():
             return self._observe(func, name, args, kwargs, result, first, first_version)
 
     def _observe(
@@ -165,6 +166,8 @@ class TapeMode(TorchFunctionMode):
     ) -> Any:
         """Show the op that ran to the detectors and, in full detail, record it; return ``result``."""
         rec = self._rec
+        if not rec.active:
+            return result  # the run ended while a snippet's thread ran this op (NOTE [Threads])
         if rec.in_optimizer and not rec.training.inside_step():
             rec.in_optimizer = False  # a step raised and the snippet caught it: its ops are its own
         frames = None

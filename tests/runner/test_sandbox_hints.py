@@ -52,3 +52,16 @@ def test_input_says_there_is_no_keyboard(driver: PoolDriver) -> None:
     (error,) = [e for e in events if e.type == "error"]
     assert error.exc_type == "EOFError" and error.line == 1
     assert error.hint and "input()" in error.hint and "in the code" in error.hint
+
+
+def test_a_thread_runs_in_the_sandbox_and_its_backward_is_walked(driver: PoolDriver) -> None:
+    # threads stay allowed by the sandbox's filter, and are recorded (NOTE [Threads])
+    events, _ = driver.run(
+        "import torch, threading\nx = torch.tensor(2.0, requires_grad=True)\n"
+        "t = threading.Thread(target=lambda: (x ** 3).backward())\nt.start()\nt.join()\nprint(x.grad)\n"
+    )
+    assert finished(events).status == "ok"
+    assert [e.line for e in events if e.type == "op" and e.name == "pow"] == [3]
+    assert len([e for e in events if e.type == "node_executed"]) == 2
+    (added,) = [e for e in events if e.type == "grad_accumulated"]
+    assert added.after.flat == [12.0]
