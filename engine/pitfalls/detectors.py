@@ -21,7 +21,7 @@ from torch import nn
 from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .running_totals import ADD_OPS, RunningTotals
-from .stale_grads import LeftInGrad, StaleGradients
+from .stale_grads import LeftInGrad, StaleGradients, uncalled_zero_grad
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -270,8 +270,22 @@ class PitfallWatch:
             f"and step {step} used the sum (‖grad‖ is now {_fmt(norm)}): .grad accumulates with +=, it is "
             "never reset by backward() or step(). Every step then follows the sum of all past gradients, and "
             "the loss grows or oscillates instead of falling.",
+            self._zero_grad_fix(),
+        )
+
+    def _zero_grad_fix(self) -> str:
+        """The fix of missing-zero-grad: add the parentheses where the snippet names
+        ``opt.zero_grad`` without calling it, else call it once per step."""
+        uncalled = uncalled_zero_grad(self._rec.source_lines)
+        if uncalled is not None:
+            line, name = uncalled
+            return (
+                f"Line {line} names {name} without calling it, which does nothing: Python reads the "
+                f"method and drops it. Add the parentheses: {name}()."
+            )
+        return (
             "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
-            "forward → loss → backward → step).",
+            "forward → loss → backward → step)."
         )
 
     def _non_finite(

@@ -50,6 +50,24 @@ def test_a_running_total_counts_the_iterations_it_was_not_seen_in() -> None:
 def test_missing_zero_grad_shows_the_leftover_gradient() -> None:
     p = q.pitfalls(record(case_source("pitfall_forgot_zero_grad.py")))[0]
     assert "optimizer step 1" in p.message and "‖grad‖ is now" in p.message
+    assert p.fix.startswith("Call opt.zero_grad() once per step")
+
+
+def test_zero_grad_named_without_its_parentheses_is_pointed_at() -> None:
+    # `optimizer.zero_grad` reads the method and drops it: the loop looks right and never clears
+    source = (
+        "import torch\nw = torch.randn(3, requires_grad=True)\noptimizer = torch.optim.SGD([w], lr=0.1)\n"
+        "for i in range(3):\n    optimizer.zero_grad\n    loss = (w ** 2).sum()\n    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    (p,) = q.pitfalls(record(source))
+    assert (p.kind, p.line) == ("missing-zero-grad", 7)
+    assert p.fix == (
+        "Line 5 names optimizer.zero_grad without calling it, which does nothing: Python reads the "
+        "method and drops it. Add the parentheses: optimizer.zero_grad()."
+    )
+    # with the parentheses, nothing to say
+    assert q.pitfalls(record(source.replace("optimizer.zero_grad\n", "optimizer.zero_grad()\n"))) == []
 
 
 NAN_BEFORE_ANY_UPDATE = {
