@@ -21,7 +21,8 @@ from torch import nn
 from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .running_totals import ADD_OPS, RunningTotals
-from .stale_grads import LeftInGrad, StaleGradients, uncalled_zero_grad
+from .stale_grads import LeftInGrad, StaleGradients
+from .uncalled import WHAT_IT_SKIPS, uncalled_methods
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -276,9 +277,13 @@ class PitfallWatch:
     def _zero_grad_fix(self) -> str:
         """The fix of missing-zero-grad: add the parentheses where the snippet names
         ``opt.zero_grad`` without calling it, else call it once per step."""
-        uncalled = uncalled_zero_grad(self._rec.source_lines)
-        if uncalled is not None:
-            line, name = uncalled
+        uncalled = [
+            (line, name)
+            for line, name, method in uncalled_methods(self._rec.source_lines)
+            if method == "zero_grad"
+        ]
+        if uncalled:
+            line, name = uncalled[0]
             return (
                 f"Line {line} names {name} without calling it, which does nothing: Python reads the "
                 f"method and drops it. Add the parentheses: {name}()."
@@ -348,6 +353,18 @@ class PitfallWatch:
         self._finish_totals(scope)
         self._finish_eval_forwards()
         self._finish_unoptimized()
+        self._finish_uncalled()
+
+    def _finish_uncalled(self) -> None:
+        for line, name, method in uncalled_methods(self._rec.source_lines):
+            self._say(
+                "method-not-called",
+                line,
+                f"{name} is named, not called",
+                f"Without parentheses, Python reads the method {name} and drops it: this line does nothing "
+                f"and raises nothing, so {WHAT_IT_SKIPS[method]}.",
+                f"Add the parentheses: {name}().",
+            )
 
     def _finish_totals(self, scope: dict[str, Any]) -> None:
         for line, length, start, end in self._totals.accumulated(scope):

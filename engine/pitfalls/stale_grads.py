@@ -14,33 +14,13 @@ an old ``.grad`` (``g = w.grad``), which is then no longer the parameter's.
 
 from __future__ import annotations
 
-import ast
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["LeftInGrad", "StaleGradients", "uncalled_zero_grad"]
-
-
-def uncalled_zero_grad(source_lines: list[str]) -> tuple[int, str] | None:
-    """The first line of the snippet that names ``X.zero_grad`` as a statement of its own
-    without calling it, and the name as written (``opt.zero_grad``): Python reads the method
-    and drops it, and the gradients are never cleared. ``None`` when there is none, or the
-    source does not parse."""
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except (SyntaxError, ValueError):
-        return None
-    found = [
-        (node.lineno, ast.unparse(node.value))
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Attribute)
-        and node.value.attr == "zero_grad"
-    ]
-    return min(found) if found else None
+__all__ = ["LeftInGrad", "StaleGradients"]
 
 
 class LeftInGrad:

@@ -60,14 +60,46 @@ def test_zero_grad_named_without_its_parentheses_is_pointed_at() -> None:
         "for i in range(3):\n    optimizer.zero_grad\n    loss = (w ** 2).sum()\n    loss.backward()\n"
         "    optimizer.step()\n"
     )
-    (p,) = q.pitfalls(record(source))
+    p, named = q.pitfalls(record(source))
     assert (p.kind, p.line) == ("missing-zero-grad", 7)
+    assert (named.kind, named.line, named.title) == (
+        "method-not-called",
+        5,
+        "optimizer.zero_grad is named, not called",
+    )
     assert p.fix == (
         "Line 5 names optimizer.zero_grad without calling it, which does nothing: Python reads the "
         "method and drops it. Add the parentheses: optimizer.zero_grad()."
     )
     # with the parentheses, nothing to say
     assert q.pitfalls(record(source.replace("optimizer.zero_grad\n", "optimizer.zero_grad()\n"))) == []
+
+
+LOOP_STEPS = (
+    "import torch, torch.nn as nn\ntorch.manual_seed(0)\nnet = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nx, y = torch.randn(16, 4), torch.randn(16, 1)\n"
+    "for i in range(3):\n    opt.zero_grad()\n    loss = ((net(x) - y) ** 2).mean()\n    loss.backward()\n"
+    "    opt.step()\n    print(loss.item())\nnet.eval()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "consequence"),
+    [
+        ("loss.backward()", "no gradient is computed"),
+        ("opt.step()", "the optimizer never moves the parameters"),
+        ("net.eval()", "dropout still drops"),
+    ],
+)
+def test_a_loop_method_named_without_parentheses_is_a_line_that_does_nothing(
+    call: str, consequence: str
+) -> None:
+    assert q.pitfalls(record(LOOP_STEPS)) == []
+    line = LOOP_STEPS.splitlines().index(next(s for s in LOOP_STEPS.splitlines() if s.strip() == call)) + 1
+    trace = record(LOOP_STEPS.replace(call, call[:-2]))
+    (p,) = [p for p in q.pitfalls(trace) if p.kind == "method-not-called"]
+    assert p.line == line and p.title == f"{call[:-2]} is named, not called"
+    assert consequence in p.message and p.fix == f"Add the parentheses: {call}."
 
 
 NAN_BEFORE_ANY_UPDATE = {
