@@ -40,7 +40,8 @@ class FunctionCalls:
     def install(self) -> None:
         original = torch.autograd.Function.__dict__["apply"]  # the classmethod itself
         self._original = original
-        # the tape mode is the recording thread's: another thread's calls are not the tape's
+        # the tape mode is the recording thread's and the snippet's threads' (threads.py):
+        # another thread's calls (PyTorch's own) are not the tape's
         self._thread = threading.get_ident()
         record = self._record
 
@@ -63,7 +64,7 @@ class FunctionCalls:
             or rec.muted
             or not rec.detail
             or rec.in_optimizer
-            or threading.get_ident() != self._thread
+            or (threading.get_ident() != self._thread and threading.get_ident() not in rec.threads.recording)
         ):
             return
         outputs: list[torch.Tensor] = []

@@ -81,6 +81,14 @@ def _mode_on_top(mode: TapeMode) -> bool:
     return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
 
 
+class _MuteDepth(threading.local):
+    """One thread's depth in gradwalk's own work, with the guards its outermost mute entered."""
+
+    count = 0
+    guard: Any = None
+    modes: Any = None
+
+
 class _Mute:
     """The context manager behind :meth:`Recorder.mute` (nests: it counts).
 
@@ -93,30 +101,37 @@ class _Mute:
     # Tensor subclasses' own handlers are skipped there too: gradwalk only reads them.
     """
 
-    __slots__ = ("_guard", "_modes", "_rec")
+    # Per thread (NOTE [Threads] in threads.py): the guard switches handling off for the
+    # thread that entered it, and a snippet's thread recording while gradwalk works on
+    # another thread is not muted by that work.
+    __slots__ = ("_rec", "_thread")
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
-        self._guard: Any = None
-        self._modes: Any = None
+        self._thread = _MuteDepth()
+
+    def count(self) -> int:
+        """How deep this thread is in gradwalk's own work (0: not muted)."""
+        return self._thread.count
 
     def __enter__(self) -> None:
-        rec = self._rec
-        rec.muted += 1
-        if rec.muted == 1:
-            self._guard = torch._C.DisableTorchFunction()
-            self._guard.__enter__()
+        here = self._thread
+        count = here.count + 1
+        here.count = count
+        if count == 1:
+            here.guard = torch._C.DisableTorchFunction()
+            here.guard.__enter__()
             # and the snippet's dispatch modes: see dispatch.py
-            self._modes = modes_aside()
-            self._modes.__enter__()
+            here.modes = modes_aside()
+            here.modes.__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        rec = self._rec
-        rec.muted -= 1
-        if rec.muted == 0:
-            modes, self._modes = self._modes, None
+        here = self._thread
+        here.count -= 1
+        if here.count == 0:
+            modes, here.modes = here.modes, None
             modes.__exit__(None, None, None)
-            guard, self._guard = self._guard, None
+            guard, here.guard = here.guard, None
             guard.__exit__(None, None, None)
 
 
@@ -141,7 +156,6 @@ class Recorder:
         self.active = False
         self.detail = True
         self.values = True
-        self.muted = 0
         self.failures = 0  # things gradwalk failed to record (see observation_failed)
         self.eager = EagerCompile()
         self.functions = FunctionCalls(self)
@@ -239,6 +253,11 @@ class Recorder:
         self.failures += 1
         if STRICT:
             raise
+
+    @property
+    def muted(self) -> int:
+        """How deep the calling thread is in gradwalk's own work (0: not muted; see mute)."""
+        return self._mute.count()
 
     def mute(self) -> _Mute:
         """``with rec.mute():`` runs gradwalk's own tensor work without recording it.

@@ -121,10 +121,12 @@ class TapeMode(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         rec = self._rec
-        if rec.muted or not rec.active or _tracing_state() is not None:
-            # muted: gradwalk's own work; not active: a snippet's thread that outlived the
-            # run (NOTE [Threads] in threads.py); tracing: torch.jit.trace records the ops
-            # into its graph, and gradwalk's reads of them (tolist, item) would be recorded too
+        # gradwalk's own work (rec.mute()) never comes here: the mute switches torch-function
+        # handling off for its thread (NOTE [Muted work skips the mode] in recorder.py)
+        if not rec.active or _tracing_state() is not None:
+            # not active: a snippet's thread that outlived the run (NOTE [Threads] in
+            # threads.py); tracing: torch.jit.trace records the ops into its graph, and
+            # gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__") and (name == "__set__" or _attribute_op(func) is None):

@@ -8,9 +8,12 @@ and did see it). While a recorder is installed, every ``Thread.start`` wraps the
 ``run`` (an instance attribute: a subclass's own ``run`` is wrapped too) so that the thread
 runs inside a tape mode of its own (which records in full detail when the run does, as the
 main thread's) and the recorder's saved-tensor hooks. A thread still running after the recorder is removed records nothing
-more (``Recorder.active``; the tape mode checks it). Events from two threads are numbered
-and handed to the sink one at a time (``Recorder.emit``); a snippet's threads that run ops
-*at the same time* as each other are recorded in the order their ops finish.
+more (``Recorder.active``; the tape mode checks it), and nothing is emitted after
+``run_finished`` (``Recorder.emit_last``). Threads that run at the same time record one op
+or backward call at a time (``Recorder.serial``), in the order their ops finish; events are
+numbered and handed to the sink one at a time; gradwalk's own work is muted per thread (its
+mute on one thread once hid another thread's ops from the tape). A custom
+``autograd.Function`` is recorded on these threads as on the recorder's (``recording``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class SnippetThreads:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._original: Callable[[threading.Thread], None] | None = None
+        # the snippet's threads running in a tape mode now, by threading.get_ident()
+        self.recording: set[int] = set()
 
     def install(self) -> None:
         original = threading.Thread.start
@@ -61,11 +66,14 @@ class SnippetThreads:
         """The recorder's tape mode and saved-tensor hooks, on this thread's own stacks;
         nothing when the recorder is gone or fails to enter them (the thread runs as it would)."""
         rec = self._rec
+        ident = threading.get_ident()
         with contextlib.ExitStack() as stack:
             try:
                 if rec.active:
                     stack.enter_context(rec.memory.hooks())
                     stack.enter_context(TapeMode(rec))
+                    self.recording.add(ident)
+                    stack.callback(self.recording.discard, ident)
             except Exception:
                 rec.observation_failed()
             yield

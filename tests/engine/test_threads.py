@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 import torch
 
 from engine import record
@@ -118,3 +119,40 @@ def test_a_thread_that_outlives_the_run_records_nothing_after_it() -> None:
     outliver.join()  # it ran on after the run, its tape mode idle
     assert len(events) == len(trace.events) and events[-1]["type"] == "run_finished"
     assert events[-1]["status"] == "ok"
+
+
+BODIES = {
+    "a custom autograd.Function": (
+        "class Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        ctx.save_for_backward(x)\n        return x ** 3\n    @staticmethod\n"
+        "    def backward(ctx, g):\n        (x,) = ctx.saved_tensors\n        return 3 * x ** 2 * g\n"
+        "x = torch.tensor(2.0, requires_grad=True)\ndef work():\n    Cube.apply(x).backward()\n"
+    ),
+    "a training step": (
+        "torch.manual_seed(0)\nnet = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "def work():\n    opt.zero_grad()\n    loss = net(torch.ones(4, 3)).pow(2).mean()\n    loss.backward()\n"
+        "    opt.step()\n"
+    ),
+}
+
+
+def _what_it_recorded(trace: Trace) -> tuple[Any, ...]:
+    names = _nodes(trace)
+    return (
+        [(e.name, e.line, e.module_path) for e in _of(trace, "op")],
+        [names[e.node] for e in _of(trace, "node_executed")],
+        [(e.before, e.added, e.after) for e in _of(trace, "grad_accumulated")],
+        [e.text for e in _of(trace, "output")],
+        [(e.step, e.loss, e.grad_norm, e.update_norm, e.graph_bytes) for e in _of(trace, "optimizer_step")],
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_work_run_in_a_thread_records_what_it_records_run_directly(name: str) -> None:
+    body = "import torch, threading\n" + BODIES[name]
+    direct = record(body + "work()\nprint('done')\n")
+    threaded = record(body + "t = threading.Thread(target=work)\nt.start()\nt.join()\nprint('done')\n")
+    assert threaded.events[-1].status == direct.events[-1].status == "ok"
+    assert _what_it_recorded(threaded) == _what_it_recorded(direct)
+    assert _of(direct, "node_executed")  # something to compare
+    assert len(_of(threaded, "optimizer_step")) == (name == "a training step")
