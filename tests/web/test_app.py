@@ -80,11 +80,14 @@ for step in range(20):
 
 def test_the_stepper_keeps_a_training_loops_graph_readable(page: Any) -> None:
     # The first 3 steps are recorded in full: 3 backward calls, 3 graphs, 60+ nodes, too tall
-    # for the pane at a zoom where labels show (they hide below 0.62). The graph view shows
-    # the overview; the stepper shows its node readable, and tells the three calls apart.
+    # for the pane at a zoom where labels show (they hide below 0.62). The run opens on its
+    # first call (graph-calls.ts); with every call chosen, the graph view shows the
+    # overview, and the stepper shows its node readable and tells the three calls apart.
     open_app(page)
     run_source(page, TRAINING_LOOP)
     page.click("#gw-tab-tape")
+    expect(page.locator(".gw-graph-calls select")).to_have_value("0")
+    page.select_option(".gw-graph-calls select", "all")
     page.wait_for_function("() => window.gradwalk.graph.core.zoom() < 0.62")
     # an edge into a module group is labelled below the group's name, not over it (its
     # midpoint lies on the group's top border: the label hid model.5's name but for "mo")
