@@ -59,13 +59,10 @@ class FunctionCalls:
 
     def _record(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         rec = self._rec
-        if (
-            not rec.active
-            or rec.muted
-            or not rec.detail
-            or rec.in_optimizer
-            or (threading.get_ident() != self._thread and threading.get_ident() not in rec.threads.recording)
-        ):
+        if not rec.active or rec.muted or not rec.detail or rec.in_optimizer:
+            return
+        thread = threading.get_ident()
+        if thread != self._thread and thread not in rec.threads.recording:
             return
         outputs: list[torch.Tensor] = []
         tensors_in(result, outputs)

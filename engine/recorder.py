@@ -19,7 +19,6 @@ from typing import Any
 import torch
 
 from .backward import BackwardTracker
-from .dispatch import modes_aside
 from .eager import EagerCompile
 from .events import Limits
 from .functions import FunctionCalls
@@ -27,6 +26,7 @@ from .graph import GraphRecorder
 from .hand_loops import HandLoop
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
+from .mute import Mute
 from .op_arguments import op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
@@ -81,60 +81,6 @@ def _mode_on_top(mode: TapeMode) -> bool:
     return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
 
 
-class _MuteDepth(threading.local):
-    """One thread's depth in gradwalk's own work, with the guards its outermost mute entered."""
-
-    count = 0
-    guard: Any = None
-    modes: Any = None
-
-
-class _Mute:
-    """The context manager behind :meth:`Recorder.mute` (nests: it counts).
-
-    # NOTE [Muted work skips the mode]
-    # The outermost mute also switches ``__torch_function__`` handling off for the thread
-    # (``torch._C.DisableTorchFunction``), so gradwalk's own tensor calls go straight to
-    # PyTorch instead of through the tape mode's Python handler only to be waved through:
-    # with the mode on the stack, ``t.shape`` cost 3.2 us instead of 0.2 and ``t.sum()``
-    # 7.6 us instead of 2.5 (an optimizer step's norms, a backward's loss, the detectors).
-    # Tensor subclasses' own handlers are skipped there too: gradwalk only reads them.
-    """
-
-    # Per thread (NOTE [Threads] in threads.py): the guard switches handling off for the
-    # thread that entered it, and a snippet's thread recording while gradwalk works on
-    # another thread is not muted by that work.
-    __slots__ = ("_rec", "_thread")
-
-    def __init__(self, rec: Recorder) -> None:
-        self._rec = rec
-        self._thread = _MuteDepth()
-
-    def count(self) -> int:
-        """How deep this thread is in gradwalk's own work (0: not muted)."""
-        return self._thread.count
-
-    def __enter__(self) -> None:
-        here = self._thread
-        count = here.count + 1
-        here.count = count
-        if count == 1:
-            here.guard = torch._C.DisableTorchFunction()
-            here.guard.__enter__()
-            # and the snippet's dispatch modes: see dispatch.py
-            here.modes = modes_aside()
-            here.modes.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        here = self._thread
-        here.count -= 1
-        if here.count == 0:
-            modes, here.modes = here.modes, None
-            modes.__exit__(None, None, None)
-            guard, here.guard = here.guard, None
-            guard.__exit__(None, None, None)
-
-
 class Recorder:
     """Record one run into ``sink``. Not reentrant; one recorder per run."""
 
@@ -160,7 +106,7 @@ class Recorder:
         self.eager = EagerCompile()
         self.functions = FunctionCalls(self)
         self.threads = SnippetThreads(self)
-        self._mute = _Mute(self)
+        self._mute = Mute()
         self.in_optimizer = False
         self.ops = 0
         self.dropped_ops = 0
@@ -218,11 +164,11 @@ class Recorder:
             self.closed = True
 
     def _send(self, event: dict[str, Any]) -> None:
-        with self._emitting:
-            event["seq"] = self.seq
-            event["t"] = time.perf_counter() - self.t0
-            self.seq += 1
-            self._sink(event)
+        # under emit's lock: its one caller
+        event["seq"] = self.seq
+        event["t"] = time.perf_counter() - self.t0
+        self.seq += 1
+        self._sink(event)
 
     def counts(self) -> dict[str, int]:
         """Exact totals so far (the ``counts`` of ``run_finished``, which it includes)."""
@@ -259,7 +205,7 @@ class Recorder:
         """How deep the calling thread is in gradwalk's own work (0: not muted; see mute)."""
         return self._mute.count()
 
-    def mute(self) -> _Mute:
+    def mute(self) -> Mute:
         """``with rec.mute():`` runs gradwalk's own tensor work without recording it.
 
         A plain class, not a generator context manager: it brackets work on hot paths

@@ -122,7 +122,7 @@ class TapeMode(TorchFunctionMode):
         kwargs = kwargs or {}
         rec = self._rec
         # gradwalk's own work (rec.mute()) never comes here: the mute switches torch-function
-        # handling off for its thread (NOTE [Muted work skips the mode] in recorder.py)
+        # handling off for its thread (NOTE [Muted work skips the mode] in mute.py)
         if not rec.active or _tracing_state() is not None:
             # not active: a snippet's thread that outlived the run (NOTE [Threads] in
             # threads.py); tracing: torch.jit.trace records the ops into its graph, and

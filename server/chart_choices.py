@@ -1,6 +1,7 @@
 """The charts' choices a link, an embed, an export and a classroom carry: the y scale of
 their axes, whether gradient and update norms are drawn per parameter, which other run
-is drawn dashed under the one shown, and which charts are hidden.
+is drawn dashed under the one shown, and which charts are hidden; with them travels the
+graph's backward() call (:data:`CallChoice`).
 
 The names match the viewer's query string (``web/src/url-state.ts``):
 ``?yscale=auto|linear|log&norms=together|per-parameter&compare=RUN_ID&hide=grad,update``.
@@ -19,9 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field
 
 __all__ = [
+    "CALL_CHOICE",
     "COMPARE_PATTERN",
     "HIDE_IDS_TEXT",
     "HIDE_ID_PATTERN",
@@ -31,6 +35,7 @@ __all__ = [
     "MAX_ID_LENGTH",
     "NORMS",
     "Y_SCALES",
+    "CallChoice",
     "Norms",
     "YScale",
     "check_hide",
@@ -39,6 +44,10 @@ __all__ = [
 ]
 
 YScale = Literal["auto", "linear", "log"]
+# the graph's backward() call: one, counted from 1, or "all" (every call's graph); none is
+# the run's default (web/src/graph-calls.ts defaultCall). CALL_CHOICE is it for validation.
+CallChoice = int | Literal["all"]
+CALL_CHOICE = Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"]
 Norms = Literal["together", "per-parameter"]
 Y_SCALES: tuple[str, ...] = get_args(YScale)
 NORMS: tuple[str, ...] = get_args(Norms)

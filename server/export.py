@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .chart_choices import COMPARE_PATTERN, HIDE_IDS_TEXT, Y_SCALES, YScale, check_hide, parse_hide
+from .chart_choices import (
+    COMPARE_PATTERN,
+    HIDE_IDS_TEXT,
+    Y_SCALES,
+    CallChoice,
+    YScale,
+    check_hide,
+    parse_hide,
+)
 from .library import title_for
 from .version import VERSION
 
@@ -33,7 +41,6 @@ __all__ = [
     "THEMES",
     "VIEWS",
     "BundleMissing",
-    "CallChoice",
     "add_export_parser",
     "check_call_in",
     "check_chart_names",
@@ -125,8 +132,6 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
 
 
 THEMES = ("light", "dark")
-# a page's choice of backward() call: one, counted from 1, or "all" (every call's graph)
-CallChoice = int | Literal["all"]
 
 
 def check_choices(

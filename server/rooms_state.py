@@ -5,11 +5,10 @@ Split out of :mod:`server.rooms` (which re-exports everything here).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 from pydantic import Field, field_validator
 
 from .chart_choices import (
+    CALL_CHOICE,
     COMPARE_PATTERN,
     HIDE_IDS_TEXT,
     HIDE_PATTERN,
@@ -55,7 +54,7 @@ class RoomState(StrictRequest):
     view: str = Field(default="tape", pattern=_VIEW_PATTERN, description="the open view: tape, stepper, ...")
     step: int | None = Field(default=None, ge=0, le=10_000_000, description="the backward stepper's step")
     op: int | None = Field(default=None, ge=0, le=10_000_000, description="the tape scrubber's op")
-    call: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"] | None = Field(
+    call: CALL_CHOICE | None = Field(
         default=None,
         description="the backward() call whose graph alone is drawn, counted from 1; all: every call's; "
         "null: the run's default (its first call where a loop's calls copy one big graph, else every call's)",

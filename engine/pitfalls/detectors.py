@@ -274,14 +274,15 @@ class PitfallWatch:
             self._zero_grad_fix(),
         )
 
+    @functools.cached_property
+    def _uncalled(self) -> list[tuple[int, str, str]]:
+        """The snippet's loop methods named without parentheses, read from its source once."""
+        return uncalled_methods(self._rec.source_lines)
+
     def _zero_grad_fix(self) -> str:
         """The fix of missing-zero-grad: add the parentheses where the snippet names
         ``opt.zero_grad`` without calling it, else call it once per step."""
-        uncalled = [
-            (line, name)
-            for line, name, method in uncalled_methods(self._rec.source_lines)
-            if method == "zero_grad"
-        ]
+        uncalled = [(line, name) for line, name, method in self._uncalled if method == "zero_grad"]
         if uncalled:
             line, name = uncalled[0]
             return (
@@ -356,7 +357,7 @@ class PitfallWatch:
         self._finish_uncalled()
 
     def _finish_uncalled(self) -> None:
-        for line, name, method in uncalled_methods(self._rec.source_lines):
+        for line, name, method in self._uncalled:
             self._say(
                 "method-not-called",
                 line,

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
-from pydantic import Field
 
 from ..chart_choices import (
+    CALL_CHOICE,
     COMPARE_PATTERN,
     HIDE_IDS_TEXT,
     HIDE_PATTERN,
@@ -52,7 +52,7 @@ async def export_run(
     ] = None,
     step: Annotated[int | None, Query(ge=0, le=10_000_000, description="backward step, 0-based")] = None,
     call: Annotated[
-        Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"] | None,
+        CALL_CHOICE | None,
         Query(
             description="draw this backward() call's graph only, counted from 1; all: every call's "
             "(default: the run's own, its first call where a loop's calls copy one big graph)"
