@@ -47,6 +47,10 @@ def _describe(error: Any) -> dict[str, Any]:
         out["ctx"] = {k: str(v) for k, v in error["ctx"].items()}
     # Echo small inputs only: a rejected 100 kB source should not come back whole.
     value = error.get("input")
+    if isinstance(value, bytes):
+        # a body that is not JSON (a text/plain post) comes back as its bytes, which need
+        # not be UTF-8: echoed as text, an undecodable byte as U+FFFD
+        value = value.decode("utf-8", errors="replace")
     if isinstance(value, str | int | float | bool) or value is None:
         text = value if not isinstance(value, str) else value[:_MAX_ECHO]
         out["input"] = text

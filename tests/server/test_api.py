@@ -188,6 +188,30 @@ def test_form_posts_are_not_runs(api: httpx.Client) -> None:
     assert response.status_code == 422
 
 
+def _operations_with_a_body(api: httpx.Client) -> list[tuple[str, str]]:
+    """(method, path) of every operation in the server's OpenAPI that takes a request body."""
+    paths = run_json(api.get("/openapi.json"))["paths"]
+    return [
+        (method.upper(), path.replace("{", "").replace("}", ""))
+        for path, operations in paths.items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    ]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream"])
+def test_a_body_that_is_neither_json_nor_utf8_is_refused_on_every_route(
+    api: httpx.Client, content_type: str
+) -> None:
+    # A non-JSON body reaches the error answer as its raw bytes; undecodable ones made it a 500.
+    operations = _operations_with_a_body(api)
+    assert len(operations) >= 5, operations  # runs, traces, rooms, a room's state and runs, lessons
+    for method, path in operations:
+        response = api.request(method, path, content=b"\xff\xfe\x00", headers={"content-type": content_type})
+        assert 400 <= response.status_code < 500, (method, path, response.status_code, response.text)
+        assert run_json(response)["detail"], (method, path)
+
+
 def test_bad_query_is_422(api: httpx.Client) -> None:
     assert api.get("/api/runs", params={"limit": "many"}).status_code == 422
     assert api.get("/api/runs", params={"limit": 0}).status_code == 422
