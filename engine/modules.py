@@ -56,6 +56,9 @@ class ModuleTracker:
         self._params: dict[int, tuple[str, str]] = {}
         self._roots: dict[int, str] = {}
         self._param_refs: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
+        # buffers' names (``net.bn.running_mean``), by id, with the buffer itself to check
+        # that the id is still its (a module may rebind a buffer and free the old one)
+        self._buffers: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
         # ids of modules and parameters named provisionally: after their class or a
         # function's local (NOTE [Names under a container])
         self._provisional: set[int] = set()
@@ -119,6 +122,11 @@ class ModuleTracker:
             self.name_swapped()
             found = self._params.get(id(p))
         return found or (None, None)
+
+    def buffer_name(self, t: torch.Tensor) -> str | None:
+        """Return the qualified name of a module's buffer (``net.bn.running_mean``), or ``None``."""
+        found = self._buffers.get(id(t))
+        return found[1] if found is not None and found[0]() is t else None
 
     def name_swapped(self) -> None:
         """Name the parameters of modules that torch.func had swapped out when the modules
@@ -278,7 +286,20 @@ class ModuleTracker:
                 swapped = True
                 continue
             self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name, provisional)
+        for b_name, b in module.named_buffers():
+            if has_storage(b):
+                self._add_buffer(b, f"{path}.{b_name}", provisional)
         return swapped
+
+    def _add_buffer(self, b: torch.Tensor, name: str, provisional: bool) -> None:
+        """Name a module's buffer (BatchNorm's ``running_mean``): the tape reads
+        ``batch_norm h, net.bn.running_mean, …`` rather than an id. It stays no parameter."""
+        known = self._buffers.get(id(b))
+        if known is not None and known[0]() is b and id(b) not in self._provisional:
+            return
+        self._mark(b, provisional)
+        self._buffers[id(b)] = (weakref.ref(b), name)
+        self._rec.tensors.rename(b, name)
 
     def _mark(self, obj: object, provisional: bool) -> None:
         if provisional:

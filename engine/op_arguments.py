@@ -36,6 +36,14 @@ def _defaults_of(func: Any) -> dict[str, Any]:
             found = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
         except (TypeError, ValueError):
             found = {}
+        if not found and inspect.isfunction(func) and func.__closure__:
+            # a dispatcher, ``fn(*args, **kwargs)``: ``F.max_pool2d`` picks one of two
+            # functions by ``return_indices``; their defaults are its own
+            for cell in func.__closure__:
+                with contextlib.suppress(ValueError):  # an empty cell
+                    inner = cell.cell_contents
+                    if inspect.isfunction(inner) and inner is not func:
+                        found = {**_defaults_of(inner), **found}
         with contextlib.suppress(TypeError):
             _defaults_cache[func] = found
     return found

@@ -115,6 +115,8 @@ class TapeMode(TorchFunctionMode):
     def __init__(self, rec: Recorder) -> None:
         super().__init__()
         self._rec = rec
+        # nonzero on a thread making a DataLoader batch (NOTE [Loader batches] in loaders.py)
+        self._making = rec.loaders.making
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -123,10 +125,11 @@ class TapeMode(TorchFunctionMode):
         rec = self._rec
         # gradwalk's own work (rec.mute()) never comes here: the mute switches torch-function
         # handling off for its thread (NOTE [Muted work skips the mode] in mute.py)
-        if not rec.active or _tracing_state() is not None:
+        if not rec.active or self._making.depth or _tracing_state() is not None:
             # not active: a snippet's thread that outlived the run (NOTE [Threads] in
-            # threads.py); tracing: torch.jit.trace records the ops into its graph, and
-            # gradwalk's reads of them (tolist, item) would be recorded too
+            # threads.py); making: a loader's batch, recorded as one op once made (NOTE
+            # [Loader batches] in loaders.py); tracing: torch.jit.trace records the ops into
+            # its graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__") and (name == "__set__" or _attribute_op(func) is None):

@@ -212,7 +212,7 @@ class TensorTable:
         is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
         # before ``t`` has its id: naming the parameters of a module torch.func had swapped
         # out (NOTE [Parameters under torch.func] in modules.py) must not rename ``t`` yet
-        name, param_name = rec.modules.param_name(t) if is_param else (None, None)
+        name, param_name = rec.modules.param_name(t) if is_param else (rec.modules.buffer_name(t), None)
         tid = self.count
         self.count = tid + 1
         self._by_object[id(t)] = tid

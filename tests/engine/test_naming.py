@@ -265,6 +265,29 @@ F.linear(torch.ones(3, 2), lin.weight, lin.bias).sum().backward()
     assert q.final_grads(trace) == {"lin.weight": [3.0, 3.0], "lin.bias": [3.0]}
 
 
+def test_a_modules_buffers_are_named_by_their_paths_and_stay_no_parameters() -> None:
+    source = """
+import torch
+net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+net(torch.randn(5, 3)).sum().backward()
+"""
+    trace = record(source)
+    names = q.tensor_names(trace)
+    norm = next(op for op in q.events_of(trace, "op") if op.name == "batch_norm")
+    assert [names.get(t) for t in norm.inputs[1:3]] == ["net.1.running_mean", "net.1.running_var"]
+    counted = next(op for op in q.events_of(trace, "op") if op.name == "add" and op.inplace)
+    assert names[counted.inputs[0]] == names[counted.outputs[0]] == "net.1.num_batches_tracked"
+    buffers = [e for e in q.events_of(trace, "tensor") if names.get(e.id, "").startswith("net.1.running")]
+    assert buffers and not any(e.is_param for e in buffers)
+    # the final state lists parameters and leaves only, as before
+    assert [e.name for e in q.events_of(trace, "tensor_final")] == [
+        "net.0.weight",
+        "net.0.bias",
+        "net.1.weight",
+        "net.1.bias",
+    ]
+
+
 def test_a_model_called_as_a_whole_still_names_its_layers_by_their_paths() -> None:
     source = """
 import torch

@@ -85,6 +85,23 @@ def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
     assert [(k.name, k.value) for k in arange.keywords] == [("requires_grad", True)]
 
 
+def test_a_dispatchers_keywords_at_their_defaults_are_left_out() -> None:
+    # F.max_pool2d is fn(*args, **kwargs) choosing one of two functions by return_indices:
+    # their defaults are its own, and every keyword arrives at the mode
+    src = (
+        "import torch, torch.nn.functional as F\n"
+        "x = torch.randn(1, 1, 4, 4, requires_grad=True)\n"
+        "a = F.max_pool2d(x, 2)\n"
+        "b = F.max_pool2d(x, 2, padding=1, ceil_mode=True)\n"
+        "c = torch.nn.MaxPool2d(2)(x)\n"
+    )
+    ops = {op.line: op for op in _ops(record(src))}
+    keywords = {line: [(k.name, k.value) for k in op.keywords] for line, op in ops.items()}
+    assert keywords[3] == []
+    assert keywords[5] == [("stride", 2)]  # the module passes its stride, kernel_size by default
+    assert keywords[4] == [("padding", 1), ("ceil_mode", True)]
+
+
 def test_a_saved_negative_integer_reads_negative_not_as_an_unsigned_number() -> None:
     # PyTorch hands a node's saved negative dim back as unsigned: x.sum(-1) saved
     # "(18446744073709551615,)", which the stepper printed as the dim it sums over

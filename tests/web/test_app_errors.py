@@ -127,6 +127,23 @@ def test_an_empty_graph_says_why_it_is_empty(page: Any) -> None:
         expect(empty).to_be_visible()
         expect(empty).to_contain_text(why)
         expect(empty).not_to_contain_text("Press")
+    # A run that stopped on an error before its model ran (a DataLoader with worker
+    # processes, which the sandbox refuses): the text told to add requires_grad=True, which
+    # the model's parameters had; it names the error and its line. An error about grad
+    # itself keeps the diagnosis above.
+    for source, state, why in (
+        (
+            "import torch\nnet = torch.nn.Linear(2, 1)\nbatch = [1, 2][5]\nnet(torch.ones(2)).sum().backward()\n",
+            "error",
+            "the run stopped on IndexError at line 3 before any operation built one",
+        ),
+        ("import torch\nx = torch.ones(3)\n(x * 2).sum().backward()\n", "error", "requires_grad=True"),
+    ):
+        page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
+        page.click("[data-gw=run]")
+        page.wait_for_selector(f"[data-gw=status][data-state={state}]", timeout=60_000)
+        expect(empty).to_be_visible()
+        expect(empty).to_contain_text(why)
     run_example(page, "cubic")
     expect(empty).to_be_hidden()
 

@@ -260,6 +260,27 @@ function failureText(model: TraceModel, index: number): string {
   return `backward()${where} failed: see the output panel.`;
 }
 
+const STOPPED: Record<string, string> = {
+  timeout: "ran out of time",
+  cancelled: "was stopped",
+  crashed: "crashed",
+  limit: "reached a limit",
+};
+
+/**
+ * Why a run that ended before it built a graph has none: its error and line (an error in a
+ * data-loading loop is no sign that nothing requires grad), or its stop. Null for a run that
+ * finished, or whose error is about grad itself (the diagnoses below say what to change).
+ */
+function endedEarly(model: TraceModel): string | null {
+  const status = model.finished?.status;
+  if (!status || status === "ok") return null;
+  const error = model.errors[model.errors.length - 1];
+  if (status === "error" && (!error || /requires? grad|requires_grad|grad_fn/.test(error.message))) return null;
+  const how = status === "error" ? `stopped on ${error.exc_type}${error.line ? ` at line ${error.line}` : ""}` : (STOPPED[status] ?? "ended");
+  return `No graph: the run ${how} before any operation built one. The output panel says more.`;
+}
+
 /**
  * What the graph pane says while it shows no node: before a run, while one starts, or after
  * a run that built no graph (and why: everything under no_grad, a leaf that requires grad
@@ -268,6 +289,8 @@ function failureText(model: TraceModel, index: number): string {
 export function emptyGraphText(model: TraceModel, beforeRun: string | null = null): string {
   if (!model.run) return beforeRun ?? "Press ▶ Run (or Ctrl+Enter) to run the code: the graph autograd records appears here.";
   if (!model.isFinished) return "Running: the graph appears as the code builds it.";
+  const ended = endedEarly(model);
+  if (ended) return ended;
   if (model.ops.length === 0) return "This run made no tensor operation, so autograd recorded no graph.";
   const readsGrad = (op: OpRecorded) => op.grad_mode !== "grad" && op.inputs.some((id) => model.tensor(id)?.ev.requires_grad);
   if (model.ops.some(readsGrad)) {

@@ -172,7 +172,7 @@ export class InspectorView {
  */
 function savedNumberText(m: TraceModel, node: NodeCreated, dtype: string | null | undefined): string {
   const v = wrappedNumber(m, node, WRAPPED_NUMBER_OPS);
-  if (v !== null) return `${numberText(v)} (a Python number)`;
+  if (v !== null) return `${numberText(v, 17)} (a Python number)`;
   if (!dtype) return "—";
   return `${dtype.startsWith("int") ? "an" : "a"} ${dtype} number`;
 }

@@ -68,12 +68,19 @@ const MAX_KEY = 12;
 /** What stands for an operand left out to keep a label short. */
 export const ELIDED = "…";
 
-/** A Python number as the snippet would write it (`4`, `0.1`, `1e-8`). */
-export function numberText(value: number | boolean): string {
+/** Significant digits of a number written into a label or a tape row (`math.pi` reads 3.14159). */
+const LABEL_DIGITS = 6;
+
+/**
+ * A Python number as the snippet would write it (`4`, `0.1`, `1e-8`): a float to `digits`
+ * significant digits, so a computed one (`-math.pi`, `1 / 3`) does not take a tape row's
+ * width in digits; pass 17 for the number exactly (its shortest form that reads back the same).
+ */
+export function numberText(value: number | boolean, digits = LABEL_DIGITS): string {
   if (typeof value === "boolean") return value ? "True" : "False";
   if (Number.isNaN(value)) return "nan";
   if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
-  return String(value);
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(digits)));
 }
 
 const atom = (text: string): Expr => ({ text, prec: ATOM });

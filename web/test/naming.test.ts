@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, numberText, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -169,4 +169,13 @@ test("a tape row leaves out a True/False whose neighbours it cannot show, and ke
   assert.deepEqual(moves.map((op) => argumentsText(model, op)), ["model.weight", "model.bias"]);
   const sum = model.ops.find((op) => op.name === "sum")!;
   assert.equal(argumentsText(model, sum), "x, 0, True");
+});
+
+test("a computed float reads to 6 significant digits in labels and tape rows; written ones as written", () => {
+  // torch.linspace(-math.pi, math.pi, 2000) filled a narrow tape column with 3.141592653589793
+  assert.equal(numberText(-Math.PI), "-3.14159");
+  assert.equal(numberText(1 / 3), "0.333333");
+  assert.deepEqual([0.1, 1e-8, 2000, 0.05, 1.01, 123456789].map((v) => numberText(v)), ["0.1", "1e-8", "2000", "0.05", "1.01", "123456789"]);
+  assert.equal(numberText(Math.PI, 17), "3.141592653589793"); // exactly, where there is room
+  assert.deepEqual([true, NaN, -Infinity].map((v) => numberText(v)), ["True", "nan", "-inf"]);
 });
