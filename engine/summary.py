@@ -28,9 +28,17 @@ def _short(v: FullValue | SummaryValue | None) -> str:
     if not v.shape:
         return _number(value_of(v))
     if len(v.flat) <= _MAX_LISTED:
-        return "[" + ", ".join(_number(x) for x in v.flat) + "]"
+        return _nested(v.flat, v.shape)  # in rows, as Python prints it: [[1, 2, 3], [4, 5, 6]]
     norm = math.sqrt(sum(float(x) ** 2 for x in v.flat))
     return f"norm {_number(norm)} {v.shape}"
+
+
+def _nested(flat: list[Any], shape: list[int]) -> str:
+    """``flat`` (row-major) written as nested lists of ``shape``."""
+    if len(shape) <= 1:
+        return "[" + ", ".join(_number(x) for x in flat) + "]"
+    size = len(flat) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(_nested(flat[i * size : (i + 1) * size], shape[1:]) for i in range(shape[0])) + "]"
 
 
 def summarize(trace: Any) -> str:

@@ -69,6 +69,14 @@ def test_the_command_lines_summary_shows_the_final_name() -> None:
     assert "  x.grad = [2, 2]" in summarize(trace).splitlines()
 
 
+def test_the_command_lines_summary_writes_a_small_matrix_in_rows() -> None:
+    # a [2, 3] gradient read as six numbers in one flat list, its shape lost
+    trace = record(
+        "import torch\nw = torch.ones(2, 3, requires_grad=True)\n(w * torch.arange(6.0).view(2, 3)).sum().backward()\n"
+    )
+    assert "  w.grad = [[0, 1, 2], [3, 4, 5]]" in summarize(trace).splitlines()
+
+
 def test_a_leaf_made_in_a_function_takes_the_module_levels_name_at_the_end() -> None:
     # named `t` where it was first used; by the end of the run the module level binds it as x
     source = """
