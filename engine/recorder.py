@@ -24,7 +24,7 @@ from .events import Limits
 from .functions import FunctionCalls
 from .graph import GraphRecorder
 from .hand_loops import HandLoop
-from .loaders import LoaderBatches
+from .library_calls import LibraryCalls
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .mute import Mute
@@ -107,7 +107,7 @@ class Recorder:
         self.eager = EagerCompile()
         self.functions = FunctionCalls(self)
         self.threads = SnippetThreads(self)
-        self.loaders = LoaderBatches(self)
+        self.library_calls = LibraryCalls(self)
         self._mute = Mute()
         self.in_optimizer = False
         self.ops = 0
@@ -392,7 +392,7 @@ class Recorder:
             self.eager.install()
             self.functions.install()
             self.threads.install()
-            self.loaders.install()
+            self.library_calls.install()
             self._apply_detail()
         except BaseException:
             self._uninstall()
@@ -424,7 +424,7 @@ class Recorder:
                 self.eager.remove()
                 self.functions.remove()
                 self.threads.remove()
-                self.loaders.remove()
+                self.library_calls.remove()
 
     def finish(self, scope: dict[str, Any]) -> None:
         """Name what ``scope`` still binds and emit the final state of named leaves."""

@@ -115,8 +115,9 @@ class TapeMode(TorchFunctionMode):
     def __init__(self, rec: Recorder) -> None:
         super().__init__()
         self._rec = rec
-        # nonzero on a thread making a DataLoader batch (NOTE [Loader batches] in loaders.py)
-        self._making = rec.loaders.making
+        # nonzero on a thread inside a library call recorded as one op (a DataLoader's
+        # batch: NOTE [Library calls as one op] in library_calls.py)
+        self._making = rec.library_calls.making
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -127,8 +128,8 @@ class TapeMode(TorchFunctionMode):
         # handling off for its thread (NOTE [Muted work skips the mode] in mute.py)
         if not rec.active or self._making.depth or _tracing_state() is not None:
             # not active: a snippet's thread that outlived the run (NOTE [Threads] in
-            # threads.py); making: a loader's batch, recorded as one op once made (NOTE
-            # [Loader batches] in loaders.py); tracing: torch.jit.trace records the ops into
+            # threads.py); making: a library call, recorded as one op once it returns (NOTE
+            # [Library calls as one op] in library_calls.py); tracing: torch.jit.trace records the ops into
             # its graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")

@@ -181,7 +181,9 @@ class TensorTable:
             if leaf is None:
                 continue
             live.append(tid)
-            name = self.names.get(tid)
+            # or its newest version's: a parameter an init changed in place before its module
+            # was named (``nn.init.xavier_uniform_(model[0].weight)``) is named under that version
+            name = self.names.get(tid) or self.names.get(self.known(leaf))  # type: ignore[arg-type]
             if name is None:
                 continue
             grad = leaf.grad

@@ -296,6 +296,23 @@ net(torch.randn(5, 3)).sum().backward()
     ]
 
 
+def test_a_parameters_grad_is_named_also_after_an_init_changed_it_before_its_module_ran() -> None:
+    # the init's in-place op made a new version of the weight before the module named it: the
+    # weight's .grad read as t11 (in clip_grad_norm_'s gradients, in a hand-written step)
+    source = """
+import torch
+model = torch.nn.Linear(2, 1)
+torch.nn.init.xavier_uniform_(model.weight)
+model(torch.ones(1, 2)).sum().backward()
+with torch.no_grad():
+    model.weight -= 0.1 * model.weight.grad
+"""
+    trace = record(source)
+    names = q.tensor_names(trace)
+    step = next(op for op in q.events_of(trace, "op") if op.line == 7 and op.name == "rmul")
+    assert [names.get(t) for t in step.inputs] == ["model.weight.grad"]
+
+
 def test_a_model_called_as_a_whole_still_names_its_layers_by_their_paths() -> None:
     source = """
 import torch

@@ -29,6 +29,10 @@ EXAMPLES = [
 
 # snippets the library has no example of, recorded for the unit tests under these names
 SNIPPETS = {
+    # a step clipped by norm: clip_grad_norm_ is one op, its gradients in and out (six each)
+    "clipped": "import torch, torch.nn as nn\ntorch.manual_seed(0)\n"
+    "net = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 1))\n"
+    "net(torch.randn(4, 2)).sum().backward()\nnn.utils.clip_grad_norm_(net.parameters(), 1.0)\n",
     # two models, one backward() each: each call's graph has a module of its own
     "two_models": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nfirst, second = nn.Linear(2, 1), nn.Linear(2, 1)\n"
     "x = torch.randn(3, 2)\nfirst(x).sum().backward()\nsecond(x).sum().backward()\n",

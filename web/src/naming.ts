@@ -290,8 +290,18 @@ export function elementSetText(m: TraceModel, op: OpRecorded): string {
  * dtype, None) is left out: with its neighbours unseen nothing says what it switches
  * (`p.to(device, None, False)` inside `model.to(device)` would read `to p, False`).
  */
-export function argumentsText(model: TraceModel, op: OpRecorded): string {
+export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity): string {
   const constants = op.constants ?? [];
   const shown = constants.filter((c, i) => typeof c.value !== "boolean" || c.position <= op.inputs.length + i);
-  return [...op.inputs.map((t) => tensorExpr(model, t)), ...shown.map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
+  const tensors = listed(op.inputs.map((t) => tensorExpr(model, t)), most);
+  return [...tensors, ...shown.map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
+}
+
+/** Tensors a tape row names before it counts the rest: `_foreach_mul_` of twenty gradients, a
+ * `torch.cat` of a list, `clip_grad_norm_` (its gradients in and out) filled the row. */
+export const TENSORS_LISTED = 4;
+
+/** `texts`, or past `most` of them the first `most - 1` and a count (`a, b, c, … +5 more`). */
+export function listed(texts: string[], most = TENSORS_LISTED): string[] {
+  return texts.length <= most ? texts : [...texts.slice(0, most - 1), `${ELIDED} +${texts.length - most + 1} more`];
 }

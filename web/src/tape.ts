@@ -4,7 +4,7 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, tensorExpr } from "./naming";
+import { argumentsText, elementSetText, listed, TENSORS_LISTED, tensorExpr } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -136,8 +136,12 @@ export class TapeView {
     const ins =
       op.name === "setitem" && op.inputs.length
         ? elementSetText(m, op)
-        : argumentsText(m, op);
-    const outs = op.outputs.map((t) => tensorExpr(m, t)).join(", ");
+        : argumentsText(m, op, TENSORS_LISTED);
+    const outTexts = op.outputs.map((t) => tensorExpr(m, t));
+    const outs = listed(outTexts).join(", ");
+    // a row that counts some of its tensors names them all on hover
+    const cut = op.inputs.length > TENSORS_LISTED || outTexts.length > TENSORS_LISTED;
+    const io = cut ? `${argumentsText(m, op)} → ${outTexts.join(", ")}` : undefined;
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
     // a fused op (nn.MultiheadAttention's forward) makes thirty nodes: the first few, then a count
@@ -153,7 +157,7 @@ export class TapeView {
       { type: "button", class: "gw-op", title: `${op.api}${op.line ? ` (line ${op.line})` : ""}` },
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
-      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io" }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
+      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
       h("span", { class: "gw-op-shape", text: out ? shapeText(out.ev.shape) : "" }),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,

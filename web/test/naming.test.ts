@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, numberText, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, numberText, TENSORS_LISTED, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -178,4 +178,17 @@ test("a computed float reads to 6 significant digits in labels and tape rows; wr
   assert.deepEqual([0.1, 1e-8, 2000, 0.05, 1.01, 123456789].map((v) => numberText(v)), ["0.1", "1e-8", "2000", "0.05", "1.01", "123456789"]);
   assert.equal(numberText(Math.PI, 17), "3.141592653589793"); // exactly, where there is room
   assert.deepEqual([true, NaN, -Infinity].map((v) => numberText(v)), ["True", "nan", "-inf"]);
+});
+
+test("a tape row names up to four tensors and counts the rest: clip_grad_norm_'s six gradients", () => {
+  const model = loadModel("clipped");
+  const clip = model.ops.find((op) => op.name === "clip_grad_norm");
+  assert.ok(clip);
+  assert.equal(clip.inputs.length, 6);
+  assert.equal(TENSORS_LISTED, 4);
+  assert.equal(argumentsText(model, clip, TENSORS_LISTED), "net.0.weight.grad, net.0.bias.grad, net.2.weight.grad, … +3 more, 1");
+  // whole where there is room (the row's hover text)
+  assert.equal(argumentsText(model, clip).split(", ").length, 7);
+  assert.deepEqual(listed(["a", "b", "c", "d"]), ["a", "b", "c", "d"]);
+  assert.deepEqual(listed(["a", "b", "c", "d", "e"]), ["a", "b", "c", "… +2 more"]);
 });

@@ -1,6 +1,6 @@
-"""A DataLoader's batch is one op of the tape (NOTE [Loader batches] in engine/loaders.py):
-the sampler's, the dataset's and the collate's ops make it off the tape, the snippet runs as
-without gradwalk, and its training numbers are PyTorch's."""
+"""Library calls recorded as one op each (NOTE [Library calls as one op] in
+engine/library_calls.py): a DataLoader's batch, gradient clipping. The ops that make them are
+off the tape, the snippet runs as without gradwalk, and its training numbers are PyTorch's."""
 
 from __future__ import annotations
 
@@ -155,3 +155,81 @@ def test_a_loader_in_metrics_only_steps_records_no_op_and_counts_none() -> None:
     batches = [op for op in _ops(trace) if op.name == "DataLoader"]
     steps = q.optimizer_steps(trace)
     assert len(steps) == 8 and 1 <= len(batches) < 8
+
+
+CLIPPED = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+X, y = torch.randn(16, 4), torch.randn(16, 1) * 10
+for step in range(3):
+    opt.zero_grad()
+    nn.functional.mse_loss(model(X), y).backward()
+    norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+    print(round(norm.item(), 5))
+"""
+CLIP_LINE = 9
+
+
+def test_clipping_is_one_op_whose_gradients_come_out_as_new_versions() -> None:
+    trace = record(CLIPPED)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    clips = [op for op in ops if op.line == CLIP_LINE]
+    assert [op.name for op in clips] == ["clip_grad_norm"] * 3  # not 12 ops of plumbing a step
+    assert not {"foreach_norm", "foreach_mul", "stack", "to"} & {op.name for op in ops}
+    names = q.tensor_names(trace)
+    params = ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
+    for op in clips:
+        assert op.api.endswith("clip_grad_norm_") and op.grad_mode == "no_grad" and op.inplace
+        assert [names.get(t) for t in op.inputs] == [f"{p}.grad" for p in params]
+        clipped = op.outputs[1:]
+        # the gradients it scaled in place: new versions, under their names
+        assert [names.get(t) for t in clipped] == [f"{p}.grad" for p in params]
+        assert not set(clipped) & set(op.inputs)
+        assert [(c.position, c.value) for c in op.constants] == [(1, 0.5)]
+    # the norm it returned: a tensor of the tape (the module level binds the last one's name)
+    shapes = {e.id: e.shape for e in q.events_of(trace, "tensor")}
+    assert all(shapes[op.outputs[0]] == [] for op in clips)
+    assert names.get(clips[-1].outputs[0]) == "norm"
+    # the norms it returned and the steps it clipped, as without gradwalk
+    printed = io.StringIO()
+    torch.manual_seed(0)
+    with contextlib.redirect_stdout(printed):
+        plain: dict[str, Any] = {"__name__": "__main__"}
+        exec(compile(CLIPPED, "plain.py", "exec"), plain)
+    assert q.stdout(trace) == printed.getvalue()
+    got = q.final_values(trace)
+    assert got["model.0.weight"] == plain["model"][0].weight.reshape(-1).tolist()
+    # the value the trace holds for a clipped gradient is the clipped one
+    values = {e.id: e.value for e in q.events_of(trace, "tensor")}
+    last = clips[-1].outputs[1]
+    assert values[last].flat == plain["model"][0].weight.grad.reshape(-1).tolist()
+
+
+def test_clipping_runs_as_without_gradwalk_for_a_tensor_an_empty_generator_and_by_value() -> None:
+    source = """import torch, warnings
+w = torch.tensor([3.0, -4.0], requires_grad=True)
+(w * w).sum().backward()
+total = torch.nn.utils.clip_grad_norm_(w, max_norm=1.0)
+torch.nn.utils.clip_grad_value_([w], 0.5)
+torch.nn.utils.clip_grad_norm_((p for p in []), 1.0)
+print(round(total.item(), 4), w.grad.tolist())
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    assert q.stdout(trace) == "10.0 [0.5, -0.5]\n"  # |2w| = 10, scaled to norm 1, then to +-0.5
+    assert "empty generator" in "".join(e.text for e in q.events_of(trace, "output") if e.stream == "stderr")
+    names = q.tensor_names(trace)
+    by_line = {op.line: op for op in _ops(trace)}
+    assert [k.name for k in by_line[4].keywords] == ["max_norm"]
+    assert [names.get(t) for t in by_line[4].outputs] == ["total", "w.grad"]
+    # clip_grad_value_ returns None: its outputs are the gradients it clamped
+    assert by_line[5].name == "clip_grad_value" and [names.get(t) for t in by_line[5].outputs] == ["w.grad"]
+    # an empty generator: no gradient in, the zero norm PyTorch returns out
+    assert by_line[6].inputs == [] and len(by_line[6].outputs) == 1
+    # the library is as it was once the run is over
+    assert torch.nn.utils.clip_grad_norm_ is torch.nn.utils.clip_grad.clip_grad_norm_
+    assert torch.nn.utils.clip_grad_norm_.__module__ == "torch.nn.utils.clip_grad"
+    assert "gradwalk" not in repr(torch.nn.utils.clip_grad_norm_.__code__)

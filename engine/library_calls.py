@@ -1,0 +1,174 @@
+"""Library calls recorded as one op each: a DataLoader's batch, gradient clipping.
+
+# NOTE [Library calls as one op]
+Some library functions a training loop calls run many tensor ops of their own plumbing, on
+one line of the snippet, building no graph. A DataLoader with ``num_workers=0`` (the
+default, and the app sandbox's only choice) makes each batch on the snippet's own thread:
+the sampler's ``randperm``, one ``getitem`` per sample and tensor, the collate's ``stack`` (65
+ops for a batch of 32 pairs, more than a small model's own: the tape of a training loop
+opened on a page of ``getitem X, 88 → X[88]``). ``clip_grad_norm_`` runs 12 (five ``to``,
+``_foreach_norm``, ``stack``, ``linalg_vector_norm``, ``add``, ``rdiv``, ``clamp``,
+``_foreach_mul_``), three times a small model's forward.
+
+While recording in full detail these calls are wrapped: the ops inside still run through the
+tape mode (the snippet's own torch-function modes and tensor subclasses see them as without
+gradwalk) but are not recorded, not counted and not shown to the detectors
+(:attr:`LibraryCalls.making`, which the tape mode reads). The call is then recorded as one
+op at the line that made it:
+
+- ``DataLoader`` (api ``DataLoader.__next__``), whose outputs are the batch's tensors (in a
+  tuple, list or dict, nested). Ops in a snippet's own ``Dataset.__getitem__`` or
+  ``collate_fn`` are part of making the batch.
+- ``clip_grad_norm_`` / ``clip_grad_value_`` (under no_grad, as they run), whose inputs are
+  the gradients it read and whose outputs are the total norm it returns and the gradients
+  it changed in place, as new versions (as ``_foreach_mul_`` made them).
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.utils as nn_utils
+import torch.nn.utils.clip_grad as clip_grad
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["LibraryCalls"]
+
+_CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
+
+
+class _Making(threading.local):
+    """How deep one thread is in a library call recorded as one op (0: in none)."""
+
+    depth = 0
+
+
+def DataLoader() -> None:
+    """A stand-in the tape's ``op_names`` reads as ``(DataLoader, DataLoader.__next__)``; never called."""
+
+
+DataLoader.__qualname__ = "DataLoader.__next__"
+DataLoader.__module__ = "torch.utils.data"
+
+
+class LibraryCalls:
+    """Wraps the calls of NOTE [Library calls as one op] between :meth:`install` and :meth:`remove`."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._originals: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
+        self._thread = 0
+        #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
+        self.making = _Making()
+
+    def install(self) -> None:
+        self._thread = threading.get_ident()
+        self._wrap(_BaseDataLoaderIter, "__next__", self._next_batch)
+        for name in _CLIPPERS:
+            original = getattr(clip_grad, name)
+            wrapped = self._clipping(original)
+            for owner in (clip_grad, nn_utils):
+                if getattr(owner, name) is original:
+                    self._originals.append((owner, name, original))
+                    setattr(owner, name, wrapped)
+
+    def remove(self) -> None:
+        while self._originals:
+            owner, name, original = self._originals.pop()
+            setattr(owner, name, original)
+
+    def _wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        self._originals.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def _recording_here(self) -> bool:
+        """Whether a call now is the tape's: in full detail, on the recorder's thread or a snippet's."""
+        rec = self._rec
+        if not (rec.active and rec.detail) or rec.in_optimizer:
+            return False
+        thread = threading.get_ident()
+        return thread == self._thread or thread in rec.threads.recording
+
+    def _next_batch(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        making = self.making
+
+        def __next__(iterator: _BaseDataLoaderIter) -> Any:
+            if not self._recording_here():
+                return original(iterator)
+            making.depth += 1
+            try:
+                batch = original(iterator)
+            finally:
+                making.depth -= 1
+            if making.depth == 0:
+                outputs: list[torch.Tensor] = []
+                _tensors_of(batch, outputs)
+                self._record(DataLoader, [], outputs, ())
+            return batch
+
+        return __next__
+
+    def _clipping(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        making = self.making
+
+        def clip(parameters: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self._recording_here():
+                return original(parameters, *args, **kwargs)
+            # read the parameters once, and hand them on as they came: a generator as a
+            # generator (an empty one makes PyTorch warn), so the call runs as without gradwalk
+            is_generator = isinstance(parameters, types.GeneratorType)
+            params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+            grads = [p.grad for p in params if isinstance(p, torch.Tensor) and p.grad is not None]
+            making.depth += 1
+            try:
+                result = original((p for p in params) if is_generator else params, *args, **kwargs)
+            finally:
+                making.depth -= 1
+            if making.depth == 0:
+                outputs = [result] if isinstance(result, torch.Tensor) else []
+                with torch.no_grad():  # the grad mode it ran in (PyTorch's _no_grad decorator)
+                    self._record(original, grads, outputs + grads, (None, *args), kwargs)
+            return result
+
+        clip.__name__ = original.__name__
+        clip.__qualname__ = original.__qualname__
+        clip.__doc__ = original.__doc__
+        clip.__wrapped__ = original  # type: ignore[attr-defined]
+        return clip
+
+    def _record(
+        self,
+        func: Any,
+        inputs: list[torch.Tensor],
+        outputs: list[torch.Tensor],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        rec = self._rec
+        if not outputs:
+            return
+        try:
+            with rec.serial, rec.mute():
+                rec.on_op(func, inputs, outputs, args, kwargs=kwargs)
+        except Exception:
+            rec.observation_failed()  # the call is the snippet's; only its record is lost
+
+
+def _tensors_of(batch: Any, out: list[torch.Tensor]) -> None:
+    """Append to ``out`` every tensor of ``batch``: a tensor, or tuples, lists and dicts of them, nested."""
+    if isinstance(batch, torch.Tensor):
+        out.append(batch)
+    elif isinstance(batch, list | tuple):
+        for item in batch:
+            _tensors_of(item, out)
+    elif isinstance(batch, dict):
+        for item in batch.values():
+            _tensors_of(item, out)
