@@ -12,7 +12,6 @@ recorded (by the op that made it) without grad, and ``apply`` gave it its autogr
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,14 +34,10 @@ class FunctionCalls:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._original: Any = None
-        self._thread = 0
 
     def install(self) -> None:
         original = torch.autograd.Function.__dict__["apply"]  # the classmethod itself
         self._original = original
-        # the tape mode is the recording thread's and the snippet's threads' (threads.py):
-        # another thread's calls (PyTorch's own) are not the tape's
-        self._thread = threading.get_ident()
         record = self._record
 
         def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -59,10 +54,9 @@ class FunctionCalls:
 
     def _record(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         rec = self._rec
-        if not rec.active or rec.muted or not rec.detail or rec.in_optimizer:
-            return
-        thread = threading.get_ident()
-        if thread != self._thread and thread not in rec.threads.recording:
+        # the tape is the recording thread's and the snippet's threads' (threads.py): another
+        # thread's calls (PyTorch's own) are not the tape's
+        if not rec.active or rec.muted or not rec.detail or rec.in_optimizer or not rec.threads.on_tape():
             return
         outputs: list[torch.Tensor] = []
         tensors_in(result, outputs)

@@ -26,6 +26,7 @@ op at the line that made it:
 
 from __future__ import annotations
 
+import functools
 import threading
 import types
 from collections.abc import Callable
@@ -35,6 +36,8 @@ import torch
 import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+from .tape import tensors_in
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -64,38 +67,31 @@ class LibraryCalls:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._originals: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
-        self._thread = 0
         #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
         self.making = _Making()
 
     def install(self) -> None:
-        self._thread = threading.get_ident()
-        self._wrap(_BaseDataLoaderIter, "__next__", self._next_batch)
+        self._replace(_BaseDataLoaderIter, "__next__", self._next_batch(_BaseDataLoaderIter.__next__))
         for name in _CLIPPERS:
             original = getattr(clip_grad, name)
             wrapped = self._clipping(original)
-            for owner in (clip_grad, nn_utils):
+            for owner in (clip_grad, nn_utils):  # the function and its re-export, where the same
                 if getattr(owner, name) is original:
-                    self._originals.append((owner, name, original))
-                    setattr(owner, name, wrapped)
+                    self._replace(owner, name, wrapped)
 
     def remove(self) -> None:
         while self._originals:
             owner, name, original = self._originals.pop()
             setattr(owner, name, original)
 
-    def _wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        original = getattr(owner, name)
-        self._originals.append((owner, name, original))
-        setattr(owner, name, make(original))
+    def _replace(self, owner: Any, name: str, wrapped: Any) -> None:
+        self._originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, wrapped)
 
     def _recording_here(self) -> bool:
-        """Whether a call now is the tape's: in full detail, on the recorder's thread or a snippet's."""
+        """Whether a call now is the tape's: in full detail, on a thread the tape records."""
         rec = self._rec
-        if not (rec.active and rec.detail) or rec.in_optimizer:
-            return False
-        thread = threading.get_ident()
-        return thread == self._thread or thread in rec.threads.recording
+        return rec.active and rec.detail and not rec.in_optimizer and rec.threads.on_tape()
 
     def _next_batch(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         making = self.making
@@ -110,7 +106,7 @@ class LibraryCalls:
                 making.depth -= 1
             if making.depth == 0:
                 outputs: list[torch.Tensor] = []
-                _tensors_of(batch, outputs)
+                tensors_in(batch, outputs)
                 self._record(DataLoader, [], outputs, ())
             return batch
 
@@ -119,6 +115,7 @@ class LibraryCalls:
     def _clipping(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making
 
+        @functools.wraps(original)
         def clip(parameters: Any, *args: Any, **kwargs: Any) -> Any:
             if not self._recording_here():
                 return original(parameters, *args, **kwargs)
@@ -138,10 +135,6 @@ class LibraryCalls:
                     self._record(original, grads, outputs + grads, (None, *args), kwargs)
             return result
 
-        clip.__name__ = original.__name__
-        clip.__qualname__ = original.__qualname__
-        clip.__doc__ = original.__doc__
-        clip.__wrapped__ = original  # type: ignore[attr-defined]
         return clip
 
     def _record(
@@ -160,15 +153,3 @@ class LibraryCalls:
                 rec.on_op(func, inputs, outputs, args, kwargs=kwargs)
         except Exception:
             rec.observation_failed()  # the call is the snippet's; only its record is lost
-
-
-def _tensors_of(batch: Any, out: list[torch.Tensor]) -> None:
-    """Append to ``out`` every tensor of ``batch``: a tensor, or tuples, lists and dicts of them, nested."""
-    if isinstance(batch, torch.Tensor):
-        out.append(batch)
-    elif isinstance(batch, list | tuple):
-        for item in batch:
-            _tensors_of(item, out)
-    elif isinstance(batch, dict):
-        for item in batch.values():
-            _tensors_of(item, out)

@@ -98,15 +98,18 @@ def _attribute_op(func: Any) -> str | None:
 
 
 def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
-    """Append to ``out`` every tensor in ``obj``: a tensor, or lists and tuples of them, nested."""
+    """Append to ``out`` every tensor in ``obj``: a tensor, or lists, tuples and dicts (their
+    values) of them, nested (a DataLoader's batch may be a dict)."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, list | tuple):
         for item in obj:
             if isinstance(item, torch.Tensor):
                 out.append(item)
-            elif isinstance(item, list | tuple):
+            elif isinstance(item, list | tuple | dict):
                 tensors_in(item, out)
+    elif isinstance(obj, dict):
+        tensors_in(tuple(obj.values()), out)
 
 
 class TapeMode(TorchFunctionMode):

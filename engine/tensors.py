@@ -183,7 +183,8 @@ class TensorTable:
             live.append(tid)
             # or its newest version's: a parameter an init changed in place before its module
             # was named (``nn.init.xavier_uniform_(model[0].weight)``) is named under that version
-            name = self.names.get(tid) or self.names.get(self.known(leaf))  # type: ignore[arg-type]
+            latest = self.known(leaf)
+            name = self.names.get(tid) or (self.names.get(latest) if latest is not None else None)
             if name is None:
                 continue
             grad = leaf.grad

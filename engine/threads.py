@@ -39,10 +39,12 @@ class SnippetThreads:
         self._original: Callable[[threading.Thread], None] | None = None
         # the snippet's threads running in a tape mode now, by threading.get_ident()
         self.recording: set[int] = set()
+        self._recorder_thread = 0
 
     def install(self) -> None:
         original = threading.Thread.start
         self._original = original
+        self._recorder_thread = threading.get_ident()
         recorded = self._recorded
 
         def start(thread: threading.Thread) -> None:
@@ -51,6 +53,12 @@ class SnippetThreads:
             original(thread)
 
         threading.Thread.start = start  # type: ignore[method-assign,assignment]
+
+    def on_tape(self) -> bool:
+        """Whether the calling thread's ops are the tape's: the recorder's own thread (the one
+        that installed it) or a snippet's thread, not one of PyTorch's own."""
+        thread = threading.get_ident()
+        return thread == self._recorder_thread or thread in self.recording
 
     def remove(self) -> None:
         if self._original is not None:
