@@ -1,4 +1,5 @@
-"""Library calls recorded as one op each: a DataLoader's batch, gradient clipping.
+"""Library calls recorded as one op each: a DataLoader's batch, gradient clipping, a
+module's conversion (``model.to(device)``).
 
 # NOTE [Library calls as one op]
 Some library functions a training loop calls run many tensor ops of their own plumbing, on
@@ -8,7 +9,12 @@ the sampler's ``randperm``, one ``getitem`` per sample and tensor, the collate's
 ops for a batch of 32 pairs, more than a small model's own: the tape of a training loop
 opened on a page of ``getitem X, 88 → X[88]``). ``clip_grad_norm_`` runs 12 (five ``to``,
 ``_foreach_norm``, ``stack``, ``linalg_vector_norm``, ``add``, ``rdiv``, ``clamp``,
-``_foreach_mul_``), three times a small model's forward.
+``_foreach_mul_``), three times a small model's forward. ``model.to(device)``, which nearly
+every snippet runs, is one ``to`` per parameter and buffer (nine for a small MLP with a batch
+norm); worse, a conversion that changes a tensor (``model.double()``, ``model.cuda()``)
+swaps the parameter's ``.data`` under the same Python object, which the tape then went on
+showing with the dtype and device it had before (a float32 ``model.weight`` fed to a float64
+``linear``), the converted copies ``to`` made appearing as nameless tensors.
 
 While recording in full detail these calls are wrapped: the ops inside still run through the
 tape mode (the snippet's own torch-function modes and tensor subclasses see them as without
@@ -22,6 +28,12 @@ op at the line that made it:
 - ``clip_grad_norm_`` / ``clip_grad_value_`` (under no_grad, as they run), whose inputs are
   the gradients it read and whose outputs are the total norm it returns and the gradients
   it changed in place, as new versions (as ``_foreach_mul_`` made them).
+- ``to`` / ``cuda`` / ``cpu`` / ``type`` / ``float`` / ``double`` / ``half`` / ``bfloat16`` of
+  an ``nn.Module`` (api ``Module.to`` …, under no_grad, as ``Module._apply`` converts),
+  whose inputs are the module's parameters and buffers and whose outputs are the same
+  tensors after: one the call changed is a new version with its new dtype and device (the
+  same name), one it left as it was is handed back with the same id (``model.to(device)``
+  on the device it is on already). Gradients it converts along are not shown.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.nn as nn
 import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
@@ -45,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["LibraryCalls"]
 
 _CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
+_CONVERSIONS = ("to", "cuda", "cpu", "type", "float", "double", "half", "bfloat16")
 
 
 class _Making(threading.local):
@@ -78,6 +92,8 @@ class LibraryCalls:
             for owner in (clip_grad, nn_utils):  # the function and its re-export, where the same
                 if getattr(owner, name) is original:
                     self._replace(owner, name, wrapped)
+        for name in _CONVERSIONS:
+            self._replace(nn.Module, name, self._converting(getattr(nn.Module, name)))
 
     def remove(self) -> None:
         while self._originals:
@@ -137,6 +153,33 @@ class LibraryCalls:
 
         return clip
 
+    def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        making = self.making
+
+        @functools.wraps(original)
+        def convert(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            if not self._recording_here():
+                return original(module, *args, **kwargs)
+            before = [(t, t.dtype, t.device) for t in _tensors_of(module)]
+            making.depth += 1
+            try:
+                result = original(module, *args, **kwargs)
+            finally:
+                making.depth -= 1
+            if making.depth == 0:
+                self._rec.modules.reread(module)
+                after = _tensors_of(module)
+                kept = {
+                    id(t)
+                    for (old, dtype, device), t in zip(before, after, strict=False)
+                    if t is old and t.dtype == dtype and t.device == device
+                }
+                with torch.no_grad():  # the grad mode Module._apply converts in
+                    self._record(original, [t for t, _, _ in before], after, (None, *args), kwargs, kept)
+            return result
+
+        return convert
+
     def _record(
         self,
         func: Any,
@@ -144,12 +187,18 @@ class LibraryCalls:
         outputs: list[torch.Tensor],
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None = None,
+        handed_back: set[int] | None = None,
     ) -> None:
         rec = self._rec
         if not outputs:
             return
         try:
             with rec.serial, rec.mute():
-                rec.on_op(func, inputs, outputs, args, kwargs=kwargs)
+                rec.on_op(func, inputs, outputs, args, kwargs=kwargs, handed_back=handed_back)
         except Exception:
             rec.observation_failed()  # the call is the snippet's; only its record is lost
+
+
+def _tensors_of(module: nn.Module) -> list[torch.Tensor]:
+    """A module's parameters and buffers, each once, in the order ``Module._apply`` visits them."""
+    return [*module.parameters(), *module.buffers()]

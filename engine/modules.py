@@ -128,6 +128,14 @@ class ModuleTracker:
         found = self._buffers.get(id(t))
         return found[1] if found is not None and found[0]() is t else None
 
+    def reread(self, module: nn.Module) -> None:
+        """Name the parameters and buffers ``module`` holds now, if it has a path: a conversion
+        (``model.double()``, engine/library_calls.py) puts new buffer tensors in their places,
+        and new parameters too under ``torch.__future__``'s overwrite flag."""
+        path = self._paths.get(id(module))
+        if path is not None:
+            self._register_params(module, path, id(module) in self._provisional)
+
     def name_swapped(self) -> None:
         """Name the parameters of modules that torch.func had swapped out when the modules
         were named, now that the modules hold their own again (NOTE [Parameters under

@@ -260,13 +260,16 @@ class Recorder:
         first_version: int | None = None,
         fresh_outputs: bool = False,
         kwargs: dict[str, Any] | None = None,
+        handed_back: set[int] | None = None,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
         ``args`` and ``kwargs`` are the op's arguments, read for the Python numbers among them;
         ``frames`` is what :func:`snippet_frames` returns, when the caller has it already;
         ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]);
-        ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py).
+        ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py);
+        ``handed_back`` holds the ``id()`` of inputs among the outputs known to be unchanged
+        (a module's conversion, engine/library_calls.py), which keep their ids.
         """
         frame, line, top_line, in_setup = frames or snippet_frames()
         if in_setup:
@@ -311,7 +314,11 @@ class Recorder:
         input_objs = {id(t) for t in inputs} if inputs else ()
         for t in outputs:
             is_input = id(t) in input_objs
-            if is_input and not inplace and _unchanged(t, args, first_version):
+            if (
+                is_input
+                and not inplace
+                and ((handed_back is not None and id(t) in handed_back) or _unchanged(t, args, first_version))
+            ):
                 out_ids.append(ensure(t))  # handed back as it was: the same tensor, the same id
                 continue
             aliased = aliased or is_input

@@ -48,3 +48,18 @@ def test_training_metrics_on_cuda() -> None:
     steps = q.optimizer_steps(trace)
     assert len(steps) == 30 and all(s.cuda_allocated for s in steps)
     assert torch.cuda.is_available()
+
+
+def test_a_model_moved_to_the_gpu_reads_its_parameters_on_the_gpu() -> None:
+    trace = record(
+        "import torch\nimport torch.nn as nn\nnet = nn.Linear(4, 2)\nnet.to(device)\n"
+        "loss = net(torch.randn(3, 4, device=device)).sum()\nloss.backward()\n",
+        device="cuda",
+    )
+    assert trace.events[-1].status == "ok"
+    (move,) = [op for op in q.events_of(trace, "op") if op.line == 4]
+    devices = {e.id: e.device for e in q.events_of(trace, "tensor")}
+    assert [devices[t] for t in move.inputs] == ["cpu", "cpu"]
+    assert all(devices[t].startswith("cuda") for t in move.outputs)
+    linear = next(op for op in q.events_of(trace, "op") if op.name == "linear")
+    assert linear.inputs[1:] == move.outputs

@@ -1,5 +1,5 @@
 """Library calls recorded as one op each (NOTE [Library calls as one op] in
-engine/library_calls.py): a DataLoader's batch, gradient clipping. The ops that make them are
+engine/library_calls.py): a DataLoader's batch, gradient clipping, a module's conversion. The ops that make them are
 off the tape, the snippet runs as without gradwalk, and its training numbers are PyTorch's."""
 
 from __future__ import annotations
@@ -233,3 +233,111 @@ print(round(total.item(), 4), w.grad.tolist())
     assert torch.nn.utils.clip_grad_norm_ is torch.nn.utils.clip_grad.clip_grad_norm_
     assert torch.nn.utils.clip_grad_norm_.__module__ == "torch.nn.utils.clip_grad"
     assert "gradwalk" not in repr(torch.nn.utils.clip_grad_norm_.__code__)
+
+
+def _tensor_events(trace: Trace) -> dict[int, Any]:
+    return {e.id: e for e in q.events_of(trace, "tensor")}
+
+
+def test_moving_a_model_to_its_own_device_is_one_op_handing_back_its_tensors() -> None:
+    source = """import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 1))
+model = model.to(device)
+loss = model(torch.randn(8, 3, device=device)).pow(2).mean()
+loss.backward()
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    moves = [op for op in ops if op.line == 3]
+    assert [(op.name, op.api, op.grad_mode) for op in moves] == [("to", "Module.to", "no_grad")]
+    (move,) = moves
+    names = q.tensor_names(trace)
+    assert [names.get(t) for t in move.inputs] == [
+        *(f"model.{i}.{p}" for i in (0, 1, 3) for p in ("weight", "bias")),
+        "model.1.running_mean",
+        "model.1.running_var",
+        "model.1.num_batches_tracked",
+    ]
+    # on the device they are on already: handed back, the same tensors with the same ids
+    assert move.outputs == move.inputs and not move.inplace
+    assert "to" not in {op.name for op in ops if op.api.startswith("Tensor.")}
+    first_linear = next(op for op in ops if op.name == "linear")
+    assert first_linear.inputs[1:] == move.inputs[:2]
+    assert trace.events[-1].counts.ops == len(ops)
+
+
+MIXED = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+first = model(torch.randn(4, 3)).sum()
+model.double()
+loss = model(torch.randn(4, 3, dtype=torch.float64)).sum()
+loss.backward()
+"""
+
+
+def test_a_conversion_that_changes_the_parameters_gives_them_new_versions_with_their_new_dtype() -> None:
+    trace = record(MIXED)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    (convert,) = [op for op in ops if op.line == 5]
+    assert (convert.name, convert.api, convert.grad_mode, convert.inplace) == (
+        "double",
+        "Module.double",
+        "no_grad",
+        True,
+    )
+    names = q.tensor_names(trace)
+    tensors = _tensor_events(trace)
+    floats = [
+        "model.0.weight",
+        "model.0.bias",
+        "model.1.weight",
+        "model.1.bias",
+        "model.1.running_mean",
+        "model.1.running_var",
+    ]
+    assert [names.get(t) for t in convert.inputs] == [*floats, "model.1.num_batches_tracked"]
+    assert [names.get(t) for t in convert.outputs] == [*floats, "model.1.num_batches_tracked"]
+    # the float tensors are new versions, in float64 under their names; the int64 counter,
+    # which double() leaves as it is, keeps its id
+    assert [tensors[t].dtype for t in convert.inputs[:6]] == ["float32"] * 6
+    assert [tensors[t].dtype for t in convert.outputs[:6]] == ["float64"] * 6
+    assert not set(convert.outputs[:6]) & set(convert.inputs)
+    assert convert.outputs[6] == convert.inputs[6]
+    # the forward after the conversion reads the converted parameters, the one before the old
+    linears = [op for op in ops if op.name == "linear"]
+    assert linears[0].inputs[1:] == convert.inputs[:2]
+    assert linears[1].inputs[1:] == convert.outputs[:2]
+    assert {op.api for op in ops} >= {"Module.double"} and "Tensor.double" not in {op.api for op in ops}
+    want = plain_grads(MIXED, ["model[0].weight", "model[1].bias"])
+    got = q.final_grads(trace)
+    assert got["model.0.weight"] == want["model[0].weight"] and got["model.1.bias"] == want["model[1].bias"]
+
+
+def test_a_modules_own_to_is_the_ops_it_calls_and_the_library_is_restored() -> None:
+    source = """import torch, torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def to(self, *args, **kwargs):
+        print("moving")
+        return super().to(*args, **kwargs).float()
+net = Net().to(torch.float64)
+print(net.fc.weight.dtype)
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    assert q.stdout(trace) == "moving\ntorch.float32\n"
+    # the override is the snippet's code: the two conversions it calls are one op each
+    move, back = _ops(trace)
+    assert [(op.name, op.line, op.top_line) for op in (move, back)] == [("to", 8, 9), ("float", 8, 9)]
+    tensors = _tensor_events(trace)
+    assert [tensors[t].dtype for t in move.outputs] == ["float64", "float64"]
+    assert back.inputs == move.outputs
+    assert [tensors[t].dtype for t in back.outputs] == ["float32", "float32"]  # as it left them
+    assert [q.tensor_names(trace).get(t) for t in back.outputs] == ["net.fc.weight", "net.fc.bias"]
+    assert torch.nn.Module.to.__module__ == "torch.nn.modules.module"
+    assert "gradwalk" not in repr(torch.nn.Module.to.__code__)

@@ -99,7 +99,7 @@ SNIPPETS = {
     "F.cross_entropy(z, t, weight=torch.tensor([1.0, 2.0, 3.0, 4.0])).backward()\n",
     # True/False passed by position: after a device the trace does not hold, and after a dim
     "positional_flags": "import torch, torch.nn as nn\nmodel = nn.Linear(2, 1)\nmodel.to('cpu')\n"
-    "x = torch.ones(2, 3, requires_grad=True)\ns = x.sum(0, True)\n",
+    "w = model.weight.to('cpu', None, False)\nx = torch.ones(2, 3, requires_grad=True)\ns = x.sum(0, True)\n",
     # one number through each elementwise function of rules-math.ts: their slopes, written out
     "scalar_math": "import torch\nx = torch.tensor(0.5, requires_grad=True)\nw = torch.tensor(1.5, requires_grad=True)\n"
     "y = (torch.asin(x) + torch.acos(x) + torch.atan(x) + torch.sinh(x) + torch.cosh(x) + torch.asinh(x)\n"
