@@ -46,8 +46,13 @@ def case_source(name: str) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that drives Chromium ``browser`` (so ``-m "not browser"`` leaves it
+    out, whether or not its module says so), and skip the ``cuda`` ones without CUDA."""
     import torch
 
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (runs on a GPU machine: bench/gpu_check.py)")

@@ -68,7 +68,9 @@ async def run_events(ws: WebSocket, run_id: str, registry: RegistryDep, settings
     # Plain ASCII digits only: int() would also take " 7", "1_0" and other scripts' digits.
     after = int(after_text) if _SEQ.fullmatch(after_text) else -2
     if after < -1:
-        await _close(ws, 4400, f"after must be an integer >= -1, not {after_text[:40]!r}")
+        await _close(
+            ws, 4400, f"after must be a seq: an integer from -1 to {10**18 - 1}, not {after_text[:40]!r}"
+        )
         return
     batch_text = ws.query_params.get("batch", "0")
     if batch_text not in ("0", "1"):
