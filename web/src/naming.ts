@@ -301,6 +301,19 @@ export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity
  * `torch.cat` of a list, `clip_grad_norm_` (its gradients in and out) filled the row. */
 export const TENSORS_LISTED = 4;
 
+/**
+ * The outputs a tape row writes after its arrow. An op that hands back several of its inputs
+ * as they were, in their order (`model.to(device)` on the device the model is on), says so
+ * rather than naming them twice: `to model.0.weight, … +6 more → the same 9, unchanged`.
+ */
+export function outputsText(model: TraceModel, op: OpRecorded, most = Infinity): string {
+  const { inputs, outputs } = op;
+  if (outputs.length > 1 && outputs.length === inputs.length && outputs.every((t, i) => t === inputs[i])) {
+    return `the same ${outputs.length}, unchanged`;
+  }
+  return listed(outputs.map((t) => tensorExpr(model, t)), most).join(", ");
+}
+
 /** `texts`, or past `most` of them the first `most - 1` and a count (`a, b, c, … +5 more`). */
 export function listed(texts: string[], most = TENSORS_LISTED): string[] {
   return texts.length <= most ? texts : [...texts.slice(0, most - 1), `${ELIDED} +${texts.length - most + 1} more`];

@@ -4,7 +4,7 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, listed, TENSORS_LISTED, tensorExpr } from "./naming";
+import { argumentsText, elementSetText, outputsText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -137,11 +137,10 @@ export class TapeView {
       op.name === "setitem" && op.inputs.length
         ? elementSetText(m, op)
         : argumentsText(m, op, TENSORS_LISTED);
-    const outTexts = op.outputs.map((t) => tensorExpr(m, t));
-    const outs = listed(outTexts).join(", ");
+    const outs = outputsText(m, op, TENSORS_LISTED);
     // a row that counts some of its tensors names them all on hover
-    const cut = op.inputs.length > TENSORS_LISTED || outTexts.length > TENSORS_LISTED;
-    const io = cut ? `${argumentsText(m, op)} → ${outTexts.join(", ")}` : undefined;
+    const cut = op.inputs.length > TENSORS_LISTED || op.outputs.length > TENSORS_LISTED;
+    const io = cut ? `${argumentsText(m, op)} → ${outputsText(m, op)}` : undefined;
     const out = m.tensor(op.outputs[0]);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
     // a fused op (nn.MultiheadAttention's forward) makes thirty nodes: the first few, then a count

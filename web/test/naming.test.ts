@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, numberText, TENSORS_LISTED, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -168,6 +168,8 @@ test("a tape row leaves out a True/False whose neighbours it cannot show, and ke
   const moves = model.ops.filter((op) => op.name === "to");
   assert.deepEqual(moves.map((op) => op.api), ["Module.to", "Tensor.to"]);
   assert.deepEqual(moves.map((op) => argumentsText(model, op)), ["model.weight, model.bias", "model.weight"]);
+  // handed back as they were: said once, not named again after the arrow
+  assert.deepEqual(moves.map((op) => outputsText(model, op)), ["the same 2, unchanged", "model.weight"]);
   const sum = model.ops.find((op) => op.name === "sum")!;
   assert.equal(argumentsText(model, sum), "x, 0, True");
 });
@@ -192,4 +194,6 @@ test("a tape row names up to four tensors and counts the rest: clip_grad_norm_'s
   assert.equal(argumentsText(model, clip).split(", ").length, 7);
   assert.deepEqual(listed(["a", "b", "c", "d"]), ["a", "b", "c", "d"]);
   assert.deepEqual(listed(["a", "b", "c", "d", "e"]), ["a", "b", "c", "… +2 more"]);
+  // its outputs, the norm and the gradients as new versions, are named and counted
+  assert.equal(outputsText(model, clip, TENSORS_LISTED), "clip_grad_norm(…)[0], net.0.weight.grad, net.0.bias.grad, … +4 more");
 });
