@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .attributes import attribute_write_op
 from .backward import BackwardTracker
 from .eager import EagerCompile
 from .events import Limits
@@ -194,6 +195,28 @@ class Recorder:
             return None
         return to_value(t, self.limits.max_value_elements)
 
+    def attribute_write(self, attribute: str, t: Any, value: Any) -> tuple[Any, ...] | None:
+        """The arguments of :meth:`on_op` that record ``t.<attribute> = value``, read before
+        it runs (NOTE [Attribute writes]); ``None``: not an op."""
+        try:
+            return attribute_write_op(attribute, t, value)
+        except Exception:
+            self.observation_failed()
+            return None
+
+    def before_change(self, t: torch.Tensor) -> None:
+        """Meet ``t``, which an op is about to change in place, first seen there (``w.data`` in
+        ``w.data -= 0.1 * w.grad``): introduced after the op, its first id held the values
+        the op made, and the op's row showed the same values going in and coming out."""
+        if self.tensors.known(t) is not None:
+            return
+        try:
+            frame, line, _top, in_setup = snippet_frames()
+            if not in_setup:
+                self.tensors.ensure(t, line=line, frame=frame)
+        except Exception:
+            self.observation_failed()
+
     def observation_failed(self) -> None:
         """Call from an ``except`` block: gradwalk failed to record something (a tensor it
         cannot read); the snippet carries on as without gradwalk. Re-raises under
@@ -310,6 +333,7 @@ class Recorder:
             pending = []
         path = self.modules.current_path
         out_ids = []
+        owners: list[torch.Tensor] = []
         aliased = False
         input_objs = {id(t) for t in inputs} if inputs else ()
         for t in outputs:
@@ -323,9 +347,15 @@ class Recorder:
                 continue
             aliased = aliased or is_input
             if is_input:  # changed in place: a new version
-                out_ids.append(self.tensors.new_version(t, op=index, line=line, by=api, path=path))
+                tid = self.tensors.new_version(t, op=index, line=line, by=api, path=path)
+                out_ids.append(tid)
+                owner = self.tensors.data_owner(tid, t)
+                if owner is not None and all(owner is not o for o in outputs):
+                    owners.append(owner)  # NOTE [Changed through .data] in tensors.py
             else:
                 out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
+        for owner in owners:
+            out_ids.append(self.tensors.new_version(owner, op=index, line=line, by=api, path=path))
         if pending:
             self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, out_ids))
         self.emit(

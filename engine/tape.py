@@ -53,10 +53,18 @@ _NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 # A complex tensor's ``.real`` and ``.imag`` likewise (``ViewAsRealBackward0`` and
 # ``SelectBackward0``, which were filed under ``sum`` in ``(z * z.conj()).real.sum()``).
 _ATTRIBUTE_OPS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# the attribute writes recorded as ops (NOTE [Attribute writes] in attributes.py)
+_RECORDED_WRITES = frozenset({"requires_grad", "data"})
 
 
 def _no_context() -> contextlib.nullcontext[None]:
     return _NO_CONTEXT
+
+
+def name_op(func: Callable[..., Any], short: str, api: str, *, inplace: bool) -> None:
+    """Have :func:`op_names` read ``func`` (a stand-in for an op that is no function, such
+    as an attribute write) as ``(short, api, inplace)``."""
+    _api_cache[func] = (short, api, inplace)
 
 
 def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
@@ -136,7 +144,19 @@ class TapeMode(TorchFunctionMode):
             # its graph, and gradwalk's reads of them (tolist, item) would be recorded too
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name in ("__get__", "__set__") and (name == "__set__" or _attribute_op(func) is None):
+        if name == "__set__":
+            attribute = getattr(getattr(func, "__self__", None), "__name__", None)
+            if attribute not in _RECORDED_WRITES or not rec.detail or rec.in_optimizer or len(args) != 2:
+                return func(*args, **kwargs)
+            # NOTE [Attribute writes] in attributes.py
+            with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
+                write = rec.attribute_write(attribute, args[0], args[1])
+            result = func(*args, **kwargs)
+            if write is not None:
+                with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
+                    rec.on_op(*write)
+            return result
+        if name == "__get__" and _attribute_op(func) is None:
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
@@ -151,6 +171,9 @@ class TapeMode(TorchFunctionMode):
                     first_version = first._version
                 except RuntimeError:  # an inference tensor has no version counter
                     pass
+            if first_version is not None and op_names(func)[2] and rec.detail and not rec.in_optimizer:
+                with rec.serial, aside(), modes_aside():
+                    rec.before_change(first)
         try:
             result = func(*args, **kwargs)
         except Exception as exc:

@@ -77,6 +77,8 @@ class TensorTable:
         self._local: set[int] = set()
         # leaves that require grad, newest last: whose `.grad` or `.data` an unnamed tensor may be
         self._leaves: list[int] = []
+        # a tensor named ``w.data`` (and its versions) -> the id of the leaf ``w`` it was read off
+        self._data_of: dict[int, int] = {}
         self.count = 0
 
     def known(self, t: torch.Tensor) -> int | None:
@@ -111,13 +113,18 @@ class TensorTable:
                     return tid
         return self.introduce(t, op=op, line=line, frame=frame)
 
-    def new_version(self, t: torch.Tensor, *, op: int, line: int | None, by: str, path: str | None) -> int:
-        """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``),
-        a new id; remember the one it replaces."""
+    def new_version(
+        self, t: torch.Tensor, *, op: int | None, line: int | None, by: str, path: str | None
+    ) -> int:
+        """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``;
+        ``op`` None: not an op of the tape, such as AccumulateGrad), a new id; remember the one
+        it replaces."""
         prior = self.known(t)
         tid = self.introduce(t, op=op, line=line, version=True)
         if prior is not None:
             self.changes[tid] = (prior, by, path)
+            if prior in self._data_of:
+                self._data_of[tid] = self._data_of[prior]
         base = t._base
         if base is not None:  # a view: its base changed too, under the base's own id
             base_id = self.known(base)
@@ -157,9 +164,27 @@ class TensorTable:
         self._local.add(tid)
         return name
 
-    def _read_off_leaf(self, t: torch.Tensor, node: Node | None, data: bool = False) -> str | None:
-        """``w.grad``, or with ``data`` ``w.data``, when ``t`` is that of a named leaf ``w``
-        (NOTE [Tensors read off a leaf]); else None.
+    def data_owner(self, tid: int, t: torch.Tensor) -> torch.Tensor | None:
+        """The leaf ``w`` whose memory ``t`` (id ``tid``), named ``w.data``, still is; else None.
+
+        # NOTE [Changed through .data]
+        # ``w.data`` is another tensor on ``w``'s memory, with a version counter of its own,
+        # so ``w.data -= 0.1 * w.grad`` (``w.data.sub_(…)``, ``w.data.copy_(…)``) changes
+        # ``w`` with no op on ``w`` and no bump of ``w``'s version: the next step's forward
+        # read the first step's values of ``w``. The op that changes ``w.data`` in place
+        # makes a new version of ``w`` too (one more output), as ``w -= …`` under no_grad
+        # does. ``w.data = other`` swaps ``w``'s memory: the tape mode records it as an op,
+        # ``set_data`` (engine/attributes.py).
+        """
+        leaf_id = self._data_of.get(tid)
+        leaf = self.tensor(leaf_id) if leaf_id is not None else None
+        return leaf if leaf is not None and same_view(leaf, t) else None
+
+    def _read_off_leaf(
+        self, t: torch.Tensor, node: Node | None, data: bool = False, tid: int | None = None
+    ) -> str | None:
+        """``w.grad``, or with ``data`` ``w.data``, when ``t`` (id ``tid``) is that of a named
+        leaf ``w`` (NOTE [Tensors read off a leaf]); else None.
 
         # NOTE [Tensors read off a leaf]
         # No variable holds ``w.grad`` or ``w.data`` in ``w.data -= 0.1 * w.grad``, so both read
@@ -176,15 +201,15 @@ class TensorTable:
         if node is not None or t.requires_grad or not self._leaves or not has_storage(t):
             return None
         live = []
-        for tid in self._leaves[-_MAX_LEAVES_SEARCHED:]:
-            leaf = self.tensor(tid)
+        for tid_of_leaf in self._leaves[-_MAX_LEAVES_SEARCHED:]:
+            leaf = self.tensor(tid_of_leaf)
             if leaf is None:
                 continue
-            live.append(tid)
+            live.append(tid_of_leaf)
             # or its newest version's: a parameter an init changed in place before its module
             # was named (``nn.init.xavier_uniform_(model[0].weight)``) is named under that version
             latest = self.known(leaf)
-            name = self.names.get(tid) or (self.names.get(latest) if latest is not None else None)
+            name = self.names.get(tid_of_leaf) or (self.names.get(latest) if latest is not None else None)
             if name is None:
                 continue
             grad = leaf.grad
@@ -192,6 +217,8 @@ class TensorTable:
                 return f"{name}.grad"
             if data:
                 if same_view(leaf, t):
+                    if tid is not None:
+                        self._data_of[tid] = tid_of_leaf
                     return f"{name}.data"
                 if grad is not None and same_view(grad, t):
                     return f"{name}.grad.data"
@@ -225,9 +252,9 @@ class TensorTable:
         node, is_leaf = autograd_of(t) or (None, True)
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
-            name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True)
+            name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True, tid=tid)
         elif name is None and version:
-            name = self._read_off_leaf(t, node, data=True)  # `w.grad.zero_()` makes a w.grad
+            name = self._read_off_leaf(t, node, data=True, tid=tid)  # `w.grad.zero_()` makes a w.grad
         if name is not None:
             self.names[tid] = name
         if is_leaf and t.requires_grad and not version:  # a version's object is listed already

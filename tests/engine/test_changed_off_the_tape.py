@@ -1,0 +1,143 @@
+"""Tensors changed with no op of their own keep the trace truthful: written through ``.data``
+(NOTE [Changed through .data] in engine/tensors.py), added into by backward (a ``.grad``
+that was there already), or given an attribute (NOTE [Attribute writes] in
+engine/attributes.py). Each op reads the values, shape and flags its tensors had when it ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from engine.events import Trace
+
+
+def _ops(trace: Trace) -> list[Any]:
+    return q.events_of(trace, "op")
+
+
+def _tensors(trace: Trace) -> dict[int, Any]:
+    return {e.id: e for e in q.events_of(trace, "tensor")}
+
+
+def _value(trace: Trace, tid: int) -> Any:
+    return q.value_of(_tensors(trace)[tid].value)
+
+
+# the old tutorials' loop by hand: the step through .data, the gradient zeroed in place
+BY_HAND = """import torch
+w = torch.ones(3, requires_grad=True)
+for i in range(3):
+    loss = (w * w).sum()
+    loss.backward()
+    w.data -= 0.25 * w.grad
+    w.grad.zero_()
+"""
+
+
+def test_a_step_through_data_makes_a_new_version_of_the_leaf_that_the_next_forward_reads() -> None:
+    trace = record(BY_HAND)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    names = q.tensor_names(trace)
+    forwards = [op for op in ops if op.name == "mul" and op.line == 4]
+    steps = [op for op in ops if op.name == "sub"]
+    assert len(forwards) == len(steps) == 3
+    # w is 1, then 0.5 (w - 0.25 * 2w), then 0.25: each forward reads w as it is then
+    assert [_value(trace, op.inputs[0]) for op in forwards] == [[1.0] * 3, [0.5] * 3, [0.25] * 3]
+    for step, after in zip(steps, forwards[1:], strict=False):
+        data, changed_w = step.outputs[0], step.outputs[1]
+        assert [names.get(t) for t in (step.inputs[0], data, changed_w)] == ["w.data", "w.data", "w"]
+        assert step.inplace and after.inputs == [changed_w, changed_w]
+        assert _tensors(trace)[changed_w].requires_grad
+    # w.data goes in as it was before the step and comes out as after it
+    assert _value(trace, steps[0].inputs[0]) == [1.0] * 3
+    assert _value(trace, steps[0].outputs[0]) == [0.5] * 3
+    # `w.data -= …` ends with w.data = <the same memory>: no op of its own
+    assert "set_data" not in {op.name for op in ops}
+    assert q.final_values(trace)["w"] == [0.125] * 3
+
+
+def test_a_grad_added_into_in_place_is_a_new_version_the_next_op_reads() -> None:
+    trace = record(BY_HAND)
+    ops = _ops(trace)
+    names = q.tensor_names(trace)
+    scaled = [op for op in ops if op.name == "rmul"]  # 0.25 * w.grad, once a step
+    assert [names.get(op.inputs[0]) for op in scaled] == ["w.grad"] * 3
+    # 2w each time, added into the zeroed .grad in place: 2, then 1, then 0.5
+    assert [_value(trace, op.inputs[0]) for op in scaled] == [[2.0] * 3, [1.0] * 3, [0.5] * 3]
+    zeroed = [op for op in ops if op.name == "zero"]
+    # each step's gradient is a version of its own, not the zeroed one of the step before
+    assert [op.inputs[0] for op in scaled[1:]] != [op.outputs[0] for op in zeroed[:-1]]
+
+
+def test_gradients_accumulating_with_no_zeroing_read_as_they_grow() -> None:
+    source = """import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+seen = []
+for i in range(3):
+    (w * w).sum().backward()
+    seen.append(w.grad * 1)
+"""
+    trace = record(source)
+    reads = [op for op in _ops(trace) if op.name == "mul" and op.line == 6]
+    # 2w added three times: 2w, 4w, 6w
+    assert [_value(trace, op.inputs[0]) for op in reads] == [[2.0, 4.0], [4.0, 8.0], [6.0, 12.0]]
+    assert [_value(trace, op.outputs[0]) for op in reads] == [[2.0, 4.0], [4.0, 8.0], [6.0, 12.0]]
+
+
+def test_setting_requires_grad_is_an_op_whose_new_version_requires_grad() -> None:
+    source = """import torch
+x = torch.tensor([1.0, 2.0])
+x.requires_grad = True
+y = (x ** 2).sum()
+y.backward()
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    made, flag, square = _ops(trace)[:3]
+    assert (flag.name, flag.api, flag.line, flag.inplace) == (
+        "requires_grad",
+        "Tensor.requires_grad_",
+        3,
+        True,
+    )
+    assert flag.inputs == made.outputs and square.inputs == flag.outputs
+    tensors = _tensors(trace)
+    assert not tensors[made.outputs[0]].requires_grad
+    new = tensors[flag.outputs[0]]
+    assert new.requires_grad and new.is_leaf and q.tensor_names(trace)[new.id] == "x"
+    assert q.final_grads(trace)["x"] == [2.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("write", "shape", "value"),
+    [
+        ("w.data = torch.zeros(4)", [4], [0.0] * 4),  # another shape
+        ("w.data = w.data - 0.5 * w.grad", [2], [0.0, 0.0]),  # the step by hand, out of place
+    ],
+)
+def test_swapping_data_is_an_op_and_the_next_op_reads_the_new_memory(
+    write: str, shape: list[int], value: list[float]
+) -> None:
+    source = f"""import torch
+w = torch.ones(2, requires_grad=True)
+(w * w).sum().backward()
+{write}
+z = w * 3
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    ops = _ops(trace)
+    (swap,) = [op for op in ops if op.line == 4 and op.name == "set_data"]
+    assert swap.api == "Tensor.data" and swap.inplace
+    names = q.tensor_names(trace)
+    assert names.get(swap.inputs[1]) == "w" and [names.get(t) for t in swap.outputs] == ["w"]
+    tensors = _tensors(trace)
+    (new,) = swap.outputs
+    assert tensors[new].shape == shape and q.value_of(tensors[new].value) == value
+    assert tensors[new].requires_grad
+    (times,) = [op for op in ops if op.line == 5]
+    assert times.inputs == [new] and q.value_of(tensors[times.outputs[0]].value) == [v * 3 for v in value]
