@@ -95,7 +95,12 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     original = source()
     tid = rec.tensors.known(original) if original is not None else None
     changes: list[tuple[str, str | None, int | None]] = []
-    while tid is not None and tid != by.tensor and tid in rec.tensors.changes:
+    while tid is not None and tid != by.tensor:
+        if tid in rec.tensors.off_tape:  # a version for a change the tape did not see
+            tid = rec.tensors.off_tape[tid]
+            continue
+        if tid not in rec.tensors.changes:
+            break
         prior, op, path = rec.tensors.changes[tid]
         changes.append((op, path, rec.tensors.lines.get(tid)))
         tid = prior

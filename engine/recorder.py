@@ -205,15 +205,18 @@ class Recorder:
             return None
 
     def before_change(self, t: torch.Tensor) -> None:
-        """Meet ``t``, which an op is about to change in place, first seen there (``w.data`` in
-        ``w.data -= 0.1 * w.grad``): introduced after the op, its first id held the values
-        the op made, and the op's row showed the same values going in and coming out."""
-        if self.tensors.known(t) is not None:
-            return
+        """Meet ``t`` before an op changes it in place: first seen there (``w.data`` in
+        ``w.data -= 0.1 * w.grad``), or changed off the tape since it was last met (NOTE
+        [Changed off the tape] in tensors.py). Met after the op, the id it went in with held
+        the values the op made, and the op's row showed them going in and coming out."""
+        tensors = self.tensors
         try:
+            if tensors.known(t) is not None:
+                tensors.ensure(t)  # its new version, if code off the tape changed it
+                return
             frame, line, _top, in_setup = snippet_frames()
             if not in_setup:
-                self.tensors.ensure(t, line=line, frame=frame)
+                tensors.ensure(t, line=line, frame=frame)
         except Exception:
             self.observation_failed()
 
@@ -324,7 +327,8 @@ class Recorder:
         ):
             short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
         ensure = self.tensors.ensure
-        in_ids = [ensure(t, line=line, frame=frame) for t in inputs]
+        changed = {id(t) for t in outputs}  # inputs among them: the op's version, not off the tape
+        in_ids = [ensure(t, line=line, frame=frame, changing=id(t) in changed) for t in inputs]
         if torch.is_grad_enabled():
             mode = "grad"
             pending = self.graph.discover(outputs)

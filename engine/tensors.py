@@ -67,6 +67,8 @@ class TensorTable:
         self.lines: dict[int, int] = {}
         # a version an in-place op made -> (the id it replaced, the op's API name, its module)
         self.changes: dict[int, tuple[int, str, str | None]] = {}
+        # a version made for a change off the tape (NOTE [Changed off the tape]) -> the id it replaced
+        self.off_tape: dict[int, int] = {}
         # a tensor whose view an in-place op changed last -> (the op's API name, its line, the
         # view's id before the change)
         self.view_changes: dict[int, tuple[str, int | None, int | None]] = {}
@@ -77,6 +79,8 @@ class TensorTable:
         self._local: set[int] = set()
         # leaves that require grad, newest last: whose `.grad` or `.data` an unnamed tensor may be
         self._leaves: list[int] = []
+        # each id -> its tensor's version counter when it got the id (NOTE [Changed off the tape])
+        self._versions: dict[int, int | None] = {}
         # a tensor named ``w.data`` (and its versions) -> the id of the leaf ``w`` it was read off
         self._data_of: dict[int, int] = {}
         self.count = 0
@@ -98,35 +102,55 @@ class TensorTable:
         line: int | None = None,
         frame: FrameType | None = None,
         fresh: bool = False,
+        changing: bool = False,
     ) -> int:
-        """Return ``t``'s id, introducing it (one ``tensor`` event) the first time.
+        """Return ``t``'s id, introducing it (one ``tensor`` event) the first time, or its new
+        version when code off the tape changed it since (NOTE [Changed off the tape]).
 
-        ``fresh=True`` forces a new id, for the new version an in-place op made.
+        ``fresh=True`` forces a new id, for the new version an in-place op made;
+        ``changing=True``: ``t`` is an input of the op being recorded that the op changed (its
+        version moved by the op's own doing, and :meth:`new_version` follows).
         """
         if not fresh:
             tid = self._by_object.get(id(t))
             if tid is not None:
                 ref = self._refs.get(tid)
                 if ref is not None and ref() is t:
+                    if not changing and self._versions.get(tid) != _version_of(t):
+                        # NOTE [Changed off the tape]
+                        return self.new_version(t, op=None, line=line, by=None, path=None)
                     if frame is not None and tid not in self._scanned:
                         self._scan(tid, t, frame)
                     return tid
         return self.introduce(t, op=op, line=line, frame=frame)
 
     def new_version(
-        self, t: torch.Tensor, *, op: int | None, line: int | None, by: str, path: str | None
+        self, t: torch.Tensor, *, op: int | None, line: int | None, by: str | None, path: str | None
     ) -> int:
         """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``;
-        ``op`` None: not an op of the tape, such as AccumulateGrad), a new id; remember the one
-        it replaces."""
+        ``op`` None: not an op of the tape, such as AccumulateGrad; ``by`` None: changed
+        by code the tape did not see), a new id; remember the one it replaces.
+
+        # NOTE [Changed off the tape]
+        # A tensor's values are read when it gets its id. Code the tape does not record can
+        # change a tensor in place after that: an optimizer's step (its ops are not the
+        # snippet's), an in-place op on a view (``x[0:2].add_(1)`` changes ``x``, which
+        # shares the view's version counter), backward adding into a ``.grad``, a step
+        # recorded metrics-only. The next op that read ``model.weight`` or ``x`` showed the
+        # values from before. The version counter tells: a tensor whose version moved since
+        # its id was given gets a new version when it is next met (:meth:`ensure`).
+        """
         prior = self.known(t)
         tid = self.introduce(t, op=op, line=line, version=True)
         if prior is not None:
-            self.changes[tid] = (prior, by, path)
+            if by is not None:
+                self.changes[tid] = (prior, by, path)
+            else:
+                self.off_tape[tid] = prior
             if prior in self._data_of:
                 self._data_of[tid] = self._data_of[prior]
         base = t._base
-        if base is not None:  # a view: its base changed too, under the base's own id
+        if base is not None and by is not None:  # a view: its base changed too, under the base's own id
             base_id = self.known(base)
             if base_id is not None:
                 self.view_changes[base_id] = (by, line, prior)
@@ -247,6 +271,7 @@ class TensorTable:
         self.count = tid + 1
         self._by_object[id(t)] = tid
         self._refs[tid] = weakref.ref(t)
+        self._versions[tid] = _version_of(t)
         if line is not None:
             self.lines[tid] = line
         node, is_leaf = autograd_of(t) or (None, True)
@@ -373,5 +398,13 @@ def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:
     that never reads them goes on), so gradwalk must not read them bare."""
     try:
         return t.grad_fn, t.is_leaf
+    except RuntimeError:
+        return None
+
+
+def _version_of(t: torch.Tensor) -> int | None:
+    """``t._version``, or ``None`` for a tensor without a version counter (an inference tensor)."""
+    try:
+        return t._version
     except RuntimeError:
         return None

@@ -1,17 +1,18 @@
 """Tensors changed with no op of their own keep the trace truthful: written through ``.data``
 (NOTE [Changed through .data] in engine/tensors.py), added into by backward (a ``.grad``
-that was there already), or given an attribute (NOTE [Attribute writes] in
-engine/attributes.py). Each op reads the values, shape and flags its tensors had when it ran."""
+that was there already), stepped by an optimizer or changed through a view (NOTE [Changed
+off the tape]), or given an attribute (NOTE [Attribute writes] in engine/attributes.py). Each op reads the values, shape and flags its tensors had when it ran."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+import torch
 
 from engine import queries as q
 from engine import record
-from engine.events import Trace
+from engine.events import Limits, Trace
 
 
 def _ops(trace: Trace) -> list[Any]:
@@ -141,3 +142,50 @@ z = w * 3
     assert tensors[new].requires_grad
     (times,) = [op for op in ops if op.line == 5]
     assert times.inputs == [new] and q.value_of(tensors[times.outputs[0]].value) == [v * 3 for v in value]
+
+
+def test_the_forward_after_an_optimizer_step_reads_the_stepped_parameters() -> None:
+    source = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.5)
+x = torch.tensor([[1.0, 2.0]])
+for step in range(3):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+"""
+    trace = record(source, limits=Limits(detail_steps=3))
+    assert trace.events[-1].status == "ok"
+    names = q.tensor_names(trace)
+    linears = [op for op in _ops(trace) if op.name == "linear"]
+    assert len(linears) == 3
+    assert {names.get(op.inputs[1]) for op in linears} == {"model.weight"}
+    assert len({op.inputs[1] for op in linears}) == 3  # a version a step
+    # d(sum)/dw = x: each step takes 0.5 * [1, 2] off the weight
+    plain: dict[str, Any] = {"__name__": "__main__"}
+    torch.manual_seed(0)
+    exec(compile(source.replace("range(3)", "range(0)"), "plain.py", "exec"), plain)
+    w0 = plain["model"].weight.reshape(-1).tolist()
+    want = [[w0[0] - 0.5 * k, w0[1] - 1.0 * k] for k in range(3)]
+    got = [_value(trace, op.inputs[1]) for op in linears]
+    for row, wanted in zip(got, want, strict=True):
+        assert row == pytest.approx(wanted)
+    assert _value(trace, linears[0].inputs[1]) == w0  # the first reads the initial weight, bitwise
+
+
+def test_an_in_place_op_on_a_view_shows_in_the_base_the_next_op_reads() -> None:
+    source = """import torch
+x = torch.zeros(4)
+x[0:2].add_(1)
+y = x * 2
+"""
+    trace = record(source)
+    ops = _ops(trace)
+    made, view, add, times = ops
+    assert (view.name, add.name, times.name) == ("getitem", "add", "mul")
+    # the view goes in as it was and comes out changed; x, its base, is read changed
+    assert _value(trace, add.inputs[0]) == [0.0, 0.0] and _value(trace, add.outputs[0]) == [1.0, 1.0]
+    assert times.inputs != made.outputs and q.tensor_names(trace)[times.inputs[0]] == "x"
+    assert _value(trace, times.inputs[0]) == [1.0, 1.0, 0.0, 0.0]
+    assert _value(trace, times.outputs[0]) == [2.0, 2.0, 0.0, 0.0]
