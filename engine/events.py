@@ -210,6 +210,11 @@ class TensorIntroduced(_Event):
     op: int | None = Field(default=None, description="index of the op that produced it")
     line: int | None = None
     value: Value | None = None
+    version_of: TensorId | None = Field(
+        default=None,
+        description="the id this tensor is a new version of: the same object, changed in place "
+        "(by an op, by backward adding into a .grad, or by code not recorded)",
+    )
 
 
 class TensorNamed(_Event):

@@ -141,7 +141,7 @@ class TensorTable:
         # its id was given gets a new version when it is next met (:meth:`ensure`).
         """
         prior = self.known(t)
-        tid = self.introduce(t, op=op, line=line, version=True)
+        tid = self.introduce(t, op=op, line=line, version=True, version_of=prior)
         if prior is not None:
             if by is not None:
                 self.changes[tid] = (prior, by, path)
@@ -258,9 +258,11 @@ class TensorTable:
         line: int | None = None,
         frame: FrameType | None = None,
         version: bool = False,
+        version_of: int | None = None,
     ) -> int:
         """Give ``t`` a new id and send its ``tensor`` event; return the id. ``version``: ``t``
-        is a new version an in-place op made of a tensor already introduced."""
+        is a new version an in-place op made of a tensor already introduced (the one with id
+        ``version_of``, when it is known)."""
         rec = self._rec
         cls = type(t)
         is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
@@ -306,6 +308,7 @@ class TensorTable:
                 "op": op,
                 "line": line,
                 "value": to_value(t, rec.limits.max_value_elements) if rec.values else None,
+                **({"version_of": version_of} if version_of is not None else {}),
             }
         )
         return tid

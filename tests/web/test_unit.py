@@ -100,6 +100,9 @@ SNIPPETS = {
     # True/False passed by position: after a device the trace does not hold, and after a dim
     "positional_flags": "import torch, torch.nn as nn\nmodel = nn.Linear(2, 1)\nmodel.to('cpu')\n"
     "w = model.weight.to('cpu', None, False)\nx = torch.ones(2, 3, requires_grad=True)\ns = x.sum(0, True)\n",
+    # an optimizer steps w between its two accumulations: a new version of w each step
+    "stepped": "import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+    "for _ in range(2):\n    opt.zero_grad()\n    (w * w).sum().backward()\n    opt.step()\n",
     # one number through each elementwise function of rules-math.ts: their slopes, written out
     "scalar_math": "import torch\nx = torch.tensor(0.5, requires_grad=True)\nw = torch.tensor(1.5, requires_grad=True)\n"
     "y = (torch.asin(x) + torch.acos(x) + torch.atan(x) + torch.sinh(x) + torch.cosh(x) + torch.asinh(x)\n"

@@ -76,8 +76,11 @@ export class InspectorView {
     const gradFn = m.gradFnOfTensor(id);
     const acc = m.accumulatorOf(id);
     const kind = ev.is_param ? "parameter" : ev.is_leaf ? (ev.requires_grad ? "leaf (requires grad)" : "plain input (no grad)") : "intermediate";
-    const final = m.finals.get(id);
-    const accs = m.accumulationsOf(id);
+    // a leaf's .grad over the run, across the versions its in-place changes made (each
+    // optimizer step makes one): the accumulations into any of them, and the end's state
+    const history = ev.is_leaf ? m.gradHistoryOf(id) : { accs: m.accumulationsOf(id), final: m.finals.get(id) };
+    const final = history.final;
+    const accs = history.accs;
     // As the run left it: a .grad cleared after its last accumulation (zero_grad) is None.
     const grad = final ? final.grad : accs.length ? accs[accs.length - 1].after : null;
     return [

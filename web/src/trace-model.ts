@@ -98,6 +98,10 @@ export class TraceModel {
   private readonly opsByLine = new Map<number, number[]>();
   private readonly nodesByLine = new Map<number, number[]>();
   private readonly accsByTensor = new Map<number, GradAccumulated[]>();
+  /** tensor id -> the first id of its object (a version made in place points back to it) */
+  private readonly firstVersion = new Map<number, number>();
+  /** first id -> every id of that object, oldest first */
+  private readonly versions = new Map<number, number[]>();
   /** tensor id -> the lines that hooked its gradient (register_hook) */
   private readonly hooksOf = new Map<number, (number | null)[]>();
   /** tensor id -> the module whose output it is (made inside it, read by an op outside it) */
@@ -145,6 +149,9 @@ export class TraceModel {
         break;
       case "tensor": {
         this.tensors.set(ev.id, { id: ev.id, ev, name: ev.name, paramName: ev.param_name });
+        const first = ev.version_of != null ? (this.firstVersion.get(ev.version_of) ?? ev.version_of) : ev.id;
+        this.firstVersion.set(ev.id, first);
+        push(this.versions, first, ev.id);
         break;
       }
       case "tensor_named": {
@@ -309,6 +316,26 @@ export class TraceModel {
 
   accumulationsOf(tensor: number): readonly GradAccumulated[] {
     return this.accsByTensor.get(tensor) ?? [];
+  }
+
+  /** Every id of tensor `id`'s object, oldest first: itself, and the versions in-place
+   * changes made of it (a parameter an optimizer stepped, a `.grad` backward added into). */
+  versionsOf(id: number): readonly number[] {
+    return this.versions.get(this.firstVersion.get(id) ?? id) ?? [id];
+  }
+
+  /**
+   * A leaf's `.grad` over the whole run, whichever of its versions is asked about: every
+   * accumulation into it, in order, and its state at the end of the run (the final of its
+   * newest version). An optimizer's step makes a new version of each parameter, so each
+   * step's accumulation lands on a different id.
+   */
+  gradHistoryOf(id: number): { accs: GradAccumulated[]; final: TensorFinal | undefined } {
+    const ids = this.versionsOf(id);
+    const accs = ids.flatMap((v) => this.accsByTensor.get(v) ?? []).sort((a, b) => a.seq - b.seq);
+    let final: TensorFinal | undefined;
+    for (const v of ids) final = this.finals.get(v) ?? final;
+    return { accs, final };
   }
 
   /**

@@ -19,3 +19,19 @@ test("accumulate_loop: a leaf's .grad grows 4, 8, 12 across calls, and reads Non
   assert.equal(gradAt(m, x.id, first(3)), "None");
   assert.equal(gradAt(m, x.id, last(3)), "4");
 });
+
+test("stepped: a leaf's versions, one an optimizer step, share one .grad history", () => {
+  const m = model("stepped");
+  const ws = [...m.tensors.values()].filter((t) => t.name === "w").map((t) => t.id);
+  assert.equal(ws.length, 2); // as made, and as step 1 left it (read by the second forward)
+  for (const id of ws) assert.deepEqual(m.versionsOf(id), ws);
+  // each accumulation landed on the version its backward read; the history has both
+  const { accs, final } = m.gradHistoryOf(ws[0]);
+  assert.deepEqual(accs.map((a) => a.tensor), [ws[0], ws[1]]);
+  assert.deepEqual(accs.map((a) => a.backward), [0, 1]);
+  assert.equal(final?.id, ws[1]);
+  assert.equal(m.gradHistoryOf(ws[1]).accs.length, 2);
+  // a tensor no in-place change touched is its only version
+  const loss = [...m.tensors.values()].find((t) => !t.ev.is_leaf)!;
+  assert.deepEqual(m.versionsOf(loss.id), [loss.id]);
+});

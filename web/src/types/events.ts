@@ -186,6 +186,10 @@ export interface TensorIntroduced {
   t: number;
   type: "tensor";
   value: (FullValue | SummaryValue) | null;
+  /**
+   * the id this tensor is a new version of: the same object, changed in place (by an op, by backward adding into a .grad, or by code not recorded)
+   */
+  version_of: number | null;
 }
 /**
  * A small tensor's values, whole: ``flat`` is row-major, reshape with ``shape``.
