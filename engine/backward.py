@@ -156,7 +156,6 @@ class BackwardTracker:
         leaf = leaf_ref() if leaf_ref is not None else None
         if leaf is not None:
             tid = rec.tensors.ensure(leaf)
-            grad = leaf.grad
             rec.emit(
                 dict(
                     type="grad_accumulated",
@@ -166,14 +165,9 @@ class BackwardTracker:
                     node=nid,
                     before=self._before.pop(nid, None),
                     added=received[0] if received else None,
-                    after=v(grad),
+                    after=v(leaf.grad),
                 )
             )
-            if grad is not None and rec.tensors.known(grad) is not None:
-                # a .grad the tape knows, added into in place (after w.grad.zero_(), or with
-                # no zeroing at all): its new values are a new version, or the next op that
-                # reads w.grad would show the ones before (a new .grad is met when first read)
-                rec.tensors.new_version(grad, op=None, line=None, by="AccumulateGrad", path=None)
 
     def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
         # A gradient a node sends is usually the very tensor the next node receives:

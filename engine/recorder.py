@@ -35,7 +35,7 @@ from .reflected import OperandOrder
 from .source import snippet_frames
 from .strict import STRICT
 from .tape import TapeMode, op_names
-from .tensors import TensorTable
+from .tensors import TensorTable, version_of
 from .threads import SnippetThreads
 from .training import TrainingTracker
 from .values import to_value
@@ -70,12 +70,7 @@ def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bo
     # operand these ops hand back. Anything else (another argument, an inference tensor,
     # which has no version counter) counts as written, as before.
     """
-    if before is None or not args or args[0] is not t:
-        return False
-    try:
-        return bool(t._version == before)
-    except RuntimeError:
-        return False
+    return before is not None and bool(args) and args[0] is t and version_of(t) == before
 
 
 def _mode_on_top(mode: TapeMode) -> bool:
@@ -203,22 +198,6 @@ class Recorder:
         except Exception:
             self.observation_failed()
             return None
-
-    def before_change(self, t: torch.Tensor) -> None:
-        """Meet ``t`` before an op changes it in place: first seen there (``w.data`` in
-        ``w.data -= 0.1 * w.grad``), or changed off the tape since it was last met (NOTE
-        [Changed off the tape] in tensors.py). Met after the op, the id it went in with held
-        the values the op made, and the op's row showed them going in and coming out."""
-        tensors = self.tensors
-        try:
-            if tensors.known(t) is not None:
-                tensors.ensure(t)  # its new version, if code off the tape changed it
-                return
-            frame, line, _top, in_setup = snippet_frames()
-            if not in_setup:
-                tensors.ensure(t, line=line, frame=frame)
-        except Exception:
-            self.observation_failed()
 
     def observation_failed(self) -> None:
         """Call from an ``except`` block: gradwalk failed to record something (a tensor it

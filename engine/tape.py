@@ -173,7 +173,7 @@ class TapeMode(TorchFunctionMode):
                     pass
             if first_version is not None and op_names(func)[2] and rec.detail and not rec.in_optimizer:
                 with rec.serial, aside(), modes_aside():
-                    rec.before_change(first)
+                    rec.tensors.before_change(first)
         try:
             result = func(*args, **kwargs)
         except Exception as exc:

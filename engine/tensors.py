@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import bound_name, is_a, outer_name
+from .source import bound_name, is_a, outer_name, snippet_frames
 from .values import has_storage, same_view, to_value
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .recorder import Recorder
 
-__all__ = ["TensorTable", "autograd_of", "dtype_name"]
+__all__ = ["TensorTable", "autograd_of", "dtype_name", "version_of"]
 
 _MAX_HELD = 256  # the most items of a plain container searched for tensors to name
 _MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
@@ -116,7 +116,7 @@ class TensorTable:
             if tid is not None:
                 ref = self._refs.get(tid)
                 if ref is not None and ref() is t:
-                    if not changing and self._versions.get(tid) != _version_of(t):
+                    if not changing and self._versions.get(tid) != version_of(t):
                         # NOTE [Changed off the tape]
                         return self.new_version(t, op=None, line=line, by=None, path=None)
                     if frame is not None and tid not in self._scanned:
@@ -124,11 +124,26 @@ class TensorTable:
                     return tid
         return self.introduce(t, op=op, line=line, frame=frame)
 
+    def before_change(self, t: torch.Tensor) -> None:
+        """Meet ``t`` before an op changes it in place: first seen there (``w.data`` in
+        ``w.data -= 0.1 * w.grad``), or changed off the tape since it was last met (NOTE
+        [Changed off the tape]). Met after the op, the id it went in with held the values the
+        op made, and the op's row showed them going in and coming out."""
+        try:
+            if self.known(t) is not None:
+                self.ensure(t)  # its new version, if code off the tape changed it
+                return
+            frame, line, _top, in_setup = snippet_frames()
+            if not in_setup:
+                self.ensure(t, line=line, frame=frame)
+        except Exception:
+            self._rec.observation_failed()
+
     def new_version(
         self, t: torch.Tensor, *, op: int | None, line: int | None, by: str | None, path: str | None
     ) -> int:
         """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``;
-        ``op`` None: not an op of the tape, such as AccumulateGrad; ``by`` None: changed
+        ``op`` None: not an op of the tape; ``by`` None: changed
         by code the tape did not see), a new id; remember the one it replaces.
 
         # NOTE [Changed off the tape]
@@ -141,7 +156,7 @@ class TensorTable:
         # its id was given gets a new version when it is next met (:meth:`ensure`).
         """
         prior = self.known(t)
-        tid = self.introduce(t, op=op, line=line, version=True, version_of=prior)
+        tid = self.introduce(t, op=op, line=line, version=True, replaces=prior)
         if prior is not None:
             if by is not None:
                 self.changes[tid] = (prior, by, path)
@@ -258,11 +273,11 @@ class TensorTable:
         line: int | None = None,
         frame: FrameType | None = None,
         version: bool = False,
-        version_of: int | None = None,
+        replaces: int | None = None,
     ) -> int:
         """Give ``t`` a new id and send its ``tensor`` event; return the id. ``version``: ``t``
-        is a new version an in-place op made of a tensor already introduced (the one with id
-        ``version_of``, when it is known)."""
+        is a new version an in-place op made of a tensor already introduced (the id it
+        ``replaces``, when it is known)."""
         rec = self._rec
         cls = type(t)
         is_param = cls is not torch.Tensor and issubclass(cls, torch.nn.Parameter)
@@ -273,7 +288,7 @@ class TensorTable:
         self.count = tid + 1
         self._by_object[id(t)] = tid
         self._refs[tid] = weakref.ref(t)
-        self._versions[tid] = _version_of(t)
+        self._versions[tid] = version_of(t)
         if line is not None:
             self.lines[tid] = line
         node, is_leaf = autograd_of(t) or (None, True)
@@ -308,7 +323,7 @@ class TensorTable:
                 "op": op,
                 "line": line,
                 "value": to_value(t, rec.limits.max_value_elements) if rec.values else None,
-                **({"version_of": version_of} if version_of is not None else {}),
+                **({"version_of": replaces} if replaces is not None else {}),
             }
         )
         return tid
@@ -405,7 +420,7 @@ def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:
         return None
 
 
-def _version_of(t: torch.Tensor) -> int | None:
+def version_of(t: torch.Tensor) -> int | None:
     """``t._version``, or ``None`` for a tensor without a version counter (an inference tensor)."""
     try:
         return t._version
