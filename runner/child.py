@@ -20,7 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from engine.events import Limits, RunFinished, RunStarted, event_adapter
 from engine.text import writable
 
-from . import sandbox
+from . import linux, sandbox
 from .framing import FrameDecoder, encode_frame
 from .probe import verify as probe_layers
 
@@ -107,6 +107,34 @@ def _warm(source: str) -> None:
     record_stream(source, _encode_only, validate=False)
 
 
+def _open_cuda() -> None:
+    """Open the GPU (a CUDA context and cuBLAS) while the child still sees the whole machine.
+
+    # NOTE [CUDA opened before the walls]
+    # On a GPU machine (an H200, driver 580, torch 2.11) CUDA could not start inside the
+    # sandbox: cudaGetDeviceCount failed with error 304 ("OS call failed") under the seccomp
+    # filter, in the new root, and in a fresh pid namespace while /proc was the worker's,
+    # each on its own. Once started, CUDA runs on inside all three. So a GPU child starts
+    # CUDA here: after its descriptors are the sandbox's (the driver's stay open, above fd 4)
+    # and before the walls go up, with a fresh /proc for its pid namespace in a mount
+    # namespace of its own. A failure is left for the snippet's first CUDA call to report.
+    # tests/runner/test_lifecycle.py::test_cuda_run_on_a_gpu runs a CUDA snippet this way.
+    """
+    try:
+        linux.unshare(linux.CLONE_NEWNS)
+        linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+        linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    except OSError:
+        pass
+    import torch
+
+    try:
+        a = torch.ones(2, 2, device="cuda")
+        (a @ a).sum().item()
+    except Exception:  # the snippet meets the same failure, with its own line, if it uses CUDA
+        pass
+
+
 def standby(config: dict[str, Any], event_fd: int, request_fd: int, warmup: str = "") -> NoReturn:
     """Enter the sandbox, wait for a request, run it and exit (0 after ``run_finished``).
 
@@ -117,7 +145,7 @@ def standby(config: dict[str, Any], event_fd: int, request_fd: int, warmup: str 
     try:
         problem = None
         try:
-            sandbox.enter(config, event_fd, request_fd)
+            sandbox.enter(config, event_fd, request_fd, _open_cuda if config.get("gpu") else None)
         except sandbox.SandboxError as exc:
             problem = exc
         if problem is None and warmup:

@@ -105,7 +105,12 @@ class _MountAttr(ctypes.Structure):
     ]
 
 
-def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) -> dict[str, str]:
+def enter(
+    config: dict[str, Any],
+    event_fd: int,
+    request_fd: int | None = None,
+    before_walls: Callable[[], None] | None = None,
+) -> dict[str, str]:
     """Apply every layer to the calling (freshly forked) process; return the failures.
 
     ``config`` comes from the worker: ``strict``, ``uid``, ``keep`` and ``hide`` (paths),
@@ -113,7 +118,9 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
     namespace). The event pipe becomes fd 3 and ``request_fd`` (if any) fd 4; every other
     descriptor is closed. The per-run rlimits come later, from :func:`limit_run`. In strict
     mode the first failure raises :class:`SandboxError`; otherwise the result maps each
-    layer that failed to why.
+    layer that failed to why. ``before_walls`` runs once the descriptors are the sandbox's
+    and before any other layer: what it opens stays open (a GPU child opens CUDA there,
+    see NOTE [CUDA opened before the walls] in :mod:`runner.child`).
     """
     failures: dict[str, str] = {}
 
@@ -127,6 +134,8 @@ def enter(config: dict[str, Any], event_fd: int, request_fd: int | None = None) 
 
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     _own_fds(event_fd, request_fd)
+    if before_walls is not None:
+        before_walls()
     step("namespaces", lambda: linux.unshare(_NS_FLAGS))
     if "namespaces" not in failures:
         step("readonly_fs", lambda: _build_root(config))

@@ -18,6 +18,7 @@ from engine import record
 from engine.events import Trace, event_adapter, trace_adapter
 from server.routes.events import BATCH_EVENTS
 from tests.conftest import case_source, load_cases
+from tests.engine.snippets import plain_grads
 from tests.server.harness import LiveServer
 
 CASES = load_cases()
@@ -86,6 +87,37 @@ def test_cases_stream_what_the_engine_records(
     assert q.backward_order(got) == q.backward_order(want) if q.events_of(want, "backward_started") else True
     assert [p.kind for p in q.pitfalls(got)] == [p.kind for p in q.pitfalls(want)]
     assert q.stdout(got) == q.stdout(want)
+
+
+GPU_NET = (
+    "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+    "net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)).to(device)\n"
+    "x = torch.randn(6, 4, device=device)\nloss = net(x).pow(2).mean()\nloss.backward()\n"
+)
+
+
+@pytest.mark.cuda
+def test_a_cuda_run_streams_the_grads_pytorch_computes_on_the_gpu(
+    api: httpx.Client, server: LiveServer
+) -> None:
+    """A run asked for with ``device: "cuda"`` goes through the real worker pool and socket; its
+    tensors are on the GPU and its grads are those plain PyTorch computes on the GPU."""
+    assert api.get("/api/health").json()["cuda"] is True
+    response = api.post("/api/runs", json={"source": GPU_NET, "device": "cuda"})
+    assert response.status_code == 201, response.text
+    frames, code, reason = asyncio.run(collect(events_url(server, response.json())))
+    assert code == 1000, reason
+    got = as_trace(GPU_NET, frames)
+    assert got.events[-1].status == "ok", got.events[-1]
+    assert any(e.device.startswith("cuda") for e in q.events_of(got, "tensor"))
+    want = plain_grads("device = 'cuda'\n" + GPU_NET, ["net[0].weight", "net[0].bias", "net[2].weight"])
+    grads = q.final_grads(got)
+    for name, expression in [
+        ("net.0.weight", "net[0].weight"),
+        ("net.0.bias", "net[0].bias"),
+        ("net.2.weight", "net[2].weight"),
+    ]:
+        assert grads[name] == pytest.approx(want[expression], rel=1e-5, abs=1e-7), name
 
 
 def test_stored_run_streams_the_same_frames(api: httpx.Client, server: LiveServer) -> None:
