@@ -161,6 +161,12 @@ class LibraryCalls:
             if not self._recording_here():
                 return original(module, *args, **kwargs)
             before = [(t, t.dtype, t.device) for t in _tensors_of(module)]
+            if making.depth == 0:
+                # met as they go in: a conversion may change a tensor in place (param.data swapped)
+                with self._rec.serial, self._rec.mute():
+                    self._rec.modules.name_if_new(module)
+                    for t, _, _ in before:
+                        self._rec.tensors.before_change(t)
             making.depth += 1
             try:
                 result = original(module, *args, **kwargs)

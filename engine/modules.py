@@ -136,6 +136,12 @@ class ModuleTracker:
         if path is not None:
             self._register_params(module, path, id(module) in self._provisional)
 
+    def name_if_new(self, module: nn.Module) -> None:
+        """Name ``module``, met outside any forward (``model.double()`` before its first
+        call), if it has no name yet, so that the tensors it holds are met under their names."""
+        if id(module) not in self._paths and not self._stack:
+            self._name_new_root(module, snippet_frame()[0])
+
     def name_swapped(self) -> None:
         """Name the parameters of modules that torch.func had swapped out when the modules
         were named, now that the modules hold their own again (NOTE [Parameters under

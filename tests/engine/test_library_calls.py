@@ -316,6 +316,34 @@ def test_a_conversion_that_changes_the_parameters_gives_them_new_versions_with_t
     assert got["model.0.weight"] == want["model[0].weight"] and got["model.1.bias"] == want["model[1].bias"]
 
 
+def test_a_model_converted_before_its_first_call_goes_in_as_it_was_under_its_names() -> None:
+    """Its tensors are first met by the conversion, which swaps ``param.data`` under the same
+    objects: met after it, they went in already converted and nameless (``model.to('cuda')``
+    showed cuda tensors going in, on the GPU machine)."""
+    source = """import torch, torch.nn as nn
+net = nn.Linear(4, 2)
+net.double()
+loss = net(torch.randn(3, 4, dtype=torch.float64)).sum()
+loss.backward()
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    (convert,) = [op for op in _ops(trace) if op.line == 3]
+    tensors = _tensor_events(trace)
+    assert [(tensors[t].name, tensors[t].dtype) for t in convert.inputs] == [
+        ("net.weight", "float32"),
+        ("net.bias", "float32"),
+    ]
+    assert [(tensors[t].name, tensors[t].dtype) for t in convert.outputs] == [
+        ("net.weight", "float64"),
+        ("net.bias", "float64"),
+    ]
+    assert [tensors[t].version_of for t in convert.outputs] == convert.inputs
+    linear = next(op for op in _ops(trace) if op.name == "linear")
+    assert linear.inputs[1:] == convert.outputs
+    assert not [op for op in _ops(trace) if op.line == 3 and op is not convert]
+
+
 def test_a_modules_own_to_is_the_ops_it_calls_and_the_library_is_restored() -> None:
     source = """import torch, torch.nn as nn
 class Net(nn.Module):
