@@ -432,6 +432,12 @@ _PLAIN_HINTS = (
         "target.long() (or class probabilities, floats of the same shape as the input).",
     ),
     (
+        # the same, in the words of older PyTorch (2.11), which other ops use too
+        "expected scalar type Long but found",
+        "This op takes integers of dtype torch.long here (class indices for cross_entropy or "
+        "nll_loss, indices for embedding or gather) and got another dtype: pass target.long().",
+    ),
+    (
         "must match the size of tensor b",
         "Broadcasting lines the shapes up from the right: each dimension must be equal, or 1 in one "
         "of the two. Print both .shape; reshape, unsqueeze or transpose one operand.",

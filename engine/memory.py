@@ -353,5 +353,23 @@ def _output_clause(held: _Held) -> str:
 
 
 def _which_output(nr: int | str, node: str) -> str:
-    """``, which is output 0 of Sigmoid,`` for output ``nr`` of node class ``node``."""
-    return f", which is output {nr} of {_BACKWARD_SUFFIX.sub('', node)},"
+    """``, which is output 0 of Sigmoid,`` for output ``nr`` of node class ``node``, the node
+    named as this PyTorch names it there."""
+    return f", which is output {nr} of {node if _SUFFIX_KEPT else _BACKWARD_SUFFIX.sub('', node)},"
+
+
+def _pytorch_keeps_the_backward_suffix() -> bool:
+    """Whether this PyTorch's in-place error names a node by its class (``output 0 of
+    ExpBackward0``, torch 2.11) or without the suffix (``output 0 of Exp``, torch 2.13): asked
+    of PyTorch once, at import, on a tensor of one element."""
+    try:
+        with torch.enable_grad(), torch.inference_mode(False):
+            y = torch.ones(1, requires_grad=True).exp()
+            y.add_(1)
+            y.backward()
+    except RuntimeError as exc:
+        return "ExpBackward" in str(exc)
+    return False
+
+
+_SUFFIX_KEPT = _pytorch_keeps_the_backward_suffix()

@@ -627,6 +627,11 @@ EXPLAINED = {
         "import torch, torch.nn.functional as F\nloss = F.cross_entropy(torch.randn(4, 3), torch.tensor([0.0, 1.0, 2.0, 1.0]))\n",
         "target.long()",
     ),
+    # PyTorch 2.11 words cross_entropy's error so; multi_margin_loss still does
+    "float class targets, older words": (
+        "import torch, torch.nn.functional as F\nloss = F.multi_margin_loss(torch.randn(4, 3), torch.tensor([0.0, 1.0, 2.0, 1.0]))\n",
+        "target.long()",
+    ),
     "shapes that do not broadcast": ("import torch\ny = torch.ones(2, 3) + torch.ones(4)\n", "Broadcasting"),
     "numpy of a tensor in the graph": (
         "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 3).numpy()\n",
