@@ -15,8 +15,10 @@ from .conftest import PoolDriver, finished
 
 CASES = load_cases()
 # Wall-clock fields differ run to run. Tracebacks differ by design: the sandbox hides the
-# app's files, so Python cannot quote the engine's own source lines in them.
-_VOLATILE = {"t", "duration_s", "wall_s", "traceback"}
+# app's files, so Python cannot quote the engine's own source lines in them. On a GPU machine
+# this process sees the GPU (and, once a CUDA test ran, its memory) while a CPU run's child
+# never does (its worker hides the GPU), so the CUDA fields differ there by design.
+_VOLATILE = {"t", "duration_s", "wall_s", "traceback", "cuda_available", "cuda_allocated"}
 
 
 def _strip(value: Any) -> Any:
