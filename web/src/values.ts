@@ -68,6 +68,19 @@ export function shapeText(shape: readonly number[] | null | undefined): string {
   return shape.length === 0 ? "scalar" : `[${shape.join("×")}]`;
 }
 
+/**
+ * The shapes of an op's outputs in one cell: one shape; `3 × [2×4]` when all are alike
+ * (`split`); both when two differ (`max` along a dim); else the count (`model.double()`
+ * hands back nine tensors of five shapes).
+ */
+export function shapesText(shapes: readonly (readonly number[] | null | undefined)[]): string {
+  if (shapes.length === 0) return "";
+  const texts = shapes.map((s) => shapeText(s));
+  if (texts.length === 1) return texts[0];
+  if (texts.every((t) => t === texts[0])) return `${texts.length} × ${texts[0]}`;
+  return texts.length === 2 ? texts.join(", ") : `${texts.length} tensors`;
+}
+
 /** A one-line description of a value: the number, a short list, or shape and statistics. */
 export function fmtValue(v: Maybe<TensorValue>, maxItems = 6): string {
   return describeValue(v, maxItems, false);

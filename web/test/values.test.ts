@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { FullValue, SummaryValue } from "../src/types/events";
-import { fmtAddend, fmtValue, fmtValueRows } from "../src/values";
+import { fmtAddend, fmtValue, fmtValueRows, shapesText } from "../src/values";
 
 const summary = (of: SummaryValue["of"]): SummaryValue => ({
   kind: "summary",
@@ -51,4 +51,15 @@ test("a negative number after a + is bracketed; anything else reads as fmtValue 
   assert.equal(fmtAddend(full([0.75], [])), "0.75");
   assert.equal(fmtAddend(full([-1, 2], [2])), "[−1, 2]");
   assert.equal(fmtAddend(null), "—");
+});
+
+test("an op's outputs' shapes: one, alike, two, or a count", () => {
+  assert.equal(shapesText([]), "");
+  assert.equal(shapesText([[2, 3]]), "[2×3]");
+  assert.equal(shapesText([[]]), "scalar");
+  assert.equal(shapesText([[2, 4], [2, 4], [2, 4]]), "3 × [2×4]");
+  assert.equal(shapesText([[4], [4]]), "2 × [4]");
+  assert.equal(shapesText([[4, 3], [4]]), "[4×3], [4]");
+  assert.equal(shapesText([[4, 3], [4], [3], [3], []]), "5 tensors");
+  assert.equal(shapesText([[4], undefined]), "[4], ?");
 });
