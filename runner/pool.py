@@ -191,13 +191,18 @@ class WorkerPool:
 
     @property
     def ready_workers(self) -> int:
-        """Workers that have warmed up and are alive (busy or not)."""
-        return sum(1 for p in self._proxies if p.ready.done() and not p.ready.exception() and not p.dead)
+        """CPU workers (of :attr:`workers`) that have warmed up and are alive, busy or not;
+        the GPU worker, on a machine with one, is not counted."""
+        return sum(
+            1
+            for p in self._proxies
+            if p.kind == "cpu" and p.ready.done() and not p.ready.exception() and not p.dead
+        )
 
     @property
     def idle_workers(self) -> int:
-        """Workers ready to take a run now."""
-        return sum(1 for p in self._proxies if p.idle)
+        """CPU workers ready to take a run now (the GPU worker is not counted)."""
+        return sum(1 for p in self._proxies if p.kind == "cpu" and p.idle)
 
     @property
     def sandbox_uids(self) -> range:
