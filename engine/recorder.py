@@ -32,6 +32,7 @@ from .mute import Mute
 from .op_arguments import op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
+from .running_stats import NORM_OPS, RunningStats
 from .source import snippet_frames
 from .strict import STRICT
 from .tape import TapeMode, op_names
@@ -109,6 +110,7 @@ class Recorder:
         self.ops = 0
         self.dropped_ops = 0
         self.tensors = TensorTable(self)
+        self.running_stats = RunningStats(self.tensors)
         self.graph = GraphRecorder(self)
         self.backward = BackwardTracker(self)
         self.memory = SavedMemory(self)
@@ -337,10 +339,13 @@ class Recorder:
                     owners.append(owner)  # NOTE [Changed through .data] in tensors.py
             else:
                 out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
+        made_ids = list(out_ids)  # the op's own outputs, which made the graph's nodes
         for owner in owners:
             out_ids.append(self.tensors.new_version(owner, op=index, line=line, by=api, path=path))
+        if short in NORM_OPS:  # NOTE [Running statistics] in running_stats.py
+            out_ids += self.running_stats.after(api, args, kwargs or {}, index, line, path)
         if pending:
-            self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, out_ids))
+            self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, made_ids))
         self.emit(
             {
                 "type": "op",

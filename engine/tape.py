@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from .dispatch import modes_aside
 from .pitfalls import WATCHED_OPS
+from .running_stats import NORM_OPS
 from .source import snippet_frames
 
 if TYPE_CHECKING:
@@ -174,6 +175,12 @@ class TapeMode(TorchFunctionMode):
             if first_version is not None and op_names(func)[2] and rec.detail and not rec.in_optimizer:
                 with rec.serial, aside(), modes_aside():
                     rec.tensors.before_change(first)
+        if name in NORM_OPS and rec.detail and not rec.in_optimizer:
+            with rec.serial, aside(), modes_aside():
+                try:
+                    rec.running_stats.before(op_names(func)[1], args, kwargs)  # NOTE [Running statistics]
+                except Exception:
+                    rec.observation_failed()
         try:
             result = func(*args, **kwargs)
         except Exception as exc:
