@@ -175,13 +175,16 @@ class LibraryCalls:
             if making.depth == 0:
                 self._rec.modules.reread(module)
                 after = _tensors_of(module)
+                pairs = list(zip(before, after, strict=False))
                 kept = {
                     id(t)
-                    for (old, dtype, device), t in zip(before, after, strict=False)
+                    for (old, dtype, device), t in pairs
                     if t is old and t.dtype == dtype and t.device == device
                 }
+                replaced = {id(t): old for (old, _, _), t in pairs if t is not old}  # a buffer: a new object
                 with torch.no_grad():  # the grad mode Module._apply converts in
-                    self._record(original, [t for t, _, _ in before], after, (None, *args), kwargs, kept)
+                    inputs = [t for t, _, _ in before]
+                    self._record(original, inputs, after, (None, *args), kwargs, kept, replaced)
             return result
 
         return convert
@@ -194,13 +197,16 @@ class LibraryCalls:
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None = None,
         handed_back: set[int] | None = None,
+        replacing: dict[int, torch.Tensor] | None = None,
     ) -> None:
         rec = self._rec
         if not outputs:
             return
         try:
             with rec.serial, rec.mute():
-                rec.on_op(func, inputs, outputs, args, kwargs=kwargs, handed_back=handed_back)
+                rec.on_op(
+                    func, inputs, outputs, args, kwargs=kwargs, handed_back=handed_back, replacing=replacing
+                )
         except Exception:
             rec.observation_failed()  # the call is the snippet's; only its record is lost
 

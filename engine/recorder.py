@@ -268,6 +268,7 @@ class Recorder:
         fresh_outputs: bool = False,
         kwargs: dict[str, Any] | None = None,
         handed_back: set[int] | None = None,
+        replacing: dict[int, torch.Tensor] | None = None,
     ) -> None:
         """Record one op: its tensors, the nodes it created, and the memory it saved.
 
@@ -276,7 +277,9 @@ class Recorder:
         ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]);
         ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py);
         ``handed_back`` holds the ``id()`` of inputs among the outputs known to be unchanged
-        (a module's conversion, engine/library_calls.py), which keep their ids.
+        (a module's conversion, engine/library_calls.py), which keep their ids; ``replacing``
+        maps the ``id()`` of an output to the input it takes the place of (a buffer the
+        conversion replaced), whose new version it is.
         """
         frame, line, top_line, in_setup = frames or snippet_frames()
         if in_setup:
@@ -337,6 +340,9 @@ class Recorder:
                 owner = self.tensors.data_owner(tid, t)
                 if owner is not None and all(owner is not o for o in outputs):
                     owners.append(owner)  # NOTE [Changed through .data] in tensors.py
+            elif replacing and id(t) in replacing:
+                of = replacing[id(t)]
+                out_ids.append(self.tensors.new_version(t, op=index, line=line, by=api, path=path, of=of))
             else:
                 out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
         made_ids = list(out_ids)  # the op's own outputs, which made the graph's nodes

@@ -140,11 +140,20 @@ class TensorTable:
             self._rec.observation_failed()
 
     def new_version(
-        self, t: torch.Tensor, *, op: int | None, line: int | None, by: str | None, path: str | None
+        self,
+        t: torch.Tensor,
+        *,
+        op: int | None,
+        line: int | None,
+        by: str | None,
+        path: str | None,
+        of: torch.Tensor | None = None,
     ) -> int:
         """Give ``t``, just changed in place by op ``by`` (its API name; in module ``path``;
         ``op`` None: not an op of the tape; ``by`` None: changed
-        by code the tape did not see), a new id; remember the one it replaces.
+        by code the tape did not see), a new id; remember the one it replaces. ``of``: the
+        tensor ``t`` takes the place of, when that is another object (a buffer a module's
+        conversion replaced).
 
         # NOTE [Changed off the tape]
         # A tensor's values are read when it gets its id. Code the tape does not record can
@@ -155,7 +164,7 @@ class TensorTable:
         # values from before. The version counter tells: a tensor whose version moved since
         # its id was given gets a new version when it is next met (:meth:`ensure`).
         """
-        prior = self.known(t)
+        prior = self.known(t if of is None else of)
         tid = self.introduce(t, op=op, line=line, version=True, replaces=prior)
         if prior is not None:
             if by is not None:

@@ -305,6 +305,9 @@ def test_a_conversion_that_changes_the_parameters_gives_them_new_versions_with_t
     assert [tensors[t].dtype for t in convert.inputs[:6]] == ["float32"] * 6
     assert [tensors[t].dtype for t in convert.outputs[:6]] == ["float64"] * 6
     assert not set(convert.outputs[:6]) & set(convert.inputs)
+    # versions of what went in: the parameters changed under the same objects, and the
+    # buffers replaced by new ones alike
+    assert [tensors[t].version_of for t in convert.outputs[:6]] == convert.inputs[:6]
     assert convert.outputs[6] == convert.inputs[6]
     # the forward after the conversion reads the converted parameters, the one before the old
     linears = [op for op in ops if op.name == "linear"]

@@ -101,6 +101,8 @@ SNIPPETS = {
     "positional_flags": "import torch, torch.nn as nn\nmodel = nn.Linear(2, 1)\nmodel.to('cpu')\n"
     "w = model.weight.to('cpu', None, False)\nx = torch.ones(2, 3, requires_grad=True)\ns = x.sum(0, True)\n",
     # an optimizer steps w between its two accumulations: a new version of w each step
+    "running_stats": "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm1d(2)\ny = bn(torch.randn(4, 2))\n"
+    "bn.double()\n",
     "stepped": "import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
     "for _ in range(2):\n    opt.zero_grad()\n    (w * w).sum().backward()\n    opt.step()\n",
     # one number through each elementwise function of rules-math.ts: their slopes, written out

@@ -4,6 +4,7 @@
 import type { TraceModel } from "./trace-model";
 import { bareExprOf, ELIDED, exprOf, keywordTexts, nameOf, numberText } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
+import { shapesText } from "./values";
 
 export { numberText };
 
@@ -312,6 +313,17 @@ export function outputsText(model: TraceModel, op: OpRecorded, most = Infinity):
     return `the same ${outputs.length}, unchanged`;
   }
   return listed(outputs.map((t) => tensorExpr(model, t)), most).join(", ");
+}
+
+/**
+ * The shapes of what `op` made (see {@link shapesText}): its inputs handed back, and new
+ * versions of them it hands on besides (batch_norm's running statistics), are left out,
+ * unless they are all it made (an in-place op, `model.double()`).
+ */
+export function madeShapesText(model: TraceModel, op: OpRecorded): string {
+  const { inputs, outputs } = op;
+  const made = outputs.filter((t) => !inputs.includes(t) && !inputs.includes(model.tensor(t)?.ev.version_of ?? -1));
+  return shapesText((made.length ? made : outputs).map((t) => model.tensor(t)?.ev.shape));
 }
 
 /** `texts`, or past `most` of them the first `most - 1` and a count (`a, b, c, … +5 more`). */

@@ -4,11 +4,10 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, outputsText, TENSORS_LISTED } from "./naming";
+import { argumentsText, elementSetText, madeShapesText, outputsText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
-import { shapesText } from "./values";
 
 /**
  * Rows per chunk. The list is cut into chunks the browser may skip drawing (CSS
@@ -141,7 +140,6 @@ export class TapeView {
     // a row that counts some of its tensors names them all on hover
     const cut = op.inputs.length > TENSORS_LISTED || op.outputs.length > TENSORS_LISTED;
     const io = cut ? `${argumentsText(m, op)} → ${outputsText(m, op)}` : undefined;
-    const shapes = op.outputs.map((id) => m.tensor(id)?.ev.shape);
     const nodes = op.nodes.map((n) => m.node(n)?.name).filter((n) => n && n !== "AccumulateGrad");
     // a fused op (nn.MultiheadAttention's forward) makes thirty nodes: the first few, then a count
     const many = nodes.length > NODES_SHOWN;
@@ -157,7 +155,7 @@ export class TapeView {
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
       h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
-      h("span", { class: "gw-op-shape", text: shapesText(shapes) }),
+      h("span", { class: "gw-op-shape", text: madeShapesText(m, op) }),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
     );

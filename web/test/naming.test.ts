@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeShapesText, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -196,4 +196,14 @@ test("a tape row names up to four tensors and counts the rest: clip_grad_norm_'s
   assert.deepEqual(listed(["a", "b", "c", "d", "e"]), ["a", "b", "c", "… +2 more"]);
   // its outputs, the norm and the gradients as new versions, are named and counted
   assert.equal(outputsText(model, clip, TENSORS_LISTED), "clip_grad_norm(…)[0], net.0.weight.grad, net.0.bias.grad, … +4 more");
+});
+
+test("a tape row's shape is that of what the op made, not of the inputs it hands on", () => {
+  const model = loadModel("running_stats");
+  const shapes = Object.fromEntries(model.ops.map((op) => [op.name, madeShapesText(model, op)]));
+  // batch_norm's outputs: its result, then new versions of running_mean and running_var
+  assert.equal(model.ops.find((op) => op.name === "batch_norm")!.outputs.length, 3);
+  assert.equal(shapes.batch_norm, "[4×2]");
+  assert.equal(shapes.add, "scalar"); // num_batches_tracked += 1, in place: its own new version
+  assert.equal(shapes.double, "5 tensors"); // all the module's tensors, four converted, one handed back
 });
