@@ -103,4 +103,11 @@ class RunningStats:
         return ids
 
     def _hold(self, t: torch.Tensor) -> None:
-        self._held[id(t)] = _Held(weakref.ref(t), version_of(t), t.detach().clone())
+        key, held = id(t), self._held
+
+        def forget(ref: weakref.ref[torch.Tensor]) -> None:  # the tensor is gone (a replaced buffer)
+            entry = held.get(key)
+            if entry is not None and entry.tensor is ref:
+                del held[key]
+
+        held[key] = _Held(weakref.ref(t, forget), version_of(t), t.detach().clone())
