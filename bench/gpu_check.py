@@ -1,4 +1,5 @@
-"""One command for a GPU machine: the CUDA tests, then the recording overhead on the GPU.
+"""One command for a GPU machine: the CUDA tests, the engine's and the runner's suites, then
+the recording overhead on the GPU.
 
 Run: ``.venv/bin/python bench/gpu_check.py`` (or, on a machine with torch, pytest and the
 project's runtime packages, ``python bench/gpu_check.py`` from the repository root). Takes a few
@@ -7,6 +8,7 @@ minutes.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import time
@@ -30,11 +32,32 @@ def main() -> int:
     )
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", *files], cwd=ROOT)
     print(f"cuda tests: exit {tests.returncode} in {time.perf_counter() - started:.1f}s")
+    # then the engine's and the runner's suites, which a GPU changes too (a GPU worker in the
+    # pool, CUDA seen by the test process): on the first GPU machine they failed where the
+    # CUDA tests alone did not show it
+    started = time.perf_counter()
+    spread = ["-n", "8"] if importlib.util.find_spec("xdist") else []
+    suites = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rf",
+            *spread,
+            "-m",
+            "not browser",
+            "tests/engine",
+            "tests/runner",
+        ],
+        cwd=ROOT,
+    )
+    print(f"engine and runner suites: exit {suites.returncode} in {time.perf_counter() - started:.1f}s")
     sys.path.insert(0, str(ROOT))
     from bench import bench_engine
 
     bench_engine.main(device="cuda")
-    return tests.returncode
+    return tests.returncode or suites.returncode
 
 
 if __name__ == "__main__":
