@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["LibraryCalls"]
 
 _CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
-_CONVERSIONS = ("to", "cuda", "cpu", "type", "float", "double", "half", "bfloat16")
+_CONVERSIONS = ("to", "to_empty", "cuda", "cpu", "type", "float", "double", "half", "bfloat16")
 
 
 class _Making(threading.local):

@@ -347,6 +347,28 @@ loss.backward()
     assert not [op for op in _ops(trace) if op.line == 3 and op is not convert]
 
 
+def test_to_empty_of_a_model_built_on_the_meta_device_is_one_op() -> None:
+    source = """import torch, torch.nn as nn
+with torch.device('meta'):
+    net = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+net.to_empty(device='cpu')
+for p in net.parameters():
+    nn.init.zeros_(p)
+loss = net(torch.ones(4, 3)).sum()
+loss.backward()
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    (made,) = [op for op in _ops(trace) if op.line == 4]  # not one empty_like per tensor
+    assert (made.name, made.api, made.grad_mode) == ("to_empty", "Module.to_empty", "no_grad")
+    tensors = _tensor_events(trace)
+    assert [tensors[t].device for t in made.inputs] == ["meta"] * 7
+    assert [tensors[t].device for t in made.outputs] == ["cpu"] * 7
+    assert [tensors[t].version_of for t in made.outputs] == made.inputs
+    assert [tensors[t].name for t in made.outputs][:2] == ["net.0.weight", "net.0.bias"]
+    assert q.final_grads(trace)["net.1.bias"] == [4.0, 4.0]
+
+
 def test_a_modules_own_to_is_the_ops_it_calls_and_the_library_is_restored() -> None:
     source = """import torch, torch.nn as nn
 class Net(nn.Module):
