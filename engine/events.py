@@ -213,7 +213,8 @@ class TensorIntroduced(_Event):
     version_of: TensorId | None = Field(
         default=None,
         description="the id this tensor is a new version of: the same object, changed in place "
-        "(by an op, by backward adding into a .grad, or by code not recorded)",
+        "(by an op, by backward adding into a .grad, or by code not recorded), or the object "
+        "that took its place in a module (a buffer a conversion replaced)",
     )
 
 

@@ -361,7 +361,8 @@ def _which_output(nr: int | str, node: str) -> str:
 def _pytorch_keeps_the_backward_suffix() -> bool:
     """Whether this PyTorch's in-place error names a node by its class (``output 0 of
     ExpBackward0``, torch 2.11) or without the suffix (``output 0 of Exp``, torch 2.13): asked
-    of PyTorch once, at import, on a tensor of one element."""
+    of PyTorch once, at import, on a tensor of one element. Not later: inside a recording,
+    gradwalk's own saved-tensor hooks are on, and under them PyTorch skips this check."""
     try:
         with torch.enable_grad(), torch.inference_mode(False):
             y = torch.ones(1, requires_grad=True).exp()

@@ -137,8 +137,9 @@ class ModuleTracker:
             self._register_params(module, path, id(module) in self._provisional)
 
     def name_if_new(self, module: nn.Module) -> None:
-        """Name ``module``, met outside any forward (``model.double()`` before its first
-        call), if it has no name yet, so that the tensors it holds are met under their names."""
+        """Name ``module``, met outside any other module (called on its own, or converted by
+        ``model.double()`` before its first call), if it has no name yet, so that the tensors
+        it holds are met under their names."""
         if id(module) not in self._paths and not self._stack:
             self._name_new_root(module, snippet_frame()[0])
 
@@ -242,13 +243,12 @@ class ModuleTracker:
         rec = self._rec
         with rec.mute():
             rec.pitfalls.on_module_call(module, not self._stack)
-        if id(module) not in self._paths:
-            if self._stack:
-                parent = self._stack[-1]
-                parent_path = self._paths.get(id(parent), type(parent).__name__)
-                self._name_child(parent, module, parent_path)
-            else:
-                self._name_new_root(module, snippet_frame()[0])
+        if self._stack and id(module) not in self._paths:
+            parent = self._stack[-1]
+            parent_path = self._paths.get(id(parent), type(parent).__name__)
+            self._name_child(parent, module, parent_path)
+        else:
+            self.name_if_new(module)
         self._stack.append(module)
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:

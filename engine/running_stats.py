@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .source import snippet_frames
-from .tensors import TensorTable, version_of
+from .tensors import TensorTable
 
 __all__ = ["NORM_OPS", "RunningStats"]
 
@@ -55,7 +55,6 @@ def running_stats_of(
 
 class _Held(NamedTuple):
     tensor: weakref.ref[torch.Tensor]
-    version: int | None
     values: torch.Tensor
 
 
@@ -73,8 +72,8 @@ class RunningStats:
             if (
                 held is not None
                 and held.tensor() is t
-                and held.version == version_of(t)  # else the tensor table saw it change
                 and self._tensors.known(t) is not None
+                and not self._tensors.moved(t)  # else the tensor table saw it change
             ):
                 if not torch.equal(held.values, t):  # a step recorded metrics-only updated it
                     line = snippet_frames()[1]
@@ -110,4 +109,4 @@ class RunningStats:
             if entry is not None and entry.tensor is ref:
                 del held[key]
 
-        held[key] = _Held(weakref.ref(t, forget), version_of(t), t.detach().clone())
+        held[key] = _Held(weakref.ref(t, forget), t.detach().clone())

@@ -116,13 +116,22 @@ class TensorTable:
             if tid is not None:
                 ref = self._refs.get(tid)
                 if ref is not None and ref() is t:
-                    if not changing and self._versions.get(tid) != version_of(t):
+                    if not changing and self._moved(tid, t):
                         # NOTE [Changed off the tape]
                         return self.new_version(t, op=None, line=line, by=None, path=None)
                     if frame is not None and tid not in self._scanned:
                         self._scan(tid, t, frame)
                     return tid
         return self.introduce(t, op=op, line=line, frame=frame)
+
+    def moved(self, t: torch.Tensor) -> bool:
+        """Whether ``t``, introduced already, was changed where its version counter saw it since
+        it got its id (its next :meth:`ensure` gives it a new version)."""
+        tid = self.known(t)
+        return tid is not None and self._moved(tid, t)
+
+    def _moved(self, tid: int, t: torch.Tensor) -> bool:
+        return self._versions.get(tid) != version_of(t)
 
     def before_change(self, t: torch.Tensor) -> None:
         """Meet ``t`` before an op changes it in place: first seen there (``w.data`` in

@@ -187,7 +187,7 @@ export interface TensorIntroduced {
   type: "tensor";
   value: (FullValue | SummaryValue) | null;
   /**
-   * the id this tensor is a new version of: the same object, changed in place (by an op, by backward adding into a .grad, or by code not recorded)
+   * the id this tensor is a new version of: the same object, changed in place (by an op, by backward adding into a .grad, or by code not recorded), or the object that took its place in a module (a buffer a conversion replaced)
    */
   version_of: number | null;
 }
