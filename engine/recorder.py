@@ -26,6 +26,7 @@ from .functions import FunctionCalls
 from .graph import GraphRecorder
 from .hand_loops import HandLoop
 from .library_calls import LibraryCalls
+from .loop_ends import LoopEnds
 from .memory import SavedMemory, cuda_allocated
 from .modules import ModuleTracker
 from .mute import Mute
@@ -117,6 +118,7 @@ class Recorder:
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
         self.hand_loop = HandLoop(self)
+        self.loop_ends = LoopEnds(self)
         self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
         self.operand_order = OperandOrder(self.source_lines)
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
@@ -233,6 +235,8 @@ class Recorder:
         """
         if on == self.detail and (self._mode is not None) == on:
             return  # already so (asked after every optimizer step)
+        if self.detail and not on:
+            self.loop_ends.remember()  # NOTE [Code after the loop]
         self.detail = on
         self._apply_detail()
 

@@ -7,6 +7,7 @@ stream a run live). Both run the snippet in this process: isolation is the runne
 
 from __future__ import annotations
 
+import ast
 import builtins
 import linecache
 import platform
@@ -22,6 +23,7 @@ import torch
 
 from . import api
 from .events import Limits, RunStatus, Trace, event_adapter, trace_adapter
+from .loop_ends import wrap_loops
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
@@ -95,7 +97,9 @@ def record_stream(
     status: RunStatus = "ok"
     message = ""
     try:
-        code = compile(source, SNIPPET_FILENAME, "exec")
+        tree = ast.parse(source, SNIPPET_FILENAME)
+        loops = wrap_loops(tree)  # NOTE [Code after the loop]
+        code = compile(tree, SNIPPET_FILENAME, "exec")
     except SyntaxError as exc:
         rec.emit(
             dict(
@@ -117,6 +121,7 @@ def record_stream(
         "__file__": filename,
         "__builtins__": builtins,
         "device": device,
+        **rec.loop_ends.names(loops),
     }
     torch.manual_seed(0)
     random.seed(0)

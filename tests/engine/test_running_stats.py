@@ -91,7 +91,8 @@ def test_eval_reads_the_running_stats_training_left() -> None:
 
 
 def test_a_step_recorded_after_steps_recorded_metrics_only_reads_what_they_left() -> None:
-    # steps 0, 2 and 5 in full; 1, 3 and 4 metrics-only, which update the statistics unseen
+    # steps 0, 2 and 5 in full; 1, 3 and 4 metrics-only, which update the statistics unseen;
+    # the eval after the loop in full again (NOTE [Code after the loop]), after all 6
     trace = record(LOOP, limits=Limits(detail_steps=1, detail_every=3))
     assert trace.events[-1].status == "ok"
     values = _values(trace)
@@ -100,7 +101,7 @@ def test_a_step_recorded_after_steps_recorded_metrics_only_reads_what_they_left(
         steps_before = sum(1 for e in trace.events if e.type == "optimizer_step" and e.seq < norm.seq)
         assert values[norm.inputs[1]] == _running_mean_after(steps_before), steps_before
         checked.append(steps_before)
-    assert checked == [0, 2, 5]
+    assert checked == [0, 2, 5, 6]
 
 
 def test_instance_norm_with_running_stats_and_eval_batch_norm() -> None:

@@ -202,31 +202,34 @@ def test_a_model_first_called_in_a_metrics_only_step_is_named() -> None:
     """Metrics-only steps run without the global module hooks (NOTE [Light module
     tracking]); a model met there for the first time still gets parameter names, and its
     dropout is still watched. (``detail_steps=1``: each optimizer's first steps are
-    recorded in full, and opt2's would be from its second on.)"""
+    recorded in full, and opt2's would be from its second on. One loop: the code after a
+    loop is recorded in full again, NOTE [Code after the loop].)"""
     trace = record(
         """
 import torch, torch.nn as nn
 body = nn.Linear(4, 4)
 opt = torch.optim.SGD(body.parameters(), lr=0.1)
-for _ in range(5):
-    opt.zero_grad()
-    body(torch.randn(2, 4)).pow(2).mean().backward()
-    opt.step()
-head = nn.Sequential(nn.Linear(4, 1), nn.Dropout(0.5))
-opt2 = torch.optim.SGD(head.parameters(), lr=0.1)
-for _ in range(3):
+for i in range(8):
+    if i < 5:
+        opt.zero_grad()
+        body(torch.randn(2, 4)).pow(2).mean().backward()
+        opt.step()
+        continue
+    if i == 5:
+        head = nn.Sequential(nn.Linear(4, 1), nn.Dropout(0.5))
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.1)
     opt2.zero_grad()
     head(torch.randn(2, 4)).pow(2).mean().backward()
     opt2.step()
-with torch.no_grad():
-    head(torch.randn(2, 4))
+    with torch.no_grad():
+        head(torch.randn(2, 4))
 """,
         limits=Limits(detail_steps=1),
     )
     steps = [s for s in q.optimizer_steps(trace) if s.optimizer == "opt2 (SGD)"]
     assert len(steps) == 3 and not any(s.detail for s in steps)
     assert {p.name for p in steps[0].params} == {"0.weight", "0.bias"}
-    assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [("train-mode-in-evaluation", 16)]
+    assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [("train-mode-in-evaluation", 18)]
 
 
 HALF = (torch.float16, torch.bfloat16)

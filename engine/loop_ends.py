@@ -1,0 +1,150 @@
+"""Record in full again once the training loop whose steps went metrics-only has ended.
+
+# NOTE [Code after the loop]
+A long run records its first steps in full and the rest as metrics (training.py,
+hand_loops.py). The tape mode is then off PyTorch's stack, so nothing per op says when the
+loop is over, and the code after it (a final evaluation, ``print(model(x_test))``) was left
+off the tape too. The snippet is therefore compiled with each loop statement wrapped so that
+leaving the loop calls back::
+
+    try:
+        for ...:            # the snippet's loop, its lines unchanged
+            ...
+    except BaseException:
+        __gradwalk_loop_raised__(n)
+        raise
+    finally:
+        __gradwalk_loop_end__(n)
+
+which costs nothing per iteration (a ``try`` is free in Python 3.11) and one call per loop
+left. When recording turns metrics-only, the loop that ends it is chosen from the stack:
+the outermost loop of the outermost snippet frame whose current line is inside one (an
+epoch loop around a batch loop, not the batch loop; a loop inside ``train()`` when the
+module level calls ``train()`` from no loop). Leaving that loop normally (its end, a
+``break``, a ``return`` from within it) records in full again; leaving it by an exception
+does not, so an error keeps its "recorded metrics-only" hint. A later step turns recording
+metrics-only again as its schedule says. Loops of code gradwalk does not compile (a
+function ``gradwalk.watch_call`` records, a library's) are not wrapped.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .source import SNIPPET_FILENAME
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["LOOP_END", "LOOP_RAISED", "LoopEnds", "wrap_loops"]
+
+LOOP_END = "__gradwalk_loop_end__"
+LOOP_RAISED = "__gradwalk_loop_raised__"
+_ANY_EXCEPTION = "__gradwalk_any_exception__"  # BaseException, under a name a snippet cannot shadow
+
+# a code object's scope: (co_name, co_firstlineno)
+ScopeKey = tuple[str, int]
+# a loop: (first line, last line, number), per scope, outermost first
+Loop = tuple[int, int, int]
+
+
+def wrap_loops(tree: ast.Module) -> dict[ScopeKey, list[Loop]]:
+    """Wrap every loop statement of ``tree`` in place (NOTE [Code after the loop]); return
+    the loops by the scope whose code runs them, keyed as :meth:`LoopEnds.remember` finds
+    a frame's code."""
+    wrapper = _LoopWrapper()
+    wrapper.visit(tree)
+    ast.fix_missing_locations(tree)
+    for loops in wrapper.loops.values():
+        loops.sort(key=lambda loop: (loop[0], -loop[1]))
+    return wrapper.loops
+
+
+class _LoopWrapper(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.loops: dict[ScopeKey, list[Loop]] = {}
+        self._scopes: list[ScopeKey] = [("<module>", 1)]
+
+    def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
+        # a code object's first line is its first decorator's (Python >= 3.8)
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        self._scopes.append((node.name, first))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._scopes.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
+        self.generic_visit(node)
+        number = sum(len(loops) for loops in self.loops.values())
+        end = node.end_lineno or node.lineno
+        self.loops.setdefault(self._scopes[-1], []).append((node.lineno, end, number))
+
+        def call(name: str) -> ast.stmt:
+            return ast.Expr(ast.Call(ast.Name(name, ast.Load()), [ast.Constant(number)], []))
+
+        raised = ast.ExceptHandler(
+            ast.Name(_ANY_EXCEPTION, ast.Load()), None, [call(LOOP_RAISED), ast.Raise()]
+        )
+        wrapped = ast.Try(body=[node], handlers=[raised], orelse=[], finalbody=[call(LOOP_END)])
+        return ast.copy_location(wrapped, node)
+
+    visit_For = visit_AsyncFor = visit_While = _loop
+
+
+class LoopEnds:
+    """Turns full recording back on when the loop that turned it off is left
+    (NOTE [Code after the loop])."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        self._loops: dict[ScopeKey, list[Loop]] = {}
+        # the frame running the loop whose end records in full again, and that loop's number
+        self._target: tuple[FrameType, int] | None = None
+
+    def names(self, loops: dict[ScopeKey, list[Loop]]) -> dict[str, Any]:
+        """Take the loops :func:`wrap_loops` found; return the names the wrapped code calls,
+        for the snippet's globals."""
+        self._loops = loops
+        return {LOOP_END: self._ended, LOOP_RAISED: self._raised, _ANY_EXCEPTION: BaseException}
+
+    def remember(self) -> None:
+        """Recording is turning metrics-only: choose, from the calling stack, the loop whose
+        end turns it back on (none when no snippet loop is running)."""
+        self._target = None
+        if not self._loops:
+            return
+        frames: list[FrameType] = []
+        f: FrameType | None = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename == SNIPPET_FILENAME:
+                frames.append(f)
+            f = f.f_back
+        for frame in reversed(frames):  # the outermost first
+            code = frame.f_code
+            line = frame.f_lineno
+            for first, last, number in self._loops.get((code.co_name, code.co_firstlineno), ()):
+                if first <= line <= last:
+                    self._target = (frame, number)
+                    return
+
+    def _raised(self, number: int) -> None:
+        if self._is_target(number, sys._getframe(1)):
+            self._target = None  # the loop failed: an error after it keeps its hint
+
+    def _ended(self, number: int) -> None:
+        if self._is_target(number, sys._getframe(1)):
+            self._target = None
+            try:
+                self._rec.set_detail(True)
+            except Exception:  # never fail the snippet's loop
+                self._rec.observation_failed()
+
+    def _is_target(self, number: int, frame: FrameType) -> bool:
+        target = self._target
+        return target is not None and target[1] == number and target[0] is frame
