@@ -81,28 +81,39 @@ class LibraryCalls:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._originals: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
+        self._made: dict[
+            tuple[str, int], tuple[Any, Any]
+        ] = {}  # (attribute, id(original)): (original, wrapper)
         #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
         self.making = _Making()
 
     def install(self) -> None:
-        self._replace(_BaseDataLoaderIter, "__next__", self._next_batch(_BaseDataLoaderIter.__next__))
+        self._replace(_BaseDataLoaderIter, "__next__", self._next_batch)
         for name in _CLIPPERS:
             original = getattr(clip_grad, name)
-            wrapped = self._clipping(original)
             for owner in (clip_grad, nn_utils):  # the function and its re-export, where the same
                 if getattr(owner, name) is original:
-                    self._replace(owner, name, wrapped)
+                    self._replace(owner, name, self._clipping)
         for name in _CONVERSIONS:
-            self._replace(nn.Module, name, self._converting(getattr(nn.Module, name)))
+            self._replace(nn.Module, name, self._converting)
 
     def remove(self) -> None:
         while self._originals:
             owner, name, original = self._originals.pop()
             setattr(owner, name, original)
 
-    def _replace(self, owner: Any, name: str, wrapped: Any) -> None:
-        self._originals.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, wrapped)
+    def _replace(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+        """Put ``wrap(original)`` in place of ``owner.name``. A recorder is entered once per
+        run, or once per step by the benchmark and by ``gradwalk.watch_call``: the wrapper
+        made the last time is put back while the original is the same (``functools.wraps``
+        made the install half of entering's cost)."""
+        original = getattr(owner, name)
+        key = (name, id(original))  # a function and its re-export share one wrapper
+        made = self._made.get(key)
+        if made is None or made[0] is not original:
+            made = self._made[key] = (original, wrap(original))
+        self._originals.append((owner, name, original))
+        setattr(owner, name, made[1])
 
     def _recording_here(self) -> bool:
         """Whether a call now is the tape's: in full detail, on a thread the tape records."""

@@ -394,3 +394,30 @@ print(net.fc.weight.dtype)
     assert [q.tensor_names(trace).get(t) for t in back.outputs] == ["net.fc.weight", "net.fc.bias"]
     assert torch.nn.Module.to.__module__ == "torch.nn.modules.module"
     assert "gradwalk" not in repr(torch.nn.Module.to.__code__)
+
+
+def test_a_recorder_entered_again_records_library_calls_again_and_leaves_them_as_they_were() -> None:
+    # the wrappers are made once and put back on each entry (gradwalk.watch_call enters a
+    # recorder per call): each entry records the calls, and each exit restores PyTorch's own
+    from engine.recorder import Recorder
+    from engine.source import SNIPPET_FILENAME
+
+    originals = (torch.nn.utils.clip_grad_norm_, torch.nn.Module.double)
+    events: list[dict[str, Any]] = []
+    rec = Recorder(events.append, Limits())
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile("import torch\nnet = torch.nn.Linear(2, 1)", SNIPPET_FILENAME, "exec"), scope)
+    step = compile(
+        "net.double()\nnet(torch.ones(1, 2, dtype=torch.float64)).sum().backward()\n"
+        "torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)\nnet.float()",
+        SNIPPET_FILENAME,
+        "exec",
+    )
+    for entry in range(2):
+        with rec:
+            assert torch.nn.utils.clip_grad_norm_ is torch.nn.utils.clip_grad.clip_grad_norm_
+            exec(step, scope)
+        assert (torch.nn.utils.clip_grad_norm_, torch.nn.Module.double) == originals
+        names = [e["name"] for e in events if e["type"] == "op"]
+        assert names.count("clip_grad_norm") == entry + 1
+        assert names.count("double") == entry + 1
