@@ -54,6 +54,8 @@ _NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 # A complex tensor's ``.real`` and ``.imag`` likewise (``ViewAsRealBackward0`` and
 # ``SelectBackward0``, which were filed under ``sum`` in ``(z * z.conj()).real.sum()``).
 _ATTRIBUTE_OPS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# ``Tensor.data``, whose reads the tensor table notes (NOTE [Changed through .data] in tensors.py)
+_DATA = torch._C.TensorBase.__dict__["data"]
 # the attribute writes recorded as ops (NOTE [Attribute writes] in attributes.py)
 _RECORDED_WRITES = frozenset({"requires_grad", "data"})
 
@@ -158,6 +160,11 @@ class TapeMode(TorchFunctionMode):
                     rec.on_op(*write)
             return result
         if name == "__get__" and _attribute_op(func) is None:
+            if getattr(func, "__self__", None) is _DATA and rec.detail and not rec.in_optimizer and args:
+                alias = func(*args, **kwargs)
+                with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
+                    rec.tensors.data_read(args[0], alias)  # NOTE [Changed through .data] in tensors.py
+                return alias
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes)

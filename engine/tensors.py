@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import bound_name, is_a, outer_name, snippet_frames
+from .source import bound_name, is_a, outer_name, snippet_frame, snippet_frames
 from .values import has_storage, same_view, to_value
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ __all__ = ["TensorTable", "autograd_of", "dtype_name", "version_of"]
 
 _MAX_HELD = 256  # the most items of a plain container searched for tensors to name
 _MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
+_MAX_DATA_READS = 256  # ``.data`` reads remembered before the dead ones are forgotten
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
 
@@ -81,8 +82,11 @@ class TensorTable:
         self._leaves: list[int] = []
         # each id -> its tensor's version counter when it got the id (NOTE [Changed off the tape])
         self._versions: dict[int, int | None] = {}
-        # a tensor named ``w.data`` (and its versions) -> the id of the leaf ``w`` it was read off
+        # a tensor named ``w.data`` (and its versions) -> the id of the leaf ``w`` it was read off,
+        # or any ``y.data`` read while recorded -> the id of ``y`` (NOTE [Changed through .data])
         self._data_of: dict[int, int] = {}
+        # id() of a ``.data`` read not introduced yet -> (it, the tensor it was read off), weakly
+        self._data_reads: dict[int, tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor]]] = {}
         self.count = 0
 
     def known(self, t: torch.Tensor) -> int | None:
@@ -221,8 +225,37 @@ class TensorTable:
         self._local.add(tid)
         return name
 
+    def data_read(self, source: torch.Tensor, alias: torch.Tensor) -> None:
+        """The snippet read ``alias = source.data``: once ``alias`` has an id, an op that changes
+        it in place makes a new version of ``source`` too (NOTE [Changed through .data])."""
+        try:
+            source_id = self.known(source)
+            if source_id is None or not isinstance(alias, torch.Tensor) or not has_storage(alias):
+                return
+            if source_id not in self._scanned:  # a use: named by then (``y`` in ``h = y.data``)
+                frame = snippet_frame()[0]
+                if frame is not None:
+                    self._scan(source_id, source, frame)
+            if len(self._data_reads) >= _MAX_DATA_READS:  # reads never used by an op: forget the dead
+                self._data_reads = {k: v for k, v in self._data_reads.items() if v[0]() is not None}
+            self._data_reads[id(alias)] = (weakref.ref(alias), weakref.ref(source))
+        except Exception:
+            self._rec.observation_failed()
+
+    def _data_read_off(self, tid: int, t: torch.Tensor) -> int | None:
+        """When ``t`` (just given id ``tid``) is a ``.data`` read of a known tensor, link it to
+        that tensor and return the tensor's id."""
+        read = self._data_reads.pop(id(t), None)
+        if read is None or read[0]() is not t:
+            return None
+        source = read[1]()
+        source_id = self.known(source) if source is not None else None
+        if source_id is not None:
+            self._data_of[tid] = source_id
+        return source_id
+
     def data_owner(self, tid: int, t: torch.Tensor) -> torch.Tensor | None:
-        """The leaf ``w`` whose memory ``t`` (id ``tid``), named ``w.data``, still is; else None.
+        """The tensor ``w`` whose memory ``t`` (id ``tid``), read off as ``w.data``, still is; else None.
 
         # NOTE [Changed through .data]
         # ``w.data`` is another tensor on ``w``'s memory, with a version counter of its own,
@@ -231,7 +264,10 @@ class TensorTable:
         # read the first step's values of ``w``. The op that changes ``w.data`` in place
         # makes a new version of ``w`` too (one more output), as ``w -= …`` under no_grad
         # does. ``w.data = other`` swaps ``w``'s memory: the tape mode records it as an op,
-        # ``set_data`` (engine/attributes.py).
+        # ``set_data`` (engine/attributes.py). ``w.data`` is known as such when no variable
+        # holds it (a leaf's, found by its memory: NOTE [Tensors read off a leaf]) and when
+        # the tape mode saw the read (``h = y.data``, of any tensor the tape knows, a
+        # non-leaf's too): ``h.add_(1)`` changed ``y``, and ``y * 2`` after it read the old ``y``.
         """
         leaf_id = self._data_of.get(tid)
         leaf = self.tensor(leaf_id) if leaf_id is not None else None
@@ -310,9 +346,12 @@ class TensorTable:
         if line is not None:
             self.lines[tid] = line
         node, is_leaf = autograd_of(t) or (None, True)
+        data_of = self._data_read_off(tid, t) if self._data_reads else None
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
             name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True, tid=tid)
+        if name is None and data_of is not None and data_of in self.names:
+            name = f"{self.names[data_of]}.data"
         elif name is None and version:
             name = self._read_off_leaf(t, node, data=True, tid=tid)  # `w.grad.zero_()` makes a w.grad
         if name is not None:

@@ -61,6 +61,43 @@ def test_a_step_through_data_makes_a_new_version_of_the_leaf_that_the_next_forwa
     assert q.final_values(trace)["w"] == [0.125] * 3
 
 
+def test_a_change_through_a_held_data_read_makes_a_new_version_the_next_op_reads() -> None:
+    # h = y.data: a variable holds the alias, of a non-leaf (y) or of a leaf (x); an in-place
+    # op on it changes y's memory with no bump of y's version counter, so z = y * 2 read
+    # the y from before the change
+    source = """import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 2
+h = y.data
+h.add_(1)
+z = y * 2
+xd = x.data
+xd.mul_(10)
+u = x + 0
+y.data.sub_(3)
+v = y * 1
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    names = q.tensor_names(trace)
+    by_line = {op.line: op for op in _ops(trace)}
+    scope: dict[str, Any] = {}
+    exec(compile(source, "plain.py", "exec"), scope)
+    # each change through .data makes a new version of the alias and one of the tensor it changed
+    tensors = _tensors(trace)
+    for line, alias, changed in ((5, "h", "y"), (8, "xd", "x"), (10, "y.data", "y")):
+        op = by_line[line]
+        assert names.get(op.inputs[0]) == alias  # y.data: no variable holds it
+        assert tensors[op.outputs[0]].version_of == op.inputs[0]
+        assert names.get(op.outputs[1]) == changed
+    # and the next op reads that version, with PyTorch's values
+    for line, made in ((6, "z"), (9, "u"), (11, "v")):
+        op = by_line[line]
+        assert op.inputs[0] == by_line[line - 1].outputs[1]
+        assert _value(trace, op.outputs[0]) == scope[made].tolist()
+    assert _value(trace, by_line[6].inputs[0]) == [3.0, 5.0]
+
+
 def test_a_grad_added_into_in_place_is_a_new_version_the_next_op_reads() -> None:
     trace = record(BY_HAND)
     ops = _ops(trace)
