@@ -81,9 +81,8 @@ class LibraryCalls:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._originals: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
-        self._made: dict[
-            tuple[str, int], tuple[Any, Any]
-        ] = {}  # (attribute, id(original)): (original, wrapper)
+        # (attribute, id(original)) -> (original, its wrapper), made once (see _replace)
+        self._made: dict[tuple[str, int], tuple[Any, Any]] = {}
         #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
         self.making = _Making()
 

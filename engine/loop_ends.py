@@ -67,6 +67,7 @@ class _LoopWrapper(ast.NodeTransformer):
     def __init__(self) -> None:
         self.loops: dict[ScopeKey, list[Loop]] = {}
         self._scopes: list[ScopeKey] = [("<module>", 1)]
+        self._count = 0
 
     def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
         # a code object's first line is its first decorator's (Python >= 3.8)
@@ -81,7 +82,8 @@ class _LoopWrapper(ast.NodeTransformer):
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         self.generic_visit(node)
-        number = sum(len(loops) for loops in self.loops.values())
+        number = self._count
+        self._count += 1
         end = node.end_lineno or node.lineno
         self.loops.setdefault(self._scopes[-1], []).append((node.lineno, end, number))
 
