@@ -661,3 +661,48 @@ def test_the_tutorials_loop_by_hand_runs_in_time_and_opens_any_call_in_full(page
         "() => { const a = window.gradwalk; return a.model.timeline[a.store.state.step].backward; }"
     )
     assert opened == call - 1
+
+
+AFTER_THE_LOOP = """import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+X, Y = torch.randn(8, 3), torch.randn(8, 1)
+for step in range(100):
+    opt.zero_grad()
+    loss = (model(X) - Y).pow(2).mean()
+    loss.backward()
+    opt.step()
+x_test = torch.tensor([[1.0, 2.0, 3.0]])
+pred = model(x_test)
+"""
+
+
+def test_the_tape_says_where_steps_ran_metrics_only_and_opens_their_charts(
+    page: Any, server: Any, runs: dict[str, str]
+) -> None:
+    # The tape jumped from step 3's ops to the code after the loop (recorded in full again:
+    # NOTE [Code after the loop]) with nothing to say that 97 steps ran in between
+    run_id = stored_run(server, AFTER_THE_LOOP)
+    page.goto(f"{page.server.url}/?run={run_id}&view=tape")
+    gap = page.locator(".gw-op-gap:not([hidden])")
+    expect(gap).to_have_count(1)
+    expect(gap).to_contain_text("97 optimizer steps recorded metrics-only (no ops)")
+    # between the last op of step 3 (line 8) and the first after the loop (line 11)
+    lines = page.evaluate(
+        """() => { const rows = [...document.querySelectorAll('.gw-op-row, .gw-op-gap:not([hidden])')];
+        const at = rows.findIndex((r) => r.classList.contains('gw-op-gap'));
+        const line = (r) => r.querySelector('.gw-op-line').textContent;
+        return [line(rows[at - 1]), line(rows[at + 1])]; }"""
+    )
+    assert lines == ["L8", "L11"], lines
+    gap.scroll_into_view_if_needed()
+    shot(page, "charts-16-tape-gap")
+    gap.locator("button", has_text="Charts").click()
+    expect(page.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")
+    wait_chart(page, "loss", 100)
+    # a run that ends in its loop: the gap is the tape's last row
+    page.goto(f"{page.server.url}/?run={runs['rent']}&view=tape")
+    last = page.locator(".gw-op-list > :last-child")
+    expect(last).to_have_class(re.compile("gw-op-gap"))
+    expect(last).to_contain_text("397 optimizer steps recorded metrics-only")

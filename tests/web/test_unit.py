@@ -103,6 +103,13 @@ SNIPPETS = {
     # an optimizer steps w between its two accumulations: a new version of w each step
     "running_stats": "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm1d(2)\ny = bn(torch.randn(4, 2))\n"
     "bn.double()\n",
+    # a loop by hand (calls 11-14 counted), then one with an optimizer (steps 4-8
+    # metrics-only), each followed by code recorded in full again (NOTE [Code after the loop])
+    "metrics_only_gaps": "import torch\nw = torch.zeros(1, requires_grad=True)\nfor i in range(14):\n"
+    "    (w - 1).pow(2).sum().backward()\n    with torch.no_grad():\n        w -= 0.1 * w.grad\n"
+    "        w.grad = None\nmid = w * 1\nopt = torch.optim.SGD([w], lr=0.1)\nfor i in range(8):\n"
+    "    opt.zero_grad()\n    (w - 2).pow(2).sum().backward()\n    opt.step()\nend = w * 1\n"
+    "for i in range(5):\n    opt.zero_grad()\n    (w - 3).pow(2).sum().backward()\n    opt.step()\n",
     "stepped": "import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
     "for _ in range(2):\n    opt.zero_grad()\n    (w * w).sum().backward()\n    opt.step()\n",
     # one number through each elementwise function of rules-math.ts: their slopes, written out

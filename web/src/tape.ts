@@ -6,7 +6,7 @@ import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
 import { argumentsText, elementSetText, madeShapesText, outputsText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
-import type { TraceModel } from "./trace-model";
+import type { TapeGap, TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
 
 /**
@@ -38,6 +38,8 @@ export class TapeView {
   /** The grad_fn nodes the graph leaves out (another call's): rows of ops that made one are greyed. */
   private outside: ReadonlySet<number> = new Set();
   private playing = 0;
+  /** The row after the last op that counts the metrics-only work since it (hidden when none). */
+  private readonly endGap: HTMLElement;
   private unsubscribe: () => void = () => {};
 
   constructor(
@@ -52,6 +54,7 @@ export class TapeView {
     this.playButton = h("button", { type: "button", class: "gw-btn", text: "Replay", title: "Replay the forward pass op by op" });
     this.playButton.addEventListener("click", () => this.togglePlay());
     this.list = h("div", { class: "gw-op-list", role: "list", "aria-label": "Forward ops in order" });
+    this.endGap = h("div", { class: "gw-op-gap", role: "listitem", hidden: true });
     const empty = h("p", { class: "gw-empty", text: "The forward ops appear here as the code runs." });
     this.scroller = h("div", { class: "gw-scroll" }, empty, this.list);
     root.append(h("div", { class: "gw-scrubber" }, this.playButton, this.slider, this.position), this.scroller);
@@ -75,6 +78,7 @@ export class TapeView {
       this.addRow(op);
     }
     this.unsubscribe = model.subscribe((batch) => this.onEvents(batch));
+    this.showEndGap();
     this.updateScrubber();
     this.markCall(drawnCall(this.model, this.store.state.graphCall));
   }
@@ -87,6 +91,7 @@ export class TapeView {
       } else if (ev.type === "tensor_named") this.renderRowsOf(ev.id);
       else if (ev.type === "backward_finished" && this.store.state.graphCall !== "all") this.markCall(drawnCall(this.model, this.store.state.graphCall));
     }
+    this.showEndGap();
     this.updateScrubber();
   }
 
@@ -120,6 +125,8 @@ export class TapeView {
       this.chunks.push(chunk);
       this.list.append(chunk.el);
     }
+    const gap = this.model.gapsBefore.get(op.index);
+    if (gap) chunk.el.append(this.renderGap(h("div", { class: "gw-op-gap", role: "listitem", data: { op: op.index } }), gap));
     chunk.el.append(row);
     for (const t of [...op.inputs, ...op.outputs]) {
       const list = this.rowsOfTensor.get(t) ?? [];
@@ -127,6 +134,31 @@ export class TapeView {
       this.rowsOfTensor.set(t, list);
     }
     this.root.classList.add("gw-has-ops");
+  }
+
+  /** The tape's last row while the run has done metrics-only work since its last op. */
+  private showEndGap(): void {
+    const gap = this.model.gapAtEnd;
+    this.endGap.hidden = !gap.steps && !gap.calls;
+    if (this.endGap.hidden) return;
+    this.renderGap(this.endGap, gap);
+    if (this.list.lastElementChild !== this.endGap) this.list.append(this.endGap);
+  }
+
+  /**
+   * Fill `el` with what a gap in the tape stands for: steps or backward() calls recorded
+   * metrics-only (their loss, norms and memory are on the charts, their ops nowhere), so a
+   * tape that jumps from step 3's ops to the code after the loop says why.
+   */
+  private renderGap(el: HTMLElement, gap: TapeGap): HTMLElement {
+    const parts = [];
+    if (gap.steps) parts.push(`${gap.steps} optimizer step${gap.steps === 1 ? "" : "s"}`);
+    if (gap.calls) parts.push(`${gap.calls} backward() call${gap.calls === 1 ? "" : "s"}`);
+    const charts = h("button", { type: "button", class: "gw-ref", text: "Charts", title: "Open the charts of every step" });
+    charts.addEventListener("click", () => this.store.set({ view: "charts" }));
+    const numbers = gap.steps ? "loss, gradient norms and memory" : "loss and memory";
+    el.replaceChildren(h("span", { class: "gw-op-gap-text", text: `⋯ ${parts.join(" and ")} recorded metrics-only (no ops): their ${numbers} are in ` }), charts);
+    return el;
   }
 
   private renderRow(op: OpRecorded): HTMLElement {

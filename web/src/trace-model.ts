@@ -62,6 +62,15 @@ export interface Incoming {
 
 export type ModelListener = (batch: readonly GradwalkEvent[]) => void;
 
+/**
+ * Work the tape has no rows for: optimizer steps and backward() calls recorded metrics-only
+ * (past `Limits.detail_steps` / `detail_calls`) between two ops, or after the last one.
+ */
+export interface TapeGap {
+  steps: number;
+  calls: number;
+}
+
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);
   if (list) list.push(value);
@@ -90,6 +99,10 @@ export class TraceModel {
   readonly metrics: MetricLogged[] = [];
   readonly finals = new Map<number, TensorFinal>();
   readonly modulePaths = new Set<string>();
+  /** op index -> the metrics-only work between the op before it and it */
+  readonly gapsBefore = new Map<number, TapeGap>();
+  /** the metrics-only work since the last op (the whole run's, before any op) */
+  gapAtEnd: TapeGap = { steps: 0, calls: 0 };
 
   private readonly opByIndex = new Map<number, OpRecorded>();
   private readonly incoming = new Map<number, Incoming[]>();
@@ -163,6 +176,10 @@ export class TraceModel {
         break;
       }
       case "op":
+        if (this.gapAtEnd.steps || this.gapAtEnd.calls) {
+          this.gapsBefore.set(ev.index, this.gapAtEnd);
+          this.gapAtEnd = { steps: 0, calls: 0 };
+        }
         this.ops.push(ev);
         this.opByIndex.set(ev.index, ev);
         if (ev.line !== null) push(this.opsByLine, ev.line, ev.index);
@@ -234,6 +251,10 @@ export class TraceModel {
         break;
       case "optimizer_step":
         this.optimizerSteps.push(ev);
+        if (!ev.detail) this.gapAtEnd.steps += 1;
+        break;
+      case "backward_counted":
+        this.gapAtEnd.calls += 1;
         break;
       case "metric":
         this.metrics.push(ev);
