@@ -5,7 +5,7 @@ A long run records its first steps in full and the rest as metrics (training.py,
 hand_loops.py). The tape mode is then off PyTorch's stack, so nothing per op says when the
 loop is over, and the code after it (a final evaluation, ``print(model(x_test))``) was left
 off the tape too. The snippet is therefore compiled with each loop statement wrapped so that
-leaving the loop calls back::
+leaving the loop calls back (and each ``except`` clause, below)::
 
     try:
         for ...:            # the snippet's loop, its lines unchanged
@@ -22,7 +22,9 @@ the outermost loop of the outermost snippet frame whose current line is inside o
 epoch loop around a batch loop, not the batch loop; a loop inside ``train()`` when the
 module level calls ``train()`` from no loop). Leaving that loop normally (its end, a
 ``break``, a ``return`` from within it) records in full again; leaving it by an exception
-does not, so an error keeps its "recorded metrics-only" hint. A later step turns recording
+does not, so an error keeps its "recorded metrics-only" hint, until a handler of the
+snippet's catches it (each ``except`` clause begins with a call, ``__gradwalk_loop_caught__()``:
+``except KeyboardInterrupt:`` around a training loop, then the evaluation). A later step turns recording
 metrics-only again as its schedule says. Loops of code gradwalk does not compile (a
 function ``gradwalk.watch_call`` records, a library's) are not wrapped.
 """
@@ -39,10 +41,11 @@ from .source import SNIPPET_FILENAME
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["LOOP_END", "LOOP_RAISED", "LoopEnds", "wrap_loops"]
+__all__ = ["LOOP_CAUGHT", "LOOP_END", "LOOP_RAISED", "LoopEnds", "wrap_loops"]
 
 LOOP_END = "__gradwalk_loop_end__"
 LOOP_RAISED = "__gradwalk_loop_raised__"
+LOOP_CAUGHT = "__gradwalk_loop_caught__"
 _ANY_EXCEPTION = "__gradwalk_any_exception__"  # BaseException, under a name a snippet cannot shadow
 
 # a code object's scope: (co_name, co_firstlineno)
@@ -98,6 +101,12 @@ class _LoopWrapper(ast.NodeTransformer):
 
     visit_For = visit_AsyncFor = visit_While = _loop
 
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        self.generic_visit(node)
+        call = ast.Expr(ast.Call(ast.Name(LOOP_CAUGHT, ast.Load()), [], []))
+        node.body.insert(0, ast.copy_location(call, node.body[0]))
+        return node
+
 
 class LoopEnds:
     """Turns full recording back on when the loop that turned it off is left
@@ -108,17 +117,25 @@ class LoopEnds:
         self._loops: dict[ScopeKey, list[Loop]] = {}
         # the frame running the loop whose end records in full again, and that loop's number
         self._target: tuple[FrameType, int] | None = None
+        # that loop was left by an exception no snippet handler has caught yet
+        self._uncaught = False
 
     def names(self, loops: dict[ScopeKey, list[Loop]]) -> dict[str, Any]:
         """Take the loops :func:`wrap_loops` found; return the names the wrapped code calls,
         for the snippet's globals."""
         self._loops = loops
-        return {LOOP_END: self._ended, LOOP_RAISED: self._raised, _ANY_EXCEPTION: BaseException}
+        return {
+            LOOP_END: self._ended,
+            LOOP_RAISED: self._raised,
+            LOOP_CAUGHT: self._caught,
+            _ANY_EXCEPTION: BaseException,
+        }
 
     def remember(self) -> None:
         """Recording is turning metrics-only: choose, from the calling stack, the loop whose
         end turns it back on (none when no snippet loop is running)."""
         self._target = None
+        self._uncaught = False
         if not self._loops:
             return
         frames: list[FrameType] = []
@@ -137,15 +154,24 @@ class LoopEnds:
 
     def _raised(self, number: int) -> None:
         if self._is_target(number, sys._getframe(1)):
-            self._target = None  # the loop failed: an error after it keeps its hint
+            self._target = None  # the loop failed: an error after it keeps its hint,
+            self._uncaught = True  # unless the snippet catches it and goes on
 
     def _ended(self, number: int) -> None:
         if self._is_target(number, sys._getframe(1)):
             self._target = None
-            try:
-                self._rec.set_detail(True)
-            except Exception:  # never fail the snippet's loop
-                self._rec.observation_failed()
+            self._record_in_full()
+
+    def _caught(self) -> None:
+        if self._uncaught:
+            self._uncaught = False
+            self._record_in_full()
+
+    def _record_in_full(self) -> None:
+        try:
+            self._rec.set_detail(True)
+        except Exception:  # never fail the snippet's loop
+            self._rec.observation_failed()
 
     def _is_target(self, number: int, frame: FrameType) -> bool:
         target = self._target

@@ -227,3 +227,27 @@ except ValueError as exc:
     trace = recorded_as_plain(source)
     assert q.stdout(trace) == "KeyError 8 True\n"
     assert torch.is_grad_enabled()
+
+
+def test_a_loop_left_by_an_exception_the_snippet_catches_records_from_the_handler_on() -> None:
+    # a training loop stopped by an exception (Ctrl+C in a script), caught around it, then
+    # the evaluation
+    source = """import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+try:
+    for j in range(8):
+        opt.zero_grad(); (w ** 2).sum().backward(); opt.step()
+        if j == 6:
+            raise KeyboardInterrupt
+except KeyboardInterrupt:
+    stopped = w * 1
+final = w + 1
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok" and not q.errors(trace)
+    lines = _op_lines(trace)
+    assert lines[-2:] == [10, 11]
+    assert 6 in lines and lines.count(6) == 3 * 2  # steps 1-3 in full, 4-7 metrics-only
+    plain = _plain(source)
+    assert _value_of_output(trace, 11) == plain["final"].tolist()
