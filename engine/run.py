@@ -7,7 +7,6 @@ stream a run live). Both run the snippet in this process: isolation is the runne
 
 from __future__ import annotations
 
-import ast
 import builtins
 import linecache
 import platform
@@ -23,7 +22,7 @@ import torch
 
 from . import api
 from .events import Limits, RunStatus, Trace, event_adapter, trace_adapter
-from .loop_ends import wrap_loops
+from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
@@ -97,22 +96,24 @@ def record_stream(
     status: RunStatus = "ok"
     message = ""
     try:
-        tree = ast.parse(source, SNIPPET_FILENAME)
-        loops = wrap_loops(tree)  # NOTE [Code after the loop]
-        code = compile(tree, SNIPPET_FILENAME, "exec")
-    except SyntaxError as exc:
+        code, loops = compile_with_loop_ends(source)  # NOTE [Code after the loop]
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
+        # a RecursionError: an expression nested past what Python compiles (x = 1 + 1 + … ,
+        # thousands of terms), which Python itself reports so, with no line
+        msg = str(exc.msg) if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
+        line = exc.lineno if isinstance(exc, SyntaxError) else None
         rec.emit(
             dict(
                 type="error",
                 exc_type=type(exc).__name__,
-                message=str(exc.msg),
-                line=exc.lineno,
-                traceback=f"line {exc.lineno}: {exc.msg}",
+                message=msg,
+                line=line,
+                traceback=f"line {line}: {msg}" if line is not None else f"{type(exc).__name__}: {msg}",
                 hint=None,
             ),
             closing=True,
         )
-        _finish(rec, "error", f"SyntaxError: {exc.msg}", started)
+        _finish(rec, "error", f"{type(exc).__name__}: {msg}", started)
         return "error"
     # so that tracebacks (ours and any the snippet prints) show the snippet's lines
     linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)

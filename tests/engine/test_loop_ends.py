@@ -251,3 +251,26 @@ final = w + 1
     assert 6 in lines and lines.count(6) == 3 * 2  # steps 1-3 in full, 4-7 metrics-only
     plain = _plain(source)
     assert _value_of_output(trace, 11) == plain["final"].tolist()
+
+
+def test_loops_nested_past_what_the_wrapped_code_compiles_run_as_written() -> None:
+    # 20 nested loops compile (Python allows 20 blocks), the wrapper's try would make 22:
+    # the snippet is compiled as written instead, its loops unwrapped
+    depth = 20
+    source = "".join(
+        "    " * i + f"for i{i} in range(2 if {i} == {depth - 1} else 1):\n" for i in range(depth)
+    )
+    source += "    " * depth + "print('inner')\nprint('after')\n"
+    trace = recorded_as_plain(source)
+    assert q.stdout(trace) == "inner\ninner\nafter\n"
+
+
+def test_an_expression_too_deep_for_python_to_compile_is_an_error_event() -> None:
+    # Python itself cannot compile it (RecursionError during compilation): an error event
+    # saying so, not a crash of the run; one it can compile runs (the wrapper walks
+    # statements only, never an expression's depth)
+    trace = record("x = 1" + " + 1" * 3000 + "\n")
+    (error,) = q.errors(trace)
+    assert error.exc_type == "RecursionError" and "recursion depth" in error.message
+    assert trace.events[-1].status == "error"
+    assert q.stdout(recorded_as_plain("x = 1" + " + 1" * 800 + "\nprint(x)\n")) == "801\n"
