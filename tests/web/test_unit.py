@@ -103,6 +103,10 @@ SNIPPETS = {
     # an optimizer steps w between its two accumulations: a new version of w each step
     "running_stats": "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm1d(2)\ny = bn(torch.randn(4, 2))\n"
     "bn.double()\n",
+    # ops that change the dtype (or make a tensor of another than float32), and ones that do not
+    "dtypes": "import torch\nx = torch.arange(4.0, requires_grad=True)\ny = x.to(torch.float64)\n"
+    "z = torch.zeros(3, dtype=torch.float64)\nw = y.double() * 2\ns = y.sum(dtype=torch.float32)\n"
+    "i = x.long()\nk = torch.randint(0, 3, (2,))\nm = x > 1\nf = torch.ones(2) + 1\n",
     # a loop by hand (calls 11-14 counted), then one with an optimizer (steps 4-8
     # metrics-only), each followed by code recorded in full again (NOTE [Code after the loop])
     "metrics_only_gaps": "import torch\nw = torch.zeros(1, requires_grad=True)\nfor i in range(14):\n"

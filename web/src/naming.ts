@@ -326,6 +326,24 @@ export function madeShapesText(model: TraceModel, op: OpRecorded): string {
   return shapesText((made.length ? made : outputs).map((t) => model.tensor(t)?.ev.shape));
 }
 
+/**
+ * What kind of tensor `op` made, when that is news: its dtype and device where they differ
+ * from its first tensor input's (`float64` for `x.to(torch.float64)`, `int64` for `x.long()`,
+ * `cuda:0` for `x.to("cuda")`); for an op with no tensor input (a factory), a dtype other
+ * than float32 and a device other than the CPU (`torch.zeros(3, dtype=torch.float64)`,
+ * `torch.randint(…)`'s int64). Empty when nothing changed.
+ */
+export function madeKindText(model: TraceModel, op: OpRecorded): string {
+  const { inputs, outputs } = op;
+  const madeId = outputs.find((t) => !inputs.includes(t) && !inputs.includes(model.tensor(t)?.ev.version_of ?? -1));
+  const made = model.tensor(madeId)?.ev;
+  if (!made) return "";
+  const from = model.tensor(inputs[0])?.ev;
+  const dtype = from ? made.dtype !== from.dtype : made.dtype !== "float32";
+  const device = from ? made.device !== from.device : made.device !== "cpu";
+  return [dtype ? made.dtype : "", device ? made.device : ""].filter(Boolean).join(" ");
+}
+
 /** `texts`, or past `most` of them the first `most - 1` and a count (`a, b, c, … +5 more`). */
 export function listed(texts: string[], most = TENSORS_LISTED): string[] {
   return texts.length <= most ? texts : [...texts.slice(0, most - 1), `${ELIDED} +${texts.length - most + 1} more`];

@@ -4,7 +4,7 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, madeShapesText, outputsText, TENSORS_LISTED } from "./naming";
+import { argumentsText, elementSetText, madeKindText, madeShapesText, outputsText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TapeGap, TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -18,6 +18,11 @@ import type { GradwalkEvent, OpRecorded } from "./types/events";
 const CHUNK = 100;
 /** An op's grad_fn nodes written out in its row, at most (more are counted). */
 const NODES_SHOWN = 4;
+
+/** The dtype or device an op's output changed to, under its shape (see madeKindText). */
+function kindBadge(kind: string): HTMLElement | null {
+  return kind ? h("span", { class: "gw-op-kind", text: kind, title: "the dtype or device of what the op made, where it is not that of its first input" }) : null;
+}
 
 export class TapeView {
   private readonly list: HTMLDivElement;
@@ -187,7 +192,7 @@ export class TapeView {
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
       h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
-      h("span", { class: "gw-op-shape", text: madeShapesText(m, op) }),
+      h("span", { class: "gw-op-shape" }, madeShapesText(m, op), kindBadge(madeKindText(m, op))),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
     );

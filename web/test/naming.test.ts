@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeShapesText, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeKindText, madeShapesText, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -206,4 +206,22 @@ test("a tape row's shape is that of what the op made, not of the inputs it hands
   assert.equal(shapes.batch_norm, "[4×2]");
   assert.equal(shapes.add, "scalar"); // num_batches_tracked += 1, in place: its own new version
   assert.equal(shapes.double, "5 tensors"); // all the module's tensors, four converted, one handed back
+});
+
+test("a tape row names the dtype an op changed to, and a factory's dtype other than float32", () => {
+  const model = loadModel("dtypes");
+  const kinds = model.ops.map((op) => [`L${op.line} ${op.name}`, madeKindText(model, op)]);
+  assert.deepEqual(kinds, [
+    ["L2 arange", ""], // float32, the default
+    ["L3 to", "float64"],
+    ["L4 zeros", "float64"],
+    ["L5 double", ""], // y is float64 already: handed back
+    ["L5 mul", ""],
+    ["L6 sum", "float32"],
+    ["L7 long", "int64"],
+    ["L8 randint", "int64"],
+    ["L9 gt", "bool"],
+    ["L10 ones", ""],
+    ["L10 add", ""],
+  ]);
 });
