@@ -350,10 +350,10 @@ class TensorTable:
         if name is None and op is None and frame is not None:
             self._scanned.add(tid)
             name = self._name_in(tid, t, frame) or self._read_off_leaf(t, node, data=True, tid=tid)
-        if name is None and data_of is not None and data_of in self.names:
-            name = f"{self.names[data_of]}.data"
         elif name is None and version:
             name = self._read_off_leaf(t, node, data=True, tid=tid)  # `w.grad.zero_()` makes a w.grad
+        if name is None and data_of is not None and data_of in self.names:
+            name = f"{self.names[data_of]}.data"  # `y.data.add_(1)`: no variable holds it
         if name is not None:
             self.names[tid] = name
         if is_leaf and t.requires_grad and not version:  # a version's object is listed already

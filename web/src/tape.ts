@@ -19,7 +19,7 @@ const CHUNK = 100;
 /** An op's grad_fn nodes written out in its row, at most (more are counted). */
 const NODES_SHOWN = 4;
 
-/** The dtype or device an op's output changed to, under its shape (see madeKindText). */
+/** The dtype or device an op's output changed to, beside its shape (see madeKindText). */
 function kindBadge(kind: string): HTMLElement | null {
   return kind ? h("span", { class: "gw-op-kind", text: kind, title: "the dtype or device of what the op made, where it is not that of its first input" }) : null;
 }
