@@ -75,9 +75,40 @@ def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bo
     return before is not None and bool(args) and args[0] is t and version_of(t) == before
 
 
-def _mode_on_top(mode: TapeMode) -> bool:
+# NOTE [The tape mode under the snippet's modes]
+# Full recording, switched back on mid-run (a detail step, the end of a training loop), puts
+# the tape mode back on PyTorch's torch-function mode stack. Pushed on top, it went above
+# any mode the snippet had entered (``with torch.device("cpu"):`` around the training
+# loop), and the snippet's ``with`` then popped the tape mode instead of its own: nothing
+# after the block was recorded, and the snippet's device mode stayed on. The tape mode goes
+# back where it was at the start, under the snippet's modes, and comes off from wherever
+# it is; PyTorch's stack is a list that only pushes and pops at its top, so the modes above
+# it are popped and pushed back around it.
+
+
+def _insert_mode(mode: TapeMode, at: int) -> None:
+    """Put ``mode`` at position ``at`` of this thread's torch-function mode stack (0: its
+    bottom), under the modes above it (NOTE [The tape mode under the snippet's modes])."""
+    above = []
+    while torch._C._len_torch_function_stack() > at:
+        above.append(torch._C._pop_torch_function_stack())
+    torch._C._push_on_torch_function_stack(mode)
+    while above:
+        torch._C._push_on_torch_function_stack(above.pop())
+
+
+def _remove_mode(mode: TapeMode) -> bool:
+    """Take ``mode`` off this thread's torch-function mode stack wherever it is; False when it
+    is not there (inside its own handler, PyTorch holds it off the stack until it returns)."""
     n = torch._C._len_torch_function_stack()
-    return n > 0 and torch._C._get_function_stack_at(n - 1) is mode
+    at = next((i for i in range(n - 1, -1, -1) if torch._C._get_function_stack_at(i) is mode), None)
+    if at is None:
+        return False
+    above = [torch._C._pop_torch_function_stack() for _ in range(n - 1 - at)]
+    torch._C._pop_torch_function_stack()
+    while above:
+        torch._C._push_on_torch_function_stack(above.pop())
+    return True
 
 
 class Recorder:
@@ -125,6 +156,7 @@ class Recorder:
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
         self.failed_op_error: tuple[int, str] | None = None  # the id and text of what it raised
         self._mode: TapeMode | None = None
+        self._modes_under = 0  # the modes under the tape mode on PyTorch's stack
         self._gc_threshold = gc.get_threshold()
         self._max_ops = self.limits.max_ops
         self._open_cap = self.limits.max_events - _RESERVED_EVENTS
@@ -247,16 +279,17 @@ class Recorder:
         self.modules.set_light(not on)
         if on and self._mode is None:
             self._mode = TapeMode(self)
-            self._mode.__enter__()
+            # NOTE [The tape mode under the snippet's modes]
+            _insert_mode(self._mode, min(self._modes_under, torch._C._len_torch_function_stack()))
         elif not on:
             self.settle_detail()
 
     def settle_detail(self) -> None:
-        """Take the tape mode off PyTorch's stack when recording is metrics-only and the mode is
-        on top of it; from within the mode's own handler it is not, and it goes later (NOTE
-        [Detail switched off after Tensor.backward] in backward.py)."""
-        if not self.detail and self._mode is not None and self.active and _mode_on_top(self._mode):
-            self._mode.__exit__(None, None, None)
+        """Take the tape mode off PyTorch's stack when recording is metrics-only; from within
+        the mode's own handler it is off the stack already (PyTorch puts it back when the
+        handler returns), and it goes later (NOTE [Detail switched off after Tensor.backward]
+        in backward.py)."""
+        if not self.detail and self._mode is not None and self.active and _remove_mode(self._mode):
             self._mode = None
 
     # --- the tape -----------------------------------------------------------------------
@@ -419,6 +452,8 @@ class Recorder:
         # long-lived data does), so cyclic garbage is collected later, never leaked.
         gc.freeze()
         gc.set_threshold(max(self._gc_threshold[0], _GC_YOUNG_THRESHOLD), *self._gc_threshold[1:])
+        # where the tape mode goes on the stack (NOTE [The tape mode under the snippet's modes])
+        self._modes_under = torch._C._len_torch_function_stack()
         try:
             self.modules.install()
             self.memory.install()
@@ -446,8 +481,7 @@ class Recorder:
         gc.set_threshold(*self._gc_threshold)
         try:
             if self._mode is not None:
-                if _mode_on_top(self._mode):
-                    self._mode.__exit__(None, None, None)
+                _remove_mode(self._mode)
                 self._mode = None
         finally:
             try:

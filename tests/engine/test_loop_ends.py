@@ -274,3 +274,34 @@ def test_an_expression_too_deep_for_python_to_compile_is_an_error_event() -> Non
     assert error.exc_type == "RecursionError" and "recursion depth" in error.message
     assert trace.events[-1].status == "error"
     assert q.stdout(recorded_as_plain("x = 1" + " + 1" * 800 + "\nprint(x)\n")) == "801\n"
+
+
+MODE_AROUND_THE_LOOP = """import torch
+from torch.overrides import TorchFunctionMode
+class Count(TorchFunctionMode):
+    calls = 0
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        Count.calls += 1
+        return func(*args, **(kwargs or {}))
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+with Count():
+    for j in range(8):
+        opt.zero_grad(); (w ** 2).sum().backward(); opt.step()
+inside = Count.calls
+after = w + 1
+print("mode off after its block:", Count.calls == inside)
+"""
+
+
+def test_recording_in_full_again_inside_a_snippets_mode_leaves_its_with_block_intact() -> None:
+    # NOTE [The tape mode under the snippet's modes]: the tape mode, put back on top of the
+    # snippet's mode, was what the snippet's `with` popped: `after` was not recorded and
+    # the snippet's mode stayed on. At the loop's end, and at a detail step mid-loop
+    for limits in (Limits(), Limits(detail_steps=1, detail_every=3)):
+        trace = record(MODE_AROUND_THE_LOOP, limits=limits)
+        assert trace.events[-1].status == "ok"
+        assert q.stdout(trace) == "mode off after its block: True\n"
+        assert _op_lines(trace)[-1] == 14
+        assert _value_of_output(trace, 14) == _plain(MODE_AROUND_THE_LOOP)["after"].tolist()
+        assert torch._C._len_torch_function_stack() == 0
