@@ -42,6 +42,16 @@ def test_syntax_error_is_an_error_event_with_its_line() -> None:
     assert trace.events[-1].status == "error"
 
 
+def test_source_python_cannot_compile_is_an_error_event_not_a_crash() -> None:
+    # a lone surrogate (JSON can carry "\\ud800"), a null byte: Python refuses to compile
+    # them; the first escaped the run as an exception
+    for source, exc_type in (('x = "\ud800"\n', "UnicodeEncodeError"), ("print(1)\x00\n", "SyntaxError")):
+        trace = record(source)
+        (err,) = q.errors(trace)
+        assert err.exc_type == exc_type
+        assert trace.events[-1].status == "error"
+
+
 def test_exception_line_is_the_snippet_line() -> None:
     trace = record("import torch\n\nx = torch.ones(3)\ny = x @ torch.ones(4)\n")
     err = q.errors(trace)[0]
