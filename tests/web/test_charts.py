@@ -697,6 +697,7 @@ def test_the_tape_says_where_steps_ran_metrics_only_and_opens_their_charts(
     )
     assert lines == ["L8", "L11"], lines
     gap.scroll_into_view_if_needed()
+    expect(page.locator(".gw-run-status")).to_contain_text("100 optimizer steps (3 in full)")
     shot(page, "charts-16-tape-gap")
     gap.locator("button", has_text="Charts").click()
     expect(page.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")

@@ -201,7 +201,11 @@ export class OutputView {
       // a loop that steps by hand records its first calls in full, the rest metrics-only
       m.backwards.length < c.backward_calls && !c.optimizer_steps ? `${c.backward_calls} backward (${m.backwards.length} in full)` : `${c.backward_calls} backward`,
     ];
-    if (c.optimizer_steps) parts.push(`${c.optimizer_steps} optimizer steps`);
+    if (c.optimizer_steps) {
+      // a long run records its first steps in full and the rest metrics-only (the tape's gap rows)
+      const whole = m.optimizerSteps.filter((s) => s.detail).length;
+      parts.push(whole < c.optimizer_steps ? `${c.optimizer_steps} optimizer steps (${whole} in full)` : `${c.optimizer_steps} optimizer steps`);
+    }
     // what gradwalk could not observe (a tensor it cannot read); the run itself was unaffected
     if (c.unrecorded) parts.push(`${c.unrecorded} not recorded`);
     if (m.run) parts.push(`torch ${m.run.torch_version} on ${m.run.device}`);
