@@ -41,16 +41,26 @@ def _nested(flat: list[Any], shape: list[int]) -> str:
     return "[" + ", ".join(_nested(flat[i * size : (i + 1) * size], shape[1:]) for i in range(shape[0])) + "]"
 
 
+def _of_which(total: int, whole: int | None) -> str:
+    """``400 (3 in full)`` when fewer than ``total`` were recorded whole, else ``400``."""
+    return f"{total} ({whole} in full)" if whole is not None and whole < total else str(total)
+
+
 def summarize(trace: Any) -> str:
     """Return a short human summary of a trace: counts, final grads, errors, status."""
     lines: list[str] = []
     finished = trace.events[-1]
     counts = finished.counts
     lines.append(f"status: {finished.status}" + (f" ({finished.message})" if finished.message else ""))
+    # a long run records its first steps (or a hand loop's first calls) in full, the rest
+    # metrics-only: how many of each were whole, as the app's status line says
+    whole_steps = sum(1 for e in trace.events if e.type == "optimizer_step" and e.detail)
+    whole_calls = sum(1 for e in trace.events if e.type == "backward_started")
+    steps = _of_which(counts.optimizer_steps, whole_steps)
+    calls = _of_which(counts.backward_calls, whole_calls if not counts.optimizer_steps else None)
     lines.append(
         f"ops: {counts.ops}  nodes: {counts.nodes}  tensors: {counts.tensors}  "
-        f"backward calls: {counts.backward_calls}  optimizer steps: {counts.optimizer_steps}  "
-        f"events: {counts.events}"
+        f"backward calls: {calls}  optimizer steps: {steps}  events: {counts.events}"
     )
     needs_grad = {e.id for e in trace.events if e.type == "tensor" and e.requires_grad}
     for e in trace.events:

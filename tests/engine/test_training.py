@@ -643,3 +643,17 @@ for opt, n in ((warmup, 7), (main, 20)):
         limits=Limits(detail_steps=1, detail_every=8),
     )
     assert _detailed(trace) == {"warmup (SGD)": [1], "main (Adam)": [1, 2, 8, 16]}
+
+
+def test_the_summary_says_how_many_steps_and_calls_were_recorded_in_full() -> None:
+    from engine.summary import summarize
+
+    steps = "import torch\nw = torch.zeros(1, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+    steps += "for i in range(8):\n    opt.zero_grad()\n    (w - 2).pow(2).sum().backward()\n    opt.step()\n"
+    assert "backward calls: 8  optimizer steps: 8 (3 in full)" in summarize(record(steps))
+    by_hand = "import torch\nw = torch.zeros(1, requires_grad=True)\nfor i in range(14):\n"
+    by_hand += "    (w - 1).pow(2).sum().backward()\n    with torch.no_grad():\n        w -= 0.1 * w.grad\n"
+    by_hand += "        w.grad = None\n"
+    assert "backward calls: 14 (10 in full)  optimizer steps: 0" in summarize(record(by_hand))
+    everything = summarize(record(steps, limits=Limits(detail_steps=10)))
+    assert "backward calls: 8  optimizer steps: 8  events" in everything
