@@ -28,6 +28,7 @@ from .hand_loops import HandLoop
 from .library_calls import LibraryCalls
 from .loop_ends import LoopEnds
 from .memory import SavedMemory, cuda_allocated
+from .mode_stack import insert_mode, remove_mode
 from .modules import ModuleTracker
 from .mute import Mute
 from .op_arguments import op_constants, op_keywords
@@ -73,42 +74,6 @@ def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bo
     # which has no version counter) counts as written, as before.
     """
     return before is not None and bool(args) and args[0] is t and version_of(t) == before
-
-
-# NOTE [The tape mode under the snippet's modes]
-# Full recording, switched back on mid-run (a detail step, the end of a training loop), puts
-# the tape mode back on PyTorch's torch-function mode stack. Pushed on top, it went above
-# any mode the snippet had entered (``with torch.device("cpu"):`` around the training
-# loop), and the snippet's ``with`` then popped the tape mode instead of its own: nothing
-# after the block was recorded, and the snippet's device mode stayed on. The tape mode goes
-# back where it was at the start, under the snippet's modes, and comes off from wherever
-# it is; PyTorch's stack is a list that only pushes and pops at its top, so the modes above
-# it are popped and pushed back around it.
-
-
-def _insert_mode(mode: TapeMode, at: int) -> None:
-    """Put ``mode`` at position ``at`` of this thread's torch-function mode stack (0: its
-    bottom), under the modes above it (NOTE [The tape mode under the snippet's modes])."""
-    above = []
-    while torch._C._len_torch_function_stack() > at:
-        above.append(torch._C._pop_torch_function_stack())
-    torch._C._push_on_torch_function_stack(mode)
-    while above:
-        torch._C._push_on_torch_function_stack(above.pop())
-
-
-def _remove_mode(mode: TapeMode) -> bool:
-    """Take ``mode`` off this thread's torch-function mode stack wherever it is; False when it
-    is not there (inside its own handler, PyTorch holds it off the stack until it returns)."""
-    n = torch._C._len_torch_function_stack()
-    at = next((i for i in range(n - 1, -1, -1) if torch._C._get_function_stack_at(i) is mode), None)
-    if at is None:
-        return False
-    above = [torch._C._pop_torch_function_stack() for _ in range(n - 1 - at)]
-    torch._C._pop_torch_function_stack()
-    while above:
-        torch._C._push_on_torch_function_stack(above.pop())
-    return True
 
 
 class Recorder:
@@ -279,8 +244,8 @@ class Recorder:
         self.modules.set_light(not on)
         if on and self._mode is None:
             self._mode = TapeMode(self)
-            # NOTE [The tape mode under the snippet's modes]
-            _insert_mode(self._mode, min(self._modes_under, torch._C._len_torch_function_stack()))
+            # NOTE [The tape mode under the snippet's modes] in mode_stack.py
+            insert_mode(self._mode, min(self._modes_under, torch._C._len_torch_function_stack()))
         elif not on:
             self.settle_detail()
 
@@ -289,7 +254,7 @@ class Recorder:
         the mode's own handler it is off the stack already (PyTorch puts it back when the
         handler returns), and it goes later (NOTE [Detail switched off after Tensor.backward]
         in backward.py)."""
-        if not self.detail and self._mode is not None and self.active and _remove_mode(self._mode):
+        if not self.detail and self._mode is not None and self.active and remove_mode(self._mode):
             self._mode = None
 
     # --- the tape -----------------------------------------------------------------------
@@ -481,7 +446,7 @@ class Recorder:
         gc.set_threshold(*self._gc_threshold)
         try:
             if self._mode is not None:
-                _remove_mode(self._mode)
+                remove_mode(self._mode)
                 self._mode = None
         finally:
             try:

@@ -141,12 +141,20 @@ export class TapeView {
     this.root.classList.add("gw-has-ops");
   }
 
-  /** The tape's last row while the run has done metrics-only work since its last op. */
+  /**
+   * The tape's last row while the run has done metrics-only work since its last op, drawn
+   * again only when its counts change (a live run sends a batch of events many times a
+   * second, and a redrawn row would take the keyboard focus off its Charts link).
+   */
   private showEndGap(): void {
     const gap = this.model.gapAtEnd;
     this.endGap.hidden = !gap.steps && !gap.calls;
     if (this.endGap.hidden) return;
-    this.renderGap(this.endGap, gap);
+    const counts = `${gap.steps} ${gap.calls}`;
+    if (this.endGap.dataset.counts !== counts) {
+      this.endGap.dataset.counts = counts;
+      this.renderGap(this.endGap, gap);
+    }
     if (this.list.lastElementChild !== this.endGap) this.list.append(this.endGap);
   }
 
