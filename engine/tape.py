@@ -9,6 +9,7 @@ handles one call it is disabled, so an op that calls other ops inside (``F.cross
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -162,8 +163,11 @@ class TapeMode(TorchFunctionMode):
         if name == "__get__" and _attribute_op(func) is None:
             if getattr(func, "__self__", None) is _DATA and rec.detail and not rec.in_optimizer and args:
                 alias = func(*args, **kwargs)
+                reader = sys._getframe(1)  # the code that read .data (the descriptor calls this mode)
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
-                    rec.tensors.data_read(args[0], alias)  # NOTE [Changed through .data] in tensors.py
+                    rec.tensors.data_read(
+                        args[0], alias, reader
+                    )  # NOTE [Changed through .data] in tensors.py
                 return alias
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import bound_name, is_a, outer_name, snippet_frame, snippet_frames
+from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, snippet_frame, snippet_frames
 from .values import has_storage, same_view, to_value
 
 if TYPE_CHECKING:
@@ -225,13 +225,20 @@ class TensorTable:
         self._local.add(tid)
         return name
 
-    def data_read(self, source: torch.Tensor, alias: torch.Tensor) -> None:
-        """The snippet read ``alias = source.data``: once ``alias`` has an id, an op that changes
-        it in place makes a new version of ``source`` too (NOTE [Changed through .data])."""
+    def data_read(self, source: torch.Tensor, alias: torch.Tensor, reader: FrameType | None) -> None:
+        """The snippet read ``alias = source.data`` (in the code of frame ``reader``): once
+        ``alias`` has an id, an op that changes it in place makes a new version of ``source``
+        too (NOTE [Changed through .data])."""
         try:
-            source_id = self.known(source)
-            if source_id is None or not isinstance(alias, torch.Tensor) or not has_storage(alias):
+            if not isinstance(alias, torch.Tensor) or not has_storage(alias):
                 return
+            source_id = self.known(source)
+            if source_id is None:
+                # the snippet's own read of a tensor the tape has not met (``w.grad.data.zero_()``
+                # before any op used ``w.grad``): met here, so the change links to it
+                if reader is None or reader.f_code.co_filename != SNIPPET_FILENAME or not has_storage(source):
+                    return
+                source_id = self.ensure(source, line=reader.f_lineno, frame=reader)
             if source_id not in self._scanned:  # a use: named by then (``y`` in ``h = y.data``)
                 frame = snippet_frame()[0]
                 if frame is not None:
@@ -268,6 +275,8 @@ class TensorTable:
         # holds it (a leaf's, found by its memory: NOTE [Tensors read off a leaf]) and when
         # the tape mode saw the read (``h = y.data``, of any tensor the tape knows, a
         # non-leaf's too): ``h.add_(1)`` changed ``y``, and ``y * 2`` after it read the old ``y``.
+        # A tensor the tape has not met is met at the snippet's own read of its ``.data``
+        # (``w.grad.data.zero_()`` right after backward), so the change links to it as well.
         """
         leaf_id = self._data_of.get(tid)
         leaf = self.tensor(leaf_id) if leaf_id is not None else None

@@ -98,6 +98,30 @@ v = y * 1
     assert _value(trace, by_line[6].inputs[0]) == [3.0, 5.0]
 
 
+def test_a_change_through_the_data_of_a_tensor_no_op_used_yet_links_to_it() -> None:
+    # w.grad has not gone into any op when its .data is zeroed: it is met there, by its
+    # name, and the next op reads the version the zero_ made (before, it read a w.grad with
+    # no link to the change)
+    source = """import torch
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+(w * 2).sum().backward()
+w.grad.data.zero_()
+y = w.grad + 1
+"""
+    trace = record(source)
+    assert trace.events[-1].status == "ok"
+    names = q.tensor_names(trace)
+    tensors = _tensors(trace)
+    by_line = {op.line: op for op in _ops(trace)}
+    zero, add = by_line[4], by_line[5]
+    assert [names.get(t) for t in (*zero.inputs, *zero.outputs)] == ["w.grad.data", "w.grad.data", "w.grad"]
+    met = tensors[zero.outputs[1]].version_of
+    assert met is not None and names.get(met) == "w.grad" and tensors[met].line == 4
+    assert _value(trace, met) == [2.0, 2.0, 2.0]  # w.grad as backward left it
+    assert add.inputs == [zero.outputs[1]]
+    assert _value(trace, add.inputs[0]) == [0.0, 0.0, 0.0]
+
+
 def test_a_grad_added_into_in_place_is_a_new_version_the_next_op_reads() -> None:
     trace = record(BY_HAND)
     ops = _ops(trace)
