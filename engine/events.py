@@ -241,6 +241,21 @@ class OpKeyword(_Model):
     value: Number
 
 
+class OpArgument(_Model):
+    """An argument that is neither a tensor nor a Python number, as text a call could write, for
+    reading only: ``torch.float64`` in ``x.to(torch.float64)``, ``'ij,jk->ik'`` in
+    ``torch.einsum``, ``(0, 1)`` in ``x.sum(dim=(0, 1))``, ``'sum'`` in ``reduction='sum'``,
+    ``1:3`` in ``x[1:3]`` (a slice reads as in a subscript)."""
+
+    position: int | None = Field(
+        default=None, description="index among the positional arguments; None for a keyword"
+    )
+    name: str | None = Field(
+        default=None, description="the keyword it was passed by; None for a positional one"
+    )
+    text: str
+
+
 class OpRecorded(_Event):
     """One forward operation at the Python API level, in execution order."""
 
@@ -262,11 +277,17 @@ class OpRecorded(_Event):
     nodes: list[NodeId] = Field(default_factory=list, description="grad_fn nodes this op created")
     constants: list[OpConstant] = Field(
         default_factory=list,
-        description="Python numbers among the positional arguments; the other positions hold the inputs, in order",
+        description="Python numbers among the positional arguments; the other positions hold the inputs, in order, "
+        "or an argument of `arguments`",
     )
     keywords: list[OpKeyword] = Field(
         default_factory=list,
         description="Python numbers passed by keyword (dim=1, keepdim=True, p=0.5), in the order given",
+    )
+    arguments: list[OpArgument] = Field(
+        default_factory=list,
+        description="the other arguments with a short text (a dtype, a string, a tuple of numbers), positional "
+        "ones first; absent when there are none. Positions neither these nor constants hold are the inputs'",
     )
 
 

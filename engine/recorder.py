@@ -303,7 +303,8 @@ class Recorder:
                 self.graph.discover(outputs, record=False)  # counted, so counts.nodes stays exact
             return
         short, api, inplace = op_names(func)
-        constants = op_constants(args)
+        texts: list[dict[str, Any]] = []  # OpRecorded.arguments
+        constants = op_constants(args, texts)
         if (
             short in _COMMUTATIVE
             and len(args) == 2
@@ -354,24 +355,25 @@ class Recorder:
             out_ids += self.running_stats.after(api, args, kwargs or {}, index, line, path)
         if pending:
             self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, made_ids))
-        self.emit(
-            {
-                "type": "op",
-                "index": index,
-                "name": short,
-                "api": api,
-                "inputs": in_ids,
-                "outputs": out_ids,
-                "line": line,
-                "top_line": top_line,
-                "module_path": path,
-                "grad_mode": mode,
-                "inplace": inplace or aliased,
-                "nodes": [nid for _, nid, _ in pending],
-                "constants": constants,
-                "keywords": op_keywords(func, kwargs) if kwargs else [],
-            }
-        )
+        event = {
+            "type": "op",
+            "index": index,
+            "name": short,
+            "api": api,
+            "inputs": in_ids,
+            "outputs": out_ids,
+            "line": line,
+            "top_line": top_line,
+            "module_path": path,
+            "grad_mode": mode,
+            "inplace": inplace or aliased,
+            "nodes": [nid for _, nid, _ in pending],
+            "constants": constants,
+            "keywords": op_keywords(func, kwargs, texts) if kwargs else [],
+        }
+        if texts:
+            event["arguments"] = texts
+        self.emit(event)
         memory = self.memory
         if memory.recent:
             memory.recent.clear()

@@ -1,6 +1,7 @@
 """What the tape keeps of how an op was called: transposes and a complex tensor's parts read
-as attributes (``w.T``, ``z.real``) are ops of their own, and the numbers passed by keyword
-(``dim=1``) are kept with the op."""
+as attributes (``w.T``, ``z.real``) are ops of their own, the numbers passed by keyword
+(``dim=1``) are kept with the op, and so is the text of other arguments (``torch.float64``,
+``'ij,jk->ik'``, ``reduction='sum'``)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,72 @@ def test_numbers_passed_by_keyword_are_kept_with_the_op_in_order() -> None:
     assert keywords[7] == [] and [(c.position, c.value) for c in ops[7].constants] == [(1, 2)]
     arange = next(op for op in recorded if op.name == "arange")
     assert [(k.name, k.value) for k in arange.keywords] == [("requires_grad", True)]
+
+
+ARGUMENTS = (
+    "import torch, torch.nn.functional as F\n"
+    "x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\n"
+    "a = x.to(torch.float64)\n"  # line 3
+    "b = torch.einsum('ij,jk->ik', x, x)\n"
+    "c = x.sum(dim=(0, 1))\n"
+    "d = F.mse_loss(x, x.detach() * 0, reduction='sum')\n"  # line 6
+    "e = x[:, 0] + x[0:1, ::2].sum() + x[..., 1].sum()\n"
+    "f = F.pad(x, (1, 1)).reshape((2, 4))\n"  # line 8
+    "g = F.cross_entropy(x, torch.tensor([0, 1]), reduction='mean')\n"
+    "h = torch.cat((x, x), dim=0).sum() + torch.stack([x, x])[0].repeat(1, 1)\n"  # line 10
+    "k = x.to('cpu', non_blocking=False).masked_fill(x > 2, float('nan'))\n"
+    "s = x.new_full((2,), 7.0).unsqueeze(-1) * x.flatten(start_dim=0).sum()\n"  # line 12
+    "m = x.div(2, rounding_mode='floor') + x.sum(dim=-1, dtype=torch.float32).unsqueeze(1)\n"
+    "(a.sum() + b.sum() + c + d + e.sum() + f.sum() + g + h.sum() + m.sum()).backward()\n"
+)
+
+
+def test_arguments_that_are_not_numbers_or_tensors_are_kept_as_text_a_call_could_write() -> None:
+    trace = record(ARGUMENTS)
+    assert trace.events[-1].status == "ok"
+    texts: dict[tuple[int, str], list[tuple[int | str | None, str]]] = {}
+    for op in _ops(trace):
+        texts.setdefault((op.line, op.name), []).extend(
+            (a.position if a.name is None else a.name, a.text) for a in op.arguments
+        )
+    assert texts[(2, "tensor")] == [(0, "[[1.0, 2.0], [3.0, 4.0]]")]
+    assert texts[(3, "to")] == [(1, "torch.float64")]
+    assert texts[(4, "einsum")] == [(0, "'ij,jk->ik'")]
+    assert texts[(5, "sum")] == [("dim", "(0, 1)")]
+    assert texts[(6, "mse_loss")] == [("reduction", "'sum'")]
+    # slices read as in a subscript, a tuple of them too
+    assert texts[(7, "getitem")] == [(1, "(:, 0)"), (1, "(0:1, ::2)"), (1, "(..., 1)")]
+    assert texts[(8, "pad")] == [(1, "(1, 1)")]
+    assert texts[(8, "reshape")] == [(1, "(2, 4)")]
+    # a keyword at its default is left out, as the call most likely left it out
+    assert texts[(9, "cross_entropy")] == []
+    assert texts[(9, "tensor")] == [(0, "[0, 1]")]
+    # tensors in a tuple or list are the op's inputs: no text
+    assert texts[(10, "cat")] == [] and texts[(10, "stack")] == []
+    assert texts[(11, "to")] == [(1, "'cpu'")]  # non_blocking=False: a number, among keywords
+    assert texts[(12, "new_full")] == [(1, "(2,)")]
+    assert texts[(13, "div")] == [("rounding_mode", "'floor'")]
+    assert texts[(13, "sum")] == [("dtype", "torch.float32")]  # dim=-1 is a number, below
+    numbers = {(op.line, op.name): [(k.name, k.value) for k in op.keywords] for op in _ops(trace)}
+    assert numbers[(13, "sum")] == [("dim", -1)]
+    # the gradients are PyTorch's own
+    want = plain_grads(ARGUMENTS, ["x"])
+    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+
+
+def test_an_arguments_text_is_short_and_never_a_tensors() -> None:
+    from engine.op_arguments import argument_text
+
+    long = argument_text("x" * 10_000)
+    assert long is not None and len(long) <= 40 and long.startswith("'x") and long.endswith("…'")
+    assert argument_text(list(range(1000))) == "[0, 1, 2, 3, 4, 5, 6, 7, …]"
+    assert argument_text((torch.zeros(1), 1)) is None
+    assert argument_text(slice(torch.tensor(1), None)) is None
+    assert argument_text([[1, [2]]]) is None  # three levels deep
+    assert argument_text(torch.Size([2, 3])) == "(2, 3)"
+    assert argument_text(torch.device("cpu")) == "'cpu'"
+    assert argument_text(torch.channels_last) == "torch.channels_last"
+    assert argument_text(print) is None
 
 
 def test_a_dispatchers_keywords_at_their_defaults_are_left_out() -> None:

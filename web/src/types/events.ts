@@ -261,7 +261,11 @@ export interface OpRecorded {
    */
   api: string;
   /**
-   * Python numbers among the positional arguments; the other positions hold the inputs, in order
+   * the other arguments with a short text (a dtype, a string, a tuple of numbers), positional ones first; absent when there are none. Positions neither these nor constants hold are the inputs'
+   */
+  arguments: OpArgument[];
+  /**
+   * Python numbers among the positional arguments; the other positions hold the inputs, in order, or an argument of `arguments`
    */
   constants: OpConstant[];
   grad_mode: "grad" | "no_grad" | "inference_mode";
@@ -299,6 +303,26 @@ export interface OpRecorded {
    */
   top_line: number | null;
   type: "op";
+}
+/**
+ * An argument that is neither a tensor nor a Python number, as text a call could write, for
+ * reading only: ``torch.float64`` in ``x.to(torch.float64)``, ``'ij,jk->ik'`` in
+ * ``torch.einsum``, ``(0, 1)`` in ``x.sum(dim=(0, 1))``, ``'sum'`` in ``reduction='sum'``,
+ * ``1:3`` in ``x[1:3]`` (a slice reads as in a subscript).
+ *
+ * This interface was referenced by `GradwalkTrace`'s JSON-Schema
+ * via the `definition` "OpArgument".
+ */
+export interface OpArgument {
+  /**
+   * the keyword it was passed by; None for a positional one
+   */
+  name: string | null;
+  /**
+   * index among the positional arguments; None for a keyword
+   */
+  position: number | null;
+  text: string;
 }
 /**
  * A Python number passed to an op: ``4`` in ``4 * x``, ``0.1`` in ``h + 0.1``.
