@@ -27,13 +27,14 @@ _NAMED = (torch.dtype, torch.layout, torch.memory_format)
 def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The Python numbers among an op's positional arguments (``4`` in ``4 * x``), so that a
     reader can write the op out. With ``texts``, the other arguments that are not tensors
-    and have a short text (:func:`argument_text`) are appended to it as ``{position, text}``."""
+    and have a short text (:func:`argument_text`) are appended to it as ``{position, text}``;
+    a ``None`` is not (mostly a default passed on, or the place of a library call's object)."""
     found = []
     for i, a in enumerate(args[:_MAX_CONSTANTS]):
         kind = type(a)
         if kind in _NUMBERS:
             found.append({"position": i, "value": a})
-        elif texts is not None and not isinstance(a, torch.Tensor):
+        elif texts is not None and a is not None and not isinstance(a, torch.Tensor):
             text = argument_text(a)
             if text is not None:
                 texts.append({"position": i, "text": text})
@@ -122,7 +123,7 @@ def op_keywords(
     ``training=True, inplace=False``): a keyword at its default is left out, as the call
     most likely left it out, and so is a private one (``_stacklevel=5``, which
     ``nn.Softmax`` passes on). With ``texts``, the other keywords not at their defaults that
-    are not tensors and have a short text are appended to it as ``{name, text}``.
+    are neither tensors nor ``None`` and have a short text are appended to it as ``{name, text}``.
     """
     defaults = _defaults_of(func)
     found = []
@@ -133,7 +134,9 @@ def op_keywords(
         if type(value) in _NUMBERS:
             if not at_default:
                 found.append({"name": name, "value": value})
-        elif texts is not None and not at_default and not isinstance(value, torch.Tensor):
+        elif (
+            texts is not None and not at_default and value is not None and not isinstance(value, torch.Tensor)
+        ):
             text = argument_text(value)
             if text is not None and len(texts) < _MAX_CONSTANTS:
                 texts.append({"name": name, "text": text})

@@ -2,7 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { bareExprOf, ELIDED, exprOf, keywordTexts, nameOf, numberText } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, keywordTexts, nameOf, numberText, positionalTexts } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 import { shapesText } from "./values";
 
@@ -275,27 +275,38 @@ export function callLabels(texts: string[]): string[] {
  */
 export function elementSetText(m: TraceModel, op: OpRecorded): string {
   const at = (position: number) => op.constants?.find((c) => c.position === position);
+  const texts = positionalTexts(op);
   const key = at(1);
   const value = at(2);
+  // a key or value kept as text (a slice, a tuple of them, a list) holds its place as a number does
+  const keyHeld = key ? numberText(key.value) : texts.get(1);
+  const valueHeld = value ? numberText(value.value) : texts.get(2);
   const [target, ...rest] = op.inputs;
-  const valueText = value ? numberText(value.value) : rest.length ? tensorExpr(m, rest[rest.length - 1]) : "…";
+  const valueText = valueHeld ?? (rest.length ? tensorExpr(m, rest[rest.length - 1]) : "…");
   // a tensor key (a mask) comes before a tensor value among the inputs
-  const keyText = key ? numberText(key.value) : rest.length >= (value ? 1 : 2) ? tensorExpr(m, rest[0]) : "…";
-  return `${tensorExpr(m, target)}[${keyText}] = ${valueText}`;
+  const keyText = keyHeld ?? (rest.length >= (valueHeld !== undefined ? 1 : 2) ? tensorExpr(m, rest[0]) : "…");
+  return `${tensorExpr(m, target)}[${/^\(.*\)$/.test(keyText) ? keyText.slice(1, -1).replace(/,$/, "") : keyText}] = ${valueText}`;
 }
 
 /**
- * The arguments a tape row writes after the op's name: its input tensors, then the Python
- * numbers it was passed by position, then by keyword (`h, 1.01`; `randn 2, 3`; `x, dim=1`).
- * A True or False passed by position after arguments the trace does not hold (a device, a
- * dtype, None) is left out: with its neighbours unseen nothing says what it switches
- * (`p.to(device, None, False)` inside `model.to(device)` would read `to p, False`).
+ * The arguments a tape row writes after the op's name: its input tensors, then its other
+ * positional arguments in their order (the Python numbers, and the text the trace keeps of
+ * the rest: a dtype, a string, a tuple), then what it was passed by keyword (`h, 1.01`;
+ * `randn 2, 3`; `x, dim=1`; `x, torch.float64`; `x, x, 'ij,jk->ik'`). A True or False passed
+ * by position after arguments the trace does not hold is left out: with its neighbours
+ * unseen nothing says what it switches (`p.to(device, None, False)` read `to p, False` in a
+ * trace that kept no texts).
  */
 export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity): string {
-  const constants = op.constants ?? [];
-  const shown = constants.filter((c, i) => typeof c.value !== "boolean" || c.position <= op.inputs.length + i);
+  const texts = positionalTexts(op);
+  const others = [
+    ...(op.constants ?? []).map((c) => ({ position: c.position, text: numberText(c.value), flag: typeof c.value === "boolean" })),
+    ...[...texts].map(([position, text]) => ({ position, text, flag: false })),
+  ]
+    .sort((a, b) => a.position - b.position)
+    .filter((a, i) => !a.flag || a.position <= op.inputs.length + i);
   const tensors = listed(op.inputs.map((t) => tensorExpr(model, t)), most);
-  return [...tensors, ...shown.map((c) => numberText(c.value)), ...keywordTexts(op)].join(", ");
+  return [...tensors, ...others.map((a) => a.text), ...keywordTexts(op)].join(", ");
 }
 
 /** Tensors a tape row names before it counts the rest: `_foreach_mul_` of twenty gradients, a

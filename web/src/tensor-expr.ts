@@ -92,27 +92,51 @@ function at(e: Expr, prec: number): string {
 }
 
 /**
- * The op's positional arguments in order: its input tensors and the Python numbers it was
- * passed; a position that held neither (a tuple, a slice, None) reads `…`.
+ * The op's positional arguments that are neither tensors nor numbers, as text by position
+ * (`torch.float64`, `'ij,jk->ik'`, `(0, 1)`): what the trace keeps of them (older traces
+ * keep none).
+ */
+export function positionalTexts(op: OpRecorded): Map<number, string> {
+  const texts = new Map<number, string>();
+  for (const a of op.arguments ?? []) if (a.position !== null) texts.set(a.position, a.text);
+  return texts;
+}
+
+/**
+ * The op's positional arguments in order: its input tensors, the Python numbers it was
+ * passed and the text of its other arguments; a position that held none of these (an
+ * argument with no short text, or a trace that kept no text) reads `…`.
  */
 function positional(op: OpRecorded, inputs: Expr[]): Expr[] {
   const constants = op.constants ?? [];
   const byPosition = new Map(constants.map((c) => [c.position, c.value]));
-  const last = Math.max(inputs.length + constants.length, ...constants.map((c) => c.position + 1));
+  const texts = positionalTexts(op);
+  const last = Math.max(
+    inputs.length + constants.length + texts.size,
+    ...constants.map((c) => c.position + 1),
+    ...[...texts.keys()].map((p) => p + 1),
+  );
   const out: Expr[] = [];
   let next = 0;
   for (let pos = 0; pos < last; pos++) {
     const constant = byPosition.get(pos);
+    const text = texts.get(pos);
     if (constant !== undefined) out.push(numberExpr(constant));
+    else if (text !== undefined) out.push(atom(text));
     else if (next < inputs.length) out.push(inputs[next++]);
     else out.push(atom(ELIDED));
   }
   return out;
 }
 
-/** The Python numbers the op was passed by keyword, as the call wrote them: `dim=1`. */
+/**
+ * What the op was passed by keyword, as the call wrote it: the Python numbers (`dim=1`),
+ * then the other arguments the trace keeps as text (`reduction='sum'`, `dtype=torch.float64`).
+ */
 export function keywordTexts(op: OpRecorded): string[] {
-  return (op.keywords ?? []).map((k) => `${k.name}=${numberText(k.value)}`);
+  const numbers = (op.keywords ?? []).map((k) => `${k.name}=${numberText(k.value)}`);
+  const others = (op.arguments ?? []).filter((a) => a.name !== null).map((a) => `${a.name}=${a.text}`);
+  return [...numbers, ...others];
 }
 
 /** A scalar the op's grad_fn node saved (`alpha` of SubBackward0, `exponent` of PowBackward0). */
@@ -154,12 +178,15 @@ function keyInSource(model: TraceModel, line: number | null, tensor: string): st
   return keys.size === 1 && key.length <= MAX_KEY ? key : null;
 }
 
-/** `x[1]`, `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
+/** `x[1]`, `x[:, 0]` (the key's text the trace keeps), `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
 function subscript(model: TraceModel, op: OpRecorded, inputs: Expr[]): Expr {
   const [target, ...tensorKeys] = inputs;
   const constants = op.constants ?? [];
+  const keyText = positionalTexts(op).get(1);
   let key: string | null = null;
   if (constants.length === 1 && constants[0].position === 1 && tensorKeys.length === 0) key = numberText(constants[0].value);
+  // a slice or a tuple of them, kept as text: `x[1:3]`, `x[:, 0]` (a tuple's parentheses are the brackets')
+  else if (keyText !== undefined && tensorKeys.length === 0) key = /^\(.*\)$/.test(keyText) ? keyText.slice(1, -1).replace(/,$/, "") : keyText;
   else if (target.prec === ATOM) key = keyInSource(model, op.line, target.text);
   if (key === null && constants.length === 0 && tensorKeys.length === 1) key = tensorKeys[0].text;
   return atom(`${at(target, ATOM)}[${key ?? ELIDED}]`);

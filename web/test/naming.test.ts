@@ -79,14 +79,15 @@ function labelOnLine(model: TraceModel, line: string, name: string, nth = 0): st
   return tensorExpr(model, op.outputs[0]);
 }
 
-test("a subscript reads as written: a number key, a mask, a slice from its source line", () => {
+test("a subscript reads as written: a number key, a mask, a slice (kept as text, or from its source line)", () => {
   const model = loadModel("learner_labels");
   assert.equal(labelOnLine(model, "x[:2] * 1", "getitem"), "x[:2]");
   assert.equal(labelOnLine(model, "x[:2] * 1", "mul"), "x[:2] * 1");
   assert.equal(labelOnLine(model, "x[1] * 1", "getitem"), "x[1]");
   assert.equal(labelOnLine(model, "x[mask] * 1", "getitem"), "x[mask]");
-  // two keys on one line: which is which is not known, so neither is guessed
-  assert.equal(labelOnLine(model, "x[:2] + x[2:4]", "add"), "x[…] + x[…]");
+  // two keys on one line: each from the text the trace keeps of its slice (the source line
+  // cannot tell them apart)
+  assert.equal(labelOnLine(model, "x[:2] + x[2:4]", "add"), "x[:2] + x[2:4]");
 });
 
 test("torch.sub(x, w, alpha=2) reads with its alpha, not as x − w", () => {
@@ -163,11 +164,12 @@ test("a variable rebound from itself on several lines is counted through them al
 
 test("a tape row leaves out a True/False whose neighbours it cannot show, and keeps one it can", () => {
   const model = loadModel("positional_flags");
-  // model.weight.to('cpu', None, False), as Module.to moves each parameter: no bare "False";
-  // model.to('cpu') itself is one op of the module's tensors
+  // model.weight.to('cpu', None, False), as Module.to moves each parameter: no bare "False"
+  // after the None the trace keeps no text of; model.to('cpu') itself is one op of the
+  // module's tensors
   const moves = model.ops.filter((op) => op.name === "to");
   assert.deepEqual(moves.map((op) => op.api), ["Module.to", "Tensor.to"]);
-  assert.deepEqual(moves.map((op) => argumentsText(model, op)), ["model.weight, model.bias", "model.weight"]);
+  assert.deepEqual(moves.map((op) => argumentsText(model, op)), ["model.weight, model.bias, 'cpu'", "model.weight, 'cpu'"]);
   // handed back as they were: said once, not named again after the arrow
   assert.deepEqual(moves.map((op) => outputsText(model, op)), ["the same 2, unchanged", "model.weight"]);
   const sum = model.ops.find((op) => op.name === "sum")!;
@@ -206,6 +208,33 @@ test("a tape row's shape is that of what the op made, not of the inputs it hands
   assert.equal(shapes.batch_norm, "[4×2]");
   assert.equal(shapes.add, "scalar"); // num_batches_tracked += 1, in place: its own new version
   assert.equal(shapes.double, "5 tensors"); // all the module's tensors, four converted, one handed back
+});
+
+test("arguments that are neither tensors nor numbers read as the call wrote them, in rows and in names", () => {
+  const model = loadModel("arguments");
+  const rows = model.ops.map((op) => [`L${op.line} ${op.name}`, op.name === "setitem" ? elementSetText(model, op) : argumentsText(model, op)]);
+  assert.deepEqual(rows, [
+    ["L2 arange", "8, requires_grad=True"],
+    ["L2 reshape", "arange(8), (2, 4)"],
+    ["L3 einsum", "x, x, 'ij,kj->ik'"],
+    ["L4 detach", "x"],
+    ["L4 mul", "detach(x), 0"],
+    ["L4 mse_loss", "x, detach(x) * 0, reduction='sum'"],
+    ["L5 getitem", "x, (:, 0)"],
+    ["L5 mul", "x[:, 0], 2"],
+    ["L6 getitem", "x, 0:1"],
+    ["L7 pad", "x, (1, 1)"],
+    ["L8 mul", "x, 1"],
+    ["L10 setitem", "y[:, 1:3] = 0"],
+    ["L11 to", "x, torch.float64"],
+  ]);
+  // the names of unnamed tensors write the call out, each argument in its place
+  const named = Object.fromEntries(model.ops.map((op) => [`L${op.line} ${op.name}`, tensorExpr(model, op.outputs[0])]));
+  assert.equal(named["L3 einsum"], "e");
+  assert.equal(tensorExpr(model, model.ops.find((op) => op.name === "einsum")!.outputs[0]), "e");
+  assert.equal(named["L5 getitem"], "x[:, 0]");
+  assert.equal(named["L6 getitem"], "r");
+  assert.equal(named["L4 detach"], "detach(x)");
 });
 
 test("a tape row names the dtype an op changed to, and a factory's dtype other than float32", () => {
