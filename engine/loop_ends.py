@@ -11,13 +11,16 @@ back (and each ``except`` clause, below)::
     try:
         for ...:            # the snippet's loop, its lines unchanged
             ...
-    except BaseException:
-        __gradwalk_loop_raised__(n)
+    except __import__("builtins").BaseException:
+        __import__("engine.loop_ends").loop_ends.raised(run, n)
         raise
     finally:
-        __gradwalk_loop_end__(n)
+        __import__("engine.loop_ends").loop_ends.ended(run, n)
 
-which costs nothing per iteration (a ``try`` is free in Python 3.11) and one call per loop
+(``run``: the number of the run's :class:`LoopEnds`; the calls reach it through the module,
+so the snippet's globals hold no names of gradwalk's: ``dir()`` and ``globals()`` read as
+in a plain script, and only a snippet that names ``__import__`` itself is compiled as
+written, unwrapped), which costs nothing per iteration (a ``try`` is free in Python 3.11) and one call per loop
 left. A wrapper nests two blocks more, of the 20 Python allows a scope: code the wrapped
 tree would not compile is compiled as written, unwrapped. When recording turns
 metrics-only, the loop that ends it is chosen from the stack:
@@ -26,30 +29,33 @@ epoch loop around a batch loop, not the batch loop; a loop inside ``train()`` wh
 module level calls ``train()`` from no loop). Leaving that loop normally (its end, a
 ``break``, a ``return`` from within it) records in full again; leaving it by an exception
 does not, so an error keeps its "recorded metrics-only" hint, until a handler of the
-snippet's catches it (each ``except`` clause begins with a call,
-``__gradwalk_loop_caught__()``: ``except KeyboardInterrupt:`` around a training loop, then
-the evaluation). A later step turns recording metrics-only again as its schedule says. Loops of code gradwalk does not compile (a
+snippet's catches it (each ``except`` clause begins with a call, ``caught(run)`` through
+the module as above: ``except KeyboardInterrupt:`` around a training loop, then the
+evaluation). A later step turns recording metrics-only again as its schedule says. Loops of code gradwalk does not compile (a
 function ``gradwalk.watch_call`` records, a library's) are not wrapped.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
+import weakref
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .source import SNIPPET_FILENAME
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["LOOP_CAUGHT", "LOOP_END", "LOOP_RAISED", "LoopEnds", "compile_with_loop_ends"]
+__all__ = ["LoopEnds", "caught", "compile_with_loop_ends", "ended", "raised"]
 
-LOOP_END = "__gradwalk_loop_end__"
-LOOP_RAISED = "__gradwalk_loop_raised__"
-LOOP_CAUGHT = "__gradwalk_loop_caught__"
-_ANY_EXCEPTION = "__gradwalk_any_exception__"  # BaseException, under a name a snippet cannot shadow
+# the module the wrapped code calls (ended, raised, caught below)
+_THIS_MODULE = __name__  # "engine.loop_ends"
+_numbers = itertools.count(1)
+# each LoopEnds by its number, while its recorder lives
+_running: weakref.WeakValueDictionary[int, LoopEnds] = weakref.WeakValueDictionary()
 
 # a code object's scope: (co_name, co_firstlineno)
 ScopeKey = tuple[str, int]
@@ -57,20 +63,39 @@ ScopeKey = tuple[str, int]
 Loop = tuple[int, int, int]
 
 
-def compile_with_loop_ends(source: str) -> tuple[CodeType, dict[ScopeKey, list[Loop]]]:
-    """Compile ``source`` as the snippet, its loops wrapped (NOTE [Code after the loop]);
-    return the code and the loops :meth:`LoopEnds.names` takes.
+def compile_with_loop_ends(source: str, run: int) -> tuple[CodeType, dict[ScopeKey, list[Loop]]]:
+    """Compile ``source`` as the snippet, its loops wrapped to call the :class:`LoopEnds`
+    numbered ``run`` (NOTE [Code after the loop]); return the code and the loops
+    :meth:`LoopEnds.take` takes.
 
     Raises ``SyntaxError`` as ``compile`` does. Code the wrapping would not compile (blocks
-    nested past Python's limit, an expression too deep to walk) is compiled as written, with
-    no loop wrapped. Compiled here, so it inherits run.py's ``__future__`` flags as before.
+    nested past Python's limit, an expression too deep to walk), and a snippet that names
+    ``__import__`` (which the wrappers call), are compiled as written, with no loop wrapped.
+    Compiled here, so it inherits run.py's ``__future__`` flags as before.
     """
     tree = ast.parse(source, SNIPPET_FILENAME)
+    if "__import__" in source:
+        return compile(source, SNIPPET_FILENAME, "exec"), {}
     try:
-        loops = _LoopWrapper().wrap(tree)
+        loops = _LoopWrapper(run).wrap(tree)
         return compile(tree, SNIPPET_FILENAME, "exec"), loops
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return compile(source, SNIPPET_FILENAME, "exec"), {}
+
+
+def _imported(dotted: str) -> ast.expr:
+    """``__import__(dotted)`` followed down to the module it names (``__import__`` hands back
+    the top package)."""
+    expr: ast.expr = ast.Call(ast.Name("__import__", ast.Load()), [ast.Constant(dotted)], [])
+    for part in dotted.split(".")[1:]:
+        expr = ast.Attribute(expr, part, ast.Load())
+    return expr
+
+
+def _call(function: str, *numbers: int) -> ast.stmt:
+    """``__import__("engine.loop_ends").loop_ends.<function>(*numbers)`` as a statement."""
+    target = ast.Attribute(_imported(_THIS_MODULE), function, ast.Load())
+    return ast.Expr(ast.Call(target, [ast.Constant(n) for n in numbers], []))
 
 
 class _LoopWrapper:
@@ -79,8 +104,9 @@ class _LoopWrapper:
     of the 20 blocks Python lets a scope nest. Walks statements only, never into expressions
     (``x = 1 + 1 + …`` nests as deep as it is long)."""
 
-    def __init__(self) -> None:
+    def __init__(self, run: int) -> None:
         self.loops: dict[ScopeKey, list[Loop]] = {}
+        self._run = run
         self._count = 0
 
     def wrap(self, tree: ast.Module) -> dict[ScopeKey, list[Loop]]:
@@ -116,7 +142,7 @@ class _LoopWrapper:
                 setattr(stmt, field, self._body(value, scope, in_loop))
             elif isinstance(value[0], ast.ExceptHandler):
                 for handler in value:
-                    caught = ast.Expr(ast.Call(ast.Name(LOOP_CAUGHT, ast.Load()), [], []))
+                    caught = _call("caught", self._run)
                     handler.body = [
                         ast.copy_location(caught, handler.body[0]),
                         *self._body(handler.body, scope, in_loop),
@@ -130,14 +156,34 @@ class _LoopWrapper:
         self._count += 1
         self.loops.setdefault(scope, []).append((loop.lineno, loop.end_lineno or loop.lineno, number))
 
-        def call(name: str) -> ast.stmt:
-            return ast.Expr(ast.Call(ast.Name(name, ast.Load()), [ast.Constant(number)], []))
-
-        raised = ast.ExceptHandler(
-            ast.Name(_ANY_EXCEPTION, ast.Load()), None, [call(LOOP_RAISED), ast.Raise()]
+        # BaseException as the builtins module has it, whatever the snippet calls BaseException
+        any_exception = ast.Attribute(_imported("builtins"), "BaseException", ast.Load())
+        raised = ast.ExceptHandler(any_exception, None, [_call("raised", self._run, number), ast.Raise()])
+        wrapped = ast.Try(
+            body=[loop], handlers=[raised], orelse=[], finalbody=[_call("ended", self._run, number)]
         )
-        wrapped = ast.Try(body=[loop], handlers=[raised], orelse=[], finalbody=[call(LOOP_END)])
         return ast.copy_location(wrapped, loop)
+
+
+def ended(run: int, number: int) -> None:
+    """Loop ``number`` of run ``run`` was left (the wrapped code calls this)."""
+    ends = _running.get(run)
+    if ends is not None:
+        ends._ended(number, sys._getframe(1))
+
+
+def raised(run: int, number: int) -> None:
+    """Loop ``number`` of run ``run`` is being left by an exception (the wrapped code calls this)."""
+    ends = _running.get(run)
+    if ends is not None:
+        ends._raised(number, sys._getframe(1))
+
+
+def caught(run: int) -> None:
+    """An ``except`` clause of run ``run``'s snippet caught an exception (the wrapped code calls this)."""
+    ends = _running.get(run)
+    if ends is not None:
+        ends._caught()
 
 
 class LoopEnds:
@@ -146,22 +192,18 @@ class LoopEnds:
 
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
+        # what the wrapped code passes to reach this (compile_with_loop_ends)
+        self.number = next(_numbers)
+        _running[self.number] = self
         self._loops: dict[ScopeKey, list[Loop]] = {}
         # the frame running the loop whose end records in full again, and that loop's number
         self._target: tuple[FrameType, int] | None = None
         # that loop was left by an exception no snippet handler has caught yet
         self._uncaught = False
 
-    def names(self, loops: dict[ScopeKey, list[Loop]]) -> dict[str, Any]:
-        """Take the loops :func:`compile_with_loop_ends` found; return the names the wrapped code calls,
-        for the snippet's globals."""
+    def take(self, loops: dict[ScopeKey, list[Loop]]) -> None:
+        """Take the loops :func:`compile_with_loop_ends` found, numbered for this."""
         self._loops = loops
-        return {
-            LOOP_END: self._ended,
-            LOOP_RAISED: self._raised,
-            LOOP_CAUGHT: self._caught,
-            _ANY_EXCEPTION: BaseException,
-        }
 
     def remember(self) -> None:
         """Recording is turning metrics-only: choose, from the calling stack, the loop whose
@@ -184,13 +226,13 @@ class LoopEnds:
                     self._target = (frame, number)
                     return
 
-    def _raised(self, number: int) -> None:
-        if self._is_target(number, sys._getframe(1)):
+    def _raised(self, number: int, frame: FrameType) -> None:
+        if self._is_target(number, frame):
             self._target = None  # the loop failed: an error after it keeps its hint,
             self._uncaught = True  # unless the snippet catches it and goes on
 
-    def _ended(self, number: int) -> None:
-        if self._is_target(number, sys._getframe(1)):
+    def _ended(self, number: int, frame: FrameType) -> None:
+        if self._is_target(number, frame):
             self._target = None
             self._record_in_full()
 

@@ -96,7 +96,7 @@ def record_stream(
     status: RunStatus = "ok"
     message = ""
     try:
-        code, loops = compile_with_loop_ends(source)  # NOTE [Code after the loop]
+        code, loops = compile_with_loop_ends(source, rec.loop_ends.number)  # NOTE [Code after the loop]
     except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
         # a RecursionError: an expression nested past what Python compiles (x = 1 + 1 + … ,
         # thousands of terms), which Python itself reports so, with no line
@@ -117,12 +117,19 @@ def record_stream(
         return "error"
     # so that tracebacks (ours and any the snippet prints) show the snippet's lines
     linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
+    rec.loop_ends.take(loops)
+    # the names a plain script's __main__ starts with, in their order, and `device`
     scope: dict[str, Any] = {
         "__name__": "__main__",
-        "__file__": filename,
+        "__doc__": None,
+        "__package__": None,
+        "__loader__": None,
+        "__spec__": None,
+        "__annotations__": {},
         "__builtins__": builtins,
+        "__file__": filename,
+        "__cached__": None,
         "device": device,
-        **rec.loop_ends.names(loops),
     }
     torch.manual_seed(0)
     random.seed(0)

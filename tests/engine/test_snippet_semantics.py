@@ -8,6 +8,7 @@ import io
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,6 +34,53 @@ def test_main_guard_classes_and_functions_work() -> None:
     assert q.stdout(trace) == "6.0 cpu\n"
     mul = next(e for e in trace.events if e.type == "op" and e.name == "mul")
     assert mul.line == 6 and mul.top_line == 9
+
+
+GLOBAL_NAMES = (
+    "import torch\n"
+    "for i in range(2):\n    pass\n"  # a loop and an except clause: the code gradwalk wraps
+    "try:\n    raise KeyError\nexcept KeyError:\n    pass\n"
+    "print(sorted(globals()), __doc__, __spec__, __package__, __annotations__, __cached__)\n"
+    "print(sorted(dir()))\n"
+)
+
+
+def test_a_snippets_globals_are_a_plain_scripts_and_device(tmp_path: Path) -> None:
+    # gradwalk's calls at a loop's end reach it through a module: no names of its own in the
+    # snippet's globals (four of them showed in dir() and globals()), and __doc__, __spec__
+    # and the rest are there as in a script run by python (print(__doc__) raised NameError)
+    script = tmp_path / "plain.py"
+    script.write_text(
+        GLOBAL_NAMES.replace("globals()", "[*globals(), 'device']").replace("dir()", "[*dir(), 'device']")
+    )
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    trace = record(GLOBAL_NAMES)
+    assert trace.events[-1].status == "ok"
+    out = q.stdout(trace)
+    assert out == plain.stdout
+    assert "gradwalk" not in out
+
+
+def test_a_snippet_that_shadows_what_the_loop_wrappers_use_runs_as_written() -> None:
+    # BaseException renamed, __import__ replaced: the loop wrappers use neither name of the
+    # snippet's (one that names __import__ runs unwrapped), and the errors are the snippet's
+    src = (
+        "import torch\n"
+        "BaseException = ValueError\n"
+        "w = torch.ones(2, requires_grad=True)\n"
+        "for i in range(3):\n    (w * i).sum().backward()\n"
+        "print(w.grad.tolist())\n"
+        "for k in range(2):\n    {}[k]\n"  # line 8: a KeyError out of a wrapped loop
+    )
+    trace = record(src)
+    assert q.stdout(trace) == "[3.0, 3.0]\n"
+    (err,) = q.errors(trace)
+    assert err.exc_type == "KeyError" and err.line == 8
+    own_import = (
+        "real = __import__\n__import__ = None\nm = real('math')\nfor i in range(2):\n    print(m.sqrt(4.0))\n"
+    )
+    trace = record(own_import)
+    assert trace.events[-1].status == "ok" and q.stdout(trace) == "2.0\n2.0\n"
 
 
 def test_syntax_error_is_an_error_event_with_its_line() -> None:
