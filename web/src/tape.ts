@@ -4,7 +4,7 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, madeKindText, madeShapesText, outputsText, TENSORS_LISTED } from "./naming";
+import { argumentsText, elementSetText, madeKindText, madeShapesText, outputsText, subscriptText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TapeGap, TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -180,7 +180,7 @@ export class TapeView {
     const ins =
       op.name === "setitem" && op.inputs.length
         ? elementSetText(m, op)
-        : argumentsText(m, op, TENSORS_LISTED);
+        : ((op.name === "getitem" ? subscriptText(m, op) : null) ?? argumentsText(m, op, TENSORS_LISTED));
     const outs = outputsText(m, op, TENSORS_LISTED);
     // a row that counts some of its tensors names them all on hover
     const cut = op.inputs.length > TENSORS_LISTED || op.outputs.length > TENSORS_LISTED;

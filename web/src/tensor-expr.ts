@@ -178,6 +178,11 @@ function keyInSource(model: TraceModel, line: number | null, tensor: string): st
   return keys.size === 1 && key.length <= MAX_KEY ? key : null;
 }
 
+/** A key kept as text, as a subscript writes it: a tuple's parentheses are the brackets' (`(:, 0)` → `:, 0`). */
+export function subscriptKey(text: string): string {
+  return /^\(.*\)$/.test(text) ? text.slice(1, -1).replace(/,$/, "") : text;
+}
+
 /** `x[1]`, `x[:, 0]` (the key's text the trace keeps), `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
 function subscript(model: TraceModel, op: OpRecorded, inputs: Expr[]): Expr {
   const [target, ...tensorKeys] = inputs;
@@ -186,7 +191,7 @@ function subscript(model: TraceModel, op: OpRecorded, inputs: Expr[]): Expr {
   let key: string | null = null;
   if (constants.length === 1 && constants[0].position === 1 && tensorKeys.length === 0) key = numberText(constants[0].value);
   // a slice or a tuple of them, kept as text: `x[1:3]`, `x[:, 0]` (a tuple's parentheses are the brackets')
-  else if (keyText !== undefined && tensorKeys.length === 0) key = /^\(.*\)$/.test(keyText) ? keyText.slice(1, -1).replace(/,$/, "") : keyText;
+  else if (keyText !== undefined && tensorKeys.length === 0) key = subscriptKey(keyText);
   else if (target.prec === ATOM) key = keyInSource(model, op.line, target.text);
   if (key === null && constants.length === 0 && tensorKeys.length === 1) key = tensorKeys[0].text;
   return atom(`${at(target, ATOM)}[${key ?? ELIDED}]`);

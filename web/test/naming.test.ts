@@ -1,7 +1,7 @@
 // Readable labels for unnamed tensors, from real recorded traces.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeKindText, madeShapesText, numberText, outputsText, TENSORS_LISTED, tensorExpr } from "../src/naming";
+import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeKindText, madeShapesText, numberText, outputsText, subscriptText, TENSORS_LISTED, tensorExpr } from "../src/naming";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -235,6 +235,12 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
   assert.equal(named["L5 getitem"], "x[:, 0]");
   assert.equal(named["L6 getitem"], "r");
   assert.equal(named["L4 detach"], "detach(x)");
+  // a getitem row writes the subscript: x[:, 0], x[0:1]
+  const gets = model.ops.filter((op) => op.name === "getitem");
+  assert.deepEqual(gets.map((op) => subscriptText(model, op)), ["x[:, 0]", "x[0:1]"]);
+  const masked = loadModel("learner_labels").ops.find((op) => op.name === "getitem" && op.inputs.length === 2);
+  assert.ok(masked);
+  assert.equal(subscriptText(loadModel("learner_labels"), masked), null); // x[mask]: the row names the mask
 });
 
 test("a tape row names the dtype an op changed to, and a factory's dtype other than float32", () => {
