@@ -41,12 +41,20 @@ def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = Non
     return found
 
 
-def argument_text(value: Any, depth: int = 0) -> str | None:
+def argument_text(value: Any) -> str | None:
     """``value`` as a call could write it, or ``None`` when it has no short text (a tensor,
     a function, a module). Strings read as Python writes them (``'sum'``), dtypes and the
     like by their names (``torch.float64``), a device by its name in quotes (``'cuda:0'``),
     slices as in a subscript (``1:3``, ``:``), tuples and lists of these two levels deep
-    (a small matrix: ``[[1.0, 2.0], [3.0, 4.0]]``)."""
+    (a small matrix: ``[[1.0, 2.0], [3.0, 4.0]]``). Never raises: a tuple subclass whose
+    iteration fails, an int too long for ``repr``, have no text."""
+    try:
+        return _text(value, 0)
+    except Exception:
+        return None
+
+
+def _text(value: Any, depth: int) -> str | None:
     kind = type(value)
     if kind in _NUMBERS:
         return repr(value)
@@ -64,7 +72,7 @@ def argument_text(value: Any, depth: int = 0) -> str | None:
     if kind is slice:
         parts: list[str] = []
         for end in (value.start, value.stop, value.step):
-            part = "" if end is None else argument_text(end, depth + 1)
+            part = "" if end is None else _text(end, depth + 1)
             if part is None:
                 return None  # a tensor as an end
             parts.append(part)
@@ -76,7 +84,7 @@ def argument_text(value: Any, depth: int = 0) -> str | None:
             if len(items) == _MAX_ITEMS or length > _MAX_TEXT:
                 items.append("…")  # whole items only, so brackets stay paired
                 break
-            item_text = argument_text(item, depth + 1)
+            item_text = _text(item, depth + 1)
             if item_text is None:
                 return None  # a tensor among them (an input), or something with no text
             items.append(item_text)

@@ -151,6 +151,13 @@ def test_an_arguments_text_is_short_and_never_a_tensors() -> None:
     assert argument_text(torch.channels_last) == "torch.channels_last"
     assert argument_text(print) is None
 
+    class Hostile(tuple):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            raise RuntimeError("no")
+
+    assert argument_text(Hostile((1, 2))) is None
+    assert argument_text((10**5000,)) is None  # past what int -> str converts
+
 
 def test_a_dispatchers_keywords_at_their_defaults_are_left_out() -> None:
     # F.max_pool2d is fn(*args, **kwargs) choosing one of two functions by return_indices:
