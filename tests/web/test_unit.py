@@ -104,6 +104,10 @@ SNIPPETS = {
     "running_stats": "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm1d(2)\ny = bn(torch.randn(4, 2))\n"
     "bn.double()\n",
     # ops that change the dtype (or make a tensor of another than float32), and ones that do not
+    # a loss whose target has no name, in a snippet with a y of its own
+    "mse_own_y": "import torch, torch.nn.functional as F\nw = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\n"
+    "y = torch.einsum('ij,kj->ik', torch.tensor([[0.5, -1.0]]), w)\n"
+    "loss = F.mse_loss(y[:, 0:2], torch.zeros(1, 2), reduction='sum')\nloss.backward()\n",
     # arguments that are neither tensors nor numbers, kept as text (OpRecorded.arguments)
     "arguments": "import torch, torch.nn.functional as F\nx = torch.arange(8.0, requires_grad=True).reshape((2, 4))\n"
     "e = torch.einsum('ij,kj->ik', x, x)\nl = F.mse_loss(x, x.detach() * 0, reduction='sum')\n"

@@ -93,11 +93,12 @@ export class Ctx {
 }
 
 /**
- * A label as one factor of a product or a divisor: `x`, `exp(x)`, `tensor(…)` stand alone,
+ * A label as one factor of a product or a divisor: `x`, `x[:, 0]`, `exp(x)`, `tensor(…)` stand alone,
  * `1 − y` becomes `(1 − y)` (else `grad · 1 − y` reads as `grad − y`).
  */
 export function factor(label: string): string {
-  if (/^[\w.₀-₉]+ᵀ?$/.test(label)) return label;
+  // a name, a transpose, a subscript (`y[:, 0:2]`)
+  if (/^[\w.₀-₉]+(ᵀ|(\[[^[\]]*\])+)?$/.test(label)) return label;
   const call = /^[\w.]+\((.*)\)$/.exec(label);
   if (call) {
     // f(...) whose first "(" closes at the very end: `exp(x)`, not `exp(x) * log(y)`

@@ -29,6 +29,17 @@ test("product: the product rule with the real numbers", () => {
   assert.ok(all.includes("b.grad: 0 + 8 → 8"), all.join("\n"));
 });
 
+test("a loss's unnamed target reads `target` where the snippet has a y of its own; a subscript needs no brackets", () => {
+  const model = load("mse_own_y");
+  const entry = model.timeline.find((e) => e.kind === "node" && e.exec && model.node(e.exec.node)?.name === "MseLossBackward0");
+  assert.ok(entry);
+  const ex = explain(model, entry);
+  assert.equal(ex?.summary, "out = sum((y[:, 0:2] − target)²)");
+  assert.deepEqual(ex?.lines.map((l) => l.text), ["∂loss/∂(y[:, 0:2]) = grad · 2(y[:, 0:2] − target) = [[−3, −5]]"]);
+  // with no y of its own, the textbook y (cubic has none; the rent regression's target is named y)
+  assert.ok(!texts(load("cubic")).flat().some((t) => t.includes("target")));
+});
+
 test("an element set: what it overwrote gets no gradient", () => {
   const model = load("element_sets");
   const byNode = new Map(model.timeline.map((entry) => [entry.kind === "node" && entry.exec ? model.node(entry.exec.node)?.name : "end", explain(model, entry)]));
