@@ -115,6 +115,8 @@ def test_arguments_that_are_not_numbers_or_tensors_are_kept_as_text_a_call_could
     assert texts[(2, "tensor")] == [(0, "[[1.0, 2.0], [3.0, 4.0]]")]
     assert texts[(3, "to")] == [(1, "torch.float64")]
     assert texts[(4, "einsum")] == [(0, "'ij,jk->ik'")]
+    # torch.einsum as the snippet called it (it lives in torch.functional: it read functional.einsum)
+    assert {op.api for op in _ops(trace) if op.name == "einsum"} == {"torch.einsum"}
     assert texts[(5, "sum")] == [("dim", "(0, 1)")]
     assert texts[(6, "mse_loss")] == [("reduction", "'sum'")]
     # slices read as in a subscript, a tuple of them too
