@@ -73,9 +73,9 @@ def compile_with_loop_ends(source: str, run: int) -> tuple[CodeType, dict[ScopeK
     ``__import__`` (which the wrappers call), are compiled as written, with no loop wrapped.
     Compiled here, so it inherits run.py's ``__future__`` flags as before.
     """
-    tree = ast.parse(source, SNIPPET_FILENAME)
     if "__import__" in source:
         return compile(source, SNIPPET_FILENAME, "exec"), {}
+    tree = ast.parse(source, SNIPPET_FILENAME)
     try:
         loops = _LoopWrapper(run).wrap(tree)
         return compile(tree, SNIPPET_FILENAME, "exec"), loops

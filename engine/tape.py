@@ -166,10 +166,9 @@ class TapeMode(TorchFunctionMode):
             if getattr(func, "__self__", None) is _DATA and rec.detail and not rec.in_optimizer and args:
                 alias = func(*args, **kwargs)
                 reader = sys._getframe(1)  # the code that read .data (the descriptor calls this mode)
+                # NOTE [Changed through .data] in tensors.py
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
-                    rec.tensors.data_read(
-                        args[0], alias, reader
-                    )  # NOTE [Changed through .data] in tensors.py
+                    rec.tensors.data_read(args[0], alias, reader)
                 return alias
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of

@@ -325,6 +325,16 @@ export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity
   return [...tensors, ...others.map((a) => a.text), ...keywordTexts(op)].join(", ");
 }
 
+/**
+ * What a tape row writes between the op's name and its arrow: an element set or a
+ * subscript as it was written (`y[0] = 0`, `x[:, 0]`), else the op's arguments
+ * ({@link argumentsText}), naming `most` tensors before it counts the rest.
+ */
+export function rowArgumentsText(m: TraceModel, op: OpRecorded, most: number): string {
+  if (op.name === "setitem" && op.inputs.length) return elementSetText(m, op);
+  return (op.name === "getitem" ? subscriptText(m, op) : null) ?? argumentsText(m, op, most);
+}
+
 /** Tensors a tape row names before it counts the rest: `_foreach_mul_` of twenty gradients, a
  * `torch.cat` of a list, `clip_grad_norm_` (its gradients in and out) filled the row. */
 export const TENSORS_LISTED = 4;

@@ -4,7 +4,7 @@
 // made another call's graph are greyed.
 import { breakAtDots, h, revealWithin } from "./dom";
 import { drawnCall, nodesOutsideCall } from "./graph-calls";
-import { argumentsText, elementSetText, madeKindText, madeShapesText, outputsText, subscriptText, TENSORS_LISTED } from "./naming";
+import { argumentsText, madeKindText, madeShapesText, outputsText, rowArgumentsText, TENSORS_LISTED } from "./naming";
 import { linksOfOp, type Store, type ViewState } from "./store";
 import type { TapeGap, TraceModel } from "./trace-model";
 import type { GradwalkEvent, OpRecorded } from "./types/events";
@@ -176,11 +176,8 @@ export class TapeView {
 
   private renderRow(op: OpRecorded): HTMLElement {
     const m = this.model;
-    // the inputs, then the Python numbers the op was passed (`h, 1.01`; `randn 2, 3`; `x, dim=1`)
-    const ins =
-      op.name === "setitem" && op.inputs.length
-        ? elementSetText(m, op)
-        : ((op.name === "getitem" ? subscriptText(m, op) : null) ?? argumentsText(m, op, TENSORS_LISTED));
+    // the inputs, then the other arguments (`h, 1.01`; `x, dim=1`; `x, torch.float64`; `x[:, 0]`)
+    const ins = rowArgumentsText(m, op, TENSORS_LISTED);
     const outs = outputsText(m, op, TENSORS_LISTED);
     // a row that counts some of its tensors names them all on hover
     const cut = op.inputs.length > TENSORS_LISTED || op.outputs.length > TENSORS_LISTED;
