@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["argument_text", "op_constants", "op_keywords"]
+__all__ = ["argument_text", "named_positionals", "op_constants", "op_keywords"]
 
 _NUMBERS = (int, float, bool)
 _MAX_CONSTANTS = 8
@@ -22,6 +22,8 @@ _MAX_TEXT = 40
 _MAX_ITEMS = 8
 _MAX_DEPTH = 2
 _NAMED = (torch.dtype, torch.layout, torch.memory_format)
+# a builtin's positional settings are named once it was passed this many of them
+_NAMED_FROM = 3
 
 
 def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
@@ -156,3 +158,102 @@ def _same(default: Any, value: Any) -> bool:
         return bool(default == value)
     except Exception:  # a comparison that raises or will not give one answer
         return False
+
+
+def named_positionals(
+    func: Any, args: tuple[Any, ...], constants: list[dict[str, Any]], texts: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Name the settings a builtin was passed by position, as a reader needs them when there
+    are several: ``torch.conv2d(x, w, b, (1, 1), (2, 2), (1, 1), 1)`` (what ``nn.Conv2d``
+    passes) reads ``conv2d x, w, b, padding=(2, 2)``, not a row of bare tuples.
+
+    ``constants`` and ``texts`` are what :func:`op_constants` found among ``args``. When the
+    builtin (not a Python function, which passes its settings on by keyword) was passed at
+    least three numbers or texts by position, all after its last tensor, and PyTorch's
+    schemas for it agree on each one's name, they move out of ``constants`` and ``texts``
+    (both changed in place): a number comes back as ``{name, value}`` for
+    ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text}``, and one
+    at its schema default (``stride=(1, 1)``, ``groups=1``) is left out, as a call would
+    leave it out. Otherwise nothing changes and ``[]`` comes back: a few numbers read well
+    by position (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), and sizes passed one by
+    one (``x.view(2, 3, 4)``) have no names.
+    """
+    if len(constants) + len(texts) < _NAMED_FROM or inspect.isfunction(func):
+        return []
+    held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
+    last_tensor = max((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), default=-1)
+    if min(held) < last_tensor:
+        return []
+    parameters = _positional_parameters(func, len(args))
+    if parameters is None or any(parameters[i] is None for i in held):
+        return []
+    named: list[dict[str, Any]] = []
+    for c in constants:
+        name, defaults = parameters[c["position"]]
+        if not _at_default(args[c["position"]], defaults):
+            named.append({"name": name, "value": c["value"]})
+    moved = []
+    for t in texts:
+        if t["position"] is not None:
+            name, defaults = parameters[t["position"]]
+            if not _at_default(args[t["position"]], defaults):
+                moved.append({"name": name, "text": t["text"]})
+    constants.clear()
+    texts[:] = [t for t in texts if t["position"] is None] + moved
+    return named
+
+
+_parameters_cache: dict[tuple[Any, int], list[tuple[str, list[Any]] | None] | None] = {}
+
+
+def _positional_parameters(func: Any, count: int) -> list[tuple[str, list[Any]] | None] | None:
+    """For each of ``count`` positional arguments of builtin ``func``, its name and defaults
+    in PyTorch's schemas that take that many by position, or None where they disagree
+    (``Tensor.to``'s second argument is a device in one and a dtype in another) or the name
+    is ``self``; None when no schema takes ``count`` (a size passed number by number)."""
+    key = (func, count)
+    if key in _parameters_cache:
+        return _parameters_cache[key]
+    found: list[tuple[str, list[Any]] | None] | None = None
+    try:
+        name = getattr(func, "__name__", "")
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}") if name.isidentifier() else []
+        taking = []
+        for schema in schemas:
+            positional = [a for a in schema.arguments if not a.kwarg_only]
+            if len(positional) >= count:
+                taking.append(positional[:count])
+        if taking:
+            found = []
+            for i in range(count):
+                names = {s[i].name for s in taking}
+                only = next(iter(names))
+                found.append(
+                    (only, [s[i].default_value for s in taking])
+                    if len(names) == 1 and only != "self"
+                    else None
+                )
+    except Exception:  # a schema PyTorch cannot hand over: leave the call as it was
+        found = None
+    with contextlib.suppress(TypeError):  # an unhashable func
+        _parameters_cache[key] = found
+    return found
+
+
+def _at_default(value: Any, defaults: list[Any]) -> bool:
+    """Whether ``value`` is the default of its parameter in one of the schemas: ``(1, 1)`` or
+    ``1`` for a default ``[1, 1]``. A parameter with no default has ``None`` there; a value
+    of ``None`` is never shown, so it never counts as one."""
+    for default in defaults:
+        if default is None:
+            continue
+        if isinstance(default, list) and isinstance(value, (tuple, list)):
+            if _same(default, list(value)):
+                return True
+        elif isinstance(default, list) and type(value) is int:
+            if default and all(d == value for d in default):
+                return True
+        elif type(default) is type(value) or (type(default) is float and type(value) is int):
+            if _same(default, value):
+                return True
+    return False

@@ -31,7 +31,7 @@ from .memory import SavedMemory, cuda_allocated
 from .mode_stack import insert_mode, remove_mode
 from .modules import ModuleTracker
 from .mute import Mute
-from .op_arguments import op_constants, op_keywords
+from .op_arguments import named_positionals, op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
 from .running_stats import NORM_OPS, RunningStats
@@ -313,6 +313,7 @@ class Recorder:
             and self.operand_order.number_on_left(frame)
         ):
             short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
+        named = named_positionals(func, args, constants, texts)
         ensure = self.tensors.ensure
         changed = {id(t) for t in outputs}  # inputs among them: the op's version, not off the tape
         in_ids = [ensure(t, line=line, frame=frame, changing=id(t) in changed) for t in inputs]
@@ -369,7 +370,7 @@ class Recorder:
             "inplace": inplace or aliased,
             "nodes": [nid for _, nid, _ in pending],
             "constants": constants,
-            "keywords": op_keywords(func, kwargs, texts) if kwargs else [],
+            "keywords": named + op_keywords(func, kwargs, texts) if kwargs else named,
         }
         if texts:
             event["arguments"] = texts

@@ -161,6 +161,47 @@ def test_an_arguments_text_is_short_and_never_a_tensors() -> None:
     assert argument_text((10**5000,)) is None  # past what int -> str converts
 
 
+NAMED = (
+    "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+    "x = torch.randn(1, 2, 5, 5, requires_grad=True)\n"
+    "a = nn.Conv2d(2, 4, 3, padding=1)(x)\n"  # line 5
+    "b = nn.Conv2d(2, 4, 3, stride=2, groups=2, bias=False)(x)\n"
+    "c = x.narrow(3, 1, 2).unfold(2, 2, 1)\n"  # line 7
+    "d = torch.diagonal(x, 0, 2, 3)\n"
+    "e = x.transpose(2, 3) + torch.clamp(x, 0, 1)\n"  # line 9
+    "f = x.view(2, 5, 5).expand(3, 2, 5, 5)\n"
+    "g = x.to('cpu', torch.float64, False, False)\n"  # line 11
+    "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum()).backward()\n"
+)
+
+
+def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords() -> None:
+    trace = record(NAMED)
+    assert trace.events[-1].status == "ok"
+    calls: dict[tuple[int, str], list[tuple[str | int, object]]] = {}
+    for op in _ops(trace):
+        calls.setdefault((op.line, op.name), []).extend(
+            [(c.position, c.value) for c in op.constants]
+            + [(k.name, k.value) for k in op.keywords]
+            + [(a.position if a.name is None else a.name, a.text) for a in op.arguments]
+        )
+    # what nn.Conv2d passes by position, named, and those at their defaults left out
+    assert calls[(5, "conv2d")] == [("padding", "(1, 1)")]
+    assert calls[(6, "conv2d")] == [("groups", 2), ("stride", "(2, 2)")]
+    assert calls[(7, "narrow")] == [("dim", 3), ("start", 1), ("length", 2)]
+    assert calls[(7, "unfold")] == [("dimension", 2), ("size", 2), ("step", 1)]
+    assert calls[(8, "diagonal")] == [("dim1", 2), ("dim2", 3)]  # offset=0 is its default
+    # two numbers read well by position; sizes passed one by one have no names
+    assert calls[(9, "transpose")] == [(1, 2), (2, 3)]
+    assert calls[(9, "clamp")] == [(1, 0), (2, 1)]
+    assert calls[(10, "view")] == [(1, 2), (2, 5), (3, 5)]
+    assert calls[(10, "expand")] == [(1, 3), (2, 2), (3, 5), (4, 5)]
+    # Tensor.to's second argument is a device in one schema, a dtype in another: as passed
+    assert calls[(11, "to")] == [(3, False), (4, False), (1, "'cpu'"), (2, "torch.float64")]
+    want = plain_grads(NAMED, ["x"])
+    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+
+
 def test_a_dispatchers_keywords_at_their_defaults_are_left_out() -> None:
     # F.max_pool2d is fn(*args, **kwargs) choosing one of two functions by return_indices:
     # their defaults are its own, and every keyword arrives at the mode
