@@ -245,15 +245,12 @@ def _at_default(value: Any, defaults: list[Any]) -> bool:
     ``1`` for a default ``[1, 1]``. A parameter with no default has ``None`` there; a value
     of ``None`` is never shown, so it never counts as one."""
     for default in defaults:
-        if default is None:
-            continue
-        if isinstance(default, list) and isinstance(value, (tuple, list)):
-            if _same(default, list(value)):
-                return True
-        elif isinstance(default, list) and type(value) is int:
-            if default and all(d == value for d in default):
-                return True
-        elif type(default) is type(value) or (type(default) is float and type(value) is int):
-            if _same(default, value):
-                return True
+        passed = value
+        if isinstance(default, list):
+            if isinstance(value, (tuple, list)):
+                passed = list(value)
+            elif type(value) is int and default:
+                passed = [value] * len(default)
+        if default is not None and type(default) in (type(passed), float) and _same(default, passed):
+            return True
     return False
