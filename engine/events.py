@@ -254,6 +254,11 @@ class OpArgument(_Model):
         default=None, description="the keyword it was passed by; None for a positional one"
     )
     text: str
+    after: int | None = Field(
+        default=None,
+        description="for a keyword: how many of the op's keywords that were numbers (OpRecorded.keywords) "
+        "came before it in the call; None in traces older than this field (read it after them all)",
+    )
 
 
 class OpRecorded(_Event):

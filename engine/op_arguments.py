@@ -124,7 +124,7 @@ def _defaults_of(func: Any) -> dict[str, Any]:
 
 
 def op_keywords(
-    func: Any, kwargs: dict[str, Any], texts: list[dict[str, Any]] | None = None
+    func: Any, kwargs: dict[str, Any], texts: list[dict[str, Any]] | None = None, numbers_before: int = 0
 ) -> list[dict[str, Any]]:
     """The Python numbers an op was passed by keyword (``dim=1`` in ``x.sum(dim=1)``), in order.
 
@@ -133,7 +133,9 @@ def op_keywords(
     ``training=True, inplace=False``): a keyword at its default is left out, as the call
     most likely left it out, and so is a private one (``_stacklevel=5``, which
     ``nn.Softmax`` passes on). With ``texts``, the other keywords not at their defaults that
-    are neither tensors nor ``None`` and have a short text are appended to it as ``{name, text}``.
+    are neither tensors nor ``None`` and have a short text are appended to it as ``{name, text,
+    after}``, ``after`` counting the numbers before it in the call (``numbers_before`` of them
+    were named from positions, :func:`named_positionals`), so a reader keeps the call's order.
     """
     defaults = _defaults_of(func)
     found = []
@@ -149,7 +151,7 @@ def op_keywords(
         ):
             text = argument_text(value)
             if text is not None and len(texts) < _MAX_CONSTANTS:
-                texts.append({"name": name, "text": text})
+                texts.append({"name": name, "text": text, "after": numbers_before + len(found)})
     return found[:_MAX_CONSTANTS]
 
 
@@ -172,7 +174,7 @@ def named_positionals(
     least three numbers or texts by position, all after its last tensor, and PyTorch's
     schemas for it agree on each one's name, they move out of ``constants`` and ``texts``
     (both changed in place): a number comes back as ``{name, value}`` for
-    ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text}``, and one
+    ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text, after}``, and one
     at its schema default (``stride=(1, 1)``, ``groups=1``) is left out, as a call would
     leave it out. Otherwise nothing changes and ``[]`` comes back: a few numbers read well
     by position (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), and sizes passed one by
@@ -188,16 +190,18 @@ def named_positionals(
     if parameters is None or any(parameters[i] is None for i in held):
         return []
     named: list[dict[str, Any]] = []
-    for c in constants:
-        name, defaults = parameters[c["position"]]
-        if not _at_default(args[c["position"]], defaults):
-            named.append({"name": name, "value": c["value"]})
     moved = []
-    for t in texts:
-        if t["position"] is not None:
-            name, defaults = parameters[t["position"]]
-            if not _at_default(args[t["position"]], defaults):
-                moved.append({"name": name, "text": t["text"]})
+    by_position = [(c["position"], c) for c in constants] + [
+        (t["position"], t) for t in texts if t["position"] is not None
+    ]
+    for position, entry in sorted(by_position, key=lambda pair: pair[0]):
+        name, defaults = parameters[position]
+        if _at_default(args[position], defaults):
+            continue
+        if "value" in entry:
+            named.append({"name": name, "value": entry["value"]})
+        else:
+            moved.append({"name": name, "text": entry["text"], "after": len(named)})
     constants.clear()
     texts[:] = [t for t in texts if t["position"] is None] + moved
     return named

@@ -370,7 +370,7 @@ class Recorder:
             "inplace": inplace or aliased,
             "nodes": [nid for _, nid, _ in pending],
             "constants": constants,
-            "keywords": named + op_keywords(func, kwargs, texts) if kwargs else named,
+            "keywords": named + op_keywords(func, kwargs, texts, len(named)) if kwargs else named,
         }
         if texts:
             event["arguments"] = texts

@@ -134,6 +134,10 @@ def test_arguments_that_are_not_numbers_or_tensors_are_kept_as_text_a_call_could
     assert texts[(13, "sum")] == [("dtype", "torch.float32")]  # dim=-1 is a number, below
     numbers = {(op.line, op.name): [(k.name, k.value) for k in op.keywords] for op in _ops(trace)}
     assert numbers[(13, "sum")] == [("dim", -1)]
+    # dtype came after dim in the call: the text says one number keyword is before it
+    assert [
+        (a.name, a.after) for op in _ops(trace) if (op.line, op.name) == (13, "sum") for a in op.arguments
+    ] == [("dtype", 1)]
     # the gradients are PyTorch's own
     want = plain_grads(ARGUMENTS, ["x"])
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
@@ -188,6 +192,9 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     # what nn.Conv2d passes by position, named, and those at their defaults left out
     assert calls[(5, "conv2d")] == [("padding", "(1, 1)")]
     assert calls[(6, "conv2d")] == [("groups", 2), ("stride", "(2, 2)")]
+    # each text says how many number keywords came before it, so a row keeps the call's order
+    after = {(op.line, op.name): [(a.name, a.after) for a in op.arguments] for op in _ops(trace)}
+    assert after[(6, "conv2d")] == [("stride", 0)] and after[(5, "conv2d")] == [("padding", 0)]
     assert calls[(7, "narrow")] == [("dim", 3), ("start", 1), ("length", 2)]
     assert calls[(7, "unfold")] == [("dimension", 2), ("size", 2), ("step", 1)]
     assert calls[(8, "diagonal")] == [("dim1", 2), ("dim2", 3)]  # offset=0 is its default

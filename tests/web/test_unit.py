@@ -112,7 +112,10 @@ SNIPPETS = {
     "arguments": "import torch, torch.nn.functional as F\nx = torch.arange(8.0, requires_grad=True).reshape((2, 4))\n"
     "e = torch.einsum('ij,kj->ik', x, x)\nl = F.mse_loss(x, x.detach() * 0, reduction='sum')\n"
     "c = x[:, 0] * 2\nr = x[0:1]\np = F.pad(x, (1, 1))\ny = x * 1\nwith torch.no_grad():\n"
-    "    y[:, 1:3] = 0\nd = x.to(torch.float64)\n",
+    "    y[:, 1:3] = 0\nd = x.to(torch.float64)\n"
+    # keywords in the call's order; settings passed by position named (conv2d's stride, padding)
+    "s = x.sum(dim=1, dtype=torch.float64, keepdim=True)\n"
+    "k = F.conv2d(x.view(1, 1, 2, 4), x.view(1, 1, 2, 4)[:, :, :, :1], None, (2, 1), 1, 1, 1)\n",
     "dtypes": "import torch\nx = torch.arange(4.0, requires_grad=True)\ny = x.to(torch.float64)\n"
     "z = torch.zeros(3, dtype=torch.float64)\nw = y.double() * 2\ns = y.sum(dtype=torch.float32)\n"
     "i = x.long()\nk = torch.randint(0, 3, (2,))\nm = x > 1\nf = torch.ones(2) + 1\n",

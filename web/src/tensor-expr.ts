@@ -130,13 +130,22 @@ function positional(op: OpRecorded, inputs: Expr[]): Expr[] {
 }
 
 /**
- * What the op was passed by keyword, as the call wrote it: the Python numbers (`dim=1`),
- * then the other arguments the trace keeps as text (`reduction='sum'`, `dtype=torch.float64`).
+ * What the op was passed by keyword, in the call's order: the Python numbers (`dim=1`) and
+ * the other arguments the trace keeps as text (`reduction='sum'`, `dtype=torch.float64`),
+ * each text after the numbers its `after` counts (after them all in a trace without it).
  */
 export function keywordTexts(op: OpRecorded): string[] {
   const numbers = (op.keywords ?? []).map((k) => `${k.name}=${numberText(k.value)}`);
-  const others = (op.arguments ?? []).filter((a) => a.name !== null).map((a) => `${a.name}=${a.text}`);
-  return [...numbers, ...others];
+  const out: string[] = [];
+  let taken = 0;
+  for (const a of op.arguments ?? []) {
+    if (a.name === null) continue;
+    const at = Math.min(a.after ?? numbers.length, numbers.length);
+    if (at > taken) out.push(...numbers.slice(taken, at));
+    taken = Math.max(taken, at);
+    out.push(`${a.name}=${a.text}`);
+  }
+  return [...out, ...numbers.slice(taken)];
 }
 
 /** A scalar the op's grad_fn node saved (`alpha` of SubBackward0, `exponent` of PowBackward0). */

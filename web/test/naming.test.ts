@@ -227,6 +227,11 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
     ["L8 mul", "x, 1"],
     ["L10 setitem", "y[:, 1:3] = 0"],
     ["L11 to", "x, torch.float64"],
+    ["L12 sum", "x, dim=1, dtype=torch.float64, keepdim=True"],
+    ["L13 view", "x, 1, 1, 2, 4"],
+    ["L13 view", "x, 1, 1, 2, 4"],
+    ["L13 getitem", "view(x, 1, 1, 2, 4), (:, :, :, :1)"],
+    ["L13 conv2d", "view(x, 1, 1, 2, 4), …[:, :, :, :1], stride=(2, 1), padding=1"],
   ]);
   // the names of unnamed tensors write the call out, each argument in its place
   const named = Object.fromEntries(model.ops.map((op) => [`L${op.line} ${op.name}`, tensorExpr(model, op.outputs[0])]));
@@ -237,7 +242,7 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
   assert.equal(named["L4 detach"], "detach(x)");
   // a getitem row writes the subscript: x[:, 0], x[0:1]
   const gets = model.ops.filter((op) => op.name === "getitem");
-  assert.deepEqual(gets.map((op) => subscriptText(model, op)), ["x[:, 0]", "x[0:1]"]);
+  assert.deepEqual(gets.map((op) => subscriptText(model, op)), ["x[:, 0]", "x[0:1]", "view(x, 1, 1, 2, 4)[:, :, :, :1]"]);
   const masked = loadModel("learner_labels").ops.find((op) => op.name === "getitem" && op.inputs.length === 2);
   assert.ok(masked);
   assert.equal(subscriptText(loadModel("learner_labels"), masked), null); // x[mask]: the row names the mask

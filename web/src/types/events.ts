@@ -315,6 +315,10 @@ export interface OpRecorded {
  */
 export interface OpArgument {
   /**
+   * for a keyword: how many of the op's keywords that were numbers (OpRecorded.keywords) came before it in the call; None in traces older than this field (read it after them all)
+   */
+  after: number | null;
+  /**
    * the keyword it was passed by; None for a positional one
    */
   name: string | null;
