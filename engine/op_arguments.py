@@ -186,7 +186,8 @@ def named_positionals(
     last_tensor = max((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), default=-1)
     if min(held) < last_tensor:
         return []
-    parameters = _positional_parameters(func, len(args))
+    kinds = "".join(_kind(a) for a in args)
+    parameters = _positional_parameters(func, kinds)
     if parameters is None or any(parameters[i] is None for i in held):
         return []
     named: list[dict[str, Any]] = []
@@ -207,17 +208,42 @@ def named_positionals(
     return named
 
 
-_parameters_cache: dict[tuple[Any, int], list[tuple[str, list[Any]] | None] | None] = {}
+def _kind(value: Any) -> str:
+    """What a schema's overloads are told apart by here: a tensor, a list of them, or else."""
+    if isinstance(value, torch.Tensor):
+        return "T"
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return "L"
+    return "o"
 
 
-def _positional_parameters(func: Any, count: int) -> list[tuple[str, list[Any]] | None] | None:
-    """For each of ``count`` positional arguments of builtin ``func``, its name and defaults
-    in PyTorch's schemas that take that many by position, or None where they disagree
-    (``Tensor.to``'s second argument is a device in one and a dtype in another) or the name
-    is ``self``; None when no schema takes ``count`` (a size passed number by number)."""
-    key = (func, count)
+def _fits(kind: str, schema_type: str) -> bool:
+    """Whether an argument of ``kind`` (:func:`_kind`) can be what a schema's parameter of
+    ``schema_type`` takes: a ``Tensor`` one takes a tensor, a ``List[Tensor]`` one a list of
+    them, and neither goes elsewhere (``narrow``'s ``start`` is an int in one overload and a
+    tensor in the other; ``lstm``'s second argument is a tensor in one, a list in the other)."""
+    if schema_type == "Tensor":
+        return kind == "T"
+    if schema_type == "List[Tensor]":
+        return kind == "L"
+    if kind == "L":
+        return "List[" in schema_type and "Tensor" in schema_type
+    return True
+
+
+_parameters_cache: dict[tuple[Any, str], list[tuple[str, list[Any]] | None] | None] = {}
+
+
+def _positional_parameters(func: Any, kinds: str) -> list[tuple[str, list[Any]] | None] | None:
+    """For each positional argument of builtin ``func`` (``kinds`` says which are tensors,
+    :func:`_kind`), its name and defaults in PyTorch's schemas that take them all by
+    position, or None where those disagree (``Tensor.to``'s second argument is a device in
+    one and a dtype in another) or the name is ``self``; None when no schema takes them (a
+    size passed number by number)."""
+    key = (func, kinds)
     if key in _parameters_cache:
         return _parameters_cache[key]
+    count = len(kinds)
     found: list[tuple[str, list[Any]] | None] | None = None
     try:
         name = getattr(func, "__name__", "")
@@ -225,7 +251,9 @@ def _positional_parameters(func: Any, count: int) -> list[tuple[str, list[Any]] 
         taking = []
         for schema in schemas:
             positional = [a for a in schema.arguments if not a.kwarg_only]
-            if len(positional) >= count:
+            if len(positional) >= count and all(
+                _fits(k, str(a.type)) for k, a in zip(kinds, positional, strict=False)
+            ):
                 taking.append(positional[:count])
         if taking:
             found = []

@@ -175,7 +175,8 @@ NAMED = (
     "e = x.transpose(2, 3) + torch.clamp(x, 0, 1)\n"  # line 9
     "f = x.view(2, 5, 5).expand(3, 2, 5, 5)\n"
     "g = x.to('cpu', torch.float64, False, False)\n"  # line 11
-    "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum()).backward()\n"
+    "h = nn.LSTM(5, 3)(x[0, 0])[0]\n"
+    "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum() + h.sum()).backward()\n"
 )
 
 
@@ -205,6 +206,14 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     assert calls[(10, "expand")] == [(1, 3), (2, 2), (3, 5), (4, 5)]
     # Tensor.to's second argument is a device in one schema, a dtype in another: as passed
     assert calls[(11, "to")] == [(3, False), (4, False), (1, "'cpu'"), (2, "torch.float64")]
+    # the overload that takes a list of tensors second (lstm.data takes one tensor there)
+    assert calls[(12, "lstm")] == [
+        ("has_biases", True),
+        ("num_layers", 1),
+        ("dropout", 0.0),
+        ("train", True),
+        ("bidirectional", False),
+    ]
     want = plain_grads(NAMED, ["x"])
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
