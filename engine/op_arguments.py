@@ -177,15 +177,16 @@ def named_positionals(
     ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text, after}``, and one
     at its schema default (``stride=(1, 1)``, ``groups=1``) is left out, as a call would
     leave it out. Otherwise nothing changes and ``[]`` comes back: a few numbers read well
-    by position (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), and sizes passed one by
-    one (``x.view(2, 3, 4)``) have no names.
+    by position (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), so do a factory's
+    (``torch.randint(0, 10, (3,))``, which has no tensor), and sizes passed one by one
+    (``x.view(2, 3, 4)``) have no names.
     """
     if len(constants) + len(texts) < _NAMED_FROM or inspect.isfunction(func):
         return []
     held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
     last_tensor = max((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), default=-1)
-    if min(held) < last_tensor:
-        return []
+    if last_tensor < 0 or min(held) < last_tensor:
+        return []  # a factory's numbers read as written (`torch.randint(0, 10, (3,))`)
     kinds = "".join(_kind(a) for a in args)
     parameters = _positional_parameters(func, kinds)
     if parameters is None or any(parameters[i] is None for i in held):

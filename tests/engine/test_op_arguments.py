@@ -175,7 +175,7 @@ NAMED = (
     "e = x.transpose(2, 3) + torch.clamp(x, 0, 1)\n"  # line 9
     "f = x.view(2, 5, 5).expand(3, 2, 5, 5)\n"
     "g = x.to('cpu', torch.float64, False, False)\n"  # line 11
-    "h = nn.LSTM(5, 3)(x[0, 0])[0]\n"
+    "h = nn.LSTM(5, 3)(x[0, 0])[0] + torch.randint(0, 9, (5, 3)) + torch.arange(0, 3, 1)\n"
     "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum() + h.sum()).backward()\n"
 )
 
@@ -214,6 +214,9 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
         ("train", True),
         ("bidirectional", False),
     ]
+    # a factory's numbers read as written
+    assert calls[(12, "randint")] == [(0, 0), (1, 9), (2, "(5, 3)")]
+    assert calls[(12, "arange")] == [(0, 0), (1, 3), (2, 1)]
     want = plain_grads(NAMED, ["x"])
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
