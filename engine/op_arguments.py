@@ -183,14 +183,31 @@ def named_positionals(
     """
     if len(constants) + len(texts) < _NAMED_FROM or inspect.isfunction(func):
         return []
+    try:
+        found = _named(func, args, constants, texts)
+    except Exception:  # an argument that will not be looked at (a tuple whose iteration raises)
+        return []
+    if found is None:
+        return []
+    named, moved = found
+    constants.clear()
+    texts[:] = [t for t in texts if t["position"] is None] + moved
+    return named
+
+
+def _named(
+    func: Any, args: tuple[Any, ...], constants: list[dict[str, Any]], texts: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """:func:`named_positionals`' names, changing nothing: the number keywords and the text
+    keywords the positional settings become, or None when they keep their positions."""
     held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
     last_tensor = max((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), default=-1)
     if last_tensor < 0 or min(held) < last_tensor:
-        return []  # a factory's numbers read as written (`torch.randint(0, 10, (3,))`)
+        return None  # a factory's numbers read as written (`torch.randint(0, 10, (3,))`)
     kinds = "".join(_kind(a) for a in args)
     parameters = _positional_parameters(func, kinds)
     if parameters is None or any(parameters[i] is None for i in held):
-        return []
+        return None
     named: list[dict[str, Any]] = []
     moved = []
     by_position = [(c["position"], c) for c in constants] + [
@@ -204,9 +221,7 @@ def named_positionals(
             named.append({"name": name, "value": entry["value"]})
         else:
             moved.append({"name": name, "text": entry["text"], "after": len(named)})
-    constants.clear()
-    texts[:] = [t for t in texts if t["position"] is None] + moved
-    return named
+    return named, moved
 
 
 def _kind(value: Any) -> str:

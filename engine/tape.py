@@ -237,10 +237,11 @@ class TapeMode(TorchFunctionMode):
             tensors_in(result, outputs)
         if outputs:
             inputs: list[torch.Tensor] = []
-            tensors_in(args, inputs)
-            if kwargs:
-                tensors_in(tuple(kwargs.values()), inputs)
             try:
+                # a snippet's own sequence type may refuse to be iterated (PyTorch reads it by index)
+                tensors_in(args, inputs)
+                if kwargs:
+                    tensors_in(tuple(kwargs.values()), inputs)
                 rec.on_op(func, inputs, outputs, args, frames, first_version, kwargs=kwargs)
             except Exception:
                 rec.observation_failed()  # the op ran; only its record is lost

@@ -354,6 +354,28 @@ def test_a_nested_tensor_is_counted_unrecorded_and_the_run_goes_on(monkeypatch: 
     assert finished.counts.unrecorded >= 1
 
 
+def test_an_argument_that_refuses_iteration_loses_its_op_record_not_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PyTorch reads a tuple argument by index; gradwalk looked for tensors in it by iterating,
+    # and a snippet's tuple subclass whose iteration raises ended the run with its error
+    from engine import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "STRICT", False)
+    src = (
+        "import torch\nclass Pair(tuple):\n    def __iter__(self):\n        raise RuntimeError('no iter')\n"
+        "x = torch.ones(1, 1, 4, 4, requires_grad=True)\nw = torch.ones(1, 1, 3, 3, requires_grad=True)\n"
+        "y = torch.conv2d(x, w, None, Pair((1, 1)), Pair((1, 1)), Pair((1, 1)), 1)\n"
+        "y.sum().backward()\nprint(y.shape, x.grad.sum().item(), w.grad.sum().item())\n"
+    )
+    trace = record(src)
+    finished = q.events_of(trace, "run_finished")[0]
+    assert finished.status == "ok" and not q.errors(trace)
+    assert q.stdout(trace) == "torch.Size([1, 1, 4, 4]) 100.0 100.0\n"
+    assert finished.counts.unrecorded >= 1
+    assert q.final_grads(trace)["w"] == [9.0, 12.0, 9.0, 12.0, 16.0, 12.0, 9.0, 12.0, 9.0]
+
+
 def test_the_snippets_streams_are_as_a_script_writing_to_a_pipe_has_them() -> None:
     # they were bare text streams: no .encoding, .buffer or .reconfigure (found by fuzzing)
     source = """

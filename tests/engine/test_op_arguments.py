@@ -221,6 +221,23 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
 
+def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
+    from engine.op_arguments import named_positionals, op_constants
+
+    class Sized(tuple):  # type: ignore[type-arg]
+        def __bool__(self) -> bool:
+            raise RuntimeError("no truth")
+
+    x, w = torch.ones(1, 1, 4, 4), torch.ones(1, 1, 3, 3)
+    args = (x, w, None, Sized((1, 1)), Sized((1, 1)), Sized((1, 1)), 1)
+    texts: list[dict[str, object]] = []
+    constants = op_constants(args, texts)
+    before = (list(constants), list(texts))
+    assert len(constants) + len(texts) == 4  # what would be named
+    assert named_positionals(torch.conv2d, args, constants, texts) == []
+    assert (constants, texts) == before
+
+
 def test_a_dispatchers_keywords_at_their_defaults_are_left_out() -> None:
     # F.max_pool2d is fn(*args, **kwargs) choosing one of two functions by return_indices:
     # their defaults are its own, and every keyword arrives at the mode
