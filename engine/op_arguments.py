@@ -10,9 +10,10 @@ import contextlib
 import inspect
 from typing import Any
 
+import numpy as np
 import torch
 
-__all__ = ["argument_text", "named_positionals", "op_constants", "op_keywords"]
+__all__ = ["argument_text", "named_positionals", "op_constants", "op_keywords", "python_number"]
 
 _NUMBERS = (int, float, bool)
 _MAX_CONSTANTS = 8
@@ -36,11 +37,32 @@ def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = Non
         kind = type(a)
         if kind in _NUMBERS:
             found.append({"position": i, "value": a})
-        elif texts is not None and a is not None and not isinstance(a, torch.Tensor):
+        elif a is None or kind is torch.Tensor or isinstance(a, torch.Tensor):
+            continue
+        elif (number := python_number(a)) is not None:
+            found.append({"position": i, "value": number})  # `x / np.sqrt(d)`
+        elif texts is not None:
             text = argument_text(a)
             if text is not None:
                 texts.append({"position": i, "text": text})
     return found
+
+
+def python_number(value: Any) -> int | float | bool | None:
+    """``value`` as the Python number it stands for when it is a NumPy scalar (``np.sqrt(d)``
+    is an ``np.float64``, ``arr.shape[0] // 2`` may be an ``np.int64``) or an instance of a
+    subclass of ``int`` or ``float`` (an ``IntEnum``); None for anything else, a complex
+    number among them. Never raises."""
+    try:
+        if isinstance(value, bool | np.bool_):
+            return bool(value)
+        if isinstance(value, int | np.integer):
+            return int(value)
+        if isinstance(value, float | np.floating):
+            return float(value)
+    except Exception:  # a subclass whose conversion raises: no number to show
+        return None
+    return None
 
 
 def argument_text(value: Any) -> str | None:
@@ -60,6 +82,9 @@ def _text(value: Any, depth: int) -> str | None:
     kind = type(value)
     if kind in _NUMBERS:
         return repr(value)
+    if isinstance(value, np.generic | int | float):
+        number = python_number(value)
+        return None if number is None else repr(number)
     if value is None:
         return "None"
     if value is Ellipsis:
@@ -142,6 +167,10 @@ def op_keywords(
     for name, value in kwargs.items():
         if name[:1] == "_":
             continue
+        if type(value) not in _NUMBERS and value is not None and not isinstance(value, torch.Tensor):
+            number = python_number(value)  # `dim=np.int64(0)` reads as the 0 it stands for
+            if number is not None:
+                value = number
         at_default = name in defaults and type(defaults[name]) is type(value) and _same(defaults[name], value)
         if type(value) in _NUMBERS:
             if not at_default:

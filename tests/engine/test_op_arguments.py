@@ -221,6 +221,40 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
 
+NUMPY_NUMBERS = (
+    "import numpy as np\nimport torch\nimport torch.nn.functional as F\n"
+    "x = torch.tensor(np.arange(4.0), requires_grad=True)\n"
+    "a = x * np.float64(2.0) / np.sqrt(np.float32(4.0))\n"  # line 5
+    "b = x.sum(np.int64(0)) + x.sum(dim=np.int64(0), keepdim=True).sum()\n"
+    "c = torch.clamp(x, np.float64(0.5), np.float64(2.5)).reshape((np.int64(2), np.int64(2)))\n"  # line 7
+    "d = F.dropout(x, p=np.float64(0.5), training=False)\n"
+    "(a.sum() + b + c.sum() + d.sum()).backward()\n"
+)
+
+
+def test_numpy_scalars_are_kept_as_the_numbers_they_stand_for() -> None:
+    trace = record(NUMPY_NUMBERS)
+    assert trace.events[-1].status == "ok"
+    calls: dict[tuple[int, str], list[tuple[str | int, object]]] = {}
+    for op in _ops(trace):
+        calls.setdefault((op.line, op.name), []).extend(
+            [(c.position, c.value) for c in op.constants]
+            + [(k.name, k.value) for k in op.keywords]
+            + [(a.position if a.name is None else a.name, a.text) for a in op.arguments]
+        )
+    # `x * np.float64(2.0)` read `mul x`: the number was not a Python float by type
+    assert calls[(5, "mul")] == [(1, 2.0)] and calls[(5, "div")] == [(1, 2.0)]
+    assert calls[(6, "sum")] == [(1, 0), ("dim", 0), ("keepdim", True)]
+    assert calls[(7, "clamp")] == [(1, 0.5), (2, 2.5)]
+    assert calls[(7, "reshape")] == [(1, "(2, 2)")]
+    assert calls[(8, "dropout")] == [("training", False)]  # p at its default, a NumPy 0.5 too
+    for op in _ops(trace):
+        for c in [*op.constants, *op.keywords]:
+            assert type(c.value) in (int, float, bool), (op.name, c)
+    want = plain_grads(NUMPY_NUMBERS, ["x"])
+    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+
+
 def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
     from engine.op_arguments import named_positionals, op_constants
 
