@@ -180,9 +180,10 @@ NAMED = (
 )
 
 
-def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords() -> None:
-    trace = record(NAMED)
-    assert trace.events[-1].status == "ok"
+def _calls_by_line(trace: q.Trace) -> dict[tuple[int, str], list[tuple[str | int, object]]]:
+    """What each op of each line was passed, by (line, op name): its positional numbers as
+    (position, value), its number keywords as (name, value), then its texts as (position or
+    name, text)."""
     calls: dict[tuple[int, str], list[tuple[str | int, object]]] = {}
     for op in _ops(trace):
         calls.setdefault((op.line, op.name), []).extend(
@@ -190,6 +191,13 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
             + [(k.name, k.value) for k in op.keywords]
             + [(a.position if a.name is None else a.name, a.text) for a in op.arguments]
         )
+    return calls
+
+
+def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords() -> None:
+    trace = record(NAMED)
+    assert trace.events[-1].status == "ok"
+    calls = _calls_by_line(trace)
     # what nn.Conv2d passes by position, named, and those at their defaults left out
     assert calls[(5, "conv2d")] == [("padding", "(1, 1)")]
     assert calls[(6, "conv2d")] == [("groups", 2), ("stride", "(2, 2)")]
@@ -235,13 +243,7 @@ NUMPY_NUMBERS = (
 def test_numpy_scalars_are_kept_as_the_numbers_they_stand_for() -> None:
     trace = record(NUMPY_NUMBERS)
     assert trace.events[-1].status == "ok"
-    calls: dict[tuple[int, str], list[tuple[str | int, object]]] = {}
-    for op in _ops(trace):
-        calls.setdefault((op.line, op.name), []).extend(
-            [(c.position, c.value) for c in op.constants]
-            + [(k.name, k.value) for k in op.keywords]
-            + [(a.position if a.name is None else a.name, a.text) for a in op.arguments]
-        )
+    calls = _calls_by_line(trace)
     # `x * np.float64(2.0)` read `mul x`: the number was not a Python float by type
     assert calls[(5, "mul")] == [(1, 2.0)] and calls[(5, "div")] == [(1, 2.0)]
     assert calls[(6, "sum")] == [(1, 0), ("dim", 0), ("keepdim", True)]
