@@ -108,6 +108,47 @@ def test_a_new_speed_takes_effect_at_once_while_playing(page: Any) -> None:
     expect(page.locator(PLAY)).to_have_text("▶ Play")
 
 
+def test_a_lesson_whose_run_arrives_late_does_not_take_the_next_lessons_step(page: Any) -> None:
+    # Next ▶ pressed twice, quickly, on a busy server: the second lesson's step went to the
+    # first lesson's run, which arrived in between (accumulate opened at "step 6 of 6", then
+    # "step 6 of 12" once its own run came; CI saw it). The traces are held here and let go
+    # in the order that did it.
+    open_app(page, "?lesson=scalar")
+    card = page.locator("[data-gw=lesson-card]")
+    expect(page.locator(POSITION)).to_contain_text("of")
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/runs/*/trace", hold)
+    next_button = card.get_by_role("button", name="Next ▶")
+    next_button.click()
+    expect(card).to_have_attribute("data-lesson", "chain-rule")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    next_button.click()
+    expect(card).to_have_attribute("data-lesson", "accumulate")
+    for _ in range(100):
+        if len(held) == 2:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 2, len(held)
+    held[0].continue_()  # chain-rule's run arrives while accumulate's is still on its way
+    page.wait_for_timeout(500)
+    held[1].continue_()
+    expect(page.locator(POSITION)).to_contain_text("step 8 of 12")
+    page.wait_for_timeout(300)
+    expect(page.locator(POSITION)).to_contain_text("step 8 of 12")
+    # and the code is accumulate's, not the late run's
+    want = page.evaluate(
+        "async () => (await (await fetch('/api/lessons')).json()).lessons.find((l) => l.id === 'accumulate').source"
+    )
+    assert page.evaluate("() => window.gradwalk.editor.source") == want
+
+
 def test_the_lesson_buttons_keep_the_keyboard_when_the_card_changes(page: Any) -> None:
     # A student walking the lessons with the keyboard presses Enter on Next ▶: the card is
     # drawn anew for the next lesson, and the focus fell to the page's top, so the next

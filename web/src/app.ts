@@ -49,6 +49,8 @@ export class App {
   readonly api: Api;
   model = new TraceModel();
   runId: string | null = null;
+  /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
+  private asked = 0;
   readonly editor: Editor;
   readonly graph: GraphView;
   /** The dividers between the panes. */
@@ -218,6 +220,7 @@ export class App {
 
   /** Show a run from its first event, following it live. */
   private follow(id: string, source: string, wsUrl?: string): void {
+    this.asked++; // a stored run still loading is not shown over this one
     const [before, beforeId] = [this.model, this.runId];
     const model = new TraceModel();
     model.source = source;
@@ -263,15 +266,20 @@ export class App {
 
   /** Open a stored run by id: its trace so far, then the live rest if it is still running. */
   async load(id: string): Promise<void> {
+    const ticket = ++this.asked;
     this.setStatus("starting");
     let trace: GradwalkTrace;
     try {
       trace = await this.api.trace(id);
     } catch (err) {
+      if (ticket !== this.asked) return;
       this.setStatus("idle");
       this.output.say(err instanceof ApiError && err.status === 404 ? `No run ${id} on this server.` : `Could not load run ${id}: ${(err as Error).message}`, "error");
       return;
     }
+    // another run was asked for while this one's trace came (a student pressing Next ▶ on
+    // the lesson card twice): that one is shown, not this one over it
+    if (ticket !== this.asked) return;
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
     this.showExampleOf(trace.source);
@@ -281,6 +289,7 @@ export class App {
 
   /** Show a whole trace (a file, an export, the benchmark) with no server run behind it. */
   loadTrace(trace: { source?: string; events: GradwalkEvent[] }): TraceModel {
+    this.asked++;
     this.stream?.close();
     this.stream = null;
     const [before, beforeId] = [this.model, this.runId];
@@ -461,7 +470,8 @@ export class App {
   /** Apply the URL's view, step, op and selection once the model has what they point at. */
   private async applyPending(): Promise<void> {
     const want = this.pending;
-    if (!want) return;
+    // a step is a step of its own run: never applied to the run shown while it loads
+    if (!want || (want.run && want.run !== this.runId)) return;
     const m = this.model;
     const stepReady = want.step === null || want.step < m.timeline.length || m.isFinished;
     if (!stepReady) return;
