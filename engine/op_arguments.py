@@ -17,6 +17,8 @@ __all__ = ["argument_text", "named_positionals", "op_constants", "op_keywords", 
 
 _NUMBERS = (int, float, bool)
 _MAX_CONSTANTS = 8
+# positional arguments read, at most: nn.LSTM passes 9 (batch_first last), torch.randn(1, …, 1) one a dimension
+_MAX_POSITIONS = 16
 # an argument's text past this many characters ends in an ellipsis
 _MAX_TEXT = 40
 # a tuple or list shows this many elements, then an ellipsis; lists in lists, this deep
@@ -33,7 +35,7 @@ def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = Non
     and have a short text (:func:`argument_text`) are appended to it as ``{position, text}``;
     a ``None`` is not (mostly a default passed on, or the place of a library call's object)."""
     found = []
-    for i, a in enumerate(args[:_MAX_CONSTANTS]):
+    for i, a in enumerate(args[:_MAX_POSITIONS]):
         kind = type(a)
         if kind in _NUMBERS:
             found.append({"position": i, "value": a})

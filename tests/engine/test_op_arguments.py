@@ -176,6 +176,7 @@ NAMED = (
     "f = x.view(2, 5, 5).expand(3, 2, 5, 5)\n"
     "g = x.to('cpu', torch.float64, False, False)\n"  # line 11
     "h = nn.LSTM(5, 3)(x[0, 0])[0] + torch.randint(0, 9, (5, 3)) + torch.arange(0, 3, 1)\n"
+    "h = h + torch.randn(1, 1, 1, 1, 1, 1, 1, 1, 1, 1).sum()\n"
     "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum() + h.sum()).backward()\n"
 )
 
@@ -221,10 +222,13 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
         ("dropout", 0.0),
         ("train", True),
         ("bidirectional", False),
+        ("batch_first", False),  # the ninth argument: the first eight were all a row kept
     ]
-    # a factory's numbers read as written
+
+    # a factory's numbers read as written, all ten sizes of a ten-dimensional one
     assert calls[(12, "randint")] == [(0, 0), (1, 9), (2, "(5, 3)")]
     assert calls[(12, "arange")] == [(0, 0), (1, 3), (2, 1)]
+    assert calls[(13, "randn")] == [(i, 1) for i in range(10)]
     want = plain_grads(NAMED, ["x"])
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
