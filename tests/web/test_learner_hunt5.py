@@ -121,21 +121,21 @@ def test_a_lesson_whose_run_arrives_late_does_not_take_the_next_lessons_step(pag
     def hold(route: Any) -> None:
         held.append(route)
 
+    def wait_held(count: int) -> None:
+        for _ in range(200):
+            if len(held) >= count:
+                return
+            page.wait_for_timeout(50)
+        raise AssertionError(f"the page asked for {len(held)} traces, not {count}")
+
     page.route("**/runs/*/trace", hold)
     next_button = card.get_by_role("button", name="Next ▶")
     next_button.click()
     expect(card).to_have_attribute("data-lesson", "chain-rule")
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
+    wait_held(1)
     next_button.click()
     expect(card).to_have_attribute("data-lesson", "accumulate")
-    for _ in range(100):
-        if len(held) == 2:
-            break
-        page.wait_for_timeout(50)
-    assert len(held) == 2, len(held)
+    wait_held(2)
     held[0].continue_()  # chain-rule's run arrives while accumulate's is still on its way
     page.wait_for_timeout(500)
     held[1].continue_()
