@@ -294,6 +294,13 @@ class OpRecorded(_Event):
         description="the other arguments with a short text (a dtype, a string, a tuple of numbers), positional "
         "ones first; absent when there are none. Positions neither these nor constants hold are the inputs'",
     )
+    input_positions: list[int | str] | None = Field(
+        default=None,
+        description="for each input, where the call passed it: the index of the positional argument that held it "
+        "(the tensors of one list share one) or the keyword's name; only where an argument that is not a tensor "
+        "comes before a tensor (x.gather(1, idx)) or a tensor was passed by keyword (F.layer_norm(x, (8,), "
+        "weight=w)); absent otherwise: the inputs come first, in order",
+    )
 
 
 class Edge(_Model):

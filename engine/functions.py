@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .tape import tensors_in
+from .op_arguments import tensors_in
 
 if TYPE_CHECKING:
     from .recorder import Recorder

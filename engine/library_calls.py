@@ -50,7 +50,7 @@ import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from .tape import tensors_in
+from .op_arguments import tensors_in
 
 if TYPE_CHECKING:
     from .recorder import Recorder

@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["argument_text", "named_positionals", "op_constants", "op_keywords", "python_number"]
+__all__ = [
+    "argument_text",
+    "input_positions",
+    "named_positionals",
+    "op_constants",
+    "op_keywords",
+    "python_number",
+    "tensors_in",
+]
 
 _NUMBERS = (int, float, bool)
 _MAX_CONSTANTS = 8
@@ -48,6 +56,60 @@ def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = Non
             if text is not None:
                 texts.append({"position": i, "text": text})
     return found
+
+
+def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
+    """Append to ``out`` every tensor in ``obj``: a tensor, or lists, tuples and dicts (their
+    values) of them, nested (a DataLoader's batch may be a dict). The tape mode's inputs and
+    outputs of an op, in this order."""
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            if isinstance(item, torch.Tensor):
+                out.append(item)
+            elif isinstance(item, list | tuple | dict):
+                tensors_in(item, out)
+    elif isinstance(obj, dict):
+        tensors_in(tuple(obj.values()), out)
+
+
+def input_positions(
+    args: tuple[Any, ...], kwargs: dict[str, Any] | None, count: int
+) -> list[int | str] | None:
+    """Where the call passed each of an op's ``count`` inputs (the tensors of ``args`` in
+    order, as :func:`tensors_in` collects them, then those of ``kwargs``): the index of the
+    positional argument that held it, or the keyword's name. None unless that says more than
+    "the inputs first, in order": an argument that is neither a tensor nor ``None`` comes
+    before a tensor (``x.gather(1, idx)``), or a tensor was passed by keyword
+    (``F.layer_norm(x, (8,), weight=w, bias=b)``, as ``nn.LayerNorm`` calls it). Never raises."""
+    try:
+        other_before = False
+        telling = False
+        for a in args[:_MAX_POSITIONS]:
+            if isinstance(a, torch.Tensor) or (
+                isinstance(a, list | tuple) and any(isinstance(v, torch.Tensor) for v in a)
+            ):
+                telling = telling or other_before
+            elif a is not None:
+                other_before = True
+        keyword_tensors = (
+            [name for name, v in kwargs.items() if isinstance(v, torch.Tensor)] if kwargs else []
+        )
+        if not (telling or keyword_tensors):
+            return None
+        positions: list[int | str] = []
+        for i, a in enumerate(args):
+            held: list[torch.Tensor] = []
+            tensors_in(a, held)
+            positions += [i] * len(held)
+        for name, v in (kwargs or {}).items():
+            held = []
+            tensors_in(v, held)
+            positions += [name] * len(held)
+        return positions if len(positions) == count else None
+    except Exception:  # an argument that will not be looked at: the inputs first, as without this
+        return None
 
 
 def python_number(value: Any) -> int | float | bool | None:

@@ -31,7 +31,7 @@ from .memory import SavedMemory, cuda_allocated
 from .mode_stack import insert_mode, remove_mode
 from .modules import ModuleTracker
 from .mute import Mute
-from .op_arguments import named_positionals, op_constants, op_keywords
+from .op_arguments import input_positions, named_positionals, op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
 from .running_stats import NORM_OPS, RunningStats
@@ -374,6 +374,10 @@ class Recorder:
         }
         if texts:
             event["arguments"] = texts
+        if constants or texts or kwargs:  # x.gather(1, idx); F.layer_norm(x, (8,), weight=w)
+            positions = input_positions(args, kwargs, len(inputs))
+            if positions is not None:
+                event["input_positions"] = positions
         self.emit(event)
         memory = self.memory
         if memory.recent:

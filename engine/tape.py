@@ -17,6 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .dispatch import modes_aside
+from .op_arguments import tensors_in
 from .pitfalls import WATCHED_OPS
 from .running_stats import NORM_OPS
 from .source import snippet_frames
@@ -109,21 +110,6 @@ def _attribute_op(func: Any) -> str | None:
     """The attribute (``"T"``, ``"real"``, …: NOTE [Transposes read as attributes]) whose ``__get__`` ``func`` is, when it makes a node; else None."""
     name = getattr(getattr(func, "__self__", None), "__name__", None)
     return name if name in _ATTRIBUTE_OPS else None
-
-
-def tensors_in(obj: Any, out: list[torch.Tensor]) -> None:
-    """Append to ``out`` every tensor in ``obj``: a tensor, or lists, tuples and dicts (their
-    values) of them, nested (a DataLoader's batch may be a dict)."""
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, list | tuple):
-        for item in obj:
-            if isinstance(item, torch.Tensor):
-                out.append(item)
-            elif isinstance(item, list | tuple | dict):
-                tensors_in(item, out)
-    elif isinstance(obj, dict):
-        tensors_in(tuple(obj.values()), out)
 
 
 class TapeMode(TorchFunctionMode):

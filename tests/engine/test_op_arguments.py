@@ -261,6 +261,31 @@ def test_numpy_scalars_are_kept_as_the_numbers_they_stand_for() -> None:
     assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
 
+PLACED = (
+    "import torch\nimport torch.nn as nn\n"
+    "x = torch.randn(3, 4, requires_grad=True)\nidx = torch.tensor([[0, 1], [2, 3], [1, 1]])\n"
+    "g = x.gather(1, idx).sum() + torch.index_select(x, 0, idx[0]).sum()\n"  # line 5
+    "m = nn.LayerNorm(4)(x)\n"
+    "c = torch.cat([x, x], 0) + torch.matmul(x, other=x.T).sum()\n"  # line 7
+    "(g.sum() + m.sum() + c.sum()).backward()\n"
+)
+
+
+def test_where_an_input_was_passed_is_kept_where_the_inputs_first_would_misread_the_call() -> None:
+    trace = record(PLACED)
+    assert trace.events[-1].status == "ok"
+    placed = {(op.line, op.name): op.input_positions for op in _ops(trace)}
+    # a number before the index tensor: gather(x, 1, idx) is not gather(x, idx, 1)
+    assert placed[(5, "gather")] == [0, 2] and placed[(5, "index_select")] == [0, 2]
+    # nn.LayerNorm passes its weight and bias by keyword, after the normalized shape
+    assert placed[(6, "layer_norm")] == [0, "weight", "bias"]
+    assert placed[(7, "matmul")] == [0, "other"]
+    # the inputs first, in order, already reads these as called: nothing kept
+    assert placed[(7, "cat")] is None and placed[(8, "sum")] is None
+    want = plain_grads(PLACED, ["x"])
+    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+
+
 def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
     from engine.op_arguments import named_positionals, op_constants
 

@@ -115,7 +115,10 @@ SNIPPETS = {
     "    y[:, 1:3] = 0\nd = x.to(torch.float64)\n"
     # keywords in the call's order; settings passed by position named (conv2d's stride, padding)
     "s = x.sum(dim=1, dtype=torch.float64, keepdim=True)\n"
-    "k = F.conv2d(x.view(1, 1, 2, 4), x.view(1, 1, 2, 4)[:, :, :, :1], None, (2, 1), 1, 1, 1)\n",
+    "k = F.conv2d(x.view(1, 1, 2, 4), x.view(1, 1, 2, 4)[:, :, :, :1], None, (2, 1), 1, 1, 1)\n"
+    # a number before a tensor, a tensor by keyword: the row keeps the call's order and names
+    "idx = torch.tensor([[0], [3]])\ngt = x.gather(1, idx)\nw4 = torch.ones(4)\n"
+    "ln = F.layer_norm(x, (4,), weight=w4)\n",
     "dtypes": "import torch\nx = torch.arange(4.0, requires_grad=True)\ny = x.to(torch.float64)\n"
     "z = torch.zeros(3, dtype=torch.float64)\nw = y.double() * 2\ns = y.sum(dtype=torch.float32)\n"
     "i = x.long()\nk = torch.randint(0, 3, (2,))\nm = x > 1\nf = torch.ones(2) + 1\n",

@@ -311,18 +311,40 @@ export function subscriptText(m: TraceModel, op: OpRecorded): string | null {
  * `randn 2, 3`; `x, dim=1`; `x, torch.float64`; `x, x, 'ij,jk->ik'`). A True or False passed
  * by position after arguments the trace does not hold is left out: with its neighbours
  * unseen nothing says what it switches (`p.to(device, None, False)` read `to p, False` in a
- * trace that kept no texts).
+ * trace that kept no texts). Where the trace says where each input was passed, all of them
+ * come in the call's order instead ({@link placedArgumentsText}: `gather x, 1, idx`).
  */
 export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity): string {
   const texts = positionalTexts(op);
   const others = [
     ...(op.constants ?? []).map((c) => ({ position: c.position, text: numberText(c.value), flag: typeof c.value === "boolean" })),
     ...[...texts].map(([position, text]) => ({ position, text, flag: false })),
-  ]
-    .sort((a, b) => a.position - b.position)
-    .filter((a, i) => !a.flag || a.position <= op.inputs.length + i);
+  ].sort((a, b) => a.position - b.position);
+  const placed = op.input_positions;
+  if (placed && placed.length === op.inputs.length && op.inputs.length <= most) return placedArgumentsText(model, op, placed, others);
+  const shown = others.filter((a, i) => !a.flag || a.position <= op.inputs.length + i);
   const tensors = listed(op.inputs.map((t) => tensorExpr(model, t)), most);
-  return [...tensors, ...others.map((a) => a.text), ...keywordTexts(op)].join(", ");
+  return [...tensors, ...shown.map((a) => a.text), ...keywordTexts(op)].join(", ");
+}
+
+/**
+ * The arguments of an op whose trace says where each input was passed
+ * (`OpRecorded.input_positions`): all in the call's order, `gather x, 1, idx`, and a tensor
+ * passed by keyword under its name, `layer_norm x, (8,), weight=ln.weight, bias=ln.bias`.
+ */
+function placedArgumentsText(model: TraceModel, op: OpRecorded, placed: (number | string)[], others: { position: number; text: string; flag: boolean }[]): string {
+  const positional = [...others];
+  const keywords: string[] = [];
+  op.inputs.forEach((t, i) => {
+    const at = placed[i];
+    if (typeof at === "number") positional.push({ position: at, text: tensorExpr(model, t), flag: false });
+    else keywords.push(`${at}=${tensorExpr(model, t)}`);
+  });
+  positional.sort((a, b) => a.position - b.position); // stable: a list's tensors keep their order
+  // a True or False after a position the trace does not hold says nothing on its own
+  const held = new Set(positional.map((a) => a.position));
+  const shown = positional.filter((a) => !a.flag || Array.from({ length: a.position }, (_, q) => q).every((q) => held.has(q)));
+  return [...shown.map((a) => a.text), ...keywords, ...keywordTexts(op)].join(", ");
 }
 
 /**

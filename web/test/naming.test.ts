@@ -216,7 +216,7 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
   assert.deepEqual(rows, [
     ["L2 arange", "8, requires_grad=True"],
     ["L2 reshape", "arange(8), (2, 4)"],
-    ["L3 einsum", "x, x, 'ij,kj->ik'"],
+    ["L3 einsum", "'ij,kj->ik', x, x"],
     ["L4 detach", "x"],
     ["L4 mul", "detach(x), 0"],
     ["L4 mse_loss", "x, detach(x) * 0, reduction='sum'"],
@@ -232,6 +232,10 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
     ["L13 view", "x, 1, 1, 2, 4"],
     ["L13 getitem", "view(x, 1, 1, 2, 4), (:, :, :, :1)"],
     ["L13 conv2d", "view(x, 1, 1, 2, 4), …[:, :, :, :1], stride=(2, 1), padding=1"],
+    ["L14 tensor", "[[0], [3]]"],
+    ["L15 gather", "x, 1, idx"],
+    ["L16 ones", "4"],
+    ["L17 layer_norm", "x, (4,), weight=w4"],
   ]);
   // the names of unnamed tensors write the call out, each argument in its place
   const named = Object.fromEntries(model.ops.map((op) => [`L${op.line} ${op.name}`, tensorExpr(model, op.outputs[0])]));

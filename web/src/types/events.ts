@@ -274,6 +274,10 @@ export interface OpRecorded {
    * the op wrote into an input (add_, F.relu(x, inplace=True)); one that hands an input back unchanged (x.float() of a float tensor) is not in-place, and its output keeps the input's id
    */
   inplace: boolean;
+  /**
+   * for each input, where the call passed it: the index of the positional argument that held it (the tensors of one list share one) or the keyword's name; only where an argument that is not a tensor comes before a tensor (x.gather(1, idx)) or a tensor was passed by keyword (F.layer_norm(x, (8,), weight=w)); absent otherwise: the inputs come first, in order
+   */
+  input_positions: (number | string)[] | null;
   inputs: number[];
   /**
    * Python numbers passed by keyword (dim=1, keepdim=True, p=0.5), in the order given
