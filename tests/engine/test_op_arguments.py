@@ -139,8 +139,7 @@ def test_arguments_that_are_not_numbers_or_tensors_are_kept_as_text_a_call_could
         (a.name, a.after) for op in _ops(trace) if (op.line, op.name) == (13, "sum") for a in op.arguments
     ] == [("dtype", 1)]
     # the gradients are PyTorch's own
-    want = plain_grads(ARGUMENTS, ["x"])
-    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+    _assert_x_grad_is_pytorchs(trace, ARGUMENTS)
 
 
 def test_an_arguments_text_is_short_and_never_a_tensors() -> None:
@@ -179,6 +178,12 @@ NAMED = (
     "h = h + torch.randn(1, 1, 1, 1, 1, 1, 1, 1, 1, 1).sum()\n"
     "(a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum() + h.sum()).backward()\n"
 )
+
+
+def _assert_x_grad_is_pytorchs(trace: q.Trace, source: str) -> None:
+    """The gradient of the snippet's ``x`` in the trace is the one plain PyTorch computes."""
+    want = plain_grads(source, ["x"])
+    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
 
 
 def _calls_by_line(trace: q.Trace) -> dict[tuple[int, str], list[tuple[str | int, object]]]:
@@ -229,8 +234,7 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     assert calls[(12, "randint")] == [(0, 0), (1, 9), (2, "(5, 3)")]
     assert calls[(12, "arange")] == [(0, 0), (1, 3), (2, 1)]
     assert calls[(13, "randn")] == [(i, 1) for i in range(10)]
-    want = plain_grads(NAMED, ["x"])
-    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+    _assert_x_grad_is_pytorchs(trace, NAMED)
 
 
 NUMPY_NUMBERS = (
@@ -257,8 +261,7 @@ def test_numpy_scalars_are_kept_as_the_numbers_they_stand_for() -> None:
     for op in _ops(trace):
         for c in [*op.constants, *op.keywords]:
             assert type(c.value) in (int, float, bool), (op.name, c)
-    want = plain_grads(NUMPY_NUMBERS, ["x"])
-    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+    _assert_x_grad_is_pytorchs(trace, NUMPY_NUMBERS)
 
 
 PLACED = (
@@ -282,8 +285,7 @@ def test_where_an_input_was_passed_is_kept_where_the_inputs_first_would_misread_
     assert placed[(7, "matmul")] == [0, "other"]
     # the inputs first, in order, already reads these as called: nothing kept
     assert placed[(7, "cat")] is None and placed[(8, "sum")] is None
-    want = plain_grads(PLACED, ["x"])
-    assert torch.equal(torch.tensor(q.final_grads(trace)["x"]).reshape(-1), torch.tensor(want["x"]))
+    _assert_x_grad_is_pytorchs(trace, PLACED)
 
 
 def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
