@@ -133,7 +133,7 @@ def argument_text(value: Any) -> str | None:
     """``value`` as a call could write it, or ``None`` when it has no short text (a tensor,
     a function, a module). Strings read as Python writes them (``'sum'``), dtypes and the
     like by their names (``torch.float64``), a device by its name in quotes (``'cuda:0'``),
-    slices as in a subscript (``1:3``, ``:``), tuples and lists of these two levels deep
+    slices as in a subscript (``1:3``, ``:``), a range as written (``range(5)``), tuples and lists of these two levels deep
     (a small matrix: ``[[1.0, 2.0], [3.0, 4.0]]``). Never raises: a tuple subclass whose
     iteration fails, an int too long for ``repr``, have no text."""
     try:
@@ -160,6 +160,8 @@ def _text(value: Any, depth: int) -> str | None:
         return str(value)
     if kind is torch.device:
         return repr(str(value))
+    if kind is range:  # as a call writes it: torch.tensor(range(5)), x[range(3)]
+        return f"range({value.stop})" if value.start == 0 and value.step == 1 else repr(value)
     if kind is slice:
         parts: list[str] = []
         for end in (value.start, value.stop, value.step):

@@ -155,6 +155,9 @@ def test_an_arguments_text_is_short_and_never_a_tensors() -> None:
     assert argument_text(torch.device("cpu")) == "'cpu'"
     assert argument_text(torch.channels_last) == "torch.channels_last"
     assert argument_text(print) is None
+    assert argument_text(range(5)) == "range(5)" and argument_text(range(1, 7, 2)) == "range(1, 7, 2)"
+    made = _ops(record("import torch\nt = torch.tensor(range(3), dtype=torch.float32)\n"))
+    assert [(a.position, a.text) for a in made[0].arguments] == [(0, "range(3)"), (None, "torch.float32")]
 
     class Hostile(tuple):  # type: ignore[type-arg]
         def __iter__(self):  # type: ignore[no-untyped-def]
