@@ -378,8 +378,7 @@ def _positional_parameters(func: Any, kinds: str) -> list[tuple[str, list[Any]] 
                 )
     except Exception:  # a schema PyTorch cannot hand over: leave the call as it was
         found = None
-    with contextlib.suppress(TypeError):  # an unhashable func
-        _parameters_cache[key] = found
+    _parameters_cache[key] = found  # an unhashable func raised above, in named_positionals' try
     return found
 
 

@@ -50,7 +50,7 @@ export class App {
   model = new TraceModel();
   runId: string | null = null;
   /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
-  private asked = 0;
+  private runRequests = 0;
   readonly editor: Editor;
   readonly graph: GraphView;
   /** The dividers between the panes. */
@@ -220,7 +220,7 @@ export class App {
 
   /** Show a run from its first event, following it live. */
   private follow(id: string, source: string, wsUrl?: string): void {
-    this.asked++; // a stored run still loading is not shown over this one
+    this.runRequests++; // a stored run still loading is not shown over this one
     const [before, beforeId] = [this.model, this.runId];
     const model = new TraceModel();
     model.source = source;
@@ -266,20 +266,20 @@ export class App {
 
   /** Open a stored run by id: its trace so far, then the live rest if it is still running. */
   async load(id: string): Promise<void> {
-    const ticket = ++this.asked;
+    const ticket = ++this.runRequests;
     this.setStatus("starting");
     let trace: GradwalkTrace;
     try {
       trace = await this.api.trace(id);
     } catch (err) {
-      if (ticket !== this.asked) return;
+      if (ticket !== this.runRequests) return;
       this.setStatus("idle");
       this.output.say(err instanceof ApiError && err.status === 404 ? `No run ${id} on this server.` : `Could not load run ${id}: ${(err as Error).message}`, "error");
       return;
     }
     // another run was asked for while this one's trace came (a student pressing Next ▶ on
     // the lesson card twice): that one is shown, not this one over it
-    if (ticket !== this.asked) return;
+    if (ticket !== this.runRequests) return;
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
     this.showExampleOf(trace.source);
@@ -289,7 +289,7 @@ export class App {
 
   /** Show a whole trace (a file, an export, the benchmark) with no server run behind it. */
   loadTrace(trace: { source?: string; events: GradwalkEvent[] }): TraceModel {
-    this.asked++;
+    this.runRequests++;
     this.stream?.close();
     this.stream = null;
     const [before, beforeId] = [this.model, this.runId];

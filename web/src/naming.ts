@@ -343,7 +343,9 @@ function placedArgumentsText(model: TraceModel, op: OpRecorded, placed: (number 
   positional.sort((a, b) => a.position - b.position); // stable: a list's tensors keep their order
   // a True or False after a position the trace does not hold says nothing on its own
   const held = new Set(positional.map((a) => a.position));
-  const shown = positional.filter((a) => !a.flag || Array.from({ length: a.position }, (_, q) => q).every((q) => held.has(q)));
+  let firstGap = 0;
+  while (held.has(firstGap)) firstGap++;
+  const shown = positional.filter((a) => !a.flag || a.position < firstGap);
   return [...shown.map((a) => a.text), ...keywords, ...keywordTexts(op)].join(", ");
 }
 
