@@ -224,28 +224,53 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
   return sheet;
 }
 
-/** The legend under the graph: what each kind of node looks like. */
+/**
+ * The legend under the graph: what each kind of node looks like; while the stepper shows a
+ * backward step, what the walk's looks mean instead (the walk recolours nodes, and its
+ * dashed "still to run" border read as the "plain input" entry). Switch with
+ * {@link showLegendFor}.
+ */
 export function graphLegend(): HTMLElement {
   // each entry has a short form too, shown where the legend must keep to one line (a
   // projector's short screen, layout.css), with the whole text as its tooltip
-  const item = (kind: string, text: string, short = text) =>
+  const item = (part: "graph" | "walk", kind: string, text: string, short = text) =>
     h(
       "li",
-      { title: text },
+      { title: text, class: `gw-legend-${part}`, "data-kind": kind },
       h("span", { class: `gw-swatch gw-swatch-${kind}`, "aria-hidden": "true" }),
       h("span", { class: "gw-legend-text" }, text),
       h("span", { class: "gw-legend-short" }, short),
     );
   return h(
     "ul",
-    { class: "gw-legend", "aria-label": "Legend" },
-    item("op", "op (grad_fn)", "op"),
-    item("acc", "AccumulateGrad"),
-    item("leaf", "leaf, requires grad", "leaf"),
-    item("param", "parameter"),
-    item("input", "plain input", "input"),
-    item("saved", "saved for backward", "saved"),
+    { class: "gw-legend", "aria-label": "Legend", "data-mode": "graph" },
+    item("graph", "op", "op (grad_fn)", "op"),
+    item("graph", "acc", "AccumulateGrad"),
+    item("graph", "leaf", "leaf, requires grad", "leaf"),
+    item("graph", "param", "parameter"),
+    item("graph", "input", "plain input", "input"),
+    item("graph", "saved", "saved for backward", "saved"),
+    item("walk", "current", "running now", "running"),
+    item("walk", "done", "ran", "ran"),
+    item("walk", "pending", "still to run", "to run"),
+    item("walk", "idle", "not in this backward call", "not in it"),
+    item("walk", "freed", "freed: its saved tensors are gone", "freed"),
   );
+}
+
+/** The looks a backward step gives nodes, as named in the legend (graph-steps.ts's classes). */
+export const WALK_LOOKS = ["current", "done", "pending", "idle", "freed"] as const;
+
+/**
+ * Show the legend of the graph's structure (`walkLooks` null) or of a backward step: then
+ * only the entries for the looks in `walkLooks`, those some node has at that step (the end
+ * of a call has nothing "running now" or "still to run").
+ */
+export function showLegendFor(legend: HTMLElement, walkLooks: ReadonlySet<string> | null): void {
+  legend.dataset.mode = walkLooks ? "walk" : "graph";
+  for (const li of legend.querySelectorAll<HTMLElement>("li.gw-legend-walk")) {
+    li.hidden = !walkLooks?.has(li.dataset.kind ?? "");
+  }
 }
 
 /**

@@ -23,7 +23,7 @@ import { OffscreenCues } from "./graph-offscreen";
 import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { hoverOf, tapOf } from "./graph-pointer";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
-import { allowCytoscapeUnderCsp, graphLegend, graphStyle } from "./graph-style";
+import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor, WALK_LOOKS } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
@@ -48,6 +48,8 @@ export class GraphView {
   private big = false;
   private readonly canvas: HTMLElement;
   private readonly banner: HTMLElement;
+  /** Says what the nodes' looks mean: the graph's kinds, or a backward step's states. */
+  private readonly legend: HTMLElement;
   private readonly empty: HTMLElement;
   /** What the empty graph says before any run, when not "Press ▶ Run" (a classroom's student: setBeforeRunText). */
   private beforeRun: string | null = null;
@@ -153,7 +155,8 @@ export class GraphView {
     });
     this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
-    root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), graphLegend(), announcer);
+    this.legend = graphLegend();
+    root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), this.legend, announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -424,8 +427,19 @@ export class GraphView {
     this.banner.textContent = text;
     this.banner.title = text; // where a short pane cuts it to one line
     this.banner.hidden = !text;
+    showLegendFor(this.legend, entry ? this.walkLooksShown() : null);
     if (entry && changed) this.follow(entry);
     this.keepInPart();
+  }
+
+  /** The walk looks some node has now (a freed node shows as freed whatever else it is). */
+  private walkLooksShown(): Set<string> {
+    const shown = new Set<string>();
+    for (const look of WALK_LOOKS) {
+      const nodes = this.cy.nodes(`.${look}`);
+      if (look === "freed" ? nodes.nonempty() : nodes.filter((n) => !n.hasClass("freed")).nonempty()) shown.add(look);
+    }
+    return shown;
   }
 
   private needsStepperRefit(): boolean {
