@@ -245,7 +245,9 @@ class OpArgument(_Model):
     """An argument that is neither a tensor nor a Python number, as text a call could write, for
     reading only: ``torch.float64`` in ``x.to(torch.float64)``, ``'ij,jk->ik'`` in
     ``torch.einsum``, ``(0, 1)`` in ``x.sum(dim=(0, 1))``, ``'sum'`` in ``reduction='sum'``,
-    ``1:3`` in ``x[1:3]`` (a slice reads as in a subscript)."""
+    ``1:3`` in ``x[1:3]`` (a slice reads as in a subscript). A subscript's key that holds
+    tensors writes each as ``⬚``: they are the op's inputs after the subscripted tensor, in
+    order (``(range(8), ⬚)`` in ``probs[range(8), Y]``; a long key ending ``…`` writes fewer)."""
 
     position: int | None = Field(
         default=None, description="index among the positional arguments; None for a keyword"

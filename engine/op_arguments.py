@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "KEY_TENSOR",
     "argument_text",
     "input_positions",
     "named_positionals",
@@ -37,16 +38,26 @@ _NAMED = (torch.dtype, torch.layout, torch.memory_format)
 _NAMED_FROM = 3
 
 
-def op_constants(args: tuple[Any, ...], texts: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+# how a subscript's key writes a tensor it holds (OpArgument.text): `probs[range(8), Y]`
+KEY_TENSOR = "⬚"
+
+
+def op_constants(
+    args: tuple[Any, ...], texts: list[dict[str, Any]] | None = None, *, subscript: bool = False
+) -> list[dict[str, Any]]:
     """The Python numbers among an op's positional arguments (``4`` in ``4 * x``), so that a
     reader can write the op out. With ``texts``, the other arguments that are not tensors
     and have a short text (:func:`argument_text`) are appended to it as ``{position, text}``;
-    a ``None`` is not (mostly a default passed on, or the place of a library call's object)."""
+    a ``None`` is not (mostly a default passed on, or the place of a library call's object).
+    With ``subscript`` (``x[key]``, ``x[key] = v``) a key that holds tensors has its text
+    too, each tensor written :data:`KEY_TENSOR` (:func:`subscript_key_text`)."""
     found = []
     for i, a in enumerate(args[:_MAX_POSITIONS]):
         kind = type(a)
         if kind in _NUMBERS:
             found.append({"position": i, "value": a})
+        elif subscript and i == 1 and texts is not None and (key := subscript_key_text(a)) is not None:
+            texts.append({"position": i, "text": key})
         elif a is None or kind is torch.Tensor or isinstance(a, torch.Tensor):
             continue
         elif (number := python_number(a)) is not None:
@@ -112,6 +123,22 @@ def input_positions(
         return None
 
 
+def subscript_key_text(key: Any) -> str | None:
+    """The text of a subscript's key that holds a tensor (``probs[range(8), Y]``,
+    ``x[0, idx]``, ``x[mask]``), each tensor written :data:`KEY_TENSOR`: they are the op's
+    inputs after the subscripted one, in order (as :func:`tensors_in` finds them; a long key
+    whose end reads ``…`` writes fewer). None for a key with no tensor (:func:`argument_text`
+    writes those) or with something that has no text. Never raises."""
+    try:
+        if not isinstance(key, torch.Tensor | list | tuple):
+            return None
+        held: list[torch.Tensor] = []
+        tensors_in(key, held)
+        return _text(key, 0, KEY_TENSOR) if held else None
+    except Exception:
+        return None
+
+
 def python_number(value: Any) -> int | float | bool | None:
     """``value`` as the Python number it stands for when it is a NumPy scalar (``np.sqrt(d)``
     is an ``np.float64``, ``arr.shape[0] // 2`` may be an ``np.int64``) or an instance of a
@@ -142,10 +169,14 @@ def argument_text(value: Any) -> str | None:
         return None
 
 
-def _text(value: Any, depth: int) -> str | None:
+def _text(value: Any, depth: int, tensor: str | None = None) -> str | None:
+    """``value``'s text (:func:`argument_text`); a tensor, in a tuple or list too, is written
+    ``tensor`` where one is given, else has no text."""
     kind = type(value)
     if kind in _NUMBERS:
         return repr(value)
+    if tensor is not None and isinstance(value, torch.Tensor):
+        return tensor
     if isinstance(value, np.generic | int | float):
         number = python_number(value)
         return None if number is None else repr(number)
@@ -177,7 +208,7 @@ def _text(value: Any, depth: int) -> str | None:
             if len(items) == _MAX_ITEMS or length > _MAX_TEXT:
                 items.append("…")  # whole items only, so brackets stay paired
                 break
-            item_text = _text(item, depth + 1)
+            item_text = _text(item, depth + 1, tensor)
             if item_text is None:
                 return None  # a tensor among them (an input), or something with no text
             items.append(item_text)

@@ -58,6 +58,8 @@ _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
 
 
 # `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
+# ops whose second argument is a subscript's key (op_constants writes one holding tensors)
+_SUBSCRIPTS = frozenset({"getitem", "setitem"})
 _COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
 
 
@@ -304,7 +306,7 @@ class Recorder:
             return
         short, api, inplace = op_names(func)
         texts: list[dict[str, Any]] = []  # OpRecorded.arguments
-        constants = op_constants(args, texts)
+        constants = op_constants(args, texts, subscript=short in _SUBSCRIPTS)
         if (
             short in _COMMUTATIVE
             and len(args) == 2

@@ -291,6 +291,50 @@ def test_where_an_input_was_passed_is_kept_where_the_inputs_first_would_misread_
     _assert_x_grad_is_pytorchs(trace, PLACED)
 
 
+SUBSCRIPTS = (
+    "import torch\ntorch.manual_seed(0)\n"
+    "x = torch.randn(4, 5, requires_grad=True)\nY = torch.tensor([1, 0, 4, 2])\n"
+    "a = x[range(4), Y] + x[torch.arange(4), Y] + x[0, Y] + x[Y % 4][:, 0]\n"  # line 5
+    "m = x[x > 0.5].sum() + x[Y % 4, 1:3].sum() + x[:, 1:3].sum() + x[Y[0]].sum()\n"
+    "z = torch.zeros(4, 5)\nz[range(4), Y] = 1.0\n"  # line 8
+    "(a.sum() + m + (z * x).sum()).backward()\n"
+)
+
+
+def test_a_subscripts_key_holding_tensors_is_kept_with_a_mark_for_each() -> None:
+    from engine.op_arguments import KEY_TENSOR as T
+    from engine.op_arguments import subscript_key_text
+
+    trace = record(SUBSCRIPTS)
+    assert trace.events[-1].status == "ok"
+    keys = {
+        (op.line, op.name): [a.text for a in op.arguments if a.position == 1]
+        for op in _ops(trace)
+        if "item" in op.name
+    }
+    ops = [op for op in _ops(trace) if op.name == "getitem"]
+    by_line = [(op.line, [a.text for a in op.arguments if a.position == 1], len(op.inputs)) for op in ops]
+    # each mark is one of the op's inputs after the subscripted tensor, in order
+    assert by_line == [
+        (5, [f"(range(4), {T})"], 2),
+        (5, [f"({T}, {T})"], 3),
+        (5, [f"(0, {T})"], 2),
+        (5, [T], 2),
+        (5, ["(:, 0)"], 1),
+        (6, [T], 2),
+        (6, [f"({T}, 1:3)"], 2),
+        (6, ["(:, 1:3)"], 1),
+        (6, [], 1),  # Y[0]: a number key, kept as a number
+        (6, [T], 2),
+    ], by_line
+    assert keys[(8, "setitem")] == [f"(range(4), {T})"]
+    # a key with no tensor has the text it had; anything without text, none
+    assert subscript_key_text((0, slice(1, 3))) is None and subscript_key_text(3) is None
+    assert subscript_key_text((print, torch.zeros(1))) is None
+    assert subscript_key_text([[[torch.zeros(1)]]]) is None  # three levels deep
+    _assert_x_grad_is_pytorchs(trace, SUBSCRIPTS)
+
+
 def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
     from engine.op_arguments import named_positionals, op_constants
 

@@ -108,6 +108,10 @@ SNIPPETS = {
     "mse_own_y": "import torch, torch.nn.functional as F\nw = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\n"
     "y = torch.einsum('ij,kj->ik', torch.tensor([[0.5, -1.0]]), w)\n"
     "loss = F.mse_loss(y[:, 0:2], torch.zeros(1, 2), reduction='sum')\nloss.backward()\n",
+    # subscripts whose keys hold tensors beside other things (makemore's probs[range(n), Y])
+    "subscript_keys": "import torch\nprobs = torch.rand(4, 5, requires_grad=True)\nY = torch.tensor([1, 0, 4, 2])\n"
+    "a = probs[range(4), Y]\nb = probs[torch.arange(4), Y]\nd = probs[Y % 4]\nm = probs[probs > 0.5]\n"
+    "f = probs[0, Y] + probs[1, Y]\nz = torch.zeros(4, 5)\nz[range(4), Y] = 1.0\nz[Y % 4, 0] = probs[:, 0].detach()\n",
     # arguments that are neither tensors nor numbers, kept as text (OpRecorded.arguments)
     "arguments": "import torch, torch.nn.functional as F\nx = torch.arange(8.0, requires_grad=True).reshape((2, 4))\n"
     "e = torch.einsum('ij,kj->ik', x, x)\nl = F.mse_loss(x, x.detach() * 0, reduction='sum')\n"

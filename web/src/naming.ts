@@ -2,7 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { bareExprOf, ELIDED, exprOf, keywordTexts, nameOf, numberText, positionalTexts, subscriptKey } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, KEY_TENSOR, keyWithTensors, keywordTexts, nameOf, numberText, positionalTexts } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 import { shapesText } from "./values";
 
@@ -280,28 +280,37 @@ export function elementSetText(m: TraceModel, op: OpRecorded): string {
   const value = at(2);
   // a key or value kept as text (a slice, a tuple of them, a list) holds its place as a number does
   const heldKey = texts.get(1);
-  const keyHeld = key ? numberText(key.value) : heldKey !== undefined ? subscriptKey(heldKey) : undefined;
   const valueHeld = value ? numberText(value.value) : texts.get(2);
   const [target, ...rest] = op.inputs;
   const valueText = valueHeld ?? (rest.length ? tensorExpr(m, rest[rest.length - 1]) : "…");
-  // a tensor key (a mask) comes before a tensor value among the inputs
-  const keyText = keyHeld ?? (rest.length >= (valueHeld !== undefined ? 1 : 2) ? tensorExpr(m, rest[0]) : "…");
+  // the key's tensors (a mask; `y[range(8), idx]`'s idx) come before a tensor value among the inputs
+  const keyTensors = rest.slice(0, valueHeld !== undefined ? rest.length : rest.length - 1);
+  const keyHeld = key
+    ? numberText(key.value)
+    : heldKey !== undefined
+      ? keyWithTensors(heldKey, keyTensors.slice(0, heldKey.split(KEY_TENSOR).length - 1).map((t) => tensorExpr(m, t)))
+      : null;
+  const keyText = keyHeld ?? (keyTensors.length ? tensorExpr(m, keyTensors[0]) : "…");
   return `${tensorExpr(m, target)}[${keyText}] = ${valueText}`;
 }
 
 /**
- * A subscript as it was written, `x[:, 0]`, `h[1]`, when its key was a number or is kept as
- * text (a slice, a tuple of them); null when a tensor was the key (a mask, an index list held
- * by a variable), which the row's arguments name instead.
+ * A subscript as it was written, `x[:, 0]`, `h[1]`, `probs[range(8), Y]`, `x[mask]`, when
+ * its key was a number or is kept as text (a slice, a tuple of them, the tensors it holds
+ * read by their names); null where the trace kept no text of a key holding a tensor (traces
+ * older than that), whose row's arguments name the tensors instead.
  */
 export function subscriptText(m: TraceModel, op: OpRecorded): string | null {
-  if (op.inputs.length !== 1) return null;
+  if (!op.inputs.length) return null;
   const number = op.constants?.find((c) => c.position === 1);
-  const key = number ? numberText(number.value) : positionalTexts(op).get(1);
-  if (key === undefined) return null;
-  const target = tensorExpr(m, op.inputs[0]);
+  const held = positionalTexts(op).get(1);
+  const [subscripted, ...keyTensors] = op.inputs;
+  const key =
+    number && !keyTensors.length ? numberText(number.value) : held !== undefined ? keyWithTensors(held, keyTensors.map((t) => tensorExpr(m, t))) : null;
+  if (key === null) return null;
+  const target = tensorExpr(m, subscripted);
   const plain = /^[\w.]+(\[[^\]]*\]|\([^)]*\))*$/.test(target);
-  return `${plain ? target : `(${target})`}[${subscriptKey(key)}]`;
+  return `${plain ? target : `(${target})`}[${key}]`;
 }
 
 /**

@@ -192,16 +192,30 @@ export function subscriptKey(text: string): string {
   return /^\(.*\)$/.test(text) ? text.slice(1, -1).replace(/,$/, "") : text;
 }
 
-/** `x[1]`, `x[:, 0]` (the key's text the trace keeps), `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
+/** How the trace writes a tensor its subscript's key holds (`(range(8), ⬚)`; the engine's KEY_TENSOR). */
+export const KEY_TENSOR = "⬚";
+
+/**
+ * A subscript's key kept as text, as the subscript writes it ({@link subscriptKey}), each
+ * tensor it holds ({@link KEY_TENSOR}) read as the next of `tensors`, in order:
+ * `probs[range(8), Y]`. Null when the key holds more or fewer tensors than that.
+ */
+export function keyWithTensors(text: string, tensors: string[]): string | null {
+  const parts = subscriptKey(text).split(KEY_TENSOR);
+  if (parts.length - 1 !== tensors.length) return null;
+  return parts.reduce((out, part, i) => out + tensors[i - 1] + part);
+}
+
+/** `x[1]`, `x[:, 0]`, `x[range(8), y]` (the key's text the trace keeps), `x[mask]`, `x[:2]` (from the source line), else `x[…]`. */
 function subscript(model: TraceModel, op: OpRecorded, inputs: Expr[]): Expr {
   const [target, ...tensorKeys] = inputs;
   const constants = op.constants ?? [];
   const keyText = positionalTexts(op).get(1);
   let key: string | null = null;
   if (constants.length === 1 && constants[0].position === 1 && tensorKeys.length === 0) key = numberText(constants[0].value);
-  // a slice or a tuple of them, kept as text: `x[1:3]`, `x[:, 0]` (a tuple's parentheses are the brackets')
-  else if (keyText !== undefined && tensorKeys.length === 0) key = subscriptKey(keyText);
-  else if (target.prec === ATOM) key = keyInSource(model, op.line, target.text);
+  // a key kept as text: `x[1:3]`, `x[:, 0]` (a tuple's parentheses are the brackets'), `x[0, idx]`
+  else if (keyText !== undefined) key = keyWithTensors(keyText, tensorKeys.map((k) => k.text));
+  if (key === null && target.prec === ATOM) key = keyInSource(model, op.line, target.text);
   if (key === null && constants.length === 0 && tensorKeys.length === 1) key = tensorKeys[0].text;
   return atom(`${at(target, ATOM)}[${key ?? ELIDED}]`);
 }

@@ -249,7 +249,33 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
   assert.deepEqual(gets.map((op) => subscriptText(model, op)), ["x[:, 0]", "x[0:1]", "view(x, 1, 1, 2, 4)[:, :, :, :1]"]);
   const masked = loadModel("learner_labels").ops.find((op) => op.name === "getitem" && op.inputs.length === 2);
   assert.ok(masked);
-  assert.equal(subscriptText(loadModel("learner_labels"), masked), null); // x[mask]: the row names the mask
+  assert.equal(subscriptText(loadModel("learner_labels"), masked), "x[mask]");
+});
+
+test("a subscript whose key holds tensors reads as written, in rows and in names", () => {
+  const model = loadModel("subscript_keys");
+  const rows = model.ops
+    .filter((op) => op.name === "getitem" || op.name === "setitem")
+    .map((op) => [`L${op.line} ${op.name}`, op.name === "setitem" ? elementSetText(model, op) : subscriptText(model, op)]);
+  assert.deepEqual(rows, [
+    ["L4 getitem", "probs[range(4), Y]"], // read `probs, Y`, as if it were probs[Y]
+    ["L5 getitem", "probs[arange(4), Y]"],
+    ["L6 getitem", "probs[Y % 4]"],
+    ["L7 getitem", "probs[probs > 0.5]"],
+    ["L8 getitem", "probs[0, Y]"], // read `probs, Y` too
+    ["L8 getitem", "probs[1, Y]"],
+    ["L10 setitem", "z[range(4), Y] = 1"],
+    ["L11 getitem", "probs[:, 0]"],
+    ["L11 setitem", "z[Y % 4, 0] = detach(probs[:, 0])"],
+  ]);
+  // an unnamed tensor's name too, where the line has two keys for one tensor (read from the source line, `probs[…]`)
+  const sum = model.ops.find((op) => op.name === "add")!;
+  assert.equal(tensorExpr(model, sum.outputs[0]), "f");
+  assert.equal(tensorExpr(model, sum.inputs[0]), "probs[0, Y]");
+  assert.equal(tensorExpr(model, sum.inputs[1]), "probs[1, Y]");
+  // a trace older than the key's text: the row names the tensors, the name reads the source line
+  for (const op of model.ops) if (op.name === "getitem") op.arguments = [];
+  assert.equal(subscriptText(model, model.ops.find((op) => op.name === "getitem")!), null);
 });
 
 test("a tape row names the dtype an op changed to, and a factory's dtype other than float32", () => {
