@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .explain_cut import cut_graph_hint
+from .explain_grad import none_grad_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .memory import saved_by, saved_source
@@ -40,6 +41,12 @@ def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
         return None
     code = _COMMENT.sub("", rec.source_lines[line - 1]).strip()
     return code if 0 < len(code) <= longest else None
+
+
+def _made_at(rec: Recorder, t: torch.Tensor) -> int | None:
+    """The snippet line that made tensor ``t``, where the run saw it made."""
+    tid = rec.tensors.known(t)
+    return rec.tensors.lines.get(tid) if tid is not None else None
 
 
 def _where(rec: Recorder, op: str, line: int | None) -> tuple[str, str | None]:
@@ -196,7 +203,10 @@ def explain_error(
                 f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
     if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
-        return (
+        why = none_grad_hint(
+            _code_at(rec, line, 200), frame, lambda t: _made_at(rec, t), rec.source_lines, rec.backward.calls
+        )
+        return why or (
             "A .grad on this line is None: it stays None until a backward() call reaches the "
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."

@@ -64,6 +64,26 @@ def test_reading_the_grad_of_a_non_leaf_says_it_is_none_and_what_to_read(page: A
     shot(page, "learner-non-leaf-grad")
 
 
+def test_a_step_by_hand_that_rebinds_the_leaf_gets_one_note_saying_why_its_grad_is_none(page: Any) -> None:
+    # `x = x - 0.1 * x.grad` makes x a computed tensor: the second pass reads its .grad, None,
+    # and fails. The error's hint says so and how to step in place; the note made of
+    # PyTorch's warning at that line ("call x.retain_grad()") would only contradict it.
+    open_app(page)
+    run_source(
+        page,
+        "import torch\nx = torch.randn(3, requires_grad=True)\nfor i in range(3):\n"
+        "    y = (x ** 2).sum()\n    y.backward()\n    x = x - 0.1 * x.grad\n",
+        status="error",
+    )
+    error = page.locator(".gw-notice-error")
+    expect(error).to_have_attribute("data-line", "6")
+    expect(error.locator(".gw-hint")).to_contain_text("x.grad is None because x is not a leaf")
+    expect(error.locator(".gw-hint")).to_contain_text("with torch.no_grad(): x -= 0.1 * x.grad")
+    expect(page.locator(".gw-notice-warning[data-warning=non-leaf-grad]")).to_have_count(0)
+    expect(page.locator(".gw-stderr")).to_contain_text("UserWarning")  # PyTorch's own text stays
+    shot(page, "learner-step-by-hand-rebinds")
+
+
 @pytest.mark.parametrize(("width", "height"), [(1440, 900), (1024, 768)])
 def test_no_lesson_puts_the_graph_on_a_side_it_is_not_on(page: Any, width: int, height: int) -> None:
     # At 1024x768 the graph sits above the code, at the left: a lesson that sends the

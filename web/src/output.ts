@@ -80,6 +80,11 @@ export class OutputView {
         break;
       }
       case "error": {
+        // an error whose hint says which .grad read None and why (`x.grad is None because x is
+        // not a leaf…`) replaces the note made of PyTorch's warning a moment before, at its line
+        if (ev.hint && ev.line != null && GRAD_IS_NONE.test(ev.hint)) {
+          for (const note of this.notices.querySelectorAll(`[data-warning="non-leaf-grad"][data-line="${ev.line}"]`)) note.remove();
+        }
         const where = ev.line ? this.lineButton(ev.line) : null;
         this.notices.append(
           h(
@@ -220,6 +225,9 @@ interface WarningNote {
   title: string;
   hint: string;
 }
+
+/** How an error's hint starts when it explains a .grad that read None (engine/explain_grad.py). */
+const GRAD_IS_NONE = /^[\w.]+\.grad is None\b/;
 
 /** PyTorch's warning for reading the .grad of a tensor that is not a leaf, with the snippet's line. */
 const NON_LEAF_GRAD = /:(\d+): UserWarning: The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed/;

@@ -1,0 +1,118 @@
+"""Why a ``.grad`` a line used was ``None``, in the snippet's own terms.
+
+``x - lr * x.grad`` failing with "unsupported operand type(s) for *: 'float' and 'NoneType'"
+says nothing about autograd. The three causes are told apart by looking at the line's tensor
+in the snippet's frame: it is not a leaf (most often gradient descent by hand that rebinds
+``x = x - lr * x.grad``, so the second pass reads the ``.grad`` of a computed tensor), it does
+not require grad, or no backward() has reached it yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+import torch
+
+from .source import is_a
+
+__all__ = ["none_grad_hint"]
+
+# `x.grad`, `model.fc.weight.grad` (not `.grad_fn`)
+_GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
+_COMMENT = re.compile(r"\s+#.*$")
+
+
+def none_grad_hint(
+    code: str | None,
+    frame: FrameType | None,
+    made_at: Callable[[torch.Tensor], int | None],
+    source_lines: Sequence[str],
+    backward_calls: int,
+) -> str | None:
+    """The hint for a line whose ``.grad`` was ``None``, naming the first tensor of the line
+    whose ``.grad`` is ``None`` and why; ``None`` where the frame does not show one.
+
+    ``made_at`` gives the snippet line that made a tensor (None where the run did not see
+    it made); ``source_lines`` are the snippet's lines; ``backward_calls`` how many backward
+    calls the run made so far. Reads no ``.grad`` of a tensor
+    that is not a leaf (PyTorch would warn on the snippet's stderr) and runs no code of the
+    snippet's (a name's attributes are followed through modules' parameters only)."""
+    if frame is None or not code:
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    for name in dict.fromkeys(m.group(1) for m in _GRAD_READ.finditer(code)):
+        t = _resolve(name, scope)
+        if t is None:
+            continue
+        if not t.is_leaf and not t.retains_grad:
+            return _not_a_leaf(name, t, made_at(t), source_lines)
+        if t.is_leaf and t.grad is None:
+            if not t.requires_grad:
+                return (
+                    f"{name}.grad is None because {name} does not require grad, so backward() "
+                    f"gives it no gradient: create it with requires_grad=True (or call "
+                    f"{name}.requires_grad_() before computing the loss from it)."
+                )
+            if not backward_calls:
+                return (
+                    f"{name}.grad is None because no backward() has run yet: .grad is filled by "
+                    f"loss.backward(), on a loss computed from {name}. Call it before this line."
+                )
+            return (
+                f"{name}.grad is None: no backward() has reached {name} since it was made or its "
+                f".grad was last reset (zero_grad() sets .grad to None). Read it after "
+                f"loss.backward(), on a loss computed from {name}."
+            )
+    return None
+
+
+def _resolve(name: str, scope: dict[str, object]) -> torch.Tensor | None:
+    """The tensor ``name`` (``x``, ``model.fc.weight``) holds in ``scope``: its first part
+    a variable, the rest submodules and parameters of modules; ``None`` otherwise."""
+    first, *rest = name.split(".")
+    value = scope.get(first)
+    for part in rest:
+        if not is_a(value, torch.nn.Module):
+            return None
+        found = None
+        for table in ("_parameters", "_modules", "_buffers"):
+            held = vars(value).get(table)
+            if isinstance(held, dict) and part in held:
+                found = held[part]
+                break
+        value = found
+    return value if is_a(value, torch.Tensor) else None
+
+
+def _not_a_leaf(name: str, t: torch.Tensor, made_at: int | None, source_lines: Sequence[str]) -> str:
+    """``name`` holds a computed tensor: which op made it, where, and how to keep a leaf."""
+    node = type(t.grad_fn).__name__ if t.grad_fn is not None else "an op"
+    code = (
+        _COMMENT.sub("", source_lines[made_at - 1]).strip()
+        if made_at is not None and 0 < made_at <= len(source_lines)
+        else ""
+    )
+    where = (
+        f", made at line {made_at} ({code})"
+        if code and len(code) <= 60
+        else f", made at line {made_at}"
+        if made_at
+        else ""
+    )
+    text = (
+        f"{name}.grad is None because {name} is not a leaf but the result of an op ({node}){where}: "
+        "backward() fills .grad only on leaves, the tensors you create with requires_grad=True."
+    )
+    if f"{name}.grad" not in code:
+        return f"{text} Read the leaf's .grad instead, or call {name}.retain_grad() before backward() to keep this one's."
+    # a gradient step by hand computed out of place: `x = x - lr * x.grad`, `return w - lr * w.grad`
+    step = re.search(rf"(?<![\w.]){re.escape(name)}\s*-\s*(.+)$", code)
+    update = f"{name} -= {step.group(1)}" if step else f"{name} -= lr * {name}.grad"
+    return (
+        f"{text} A step computed out of place makes a new tensor rather than changing the leaf, "
+        f"and the next pass reads that one's .grad. Change the leaf in place, outside the graph: "
+        f"with torch.no_grad(): {update}, then {name}.grad.zero_() (or let an optimizer do it: "
+        f"torch.optim.SGD([{name}], lr=…))."
+    )
