@@ -47,24 +47,9 @@ def none_grad_hint(
         if t is None:
             continue
         if not t.is_leaf and not t.retains_grad:
-            return _not_a_leaf(name, t, made_at(t), source_lines)
+            return _not_a_leaf(name, t, _made_where(made_at(t), source_lines), code)
         if t.is_leaf and t.grad is None:
-            if not t.requires_grad:
-                return (
-                    f"{name}.grad is None because {name} does not require grad, so backward() "
-                    f"gives it no gradient: create it with requires_grad=True (or call "
-                    f"{name}.requires_grad_() before computing the loss from it)."
-                )
-            if not backward_calls:
-                return (
-                    f"{name}.grad is None because no backward() has run yet: .grad is filled by "
-                    f"loss.backward(), on a loss computed from {name}. Call it before this line."
-                )
-            return (
-                f"{name}.grad is None: no backward() has reached {name} since it was made or its "
-                f".grad was last reset (zero_grad() sets .grad to None). Read it after "
-                f"loss.backward(), on a loss computed from {name}."
-            )
+            return _leaf_without_grad(name, t, _made_where(made_at(t), source_lines), code, backward_calls)
     return None
 
 
@@ -86,29 +71,63 @@ def _resolve(name: str, scope: dict[str, object]) -> torch.Tensor | None:
     return value if is_a(value, torch.Tensor) else None
 
 
-def _not_a_leaf(name: str, t: torch.Tensor, made_at: int | None, source_lines: Sequence[str]) -> str:
+def _made_where(line: int | None, source_lines: Sequence[str]) -> tuple[str, str]:
+    """Where a tensor was made, for a hint (``, made at line 6 (x = x - 0.1 * x.grad)``, or
+    ``""`` where unknown), and that line's code (``""`` where unknown)."""
+    if line is None or not 0 < line <= len(source_lines):
+        return "", ""
+    code = _COMMENT.sub("", source_lines[line - 1]).strip()
+    return (f", made at line {line} ({code})" if code and len(code) <= 60 else f", made at line {line}"), code
+
+
+def _leaf_without_grad(
+    name: str, t: torch.Tensor, made: tuple[str, str], code: str, backward_calls: int
+) -> str:
+    """``name`` is a leaf whose ``.grad`` is None: it does not require grad, no backward()
+    ran yet, or none reached it since its ``.grad`` was reset."""
+    where, _ = made
+    if not t.requires_grad:
+        return (
+            f"{name}.grad is None because {name} does not require grad{where}, so backward() "
+            f"gives it no gradient: create it with requires_grad=True (or call "
+            f"{name}.requires_grad_() before computing the loss from it)."
+        )
+    if re.search(rf"(?<![\w.]){re.escape(name)}\.grad\.(?:data\.)?zero_\(", code):
+        guard = f"or guard it (if {name}.grad is not None: {name}.grad.zero_())"
+        if not backward_calls:
+            return (
+                f"{name}.grad is None until the first backward() reaches {name}, so there is nothing "
+                f"to zero yet: zero it after each update rather than before backward(), {guard}."
+            )
+        return (
+            f"{name}.grad is None: no backward() has reached {name} since its .grad was reset "
+            f"(zero_grad() sets .grad to None), so there is nothing to zero: the reset already "
+            f"cleared it. Drop this line, {guard}."
+        )
+    if not backward_calls:
+        return (
+            f"{name}.grad is None because no backward() has run yet: .grad is filled by "
+            f"loss.backward(), on a loss computed from {name}. Call it before this line."
+        )
+    return (
+        f"{name}.grad is None: no backward() has reached {name} since it was made or its "
+        f".grad was last reset (zero_grad() sets .grad to None). Read it after "
+        f"loss.backward(), on a loss computed from {name}."
+    )
+
+
+def _not_a_leaf(name: str, t: torch.Tensor, made: tuple[str, str], code: str) -> str:
     """``name`` holds a computed tensor: which op made it, where, and how to keep a leaf."""
     node = type(t.grad_fn).__name__ if t.grad_fn is not None else "an op"
-    code = (
-        _COMMENT.sub("", source_lines[made_at - 1]).strip()
-        if made_at is not None and 0 < made_at <= len(source_lines)
-        else ""
-    )
-    where = (
-        f", made at line {made_at} ({code})"
-        if code and len(code) <= 60
-        else f", made at line {made_at}"
-        if made_at
-        else ""
-    )
+    where, made_code = made
     text = (
         f"{name}.grad is None because {name} is not a leaf but the result of an op ({node}){where}: "
         "backward() fills .grad only on leaves, the tensors you create with requires_grad=True."
     )
-    if f"{name}.grad" not in code:
+    if f"{name}.grad" not in made_code:
         return f"{text} Read the leaf's .grad instead, or call {name}.retain_grad() before backward() to keep this one's."
     # a gradient step by hand computed out of place: `x = x - lr * x.grad`, `return w - lr * w.grad`
-    step = re.search(rf"(?<![\w.]){re.escape(name)}\s*-\s*(.+)$", code)
+    step = re.search(rf"(?<![\w.]){re.escape(name)}\s*-\s*(.+)$", made_code)
     update = f"{name} -= {step.group(1)}" if step else f"{name} -= lr * {name}.grad"
     return (
         f"{text} A step computed out of place makes a new tensor rather than changing the leaf, "

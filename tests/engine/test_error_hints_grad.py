@@ -51,6 +51,24 @@ CASES = {
         4,
         ["x.grad is None because no backward() has run yet", "Call it before this line"],
     ),
+    "zeroing a grad before the first backward": (
+        "import torch\nw = torch.ones(3, requires_grad=True)\nfor i in range(2):\n    w.grad.zero_()\n"
+        "    (w * 2).sum().backward()\n",
+        4,
+        ["w.grad is None until the first backward() reaches w", "if w.grad is not None: w.grad.zero_()"],
+    ),
+    "zeroing a grad zero_grad() reset": (
+        "import torch\nw = torch.ones(3, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        "(w * 2).sum().backward()\nopt.step()\nopt.zero_grad()\nw.grad.data.zero_()\n",
+        7,
+        ["no backward() has reached w since its .grad was reset", "the reset already cleared it"],
+    ),
+    "a leaf rebound to a detached copy": (
+        "import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\nw = w.detach()\n"
+        "print(w.grad.norm())\n",
+        5,
+        ["w.grad is None because w does not require grad, made at line 4 (w = w.detach())"],
+    ),
     "a parameter after zero_grad": (
         "import torch\nnet = torch.nn.Linear(2, 1)\nnet(torch.ones(1, 2)).sum().backward()\nnet.zero_grad()\n"
         "print(net.weight.grad * 2)\n",
