@@ -112,6 +112,10 @@ SNIPPETS = {
     "subscript_keys": "import torch\nprobs = torch.rand(4, 5, requires_grad=True)\nY = torch.tensor([1, 0, 4, 2])\n"
     "a = probs[range(4), Y]\nb = probs[torch.arange(4), Y]\nd = probs[Y % 4]\nm = probs[probs > 0.5]\n"
     "f = probs[0, Y] + probs[1, Y]\nz = torch.zeros(4, 5)\nz[range(4), Y] = 1.0\nz[Y % 4, 0] = probs[:, 0].detach()\n",
+    # unnamed outputs of calls that passed a tensor by keyword or after a number
+    "placed_names": "import torch, torch.nn.functional as F\nx = torch.arange(8.0, requires_grad=True).reshape(2, 4)\n"
+    "idx = torch.tensor([[0], [3]])\nw4 = torch.ones(4)\nu = F.layer_norm(x, (4,), weight=w4) * 2\n"
+    "g = x.gather(1, idx) * 2\nm = torch.matmul(x, other=x.T) * 2\n",
     # arguments that are neither tensors nor numbers, kept as text (OpRecorded.arguments)
     "arguments": "import torch, torch.nn.functional as F\nx = torch.arange(8.0, requires_grad=True).reshape((2, 4))\n"
     "e = torch.einsum('ij,kj->ik', x, x)\nl = F.mse_loss(x, x.detach() * 0, reduction='sum')\n"

@@ -105,28 +105,53 @@ export function positionalTexts(op: OpRecorded): Map<number, string> {
 /**
  * The op's positional arguments in order: its input tensors, the Python numbers it was
  * passed and the text of its other arguments; a position that held none of these (an
- * argument with no short text, or a trace that kept no text) reads `…`.
+ * argument with no short text, or a trace that kept no text) reads `…`. With `placed`, the
+ * tensors go where the trace says the call passed them (`OpRecorded.input_positions`:
+ * `gather(x, 1, idx)`, not `gather(x, idx, 1)`), those passed by keyword left to
+ * {@link keywordTensors}; without it, or in a trace that does not say, first and in order.
  */
-function positional(op: OpRecorded, inputs: Expr[]): Expr[] {
+function positional(op: OpRecorded, inputs: Expr[], placed = false): Expr[] {
   const constants = op.constants ?? [];
   const byPosition = new Map(constants.map((c) => [c.position, c.value]));
   const texts = positionalTexts(op);
+  const where = placed ? inputsByPosition(op, inputs) : null;
   const last = Math.max(
-    inputs.length + constants.length + texts.size,
+    (where ? where.size : inputs.length) + constants.length + texts.size,
     ...constants.map((c) => c.position + 1),
     ...[...texts.keys()].map((p) => p + 1),
+    ...[...(where?.keys() ?? [])].map((p) => p + 1),
   );
   const out: Expr[] = [];
   let next = 0;
   for (let pos = 0; pos < last; pos++) {
     const constant = byPosition.get(pos);
     const text = texts.get(pos);
+    const held = where?.get(pos);
     if (constant !== undefined) out.push(numberExpr(constant));
     else if (text !== undefined) out.push(atom(text));
-    else if (next < inputs.length) out.push(inputs[next++]);
+    else if (held) out.push(held.length === 1 ? held[0] : atom(`[${held.map((e) => e.text).join(", ")}]`));
+    else if (!where && next < inputs.length) out.push(inputs[next++]);
     else out.push(atom(ELIDED));
   }
   return out;
+}
+
+/** The op's input tensors by the position the call passed them at, where the trace says (null where not). */
+function inputsByPosition(op: OpRecorded, inputs: Expr[]): Map<number, Expr[]> | null {
+  const placed = op.input_positions;
+  if (!placed || placed.length !== inputs.length) return null;
+  const where = new Map<number, Expr[]>();
+  placed.forEach((at, i) => {
+    if (typeof at === "number") where.set(at, [...(where.get(at) ?? []), inputs[i]]);
+  });
+  return where;
+}
+
+/** The input tensors the call passed by keyword, `weight=w` (none where the trace does not say). */
+function keywordTensors(op: OpRecorded, inputs: Expr[]): string[] {
+  const placed = op.input_positions;
+  if (!placed || placed.length !== inputs.length) return [];
+  return placed.flatMap((at, i) => (typeof at === "string" ? [`${at}=${inputs[i].text}`] : []));
 }
 
 /**
@@ -258,7 +283,7 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
     const rest = [...positional(op, []).slice(1).map((e) => e.text), ...named].map((text) => `, ${text}`);
     expr = atom(`${name}([${inputs.map((e) => e.text).join(", ")}]${rest.join("")})`);
   } else {
-    const args = [...positional(op, inputs).map((e) => e.text), ...named];
+    const args = [...positional(op, inputs, true).map((e) => e.text), ...keywordTensors(op, inputs), ...named];
     expr = atom(`${name}(${args.length ? args.join(", ") : ELIDED})`);
   }
   if (op.outputs.length === 1) return expr;

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { argumentsText, attrOf, backwardCallText, callLabels, elementSetText, listed, madeKindText, madeShapesText, numberText, outputsText, subscriptText, TENSORS_LISTED, tensorExpr } from "../src/naming";
+import { exprOf } from "../src/tensor-expr";
 import { TraceModel } from "../src/trace-model";
 import type { GradwalkTrace } from "../src/types/events";
 import { loadTrace as load, loadModel } from "./traces";
@@ -250,6 +251,13 @@ test("arguments that are neither tensors nor numbers read as the call wrote them
   const masked = loadModel("learner_labels").ops.find((op) => op.name === "getitem" && op.inputs.length === 2);
   assert.ok(masked);
   assert.equal(subscriptText(loadModel("learner_labels"), masked), "x[mask]");
+});
+
+test("an unnamed tensor's name passes its call's tensors where the call did: by keyword, after a number", () => {
+  const model = loadModel("placed_names");
+  const made = model.ops.filter((op) => op.name === "mul").map((op) => exprOf(model, op.inputs[0], 2)?.text);
+  // layer_norm's weight read as its third positional argument, the eps PyTorch would take it for
+  assert.deepEqual(made, ["layer_norm(x, (4,), weight=w4)", "gather(x, 1, idx)", "x @ x.T"]);
 });
 
 test("a subscript whose key holds tensors reads as written, in rows and in names", () => {
