@@ -643,11 +643,11 @@ EXPLAINED = {
     ),
     "a .grad used before backward": (
         "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * 3).sum()\nprint(w.grad * 2)\n",
-        "stays None until a backward() call reaches the tensor",
+        "w.grad is None because no backward() has run yet",
     ),
     "a .grad zeroed before backward": (
         "import torch\nw = torch.ones(2, requires_grad=True)\nw.grad.zero_()\n",
-        "stays None until a backward() call reaches the tensor",
+        "w.grad is None until the first backward() reaches w, so there is nothing to zero yet",
     ),
     "a NaN gradient under anomaly detection": (
         "import torch\nwith torch.autograd.set_detect_anomaly(True):\n    x = torch.tensor([0.0], requires_grad=True)\n"
