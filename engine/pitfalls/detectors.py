@@ -256,10 +256,43 @@ class PitfallWatch:
             stale = self._stale.used_by(params, step)
             if stale is not None:
                 self._stale_used(*stale, step)
+        if params and all(p.grad is None for p in params):
+            self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
             # the gradients this step used were computed before it
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
+
+    def _step_without_gradients(self, line: int | None) -> None:
+        """A step none of whose parameters had a ``.grad``: it skipped them all. Not where the
+        backward reached other modules' parameters (an optimizer built over another model):
+        parameter-not-optimized says that, naming them, at the end."""
+        backward = self._rec.backward
+        if backward.calls and any(p.grad is not None for p, _ in self._rec.modules.all_params()):
+            return
+        if backward.calls == 0:
+            why = (
+                "No backward() ran before this step, so none of the optimizer's parameters has a "
+                "gradient, and step() skips every parameter whose .grad is None: the parameters keep "
+                "their initial values, and the loss never falls."
+            )
+        else:
+            where = f" (line {backward.first_backward_line})" if backward.first_backward_line else ""
+            why = (
+                "None of the optimizer's parameters had a gradient at this step, so step() skipped them "
+                f"all and they kept their values. backward() did run{where}: the gradients were cleared "
+                "between it and this step (zero_grad() sets .grad to None), or the loss it started from "
+                "does not depend on these parameters."
+            )
+        uncalled = [(at, name) for at, name, method in self._uncalled if method == "backward"]
+        fix = (
+            f"Line {uncalled[0][0]} names {uncalled[0][1]} without calling it, which does nothing: add the "
+            f"parentheses, {uncalled[0][1]}()."
+            if uncalled
+            else "Call loss.backward() after opt.zero_grad() and before opt.step(), every iteration: "
+            "zero_grad → forward → loss → backward → step."
+        )
+        self._say("step-without-gradients", line, "step() found no gradients: nothing was updated", why, fix)
 
     def _stale_used(self, entry: LeftInGrad, grad: torch.Tensor, step: int) -> None:
         norm = float(grad.detach().norm())

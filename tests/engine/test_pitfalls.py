@@ -102,6 +102,41 @@ def test_a_loop_method_named_without_parentheses_is_a_line_that_does_nothing(
     assert consequence in p.message and p.fix == f"Add the parentheses: {call}."
 
 
+STEP_WITHOUT_GRADIENTS = {
+    # name: (how the loop's body differs, the words the message must hold, the fix's)
+    "backward() forgotten": (
+        "    opt.zero_grad()\n    loss = ((w - 3) ** 2).sum()\n    opt.step()\n",
+        "No backward() ran before this step",
+        "Call loss.backward() after opt.zero_grad() and before opt.step()",
+    ),
+    "zero_grad() between backward() and step()": (
+        "    loss = ((w - 3) ** 2).sum()\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
+        "backward() did run (line 6): the gradients were cleared between it and this step",
+        "zero_grad → forward → loss → backward → step",
+    ),
+    "backward named, not called": (
+        "    opt.zero_grad()\n    loss = ((w - 3) ** 2).sum()\n    loss.backward\n    opt.step()\n",
+        "No backward() ran before this step",
+        "Line 7 names loss.backward without calling it",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STEP_WITHOUT_GRADIENTS))
+def test_a_step_that_found_no_gradients_says_nothing_was_updated(name: str) -> None:
+    body, words, fix = STEP_WITHOUT_GRADIENTS[name]
+    source = (
+        "import torch\nw = torch.zeros(1, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        f"for i in range(5):\n{body}print(w.item())\n"
+    )
+    trace = record(source)
+    (p,) = [p for p in q.pitfalls(trace) if p.kind == "step-without-gradients"]
+    assert p.line == source.splitlines().index("    opt.step()") + 1  # once, at the step
+    assert p.title == "step() found no gradients: nothing was updated"
+    assert words in p.message and fix in p.fix, (p.message, p.fix)
+    assert q.stdout(trace) == "0.0\n"  # w never moved, as without gradwalk
+
+
 NAN_BEFORE_ANY_UPDATE = {
     # name: (snippet, the line of its backward())
     "no optimizer": (
