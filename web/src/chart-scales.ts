@@ -39,9 +39,13 @@ export function logAxis(table: Table, scale: YScale): boolean {
  */
 export const FLAT_SPREAD = 1e-6;
 
-/** Linear number axes: uPlot's range (10% padding), values that only differ by FLAT_SPREAD drawn flat. */
+/**
+ * Linear number axes: uPlot's range (10% padding), values that only differ by FLAT_SPREAD
+ * drawn flat; all zeros (a step that moved nothing) on 0 to 1, where uPlot's range is 0 to 100.
+ */
 export function linearRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
   if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  if (min === 0 && max === 0) return [0, 1];
   const flat = max - min <= Math.max(Math.abs(min), Math.abs(max)) * FLAT_SPREAD;
   return flat ? uPlot.rangeNum(max, max, 0.1, true) : uPlot.rangeNum(min, max, 0.1, true);
 }

@@ -77,6 +77,7 @@ test("a linear axis draws values that differ only by float noise as one flat lin
   const [a, b] = linearRange(null as never, 0.5, 1.5);
   assert.ok(a! <= 0.5 && b! >= 1.5 && b! - a! < 2, `${a} .. ${b}`);
   assert.deepEqual(linearRange(null as never, null, null), [0, 1]);
+  assert.deepEqual(linearRange(null as never, 0, 0), [0, 1]); // uPlot's own range: 0 to 100
 });
 
 test("a linear axis's tick labels differ: as many digits as tell them apart", () => {
