@@ -22,6 +22,7 @@ v = torch.tensor([1.0, 0.0])
 (hv,) = torch.autograd.grad(g @ v, x)
 """
 
+SAVED = "saved for backward"  # the dotted look the walk leaves as it is, last in its legend
 GRAPH_ENTRIES = [
     "op (grad_fn)",
     "AccumulateGrad",
@@ -33,10 +34,12 @@ GRAPH_ENTRIES = [
 
 
 def _legend(page: Any) -> list[str]:
-    """The legend's entries on screen, in order."""
+    """The legend's entries on screen, in the order they read (left to right, line by line)."""
     texts: list[str] = page.evaluate(
         """() => [...document.querySelectorAll('.gw-pane-graph .gw-legend li')]
             .filter((li) => li.offsetParent !== null)
+            .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top
+                || a.getBoundingClientRect().left - b.getBoundingClientRect().left)
             .map((li) => li.querySelector('.gw-legend-text').textContent)"""
     )
     return texts
@@ -46,18 +49,18 @@ def test_the_legend_says_what_a_backward_steps_looks_mean(page: Any) -> None:
     open_stepper(page, HESSIAN_VECTOR)
     # the first call's first node runs; the rest of its walk is still to run, and the nodes
     # only the second call walks are not in it
-    assert _legend(page) == ["running now", "still to run", "not in this backward call"]
+    assert _legend(page) == ["running now", "still to run", "not in this backward call", SAVED]
     # the second call at its MulBackward0: Dot ran, Mul runs, MulBackward1 and Pow wait
     page.locator(".gw-call-tabs [role=tab]").nth(1).click()
     page.locator(".gw-walk-item", has_text="MulBackward0").click()
     expect(page.locator(".gw-step-card .gw-node-name")).to_have_text("MulBackward0")
     assert page.evaluate("() => window.gradwalk.graph.core.nodes('.pending').length") == 2
-    assert _legend(page) == ["running now", "ran", "still to run", "not in this backward call"]
+    assert _legend(page) == ["running now", "ran", "still to run", "not in this backward call", SAVED]
     shot(page, "legend-walk")
     # its end: nothing runs or waits; the graph it walked is freed
     page.keyboard.press("End")
     expect(page.locator(".gw-graph-banner")).to_contain_text("Graph freed")
-    assert _legend(page) == ["not in this backward call", "freed: its saved tensors are gone"]
+    assert _legend(page) == ["not in this backward call", "freed: its saved tensors are gone", SAVED]
     # off the stepper the legend is the graph's again
     page.click("#gw-tab-tape")
     expect(page.locator(".gw-pane-graph .gw-legend")).to_have_attribute("data-mode", "graph")

@@ -227,8 +227,8 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
 /**
  * The legend under the graph: what each kind of node looks like; while the stepper shows a
  * backward step, what the walk's looks mean instead (the walk recolours nodes, and its
- * dashed "still to run" border read as the "plain input" entry). Switch with
- * {@link showLegendFor}.
+ * dashed "still to run" border read as the "plain input" entry), and the saved tensors'
+ * dotted look, which the walk leaves as it is. Switch with {@link showLegendFor}.
  */
 export function graphLegend(): HTMLElement {
   // each entry has a short form too, shown where the legend must keep to one line (a
