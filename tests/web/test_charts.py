@@ -707,3 +707,19 @@ def test_the_tape_says_where_steps_ran_metrics_only_and_opens_their_charts(
     last = page.locator(".gw-op-list > :last-child")
     expect(last).to_have_class(re.compile("gw-op-gap"))
     expect(last).to_contain_text("397 optimizer steps recorded metrics-only")
+
+
+def test_a_run_whose_steps_found_no_gradients_says_so_on_its_empty_chart(page: Any) -> None:
+    # zero_grad() between backward() and step(): five steps, none with a gradient to plot
+    run = stored_run(
+        page.server,
+        "import torch\nw = torch.zeros(1, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        "for i in range(5):\n    loss = ((w - 3) ** 2).sum()\n    loss.backward()\n    opt.zero_grad()\n"
+        "    opt.step()\n",
+    )
+    page.goto(f"{page.server.url}/?run={run}&view=charts")
+    readout = page.locator("[data-chart=grad] .gw-chart-readout")
+    expect(readout).to_have_text("5 steps, none with a value: no parameter had a gradient")
+    expect(page.locator("[data-chart=update] .gw-chart-readout")).to_contain_text("last: step 5 · 0")
+    expect(page.locator(".gw-notice-pitfall[data-kind=step-without-gradients]")).to_have_count(1)
+    shot(page, "charts-no-gradients")

@@ -194,6 +194,11 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
     writeReadout(chart, chart.base ? `only the ${COMPARED} (dashed) has this chart` : "");
     return;
   }
+  if (!table.cols.some((col) => col.some((v) => v !== null)) && table.notFiniteSummary() === null) {
+    // an empty plot said why: `opt.step()` with no gradients has no gradient norm to draw
+    writeReadout(chart, `${table.kind === "time" ? "no value" : `${table.length} steps, none with a value`}${table.id === "grad" ? ": no parameter had a gradient" : ""}`);
+    return;
+  }
   const x = table.xs[idx];
   const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
   const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
