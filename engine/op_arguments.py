@@ -296,21 +296,27 @@ def named_positionals(
     passes) reads ``conv2d x, w, b, padding=(2, 2)``, not a row of bare tuples.
 
     ``constants`` and ``texts`` are what :func:`op_constants` found among ``args``. When the
-    builtin (not a Python function, which passes its settings on by keyword) was passed at
-    least three numbers or texts by position, all after its last tensor, and PyTorch's
-    schemas for it agree on each one's name, they move out of ``constants`` and ``texts``
-    (both changed in place): a number comes back as ``{name, value}`` for
-    ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text, after}``, and one
-    at its schema default (``stride=(1, 1)``, ``groups=1``) is left out, as a call would
-    leave it out. Otherwise nothing changes and ``[]`` comes back: a few numbers read well
-    by position (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), so do a factory's
+    builtin was passed at least three numbers or texts by position, all after its last
+    tensor, and PyTorch's schemas for it agree on each one's name, they move out of
+    ``constants`` and ``texts`` (both changed in place): a number comes back as ``{name,
+    value}`` for ``OpRecorded.keywords``, a text is appended to ``texts`` as ``{name, text,
+    after}``, and one at its schema default (``stride=(1, 1)``, ``groups=1``) is left out, as
+    a call would leave it out. A Python function (``torch.nn.functional``'s) passed three or
+    more by position has them named by its signature wherever they stand among its tensors:
+    ``nn.MultiheadAttention`` passes ``embed_dim_to_check``, ``num_heads``, ``add_zero_attn``
+    and ``dropout_p`` between tensors, ``nn.Embedding`` passes its defaults one by one.
+    Otherwise nothing changes and ``[]`` comes back: a few numbers read well by position
+    (``x.transpose(0, 1)``, ``torch.clamp(x, 0, 1)``), so do a factory's
     (``torch.randint(0, 10, (3,))``, which has no tensor), and sizes passed one by one
     (``x.view(2, 3, 4)``) have no names.
     """
-    if len(constants) + len(texts) < _NAMED_FROM or inspect.isfunction(func):
+    if len(constants) + len(texts) < _NAMED_FROM:
         return []
     try:
-        found = _named(func, args, constants, texts)
+        if inspect.isfunction(func):
+            found = _named_by_signature(func, args, constants, texts)
+        else:
+            found = _named(func, args, constants, texts)
     except Exception:  # an argument that will not be looked at (a tuple whose iteration raises)
         return []
     if found is None:
@@ -348,6 +354,52 @@ def _named(
         else:
             moved.append({"name": name, "text": entry["text"], "after": len(named)})
     return named, moved
+
+
+def _named_by_signature(
+    func: Any, args: tuple[Any, ...], constants: list[dict[str, Any]], texts: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """:func:`_named` for a Python function: the names and defaults of its signature's
+    positional parameters; None where one of the settings went to ``*args`` (a dispatcher,
+    ``fn(*args, **kwargs)``) or the signature cannot be read."""
+    parameters = _signature_parameters(func)
+    held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
+    if parameters is None or max(held) >= len(parameters):
+        return None
+    named: list[dict[str, Any]] = []
+    moved = []
+    by_position = [(c["position"], c) for c in constants] + [
+        (t["position"], t) for t in texts if t["position"] is not None
+    ]
+    for position, entry in sorted(by_position, key=lambda pair: pair[0]):
+        name, default = parameters[position]
+        if default is not inspect.Parameter.empty and _same(default, args[position]):
+            continue
+        if "value" in entry:
+            named.append({"name": name, "value": entry["value"]})
+        else:
+            moved.append({"name": name, "text": entry["text"], "after": len(named)})
+    return named, moved
+
+
+_signatures_cache: dict[Any, list[tuple[str, Any]] | None] = {}
+
+
+def _signature_parameters(func: Any) -> list[tuple[str, Any]] | None:
+    """Python function ``func``'s positional parameters in order, each as (name, default),
+    up to its ``*args`` if any; None where ``inspect`` cannot read its signature."""
+    if func in _signatures_cache:
+        return _signatures_cache[func]
+    found: list[tuple[str, Any]] | None = []
+    try:
+        for p in inspect.signature(func).parameters.values():
+            if p.kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                break
+            found.append((p.name, p.default))  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        found = None
+    _signatures_cache[func] = found
+    return found
 
 
 def _kind(value: Any) -> str:

@@ -240,6 +240,36 @@ def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords
     _assert_x_grad_is_pytorchs(trace, NAMED)
 
 
+FUNCTIONS_NAMED = (
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+    "x = torch.randn(1, 4, 8, requires_grad=True)\n"
+    "out, w = nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x)\n"  # line 6
+    "e = nn.Embedding(5, 8)(torch.tensor([1, 2]))\n"
+    "p = nn.Embedding(5, 8, padding_idx=0, max_norm=1.0)(torch.tensor([1, 2]))\n"  # line 8
+    "d = F.dropout(x, 0.2, True, False)\n"
+    "(out.sum() + e.sum() + p.sum() + d.sum()).backward()\n"
+)
+
+
+def test_several_settings_a_python_function_was_passed_by_position_are_named_by_its_signature() -> None:
+    trace = record(FUNCTIONS_NAMED)
+    assert trace.events[-1].status == "ok"
+    calls = _calls_by_line(trace)
+    # nn.MultiheadAttention passes four settings between its tensors: named, none at a default
+    assert calls[(6, "multi_head_attention_forward")] == [
+        ("embed_dim_to_check", 8),
+        ("num_heads", 2),
+        ("add_zero_attn", False),
+        ("dropout_p", 0.0),
+    ]
+    # nn.Embedding passes norm_type, scale_grad_by_freq and sparse at their defaults: left out
+    assert calls[(7, "embedding")] == []
+    assert calls[(8, "embedding")] == [("padding_idx", 0), ("max_norm", 1.0)]
+    # three settings to F.dropout, its p and training apart from their defaults
+    assert calls[(9, "dropout")] == [("p", 0.2)]
+    _assert_x_grad_is_pytorchs(trace, FUNCTIONS_NAMED)
+
+
 NUMPY_NUMBERS = (
     "import numpy as np\nimport torch\nimport torch.nn.functional as F\n"
     "x = torch.tensor(np.arange(4.0), requires_grad=True)\n"
