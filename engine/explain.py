@@ -202,16 +202,14 @@ def explain_error(
                 f"{_INPLACE_HINT} Which node saved it and which line changed it show when this "
                 f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
-    if "NoneType" in text and ".grad" in (_code_at(rec, line, 200) or ""):
-        why = none_grad_hint(
-            _code_at(rec, line, 200), frame, lambda t: _made_at(rec, t), rec.source_lines, rec.backward.calls
-        )
+    code = _code_at(rec, line, 200)
+    if "NoneType" in text and ".grad" in (code or ""):
+        why = none_grad_hint(code, frame, lambda t: _made_at(rec, t), rec.source_lines, rec.backward.calls)
         return why or (
             "A .grad on this line is None: it stays None until a backward() call reaches the "
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
-    code = _code_at(rec, line, 200)
     autograd = _autograd_hint(text, code, frame, rec, line)
     if autograd:
         return autograd

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -330,30 +331,21 @@ def named_positionals(
 def _named(
     func: Any, args: tuple[Any, ...], constants: list[dict[str, Any]], texts: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """:func:`named_positionals`' names, changing nothing: the number keywords and the text
-    keywords the positional settings become, or None when they keep their positions."""
-    held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
+    """:func:`named_positionals`' names for a builtin, changing nothing: the number keywords
+    and the text keywords the positional settings become, or None when they keep their
+    positions."""
+    held = _held_positions(constants, texts)
     last_tensor = max((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), default=-1)
     if last_tensor < 0 or min(held) < last_tensor:
         return None  # a factory's numbers read as written (`torch.randint(0, 10, (3,))`)
     kinds = "".join(_kind(a) for a in args)
     parameters = _positional_parameters(func, kinds)
-    if parameters is None or any(parameters[i] is None for i in held):
+    if parameters is None:
         return None
-    named: list[dict[str, Any]] = []
-    moved = []
-    by_position = [(c["position"], c) for c in constants] + [
-        (t["position"], t) for t in texts if t["position"] is not None
-    ]
-    for position, entry in sorted(by_position, key=lambda pair: pair[0]):
-        name, defaults = parameters[position]
-        if _at_default(args[position], defaults):
-            continue
-        if "value" in entry:
-            named.append({"name": name, "value": entry["value"]})
-        else:
-            moved.append({"name": name, "text": entry["text"], "after": len(named)})
-    return named, moved
+    known = {i: p for i, p in enumerate(parameters) if p is not None}
+    if any(i not in known for i in held):
+        return None
+    return _as_keywords(constants, texts, lambda i: known[i][0], lambda i: _at_default(args[i], known[i][1]))
 
 
 def _named_by_signature(
@@ -363,22 +355,42 @@ def _named_by_signature(
     positional parameters; None where one of the settings went to ``*args`` (a dispatcher,
     ``fn(*args, **kwargs)``) or the signature cannot be read."""
     parameters = _signature_parameters(func)
-    held = [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
-    if parameters is None or max(held) >= len(parameters):
+    if parameters is None or max(_held_positions(constants, texts)) >= len(parameters):
         return None
+
+    def at_default(i: int) -> bool:
+        default = parameters[i][1]
+        return default is not inspect.Parameter.empty and _same(default, args[i])
+
+    return _as_keywords(constants, texts, lambda i: parameters[i][0], at_default)
+
+
+def _held_positions(constants: list[dict[str, Any]], texts: list[dict[str, Any]]) -> list[int]:
+    """The positions of the numbers and positional texts :func:`op_constants` found."""
+    return [c["position"] for c in constants] + [t["position"] for t in texts if t["position"] is not None]
+
+
+def _as_keywords(
+    constants: list[dict[str, Any]],
+    texts: list[dict[str, Any]],
+    name_at: Callable[[int], str],
+    at_default: Callable[[int], bool],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The positional numbers and texts as keywords, in the call's order, each under
+    ``name_at`` its position, those ``at_default`` left out: the number keywords, and the
+    text keywords (each with how many number keywords came before it)."""
     named: list[dict[str, Any]] = []
     moved = []
     by_position = [(c["position"], c) for c in constants] + [
         (t["position"], t) for t in texts if t["position"] is not None
     ]
     for position, entry in sorted(by_position, key=lambda pair: pair[0]):
-        name, default = parameters[position]
-        if default is not inspect.Parameter.empty and _same(default, args[position]):
+        if at_default(position):
             continue
         if "value" in entry:
-            named.append({"name": name, "value": entry["value"]})
+            named.append({"name": name_at(position), "value": entry["value"]})
         else:
-            moved.append({"name": name, "text": entry["text"], "after": len(named)})
+            moved.append({"name": name_at(position), "text": entry["text"], "after": len(named)})
     return named, moved
 
 
@@ -390,12 +402,14 @@ def _signature_parameters(func: Any) -> list[tuple[str, Any]] | None:
     up to its ``*args`` if any; None where ``inspect`` cannot read its signature."""
     if func in _signatures_cache:
         return _signatures_cache[func]
-    found: list[tuple[str, Any]] | None = []
+    found: list[tuple[str, Any]] | None
     try:
+        positional = []
         for p in inspect.signature(func).parameters.values():
             if p.kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
                 break
-            found.append((p.name, p.default))  # type: ignore[union-attr]
+            positional.append((p.name, p.default))
+        found = positional
     except (TypeError, ValueError):
         found = None
     _signatures_cache[func] = found

@@ -57,9 +57,9 @@ _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error,
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
 
 
-# `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
 # ops whose second argument is a subscript's key (op_constants writes one holding tensors)
 _SUBSCRIPTS = frozenset({"getitem", "setitem"})
+# `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
 _COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
 
 
