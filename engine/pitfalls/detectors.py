@@ -20,6 +20,7 @@ from torch import nn
 
 from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
+from .rebound import rebound_updates
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
@@ -388,6 +389,7 @@ class PitfallWatch:
         self._finish_eval_forwards()
         self._finish_unoptimized()
         self._finish_uncalled()
+        self._finish_rebound()
 
     def _finish_uncalled(self) -> None:
         for line, name, method in self._uncalled:
@@ -398,6 +400,19 @@ class PitfallWatch:
                 f"Without parentheses, Python reads the method {name} and drops it: this line does nothing "
                 f"and raises nothing, so {WHAT_IT_SKIPS[method]}.",
                 f"Add the parentheses: {name}().",
+            )
+
+    def _finish_rebound(self) -> None:
+        for line, name, step in rebound_updates(self._rec.source_lines):
+            self._say(
+                "loop-variable-rebound",
+                line,
+                f"{name} = … makes a new tensor: the parameter never changes",
+                f"This line computes the update and binds it to the loop variable {name}, which the loop "
+                f"then binds to the next item: the tensor {name} held (the parameter) is never changed, "
+                "nothing raises, and the loss stays where it was.",
+                f"Change the parameter in place, outside the graph: with torch.no_grad(): {name} -= {step} "
+                "(or let an optimizer do it: torch.optim.SGD(model.parameters(), lr=…)).",
             )
 
     def _finish_totals(self, scope: dict[str, Any]) -> None:

@@ -137,6 +137,25 @@ def test_a_step_that_found_no_gradients_says_nothing_was_updated(name: str) -> N
     assert q.stdout(trace) == "0.0\n"  # w never moved, as without gradwalk
 
 
+def test_a_loop_variable_rebound_to_an_update_says_the_parameter_never_changes() -> None:
+    source = (
+        "import torch, torch.nn as nn\ntorch.manual_seed(0)\nmodel = nn.Linear(2, 1)\nX = torch.randn(8, 2)\n"
+        "for i in range(3):\n    model.zero_grad()\n    loss = (model(X) - 1).pow(2).mean()\n    loss.backward()\n"
+        "    with torch.no_grad():\n        for p in model.parameters():\n            p = p - 0.1 * p.grad  # step\n"
+        "    print(round(loss.item(), 6))\n"
+    )
+    trace = record(source)
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("loop-variable-rebound", 11)
+    assert p.title == "p = … makes a new tensor: the parameter never changes"
+    assert "the tensor p held (the parameter) is never changed" in p.message
+    assert p.fix.startswith(
+        "Change the parameter in place, outside the graph: with torch.no_grad(): p -= 0.1 * p.grad"
+    )
+    losses = q.stdout(trace).split()
+    assert len(losses) == 3 and len(set(losses)) == 1  # nothing trained, as without gradwalk
+
+
 NAN_BEFORE_ANY_UPDATE = {
     # name: (snippet, the line of its backward())
     "no optimizer": (
@@ -398,6 +417,28 @@ for i in range(4):
         loss.backward()
     opt.step()
 """,
+    "a step by hand that uses the loop variable's new value": """
+import torch
+ws = [torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)]
+for i in range(3):
+    loss = sum((w ** 2).sum() for w in ws)
+    loss.backward()
+    updated = []
+    for w in ws:
+        w = (w - 0.1 * w.grad).detach().requires_grad_()
+        updated.append(w)
+    ws = updated
+""",
+    "a step by hand in place, in a loop over the parameters": """
+import torch, torch.nn as nn
+model = nn.Linear(2, 1)
+for i in range(3):
+    model.zero_grad()
+    model(torch.ones(4, 2)).pow(2).mean().backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 0.1 * p.grad
+""",
     "a GAN: the generator's backward reaches the discriminator": GAN,
     "a GAN zeroing without set_to_none": GAN.replace(".zero_grad()", ".zero_grad(set_to_none=False)"),
 }
@@ -524,6 +565,19 @@ loss.backward()
             "    opt.step()", "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()"
         ),
         ("missing-zero-grad", 14),
+    ),
+    "a loop variable rebound to its parameter's update": (
+        """
+import torch, torch.nn as nn
+model = nn.Linear(2, 1)
+for i in range(3):
+    model.zero_grad()
+    model(torch.ones(4, 2)).pow(2).mean().backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p = p - 0.1 * p.grad
+""",
+        ("loop-variable-rebound", 9),
     ),
     "optimizer over another model": (
         """
