@@ -241,6 +241,18 @@ def test_unregistered_layers_are_named() -> None:
 # the DCGAN tutorial's order (see gan_loop)
 GAN = gan_loop(6)
 
+# a step by hand in a loop over the parameters; rebinding `p` there instead is a pitfall
+STEP_BY_HAND_IN_PLACE = """
+import torch, torch.nn as nn
+model = nn.Linear(2, 1)
+for i in range(3):
+    model.zero_grad()
+    model(torch.ones(4, 2)).pow(2).mean().backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 0.1 * p.grad
+"""
+
 NEAR_MISSES = {
     "deliberate gradient accumulation": """
 import torch, torch.nn as nn
@@ -429,16 +441,7 @@ for i in range(3):
         updated.append(w)
     ws = updated
 """,
-    "a step by hand in place, in a loop over the parameters": """
-import torch, torch.nn as nn
-model = nn.Linear(2, 1)
-for i in range(3):
-    model.zero_grad()
-    model(torch.ones(4, 2)).pow(2).mean().backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            p -= 0.1 * p.grad
-""",
+    "a step by hand in place, in a loop over the parameters": STEP_BY_HAND_IN_PLACE,
     "a GAN: the generator's backward reaches the discriminator": GAN,
     "a GAN zeroing without set_to_none": GAN.replace(".zero_grad()", ".zero_grad(set_to_none=False)"),
 }
@@ -567,16 +570,7 @@ loss.backward()
         ("missing-zero-grad", 14),
     ),
     "a loop variable rebound to its parameter's update": (
-        """
-import torch, torch.nn as nn
-model = nn.Linear(2, 1)
-for i in range(3):
-    model.zero_grad()
-    model(torch.ones(4, 2)).pow(2).mean().backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            p = p - 0.1 * p.grad
-""",
+        STEP_BY_HAND_IN_PLACE.replace("p -= 0.1 * p.grad", "p = p - 0.1 * p.grad"),
         ("loop-variable-rebound", 9),
     ),
     "optimizer over another model": (
