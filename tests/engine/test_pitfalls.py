@@ -21,6 +21,8 @@ EXPECTED_LINES = {
     "pitfall_broadcast_loss.py": ("broadcast-in-loss", 9),
     "pitfall_unregistered_layers.py": ("parameter-not-optimized", 10),
     "pitfall_nan_loss.py": ("non-finite-loss", 15),
+    "pitfall_step_without_gradients.py": ("step-without-gradients", 16),
+    "pitfall_loop_variable_rebound.py": ("loop-variable-rebound", 17),
 }
 
 
