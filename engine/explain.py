@@ -204,7 +204,9 @@ def explain_error(
             )
     code = _code_at(rec, line, 200)
     if "NoneType" in text and ".grad" in (code or ""):
-        why = none_grad_hint(code, frame, lambda t: _made_at(rec, t), rec.source_lines, rec.backward.calls)
+        why = none_grad_hint(
+            code, frame, lambda t: _made_at(rec, t), lambda at: _code_at(rec, at, 200), rec.backward.calls
+        )
         return why or (
             "A .grad on this line is None: it stays None until a backward() call reaches the "
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "

@@ -10,7 +10,7 @@ not require grad, or no backward() has reached it yet.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import FrameType
 
 import torch
@@ -21,21 +21,23 @@ __all__ = ["none_grad_hint"]
 
 # `x.grad`, `model.fc.weight.grad` (not `.grad_fn`)
 _GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
-_COMMENT = re.compile(r"\s+#.*$")
+# a line's code is quoted in a hint up to this long
+_QUOTED = 60
 
 
 def none_grad_hint(
     code: str | None,
     frame: FrameType | None,
     made_at: Callable[[torch.Tensor], int | None],
-    source_lines: Sequence[str],
+    code_at: Callable[[int | None], str | None],
     backward_calls: int,
 ) -> str | None:
     """The hint for a line whose ``.grad`` was ``None``, naming the first tensor of the line
     whose ``.grad`` is ``None`` and why; ``None`` where the frame does not show one.
 
     ``made_at`` gives the snippet line that made a tensor (None where the run did not see
-    it made); ``source_lines`` are the snippet's lines; ``backward_calls`` how many backward
+    it made); ``code_at`` a snippet line's code, its comment left out (None where there is
+    none); ``backward_calls`` how many backward
     calls the run made so far. Reads no ``.grad`` of a tensor
     that is not a leaf (PyTorch would warn on the snippet's stderr) and runs no code of the
     snippet's (a name's attributes are followed through modules' parameters only)."""
@@ -47,9 +49,9 @@ def none_grad_hint(
         if t is None:
             continue
         if not t.is_leaf and not t.retains_grad:
-            return _not_a_leaf(name, t, _made_where(made_at(t), source_lines), code)
+            return _not_a_leaf(name, t, _made_where(made_at(t), code_at), code)
         if t.is_leaf and t.grad is None:
-            return _leaf_without_grad(name, t, _made_where(made_at(t), source_lines), code, backward_calls)
+            return _leaf_without_grad(name, t, _made_where(made_at(t), code_at), code, backward_calls)
     return None
 
 
@@ -71,13 +73,15 @@ def _resolve(name: str, scope: dict[str, object]) -> torch.Tensor | None:
     return value if is_a(value, torch.Tensor) else None
 
 
-def _made_where(line: int | None, source_lines: Sequence[str]) -> tuple[str, str]:
+def _made_where(line: int | None, code_at: Callable[[int | None], str | None]) -> tuple[str, str]:
     """Where a tensor was made, for a hint (``, made at line 6 (x = x - 0.1 * x.grad)``, or
     ``""`` where unknown), and that line's code (``""`` where unknown)."""
-    if line is None or not 0 < line <= len(source_lines):
+    if line is None:
         return "", ""
-    code = _COMMENT.sub("", source_lines[line - 1]).strip()
-    return (f", made at line {line} ({code})" if code and len(code) <= 60 else f", made at line {line}"), code
+    code = code_at(line) or ""
+    return (
+        f", made at line {line} ({code})" if code and len(code) <= _QUOTED else f", made at line {line}"
+    ), code
 
 
 def _leaf_without_grad(

@@ -16,6 +16,7 @@ import torch
 
 __all__ = [
     "KEY_TENSOR",
+    "SUBSCRIPT_OPS",
     "argument_text",
     "input_positions",
     "named_positionals",
@@ -41,6 +42,8 @@ _NAMED_FROM = 3
 
 # how a subscript's key writes a tensor it holds (OpArgument.text): `probs[range(8), Y]`
 KEY_TENSOR = "⬚"
+# the ops whose second argument is a subscript's key (op_constants' `subscript`)
+SUBSCRIPT_OPS = frozenset({"getitem", "setitem"})
 
 
 def op_constants(

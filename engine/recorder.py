@@ -31,7 +31,7 @@ from .memory import SavedMemory, cuda_allocated
 from .mode_stack import insert_mode, remove_mode
 from .modules import ModuleTracker
 from .mute import Mute
-from .op_arguments import input_positions, named_positionals, op_constants, op_keywords
+from .op_arguments import SUBSCRIPT_OPS, input_positions, named_positionals, op_constants, op_keywords
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
 from .running_stats import NORM_OPS, RunningStats
@@ -57,8 +57,6 @@ _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error,
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
 
 
-# ops whose second argument is a subscript's key (op_constants writes one holding tensors)
-_SUBSCRIPTS = frozenset({"getitem", "setitem"})
 # `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
 _COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
 
@@ -306,7 +304,7 @@ class Recorder:
             return
         short, api, inplace = op_names(func)
         texts: list[dict[str, Any]] = []  # OpRecorded.arguments
-        constants = op_constants(args, texts, subscript=short in _SUBSCRIPTS)
+        constants = op_constants(args, texts, subscript=short in SUBSCRIPT_OPS)
         if (
             short in _COMMUTATIVE
             and len(args) == 2

@@ -58,6 +58,21 @@ export class StepPainter {
     this.shown = null;
   }
 
+  /**
+   * The step classes some node has as painted now (`current`, `done`, `pending`, `idle`,
+   * `freed`), each once: what the legend lists while a step is shown. A freed node shows as
+   * freed, whatever else it is.
+   */
+  looksShown(): Set<string> {
+    const shown = new Set<string>();
+    for (const cls of this.stepClass.values()) {
+      const parts = cls.split(" ");
+      if (parts.includes("freed")) shown.add("freed");
+      else for (const part of parts) if (part && part !== "future") shown.add(part);
+    }
+    return shown;
+  }
+
   /** Forget one element (it was removed from the graph). */
   forget(id: string): void {
     this.stepClass.delete(id);

@@ -258,15 +258,13 @@ export function graphLegend(): HTMLElement {
   );
 }
 
-/** The looks a backward step gives nodes, as named in the legend (graph-steps.ts's classes). */
-export const WALK_LOOKS = ["current", "done", "pending", "idle", "freed"] as const;
-
 /**
  * Show the legend of the graph's structure (`walkLooks` null) or of a backward step: then
  * only the entries for the looks in `walkLooks`, those some node has at that step (the end
  * of a call has nothing "running now" or "still to run").
  */
 export function showLegendFor(legend: HTMLElement, walkLooks: ReadonlySet<string> | null): void {
+  // the walk entries' data-kind are graph-steps.ts's step classes (StepPainter.looksShown)
   legend.dataset.mode = walkLooks ? "walk" : "graph";
   for (const li of legend.querySelectorAll<HTMLElement>("li.gw-legend-walk")) {
     li.hidden = !walkLooks?.has(li.dataset.kind ?? "");

@@ -23,7 +23,7 @@ import { OffscreenCues } from "./graph-offscreen";
 import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
 import { hoverOf, tapOf } from "./graph-pointer";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
-import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor, WALK_LOOKS } from "./graph-style";
+import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
@@ -427,19 +427,9 @@ export class GraphView {
     this.banner.textContent = text;
     this.banner.title = text; // where a short pane cuts it to one line
     this.banner.hidden = !text;
-    showLegendFor(this.legend, entry ? this.walkLooksShown() : null);
+    showLegendFor(this.legend, entry ? this.painter.looksShown() : null);
     if (entry && changed) this.follow(entry);
     this.keepInPart();
-  }
-
-  /** The walk looks some node has now (a freed node shows as freed whatever else it is). */
-  private walkLooksShown(): Set<string> {
-    const shown = new Set<string>();
-    for (const look of WALK_LOOKS) {
-      const nodes = this.cy.nodes(`.${look}`);
-      if (look === "freed" ? nodes.nonempty() : nodes.filter((n) => !n.hasClass("freed")).nonempty()) shown.add(look);
-    }
-    return shown;
   }
 
   private needsStepperRefit(): boolean {
