@@ -2,7 +2,7 @@
 // else a short expression rebuilt from the op that made it (`a * b`, `b**2`, `tanh(h)`),
 // else the module call it came out of (`net.fc1(…)`), else `t<id>`.
 import type { TraceModel } from "./trace-model";
-import { bareExprOf, ELIDED, exprOf, KEY_TENSOR, keyWithTensors, keywordTexts, nameOf, numberText, positionalTexts } from "./tensor-expr";
+import { bareExprOf, ELIDED, exprOf, KEY_TENSOR, keyWithTensors, keywordTexts, nameOf, numberText, placedInputs, positionalTexts } from "./tensor-expr";
 import type { OpRecorded } from "./types/events";
 import { shapesText } from "./values";
 
@@ -329,10 +329,11 @@ export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity
     ...(op.constants ?? []).map((c) => ({ position: c.position, text: numberText(c.value), flag: typeof c.value === "boolean" })),
     ...[...texts].map(([position, text]) => ({ position, text, flag: false })),
   ].sort((a, b) => a.position - b.position);
-  const placed = op.input_positions;
-  if (placed && placed.length === op.inputs.length && op.inputs.length <= most) return placedArgumentsText(model, op, placed, others);
+  const inputs = op.inputs.map((t) => tensorExpr(model, t));
+  const placed = op.inputs.length <= most ? placedInputs(op, inputs) : null;
+  if (placed) return placedArgumentsText(op, placed, others);
   const shown = others.filter((a, i) => !a.flag || a.position <= op.inputs.length + i);
-  const tensors = listed(op.inputs.map((t) => tensorExpr(model, t)), most);
+  const tensors = listed(inputs, most);
   return [...tensors, ...shown.map((a) => a.text), ...keywordTexts(op)].join(", ");
 }
 
@@ -341,14 +342,13 @@ export function argumentsText(model: TraceModel, op: OpRecorded, most = Infinity
  * (`OpRecorded.input_positions`): all in the call's order, `gather x, 1, idx`, and a tensor
  * passed by keyword under its name, `layer_norm x, (8,), weight=ln.weight, bias=ln.bias`.
  */
-function placedArgumentsText(model: TraceModel, op: OpRecorded, placed: (number | string)[], others: { position: number; text: string; flag: boolean }[]): string {
-  const positional = [...others];
-  const keywords: string[] = [];
-  op.inputs.forEach((t, i) => {
-    const at = placed[i];
-    if (typeof at === "number") positional.push({ position: at, text: tensorExpr(model, t), flag: false });
-    else keywords.push(`${at}=${tensorExpr(model, t)}`);
-  });
+function placedArgumentsText(
+  op: OpRecorded,
+  placed: { positional: [number, string][]; keywords: [string, string][] },
+  others: { position: number; text: string; flag: boolean }[],
+): string {
+  const positional = [...others, ...placed.positional.map(([position, text]) => ({ position, text, flag: false }))];
+  const keywords = placed.keywords.map(([name, text]) => `${name}=${text}`);
   positional.sort((a, b) => a.position - b.position); // stable: a list's tensors keep their order
   // a True or False after a position the trace does not hold says nothing on its own
   const held = new Set(positional.map((a) => a.position));

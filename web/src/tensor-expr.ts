@@ -136,22 +136,36 @@ function positional(op: OpRecorded, inputs: Expr[], placed = false): Expr[] {
   return out;
 }
 
+/**
+ * Where the call passed each of the op's inputs, as the trace says (`OpRecorded.input_positions`),
+ * with `items` (one per input: its expression, its text) attached: those passed by position
+ * (a list's tensors share its position), in input order, and those passed by keyword. Null
+ * where the trace does not say.
+ */
+export function placedInputs<T>(op: OpRecorded, items: T[]): { positional: [number, T][]; keywords: [string, T][] } | null {
+  const placed = op.input_positions;
+  if (!placed || placed.length !== items.length) return null;
+  const positional: [number, T][] = [];
+  const keywords: [string, T][] = [];
+  placed.forEach((at, i) => {
+    if (typeof at === "number") positional.push([at, items[i]]);
+    else keywords.push([at, items[i]]);
+  });
+  return { positional, keywords };
+}
+
 /** The op's input tensors by the position the call passed them at, where the trace says (null where not). */
 function inputsByPosition(op: OpRecorded, inputs: Expr[]): Map<number, Expr[]> | null {
-  const placed = op.input_positions;
-  if (!placed || placed.length !== inputs.length) return null;
+  const placed = placedInputs(op, inputs);
+  if (!placed) return null;
   const where = new Map<number, Expr[]>();
-  placed.forEach((at, i) => {
-    if (typeof at === "number") where.set(at, [...(where.get(at) ?? []), inputs[i]]);
-  });
+  for (const [at, e] of placed.positional) where.set(at, [...(where.get(at) ?? []), e]);
   return where;
 }
 
 /** The input tensors the call passed by keyword, `weight=w` (none where the trace does not say). */
 function keywordTensors(op: OpRecorded, inputs: Expr[]): string[] {
-  const placed = op.input_positions;
-  if (!placed || placed.length !== inputs.length) return [];
-  return placed.flatMap((at, i) => (typeof at === "string" ? [`${at}=${inputs[i].text}`] : []));
+  return (placedInputs(op, inputs)?.keywords ?? []).map(([name, e]) => `${name}=${e.text}`);
 }
 
 /**
