@@ -64,8 +64,8 @@ class BackwardTracker:
         # hooks when its gradient came out NaN, and the error is about that node
         self.last_ran: tuple[int, str] | None = None
 
-    def watch(self, node: Any, nid: int) -> None:
-        """Hook ``node`` (id ``nid``) so its execution is recorded."""
+    def watch(self, node: Any, nid: int, line: int | None) -> None:
+        """Hook ``node`` (id ``nid``, made at snippet line ``line``) so its execution is recorded."""
         # The hooks live on the node, so they must not reference it (nor its leaf) strongly:
         # that cycle would outlive the graph until a full garbage collection, and a freed
         # graph must be freed at once, exactly as without gradwalk.
@@ -82,7 +82,7 @@ class BackwardTracker:
                 self.last_ran = ran
                 try:
                     with modes_aside():
-                        self._executed(nid, leaf_ref, grad_inputs, grad_outputs)
+                        self._executed(nid, name, line, leaf_ref, grad_inputs, grad_outputs)
                 except Exception:
                     rec.observation_failed()
 
@@ -131,6 +131,8 @@ class BackwardTracker:
     def _executed(
         self,
         nid: int,
+        name: str,
+        line: int | None,
         leaf_ref: weakref.ref[torch.Tensor] | None,
         grad_inputs: Sequence[torch.Tensor | None],
         grad_outputs: Sequence[torch.Tensor | None],
@@ -143,6 +145,7 @@ class BackwardTracker:
         received = self._received.pop(nid, None) if leaf_ref is not None else None
         if received is None:
             received = [v(g) for g in grad_outputs]
+        sent = [v(g) for g in grad_inputs]
         rec.emit(
             dict(
                 type="node_executed",
@@ -150,9 +153,10 @@ class BackwardTracker:
                 step=step,
                 node=nid,
                 grad_in=received,
-                grad_out=[v(g) for g in grad_inputs],
+                grad_out=sent,
             )
         )
+        rec.pitfalls.on_node_ran(nid, name, line, received, sent)
         leaf = leaf_ref() if leaf_ref is not None else None
         if leaf is not None:
             tid = rec.tensors.ensure(leaf)

@@ -486,6 +486,10 @@ class PitfallFound(_Event):
     fix: str
     tensors: list[TensorId] = Field(default_factory=list)
     nodes: list[NodeId] = Field(default_factory=list)
+    # set when it was found in an iteration recorded metrics-only, as ErrorRaised's: the
+    # optimizer steps done before it (``Limits.detail_every = metrics_only_after + 1`` records
+    # that iteration in full, where a node-level detector can name the node)
+    metrics_only_after: int | None = None
 
 
 class HookRegistered(_Event):

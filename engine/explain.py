@@ -13,6 +13,7 @@ from .explain_grad import none_grad_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .memory import saved_by, saved_source
+from .source import quoted_code
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -37,10 +38,7 @@ def error_node(exc: BaseException, rec: Recorder) -> int | None:
 
 def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     """The snippet's code at ``line``, when it is short enough to quote."""
-    if line is None or not 0 < line <= len(rec.source_lines):
-        return None
-    code = _COMMENT.sub("", rec.source_lines[line - 1]).strip()
-    return code if 0 < len(code) <= longest else None
+    return quoted_code(rec.source_lines, line, longest)
 
 
 def _made_at(rec: Recorder, t: torch.Tensor) -> int | None:
@@ -468,7 +466,5 @@ _AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*([A-Za-z_][\w.]*)")
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 # "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)
 _NAN_IN_BACKWARD = re.compile(r"Function '(\w+)' returned nan values")
-# a trailing comment, left off a line of code quoted in a hint
-_COMMENT = re.compile(r"\s+#.*$")
 # the in-place methods an operator writes (y += 1 records as Tensor.add_)
 _OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}

@@ -257,7 +257,7 @@ class GraphRecorder:
                 event["grad_shapes"] = _grad_shapes(node)
             rec.emit(event)
             if watch is not None:
-                watch(node, nid)
+                watch(node, nid, line)
 
     def forget(self) -> None:
         """Forget this run's ids, so nodes that outlive the run are not taken for recorded ones."""

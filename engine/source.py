@@ -6,6 +6,7 @@ told apart from PyTorch's own while walking the Python stack.
 
 from __future__ import annotations
 
+import re
 import sys
 from types import FrameType, UnionType
 from typing import Any, TypeGuard, TypeVar, overload
@@ -19,12 +20,23 @@ __all__ = [
     "is_a",
     "outer_name",
     "outer_scopes",
+    "quoted_code",
     "snippet_frame",
     "snippet_frames",
 ]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
 _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
+_COMMENT = re.compile(r"\s+#.*$")
+
+
+def quoted_code(source_lines: list[str], line: int | None, longest: int = 60) -> str | None:
+    """The code at snippet line ``line``, without its comment, when it is short enough to
+    quote in a hint; ``None`` otherwise."""
+    if line is None or not 0 < line <= len(source_lines):
+        return None
+    code = _COMMENT.sub("", source_lines[line - 1]).strip()
+    return code if 0 < len(code) <= longest else None
 
 
 def snippet_frames() -> tuple[FrameType | None, int | None, int | None, bool]:

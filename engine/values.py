@@ -39,7 +39,16 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["HIST_BINS", "HIST_SAMPLE", "has_storage", "same_elements_key", "same_view", "to_value"]
+__all__ = [
+    "HIST_BINS",
+    "HIST_SAMPLE",
+    "first_non_finite",
+    "has_storage",
+    "holds_non_finite",
+    "same_elements_key",
+    "same_view",
+    "to_value",
+]
 
 HIST_BINS = 16
 HIST_SAMPLE = 256
@@ -103,6 +112,32 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
             return _empty_summary(list(t.shape), t.numel())
         except (RuntimeError, TypeError, ValueError, NotImplementedError):
             return _empty_summary([], 0)  # a nested tensor has neither one shape nor a size
+
+
+def holds_non_finite(value: dict[str, Any] | None) -> bool:
+    """Whether a value from :func:`to_value` has a NaN or infinite element (``None``: no).
+
+    >>> holds_non_finite(to_value(torch.tensor([1.0, float("nan")]), 64))
+    True
+    """
+    if value is None:
+        return False
+    if value["kind"] == "full":
+        # one C-speed sum first: NaN or inf anywhere makes it non-finite (so may an overflow
+        # of finite elements, which the element-wise look then clears)
+        return not math.isfinite(sum(value["flat"])) and first_non_finite(value) is not None
+    return bool(value.get("nan") or value.get("inf"))
+
+
+def first_non_finite(value: dict[str, Any]) -> int | None:
+    """The flat index of a whole value's first NaN or infinite element; ``None`` when there
+    is none or the value is a summary (whose elements are not kept)."""
+    if value["kind"] != "full":
+        return None
+    for i, x in enumerate(value["flat"]):
+        if isinstance(x, float) and not math.isfinite(x):
+            return i
+    return None
 
 
 def _empty_summary(shape: list[int], n: int, nan: int = 0, inf: int = 0) -> dict[str, Any]:

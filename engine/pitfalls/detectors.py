@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import snippet_frame, snippet_frames
+from ..source import quoted_code, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
+from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
 from .rebound import rebound_updates
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
@@ -33,7 +35,9 @@ __all__ = ["WATCHED_OPS", "PitfallWatch"]
 SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
 
-_ONCE_PER_RUN = frozenset({"missing-zero-grad", "non-finite-loss", "parameter-not-optimized"})
+_ONCE_PER_RUN = frozenset(
+    {"missing-zero-grad", "non-finite-loss", "non-finite-gradient", "parameter-not-optimized"}
+)
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
@@ -100,11 +104,13 @@ class PitfallWatch:
                 "on_backward",
                 "after_backward",
                 "on_optimizer_step",
+                "on_node_ran",
                 "on_finish",
             ):
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
+        self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
@@ -122,24 +128,27 @@ class PitfallWatch:
         message: str,
         fix: str,
         tensors: list[int] | None = None,
+        nodes: list[int] | None = None,
+        metrics_only_after: int | None = None,
     ) -> None:
         key = (kind, None if kind in _ONCE_PER_RUN else line)
         if key in self._said:
             return
         self._said.add(key)
         self.found += 1
-        self._rec.emit(
-            {
-                "type": "pitfall",
-                "kind": kind,
-                "line": line,
-                "title": title,
-                "message": message,
-                "fix": fix,
-                "tensors": tensors or [],
-                "nodes": [],
-            }
-        )
+        event = {
+            "type": "pitfall",
+            "kind": kind,
+            "line": line,
+            "title": title,
+            "message": message,
+            "fix": fix,
+            "tensors": tensors or [],
+            "nodes": nodes or [],
+        }
+        if metrics_only_after is not None:
+            event["metrics_only_after"] = metrics_only_after
+        self._rec.emit(event)
 
     # --- ops --------------------------------------------------------------------------
 
@@ -233,6 +242,25 @@ class PitfallWatch:
         if loss is not None and not math.isfinite(loss):
             self._non_finite(f"the loss is {loss}", _known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
+        self._nan_gradients.before_backward(roots, read=self._rec.detail)
+
+    @_safe
+    def on_node_ran(
+        self,
+        nid: int,
+        name: str,
+        line: int | None,
+        received: list[dict[str, Any] | None],
+        sent: list[dict[str, Any] | None],
+    ) -> None:
+        """Look at the gradients node ``nid`` (class ``name``, made at ``line``) received and
+        sent in a recorded backward walk, as trace values."""
+        code = quoted_code(self._rec.source_lines, line)
+        where = f"line {line} ({code})" if code else f"line {line}" if line else "an unknown line"
+        whole = quoted_code(self._rec.source_lines, line, longest=sys.maxsize)
+        report = self._nan_gradients.report(name, received, sent, self._rec.backward.last_loss, where, whole)
+        if report is not None:
+            self._say("non-finite-gradient", line, *report, nodes=[nid])
 
     @_safe
     def after_backward(self, line: int | _Unknown | None = _UNKNOWN) -> None:
@@ -260,6 +288,14 @@ class PitfallWatch:
         if params and all(p.grad is None for p in params):
             self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
+            loss = self._rec.backward.last_loss
+            nan = self._nan_gradients
+            if loss is not None and math.isfinite(loss) and not nan.reported and not nan.walk_read:
+                # backward made them non-finite in a walk no node of which was read
+                nan.reported = True
+                report = non_finite_in_unread_walk(step, grad_norm, loss)
+                self._say("non-finite-gradient", line, *report, metrics_only_after=step - 1)
+                return
             # the gradients this step used were computed before it
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
@@ -340,6 +376,8 @@ class PitfallWatch:
         """Report ``what`` went non-finite; ``updates``: the optimizer steps taken before it
         was computed (with none, no learning rate can be the cause), ``step``: the step that
         found it, if one did."""
+        if self._nan_gradients.reported:
+            return  # a consequence of the gradient non-finite-gradient explained
         if updates == 0:
             where = "At this backward()" if step is None else f"At optimizer step {step}"
             self._say(

@@ -23,6 +23,7 @@ EXPECTED_LINES = {
     "pitfall_nan_loss.py": ("non-finite-loss", 15),
     "pitfall_step_without_gradients.py": ("step-without-gradients", 16),
     "pitfall_loop_variable_rebound.py": ("loop-variable-rebound", 17),
+    "pitfall_nan_gradient.py": ("non-finite-gradient", 5),
 }
 
 

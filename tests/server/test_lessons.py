@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any
 
 import httpx
@@ -40,6 +41,7 @@ TOPICS = [
     "mlp-classifier",
     "broadcasting",
     "never-train",
+    "nan-gradient",
 ]
 
 
@@ -145,6 +147,11 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert "broadcast-in-loss" in pitfalls
         case "never-train":
             assert "parameter-not-optimized" in pitfalls
+        case "nan-gradient":  # 0 from the where times sqrt's slope: NaN at x = -1 and x = 0
+            assert at is not None and at[0] == "SqrtBackward0" and at[1].grad_in[0].flat == [0.0, 0.0, 1.0]
+            sent = at[1].grad_out[0].flat
+            assert math.isnan(sent[0]) and math.isnan(sent[1]) and sent[2] == 0.25
+            assert pitfalls == {"non-finite-gradient"}
 
 
 def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:

@@ -109,7 +109,7 @@ export class OutputView {
         this.notices.append(h("div", { class: "gw-notice gw-notice-limit", role: "status" }, h("strong", { text: `limit: ${ev.what}` }), ` ${ev.message}`));
         break;
       case "pitfall":
-        this.notices.append(pitfallCard(this.model, ev, this.store));
+        this.notices.append(pitfallCard(this.model, ev, this.store, ev.metrics_only_after != null ? this.metricsOnlyNote("optimizer step", ev.metrics_only_after) : null));
         break;
       case "run_finished":
         this.renderStatus();

@@ -245,7 +245,9 @@ export function paintGraph(cy: Core, model: TraceModel): void {
 // --- the output panel -------------------------------------------------------------------
 
 /** A pitfall as a card: its title and line, the explanation and the fix; hovering it lights its line and nodes. */
-export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store): HTMLElement {
+/** A pitfall's card in the output panel; `more` goes at its end (the app's way to record a
+ * metrics-only iteration in full). */
+export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store, more: HTMLElement | null = null): HTMLElement {
   const line = ev.line
     ? h("button", { type: "button", class: "gw-line-link", text: `line ${ev.line}`, on: { click: () => store.set({ hover: pitfallLinks(model, ev) }) } })
     : null;
@@ -262,7 +264,26 @@ export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store): 
     h("div", { class: "gw-pitfall-message", text: ev.message }),
     h("div", { class: "gw-pitfall-fix" }, h("strong", { text: "Fix: " }), ev.fix),
     onGraph ? h("div", { class: "gw-pitfall-graph", text: `ringed on the graph: ${onGraph} node${onGraph === 1 ? "" : "s"}` }) : null,
+    more,
   );
+}
+
+/**
+ * The pitfalls that name grad_fn node `node` (non-finite-gradient names the node a NaN came
+ * out of), for the stepper's card at that node: each title, opening to its explanation and fix.
+ */
+export function nodePitfallNotes(model: TraceModel, node: number): HTMLElement[] {
+  return model.pitfalls
+    .filter((p) => p.nodes.includes(node))
+    .map((p) =>
+      h(
+        "details",
+        { class: "gw-note gw-note-pitfall", data: { kind: p.kind } },
+        h("summary", {}, h("span", { class: "gw-pitfall-icon", "aria-hidden": "true", text: "⚠" }), h("strong", { text: p.title })),
+        h("p", { class: "gw-pitfall-message", text: p.message }),
+        h("p", { class: "gw-pitfall-fix" }, h("strong", { text: "Fix: " }), p.fix),
+      ),
+    );
 }
 
 /** Mark pitfall lines in a read-only code listing (rows carrying `data-line`). */

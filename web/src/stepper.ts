@@ -3,6 +3,7 @@
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
+import { nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -286,6 +287,7 @@ export class StepperView {
         (ex?.lines ?? []).map((l) => h("div", { class: "gw-rule", data: { slot: l.slot ?? "" }, text: l.text })),
         (ex?.accumulations ?? []).map((t) => h("div", { class: "gw-acc", text: t })),
       ),
+      nodePitfallNotes(m, exec.node),
       this.numbersTable(entry),
     );
   }

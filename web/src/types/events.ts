@@ -693,6 +693,7 @@ export interface PitfallFound {
   kind: string;
   line: number | null;
   message: string;
+  metrics_only_after: number | null;
   nodes: number[];
   /**
    * position in the run's stream, from 0, no gaps
