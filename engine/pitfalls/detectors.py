@@ -255,6 +255,8 @@ class PitfallWatch:
     ) -> None:
         """Look at the gradients node ``nid`` (class ``name``, made at ``line``) received and
         sent in a recorded backward walk, as trace values."""
+        if not self._nan_gradients.may_report(name, sent):
+            return
         code = quoted_code(self._rec.source_lines, line)
         where = f"line {line} ({code})" if code else f"line {line}" if line else "an unknown line"
         whole = quoted_code(self._rec.source_lines, line, longest=sys.maxsize)

@@ -117,6 +117,11 @@ class NonFiniteGradients:
         self._roots_finite = None
         self._scalar_root = len(self._roots) == 1 and roots[0].numel() == 1
 
+    def may_report(self, node: str, sent: list[dict[str, Any] | None]) -> bool:
+        """Whether :meth:`report` could report node ``node``, which sent ``sent``: the cheap
+        look every node of a recorded walk gets (one sum of each gradient's few elements)."""
+        return not self.reported and node != "AccumulateGrad" and any(holds_non_finite(v) for v in sent)
+
     def report(
         self,
         node: str,
