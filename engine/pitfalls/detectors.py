@@ -22,6 +22,7 @@ from torch import nn
 from ..source import quoted_code, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
+from .no_gradients import no_gradients_explained
 from .rebound import rebound_updates
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
@@ -309,27 +310,9 @@ class PitfallWatch:
         backward = self._rec.backward
         if backward.calls and any(p.grad is not None for p, _ in self._rec.modules.all_params()):
             return
-        if backward.calls == 0:
-            why = (
-                "No backward() ran before this step, so none of the optimizer's parameters has a "
-                "gradient, and step() skips every parameter whose .grad is None: the parameters keep "
-                "their initial values, and the loss never falls."
-            )
-        else:
-            where = f" (line {backward.first_backward_line})" if backward.first_backward_line else ""
-            why = (
-                "None of the optimizer's parameters had a gradient at this step, so step() skipped them "
-                f"all and they kept their values. backward() did run{where}: the gradients were cleared "
-                "between it and this step (zero_grad() sets .grad to None), or the loss it started from "
-                "does not depend on these parameters."
-            )
         uncalled = [(at, name) for at, name, method in self._uncalled if method == "backward"]
-        fix = (
-            f"Line {uncalled[0][0]} names {uncalled[0][1]} without calling it, which does nothing: add the "
-            f"parentheses, {uncalled[0][1]}()."
-            if uncalled
-            else "Call loss.backward() after opt.zero_grad() and before opt.step(), every iteration: "
-            "zero_grad → forward → loss → backward → step."
+        why, fix = no_gradients_explained(
+            backward.calls, backward.first_backward_line, line, self._rec.source_lines, uncalled
         )
         self._say("step-without-gradients", line, "step() found no gradients: nothing was updated", why, fix)
 

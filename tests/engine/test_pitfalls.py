@@ -114,8 +114,14 @@ STEP_WITHOUT_GRADIENTS = {
     ),
     "zero_grad() between backward() and step()": (
         "    loss = ((w - 3) ** 2).sum()\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
-        "backward() did run (line 6): the gradients were cleared between it and this step",
-        "zero_grad → forward → loss → backward → step",
+        "backward() did run (line 6): line 7 (opt.zero_grad()) cleared the gradients between it and this step",
+        "Move opt.zero_grad() (line 7) to the start of the iteration, before the forward pass",
+    ),
+    "backward() of a loss that does not reach the optimizer's parameter": (
+        "    opt.zero_grad()\n    v = torch.ones(1, requires_grad=True)\n    loss = ((v - 3) ** 2).sum()\n"
+        "    loss.backward()\n    opt.step()\n",
+        "backward() did run (line 8): the gradients were cleared between it and this step",
+        "Call loss.backward() after opt.zero_grad() and before opt.step()",
     ),
     "backward named, not called": (
         "    opt.zero_grad()\n    loss = ((w - 3) ** 2).sum()\n    loss.backward\n    opt.step()\n",
