@@ -310,7 +310,7 @@ class Recorder:
             and len(args) == 2
             and len(constants) == 1
             and constants[0]["position"] == 1
-            and self.operand_order.number_on_left(frame)
+            and self.operand_order.number_on_left(frame, args[0])
         ):
             short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
         named = named_positionals(func, args, constants, texts)

@@ -23,8 +23,12 @@ from types import CodeType, FrameType
 __all__ = ["OperandOrder"]
 
 _BINARY_OP = dis.opmap.get("BINARY_OP")
-_NUMBER = "<number>"  # the left operand is a number literal
-_UNSEEN = "<unseen>"
+_NUMBER = ("number", "")  # the left operand is a number literal
+_UNSEEN = ("unseen", "")
+# what is known of an operation's operands: _NUMBER, ("left", name) for a left operand that
+# is a name, ("right", name) for another left operand (a call: np.float64(2.0)) and a right
+# operand that is a name; None when neither tells
+_Operands = tuple[str, str] | None
 
 
 class OperandOrder:
@@ -34,13 +38,15 @@ class OperandOrder:
 
     def __init__(self, source_lines: Sequence[str]) -> None:
         self._source_lines = source_lines
-        # (code, instruction offset) -> the left operand: _NUMBER, a variable name, or None
-        self._left_operands: dict[tuple[CodeType, int], str | None] = {}
+        # (code, instruction offset) -> what the source says of the operands (_Operands)
+        self._left_operands: dict[tuple[CodeType, int], _Operands] = {}
 
-    def number_on_left(self, frame: FrameType | None) -> bool:
+    def number_on_left(self, frame: FrameType | None, tensor: object) -> bool:
         """Whether the snippet line ``frame`` runs is at a ``number * tensor`` or ``number +
         tensor``. Call it only from within the op, for a ``mul`` or ``add`` whose first
-        argument is a tensor and second a Python number."""
+        argument is ``tensor`` and second a Python number: a left operand that is a number
+        literal or a name bound to a number, or any other expression (``np.float64(2.0)``,
+        ``w.item()``) beside a right operand that is a name bound to ``tensor`` itself."""
         if frame is None or _BINARY_OP is None:
             return False
         key = (frame.f_code, frame.f_lasti)
@@ -51,14 +57,18 @@ class OperandOrder:
             return False
         if left == _NUMBER:
             return True
+        side, name = left
         scope = frame.f_locals
-        value = scope[left] if left in scope else frame.f_globals.get(left)
+        value = scope[name] if name in scope else frame.f_globals.get(name)
+        if side == "right":
+            return value is tensor
         return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
-def _left_operand(code: CodeType, at: int, source_lines: Sequence[str]) -> str | None:
-    """The left operand of the binary operation at instruction offset ``at`` of ``code``
-    (None when that instruction is not one: ``x.mul(4)``, ``torch.add(x, 4)``)."""
+def _left_operand(code: CodeType, at: int, source_lines: Sequence[str]) -> _Operands:
+    """What the source says of the operands of the binary operation at instruction offset
+    ``at`` of ``code`` (None when that instruction is not one: ``x.mul(4)``,
+    ``torch.add(x, 4)``)."""
     if not 0 <= at < len(code.co_code) or code.co_code[at] != _BINARY_OP:
         return None
     position = next(itertools.islice(code.co_positions(), at // 2, None), None)
@@ -81,13 +91,17 @@ def _left_operand(code: CodeType, at: int, source_lines: Sequence[str]) -> str |
     if not isinstance(node, ast.BinOp):
         return None
     left = node.left
-    if isinstance(left, ast.UnaryOp) and isinstance(left.op, ast.USub | ast.UAdd):
+    if (
+        isinstance(left, ast.UnaryOp)
+        and isinstance(left.op, ast.USub | ast.UAdd)
+        and isinstance(left.operand, ast.Constant)
+    ):
         left = left.operand
-        if not isinstance(left, ast.Constant):
-            return None
     if isinstance(left, ast.Constant):
         number = left.value
         return _NUMBER if isinstance(number, int | float | complex) and not isinstance(number, bool) else None
     if isinstance(left, ast.Name):
-        return left.id
+        return ("left", left.id)
+    if isinstance(node.right, ast.Name):
+        return ("right", node.right.id)
     return None

@@ -509,3 +509,33 @@ def test_a_number_written_first_is_recorded_as_python_ran_it() -> None:
         ("add", "torch.add", 1),
     ]
     assert plain_grads(REFLECTED, ["x"])["x"] == q.final_grads(trace)["x"]
+
+
+REFLECTED_CALLS = (
+    "import torch\nimport numpy as np\n"
+    "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+    "w, a = torch.tensor(3.0), 4\n"
+    "y = (np.float64(2.0) * x + w.item() * x + -a * x + float(w) * x\n"  # line 5
+    "     + x * np.float32(0.5) + (x * 2) * 3)\n"
+    "y.sum().backward()\n"
+)
+
+
+def test_a_number_from_a_call_written_first_is_recorded_as_python_ran_it() -> None:
+    """A left operand that is neither a literal nor a name (`np.float64(2.0) * x`,
+    `w.item() * x`) is told by the right one: a name bound to the very tensor the op got."""
+    trace = record(REFLECTED_CALLS)
+    assert trace.events[-1].status == "ok"
+    with_numbers = [
+        (op.name, op.constants[0].value) for op in _ops(trace) if op.name in ("mul", "rmul") and op.constants
+    ]
+    assert with_numbers == [
+        ("rmul", 2.0),  # np.float64(2.0) * x
+        ("rmul", 3.0),  # w.item() * x
+        ("rmul", -4),  # -a * x
+        ("rmul", 3.0),  # float(w) * x
+        ("mul", 0.5),  # x * np.float32(0.5)
+        ("mul", 2),  # x * 2
+        ("mul", 3),  # (x * 2) * 3: the right operand is a number, the left an expression
+    ]
+    assert plain_grads(REFLECTED_CALLS, ["x"])["x"] == q.final_grads(trace)["x"]
