@@ -215,6 +215,19 @@ def run_source(page: Any, source: str, status: str = "ok") -> None:
     wait_graph(page)
 
 
+def record_in_full(page: Any, card: Any, status: str = "ok") -> None:
+    """Click ``card``'s **Record this iteration in full** (an error's or a pitfall's, found in
+    an iteration recorded metrics-only) and wait until the new run finished and its graph is
+    laid out."""
+    first_run = page.evaluate("() => window.gradwalk.runId")
+    card.get_by_role("button", name="Record this iteration in full").click()
+    page.wait_for_function(
+        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
+    )
+    page.wait_for_selector(f"[data-gw=status][data-state={status}]", timeout=60_000)
+    wait_graph(page)
+
+
 def wait_graph(page: Any) -> dict[str, Any]:
     """Wait until the graph shows every node of the model and has been laid out."""
     page.wait_for_function(

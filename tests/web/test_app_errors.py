@@ -11,7 +11,7 @@ import pytest
 from tests.engine.test_hand_loops import FAILS_AT_500
 from tests.engine.test_training import _FAILS_AT_STEP_8
 
-from .conftest import expect, open_app, run_example, run_source, shot, wait_graph
+from .conftest import expect, open_app, record_in_full, run_example, run_source, shot
 
 pytestmark = pytest.mark.browser
 
@@ -63,17 +63,11 @@ def test_an_error_in_a_metrics_only_step_is_recorded_in_full_on_request(page: An
     its button runs the code again with the failing iteration recorded in full."""
     open_app(page)
     run_source(page, _FAILS_AT_STEP_8, status="error")
-    first_run = page.evaluate("() => window.gradwalk.runId")
     notice = page.locator(".gw-notice-error")
     expect(notice.locator(".gw-metrics-only")).to_contain_text("after optimizer step 7")
     expect(notice.locator(".gw-hint")).to_contain_text("recorded metrics-only")
     expect(page.locator(".gw-op-row", has_text="mul")).to_have_count(0)
-    notice.get_by_role("button", name="Record this iteration in full").click()
-    page.wait_for_function(
-        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
-    )
-    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
-    wait_graph(page)
+    record_in_full(page, notice, status="error")
     notice = page.locator(".gw-notice-error")
     expect(notice.locator(".gw-hint")).to_contain_text("SigmoidBackward0 saved h for backward (line 8)")
     expect(notice.locator(".gw-metrics-only")).to_have_count(0)
@@ -86,16 +80,11 @@ def test_an_error_in_a_counted_call_of_a_loop_by_hand_is_recorded_in_full_on_req
     card says after which call, and its button records the failing iteration in full."""
     open_app(page)
     run_source(page, FAILS_AT_500, status="error")
-    first_run = page.evaluate("() => window.gradwalk.runId")
     notice = page.locator(".gw-notice-error")
     expect(notice.locator(".gw-metrics-only")).to_contain_text("after backward() call 500")
     at_line_4 = "() => window.gradwalk.model.ops.filter((op) => op.line === 4).length"
     assert page.evaluate(at_line_4) == 3 * 10  # the loss of the first 10 iterations only
-    notice.get_by_role("button", name="Record this iteration in full").click()
-    page.wait_for_function(
-        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
-    )
-    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+    record_in_full(page, notice, status="error")
     notice = page.locator(".gw-notice-error")
     expect(notice.locator(".gw-metrics-only")).to_have_count(0)
     # the failing iteration's loss is on the tape now (sub, pow, sum), before the op that raised

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, run_example, run_source, shot, wait_graph
+from .conftest import expect, open_app, record_in_full, run_example, run_source, shot
 
 pytestmark = pytest.mark.browser
 
@@ -54,17 +54,11 @@ def test_the_node_a_nan_gradient_came_out_of_is_ringed_and_noted_on_its_step(pag
 def test_a_nan_gradient_in_a_metrics_only_step_is_named_once_recorded_in_full(page: Any) -> None:
     open_app(page)
     run_source(page, PAST_ZERO_AT_STEP_5)
-    first_run = page.evaluate("() => window.gradwalk.runId")
     card = page.locator(".gw-notice-pitfall[data-kind=non-finite-gradient]")
     expect(card).to_contain_text("At optimizer step 5 the gradient norm is nan")
     expect(card.locator(".gw-metrics-only")).to_contain_text("after optimizer step 4")
     assert page.evaluate(RINGED) == []
-    card.get_by_role("button", name="Record this iteration in full").click()
-    page.wait_for_function(
-        "(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=first_run
-    )
-    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
-    wait_graph(page)
+    record_in_full(page, card)
     card = page.locator(".gw-notice-pitfall[data-kind=non-finite-gradient]")
     expect(card).to_contain_text("It first did in SqrtBackward0, the backward of sqrt at line 7")
     expect(card.locator(".gw-metrics-only")).to_have_count(0)
