@@ -156,7 +156,7 @@ class BackwardTracker:
                 grad_out=sent,
             )
         )
-        rec.pitfalls.on_node_ran(nid, name, line, received, sent)
+        rec.pitfalls.on_node_ran(nid, name, line, sent, (grad_outputs, grad_inputs))
         leaf = leaf_ref() if leaf_ref is not None else None
         if leaf is not None:
             tid = rec.tensors.ensure(leaf)

@@ -42,7 +42,6 @@ import torch
 __all__ = [
     "HIST_BINS",
     "HIST_SAMPLE",
-    "first_non_finite",
     "has_storage",
     "holds_non_finite",
     "same_elements_key",
@@ -125,11 +124,11 @@ def holds_non_finite(value: dict[str, Any] | None) -> bool:
     if value["kind"] == "full":
         # one C-speed sum first: NaN or inf anywhere makes it non-finite (so may an overflow
         # of finite elements, which the element-wise look then clears)
-        return not math.isfinite(sum(value["flat"])) and first_non_finite(value) is not None
+        return not math.isfinite(sum(value["flat"])) and _first_non_finite(value) is not None
     return bool(value.get("nan") or value.get("inf"))
 
 
-def first_non_finite(value: dict[str, Any]) -> int | None:
+def _first_non_finite(value: dict[str, Any]) -> int | None:
     """The flat index of a whole value's first NaN or infinite element; ``None`` when there
     is none or the value is a summary (whose elements are not kept)."""
     if value["kind"] != "full":

@@ -13,7 +13,7 @@ import math
 import re
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -251,17 +251,19 @@ class PitfallWatch:
         nid: int,
         name: str,
         line: int | None,
-        received: list[dict[str, Any] | None],
-        sent: list[dict[str, Any] | None],
+        sent_values: list[dict[str, Any] | None],
+        gradients: tuple[Sequence[torch.Tensor | None], Sequence[torch.Tensor | None]],
     ) -> None:
         """Look at the gradients node ``nid`` (class ``name``, made at ``line``) received and
-        sent in a recorded backward walk, as trace values."""
-        if not self._nan_gradients.may_report(name, sent):
+        sent in a recorded backward walk: ``sent_values``, those it sent as trace values, and
+        ``gradients``, the tensors it received and sent."""
+        if not self._nan_gradients.may_report(name, sent_values):
             return
         code = quoted_code(self._rec.source_lines, line)
         where = f"line {line} ({code})" if code else f"line {line}" if line else "an unknown line"
         whole = quoted_code(self._rec.source_lines, line, longest=sys.maxsize)
-        report = self._nan_gradients.report(name, received, sent, self._rec.backward.last_loss, where, whole)
+        with torch.no_grad():
+            report = self._nan_gradients.report(name, *gradients, self._rec.backward.last_loss, where, whole)
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import torch
 
-from ..values import first_non_finite, holds_non_finite
+from ..values import holds_non_finite
 
 __all__ = ["NonFiniteGradients", "non_finite_in_unread_walk"]
 
@@ -125,34 +126,68 @@ class NonFiniteGradients:
     def report(
         self,
         node: str,
-        received: list[dict[str, Any] | None],
-        sent: list[dict[str, Any] | None],
+        received: Sequence[torch.Tensor | None],
+        sent: Sequence[torch.Tensor | None],
         loss: float | None,
         where: str,
         code: str | None,
     ) -> tuple[str, str, str] | None:
         """``(title, message, fix)`` when backward node ``node`` (its class name) is where
-        this walk's gradients first went non-finite, given the trace values of the gradients
-        it ``received`` and ``sent``; ``None`` otherwise. ``loss``: the last loss read (used
-        when the walk's root is one number); ``where``: the node's forward line as a hint quotes it."""
+        this walk's gradients first went non-finite, given the gradients it ``received`` and
+        ``sent``; ``None`` otherwise. ``loss``: the last loss read (used when the walk's root
+        is one number); ``where``: the node's forward line as a hint quotes it; ``code``: that
+        line's code, whose name for the op's input the fix uses. Call it under ``no_grad``."""
         if self.reported or node == "AccumulateGrad":
             return None
-        edge = next((i for i, value in enumerate(sent) if holds_non_finite(value)), None)
-        if edge is None or any(holds_non_finite(value) for value in received):
+        edge = next((i for i, g in enumerate(sent) if g is not None and not _finite(g)), None)
+        if edge is None or not all(g is None or _finite(g) for g in received):
             return None
         if not self._started_finite():
             return None
         self.reported = True
-        value = sent[edge]
-        assert value is not None
+        gradient = _dense(sent[edge])  # type: ignore[arg-type]
+        arrived = _dense(received[0]) if len(received) == 1 and received[0] is not None else None
+        facts = _Facts.of(
+            gradient, arrived if arrived is not None and arrived.shape == gradient.shape else None
+        )
         loss = loss if self._scalar_root else None
-        return _explained(node, edge, len(sent), received, value, loss, where, _input_name(node, code))
+        return _explained(node, edge, len(sent), facts, loss, where, _input_name(node, code))
 
     def _started_finite(self) -> bool:
         if self._roots_finite is None:
             roots = [ref() for ref in self._roots]
             self._roots_finite = all(r is not None and bool(torch.isfinite(r).all()) for r in roots)
         return self._roots_finite
+
+
+class _Facts(NamedTuple):
+    """Where a gradient is not finite: its first such element, and what arrived there."""
+
+    what: str  # "NaN", "inf" or "-inf": the first non-finite element
+    flat_index: int  # its index in the flattened gradient
+    shape: list[int]
+    non_finite: int  # how many elements are not finite
+    numel: int
+    arrived_zero: bool  # the gradient the node received was 0 at that element
+
+    @staticmethod
+    def of(gradient: torch.Tensor, arrived: torch.Tensor | None) -> _Facts:
+        """The facts of non-finite ``gradient``, which a node sent where it received ``arrived``
+        (``None`` when not element by element)."""
+        bad = ~torch.isfinite(gradient.reshape(-1))
+        index = int(bad.nonzero()[0, 0])
+        first = gradient.reshape(-1)[index]
+        what = "NaN" if bool(torch.isnan(first)) else "inf" if bool(first.real > 0) else "-inf"
+        zero = arrived is not None and bool(arrived.reshape(-1)[index] == 0)
+        return _Facts(what, index, list(gradient.shape), int(bad.sum()), gradient.numel(), zero)
+
+
+def _finite(t: torch.Tensor) -> bool:
+    return bool(torch.isfinite(_dense(t)).all())
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    return t if t.layout is torch.strided else t.to_dense()
 
 
 def non_finite_in_unread_walk(step: int, grad_norm: float, loss: float) -> tuple[str, str, str]:
@@ -175,14 +210,7 @@ def non_finite_in_unread_walk(step: int, grad_norm: float, loss: float) -> tuple
 
 
 def _explained(
-    node: str,
-    edge: int,
-    edges: int,
-    received: list[dict[str, Any] | None],
-    value: dict[str, Any],
-    loss: float | None,
-    where: str,
-    name: str | None,
+    node: str, edge: int, edges: int, facts: _Facts, loss: float | None, where: str, name: str | None
 ) -> tuple[str, str, str]:
     op = _BACKWARD_SUFFIX.sub("", node).lower() or node
     written = f"{op} ({_WRITTEN[node]})" if node in _WRITTEN else op
@@ -196,24 +224,14 @@ def _explained(
     )
     if name is not None and name != "x":  # the examples in the snippet's own name
         kept_off, double_where = (re.sub(r"\bx\b", name, text) for text in (kept_off, double_where))
-    index = first_non_finite(value)
-    flat = value.get("flat")
-    if index is not None and flat is not None:
-        bad = flat[index]
-        what = "NaN" if math.isnan(bad) else "inf" if bad > 0 else "-inf"
-        count = sum(1 for x in flat if isinstance(x, float) and not math.isfinite(x))
-        place = (
-            f"element {_index_text(index, value['shape'])} ({count} of {len(flat)} elements)"
-            if len(flat) > 1
-            else "its only element"
-        )
-    else:
-        count = int(value.get("nan") or 0) + int(value.get("inf") or 0)
-        what = "NaN" if value.get("nan") else "inf"
-        place = f"{count} of its {value.get('numel', '?')} elements"
-    arriving = _arriving(received, index, flat)
+    what = facts.what
+    place = (
+        f"element {_index_text(facts.flat_index, facts.shape)} ({facts.non_finite} of {facts.numel} elements)"
+        if facts.numel > 1
+        else "its only element"
+    )
     # 0 × ∞ (or × NaN) is NaN: the zero a where() or a mask sent to an element it leaves out
-    masked = arriving == 0.0 and what == "NaN"
+    masked = facts.arrived_zero and what == "NaN"
     to_input = f" to its input {edge + 1} of {edges}" if edges > 1 else ""
     started = (
         f"The loss is finite ({loss:.4g})" if loss is not None else "Backward started from finite values"
@@ -267,19 +285,6 @@ def _input_name(node: str, code: str | None) -> str | None:
         patterns = [rf"\b{op}\(\s*{name}\s*\)", rf"\b{name}\.{op}\(\)"]
     found = {m.group(1) for pattern in patterns for m in re.finditer(pattern, code)}
     return found.pop() if len(found) == 1 else None
-
-
-def _arriving(
-    received: list[dict[str, Any] | None], index: int | None, flat: list[Any] | None
-) -> float | None:
-    """The gradient that arrived at element ``index`` of an element-wise node, where known."""
-    if index is None or flat is None or len(received) != 1 or received[0] is None:
-        return None
-    arrived = received[0].get("flat")
-    if arrived is None or len(arrived) != len(flat):
-        return None
-    x = arrived[index]
-    return float(x) if isinstance(x, int | float) else None
 
 
 def _index_text(index: int, shape: list[int]) -> str:

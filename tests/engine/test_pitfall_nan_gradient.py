@@ -173,3 +173,14 @@ def test_a_step_recorded_metrics_only_says_which_step_to_record_in_full() -> Non
     # recorded in full, the step names its node
     (p,) = q.pitfalls(record(source, limits=Limits(detail_every=5)))
     assert (p.kind, p.line) == ("non-finite-gradient", 6) and "It first did in SqrtBackward0" in p.message
+
+
+def test_a_gradient_too_large_to_keep_whole_is_read_from_the_tensor() -> None:
+    """Past Limits.max_value_elements a trace keeps statistics, not elements: where the NaN
+    is, and what arrived there, are read from the gradients themselves."""
+    _, p = _only_pitfall(
+        "import torch\nx = torch.zeros(100, 100, requires_grad=True)\nx.data[3, 4] = 1.0\n"
+        "loss = torch.where(x > 0, torch.sqrt(x), 0.0).sum()\nloss.backward()\n"
+    )
+    assert "sent NaN at element [0, 0] (9999 of 10000 elements)" in p.message, p.message
+    assert "The gradient arriving at that element was 0, and 0 × ∞" in p.message
