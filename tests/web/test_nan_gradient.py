@@ -4,11 +4,15 @@ the card records that iteration in full on request, and the node is then named."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, record_in_full, run_example, run_source, shot
+from engine import record
+from tests.conftest import case_source
+
+from .conftest import card_of, expect, load_trace, open_app, record_in_full, run_example, run_source, shot
 
 pytestmark = pytest.mark.browser
 
@@ -36,6 +40,11 @@ def test_the_node_a_nan_gradient_came_out_of_is_ringed_and_noted_on_its_step(pag
     assert len(ringed) == 1 and ringed[0].startswith("SqrtBackward0"), ringed
 
     page.locator("#gw-tab-stepper").click()
+    # the walk's item at that node carries a ⚠ (it was listed before the pitfall arrived)
+    marked = page.locator(".gw-walk-item:has(.gw-walk-pitfall)")
+    expect(marked).to_have_count(1)
+    expect(marked).to_contain_text("SqrtBackward0")
+    expect(marked.locator(".gw-walk-pitfall")).to_have_attribute("title", TITLE)
     for name in ("WhereBackward0", "SqrtBackward0"):
         page.locator(".gw-walk-item", has_text=name).click()
         step_card = page.locator(".gw-step-card")
@@ -64,3 +73,19 @@ def test_a_nan_gradient_in_a_metrics_only_step_is_named_once_recorded_in_full(pa
     expect(card.locator(".gw-metrics-only")).to_have_count(0)
     expect(page.locator(".cm-gw-pitfall-widget")).to_have_attribute("data-line", "7")
     shot(page, "nan-gradient-recorded-in-full")
+
+
+def test_a_pitfall_that_arrives_after_its_nodes_item_marks_it_then(page: Any) -> None:
+    """Streamed, the walk may list a node before the pitfall about it comes: the ⚠ and the
+    card's note follow when it does."""
+    # as the server sends it: NaN as the string "NaN"
+    events = json.loads(record(case_source("pitfall_nan_gradient.py")).model_dump_json())["events"]
+    cut = next(i for i, e in enumerate(events) if e["type"] == "pitfall")
+    open_app(page, "?view=stepper")
+    load_trace(page, {"events": events[:cut]})
+    card = card_of(page, "SqrtBackward0")
+    expect(page.locator(".gw-walk-pitfall")).to_have_count(0)
+    expect(card.locator(".gw-note-pitfall")).to_have_count(0)
+    page.evaluate("(rest) => window.gradwalk.model.ingest(rest)", events[cut:])
+    expect(page.locator(".gw-walk-item:has(.gw-walk-pitfall)")).to_contain_text("SqrtBackward0")
+    expect(card.locator(".gw-note-pitfall summary")).to_have_text(f"⚠{TITLE}")

@@ -273,17 +273,27 @@ export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store, m
  * out of), for the stepper's card at that node: each title, opening to its explanation and fix.
  */
 export function nodePitfallNotes(model: TraceModel, node: number): HTMLElement[] {
-  return model.pitfalls
-    .filter((p) => p.nodes.includes(node))
-    .map((p) =>
-      h(
-        "details",
-        { class: "gw-note gw-note-pitfall", data: { kind: p.kind } },
-        h("summary", {}, h("span", { class: "gw-pitfall-icon", "aria-hidden": "true", text: "⚠" }), h("strong", { text: p.title })),
-        h("p", { class: "gw-pitfall-message", text: p.message }),
-        h("p", { class: "gw-pitfall-fix" }, h("strong", { text: "Fix: " }), p.fix),
-      ),
-    );
+  return pitfallsOfNode(model, node).map((p) =>
+    h(
+      "details",
+      { class: "gw-note gw-note-pitfall", data: { kind: p.kind } },
+      h("summary", {}, h("span", { class: "gw-pitfall-icon", "aria-hidden": "true", text: "⚠" }), h("strong", { text: p.title })),
+      h("p", { class: "gw-pitfall-message", text: p.message }),
+      h("p", { class: "gw-pitfall-fix" }, h("strong", { text: "Fix: " }), p.fix),
+    ),
+  );
+}
+
+/** The pitfalls that name grad_fn node `node` among their `nodes`. */
+export function pitfallsOfNode(model: TraceModel, node: number): PitfallFound[] {
+  return model.pitfalls.filter((p) => p.nodes.includes(node));
+}
+
+/** A ⚠ for a walk's item at node `node` when a pitfall names it (its titles as the tooltip); null otherwise. */
+export function nodePitfallMark(model: TraceModel, node: number): HTMLElement | null {
+  const titles = pitfallsOfNode(model, node).map((p) => p.title);
+  if (!titles.length) return null;
+  return h("span", { class: "gw-walk-pitfall", title: titles.join("\n"), "aria-label": `pitfall: ${titles.join("; ")}`, text: "⚠" });
 }
 
 /** Mark pitfall lines in a read-only code listing (rows carrying `data-line`). */

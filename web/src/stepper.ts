@@ -3,7 +3,7 @@
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
-import { nodePitfallNotes } from "./pitfalls";
+import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -102,6 +102,9 @@ export class StepperView {
     this.renderedCall = -1;
     this.unsubscribe = model.subscribe((batch) => {
       if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated")) this.render();
+      // a pitfall about a node comes right after the node ran: mark its item and card now
+      const named = batch.flatMap((e) => (e.type === "pitfall" ? e.nodes : []));
+      if (named.length) this.markPitfalls(named);
     });
     this.render();
   }
@@ -375,13 +378,32 @@ export class StepperView {
     if (item && this.root.offsetParent !== null) revealWithin(this.walkScroll, item);
   });
 
+  /** Put the ⚠ on the walk's items at `nodes` (named by a pitfall that came after them), and show the card again. */
+  private markPitfalls(nodes: number[]): void {
+    for (const item of this.walkItems) {
+      const node = Number(item.dataset.node);
+      if (item.dataset.node && nodes.includes(node) && !item.querySelector(".gw-walk-pitfall")) {
+        const mark = nodePitfallMark(this.model, node);
+        if (mark) item.append(mark);
+      }
+    }
+    const entry = this.model.timeline[this.step];
+    if (entry?.exec && nodes.includes(entry.exec.node)) this.renderCard(entry);
+  }
+
   private walkItem(e: StepEntry): HTMLElement {
     const m = this.model;
     const label = e.kind === "end" ? "end of backward" : nodeLabel(m, e.exec!.node);
-    const b = h("button", { type: "button", class: "gw-walk-item", data: { step: e.index } }, h("span", { class: "gw-walk-n", text: String(e.index + 1) }), label);
+    const node = e.exec?.node;
+    const b = h(
+      "button",
+      { type: "button", class: "gw-walk-item", data: { step: e.index, node: node ?? "" } },
+      h("span", { class: "gw-walk-n", text: String(e.index + 1) }),
+      label,
+      node === undefined ? null : nodePitfallMark(m, node),
+    );
     b.addEventListener("click", () => this.go(e.index));
-    if (e.exec) {
-      const node = e.exec.node;
+    if (node !== undefined) {
       b.addEventListener("mouseenter", () => this.store.set({ hover: linksOfNode(m, node) }));
       b.addEventListener("mouseleave", () => this.store.set({ hover: null }));
     }
