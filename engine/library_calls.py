@@ -143,6 +143,8 @@ class LibraryCalls:
 
         @functools.wraps(original)
         def clip(parameters: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._rec.active and making.depth == 0:
+                self._rec.pitfalls.on_clip(original.__name__)
             if not self._recording_here():
                 return original(parameters, *args, **kwargs)
             # read the parameters once, and hand them on as they came: a generator as a

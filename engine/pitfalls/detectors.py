@@ -21,6 +21,7 @@ from torch import nn
 
 from ..source import quoted_code, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
+from .clip_order import clip_after_step
 from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
 from .no_gradients import no_gradients_explained
 from .rebound import rebound_updates
@@ -106,12 +107,15 @@ class PitfallWatch:
                 "after_backward",
                 "on_optimizer_step",
                 "on_node_ran",
+                "on_clip",
                 "on_finish",
             ):
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
+        # clip-after-step: (the step, its line, backward() calls by then) of the last step
+        self._last_step: tuple[int, int | None, int] | None = None
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
@@ -283,6 +287,7 @@ class PitfallWatch:
         line: int | None,
     ) -> None:
         """Look at an optimizer right after its ``step()``."""
+        self._last_step = (step, line, self._rec.backward.calls)
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
@@ -304,6 +309,17 @@ class PitfallWatch:
             # the gradients this step used were computed before it
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
+
+    @_safe
+    def on_clip(self, function: str) -> None:
+        """Look at a call of ``function`` (``clip_grad_norm_``, ``clip_grad_value_``) as it starts."""
+        last = self._last_step
+        if last is None or self._rec.backward.calls != last[2]:
+            return  # before any step, or a backward() since the last: what it clips is used next
+        step, step_line, _ = last
+        _, line = snippet_frame()
+        report = clip_after_step(function, line, step, step_line, self._rec.backward.first_backward_line)
+        self._say("clip-after-step", line, *report)
 
     def _step_without_gradients(self, line: int | None) -> None:
         """A step none of whose parameters had a ``.grad``: it skipped them all. Not where the

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import torch
@@ -14,6 +16,15 @@ def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
     torch.manual_seed(0)
     exec(compile(source, "plain.py", "exec"), scope)
     return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
+
+
+def plain_stdout(source: str) -> str:
+    """What ``source`` prints run without gradwalk, seeded as gradwalk seeds it."""
+    torch.manual_seed(0)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+    return out.getvalue()
 
 
 def plain_error(source: str) -> BaseException:

@@ -3,15 +3,12 @@ full, the rest as one ``backward_counted`` event each, with real PyTorch's numbe
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
-
-import torch
 
 from engine import record
 from engine.events import BackwardCounted, Limits, Trace
 from server.settings import Settings
+from tests.engine.snippets import plain_stdout
 
 # the PyTorch tutorial's polynomial fit of sin(x), written out (w -= lr * w.grad), shortened;
 # it prints each loss and, at call 20 (metrics-only), how many torch-function modes are on
@@ -34,15 +31,6 @@ print("final", a.item(), b.item(), c.item(), d.item())
 """
 
 
-def _plain_output(source: str) -> str:
-    """What ``source`` prints run plainly, seeded as the engine seeds a run."""
-    torch.manual_seed(0)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
-    return out.getvalue()
-
-
 def _printed(trace: Trace) -> str:
     return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
 
@@ -62,7 +50,7 @@ def test_a_loop_that_steps_by_hand_records_its_first_calls_in_full_and_counts_th
     # the numbers are PyTorch's own: the printed losses and final parameters equal a plain
     # run's, and each counted call's loss is the one the snippet printed before it
     printed = _printed(trace)
-    assert printed == _plain_output(TUTORIAL)
+    assert printed == plain_stdout(TUTORIAL)
     losses = [float(line) for line in printed.splitlines() if not line.startswith(("modes", "final"))]
     assert [e.loss for e in counted] == losses[10:]
     assert losses[-1] < losses[0] / 10
@@ -105,7 +93,7 @@ print(w.tolist())
     assert counted == []
     assert len(started) == 24  # both steps are among the first detail_steps: every call whole
     assert sum(e.type == "optimizer_step" for e in trace.events) == 2
-    assert _printed(trace) == _plain_output(source)
+    assert _printed(trace) == plain_stdout(source)
 
 
 def test_a_short_loop_stays_whole() -> None:
@@ -162,7 +150,7 @@ print(J.diagonal()[:3])
     trace = record(source)
     started, counted = _calls(trace)
     assert started == list(range(20)) and counted == []
-    assert _printed(trace) == _plain_output(source)
+    assert _printed(trace) == plain_stdout(source)
 
 
 FAILS_AT_500 = """import torch

@@ -11,7 +11,7 @@ from engine import queries as q
 from engine import record
 from engine.events import Limits
 from tests.conftest import case_source
-from tests.engine.snippets import gan_loop
+from tests.engine.snippets import gan_loop, plain_stdout
 
 EXPECTED_LINES = {
     "pitfall_forgot_zero_grad.py": ("missing-zero-grad", 14),
@@ -805,3 +805,40 @@ def test_the_in_place_error_reads_as_pytorchs_own(name: str) -> None:
     with pytest.raises(RuntimeError) as plain:
         exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
     assert q.errors(record(source))[0].message.startswith(str(plain.value))
+
+
+CLIPPED = (
+    "import torch\nimport torch.nn as nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 1)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nX, y = torch.randn(16, 4), torch.randn(16, 1)\n"
+    "for step in range(20):\n    opt.zero_grad()\n    loss = ((model(X) - y) ** 2).mean()\n    loss.backward()\n"
+    "{body}print(round(loss.item(), 6))\n"
+)
+CLIP = "    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)\n"
+STEP = "    opt.step()\n"
+
+
+@pytest.mark.parametrize("detail_steps", [3, 0])
+def test_clipping_after_the_step_says_it_never_reaches_an_update(detail_steps: int) -> None:
+    source = CLIPPED.format(body=STEP + CLIP)
+    trace = record(source, limits=Limits(detail_steps=detail_steps))
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("clip-after-step", 13)
+    assert p.title == "clip_grad_norm_ runs after step(): it clips nothing the step uses"
+    assert (
+        "it runs after opt.step() (line 12), with no backward() in between: step 1 has already" in p.message
+    )
+    assert p.fix.startswith("Clip between loss.backward() (line 11) and opt.step() (line 12)")
+    # the run is the snippet's own: the loss it prints is PyTorch's
+    assert q.stdout(trace) == plain_stdout(source)
+
+
+def test_clipping_between_backward_and_step_is_not_flagged() -> None:
+    trace = record(CLIPPED.format(body=CLIP + STEP).replace("clip_grad_norm_", "clip_grad_value_"))
+    assert q.pitfalls(trace) == []
+    # nor a clip before any step (a loop by hand that clips, then updates by hand)
+    by_hand = (
+        "import torch\nw = torch.ones(3, requires_grad=True)\nfor i in range(3):\n"
+        "    (w ** 2).sum().backward()\n    torch.nn.utils.clip_grad_norm_([w], 1.0)\n"
+        "    with torch.no_grad():\n        w -= 0.1 * w.grad\n    w.grad = None\n"
+    )
+    assert q.pitfalls(record(by_hand)) == []
