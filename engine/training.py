@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from .lineage import Lineage
 from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, grads_of, norms_finished, norms_started
 from .source import find_name, is_a, snippet_frame
@@ -52,18 +53,22 @@ class _Optimizer:
         "buffers",
         "failed",
         "grads",
+        "inherited",
         "interval",
+        "kind",
         "label",
         "labels",
         "last_total",
         "params",
+        "rebuilds",
         "ref",
         "sgd",
         "steps",
     )
 
-    def __init__(self, ref: weakref.ref[torch.optim.Optimizer]) -> None:
+    def __init__(self, ref: weakref.ref[torch.optim.Optimizer], kind: type) -> None:
         self.ref = ref
+        self.kind = kind  # the optimizer's class
         self.steps = 0
         self.last_total = 0  # the tracker's total_steps at this optimizer's latest step
         self.interval = 0  # total steps between its two latest steps (NOTE [Detail with several optimizers])
@@ -78,6 +83,16 @@ class _Optimizer:
         self.before: list[torch.Tensor] = []  # the copy taken for this step, or [] (an SGD step read off)
         self.sgd = False
         self.failed = False
+        # NOTE [Rebuilt optimizers] (lineage.py): the steps counted before this optimizer's first (those of
+        # the ones it replaced), and how many optimizers in a row before it made one step each
+        self.inherited = 0
+        self.rebuilds = 0
+
+    def continues(self, before: _Optimizer) -> None:
+        """Carry on ``before``'s count: this optimizer replaced it."""
+        self.steps = self.inherited = before.steps
+        self.last_total, self.interval = before.last_total, before.interval
+        self.rebuilds = before.rebuilds + 1 if before.steps - before.inherited == 1 else 0
 
     def stepped(self, total: int) -> None:
         """Count one more step, the tracker's ``total``-th."""
@@ -97,6 +112,7 @@ class TrainingTracker:
         self._rec = rec
         self._handles: list[RemovableHandle] = []
         self._optimizers: dict[int, _Optimizer] = {}  # by id(): NOTE [Optimizers by id]
+        self._lineage: Lineage[_Optimizer] = Lineage()  # NOTE [Rebuilt optimizers] in lineage.py
         self._step_frame: FrameType | None = None
         # parameters whose model was looked for among the snippet's variables (held weakly)
         self._looked_for: dict[int, weakref.ref[torch.Tensor]] = {}
@@ -117,6 +133,11 @@ class TrainingTracker:
             (o.steps for o in self._optimizers.values() if o.still_stepping(self.total_steps)),
             default=self._latest_steps,
         )
+
+    def label_of(self, opt: torch.optim.Optimizer) -> str | None:
+        """The label of ``opt`` in the charts (``opt (Adam)``), once it has stepped."""
+        known = self._optimizers.get(id(opt))
+        return known.label if known is not None and known.ref() is opt else None
 
     def install(self) -> None:
         self._handles.append(register_optimizer_step_pre_hook(self._pre))
@@ -141,8 +162,9 @@ class TrainingTracker:
             entry = optimizers.get(key)
             if entry is not None and entry.ref is ref:
                 del optimizers[key]
+                entry.buffers, entry.before = [], []  # its lineage may outlive it: not its copies
 
-        entry = optimizers[key] = _Optimizer(weakref.ref(opt, forget))
+        entry = optimizers[key] = _Optimizer(weakref.ref(opt, forget), type(opt))
         return entry
 
     def _params(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -160,6 +182,11 @@ class TrainingTracker:
         wrapped = self._closure_seen(args, kwargs)
         state = self._optimizer(opt)
         params = state.params = self._params(opt)
+        if state.label is None:  # its first step: NOTE [Rebuilt optimizers] in lineage.py
+            state.label = _optimizer_label(opt, snippet_frame()[0])
+            replaced = self._lineage.replaced(opt, state, params)
+            if replaced is not None:
+                state.continues(replaced)
         state.failed = False
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()
@@ -277,7 +304,7 @@ class TrainingTracker:
             )
             self._last_end = now
             state.before, state.grads, state.params = [], None, []
-            rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line)
+            rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line, state.rebuilds)
         self._schedule()
 
     def _measure(

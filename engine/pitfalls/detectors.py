@@ -24,7 +24,9 @@ from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
 from .no_gradients import no_gradients_explained
+from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .rebound import rebound_updates
+from .rebuilt import construction_line, rebuilt_explained
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
@@ -38,7 +40,13 @@ SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
 
 _ONCE_PER_RUN = frozenset(
-    {"missing-zero-grad", "non-finite-loss", "non-finite-gradient", "parameter-not-optimized"}
+    {
+        "missing-zero-grad",
+        "non-finite-loss",
+        "non-finite-gradient",
+        "optimizer-rebuilt",
+        "parameter-not-optimized",
+    }
 )
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
@@ -285,9 +293,14 @@ class PitfallWatch:
         step: int,
         grad_norm: float | None,
         line: int | None,
+        rebuilds: int = 0,
     ) -> None:
-        """Look at an optimizer right after its ``step()``."""
+        """Look at an optimizer right after its ``step()``; ``rebuilds``: how many optimizers
+        in a row before it, over the same parameters, made one step each (NOTE [Rebuilt
+        optimizers] in lineage.py)."""
         self._last_step = (step, line, self._rec.backward.calls)
+        if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
+            self._rebuilt(opt, line)
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
@@ -309,6 +322,13 @@ class PitfallWatch:
             # the gradients this step used were computed before it
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
+
+    def _rebuilt(self, opt: torch.optim.Optimizer, line: int | None) -> None:
+        label = self._rec.training.label_of(opt) or type(opt).__name__
+        source = self._rec.source_lines
+        built_at = construction_line(label.split(" (")[0], line, source)
+        report = rebuilt_explained(label, type(opt).__name__, built_at, source)
+        self._say("optimizer-rebuilt", built_at or line, *report)
 
     @_safe
     def on_clip(self, function: str) -> None:
@@ -383,20 +403,7 @@ class PitfallWatch:
             return  # a consequence of the gradient non-finite-gradient explained
         if updates == 0:
             where = "At this backward()" if step is None else f"At optimizer step {step}"
-            self._say(
-                "non-finite-loss",
-                line,
-                "The loss became NaN/Inf",
-                f"{where} {what}, before any parameter was updated: an op of this computation produced a NaN "
-                "or Inf, typically log() of a negative number (nan) or of 0 (-inf), sqrt() of a negative "
-                "number, a division by zero, or exp() of a large number (inf); in backward, an op whose slope "
-                "is infinite where it ran, such as sqrt() at 0. Every gradient computed from a NaN or Inf is "
-                "NaN or Inf too.",
-                "Find the first op whose output holds nan or inf (the tape shows each op's value) and keep its "
-                "input in range: clamp before log or sqrt (x.clamp_min(1e-8)), add a small epsilon to "
-                "denominators, or use a numerically stable form (F.log_softmax, "
-                "F.binary_cross_entropy_with_logits).",
-            )
+            self._say("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_before_updates(where, what))
             return
         # a loss is seen before the step it leads to: after 19 updates it is the loss the charts
         # show at step 20 ("at optimizer step 19" read as the step before the one charted); a
@@ -410,16 +417,7 @@ class PitfallWatch:
             live = [r() for r in self._optimizers.values()]
             opt = next((o for o in live if o is not None), None)
         lr = f" (here {opt.param_groups[0].get('lr')})" if opt is not None else ""
-        self._say(
-            "non-finite-loss",
-            line,
-            "The loss became NaN/Inf",
-            f"{when} {what}. Once a NaN or Inf appears it spreads through every "
-            f"parameter and training cannot recover. The usual cause is a learning rate that is too high{lr}: "
-            "each update overshoots, the weights grow without bound and overflow.",
-            "Lower the learning rate (try 10× smaller), normalise the inputs, or clip gradients with "
-            "torch.nn.utils.clip_grad_norm_.",
-        )
+        self._say("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_after_updates(when, what, lr))
 
     # --- the end of the run -----------------------------------------------------------
 

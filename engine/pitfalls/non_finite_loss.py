@@ -1,0 +1,35 @@
+"""What non-finite-loss says: a loss (or a step's gradient norm) that became NaN or Inf."""
+
+from __future__ import annotations
+
+__all__ = ["NON_FINITE_TITLE", "non_finite_after_updates", "non_finite_before_updates"]
+
+NON_FINITE_TITLE = "The loss became NaN/Inf"
+
+
+def non_finite_before_updates(where: str, what: str) -> tuple[str, str]:
+    """``(message, fix)`` for ``what`` (``the loss is nan``) at ``where``, before any
+    parameter was updated: the computation itself made it, no learning rate can have."""
+    return (
+        f"{where} {what}, before any parameter was updated: an op of this computation produced a NaN "
+        "or Inf, typically log() of a negative number (nan) or of 0 (-inf), sqrt() of a negative "
+        "number, a division by zero, or exp() of a large number (inf); in backward, an op whose slope "
+        "is infinite where it ran, such as sqrt() at 0. Every gradient computed from a NaN or Inf is "
+        "NaN or Inf too.",
+        "Find the first op whose output holds nan or inf (the tape shows each op's value) and keep its "
+        "input in range: clamp before log or sqrt (x.clamp_min(1e-8)), add a small epsilon to "
+        "denominators, or use a numerically stable form (F.log_softmax, "
+        "F.binary_cross_entropy_with_logits).",
+    )
+
+
+def non_finite_after_updates(when: str, what: str, lr: str) -> tuple[str, str]:
+    """``(message, fix)`` for ``what`` ``when`` (``After 19 optimizer steps``), after updates:
+    most often a learning rate too high (``lr``: `` (here 0.5)``, or empty)."""
+    return (
+        f"{when} {what}. Once a NaN or Inf appears it spreads through every "
+        f"parameter and training cannot recover. The usual cause is a learning rate that is too high{lr}: "
+        "each update overshoots, the weights grow without bound and overflow.",
+        "Lower the learning rate (try 10× smaller), normalise the inputs, or clip gradients with "
+        "torch.nn.utils.clip_grad_norm_.",
+    )

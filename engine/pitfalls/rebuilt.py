@@ -1,0 +1,54 @@
+"""An optimizer built anew at every iteration (optimizer-rebuilt).
+
+``opt = torch.optim.Adam(model.parameters())`` inside the training loop makes a new
+optimizer each iteration, with empty state: Adam's running averages (or SGD's momentum
+buffer) restart at every step, so every update is the optimizer's first. Training still
+runs, just not as the optimizer means to. Plain SGD keeps no state and is not flagged. The
+training tracker tells the rebuild (NOTE [Rebuilt optimizers] in lineage.py); the line
+that builds it is found in the snippet's source, above the step.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..source import quoted_code
+
+__all__ = ["construction_line", "rebuilt_explained"]
+
+
+def construction_line(variable: str, step_line: int | None, source_lines: list[str]) -> int | None:
+    """The nearest line above ``step_line`` that assigns ``variable`` (``opt = …``)."""
+    if step_line is None or not variable.isidentifier():
+        return None
+    assigns = re.compile(rf"^\s*{re.escape(variable)}\s*=[^=]")
+    for at in range(step_line - 1, 0, -1):
+        if assigns.search(source_lines[at - 1]):
+            return at
+    return None
+
+
+def rebuilt_explained(
+    label: str, kind: str, built_at: int | None, source_lines: list[str]
+) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for optimizer ``label`` (of class ``kind``), built anew
+    before each of its steps, at ``built_at`` where known."""
+    variable = label.split(" (")[0]
+    code = quoted_code(source_lines, built_at) if built_at else None
+    where = f", at line {built_at} ({code})" if code else f", at line {built_at}" if built_at else ""
+    adam = kind in ("Adam", "AdamW", "NAdam", "RAdam", "Adamax")
+    state = (
+        "the running averages of the gradient and of its square"
+        if adam
+        else "the state it keeps from step to step (momentum, running averages)"
+    )
+    first = " (for Adam, a step of about lr in the direction of each gradient's sign)" if adam else ""
+    return (
+        f"A new {kind} every iteration: its state restarts at every step",
+        f"{variable} is built anew before each step{where}, so each {kind} takes one step and is "
+        f"dropped: {state} start from nothing every time, and every update is a first step of "
+        f"{kind}{first}, whatever the gradients before it were. Nothing errors, and the loss may "
+        f"still fall, more slowly or less steadily than {kind} would make it.",
+        f"Build the optimizer once, before the loop ({variable} = torch.optim.{kind}(…) above the "
+        "for line), and keep only zero_grad → forward → loss → backward → step inside it.",
+    )
