@@ -244,9 +244,11 @@ export function paintGraph(cy: Core, model: TraceModel): void {
 
 // --- the output panel -------------------------------------------------------------------
 
-/** A pitfall as a card: its title and line, the explanation and the fix; hovering it lights its line and nodes. */
-/** A pitfall's card in the output panel; `more` goes at its end (the app's way to record a
- * metrics-only iteration in full). */
+/**
+ * A pitfall as a card: its title and line, the explanation and the fix; hovering it lights
+ * its line and nodes. `more` goes at its end (the app's way to record a metrics-only
+ * iteration in full).
+ */
 export function pitfallCard(model: TraceModel, ev: PitfallFound, store: Store, more: HTMLElement | null = null): HTMLElement {
   const line = ev.line
     ? h("button", { type: "button", class: "gw-line-link", text: `line ${ev.line}`, on: { click: () => store.set({ hover: pitfallLinks(model, ev) }) } })
