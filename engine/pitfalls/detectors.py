@@ -22,6 +22,7 @@ from torch import nn
 from ..source import quoted_code, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
+from .modes import eval_call_line, eval_left_on_explained, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
@@ -44,6 +45,7 @@ _ONCE_PER_RUN = frozenset(
         "missing-zero-grad",
         "non-finite-loss",
         "non-finite-gradient",
+        "eval-mode-in-training",
         "optimizer-rebuilt",
         "parameter-not-optimized",
     }
@@ -98,6 +100,11 @@ class _IdentitySet:
         return ref is not None and ref() is t
 
 
+def _switched_off(module: nn.Module) -> bool:
+    """A dropout of p = 0: the same in either mode."""
+    return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
+
+
 class PitfallWatch:
     """All detectors of one run. The recorder calls the ``on_*`` methods.
 
@@ -122,6 +129,10 @@ class PitfallWatch:
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
+        # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
+        # class of one that, with gradients on, last ran before the coming step in eval mode
+        self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        self._eval_since_step: str | None = None
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
@@ -225,25 +236,19 @@ class PitfallWatch:
             if isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0:
                 return
             _, _, top, _ = snippet_frames()
-            kind = type(module).__name__
             self._say(
-                "train-mode-in-evaluation",
-                top,
-                f"{kind} still in training mode under no_grad()",
-                f"torch.no_grad() stops recording the graph, but it does not switch layers to evaluation "
-                f"behaviour: this {kind} is in training mode, so "
-                + (
-                    "it randomly zeroes activations while you measure"
-                    if "Dropout" in kind
-                    else "it normalises with this batch's statistics and updates its running averages"
-                )
-                + ". Your validation numbers are noisy and lower than the model's real quality.",
-                "Call model.eval() before evaluating (and model.train() before training again); keep "
-                "torch.no_grad() too, they do different things.",
+                "train-mode-in-evaluation", top, *train_mode_in_evaluation_explained(type(module).__name__)
             )
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self._eval_forwards.append((top, self._rec.backward.calls))
+        if grad_on and isinstance(module, _STOCHASTIC):
+            # the last such call before a step tells the mode that step's forward ran in
+            if module.training:
+                self._trained.add(module)
+                self._eval_since_step = None
+            elif module in self._trained and not _switched_off(module):
+                self._eval_since_step = type(module).__name__
 
     # --- backward and steps -------------------------------------------------------------
 
@@ -299,6 +304,14 @@ class PitfallWatch:
         in a row before it, over the same parameters, made one step each (NOTE [Rebuilt
         optimizers] in lineage.py)."""
         self._last_step = (step, line, self._rec.backward.calls)
+        if self._eval_since_step is not None:
+            kind, self._eval_since_step = self._eval_since_step, None
+            at = eval_call_line(self._rec.source_lines, line)
+            self._say(
+                "eval-mode-in-training",
+                at or line,
+                *eval_left_on_explained(kind, step, at, self._rec.source_lines),
+            )
         if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
             self._rebuilt(opt, line)
         known = self._optimizers.get(id(opt))

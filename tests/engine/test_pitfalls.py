@@ -842,3 +842,49 @@ def test_clipping_between_backward_and_step_is_not_flagged() -> None:
         "    with torch.no_grad():\n        w -= 0.1 * w.grad\n    w.grad = None\n"
     )
     assert q.pitfalls(record(by_hand)) == []
+
+
+EVAL_LEFT_ON = (
+    "import torch\nimport torch.nn as nn\n\ntorch.manual_seed(0)\n"
+    "model = nn.Sequential(nn.Linear(4, 16), nn.{layer}, nn.Linear(16, 1))\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.05)\nX, y = torch.randn(64, 4), torch.randn(64, 1)\n"
+    "for epoch in range(10):\n{train}    opt.zero_grad()\n    loss = ((model(X) - y) ** 2).mean()\n"
+    "    loss.backward()\n    opt.step()\n    if epoch == 4:\n        model.eval()\n"
+    "        with torch.no_grad():\n            print(round(((model(X) - y) ** 2).mean().item(), 4))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("layer", "effect"),
+    [
+        ("Dropout(0.5)", "dropout no longer drops anything"),
+        (
+            "BatchNorm1d(16)",
+            "batch norm normalises with its running averages instead of each batch's statistics",
+        ),
+    ],
+)
+def test_a_model_left_in_eval_mode_after_validation_says_it_trains_in_eval_mode(
+    layer: str, effect: str
+) -> None:
+    source = EVAL_LEFT_ON.format(layer=layer, train="")
+    trace = record(source)
+    (p,) = q.pitfalls(trace)
+    kind = layer.split("(")[0]
+    assert (p.kind, p.line) == ("eval-mode-in-training", 14)  # the model.eval() never undone
+    assert p.title == f"Training in eval mode: {kind} is switched off"
+    # epoch 4's evaluation: step 6 is the first to train in eval mode (recorded metrics-only)
+    assert f"model.eval() at line 14 switched {kind} to its evaluation behaviour" in p.message
+    assert "at optimizer step 6 the model trains in eval mode" in p.message and effect in p.message
+    assert p.fix.startswith("Call model.train() at the start of every training iteration")
+    assert q.stdout(trace) == plain_stdout(source)
+
+
+def test_a_model_switched_back_to_training_is_not_flagged() -> None:
+    trace = record(EVAL_LEFT_ON.format(layer="Dropout(0.5)", train="    model.train()\n"))
+    assert q.pitfalls(trace) == []
+    # nor one evaluated with gradients on and trained again in training mode
+    source = EVAL_LEFT_ON.format(layer="Dropout(0.5)", train="    model.train()\n").replace(
+        "        with torch.no_grad():\n            print(", "        if True:\n            print("
+    )
+    assert "eval-mode-in-training" not in {p.kind for p in q.pitfalls(record(source))}

@@ -28,7 +28,9 @@ def test_a_rebuilt_optimizer_is_one_series_recorded_in_full_for_its_first_steps_
     assert p.title == "A new Adam every iteration: its state restarts at every step"
     assert "opt is built anew before each step, at line 8 (opt = torch.optim.Adam(" in p.message
     assert "the running averages of the gradient and of its square start from nothing every time" in p.message
-    assert p.fix.startswith("Build the optimizer once, before the loop (opt = torch.optim.Adam(…) above the for line)")
+    assert p.fix.startswith(
+        "Build the optimizer once, before the loop (opt = torch.optim.Adam(…) above the for line)"
+    )
 
 
 def test_an_optimizer_without_state_rebuilt_is_counted_on_and_not_flagged() -> None:

@@ -1,0 +1,75 @@
+"""What the two pitfalls of a model's mode say: train-mode-in-evaluation and eval-mode-in-training.
+
+train-mode-in-evaluation: ``torch.no_grad()`` without ``model.eval()``, so dropout and batch
+norm behave as in training while the snippet measures.
+
+eval-mode-in-training: a model left in eval mode after evaluation, and trained on.
+
+``model.eval()`` before a validation pass switches dropout off and makes batch norm use its
+running averages; without ``model.train()`` after it, every later training step runs that
+way: dropout regularises nothing, batch norm stops following the data, and nothing errors.
+Seen as a dropout or batch-norm layer that ran in training mode earlier, running in eval
+mode with gradients on, then an optimizer step.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..source import quoted_code
+
+__all__ = ["eval_call_line", "eval_left_on_explained", "train_mode_in_evaluation_explained"]
+
+_EVAL_CALL = re.compile(r"\.eval\(\)")
+
+
+def eval_call_line(source_lines: list[str], step_line: int | None) -> int | None:
+    """The line that calls ``.eval()``: the last above ``step_line``, else (an evaluation at
+    the end of the loop's body, before the next iteration's step) the first below it."""
+    calls = [
+        at
+        for at in range(1, len(source_lines) + 1)
+        if (code := quoted_code(source_lines, at, 10**6)) is not None and _EVAL_CALL.search(code)
+    ]
+    above = [at for at in calls if step_line is None or at < step_line]
+    return above[-1] if above else calls[0] if calls else None
+
+
+def eval_left_on_explained(
+    kind: str, step: int, eval_line: int | None, source_lines: list[str]
+) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for layer class ``kind`` found in eval mode at optimizer
+    step ``step``, after ``.eval()`` at ``eval_line`` (where known)."""
+    code = quoted_code(source_lines, eval_line) if eval_line else None
+    switched = f"{code} at line {eval_line}" if code else "model.eval()"
+    effect = (
+        "dropout no longer drops anything, and the regularisation it was there for is gone"
+        if "Dropout" in kind
+        else "batch norm normalises with its running averages instead of each batch's statistics, "
+        "and stops updating them"
+    )
+    return (
+        f"Training in eval mode: {kind} is switched off",
+        f"{switched} switched {kind} to its evaluation behaviour, and nothing switched it back: at "
+        f"optimizer step {step} the model trains in eval mode, so {effect}. Nothing errors, and the "
+        "training loss may even look better.",
+        "Call model.train() at the start of every training iteration (or right after the evaluation), "
+        "as model.eval() is called before evaluating.",
+    )
+
+
+def train_mode_in_evaluation_explained(kind: str) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for layer class ``kind`` run in training mode under no_grad."""
+    effect = (
+        "it randomly zeroes activations while you measure"
+        if "Dropout" in kind
+        else "it normalises with this batch's statistics and updates its running averages"
+    )
+    return (
+        f"{kind} still in training mode under no_grad()",
+        f"torch.no_grad() stops recording the graph, but it does not switch layers to evaluation "
+        f"behaviour: this {kind} is in training mode, so {effect}. Your validation numbers are noisy "
+        "and lower than the model's real quality.",
+        "Call model.eval() before evaluating (and model.train() before training again); keep "
+        "torch.no_grad() too, they do different things.",
+    )
