@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .source import is_a
+from .source import is_a, without_comment
 
 __all__ = ["cut_graph_hint"]
 
@@ -36,7 +36,6 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
 _ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
-_COMMENT = re.compile(r"\s+#.*$")
 
 
 def cut_graph_hint(
@@ -73,7 +72,7 @@ def _cut_before(name: str, line: int | None, source_lines: Sequence[str]) -> str
     where what that line (or its ``with`` block) assigns is ``name`` or is used on a later
     line up to ``line``: an evaluation under no_grad() earlier in the snippet is no cause."""
     last = min(line or len(source_lines) + 1, len(source_lines) + 1) - 1
-    codes = [_COMMENT.sub("", text).rstrip() for text in source_lines]
+    codes = [without_comment(text).rstrip() for text in source_lines]
     for number in range(last, 0, -1):
         code = codes[number - 1].strip()
         for pattern, why in _CUTS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from types import FrameType, UnionType
 from typing import Any, TypeGuard, TypeVar, overload
 
@@ -23,6 +24,7 @@ __all__ = [
     "quoted_code",
     "snippet_frame",
     "snippet_frames",
+    "without_comment",
 ]
 
 SNIPPET_FILENAME = "<gradwalk-snippet>"
@@ -30,12 +32,17 @@ _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters
 _COMMENT = re.compile(r"\s+#.*$")
 
 
-def quoted_code(source_lines: list[str], line: int | None, longest: int = 60) -> str | None:
+def without_comment(text: str) -> str:
+    """A line of code without its trailing comment (``x = 1  # one`` -> ``x = 1``)."""
+    return _COMMENT.sub("", text)
+
+
+def quoted_code(source_lines: Sequence[str], line: int | None, longest: int = 60) -> str | None:
     """The code at snippet line ``line``, without its comment, when it is short enough to
-    quote in a hint; ``None`` otherwise."""
+    quote in a hint (any length with ``longest=sys.maxsize``); ``None`` otherwise."""
     if line is None or not 0 < line <= len(source_lines):
         return None
-    code = _COMMENT.sub("", source_lines[line - 1]).strip()
+    code = without_comment(source_lines[line - 1]).strip()
     return code if 0 < len(code) <= longest else None
 
 

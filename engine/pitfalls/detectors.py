@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import quoted_code, snippet_frame, snippet_frames
+from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
-from .modes import eval_call_line, eval_left_on_explained, train_mode_in_evaluation_explained
-from .nan_gradients import NonFiniteGradients, non_finite_in_unread_walk
+from .modes import eval_left_on_report, train_mode_in_evaluation_explained
+from .nan_gradients import NonFiniteGradients
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .rebound import rebound_updates
-from .rebuilt import construction_line, rebuilt_explained
+from .rebuilt import rebuilt_report
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
@@ -276,11 +275,11 @@ class PitfallWatch:
         ``gradients``, the tensors it received and sent."""
         if not self._nan_gradients.may_report(name, sent_values):
             return
-        code = quoted_code(self._rec.source_lines, line)
-        where = f"line {line} ({code})" if code else f"line {line}" if line else "an unknown line"
-        whole = quoted_code(self._rec.source_lines, line, longest=sys.maxsize)
+        rec = self._rec
         with torch.no_grad():
-            report = self._nan_gradients.report(name, *gradients, self._rec.backward.last_loss, where, whole)
+            report = self._nan_gradients.report(
+                name, *gradients, rec.backward.last_loss, line, rec.source_lines
+            )
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
 
@@ -306,14 +305,12 @@ class PitfallWatch:
         self._last_step = (step, line, self._rec.backward.calls)
         if self._eval_since_step is not None:
             kind, self._eval_since_step = self._eval_since_step, None
-            at = eval_call_line(self._rec.source_lines, line)
-            self._say(
-                "eval-mode-in-training",
-                at or line,
-                *eval_left_on_explained(kind, step, at, self._rec.source_lines),
-            )
+            self._say("eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.source_lines))
         if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
-            self._rebuilt(opt, line)
+            label = self._rec.training.label_of(opt) or type(opt).__name__
+            self._say(
+                "optimizer-rebuilt", *rebuilt_report(label, type(opt).__name__, line, self._rec.source_lines)
+            )
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
@@ -324,24 +321,14 @@ class PitfallWatch:
         if params and all(p.grad is None for p in params):
             self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
-            loss = self._rec.backward.last_loss
-            nan = self._nan_gradients
-            if loss is not None and math.isfinite(loss) and not nan.reported and not nan.walk_read:
-                # backward made them non-finite in a walk no node of which was read
-                nan.reported = True
-                report = non_finite_in_unread_walk(step, grad_norm, loss)
+            # backward made them non-finite from a finite loss, in a walk no node of which was read
+            report = self._nan_gradients.unread_walk(step, grad_norm, self._rec.backward.last_loss)
+            if report is not None:
                 self._say("non-finite-gradient", line, *report, metrics_only_after=step - 1)
                 return
             # the gradients this step used were computed before it
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
-
-    def _rebuilt(self, opt: torch.optim.Optimizer, line: int | None) -> None:
-        label = self._rec.training.label_of(opt) or type(opt).__name__
-        source = self._rec.source_lines
-        built_at = construction_line(label.split(" (")[0], line, source)
-        report = rebuilt_explained(label, type(opt).__name__, built_at, source)
-        self._say("optimizer-rebuilt", built_at or line, *report)
 
     @_safe
     def on_clip(self, function: str) -> None:

@@ -15,27 +15,28 @@ mode with gradients on, then an optimizer step.
 from __future__ import annotations
 
 import re
+import sys
 
 from ..source import quoted_code
 
-__all__ = ["eval_call_line", "eval_left_on_explained", "train_mode_in_evaluation_explained"]
+__all__ = ["eval_left_on_report", "train_mode_in_evaluation_explained"]
 
 _EVAL_CALL = re.compile(r"\.eval\(\)")
 
 
-def eval_call_line(source_lines: list[str], step_line: int | None) -> int | None:
+def _eval_call_line(source_lines: list[str], step_line: int | None) -> int | None:
     """The line that calls ``.eval()``: the last above ``step_line``, else (an evaluation at
     the end of the loop's body, before the next iteration's step) the first below it."""
     calls = [
         at
         for at in range(1, len(source_lines) + 1)
-        if (code := quoted_code(source_lines, at, 10**6)) is not None and _EVAL_CALL.search(code)
+        if (code := quoted_code(source_lines, at, sys.maxsize)) is not None and _EVAL_CALL.search(code)
     ]
     above = [at for at in calls if step_line is None or at < step_line]
     return above[-1] if above else calls[0] if calls else None
 
 
-def eval_left_on_explained(
+def _eval_left_on_explained(
     kind: str, step: int, eval_line: int | None, source_lines: list[str]
 ) -> tuple[str, str, str]:
     """``(title, message, fix)`` for layer class ``kind`` found in eval mode at optimizer
@@ -73,3 +74,13 @@ def train_mode_in_evaluation_explained(kind: str) -> tuple[str, str, str]:
         "Call model.eval() before evaluating (and model.train() before training again); keep "
         "torch.no_grad() too, they do different things.",
     )
+
+
+def eval_left_on_report(
+    kind: str, step: int, step_line: int | None, source_lines: list[str]
+) -> tuple[int | None, str, str, str]:
+    """``(line, title, message, fix)`` for layer class ``kind`` found in eval mode at
+    optimizer step ``step`` (at ``step_line``): the line is the ``.eval()`` never undone,
+    where the source shows it, else the step's."""
+    at = _eval_call_line(source_lines, step_line)
+    return (at or step_line, *_eval_left_on_explained(kind, step, at, source_lines))

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import weakref
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import torch
 
+from ..source import quoted_code
 from ..values import holds_non_finite
 
-__all__ = ["NonFiniteGradients", "non_finite_in_unread_walk"]
+__all__ = ["NonFiniteGradients"]
 
 # a backward node -> (where its slope is infinite or NaN, the op kept off that point, the op
 # with its input replaced where a mask leaves it out: the "double where")
@@ -129,14 +131,13 @@ class NonFiniteGradients:
         received: Sequence[torch.Tensor | None],
         sent: Sequence[torch.Tensor | None],
         loss: float | None,
-        where: str,
-        code: str | None,
+        line: int | None,
+        source_lines: list[str],
     ) -> tuple[str, str, str] | None:
-        """``(title, message, fix)`` when backward node ``node`` (its class name) is where
-        this walk's gradients first went non-finite, given the gradients it ``received`` and
-        ``sent``; ``None`` otherwise. ``loss``: the last loss read (used when the walk's root
-        is one number); ``where``: the node's forward line as a hint quotes it; ``code``: that
-        line's code, whose name for the op's input the fix uses. Call it under ``no_grad``."""
+        """``(title, message, fix)`` when backward node ``node`` (its class name), made at
+        snippet ``line``, is where this walk's gradients first went non-finite, given the
+        gradients it ``received`` and ``sent``; ``None`` otherwise. ``loss``: the last loss
+        read (used when the walk's root is one number)."""
         if self.reported or node == "AccumulateGrad":
             return None
         edge = next((i for i, g in enumerate(sent) if g is not None and not _finite(g)), None)
@@ -150,8 +151,20 @@ class NonFiniteGradients:
         facts = _Facts.of(
             gradient, arrived if arrived is not None and arrived.shape == gradient.shape else None
         )
+        code = quoted_code(source_lines, line)
+        where = f"line {line} ({code})" if code else f"line {line}" if line else "an unknown line"
+        name = _input_name(node, quoted_code(source_lines, line, sys.maxsize))
         loss = loss if self._scalar_root else None
-        return _explained(node, edge, len(sent), facts, loss, where, _input_name(node, code))
+        return _explained(node, edge, len(sent), facts, loss, where, name)
+
+    def unread_walk(self, step: int, grad_norm: float, loss: float | None) -> tuple[str, str, str] | None:
+        """``(title, message, fix)`` for optimizer step ``step``, whose gradient norm is not
+        finite, when the loss they came from is and the walk was recorded metrics-only (no
+        node read, none to name); ``None`` otherwise, or once reported."""
+        if loss is None or not math.isfinite(loss) or self.reported or self.walk_read:
+            return None
+        self.reported = True
+        return non_finite_in_unread_walk(step, grad_norm, loss)
 
     def _started_finite(self) -> bool:
         if self._roots_finite is None:

@@ -14,10 +14,10 @@ import re
 
 from ..source import quoted_code
 
-__all__ = ["construction_line", "rebuilt_explained"]
+__all__ = ["rebuilt_report"]
 
 
-def construction_line(variable: str, step_line: int | None, source_lines: list[str]) -> int | None:
+def _construction_line(variable: str, step_line: int | None, source_lines: list[str]) -> int | None:
     """The nearest line above ``step_line`` that assigns ``variable`` (``opt = …``)."""
     if step_line is None or not variable.isidentifier():
         return None
@@ -52,3 +52,13 @@ def rebuilt_explained(
         f"Build the optimizer once, before the loop ({variable} = torch.optim.{kind}(…) above the "
         "for line), and keep only zero_grad → forward → loss → backward → step inside it.",
     )
+
+
+def rebuilt_report(
+    label: str, kind: str, step_line: int | None, source_lines: list[str]
+) -> tuple[int | None, str, str, str]:
+    """``(line, title, message, fix)`` for optimizer ``label`` of class ``kind``, rebuilt
+    before each of its steps at ``step_line``: the line is the one that builds it, where
+    the source shows it, else the step's."""
+    built_at = _construction_line(label.split(" (")[0], step_line, source_lines)
+    return (built_at or step_line, *rebuilt_explained(label, kind, built_at, source_lines))

@@ -203,10 +203,16 @@ def _calls_by_line(trace: q.Trace) -> dict[tuple[int, str], list[tuple[str | int
     return calls
 
 
-def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords() -> None:
-    trace = record(NAMED)
+def _recorded_calls(source: str) -> tuple[q.Trace, dict[tuple[int, str], list[tuple[str | int, object]]]]:
+    """Record ``source``, which must run to the end, and read what each op was passed (see
+    :func:`_calls_by_line`)."""
+    trace = record(source)
     assert trace.events[-1].status == "ok"
-    calls = _calls_by_line(trace)
+    return trace, _calls_by_line(trace)
+
+
+def test_several_settings_a_builtin_was_passed_by_position_are_named_as_keywords() -> None:
+    trace, calls = _recorded_calls(NAMED)
     # what nn.Conv2d passes by position, named, and those at their defaults left out
     assert calls[(5, "conv2d")] == [("padding", "(1, 1)")]
     assert calls[(6, "conv2d")] == [("groups", 2), ("stride", "(2, 2)")]
@@ -252,9 +258,7 @@ FUNCTIONS_NAMED = (
 
 
 def test_several_settings_a_python_function_was_passed_by_position_are_named_by_its_signature() -> None:
-    trace = record(FUNCTIONS_NAMED)
-    assert trace.events[-1].status == "ok"
-    calls = _calls_by_line(trace)
+    trace, calls = _recorded_calls(FUNCTIONS_NAMED)
     # nn.MultiheadAttention passes four settings between its tensors: named, none at a default
     assert calls[(6, "multi_head_attention_forward")] == [
         ("embed_dim_to_check", 8),
@@ -282,9 +286,7 @@ NUMPY_NUMBERS = (
 
 
 def test_numpy_scalars_are_kept_as_the_numbers_they_stand_for() -> None:
-    trace = record(NUMPY_NUMBERS)
-    assert trace.events[-1].status == "ok"
-    calls = _calls_by_line(trace)
+    trace, calls = _recorded_calls(NUMPY_NUMBERS)
     # `x * np.float64(2.0)` read `mul x`: the number was not a Python float by type
     assert calls[(5, "mul")] == [(1, 2.0)] and calls[(5, "div")] == [(1, 2.0)]
     assert calls[(6, "sum")] == [(1, 0), ("dim", 0), ("keepdim", True)]
