@@ -21,6 +21,7 @@ from torch import nn
 from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
+from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
 from .no_gradients import no_gradients_explained
@@ -36,8 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
-SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
-WATCHED_OPS = ADD_OPS | BROADCAST_OPS | SOFTMAX_OPS | {"cross_entropy"}
+WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS
 
 _ONCE_PER_RUN = frozenset(
     {
@@ -85,20 +85,6 @@ def _known(line: int | _Unknown | None) -> int | None:
     return snippet_frame()[1] if isinstance(line, _Unknown) else line
 
 
-class _IdentitySet:
-    """Tensors by identity, held weakly (a WeakSet would compare tensors with ``==``)."""
-
-    def __init__(self) -> None:
-        self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
-
-    def add(self, t: torch.Tensor) -> None:
-        self._refs[id(t)] = weakref.ref(t)
-
-    def __contains__(self, t: object) -> bool:
-        ref = self._refs.get(id(t))
-        return ref is not None and ref() is t
-
-
 def _switched_off(module: nn.Module) -> bool:
     """A dropout of p = 0: the same in either mode."""
     return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
@@ -137,7 +123,7 @@ class PitfallWatch:
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
-        self._softmaxed = _IdentitySet()
+        self._loss_inputs = LossInputs()  # what made a loss function's input
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
 
@@ -180,30 +166,18 @@ class PitfallWatch:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``."""
         if not isinstance(result, torch.Tensor):
             return
-        if name in SOFTMAX_OPS:
-            self._softmaxed.add(result)
+        if name in MAKER_OPS:
+            self._loss_inputs.made(name, result, line)
             return
-        if name == "cross_entropy":
-            self._check_probabilities(args, line)
+        if name in LOSS_INPUT_OPS:
+            found = self._loss_inputs.check(name, args, result, line)
+            if found is not None:
+                self._say(found[0], line, *found[1:])
             return
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
         if name in ADD_OPS:
             self._totals.on_add(args, result, line)
-
-    def _check_probabilities(self, args: tuple[Any, ...], line: int | None) -> None:
-        logits = args[0] if args else None
-        if isinstance(logits, torch.Tensor) and logits in self._softmaxed:
-            self._say(
-                "probabilities-into-cross-entropy",
-                line,
-                "Softmax output fed to cross-entropy",
-                "cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the "
-                "output of softmax/log_softmax: probabilities are squashed a second time, gradients shrink, and "
-                "training stalls at a mediocre loss.",
-                "Pass the logits (the last layer's output, before softmax) to cross_entropy / nn.CrossEntropyLoss; "
-                "or keep log_softmax and use nll_loss.",
-            )
 
     def _check_broadcast(
         self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None

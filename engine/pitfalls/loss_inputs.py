@@ -1,0 +1,163 @@
+"""A loss function given what it does not expect: probabilities where it wants logits or
+log-probabilities (probabilities-into-cross-entropy, nll-loss-without-log-softmax,
+sigmoid-into-bce-with-logits).
+
+Three losses squash their input themselves or expect it squashed a particular way, and none
+of them raises when given the wrong thing: the run trains, worse, and nothing says why.
+
+- ``cross_entropy`` applies log_softmax itself: softmax's probabilities squashed a second
+  time shrink the gradients. (log_softmax's output is fine: log_softmax of log-probabilities
+  is the same log-probabilities, so that near miss stays silent.)
+- ``nll_loss`` only picks ``-input[i, target[i]]``: it expects log-probabilities, which are
+  all <= 0. Given softmax's probabilities its loss is minus a probability, negative, with
+  weak gradients; given raw scores it is unbounded below.
+- ``binary_cross_entropy_with_logits`` applies the sigmoid itself: given sigmoid's output,
+  every prediction is ``sigmoid(sigmoid(x))``, between 0.5 and 0.73.
+
+What made a loss's input is known by identity (the tape shows each softmax, log_softmax and
+sigmoid output to :meth:`LossInputs.made`); nll_loss's input is also read by value (its
+largest element), since raw scores come from any op.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import torch
+
+from ..values import has_storage
+
+__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs"]
+
+# ops whose outputs are remembered, and the losses that look at what made their input
+MAKER_OPS = frozenset({"softmax", "log_softmax", "sigmoid"})
+LOSS_INPUT_OPS = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"})
+
+# log_softmax's outputs are <= 0 up to rounding; an input larger than this is not log-probabilities
+_ABOVE_ZERO = 1e-4
+# sigmoid(sigmoid(x)) for x in [0, 1]: the only probabilities such a model can predict
+_DOUBLE_SIGMOID = (0.5, 1 / (1 + math.exp(-1)))
+
+Report = tuple[str, str, str, str]  # kind, title, message, fix
+
+
+class LossInputs:
+    """The softmax, log_softmax and sigmoid outputs of a run (held weakly, by identity), and
+    the reports of losses given one of them, or given scores nll_loss cannot read."""
+
+    def __init__(self) -> None:
+        # id(tensor) -> (a weak reference to it, the op that made it, that op's snippet line)
+        self._made: dict[int, tuple[weakref.ref[torch.Tensor], str, int | None]] = {}
+
+    def made(self, op: str, result: torch.Tensor, line: int | None) -> None:
+        """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line``, made ``result``."""
+        self._made[id(result)] = (weakref.ref(result), op, line)
+
+    def _maker(self, t: object) -> tuple[str, int | None] | None:
+        """The op that made ``t`` and its line, if ``t`` is a remembered output."""
+        entry = self._made.get(id(t))
+        if entry is None or entry[0]() is not t:
+            return None
+        return entry[1], entry[2]
+
+    def check(
+        self, loss: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
+    ) -> Report | None:
+        """The report for a call of ``loss`` (one of :data:`LOSS_INPUT_OPS`) at ``line`` with
+        positional ``args`` that returned ``result``; ``None`` when its input is what it expects."""
+        given = args[0] if args else None
+        if not isinstance(given, torch.Tensor):
+            return None
+        maker = self._maker(given)
+        if loss == "cross_entropy":
+            return _softmax_into_cross_entropy() if maker and maker[0] == "softmax" else None
+        if loss == "binary_cross_entropy_with_logits":
+            return _sigmoid_into_bce_with_logits(maker[1], line) if maker and maker[0] == "sigmoid" else None
+        if maker and maker[0] == "log_softmax":
+            return None
+        return _nll_loss_input(given, maker, result, line)
+
+
+def _at(line: int | None, loss_line: int | None) -> str:
+    """`` at line N`` for a maker's line, when it is known and not the loss's own."""
+    return f" at line {line}" if line is not None and line != loss_line else ""
+
+
+def _softmax_into_cross_entropy() -> Report:
+    return (
+        "probabilities-into-cross-entropy",
+        "Softmax output fed to cross-entropy",
+        "cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the "
+        "output of softmax: probabilities are squashed a second time, gradients shrink, and "
+        "training stalls at a mediocre loss.",
+        "Pass the logits (the last layer's output, before softmax) to cross_entropy / nn.CrossEntropyLoss; "
+        "or use log_softmax and nll_loss.",
+    )
+
+
+def _sigmoid_into_bce_with_logits(sigmoid_line: int | None, line: int | None) -> Report:
+    low, high = _DOUBLE_SIGMOID
+    return (
+        "sigmoid-into-bce-with-logits",
+        "Sigmoid output fed to BCEWithLogitsLoss",
+        "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss) applies the sigmoid itself, so it expects "
+        f"raw scores (logits). Here it got the output of sigmoid{_at(sigmoid_line, line)}: each prediction "
+        f"is squashed twice, sigmoid(sigmoid(x)), which is always between {low:.2f} and {high:.2f}. The model "
+        f"can never say class 0 with more than 50% confidence, the loss cannot go below "
+        f"{-math.log(high):.2f} even for a perfect model, and the gradients are small.",
+        "Leave out the sigmoid (nn.Sigmoid) before the loss and keep BCEWithLogitsLoss; apply torch.sigmoid "
+        "only where you read predictions. Or keep the sigmoid and use nn.BCELoss (numerically less stable).",
+    )
+
+
+def _nll_loss_input(
+    given: torch.Tensor, maker: tuple[str, int | None] | None, result: torch.Tensor, line: int | None
+) -> Report | None:
+    """The report for nll_loss given softmax's probabilities, or anything with an element
+    above 0 (log-probabilities never are); ``None`` for what may be log-probabilities."""
+    if maker is None or maker[0] != "softmax":
+        if not (given.is_floating_point() and given.numel() and has_storage(given)):
+            return None
+        low, high = torch.aminmax(given.detach())
+        largest, smallest = float(high), float(low)
+        if not largest > _ABOVE_ZERO:  # also NaN: not for this pitfall to say
+            return None
+        probabilities = smallest >= 0 and largest <= 1
+    else:
+        probabilities = True
+    loss = _scalar(result)
+    said = f" (here {loss:.4g})" if loss is not None else ""
+    fix = (
+        "Apply log_softmax before nll_loss (nn.LogSoftmax(dim=1) as the model's last layer, not "
+        "nn.Softmax), or drop the softmax and give the logits to cross_entropy, which does both."
+    )
+    if probabilities:
+        source = f"the output of softmax{_at(maker[1], line)}" if maker else "values between 0 and 1"
+        return (
+            "nll-loss-without-log-softmax",
+            "nll_loss given probabilities, not log-probabilities",
+            "nll_loss only picks -input[i, target[i]] and averages it: it expects log-probabilities (all ≤ 0, "
+            f"what log_softmax gives). Here it got {source}, so the loss is minus the mean probability of "
+            f"the right class{said}: negative, never below -1, and its gradients through softmax are weak, "
+            "so training crawls.",
+            fix,
+        )
+    return (
+        "nll-loss-without-log-softmax",
+        "nll_loss given raw scores, not log-probabilities",
+        "nll_loss only picks -input[i, target[i]] and averages it: it expects log-probabilities (all ≤ 0, "
+        f"what log_softmax gives). Here its input has elements up to {largest:.4g}: raw scores (logits), so "
+        f"the loss is minus the mean score of the right class{said}. It falls without bound as those scores "
+        "grow (the weights grow with them, for as long as training runs), and nothing pushes the other "
+        "classes' scores down: the loss says nothing about how well the classes are told apart.",
+        fix,
+    )
+
+
+def _scalar(t: torch.Tensor) -> float | None:
+    """The value of a one-element tensor, else ``None``."""
+    if t.numel() != 1 or not has_storage(t):
+        return None
+    return float(t.detach())
