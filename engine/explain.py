@@ -295,7 +295,7 @@ def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, l
     its chain back to the leaves can be cut, as none of them shows in the tensor itself."""
     name = _name_before(".backward(", code) or _grad_output_of(code)
     what = f"{name} is" if name else "This tensor is"
-    cause = cut_graph_hint(name or "it", frame, rec.source_lines, line)
+    cause = cut_graph_hint(name or "it", frame, rec.source_lines, line, rec.pitfalls.copied_at)
     if cause:
         return f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing to go back through. {cause}"
     return (

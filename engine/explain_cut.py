@@ -3,21 +3,21 @@
 PyTorch's message ("element 0 of tensors does not require grad and does not have a grad_fn")
 says what is missing, not why. The two causes a beginner hits most are told apart here: no
 tensor of the snippet requires grad at all (the leaf was made without requires_grad=True),
-or one does, and a line of the snippet cut the chain back to it (.data, .detach(),
-torch.no_grad()).
+or one does, and a line of the snippet cut the chain back to it (.data, .detach(), .item(),
+torch.no_grad(), or a torch.tensor([...]) the recorder saw copy tensors off the graph).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import FrameType
 
 import torch
 
 from .source import is_a, without_comment
 
-__all__ = ["cut_graph_hint"]
+__all__ = ["cut_before", "cut_graph_hint"]
 
 # What cuts a value off its history, found on a line of code, and what to write instead.
 _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -30,6 +30,10 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ".detach() gives a value without its history, on purpose; leave it out where the gradient must flow",
     ),
     (
+        re.compile(r"\.item\(\)"),
+        ".item() gives a Python number, which carries no history; keep the tensor where the gradient must flow",
+    ),
+    (
         re.compile(r"with\s+torch\.(?:no_grad|inference_mode)\(\)"),
         "nothing computed inside the block is recorded for backward; compute the loss outside it",
     ),
@@ -39,12 +43,18 @@ _ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
 
 
 def cut_graph_hint(
-    name: str, frame: FrameType | None, source_lines: Sequence[str], line: int | None
+    name: str,
+    frame: FrameType | None,
+    source_lines: Sequence[str],
+    line: int | None,
+    copies: Mapping[int, str] | None = None,
 ) -> str | None:
     """The first sentence of the hint for backward() of ``name``, a tensor outside any
     graph: that no tensor of the snippet requires grad (naming one to create with
     requires_grad=True), or the line before ``line`` that cut the chain; ``None`` where
-    neither shows (the snippet's frame is unknown, or the cut is elsewhere)."""
+    neither shows (the snippet's frame is unknown, or the cut is elsewhere). ``copies``: the
+    lines the recorder saw copy tensors that require grad off the graph (``torch.tensor([a * b])``),
+    with what to write instead."""
     if frame is None:
         return None
     scope = {**frame.f_globals, **frame.f_locals}
@@ -64,18 +74,22 @@ def cut_graph_hint(
             f"requires_grad=True ({first} = torch.tensor(..., requires_grad=True), or "
             f"{first}.requires_grad_() before {name} is computed)."
         )
-    return _cut_before(name, line, source_lines)
+    return cut_before(name, line, source_lines, copies or {})
 
 
-def _cut_before(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
-    """The last line before ``line`` whose code cuts a value off its history, explained,
-    where what that line (or its ``with`` block) assigns is ``name`` or is used on a later
-    line up to ``line``: an evaluation under no_grad() earlier in the snippet is no cause."""
+def cut_before(
+    name: str, line: int | None, source_lines: Sequence[str], copies: Mapping[int, str]
+) -> str | None:
+    """The last line before ``line`` whose code cuts a value off its history (or that is one
+    of ``copies``), explained, where what that line (or its ``with`` block) assigns is
+    ``name`` or is used on a later line up to ``line``: an evaluation under no_grad()
+    earlier in the snippet is no cause."""
     last = min(line or len(source_lines) + 1, len(source_lines) + 1) - 1
     codes = [without_comment(text).rstrip() for text in source_lines]
     for number in range(last, 0, -1):
         code = codes[number - 1].strip()
-        for pattern, why in _CUTS:
+        cuts = ((re.compile(""), copies[number]),) if number in copies else _CUTS
+        for pattern, why in cuts:
             found = pattern.search(code)
             if found is None:
                 continue
@@ -84,7 +98,7 @@ def _cut_before(name: str, line: int | None, source_lines: Sequence[str]) -> str
             later = " ".join(codes[number + len(block) - 1 if code.startswith("with ") else number : last])
             if not (name in targets or any(re.search(rf"\b{re.escape(t)}\b", later) for t in targets)):
                 continue
-            what = why.format(name=found.group(1) if found.groups() else "")
+            what = why if number in copies else why.format(name=found.group(1) if found.groups() else "")
             quoted = f" ({code})" if len(code) <= 60 else ""
             return f"Line {number}{quoted} cuts the chain back to the leaves: {what}."
     return None

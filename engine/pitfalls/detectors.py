@@ -21,6 +21,7 @@ from torch import nn
 from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
+from .copied_out import COPYING_OPS, copied_off_graph
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
-WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS
+WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS
 
 _ONCE_PER_RUN = frozenset(
     {
@@ -124,6 +125,10 @@ class PitfallWatch:
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._loss_inputs = LossInputs()  # what made a loss function's input
+        self._from_leaf = False  # the last backward() started from leaves only
+        # tensor-copied-off-graph: line -> what it did and what to write instead (for the
+        # hint of a backward() that fails for it: explain_cut.py)
+        self.copied_at: dict[int, str] = {}
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
 
@@ -173,6 +178,13 @@ class PitfallWatch:
             found = self._loss_inputs.check(name, args, result, line)
             if found is not None:
                 self._say(found[0], line, *found[1:])
+            return
+        if name in COPYING_OPS:
+            copied = copied_off_graph(name, args, result, line, self._rec.source_lines)
+            if copied is not None:
+                self._say("tensor-copied-off-graph", line, *copied.report)
+                if line is not None:
+                    self.copied_at[line] = copied.cut
             return
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
@@ -234,6 +246,8 @@ class PitfallWatch:
             self._non_finite(f"the loss is {loss}", _known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
+        # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
+        self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
 
     @_safe
     def on_node_ran(
@@ -324,7 +338,13 @@ class PitfallWatch:
             return
         uncalled = [(at, name) for at, name, method in self._uncalled if method == "backward"]
         why, fix = no_gradients_explained(
-            backward.calls, backward.first_backward_line, line, self._rec.source_lines, uncalled
+            backward.calls,
+            backward.first_backward_line,
+            line,
+            self._rec.source_lines,
+            uncalled,
+            self._from_leaf,
+            self.copied_at,
         )
         self._say("step-without-gradients", line, "step() found no gradients: nothing was updated", why, fix)
 

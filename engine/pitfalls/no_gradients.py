@@ -4,18 +4,26 @@ A step none of whose parameters has a ``.grad`` changes nothing: no backward() r
 (or ``loss.backward`` was named without its parentheses), or one ran and a ``zero_grad()``
 between it and the step cleared what it computed. That ``zero_grad()`` is found in the
 snippet's source, between the backward() line and the step's.
+
+Or backward() ran from a leaf: ``loss = torch.tensor(err, requires_grad=True)`` or
+``loss.requires_grad = True``, the "fix" often given for "element 0 of tensors does not
+require grad", makes the loss a new tensor with no history, so backward() fills only
+``loss.grad``. The line that made it so is found in the source, above the backward() line.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 
+from ..explain_cut import cut_before
 from ..source import quoted_code
 
 __all__ = ["no_gradients_explained"]
 
 _ZERO_GRAD_CALL = re.compile(r"\bzero_grad\(")
+_BACKWARD_OF = re.compile(r"([A-Za-z_][\w.]*)\.backward\(")
 
 
 def no_gradients_explained(
@@ -24,12 +32,17 @@ def no_gradients_explained(
     step_line: int | None,
     source_lines: list[str],
     uncalled_backward: list[tuple[int, str]],
+    from_leaf: bool = False,
+    copies: Mapping[int, str] | None = None,
 ) -> tuple[str, str]:
     """``(why, fix)`` for a step at ``step_line`` that found no gradients, after
     ``backward_calls`` backward() calls (the first at ``backward_line``);
     ``uncalled_backward``: the lines that name a ``backward`` without calling it, with the
-    name as written."""
+    name as written; ``from_leaf``: the last backward() started from a leaf (a tensor with no
+    history); ``copies``: the lines seen copying tensors off the graph."""
     clearing = None
+    if from_leaf and backward_calls and not uncalled_backward:
+        return _from_leaf(backward_line, source_lines, copies or {})
     if backward_calls == 0:
         why = (
             "No backward() ran before this step, so none of the optimizer's parameters has a "
@@ -64,6 +77,52 @@ def no_gradients_explained(
             "zero_grad → forward → loss → backward → step."
         )
     return why, fix
+
+
+def _from_leaf(
+    backward_line: int | None, source_lines: list[str], copies: Mapping[int, str]
+) -> tuple[str, str]:
+    """``(why, fix)`` for a backward() at ``backward_line`` that started from a leaf;
+    ``copies``: the lines seen copying tensors off the graph (NOTE in copied_out.py)."""
+    code = quoted_code(source_lines, backward_line, sys.maxsize) if backward_line else None
+    called = _BACKWARD_OF.search(code or "")
+    name = called.group(1) if called else "the loss"
+    made = _made_a_leaf(name, backward_line, source_lines) if called else None
+    where = f" (line {backward_line})" if backward_line else ""
+    if made is None:
+        how = ", a tensor with no history (no grad_fn)"
+    elif made[1].startswith(f"{name}."):
+        how = f": line {made[0]} ({made[1]}) lets it require grad, but it has no history (no grad_fn)"
+    else:
+        how = f": line {made[0]} ({made[1]}) made it a new tensor with no history"
+    cut = cut_before(name, made[0] + 1 if made else backward_line, source_lines, copies) if called else None
+    return (
+        f"backward(){where} started from {name}, a leaf{how}, so it filled {name}.grad and reached "
+        "no parameter. None of the optimizer's parameters had a gradient at this step, so step() "
+        f"skipped them all and they kept their values.{' ' + cut if cut else ''}",
+        f"Compute {name} from the model's output with tensor operations only (no .item(), .detach(), "
+        ".data or torch.tensor(...) on the way), and drop requires_grad=True: it makes a new leaf, which "
+        'only hides the error backward() raises without it ("element 0 of tensors does not require '
+        'grad").',
+    )
+
+
+def _made_a_leaf(name: str, backward_line: int | None, source_lines: list[str]) -> tuple[int, str] | None:
+    """The last line above ``backward_line`` that makes ``name`` a leaf that requires grad
+    (``name = torch.tensor(..., requires_grad=True)``, ``name.requires_grad = True``,
+    ``name.requires_grad_()``), and its code."""
+    if backward_line is None:
+        return None
+    escaped = re.escape(name)
+    leaf = re.compile(
+        rf"^{escaped}\s*=.*requires_grad\s*=\s*True|^{escaped}\.requires_grad\s*=\s*True|"
+        rf"^{escaped}\s*=.*\.requires_grad_\(|^{escaped}\.requires_grad_\("
+    )
+    for at in range(backward_line - 1, 0, -1):
+        code = quoted_code(source_lines, at, sys.maxsize)
+        if code is not None and leaf.search(code):
+            return at, code
+    return None
 
 
 def _zero_grad_between(
