@@ -32,6 +32,7 @@ from .rebuilt import rebuilt_report
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
+from .ungraded import UngradedParams, ungraded_report
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -48,6 +49,7 @@ _ONCE_PER_RUN = frozenset(
         "eval-mode-in-training",
         "optimizer-rebuilt",
         "parameter-not-optimized",
+        "parameter-without-gradient",
     }
 )
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
@@ -126,6 +128,7 @@ class PitfallWatch:
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self._from_leaf = False  # the last backward() started from leaves only
+        self._ungraded = UngradedParams()  # parameter-without-gradient
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -224,6 +227,7 @@ class PitfallWatch:
             self._say(
                 "train-mode-in-evaluation", top, *train_mode_in_evaluation_explained(type(module).__name__)
             )
+        self._ungraded.on_module_call(module)
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self._eval_forwards.append((top, self._rec.backward.calls))
@@ -306,6 +310,7 @@ class PitfallWatch:
             stale = self._stale.used_by(params, step)
             if stale is not None:
                 self._stale_used(*stale, step)
+        self._ungraded.on_step(opt, params)
         if params and all(p.grad is None for p in params):
             self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
@@ -421,6 +426,7 @@ class PitfallWatch:
         self._finish_totals(scope)
         self._finish_eval_forwards()
         self._finish_unoptimized()
+        self._finish_ungraded()
         self._finish_uncalled()
         self._finish_rebound()
 
@@ -507,6 +513,29 @@ class PitfallWatch:
             "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
             tensors,
         )
+
+    def _finish_ungraded(self) -> None:
+        names = {id(p): name for p, name in self._rec.modules.all_params()}
+        for found in self._ungraded.found():
+            params = [p for p in found.params if id(p) in names]  # a model's, not a tensor by hand
+            if not params:
+                continue
+            label = (
+                self._rec.training.label_of(found.optimizer) if found.optimizer else None
+            ) or "the optimizer"
+            qualified = [names[id(p)] for p in params]
+            self._say(
+                "parameter-without-gradient",
+                self._assignment_line(qualified[0]),
+                *ungraded_report(
+                    qualified,
+                    found.steps,
+                    label,
+                    [self._ungraded.ran(p) for p in params],
+                    self._ungraded.saw_modules,
+                ),
+                [tid for p in params if (tid := self._rec.tensors.known(p)) is not None],
+            )
 
     def _assignment_line(self, qualified: str) -> int | None:
         """Find the line that assigned the attribute holding a parameter (``net.layers[0].weight``)."""
