@@ -31,6 +31,7 @@ from .rebound import rebound_updates
 from .rebuilt import rebuilt_report
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
+from .symmetry import symmetric_layers, symmetric_report
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
 from .ungraded import UngradedParams, ungraded_report
 
@@ -427,6 +428,7 @@ class PitfallWatch:
         self._finish_eval_forwards()
         self._finish_unoptimized()
         self._finish_ungraded()
+        self._finish_symmetric(scope)
         self._finish_uncalled()
         self._finish_rebound()
 
@@ -535,6 +537,23 @@ class PitfallWatch:
                     self._ungraded.saw_modules,
                 ),
                 [tid for p in params if (tid := self._rec.tensors.known(p)) is not None],
+            )
+
+    def _finish_symmetric(self, scope: dict[str, Any]) -> None:
+        training = self._rec.training
+        if training.total_steps < 2:
+            return
+        names = {id(p): name for p, name in self._rec.modules.all_params()}
+        for layer in symmetric_layers(scope, names, training.stepped_params):
+            line, title, message, fix = symmetric_report(layer, training.total_steps, self._rec.source_lines)
+            known = self._rec.tensors.known(layer.weight)
+            self._say(
+                "symmetric-weights",
+                line if line is not None else self._assignment_line(f"{layer.path}.weight"),
+                title,
+                message,
+                fix,
+                [known] if known is not None else [],
             )
 
     def _assignment_line(self, qualified: str) -> int | None:
