@@ -45,6 +45,30 @@ def case_source(name: str) -> str:
     return (CASES_DIR / name).read_text()
 
 
+def recorded_as_a_worker_would(source: str, streamed: list[Any]) -> Any:
+    """The recording of ``source`` to compare a worker's stream ``streamed`` (its events)
+    with: ``record(source)`` in this process, or in a new one when the stream holds one of
+    PyTorch's once-per-process C++ warnings ("Triggered internally at", TORCH_WARN_ONCE:
+    torch.tensor of tensors that require grad). A worker's child is a fresh process and
+    prints it; this one may have printed it already, for an earlier test."""
+    from engine import record
+    from engine.events import Trace
+
+    if not any(e.type == "output" and "(Triggered internally at" in e.text for e in streamed):
+        return record(source)
+    script = "import sys; from engine import record; print(record(sys.stdin.read()).model_dump_json())"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return Trace.model_validate_json(done.stdout)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that drives Chromium ``browser`` (so ``-m "not browser"`` leaves it
     out, whether or not its module says so), and skip the ``cuda`` ones without CUDA."""

@@ -68,8 +68,8 @@ def copied_off_graph(
             f"{at} {how} into a new tensor with no history (no grad_fn): nothing computed from it leads "
             "back to the tensors it was built from, so backward() reaches none of them through it — it "
             "fails if no other path does, and silently leaves out this one if another does. PyTorch's "
-            'warning "Converting a tensor with requires_grad=True to a scalar" is about this line; its '
-            "advice, .detach(), cuts the graph on purpose.",
+            'warning "Converting a tensor with requires_grad=True to a scalar" (given once per process) is '
+            "about this line; its advice, .detach(), cuts the graph on purpose.",
             instead[0].upper() + instead[1:] + ".",
         ),
         f"torch.{op} {how} into a new tensor with no history; {instead}",

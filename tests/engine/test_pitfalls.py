@@ -24,6 +24,7 @@ EXPECTED_LINES = {
     "pitfall_step_without_gradients.py": ("step-without-gradients", 16),
     "pitfall_loop_variable_rebound.py": ("loop-variable-rebound", 17),
     "pitfall_nan_gradient.py": ("non-finite-gradient", 5),
+    "pitfall_tensor_copy.py": ("tensor-copied-off-graph", 7),
 }
 
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine import record
 from engine.events import Limits
-from tests.conftest import case_source, load_cases
+from tests.conftest import case_source, load_cases, recorded_as_a_worker_would
 
 from .conftest import PoolDriver, finished
 
@@ -35,7 +34,7 @@ def test_case_matches_in_process_recording(driver: PoolDriver, case: dict[str, A
     source = case_source(case["file"])
     events, handle = driver.run(source, limits=Limits())
     end = finished(events)
-    expected = record(source).events
+    expected = recorded_as_a_worker_would(source, events).events
     assert end.status == expected[-1].status == handle.status
     assert [e.type for e in events] == [e.type for e in expected]
     got = [_strip(json.loads(e.model_dump_json())) for e in events]  # NaN as "NaN", so it equals itself

@@ -14,10 +14,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from engine import queries as q
-from engine import record
 from engine.events import Trace, event_adapter, trace_adapter
 from server.routes.events import BATCH_EVENTS
-from tests.conftest import case_source, load_cases
+from tests.conftest import case_source, load_cases, recorded_as_a_worker_would
 from tests.engine.snippets import plain_grads
 from tests.server.harness import LiveServer
 
@@ -77,7 +76,7 @@ def test_cases_stream_what_the_engine_records(
     frames, code, reason = asyncio.run(collect(events_url(server, run)))
     assert code == 1000, reason
     got = as_trace(source, frames)
-    want = record(source)
+    want = recorded_as_a_worker_would(source, got.events)
     assert [e.seq for e in got.events] == list(range(len(frames)))
     assert [e.type for e in got.events] == [e.type for e in want.events]
     assert got.events[-1].status == want.events[-1].status  # type: ignore[union-attr]
