@@ -171,12 +171,20 @@ class PitfallWatch:
     # --- ops --------------------------------------------------------------------------
 
     @_safe
-    def on_op(self, name: str, args: tuple[Any, ...], result: Any, line: int | None) -> None:
-        """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``."""
+    def on_op(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        result: Any,
+        line: int | None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
+        with positional ``args`` and keyword ``kwargs``."""
         if not isinstance(result, torch.Tensor):
             return
         if name in MAKER_OPS:
-            self._loss_inputs.made(name, result, line)
+            self._loss_inputs.made(name, args, kwargs or {}, result, line)
             return
         if name in LOSS_INPUT_OPS:
             found = self._loss_inputs.check(name, args, result, line)

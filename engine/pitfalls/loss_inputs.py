@@ -1,6 +1,6 @@
 """A loss function given what it does not expect: probabilities where it wants logits or
 log-probabilities (probabilities-into-cross-entropy, nll-loss-without-log-softmax,
-sigmoid-into-bce-with-logits).
+sigmoid-into-bce-with-logits), or a softmax taken over the batch (softmax-over-batch).
 
 Three losses squash their input themselves or expect it squashed a particular way, and none
 of them raises when given the wrong thing: the run trains, worse, and nothing says why.
@@ -13,6 +13,9 @@ of them raises when given the wrong thing: the run trains, worse, and nothing sa
   weak gradients; given raw scores it is unbounded below.
 - ``binary_cross_entropy_with_logits`` applies the sigmoid itself: given sigmoid's output,
   every prediction is ``sigmoid(sigmoid(x))``, between 0.5 and 0.73.
+
+- ``nll_loss`` or ``cross_entropy`` given a (log_)softmax over dim 0 of a batch: each
+  column sums to 1 across the samples, not each row across the classes.
 
 What made a loss's input is known by identity (the tape shows each softmax, log_softmax and
 sigmoid output to :meth:`LossInputs.made`); nll_loss's input is also read by value (its
@@ -48,19 +51,25 @@ class LossInputs:
     the reports of losses given one of them, or given scores nll_loss cannot read."""
 
     def __init__(self) -> None:
-        # id(tensor) -> (a weak reference to it, the op that made it, that op's snippet line)
-        self._made: dict[int, tuple[weakref.ref[torch.Tensor], str, int | None]] = {}
+        # id(tensor) -> (a weak reference to it, the op that made it, that op's snippet line,
+        # the dimension it normalised over: softmax and log_softmax)
+        self._made: dict[int, tuple[weakref.ref[torch.Tensor], str, int | None, int | None]] = {}
 
-    def made(self, op: str, result: torch.Tensor, line: int | None) -> None:
-        """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line``, made ``result``."""
-        self._made[id(result)] = (weakref.ref(result), op, line)
+    def made(
+        self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor, line: int | None
+    ) -> None:
+        """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line`` with ``args`` and
+        ``kwargs``, made ``result``."""
+        dim = _softmax_dim(args, kwargs, result) if op != "sigmoid" else None
+        self._made[id(result)] = (weakref.ref(result), op, line, dim)
 
-    def _maker(self, t: object) -> tuple[str, int | None] | None:
-        """The op that made ``t`` and its line, if ``t`` is a remembered output."""
+    def _maker(self, t: object) -> tuple[str, int | None, int | None] | None:
+        """The op that made ``t``, its line and the dimension it normalised over, if ``t`` is a
+        remembered output."""
         entry = self._made.get(id(t))
         if entry is None or entry[0]() is not t:
             return None
-        return entry[1], entry[2]
+        return entry[1], entry[2], entry[3]
 
     def check(
         self, loss: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
@@ -71,6 +80,14 @@ class LossInputs:
         if not isinstance(given, torch.Tensor):
             return None
         maker = self._maker(given)
+        if (
+            loss != "binary_cross_entropy_with_logits"
+            and maker
+            and maker[2] == 0
+            and given.dim() >= 2
+            and len(given) > 1
+        ):
+            return _softmax_over_batch(maker[0], maker[1], loss, given, line)
         if loss == "cross_entropy":
             return _softmax_into_cross_entropy() if maker and maker[0] == "softmax" else None
         if loss == "binary_cross_entropy_with_logits":
@@ -78,6 +95,33 @@ class LossInputs:
         if maker and maker[0] == "log_softmax":
             return None
         return _nll_loss_input(given, maker, result, line)
+
+
+def _softmax_dim(args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor) -> int | None:
+    """The dimension a softmax or log_softmax call normalised over, as a non-negative
+    index; the one PyTorch picks when none is given (0 for 0-, 1- and 3-D inputs, else 1)."""
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if dim is None:
+        return 0 if result.dim() in (0, 1, 3) else 1
+    if not isinstance(dim, int) or result.dim() == 0:
+        return None
+    return dim % result.dim()
+
+
+def _softmax_over_batch(
+    op: str, op_line: int | None, loss: str, given: torch.Tensor, line: int | None
+) -> Report:
+    rows, classes = given.shape[0], given.shape[1]
+    return (
+        "softmax-over-batch",
+        f"{op} over dim 0: normalised across the batch, not the classes",
+        f"{op}{_at(op_line, line)} normalises over dim 0, the {rows} samples of the batch: the probabilities "
+        f"of each column sum to 1 across the samples, not those of each row across the {classes} classes. {loss} then "
+        "scores each sample against the other samples of its batch instead of its classes against each "
+        "other: the loss depends on what else is in the batch, and the model learns the wrong thing "
+        "without any error.",
+        f"Normalise over the classes: {op}(…, dim=1) (or dim=-1), as nn.{'LogSoftmax' if op == 'log_softmax' else 'Softmax'}(dim=1).",
+    )
 
 
 def _at(line: int | None, loss_line: int | None) -> str:

@@ -76,6 +76,21 @@ POSITIVES = {
         "sigmoid-into-bce-with-logits",
         "between 0.50 and 0.73",
     ),
+    "log_softmax over the batch into F.nll_loss": (
+        classifier("nn.Linear(4, 3)", "F.nll_loss(F.log_softmax(model(X), dim=0), Y)"),
+        "softmax-over-batch",
+        "log_softmax normalises over dim 0, the 32 samples of the batch",
+    ),
+    "nn.LogSoftmax(dim=0) into nn.NLLLoss": (
+        classifier("nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=0))", "nn.NLLLoss()(model(X), Y)"),
+        "softmax-over-batch",
+        "not those of each row across the 3 classes",
+    ),
+    "softmax(0) into cross_entropy": (
+        classifier("nn.Linear(4, 3)", "F.cross_entropy(model(X).softmax(0), Y)"),
+        "softmax-over-batch",
+        "softmax normalises over dim 0",
+    ),
     "softmax into cross_entropy": (
         classifier("nn.Linear(4, 3)", "F.cross_entropy(model(X).softmax(dim=1), Y)"),
         "probabilities-into-cross-entropy",
@@ -144,6 +159,12 @@ NEAR_MISSES = {
     "sigmoid into BCELoss": classifier(
         "nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())",
         "nn.BCELoss()(model(X), (Y == 0).float().unsqueeze(1))",
+    ),
+    "log_softmax over dim -1 into nll_loss": classifier(
+        "nn.Linear(4, 3)", "F.nll_loss(model(X).log_softmax(-1), Y)"
+    ),
+    "log_softmax with PyTorch's implicit dim into nll_loss": classifier(
+        "nn.Linear(4, 3)", "F.nll_loss(F.log_softmax(model(X)), Y)"
     ),
     "softmax for display, logits into cross_entropy": classifier(
         "nn.Linear(4, 3)", "F.cross_entropy(model(X), Y)\n    shown = model(X).softmax(dim=1).detach()"
