@@ -157,7 +157,10 @@ def _sigmoid_into_bce_with_logits(sigmoid_line: int | None, line: int | None) ->
 
 
 def _nll_loss_input(
-    given: torch.Tensor, maker: tuple[str, int | None] | None, result: torch.Tensor, line: int | None
+    given: torch.Tensor,
+    maker: tuple[str, int | None, int | None] | None,
+    result: torch.Tensor,
+    line: int | None,
 ) -> Report | None:
     """The report for nll_loss given softmax's probabilities, or anything with an element
     above 0 (log-probabilities never are); ``None`` for what may be log-probabilities."""
