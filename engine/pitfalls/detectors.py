@@ -25,6 +25,7 @@ from .copied_out import COPYING_OPS, copied_off_graph
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
+from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .rebound import rebound_updates
@@ -437,6 +438,7 @@ class PitfallWatch:
         self._finish_unoptimized()
         self._finish_ungraded()
         self._finish_symmetric(scope)
+        self._finish_never_stepped(scope)
         self._finish_uncalled()
         self._finish_rebound()
 
@@ -546,6 +548,15 @@ class PitfallWatch:
                 ),
                 [tid for p in params if (tid := self._rec.tensors.known(p)) is not None],
             )
+
+    def _finish_never_stepped(self, scope: dict[str, Any]) -> None:
+        rec = self._rec
+        calls = rec.backward.calls
+        found = never_stepped(
+            scope, lambda opt: rec.training.label_of(opt) is not None, calls, rec.source_lines
+        )
+        if found is not None:
+            self._say("optimizer-never-stepped", found.line, *found.report(calls))
 
     def _finish_symmetric(self, scope: dict[str, Any]) -> None:
         training = self._rec.training
