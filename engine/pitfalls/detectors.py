@@ -2,15 +2,15 @@
 
 :class:`PitfallWatch` takes the recorder's calls and reports; what a detector must follow
 across calls lives beside it: the chains of adds of loss-tensor-accumulated in
-running_totals.py, the gradients of missing-zero-grad in stale_grads.py, and the shape
-check of broadcast-in-loss in broadcast.py.
+running_totals.py, the gradients of missing-zero-grad in stale_grads.py, the shape
+check of broadcast-in-loss in broadcast.py, what made a loss's input in loss_inputs.py;
+the end-of-run reports about parameters are parameters.py's.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,13 +28,13 @@ from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
+from .parameters import parameter_reports
 from .rebound import rebound_updates
 from .rebuilt import rebuilt_report
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
-from .symmetry import symmetric_layers, symmetric_report
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
-from .ungraded import UngradedParams, ungraded_report
+from .ungraded import UngradedParams
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -435,9 +435,8 @@ class PitfallWatch:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         self._finish_totals(scope)
         self._finish_eval_forwards()
-        self._finish_unoptimized()
-        self._finish_ungraded()
-        self._finish_symmetric(scope)
+        for said in parameter_reports(self._rec, scope, self._ungraded):
+            self._say(*said)
         self._finish_never_stepped(scope)
         self._finish_uncalled()
         self._finish_rebound()
@@ -499,56 +498,6 @@ class PitfallWatch:
             "model.eval().",
         )
 
-    def _finish_unoptimized(self) -> None:
-        training = self._rec.training
-        if training.total_steps == 0:
-            return
-        modules = self._rec.modules
-        missed: list[tuple[str, torch.Tensor]] = []
-        for p, name in modules.all_params():
-            if p.grad is not None and id(p) not in training.stepped_params:
-                missed.append((name, p))
-        if not missed:
-            return
-        names = [n for n, _ in missed]
-        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        line = self._assignment_line(names[0])
-        tensors = [tid for _, p in missed if (tid := self._rec.tensors.known(p)) is not None]
-        self._say(
-            "parameter-not-optimized",
-            line,
-            "Parameters get gradients but never train",
-            f"{shown} received gradients in backward(), but no optimizer updates them: they keep their initial "
-            "values for the whole run. Layers kept in a plain Python list (or dict) are not registered with "
-            "nn.Module, so model.parameters() — and the optimizer built from it — never sees them.",
-            "Keep sub-layers in nn.ModuleList / nn.ModuleDict (or as attributes), and build the optimizer from "
-            "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
-            tensors,
-        )
-
-    def _finish_ungraded(self) -> None:
-        names = {id(p): name for p, name in self._rec.modules.all_params()}
-        for found in self._ungraded.found():
-            params = [p for p in found.params if id(p) in names]  # a model's, not a tensor by hand
-            if not params:
-                continue
-            label = (
-                self._rec.training.label_of(found.optimizer) if found.optimizer else None
-            ) or "the optimizer"
-            qualified = [names[id(p)] for p in params]
-            self._say(
-                "parameter-without-gradient",
-                self._assignment_line(qualified[0]),
-                *ungraded_report(
-                    qualified,
-                    found.steps,
-                    label,
-                    [self._ungraded.ran(p) for p in params],
-                    self._ungraded.saw_modules,
-                ),
-                [tid for p in params if (tid := self._rec.tensors.known(p)) is not None],
-            )
-
     def _finish_never_stepped(self, scope: dict[str, Any]) -> None:
         rec = self._rec
         calls = rec.backward.calls
@@ -557,31 +506,3 @@ class PitfallWatch:
         )
         if found is not None:
             self._say("optimizer-never-stepped", found.line, *found.report(calls))
-
-    def _finish_symmetric(self, scope: dict[str, Any]) -> None:
-        training = self._rec.training
-        if training.total_steps < 2:
-            return
-        names = {id(p): name for p, name in self._rec.modules.all_params()}
-        for layer in symmetric_layers(scope, names, training.stepped_params):
-            line, title, message, fix = symmetric_report(layer, training.total_steps, self._rec.source_lines)
-            known = self._rec.tensors.known(layer.weight)
-            self._say(
-                "symmetric-weights",
-                line if line is not None else self._assignment_line(f"{layer.path}.weight"),
-                title,
-                message,
-                fix,
-                [known] if known is not None else [],
-            )
-
-    def _assignment_line(self, qualified: str) -> int | None:
-        """Find the line that assigned the attribute holding a parameter (``net.layers[0].weight``)."""
-        parts = qualified.split(".")
-        for attr in reversed(parts[1:-1]):
-            attr = attr.split("[")[0]
-            pattern = re.compile(rf"\.{re.escape(attr)}\s*=")
-            for i, text in enumerate(self._rec.source_lines, start=1):
-                if pattern.search(text):
-                    return i
-        return None
