@@ -237,7 +237,8 @@ class PitfallWatch:
             self._say(
                 "train-mode-in-evaluation", top, *train_mode_in_evaluation_explained(type(module).__name__)
             )
-        self._ungraded.on_module_call(module)
+        if self._rec.detail:  # which layers run, for parameter-without-gradient's wording
+            self._ungraded.on_module_call(module)
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self._eval_forwards.append((top, self._rec.backward.calls))

@@ -42,6 +42,7 @@ TOPICS = [
     "broadcasting",
     "never-train",
     "nan-gradient",
+    "copy-vs-stack",
 ]
 
 
@@ -152,6 +153,10 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             sent = at[1].grad_out[0].flat
             assert math.isnan(sent[0]) and math.isnan(sent[1]) and sent[2] == 0.25
             assert pitfalls == {"non-finite-gradient"}
+        case "copy-vs-stack":  # only the "+ a" leads back: a.grad is 1, and b is never reached
+            assert at is not None and at[0] == "AccumulateGrad" and accumulated_at(1) == [1.0]
+            assert [name for name, _ in timeline] == ["AddBackward0", "AccumulateGrad", "end"]
+            assert pitfalls == {"tensor-copied-off-graph"}
 
 
 def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
