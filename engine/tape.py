@@ -211,7 +211,7 @@ class TapeMode(TorchFunctionMode):
         if name in WATCHED_OPS and not rec.in_optimizer:
             frames = snippet_frames()  # looked up once for the detectors and the tape
             with rec.mute():
-                rec.pitfalls.on_op(name, args, result, frames[1], kwargs)
+                rec.pitfalls.on_op(name, args, result, frames[1], kwargs, frames[0])
         if rec.in_optimizer or not rec.detail:
             return result
         if name == "register_hook" and isinstance(first, torch.Tensor):

@@ -13,6 +13,7 @@ import functools
 import math
 import weakref
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -22,6 +23,7 @@ from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
+from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
-WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS
+WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS | DROPOUT_OPS
 
 _ONCE_PER_RUN = frozenset(
     {
@@ -179,9 +181,10 @@ class PitfallWatch:
         result: Any,
         line: int | None,
         kwargs: dict[str, Any] | None = None,
+        frame: FrameType | None = None,
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
-        with positional ``args`` and keyword ``kwargs``."""
+        (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
         if not isinstance(result, torch.Tensor):
             return
         if name in MAKER_OPS:
@@ -191,6 +194,19 @@ class PitfallWatch:
             found = self._loss_inputs.check(name, args, result, line)
             if found is not None:
                 self._say(found[0], line, *found[1:])
+            return
+        if name in DROPOUT_OPS:
+            dropped = dropout_in_eval(
+                name,
+                args,
+                kwargs or {},
+                frame,
+                line,
+                self._rec.source_lines,
+                self._rec.modules.path_of,
+            )
+            if dropped is not None:
+                self._say("functional-dropout-in-eval", line, *dropped)
             return
         if name in COPYING_OPS:
             copied = copied_off_graph(name, args, result, line, self._rec.source_lines)
