@@ -175,7 +175,7 @@ def _nll_loss_input(
     else:
         probabilities = True
     loss = _scalar(result)
-    said = f" (here {loss:.4g})" if loss is not None else ""
+    said = f" ({loss:.4g} when first seen)" if loss is not None else ""
     fix = (
         "Apply log_softmax before nll_loss (nn.LogSoftmax(dim=1) as the model's last layer, not "
         "nn.Softmax), or drop the softmax and give the logits to cross_entropy, which does both."

@@ -116,7 +116,7 @@ def test_the_nll_loss_it_quotes_is_the_first_step_loss_pytorch_computes() -> Non
     (p,) = q.pitfalls(record(source))
     loss = plain_losses(source)
     assert -1 < loss < 0
-    assert f"(here {loss:.4g})" in p.message
+    assert f"({loss:.4g} when first seen)" in p.message
 
 
 def test_raw_scores_into_nll_loss_quote_the_largest_score() -> None:
@@ -128,7 +128,7 @@ loss.backward()
 """
     (p,) = q.pitfalls(record(source))
     assert (p.kind, p.line) == ("nll-loss-without-log-softmax", 4)
-    assert "elements up to 2.5:" in p.message and "(here -1.75)" in p.message
+    assert "elements up to 2.5:" in p.message and "(-1.75 when first seen)" in p.message
 
 
 def test_found_in_the_first_step_of_a_long_loop_recorded_metrics_only_after_it() -> None:
