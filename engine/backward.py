@@ -97,6 +97,7 @@ class BackwardTracker:
                             self._received[nid] = [self._value(g) for g in grad_outputs]
                             if leaf is not None:
                                 self._before[nid] = rec.value_or_none(leaf.grad)
+                                rec.pitfalls.before_accumulate(leaf)
                     except Exception:
                         rec.observation_failed()
 
@@ -172,6 +173,7 @@ class BackwardTracker:
                     after=v(leaf.grad),
                 )
             )
+            rec.pitfalls.after_accumulate(leaf)
 
     def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
         # A gradient a node sends is usually the very tensor the next node receives:

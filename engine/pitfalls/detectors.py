@@ -24,6 +24,7 @@ from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
+from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
@@ -116,6 +117,8 @@ class PitfallWatch:
                 "on_node_ran",
                 "on_clip",
                 "on_finish",
+                "before_accumulate",
+                "after_accumulate",
             ):
                 setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
@@ -133,6 +136,7 @@ class PitfallWatch:
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self._from_leaf = False  # the last backward() started from leaves only
         self._ungraded = UngradedParams()  # parameter-without-gradient
+        self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -301,6 +305,22 @@ class PitfallWatch:
             )
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
+
+    @_safe
+    def before_accumulate(self, leaf: torch.Tensor) -> None:
+        """Look at ``leaf`` as AccumulateGrad is about to add into its ``.grad``, in a walk
+        recorded in full: a gradient left from before an update by hand (hand_updates.py)."""
+        if self._rec.training.total_steps or not self._hand_updates.stale(leaf):
+            return  # with an optimizer, its steps judge (stale_grads.py)
+        tid = self._rec.tensors.known(leaf)
+        name = self._rec.tensors.names.get(tid, "the leaf") if tid is not None else "the leaf"
+        line = _known(_UNKNOWN)
+        self._say("missing-zero-grad", line, *left_in_grad_by_hand(name, line, self._rec.source_lines))
+
+    @_safe
+    def after_accumulate(self, leaf: torch.Tensor) -> None:
+        """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
+        self._hand_updates.accumulated(leaf)
 
     @_safe
     def after_backward(self, line: int | _Unknown | None = _UNKNOWN) -> None:
