@@ -1,5 +1,6 @@
 """The end-of-run reports about a model's parameters: those that get gradients and no
-optimizer (parameter-not-optimized), those an optimizer steps that never get a gradient
+optimizer (parameter-not-optimized), tensors meant as parameters and held as plain
+attributes (tensor-attribute-not-parameter), those an optimizer steps that never get a gradient
 (parameter-without-gradient, ungraded.py), and layers whose units stay identical
 (symmetric-weights, symmetry.py). Each is said at the line that assigns the layer (or, for
 symmetric weights, sets them to a constant).
@@ -11,7 +12,9 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
+from torch import nn
 
+from ..source import is_a
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, ungraded_report
 
@@ -36,7 +39,12 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
     """What the run's end shows about the parameters of the modules ``rec`` saw; ``scope``:
     the snippet's globals; ``ungraded``: what the optimizer steps showed."""
     names = {id(p): name for p, name in rec.modules.all_params()}
-    return [*_unoptimized(rec, names), *_ungraded(rec, names, ungraded), *_symmetric(rec, scope, names)]
+    return [
+        *_unoptimized(rec, names),
+        *_plain_tensors(rec, scope),
+        *_ungraded(rec, names, ungraded),
+        *_symmetric(rec, scope, names),
+    ]
 
 
 def _tensor_ids(rec: Recorder, params: list[torch.Tensor]) -> list[int]:
@@ -67,6 +75,60 @@ def _unoptimized(rec: Recorder, names: dict[int, str]) -> list[Said]:
             _tensor_ids(rec, missed),
         )
     ]
+
+
+def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
+    """Tensors that require grad held as plain attributes of a module (``self.scale =
+    torch.ones(1, requires_grad=True)``): not registered, so no optimizer built from
+    ``model.parameters()`` sees them, and they get gradients that nothing uses or clears."""
+    training = rec.training
+    if training.total_steps == 0:
+        return []
+    said = []
+    seen: set[int] = set()
+    for held in list(scope.values()):
+        if not is_a(held, nn.Module):
+            continue
+        for module in held.modules():
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            for attr, value in list(vars(module).items()):
+                if not (
+                    is_a(value, torch.Tensor)
+                    and not isinstance(value, nn.Parameter)
+                    and value.requires_grad
+                    and value.is_leaf
+                    and value.grad is not None
+                    and id(value) not in training.stepped_params
+                ):
+                    continue
+                owner = rec.modules.path_of(module) or type(module).__name__
+                name = f"{owner}.{attr}"
+                if rec.tensors.names.get(rec.tensors.known(value) or -1) is None:
+                    rec.tensors.rename(value, name)  # the graph and the card name it as the pitfall does
+                line = _attribute_line(attr, rec.source_lines)
+                said.append(
+                    Said(
+                        "tensor-attribute-not-parameter",
+                        line,
+                        f"{name} is a plain tensor, not an nn.Parameter: it never trains",
+                        f"{name} requires grad and gets gradients, but it is a plain tensor attribute: nn.Module "
+                        f"registers only nn.Parameter (and sub-modules), so {owner}.parameters() leaves it out, no "
+                        f"optimizer built from it updates it, and zero_grad() never clears its .grad, which only "
+                        f"grows. It keeps its initial value for the whole run.",
+                        f"Make it a parameter: self.{attr} = nn.Parameter(…) (without requires_grad=True, which a "
+                        "Parameter has already).",
+                        _tensor_ids(rec, [value]),
+                    )
+                )
+    return said
+
+
+def _attribute_line(attr: str, source_lines: list[str]) -> int | None:
+    """The first line that assigns ``self.<attr>``."""
+    pattern = re.compile(rf"\bself\.{re.escape(attr)}\s*=[^=]")
+    return next((i for i, text in enumerate(source_lines, start=1) if pattern.search(text)), None)
 
 
 def _ungraded(rec: Recorder, names: dict[int, str], ungraded: UngradedParams) -> list[Said]:
