@@ -9,5 +9,6 @@ cheap when nothing is wrong: :data:`WATCHED_OPS` keeps every other op away from 
 from __future__ import annotations
 
 from .detectors import WATCHED_OPS, PitfallWatch
+from .kinds import PITFALL_KINDS
 
-__all__ = ["WATCHED_OPS", "PitfallWatch"]
+__all__ = ["PITFALL_KINDS", "WATCHED_OPS", "PitfallWatch"]

@@ -25,6 +25,7 @@ from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .hand_updates import HandUpdates, left_in_grad_by_hand
+from .kinds import PITFALL_KINDS
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import eval_left_on_report, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
@@ -57,6 +58,7 @@ _ONCE_PER_RUN = frozenset(
         "parameter-without-gradient",
     }
 )
+_KINDS = frozenset(PITFALL_KINDS)
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
@@ -156,6 +158,8 @@ class PitfallWatch:
         nodes: list[int] | None = None,
         metrics_only_after: int | None = None,
     ) -> None:
+        if kind not in _KINDS:
+            raise ValueError(f"unknown pitfall kind {kind!r}: list it in engine/pitfalls/kinds.py")
         key = (kind, None if kind in _ONCE_PER_RUN else line)
         if key in self._said:
             return

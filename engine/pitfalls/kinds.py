@@ -1,0 +1,37 @@
+"""Every pitfall kind the detectors can report, in the order the README's table lists them.
+
+A ``pitfall`` event's ``kind`` is one of these; the detectors refuse any other (a typo in a
+new detector fails the tests, which run strict), and the README's table is checked against
+this list.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PITFALL_KINDS"]
+
+PITFALL_KINDS: tuple[str, ...] = (
+    "missing-zero-grad",
+    "step-without-gradients",
+    "optimizer-never-stepped",
+    "method-not-called",
+    "loop-variable-rebound",
+    "clip-after-step",
+    "optimizer-rebuilt",
+    "parameter-not-optimized",
+    "tensor-attribute-not-parameter",
+    "parameter-without-gradient",
+    "symmetric-weights",
+    "loss-tensor-accumulated",
+    "graph-built-in-evaluation",
+    "train-mode-in-evaluation",
+    "eval-mode-in-training",
+    "functional-dropout-in-eval",
+    "broadcast-in-loss",
+    "probabilities-into-cross-entropy",
+    "nll-loss-without-log-softmax",
+    "sigmoid-into-bce-with-logits",
+    "softmax-over-batch",
+    "tensor-copied-off-graph",
+    "non-finite-loss",
+    "non-finite-gradient",
+)
