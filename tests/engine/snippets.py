@@ -8,6 +8,18 @@ from typing import Any
 
 import torch
 
+from engine import queries as q
+from engine import record
+
+
+def recorded_silently(source: str) -> Any:
+    """Record ``source``, which must finish ``ok`` with no pitfall (a detector's near miss),
+    and return its trace."""
+    trace = record(source)
+    assert trace.events[-1].status == "ok", trace.events[-1].message
+    assert q.pitfalls(trace) == []
+    return trace
+
 
 def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
     """Run ``source`` without gradwalk, seeded as gradwalk seeds it; return ``.grad`` of each
