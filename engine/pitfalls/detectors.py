@@ -324,7 +324,8 @@ class PitfallWatch:
     @_safe
     def after_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
-        self._hand_updates.accumulated(leaf)
+        if not self._rec.training.total_steps:  # once an optimizer steps, its steps judge
+            self._hand_updates.accumulated(leaf)
 
     @_safe
     def after_backward(self, line: int | _Unknown | None = _UNKNOWN) -> None:
