@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
 from .explain_grad import none_grad_hint
 from .explain_matmul import matmul_hint
@@ -174,6 +175,9 @@ def explain_error(
     if not _raised_by_failed_op(exc, rec):
         rec.failed_op = None  # NOTE [The op an error came from]
     if "backward through the graph a second time" in text:
+        carried = carried_graph_hint(rec.source_lines, line, frame)
+        if carried:
+            return carried
         first = rec.backward.first_backward_line
         where = f" (the first one ran at line {first})" if first else ""
         return (

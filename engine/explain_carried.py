@@ -1,0 +1,86 @@
+"""Why a training loop's second backward() finds the graph freed: a tensor carried from one
+iteration into the next.
+
+"Trying to backward through the graph a second time" in a loop that does recompute its
+forward pass comes from a value the loop carries over: an RNN's hidden state
+(``h = rnn(x, h)``) or a running total (``total = total + loss``) is computed from its own
+previous value, so this iteration's graph reaches back into the last one, which the last
+backward() freed. PyTorch suggests ``retain_graph=True``, which hides the error and keeps
+every iteration's graph alive. Found in the source (a name assigned inside a loop from an
+expression that uses it, not detached on the way) and confirmed in the snippet's frame (the
+name holds a tensor that still has a ``grad_fn``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from types import FrameType
+
+import torch
+
+from .source import is_a, quoted_code
+
+__all__ = ["carried_graph_hint"]
+
+_LOOP = re.compile(r"^(\s*)(?:for|while)\b.*:\s*$")
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w\s,()]*?)\s*(\+=|=(?!=))\s*(.+)$")
+_CUTS = re.compile(r"\.(?:detach|item|tolist)\(|\bno_grad\(")
+
+
+def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: FrameType | None) -> str | None:
+    """The hint for a backward() at ``line`` that found its graph freed, where a loop around
+    it carries a tensor with a graph from one iteration into the next; ``None`` otherwise.
+    ``frame``: the snippet's frame the error came from (whose names are checked)."""
+    if line is None or frame is None:
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    for at, name, code, total in _carried(source_lines, line):
+        held = scope.get(name)
+        if not (is_a(held, torch.Tensor) and held.grad_fn is not None):
+            continue
+        fix = (
+            f"Accumulate a number instead: {name} += loss.item() (or {name} = {name} + loss.detach())."
+            if total
+            else f"Detach it once per iteration, before it is used: {name} = {name}.detach() (truncated "
+            "backpropagation through time)."
+        )
+        return (
+            f"This backward() walks back into the previous iteration's graph, which the last backward() "
+            f"freed: {name} carries it from one iteration to the next (line {at}: {code}), as each new "
+            f"{name} is computed from the last one. {fix} retain_graph=True would only hide the error: "
+            "every iteration's graph would stay alive, and each backward() would walk all of them."
+        )
+    return None
+
+
+def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str, bool]]:
+    """``(line, name, code, is_a_sum)`` for each assignment, inside a loop that encloses
+    ``line``, of a name from an expression that uses that name undetached."""
+    codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
+    raw = list(source_lines)
+    found = []
+    for header in range(line - 1, 0, -1):
+        loop = _LOOP.match(raw[header - 1])
+        if loop is None:
+            continue
+        indent = len(loop.group(1))
+        body = range(header + 1, len(raw) + 1)
+        end = next((i for i in body if raw[i - 1].strip() and _indent(raw[i - 1]) <= indent), len(raw) + 1)
+        if not header < line < end:
+            continue
+        for at in range(header + 1, end):
+            assigned = _ASSIGN.match(codes[at - 1])
+            if assigned is None or _CUTS.search(assigned.group(3)):
+                continue
+            targets = [t.strip("() ") for t in assigned.group(1).split(",")]
+            value = assigned.group(3)
+            for name in targets:
+                if name.isidentifier() and (assigned.group(2) == "+=" or re.search(rf"\b{name}\b", value)):
+                    total = assigned.group(2) == "+=" or bool(re.match(rf"^{name}\s*\+", value))
+                    found.append((at, name, codes[at - 1], total))
+    return found
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
