@@ -1,0 +1,229 @@
+"""Hints for the shape and layout errors a learner meets first: what a layer or a loss
+expects its input to look like, read from PyTorch's message (and, where the failing op was
+recorded, from its operands), with the line of code that fixes it.
+
+Covered: a convolution given channels-last or unbatched images, an LSTM/GRU/RNN given the
+wrong feature size, an embedding given float or out-of-range indices, cross_entropy given a
+2-D target, BCE given a target of another shape, ``view`` of a transposed tensor,
+``torch.stack``/``torch.cat`` of mismatched tensors, and an optimizer given no parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["layout_hint"]
+
+_CHANNELS = re.compile(
+    r"weight of size \[(\d+), (\d+), [\d, ]+\], expected input\[([\d, ]+)\] to have (\d+) channels"
+)
+_CONV_DIMS = re.compile(
+    r"Expected (\d)D \(unbatched\) or (\d)D \(batched\) input to (conv\w+), but got input of size: \[([\d, ]*)\]"
+)
+_RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
+_BCE_SIZES = re.compile(
+    r"Target size \(torch\.Size\(\[([\d, ]*)\]\)\) must be the same as input size \(torch\.Size\(\[([\d, ]*)\]\)\)"
+)
+_STACK = re.compile(
+    r"stack expects each tensor to be equal size, but got \[([\d, ]*)\] at entry (\d+) and \[([\d, ]*)\] at entry (\d+)"
+)
+_CAT = re.compile(
+    r"Sizes of tensors must match except in dimension (\d+)\. Expected size (\d+) but got size (\d+) for tensor number (\d+)"
+)
+
+
+def layout_hint(exc: BaseException, rec: Recorder) -> str | None:
+    """The hint for a shape or layout error ``exc`` (see the module docstring); ``None`` for
+    any other error. ``rec.failed_op`` names the op it came from, where that was recorded."""
+    text = str(exc)
+    failed = rec.failed_op
+    operands = failed[1] if failed is not None else []
+    for hint in (
+        _flatten_hint(failed[0] if failed else None, operands),
+        _conv_hint(text),
+        _rnn_hint(text),
+        _embedding_hint(exc, text, failed[0] if failed else None, operands),
+        _target_hint(text, operands),
+        _join_hint(text),
+    ):
+        if hint:
+            return hint
+    if "view size is not compatible with input tensor's size and stride" in text:
+        return (
+            "view() reads the elements in the order they lie in memory, and after t(), transpose() or "
+            "permute() that is no longer row by row, so this view cannot be made without a copy. Use "
+            ".reshape(…), which copies when it must, or .contiguous().view(…)."
+        )
+    if "optimizer got an empty parameter list" in text:
+        return (
+            "The optimizer was given no parameters: model.parameters() found none. nn.Module registers "
+            "layers assigned as attributes, or kept in nn.ModuleList / nn.ModuleDict, not layers in a plain "
+            "Python list or dict; and a generator such as model.parameters() is empty once something has "
+            "read it (params = model.parameters() used twice). Keep the layers in nn.ModuleList, and pass "
+            "model.parameters() straight to the optimizer."
+        )
+    return None
+
+
+def _sizes(text: str) -> list[int]:
+    return [int(n) for n in text.replace(" ", "").split(",") if n]
+
+
+def _shape(sizes: list[int]) -> str:
+    """A shape as Python prints a tuple: ``(32,)``, ``(32, 1)``."""
+    return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(map(str, sizes))})"
+
+
+def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
+    """nn.Linear given images: an input whose dimensions after the first multiply to the
+    layer's in_features, but whose last one is not it."""
+    if op != "linear" or len(operands) < 2 or operands[0].dim() < 3:
+        return None
+    given, weight = operands[0], operands[1]
+    features = weight.shape[-1]
+    if given.shape[-1] == features or given[0].numel() != features:
+        return None
+    return (
+        f"nn.Linear({features}, …) takes each sample as a vector of {features} numbers, and this input, "
+        f"{_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
+        "x.flatten(1) (or an nn.Flatten() layer before the linear one)."
+    )
+
+
+def _conv_hint(text: str) -> str | None:
+    found = _CHANNELS.search(text)
+    if found:
+        out, shape, wanted = int(found.group(1)), _sizes(found.group(3)), int(found.group(4))
+        shown = f"[{', '.join(map(str, shape))}]"
+        if len(shape) == 4 and shape[-1] == wanted and shape[1] != wanted:
+            return (
+                f"A convolution reads its input as (N, C, H, W), channels first. This input, {shown}, has its "
+                f"{wanted} channels last (H×W×C, as NumPy and PIL keep images): move them with "
+                f"x.permute(0, 3, 1, 2) (a batch) or x.permute(2, 0, 1) (one image)."
+            )
+        if len(shape) == 3 and shape[-1] == wanted and shape[1] != wanted:
+            return (
+                f"A convolution reads its input as (N, C, L), channels first. This input, {shown}, has its "
+                f"{wanted} channels last: move them with x.permute(0, 2, 1) (or x.transpose(1, 2))."
+            )
+        got = shape[1] if len(shape) >= 3 else shape[0] if shape else "?"
+        return (
+            f"The layer was built for {wanted} input channels (in_channels={wanted}, with {out} out) and the "
+            f"input {shown} has {got} at the channel dimension (dim 1 of (N, C, …)): build the layer with "
+            f"in_channels={got}, or check what feeds it."
+        )
+    dims = _CONV_DIMS.search(text)
+    if dims:
+        unbatched, batched, op, shape = (
+            int(dims.group(1)),
+            int(dims.group(2)),
+            dims.group(3),
+            _sizes(dims.group(4)),
+        )
+        shown = f"[{', '.join(map(str, shape))}]"
+        if len(shape) == unbatched - 1:
+            fix = f"one image without its channel dimension: x.unsqueeze(0) gives (1, {', '.join(map(str, shape))}), and x.unsqueeze(0).unsqueeze(0) a batch of one"
+        else:
+            fix = "reshape it to (N, C, …) or (C, …)"
+        return (
+            f"{op} takes (C, …) for one input or (N, C, …) for a batch: {unbatched} or {batched} dimensions. "
+            f"This input has {len(shape)}, {shown}: {fix}."
+        )
+    return None
+
+
+def _rnn_hint(text: str) -> str | None:
+    found = _RNN_SIZE.search(text)
+    if not found:
+        return None
+    wanted, got = found.groups()
+    return (
+        f"The recurrent layer was built with input_size={wanted}, and reads each step's features from the "
+        f"input's last dimension, which is {got} here. Its input is (seq, batch, features), or (batch, seq, "
+        "features) with batch_first=True: check the order of the dimensions (a transpose too many or too "
+        "few), or build the layer with the input_size the data has."
+    )
+
+
+def _embedding_hint(
+    exc: BaseException, text: str, op: str | None, operands: list[torch.Tensor]
+) -> str | None:
+    if "'indices' to have one of the following scalar types" in text:
+        return (
+            "nn.Embedding looks rows up by index, so its input must hold integers (int64 or int32), and this "
+            "one holds floats: convert it with idx.long() (torch.tensor([1, 2]) of whole numbers is int64 "
+            "already)."
+        )
+    if (
+        isinstance(exc, IndexError)
+        and "index out of range in self" in text
+        and op == "embedding"
+        and len(operands) >= 2
+    ):
+        indices, weight = operands[0], operands[1]
+        rows = weight.shape[0]
+        largest = int(indices.max()) if indices.numel() else None
+        seen = f", and the input holds {largest}" if largest is not None else ""
+        return (
+            f"This nn.Embedding has {rows} rows, for the indices 0 to {rows - 1}{seen}: num_embeddings must be "
+            "larger than the largest index (the vocabulary's size, counting a padding or unknown token). "
+            f"Build it with nn.Embedding({largest + 1 if largest is not None else 'max index + 1'}, …), or check "
+            "how the indices were made."
+        )
+    return None
+
+
+def _target_hint(text: str, operands: list[torch.Tensor]) -> str | None:
+    if "0D or 1D target tensor expected, multi-target not supported" in text:
+        target = operands[1] if len(operands) >= 2 else None
+        shape = f" Here it has shape {tuple(target.shape)}." if target is not None else ""
+        return (
+            "cross_entropy (nn.CrossEntropyLoss) takes one class index per sample: an int64 target of shape "
+            f"(N,) with values 0 to C - 1.{shape} A column of indices, (N, 1), becomes (N,) with y.squeeze(1) "
+            "(or y.view(-1)); one-hot rows become indices with y.argmax(1) (or pass them as float "
+            "probabilities, shape (N, C))."
+        )
+    sizes = _BCE_SIZES.search(text)
+    if sizes:
+        wanted, given = _sizes(sizes.group(1)), _sizes(sizes.group(2))
+        if given == [*wanted, 1]:
+            fix = "give the target the output's shape, y.unsqueeze(1) (or y.view(-1, 1)), or drop the output's last dimension, logits.squeeze(1)"
+        elif wanted == [*given, 1]:
+            fix = (
+                "drop the target's last dimension, y.squeeze(1), or give the output one, logits.unsqueeze(1)"
+            )
+        else:
+            fix = "reshape one of them to the other's shape"
+        return (
+            "Binary cross-entropy compares each prediction with its own target, element by element, so the "
+            f"two must have one shape: here the input is {_shape(given)} and the target {_shape(wanted)}. "
+            f"PyTorch refuses rather than broadcast them to a matrix: {fix}."
+        )
+    return None
+
+
+def _join_hint(text: str) -> str | None:
+    stack = _STACK.search(text)
+    if stack:
+        first, i, other, j = stack.groups()
+        return (
+            f"torch.stack puts tensors side by side along a new dimension, so they must all have one shape: "
+            f"entry {i} is [{first}] and entry {j} [{other}]. To join along a dimension they already have, "
+            "use torch.cat; to stack sequences of different lengths, pad them first "
+            "(torch.nn.utils.rnn.pad_sequence)."
+        )
+    cat = _CAT.search(text)
+    if cat:
+        dim, wanted, got, number = cat.groups()
+        return (
+            f"torch.cat joins tensors along dim={dim}, and every other dimension must agree: tensor {number} "
+            f"has {got} where the first has {wanted}. If that is the dimension to join along, pass it: "
+            "torch.cat([...], dim=…) with the dimension whose sizes differ."
+        )
+    return None
