@@ -14,6 +14,7 @@ from .explain_grad import none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
+from .explain_values import value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code
 
@@ -234,7 +235,7 @@ def explain_error(
         return _missing_package_hint(exc.name.split(".")[0])
     if "Read-only file system" in text:
         return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
-    layout = layout_hint(exc, rec)
+    layout = layout_hint(exc, rec) or value_kind_hint(text, code)
     if layout:
         return layout
     for phrase, hint in _PLAIN_HINTS:

@@ -1,6 +1,6 @@
-"""Shape and layout errors a learner meets first (engine/explain_layout.py): each keeps
-PyTorch's own error and gets a hint that says what the layer or loss expects and the line
-that fixes it, with this input's shapes."""
+"""Shape, layout and value-kind errors a learner meets first (engine/explain_layout.py,
+engine/explain_values.py): each keeps PyTorch's own error and gets a hint that says what
+the layer, loss or call expects and the line that fixes it, with this input's shapes."""
 
 from __future__ import annotations
 
@@ -58,6 +58,30 @@ CASES = {
     "cat_dims": (
         "import torch\na, b = torch.randn(2, 3), torch.randn(2, 4)\nc = torch.cat([a, b], dim=0)\n",
         "torch.cat joins tensors along dim=0, and every other dimension must agree: tensor 1 has 4 where the first has 3",
+    ),
+    "numpy_into_model": (
+        "import torch, torch.nn as nn\nimport numpy as np\nmodel = nn.Linear(3, 1)\nx = np.random.rand(8, 3).astype('float32')\nout = model(x)\n",
+        "linear() takes a tensor as its input (argument 1) and got a numpy.ndarray: convert the array first: torch.from_numpy(x).float()",
+    ),
+    "bool_ambiguous": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\nif x > 0:\n    y = x * 2\n",
+        "Python asked this tensor for one True or False (if x > 0:), and it holds one per element",
+    ),
+    "dim_out_of_range": (
+        "import torch, torch.nn.functional as F\nlogits = torch.randn(3, requires_grad=True)\np = F.softmax(logits, dim=1)\n",
+        "The tensor has 1 dimension (dims -1 to 0), and this call asked for dim 1",
+    ),
+    "mean_bool": (
+        "import torch\npred = torch.tensor([1, 0, 1])\ny = torch.tensor([1, 1, 1])\nacc = (pred == y).mean()\n",
+        "Convert first: (pred == y).float().mean() for an accuracy",
+    ),
+    "mean_long": (
+        "import torch\ncounts = torch.tensor([1, 2, 3])\navg = counts.mean()\n",
+        "mean() of a long tensor is refused",
+    ),
+    "target_int_python": (
+        "import torch, torch.nn as nn\nlogits = torch.randn(1, 3, requires_grad=True)\nloss = nn.CrossEntropyLoss()(logits, 2)\n",
+        "got an int: wrap the number: torch.tensor([2])",
     ),
 }
 
