@@ -67,7 +67,7 @@ class UngradedParams:
         if entry is None or entry[0]() is not opt:
             stepped = _Stepped()
             stepped.ungraded = {id(p): weakref.ref(p) for p in params if p.requires_grad and p.grad is None}
-            stepped.graded = len(stepped.ungraded) < len(params)
+            stepped.graded = any(p.grad is not None for p in params)
             stepped.steps = 1
             self._by_optimizer[id(opt)] = (weakref.ref(opt), stepped)
             return
