@@ -23,6 +23,7 @@ from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
+from .diverging import LossCourse, diverged_report
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
@@ -34,7 +35,7 @@ from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .parameters import parameter_reports
 from .rebound import rebound_updates
-from .rebuilt import rebuilt_report
+from .rebuilt import construction_line, rebuilt_report
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import WHAT_IT_SKIPS, uncalled_methods
@@ -139,6 +140,7 @@ class PitfallWatch:
         self._from_leaf = False  # the last backward() started from leaves only
         self._ungraded = UngradedParams()  # parameter-without-gradient
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
+        self._course = LossCourse()  # loss-diverging
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -363,6 +365,14 @@ class PitfallWatch:
             if stale is not None:
                 self._stale_used(*stale, step)
         self._ungraded.on_step(opt, params)
+        lr = opt.param_groups[0].get("lr") if opt.param_groups else None
+        self._course.note(
+            self._rec.training.label_of(opt) or type(opt).__name__,
+            step,
+            self._rec.backward.last_loss,
+            lr if isinstance(lr, float | int) else None,
+            line,
+        )
         if params and all(p.grad is None for p in params):
             self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
@@ -480,6 +490,7 @@ class PitfallWatch:
         for said in parameter_reports(self._rec, scope, self._ungraded):
             self._say(*said)
         self._finish_never_stepped(scope)
+        self._finish_diverging()
         self._finish_uncalled()
         self._finish_rebound()
 
@@ -539,6 +550,13 @@ class PitfallWatch:
             "Wrap evaluation in `with torch.no_grad():` (or torch.inference_mode()) as well as calling "
             "model.eval().",
         )
+
+    def _finish_diverging(self) -> None:
+        if ("non-finite-loss", None) in self._said:
+            return  # it reached Inf or NaN, and was said so
+        for found in self._course.diverged():
+            built = construction_line(found.label.split(" (")[0], found.line, self._rec.source_lines)
+            self._say("loss-diverging", built or found.line, *diverged_report(found))
 
     def _finish_never_stepped(self, scope: dict[str, Any]) -> None:
         rec = self._rec

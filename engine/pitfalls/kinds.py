@@ -32,6 +32,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "sigmoid-into-bce-with-logits",
     "softmax-over-batch",
     "tensor-copied-off-graph",
+    "loss-diverging",
     "non-finite-loss",
     "non-finite-gradient",
 )

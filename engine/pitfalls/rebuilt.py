@@ -14,10 +14,10 @@ import re
 
 from ..source import quoted_code
 
-__all__ = ["rebuilt_report"]
+__all__ = ["construction_line", "rebuilt_report"]
 
 
-def _construction_line(variable: str, step_line: int | None, source_lines: list[str]) -> int | None:
+def construction_line(variable: str, step_line: int | None, source_lines: list[str]) -> int | None:
     """The nearest line above ``step_line`` that assigns ``variable`` (``opt = …``)."""
     if step_line is None or not variable.isidentifier():
         return None
@@ -60,5 +60,5 @@ def rebuilt_report(
     """``(line, title, message, fix)`` for optimizer ``label`` of class ``kind``, rebuilt
     before each of its steps at ``step_line``: the line is the one that builds it, where
     the source shows it, else the step's."""
-    built_at = _construction_line(label.split(" (")[0], step_line, source_lines)
+    built_at = construction_line(label.split(" (")[0], step_line, source_lines)
     return (built_at or step_line, *rebuilt_explained(label, kind, built_at, source_lines))

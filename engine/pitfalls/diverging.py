@@ -1,0 +1,104 @@
+"""A loss that climbs while it trains, without reaching NaN or Inf (loss-diverging).
+
+A learning rate a little too high makes each update overshoot further than the last: the
+loss grows step after step. A long run ends in Inf or NaN (non-finite-loss says so); a short
+one just ends with a loss thousands of times its best, and the charts are the only sign. Told
+at the end of the run, per optimizer, from the losses its steps used: at least five steps,
+positive losses, and the run ending at its highest loss, at least ten times the first and a
+hundred times the lowest. A loss that rises and falls (a GAN's discriminator) does not end
+at its peak that far above where it began, and is not flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+__all__ = ["Diverged", "LossCourse", "diverged_report"]
+
+_FEWEST_STEPS = 5
+_ABOVE_FIRST = 10.0
+_ABOVE_LOWEST = 100.0
+
+
+class _Course:
+    __slots__ = ("first", "highest", "last", "line", "lowest", "lr", "steps")
+
+    def __init__(self, step: int, loss: float, lr: float | None, line: int | None) -> None:
+        self.first = self.last = self.lowest = self.highest = (step, loss)
+        self.steps = 1
+        self.lr = lr
+        self.line = line
+
+
+class Diverged(NamedTuple):
+    """One optimizer's losses: the first, the lowest and the last, as ``(step, loss)``."""
+
+    label: str
+    first: tuple[int, float]
+    lowest: tuple[int, float]
+    last: tuple[int, float]
+    lr: float | None
+    line: int | None  # the step's snippet line
+
+
+class LossCourse:
+    """The course of the loss under each optimizer (by its label in the charts)."""
+
+    def __init__(self) -> None:
+        self._courses: dict[str, _Course] = {}
+        self._broken: set[str] = set()  # a loss that was not a positive number: no ratio to read
+
+    def note(self, label: str, step: int, loss: float | None, lr: float | None, line: int | None) -> None:
+        """Take the loss optimizer ``label``'s ``step`` (at snippet line ``line``, with
+        learning rate ``lr``) used."""
+        if label in self._broken:
+            return
+        if loss is None or not (math.isfinite(loss) and loss > 0):
+            self._broken.add(label)
+            return
+        course = self._courses.get(label)
+        if course is None:
+            self._courses[label] = _Course(step, loss, lr, line)
+            return
+        course.steps += 1
+        course.last = (step, loss)
+        course.lr = lr
+        if loss < course.lowest[1]:
+            course.lowest = (step, loss)
+        if loss >= course.highest[1]:
+            course.highest = (step, loss)
+
+    def diverged(self) -> list[Diverged]:
+        """The optimizers whose loss climbed to its highest at the end (see the module docstring)."""
+        found = []
+        for label, course in self._courses.items():
+            if label in self._broken or course.steps < _FEWEST_STEPS:
+                continue
+            last = course.last[1]
+            if (
+                course.highest == course.last
+                and last >= _ABOVE_FIRST * course.first[1]
+                and last >= _ABOVE_LOWEST * course.lowest[1]
+            ):
+                found.append(
+                    Diverged(label, course.first, course.lowest, course.last, course.lr, course.line)
+                )
+        return found
+
+
+def diverged_report(found: Diverged) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for a loss that climbed under optimizer ``found.label``."""
+    (first_step, first), (low_step, low), (last_step, last) = found.first, found.lowest, found.last
+    lowest = f", its lowest {low:.4g} at step {low_step}" if low_step != first_step else ""
+    lr = f" (here {found.lr:g})" if found.lr is not None else ""
+    smaller = f" (try {found.lr / 10:g})" if found.lr is not None else " (try 10× smaller)"
+    return (
+        "The loss climbs: training diverges",
+        f"Under {found.label} the loss went from {first:.4g} at step {first_step} to {last:.4g} at step "
+        f"{last_step}{lowest}, and ends at its highest: each update overshoots the minimum further than the "
+        f"last. Nothing raises, and a longer run would end in Inf or NaN. The usual cause is a learning rate "
+        f"that is too high{lr} for this loss and these inputs.",
+        f"Lower the learning rate{smaller}, or normalise the inputs and targets (large values make the same "
+        "learning rate too large); clipping gradients (torch.nn.utils.clip_grad_norm_) also bounds each step.",
+    )
