@@ -181,7 +181,11 @@ def _nll_loss_input(
         "nn.Softmax), or drop the softmax and give the logits to cross_entropy, which does both."
     )
     if probabilities:
-        source = f"the output of softmax{_at(maker[1], line)}" if maker else "values between 0 and 1"
+        source = (
+            f"the output of softmax{_at(maker[1], line)}"
+            if maker and maker[0] == "softmax"
+            else "values between 0 and 1"
+        )
         return (
             "nll-loss-without-log-softmax",
             "nll_loss given probabilities, not log-probabilities",

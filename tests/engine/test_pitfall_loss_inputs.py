@@ -69,6 +69,11 @@ POSITIVES = {
         "nll-loss-without-log-softmax",
         "values between 0 and 1",
     ),
+    "sigmoid outputs into nll_loss": (
+        classifier("nn.Sequential(nn.Linear(4, 3), nn.Sigmoid())", "F.nll_loss(model(X), Y)"),
+        "nll-loss-without-log-softmax",
+        "Here it got values between 0 and 1, so the loss",
+    ),
     "nn.Sigmoid then nn.BCEWithLogitsLoss": (
         classifier(
             "nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())",
