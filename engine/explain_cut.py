@@ -38,6 +38,8 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         "nothing computed inside the block is recorded for backward; compute the loss outside it",
     ),
 )
+# a line the recorder saw copy tensors off the graph matches as it is
+_ANYTHING = re.compile("")
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
 _ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
 
@@ -88,7 +90,7 @@ def cut_before(
     codes = [without_comment(text).rstrip() for text in source_lines]
     for number in range(last, 0, -1):
         code = codes[number - 1].strip()
-        cuts = ((re.compile(""), copies[number]),) if number in copies else _CUTS
+        cuts = ((_ANYTHING, copies[number]),) if number in copies else _CUTS
         for pattern, why in cuts:
             found = pattern.search(code)
             if found is None:
