@@ -25,6 +25,7 @@ EXPECTED_LINES = {
     "pitfall_loop_variable_rebound.py": ("loop-variable-rebound", 17),
     "pitfall_nan_gradient.py": ("non-finite-gradient", 5),
     "pitfall_tensor_copy.py": ("tensor-copied-off-graph", 7),
+    "pitfall_softmax_nll.py": ("nll-loss-without-log-softmax", 13),
 }
 
 
