@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import FrameType, UnionType
 from typing import Any, TypeGuard, TypeVar, overload
 
@@ -44,6 +44,18 @@ def quoted_code(source_lines: Sequence[str], line: int | None, longest: int = 60
         return None
     code = without_comment(source_lines[line - 1]).strip()
     return code if 0 < len(code) <= longest else None
+
+
+def line_matching(
+    source_lines: Sequence[str], pattern: re.Pattern[str], lines: Iterable[int] | None = None
+) -> tuple[int, str] | None:
+    """The first of ``lines`` (snippet line numbers, in the order to look; all of them, top
+    down, by default) whose code, without its comment, ``pattern`` finds; with that code."""
+    for at in lines if lines is not None else range(1, len(source_lines) + 1):
+        code = quoted_code(source_lines, at, sys.maxsize)
+        if code is not None and pattern.search(code):
+            return at, code
+    return None
 
 
 def snippet_frames() -> tuple[FrameType | None, int | None, int | None, bool]:

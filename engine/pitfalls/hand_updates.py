@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import weakref
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 
-from ..source import quoted_code
+from ..source import line_matching, quoted_code
 
 __all__ = ["HandUpdates", "left_in_grad_by_hand"]
 
@@ -104,8 +103,5 @@ def _update_line(name: str, source_lines: Sequence[str]) -> int | None:
     """The first line that changes ``name`` in place by hand (``w -= …``, ``w.sub_(…)``,
     ``w.data -= …``)."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(?:\.data)?\s*(?:-=|\+=|\.sub_\(|\.add_\()")
-    for at in range(1, len(source_lines) + 1):
-        code = quoted_code(source_lines, at, sys.maxsize)
-        if code is not None and pattern.search(code):
-            return at
-    return None
+    found = line_matching(source_lines, pattern)
+    return found[0] if found else None

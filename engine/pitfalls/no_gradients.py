@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 
 from ..explain_cut import cut_before
-from ..source import quoted_code
+from ..source import line_matching, quoted_code
 
 __all__ = ["no_gradients_explained"]
 
@@ -118,11 +118,7 @@ def _made_a_leaf(name: str, backward_line: int | None, source_lines: list[str]) 
         rf"^{escaped}\s*=.*requires_grad\s*=\s*True|^{escaped}\.requires_grad\s*=\s*True|"
         rf"^{escaped}\s*=.*\.requires_grad_\(|^{escaped}\.requires_grad_\("
     )
-    for at in range(backward_line - 1, 0, -1):
-        code = quoted_code(source_lines, at, sys.maxsize)
-        if code is not None and leaf.search(code):
-            return at, code
-    return None
+    return line_matching(source_lines, leaf, range(backward_line - 1, 0, -1))
 
 
 def _zero_grad_between(
@@ -132,8 +128,4 @@ def _zero_grad_between(
     ``zero_grad()``, and its code; ``None`` when none does (or the lines are unknown)."""
     if backward_line is None or step_line is None:
         return None
-    for at in range(backward_line + 1, step_line):
-        code = quoted_code(source_lines, at, sys.maxsize)
-        if code is not None and _ZERO_GRAD_CALL.search(code):
-            return at, code
-    return None
+    return line_matching(source_lines, _ZERO_GRAD_CALL, range(backward_line + 1, step_line))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 from torch import nn
 
-from ..source import is_a
+from ..source import is_a, line_matching
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, ungraded_report
 
@@ -127,8 +127,8 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
 
 def _attribute_line(attr: str, source_lines: list[str]) -> int | None:
     """The first line that assigns ``self.<attr>``."""
-    pattern = re.compile(rf"\bself\.{re.escape(attr)}\s*=[^=]")
-    return next((i for i, text in enumerate(source_lines, start=1) if pattern.search(text)), None)
+    found = line_matching(source_lines, re.compile(rf"\bself\.{re.escape(attr)}\s*=[^=]"))
+    return found[0] if found else None
 
 
 def _ungraded(rec: Recorder, names: dict[int, str], ungraded: UngradedParams) -> list[Said]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..source import quoted_code
+from ..source import line_matching, quoted_code
 
 __all__ = ["construction_line", "rebuilt_report"]
 
@@ -21,11 +21,10 @@ def construction_line(variable: str, step_line: int | None, source_lines: list[s
     """The nearest line above ``step_line`` that assigns ``variable`` (``opt = …``)."""
     if step_line is None or not variable.isidentifier():
         return None
-    assigns = re.compile(rf"^\s*{re.escape(variable)}\s*=[^=]")
-    for at in range(step_line - 1, 0, -1):
-        if assigns.search(source_lines[at - 1]):
-            return at
-    return None
+    found = line_matching(
+        source_lines, re.compile(rf"^{re.escape(variable)}\s*=[^=]"), range(step_line - 1, 0, -1)
+    )
+    return found[0] if found else None
 
 
 def rebuilt_explained(

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..source import is_a, quoted_code
+from ..source import is_a, line_matching
 
 __all__ = ["SymmetricLayer", "symmetric_layers", "symmetric_report"]
 
@@ -75,14 +75,8 @@ def symmetric_report(
 ) -> tuple[int | None, str, str, str]:
     """``(line, title, message, fix)`` for ``layer``, identical after ``steps`` optimizer steps;
     the line is the first that sets weights to a constant (``nn.init.zeros_``), if any."""
-    line = next(
-        (
-            i
-            for i in range(1, len(source_lines) + 1)
-            if _CONSTANT_INIT.search(quoted_code(source_lines, i, 10_000) or "")
-        ),
-        None,
-    )
+    found = line_matching(source_lines, _CONSTANT_INIT)
+    line = found[0] if found else None
     held = f" (every weight is {layer.value:g})" if layer.value is not None else ""
     started = f" Line {line} sets weights to one constant." if line is not None else ""
     return (
