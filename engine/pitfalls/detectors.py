@@ -4,7 +4,7 @@
 across calls lives beside it: the chains of adds of loss-tensor-accumulated in
 running_totals.py, the gradients of missing-zero-grad in stale_grads.py, the shape
 check of broadcast-in-loss in broadcast.py, what made a loss's input in loss_inputs.py;
-the end-of-run reports about parameters are parameters.py's.
+the end-of-run reports are built in parameters.py, run_end.py and diverging.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..source import snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
-from .diverging import LossCourse, diverged_report
+from .diverging import LossCourse, diverged_reports
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
@@ -34,11 +34,11 @@ from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .parameters import parameter_reports
-from .rebound import rebound_updates
-from .rebuilt import construction_line, rebuilt_report
+from .rebuilt import rebuilt_report
+from .run_end import eval_forward_reports, rebound_reports, total_reports, uncalled_reports
 from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
-from .uncalled import WHAT_IT_SKIPS, uncalled_methods
+from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
 
 if TYPE_CHECKING:
@@ -485,84 +485,21 @@ class PitfallWatch:
     @_safe
     def on_finish(self, scope: dict[str, Any]) -> None:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
-        self._finish_totals(scope)
-        self._finish_eval_forwards()
-        for said in parameter_reports(self._rec, scope, self._ungraded):
-            self._say(*said)
-        self._finish_never_stepped(scope)
-        self._finish_diverging()
-        self._finish_uncalled()
-        self._finish_rebound()
-
-    def _finish_uncalled(self) -> None:
-        for line, name, method in self._uncalled:
-            self._say(
-                "method-not-called",
-                line,
-                f"{name} is named, not called",
-                f"Without parentheses, Python reads the method {name} and drops it: this line does nothing "
-                f"and raises nothing, so {WHAT_IT_SKIPS[method]}.",
-                f"Add the parentheses: {name}().",
-            )
-
-    def _finish_rebound(self) -> None:
-        for line, name, step in rebound_updates(self._rec.source_lines):
-            self._say(
-                "loop-variable-rebound",
-                line,
-                f"{name} = … makes a new tensor: the parameter never changes",
-                f"This line computes the update and binds it to the loop variable {name}, which the loop "
-                f"then binds to the next item: the tensor {name} held (the parameter) is never changed, "
-                "nothing raises, and the loss stays where it was.",
-                f"Change the parameter in place, outside the graph: with torch.no_grad(): {name} -= {step} "
-                "(or let an optimizer do it: torch.optim.SGD(model.parameters(), lr=…)).",
-            )
-
-    def _finish_totals(self, scope: dict[str, Any]) -> None:
-        for line, length, start, end in self._totals.accumulated(scope):
-            grew = (
-                f" The tensors saved for backward grew from {start:,} to {end:,} bytes meanwhile."
-                if end > start
-                else ""
-            )
-            self._say(
-                "loss-tensor-accumulated",
-                line,
-                "A running total keeps every iteration's graph alive",
-                f"This line adds a tensor that carries a graph into a running total {length} times. The total "
-                f"is itself part of a graph that now links every iteration's forward pass, so none of them can "
-                f"be freed and memory grows with every batch.{grew}",
-                "Accumulate a plain number: total += loss.item() (or loss.detach()).",
-            )
-
-    def _finish_eval_forwards(self) -> None:
-        unused = [(line, calls) for line, calls in self._eval_forwards if calls == self._rec.backward.calls]
-        if not unused:
-            return
-        line = unused[0][0]
-        self._say(
-            "graph-built-in-evaluation",
-            line,
-            "eval() mode with gradients on: graphs built and never used",
-            f"{len(unused)} forward pass(es) ran with the model in eval() mode but with gradient recording on, "
-            "and no backward() used them. model.eval() only changes how layers such as dropout and batch norm "
-            "behave; it does not stop autograd from recording a graph and keeping its saved tensors.",
-            "Wrap evaluation in `with torch.no_grad():` (or torch.inference_mode()) as well as calling "
-            "model.eval().",
-        )
-
-    def _finish_diverging(self) -> None:
-        if ("non-finite-loss", None) in self._said:
-            return  # it reached Inf or NaN, and was said so
-        for found in self._course.diverged():
-            built = construction_line(found.label.split(" (")[0], found.line, self._rec.source_lines)
-            self._say("loss-diverging", built or found.line, *diverged_report(found))
-
-    def _finish_never_stepped(self, scope: dict[str, Any]) -> None:
         rec = self._rec
+        for said in (
+            *total_reports(self._totals.accumulated(scope)),
+            *eval_forward_reports(self._eval_forwards, rec.backward.calls),
+            *parameter_reports(rec, scope, self._ungraded),
+        ):
+            self._say(*said)
         calls = rec.backward.calls
-        found = never_stepped(
+        stepped = never_stepped(
             scope, lambda opt: rec.training.label_of(opt) is not None, calls, rec.source_lines
         )
-        if found is not None:
-            self._say("optimizer-never-stepped", found.line, *found.report(calls))
+        if stepped is not None:
+            self._say("optimizer-never-stepped", stepped.line, *stepped.report(calls))
+        if ("non-finite-loss", None) not in self._said:  # one that reached Inf or NaN was said so
+            for said in diverged_reports(self._course.diverged(), rec.source_lines):
+                self._say(*said)
+        for said in (*uncalled_reports(self._uncalled), *rebound_reports(rec.source_lines)):
+            self._say(*said)

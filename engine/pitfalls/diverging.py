@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-__all__ = ["Diverged", "LossCourse", "diverged_report"]
+from .kinds import Said
+from .rebuilt import construction_line
+
+__all__ = ["Diverged", "LossCourse", "diverged_reports"]
 
 _FEWEST_STEPS = 5
 _ABOVE_FIRST = 10.0
@@ -85,6 +88,19 @@ class LossCourse:
                     Diverged(label, course.first, course.lowest, course.last, course.lr, course.line)
                 )
         return found
+
+
+def diverged_reports(found: list[Diverged], source_lines: list[str]) -> list[Said]:
+    """loss-diverging for each optimizer in ``found``, at the line that builds it (else its step's)."""
+    return [
+        Said(
+            "loss-diverging",
+            construction_line(course.label.split(" (")[0], course.line, source_lines) or course.line,
+            *diverged_report(course),
+            [],
+        )
+        for course in found
+    ]
 
 
 def diverged_report(found: Diverged) -> tuple[str, str, str]:

@@ -5,7 +5,8 @@ called in a ``forward()`` takes ``training=True`` unless told otherwise: evaluat
 zeroing a fraction p of the activations (and scaling the rest by 1/(1-p)), so predictions
 are noisy and accuracy reads low, and nothing says why. Seen at the op: the snippet's frame
 that called it is a ``forward()`` whose module (``self``) is in eval mode, while the call
-asked for training behaviour.
+asked for training behaviour. Only where ops are seen: the steps recorded in full and the code
+after the loop, not an evaluation inside iterations that run metrics-only.
 """
 
 from __future__ import annotations

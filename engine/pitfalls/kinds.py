@@ -7,7 +7,9 @@ this list.
 
 from __future__ import annotations
 
-__all__ = ["PITFALL_KINDS"]
+from typing import NamedTuple
+
+__all__ = ["PITFALL_KINDS", "Said"]
 
 PITFALL_KINDS: tuple[str, ...] = (
     "missing-zero-grad",
@@ -36,3 +38,14 @@ PITFALL_KINDS: tuple[str, ...] = (
     "non-finite-loss",
     "non-finite-gradient",
 )
+
+
+class Said(NamedTuple):
+    """One pitfall to emit, in the order of ``PitfallWatch._say``'s arguments."""
+
+    kind: str
+    line: int | None
+    title: str
+    message: str
+    fix: str
+    tensors: list[int]

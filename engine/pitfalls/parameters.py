@@ -9,30 +9,20 @@ symmetric weights, sets them to a constant).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from ..source import is_a, line_matching
+from .kinds import Said
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, ungraded_report
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
 
-__all__ = ["Said", "parameter_reports"]
-
-
-class Said(NamedTuple):
-    """One pitfall to emit, in the order of ``PitfallWatch._say``'s arguments."""
-
-    kind: str
-    line: int | None
-    title: str
-    message: str
-    fix: str
-    tensors: list[int]
+__all__ = ["parameter_reports"]
 
 
 def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedParams) -> list[Said]:
