@@ -218,7 +218,9 @@ def _fan_in_trace(page: Any) -> Any:
     page.evaluate("(src) => { window.gradwalk.editor.source = src; }", FAN_IN)
     page.click("[data-gw=run]")
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
-    run = page.evaluate("() => new URL(location.href).searchParams.get('run')")
+    # (the address bar gets the run 120 ms after it starts: a run this short may end first)
+    run = page.evaluate("() => window.gradwalk.runId")
+    assert run, "the app holds no run id after the run ended"
     return page.evaluate("(id) => window.gradwalk.api.trace(id)", run)
 
 
