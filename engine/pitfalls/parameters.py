@@ -8,6 +8,7 @@ symmetric weights, sets them to a constant).
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +71,9 @@ def _unoptimized(rec: Recorder, names: dict[int, str]) -> list[Said]:
 def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     """Tensors that require grad held as plain attributes of a module (``self.scale =
     torch.ones(1, requires_grad=True)``): not registered, so no optimizer built from
-    ``model.parameters()`` sees them, and they get gradients that nothing uses or clears."""
+    ``model.parameters()`` sees them, and they get gradients that nothing uses or clears.
+    One the snippet assigns outside ``__init__`` (``self.last = x`` in ``forward``, an input
+    kept for later) is not meant as a parameter, and is left alone."""
     training = rec.training
     if training.total_steps == 0:
         return []
@@ -98,6 +101,8 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
                 if rec.tensors.names.get(rec.tensors.known(value) or -1) is None:
                     rec.tensors.rename(value, name)  # the graph and the card name it as the pitfall does
                 line = _attribute_line(attr, rec.source_lines)
+                if line is not None and not _in_init(line, rec.source_lines):
+                    continue
                 said.append(
                     Said(
                         "tensor-attribute-not-parameter",
@@ -119,6 +124,20 @@ def _attribute_line(attr: str, source_lines: list[str]) -> int | None:
     """The first line that assigns ``self.<attr>``."""
     found = line_matching(source_lines, re.compile(rf"\bself\.{re.escape(attr)}\s*=[^=]"))
     return found[0] if found else None
+
+
+def _in_init(line: int, source_lines: list[str]) -> bool:
+    """Whether ``line`` lies in the body of a ``def __init__`` of the snippet."""
+    try:
+        tree = ast.parse("\n".join(source_lines))
+    except SyntaxError:
+        return True
+    return any(
+        isinstance(node, ast.FunctionDef)
+        and node.name == "__init__"
+        and node.lineno < line <= (node.end_lineno or 0)
+        for node in ast.walk(tree)
+    )
 
 
 def _ungraded(rec: Recorder, names: dict[int, str], ungraded: UngradedParams) -> list[Said]:

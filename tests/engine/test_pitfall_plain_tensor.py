@@ -50,12 +50,34 @@ def test_a_plain_tensor_attribute_that_requires_grad_is_said_where_it_is_assigne
     assert q.stdout(trace) == plain_stdout(source) == "1.0 2\n"
 
 
+# a model that keeps its last input (which requires grad: the loss's gradient on the input is read)
+CACHED_INPUT = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 1)
+    def forward(self, x):
+        self.last_input = x
+        return self.lin(x)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+X = torch.randn(8, 3, requires_grad=True)
+for i in range(3):
+    opt.zero_grad()
+    model(X).pow(2).mean().backward()
+    opt.step()
+print(model.last_input.grad.shape)
+"""
+
 NEAR_MISSES = {
     "an nn.Parameter": scale("nn.Parameter(torch.ones(1))"),
     "stepped by the optimizer too": scale(
         "torch.ones(1, requires_grad=True)", "[*model.parameters(), model.scale]"
     ),
     "a constant": scale("torch.ones(1)"),
+    "an input kept in forward()": CACHED_INPUT,
 }
 
 
