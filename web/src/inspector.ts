@@ -4,12 +4,27 @@
 import { fill, h } from "./dom";
 import { nodeLabel, numberText, tensorExpr } from "./naming";
 import { WRAPPED_NUMBER_OPS, wrappedNumber } from "./rule-context";
-import { linksOfLine, type Selection, type Store, type ViewState } from "./store";
+import {
+  linksOfLine,
+  type Selection,
+  type Store,
+  type ViewState,
+} from "./store";
 import type { TraceModel } from "./trace-model";
 import type { NodeCreated, TensorValue } from "./types/events";
-import { asMatrix, bytesText, fmt, fmtAddend, fmtValue, num, shapeText, stats } from "./values";
+import {
+  asMatrix,
+  bytesText,
+  fmt,
+  fmtAddend,
+  fmtValue,
+  num,
+  shapeText,
+  stats,
+} from "./values";
 
 const MAX_CELLS = 400;
+const MAX_LINKS = 6;
 
 export class InspectorView {
   private readonly body: HTMLElement;
@@ -24,7 +39,8 @@ export class InspectorView {
     this.body = h("div", { class: "gw-scroll gw-inspector-body" });
     root.append(this.body);
     store.subscribe((state, changed) => {
-      if (changed.has("selection") || (changed.has("step") && state.selection)) this.render(state);
+      if (changed.has("selection") || (changed.has("step") && state.selection))
+        this.render(state);
     });
     this.setModel(model);
   }
@@ -33,7 +49,13 @@ export class InspectorView {
     this.unsubscribe();
     this.model = model;
     this.unsubscribe = model.subscribe((batch) => {
-      if (this.store.state.selection && batch.some((e) => e.type === "tensor_final" || e.type === "grad_accumulated")) this.render(this.store.state);
+      if (
+        this.store.state.selection &&
+        batch.some(
+          (e) => e.type === "tensor_final" || e.type === "grad_accumulated",
+        )
+      )
+        this.render(this.store.state);
     });
     this.render(this.store.state);
   }
@@ -41,17 +63,75 @@ export class InspectorView {
   private render(state: ViewState): void {
     const sel = state.selection;
     if (!sel) {
-      this.body.replaceChildren(h("p", { class: "gw-empty", text: "Click a node in the graph, or an op in the tape, to inspect its values, gradient and saved tensors." }));
+      this.body.replaceChildren(
+        h("p", {
+          class: "gw-empty",
+          text: "Click a node in the graph, or an op in the tape, to inspect its values, gradient and saved tensors.",
+        }),
+      );
       return;
     }
-    fill(this.body, sel.kind === "tensor" ? this.tensor(sel.id) : this.node(sel.id));
+    fill(
+      this.body,
+      sel.kind === "tensor" ? this.tensor(sel.id) : this.node(sel.id),
+    );
   }
 
   private lineLink(line: number | null): HTMLElement | null {
     if (!line) return null;
-    const b = h("button", { type: "button", class: "gw-line-link", text: `line ${line}`, title: "Light up this line in the code" });
-    b.addEventListener("click", () => this.store.set({ hover: linksOfLine(this.model, line) }));
+    const b = h("button", {
+      type: "button",
+      class: "gw-line-link",
+      text: `line ${line}`,
+      title: "Light up this line in the code",
+    });
+    b.addEventListener("click", () =>
+      this.store.set({ hover: linksOfLine(this.model, line) }),
+    );
     return b;
+  }
+
+  /** Links to graph nodes, `node 0 (line 7), node 4 (line 8)`; `withLines` false: `node 4`. */
+  private nodeLinks(
+    ids: readonly number[],
+    withLines = ids.length > 1,
+  ): HTMLElement {
+    const link = (id: number): HTMLElement => {
+      const line = withLines ? this.model.nodeLine(id) : null;
+      return this.select(
+        { kind: "node", id },
+        line ? `node ${id} (line ${line})` : `node ${id}`,
+      );
+    };
+    const shown = ids
+      .slice(0, MAX_LINKS)
+      .flatMap((id, i) => (i ? [", ", link(id)] : [link(id)]));
+    const more =
+      ids.length > MAX_LINKS ? ` and ${ids.length - MAX_LINKS} more` : "";
+    return h("span", {}, ...shown, more);
+  }
+
+  /**
+   * For a leaf's AccumulateGrad when the leaf has had several (two boxes for `a` on the
+   * graph): why, and the others.
+   */
+  private otherAccumulators(node: NodeCreated): HTMLElement | null {
+    if (node.name !== "AccumulateGrad" || node.tensor === null) return null;
+    const all = this.model.accumulatorsOf(node.tensor);
+    if (all.length < 2) return null;
+    const leaf = this.model.tensorLabel(node.tensor);
+    return h(
+      "p",
+      { class: "gw-inspect-note" },
+      `${leaf} has ${all.length} AccumulateGrad nodes; this is number ${all.indexOf(node.id) + 1}. PyTorch keeps a leaf's ` +
+        `AccumulateGrad only while some graph holds it: once the graphs that used it were freed, the next op on ${leaf} ` +
+        `made a new one. Each adds into the same ${leaf}.grad. The others: `,
+      this.nodeLinks(
+        all.filter((id) => id !== node.id),
+        true,
+      ),
+      ".",
+    );
   }
 
   private select(sel: Selection, text: string): HTMLElement {
@@ -64,27 +144,52 @@ export class InspectorView {
     return h(
       "dl",
       { class: "gw-facts" },
-      rows.filter(([, v]) => v !== null && v !== "").flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]),
+      rows
+        .filter(([, v]) => v !== null && v !== "")
+        .flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]),
     );
   }
 
   private tensor(id: number): (Node | null)[] {
     const m = this.model;
     const t = m.tensor(id);
-    if (!t) return [h("p", { class: "gw-empty", text: `Tensor t${id} is not in this trace.` })];
+    if (!t)
+      return [
+        h("p", {
+          class: "gw-empty",
+          text: `Tensor t${id} is not in this trace.`,
+        }),
+      ];
     const ev = t.ev;
     const gradFn = m.gradFnOfTensor(id);
     const acc = m.accumulatorOf(id);
-    const kind = ev.is_param ? "parameter" : ev.is_leaf ? (ev.requires_grad ? "leaf (requires grad)" : "plain input (no grad)") : "intermediate";
+    const kind = ev.is_param
+      ? "parameter"
+      : ev.is_leaf
+        ? ev.requires_grad
+          ? "leaf (requires grad)"
+          : "plain input (no grad)"
+        : "intermediate";
     // a leaf's .grad over the run, across the versions its in-place changes made (each
     // optimizer step makes one): the accumulations into any of them, and the end's state
-    const history = ev.is_leaf ? m.gradHistoryOf(id) : { accs: m.accumulationsOf(id), final: m.finals.get(id) };
+    const history = ev.is_leaf
+      ? m.gradHistoryOf(id)
+      : { accs: m.accumulationsOf(id), final: m.finals.get(id) };
     const final = history.final;
     const accs = history.accs;
     // As the run left it: a .grad cleared after its last accumulation (zero_grad) is None.
-    const grad = final ? final.grad : accs.length ? accs[accs.length - 1].after : null;
+    const grad = final
+      ? final.grad
+      : accs.length
+        ? accs[accs.length - 1].after
+        : null;
     return [
-      h("h3", { class: "gw-inspect-title" }, h("span", { class: "gw-chip", text: kind }), ` ${tensorExpr(m, id)}`),
+      h(
+        "h3",
+        { class: "gw-inspect-title" },
+        h("span", { class: "gw-chip", text: kind }),
+        ` ${tensorExpr(m, id)}`,
+      ),
       this.facts([
         ["shape", shapeText(ev.shape)],
         ["dtype", ev.dtype],
@@ -93,45 +198,114 @@ export class InspectorView {
         ["parameter", t.paramName],
         ["made by", m.op(ev.op) ? `${m.op(ev.op)!.api}` : null],
         ["line", this.lineLink(ev.line)],
-        ["grad_fn", gradFn !== undefined ? this.select({ kind: "node", id: gradFn }, m.node(gradFn)!.name) : null],
-        ["AccumulateGrad", acc !== undefined ? this.select({ kind: "node", id: acc }, `node ${acc}`) : null],
+        [
+          "grad_fn",
+          gradFn !== undefined
+            ? this.select({ kind: "node", id: gradFn }, m.node(gradFn)!.name)
+            : null,
+        ],
+        [
+          "AccumulateGrad",
+          acc !== undefined ? this.nodeLinks(m.accumulatorsOf(id)) : null,
+        ],
       ]),
-      h("h4", { text: final?.value ? "value (at the end of the run)" : "value (when it was made)" }),
+      h("h4", {
+        text: final?.value
+          ? "value (at the end of the run)"
+          : "value (when it was made)",
+      }),
       valueView(final?.value ?? ev.value),
       // an intermediate has a .grad only when it called retain_grad(): the run's end says
-      !ev.is_leaf && final?.grad ? h("h4", { text: ".grad (kept by retain_grad(), at the end of the run)" }) : null,
+      !ev.is_leaf && final?.grad
+        ? h("h4", {
+            text: ".grad (kept by retain_grad(), at the end of the run)",
+          })
+        : null,
       !ev.is_leaf && final?.grad ? valueView(final.grad) : null,
-      ev.is_leaf && ev.requires_grad ? h("h4", { text: final ? ".grad (at the end of the run)" : ".grad (after its last accumulation)" }) : null,
+      ev.is_leaf && ev.requires_grad
+        ? h("h4", {
+            text: final
+              ? ".grad (at the end of the run)"
+              : ".grad (after its last accumulation)",
+          })
+        : null,
       ev.is_leaf && ev.requires_grad
         ? grad
           ? valueView(grad)
-          : h("p", { class: "gw-muted", text: accs.length ? "None (cleared after its last accumulation)" : "None (no backward reached it)" })
+          : h("p", {
+              class: "gw-muted",
+              text: accs.length
+                ? "None (cleared after its last accumulation)"
+                : "None (no backward reached it)",
+            })
         : null,
       accs.length ? h("h4", { text: "accumulations" }) : null,
-      accs.length ? h("ol", { class: "gw-acc-list" }, accs.map((a) => h("li", { text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtAddend(a.added)} → ${fmtValue(a.after)}` }))) : null,
+      accs.length
+        ? h(
+            "ol",
+            { class: "gw-acc-list" },
+            accs.map((a) =>
+              h("li", {
+                text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtAddend(a.added)} → ${fmtValue(a.after)}`,
+              }),
+            ),
+          )
+        : null,
     ];
   }
 
   private node(id: number): (Node | null)[] {
     const m = this.model;
     const node = m.node(id);
-    if (!node) return [h("p", { class: "gw-empty", text: `Node ${id} is not in this trace.` })];
+    if (!node)
+      return [
+        h("p", { class: "gw-empty", text: `Node ${id} is not in this trace.` }),
+      ];
     const runs = m.backwards.map((b) => b.byNode.get(id)).filter((e) => !!e);
     return [
-      h("h3", { class: "gw-inspect-title" }, h("span", { class: "gw-chip", text: "grad_fn node" }), ` ${nodeLabel(m, id)}`),
+      h(
+        "h3",
+        { class: "gw-inspect-title" },
+        h("span", { class: "gw-chip", text: "grad_fn node" }),
+        ` ${nodeLabel(m, id)}`,
+      ),
       this.facts([
-        ["output", node.tensor !== null ? this.select({ kind: "tensor", id: node.tensor }, tensorExpr(m, node.tensor)) : null],
+        // AccumulateGrad outputs nothing: it stands for the leaf whose .grad it writes
+        [
+          node.name === "AccumulateGrad" ? "leaf" : "output",
+          node.tensor !== null
+            ? this.select(
+                { kind: "tensor", id: node.tensor },
+                tensorExpr(m, node.tensor),
+              )
+            : null,
+        ],
         ["module", node.module_path],
         ["line", this.lineLink(m.nodeLine(id))],
         ["saved", node.saved_bytes ? bytesText(node.saved_bytes) : null],
       ]),
-      node.edges.length ? h("h4", { text: "next_functions (where its gradients go)" }) : null,
+      this.otherAccumulators(node),
+      node.edges.length
+        ? h("h4", { text: "next_functions (where its gradients go)" })
+        : null,
       node.edges.length
         ? h(
             "ol",
             { class: "gw-edge-list", start: 0 },
             node.edges.map((e) =>
-              h("li", {}, e.node === null ? h("span", { class: "gw-muted", text: "None (input needs no grad)" }) : this.select({ kind: "node", id: e.node }, nodeLabel(m, e.node))),
+              h(
+                "li",
+                {},
+                e.node === null
+                  ? h("span", {
+                      class: "gw-muted",
+                      text: "None (input needs no grad)",
+                    })
+                  : this.select(
+                      { kind: "node", id: e.node },
+                      nodeLabel(m, e.node),
+                    ),
+              ),
             ),
           )
         : null,
@@ -140,7 +314,17 @@ export class InspectorView {
         ? h(
             "table",
             { class: "gw-table" },
-            h("thead", {}, h("tr", {}, ["name", "what", "shape", "bytes"].map((c) => h("th", { scope: "col", text: c })))),
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                ["name", "what", "shape", "bytes"].map((c) =>
+                  h("th", { scope: "col", text: c }),
+                ),
+              ),
+            ),
             h(
               "tbody",
               {},
@@ -149,7 +333,16 @@ export class InspectorView {
                   "tr",
                   {},
                   h("td", { text: s.name }),
-                  h("td", {}, s.tensor !== null ? this.select({ kind: "tensor", id: s.tensor }, tensorExpr(m, s.tensor)) : s.scalar ?? savedNumberText(m, node, s.dtype)),
+                  h(
+                    "td",
+                    {},
+                    s.tensor !== null
+                      ? this.select(
+                          { kind: "tensor", id: s.tensor },
+                          tensorExpr(m, s.tensor),
+                        )
+                      : (s.scalar ?? savedNumberText(m, node, s.dtype)),
+                  ),
                   h("td", { text: s.shape ? shapeText(s.shape) : "" }),
                   h("td", { text: s.bytes ? bytesText(s.bytes) : "" }),
                 ),
@@ -158,12 +351,22 @@ export class InspectorView {
           )
         : null,
       ...runs.flatMap((e) => [
-        h("h4", { text: `in backward ${e!.backward + 1} (step ${e!.index + 1})` }),
+        h("h4", {
+          text: `in backward ${e!.backward + 1} (step ${e!.index + 1})`,
+        }),
         this.facts([
           ["grad in", e!.exec!.grad_in.map((v) => fmtValue(v)).join(", ")],
-          ...e!.exec!.grad_out.map((v, i): [string, string] => [`grad out ${i}`, fmtValue(v)]),
+          ...e!.exec!.grad_out.map((v, i): [string, string] => [
+            `grad out ${i}`,
+            fmtValue(v),
+          ]),
         ]),
-        ...e!.exec!.grad_in.filter((v): v is TensorValue => !!v && (v.kind === "summary" || v.flat.length > 1)).map((v) => valueView(v)),
+        ...e!
+          .exec!.grad_in.filter(
+            (v): v is TensorValue =>
+              !!v && (v.kind === "summary" || v.flat.length > 1),
+          )
+          .map((v) => valueView(v)),
       ]),
     ];
   }
@@ -173,7 +376,11 @@ export class InspectorView {
  * A saved number the trace holds no value of: the Python number the op was passed where
  * that is known (`4`, for `x / 4`), else its dtype (`an int64 number`).
  */
-function savedNumberText(m: TraceModel, node: NodeCreated, dtype: string | null | undefined): string {
+function savedNumberText(
+  m: TraceModel,
+  node: NodeCreated,
+  dtype: string | null | undefined,
+): string {
   const v = wrappedNumber(m, node, WRAPPED_NUMBER_OPS);
   if (v !== null) return `${numberText(v, 17)} (a Python number)`;
   if (!dtype) return "—";
@@ -185,14 +392,21 @@ export function valueView(v: TensorValue | null | undefined): HTMLElement {
   if (!v) return h("p", { class: "gw-muted", text: "not recorded" });
   if (v.kind === "summary") return summaryView(v);
   const xs = v.flat.map(num);
-  if (xs.length === 1) return h("p", { class: "gw-big-number", text: fmt(xs[0]) });
+  if (xs.length === 1)
+    return h("p", { class: "gw-big-number", text: fmt(xs[0]) });
   const { rows, cols } = asMatrix(v.shape);
   const st = stats(v)!;
   const span = Math.max(Math.abs(st.min ?? 0), Math.abs(st.max ?? 0)) || 1;
-  const shown = Math.min(rows, Math.max(1, Math.floor(MAX_CELLS / Math.max(cols, 1))));
+  const shown = Math.min(
+    rows,
+    Math.max(1, Math.floor(MAX_CELLS / Math.max(cols, 1))),
+  );
   const table = h(
     "table",
-    { class: `gw-values ${rows > 1 ? "gw-heatmap" : ""}`, "aria-label": `values, ${shapeText(v.shape)}` },
+    {
+      class: `gw-values ${rows > 1 ? "gw-heatmap" : ""}`,
+      "aria-label": `values, ${shapeText(v.shape)}`,
+    },
     h(
       "tbody",
       {},
@@ -210,8 +424,17 @@ export function valueView(v: TensorValue | null | undefined): HTMLElement {
       ),
     ),
   );
-  const more = shown < rows ? h("p", { class: "gw-muted", text: `${rows - shown} more rows` }) : null;
-  return h("div", { class: "gw-value" }, h("div", { class: "gw-table-wrap" }, table), more, statsLine(st));
+  const more =
+    shown < rows
+      ? h("p", { class: "gw-muted", text: `${rows - shown} more rows` })
+      : null;
+  return h(
+    "div",
+    { class: "gw-value" },
+    h("div", { class: "gw-table-wrap" }, table),
+    more,
+    statsLine(st),
+  );
 }
 
 function statsLine(st: NonNullable<ReturnType<typeof stats>>): HTMLElement {
@@ -227,7 +450,9 @@ function statsLine(st: NonNullable<ReturnType<typeof stats>>): HTMLElement {
   return h("p", { class: "gw-stats", text: parts.join(" · ") });
 }
 
-function summaryView(v: Extract<TensorValue, { kind: "summary" }>): HTMLElement {
+function summaryView(
+  v: Extract<TensorValue, { kind: "summary" }>,
+): HTMLElement {
   const top = Math.max(1, ...v.hist);
   const bars = v.hist.map((c) => {
     const bar = h("span", { class: "gw-hist-bar", title: String(c) });
@@ -241,8 +466,17 @@ function summaryView(v: Extract<TensorValue, { kind: "summary" }>): HTMLElement 
       class: "gw-muted",
       text: `${v.numel} elements, shape ${shapeText(v.shape)}, summarized${v.of === "abs" ? ": complex, the statistics are of each |z|" : ""}`,
     }),
-    v.hist.length ? h("div", { class: "gw-hist", "aria-label": "histogram" }, bars) : null,
-    v.hist.length ? h("div", { class: "gw-hist-axis" }, h("span", { text: fmt(v.min ?? 0) }), h("span", { text: fmt(v.max ?? 0) })) : null,
+    v.hist.length
+      ? h("div", { class: "gw-hist", "aria-label": "histogram" }, bars)
+      : null,
+    v.hist.length
+      ? h(
+          "div",
+          { class: "gw-hist-axis" },
+          h("span", { text: fmt(v.min ?? 0) }),
+          h("span", { text: fmt(v.max ?? 0) }),
+        )
+      : null,
     statsLine(v),
   );
 }

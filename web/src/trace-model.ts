@@ -108,6 +108,7 @@ export class TraceModel {
   private readonly incoming = new Map<number, Incoming[]>();
   private readonly gradFnOf = new Map<number, number>();
   private readonly accOf = new Map<number, number>();
+  private readonly accsOf = new Map<number, number[]>();
   private readonly opsByLine = new Map<number, number[]>();
   private readonly nodesByLine = new Map<number, number[]>();
   private readonly accsByTensor = new Map<number, GradAccumulated[]>();
@@ -271,8 +272,10 @@ export class TraceModel {
       if (edge.node !== null) push(this.incoming, edge.node, { from: ev.id, slot });
     });
     if (ev.tensor !== null) {
-      if (ev.name === "AccumulateGrad") this.accOf.set(ev.tensor, ev.id);
-      else this.gradFnOf.set(ev.tensor, ev.id);
+      if (ev.name === "AccumulateGrad") {
+        this.accOf.set(ev.tensor, ev.id);
+        push(this.accsOf, ev.tensor, ev.id);
+      } else this.gradFnOf.set(ev.tensor, ev.id);
     }
     if (ev.line !== null) push(this.nodesByLine, ev.line, ev.id);
     if (ev.module_path) {
@@ -325,6 +328,15 @@ export class TraceModel {
   /** The AccumulateGrad node of leaf tensor `id`. */
   accumulatorOf(id: number): number | undefined {
     return this.accOf.get(id);
+  }
+
+  /**
+   * Every AccumulateGrad node of leaf tensor `id`, oldest first. PyTorch keeps a leaf's
+   * AccumulateGrad only while some graph holds it, so a leaf whose graphs were all freed
+   * gets a new one from the next op that uses it.
+   */
+  accumulatorsOf(id: number): readonly number[] {
+    return this.accsOf.get(id) ?? [];
   }
 
   opsOnLine(line: number): readonly number[] {
