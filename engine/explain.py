@@ -10,7 +10,7 @@ import torch
 
 from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
-from .explain_grad import none_grad_hint
+from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
@@ -275,6 +275,9 @@ def _autograd_hint(
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:
         return _non_leaf_parameter_hint(code, frame)
+    assigned = assigned_grad_hint(text, code)
+    if assigned:
+        return assigned
     if "Can't call numpy() on Tensor that requires grad" in text:
         name = _name_before(".numpy(", code) or "y"
         return (

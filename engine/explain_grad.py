@@ -17,10 +17,13 @@ import torch
 
 from .source import is_a
 
-__all__ = ["none_grad_hint"]
+__all__ = ["assigned_grad_hint", "none_grad_hint"]
 
 # `x.grad`, `model.fc.weight.grad` (not `.grad_fn`)
 _GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
+# `w.grad = 0`: what is assigned to a .grad, and to which
+_GRAD_WRITE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\s*=(?!=)\s*(.+)$")
+_ASSIGNED_KIND = re.compile(r"assigned grad expected to be a Tensor or None but got grad of type (\w+)")
 # a line's code is quoted in a hint up to this long
 _QUOTED = 60
 
@@ -138,4 +141,20 @@ def _not_a_leaf(name: str, t: torch.Tensor, made: tuple[str, str], code: str) ->
         f"and the next pass reads that one's .grad. Change the leaf in place, outside the graph: "
         f"with torch.no_grad(): {update}, then {name}.grad.zero_() (or let an optimizer do it: "
         f"torch.optim.SGD([{name}], lr=…))."
+    )
+
+
+def assigned_grad_hint(text: str, code: str | None) -> str | None:
+    """The hint for ``w.grad = 0`` (a number, a list: anything but a tensor or None), naming
+    the line's tensor; ``None`` for any other error."""
+    kind = _ASSIGNED_KIND.search(text)
+    if kind is None:
+        return None
+    write = _GRAD_WRITE.search(code or "")
+    name = write.group(1) if write else "w"
+    what = f"{write.group(2).strip()}, a Python {kind.group(1)}" if write else f"a Python {kind.group(1)}"
+    return (
+        f"{name}.grad holds a tensor the shape of {name}, or None; this line gives it {what}. To "
+        f"clear the gradient before the next backward(), set {name}.grad = None (what "
+        f"optimizer.zero_grad() does) or zero it in place: {name}.grad.zero_()."
     )

@@ -1,7 +1,8 @@
 """The hint for an error from a ``.grad`` that was ``None`` (``x - lr * x.grad``: "unsupported
 operand type(s) for *: 'float' and 'NoneType'") says which tensor's ``.grad`` it was and why:
 not a leaf (gradient descent by hand that rebinds the leaf, above all), no requires_grad, or
-no backward() yet. Each snippet raises as it does without gradwalk."""
+no backward() yet; and the one for a number assigned to a ``.grad`` (``w.grad = 0``). Each
+snippet raises as it does without gradwalk."""
 
 from __future__ import annotations
 
@@ -107,3 +108,25 @@ def test_a_grad_the_frame_does_not_show_keeps_the_general_hint() -> None:
     err = q.errors(record(source))[0]
     assert err.exc_type == "TypeError" and err.line == 8
     assert err.hint is not None and err.hint.startswith("A .grad on this line is None"), err.hint
+
+
+@pytest.mark.parametrize(
+    ("assignment", "said"),
+    [
+        ("w.grad = 0", "this line gives it 0, a Python int"),
+        ("w.grad = [0.0]", "this line gives it [0.0], a Python list"),
+    ],
+)
+def test_a_number_assigned_to_a_grad_is_told_how_to_clear_it(assignment: str, said: str) -> None:
+    # "assigned grad expected to be a Tensor or None but got grad of type int" had no hint
+    source = (
+        "import torch\nw = torch.tensor(1.0, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        f"for i in range(3):\n    ((w - 3) ** 2).backward()\n    opt.step()\n    {assignment}\n"
+    )
+    err = q.errors(record(source))[0]
+    plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 7)
+    assert err.hint == (
+        f"w.grad holds a tensor the shape of w, or None; {said}. To clear the gradient before the next "
+        "backward(), set w.grad = None (what optimizer.zero_grad() does) or zero it in place: w.grad.zero_()."
+    )
