@@ -275,6 +275,9 @@ def _autograd_hint(
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:
         return _non_leaf_parameter_hint(code, frame)
+    mismatch = _GRAD_SHAPE_MISMATCH.search(text)
+    if mismatch:
+        return _seed_shape_hint(code, *mismatch.groups())
     assigned = assigned_grad_hint(text, code)
     if assigned:
         return assigned
@@ -337,6 +340,27 @@ def _non_scalar_hint(code: str | None) -> str:
     )
 
 
+def _seed_shape_hint(code: str | None, given: str, wanted: str) -> str:
+    """backward(gradient) or autograd.grad(out, x, grad_outputs) given a gradient whose shape
+    is not the output's (shapes as PyTorch's message writes them, ``5, 2``)."""
+
+    def shape(dims: str) -> str:
+        return f"({dims},)" if dims and "," not in dims else f"({dims})"
+
+    if "autograd.grad" in (code or ""):
+        out = _grad_output_of(code) or "out"
+        fix = f"grad_outputs=torch.ones_like({out}) (the gradient of {out}.sum())"
+        bare = f"torch.autograd.grad({out}.sum(), …) without grad_outputs"
+    else:
+        out = _name_before(".backward(", code) or "out"
+        fix = f"torch.ones_like({out}) (the gradient of {out}.sum())"
+        bare = "backward() without a gradient"
+    return (
+        f"The gradient to start from must have the shape of {out}, {shape(wanted)}; the one passed has "
+        f"{shape(given)}. Pass {fix}, or reduce {out} to a scalar loss first and call {bare}."
+    )
+
+
 def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     """An optimizer given a computed tensor: which of the line's names it is (from the
     snippet's frame) and how to make it a leaf."""
@@ -359,6 +383,10 @@ def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     )
 
 
+_GRAD_SHAPE_MISMATCH = re.compile(
+    r"Mismatch in shape: grad_output\[0\] has a shape of torch\.Size\(\[(.*?)\]\) and output\[0\] "
+    r"has a shape of torch\.Size\(\[(.*?)\]\)"
+)
 # packages people reach for in a snippet that gradwalk does the work of
 _PLOTTING = frozenset({"matplotlib", "seaborn", "plotly", "tensorboard", "wandb", "tqdm"})
 

@@ -40,6 +40,12 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # a line the recorder saw copy tensors off the graph matches as it is
 _ANYTHING = re.compile("")
+# `w = w - lr * w.grad`: a name bound to a value computed from itself (not `w -= ...`)
+_SELF_ASSIGNED = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$")
+# `x.requires_grad_()`, `x.requires_grad = True`
+_TURNED_ON = re.compile(
+    r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
+)
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
 _ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
 
@@ -65,6 +71,9 @@ def cut_graph_hint(
     if not any(t.requires_grad for t in tensors.values()) and not any(
         p.requires_grad for m in modules for p in m.parameters()
     ):
+        rebound = _rebound_leaf(tensors, source_lines)
+        if rebound:
+            return rebound
         leaves = [k for k, t in tensors.items() if t.is_floating_point() and k != name]
         if not leaves:
             return None
@@ -76,7 +85,47 @@ def cut_graph_hint(
             f"requires_grad=True ({first} = torch.tensor(..., requires_grad=True), or "
             f"{first}.requires_grad_() before {name} is computed)."
         )
-    return cut_before(name, line, source_lines, copies or {})
+    return cut_before(name, line, source_lines, copies or {}) or _late_requires_grad(
+        name, line, tensors, source_lines
+    )
+
+
+def _asked_for_grad(name: str, codes: Sequence[str]) -> bool:
+    """Whether a line makes ``name`` require grad: ``name = torch.…(…, requires_grad=True)``,
+    ``name.requires_grad_()`` or ``name.requires_grad = True``."""
+    for code in codes:
+        code = code.strip()
+        turned_on = _TURNED_ON.search(code)
+        if turned_on and name in turned_on.groups():
+            return True
+        if name in _targets(code) and re.search(r"requires_grad\s*=\s*True|\.requires_grad_\(", code):
+            return True
+    return False
+
+
+def _late_requires_grad(
+    name: str, line: int | None, tensors: Mapping[str, torch.Tensor], source_lines: Sequence[str]
+) -> str | None:
+    """``x.requires_grad_()`` (or ``x.requires_grad = True``) on a line between the one that
+    computed ``name`` and ``line``: autograd did not record ``name``'s ops, which ran first."""
+    if line is None:
+        return None
+    codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
+    made = next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    if made is None:
+        return None
+    for number in range(made + 1, line):
+        found = _TURNED_ON.search(codes[number - 1])
+        leaf = found and (found.group(1) or found.group(2))
+        if leaf and is_a(tensors.get(leaf), torch.Tensor) and tensors[leaf].requires_grad:
+            source = " from it" if re.search(rf"(?<![\w.]){leaf}\b", codes[made - 1]) else ""
+            return (
+                f"{leaf} was made to require grad at line {number} ({codes[number - 1]}), after {name} "
+                f"was computed{source} at line {made}: autograd records only the ops on tensors that "
+                f"already require grad. Ask for it first: create {leaf} with requires_grad=True, or "
+                f"move line {number} above line {made}."
+            )
+    return None
 
 
 def cut_before(
@@ -103,6 +152,45 @@ def cut_before(
             what = why if number in copies else why.format(name=found.group(1) if found.groups() else "")
             quoted = f" ({code})" if len(code) <= 60 else ""
             return f"Line {number}{quoted} cuts the chain back to the leaves: {what}."
+    return None
+
+
+def _rebound_leaf(tensors: Mapping[str, torch.Tensor], source_lines: Sequence[str]) -> str | None:
+    """A gradient step by hand that rebinds the leaf to a value outside the graph (``w = w -
+    lr * w.grad`` under ``torch.no_grad()``, or ``w = (w - ...).detach()``), explained; the
+    name must now hold a tensor that does not require grad, and a line must have asked for
+    its gradient. ``None`` where no line does."""
+    codes = [without_comment(text).rstrip() for text in source_lines]
+    blocks = [
+        range(number + 1, number + len(_block_of(codes, number)))
+        for number, code in enumerate(codes, start=1)
+        if _CUTS[-1][0].search(code.strip())
+    ]
+    for number, code in enumerate(codes, start=1):
+        found = _SELF_ASSIGNED.match(code.strip())
+        if found is None:
+            continue
+        name, value = found.groups()
+        held = tensors.get(name)
+        if held is None or held.requires_grad or not re.search(rf"(?<![\w.]){name}\b", value):
+            continue
+        if not _asked_for_grad(name, codes):
+            continue  # it never required grad: the snippet never asked
+        if any(number in block for block in blocks):
+            how = "inside torch.no_grad(), made a new tensor that requires no grad"
+        elif re.search(r"\.detach\(\)|\.data\b", value):
+            how = "made a new tensor without history"
+        else:
+            continue
+        step = re.match(rf"^\(?\s*{name}\s*-\s*(.+?)\s*\)?(?:\.detach\(\))?$", value)
+        update = f"{name} -= {step.group(1)}" if step else f"{name}.copy_(…)"
+        quoted = f" ({code.strip()})" if len(code.strip()) <= 60 else ""
+        return (
+            f"{name} no longer requires grad: line {number}{quoted} {how} and bound {name} to it, in "
+            f"place of the leaf, so what is computed from {name} afterwards has no graph. Change the "
+            f"leaf in place instead, inside torch.no_grad(): {update} rather than {name} = …, then "
+            f"{name}.grad.zero_()."
+        )
     return None
 
 

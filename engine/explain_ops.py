@@ -1,5 +1,5 @@
 """Explain the errors one op raises about its operands: their devices, dtypes, and the
-targets a loss function was given. Each hint names the snippet's tensors where the recorder
+targets a loss function was given (and their shapes, for a loss that compares element by element). Each hint names the snippet's tensors where the recorder
 knows them (``rec.failed_op``, set by the tape when a recorded op raises)."""
 
 from __future__ import annotations
@@ -106,7 +106,37 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
         )
     if "can't be cast to the desired output type" in text:
         return _float_into_integer(rec, frame)
+    if "must match the size of tensor" in text:
+        return _elementwise_loss_shapes(rec)
     return None
+
+
+def _elementwise_loss_shapes(rec: Recorder) -> str | None:
+    """A loss that compares element by element (mse_loss, l1_loss, ...) given a prediction and
+    a target that do not broadcast: class indices for scores of several classes, above all."""
+    if rec.failed_op is None or rec.failed_op[0].strip("_") not in _ELEMENTWISE_LOSSES:
+        return None
+    op, tensors = rec.failed_op[0].strip("_"), rec.failed_op[1]
+    if len(tensors) < 2:
+        return None
+    pred, target = tensors[0], tensors[1]
+    shapes = f"the prediction has shape {tuple(pred.shape)} and the target {tuple(target.shape)}"
+    if pred.dim() == 2 and target.dim() == 1 and not target.is_floating_point():
+        return (
+            f"{op} compares prediction and target element by element, and {shapes}: one score per "
+            f"class against one class index per sample ({target.dtype}). For classification use "
+            "F.cross_entropy(scores, target) (nn.CrossEntropyLoss), which takes the indices as they are; "
+            "for regression make the model's output and the target the same shape."
+        )
+    fix = (
+        "They hold as many values: reshape the target to the prediction's shape (target.view_as(pred))."
+        if pred.numel() == target.numel()
+        else "Check that the model's last layer has as many outputs as the target has values per sample."
+    )
+    return (
+        f"{op} compares prediction and target element by element, so they must have the same "
+        f"shape, and {shapes}. {fix}"
+    )
 
 
 def _class_out_of_range(target: int, rec: Recorder, frame: FrameType | None) -> str:
@@ -151,6 +181,8 @@ def _float_into_integer(rec: Recorder, frame: FrameType | None) -> str:
 
 # what an op's unnamed operands are, in order (a layer's parameters have no name of the snippet's)
 _ROLES = {"linear": ("the input", "the layer's weight", "the layer's bias")}
+# losses that compare a prediction with a target of the same shape
+_ELEMENTWISE_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 # "Target 3 is out of bounds." (nll_loss, under cross_entropy)
 _TARGET_OUT_OF_BOUNDS = re.compile(r"Target (-?\d+) is out of bounds")
 # "Expected input batch_size (4) to match target batch_size (3)."

@@ -15,6 +15,7 @@ _DIM_RANGE = re.compile(
     r"Dimension out of range \(expected to be in range of \[(-?\d+), (-?\d+)\], but got (-?\d+)\)"
 )
 _NUMBERS = {"int": "2", "float": "0.5", "bool": "True"}  # an example of each, for the fix
+_NO_DIM = re.compile(r"\b((?:log_)?softmax)\(\) missing 1 required positional arguments?: \"dim\"")
 _MEAN_DTYPE = re.compile(r"(mean|var|std)\(\): could not infer output dtype\. .*Got: (\w+)")
 
 
@@ -48,6 +49,15 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
         return (
             f"{op}() of a {dtype.lower()} tensor is refused: its result is a fraction, which a "
             f"{dtype.lower()} tensor cannot hold. Convert first: {example}."
+        )
+    softmax = _NO_DIM.search(text)
+    if softmax:
+        op = softmax.group(1)
+        sums = " then sums to 1" if op == "softmax" else "'s exp then sums to 1"
+        return (
+            f"{op} normalises along one dimension, and must be told which: dim=1 for scores of shape "
+            f"(N, C), one row per sample (each row{sums}), or dim=-1, the last, in general: "
+            f"torch.{op}(x, dim=-1). Not dim=0 for a batch: that would mix the samples."
         )
     return None
 

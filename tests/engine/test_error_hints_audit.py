@@ -102,6 +102,51 @@ CASES = {
         "RuntimeError",
         ["loss holds several", "loss.mean().item()", "loss.tolist()"],
     ),
+    "softmax told no dim": (
+        "import torch\nx = torch.randn(4, 3, requires_grad=True)\np = torch.softmax(x)\n",
+        "TypeError",
+        ["softmax normalises along one dimension, and must be told which", "torch.softmax(x, dim=-1)"],
+    ),
+    "log_softmax told no dim": (
+        "import torch\nx = torch.randn(4, 3)\nlp = x.log_softmax()\n",
+        "TypeError",
+        ["each row's exp then sums to 1", "torch.log_softmax(x, dim=-1)", "Not dim=0 for a batch"],
+    ),
+    "backward given a gradient of another shape": (
+        "import torch, torch.nn as nn\nmodel = nn.Linear(3, 2)\nout = model(torch.randn(5, 3))\n"
+        "out.backward(torch.ones(5))\n",
+        "RuntimeError",
+        [
+            "The gradient to start from must have the shape of out, (5, 2); the one passed has (5,)",
+            "Pass torch.ones_like(out)",
+            "call backward() without a gradient",
+        ],
+    ),
+    "autograd.grad given grad_outputs of another shape": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\ny = x * 2\n(g,) = torch.autograd.grad(y, x, torch.ones(2))\n",
+        "RuntimeError",
+        ["must have the shape of y, (3,); the one passed has (2,)", "grad_outputs=torch.ones_like(y)"],
+    ),
+    "MSELoss given class indices": (
+        "import torch, torch.nn as nn\nlogits = torch.randn(4, 3, requires_grad=True)\n"
+        "y = torch.tensor([0, 2, 1, 1])\nloss = nn.MSELoss()(logits, y)\n",
+        "RuntimeError",
+        [
+            "the prediction has shape (4, 3) and the target (4,): one score per class against one class index",
+            "F.cross_entropy(scores, target)",
+        ],
+    ),
+    "l1_loss given a target with more values": (
+        "import torch, torch.nn as nn\nmodel = nn.Linear(3, 2)\n"
+        "loss = nn.functional.l1_loss(model(torch.randn(8, 3)), torch.randn(8, 3))\n",
+        "RuntimeError",
+        ["the prediction has shape (8, 2) and the target (8, 3)", "as many outputs as the target has values"],
+    ),
+    "a number assigned to a .grad": (
+        "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
+        "TypeError",
+        ["this line gives it 0, a Python int", "w.grad = None"],
+    ),
 }
 
 

@@ -1,6 +1,8 @@
 """The hint for backward() of a tensor with no graph names the cause a beginner hit: no
-tensor of the snippet requires grad, or the line (.data, .detach(), torch.no_grad()) that cut
-the chain back to the leaves. Each snippet raises as it does without gradwalk."""
+tensor of the snippet requires grad, the line (.data, .detach(), torch.no_grad()) that cut
+the chain back to the leaves, requires_grad asked for after the loss was computed, or a step
+by hand that rebound the leaf outside the graph. Each snippet raises as it does without
+gradwalk."""
 
 from __future__ import annotations
 
@@ -34,6 +36,20 @@ CASES = {
         "import torch\nw = torch.randn(3, requires_grad=True)\nh = (w * 2).detach()\n"
         "loss = h.sum()\nloss.backward()\n",
         ["Line 3 (h = (w * 2).detach()) cuts the chain", "leave it out where the gradient must flow"],
+    ),
+    "requires_grad_() after the loss": (
+        "import torch\nx = torch.tensor([1.0, 2.0])\nloss = (x * 2).sum()\nx.requires_grad_()\n"
+        "loss.backward()\n",
+        [
+            "x was made to require grad at line 4 (x.requires_grad_()), after loss was computed from it "
+            "at line 3: autograd records only the ops on tensors that already require grad",
+            "create x with requires_grad=True, or move line 4 above line 3",
+        ],
+    ),
+    "requires_grad = True after the loss, through another tensor": (
+        "import torch\nx = torch.tensor([1.0, 2.0])\nh = x * 2\nloss = h.sum()\nx.requires_grad = True\n"
+        "loss.backward()\n",
+        ["x was made to require grad at line 5 (x.requires_grad = True), after loss was computed at line 4"],
     ),
 }
 
@@ -69,3 +85,49 @@ GENERIC = {
 def test_a_cut_the_snippet_does_not_show_keeps_the_list_of_causes(name: str) -> None:
     hint = q.errors(record(GENERIC[name]))[0].hint or ""
     assert "argmax" in hint and "Line " not in hint and "No tensor here" not in hint, hint
+
+
+def step_by_hand(update: str) -> str:
+    """Linear regression stepped by hand, ``update`` the loop's last line (line 8)."""
+    return (
+        "import torch\nw = torch.randn(3, 1, requires_grad=True)\nX, Y = torch.randn(10, 3), torch.randn(10, 1)\n"
+        "for i in range(3):\n    loss = ((X @ w - Y) ** 2).mean()\n    loss.backward()\n"
+        f"    with torch.no_grad():\n        {update}\n"
+    )
+
+
+REBOUND = {
+    # the update rebinds w to a new tensor, which under no_grad requires no grad: the second
+    # pass's loss has no graph, and the hint said "No tensor here requires grad (w, X, Y)"
+    "under no_grad": (
+        step_by_hand("w = w - 0.1 * w.grad"),
+        "line 8 (w = w - 0.1 * w.grad) inside torch.no_grad(), made a new tensor that requires no grad",
+    ),
+    "detached": (
+        step_by_hand("pass").replace(
+            "    with torch.no_grad():\n        pass\n", "    w = (w - 0.1 * w.grad).detach()\n"
+        ),
+        "line 7 (w = (w - 0.1 * w.grad).detach()) made a new tensor without history",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REBOUND))
+def test_a_step_by_hand_that_rebinds_the_leaf_is_named_with_the_in_place_update(name: str) -> None:
+    source, said = REBOUND[name]
+    err = q.errors(record(source))[0]
+    plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 6)
+    assert err.hint is not None
+    assert f"w no longer requires grad: {said} and bound w to it, in place of the leaf" in err.hint, err.hint
+    assert "inside torch.no_grad(): w -= 0.1 * w.grad rather than w = …, then w.grad.zero_()" in err.hint
+    assert "No tensor here requires grad" not in err.hint
+
+
+def test_a_tensor_that_never_required_grad_rebound_under_no_grad_is_not_said_to_have_lost_it() -> None:
+    source = (
+        "import torch\nw = torch.tensor([1.0, 2.0])\nwith torch.no_grad():\n    w = w * 2\n"
+        "loss = (w * 3).sum()\nloss.backward()\n"
+    )
+    hint = q.errors(record(source))[0].hint or ""
+    assert "No tensor here requires grad (w: requires_grad=False)" in hint and "no longer" not in hint, hint
