@@ -486,6 +486,13 @@ _PLAIN_HINTS = (
         "nll_loss, indices for embedding or gather) and got another dtype: pass target.long().",
     ),
     (
+        "Expected more than 1 value per channel when training",
+        "BatchNorm in training mode normalises each channel over the batch, so it needs at least 2 "
+        "samples, and this batch has 1. Use batches of 2 or more (DataLoader(..., drop_last=True) "
+        "drops a last batch of one), or call model.eval() first to run one sample on the running "
+        "statistics.",
+    ),
+    (
         "must match the size of tensor b",
         "Broadcasting lines the shapes up from the right: each dimension must be equal, or 1 in one "
         "of the two. Print both .shape; reshape, unsqueeze or transpose one operand.",

@@ -42,6 +42,8 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 _ANYTHING = re.compile("")
 # `w = w - lr * w.grad`: a name bound to a value computed from itself (not `w -= ...`)
 _SELF_ASSIGNED = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$")
+_DEF = re.compile(r"(?:async\s+)?def\s+([A-Za-z_]\w*)")
+_NO_GRAD_DECORATOR = re.compile(r"@torch\.(?:no_grad|inference_mode)\b")
 # `x.requires_grad_()`, `x.requires_grad = True`
 _TURNED_ON = re.compile(
     r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
@@ -85,9 +87,44 @@ def cut_graph_hint(
             f"requires_grad=True ({first} = torch.tensor(..., requires_grad=True), or "
             f"{first}.requires_grad_() before {name} is computed)."
         )
-    return cut_before(name, line, source_lines, copies or {}) or _late_requires_grad(
-        name, line, tensors, source_lines
+    return (
+        cut_before(name, line, source_lines, copies or {})
+        or _decorated_no_grad(name, line, source_lines)
+        or _late_requires_grad(name, line, tensors, source_lines)
     )
+
+
+def _decorated_no_grad(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
+    """``line`` lies in a function decorated ``@torch.no_grad()`` (or inference_mode): the
+    whole function runs unrecorded."""
+    if line is None or line > len(source_lines):
+        return None
+    codes = [without_comment(text).rstrip() for text in source_lines]
+    indent = _indent(codes[line - 1])
+    for number in range(line - 1, 0, -1):
+        code = codes[number - 1]
+        if not code.strip() or _indent(code) >= indent:
+            continue
+        indent = _indent(code)
+        found = _DEF.match(code.strip())
+        if found is None:
+            continue
+        above = number - 1
+        while above >= 1 and codes[above - 1].strip().startswith("@"):
+            decorator = codes[above - 1].strip()
+            if _NO_GRAD_DECORATOR.match(decorator):
+                return (
+                    f"Line {above} ({decorator}) turns recording off for the whole of {found.group(1)}(): "
+                    f"nothing computed inside it is recorded for backward, so {name} has no graph. Take the "
+                    "decorator off a training step (keep it for evaluation), and put `with torch.no_grad():` "
+                    "around just an update made by hand."
+                )
+            above -= 1
+    return None
+
+
+def _indent(code: str) -> int:
+    return len(code) - len(code.lstrip())
 
 
 def _asked_for_grad(name: str, codes: Sequence[str]) -> bool:

@@ -16,6 +16,7 @@ _DIM_RANGE = re.compile(
 )
 _NUMBERS = {"int": "2", "float": "0.5", "bool": "True"}  # an example of each, for the fix
 _NO_DIM = re.compile(r"\b((?:log_)?softmax)\(\) missing 1 required positional arguments?: \"dim\"")
+_NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
 _MEAN_DTYPE = re.compile(r"(mean|var|std)\(\): could not infer output dtype\. .*Got: (\w+)")
 
 
@@ -50,6 +51,12 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
             f"{op}() of a {dtype.lower()} tensor is refused: its result is a fraction, which a "
             f"{dtype.lower()} tensor cannot hold. Convert first: {example}."
         )
+    model = _NOT_ITERABLE.search(text)
+    if model and re.search(r"\boptim\.\w+\(", code or ""):
+        return (
+            f"An optimizer takes the tensors it updates, not the model (a {model.group(1)}): pass its "
+            "parameters, torch.optim.SGD(model.parameters(), lr=…)."
+        )
     softmax = _NO_DIM.search(text)
     if softmax:
         op = softmax.group(1)
@@ -71,7 +78,13 @@ def _not_a_tensor(function: str, argument: str, position: str, given: str) -> st
         )
     elif given in _NUMBERS:
         fix = f"wrap the number: torch.tensor([{_NUMBERS[given]}]) (a target is one per sample, so a list)"
-    elif given in ("list", "tuple"):
+    elif given == "tuple":
+        fix = (
+            "nn.LSTM, nn.GRU and nn.RNN return a pair, (output, hidden state), as do models with several "
+            "outputs: unpack it first (out, h = rnn(x)) and pass out; for a tuple of numbers, "
+            "torch.tensor(values)"
+        )
+    elif given == "list":
         fix = "make it a tensor first: torch.tensor(values) (or torch.stack for a list of tensors)"
     else:
         fix = "pass a tensor"

@@ -142,6 +142,23 @@ CASES = {
         "RuntimeError",
         ["the prediction has shape (8, 2) and the target (8, 3)", "as many outputs as the target has values"],
     ),
+    "an LSTM's (output, hidden) pair into a layer": (
+        "import torch, torch.nn as nn\nlstm = nn.LSTM(4, 8, batch_first=True)\nfc = nn.Linear(8, 1)\n"
+        "out = lstm(torch.randn(2, 5, 4))\ny = fc(out)\n",
+        "TypeError",
+        ["got a tuple: nn.LSTM, nn.GRU and nn.RNN return a pair, (output, hidden state)", "out, h = rnn(x)"],
+    ),
+    "BatchNorm given a batch of one": (
+        "import torch, torch.nn as nn\nmodel = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))\n"
+        "y = model(torch.randn(1, 4))\n",
+        "ValueError",
+        ["needs at least 2 samples, and this batch has 1", "drop_last=True", "model.eval()"],
+    ),
+    "an optimizer given the model": (
+        "import torch, torch.nn as nn\nmodel = nn.Linear(3, 2)\nopt = torch.optim.SGD(model, lr=0.1)\n",
+        "TypeError",
+        ["not the model (a Linear)", "torch.optim.SGD(model.parameters(), lr=…)"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",

@@ -131,3 +131,22 @@ def test_a_tensor_that_never_required_grad_rebound_under_no_grad_is_not_said_to_
     )
     hint = q.errors(record(source))[0].hint or ""
     assert "No tensor here requires grad (w: requires_grad=False)" in hint and "no longer" not in hint, hint
+
+
+def test_a_training_step_decorated_with_no_grad_is_named_at_its_decorator() -> None:
+    source = (
+        "import torch, torch.nn as nn\nmodel = nn.Linear(3, 1)\nX, Y = torch.randn(8, 3), torch.randn(8, 1)\n"
+        "@torch.no_grad()\ndef train_step():\n    loss = ((model(X) - Y) ** 2).mean()\n"
+        "    if loss > 0:\n        loss.backward()\ntrain_step()\n"
+    )
+    err = q.errors(record(source))[0]
+    plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 8)
+    assert (
+        err.hint is not None
+        and (
+            "Line 4 (@torch.no_grad()) turns recording off for the whole of train_step(): nothing computed "
+            "inside it is recorded for backward, so loss has no graph. Take the decorator off a training step"
+        )
+        in err.hint
+    ), err.hint
