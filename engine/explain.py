@@ -14,6 +14,7 @@ from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
+from .explain_seed import grad_output_of, name_before, seed_hint
 from .explain_values import value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code
@@ -269,20 +270,18 @@ def _autograd_hint(
     code shows it; ``None`` for any other error."""
     if "does not require grad and does not have a grad_fn" in text:
         return _no_grad_fn_hint(code, frame, rec, line)
-    if "grad can be implicitly created only for scalar outputs" in text:
-        return _non_scalar_hint(code)
+    seed = seed_hint(text, code)
+    if seed:
+        return seed
     if _INTEGER_REQUIRES_GRAD.search(text):
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:
         return _non_leaf_parameter_hint(code, frame)
-    mismatch = _GRAD_SHAPE_MISMATCH.search(text)
-    if mismatch:
-        return _seed_shape_hint(code, *mismatch.groups())
     assigned = assigned_grad_hint(text, code)
     if assigned:
         return assigned
     if "Can't call numpy() on Tensor that requires grad" in text:
-        name = _name_before(".numpy(", code) or "y"
+        name = name_before(".numpy(", code) or "y"
         return (
             f"{name} is part of the autograd graph (it requires grad), and NumPy cannot carry "
             f"gradients. To read its values take {name}.detach().numpy() (or {name}.tolist(); "
@@ -291,24 +290,11 @@ def _autograd_hint(
     return None
 
 
-def _name_before(call: str, code: str | None) -> str | None:
-    """The name a call on the line is made on: ``loss`` for ``.backward(`` in
-    ``loss.backward()``; ``None`` where the receiver is no plain name (``(x * 3).numpy()``)."""
-    found = re.search(r"([A-Za-z_][\w.]*)" + re.escape(call), code or "")
-    return found.group(1) if found else None
-
-
-def _grad_output_of(code: str | None) -> str | None:
-    """The output ``torch.autograd.grad(out, x)`` on the line differentiates, where it is a name."""
-    found = _AUTOGRAD_GRAD_OF.search(code or "")
-    return found.group(1) if found else None
-
-
 def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, line: int | None) -> str:
     """backward() (or autograd.grad) of a tensor outside any graph: the cause where the
     snippet shows it (no tensor requires grad; the line that cut the chain), else the ways
     its chain back to the leaves can be cut, as none of them shows in the tensor itself."""
-    name = _name_before(".backward(", code) or _grad_output_of(code)
+    name = name_before(".backward(", code) or grad_output_of(code)
     what = f"{name} is" if name else "This tensor is"
     cause = cut_graph_hint(name or "it", frame, rec.source_lines, line, rec.pitfalls.copied_at)
     if cause:
@@ -320,44 +306,6 @@ def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, l
         "around the computation, by .detach(), .data, .item() or .numpy() of a value on the way, "
         "or by an op with no gradient (argmax, argmin, comparisons such as x > 0, .long()). "
         "print(t.requires_grad, t.grad_fn) for the tensors on the way shows where it stops."
-    )
-
-
-def _non_scalar_hint(code: str | None) -> str:
-    """backward() or autograd.grad of a tensor of several numbers without a gradient for it."""
-    if "autograd.grad" in (code or ""):
-        out = _grad_output_of(code) or "out"
-        return (
-            f"torch.autograd.grad of {out}, a tensor of several numbers, needs a gradient to start "
-            f"from: reduce it first ({out}.sum()), or pass grad_outputs=torch.ones_like({out}) "
-            "(the gradient of its sum)."
-        )
-    out = _name_before(".backward(", code) or "out"
-    return (
-        f"backward() without an argument needs a single number (a scalar loss), and {out} holds "
-        f"several. Reduce it first (loss = {out}.sum() or {out}.mean()) or pass a gradient: "
-        f"{out}.backward(torch.ones_like({out}))."
-    )
-
-
-def _seed_shape_hint(code: str | None, given: str, wanted: str) -> str:
-    """backward(gradient) or autograd.grad(out, x, grad_outputs) given a gradient whose shape
-    is not the output's (shapes as PyTorch's message writes them, ``5, 2``)."""
-
-    def shape(dims: str) -> str:
-        return f"({dims},)" if dims and "," not in dims else f"({dims})"
-
-    if "autograd.grad" in (code or ""):
-        out = _grad_output_of(code) or "out"
-        fix = f"grad_outputs=torch.ones_like({out}) (the gradient of {out}.sum())"
-        bare = f"torch.autograd.grad({out}.sum(), …) without grad_outputs"
-    else:
-        out = _name_before(".backward(", code) or "out"
-        fix = f"torch.ones_like({out}) (the gradient of {out}.sum())"
-        bare = "backward() without a gradient"
-    return (
-        f"The gradient to start from must have the shape of {out}, {shape(wanted)}; the one passed has "
-        f"{shape(given)}. Pass {fix}, or reduce {out} to a scalar loss first and call {bare}."
     )
 
 
@@ -383,10 +331,6 @@ def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     )
 
 
-_GRAD_SHAPE_MISMATCH = re.compile(
-    r"Mismatch in shape: grad_output\[0\] has a shape of torch\.Size\(\[(.*?)\]\) and output\[0\] "
-    r"has a shape of torch\.Size\(\[(.*?)\]\)"
-)
 # packages people reach for in a snippet that gradwalk does the work of
 _PLOTTING = frozenset({"matplotlib", "seaborn", "plotly", "tensorboard", "wandb", "tqdm"})
 
@@ -507,8 +451,6 @@ _DIFFERENT_DTYPES = re.compile(r"(to|must) have the same dtype|Found dtype \w+ b
 _INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
 # "Torch not compiled with CUDA enabled", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"
 _NO_GPU = re.compile(r"not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available")
-# "torch.autograd.grad(out, x)": the output it differentiates
-_AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*([A-Za-z_][\w.]*)")
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 # "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)
