@@ -69,9 +69,16 @@ def _record(args: argparse.Namespace) -> int:
         "detail_calls": args.detail_calls,
     }
     limits = Limits(**{k: v for k, v in given.items() if v is not None})
-    trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
     out = args.output or args.snippet.with_suffix(".trace.json")
-    out.write_text(trace.model_dump_json())
+    if not out.parent.is_dir() or out.is_dir():  # said before the snippet runs, not after
+        print(f"gradwalk record: cannot write {out}: {_unwritable(out)}", file=sys.stderr)
+        return 2
+    trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
+    try:
+        out.write_text(trace.model_dump_json())
+    except OSError as exc:
+        print(f"gradwalk record: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     if not args.quiet:
         try:
             print(summarize(trace))
@@ -82,6 +89,11 @@ def _record(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     last = trace.events[-1]
     return 0 if last.type == "run_finished" and last.status == "ok" else 1
+
+
+def _unwritable(out: Path) -> str:
+    """Why no trace file can be made at ``out``: a folder there, or no folder to hold it."""
+    return "it is a folder" if out.is_dir() else f"there is no folder {out.parent}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .export import add_export_parser, run_export
 from .settings import Settings, is_loopback
 
@@ -88,7 +90,30 @@ def run_serve(args: argparse.Namespace) -> int:
     made_token = False
     if token is None and not is_loopback(args.host):
         token, made_token = secrets.token_urlsafe(18), True
-    settings = Settings(
+    try:
+        settings = _settings(args, token)
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0]) if problem["loc"] else ""
+            flag, name = _FLAGS.get(field, (f"--{field.replace('_', '-')}", field))
+            print(f"gradwalk serve: {flag} {getattr(args, name, '')}: {problem['msg']}", file=sys.stderr)
+        return 2
+
+    def announce(url: str) -> None:
+        print(f"gradwalk: open {url}", flush=True)
+        if made_token:
+            print(
+                f"gradwalk: creating runs needs the token {token} (made up for this server; set --token "
+                "or GRADWALK_TOKEN to choose one)",
+                flush=True,
+            )
+
+    return serve(settings, log_level=args.log_level, on_ready=announce)
+
+
+def _settings(args: argparse.Namespace, token: str | None) -> Settings:
+    """The server's settings from the command line (raises pydantic's ValidationError)."""
+    return Settings(
         host=args.host,
         port=args.port,
         db=args.db,
@@ -106,16 +131,14 @@ def run_serve(args: argparse.Namespace) -> int:
         api_docs=args.api_docs,
     )
 
-    def announce(url: str) -> None:
-        print(f"gradwalk: open {url}", flush=True)
-        if made_token:
-            print(
-                f"gradwalk: creating runs needs the token {token} (made up for this server; set --token "
-                "or GRADWALK_TOKEN to choose one)",
-                flush=True,
-            )
 
-    return serve(settings, log_level=args.log_level, on_ready=announce)
+# a setting's flag and argparse name, where they differ from the field's
+_FLAGS = {
+    "rate_per_s": ("--rate", "rate"),
+    "rate_burst": ("--burst", "burst"),
+    "retention_bytes": ("--retention-mb", "retention_mb"),
+    "body_timeout_s": ("--body-timeout", "body_timeout"),
+}
 
 
 def serve(

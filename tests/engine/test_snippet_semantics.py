@@ -16,7 +16,7 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.eager import NOTICE
-from tests.conftest import CASES_DIR
+from tests.conftest import CASES_DIR, gradwalk_cli
 from tests.engine.test_as_without_gradwalk import AUTOGRAD_FEATURES, recorded_as_plain
 
 
@@ -489,3 +489,20 @@ print(round(w.item(), 4))
         exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
     assert "".join(e.text for e in trace.events if e.type == "output") == printed.getvalue()
     assert any(e.type == "tensor_final" and e.name == "model.weight" for e in trace.events)
+
+
+def test_record_refuses_an_output_it_cannot_write_before_running_the_snippet(tmp_path: Path) -> None:
+    # `-o missing/dir/t.json` ran the snippet, then died in a traceback writing the trace
+    marker = tmp_path / "ran"
+    snippet = tmp_path / "s.py"
+    snippet.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    for out, why in [
+        (tmp_path / "missing" / "t.json", f"there is no folder {tmp_path / 'missing'}"),
+        (tmp_path, "it is a folder"),
+    ]:
+        result = gradwalk_cli("record", str(snippet), "-o", str(out))
+        assert result.returncode == 2, result
+        assert result.stderr.strip() == f"gradwalk record: cannot write {out}: {why}", result.stderr
+        assert not marker.exists()
+    assert gradwalk_cli("record", str(snippet), "-o", str(tmp_path / "t.json")).returncode == 0
+    assert marker.exists() and (tmp_path / "t.json").is_file()
