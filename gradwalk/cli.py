@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,25 @@ def _count(text: str) -> int:
     return value
 
 
+def _device(text: str) -> str:
+    """An argparse type: ``cpu``, ``cuda`` or ``cuda:N``."""
+    if not re.fullmatch(r"cpu|cuda(?::\d+)?", text):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N: {text!r}")
+    return text
+
+
 def _add_record(sub: Any) -> None:
     p = sub.add_parser("record", help="run a snippet with real PyTorch and write its trace as JSON")
     p.add_argument("snippet", type=Path, help="a Python file")
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)"
     )
-    p.add_argument("--device", default="cpu", help="cpu or cuda (offered to the snippet as `device`)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        type=_device,
+        help="cpu, cuda or cuda:N (offered to the snippet as `device`)",
+    )
     p.add_argument("--max-ops", type=_count, default=None, help="ops recorded before the cap")
     p.add_argument(
         "--detail-steps",
@@ -70,6 +83,13 @@ def _record(args: argparse.Namespace) -> int:
     }
     limits = Limits(**{k: v for k, v in given.items() if v is not None})
     out = args.output or args.snippet.with_suffix(".trace.json")
+    if args.device.startswith("cuda") and not _cuda_available():
+        print(
+            f"gradwalk record: --device {args.device}: CUDA is not available here (no GPU was found); "
+            "record on cpu",
+            file=sys.stderr,
+        )
+        return 2
     if not out.parent.is_dir() or out.is_dir():  # said before the snippet runs, not after
         print(f"gradwalk record: cannot write {out}: {_unwritable(out)}", file=sys.stderr)
         return 2
@@ -89,6 +109,12 @@ def _record(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     last = trace.events[-1]
     return 0 if last.type == "run_finished" and last.status == "ok" else 1
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _unwritable(out: Path) -> str:

@@ -506,3 +506,22 @@ def test_record_refuses_an_output_it_cannot_write_before_running_the_snippet(tmp
         assert not marker.exists()
     assert gradwalk_cli("record", str(snippet), "-o", str(tmp_path / "t.json")).returncode == 0
     assert marker.exists() and (tmp_path / "t.json").is_file()
+
+
+def test_record_refuses_a_device_it_cannot_use(tmp_path: Path) -> None:
+    # --device banana ran the snippet into PyTorch's "Expected one of cpu, cuda, ipu, ..."
+    snippet = tmp_path / "s.py"
+    snippet.write_text("import torch\nx = torch.ones(2, device=device)\nprint(x.device)\n")
+    out = str(tmp_path / "t.json")
+    unknown = gradwalk_cli("record", str(snippet), "--device", "banana", "-o", out)
+    assert (
+        unknown.returncode == 2
+        and "argument --device: expected cpu, cuda or cuda:N: 'banana'" in unknown.stderr
+    )
+    cuda = gradwalk_cli("record", str(snippet), "--device", "cuda", "-o", out)
+    if torch.cuda.is_available():  # a GPU machine records on it (tests/engine/test_cuda.py)
+        assert cuda.returncode == 0, cuda
+    else:
+        assert cuda.returncode == 2 and cuda.stderr.strip() == (
+            "gradwalk record: --device cuda: CUDA is not available here (no GPU was found); record on cpu"
+        ), cuda.stderr
