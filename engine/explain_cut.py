@@ -19,6 +19,7 @@ from .source import is_a, without_comment
 
 __all__ = ["cut_before", "cut_graph_hint"]
 
+_NO_GRAD_BLOCK = re.compile(r"with\s+torch\.(?:no_grad|inference_mode)\(\)")
 # What cuts a value off its history, found on a line of code, and what to write instead.
 _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -34,7 +35,7 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ".item() gives a Python number, which carries no history; keep the tensor where the gradient must flow",
     ),
     (
-        re.compile(r"with\s+torch\.(?:no_grad|inference_mode)\(\)"),
+        _NO_GRAD_BLOCK,
         "nothing computed inside the block is recorded for backward; compute the loss outside it",
     ),
 )
@@ -201,7 +202,7 @@ def _rebound_leaf(tensors: Mapping[str, torch.Tensor], source_lines: Sequence[st
     blocks = [
         range(number + 1, number + len(_block_of(codes, number)))
         for number, code in enumerate(codes, start=1)
-        if _CUTS[-1][0].search(code.strip())
+        if _NO_GRAD_BLOCK.search(code.strip())
     ]
     for number, code in enumerate(codes, start=1):
         found = _SELF_ASSIGNED.match(code.strip())
@@ -219,7 +220,7 @@ def _rebound_leaf(tensors: Mapping[str, torch.Tensor], source_lines: Sequence[st
             how = "made a new tensor without history"
         else:
             continue
-        step = re.match(rf"^\(?\s*{name}\s*-\s*(.+?)\s*\)?(?:\.detach\(\))?$", value)
+        step = re.match(rf"^\(?\s*{name}(?:\.data)?\s*-\s*(.+?)\s*\)?(?:\.detach\(\))?$", value)
         update = f"{name} -= {step.group(1)}" if step else f"{name}.copy_(…)"
         quoted = f" ({code.strip()})" if len(code.strip()) <= 60 else ""
         return (
@@ -233,10 +234,10 @@ def _rebound_leaf(tensors: Mapping[str, torch.Tensor], source_lines: Sequence[st
 
 def _block_of(codes: Sequence[str], number: int) -> list[str]:
     """The lines of the block that the ``with`` at line ``number`` opens, itself first."""
-    indent = len(codes[number - 1]) - len(codes[number - 1].lstrip())
+    indent = _indent(codes[number - 1])
     block = [codes[number - 1].strip()]
     for text in codes[number:]:
-        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+        if text.strip() and _indent(text) <= indent:
             break
         block.append(text.strip())
     return block

@@ -103,6 +103,12 @@ REBOUND = {
         step_by_hand("w = w - 0.1 * w.grad"),
         "line 8 (w = w - 0.1 * w.grad) inside torch.no_grad(), made a new tensor that requires no grad",
     ),
+    "through .data": (
+        step_by_hand("pass").replace(
+            "    with torch.no_grad():\n        pass\n", "    w = w.data - 0.1 * w.grad\n"
+        ),
+        "line 7 (w = w.data - 0.1 * w.grad) made a new tensor without history",
+    ),
     "detached": (
         step_by_hand("pass").replace(
             "    with torch.no_grad():\n        pass\n", "    w = (w - 0.1 * w.grad).detach()\n"
