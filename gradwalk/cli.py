@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,10 @@ def _count(text: str) -> int:
 
 def _device(text: str) -> str:
     """An argparse type: ``cpu``, ``cuda`` or ``cuda:N``."""
-    if not re.fullmatch(r"cpu|cuda(?::\d+)?", text):
-        raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N: {text!r}")
+    from engine.devices import DEVICE_NAME, device_problem
+
+    if not DEVICE_NAME.match(text):
+        raise argparse.ArgumentTypeError(str(device_problem(text)))
     return text
 
 
@@ -68,6 +69,7 @@ def _add_record(sub: Any) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
+    from engine.devices import device_problem
     from engine.events import Limits
     from engine.run import record
     from engine.summary import summarize
@@ -83,12 +85,9 @@ def _record(args: argparse.Namespace) -> int:
     }
     limits = Limits(**{k: v for k, v in given.items() if v is not None})
     out = args.output or args.snippet.with_suffix(".trace.json")
-    if args.device.startswith("cuda") and not _cuda_available():
-        print(
-            f"gradwalk record: --device {args.device}: CUDA is not available here (no GPU was found); "
-            "record on cpu",
-            file=sys.stderr,
-        )
+    problem = device_problem(args.device)
+    if problem:
+        print(f"gradwalk record: --device {args.device}: {problem}", file=sys.stderr)
         return 2
     if not out.parent.is_dir() or out.is_dir():  # said before the snippet runs, not after
         print(f"gradwalk record: cannot write {out}: {_unwritable(out)}", file=sys.stderr)
@@ -109,12 +108,6 @@ def _record(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     last = trace.events[-1]
     return 0 if last.type == "run_finished" and last.status == "ok" else 1
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def _unwritable(out: Path) -> str:

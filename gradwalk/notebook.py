@@ -345,12 +345,17 @@ def watch(
     ``str`` is always the text: pass ``Path("lesson.py")`` for a file). The snippet runs
     as a script of its own (it sees ``device``, not the notebook's names); to record code
     that uses the notebook's objects, use :func:`watch_call`. Raises ``TypeError`` for
-    anything else (a function included: that is :func:`watch_call`'s).
+    anything else (a function included: that is :func:`watch_call`'s), and ``ValueError``
+    for a ``device`` that is not ``cpu``, ``cuda`` or ``cuda:N``, or CUDA where no GPU is.
     """
+    from engine.devices import device_problem
     from engine.run import record
 
     source, filename, name = watch_source(source)
     checked = watch_limits(limits)
+    problem = device_problem(device)
+    if problem:
+        raise ValueError(f"device: {problem}")
     with _kept_torch_state():
         trace = record(source, device=device, limits=checked, filename=filename)
     from server.library import title_for  # the app's: the first comment line names the run

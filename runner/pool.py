@@ -20,11 +20,11 @@ import asyncio
 import glob
 import itertools
 import os
-import re
 from collections import deque
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.devices import DEVICE_NAME
 from engine.events import Limits
 
 from .errors import PoolBusy, SandboxUnavailable
@@ -41,7 +41,6 @@ _POOL_KEYS = 1 << 20
 _pools_made = itertools.count()
 _START_TIMEOUT_S = 180.0
 _RESPAWN_DELAYS_S = (0.2, 1.0, 5.0, 15.0)
-_DEVICE = re.compile(r"^(cpu|cuda(:\d{1,2})?)$")
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _PARENT_LAYERS = {"wall_timeout": True, "output_caps": True, "frame_validation": True}
 
@@ -219,7 +218,7 @@ class WorkerPool:
             return (
                 f"The snippet is too long ({len(source)} characters; the limit is {MAX_SOURCE_BYTES} bytes)."
             )
-        if not _DEVICE.match(device):
+        if not DEVICE_NAME.match(device):
             return f"Unknown device {device!r}: use 'cpu' or 'cuda'."
         if device.startswith("cuda") and self._cuda_problem:
             return f"CUDA runs are unavailable on this server: {self._cuda_problem}."

@@ -260,3 +260,14 @@ def test_a_call_is_drawn_where_given_and_one_not_recorded_in_full_is_refused(
     with pytest.raises(ValueError, match="or 'all'"):
         loop.show("graph", call="every")
     assert not (tmp_path / "y.html").exists()
+
+
+def test_watch_refuses_a_device_it_cannot_record_on() -> None:
+    # device="banana" recorded the snippet into PyTorch's list of device types
+    with pytest.raises(ValueError, match=r"device: expected cpu, cuda or cuda:N: 'banana'"):
+        gradwalk.watch("import torch\nx = torch.ones(2, device=device)\n", device="banana")
+    if torch.cuda.is_available():  # a GPU machine records on it (tests/engine/test_cuda.py)
+        assert gradwalk.watch("x = 1\n", device="cuda").status == "ok"
+    else:
+        with pytest.raises(ValueError, match=r"device: CUDA is not available here \(no GPU was found\)"):
+            gradwalk.watch("x = 1\n", device="cuda")
