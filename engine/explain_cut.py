@@ -49,8 +49,11 @@ _NO_GRAD_DECORATOR = re.compile(r"@torch\.(?:no_grad|inference_mode)\b")
 _TURNED_ON = re.compile(
     r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
 )
+_CREATE_GRAPH = re.compile(r"create_graph\s*=\s*True")
+# `x.grad`, `model.fc.weight.grad` read on a line (not `.grad_fn`)
+_GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*?)\.grad\b(?!_)")
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
-_ASSIGNS = re.compile(r"^[^=#(]*[^=!<>]=(?!=)")
+_ASSIGNS = re.compile(r"^[(\[]?[^=#(]*[^=!<>]=(?!=)")
 
 
 def cut_graph_hint(
@@ -91,6 +94,7 @@ def cut_graph_hint(
     return (
         cut_before(name, line, source_lines, copies or {})
         or _decorated_no_grad(name, line, source_lines)
+        or _first_order_only(name, line, source_lines)
         or _late_requires_grad(name, line, tensors, source_lines)
     )
 
@@ -122,6 +126,37 @@ def _decorated_no_grad(name: str, line: int | None, source_lines: Sequence[str])
                 )
             above -= 1
     return None
+
+
+def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
+    """``name`` computed from gradients that carry no graph of their own: those
+    ``torch.autograd.grad`` returns, or a ``.grad`` that ``backward()`` filled, without
+    ``create_graph=True`` (a second derivative, a gradient penalty)."""
+    if line is None:
+        return None
+    codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
+    made = next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    if made is None or _CREATE_GRAPH.search(codes[made - 1]):
+        return None
+    code = codes[made - 1]
+    quoted = f" ({code})" if len(code) <= 60 else ""
+    if "autograd.grad(" in code:
+        return (
+            f"{name} comes from torch.autograd.grad at line {made}{quoted}, called without create_graph=True: "
+            "the gradients it returns have no graph of their own, so they cannot be differentiated again. "
+            "Pass create_graph=True to that call for a second derivative."
+        )
+    read = _GRAD_READ.search(code)
+    backward = [i for i, c in enumerate(codes, start=1) if ".backward(" in c and i < made]
+    if read is None or not backward or any(_CREATE_GRAPH.search(codes[i - 1]) for i in backward):
+        return None
+    return (
+        f"{name} is computed from {read.group(1)}.grad at line {made}{quoted}, which backward() (line "
+        f"{backward[-1]}) filled without create_graph=True: a .grad has no graph of its own then, so "
+        f"nothing computed from it can be differentiated. Pass create_graph=True to that backward() "
+        "(or use torch.autograd.grad(loss, x, create_graph=True)) for a gradient penalty or a second "
+        "derivative."
+    )
 
 
 def _indent(code: str) -> int:
@@ -244,9 +279,11 @@ def _block_of(codes: Sequence[str], number: int) -> list[str]:
 
 
 def _targets(code: str) -> list[str]:
-    """The names an assignment on one line binds (``y`` in ``y = ...``, ``a, b = ...``, ``t += ...``)."""
+    """The names an assignment on one line binds (``y`` in ``y = ...``, ``a, b = ...``,
+    ``(g,) = ...``, ``t += ...``)."""
     found = _ASSIGNS.match(code)
     if not found:
         return []
     left = found.group(0)[:-1].rstrip("+-*/@%&|^ ")
-    return [t.strip() for t in left.split(",") if re.fullmatch(r"[A-Za-z_]\w*", t.strip())]
+    names = [t.strip(" ()[]") for t in left.split(",")]
+    return [t for t in names if re.fullmatch(r"[A-Za-z_]\w*", t)]

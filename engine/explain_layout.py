@@ -46,6 +46,7 @@ def layout_hint(exc: BaseException, rec: Recorder) -> str | None:
     operands = failed[1] if failed is not None else []
     for hint in (
         _flatten_hint(failed[0] if failed else None, operands),
+        _in_features_hint(failed[0] if failed else None, operands),
         _conv_hint(text),
         _rnn_hint(text),
         _embedding_hint(exc, text, failed[0] if failed else None, operands),
@@ -93,6 +94,25 @@ def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
         f"nn.Linear({features}, …) takes each sample as a vector of {features} numbers, and this input, "
         f"{_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
         "x.flatten(1) (or an nn.Flatten() layer before the linear one)."
+    )
+
+
+def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
+    """nn.Linear given samples of another number of features than its in_features (after a
+    convolution and nn.Flatten, above all)."""
+    if op != "linear" or len(operands) < 2 or operands[0].dim() < 1 or operands[1].dim() != 2:
+        return None
+    given, weight = operands[0], operands[1]
+    outputs, features = weight.shape
+    arrived = given.shape[-1]
+    if arrived == features:
+        return None
+    return (
+        f"nn.Linear({features}, {outputs}) takes {features} features per sample, and its input, of shape "
+        f"{_shape(list(given.shape))}, has {arrived}. If the input is right, make the layer "
+        f"nn.Linear({arrived}, {outputs}) (after a convolution and nn.Flatten, {arrived} is channels × height × "
+        f"width), or nn.LazyLinear({outputs}), which takes its in_features from the first input; if the layer "
+        "is, check where the input's shape comes from."
     )
 
 

@@ -51,6 +51,12 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
             f"{op}() of a {dtype.lower()} tensor is refused: its result is a fraction, which a "
             f"{dtype.lower()} tensor cannot hold. Convert first: {example}."
         )
+    if "tensors used as indices must be long, int, byte or bool tensors" in text:
+        return (
+            "An index tensor must hold integers (or booleans, as a mask), and this one holds floats: "
+            "torch.tensor([0.0, 2.0]) makes float32, torch.tensor([0, 2]) int64. Convert it, idx.long(), "
+            "or make it of whole numbers."
+        )
     model = _NOT_ITERABLE.search(text)
     if model and re.search(r"\boptim\.\w+\(", code or ""):
         return (

@@ -159,6 +159,22 @@ CASES = {
         "TypeError",
         ["not the model (a Linear)", "torch.optim.SGD(model.parameters(), lr=…)"],
     ),
+    "nn.Linear after Conv2d and Flatten with the wrong in_features": (
+        "import torch, torch.nn as nn\n"
+        "model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(100, 10))\n"
+        "y = model(torch.randn(2, 1, 28, 28))\n",
+        "RuntimeError",
+        [
+            "nn.Linear(100, 10) takes 100 features per sample, and its input, of shape (2, 2704), has 2704",
+            "make the layer nn.Linear(2704, 10) (after a convolution and nn.Flatten, 2704 is channels × height",
+            "nn.LazyLinear(10)",
+        ],
+    ),
+    "float indices": (
+        "import torch\nx = torch.randn(5, requires_grad=True)\ny = x[torch.tensor([0.0, 2.0])]\n",
+        "IndexError",
+        ["An index tensor must hold integers", "idx.long()"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",

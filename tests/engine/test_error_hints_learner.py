@@ -156,3 +156,36 @@ def test_a_training_step_decorated_with_no_grad_is_named_at_its_decorator() -> N
         )
         in err.hint
     ), err.hint
+
+
+SECOND_ORDER = {
+    # gradients without create_graph=True carry no graph: a second derivative, a gradient penalty
+    "autograd.grad": (
+        "import torch\nx = torch.tensor(3.0, requires_grad=True)\n(dy,) = torch.autograd.grad(x ** 3, x)\n"
+        "dy.backward()\n",
+        "dy comes from torch.autograd.grad at line 3 ((dy,) = torch.autograd.grad(x ** 3, x)), called without "
+        "create_graph=True",
+    ),
+    "a .grad filled by backward()": (
+        "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n(x ** 3).sum().backward()\n"
+        "penalty = x.grad.pow(2).sum()\npenalty.backward()\n",
+        "penalty is computed from x.grad at line 4 (penalty = x.grad.pow(2).sum()), which backward() (line 3) "
+        "filled without create_graph=True",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_a_gradient_without_create_graph_differentiated_again_is_told_to_pass_it(name: str) -> None:
+    source, said = SECOND_ORDER[name]
+    err = q.errors(record(source))[0]
+    plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), source.count("\n"))
+    assert err.hint is not None and said in err.hint and "create_graph=True" in err.hint.split(said)[1], (
+        err.hint
+    )
+    # with create_graph=True the same snippet runs
+    fixed = source.replace("x ** 3, x)", "x ** 3, x, create_graph=True)").replace(
+        ".sum().backward()", ".sum().backward(create_graph=True)"
+    )
+    assert q.errors(record(fixed)) == []

@@ -708,7 +708,7 @@ EXPLAINED = {
     ),
     "linear layer of the wrong size": (
         "import torch, torch.nn as nn\nlayer = nn.Linear(784, 256)\nout = layer(torch.randn(64, 10))\n",
-        "here 10 and 784",
+        "nn.Linear(784, 256) takes 784 features per sample, and its input, of shape (64, 10), has 10",
     ),
     "input the output does not use": (
         "import torch\nx = torch.ones(1, requires_grad=True)\nz = torch.ones(1, requires_grad=True)\n"
