@@ -107,6 +107,14 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | Non
     arrived = given.shape[-1]
     if arrived == features:
         return None
+    if given.dim() >= 4:  # images, not flattened (nor of as many numbers as the layer takes)
+        flat = given[0].numel()
+        return (
+            f"nn.Linear({features}, {outputs}) takes each sample as a vector of {features} numbers, and its "
+            f"input, {_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
+            f"x.flatten(1) (or an nn.Flatten() layer before the linear one), which gives {flat} numbers, and "
+            f"make the layer nn.Linear({flat}, {outputs}) (or nn.LazyLinear({outputs}))."
+        )
     return (
         f"nn.Linear({features}, {outputs}) takes {features} features per sample, and its input, of shape "
         f"{_shape(list(given.shape))}, has {arrived}. If the input is right, make the layer "

@@ -170,6 +170,12 @@ CASES = {
             "nn.LazyLinear(10)",
         ],
     ),
+    "nn.Linear given unflattened images of another size": (
+        "import torch, torch.nn as nn\nmodel = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Linear(100, 10))\n"
+        "y = model(torch.randn(2, 1, 28, 28))\n",
+        "RuntimeError",
+        ["(2, 4, 26, 26), still has the shape of an image: flatten each sample first", "nn.Linear(2704, 10)"],
+    ),
     "float indices": (
         "import torch\nx = torch.randn(5, requires_grad=True)\ny = x[torch.tensor([0.0, 2.0])]\n",
         "IndexError",
