@@ -239,6 +239,8 @@ def explain_error(
     layout = layout_hint(exc, rec) or value_kind_hint(text, code)
     if layout:
         return layout
+    if _UNINITIALISED_MODULE.search(text):
+        return _MODULE_INIT_HINT
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
@@ -393,6 +395,16 @@ _NO_GPU_HINT = (
 )
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
+_MODULE_INIT_HINT = (
+    "nn.Module keeps a model's layers and parameters in tables its own __init__ makes, and this model's "
+    "__init__ never ran it (or used them before it ran). Call super().__init__() first thing in the "
+    "model's __init__, before any self.layer = …."
+)
+# what a model whose __init__ never called super().__init__() lacks when it is used
+_UNINITIALISED_MODULE = re.compile(
+    r"'\w+' object has no attribute '_(?:parameters|modules|buffers|backward_hooks|backward_pre_hooks|"
+    r"forward_hooks|forward_pre_hooks|state_dict_hooks|non_persistent_buffers_set)'"
+)
 _PLAIN_HINTS = (
     ("modified by an inplace operation", _INPLACE_HINT),
     (
@@ -429,6 +441,7 @@ _PLAIN_HINTS = (
         "This op takes integers of dtype torch.long here (class indices for cross_entropy or "
         "nll_loss, indices for embedding or gather) and got another dtype: pass target.long().",
     ),
+    ("before Module.__init__() call", _MODULE_INIT_HINT),
     (
         "Expected more than 1 value per channel when training",
         "BatchNorm in training mode normalises each channel over the batch, so it needs at least 2 "

@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .source import is_a, without_comment
+from .source import is_a, is_module, named_tensors, without_comment
 
 __all__ = ["cut_before", "cut_graph_hint"]
 
@@ -73,9 +73,9 @@ def cut_graph_hint(
         return None
     scope = {**frame.f_globals, **frame.f_locals}
     tensors = {k: v for k, v in scope.items() if is_a(v, torch.Tensor) and not k.startswith("_")}
-    modules = [v for v in scope.values() if is_a(v, torch.nn.Module)]
+    modules = [v for v in scope.values() if is_module(v)]
     if not any(t.requires_grad for t in tensors.values()) and not any(
-        p.requires_grad for m in modules for p in m.parameters()
+        p.requires_grad for m in modules for _, p in named_tensors(m, "_parameters")
     ):
         rebound = _rebound_leaf(tensors, source_lines)
         if rebound:

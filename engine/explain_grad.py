@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .source import is_a
+from .source import is_a, is_module
 
 __all__ = ["assigned_grad_hint", "none_grad_hint"]
 
@@ -64,7 +64,7 @@ def _resolve(name: str, scope: dict[str, object]) -> torch.Tensor | None:
     first, *rest = name.split(".")
     value = scope.get(first)
     for part in rest:
-        if not is_a(value, torch.nn.Module):
+        if not is_module(value):
             return None
         found = None
         for table in ("_parameters", "_modules", "_buffers"):

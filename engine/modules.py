@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
-from .source import is_a, outer_scopes, snippet_frame
+from .source import is_a, is_module, named_tensors, outer_scopes, snippet_frame, submodules
 from .values import has_storage
 
 if TYPE_CHECKING:
@@ -180,10 +180,10 @@ class ModuleTracker:
         scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
         for scope in scopes:
             for key, value in list(scope.items()):
-                if is_a(value, nn.Module) and not key.startswith("_") and id(value) not in self._paths:
+                if is_module(value) and not key.startswith("_") and id(value) not in self._paths:
                     named = self._name_new_root(value, frame)
                     if not self._handles:  # light: hook what the detectors need in it
-                        for sub in named.modules():
+                        for _, sub in submodules(named):
                             self._hook_light(sub)
 
     def name_in_scope(self, scope: dict[str, Any]) -> None:
@@ -191,7 +191,7 @@ class ModuleTracker:
         binds that have no name yet or a provisional one, and so their parameters."""
         self.name_swapped()
         for key, value in list(scope.items()):
-            if not is_a(value, nn.Module) or key.startswith("_"):
+            if not is_module(value) or key.startswith("_"):
                 continue
             if id(value) not in self._paths or id(value) in self._provisional:
                 holder, name = _holder_in(value, scope, self.loop_names) or (value, key)
@@ -272,7 +272,7 @@ class ModuleTracker:
     def _register(self, module: nn.Module, path: str, provisional: bool) -> None:
         """Give ``module`` the path ``path`` and its submodules and parameters theirs, except
         where a name that is not provisional is known already."""
-        for sub_name, sub in module.named_modules():
+        for sub_name, sub in submodules(module):
             if id(sub) not in self._paths or id(sub) in self._provisional:
                 self._paths[id(sub)] = f"{path}.{sub_name}" if sub_name else path
                 self.modules[id(sub)] = sub
@@ -295,12 +295,12 @@ class ModuleTracker:
         """
         _root_name, _, rel = path.partition(".")
         swapped = False
-        for p_name, p in module.named_parameters():
+        for p_name, p in named_tensors(module, "_parameters"):
             if not has_storage(p):
                 swapped = True
                 continue
             self._add_param(p, f"{path}.{p_name}", f"{rel}.{p_name}" if rel else p_name, provisional)
-        for b_name, b in module.named_buffers():
+        for b_name, b in named_tensors(module, "_buffers"):
             if has_storage(b):
                 self._add_buffer(b, f"{path}.{b_name}", provisional)
         return swapped
@@ -363,12 +363,12 @@ def _holder_in(
     for key, value in list(scope.items()):
         if key.startswith("_"):
             continue
-        if is_a(value, nn.Module):
+        if is_module(value):
             candidates: Any = ((value, key),)
             preference = 0 if key in loop_names else 2
         elif is_a(value, list | tuple | dict) and 0 < len(value) <= _MAX_HELD:
             items = value.items() if isinstance(value, dict) else enumerate(value)
-            candidates = ((item, f"{key}[{i!r}]") for i, item in items if is_a(item, nn.Module))
+            candidates = ((item, f"{key}[{i!r}]") for i, item in items if is_module(item))
             preference = 1
         else:
             continue
@@ -385,7 +385,7 @@ def _path_in(holder: nn.Module, module: nn.Module) -> str | None:
     """The path of ``module`` inside ``holder`` (``""`` for itself), or ``None``."""
     if holder is module:
         return ""
-    for name, sub in holder.named_modules():
+    for name, sub in submodules(holder):
         if sub is module:
             return name
     return None

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import FrameType, UnionType
-from typing import Any, TypeGuard, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, overload
+
+if TYPE_CHECKING:
+    import torch
 
 _T = TypeVar("_T")
 
@@ -175,3 +178,39 @@ def is_a(value: object, kind: type | UnionType) -> bool:
     """``isinstance`` by ``value``'s real type, for scans of the snippet's variables: an object
     of the snippet's whose ``__class__`` raises (or lies) can neither break nor fool them."""
     return issubclass(type(value), kind)
+
+
+def is_module(value: object) -> TypeGuard[torch.nn.Module]:
+    """Whether ``value`` is an ``nn.Module`` that can be walked: one whose class's
+    ``__init__`` ran ``nn.Module.__init__`` (a model that forgot ``super().__init__()`` has
+    none of its tables, and its ``modules()``, ``parameters()`` and ``training`` raise)."""
+    from torch import nn
+
+    return is_a(value, nn.Module) and "_modules" in getattr(value, "__dict__", {})
+
+
+def submodules(module: torch.nn.Module) -> Iterator[tuple[str, torch.nn.Module]]:
+    """``module.named_modules()`` (itself first, as ``""``; each module once), leaving out
+    a submodule that cannot be walked (:func:`is_module`) and what it holds, where
+    ``named_modules()`` raises."""
+    seen: set[int] = set()
+    todo: list[tuple[str, torch.nn.Module]] = [("", module)]
+    while todo:
+        prefix, current = todo.pop()
+        if id(current) in seen or not is_module(current):
+            continue
+        seen.add(id(current))
+        yield prefix, current
+        children = vars(current)["_modules"].items()
+        todo.extend(reversed([(f"{prefix}.{k}" if prefix else k, m) for k, m in children if m is not None]))
+
+
+def named_tensors(module: torch.nn.Module, table: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """``module.named_parameters()`` (``table`` ``"_parameters"``) or ``named_buffers()``
+    (``"_buffers"``), each tensor once, over :func:`submodules`."""
+    seen: set[int] = set()
+    for prefix, sub in submodules(module):
+        for name, t in vars(sub)[table].items():
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                yield (f"{prefix}.{name}" if prefix else name, t)

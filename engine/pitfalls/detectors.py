@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import snippet_frame, snippet_frames
+from ..source import named_tensors, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
 from .clip_order import clip_after_step
 from .copied_out import COPYING_OPS, copied_off_graph
@@ -250,7 +250,7 @@ class PitfallWatch:
             return False
         if isinstance(module, _STOCHASTIC):
             return True
-        return is_root and next(module.parameters(), None) is not None
+        return is_root and next(named_tensors(module, "_parameters"), None) is not None
 
     @_safe
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from torch import nn
 
-from ..source import is_a, quoted_code
+from ..source import is_module, quoted_code
 
 __all__ = ["DROPOUT_OPS", "dropout_in_eval"]
 
@@ -44,7 +44,7 @@ def dropout_in_eval(
     if training is not True or not p:
         return None
     owner = frame.f_locals.get("self") if frame is not None and frame.f_code.co_name == "forward" else None
-    if not is_a(owner, nn.Module) or owner.training:
+    if not is_module(owner) or owner.training:
         return None
     name = path(owner) or "the model"
     kind = type(owner).__name__

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import is_a, line_matching
+from ..source import is_a, is_module, line_matching, submodules
 from .kinds import Said
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, ungraded_report
@@ -80,9 +80,9 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     said = []
     seen: set[int] = set()
     for held in list(scope.values()):
-        if not is_a(held, nn.Module):
+        if not is_module(held):
             continue
-        for module in held.modules():
+        for _, module in submodules(held):
             if id(module) in seen:
                 continue
             seen.add(id(module))

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..source import is_a, line_matching
+from ..source import is_module, line_matching, submodules
 
 __all__ = ["SymmetricLayer", "symmetric_layers", "symmetric_report"]
 
@@ -43,9 +43,9 @@ def symmetric_layers(scope: dict[str, Any], names: dict[int, str], stepped: set[
     found: list[SymmetricLayer] = []
     seen: set[int] = set()
     for value in list(scope.values()):
-        if not is_a(value, nn.Module):
+        if not is_module(value):
             continue
-        for layer in value.modules():
+        for _, layer in submodules(value):
             if id(layer) in seen or not isinstance(layer, _LAYERS):
                 continue
             seen.add(id(layer))
