@@ -6,6 +6,7 @@ told apart from PyTorch's own while walking the Python stack.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -184,9 +185,14 @@ def is_module(value: object) -> TypeGuard[torch.nn.Module]:
     """Whether ``value`` is an ``nn.Module`` that can be walked: one whose class's
     ``__init__`` ran ``nn.Module.__init__`` (a model that forgot ``super().__init__()`` has
     none of its tables, and its ``modules()``, ``parameters()`` and ``training`` raise)."""
-    from torch import nn
+    return is_a(value, _module_class()) and "_modules" in getattr(value, "__dict__", {})
 
-    return is_a(value, nn.Module) and "_modules" in getattr(value, "__dict__", {})
+
+@functools.cache
+def _module_class() -> type[torch.nn.Module]:
+    from torch import nn  # on first use: the server imports no torch
+
+    return nn.Module
 
 
 def submodules(module: torch.nn.Module) -> Iterator[tuple[str, torch.nn.Module]]:
