@@ -19,7 +19,7 @@ from types import FrameType
 
 import torch
 
-from .source import is_a, quoted_code
+from .source import indentation, is_a, quoted_code
 
 __all__ = ["carried_graph_hint"]
 
@@ -66,7 +66,9 @@ def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str
             continue
         indent = len(loop.group(1))
         body = range(header + 1, len(raw) + 1)
-        end = next((i for i in body if raw[i - 1].strip() and _indent(raw[i - 1]) <= indent), len(raw) + 1)
+        end = next(
+            (i for i in body if raw[i - 1].strip() and indentation(raw[i - 1]) <= indent), len(raw) + 1
+        )
         if not header < line < end:
             continue
         for at in range(header + 1, end):
@@ -80,7 +82,3 @@ def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str
                     total = assigned.group(2) == "+=" or bool(re.match(rf"^{name}\s*\+", value))
                     found.append((at, name, codes[at - 1], total))
     return found
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())

@@ -15,7 +15,8 @@ from types import FrameType
 
 import torch
 
-from .source import is_a, is_module, named_tensors, without_comment
+from .explain_grad import GRAD_READ
+from .source import indentation, is_a, is_module, named_tensors, without_comment
 
 __all__ = ["cut_before", "cut_graph_hint"]
 
@@ -50,8 +51,6 @@ _TURNED_ON = re.compile(
     r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
 )
 _CREATE_GRAPH = re.compile(r"create_graph\s*=\s*True")
-# `x.grad`, `model.fc.weight.grad` read on a line (not `.grad_fn`)
-_GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*?)\.grad\b(?!_)")
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
 _ASSIGNS = re.compile(r"^[(\[]?[^=#(]*[^=!<>]=(?!=)")
 
@@ -105,12 +104,12 @@ def _decorated_no_grad(name: str, line: int | None, source_lines: Sequence[str])
     if line is None or line > len(source_lines):
         return None
     codes = [without_comment(text).rstrip() for text in source_lines]
-    indent = _indent(codes[line - 1])
+    indent = indentation(codes[line - 1])
     for number in range(line - 1, 0, -1):
         code = codes[number - 1]
-        if not code.strip() or _indent(code) >= indent:
+        if not code.strip() or indentation(code) >= indent:
             continue
-        indent = _indent(code)
+        indent = indentation(code)
         found = _DEF.match(code.strip())
         if found is None:
             continue
@@ -128,14 +127,22 @@ def _decorated_no_grad(name: str, line: int | None, source_lines: Sequence[str])
     return None
 
 
+def _last_assignment(
+    name: str, line: int | None, source_lines: Sequence[str]
+) -> tuple[list[str], int | None]:
+    """The code of the lines before ``line`` (stripped, comments left out) and the last of
+    them that assigns ``name`` (``None`` where none does, or ``line`` is unknown)."""
+    if line is None:
+        return [], None
+    codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
+    return codes, next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+
+
 def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
     """``name`` computed from gradients that carry no graph of their own: those
     ``torch.autograd.grad`` returns, or a ``.grad`` that ``backward()`` filled, without
     ``create_graph=True`` (a second derivative, a gradient penalty)."""
-    if line is None:
-        return None
-    codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
-    made = next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    codes, made = _last_assignment(name, line, source_lines)
     if made is None or _CREATE_GRAPH.search(codes[made - 1]):
         return None
     code = codes[made - 1]
@@ -146,7 +153,7 @@ def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) 
             "the gradients it returns have no graph of their own, so they cannot be differentiated again. "
             "Pass create_graph=True to that call for a second derivative."
         )
-    read = _GRAD_READ.search(code)
+    read = GRAD_READ.search(code)
     backward = [i for i, c in enumerate(codes, start=1) if ".backward(" in c and i < made]
     if read is None or not backward or any(_CREATE_GRAPH.search(codes[i - 1]) for i in backward):
         return None
@@ -157,10 +164,6 @@ def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) 
         "(or use torch.autograd.grad(loss, x, create_graph=True)) for a gradient penalty or a second "
         "derivative."
     )
-
-
-def _indent(code: str) -> int:
-    return len(code) - len(code.lstrip())
 
 
 def _asked_for_grad(name: str, codes: Sequence[str]) -> bool:
@@ -181,13 +184,10 @@ def _late_requires_grad(
 ) -> str | None:
     """``x.requires_grad_()`` (or ``x.requires_grad = True``) on a line between the one that
     computed ``name`` and ``line``: autograd did not record ``name``'s ops, which ran first."""
-    if line is None:
-        return None
-    codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
-    made = next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    codes, made = _last_assignment(name, line, source_lines)
     if made is None:
         return None
-    for number in range(made + 1, line):
+    for number in range(made + 1, len(codes) + 1):
         found = _TURNED_ON.search(codes[number - 1])
         leaf = found and (found.group(1) or found.group(2))
         if leaf and is_a(tensors.get(leaf), torch.Tensor) and tensors[leaf].requires_grad:
@@ -269,10 +269,10 @@ def _rebound_leaf(tensors: Mapping[str, torch.Tensor], source_lines: Sequence[st
 
 def _block_of(codes: Sequence[str], number: int) -> list[str]:
     """The lines of the block that the ``with`` at line ``number`` opens, itself first."""
-    indent = _indent(codes[number - 1])
+    indent = indentation(codes[number - 1])
     block = [codes[number - 1].strip()]
     for text in codes[number:]:
-        if text.strip() and _indent(text) <= indent:
+        if text.strip() and indentation(text) <= indent:
             break
         block.append(text.strip())
     return block

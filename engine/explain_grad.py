@@ -17,10 +17,10 @@ import torch
 
 from .source import is_a, is_module
 
-__all__ = ["assigned_grad_hint", "none_grad_hint"]
+__all__ = ["GRAD_READ", "assigned_grad_hint", "none_grad_hint"]
 
 # `x.grad`, `model.fc.weight.grad` (not `.grad_fn`)
-_GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
+GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
 # `w.grad = 0`: what is assigned to a .grad, and to which
 _GRAD_WRITE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\s*=(?!=)\s*(.+)$")
 _ASSIGNED_KIND = re.compile(r"assigned grad expected to be a Tensor or None but got grad of type (\w+)")
@@ -47,7 +47,7 @@ def none_grad_hint(
     if frame is None or not code:
         return None
     scope = {**frame.f_globals, **frame.f_locals}
-    for name in dict.fromkeys(m.group(1) for m in _GRAD_READ.finditer(code)):
+    for name in dict.fromkeys(m.group(1) for m in GRAD_READ.finditer(code)):
         t = _resolve(name, scope)
         if t is None:
             continue

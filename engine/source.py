@@ -41,6 +41,11 @@ def without_comment(text: str) -> str:
     return _COMMENT.sub("", text)
 
 
+def indentation(text: str) -> int:
+    """How many characters of white space ``text`` (a line of code) starts with."""
+    return len(text) - len(text.lstrip())
+
+
 def quoted_code(source_lines: Sequence[str], line: int | None, longest: int = 60) -> str | None:
     """The code at snippet line ``line``, without its comment, when it is short enough to
     quote in a hint (any length with ``longest=sys.maxsize``); ``None`` otherwise."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from typing import Any
 
 import torch
@@ -46,6 +47,17 @@ def plain_error(source: str) -> BaseException:
     except Exception as exc:  # the snippet's own error, whatever it is
         return exc
     raise AssertionError("the snippet did not raise")
+
+
+def raised_as_plain(source: str, line: int) -> Any:
+    """The error the recording of ``source`` ends with, checked to be the one plain PyTorch
+    raises (type and message), at snippet line ``line``."""
+    err = q.errors(record(source))[0]
+    with warnings.catch_warnings():  # plain PyTorch warns as the recorded run did
+        warnings.simplefilter("ignore")
+        plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), line), err
+    return err
 
 
 def gan_loop(iterations: int) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import plain_error, raised_as_plain
 
 CASES = {
     # name: (snippet that raises, line, phrases the hint must hold)
@@ -123,9 +123,7 @@ def test_a_number_assigned_to_a_grad_is_told_how_to_clear_it(assignment: str, sa
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
         f"for i in range(3):\n    ((w - 3) ** 2).backward()\n    opt.step()\n    {assignment}\n"
     )
-    err = q.errors(record(source))[0]
-    plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 7)
+    err = raised_as_plain(source, 7)
     assert err.hint == (
         f"w.grad holds a tensor the shape of w, or None; {said}. To clear the gradient before the next "
         "backward(), set w.grad = None (what optimizer.zero_grad() does) or zero it in place: w.grad.zero_()."

@@ -10,7 +10,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import plain_error, raised_as_plain
 
 CASES = {
     # name: (snippet whose last line raises, phrases the hint must hold)
@@ -121,9 +121,7 @@ REBOUND = {
 @pytest.mark.parametrize("name", sorted(REBOUND))
 def test_a_step_by_hand_that_rebinds_the_leaf_is_named_with_the_in_place_update(name: str) -> None:
     source, said = REBOUND[name]
-    err = q.errors(record(source))[0]
-    plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 6)
+    err = raised_as_plain(source, 6)
     assert err.hint is not None
     assert f"w no longer requires grad: {said} and bound w to it, in place of the leaf" in err.hint, err.hint
     assert "inside torch.no_grad(): w -= 0.1 * w.grad rather than w = …, then w.grad.zero_()" in err.hint
@@ -145,9 +143,7 @@ def test_a_training_step_decorated_with_no_grad_is_named_at_its_decorator() -> N
         "@torch.no_grad()\ndef train_step():\n    loss = ((model(X) - Y) ** 2).mean()\n"
         "    if loss > 0:\n        loss.backward()\ntrain_step()\n"
     )
-    err = q.errors(record(source))[0]
-    plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), 8)
+    err = raised_as_plain(source, 8)
     assert (
         err.hint is not None
         and (
@@ -178,9 +174,7 @@ SECOND_ORDER = {
 @pytest.mark.parametrize("name", sorted(SECOND_ORDER))
 def test_a_gradient_without_create_graph_differentiated_again_is_told_to_pass_it(name: str) -> None:
     source, said = SECOND_ORDER[name]
-    err = q.errors(record(source))[0]
-    plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), source.count("\n"))
+    err = raised_as_plain(source, source.count("\n"))
     assert err.hint is not None and said in err.hint and "create_graph=True" in err.hint.split(said)[1], (
         err.hint
     )

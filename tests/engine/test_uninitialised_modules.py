@@ -9,7 +9,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error, plain_stdout
+from tests.engine.snippets import plain_stdout, raised_as_plain
 
 HINT = "Call super().__init__() first thing in the model's __init__"
 
@@ -38,9 +38,7 @@ RAISES = {
 @pytest.mark.parametrize("name", sorted(RAISES))
 def test_a_model_without_super_init_raises_as_it_does_without_gradwalk(name: str) -> None:
     source, line = RAISES[name]
-    err = q.errors(record(source))[0]
-    plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), line)
+    err = raised_as_plain(source, line)
     if err.exc_type == "AttributeError":
         assert err.hint is not None and HINT in err.hint, err.hint
 
