@@ -9,6 +9,10 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# pytest-xdist: one test process per core, at most 4 (each browser test process runs its own
+# server and Chromium); `make test PYTEST_WORKERS=0` runs the suite in this one process.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --maxprocesses 4 --dist worksteal
 
 .PHONY: help setup run test test-fast check fmt bench schema types web clean
 
@@ -40,10 +44,10 @@ run: setup ## start the app on http://$(HOST):$(PORT) (local workers, SQLite in 
 	$(VENV)/bin/gradwalk serve --host $(HOST) --port $(PORT)
 
 test: setup ## run the whole test suite (engine, runner, server, browser, notebooks)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
 
 test-fast: setup ## run the tests without the browser and the slow ones
-	$(PY) -m pytest -q -m "not browser and not slow"
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not browser and not slow"
 
 check: setup ## lint and type-check (ruff, mypy)
 	$(VENV)/bin/ruff check engine server runner gradwalk tests bench

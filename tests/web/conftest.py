@@ -9,6 +9,7 @@ Screenshots of the main states go to ``test-artifacts/web/``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -60,16 +61,23 @@ def _newest(paths: list[Path]) -> float:
 
 @pytest.fixture(scope="session")
 def bundle() -> Path:
-    """The built frontend; rebuilt here when web/src is newer than the bundle."""
+    """The built frontend; rebuilt here when web/src is newer than the bundle (by one
+    pytest-xdist process at a time: the others wait on the lock, then find it current)."""
     app_js = DIST / "app.js"
     sources = [p for p in (WEB / "src").rglob("*") if p.is_file()]
-    if not app_js.exists() or _newest(sources) > app_js.stat().st_mtime:
-        need(
-            shutil.which("npm") is not None and (WEB / "node_modules").is_dir(),
-            "the web bundle is not built: run `make web`",
-        )
-        build = subprocess.run(["npm", "run", "--silent", "build"], cwd=WEB, capture_output=True, text=True)
-        assert build.returncode == 0, f"npm run build failed:\n{build.stdout}\n{build.stderr}"
+    if app_js.exists() and _newest(sources) <= app_js.stat().st_mtime:
+        return app_js
+    need(
+        shutil.which("npm") is not None and (WEB / "node_modules").is_dir(),
+        "the web bundle is not built: run `make web`",
+    )
+    with (WEB / "node_modules" / ".gradwalk-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not app_js.exists() or _newest(sources) > app_js.stat().st_mtime:
+            build = subprocess.run(
+                ["npm", "run", "--silent", "build"], cwd=WEB, capture_output=True, text=True
+            )
+            assert build.returncode == 0, f"npm run build failed:\n{build.stdout}\n{build.stderr}"
     return app_js
 
 
