@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .export import add_export_parser, run_export
+from .listen import BindError, bind
 from .settings import Settings, is_loopback
 
 __all__ = ["COMMANDS", "add_serve_parser", "run_serve", "serve"]
@@ -144,11 +145,19 @@ _FLAGS = {
 def serve(
     settings: Settings, *, log_level: str = "info", on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run the app on uvicorn with ``settings``; call ``on_ready(url)`` once it accepts connections."""
+    """Run the app on uvicorn with ``settings``; call ``on_ready(url)`` once it accepts
+    connections. Returns the exit status: 0 after a shutdown, 2 when the address cannot be
+    bound (one line on stderr names the flag), 3 when the app failed to start."""
     import uvicorn
 
     from .app import create_app
 
+    try:
+        sock = bind(settings.host, settings.port)  # before the app: nothing starts when it fails
+    except BindError as exc:
+        print(f"gradwalk serve: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]  # the real one, when --port 0 asked for any
     app = create_app(settings)
     config = uvicorn.Config(
         app,
@@ -159,8 +168,6 @@ def serve(
         timeout_graceful_shutdown=10,
         ws=_WS_IMPL,
     )
-    sock = config.bind_socket()  # bound here so that port 0 can be announced as the real port
-    port = sock.getsockname()[1]
     server = uvicorn.Server(config)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{host}:{port}/"

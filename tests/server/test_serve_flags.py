@@ -3,6 +3,8 @@ and the value as typed, and exit status 2; no traceback, and no server started."
 
 from __future__ import annotations
 
+import socket
+
 from tests.conftest import gradwalk_cli
 
 
@@ -16,3 +18,29 @@ def test_out_of_range_flags_are_named_with_their_values() -> None:
         "gradwalk serve: --retention-mb 0.0: Input should be greater than or equal to 1",
     ], result.stderr
     assert "gradwalk: open" not in result.stdout
+
+
+def test_a_port_in_use_is_named_with_a_free_one_to_try() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = gradwalk_cli("serve", "--port", str(port), "--workers", "1")
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        f"gradwalk serve: --port {port}: 127.0.0.1:{port} is already in use (another gradwalk, or another "
+        f"server, is listening there); choose another, e.g. --port {port + 1} (make run PORT={port + 1})"
+    ], result.stderr
+    assert "gradwalk: open" not in result.stdout
+
+
+def test_a_host_that_is_not_this_machines_is_named() -> None:
+    # TEST-NET-1 (RFC 5737): never an address of this machine; and a name that cannot resolve
+    for host, expected in [
+        ("192.0.2.1", "--host 192.0.2.1: this machine has no such address; use 127.0.0.1"),
+        ("no-such-host.invalid", "--host no-such-host.invalid: no such host name here"),
+    ]:
+        result = gradwalk_cli("serve", "--host", host, "--port", "0", "--token", "t" * 24, "--workers", "1")
+        assert result.returncode == 2, result
+        assert result.stderr.startswith(f"gradwalk serve: {expected}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
