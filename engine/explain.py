@@ -14,7 +14,7 @@ from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
-from .explain_seed import grad_output_of, name_before, seed_hint
+from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_values import value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code
@@ -42,7 +42,7 @@ def error_node(exc: BaseException, rec: Recorder) -> int | None:
 
 def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     """The snippet's code at ``line``, when it is short enough to quote."""
-    return quoted_code(rec.source_lines, line, longest)
+    return quoted_code(rec.statement_lines, line, longest)
 
 
 def _made_at(rec: Recorder, t: torch.Tensor) -> int | None:
@@ -178,7 +178,7 @@ def explain_error(
     if not _raised_by_failed_op(exc, rec):
         rec.failed_op = None  # NOTE [The op an error came from]
     if "backward through the graph a second time" in text:
-        carried = carried_graph_hint(rec.source_lines, line, frame)
+        carried = carried_graph_hint(rec.statement_lines, line, frame)
         if carried:
             return carried
         first = rec.backward.first_backward_line
@@ -296,9 +296,10 @@ def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, l
     """backward() (or autograd.grad) of a tensor outside any graph: the cause where the
     snippet shows it (no tensor requires grad; the line that cut the chain), else the ways
     its chain back to the leaves can be cut, as none of them shows in the tensor itself."""
-    name = name_before(".backward(", code) or grad_output_of(code)
-    what = f"{name} is" if name else "This tensor is"
-    cause = cut_graph_hint(name or "it", frame, rec.source_lines, line, rec.pitfalls.copied_at)
+    shown = name_before(".backward(", code) or grad_output_of(code)
+    what = f"{shown} is" if shown else "This tensor is"
+    name = chain_root(shown) if shown else None  # g for g.sum(): the tensor the line computes it from
+    cause = cut_graph_hint(name or "it", frame, rec.statement_lines, line, rec.pitfalls.copied_at)
     if cause:
         return f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing to go back through. {cause}"
     return (

@@ -16,7 +16,7 @@ from types import FrameType
 import torch
 
 from .explain_grad import GRAD_READ
-from .source import indentation, is_a, is_module, named_tensors, without_comment
+from .source import StatementLines, indentation, is_a, is_module, named_tensors, without_comment
 
 __all__ = ["cut_before", "cut_graph_hint"]
 
@@ -135,7 +135,10 @@ def _last_assignment(
     if line is None:
         return [], None
     codes = [without_comment(text).strip() for text in source_lines[: line - 1]]
-    return codes, next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    made = next((i for i in range(len(codes), 0, -1) if name in _targets(codes[i - 1])), None)
+    if made is not None and isinstance(source_lines, StatementLines):
+        made = source_lines.first(made)
+    return codes, made
 
 
 def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
@@ -143,6 +146,9 @@ def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) 
     ``torch.autograd.grad`` returns, or a ``.grad`` that ``backward()`` filled, without
     ``create_graph=True`` (a second derivative, a gradient penalty)."""
     codes, made = _last_assignment(name, line, source_lines)
+    read_here = made is None and name.endswith(".grad") and line is not None and line <= len(source_lines)
+    if read_here:  # x.grad.sum().backward(): the .grad itself, read on this line
+        codes, made = [*codes, f"{name}.sum()"], line
     if made is None or _CREATE_GRAPH.search(codes[made - 1]):
         return None
     code = codes[made - 1]
@@ -157,8 +163,11 @@ def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) 
     backward = [i for i, c in enumerate(codes, start=1) if ".backward(" in c and i < made]
     if read is None or not backward or any(_CREATE_GRAPH.search(codes[i - 1]) for i in backward):
         return None
+    source = f"{name} is computed from {read.group(1)}.grad at line {made}{quoted}, which"
+    if read_here:
+        source = f"{name} is a gradient that"
     return (
-        f"{name} is computed from {read.group(1)}.grad at line {made}{quoted}, which backward() (line "
+        f"{source} backward() (line "
         f"{backward[-1]}) filled without create_graph=True: a .grad has no graph of its own then, so "
         f"nothing computed from it can be differentiated. Pass create_graph=True to that backward() "
         "(or use torch.autograd.grad(loss, x, create_graph=True)) for a gradient penalty or a second "

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["grad_output_of", "name_before", "seed_hint"]
+__all__ = ["chain_root", "grad_output_of", "name_before", "seed_hint"]
 
 # "torch.autograd.grad(out, x)": the output it differentiates
-_AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*([A-Za-z_][\w.]*)")
+# a tensor as a line writes it: a name, then attributes, calls with plain arguments, indexing
+_WRITTEN = r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)|\[[^\[\]]*\])*)"
+_RECEIVER = r"(?<![\w.)\]])" + _WRITTEN
+_AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*" + _WRITTEN)
+_CHAIN = re.compile(r"([A-Za-z_][\w.]*?)((?:\.[A-Za-z_]\w*\([^()]*\))*)")
 _GRAD_SHAPE_MISMATCH = re.compile(
     r"Mismatch in shape: grad_output\[0\] has a shape of torch\.Size\(\[(.*?)\]\) and output\[0\] "
     r"has a shape of torch\.Size\(\[(.*?)\]\)"
@@ -28,15 +32,25 @@ def seed_hint(text: str, code: str | None) -> str | None:
 
 
 def name_before(call: str, code: str | None) -> str | None:
-    """The name a call on the line is made on: ``loss`` for ``.backward(`` in
-    ``loss.backward()``; ``None`` where the receiver is no plain name (``(x * 3).numpy()``)."""
-    found = re.search(r"([A-Za-z_][\w.]*)" + re.escape(call), code or "")
-    return found.group(1) if found else None
+    """What a call on the line is made on, as the line writes it: ``loss`` for ``.backward(``
+    in ``loss.backward()``, ``g.sum()`` in ``g.sum().backward()``, ``out[0]``; ``None`` where
+    it starts with no name (``(x * 3).numpy()``) or is ``torch.autograd`` itself."""
+    found = re.search(_RECEIVER + re.escape(call), code or "")
+    return found.group(1) if found and not found.group(1).endswith("autograd") else None
 
 
 def grad_output_of(code: str | None) -> str | None:
-    """The output ``torch.autograd.grad(out, x)`` on the line differentiates, where it is a name."""
+    """The output ``torch.autograd.grad(out, x)`` on the line differentiates, as the line
+    writes it (``out``, ``x.grad.sum()``), where it starts with a name."""
     found = _AUTOGRAD_GRAD_OF.search(code or "")
+    return found.group(1) if found else None
+
+
+def chain_root(expression: str) -> str | None:
+    """The dotted name a chain of method calls starts from: ``g`` for ``g.sum()``,
+    ``x.grad`` for ``x.grad.pow(2).sum()``, ``loss`` for ``loss``; ``None`` where the
+    expression calls or indexes something else (``model(x).sum()``, ``out[0]``)."""
+    found = _CHAIN.fullmatch(expression)
     return found.group(1) if found else None
 
 

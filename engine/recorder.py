@@ -9,6 +9,7 @@ which numbers them and enforces the event cap.
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
 import time
@@ -35,7 +36,7 @@ from .op_arguments import SUBSCRIPT_OPS, input_positions, named_positionals, op_
 from .pitfalls import PitfallWatch
 from .reflected import OperandOrder
 from .running_stats import NORM_OPS, RunningStats
-from .source import snippet_frames
+from .source import StatementLines, snippet_frames, statement_lines
 from .strict import STRICT
 from .tape import TapeMode, op_names
 from .tensors import TensorTable, version_of
@@ -207,6 +208,12 @@ class Recorder:
         self.failures += 1
         if STRICT:
             raise
+
+    @functools.cached_property
+    def statement_lines(self) -> StatementLines:
+        """``source_lines`` with every statement whole on each of its lines
+        (:func:`source.statement_lines`), for the error hints; made when first asked for."""
+        return statement_lines(self.source_lines)
 
     @property
     def muted(self) -> int:

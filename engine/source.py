@@ -7,8 +7,10 @@ told apart from PyTorch's own while walking the Python stack.
 from __future__ import annotations
 
 import functools
+import io
 import re
 import sys
+import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from types import FrameType, UnionType
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, overload
@@ -20,6 +22,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "SNIPPET_FILENAME",
+    "StatementLines",
     "bound_name",
     "find_name",
     "is_a",
@@ -28,6 +31,7 @@ __all__ = [
     "quoted_code",
     "snippet_frame",
     "snippet_frames",
+    "statement_lines",
     "without_comment",
 ]
 
@@ -46,6 +50,58 @@ def indentation(text: str) -> int:
     return len(text) - len(text.lstrip())
 
 
+_OPENED = re.compile(r"([(\[{])\s+")
+_CLOSED = re.compile(r",?\s+([)\]}]|\.(?=[A-Za-z_]))")
+
+
+class StatementLines(list[str]):
+    """A snippet's lines as :func:`statement_lines` gives them; :meth:`first` maps a line to
+    the first line of its statement."""
+
+    def __init__(self, lines: Sequence[str], firsts: Sequence[int]) -> None:
+        super().__init__(lines)
+        self._firsts = list(firsts)
+
+    def first(self, line: int) -> int:
+        """The first line of the statement snippet line ``line`` belongs to."""
+        return self._firsts[line - 1] if 0 < line <= len(self._firsts) else line
+
+
+def statement_lines(source_lines: Sequence[str]) -> StatementLines:
+    """``source_lines`` with each statement that spans several lines (a call's arguments one
+    to a line, a bracketed or backslash-continued expression) written on every one of its
+    lines, whole: its first line's indentation, then its lines joined, comments left out
+    (``w = (w -`` / ``     lr * w.grad)`` both read ``w = (w - lr * w.grad)``). A compound
+    statement's header (``for``/``with``/``def`` up to its colon) counts as one statement,
+    its body does not. So a hint that reads the line an error or an op names sees the
+    whole statement; :func:`line_matching` answers a statement's first line. Snippets
+    Python cannot tokenize come back as they are."""
+    lines = list(source_lines)
+    firsts = list(range(1, len(lines) + 1))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return StatementLines(lines, firsts)
+    first: int | None = None
+    for token in tokens:
+        if token.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if first is None:
+            first = token.start[0]
+        if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            last = min(token.start[0], len(lines))
+            if first < last:
+                parts = (
+                    without_comment(text).strip().rstrip("\\").strip() for text in lines[first - 1 : last]
+                )
+                joined = _CLOSED.sub(r"\1", _OPENED.sub(r"\1", " ".join(p for p in parts if p)))
+                whole = lines[first - 1][: indentation(lines[first - 1])] + joined
+                lines[first - 1 : last] = [whole] * (last - first + 1)
+                firsts[first - 1 : last] = [first] * (last - first + 1)
+            first = None
+    return StatementLines(lines, firsts)
+
+
 def quoted_code(source_lines: Sequence[str], line: int | None, longest: int = 60) -> str | None:
     """The code at snippet line ``line``, without its comment, when it is short enough to
     quote in a hint (any length with ``longest=sys.maxsize``); ``None`` otherwise."""
@@ -59,11 +115,12 @@ def line_matching(
     source_lines: Sequence[str], pattern: re.Pattern[str], lines: Iterable[int] | None = None
 ) -> tuple[int, str] | None:
     """The first of ``lines`` (snippet line numbers, in the order to look; all of them, top
-    down, by default) whose code, without its comment, ``pattern`` finds; with that code."""
+    down, by default) whose code, without its comment, ``pattern`` finds; with that code.
+    In :class:`StatementLines` the line answered is the first of its statement."""
     for at in lines if lines is not None else range(1, len(source_lines) + 1):
         code = quoted_code(source_lines, at, sys.maxsize)
         if code is not None and pattern.search(code):
-            return at, code
+            return (source_lines.first(at) if isinstance(source_lines, StatementLines) else at), code
     return None
 
 

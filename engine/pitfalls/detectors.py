@@ -212,14 +212,14 @@ class PitfallWatch:
                 kwargs or {},
                 frame,
                 line,
-                self._rec.source_lines,
+                self._rec.statement_lines,
                 self._rec.modules.path_of,
             )
             if dropped is not None:
                 self._say("functional-dropout-in-eval", line, *dropped)
             return
         if name in COPYING_OPS:
-            copied = copied_off_graph(name, args, result, line, self._rec.source_lines)
+            copied = copied_off_graph(name, args, result, line, self._rec.statement_lines)
             if copied is not None:
                 self._say("tensor-copied-off-graph", line, *copied.report)
                 if line is not None:
@@ -307,7 +307,7 @@ class PitfallWatch:
         rec = self._rec
         with torch.no_grad():
             report = self._nan_gradients.report(
-                name, *gradients, rec.backward.last_loss, line, rec.source_lines
+                name, *gradients, rec.backward.last_loss, line, rec.statement_lines
             )
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
@@ -321,7 +321,7 @@ class PitfallWatch:
         tid = self._rec.tensors.known(leaf)
         name = self._rec.tensors.names.get(tid, "the leaf") if tid is not None else "the leaf"
         line = _known(_UNKNOWN)
-        self._say("missing-zero-grad", line, *left_in_grad_by_hand(name, line, self._rec.source_lines))
+        self._say("missing-zero-grad", line, *left_in_grad_by_hand(name, line, self._rec.statement_lines))
 
     @_safe
     def after_accumulate(self, leaf: torch.Tensor) -> None:
@@ -351,11 +351,14 @@ class PitfallWatch:
         self._last_step = (step, line, self._rec.backward.calls)
         if self._eval_since_step is not None:
             kind, self._eval_since_step = self._eval_since_step, None
-            self._say("eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.source_lines))
+            self._say(
+                "eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.statement_lines)
+            )
         if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
             label = self._rec.training.label_of(opt) or type(opt).__name__
             self._say(
-                "optimizer-rebuilt", *rebuilt_report(label, type(opt).__name__, line, self._rec.source_lines)
+                "optimizer-rebuilt",
+                *rebuilt_report(label, type(opt).__name__, line, self._rec.statement_lines),
             )
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
@@ -408,7 +411,7 @@ class PitfallWatch:
             backward.calls,
             backward.first_backward_line,
             line,
-            self._rec.source_lines,
+            self._rec.statement_lines,
             uncalled,
             self._from_leaf,
             self.copied_at,
@@ -494,12 +497,12 @@ class PitfallWatch:
             self._say(*said)
         calls = rec.backward.calls
         stepped = never_stepped(
-            scope, lambda opt: rec.training.label_of(opt) is not None, calls, rec.source_lines
+            scope, lambda opt: rec.training.label_of(opt) is not None, calls, rec.statement_lines
         )
         if stepped is not None:
             self._say("optimizer-never-stepped", stepped.line, *stepped.report(calls))
         if ("non-finite-loss", None) not in self._said:  # one that reached Inf or NaN was said so
-            for said in diverged_reports(self._course.diverged(), rec.source_lines):
+            for said in diverged_reports(self._course.diverged(), rec.statement_lines):
                 self._say(*said)
         for said in (*uncalled_reports(self._uncalled), *rebound_reports(rec.source_lines)):
             self._say(*said)
