@@ -15,7 +15,7 @@ from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
-from .explain_values import value_kind_hint
+from .explain_values import module_class_hint, value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code
 
@@ -208,6 +208,9 @@ def explain_error(
                 f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
     code = _code_at(rec, line, 200)
+    called = module_class_hint(code, frame)
+    if called:
+        return called
     if "NoneType" in text and ".grad" in (code or ""):
         why = none_grad_hint(
             code, frame, lambda t: _made_at(rec, t), lambda at: _code_at(rec, at, 200), rec.backward.calls

@@ -1,12 +1,19 @@
 """Hints for errors about the kind of value an op got: a NumPy array or a Python number
-where a tensor goes, a tensor of several elements where Python wants one True/False, the
-mean of integers or booleans, and a dimension the tensor does not have."""
+where a tensor goes (or backward() asked of one), a tensor of several elements where Python
+wants one True/False, the mean of integers or booleans, a dimension the tensor does not
+have, and an ``nn.Module`` class called with tensors where an instance of it goes."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+from types import FrameType
+from typing import Any
 
-__all__ = ["value_kind_hint"]
+import torch
+
+__all__ = ["module_class_hint", "value_kind_hint"]
 
 _NOT_TENSOR = re.compile(
     r"(\w+)\(\): argument '(\w+)' \(position (\d+)\) must be Tensor, not (\w+(?:\.\w+)?)"
@@ -18,6 +25,11 @@ _NUMBERS = {"int": "2", "float": "0.5", "bool": "True"}  # an example of each, f
 _NO_DIM = re.compile(r"\b((?:log_)?softmax)\(\) missing 1 required positional arguments?: \"dim\"")
 _NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
 _MEAN_DTYPE = re.compile(r"(mean|var|std)\(\): could not infer output dtype\. .*Got: (\w+)")
+# the constructor arguments of PyTorch's modules that do take a tensor (class weights)
+_TENSOR_SETTINGS = frozenset({"weight", "pos_weight"})
+_NOT_A_TENSOR_BACKWARD = re.compile(
+    r"'(float|int|numpy\.\w+)' object has no attribute '(backward|grad|grad_fn)'"
+)
 
 
 def value_kind_hint(text: str, code: str | None) -> str | None:
@@ -26,6 +38,9 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
     found = _NOT_TENSOR.search(text)
     if found:
         return _not_a_tensor(*found.groups())
+    plain = _NOT_A_TENSOR_BACKWARD.search(text)
+    if plain:
+        return _no_graph_in(plain.group(1), code)
     if "Boolean value of Tensor with more than one value is ambiguous" in text:
         asked = f" ({code})" if code and re.match(r"(if|while|elif|assert)\b", code) else ""
         return (
@@ -96,3 +111,102 @@ def _not_a_tensor(function: str, argument: str, position: str, given: str) -> st
         fix = "pass a tensor"
     article = "an" if given[0] in "aeiou" else "a"
     return f"{function}() takes a tensor as its {argument} (argument {position}) and got {article} {given}: {fix}."
+
+
+def _no_graph_in(given: str, code: str | None) -> str:
+    """backward() (or .grad) asked of a Python number or a NumPy value."""
+    named = re.search(r"([A-Za-z_][\w.]*)\.(?:backward\(|grad)", code or "")
+    what = named.group(1) if named else "This value"
+    if given.startswith("numpy."):
+        return (
+            f"{what} is a NumPy value ({given}), not a tensor: NumPy computed it from .numpy() values, "
+            "and autograd sees nothing NumPy does. Compute it with torch operations on the tensors "
+            "(torch.sum(w ** 2), not np.sum(w.detach().numpy() ** 2)), so backward() can go back through them."
+        )
+    return (
+        f"{what} is a Python {given}, not a tensor: .item() (or float()) turned a tensor into a plain "
+        "number, which keeps no graph. Call backward() on the tensor itself (loss.backward()), and "
+        "use loss.item() only to print or log the value."
+    )
+
+
+def module_class_hint(code: str | None, frame: FrameType | None) -> str | None:
+    """The line calls an ``nn.Module`` class with tensors, where an instance of it goes:
+    ``nn.MSELoss(pred, y)``, or ``crit(pred, y)`` after ``crit = nn.MSELoss`` (no
+    parentheses). The tensors become the new module's settings, and whatever fails, fails
+    for that reason. ``None`` for any other line."""
+    if not code or frame is None:
+        return None
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:  # a compound statement's header (for …:)
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+        cls = _torch_module_class(_resolved(call.func, scope))
+        if cls is None:
+            continue
+        settings = _settings(cls)
+        taken = [
+            name
+            for arg, name in zip(call.args, settings, strict=False)
+            if isinstance(_resolved(arg, scope), torch.Tensor)
+        ]
+        if any(name not in _TENSOR_SETTINGS for name in taken):
+            return _class_called(
+                ast.unparse(call.func), cls, [ast.unparse(arg) for arg in call.args], settings
+            )
+    return None
+
+
+def _torch_module_class(value: object) -> type | None:
+    """``value`` where it is one of PyTorch's own layer or loss classes (``nn.MSELoss``); a
+    snippet's own module class may well take tensors, and is left alone."""
+    if isinstance(value, type) and issubclass(value, torch.nn.Module):
+        return value if getattr(torch.nn, value.__name__, None) is value else None
+    return None
+
+
+def _settings(cls: type) -> list[str]:
+    """The names of a module class's constructor arguments, in order."""
+    try:
+        parameters = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return []
+    return [name for name in parameters if name not in ("args", "kwargs")]
+
+
+def _class_called(written: str, cls: type, args: list[str], settings: list[str]) -> str:
+    shown = f"nn.{cls.__name__}"
+    kind = "loss" if issubclass(cls, torch.nn.modules.loss._Loss) else "layer"
+    taken = f" ({', '.join(settings[: len(args)])})" if settings else ""
+    call = f"{written}({', '.join(args)})"
+    made = f"{shown}()" if kind == "loss" else f"{shown}(…) with its sizes"
+    if written != shown and "." not in written:
+        return (
+            f"{written} is the class {shown} itself, not a {kind} made from it (it was bound without "
+            f"parentheses): {call} makes a new {cls.__name__} with {' and '.join(args)} as its "
+            f"settings{taken}, instead of {'computing a loss' if kind == 'loss' else 'running the layer'}. "
+            f"Make one first, {written} = {made}, then call it: {call}."
+        )
+    return (
+        f"{call} makes a new {kind}, with {' and '.join(args)} as its settings{taken}, instead of "
+        f"{'computing a loss' if kind == 'loss' else 'running the layer'}: an {shown} is made first, then "
+        f"called. Make it once, {'criterion' if kind == 'loss' else 'layer'} = {made}, then call it: "
+        f"{'criterion' if kind == 'loss' else 'layer'}({', '.join(args)})."
+    )
+
+
+def _resolved(node: ast.expr, scope: dict[str, Any]) -> Any:
+    """What a name or a dotted name in the line is bound to (``None`` for anything else)."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id)
+    if isinstance(node, ast.Attribute):
+        owner = _resolved(node.value, scope)
+        if owner is None or isinstance(owner, torch.Tensor):
+            return None
+        try:
+            return inspect.getattr_static(owner, node.attr, None)
+        except Exception:  # an object whose attribute lookup itself fails
+            return None
+    return None

@@ -183,6 +183,41 @@ CASES = {
         "IndexError",
         ["An index tensor must hold integers", "idx.long()"],
     ),
+    "a loss class called with the tensors": (
+        "import torch\nimport torch.nn as nn\npred = torch.randn(4, 1, requires_grad=True)\n"
+        "y = torch.randn(4, 1)\nloss = nn.MSELoss(pred, y)\n",
+        "RuntimeError",
+        [
+            "nn.MSELoss(pred, y) makes a new loss, with pred and y as its settings (size_average, reduce)",
+            "criterion = nn.MSELoss(), then call it: criterion(pred, y)",
+        ],
+    ),
+    "a loss class bound without parentheses": (
+        "import torch\ncrit = torch.nn.CrossEntropyLoss\nlogits = torch.randn(4, 3, requires_grad=True)\n"
+        "y = torch.tensor([0, 1, 2, 0])\nloss = crit(logits, y)\n",
+        "RuntimeError",
+        [
+            "crit is the class nn.CrossEntropyLoss itself",
+            "(weight, size_average)",
+            "crit = nn.CrossEntropyLoss(), then call it: crit(logits, y)",
+        ],
+    ),
+    "a layer class bound without parentheses": (
+        "import torch\nlayer = torch.nn.Linear\nx = torch.randn(4, 3)\nout = layer(x)\n",
+        "TypeError",
+        ["layer is the class nn.Linear itself", "x as its settings (in_features)", "layer = nn.Linear(…)"],
+    ),
+    "backward of a number from .item()": (
+        "import torch\nw = torch.randn(3, requires_grad=True)\nloss = (w ** 2).sum().item()\nloss.backward()\n",
+        "AttributeError",
+        ["loss is a Python float, not a tensor", "use loss.item() only to print or log"],
+    ),
+    "backward of a NumPy loss": (
+        "import torch\nimport numpy as np\nw = torch.randn(3, requires_grad=True)\n"
+        "loss = np.sum(w.detach().numpy() ** 2)\nloss.backward()\n",
+        "AttributeError",
+        ["loss is a NumPy value (numpy.float32), not a tensor", "autograd sees nothing NumPy does"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",
@@ -224,3 +259,15 @@ def test_an_error_raised_after_a_caught_op_error_is_not_explained_with_that_ops_
     # the op's own error, raised again from where it was caught, keeps its operands
     again = source.replace("    pass\n", "    raise\n").replace(f"raise RuntimeError({message!r})\n", "")
     assert "a @ b needs a's length (3)" in (q.errors(record(again))[0].hint or "")
+
+
+def test_a_loss_made_with_class_weights_is_not_taken_for_a_class_called_with_its_inputs() -> None:
+    source = (
+        "import torch\nimport torch.nn as nn\nw = torch.tensor([1.0, 2.0, 3.0])\n"
+        "logits = torch.randn(4, 3, requires_grad=True)\ny = torch.tensor([0, 1, 2, 5])\n"
+        "loss = nn.CrossEntropyLoss(w)(logits, y)\n"
+    )
+    err = q.errors(record(source))[0]
+    assert err.exc_type == "IndexError" and err.hint is not None, err
+    assert "takes each target as a class index, and 5 is not one" in err.hint, err.hint
+    assert "settings" not in err.hint, err.hint
