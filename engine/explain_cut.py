@@ -144,14 +144,18 @@ def _last_assignment(
 def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
     """``name`` computed from gradients that carry no graph of their own: those
     ``torch.autograd.grad`` returns, or a ``.grad`` that ``backward()`` filled, without
-    ``create_graph=True`` (a second derivative, a gradient penalty)."""
+    ``create_graph=True`` (a second derivative, a gradient penalty); or ``name`` such a
+    ``.grad`` itself (``x.grad.pow(2).sum().backward()``)."""
     codes, made = _last_assignment(name, line, source_lines)
-    read_here = made is None and name.endswith(".grad") and line is not None and line <= len(source_lines)
-    if read_here:  # x.grad.sum().backward(): the .grad itself, read on this line
-        codes, made = [*codes, f"{name}.sum()"], line
-    if made is None or _CREATE_GRAPH.search(codes[made - 1]):
-        return None
+    if made is None:
+        return (
+            _filled_without_graph(f"{name} is a gradient that", codes, len(codes) + 1)
+            if name.endswith(".grad")
+            else None
+        )
     code = codes[made - 1]
+    if _CREATE_GRAPH.search(code):
+        return None
     quoted = f" ({code})" if len(code) <= 60 else ""
     if "autograd.grad(" in code:
         return (
@@ -160,18 +164,25 @@ def _first_order_only(name: str, line: int | None, source_lines: Sequence[str]) 
             "Pass create_graph=True to that call for a second derivative."
         )
     read = GRAD_READ.search(code)
-    backward = [i for i, c in enumerate(codes, start=1) if ".backward(" in c and i < made]
-    if read is None or not backward or any(_CREATE_GRAPH.search(codes[i - 1]) for i in backward):
+    if read is None:
         return None
-    source = f"{name} is computed from {read.group(1)}.grad at line {made}{quoted}, which"
-    if read_here:
-        source = f"{name} is a gradient that"
+    return _filled_without_graph(
+        f"{name} is computed from {read.group(1)}.grad at line {made}{quoted}, which", codes, made
+    )
+
+
+def _filled_without_graph(subject: str, codes: Sequence[str], made: int) -> str | None:
+    """``subject`` (a .grad, or what line ``made`` computed from one) completed with the last
+    backward() above ``made`` that filled it without create_graph=True; ``None`` where none
+    did, or one passed it."""
+    backward = [i for i, c in enumerate(codes[: made - 1], start=1) if ".backward(" in c]
+    if not backward or any(_CREATE_GRAPH.search(codes[i - 1]) for i in backward):
+        return None
     return (
-        f"{source} backward() (line "
-        f"{backward[-1]}) filled without create_graph=True: a .grad has no graph of its own then, so "
-        f"nothing computed from it can be differentiated. Pass create_graph=True to that backward() "
-        "(or use torch.autograd.grad(loss, x, create_graph=True)) for a gradient penalty or a second "
-        "derivative."
+        f"{subject} backward() (line {backward[-1]}) filled without create_graph=True: a .grad has no "
+        "graph of its own then, so nothing computed from it can be differentiated. Pass "
+        "create_graph=True to that backward() (or use torch.autograd.grad(loss, x, create_graph=True)) "
+        "for a gradient penalty or a second derivative."
     )
 
 
