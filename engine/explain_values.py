@@ -25,6 +25,9 @@ _NUMBERS = {"int": "2", "float": "0.5", "bool": "True"}  # an example of each, f
 _NO_DIM = re.compile(r"\b((?:log_)?softmax)\(\) missing 1 required positional arguments?: \"dim\"")
 _NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
 _MEAN_DTYPE = re.compile(r"(mean|var|std)\(\): could not infer output dtype\. .*Got: (\w+)")
+_NOT_A_SEQUENCE = re.compile(
+    r"(\w+)\(\): argument 'tensors' \(position 1\) must be tuple of Tensors, not (\w+)"
+)
 # the constructor arguments of PyTorch's modules that do take a tensor (class weights)
 _TENSOR_SETTINGS = frozenset({"weight", "pos_weight"})
 _NOT_A_TENSOR_BACKWARD = re.compile(
@@ -38,6 +41,9 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
     found = _NOT_TENSOR.search(text)
     if found:
         return _not_a_tensor(*found.groups())
+    joined = _NOT_A_SEQUENCE.search(text)
+    if joined:
+        return _joined_one_by_one(joined.group(1), joined.group(2), code)
     plain = _NOT_A_TENSOR_BACKWARD.search(text)
     if plain:
         return _no_graph_in(plain.group(1), code)
@@ -111,6 +117,17 @@ def _not_a_tensor(function: str, argument: str, position: str, given: str) -> st
         fix = "pass a tensor"
     article = "an" if given[0] in "aeiou" else "a"
     return f"{function}() takes a tensor as its {argument} (argument {position}) and got {article} {given}: {fix}."
+
+
+def _joined_one_by_one(op: str, given: str, code: str | None) -> str:
+    """torch.cat or torch.stack given the tensors one by one (``torch.cat(a, b)``)."""
+    listed = re.search(rf"\b{op}\(([^()\[\]]+?)(?:,\s*(dim\s*=.*))?\)", code or "")
+    parts = listed.group(1) if listed and given == "Tensor" else "a, b"
+    along = f", {listed.group(2)}" if listed and listed.group(2) else ""
+    return (
+        f"torch.{op} takes the tensors to join as one list (or tuple), and got a {given} where it goes: "
+        f"torch.{op}([{parts}]{along}). The dimension comes after the list (dim=0 by default)."
+    )
 
 
 def _no_graph_in(given: str, code: str | None) -> str:

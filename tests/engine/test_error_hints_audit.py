@@ -218,6 +218,17 @@ CASES = {
         "AttributeError",
         ["loss is a NumPy value (numpy.float32), not a tensor", "autograd sees nothing NumPy does"],
     ),
+    "torch.cat given the tensors one by one": (
+        "import torch\na = torch.randn(3, requires_grad=True)\nb = torch.randn(3)\nc = torch.cat(a, b)\n",
+        "TypeError",
+        ["torch.cat takes the tensors to join as one list (or tuple)", "torch.cat([a, b])"],
+    ),
+    "torch.stack given the tensors one by one, and a dim": (
+        "import torch\na = torch.randn(2, 3, requires_grad=True)\nb = torch.randn(2, 3)\n"
+        "c = torch.stack(a, b, dim=1)\n",
+        "TypeError",
+        ["torch.stack takes the tensors to join", "torch.stack([a, b], dim=1)"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",
