@@ -28,6 +28,9 @@ _MEAN_DTYPE = re.compile(r"(mean|var|std)\(\): could not infer output dtype\. .*
 _NOT_A_SEQUENCE = re.compile(
     r"(\w+)\(\): argument 'tensors' \(position 1\) must be tuple of Tensors, not (\w+)"
 )
+_WRONG_KIND_ATTRIBUTE = re.compile(
+    r"'(tuple|builtin_function_or_method|method)' object has no attribute '(\w+)'"
+)
 # the constructor arguments of PyTorch's modules that do take a tensor (class weights)
 _TENSOR_SETTINGS = frozenset({"weight", "pos_weight"})
 _NOT_A_TENSOR_BACKWARD = re.compile(
@@ -44,6 +47,14 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
     joined = _NOT_A_SEQUENCE.search(text)
     if joined:
         return _joined_one_by_one(joined.group(1), joined.group(2), code)
+    if "'torch.Size' object is not callable" in text:
+        return (
+            "shape is an attribute, not a method: write x.shape (no parentheses), or call x.size(), "
+            "which gives the same torch.Size; x.shape[0] or x.size(0) for one dimension."
+        )
+    wrong = _WRONG_KIND_ATTRIBUTE.search(text)
+    if wrong and hasattr(torch.Tensor, wrong.group(2)):
+        return _not_a_tensor_but(wrong.group(1), wrong.group(2), code)
     plain = _NOT_A_TENSOR_BACKWARD.search(text)
     if plain:
         return _no_graph_in(plain.group(1), code)
@@ -127,6 +138,22 @@ def _joined_one_by_one(op: str, given: str, code: str | None) -> str:
     return (
         f"torch.{op} takes the tensors to join as one list (or tuple), and got a {given} where it goes: "
         f"torch.{op}([{parts}]{along}). The dimension comes after the list (dim=0 by default)."
+    )
+
+
+def _not_a_tensor_but(kind: str, attribute: str, code: str | None) -> str:
+    """A tensor's attribute asked of a tuple, or of a method left uncalled."""
+    named = re.search(rf"([A-Za-z_][\w.]*)\.{attribute}\b", code or "")
+    what = named.group(1) if named else "This value"
+    if kind == "tuple":
+        return (
+            f"{what} is a tuple, not a tensor: torch.autograd.grad returns one gradient per input in a "
+            f"tuple, even for a single input (take {what}[0], or unpack it: (g,) = torch.autograd.grad(…)), "
+            "and so do an RNN layer, (output, hidden), and a model with several outputs (out, h = rnn(x))."
+        )
+    return (
+        f"{what} is a method, not the tensor it would give: it was taken without its parentheses "
+        "(x.sum rather than x.sum()), so nothing was computed. Add the parentheses where it was made."
     )
 
 

@@ -229,6 +229,22 @@ CASES = {
         "TypeError",
         ["torch.stack takes the tensors to join", "torch.stack([a, b], dim=1)"],
     ),
+    "shape called like a method": (
+        "import torch\nx = torch.randn(4, 3, requires_grad=True)\nn = x.shape()\n",
+        "TypeError",
+        ["shape is an attribute, not a method: write x.shape (no parentheses)"],
+    ),
+    "a method taken without its parentheses": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\ny = torch.exp(x).sum\ny.backward()\n",
+        "AttributeError",
+        ["y is a method, not the tensor it would give", "(x.sum rather than x.sum())"],
+    ),
+    "backward of autograd.grad's tuple": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\n"
+        "grads = torch.autograd.grad((x ** 2).sum(), x, create_graph=True)\ngrads.backward()\n",
+        "AttributeError",
+        ["grads is a tuple, not a tensor", "take grads[0]"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",
