@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any, NamedTuple
 
 import torch
@@ -26,6 +27,9 @@ COPYING_OPS = frozenset({"tensor", "as_tensor"})
 # the elements of a nested list looked at, at most (torch.tensor of a long list of numbers is common)
 _LOOKED_AT = 1_000
 _CALL = re.compile(r"torch\.(tensor|as_tensor)\(")
+# torch.tensor(<what>.item() ...): the code before .item(), inside the call
+_ITEM_INSIDE = re.compile(r"torch\.(?:tensor|as_tensor)\((.*?)\.item\(\)")
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
 class Copied(NamedTuple):
@@ -37,14 +41,22 @@ class Copied(NamedTuple):
 
 
 def copied_off_graph(
-    op: str, args: tuple[Any, ...], result: Any, line: int | None, source_lines: Sequence[str]
+    op: str,
+    args: tuple[Any, ...],
+    result: Any,
+    line: int | None,
+    source_lines: Sequence[str],
+    frame: FrameType | None = None,
 ) -> Copied | None:
-    """What to say when ``torch.<op>`` (one of :data:`COPYING_OPS`), called at ``line`` with
-    positional ``args`` while gradients are recorded, copied a tensor that requires grad into
-    ``result``, which has no history; ``None`` otherwise."""
+    """What to say when ``torch.<op>`` (one of :data:`COPYING_OPS`), called at ``line`` (in
+    snippet frame ``frame``) with positional ``args`` while gradients are recorded, copied a
+    tensor that requires grad into ``result``, which has no history, or made it of a number
+    that ``.item()`` read off one on the same line; ``None`` otherwise."""
     data = args[0] if args else None
     if not isinstance(result, torch.Tensor) or result.grad_fn is not None or not torch.is_grad_enabled():
         return None
+    if isinstance(data, (int, float)):  # a number made a leaf that requires grad (a logged one is fine)
+        return _item_copied(op, line, source_lines, frame) if result.requires_grad else None
     if isinstance(data, torch.Tensor):
         if op == "as_tensor" or not data.requires_grad:
             return None  # as_tensor hands a tensor of the right dtype back as it is
@@ -113,3 +125,46 @@ def _stacked(source_lines: Sequence[str], line: int | None, op: str) -> str | No
     if not (inner[:1] in "[(" and inner[-1:] in "])" and inner) or "=" in inner.replace("==", ""):
         return None
     return f"{code[: found.start()]}torch.stack({inner}){code[end + 1 :]}"
+
+
+def _item_copied(
+    op: str, line: int | None, source_lines: Sequence[str], frame: FrameType | None
+) -> Copied | None:
+    """``torch.tensor(loss.item() ..., requires_grad=True)``: a number read off tensors that
+    require grad, made into a new leaf, whose gradient reaches none of them; ``None`` where
+    the line shows no such ``.item()``."""
+    code = quoted_code(source_lines, line, 10_000)
+    found = _ITEM_INSIDE.search(code or "")
+    if found is None or frame is None or code is None:
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    graded = list(
+        dict.fromkeys(
+            name
+            for name in _NAME.findall(found.group(1))
+            if isinstance(scope.get(name), torch.Tensor) and scope[name].requires_grad
+        )
+    )
+    if not graded:
+        return None
+    names = " and ".join(graded)
+    one = len(graded) == 1
+    at = f"Line {line} ({code})" if len(code) <= 60 else f"Line {line}"
+    after = (
+        f"backward() stops at that new leaf: it gets a .grad, and {names}, which it was computed from, "
+        f"{'gets' if one else 'get'} none through it ({'its' if one else 'their'} .grad stays None, or "
+        "misses this path)"
+    )
+    read = found.group(1).strip()
+    instead = f"with {read} itself, not {read}.item()" if 0 < len(read) <= 40 else "with the tensor itself"
+    return Copied(
+        (
+            f"torch.{op}(….item()) copies a value off the graph",
+            f"{at} reads a number off {names} with .item() and makes a new tensor of it, with no history "
+            f"(no grad_fn): {after}.",
+            f"Keep the tensor: compute {instead} inside torch.{op}(…), and use .item() only to print or "
+            "log a value.",
+        ),
+        f"torch.{op} of a number .item() read off {names} makes a new tensor with no history; compute with "
+        "the tensor itself",
+    )

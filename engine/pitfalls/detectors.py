@@ -219,7 +219,7 @@ class PitfallWatch:
                 self._say("functional-dropout-in-eval", line, *dropped)
             return
         if name in COPYING_OPS:
-            copied = copied_off_graph(name, args, result, line, self._rec.statement_lines)
+            copied = copied_off_graph(name, args, result, line, self._rec.statement_lines, frame)
             if copied is not None:
                 self._say("tensor-copied-off-graph", line, *copied.report)
                 if line is not None:

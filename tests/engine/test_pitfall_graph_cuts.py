@@ -71,6 +71,7 @@ NEAR_MISSES = {
     "detached first": "v = torch.tensor([(a * b).detach(), (a + b).detach()])\nloss = (v * a).sum()",
     "as_tensor of a tensor (handed back as it is)": "v = torch.as_tensor(a * b)\nloss = v * 2",
     "torch.stack": "v = torch.stack([a * b, a + b])\nloss = (v ** 2).sum()",
+    "a value kept with .item(), for a log": "logged = torch.tensor((a * b).item())\nloss = a * b",
 }
 
 
@@ -144,3 +145,22 @@ loss.backward()
         "Line 4 (s = (w * 3).item()) cuts the chain back to the leaves: .item() gives a Python number"
         in error.hint
     )
+
+
+def test_a_leaf_made_of_a_number_item_read_off_the_graph_is_said() -> None:
+    # backward() runs and fills the new leaf's .grad; w, which the number came from, gets none
+    source = (
+        "import torch\nw = torch.randn(3, requires_grad=True)\nx = torch.randn(3)\n"
+        "loss = torch.tensor((w * x).sum().item() ** 2, requires_grad=True)\nloss.backward()\n"
+        "print(w.grad)\n"
+    )
+    assert plain_stdout(source) == "None\n"
+    (p,) = q.pitfalls(record(source))
+    assert (p.kind, p.line, p.title) == (
+        "tensor-copied-off-graph",
+        4,
+        "torch.tensor(….item()) copies a value off the graph",
+    )
+    assert "reads a number off w with .item()" in p.message
+    assert "w, which it was computed from, gets none through it (its .grad stays None" in p.message
+    assert p.fix.startswith("Keep the tensor: compute with (w * x).sum() itself, not (w * x).sum().item()")
