@@ -31,6 +31,10 @@ _NOT_A_SEQUENCE = re.compile(
 _WRONG_KIND_ATTRIBUTE = re.compile(
     r"'(tuple|builtin_function_or_method|method)' object has no attribute '(\w+)'"
 )
+_FORWARD_ARGUMENTS = re.compile(
+    r"(\w+)\.forward\(\) (?:takes (\d+) positional arguments? but (\d+) (?:was|were) given"
+    r"|missing (\d+) required positional arguments?: (.+))"
+)
 # the constructor arguments of PyTorch's modules that do take a tensor (class weights)
 _TENSOR_SETTINGS = frozenset({"weight", "pos_weight"})
 _NOT_A_TENSOR_BACKWARD = re.compile(
@@ -52,6 +56,9 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
             "shape is an attribute, not a method: write x.shape (no parentheses), or call x.size(), "
             "which gives the same torch.Size; x.shape[0] or x.size(0) for one dimension."
         )
+    forward = _FORWARD_ARGUMENTS.search(text)
+    if forward:
+        return _forward_inputs(*forward.groups())
     wrong = _WRONG_KIND_ATTRIBUTE.search(text)
     if wrong and hasattr(torch.Tensor, wrong.group(2)):
         return _not_a_tensor_but(wrong.group(1), wrong.group(2), code)
@@ -138,6 +145,25 @@ def _joined_one_by_one(op: str, given: str, code: str | None) -> str:
     return (
         f"torch.{op} takes the tensors to join as one list (or tuple), and got a {given} where it goes: "
         f"torch.{op}([{parts}]{along}). The dimension comes after the list (dim=0 by default)."
+    )
+
+
+def _forward_inputs(
+    module: str, takes: str | None, given: str | None, missing: str | None, names: str | None
+) -> str:
+    """A module called with more or fewer inputs than its forward() takes (counts include self)."""
+    if takes is not None and given is not None:
+        inputs, got = int(takes) - 1, int(given) - 1
+        return (
+            f"{module} takes {inputs} input{'s' if inputs != 1 else ''} when called, and got {got}: the "
+            f"arguments of a module call are its forward()'s. Call it on one tensor at a time, or join "
+            "them first (torch.cat([a, b], dim=1) for features side by side); a model that takes several "
+            "inputs needs a forward(self, a, b) of its own. Settings such as sizes go to the constructor, "
+            f"{module}(…), not to the call."
+        )
+    return (
+        f"{module}'s forward() also needs {names}: call it with every input its forward takes "
+        f"(the call passes them in order, after self)."
     )
 
 

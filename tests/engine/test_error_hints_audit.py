@@ -245,6 +245,17 @@ CASES = {
         "AttributeError",
         ["grads is a tuple, not a tensor", "take grads[0]"],
     ),
+    "a layer called with two inputs": (
+        "import torch\nlayer = torch.nn.Linear(3, 1)\na, b = torch.randn(4, 3), torch.randn(4, 3)\nout = layer(a, b)\n",
+        "TypeError",
+        ["Linear takes 1 input when called, and got 2", "torch.cat([a, b], dim=1)"],
+    ),
+    "a model called without one of its inputs": (
+        "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, y):\n        return x + y\n"
+        "out = Net()(torch.randn(4, 3))\n",
+        "TypeError",
+        ["Net's forward() also needs 'y'"],
+    ),
     "a number assigned to a .grad": (
         "import torch\nw = torch.tensor(1.0, requires_grad=True)\n(w * 2).backward()\nw.grad = 0\n",
         "TypeError",
