@@ -17,7 +17,7 @@ from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, sca
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_values import module_class_hint, value_kind_hint
 from .memory import saved_by, saved_source
-from .source import quoted_code
+from .source import quoted_code, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -319,7 +319,7 @@ def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     """An optimizer given a computed tensor: which of the line's names it is (from the
     snippet's frame) and how to make it a leaf."""
     names = re.findall(r"[A-Za-z_]\w*", code or "")
-    scope = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+    scope = visible_names(frame)
     computed = next(
         (n for n in names if isinstance(scope.get(n), torch.Tensor) and not scope[n].is_leaf), None
     )

@@ -19,7 +19,7 @@ from types import FrameType
 
 import torch
 
-from .source import indentation, is_a, quoted_code
+from .source import indentation, is_a, quoted_code, visible_names
 
 __all__ = ["carried_graph_hint"]
 
@@ -34,7 +34,7 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
     ``frame``: the snippet's frame the error came from (whose names are checked)."""
     if line is None or frame is None:
         return None
-    scope = {**frame.f_globals, **frame.f_locals}
+    scope = visible_names(frame)
     for at, name, code, total in _carried(source_lines, line):
         held = scope.get(name)
         if not (is_a(held, torch.Tensor) and held.grad_fn is not None):

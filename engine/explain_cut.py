@@ -16,7 +16,15 @@ from types import FrameType
 import torch
 
 from .explain_grad import GRAD_READ
-from .source import StatementLines, indentation, is_a, is_module, named_tensors, without_comment
+from .source import (
+    StatementLines,
+    indentation,
+    is_a,
+    is_module,
+    named_tensors,
+    visible_names,
+    without_comment,
+)
 
 __all__ = ["cut_before", "cut_graph_hint"]
 
@@ -70,7 +78,7 @@ def cut_graph_hint(
     with what to write instead."""
     if frame is None:
         return None
-    scope = {**frame.f_globals, **frame.f_locals}
+    scope = visible_names(frame)
     tensors = {k: v for k, v in scope.items() if is_a(v, torch.Tensor) and not k.startswith("_")}
     modules = [v for v in scope.values() if is_module(v)]
     if not any(t.requires_grad for t in tensors.values()) and not any(

@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .source import is_a, is_module
+from .source import is_a, is_module, visible_names
 
 __all__ = ["GRAD_READ", "assigned_grad_hint", "none_grad_hint"]
 
@@ -46,7 +46,7 @@ def none_grad_hint(
     snippet's (a name's attributes are followed through modules' parameters only)."""
     if frame is None or not code:
         return None
-    scope = {**frame.f_globals, **frame.f_locals}
+    scope = visible_names(frame)
     for name in dict.fromkeys(m.group(1) for m in GRAD_READ.finditer(code)):
         t = _resolve(name, scope)
         if t is None:

@@ -13,6 +13,9 @@ from typing import Any
 
 import torch
 
+from .explain_seed import name_before
+from .source import visible_names
+
 __all__ = ["module_class_hint", "value_kind_hint"]
 
 _NOT_TENSOR = re.compile(
@@ -169,8 +172,7 @@ def _forward_inputs(
 
 def _not_a_tensor_but(kind: str, attribute: str, code: str | None) -> str:
     """A tensor's attribute asked of a tuple, or of a method left uncalled."""
-    named = re.search(rf"([A-Za-z_][\w.]*)\.{attribute}\b", code or "")
-    what = named.group(1) if named else "This value"
+    what = name_before(f".{attribute}", code) or "This value"
     if kind == "tuple":
         return (
             f"{what} is a tuple, not a tensor: torch.autograd.grad returns one gradient per input in a "
@@ -185,8 +187,7 @@ def _not_a_tensor_but(kind: str, attribute: str, code: str | None) -> str:
 
 def _no_graph_in(given: str, code: str | None) -> str:
     """backward() (or .grad) asked of a Python number or a NumPy value."""
-    named = re.search(r"([A-Za-z_][\w.]*)\.(?:backward\(|grad)", code or "")
-    what = named.group(1) if named else "This value"
+    what = name_before(".backward(", code) or name_before(".grad", code) or "This value"
     if given.startswith("numpy."):
         return (
             f"{what} is a NumPy value ({given}), not a tensor: NumPy computed it from .numpy() values, "
@@ -211,7 +212,7 @@ def module_class_hint(code: str | None, frame: FrameType | None) -> str | None:
         tree = ast.parse(code.strip())
     except SyntaxError:  # a compound statement's header (for …:)
         return None
-    scope = {**frame.f_globals, **frame.f_locals}
+    scope = visible_names(frame)
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         cls = _torch_module_class(_resolved(call.func, scope))
         if cls is None:
@@ -250,20 +251,21 @@ def _class_called(written: str, cls: type, args: list[str], settings: list[str])
     shown = f"nn.{cls.__name__}"
     kind = "loss" if issubclass(cls, torch.nn.modules.loss._Loss) else "layer"
     taken = f" ({', '.join(settings[: len(args)])})" if settings else ""
-    call = f"{written}({', '.join(args)})"
+    inputs = ", ".join(args)
+    call = f"{written}({inputs})"
     made = f"{shown}()" if kind == "loss" else f"{shown}(…) with its sizes"
+    instead = "computing a loss" if kind == "loss" else "running the layer"
     if written != shown and "." not in written:
         return (
             f"{written} is the class {shown} itself, not a {kind} made from it (it was bound without "
             f"parentheses): {call} makes a new {cls.__name__} with {' and '.join(args)} as its "
-            f"settings{taken}, instead of {'computing a loss' if kind == 'loss' else 'running the layer'}. "
-            f"Make one first, {written} = {made}, then call it: {call}."
+            f"settings{taken}, instead of {instead}. Make one first, {written} = {made}, then call it: {call}."
         )
+    variable = "criterion" if kind == "loss" else "layer"
     return (
         f"{call} makes a new {kind}, with {' and '.join(args)} as its settings{taken}, instead of "
-        f"{'computing a loss' if kind == 'loss' else 'running the layer'}: an {shown} is made first, then "
-        f"called. Make it once, {'criterion' if kind == 'loss' else 'layer'} = {made}, then call it: "
-        f"{'criterion' if kind == 'loss' else 'layer'}({', '.join(args)})."
+        f"{instead}: an {shown} is made first, then called. Make it once, {variable} = {made}, then "
+        f"call it: {variable}({inputs})."
     )
 
 

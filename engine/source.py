@@ -32,6 +32,7 @@ __all__ = [
     "snippet_frame",
     "snippet_frames",
     "statement_lines",
+    "visible_names",
     "without_comment",
 ]
 
@@ -209,6 +210,12 @@ def outer_name(obj: Any, frame: FrameType) -> str | None:
         if name is not None:
             return name
     return None
+
+
+def visible_names(frame: FrameType | None) -> dict[str, Any]:
+    """The names code running in ``frame`` sees: its globals overlaid by its locals (empty
+    without a frame)."""
+    return {**frame.f_globals, **frame.f_locals} if frame is not None else {}
 
 
 def outer_scopes(frame: FrameType | None) -> list[dict[str, Any]]:

@@ -13,13 +13,14 @@ element's history.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any, NamedTuple
 
 import torch
 
-from ..source import quoted_code
+from ..source import quoted_code, visible_names
 
 __all__ = ["COPYING_OPS", "Copied", "copied_off_graph"]
 
@@ -133,11 +134,11 @@ def _item_copied(
     """``torch.tensor(loss.item() ..., requires_grad=True)``: a number read off tensors that
     require grad, made into a new leaf, whose gradient reaches none of them; ``None`` where
     the line shows no such ``.item()``."""
-    code = quoted_code(source_lines, line, 10_000)
+    code = quoted_code(source_lines, line, sys.maxsize)
     found = _ITEM_INSIDE.search(code or "")
     if found is None or frame is None or code is None:
         return None
-    scope = {**frame.f_globals, **frame.f_locals}
+    scope = visible_names(frame)
     graded = list(
         dict.fromkeys(
             name
