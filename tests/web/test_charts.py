@@ -401,6 +401,26 @@ def test_a_long_runs_memory_is_drawn_as_peak_and_floor(page: Any, runs: dict[str
     shot(page, "charts-12-memory-peak-and-floor")
 
 
+def test_a_log_axis_breaks_its_line_where_a_value_cannot_be_drawn(page: Any, runs: dict[str, str]) -> None:
+    # A log axis cannot draw 0 B: the line was joined over every freed graph, so the memory
+    # of clean_training's 27 metrics-only steps read as a graph held from step to step, and
+    # each of those steps (a peak between two 0 B) now is a dot between two breaks.
+    snap = open_charts(page, runs["clean"], "memory")
+    held = snap["memory"]["series"][0]["values"]
+    freed = sum(1 for v in held if v == 0)
+    assert freed >= 27 and snap["memory"]["breaks"] == [{"gaps": 0, "dots": 0}], snap["memory"]["breaks"]
+    page.goto(f"{page.server.url}/?run={runs['clean']}&view=charts&yscale=log")
+    log = wait_chart(page, "memory")["memory"]
+    assert log["log"] is True and log["breaks"][0]["gaps"] == freed, (log["breaks"], freed)
+    assert log["breaks"][0]["dots"] >= 27, log["breaks"]
+    shot(page, "charts-17-log-memory-breaks")
+    # a NaN step breaks a step chart's line on either axis
+    run_id = stored_run(page.server, example("pitfall_nan_loss"))
+    loss = open_charts(page, run_id, "loss", 400)["loss"]
+    nan = sum(1 for v in loss["series"][0]["values"] if v is None)
+    assert nan > 300 and loss["breaks"][0]["gaps"] == nan, (nan, loss["breaks"])
+
+
 def test_embed_opens_on_the_charts(page: Any, runs: dict[str, str]) -> None:
     page.set_viewport_size({"width": 960, "height": 640})
     page.goto(f"{page.server.url}/embed/{runs['rent']}?view=charts")

@@ -4,26 +4,25 @@
 // each run's columns left empty where it has no row; and the change between the two
 // sources, in a few words, says what the dashed lines are.
 
-/** The columns of one plot: x ascending, then one column per series (uPlot's AlignedData). */
-export type Columns = [number[], ...(number | null)[][]];
+import type { Columns, PlotColumn } from "./chart-gaps";
 
 /**
  * `ours` and `theirs` on one ascending x column: every x of either, ours' columns first,
- * each null where its run has no row at that x.
+ * each undefined where its run has no row at that x (a line passes over it: chart-gaps.ts).
  */
 export function mergeColumns(ours: Columns, theirs: Columns): Columns {
   const [ax, ...acols] = ours;
   const [bx, ...bcols] = theirs;
   const xs: number[] = [];
-  const cols: (number | null)[][] = [...acols, ...bcols].map(() => []);
+  const cols: PlotColumn[] = [...acols, ...bcols].map(() => []);
   let i = 0;
   let j = 0;
   while (i < ax.length || j < bx.length) {
     const takeA = j >= bx.length || (i < ax.length && ax[i] <= bx[j]);
     const takeB = i >= ax.length || (j < bx.length && bx[j] <= ax[i]);
     xs.push(takeA ? ax[i] : bx[j]);
-    acols.forEach((c, k) => cols[k].push(takeA ? c[i] : null));
-    bcols.forEach((c, k) => cols[acols.length + k].push(takeB ? c[j] : null));
+    acols.forEach((c, k) => cols[k].push(takeA ? c[i] : undefined));
+    bcols.forEach((c, k) => cols[acols.length + k].push(takeB ? c[j] : undefined));
     if (takeA) i++;
     if (takeB) j++;
   }

@@ -30,18 +30,17 @@ export function isSliced(table: Table): boolean {
   return table.kind === "time" && table.unit === "bytes" && table.series.length === 1 && table.length > DENSE_ROWS;
 }
 
-/** The plotted columns of a sliced table: slice starts, peaks, floors (each through `keep`). */
-export function slicedData(table: Table, keep: (v: number | null) => number | null): uPlot.AlignedData {
-  const [xs, peak, floor] = envelope(table.xs, table.cols[0], sliceCount(table.length));
-  return [xs, peak.map(keep), floor.map(keep)];
+/** The columns of a sliced table: slice starts, peaks, floors (chart-gaps.ts plots them). */
+export function slicedData(table: Table): [number[], (number | null)[], (number | null)[]] {
+  return envelope(table.xs, table.cols[0], sliceCount(table.length));
 }
 
 /** The two series of a sliced table: a band up to each slice's peak, a line along its floor. */
 export function slicedSeries(color: string, paths: uPlot.Series.PathBuilder | undefined): uPlot.Series[] {
   return [
-    // spanGaps: the rows of a compared run (chart-compare.ts) are gaps in this one's columns
-    { label: "peak", stroke: translucent(color, "80"), fill: translucent(color, "33"), width: 1, paths, spanGaps: true },
-    { label: "floor", stroke: color, width: 2, paths, spanGaps: true },
+    // a compared run's rows are undefined in these columns, and passed over (chart-gaps.ts)
+    { label: "peak", stroke: translucent(color, "80"), fill: translucent(color, "33"), width: 1, paths },
+    { label: "floor", stroke: color, width: 2, paths },
   ];
 }
 

@@ -12,8 +12,9 @@ import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
 import { axisRoom, BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, timeRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
-import { type Columns, mergeColumns } from "./chart-compare";
-import { isSliced, slicedData, slicedSeries, translucent } from "./chart-memory";
+import { mergeColumns } from "./chart-compare";
+import { lonePoints, type PlotColumn, plotColumns } from "./chart-gaps";
+import { isSliced, slicedSeries, translucent } from "./chart-memory";
 import { cellText, type Chart, COMPARED, digitLabels, newChart, nearest, ownCount, PALETTE, readLast, readoutFormat, renderFoot, renderLegend, seriesLook, writeReadout } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
 import { bindStepKeys } from "./chart-keys";
@@ -35,6 +36,8 @@ export interface ChartSnapshot {
   series: { label: string; optimizer: string | null; values: (number | null)[] }[];
   /** Rows the uPlot instance holds (0 until the chart was drawn). */
   drawn: number;
+  /** Per series of this run, the rows drawn as breaks in its line (null: a NaN, or <= 0 on a log axis) and as lone dots (chart-gaps.ts). */
+  breaks: { gaps: number; dots: number }[];
   /** Whether the y axis is logarithmic under the chosen y scale. */
   log: boolean;
   /** Whether the plot shows peak and floor per slice of its rows, not every row (a long run's memory). */
@@ -148,6 +151,7 @@ export class ChartsView {
         x: [...t.xs],
         series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
         drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
+        breaks: this.breaks(t.id),
         log: logAxis(t, this.store.state.yscale),
         sliced: isSliced(t),
         compared: this.comparedSnapshot(t.id),
@@ -156,6 +160,16 @@ export class ChartsView {
       };
     }
     return out;
+  }
+
+  private breaks(id: string): ChartSnapshot["breaks"] {
+    const plot = this.charts.get(id)?.plot;
+    if (!plot) return [];
+    const own = ownCount(this.charts.get(id)!);
+    return plot.data.slice(1, own + 1).map((col) => {
+      const c = col as PlotColumn;
+      return { gaps: c.filter((v) => v === null).length, dots: lonePoints(c, 0, c.length - 1).length };
+    });
   }
 
   private comparedSnapshot(id: string): ChartSnapshot["compared"] {
@@ -282,10 +296,8 @@ export class ChartsView {
 
   /** What `chart` plots: its table's columns, then the compared run's (see chart-compare.ts). */
   private plotData(chart: Chart, log: boolean, sliced: boolean): uPlot.AlignedData {
-    const keep = log ? (v: number | null) => (v !== null && v > 0 ? v : null) : (v: number | null) => v;
-    const columns = (t: Table, cut: boolean): Columns => (cut ? (slicedData(t, keep) as Columns) : [t.xs.slice(), ...t.cols.map((c) => c.map(keep))]);
-    const own = columns(chart.table, sliced);
-    return (chart.base ? mergeColumns(own, columns(chart.base, isSliced(chart.base))) : own) as uPlot.AlignedData;
+    const own = plotColumns(chart.table, log, sliced);
+    return (chart.base ? mergeColumns(own, plotColumns(chart.base, log, isSliced(chart.base))) : own) as uPlot.AlignedData;
   }
 
   /** The charts' colours and axis type, from the page's CSS (theme and presenter size);
@@ -319,7 +331,7 @@ export class ChartsView {
     const onPowers = log && bytes ? doublings(PLOT_HEIGHT) : decades(PLOT_HEIGHT);
     const fmt = bytes ? formatBytes : formatNumber;
     const steps = table.kind === "steps";
-    const stepped = table.kind === "time" ? uPlot.paths.stepped?.({ align: 1 }) : undefined;
+    const stepped = table.kind === "time" ? uPlot.paths.stepped?.({ align: 1, alignGaps: 1 }) : undefined;
     const axis = (values: uPlot.Axis["values"]): uPlot.Axis => ({
       stroke: c.axis,
       font: c.font,
@@ -334,10 +346,10 @@ export class ChartsView {
           stroke: c.series[i % PALETTE],
           width: 1.5,
           dash: seriesLook(i).dash?.slice(),
-          spanGaps: true,
           show: !chart.hidden.has(i),
           paths: stepped,
-          points: steps && (s.optimizer || table.id === "calls") ? { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.detailIdx(u, si, chart) } : { show: false },
+          // dots: the steps recorded in full (larger), and any value no line reaches (chart-gaps.ts)
+          points: { show: false, size: 6, fill: c.series[i % PALETTE], filter: (u: uPlot, si: number) => this.dotIdx(u, si, chart, steps) },
         }));
     const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines, ...this.ghostSeries(chart, c.series, stepped)];
     const opts: uPlot.Options = {
@@ -390,7 +402,7 @@ export class ChartsView {
     const base = chart.base;
     if (!base) return [];
     const show = !chart.hidden.has(-1);
-    const dashed = { width: 1.25, dash: [5, 4], spanGaps: true, show, paths, points: { show: false } };
+    const dashed = { width: 1.25, dash: [5, 4], show, paths, points: { show: false } };
     if (isSliced(base)) {
       const color = colors[0];
       return [
@@ -403,6 +415,15 @@ export class ChartsView {
       const at = own.indexOf(s.key);
       return { ...dashed, label: `${this.seriesLabel(s)} (${COMPARED})`, stroke: at >= 0 ? colors[at % PALETTE] : colors[(own.length + i) % PALETTE] };
     });
+  }
+
+  /** Indexes of the dots of series `si`: its steps recorded in full (`steps`: a step chart), and its lone points. */
+  private dotIdx(u: uPlot, si: number, chart: Chart, steps: boolean): number[] | null {
+    const [i0, i1] = u.series[0].idxs ?? [0, u.data[0].length - 1];
+    const lone = lonePoints(u.data[si] as PlotColumn, i0, i1);
+    const detail = steps ? (this.detailIdx(u, si, chart) ?? []) : [];
+    const all = detail.length && lone.length ? [...new Set([...detail, ...lone])].sort((a, b) => a - b) : detail.length ? detail : lone;
+    return all.length ? all : null;
   }
 
   /** Indexes of the steps recorded in full, for the dots of a per-optimizer series (or of the backward() calls). */

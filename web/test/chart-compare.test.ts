@@ -2,14 +2,15 @@
 // code in a few words.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Columns, describeChange, mergeColumns, sourceChange } from "../src/chart-compare";
+import { describeChange, mergeColumns, sourceChange } from "../src/chart-compare";
+import type { Columns } from "../src/chart-gaps";
 
-test("two runs' rows merge on the union of their x values, each run empty where it has no row", () => {
+test("two runs' rows merge on the union of their x values, each run undefined where it has no row", () => {
   const ours: Columns = [[1, 2, 3], [0.9, 0.5, 0.25]];
   const theirs: Columns = [[1, 2, 3, 4, 5], [1.0, 0.8, 0.6, 0.4, 0.2]];
   assert.deepEqual(mergeColumns(ours, theirs), [
     [1, 2, 3, 4, 5],
-    [0.9, 0.5, 0.25, null, null],
+    [0.9, 0.5, 0.25, undefined, undefined],
     [1.0, 0.8, 0.6, 0.4, 0.2],
   ]);
   // seconds into each run: interleaved, two columns a side (a peak and a floor)
@@ -17,19 +18,19 @@ test("two runs' rows merge on the union of their x values, each run empty where 
   const b: Columns = [[0.0, 0.3, 0.5], [10, 11, 12], [20, 30, 40]];
   assert.deepEqual(mergeColumns(a, b), [
     [0.0, 0.1, 0.3, 0.5],
-    [null, 96, 96, null],
-    [null, 0, 0, null],
-    [10, null, 11, 12],
-    [20, null, 30, 40],
+    [undefined, 96, 96, undefined],
+    [undefined, 0, 0, undefined],
+    [10, undefined, 11, 12],
+    [20, undefined, 30, 40],
   ]);
-  assert.deepEqual(mergeColumns([[], []], [[2], [5]]), [[2], [null], [5]]);
+  assert.deepEqual(mergeColumns([[], []], [[2], [5]]), [[2], [undefined], [5]]);
 });
 
 test("an x both runs have twice pairs up row by row, in order", () => {
   assert.deepEqual(mergeColumns([[1, 1, 2], [7, 8, 9]], [[1, 2], [3, 4]]), [
     [1, 1, 2],
     [7, 8, 9],
-    [3, null, 4],
+    [3, undefined, 4],
   ]);
 });
 
