@@ -211,6 +211,37 @@ _LEAF_AND_NOTE = """() => {
 }"""
 
 
+_MSE_LOOP = """import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+loss_fn = nn.MSELoss()
+loss = loss_fn(model(x), y)
+loss.backward()
+"""
+
+
+def test_a_graph_too_tall_to_fit_opens_with_its_top_groups_name_in_view(page: Any) -> None:
+    # the graph opens at a readable zoom from its top: the top node was 16 px below the pane's
+    # edge, but the name of its module group (`loss_fn`), drawn above the group's box, was cut
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_app(page)
+    run_source(page, _MSE_LOOP)
+    wait_graph(page)
+    settle(page)
+    top = page.evaluate(
+        """() => {
+            const cy = window.gradwalk.graph.core;
+            const group = cy.nodes().filter((n) => n.isParent()).min((n) => n.renderedBoundingBox({ includeLabels: true }).y1);
+            const all = cy.nodes().renderedBoundingBox({ includeLabels: true });
+            return { group: group.value, label: group.ele.data('label'), bottom: all.y2, height: cy.height() };
+        }"""
+    )
+    assert top["bottom"] > top["height"], top  # too tall to fit whole at a readable zoom
+    assert top["group"] >= 0, top
+
+
 @pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
 def test_the_graph_freed_note_leaves_the_leaf_and_its_grad_in_view(page: Any, presenter: bool) -> None:
     # the note was laid over the bottom of the graph: at the walk's last step, on a laptop

@@ -72,8 +72,8 @@ function readableZoom(cy: Core): number {
 }
 
 /**
- * Zoom to `zoom`, the graph's top `margin` px below the pane's top, centred across; a graph
- * wider than the pane starts at its left edge (centred, it lost a column of nodes on each
+ * Zoom to `zoom`, the graph's top (a module group's name above it included) `margin` px below
+ * the pane's top, centred across; a graph wider than the pane starts at its left edge (centred, it lost a column of nodes on each
  * side) and is then panned the least that shows its top node (the loss, where backward
  * starts), which the left of a wide graph could leave out of view, showing only the empty
  * tops of module groups.
@@ -81,9 +81,12 @@ function readableZoom(cy: Core): number {
 function topFirst(cy: Core, zoom: number, margin: number): void {
   const nodes = cy.elements(":visible").nodes();
   const bb = nodes.boundingBox({ includeLabels: false, includeOverlays: false });
+  // a module group's name is drawn above its box: the top group's (`loss_fn`) was cut in half
+  const groups = nodes.filter((n) => n.isParent());
+  const y1 = groups.nonempty() ? Math.min(bb.y1, groups.boundingBox({ includeLabels: true, includeOverlays: false }).y1) : bb.y1;
   const wide = bb.w * zoom > cy.width() - 2 * margin;
   const x = wide ? margin - bb.x1 * zoom : cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * zoom;
-  cy.viewport({ zoom, pan: { x, y: margin - bb.y1 * zoom } });
+  cy.viewport({ zoom, pan: { x, y: margin - y1 * zoom } });
   if (!wide) return;
   // the topmost node of the graph (a module group's box is not one)
   const top = nodes.filter((n) => n.isChildless()).min((n) => n.boundingBox({ includeLabels: false, includeOverlays: false }).y1);
