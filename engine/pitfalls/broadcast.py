@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import torch
 
-from ..source import find_name, snippet_frame
+from ..source import find_name, quoted_code, snippet_frame
 
 __all__ = ["BROADCAST_OPS", "BroadcastInLoss", "broadcast_in_loss"]
 
@@ -29,6 +32,24 @@ BROADCAST_OPS = frozenset(
     }
 )
 _LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
+# a vector made a column: s[:, None], s[..., None], s.unsqueeze(1), s.view(-1, 1), s[:, np.newaxis]
+_COLUMN_OF = re.compile(
+    r"([A-Za-z_][\w.]*)(?:\[[^\[\]]*\b(?:None|newaxis)\s*\]|\.unsqueeze\(\s*(?:1|-1)\s*\)"
+    r"|\.(?:view|reshape)\(\s*-1\s*,\s*1\s*\))"
+)
+
+
+def _pairs_on_purpose(code: str | None) -> bool:
+    """Whether ``code`` makes a vector a column and combines it with that same vector
+    (``s[:, None] - s``: every pair of its values, as a ranking loss or a distance matrix
+    wants), rather than with another tensor it was meant to match."""
+    if code is None:
+        return False
+    for made in _COLUMN_OF.finditer(code):
+        rest = code[: made.start()] + code[made.end() :]
+        if re.search(rf"(?<![\w.]){re.escape(made.group(1))}(?![\w.(\[])", rest):
+            return True
+    return False
 
 
 class BroadcastInLoss(NamedTuple):
@@ -39,11 +60,14 @@ class BroadcastInLoss(NamedTuple):
     fix: str
 
 
-def broadcast_in_loss(name: str, args: tuple[Any, ...], result: torch.Tensor) -> BroadcastInLoss | None:
+def broadcast_in_loss(
+    name: str, args: tuple[Any, ...], result: torch.Tensor, source_lines: Sequence[str], line: int | None
+) -> BroadcastInLoss | None:
     """Return the report for op ``name`` (in :data:`BROADCAST_OPS`) when its first two
     operands are a column ``(n, 1)`` and a vector ``(n,)`` (either order) and its ``result``
-    requires grad, else ``None``. Called from within the op, so the snippet is on the stack
-    (the fix names its tensors)."""
+    requires grad, else ``None``; an arithmetic op on a snippet ``line`` that pairs a vector
+    with itself made a column (``s[:, None] - s``: all pairs, on purpose) is not one.
+    Called from within the op, so the snippet is on the stack (the fix names its tensors)."""
     if len(args) < 2 or not result.requires_grad:
         return None
     x, y = args[0], args[1]
@@ -54,6 +78,10 @@ def broadcast_in_loss(name: str, args: tuple[Any, ...], result: torch.Tensor) ->
         len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
     )
     if not pattern:
+        return None
+    if name.strip("_") not in _LOSS_FUNCTIONS and _pairs_on_purpose(
+        quoted_code(source_lines, line, sys.maxsize)
+    ):
         return None
     n = a[0]
     # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar

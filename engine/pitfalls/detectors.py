@@ -28,7 +28,7 @@ from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
-from .modes import eval_left_on_report, train_mode_in_evaluation_explained
+from .modes import eval_left_on_report, train_kept_on_purpose, train_mode_in_evaluation_explained
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
@@ -131,6 +131,7 @@ class PitfallWatch:
         # class of one that, with gradients on, last ran before the coming step in eval mode
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
         self._eval_since_step: str | None = None
+        self._root_training = False  # the mode of the last model called as a whole with grad on
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
@@ -233,7 +234,7 @@ class PitfallWatch:
     def _check_broadcast(
         self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
     ) -> None:
-        found = broadcast_in_loss(name, args, result)
+        found = broadcast_in_loss(name, args, result, self._rec.statement_lines, line)
         if found is not None:
             self._say("broadcast-in-loss", line, *found)
 
@@ -257,7 +258,7 @@ class PitfallWatch:
         """Look at a module about to run its forward."""
         grad_on = torch.is_grad_enabled()
         if not grad_on and module.training and isinstance(module, _STOCHASTIC):
-            if isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0:
+            if _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
                 return
             _, _, top, _ = snippet_frames()
             self._say(
@@ -265,6 +266,8 @@ class PitfallWatch:
             )
         if self._rec.detail:  # which layers run, for parameter-without-gradient's wording
             self._ungraded.on_module_call(module)
+        if is_root and grad_on:
+            self._root_training = module.training
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self._eval_forwards.append((top, self._rec.backward.calls))
@@ -273,7 +276,8 @@ class PitfallWatch:
             if module.training:
                 self._trained.add(module)
                 self._eval_since_step = None
-            elif module in self._trained and not _switched_off(module):
+            elif module in self._trained and not _switched_off(module) and not self._root_training:
+                # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
                 self._eval_since_step = type(module).__name__
 
     # --- backward and steps -------------------------------------------------------------

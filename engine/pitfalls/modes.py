@@ -14,12 +14,16 @@ mode with gradients on, then an optimizer step.
 
 from __future__ import annotations
 
+import ast
+import functools
+import itertools
 import re
 import sys
+from collections.abc import Iterable
 
-from ..source import quoted_code
+from ..source import SNIPPET_FILENAME, quoted_code
 
-__all__ = ["eval_left_on_report", "train_mode_in_evaluation_explained"]
+__all__ = ["eval_left_on_report", "train_kept_on_purpose", "train_mode_in_evaluation_explained"]
 
 _EVAL_CALL = re.compile(r"\.eval\(\)")
 
@@ -84,3 +88,63 @@ def eval_left_on_report(
     where the source shows it, else the step's."""
     at = _eval_call_line(source_lines, step_line)
     return (at or step_line, *_eval_left_on_explained(kind, step, at, source_lines))
+
+
+def train_kept_on_purpose(source_lines: list[str]) -> bool:
+    """Whether the snippet code on the stack runs in a ``with torch.no_grad()`` (or
+    ``inference_mode()``) block whose statement just before is ``<model>.train()``: dropout
+    kept on at test time on purpose (Monte-Carlo dropout), not a ``model.eval()`` forgotten.
+    A ``model.train()`` at the top of a training loop, with the evaluation further down, is
+    not just before its block."""
+    blocks = _blocks_after_train("\n".join(source_lines))
+    if not blocks:
+        return False
+    return any(start <= line <= end for line in _snippet_lines() for start, end in blocks)
+
+
+def _snippet_lines() -> Iterable[int]:
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename == SNIPPET_FILENAME:
+            yield f.f_lineno
+        f = f.f_back  # type: ignore[assignment]
+
+
+@functools.lru_cache(maxsize=4)
+def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
+    """The line spans of the no_grad / inference_mode blocks of ``source`` right after a
+    ``.train()`` (or ``.train(True)``) statement."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for before, stmt in itertools.pairwise(body):
+                if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before):
+                    found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+    return tuple(found)
+
+
+def _grad_off(stmt: ast.With) -> bool:
+    return any(
+        isinstance(item.context_expr, ast.Call)
+        and isinstance(item.context_expr.func, ast.Attribute | ast.Name)
+        and (getattr(item.context_expr.func, "attr", None) or getattr(item.context_expr.func, "id", None))
+        in ("no_grad", "inference_mode")
+        for item in stmt.items
+    )
+
+
+def _calls_train(stmt: ast.stmt) -> bool:
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "train"
+        and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -52,20 +53,96 @@ def _unoptimized(rec: Recorder, names: dict[int, str]) -> list[Said]:
     if not missed:
         return []
     qualified = [names[id(p)] for p in missed]
-    shown = ", ".join(qualified[:4]) + (f" and {len(qualified) - 4} more" if len(qualified) > 4 else "")
-    return [
-        Said(
-            "parameter-not-optimized",
-            assignment_line(qualified[0], rec.source_lines),
-            "Parameters get gradients but never train",
-            f"{shown} received gradients in backward(), but no optimizer updates them: they keep their initial "
-            "values for the whole run. Layers kept in a plain Python list (or dict) are not registered with "
-            "nn.Module, so model.parameters() — and the optimizer built from it — never sees them.",
-            "Keep sub-layers in nn.ModuleList / nn.ModuleDict (or as attributes), and build the optimizer from "
-            "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
-            _tensor_ids(rec, missed),
+    stepped = [name for i, name in names.items() if i in training.stepped_params]
+    line, title, message, fix = _why_unoptimized(qualified, stepped, rec.statement_lines)
+    return [Said("parameter-not-optimized", line, title, message, fix, _tensor_ids(rec, missed))]
+
+
+def _why_unoptimized(
+    missed: list[str], stepped: list[str], source_lines: Sequence[str]
+) -> tuple[int | None, str, str, str]:
+    """``(line, title, message, fix)`` for parameters named ``missed`` that got gradients and
+    no optimizer step, while the optimizers stepped those named ``stepped``: an optimizer
+    built from part of the model (a head trained alone, on purpose or not), a model rebuilt
+    after its optimizer was made, or layers in a plain list (or another model's optimizer)."""
+    shown = ", ".join(missed[:4]) + (f" and {len(missed) - 4} more" if len(missed) > 4 else "")
+    got = f"{shown} received gradients in backward(), but no optimizer updates them"
+    root = missed[0].split(".")[0]
+    made = _optimizer_lines(source_lines)
+    rebound = [at for at in _assignment_lines(root, source_lines) if made and at > made[0]]
+    if "[" not in missed[0] and rebound and any(at < made[0] for at in _assignment_lines(root, source_lines)):
+        return (
+            rebound[0],
+            f"{root} was rebuilt after its optimizer was made",
+            f"{got}. Line {rebound[0]} assigns {root} a new model after the optimizer was built at line "
+            f"{made[0]} from the parameters of the {root} before it: the optimizer steps the old parameters, "
+            f"which nothing uses any more, and the new {root} keeps its initial values for the whole run.",
+            f"Build the optimizer after the model it trains (line {made[0]} below line {rebound[0]}), or do not "
+            f"assign {root} again.",
         )
-    ]
+    part = _common_prefix([name for name in stepped if name.split(".")[0] == root])
+    if "[" not in missed[0] and part and part != root:
+        rest = _common_prefix(missed)
+        freeze = (
+            f"for p in {_as_python(rest)}.parameters(): p.requires_grad_(False)"
+            if rest and rest != root and not part.startswith(rest)
+            else f"p.requires_grad_(False) for each parameter of {root} outside {part}"
+        )
+        return (
+            made[0] if made else None,
+            f"The optimizer trains only {part}",
+            f"{got}: the optimizer was built from {part}'s parameters alone, so the rest of {root} keeps its "
+            "initial values. backward() still computes their gradients every step, and since the optimizer "
+            "does not hold them, its zero_grad() never clears them: their .grad only grows.",
+            f"To train all of {root}, build the optimizer from {root}.parameters(). To train only {part} "
+            f"(a linear probe, a new head), freeze the rest so that backward() skips it: {freeze}.",
+        )
+    return (
+        assignment_line(missed[0], list(source_lines)),
+        "Parameters get gradients but never train",
+        f"{got}: they keep their initial values for the whole run. Layers kept in a plain Python list (or "
+        "dict) are not registered with nn.Module, so model.parameters() — and the optimizer built from it — "
+        "never sees them.",
+        "Keep sub-layers in nn.ModuleList / nn.ModuleDict (or as attributes), and build the optimizer from "
+        "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
+    )
+
+
+_OPTIMIZER_MADE = re.compile(r"\boptim\.[A-Z]\w*\(|\b(?:SGD|Adam|AdamW|RMSprop|Adagrad|LBFGS)\(")
+
+
+def _optimizer_lines(source_lines: Sequence[str]) -> list[int]:
+    """The lines that build an optimizer (``torch.optim.SGD(...)``), top down."""
+    return _lines_matching(_OPTIMIZER_MADE, source_lines)
+
+
+def _assignment_lines(name: str, source_lines: Sequence[str]) -> list[int]:
+    """The lines that assign variable ``name`` (``model = ...``), top down."""
+    return _lines_matching(re.compile(rf"^{re.escape(name)}\s*=[^=]"), source_lines)
+
+
+def _lines_matching(pattern: re.Pattern[str], source_lines: Sequence[str]) -> list[int]:
+    found = (line_matching(source_lines, pattern, [at]) for at in range(1, len(source_lines) + 1))
+    return sorted({hit[0] for hit in found if hit is not None})
+
+
+def _as_python(path: str) -> str:
+    """A module path as Python reaches it: ``model.backbone.0`` is ``model.backbone[0]``."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
+
+
+def _common_prefix(names: list[str]) -> str | None:
+    """The dotted path every parameter name in ``names`` starts with (``model.fc`` for
+    ``model.fc.weight`` and ``model.fc.bias``); None for no names."""
+    if not names:
+        return None
+    parts = [name.split(".")[:-1] for name in names]
+    common = []
+    for level in zip(*parts, strict=False):
+        if len(set(level)) > 1:
+            break
+        common.append(level[0])
+    return ".".join(common) or None
 
 
 def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:

@@ -1,0 +1,159 @@
+"""Code that does on purpose what a pitfall looks for stays silent, and a pitfall names the
+cause the code shows: all pairs of a vector (a ranking loss), batch norm frozen inside a
+model that trains, dropout kept on for Monte-Carlo sampling; an optimizer given part of a
+model, or the model before it was rebuilt."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from tests.engine.snippets import recorded_silently
+
+PAIRWISE_RANKING = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+scorer = nn.Linear(5, 1)
+opt = torch.optim.SGD(scorer.parameters(), lr=0.05)
+X, rel = torch.randn(16, 5), torch.randn(16)
+for step in range(3):
+    s = scorer(X).squeeze(1)
+    diff = s[:, None] - s
+    target = (rel[:, None] > rel).float()
+    loss = nn.functional.binary_cross_entropy_with_logits(diff, target)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+FROZEN_BATCH_NORM = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+X, y = torch.randn(32, 4), torch.randn(32, 1)
+for i in range(3):
+    opt.zero_grad(); nn.functional.mse_loss(model(X), y).backward(); opt.step()
+model.train()
+for m in model.modules():
+    if isinstance(m, nn.BatchNorm1d):
+        m.eval()
+for i in range(3):
+    opt.zero_grad(); nn.functional.mse_loss(model(X), y).backward(); opt.step()
+"""
+
+MC_DROPOUT = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+X = torch.randn(64, 4); y = X.sum(1, keepdim=True)
+for i in range(3):
+    opt.zero_grad(); nn.functional.mse_loss(model(X), y).backward(); opt.step()
+model.eval()
+with torch.no_grad():
+    mean = model(X[:4])
+model.train()
+with torch.no_grad():
+    samples = torch.stack([model(X[:4]) for _ in range(20)])
+print(samples.std(0).squeeze())
+"""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [PAIRWISE_RANKING, FROZEN_BATCH_NORM, MC_DROPOUT],
+    ids=["all pairs of a vector", "batch norm frozen in a training model", "Monte-Carlo dropout"],
+)
+def test_code_that_means_it_stays_silent(source: str) -> None:
+    recorded_silently(source)
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "line"),
+    [
+        # a column of targets against a vector of predictions: the bug, made with [:, None]
+        (
+            PAIRWISE_RANKING.replace("diff = s[:, None] - s", "diff = (rel[:, None] - s) ** 2").replace(
+                "binary_cross_entropy_with_logits(diff, target)", "mse_loss(diff, torch.zeros_like(diff))"
+            ),
+            "broadcast-in-loss",
+            9,
+        ),
+        # the whole model put in eval mode for good, not one layer
+        (
+            FROZEN_BATCH_NORM.replace(
+                "model.train()\nfor m in model.modules():\n    if isinstance(m, nn.BatchNorm1d):\n        m.eval()\n",
+                "model.eval()\n",
+            ),
+            "eval-mode-in-training",
+            9,
+        ),
+        # model.train() at the top of each epoch, the evaluation further down without eval()
+        (
+            MC_DROPOUT.replace(
+                "model.train()\nwith torch.no_grad():",
+                "model.train()\nprint('sampling')\nwith torch.no_grad():",
+            ),
+            "train-mode-in-evaluation",
+            15,
+        ),
+    ],
+    ids=["a column made of the targets", "the whole model in eval", "train() not just before the block"],
+)
+def test_the_mistakes_beside_them_are_still_said(source: str, kind: str, line: int) -> None:
+    found = [(p.kind, p.line) for p in q.pitfalls(record(source))]
+    assert (kind, line) in found, found
+
+
+HEAD_ONLY = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(4, 16), nn.ReLU())
+        self.fc = nn.Linear(16, 2)
+    def forward(self, x):
+        return self.fc(self.backbone(x))
+model = Net()
+opt = torch.optim.SGD(model.fc.parameters(), lr=0.1)
+X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+for i in range(3):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(X), y).backward()
+    opt.step()
+"""
+
+
+def test_an_optimizer_given_part_of_the_model_says_so_and_how_to_freeze_the_rest() -> None:
+    # it said "Layers kept in a plain Python list are not registered", at the backbone's line
+    (p,) = q.pitfalls(record(HEAD_ONLY))
+    assert (p.kind, p.line) == ("parameter-not-optimized", 12)
+    assert p.title == "The optimizer trains only model.fc"
+    assert "zero_grad() never clears them" in p.message and "plain Python list" not in p.message
+    assert "for p in model.backbone[0].parameters(): p.requires_grad_(False)" in p.fix
+    frozen = HEAD_ONLY.replace("model = Net()\n", "model = Net()\nmodel.backbone.requires_grad_(False)\n")
+    recorded_silently(frozen)
+
+
+def test_a_model_rebuilt_after_its_optimizer_names_both_lines() -> None:
+    source = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+X = torch.randn(64, 3)
+y = X @ torch.tensor([[1.0], [-2.0], [0.5]])
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model = nn.Linear(3, 1)          # re-initialise the model before training
+for epoch in range(5):
+    opt.zero_grad()
+    nn.functional.mse_loss(model(X), y).backward()
+    opt.step()
+"""
+    (p,) = q.pitfalls(record(source))
+    assert (p.kind, p.line) == ("parameter-not-optimized", 8)
+    assert p.title == "model was rebuilt after its optimizer was made"
+    assert "Line 8 assigns model a new model after the optimizer was built at line 7" in p.message
+    assert "line 7 below line 8" in p.fix
