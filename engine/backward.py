@@ -55,6 +55,7 @@ class BackwardTracker:
         self._received: dict[int, list[dict[str, Any] | None]] = {}
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
+        self.grad_only = True  # every call so far was torch.autograd.grad (which fills no .grad)
         self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
         self._blocks: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], dict[str, Any]]] = {}
         self._originals: tuple[Any, Any] | None = None
@@ -292,6 +293,8 @@ class BackwardTracker:
         self.calls += 1
         if index == 0:
             self.first_backward_line = snippet_frame()[1]
+        if api != "autograd.grad":
+            self.grad_only = False
         if not rec.detail:
             # a metrics-only step: the loss and the detectors (which look the line up only
             # when they report), nothing per node

@@ -13,7 +13,7 @@ from .explain_cut import cut_graph_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
-from .explain_ops import devices_of_failed_op, dtype_hint, loss_target_hint, scalar_hint
+from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_values import module_class_hint, value_kind_hint
 from .memory import saved_by, saved_source
@@ -212,8 +212,16 @@ def explain_error(
     if called:
         return called
     if "NoneType" in text and ".grad" in (code or ""):
+        only_grad = (
+            rec.backward.first_backward_line if rec.backward.calls and rec.backward.grad_only else None
+        )
         why = none_grad_hint(
-            code, frame, lambda t: _made_at(rec, t), lambda at: _code_at(rec, at, 200), rec.backward.calls
+            code,
+            frame,
+            lambda t: _made_at(rec, t),
+            lambda at: _code_at(rec, at, 200),
+            rec.backward.calls,
+            only_grad,
         )
         return why or (
             "A .grad on this line is None: it stays None until a backward() call reaches the "
@@ -244,6 +252,10 @@ def explain_error(
         return layout
     if _UNINITIALISED_MODULE.search(text):
         return _MODULE_INIT_HINT
+    if "leaf Variable that requires grad is being used in an in-place" in text:
+        activation = inplace_leaf_hint(rec, frame)
+        if activation:
+            return activation
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
@@ -286,13 +298,29 @@ def _autograd_hint(
     if assigned:
         return assigned
     if "Can't call numpy() on Tensor that requires grad" in text:
-        name = name_before(".numpy(", code) or "y"
+        called = name_before(".numpy(", code) or _bracketed_receiver(".numpy(", code)
+        # np.array(pred): NumPy's conversion calls pred.numpy() itself
+        converted = None if called else _NUMPY_CONVERSION.search(code or "")
+        name = called or (converted.group(1) if converted else None)
+        what = name or "The tensor"
+        via = f" (NumPy's conversion of {name} calls {name}.numpy())" if converted else ""
+        read = name or "t"
         return (
-            f"{name} is part of the autograd graph (it requires grad), and NumPy cannot carry "
-            f"gradients. To read its values take {name}.detach().numpy() (or {name}.tolist(); "
-            f"{name}.item() for one number): what you compute from them is outside the graph."
+            f"{what} is part of the autograd graph (it requires grad), and NumPy cannot carry "
+            f"gradients{via}. To read its values take {read}.detach().numpy() (or {read}.tolist(); "
+            f"{read}.item() for one number): what you compute from them is outside the graph."
         )
     return None
+
+
+_NUMPY_CONVERSION = re.compile(r"\bnp\.(?:array|asarray)\(\s*([A-Za-z_][\w.]*)\s*[,)]")
+
+
+def _bracketed_receiver(call: str, code: str | None) -> str | None:
+    """The bracketed expression ``call`` is made on in ``code``: ``(x * 3)`` in
+    ``y = (x * 3).numpy()``."""
+    found = re.search(r"(\([^()]*\))" + re.escape(call), code or "")
+    return found.group(1) if found else None
 
 
 def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, line: int | None) -> str:

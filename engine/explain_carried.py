@@ -35,15 +35,23 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
     if line is None or frame is None:
         return None
     scope = visible_names(frame)
-    for at, name, code, total in _carried(source_lines, line):
+    carried = _carried(source_lines, line)
+    for at, name, code, total, detached in carried:
         held = scope.get(name)
-        if not (is_a(held, torch.Tensor) and held.grad_fn is not None):
+        if detached or not (is_a(held, torch.Tensor) and held.grad_fn is not None):
             continue
+        # (h, c) = lstm(x, (h, c)) with only h detached: the state that is not is the carrier
+        beside = [n for a, n, _, _, cut in carried if a == at and cut and n != name]
         fix = (
             f"Accumulate a number instead: {name} += loss.item() (or {name} = {name} + loss.detach())."
             if total
             else f"Detach it once per iteration, before it is used: {name} = {name}.detach() (truncated "
-            "backpropagation through time)."
+            "backpropagation through time)"
+            + (
+                f"; {' and '.join(beside)} {'is' if len(beside) == 1 else 'are'} detached already, {name} is not."
+                if beside
+                else "."
+            )
         )
         return (
             f"This backward() walks back into the previous iteration's graph, which the last backward() "
@@ -54,9 +62,10 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
     return None
 
 
-def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str, bool]]:
-    """``(line, name, code, is_a_sum)`` for each assignment, inside a loop that encloses
-    ``line``, of a name from an expression that uses that name undetached."""
+def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str, bool, bool]]:
+    """``(line, name, code, is_a_sum, detached)`` for each assignment, inside a loop that
+    encloses ``line``, of a name from an expression that uses that name undetached;
+    ``detached``: the loop's body detaches the name elsewhere (``h = h.detach()``)."""
     codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
     raw = list(source_lines)
     found = []
@@ -80,5 +89,7 @@ def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str
             for name in targets:
                 if name.isidentifier() and (assigned.group(2) == "+=" or re.search(rf"\b{name}\b", value)):
                     total = assigned.group(2) == "+=" or bool(re.match(rf"^{name}\s*\+", value))
-                    found.append((at, name, codes[at - 1], total))
+                    cut = re.compile(rf"(?<![\w.]){re.escape(name)}\.(?:detach_?\(|data\b)")
+                    detached = any(cut.search(codes[i - 1]) for i in range(header + 1, end))
+                    found.append((at, name, codes[at - 1], total, detached))
     return found

@@ -34,6 +34,7 @@ def none_grad_hint(
     made_at: Callable[[torch.Tensor], int | None],
     code_at: Callable[[int | None], str | None],
     backward_calls: int,
+    grad_call_line: int | None = None,
 ) -> str | None:
     """The hint for a line whose ``.grad`` was ``None``, naming the first tensor of the line
     whose ``.grad`` is ``None`` and why; ``None`` where the frame does not show one.
@@ -41,7 +42,8 @@ def none_grad_hint(
     ``made_at`` gives the snippet line that made a tensor (None where the run did not see
     it made); ``code_at`` a snippet line's code, its comment left out (None where there is
     none); ``backward_calls`` how many backward
-    calls the run made so far. Reads no ``.grad`` of a tensor
+    calls the run made so far; ``grad_call_line`` the line of the first, where every one was
+    ``torch.autograd.grad`` (which returns gradients and fills no ``.grad``). Reads no ``.grad`` of a tensor
     that is not a leaf (PyTorch would warn on the snippet's stderr) and runs no code of the
     snippet's (a name's attributes are followed through modules' parameters only)."""
     if frame is None or not code:
@@ -54,6 +56,8 @@ def none_grad_hint(
         if not t.is_leaf and not t.retains_grad:
             return _not_a_leaf(name, t, _made_where(made_at(t), code_at), code)
         if t.is_leaf and t.grad is None:
+            if grad_call_line is not None and t.requires_grad:
+                return _returned_not_stored(name, grad_call_line)
             return _leaf_without_grad(name, t, _made_where(made_at(t), code_at), code, backward_calls)
     return None
 
@@ -85,6 +89,16 @@ def _made_where(line: int | None, code_at: Callable[[int | None], str | None]) -
     return (
         f", made at line {line} ({code})" if code and len(code) <= _QUOTED else f", made at line {line}"
     ), code
+
+
+def _returned_not_stored(name: str, line: int) -> str:
+    """``name``'s ``.grad`` read where the run computed gradients with torch.autograd.grad only."""
+    return (
+        f"{name}.grad is None: torch.autograd.grad (line {line}) returns the gradients instead of storing "
+        f"them in .grad, and no backward() ran. Use what it returns, one gradient per input: "
+        f"grads = torch.autograd.grad(loss, {name}), then grads[0] in place of {name}.grad; or call "
+        f"loss.backward() to fill {name}.grad."
+    )
 
 
 def _leaf_without_grad(

@@ -220,6 +220,14 @@ def _target_hint(text: str, operands: list[torch.Tensor]) -> str | None:
     sizes = _BCE_SIZES.search(text)
     if sizes:
         wanted, given = _sizes(sizes.group(1)), _sizes(sizes.group(2))
+        if not given and wanted == [1]:
+            return (
+                "Binary cross-entropy compares each prediction with its own target, element by element: here the "
+                "input is a single number, shape (), and the target (1,). A batch of one sample whose output went "
+                "through .squeeze() loses its batch dimension too: squeeze() drops every dimension of size 1, "
+                "and (1, 1) becomes (). Squeeze only the last one, model(x).squeeze(1) (or .squeeze(-1)), which "
+                "keeps (1,) for one sample and (N,) for N."
+            )
         if given == [*wanted, 1]:
             fix = "give the target the output's shape, y.unsqueeze(1) (or y.view(-1, 1)), or drop the output's last dimension, logits.squeeze(1)"
         elif wanted == [*given, 1]:

@@ -16,7 +16,7 @@ from .source import find_name
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["devices_of_failed_op", "dtype_hint", "loss_target_hint", "scalar_hint"]
+__all__ = ["devices_of_failed_op", "dtype_hint", "inplace_leaf_hint", "loss_target_hint", "scalar_hint"]
 
 
 def _failed_operands(
@@ -189,3 +189,32 @@ _TARGET_OUT_OF_BOUNDS = re.compile(r"Target (-?\d+) is out of bounds")
 _BATCH_SIZES = re.compile(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)")
 # "loss.item()", "float(loss)": the tensor a scalar was read from
 _ITEM_OF = re.compile(r"([A-Za-z_][\w.]*?)\.item\(\)|float\(([A-Za-z_]\w*)\)")
+
+
+# the functional ops with an inplace=True (nn.ReLU(inplace=True) calls F.relu(x, inplace=True))
+_INPLACE_ACTIVATIONS = frozenset(
+    {
+        *("relu", "relu6", "leaky_relu", "elu", "selu", "celu", "rrelu", "hardtanh", "silu", "mish"),
+        *("hardswish", "hardsigmoid", "threshold", "dropout", "alpha_dropout", "dropout1d", "dropout2d"),
+    }
+)
+
+
+def inplace_leaf_hint(rec: Recorder, frame: FrameType | None) -> str | None:
+    """An activation run in place (``nn.ReLU(inplace=True)``, ``F.relu(x, inplace=True)``) on
+    a leaf that requires grad, such as an input whose gradient is asked for (a saliency map):
+    the fix is the layer's ``inplace``, not an update under no_grad. ``None`` for any other op."""
+    if rec.failed_op is None or rec.failed_op[0].strip("_") not in _INPLACE_ACTIVATIONS:
+        return None
+    name, tensors = rec.failed_op
+    op = name.strip("_")
+    leaf = tensors[0] if tensors else None
+    tid = rec.tensors.known(leaf) if leaf is not None else None
+    label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(leaf, frame) or "its input"
+    return (
+        f"{op} ran in place on {label}, a leaf that requires grad (a tensor made with requires_grad=True, "
+        f"whose gradient you asked for): an activation built with inplace=True (nn.ReLU(inplace=True), "
+        f"F.{op}(x, inplace=True)) overwrites the tensor it is given, and autograd cannot let a leaf change "
+        f"under it. Build that layer without inplace (nn.ReLU()), or give it a copy ({label}.clone()); "
+        "inplace=True only saves memory on tensors computed inside the model."
+    )

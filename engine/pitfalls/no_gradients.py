@@ -43,6 +43,19 @@ def no_gradients_explained(
     clearing = None
     if from_leaf and backward_calls and not uncalled_backward:
         return _from_leaf(backward_line, source_lines, copies or {})
+    late = _backward_after(step_line, source_lines) if backward_calls == 0 and not uncalled_backward else None
+    if late:
+        at, code = late
+        step_code = quoted_code(source_lines, step_line) if step_line else None
+        step = f"{step_code} (line {step_line})" if step_code else "the step"
+        return (
+            f"This step ran before any backward(): {code} at line {at} comes after {step}, so every step "
+            "finds no gradient (the next iteration's zero_grad() clears the ones backward() leaves), and "
+            "step() skips every parameter whose .grad is None: the parameters keep their initial values, "
+            "and the loss never falls.",
+            f"Swap the two lines: {code} before {step_code or 'the step'}, every iteration: zero_grad → "
+            "forward → loss → backward → step.",
+        )
     if backward_calls == 0:
         why = (
             "No backward() ran before this step, so none of the optimizer's parameters has a "
@@ -129,3 +142,21 @@ def _zero_grad_between(
     if backward_line is None or step_line is None:
         return None
     return line_matching(source_lines, _ZERO_GRAD_CALL, range(backward_line + 1, step_line))
+
+
+def _backward_after(step_line: int | None, source_lines: list[str]) -> tuple[int, str] | None:
+    """The first ``….backward(`` line below ``step_line`` in the step's own block (no line
+    between them less indented than the step), with its code."""
+    if step_line is None or step_line > len(source_lines):
+        return None
+    indent = len(source_lines[step_line - 1]) - len(source_lines[step_line - 1].lstrip())
+    for at in range(step_line + 1, len(source_lines) + 1):
+        text = source_lines[at - 1]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if len(text) - len(text.lstrip()) < indent:
+            return None
+        code = quoted_code(source_lines, at)
+        if code and _BACKWARD_OF.search(code):
+            return at, code
+    return None

@@ -727,7 +727,7 @@ EXPLAINED = {
     "shapes that do not broadcast": ("import torch\ny = torch.ones(2, 3) + torch.ones(4)\n", "Broadcasting"),
     "numpy of a tensor in the graph": (
         "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 3).numpy()\n",
-        "y.detach().numpy()",
+        "(x * 3).detach().numpy()",
     ),
     "requires_grad set on a computed tensor": (
         "import torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\ny.requires_grad = False\n",
