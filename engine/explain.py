@@ -13,9 +13,11 @@ from .explain_cut import cut_graph_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
+from .explain_modules import model_definition_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
-from .explain_values import module_class_hint, value_kind_hint
+from .explain_targets import cross_entropy_hint
+from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code, visible_names
 
@@ -208,7 +210,11 @@ def explain_error(
                 f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
     code = _code_at(rec, line, 200)
-    called = module_class_hint(code, frame)
+    called = (
+        module_class_hint(code, frame)
+        or model_definition_hint(text, rec.statement_lines, line, frame)
+        or returned_pair_hint(code, frame)
+    )
     if called:
         return called
     if "NoneType" in text and ".grad" in (code or ""):
@@ -237,7 +243,7 @@ def explain_error(
         return scalar_hint(code)
     if _NO_GPU.search(text):
         return _NO_GPU_HINT
-    loss = loss_target_hint(exc, rec, frame)
+    loss = loss_target_hint(exc, rec, frame) or cross_entropy_hint(text, rec, frame)
     if loss:
         return loss
     product = matmul_hint(exc, rec, frame, code)
@@ -490,7 +496,11 @@ _PLAIN_HINTS = (
 
 # "expected m1 and m2 to have the same dtype", "mat1 and mat2 must have the same dtype",
 # "Found dtype Double but expected Float" (a loss's backward, older PyTorch)
-_DIFFERENT_DTYPES = re.compile(r"(to|must) have the same dtype|Found dtype \w+ but expected \w+")
+# ... and a convolution's "Input type (unsigned char) and bias type (float) should be the same"
+_DIFFERENT_DTYPES = re.compile(
+    r"(to|must) have the same dtype|Found dtype \w+ but expected \w+"
+    r"|Input type \([a-z ]+\) and (?:bias|weight) type \([a-z ]+\) should be the same"
+)
 # "only Tensors of floating point dtype can require gradients" (.requires_grad_()), "Only
 # Tensors of floating point and complex dtype can require gradients" (the factory's argument)
 _INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)

@@ -57,6 +57,11 @@ def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
     # operands of one dtype are an older failure's (the op that raised here was not recorded)
     operands = f" ({found[0]}: " + ", ".join(found[1]) + ")" if found and len(dtypes) > 1 else ""
     hint = f"The operands of one operation have different dtypes{operands}. "
+    if torch.uint8 in dtypes:
+        return hint + (
+            "uint8 is how images are loaded (pixel values 0 to 255), and a layer's weights are float32: "
+            "convert and scale the batch, x = x.float() / 255 (torchvision's ToTensor() does both)."
+        )
     if any(not (d.is_floating_point or d.is_complex) for d in dtypes):
         return hint + (
             "An integer tensor (torch.tensor of whole numbers like [[1, 2, 3]], torch.arange, "
@@ -180,7 +185,8 @@ def _float_into_integer(rec: Recorder, frame: FrameType | None) -> str:
 
 
 # what an op's unnamed operands are, in order (a layer's parameters have no name of the snippet's)
-_ROLES = {"linear": ("the input", "the layer's weight", "the layer's bias")}
+_LAYER_ROLES = ("the input", "the layer's weight", "the layer's bias")
+_ROLES = {name: _LAYER_ROLES for name in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose2d")}
 # losses that compare a prediction with a target of the same shape
 _ELEMENTWISE_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 # "Target 3 is out of bounds." (nll_loss, under cross_entropy)

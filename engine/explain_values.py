@@ -16,7 +16,7 @@ import torch
 from .explain_seed import name_before
 from .source import visible_names
 
-__all__ = ["module_class_hint", "value_kind_hint"]
+__all__ = ["module_class_hint", "returned_pair_hint", "value_kind_hint"]
 
 _NOT_TENSOR = re.compile(
     r"(\w+)\(\): argument '(\w+)' \(position (\d+)\) must be Tensor, not (\w+(?:\.\w+)?)"
@@ -104,6 +104,21 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
         return (
             f"An optimizer takes the tensors it updates, not the model (a {model.group(1)}): pass its "
             "parameters, torch.optim.SGD(model.parameters(), lr=…)."
+        )
+    if "received an invalid combination of arguments" in text and "requires_grad" in text:
+        made = re.search(r"\btorch\.(\w*Tensor)\(", code or "")
+        if made:
+            return (
+                f"torch.{made.group(1)} is a tensor class, and its constructor takes no requires_grad. Make the "
+                "tensor with the function, lowercase: torch.tensor([...], requires_grad=True), which also keeps "
+                "the dtype of what you pass (or torch.zeros(3, requires_grad=True) and the like)."
+            )
+    if "invalid index of a 0-dim tensor" in text:
+        indexed = re.search(r"([A-Za-z_][\w.]*?)(?:\.data)?\[0\]", code or "")
+        name = indexed.group(1) if indexed else "loss"
+        return (
+            f"{name} is a 0-dim tensor, one number with no dimension to index, so [0] has nothing to pick "
+            f"({name}.data[0] is how PyTorch before 0.4 read a loss). Read its value with {name}.item()."
         )
     softmax = _NO_DIM.search(text)
     if softmax:
@@ -199,6 +214,25 @@ def _no_graph_in(given: str, code: str | None) -> str:
         "number, which keeps no graph. Call backward() on the tensor itself (loss.backward()), and "
         "use loss.item() only to print or log the value."
     )
+
+
+def returned_pair_hint(code: str | None, frame: FrameType | None) -> str | None:
+    """A name on the line holds what ``torch.max(x, dim=1)`` (sort, topk, min, median, …)
+    returns, a pair of values and indices, where a tensor was meant: ``pred == y`` then
+    compares a tuple with a tensor and gives False, and ``.float()`` of it fails."""
+    scope = visible_names(frame)
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code or "")):
+        held = scope.get(name)
+        if type(held).__module__ != "torch.return_types" or not hasattr(held, "indices"):
+            continue
+        op = type(held).__name__
+        return (
+            f"{name} is what torch.{op} returns when given a dim: a pair (values, indices), not a tensor, so "
+            f"what this line does with {name} is done to the pair (== with a tensor gives a plain False). Take "
+            f"the part you need, {name}.indices (for class predictions: x.argmax(dim=1) gives them directly) or "
+            f"{name}.values, or unpack it: values, indices = torch.{op}(x, dim=1)."
+        )
+    return None
 
 
 def module_class_hint(code: str | None, frame: FrameType | None) -> str | None:

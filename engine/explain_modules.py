@@ -1,0 +1,245 @@
+"""Explain the errors of a model written wrong: a ``forward`` that returns nothing, a
+``forward`` misspelt (or defined outside its class), a layer class given to ``nn.Sequential``
+without parentheses, and a layer built inside ``forward`` (``x = nn.ReLU(x)``) where its
+function was meant. Each error surfaces far from its cause (``'NoneType' object has no
+attribute 'size'`` in the loss; ``must be Tensor, not ReLU`` a line later), so each hint
+finds the cause in the snippet's source and frame and names its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import re
+from types import FrameType
+from typing import Any
+
+import torch
+
+from .source import SNIPPET_FILENAME, is_module, quoted_code, visible_names
+
+__all__ = ["model_definition_hint"]
+
+_MISSING_FORWARD = re.compile(r'Module \[(\w+)\] is missing the required "forward" function')
+_NOT_A_MODULE = re.compile(r"^([\w.]+) is not a Module subclass$")
+_NOT_TENSOR_BUT = re.compile(r"must be Tensor, not (\w+)")
+_NONE_USED = re.compile(r"'NoneType' object|NoneType|not NoneType")
+# what a layer built in forward stands for, applied to its input
+_FUNCTION_OF = {
+    "ReLU": "torch.relu({x})",
+    "Sigmoid": "torch.sigmoid({x})",
+    "Tanh": "torch.tanh({x})",
+    "Softmax": "torch.softmax({x}, dim=1)",
+    "LogSoftmax": "torch.log_softmax({x}, dim=1)",
+    "GELU": "F.gelu({x})",
+    "LeakyReLU": "F.leaky_relu({x})",
+    "ELU": "F.elu({x})",
+    "SiLU": "F.silu({x})",
+    "Dropout": "F.dropout({x}, p=0.5, training=self.training)",
+    "Flatten": "torch.flatten({x}, 1)",
+}
+
+
+def model_definition_hint(
+    text: str, source_lines: list[str], line: int | None, frame: FrameType | None
+) -> str | None:
+    """The hint for error ``text`` raised at snippet ``line`` when its cause is how a model
+    is written (see the module's docstring); ``None`` for any other error."""
+    missing = _MISSING_FORWARD.search(text)
+    if missing:
+        return _forward_missing(missing.group(1), source_lines)
+    given = _NOT_A_MODULE.search(text)
+    if given:
+        return _class_in_sequential(given.group(1))
+    code = quoted_code(source_lines, line) if line else None
+    if frame is None or not code:
+        return None
+    layer = _NOT_TENSOR_BUT.search(text)
+    if layer and layer.group(1) != "NoneType":
+        return _layer_built_in_place(layer.group(1), code, source_lines, line, frame)
+    if _NONE_USED.search(text):
+        return _returned_none(code, source_lines, line, frame)
+    return None
+
+
+def _forward_missing(cls: str, source_lines: list[str]) -> str:
+    """``cls`` has no ``forward``: a method whose name is close to it, or one defined outside
+    the class, where the source shows either."""
+    tree = _parsed("\n".join(source_lines))
+    found = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if tree
+        else None
+    )
+    methods = {n.name: n.lineno for n in found.body if isinstance(n, ast.FunctionDef)} if found else {}
+    close = difflib.get_close_matches("forward", [m for m in methods if m != "__init__"], n=1, cutoff=0.6)
+    if close:
+        return (
+            f"{cls} defines {close[0]} (line {methods[close[0]]}), not forward: calling a module runs its "
+            f"method named exactly forward, so {cls} has none. Rename {close[0]} to forward."
+        )
+    outside = next(
+        (
+            n.lineno
+            for n in (tree.body if tree else [])
+            if isinstance(n, ast.FunctionDef) and n.name == "forward"
+        ),
+        None,
+    )
+    if outside is not None:
+        return (
+            f"forward (line {outside}) is defined outside class {cls}: it starts at the left margin, so it is a "
+            f"plain function, and {cls} has no forward method. Indent it under the class, as __init__ is."
+        )
+    return (
+        f"{cls} has no forward method: calling a module runs its forward. Add one that takes the input and "
+        "returns the output: def forward(self, x): return self.layer(x)."
+    )
+
+
+def _class_in_sequential(written: str) -> str:
+    """nn.Sequential (or ModuleList) given something that is not a layer instance."""
+    name = written.rsplit(".", 1)[-1]
+    cls = getattr(torch.nn, name, None)
+    if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+        return (
+            f"nn.Sequential takes layers, and was given the class nn.{name} itself, not a layer made from it: "
+            f"add the parentheses, nn.{name}()."
+        )
+    layer = next((c for c in _FUNCTION_OF if c.lower() == name.lower()), None)
+    instead = f": for {name}, its layer is nn.{layer}()" if layer else ""
+    return (
+        f"nn.Sequential takes layers (nn.Module instances) and was given {written}, which is not one{instead}. "
+        "A plain function goes in a module's forward() instead."
+    )
+
+
+def _layer_built_in_place(
+    kind: str, code: str, source_lines: list[str], line: int | None, frame: FrameType
+) -> str | None:
+    """A layer instance (an ``nn.ReLU``) reached an op as its input: the line above that
+    made it built the layer with the input as its setting (``x = nn.ReLU(x)``)."""
+    cls = getattr(torch.nn, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)) or line is None:
+        return None
+    scope = visible_names(frame)
+    held = [n for n in re.findall(r"(?<![\w.])[A-Za-z_]\w*", code) if isinstance(scope.get(n), cls)]
+    if not held:
+        return None
+    name = held[0]
+    made = re.compile(rf"^{re.escape(name)}\s*=\s*(?:torch\.)?(?:nn\.)?{kind}\((.+)\)\s*$")
+    for at in range(line - 1, 0, -1):
+        above = quoted_code(source_lines, at, 10_000)
+        built = made.match(above or "")
+        if built is None:
+            continue
+        arg = built.group(1)
+        applied = _FUNCTION_OF.get(kind, f"F.{kind.lower()}({{x}})").format(x=arg)
+        return (
+            f"{name} is an nn.{kind} layer, not a tensor: line {at} ({above}) builds a new nn.{kind}, taking "
+            f"{arg} as one of its settings, instead of applying one to it. In forward, apply the function: "
+            f"{name} = {applied}; or build the layer once in __init__ (self.act = nn.{kind}()) and call it, "
+            f"{name} = self.act({arg})."
+        )
+    return None
+
+
+def _returned_none(code: str, source_lines: list[str], line: int | None, frame: FrameType) -> str | None:
+    """A name on the line holds None because the model (or function) that gave it returns
+    nothing: its ``forward`` (or body) has no ``return``."""
+    scope = visible_names(frame)
+    names = [
+        n
+        for n in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))
+        if n in scope and scope[n] is None
+    ]
+    for name in names:
+        assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
+        for at in range(line - 1 if line else len(source_lines), 0, -1):
+            found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
+            if found is None:
+                continue
+            callee = _resolved(found.group(1), scope)
+            fn, what = _function_of(callee, found.group(1))
+            if fn is None or _returns_a_value(fn, source_lines):
+                break
+            return (
+                f"{name} is None: line {at} set it to what {found.group(1)}(…) returned, and {what} (line "
+                f"{fn.co_firstlineno}) has no return statement, so it returns None. End it with the value it "
+                "computes: return x."
+            )
+    return None
+
+
+def _resolved(dotted: str, scope: dict[str, Any]) -> Any:
+    first, *rest = dotted.split(".")
+    value = scope.get(first)
+    for part in rest:
+        value = getattr(value, part, None) if is_module(value) else None
+    return value
+
+
+def _function_of(callee: Any, written: str) -> tuple[Any, str]:
+    """The code object a call of ``callee`` runs, where the snippet defined it, and what to
+    call it in a hint (``Net.forward``, ``predict``); ``(None, "")`` otherwise."""
+    if is_module(callee):
+        forward = getattr(type(callee), "forward", None)
+        code = getattr(forward, "__code__", None)
+        return (code, f"{type(callee).__name__}.forward") if _in_snippet(code) else (None, "")
+    code = getattr(callee, "__code__", None)
+    return (code, written) if _in_snippet(code) else (None, "")
+
+
+def _in_snippet(code: Any) -> bool:
+    return code is not None and getattr(code, "co_filename", None) == SNIPPET_FILENAME
+
+
+def _returns_a_value(code: Any, source_lines: list[str]) -> bool:
+    """Whether the snippet function starting at ``code.co_firstlineno`` has a ``return``
+    with a value (or a ``yield``) in its own body; True where the source cannot tell."""
+    tree = _parsed("\n".join(source_lines))
+    if tree is None:
+        return True
+    fn = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (
+                n.lineno == code.co_firstlineno
+                or any(d.lineno == code.co_firstlineno for d in n.decorator_list)
+            )
+        ),
+        None,
+    )
+    if fn is None:
+        return True
+    return any(_gives_value(n) for n in _own_nodes(fn))
+
+
+def _gives_value(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Return) and node.value is not None) or isinstance(
+        node, ast.Yield | ast.YieldFrom
+    )
+
+
+def _own_nodes(fn: ast.AST) -> list[ast.AST]:
+    """The nodes of ``fn``'s body, not those of functions or classes defined inside it."""
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
