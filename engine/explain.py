@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -259,7 +260,7 @@ def explain_error(
     if _UNINITIALISED_MODULE.search(text):
         return _MODULE_INIT_HINT
     if "leaf Variable that requires grad is being used in an in-place" in text:
-        activation = inplace_leaf_hint(rec, frame)
+        activation = inplace_leaf_hint(rec, frame) or _bare_no_grad_hint(rec.statement_lines, line)
         if activation:
             return activation
     for phrase, hint in _PLAIN_HINTS:
@@ -316,6 +317,23 @@ def _autograd_hint(
             f"gradients{via}. To read its values take {read}.detach().numpy() (or {read}.tolist(); "
             f"{read}.item() for one number): what you compute from them is outside the graph."
         )
+    return None
+
+
+_BARE_NO_GRAD = re.compile(r"^torch\.(?:no_grad|inference_mode)\(\)$")
+
+
+def _bare_no_grad_hint(source_lines: list[str], line: int | None) -> str | None:
+    """A leaf changed in place below a ``torch.no_grad()`` written as a statement of its own,
+    which makes the context manager and drops it: nothing was switched off."""
+    for at in range(line - 1 if line else 0, 0, -1):
+        code = quoted_code(source_lines, at, sys.maxsize) or ""
+        if _BARE_NO_GRAD.match(code):
+            return (
+                f"Line {at} ({code}) makes a no_grad context and drops it: on its own it switches nothing off, "
+                "so this in-place update of a leaf that requires grad is recorded, and refused. Use it as a "
+                "block, with the update indented under it: with torch.no_grad(): then w -= lr * w.grad."
+            )
     return None
 
 

@@ -10,6 +10,7 @@ torch.no_grad(), or a torch.tensor([...]) the recorder saw copy tensors off the 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from types import FrameType
 
@@ -22,6 +23,7 @@ from .source import (
     is_a,
     is_module,
     named_tensors,
+    quoted_code,
     visible_names,
     without_comment,
 )
@@ -99,11 +101,38 @@ def cut_graph_hint(
             f"{first}.requires_grad_() before {name} is computed)."
         )
     return (
-        cut_before(name, line, source_lines, copies or {})
+        grad_switched_off(name, line, source_lines)
+        or cut_before(name, line, source_lines, copies or {})
         or _decorated_no_grad(name, line, source_lines)
         or _first_order_only(name, line, source_lines)
         or _late_requires_grad(name, line, tensors, source_lines)
     )
+
+
+# `torch.set_grad_enabled(False)` as a statement, not a `with` block: off from there on
+_SWITCHED = re.compile(r"^(?:torch\.(?:autograd\.)?)?set_grad_enabled\((False|True)\)$")
+
+
+def grad_switched_off(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:
+    """The cause where ``torch.set_grad_enabled(False)``, called as a statement above
+    ``line`` and not switched back, turned gradient recording off for the rest of the run;
+    ``None`` otherwise."""
+    if line is None:
+        return None
+    for at in range(line - 1, 0, -1):
+        switched = _SWITCHED.match(quoted_code(source_lines, at, sys.maxsize) or "")
+        if switched is None:
+            continue
+        if switched.group(1) == "True":
+            return None
+        code = quoted_code(source_lines, at)
+        return (
+            f"Line {at} ({code}) switched gradient recording off for every line after it, not just the next "
+            f"one, so {name} was computed without a graph. Switch it back on before the forward pass, "
+            "torch.set_grad_enabled(True), or put only the lines that need no gradients in a block: with "
+            "torch.no_grad():."
+        )
+    return None
 
 
 def _decorated_no_grad(name: str, line: int | None, source_lines: Sequence[str]) -> str | None:

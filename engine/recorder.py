@@ -34,6 +34,7 @@ from .modules import ModuleTracker
 from .mute import Mute
 from .op_arguments import SUBSCRIPT_OPS, input_positions, named_positionals, op_constants, op_keywords
 from .pitfalls import PitfallWatch
+from .process_settings import restore_settings, saved_settings
 from .reflected import OperandOrder
 from .running_stats import NORM_OPS, RunningStats
 from .source import StatementLines, snippet_frames, statement_lines
@@ -124,6 +125,7 @@ class Recorder:
         self._mode: TapeMode | None = None
         self._modes_under = 0  # the modes under the tape mode on PyTorch's stack
         self._gc_threshold = gc.get_threshold()
+        self._global_settings = saved_settings()
         self._max_ops = self.limits.max_ops
         self._open_cap = self.limits.max_events - _RESERVED_EVENTS
 
@@ -431,6 +433,7 @@ class Recorder:
         # long-lived data does), so cyclic garbage is collected later, never leaked.
         gc.freeze()
         gc.set_threshold(max(self._gc_threshold[0], _GC_YOUNG_THRESHOLD), *self._gc_threshold[1:])
+        self._global_settings = saved_settings()  # put back on exit (engine/process_settings.py)
         # where the tape mode goes on the stack (NOTE [The tape mode under the snippet's modes])
         self._modes_under = torch._C._len_torch_function_stack()
         try:
@@ -458,6 +461,7 @@ class Recorder:
         gc.freeze()
         gc.unfreeze()
         gc.set_threshold(*self._gc_threshold)
+        restore_settings(self._global_settings)
         try:
             if self._mode is not None:
                 remove_mode(self._mode)

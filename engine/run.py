@@ -214,7 +214,11 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     from .explain import error_node, explain_error, metrics_only_after, metrics_only_calls
 
     with rec.mute():
-        hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
+        try:  # a hint that fails leaves the error without one; the error itself is told as it is
+            hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
+        except Exception:
+            rec.observation_failed()
+            hint = None
         node = error_node(exc, rec)
     rec.emit(
         dict(

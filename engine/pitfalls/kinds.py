@@ -21,6 +21,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "optimizer-rebuilt",
     "parameter-not-optimized",
     "tensor-attribute-not-parameter",
+    "requires-grad-set-on-module",
     "parameter-without-gradient",
     "symmetric-weights",
     "loss-tensor-accumulated",

@@ -89,6 +89,8 @@ class LossInputs:
         ):
             return _softmax_over_batch(maker[0], maker[1], loss, given, line)
         if loss == "cross_entropy":
+            if maker and maker[0] == "sigmoid" and given.dim() >= 2 and given.shape[1] > 1:
+                return _sigmoid_into_cross_entropy(maker[1], line, given.shape[1])
             return _softmax_into_cross_entropy() if maker and maker[0] == "softmax" else None
         if loss == "binary_cross_entropy_with_logits":
             return _sigmoid_into_bce_with_logits(maker[1], line) if maker and maker[0] == "sigmoid" else None
@@ -138,6 +140,21 @@ def _softmax_into_cross_entropy() -> Report:
         "training stalls at a mediocre loss.",
         "Pass the logits (the last layer's output, before softmax) to cross_entropy / nn.CrossEntropyLoss; "
         "or use log_softmax and nll_loss.",
+    )
+
+
+def _sigmoid_into_cross_entropy(sigmoid_line: int | None, line: int | None, classes: int) -> Report:
+    best = math.e / (math.e + classes - 1)  # the scores squashed into (0, 1): one at 1, the rest at 0
+    return (
+        "probabilities-into-cross-entropy",
+        "Sigmoid output fed to cross-entropy",
+        f"cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the output "
+        f"of sigmoid{_at(sigmoid_line, line)}: every score is squashed into (0, 1), so the softmax over the "
+        f"{classes} classes can never be confident. The most it can give the right class is e / (e + "
+        f"{classes - 1}) = {best:.2f}, the loss cannot fall below {-math.log(best):.2f}, and the gradients "
+        "through the sigmoid fade as it saturates.",
+        "Drop the sigmoid (nn.Sigmoid() as the last layer) and pass the logits to cross_entropy / "
+        "nn.CrossEntropyLoss; a sigmoid goes with nn.BCEWithLogitsLoss, for yes/no (multi-label) targets.",
     )
 
 

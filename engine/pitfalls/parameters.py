@@ -34,6 +34,7 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
     return [
         *_unoptimized(rec, names),
         *_plain_tensors(rec, scope),
+        *_module_flag(rec, scope),
         *_ungraded(rec, names, ungraded),
         *_symmetric(rec, scope, names),
     ]
@@ -195,6 +196,69 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
                     )
                 )
     return said
+
+
+def _module_flag(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
+    """``model.requires_grad = False``: a new attribute on the module, which nothing reads
+    (``requires_grad_(False)`` is the method that freezes), so its parameters kept
+    requiring grad and an optimizer trained them."""
+    if rec.training.total_steps == 0:
+        return []
+    said = []
+    seen: set[int] = set()
+    for held in list(scope.values()):
+        if not is_module(held):
+            continue
+        for _, module in submodules(held):
+            if id(module) in seen or vars(module).get("requires_grad") is not False:
+                continue
+            seen.add(id(module))
+            trained: list[torch.Tensor] = [
+                p for p in module.parameters() if p.requires_grad and id(p) in rec.training.stepped_params
+            ]
+            if not trained:
+                continue
+            path = rec.modules.path_of(module) or type(module).__name__
+            line, code = _flag_line(module, scope, rec.statement_lines) or (
+                None,
+                f"{path}.requires_grad = False",
+            )
+            path = code.split(".requires_grad")[0]  # the module as the snippet names it
+            said.append(
+                Said(
+                    "requires-grad-set-on-module",
+                    line,
+                    f"{code} freezes nothing: {path} kept training",
+                    f"{code} sets a new attribute on the module, which nothing reads: an nn.Module has no "
+                    f"requires_grad of its own, so {path}'s parameters still require grad, got gradients, and the "
+                    f"optimizer updated them at every step.",
+                    f"Freeze its parameters with the method, with the underscore: {path}"
+                    ".requires_grad_(False) (or set p.requires_grad = False for each p in its parameters()).",
+                    _tensor_ids(rec, trained),
+                )
+            )
+    return said
+
+
+_FLAG_SET = re.compile(r"^([A-Za-z_][\w.]*)\.requires_grad\s*=\s*False\b")
+
+
+def _flag_line(
+    module: nn.Module, scope: dict[str, Any], source_lines: Sequence[str]
+) -> tuple[int, str] | None:
+    """The line that sets ``.requires_grad = False`` on ``module`` (its receiver followed
+    through the snippet's names and attributes), with its code."""
+    for at in range(1, len(source_lines) + 1):
+        found = line_matching(source_lines, _FLAG_SET, [at])
+        if found is None:
+            continue
+        first, *rest = _FLAG_SET.match(found[1]).group(1).split(".")  # type: ignore[union-attr]
+        value: Any = scope.get(first)
+        for part in rest:
+            value = getattr(value, part, None)
+        if value is module:
+            return found
+    return None
 
 
 def _attribute_line(attr: str, source_lines: list[str]) -> int | None:

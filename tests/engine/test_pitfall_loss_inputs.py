@@ -102,6 +102,12 @@ POSITIVES = {
         "probabilities-into-cross-entropy",
         "output of softmax",
     ),
+    # every score in (0, 1): the right class's probability can never pass e / (e + 2)
+    "nn.Sigmoid then nn.CrossEntropyLoss": (
+        classifier("nn.Sequential(nn.Linear(4, 3), nn.Sigmoid())", "nn.CrossEntropyLoss()(model(X), Y)"),
+        "probabilities-into-cross-entropy",
+        "e / (e + 2) = 0.58, the loss cannot fall below 0.55",
+    ),
 }
 
 
@@ -171,6 +177,10 @@ NEAR_MISSES = {
     ),
     "log_softmax with PyTorch's implicit dim into nll_loss": classifier(
         "nn.Linear(4, 3)", "F.nll_loss(F.log_softmax(model(X)), Y)"
+    ),
+    # a sigmoid gate inside the model: what reaches cross_entropy is not the sigmoid's output
+    "a sigmoid gate before the last layer, logits into cross_entropy": classifier(
+        "nn.Sequential(nn.Linear(4, 8), nn.Sigmoid(), nn.Linear(8, 3))", "nn.CrossEntropyLoss()(model(X), Y)"
     ),
     "softmax for display, logits into cross_entropy": classifier(
         "nn.Linear(4, 3)", "F.cross_entropy(model(X), Y)\n    shown = model(X).softmax(dim=1).detach()"
