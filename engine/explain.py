@@ -11,6 +11,7 @@ import torch
 
 from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
+from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
@@ -215,6 +216,7 @@ def explain_error(
         module_class_hint(code, frame)
         or model_definition_hint(text, rec.statement_lines, line, frame)
         or returned_pair_hint(code, frame)
+        or custom_function_hint(text, code, frame)
     )
     if called:
         return called

@@ -1,0 +1,154 @@
+"""Explain the errors of a custom ``torch.autograd.Function``, the way a course teaches
+autograd from the inside: ``backward`` returning too few gradients or one of the wrong shape,
+``save_for_backward`` given a number, ``ctx.saved_tensors()`` called, the Function
+instantiated (``Square()(x)``) instead of applied, and ``forward``/``backward`` written
+without ``@staticmethod``. PyTorch's messages name a ``MulConstBackward`` and an index; each
+hint names the snippet's class, its inputs and the return statement to write.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from types import FrameType
+
+import torch
+
+from .source import visible_names
+
+__all__ = ["custom_function_hint"]
+
+_GRAD_COUNT = re.compile(
+    r"function (\w+)Backward returned an incorrect number of gradients \(expected (\d+), got (\d+)\)"
+)
+_GRAD_SHAPE = re.compile(
+    r"Function (\w+)Backward returned an invalid gradient at index (\d+) - got \[([\d, ]*)\] but expected shape "
+    r"compatible with \[([\d, ]*)\]"
+)
+_SAVED_NON_TENSOR = re.compile(
+    r"save_for_backward can only save variables, but argument (\d+) is of type (\w+)"
+)
+_NOT_STATIC = re.compile(r"(\w+)\.(forward|backward)\(\) missing \d+ required positional arguments?")
+
+
+def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """The hint for error ``text`` raised by a custom autograd.Function of the snippet (at a
+    line reading ``code``, in ``frame``); ``None`` for any other error."""
+    count = _GRAD_COUNT.search(text)
+    if count:
+        return _gradient_count(count.group(1), int(count.group(2)), int(count.group(3)), frame)
+    shape = _GRAD_SHAPE.search(text)
+    if shape:
+        return _gradient_shape(
+            shape.group(1), int(shape.group(2)), _dims(shape.group(3)), _dims(shape.group(4))
+        )
+    saved = _SAVED_NON_TENSOR.search(text)
+    if saved:
+        return _saved_non_tensor(int(saved.group(1)), saved.group(2), frame)
+    if "Legacy autograd function with non-static forward method" in text:
+        made = re.search(r"([A-Za-z_]\w*)\(\)\(", code or "")
+        cls = made.group(1) if made else "MyFunction"
+        return (
+            f"A custom autograd.Function is applied through its class, never made into an object: write "
+            f"{cls}.apply(x), not {cls}()(x). Its forward and backward are static methods, with ctx for what "
+            "backward needs."
+        )
+    if "'tuple' object is not callable" in text and "saved_tensors()" in (code or ""):
+        return (
+            "ctx.saved_tensors is an attribute holding the tuple save_for_backward stored, not a method: read "
+            "it without parentheses, x, = ctx.saved_tensors (the comma unpacks a tuple of one)."
+        )
+    static = _NOT_STATIC.search(text)
+    if static:
+        return _not_static(static.group(1), frame)
+    return None
+
+
+def _function_class(name: str, frame: FrameType | None) -> type | None:
+    found = visible_names(frame).get(name)
+    return found if isinstance(found, type) and issubclass(found, torch.autograd.Function) else None
+
+
+def _inputs(cls: type | None) -> list[str]:
+    """The names of ``cls.forward``'s inputs, after ctx."""
+    try:
+        names = list(inspect.signature(cls.forward).parameters) if cls is not None else []
+    except (TypeError, ValueError):
+        return []
+    return [n for n in names[1:] if n not in ("args", "kwargs")]
+
+
+def _gradient_count(name: str, expected: int, got: int, frame: FrameType | None) -> str:
+    inputs = _inputs(_function_class(name, frame))
+    listed = f" ({', '.join(inputs)})" if len(inputs) == expected else ""
+    # the gradients it returned stand for the first inputs; None for the rest, when it returned too few
+    shown = f": return {', '.join(['…'] * got + ['None'] * (expected - got))}" if got < expected else ""
+    return (
+        f"{name}.backward must return one gradient per input of forward, in forward's order: forward takes "
+        f"{expected} inputs after ctx{listed}, and backward returned {got}. Return None in the place of an "
+        f"input that needs no gradient (a number, a flag){shown}."
+    )
+
+
+def _gradient_shape(name: str, index: int, got: list[int], wanted: list[int]) -> str:
+    undo = ""
+    for d in range(len(wanted)):
+        if wanted[:d] + wanted[d + 1 :] == got:
+            undo = (
+                f" forward reduced dim {d} away, so put it back and broadcast: g.unsqueeze({d}).expand({', '.join(map(str, wanted))}) "
+                "(or .expand_as(x), with x saved in forward)."
+            )
+            break
+    return (
+        f"{name}.backward must return, for each input of forward, a gradient of that input's shape: input "
+        f"{index} has shape {wanted}, and the gradient returned for it has {got}.{undo or ' Reshape it to the input.'}"
+    )
+
+
+def _saved_non_tensor(index: int, kind: str, frame: FrameType | None) -> str:
+    args = _saved_arguments(frame)
+    name = args[index] if index < len(args) else None
+    keep = (
+        f"ctx.{name} = {name}, and read ctx.{name} in backward"
+        if name and name.isidentifier()
+        else ("ctx.alpha = alpha, and read ctx.alpha in backward")
+    )
+    which = f"{name}, a {kind}" if name else f"argument {index}, a {kind}"
+    return (
+        f"ctx.save_for_backward takes tensors only (it checks they are not changed before backward), and was "
+        f"given {which}. Keep any other value as an attribute of ctx: {keep}."
+    )
+
+
+def _saved_arguments(frame: FrameType | None) -> list[str]:
+    """The arguments of the ``ctx.save_for_backward(...)`` call in ``frame``'s function."""
+    if frame is None:
+        return []
+    try:
+        source = inspect.getsource(frame.f_code)
+    except (OSError, TypeError):
+        return []
+    call = re.search(r"save_for_backward\(([^)]*)\)", source)
+    return [a.strip() for a in call.group(1).split(",")] if call else []
+
+
+def _not_static(name: str, frame: FrameType | None) -> str | None:
+    cls = _function_class(name, frame)
+    if cls is None:
+        return None
+    plain = [
+        m
+        for m in ("forward", "backward")
+        if not isinstance(inspect.getattr_static(cls, m, None), staticmethod)
+    ]
+    if not plain:
+        return None
+    return (
+        f"{name} is an autograd.Function, whose {' and '.join(plain)} must be static methods: "
+        f"put @staticmethod above {'each' if len(plain) > 1 else 'it'} and drop self, so they take "
+        f"(ctx, inputs...): @staticmethod def forward(ctx, x): and @staticmethod def backward(ctx, grad_out):."
+    )
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split(",") if d.strip()]

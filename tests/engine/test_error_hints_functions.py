@@ -1,0 +1,71 @@
+"""Hints for the errors of a custom torch.autograd.Function (engine/explain_functions.py): each
+snippet raises as it does without gradwalk, and the hint names the class, its inputs and
+what to write."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from tests.engine.snippets import plain_error
+
+CASES = {
+    # name: (snippet, the line that raises, exception type, phrases the hint must hold)
+    "backward returns too few gradients": (
+        "import torch\nclass MulConst(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, k):\n        ctx.k = k\n        return x * k\n    @staticmethod\n    def backward(ctx, grad_out):\n        return grad_out * ctx.k\nx = torch.randn(3, requires_grad=True)\ny = MulConst.apply(x, 2.0)\ny.sum().backward()\n",
+        12,
+        "RuntimeError",
+        ["MulConst.backward must return one gradient per input of forward", "(x, k)", "return …, None"],
+    ),
+    "a Function instantiated, not applied": (
+        "import torch\nclass Square(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n        return x ** 2\n    @staticmethod\n    def backward(ctx, g):\n        x, = ctx.saved_tensors\n        return 2 * x * g\nx = torch.randn(3, requires_grad=True)\ny = Square()(x)\n",
+        12,
+        "RuntimeError",
+        ["write Square.apply(x), not Square()(x)"],
+    ),
+    "save_for_backward given a number": (
+        "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, alpha):\n        ctx.save_for_backward(x, alpha)\n        return x * alpha\n    @staticmethod\n    def backward(ctx, g):\n        x, alpha = ctx.saved_tensors\n        return g * alpha, None\nx = torch.randn(3, requires_grad=True)\ny = Scale.apply(x, 0.5)\n",
+        12,
+        "TypeError",
+        ["was given alpha, a float", "ctx.alpha = alpha"],
+    ),
+    "backward returns a gradient of the wrong shape": (
+        "import torch\nclass RowSum(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.sum(dim=1)\n    @staticmethod\n    def backward(ctx, g):\n        return g\nx = torch.randn(2, 3, requires_grad=True)\ny = RowSum.apply(x)\ny.sum().backward()\n",
+        11,
+        "RuntimeError",
+        ["input 0 has shape [2, 3]", "g.unsqueeze(1).expand(2, 3)"],
+    ),
+    "ctx.saved_tensors called": (
+        "import torch\nclass Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n        return x ** 3\n    @staticmethod\n    def backward(ctx, g):\n        x, = ctx.saved_tensors()\n        return 3 * x ** 2 * g\n"
+        "x = torch.randn(3, requires_grad=True)\nCube.apply(x).sum().backward()\n",
+        9,
+        "TypeError",
+        ["x, = ctx.saved_tensors"],
+    ),
+    "forward and backward not static": (
+        "import torch\nclass Relu(torch.autograd.Function):\n    def forward(self, ctx, x):\n        ctx.save_for_backward(x)\n        return x.clamp(min=0)\n    def backward(self, ctx, g):\n        x, = ctx.saved_tensors\n        return g * (x > 0)\nx = torch.randn(4, requires_grad=True)\ny = Relu.apply(x)\n",
+        10,
+        "TypeError",
+        ["Relu is an autograd.Function, whose forward and backward must be static methods", "@staticmethod"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_custom_functions_error_gets_a_hint_in_its_own_terms(name: str) -> None:
+    source, line, exc_type, phrases = CASES[name]
+    err = q.errors(record(source))[0]
+    with warnings.catch_warnings():  # Square()(x) warns as it does without gradwalk
+        warnings.simplefilter("ignore")
+        plain = plain_error(source)
+    assert (err.exc_type, err.message, err.line) == (
+        type(plain).__name__,
+        str(plain),
+        line,
+    ) and err.exc_type == exc_type
+    assert err.hint is not None, err
+    for phrase in phrases:
+        assert phrase in err.hint, (phrase, err.hint)
