@@ -64,12 +64,12 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
     return None
 
 
-def _function_class(name: str, frame: FrameType | None) -> type | None:
+def _function_class(name: str, frame: FrameType | None) -> type[torch.autograd.Function] | None:
     found = visible_names(frame).get(name)
     return found if isinstance(found, type) and issubclass(found, torch.autograd.Function) else None
 
 
-def _inputs(cls: type | None) -> list[str]:
+def _inputs(cls: type[torch.autograd.Function] | None) -> list[str]:
     """The names of ``cls.forward``'s inputs, after ctx."""
     try:
         names = list(inspect.signature(cls.forward).parameters) if cls is not None else []
