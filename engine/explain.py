@@ -13,6 +13,7 @@ from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
 from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
+from .explain_hooks import hook_hint
 from .explain_layout import layout_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
@@ -217,6 +218,7 @@ def explain_error(
         or model_definition_hint(text, rec.statement_lines, line, frame)
         or returned_pair_hint(code, frame)
         or custom_function_hint(text, code, frame)
+        or hook_hint(text, code, rec.statement_lines)
     )
     if called:
         return called

@@ -124,7 +124,31 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | Non
     )
 
 
+# "Calculated padded input size per channel: (4 x 4). Kernel size: (5 x 5). Kernel size can't be greater ..."
+_KERNEL_TOO_BIG = re.compile(r"padded input size per channel: \(([\d x]+)\)\. Kernel size: \(([\d x]+)\)")
+# "running_mean should contain 10 elements not 16" (batch norm given the features elsewhere than dim 1)
+_RUNNING_MEAN = re.compile(r"running_mean should contain (\d+) elements not (\d+)")
+
+
 def _conv_hint(text: str) -> str | None:
+    big = _KERNEL_TOO_BIG.search(text)
+    if big:
+        size, kernel = big.group(1).replace(" x ", "×"), big.group(2).replace(" x ", "×")
+        return (
+            f"By the time the input reaches this convolution it is {size} per channel, smaller than the "
+            f"{kernel} kernel: each convolution without padding takes kernel − 1 off its height and width, and "
+            "each pooling halves it. Give the convolutions before it padding (nn.Conv2d(…, 5, padding=2) keeps "
+            "the size), use smaller kernels or fewer poolings; print(x.shape) after each layer shows where it shrinks."
+        )
+    norm = _RUNNING_MEAN.search(text)
+    if norm:
+        at_dim1, features = norm.groups()
+        return (
+            f"Batch norm normalises dim 1 of its input, (N, C) or (N, C, L): it was built for {features} "
+            f"features, and dim 1 of this input holds {at_dim1}. A sequence kept as (batch, time, features) has "
+            f"its features last: move them to dim 1 and back, bn(x.transpose(1, 2)).transpose(1, 2), or use "
+            f"nn.LayerNorm({features}), which normalises the last dimension."
+        )
     found = _CHANNELS.search(text)
     if found:
         out, shape, wanted = int(found.group(1)), _sizes(found.group(3)), int(found.group(4))

@@ -113,6 +113,20 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
                 "tensor with the function, lowercase: torch.tensor([...], requires_grad=True), which also keeps "
                 "the dtype of what you pass (or torch.zeros(3, requires_grad=True) and the like)."
             )
+    if "list indices must be integers or slices, not str" in text and "param_groups[" in (code or ""):
+        return (
+            "param_groups is a list, one dict per parameter group (most optimizers have one): set the rate in "
+            "each, for g in opt.param_groups: g['lr'] *= 0.5, or opt.param_groups[0]['lr'] for the only one. "
+            "A scheduler (torch.optim.lr_scheduler.StepLR) does it for you, once per epoch."
+        )
+    floats = re.search(r"expected Tensor as element (\d+) in argument 0, but got (float|int)", text)
+    if floats and re.search(r"\btorch\.(?:stack|cat)\(", code or ""):
+        return (
+            f"torch.stack and torch.cat join tensors, and element {floats.group(1)} of this list is a Python "
+            f"{floats.group(2)}: a value taken out with .item() (or float()), which also took it out of the graph, "
+            "so no backward() could reach it. Keep the tensors in the list, losses.append(loss), and call .item() "
+            "only to print; torch.tensor(values) makes a tensor of plain numbers, without gradients."
+        )
     if "invalid index of a 0-dim tensor" in text:
         indexed = re.search(r"([A-Za-z_][\w.]*?)(?:\.data)?\[0\]", code or "")
         name = indexed.group(1) if indexed else "loss"

@@ -19,6 +19,22 @@ def clip_after_step(
     ``step`` (at ``step_line``) with no backward() since (the loop's at ``backward_line``)."""
     at_step = f" (line {step_line})" if step_line else ""
     at_backward = f" (line {backward_line})" if backward_line else ""
+    if (
+        line is not None
+        and backward_line is not None
+        and step_line is not None
+        and line < backward_line < step_line
+    ):
+        # written above the backward() of its own iteration: it clips the last iteration's gradients
+        return (
+            f"{function} runs before backward(): it clips nothing the step uses",
+            f"{function} changes the gradients in place, and the step after it uses what it left. Here it "
+            f"runs before loss.backward(){at_backward}, so what it clips is not this iteration's gradients "
+            "(only what an earlier one left, or nothing after zero_grad()): backward() then computes them "
+            "afresh, unclipped, for opt.step(). The clipping never reaches an update.",
+            f"Move it below loss.backward(){at_backward}, before opt.step(){at_step}: zero_grad → forward → "
+            f"loss → backward → {function}(…) → step.",
+        )
     return (
         f"{function} runs after step(): it clips nothing the step uses",
         f"{function} changes the gradients in place, and the step after it uses what it left. Here "

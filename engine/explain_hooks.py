@@ -1,0 +1,87 @@
+"""Explain the errors of gradient and module hooks, the tool a course uses to look inside
+backward(): a hook on a tensor that gets no gradient, a tensor hook that returns something
+of another shape (a norm, to log it), a module hook with the wrong number of arguments, and a
+full backward hook on a module whose output the next layer changes in place.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+
+from .explain_seed import name_before
+from .source import line_matching, quoted_code
+
+__all__ = ["hook_hint"]
+
+_HOOK_SIZE = re.compile(r"hook '([^']+)' has changed the size of value")
+_TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were given")
+# what each kind of hook is called with
+_CALLED_WITH = {
+    "register_forward_hook": ("hook(module, input, output)", 3),
+    "register_forward_pre_hook": ("hook(module, input)", 2),
+    "register_full_backward_hook": ("hook(module, grad_input, grad_output)", 3),
+    "register_backward_hook": ("hook(module, grad_input, grad_output)", 3),
+    "register_full_backward_pre_hook": ("hook(module, grad_output)", 2),
+    "register_hook": ("hook(grad)", 1),
+}
+
+
+def hook_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str | None:
+    """The hint for error ``text`` (raised at a line reading ``code``) caused by a hook the
+    snippet registered; ``None`` for any other error."""
+    if "cannot register a hook on a tensor that doesn't require gradient" in text:
+        name = name_before(".register_hook(", code) or "This tensor"
+        return (
+            f"{name} does not require grad, so no gradient flows to it and a hook would never be called. To "
+            f"watch the gradient of an input, make it require grad before it is used "
+            f"({name}.requires_grad_(), or requires_grad=True where it is made); to watch a layer's, hook a "
+            "tensor computed from the parameters."
+        )
+    size = _HOOK_SIZE.search(text)
+    if size:
+        at = line_matching(source_lines, re.compile(r"\.register_hook\("))
+        where = f" (line {at[0]}: {at[1]})" if at else ""
+        return (
+            f"A tensor hook's return value replaces the gradient, so it must have the gradient's shape, or be "
+            f"None to leave the gradient as it is. This hook{where} returns something of another shape (a norm, "
+            "a sum): to log it, print or store it and return nothing, lambda g: print(g.norm()), or a def that "
+            "appends g.norm().item() to a list."
+        )
+    arguments = _TOO_MANY.search(text) or _too_few(text)
+    if arguments:
+        return _hook_arguments(arguments.group(1), source_lines)
+    if "of BackwardHookFunction is a view and is being modified inplace" in text:
+        at = line_matching(source_lines, re.compile(r"\.register_full_backward_hook\("))
+        where = f" (line {at[0]})" if at else ""
+        return (
+            f"A full backward hook{where} wraps the outputs of its module, and the layer after it changes them in "
+            "place (an nn.ReLU(inplace=True), an x += …), which autograd refuses for those wrapped outputs. Build "
+            "that layer without inplace=True (nn.ReLU()), or hook a module whose output is not changed in place."
+        )
+    return None
+
+
+def _too_few(text: str) -> re.Match[str] | None:
+    return re.search(r"(\w+)\(\) missing \d+ required positional arguments?", text)
+
+
+def _hook_arguments(function: str, source_lines: Sequence[str]) -> str | None:
+    """``function``, registered as a hook, takes a number of arguments its kind of hook is
+    not called with."""
+    registered = line_matching(source_lines, re.compile(rf"\.(register_\w*hook)\(\s*{re.escape(function)}\b"))
+    if registered is None:
+        return None
+    kind = re.search(r"\.(register_\w*hook)\(", registered[1])
+    called = _CALLED_WITH.get(kind.group(1)) if kind else None
+    if called is None:
+        return None
+    signature, count = called
+    defined = line_matching(source_lines, re.compile(rf"^def {re.escape(function)}\("))
+    where = f" (line {defined[0]}: {quoted_code(source_lines, defined[0], sys.maxsize)})" if defined else ""
+    return (
+        f"{function} is registered with {kind.group(1) if kind else 'a hook'} at line {registered[0]}, which calls "
+        f"it as {signature}: {count} argument{'s' if count != 1 else ''}. Its definition{where} takes another "
+        f"number: give it those {count}, in that order (input and grad_input are tuples of the module's inputs)."
+    )
