@@ -11,6 +11,7 @@ import torch
 
 from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
+from .explain_environment import environment_hint
 from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_hooks import hook_hint
@@ -246,18 +247,15 @@ def explain_error(
         return dtype_hint(rec, frame)
     if "cannot be converted to Scalar" in text:
         return scalar_hint(code)
-    if _NO_GPU.search(text):
-        return _NO_GPU_HINT
+    environment = environment_hint(exc, text)
+    if environment:
+        return environment
     loss = loss_target_hint(exc, rec, frame) or cross_entropy_hint(text, rec, frame)
     if loss:
         return loss
     product = matmul_hint(exc, rec, frame, code)
     if product:
         return product
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        return _missing_package_hint(exc.name.split(".")[0])
-    if "Read-only file system" in text:
-        return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     layout = layout_hint(exc, rec) or value_kind_hint(text, code)
     if layout:
         return layout
@@ -393,50 +391,6 @@ def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     )
 
 
-# packages people reach for in a snippet that gradwalk does the work of
-_PLOTTING = frozenset({"matplotlib", "seaborn", "plotly", "tensorboard", "wandb", "tqdm"})
-
-
-def _missing_package_hint(package: str) -> str:
-    """What to do when ``import package`` fails: what is there, and gradwalk's own way."""
-    hint = (
-        f"'{package}' is not installed where gradwalk runs snippets: PyTorch and NumPy are, with "
-        "Python's standard library."
-    )
-    if package in _PLOTTING:
-        hint += (
-            " gradwalk charts the run itself: the loss, gradient norms and memory of every "
-            "optimizer step show in the Charts tab, and any other number with "
-            "gradwalk.log('name', value)."
-        )
-    elif package.startswith("torch"):
-        hint += " Make the data with torch itself (torch.randn, torch.utils.data.TensorDataset)."
-    return hint
-
-
-def _raised_in(exc: BaseException, package: str) -> bool:
-    """Whether ``exc`` passed through the standard library's ``package`` on its way up."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if f"/{package}/" in tb.tb_frame.f_code.co_filename:
-            return True
-        tb = tb.tb_next
-    return False
-
-
-# the sandbox a run by the app gets (runner/sandbox.py): a read-only tree but for the
-# working folder, and no shared memory
-_READ_ONLY_HINT = (
-    "A snippet run by gradwalk may write only in its working folder (a small scratch folder that "
-    "vanishes with the run); the rest of the file system is read-only. Write with a relative path: "
-    "open('out.txt', 'w')."
-)
-_WORKERS_HINT = (
-    "Worker processes need shared memory (/dev/shm), and a snippet run by gradwalk has none: its "
-    "sandbox is read-only but for the working folder. Load batches in the snippet's own process "
-    "with DataLoader(..., num_workers=0) (the default), and call the function directly instead of "
-    "through a multiprocessing pool."
-)
 _INPLACE_HINT = (
     "A tensor that autograd saved for backward was changed in place afterwards. Use the "
     "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
@@ -446,12 +400,6 @@ _INTEGER_LEAF_HINT = (
     "torch.tensor of whole numbers (torch.tensor(2), torch.tensor([1, 2, 3])) and torch.arange(5) "
     "make int64. Write the numbers as floats (torch.tensor(2.0, requires_grad=True)), pass "
     "dtype=torch.float32, or convert first: x = x.float().requires_grad_()."
-)
-_NO_GPU_HINT = (
-    "This machine has no GPU that PyTorch can use (torch.cuda.is_available() is False), so "
-    "nothing can be put on 'cuda'. Use the variable device, which gradwalk sets to the device "
-    "the run was asked for ('cpu' here): x.to(device), model.to(device), torch.randn(3, "
-    "device=device). Outside gradwalk: device = 'cuda' if torch.cuda.is_available() else 'cpu'."
 )
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
@@ -526,8 +474,7 @@ _DIFFERENT_DTYPES = re.compile(
 # "only Tensors of floating point dtype can require gradients" (.requires_grad_()), "Only
 # Tensors of floating point and complex dtype can require gradients" (the factory's argument)
 _INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
-# "Torch not compiled with CUDA enabled", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"
-_NO_GPU = re.compile(r"not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available")
+
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 # "Function 'SqrtBackward0' returned nan values in its 0th output." (anomaly mode)

@@ -1,0 +1,79 @@
+"""Explain the errors of where a snippet runs, not of its autograd: a package that is not
+installed (with gradwalk's own way for plotting ones), a write outside the run's working
+folder or worker processes in the sandbox (runner/sandbox.py), and ``cuda`` on a machine
+without a GPU."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["environment_hint"]
+
+# "Torch not compiled with CUDA enabled", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"
+_NO_GPU = re.compile(r"not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available")
+
+
+def environment_hint(exc: BaseException, text: str) -> str | None:
+    """The hint for ``exc`` (whose message is ``text``) where its cause is the machine or the
+    sandbox; ``None`` for any other error."""
+    if _NO_GPU.search(text):
+        return _NO_GPU_HINT
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return _missing_package_hint(exc.name.split(".")[0])
+    if "Read-only file system" in text:
+        return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
+    return None
+
+
+# packages people reach for in a snippet that gradwalk does the work of
+_PLOTTING = frozenset({"matplotlib", "seaborn", "plotly", "tensorboard", "wandb", "tqdm"})
+
+
+def _missing_package_hint(package: str) -> str:
+    """What to do when ``import package`` fails: what is there, and gradwalk's own way."""
+    hint = (
+        f"'{package}' is not installed where gradwalk runs snippets: PyTorch and NumPy are, with "
+        "Python's standard library."
+    )
+    if package in _PLOTTING:
+        hint += (
+            " gradwalk charts the run itself: the loss, gradient norms and memory of every "
+            "optimizer step show in the Charts tab, and any other number with "
+            "gradwalk.log('name', value)."
+        )
+    elif package.startswith("torch"):
+        hint += " Make the data with torch itself (torch.randn, torch.utils.data.TensorDataset)."
+    return hint
+
+
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """Whether ``exc`` passed through the standard library's ``package`` on its way up."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"/{package}/" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+# the sandbox a run by the app gets (runner/sandbox.py): a read-only tree but for the
+# working folder, and no shared memory
+_READ_ONLY_HINT = (
+    "A snippet run by gradwalk may write only in its working folder (a small scratch folder that "
+    "vanishes with the run); the rest of the file system is read-only. Write with a relative path: "
+    "open('out.txt', 'w')."
+)
+_WORKERS_HINT = (
+    "Worker processes need shared memory (/dev/shm), and a snippet run by gradwalk has none: its "
+    "sandbox is read-only but for the working folder. Load batches in the snippet's own process "
+    "with DataLoader(..., num_workers=0) (the default), and call the function directly instead of "
+    "through a multiprocessing pool."
+)
+
+
+_NO_GPU_HINT = (
+    "This machine has no GPU that PyTorch can use (torch.cuda.is_available() is False), so "
+    "nothing can be put on 'cuda'. Use the variable device, which gradwalk sets to the device "
+    "the run was asked for ('cpu' here): x.to(device), model.to(device), torch.randn(3, "
+    "device=device). Outside gradwalk: device = 'cuda' if torch.cuda.is_available() else 'cpu'."
+)
