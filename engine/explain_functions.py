@@ -1,8 +1,8 @@
 """Explain the errors of a custom ``torch.autograd.Function``, the way a course teaches
 autograd from the inside: ``backward`` returning too few gradients or one of the wrong shape,
 ``save_for_backward`` given a number, ``ctx.saved_tensors()`` called, the Function
-instantiated (``Square()(x)``) instead of applied, and ``forward``/``backward`` written
-without ``@staticmethod``. PyTorch's messages name a ``MulConstBackward`` and an index; each
+instantiated (``Square()(x)``) instead of applied, ``forward``/``backward`` written
+without ``@staticmethod``, and ``gradcheck`` of it run in float32. PyTorch's messages name a ``MulConstBackward`` and an index; each
 hint names the snippet's class, its inputs and the return statement to write.
 """
 
@@ -58,10 +58,27 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
             "ctx.saved_tensors is an attribute holding the tuple save_for_backward stored, not a method: read "
             "it without parentheses, x, = ctx.saved_tensors (the comma unpacks a tuple of one)."
         )
+    if "Jacobian mismatch" in text and _single_precision_on(code, frame):
+        return (
+            "gradcheck compares backward()'s gradients with finite differences, (f(x + eps) - f(x - eps)) / 2eps "
+            "with eps = 1e-6, which float32's 7 digits cannot resolve (PyTorch warns so above). Give it float64 "
+            "inputs: x = torch.randn(5, dtype=torch.float64, requires_grad=True); a mismatch left then is real."
+        )
     static = _NOT_STATIC.search(text)
     if static:
         return _not_static(static.group(1), frame)
     return None
+
+
+def _single_precision_on(code: str | None, frame: FrameType | None) -> bool:
+    """Whether a name on ``code`` holds a float32 (or half) tensor that requires grad."""
+    scope = visible_names(frame)
+    return any(
+        isinstance(t, torch.Tensor)
+        and t.requires_grad
+        and t.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        for t in (scope.get(n) for n in re.findall(r"(?<![\w.])[A-Za-z_]\w*", code or ""))
+    )
 
 
 def _function_class(name: str, frame: FrameType | None) -> type[torch.autograd.Function] | None:

@@ -145,6 +145,15 @@ def _not_a_leaf(name: str, t: torch.Tensor, made: tuple[str, str], code: str) ->
         f"{name}.grad is None because {name} is not a leaf but the result of an op ({node}){where}: "
         "backward() fills .grad only on leaves, the tensors you create with requires_grad=True."
     )
+    converted = re.search(r"requires_grad=True\)\s*\.(double|float|half|to|cuda)\(", made_code)
+    if converted:
+        # w = torch.randn(3, requires_grad=True).double(): the leaf is the float32 tensor, dropped
+        return (
+            f"{text} The leaf is the tensor made with requires_grad=True; .{converted.group(1)}() then made a "
+            f"converted copy of it, which is what {name} holds, and the leaf itself is gone. Create it with the "
+            f"dtype (or device) it needs: torch.randn(3, dtype=torch.float64, requires_grad=True), or convert "
+            f"first and ask for gradients after: {name} = torch.randn(3).{converted.group(1)}().requires_grad_()."
+        )
     if f"{name}.grad" not in made_code:
         return f"{text} Read the leaf's .grad instead, or call {name}.retain_grad() before backward() to keep this one's."
     # a gradient step by hand computed out of place: `x = x - lr * x.grad`, `return w - lr * w.grad`

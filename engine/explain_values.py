@@ -153,6 +153,12 @@ def _not_a_tensor(function: str, argument: str, position: str, given: str) -> st
             "convert the array first: torch.from_numpy(x).float() (NumPy's default float64 would meet "
             "float32 weights), or torch.as_tensor(x, dtype=torch.float32)"
         )
+    elif given in _NUMBERS and argument in ("weight", "pos_weight") and "loss" in function:
+        # F.cross_entropy(logits, y, 0.1): the third place is weight (one per class), not label_smoothing
+        fix = (
+            f"its {argument} is one number per class, and settings such as label_smoothing are passed by name: "
+            "F.cross_entropy(logits, y, label_smoothing=0.1)"
+        )
     elif given in _NUMBERS:
         fix = f"wrap the number: torch.tensor([{_NUMBERS[given]}]) (a target is one per sample, so a list)"
     elif given == "tuple":

@@ -69,6 +69,33 @@ CASES = {
         7,
         ["element 0 of this list is a Python float", "losses.append(loss)"],
     ),
+    "data made under inference_mode into a model": (
+        "import torch\nimport torch.nn as nn\nwith torch.inference_mode():\n    X = torch.randn(16, 4) * 2 + 1\n"
+        "model = nn.Linear(4, 1)\nloss = nn.functional.mse_loss(model(X), X.sum(1, keepdim=True))\n",
+        6,
+        ["inference tensors can never enter a graph", "torch.no_grad()", "X = X.clone()"],
+    ),
+    "gradcheck in float32": (
+        "import torch\ndef f(x):\n    return (x.sin() * x).sum()\nx = torch.linspace(-2, 2, 5, requires_grad=True)\n"
+        "print(torch.autograd.gradcheck(f, (x,)))\n",
+        5,
+        ["float32's 7 digits cannot resolve", "dtype=torch.float64"],
+    ),
+    "label smoothing passed in weight's place": (
+        "import torch\nimport torch.nn.functional as F\nlogits = torch.randn(5, 3, requires_grad=True)\n"
+        "y = torch.randint(0, 3, (5,))\nloss = F.cross_entropy(logits, y, 0.1)\n",
+        5,
+        ["one number per class", "label_smoothing=0.1"],
+    ),
+    ".double() of a leaf, then its .grad": (
+        "import torch\nw = torch.randn(3, requires_grad=True).double()\nloss = (w ** 2).sum()\nloss.backward()\n"
+        "with torch.no_grad():\n    w -= 0.1 * w.grad\n",
+        6,
+        [
+            ".double() then made a converted copy of it",
+            "torch.randn(3, dtype=torch.float64, requires_grad=True)",
+        ],
+    ),
 }
 
 
@@ -92,3 +119,15 @@ def test_clipping_written_above_backward_is_said_to_run_before_it() -> None:
     assert (p.kind, p.line) == ("clip-after-step", 10)
     assert p.title == "clip_grad_norm_ runs before backward(): it clips nothing the step uses"
     assert p.fix.startswith("Move it below loss.backward() (line 11), before opt.step() (line 12)"), p.fix
+
+
+def test_a_gradcheck_mismatch_in_float64_is_not_blamed_on_precision() -> None:
+    # a backward that is wrong: float64 does not save it, and the hint must not say it would
+    source = (
+        "import torch\nclass Sq(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        ctx.save_for_backward(x)\n        return x ** 2\n    @staticmethod\n    def backward(ctx, g):\n"
+        "        x, = ctx.saved_tensors\n        return 3 * x * g\n"
+        "x = torch.randn(4, dtype=torch.float64, requires_grad=True)\ntorch.autograd.gradcheck(Sq.apply, (x,))\n"
+    )
+    err = q.errors(record(source))[0]
+    assert err.exc_type == "GradcheckError" and "float32" not in (err.hint or ""), err.hint
