@@ -17,6 +17,7 @@ from .conftest import (
     run_source,
     settle,
     shot,
+    stored_run,
     wait_graph,
 )
 
@@ -240,6 +241,58 @@ def test_a_graph_too_tall_to_fit_opens_with_its_top_groups_name_in_view(page: An
     )
     assert top["bottom"] > top["height"], top  # too tall to fit whole at a readable zoom
     assert top["group"] >= 0, top
+
+
+_CNN = """import torch
+import torch.nn as nn
+net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 3))
+loss = nn.functional.cross_entropy(net(torch.randn(2, 1, 8, 8)), torch.tensor([0, 2]))
+loss.backward()
+"""
+
+_RUNNING_UNDER_A_CUE = """() => {
+  const cy = window.gradwalk.graph.core;
+  if (cy.animated()) return null;
+  const node = cy.$('node.current').first();
+  if (!node.nonempty()) return [];
+  const b = node.renderedBoundingBox({ includeLabels: false });
+  const pane = document.querySelector('.gw-offscreen').getBoundingClientRect();
+  return [...document.querySelectorAll('.gw-offscreen-cue:not([hidden])')]
+    .map((c) => c.getBoundingClientRect())
+    .filter((r) => !(b.x2 <= r.left - pane.left || b.x1 >= r.right - pane.left || b.y2 <= r.top - pane.top || b.y1 >= r.bottom - pane.top))
+    .map((r) => [node.data('label'), r.left - pane.left, r.top - pane.top]);
+}"""
+
+
+def test_a_stored_runs_graph_pane_never_asks_to_press_run(page: Any, server: Any) -> None:
+    # a link to a run on a busy laptop showed "Press ▶ Run ... the graph appears here" until
+    # the layout landed, though the run was loaded and the inspector showed its nodes
+    run_id = stored_run(server, _MSE_LOOP)
+    page.goto(f"{server.url}/?run={run_id}&view=inspector&sel=n1")
+    page.wait_for_function("() => window.gradwalk?.model?.nodes.size > 0")
+    text = page.locator(".gw-graph-empty").first.text_content() or ""
+    assert "Press ▶ Run" not in text, text
+    wait_graph(page)
+
+
+def test_the_running_node_is_never_under_a_more_cue(page: Any) -> None:
+    # the stepper moves the graph the least that shows the running node, which left it at the
+    # pane's edge under "7 more ▸" (a CNN's batch norm node, at 1280 x 720)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page)
+    run_source(page, _CNN)
+    wait_graph(page)
+    page.click("#gw-tab-stepper")
+    steps = int(page.evaluate("() => window.gradwalk.model.timeline.length"))
+    covered = []
+    for _ in range(steps):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(60)
+        page.wait_for_function(f"() => ({_RUNNING_UNDER_A_CUE})() !== null")
+        page.wait_for_timeout(50)  # the cues follow the view once a frame
+        covered += page.evaluate(_RUNNING_UNDER_A_CUE) or []
+    assert not covered, covered
 
 
 @pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])

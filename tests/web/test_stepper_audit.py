@@ -78,6 +78,32 @@ def test_a_python_number_factor_is_named_in_the_rule(page: Any) -> None:
     expect(saved).to_contain_text("4 (a Python number)")
 
 
+def test_the_inspector_names_a_tensor_made_inside_an_op_and_fits_its_pane(page: Any) -> None:
+    # addmm saves the weight's transpose, made inside F.linear: it read "a float32 number [4×3]",
+    # and the table was wider than the side pane (its bytes column cut to "byt")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_stepper(
+        page,
+        "import torch\nimport torch.nn as nn\nnet = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2))\n"
+        "loss = net(torch.randn(2, 4)).pow(2).sum()\nloss.backward()\n",
+    )
+    # the second layer's addmm: its input requires grad, so it saves the weight's transpose
+    node = page.evaluate(
+        """() => [...window.gradwalk.model.nodes.values()].find((n) => n.name === 'AddmmBackward0'
+            && n.saved.some((s) => s.name === 'mat2' && s.tensor === null)).id"""
+    )
+    page.goto(page.url.replace("view=stepper", "view=inspector") + f"&sel=n{node}")
+    saved = page.locator(".gw-inspector-body table.gw-table")
+    expect(saved).to_contain_text("a float32 tensor, made inside the op")
+    expect(saved).not_to_contain_text("float32 number")
+    fits = page.evaluate(
+        """() => { const t = document.querySelector('.gw-inspector-body table.gw-table').getBoundingClientRect();
+        const pane = document.querySelector('.gw-inspector-body').getBoundingClientRect();
+        return [t.right, pane.right]; }"""
+    )
+    assert fits[0] <= fits[1] + 0.5, fits
+
+
 def test_pow_with_a_tensor_exponent_and_a_number_base(page: Any) -> None:
     # c = a ** b at a = 2, b = 3: ∂c/∂a = 3 · 2² = 12, ∂c/∂b = 8 · ln 2 = 5.545.
     # r = 2 ** x: ∂r/∂x = 2ˣ · ln 2; the card wrote the power rule "grad · b · 2^(b−1)"

@@ -65,6 +65,14 @@ export function panToward(side: Side, centres: Centres, view: Viewport, margin =
   return across ? { x: by, y: 0 } : { x: 0, y: by };
 }
 
+/** A box in a pane's px: left, right, top, bottom. */
+export interface Box {
+  x1: number;
+  x2: number;
+  y1: number;
+  y2: number;
+}
+
 /** The four cues of one graph pane, kept up to date as the view moves. */
 export class OffscreenCues {
   readonly element: HTMLElement;
@@ -82,6 +90,15 @@ export class OffscreenCues {
       this.buttons.set(side, button);
       this.element.append(button);
     }
+  }
+
+  /** The cues on screen, as boxes in the pane's own px (Cytoscape's rendered coordinates). */
+  covers(): Box[] {
+    const pane = this.element.getBoundingClientRect();
+    return [...this.buttons.values()]
+      .filter((b) => !b.hidden)
+      .map((b) => b.getBoundingClientRect())
+      .map((r) => ({ x1: r.left - pane.left, x2: r.right - pane.left, y1: r.top - pane.top, y2: r.bottom - pane.top }));
   }
 
   /** Follow a new Cytoscape core (the view makes a new one for a new run or a big graph). */

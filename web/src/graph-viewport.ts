@@ -4,6 +4,7 @@
 // when to call them).
 import type { CollectionReturnValue, Core, SingularElementReturnValue } from "cytoscape";
 import { leastShift, reducedMotion } from "./dom";
+import type { Box } from "./graph-offscreen";
 
 /**
  * A pane is often too short to fit a whole graph at a size whose labels show (node text
@@ -31,10 +32,12 @@ export interface FitOptions {
   readable: boolean;
   /** The stepper's element, kept in view at a readable zoom; null outside the stepper. */
   focus: string | null;
+  /** What lies over the pane's edges (the "7 more ▸" cues): the focus is kept clear of it. */
+  covers?: readonly Box[];
 }
 
 /** Fit the visible elements of `cy` in view as {@link FitOptions} say. */
-export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions): void {
+export function fitGraph(cy: Core, { animate, big, readable, focus, covers = [] }: FitOptions): void {
   const visible = cy.elements(":visible");
   if (!visible.length) return;
   // A pan still animating (a step followed) would land after the fit and undo it.
@@ -54,7 +57,7 @@ export function fitGraph(cy: Core, { animate, big, readable, focus }: FitOptions
   const lessonSized = cy.nodes().length <= READABLE_MAX_NODES;
   if (readable && cy.zoom() < READABLE_ZOOM && (focus || lessonSized)) {
     topFirst(cy, lessonSized ? LESSON_ZOOM : readableZoom(cy), 16);
-    if (focus) nudgeInto(cy, cy.getElementById(focus));
+    if (focus) nudgeInto(cy, cy.getElementById(focus), covers);
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
   }
@@ -94,10 +97,13 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
 }
 
 /** Pan the least distance that brings element `el` wholly into view. */
-function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue): void {
+function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue, covers: readonly Box[] = []): void {
   if (!el.nonempty()) return;
-  const { dx, dy } = leastPan(el.renderedBoundingBox({ includeLabels: false, includeOverlays: false }), cy, 24);
-  if (dx || dy) cy.panBy({ x: dx, y: dy });
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const { dx, dy } = leastPan(box, cy, 24);
+  const moved = { x1: box.x1 + dx, x2: box.x2 + dx, y1: box.y1 + dy, y2: box.y2 + dy };
+  const by = clearOf(moved, covers, { width: cy.width(), height: cy.height() }, { x: dx, y: dy });
+  if (by.x || by.y) cy.panBy(by);
 }
 
 /**
@@ -129,12 +135,32 @@ export function panView(cy: Core, by: { x: number; y: number }, instant = false)
  * (steps in quick succession) stops where it is, so the next is measured from there, not
  * queued after it from a view that has since moved. Returns whether the view moved.
  */
-export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean): boolean {
+export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean, covers: readonly Box[] = []): boolean {
   cy.stop(true);
-  const by = revealPan(cy, el);
-  if (!by) return false;
+  const pan = revealPan(cy, el) ?? { x: 0, y: 0 };
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const by = clearOf({ x1: box.x1 + pan.x, x2: box.x2 + pan.x, y1: box.y1 + pan.y, y2: box.y2 + pan.y }, covers, { width: cy.width(), height: cy.height() }, pan);
+  if (!by.x && !by.y) return false;
   panView(cy, by, instant);
   return true;
+}
+
+/**
+ * `pan`, and more where `box` (where `pan` puts the element) would lie under one of `covers` (the "7 more
+ * ▸" cues at the pane's edges, which hid the stepper's running node): the least move, across
+ * or down, that takes the box 8 px clear of it, toward the pane's middle.
+ */
+export function clearOf(box: Box, covers: readonly Box[], pane: { width: number; height: number }, pan: { x: number; y: number }): { x: number; y: number } {
+  const by = { ...pan };
+  for (const c of covers) {
+    const b = { x1: box.x1 + by.x - pan.x, x2: box.x2 + by.x - pan.x, y1: box.y1 + by.y - pan.y, y2: box.y2 + by.y - pan.y };
+    if (b.x2 <= c.x1 || b.x1 >= c.x2 || b.y2 <= c.y1 || b.y1 >= c.y2) continue;
+    const across = (c.x1 + c.x2) / 2 > pane.width / 2 ? c.x1 - 8 - b.x2 : c.x2 + 8 - b.x1;
+    const down = (c.y1 + c.y2) / 2 > pane.height / 2 ? c.y1 - 8 - b.y2 : c.y2 + 8 - b.y1;
+    if (Math.abs(across) <= Math.abs(down)) by.x += across;
+    else by.y += down;
+  }
+  return by;
 }
 
 /** Zoom the view of `cy` by `factor` about its centre, within its zoom limits. */

@@ -201,6 +201,9 @@ export class GraphView {
     this.pacer.reset();
     this.part.reset();
     this.createCy(false);
+    // until the first layout lands: a stored run's graph is on its way, not waiting for ▶ Run
+    this.root.classList.remove("gw-graph-has-nodes");
+    this.empty.textContent = model.nodes.size > 0 ? "Drawing the graph…" : emptyGraphText(model, this.beforeRun);
     model.subscribe(() => this.schedule());
     this.schedule(0);
   }
@@ -384,7 +387,7 @@ export class GraphView {
    */
   fit(animate: boolean, readable = true): void {
     const focus = readable ? stepperElement(this.shown(), this.store.state) : null;
-    fitGraph(this.cy, { animate, big: this.big, readable, focus });
+    fitGraph(this.cy, { animate, big: this.big, readable, focus, covers: this.cues.covers() });
     this.fittedForStepper = focus !== null;
     this.userMoved = false;
   }
@@ -397,7 +400,7 @@ export class GraphView {
   /** Bring element `id` into view when it is not wholly in it (`byUser`: the user moved there). */
   private reveal(id: string, byUser = true): void {
     const el = this.cy.getElementById(id);
-    if (el.nonempty() && revealElement(this.cy, el, this.big) && byUser) this.userMoved = true;
+    if (el.nonempty() && revealElement(this.cy, el, this.big, this.cues.covers()) && byUser) this.userMoved = true;
   }
 
   // --- state: scrubber, stepper, links, selection -------------------------------------------

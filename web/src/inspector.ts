@@ -341,7 +341,7 @@ export class InspectorView {
                           { kind: "tensor", id: s.tensor },
                           tensorExpr(m, s.tensor),
                         )
-                      : (s.scalar ?? savedNumberText(m, node, s.dtype)),
+                      : (s.scalar ?? savedNumberText(m, node, s.dtype, s.shape)),
                   ),
                   h("td", { text: s.shape ? shapeText(s.shape) : "" }),
                   h("td", { text: s.bytes ? bytesText(s.bytes) : "" }),
@@ -373,18 +373,22 @@ export class InspectorView {
 }
 
 /**
- * A saved number the trace holds no value of: the Python number the op was passed where
- * that is known (`4`, for `x / 4`), else its dtype (`an int64 number`).
+ * A saved value the trace holds no value of: a tensor made inside the op (`a float32 tensor,
+ * made inside the op`: addmm's transposed weight, batch norm's statistics), the Python number
+ * the op was passed where that is known (`4`, for `x / 4`), else its dtype (`an int64 number`).
  */
 function savedNumberText(
   m: TraceModel,
   node: NodeCreated,
   dtype: string | null | undefined,
+  shape?: readonly number[] | null,
 ): string {
+  const article = dtype?.startsWith("int") ? "an" : "a";
+  if (shape && shape.length > 0) return `${article} ${dtype ?? ""} tensor, made inside the op`.replace("  ", " ");
   const v = wrappedNumber(m, node, WRAPPED_NUMBER_OPS);
   if (v !== null) return `${numberText(v, 17)} (a Python number)`;
   if (!dtype) return "—";
-  return `${dtype.startsWith("int") ? "an" : "a"} ${dtype} number`;
+  return `${article} ${dtype} number`;
 }
 
 /** A value as a table (heatmap for matrices), or statistics and a histogram when summarized. */

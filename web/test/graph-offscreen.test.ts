@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { countBeyond, panToward, type Viewport } from "../src/graph-offscreen";
+import { clearOf } from "../src/graph-viewport";
 
 /** Node centres at these (x, y) places, in the graph's own coordinates. */
 const at = (...points: [number, number][]) => Float64Array.from(points.flat());
@@ -29,4 +30,17 @@ test("a cue pans to bring the farthest node that way inside, by at most 80% of t
   // nothing that way, or no nodes at all: no pan
   assert.deepEqual(panToward("right", at([100, 100]), view()), { x: -0, y: 0 });
   assert.deepEqual(panToward("left", new Float64Array(0), view()), { x: 0, y: 0 });
+});
+
+test("a node revealed under a cue is moved clear of it, the least way, toward the middle", () => {
+  const pane = { width: 400, height: 300 };
+  const right = { x1: 320, x2: 394, y1: 138, y2: 162 }; // "7 more ▸", mid right
+  const corner = { x1: 320, x2: 394, y1: 270, y2: 294 }; // "47 more ▾", bottom right
+  // under the right cue: across is the shorter way out (left by 345 - 320 + 8 = 33)
+  assert.deepEqual(clearOf({ x1: 300, x2: 345, y1: 130, y2: 150 }, [right], pane, { x: 0, y: 0 }), { x: -33, y: 0 });
+  // under the corner cue, low and wide: up is shorter
+  assert.deepEqual(clearOf({ x1: 250, x2: 390, y1: 280, y2: 298 }, [corner], pane, { x: 0, y: 0 }), { x: 0, y: -36 });
+  // the box is where the pan that brought it in view puts it: clear there, the pan stays as it is
+  assert.deepEqual(clearOf({ x1: 300, x2: 345, y1: 200, y2: 220 }, [right], pane, { x: 0, y: 60 }), { x: 0, y: 60 });
+  assert.deepEqual(clearOf({ x1: 10, x2: 60, y1: 10, y2: 40 }, [right, corner], pane, { x: 5, y: 0 }), { x: 5, y: 0 });
 });
