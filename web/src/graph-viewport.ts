@@ -99,7 +99,7 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
 /** Pan the least distance that brings element `el` wholly into view. */
 function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue, covers: readonly Box[] = []): void {
   if (!el.nonempty()) return;
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const { dx, dy } = leastPan(box, cy, 24);
   const moved = { x1: box.x1 + dx, x2: box.x2 + dx, y1: box.y1 + dy, y2: box.y2 + dy };
   const by = clearOf(moved, covers, { width: cy.width(), height: cy.height() }, { x: dx, y: dy });
@@ -115,7 +115,8 @@ function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnVa
  * at one side).
  */
 export function revealPan(cy: Core, el: SingularElementReturnValue): { x: number; y: number } | null {
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  // the running node's highlight ring is part of what must show
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const { dx, dy } = leastPan(box, cy, 0);
   if (!dx && !dy) return null;
   return { x: leastPan(box, cy, 24).dx, y: dy ? cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
@@ -138,7 +139,7 @@ export function panView(cy: Core, by: { x: number; y: number }, instant = false)
 export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean, covers: readonly Box[] = []): boolean {
   cy.stop(true);
   const pan = revealPan(cy, el) ?? { x: 0, y: 0 };
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const by = clearOf({ x1: box.x1 + pan.x, x2: box.x2 + pan.x, y1: box.y1 + pan.y, y2: box.y2 + pan.y }, covers, { width: cy.width(), height: cy.height() }, pan);
   if (!by.x && !by.y) return false;
   panView(cy, by, instant);
