@@ -156,46 +156,49 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     if training.total_steps == 0:
         return []
     said = []
-    seen: set[int] = set()
-    for held in list(scope.values()):
-        if not is_module(held):
-            continue
-        for _, module in submodules(held):
-            if id(module) in seen:
+    for module in _modules_held(scope):
+        for attr, value in list(vars(module).items()):
+            if not (
+                is_a(value, torch.Tensor)
+                and not isinstance(value, nn.Parameter)
+                and value.requires_grad
+                and value.is_leaf
+                and value.grad is not None
+                and id(value) not in training.stepped_params
+            ):
                 continue
-            seen.add(id(module))
-            for attr, value in list(vars(module).items()):
-                if not (
-                    is_a(value, torch.Tensor)
-                    and not isinstance(value, nn.Parameter)
-                    and value.requires_grad
-                    and value.is_leaf
-                    and value.grad is not None
-                    and id(value) not in training.stepped_params
-                ):
-                    continue
-                owner = rec.modules.path_of(module) or type(module).__name__
-                name = f"{owner}.{attr}"
-                if rec.tensors.names.get(rec.tensors.known(value) or -1) is None:
-                    rec.tensors.rename(value, name)  # the graph and the card name it as the pitfall does
-                line = _attribute_line(attr, rec.source_lines)
-                if line is not None and not _in_init(line, rec.source_lines):
-                    continue
-                said.append(
-                    Said(
-                        "tensor-attribute-not-parameter",
-                        line,
-                        f"{name} is a plain tensor, not an nn.Parameter: it never trains",
-                        f"{name} requires grad and gets gradients, but it is a plain tensor attribute: nn.Module "
-                        f"registers only nn.Parameter (and sub-modules), so {owner}.parameters() leaves it out, no "
-                        f"optimizer built from it updates it, and zero_grad() never clears its .grad, which only "
-                        f"grows. It keeps its initial value for the whole run.",
-                        f"Make it a parameter: self.{attr} = nn.Parameter(…) (without requires_grad=True, which a "
-                        "Parameter has already).",
-                        _tensor_ids(rec, [value]),
-                    )
+            owner = rec.modules.path_of(module) or type(module).__name__
+            name = f"{owner}.{attr}"
+            if rec.tensors.names.get(rec.tensors.known(value) or -1) is None:
+                rec.tensors.rename(value, name)  # the graph and the card name it as the pitfall does
+            line = _attribute_line(attr, rec.source_lines)
+            if line is not None and not _in_init(line, rec.source_lines):
+                continue
+            said.append(
+                Said(
+                    "tensor-attribute-not-parameter",
+                    line,
+                    f"{name} is a plain tensor, not an nn.Parameter: it never trains",
+                    f"{name} requires grad and gets gradients, but it is a plain tensor attribute: nn.Module "
+                    f"registers only nn.Parameter (and sub-modules), so {owner}.parameters() leaves it out, no "
+                    f"optimizer built from it updates it, and zero_grad() never clears its .grad, which only "
+                    f"grows. It keeps its initial value for the whole run.",
+                    f"Make it a parameter: self.{attr} = nn.Parameter(…) (without requires_grad=True, which a "
+                    "Parameter has already).",
+                    _tensor_ids(rec, [value]),
                 )
+            )
     return said
+
+
+def _modules_held(scope: dict[str, Any]) -> list[nn.Module]:
+    """Every module the snippet's variables hold, and their submodules, each once."""
+    found: dict[int, nn.Module] = {}
+    for held in list(scope.values()):
+        if is_module(held):
+            for _, module in submodules(held):
+                found.setdefault(id(module), module)
+    return list(found.values())
 
 
 def _module_flag(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
@@ -205,38 +208,33 @@ def _module_flag(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     if rec.training.total_steps == 0:
         return []
     said = []
-    seen: set[int] = set()
-    for held in list(scope.values()):
-        if not is_module(held):
+    for module in _modules_held(scope):
+        if vars(module).get("requires_grad") is not False:
             continue
-        for _, module in submodules(held):
-            if id(module) in seen or vars(module).get("requires_grad") is not False:
-                continue
-            seen.add(id(module))
-            trained: list[torch.Tensor] = [
-                p for p in module.parameters() if p.requires_grad and id(p) in rec.training.stepped_params
-            ]
-            if not trained:
-                continue
-            path = rec.modules.path_of(module) or type(module).__name__
-            line, code = _flag_line(module, scope, rec.statement_lines) or (
-                None,
-                f"{path}.requires_grad = False",
+        trained: list[torch.Tensor] = [
+            p for p in module.parameters() if p.requires_grad and id(p) in rec.training.stepped_params
+        ]
+        if not trained:
+            continue
+        path = rec.modules.path_of(module) or type(module).__name__
+        line, code = _flag_line(module, scope, rec.statement_lines) or (
+            None,
+            f"{path}.requires_grad = False",
+        )
+        path = code.split(".requires_grad")[0]  # the module as the snippet names it
+        said.append(
+            Said(
+                "requires-grad-set-on-module",
+                line,
+                f"{code} freezes nothing: {path} kept training",
+                f"{code} sets a new attribute on the module, which nothing reads: an nn.Module has no "
+                f"requires_grad of its own, so {path}'s parameters still require grad, got gradients, and the "
+                f"optimizer updated them at every step.",
+                f"Freeze its parameters with the method, with the underscore: {path}"
+                ".requires_grad_(False) (or set p.requires_grad = False for each p in its parameters()).",
+                _tensor_ids(rec, trained),
             )
-            path = code.split(".requires_grad")[0]  # the module as the snippet names it
-            said.append(
-                Said(
-                    "requires-grad-set-on-module",
-                    line,
-                    f"{code} freezes nothing: {path} kept training",
-                    f"{code} sets a new attribute on the module, which nothing reads: an nn.Module has no "
-                    f"requires_grad of its own, so {path}'s parameters still require grad, got gradients, and the "
-                    f"optimizer updated them at every step.",
-                    f"Freeze its parameters with the method, with the underscore: {path}"
-                    ".requires_grad_(False) (or set p.requires_grad = False for each p in its parameters()).",
-                    _tensor_ids(rec, trained),
-                )
-            )
+        )
     return said
 
 

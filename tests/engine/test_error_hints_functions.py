@@ -4,13 +4,9 @@ what to write."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from engine import queries as q
-from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import raised_as_plain
 
 CASES = {
     # name: (snippet, the line that raises, exception type, phrases the hint must hold)
@@ -57,15 +53,8 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_custom_functions_error_gets_a_hint_in_its_own_terms(name: str) -> None:
     source, line, exc_type, phrases = CASES[name]
-    err = q.errors(record(source))[0]
-    with warnings.catch_warnings():  # Square()(x) warns as it does without gradwalk
-        warnings.simplefilter("ignore")
-        plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (
-        type(plain).__name__,
-        str(plain),
-        line,
-    ) and err.exc_type == exc_type
+    err = raised_as_plain(source, line)
+    assert err.exc_type == exc_type, err
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)

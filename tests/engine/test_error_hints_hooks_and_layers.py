@@ -5,13 +5,11 @@ snippet raises as it does without gradwalk, and the hint names the cause and the
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import raised_as_plain
 
 CLIP_ABOVE_BACKWARD = "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.01)\nX = torch.randn(32, 4) * 10; y = torch.randn(32, 1)\nfor i in range(6):\n    opt.zero_grad()\n    loss = nn.functional.mse_loss(model(X), y)\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss.backward()\n    opt.step()\n"
 
@@ -102,11 +100,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_hint_names_the_cause(name: str) -> None:
     source, line, phrases = CASES[name]
-    err = q.errors(record(source))[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), line), err
+    err = raised_as_plain(source, line)
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)

@@ -6,13 +6,11 @@ in the snippet's own terms."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import raised_as_plain
 
 NET = (
     "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
@@ -117,12 +115,8 @@ RAISED_AT = {"a layer built inside forward": 10}
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_error_away_from_its_cause_gets_a_hint_naming_the_cause(name: str) -> None:
     source, exc_type, phrases = CASES[name]
-    err = q.errors(record(source))[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        plain = plain_error(source)
-    assert (err.exc_type, err.message) == (type(plain).__name__, str(plain)) and err.exc_type == exc_type
-    assert err.line == RAISED_AT.get(name, source.count("\n")), err
+    err = raised_as_plain(source, RAISED_AT.get(name, source.count("\n")))
+    assert err.exc_type == exc_type, err
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)

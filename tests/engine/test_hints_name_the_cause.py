@@ -6,13 +6,11 @@ snippet raises as it does without gradwalk."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import raised_as_plain
 
 CASES = {
     # name: (snippet, the line that raises, phrases the hint must hold, phrases it must not)
@@ -68,11 +66,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_hint_names_the_cause_the_snippet_shows(name: str) -> None:
     source, line, phrases, absent = CASES[name]
-    err = q.errors(record(source))[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), line), err
+    err = raised_as_plain(source, line)
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)
