@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from pydantic import ValidationError
 
 from engine.events import (
+    BackwardCounted,
     BackwardStarted,
     Counts,
     ErrorRaised,
@@ -197,6 +198,8 @@ class _SeenCounts:
             self.tensors += 1
         elif isinstance(event, BackwardStarted):
             self.backward_calls += 1
+        elif isinstance(event, BackwardCounted):  # a call of a loop that steps by hand, metrics-only
+            self.backward_calls = max(self.backward_calls, event.index + 1)
         elif isinstance(event, OptimizerStep):
             self.optimizer_steps += 1
         elif isinstance(event, RunStarted):

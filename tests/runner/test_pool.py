@@ -48,6 +48,20 @@ def test_a_run_stopped_by_its_time_limit_says_what_it_recorded(driver: PoolDrive
     assert end.duration_s >= 1.0  # it ran until its 1.5 s limit stopped it
 
 
+def test_a_loop_stepping_by_hand_stopped_counts_its_metrics_only_calls(driver: PoolDriver) -> None:
+    # its first 10 calls are recorded in full, the rest as backward_counted: the status of a
+    # stopped run said "10 backward" while its loss chart was at call 121
+    source = (
+        "import torch\nw = torch.zeros(2, requires_grad=True)\nwhile True:\n    loss = ((w - 1) ** 2).sum()\n"
+        "    loss.backward()\n    with torch.no_grad():\n        w -= 0.01 * w.grad\n        w.grad = None\n"
+    )
+    events, _ = driver.run(source, limits=Limits(timeout_s=1.5))
+    end = finished(events)
+    counted = [e for e in events if e.type == "backward_counted"]
+    assert end.status == "timeout" and counted
+    assert end.counts.backward_calls == counted[-1].index + 1 > 10
+
+
 def test_cancel_is_prompt(driver: PoolDriver) -> None:
     async def go() -> tuple[float, str | None, list]:
         handle = driver.pool.submit(
