@@ -600,6 +600,47 @@ def test_a_live_tape_names_a_module_output_once_an_op_outside_the_module_reads_i
     expect(page.locator(row)).to_have_text(finished)
 
 
+_LINE_BREAKS = """(selector) => {
+    const out = [];
+    for (const el of document.querySelectorAll(selector)) {
+        const chars = [];  // [character, top of its line box]
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+            for (let i = 0; i < t.length; i++) {
+                const range = document.createRange();
+                range.setStart(t, i);
+                range.setEnd(t, i + 1);
+                const rect = range.getClientRects()[0];
+                chars.push([t.textContent[i], rect ? Math.round(rect.top) : null]);
+            }
+        }
+        const seen = chars.filter(([c, top]) => c.trim() && top !== null);
+        for (let i = 1; i < seen.length; i++) {
+            if (seen[i][1] === seen[i - 1][1]) continue;
+            const k = chars.indexOf(seen[i]);
+            out.push([el.textContent, chars[k - 1][0] + '|' + seen[i][0]]);
+        }
+    }
+    return out;
+}"""
+
+
+def test_a_long_op_name_wraps_at_its_underscores(page: Any) -> None:
+    # presenter type at 1280 x 720: `multi_head_attention_forward` broke as `multi_head_a|ttention_for|ward`
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, "?view=tape", presenter=True)
+    run_source(
+        page,
+        "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(8, 2)\nx = torch.randn(3, 1, 8)\n"
+        "out, _ = attn(x, x, x)\nout.sum().backward()\n",
+    )
+    expect(page.locator(".gw-op-name", has_text="multi_head_attention_forward")).to_have_count(1)
+    breaks = page.evaluate(_LINE_BREAKS, ".gw-op-name")
+    assert breaks, "the name fits on one line: the case is not tested"
+    cut = [(text, at) for text, at in breaks if at[0] != "_"]
+    assert not cut, cut
+
+
 def test_a_tape_in_a_narrow_column_wraps_names_at_their_dots_not_mid_name(page: Any) -> None:
     # In presenter type at 1280 x 720 the tape's column holds about 13 characters:
     # `net.fc1.weight,` was cut as `net.fc1.weigh` / `t,`. Lines now end at a space, a dot,

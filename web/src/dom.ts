@@ -49,15 +49,17 @@ function append(el: Element, children: (Child | Child[])[]): void {
 export const PANES_RESIZED = "gw-panes-resized";
 
 /**
- * `text` for a narrow column: each word with a `.` or `(` in it (`net.fc1.weight,`) is kept
- * on one line where it fits, and else wraps at its dots and brackets (an inline block with
+ * `text` for a narrow column: each word with a `.`, `(` or `_` in it (`net.fc1.weight,`,
+ * `multi_head_attention_forward`) is kept on one line where it fits, and else wraps at its
+ * dots, brackets and underscores (an inline block with
  * `<wbr>`s, class `gw-breakable`), where `overflow-wrap: anywhere` cut it mid-name
  * (`net.fc1.weigh` / `t`).
  */
 export function breakAtDots(text: string): Child[] {
   return text.split(/(\s+)/).map((word) => {
-    if (!/[.(]./.test(word)) return word;
-    const parts = word.split(/(?<=\.)|(?<=\()(?!…)/); // `net.fc1(…)` keeps its `(…)`
+    if (!/[.(_]./.test(word)) return word;
+    // `net.fc1(…)` keeps its `(…)`; a snake_case name wraps after an underscore
+    const parts = word.split(/(?<=\.)|(?<=\()(?!…)|(?<=[a-z0-9]_)(?=[a-z0-9])/);
     return h("span", { class: "gw-breakable" }, parts.flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part])));
   });
 }

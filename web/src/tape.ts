@@ -196,7 +196,7 @@ export class TapeView {
       { type: "button", class: "gw-op", title: `${op.api}${op.line ? ` (line ${op.line})` : ""}` },
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
-      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name", text: op.name }), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
+      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name" }, breakAtDots(op.name)), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
       h("span", { class: "gw-op-shape" }, madeShapesText(m, op), kindBadge(madeKindText(m, op))),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
