@@ -204,3 +204,31 @@ def test_the_stepper_position_reads_on_one_line_in_a_course_frame(
     height_now, single, speed_inside = one_line
     assert height_now <= single + 1, one_line
     assert speed_inside, one_line
+
+
+_SCRUBBER = """() => {
+    const box = (s) => document.querySelector(s).getBoundingClientRect();
+    const position = box('.gw-viewer .gw-stepper .gw-position');
+    const line = parseFloat(getComputedStyle(document.querySelector('.gw-viewer .gw-stepper .gw-position')).lineHeight);
+    const beside = box('.gw-viewer .gw-stepper .gw-scrubber').top < box('.gw-viewer .gw-stepper .gw-step-controls').bottom;
+    return {slider: Math.round(box('.gw-viewer .gw-stepper .gw-slider').width), lines: Math.round(position.height / line), beside};
+}"""
+
+
+def test_the_step_slider_is_worth_dragging_in_a_frame_of_any_width(page: Any, server: Any) -> None:
+    # In a 1400 px (and a 640 px) frame the scrubber was squeezed beside the step buttons:
+    # a 49 px slider, and "step 4 of 7" wrapped onto two lines. It now takes a row of its own.
+    run_id = stored_run(server, (EXAMPLES / "small_net.py").read_text())
+    page.set_viewport_size({"width": 1400, "height": 560})
+    page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
+    wait_viewer(page)
+    expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
+    cramped = []
+    for width in range(600, 1721, 10):
+        page.set_viewport_size({"width": width, "height": 560})
+        got = page.evaluate(_SCRUBBER)
+        if got["slider"] < 90 or got["lines"] != 1:
+            cramped.append((width, got))
+        if width == 720:  # a course page's column: the step buttons and the slider share one row
+            assert got["beside"], got
+    assert not cramped, cramped
