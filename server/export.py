@@ -132,6 +132,9 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
 
 
 THEMES = ("light", "dark")
+SELECTION_PATTERN = r"^[nt]\d{1,9}$"
+#: ``sel``: the node (``n12``) or tensor (``t3``) picked, as the app's links write it
+SELECTION = re.compile(SELECTION_PATTERN)
 
 
 def check_choices(
@@ -142,11 +145,17 @@ def check_choices(
     yscale: str | None = None,
     hide: Sequence[str] | None = (),
     call: CallChoice | None = None,
+    sel: str | None = None,
 ) -> list[str]:
     """Raise ``ValueError`` naming the first choice of a page's view that is not one
     (see :func:`render_export`; ``step`` must be a whole number, 0 or more, ``call`` one
-    from 1 or ``"all"``, not another string, a float or a bool); return the ``hide`` ids, checked
+    from 1 or ``"all"``, not another string, a float or a bool, ``sel`` a node or tensor as the
+    app's links write it: ``n12``, ``t3``); return the ``hide`` ids, checked
     (:func:`check_hide`; ``None`` hides none)."""
+    if sel is not None and not (isinstance(sel, str) and SELECTION.fullmatch(sel)):
+        raise ValueError(
+            f"sel must name a node (n12) or a tensor (t3), as the app's links write it, not {sel!r}"
+        )
     if view is not None and view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
@@ -234,6 +243,7 @@ def render_export(
     compare: tuple[str, str | bytes] | None = None,
     hide: Sequence[str] = (),
     call: CallChoice | None = None,
+    sel: str | None = None,
     elk: bool = True,
     dist: Path = DIST,
 ) -> str:
@@ -249,7 +259,9 @@ def render_export(
     hidden, by id (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda`` or
     ``metric:NAME``; at most 32). ``call`` draws the graph of that backward() call only
     (counted from 1, as the app's ``call=`` links), ``"all"`` every call's together (default:
-    the run's own, as in the app: its first call where a loop's calls copy one big graph). Raises :class:`BundleMissing` before ``make web`` and
+    the run's own, as in the app: its first call where a loop's calls copy one big graph). ``sel``
+    is the node (``n12``) or tensor (``t3``) picked, as the app's links write it: the inspector
+    (``view="inspector"``) shows it and the graph rings it. Raises :class:`BundleMissing` before ``make web`` and
     ``ValueError`` when ``trace_json`` (or ``compare``'s trace) is not a trace object with an
     ``events`` list, or when a choice is not one (a ``hide`` id included).
     """
@@ -263,7 +275,7 @@ def render_export(
         compared = (
             f'<script type="application/json" id="gradwalk-compare">{_inline_json(compare_text)}</script>\n'
         )
-    hidden = check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
+    hidden = check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call, sel=sel)
 
     script = _inline_script(_read(dist, "viewer.js"))
     style = _inline_style(_read(dist, "viewer.css"))
@@ -283,6 +295,7 @@ def render_export(
         "compare": compare[0] if compare is not None else None,
         "hide": hidden,
         "call": call - 1 if isinstance(call, int) else call,  # the viewer's is the call's index
+        "selection": selection_option(sel),
     }
     return (
         "<!doctype html>\n"
@@ -324,6 +337,28 @@ def check_call_in(events: Iterable[Any], call: CallChoice | None) -> None:
         full = ", ".join(str(i + 1) for i in sorted(ran)[:12]) + (", …" if len(ran) > 12 else "")
         said = f"the calls recorded in full are {full}" if ran else "this run walked no graph in full"
         raise ValueError(f"call {call} is no backward() call whose graph was recorded: {said}")
+
+
+def check_selection_in(events: Iterable[Any], sel: str | None) -> None:
+    """Raise ``ValueError`` when ``sel`` (checked by :func:`check_choices`) names a node or
+    tensor ``events`` never made: the page would open on "not in this trace". For a choice an
+    author types (``gradwalk export --sel``). ``None`` passes."""
+    if sel is None:
+        return
+    kind = "node" if sel[0] == "n" else "tensor"
+    ident = int(sel[1:])
+    for event in events:
+        get = _field_reader(event)
+        if get("type", None) == kind and get("id", None) == ident:
+            return
+    raise ValueError(f"sel {sel}: this run made no {kind} {ident} (the app's link to it says which)")
+
+
+def selection_option(sel: str | None) -> dict[str, Any] | None:
+    """``sel`` (checked by :func:`check_choices`) as the viewer's option: ``{"kind", "id"}``."""
+    if sel is None:
+        return None
+    return {"kind": "node" if sel[0] == "n" else "tensor", "id": int(sel[1:])}
 
 
 def _call_arg(text: str) -> CallChoice:
@@ -371,6 +406,13 @@ def add_export_parser(sub: Any) -> None:
         help="draw the graph of this backward() call only (counted from 1), or 'all': every call's "
         "(default: the run's own, its first call where a loop's calls copy one big graph)",
     )
+    p.add_argument(
+        "--sel",
+        metavar="n12|t3",
+        default=None,
+        help="the node or tensor picked, as the app's links write it (sel=t3): "
+        "with --view inspector the page opens on it; the graph rings it",
+    )
     p.add_argument("--theme", choices=THEMES, default=None, help="default: the reader's")
     p.add_argument("--hide-controls", action="store_true", help="no tabs or buttons: a picture of one step")
     p.add_argument("--yscale", choices=Y_SCALES, default=None, help="the charts' y axes (default: auto)")
@@ -413,10 +455,11 @@ def run_export(args: Any) -> int:
     data, name, title = loaded
     title = args.title or title
     try:
-        check_choices(step=args.step, call=args.call)
+        check_choices(step=args.step, call=args.call, sel=args.sel)
         events = json.loads(data)["events"]
         check_step_in(events, args.step)
         check_call_in(events, args.call)
+        check_selection_in(events, args.sel)
     except ValueError as exc:
         return fail(f"--{exc}")
     compare = None
@@ -438,6 +481,7 @@ def run_export(args: Any) -> int:
             compare=compare,
             hide=hide,
             call=args.call,
+            sel=args.sel,
             elk=not args.no_elk,
         )
     except (BundleMissing, ValueError) as exc:

@@ -24,7 +24,7 @@ from ..chart_choices import (
     parse_hide,
 )
 from ..deps import RegistryDep, ViewerAuth
-from ..export import BundleMissing, render_export, safe_id
+from ..export import SELECTION_PATTERN, BundleMissing, render_export, safe_id
 from ..live import LiveRun
 from ..models import json_error
 from ..storage import RunRecord
@@ -56,6 +56,14 @@ async def export_run(
         Query(
             description="draw this backward() call's graph only, counted from 1; all: every call's "
             "(default: the run's own, its first call where a loop's calls copy one big graph)"
+        ),
+    ] = None,
+    sel: Annotated[
+        str | None,
+        Query(
+            pattern=SELECTION_PATTERN,
+            description="the node (n12) or tensor (t3) picked, as the app's links write it: "
+            "the inspector shows it, the graph rings it",
         ),
     ] = None,
     controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
@@ -116,6 +124,7 @@ async def export_run(
             compare=compared,
             hide=hidden,
             call=call,
+            sel=sel,
         )
     except BundleMissing as exc:
         raise HTTPException(503, str(exc)) from None

@@ -227,3 +227,48 @@ def test_a_run_that_finished_but_is_not_stored_yet_exports(tmp_path: Path) -> No
                 assert compared.status_code == 404 and "no finished run" in compared.text
 
     anyio.run(check)
+
+
+# --- sel: the node or tensor picked --------------------------------------------------------
+
+
+def test_render_export_carries_the_tensor_picked(dist: Path) -> None:
+    assert options_of(render_export(TRACE, dist=dist))["selection"] is None
+    page = render_export(TRACE, view="inspector", sel="t3", dist=dist)
+    assert options_of(page)["selection"] == {"kind": "tensor", "id": 3}
+    assert options_of(render_export(TRACE, sel="n12", dist=dist))["selection"] == {"kind": "node", "id": 12}
+
+
+@pytest.mark.parametrize("sel", ["x3", "t", "3", "t-1", "n1.5", "T3", " t3", 3, "t" + "9" * 10])
+def test_render_export_refuses_a_sel_that_is_not_one(dist: Path, sel: Any) -> None:
+    with pytest.raises(ValueError, match=re.escape("sel must name a node (n12) or a tensor (t3)")):
+        render_export(TRACE, sel=sel, dist=dist)
+
+
+def test_the_export_route_opens_on_the_tensor_picked(api: httpx.Client) -> None:
+    # the app's Download HTML sends the Inspect tab's tensor as sel=t3: the route dropped it
+    run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
+    assert wait_finished(api, run_id)["status"] == "ok"
+    page = api.get(f"/api/runs/{run_id}/export", params={"view": "inspector", "sel": "t1"})
+    assert page.status_code == 200, page.text[:300]
+    assert options_of(page.text)["selection"] == {"kind": "tensor", "id": 1}
+    for bad in ("x1", "t", "n-1", "t1;"):
+        refused = api.get(f"/api/runs/{run_id}/export", params={"sel": bad})
+        assert refused.status_code == 422, refused.text[:300]
+        [error] = refused.json()["detail"]
+        assert error["loc"] == ["query", "sel"], error
+
+
+def test_gradwalk_export_sel_opens_on_a_tensor_the_run_made(quick_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sel.html"
+    result = gradwalk_cli("export", str(quick_trace), "--view", "inspector", "--sel", "t0", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert options_of(out.read_text())["selection"] == {"kind": "tensor", "id": 0}
+    missing = tmp_path / "missing.html"
+    result = gradwalk_cli("export", str(quick_trace), "--sel", "n9999", "-o", str(missing))
+    assert (
+        result.returncode == 2 and "gradwalk export: --sel n9999: this run made no node 9999" in result.stderr
+    )
+    assert not missing.exists()
+    result = gradwalk_cli("export", str(quick_trace), "--sel", "w", "-o", str(missing))
+    assert result.returncode == 2 and "--sel must name a node (n12) or a tensor (t3)" in result.stderr

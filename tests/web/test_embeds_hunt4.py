@@ -232,3 +232,49 @@ def test_the_step_slider_is_worth_dragging_in_a_frame_of_any_width(page: Any, se
         if width == 720:  # a course page's column: the step buttons and the slider share one row
             assert got["beside"], got
     assert not cramped, cramped
+
+
+def test_copy_embed_code_from_the_inspector_keeps_the_tensor_inspected(page: Any, tmp_path: Path) -> None:
+    # An author clicks w in the graph and copies the embed code from the Inspect tab: the
+    # embed showed the graph, with nothing inspected (view=graph, no sel), and so did the
+    # downloaded page. Both now open the inspector on w.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    open_app(page)
+    run_source(
+        page,
+        "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "w = torch.tensor([3.0, -1.0], requires_grad=True)\n(x * w).sum().backward()\n",
+    )
+    leaf = page.evaluate(
+        "() => window.gradwalk.graph.core.nodes('[kind = \"leaf\"]').filter((n) => n.data('label').startsWith('w')).id()"
+    )
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{leaf}').emit('tap'); }}")
+    expect(page.locator("#gw-tab-inspector")).to_have_attribute("aria-selected", "true")
+    tensor = page.evaluate("() => window.gradwalk.store.state.selection")
+    assert tensor["kind"] == "tensor", tensor
+    page.click("[data-gw=copy-embed]")
+    expect(page.locator("[data-gw=copy-embed]")).to_have_attribute("data-done", "copied")
+    code = page.evaluate("() => navigator.clipboard.readText()")
+    assert f"view=inspector&amp;sel=t{tensor['id']}" in code, code
+    if not page.locator("[data-gw=download-html]").is_visible():
+        page.click("[data-gw=more]")
+    with page.expect_download() as info:
+        page.click("[data-gw=download-html]")
+    saved = tmp_path / "inspected.html"
+    info.value.save_as(saved)
+
+    src = code.split('src="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    page.goto(src)
+    wait_viewer(page)
+    assert page.evaluate("() => window.gradwalkViewer.view") == "inspector"
+    body = page.locator(".gw-viewer .gw-inspector-body")
+    expect(body).to_contain_text("leaf (requires grad)")
+    expect(body.locator(".gw-inspect-title")).to_have_text("leaf (requires grad) w")
+    expect(body).to_contain_text("[1, 2]")  # w.grad = x
+    # "Open in gradwalk" goes to the app at the same tensor
+    assert f"sel=t{tensor['id']}" in page.locator(".gw-viewer-open").get_attribute("href")
+
+    page.goto(saved.as_uri())
+    wait_viewer(page)
+    assert page.evaluate("() => window.gradwalkViewer.view") == "inspector"
+    expect(page.locator(".gw-viewer .gw-inspector-body")).to_contain_text("[1, 2]")

@@ -4,7 +4,7 @@
 // for disk, a static host or an LMS).
 import "./styles/share.css";
 import type { ViewState } from "./store";
-import { writeCall, writeChartChoices } from "./url-state";
+import { writeCall, writeChartChoices, writeSelection } from "./url-state";
 
 export interface ShareState {
   runId: string | null;
@@ -13,14 +13,15 @@ export interface ShareState {
   title?: string | null;
 }
 
-/** The embed's view for the app's open panel (the inspector needs a click: show the graph). */
+/** The embed's view for the app's open panel (an inspector with nothing picked would ask for a click: show the graph). */
 function embedView(state: ViewState): string {
-  return state.view === "inspector" ? "graph" : state.view;
+  return state.view === "inspector" && !state.selection ? "graph" : state.view;
 }
 
 function query(state: ViewState): string {
   const q = new URLSearchParams({ view: embedView(state) });
   if (state.step !== null) q.set("step", String(state.step));
+  writeSelection(q, state.selection);
   writeCall(q, state.graphCall);
   writeChartChoices(q, state);
   return q.toString();

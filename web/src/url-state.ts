@@ -140,13 +140,22 @@ export function writeCall(q: URLSearchParams, choice: GraphCall): void {
   if (n !== null) q.set("call", String(n));
 }
 
+/** The node or tensor `sel` names (`n12`: node 12, `t3`: tensor 3); null for none or anything else. */
+export function readSelection(q: URLSearchParams): Selection | null {
+  const m = /^([nt])(\d+)$/.exec(q.get("sel") ?? "");
+  return m ? { kind: m[1] === "n" ? "node" : "tensor", id: Number(m[2]) } : null;
+}
+
+/** Write `selection` as `sel` (`n12`, `t3`); none for null. */
+export function writeSelection(q: URLSearchParams, selection: Selection | null): void {
+  if (selection) q.set("sel", `${selection.kind === "node" ? "n" : "t"}${selection.id}`);
+  else q.delete("sel");
+}
+
 export function readUrl(search = location.search): UrlState {
   const q = new URLSearchParams(search);
   const view = q.get("view");
-  const sel = q.get("sel");
-  let selection: Selection | null = null;
-  const m = sel ? /^([nt])(\d+)$/.exec(sel) : null;
-  if (m) selection = { kind: m[1] === "n" ? "node" : "tensor", id: Number(m[2]) };
+  const selection = readSelection(q);
   return {
     run: q.get("run"),
     view: VIEWS.includes(view as ViewName) ? (view as ViewName) : null,
@@ -165,7 +174,7 @@ export function urlFor(run: string | null, state: ViewState, path = location.pat
   q.set("view", state.view);
   if (state.step !== null) q.set("step", String(state.step));
   if (state.op !== null) q.set("op", String(state.op));
-  if (state.selection) q.set("sel", `${state.selection.kind === "node" ? "n" : "t"}${state.selection.id}`);
+  writeSelection(q, state.selection);
   writeCall(q, state.graphCall);
   writeChartChoices(q, state);
   return `${path}?${q.toString()}`;

@@ -16,12 +16,12 @@ import { InspectorView } from "./inspector";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
-import { type GraphCall, Store, stepperEntry, type ViewName, type ViewState } from "./store";
+import { type GraphCall, type Selection, Store, stepperEntry, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
-import { chartChoicesChanged, writeChartChoices } from "./url-state";
+import { chartChoicesChanged, writeChartChoices, writeSelection } from "./url-state";
 
 export type ViewerTab = "graph" | "stepper" | "tape" | "inspector" | "code" | "charts";
 export const VIEWER_TABS: readonly ViewerTab[] = ["graph", "stepper", "tape", "inspector", "code", "charts"];
@@ -62,6 +62,8 @@ export interface ViewerOptions {
   hide: readonly string[] | null;
   /** The backward call whose graph is drawn (its index, 0-based; "all": every call's; null: the run's default). */
   call: GraphCall;
+  /** The node or tensor picked, as a click picks it: the inspector shows it, the graph rings it; null: none. */
+  selection: Selection | null;
 }
 
 export const DEFAULT_OPTIONS: ViewerOptions = {
@@ -76,6 +78,7 @@ export const DEFAULT_OPTIONS: ViewerOptions = {
   compare: null,
   hide: null,
   call: null,
+  selection: null,
 };
 
 export interface TraceData {
@@ -169,7 +172,7 @@ export class Viewer {
     root.replaceChildren(...(bar ? [bar] : []), body);
 
     const store = this.store;
-    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [], graphCall: this.options.call });
+    store.set({ yscale: this.options.yscale ?? "auto", perParam: this.options.perParam ?? false, compare: this.options.compare, hide: this.options.hide ?? [], graphCall: this.options.call, selection: this.options.selection });
     this.graph = new GraphView(graphEl, this.model, store);
     this.stepper = new StepperView(stepperEl, this.model, store);
     this.tape = new TapeView(tapeEl, this.model, store);
@@ -310,7 +313,7 @@ export class Viewer {
       this.renderSteps();
       this.showCurrentNode();
     }
-    if (changed.has("step") || changed.has("view") || chartChoicesChanged(changed)) this.renderOpenLink(state);
+    if (changed.has("step") || changed.has("view") || changed.has("selection") || chartChoicesChanged(changed)) this.renderOpenLink(state);
     if (!changed.has("view")) return;
     // A view opened from inside (a node clicked opens the inspector) opens its tab; the
     // graph alone and the code stay open while the stepper moves.
@@ -351,6 +354,7 @@ export class Viewer {
     url.searchParams.set("view", state.view);
     if (state.step !== null) url.searchParams.set("step", String(state.step));
     else url.searchParams.delete("step");
+    writeSelection(url.searchParams, state.selection);
     writeChartChoices(url.searchParams, state); // appUrl is the run's bare link: nothing to replace
     this.openLink.href = url.href;
   }

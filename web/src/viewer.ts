@@ -22,7 +22,7 @@ import { useElkWorker } from "./layout";
 import { initTheme } from "./theme";
 import { TraceModel } from "./trace-model";
 import type { GradwalkTrace } from "./types/events";
-import { readCall, readChartChoices } from "./url-state";
+import { readCall, readChartChoices, readSelection } from "./url-state";
 import { DEFAULT_OPTIONS, VIEWER_TABS, type TraceData, Viewer, type ViewerOptions, type ViewerTab } from "./viewer-shell";
 
 declare global {
@@ -60,6 +60,8 @@ function readOptions(search = location.search, given: Partial<ViewerOptions> = {
   if (hide !== null) out.hide = hide;
   const call = readCall(q);
   if (call !== null) out.call = call;
+  const selection = readSelection(q);
+  if (selection) out.selection = selection;
   return out;
 }
 
