@@ -39,6 +39,7 @@ op at the line that made it:
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import types
 from collections.abc import Callable
@@ -51,6 +52,7 @@ import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .op_arguments import tensors_in
+from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -145,6 +147,15 @@ class LibraryCalls:
         def clip(parameters: Any, *args: Any, **kwargs: Any) -> Any:
             if self._rec.active and making.depth == 0:
                 self._rec.pitfalls.on_clip(original.__name__)
+                if isinstance(parameters, types.GeneratorType):
+                    # read here to see whether something else read it before (a generator
+                    # made empty is not one that was started), and handed on as a generator
+                    started = inspect.getgeneratorstate(parameters) != inspect.GEN_CREATED
+                    name = find_name(parameters, snippet_frame()[0])
+                    read = list(parameters)
+                    if started and not read:
+                        self._rec.pitfalls.on_clip_empty(original.__name__, name)
+                    parameters = (p for p in read)
             if not self._recording_here():
                 return original(parameters, *args, **kwargs)
             # read the parameters once, and hand them on as they came: a generator as a

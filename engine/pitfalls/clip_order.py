@@ -1,4 +1,5 @@
-"""Gradient clipping after the step it was meant for (clip-after-step).
+"""Gradient clipping that never reaches an update: after the step it was meant for
+(clip-after-step), or given a generator something else has read (clip-got-no-parameters).
 
 ``clip_grad_norm_`` (or ``clip_grad_value_``) changes ``.grad`` in place; the step that
 follows it uses what it left. Called after ``opt.step()`` with no backward() since, it
@@ -9,7 +10,9 @@ since the last optimizer step.
 
 from __future__ import annotations
 
-__all__ = ["clip_after_step"]
+import re
+
+__all__ = ["clip_after_step", "clip_got_no_parameters"]
 
 
 def clip_after_step(
@@ -44,3 +47,35 @@ def clip_after_step(
         f"Clip between loss.backward(){at_backward} and opt.step(){at_step}: zero_grad → forward → "
         f"loss → backward → {function}(…) → step.",
     )
+
+
+def clip_got_no_parameters(
+    function: str, name: str | None, line: int | None, source_lines: list[str]
+) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for ``function`` called at ``line`` with a generator (bound to
+    ``name``, when the snippet binds it) that yields nothing: ``params = model.parameters()``,
+    read whole by the optimizer built from it, then handed to the clip."""
+    given = f"`{name}`" if name else "the generator it was given"
+    reader = _first_reader(name, line, source_lines) if name else None
+    read = (
+        f"line {reader[0]} read it first (`{reader[1]}`)"
+        if reader
+        else "something read it first (an optimizer built from it reads it all)"
+    )
+    return (
+        f"{function} clipped nothing: its parameters were an empty generator",
+        f"{given} is a generator (model.parameters() returns one), and a generator hands out its items "
+        f"once: {read}, so here it gives no parameters. PyTorch warns and returns 0; the gradients "
+        "stay as backward() left them and every update is unclipped.",
+        f"Pass a fresh generator, {function}(model.parameters(), …), or make the parameters a list "
+        "once, params = list(model.parameters()), so that every reader gets them all.",
+    )
+
+
+def _first_reader(name: str, line: int | None, source_lines: list[str]) -> tuple[int, str] | None:
+    """The first line other than ``line`` that passes ``name`` into a call (``SGD(params, …)``)."""
+    passed = re.compile(rf"[(,]\s*{re.escape(name)}\s*[,)]")
+    for number, text in enumerate(source_lines, start=1):
+        if number != line and passed.search(text):
+            return number, text.strip()
+    return None

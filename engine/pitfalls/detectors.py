@@ -21,7 +21,7 @@ from torch import nn
 
 from ..source import named_tensors, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, broadcast_in_loss
-from .clip_order import clip_after_step
+from .clip_order import clip_after_step, clip_got_no_parameters
 from .copied_out import COPYING_OPS, copied_off_graph
 from .diverging import LossCourse, diverged_reports
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
@@ -402,6 +402,15 @@ class PitfallWatch:
         _, line = snippet_frame()
         report = clip_after_step(function, line, step, step_line, self._rec.backward.first_backward_line)
         self._say("clip-after-step", line, *report)
+
+    def on_clip_empty(self, function: str, name: str | None) -> None:
+        """A call of ``function`` whose ``parameters`` were a generator with nothing left in it."""
+        _, line = snippet_frame()
+        self._say(
+            "clip-got-no-parameters",
+            line,
+            *clip_got_no_parameters(function, name, line, self._rec.source_lines),
+        )
 
     def _step_without_gradients(self, line: int | None) -> None:
         """A step none of whose parameters had a ``.grad``: it skipped them all. Not where the

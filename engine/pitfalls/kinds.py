@@ -18,6 +18,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "method-not-called",
     "loop-variable-rebound",
     "clip-after-step",
+    "clip-got-no-parameters",
     "optimizer-rebuilt",
     "parameter-not-optimized",
     "tensor-attribute-not-parameter",

@@ -92,10 +92,12 @@ def eval_left_on_report(
 
 def train_kept_on_purpose(source_lines: list[str]) -> bool:
     """Whether the snippet code on the stack runs in a ``with torch.no_grad()`` (or
-    ``inference_mode()``) block whose statement just before is ``<model>.train()``: dropout
-    kept on at test time on purpose (Monte-Carlo dropout), not a ``model.eval()`` forgotten.
-    A ``model.train()`` at the top of a training loop, with the evaluation further down, is
-    not just before its block."""
+    ``inference_mode()``) block whose statement just before is ``<model>.train()`` and that
+    draws samples in a loop (a ``for``, ``while`` or comprehension): dropout kept on at test
+    time on purpose (Monte-Carlo dropout), not a ``model.eval()`` forgotten. A
+    ``model.train()`` at the top of a training loop, with the evaluation further down, is not
+    just before its block; a block that runs the model once or twice after ``train()`` (the
+    no_grad()-is-not-eval() lesson showing the mistake) has no loop."""
     blocks = _blocks_after_train("\n".join(source_lines))
     if not blocks:
         return False
@@ -113,7 +115,7 @@ def _snippet_lines() -> Iterable[int]:
 @functools.lru_cache(maxsize=4)
 def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
     """The line spans of the no_grad / inference_mode blocks of ``source`` right after a
-    ``.train()`` (or ``.train(True)``) statement."""
+    ``.train()`` (or ``.train(True)``) statement that loop (:func:`_samples`)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -125,7 +127,7 @@ def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
             if not isinstance(body, list):
                 continue
             for before, stmt in itertools.pairwise(body):
-                if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before):
+                if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before) and _samples(stmt):
                     found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
     return tuple(found)
 
@@ -138,6 +140,14 @@ def _grad_off(stmt: ast.With) -> bool:
         in ("no_grad", "inference_mode")
         for item in stmt.items
     )
+
+
+_LOOPS = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
+
+def _samples(block: ast.With) -> bool:
+    """Whether ``block`` runs something in a loop (Monte-Carlo dropout draws many samples)."""
+    return any(isinstance(node, _LOOPS) for stmt in block.body for node in ast.walk(stmt))
 
 
 def _calls_train(stmt: ast.stmt) -> bool:

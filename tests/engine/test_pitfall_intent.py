@@ -99,8 +99,22 @@ def test_code_that_means_it_stays_silent(source: str) -> None:
             "train-mode-in-evaluation",
             15,
         ),
+        # model.train() just before the block, the model run twice in it: no sampling loop
+        (
+            MC_DROPOUT.replace(
+                "samples = torch.stack([model(X[:4]) for _ in range(20)])",
+                "a, b = model(X[:4]), model(X[:4])",
+            ).replace("print(samples.std(0).squeeze())", "print(torch.equal(a, b))"),
+            "train-mode-in-evaluation",
+            14,
+        ),
     ],
-    ids=["a column made of the targets", "the whole model in eval", "train() not just before the block"],
+    ids=[
+        "a column made of the targets",
+        "the whole model in eval",
+        "train() not just before the block",
+        "train() before a block with no loop",
+    ],
 )
 def test_the_mistakes_beside_them_are_still_said(source: str, kind: str, line: int) -> None:
     found = [(p.kind, p.line) for p in q.pitfalls(record(source))]

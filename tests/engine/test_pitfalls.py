@@ -888,3 +888,42 @@ def test_a_model_switched_back_to_training_is_not_flagged() -> None:
         "        with torch.no_grad():\n            print(", "        if True:\n            print("
     )
     assert "eval-mode-in-training" not in {p.kind for p in q.pitfalls(record(source))}
+
+
+GENERATOR_READ_TWICE = (
+    "import torch\nimport torch.nn as nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 1)\n"
+    "params = model.parameters()\nopt = torch.optim.SGD(params, lr=0.1)\n"
+    "X, y = torch.randn(16, 4), 10 * torch.randn(16, 1)\n"
+    "for step in range(5):\n    opt.zero_grad()\n    loss = ((model(X) - y) ** 2).mean()\n    loss.backward()\n"
+    "    torch.nn.utils.clip_grad_norm_({clipped}, 0.1)\n    opt.step()\n"
+    "print(model.weight.detach().tolist())\n"
+)
+
+
+@pytest.mark.parametrize("detail_steps", [3, 0])
+def test_clipping_a_generator_the_optimizer_read_says_it_clipped_nothing(detail_steps: int) -> None:
+    source = GENERATOR_READ_TWICE.format(clipped="params")
+    trace = record(source, limits=Limits(detail_steps=detail_steps))
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("clip-got-no-parameters", 13)
+    assert p.title == "clip_grad_norm_ clipped nothing: its parameters were an empty generator"
+    assert "`params` is a generator" in p.message
+    assert "line 7 read it first (`opt = torch.optim.SGD(params, lr=0.1)`)" in p.message
+    assert p.fix.startswith("Pass a fresh generator, clip_grad_norm_(model.parameters(), …)")
+    # the run is as without gradwalk: unclipped updates, PyTorch's own warning in the output
+    assert q.stdout(trace) == plain_stdout(source)
+    stderr = "".join(e.text for e in q.events_of(trace, "output") if e.stream == "stderr")
+    assert "`parameters` is an empty generator" in stderr
+
+
+@pytest.mark.parametrize(
+    "clipped",
+    [
+        "model.parameters()",  # a fresh generator each time
+        "list(model.parameters())",
+        "(p for p in model.parameters() if not p.requires_grad)",  # empty from the start: not read before
+    ],
+)
+def test_clipping_a_fresh_generator_or_a_list_is_not_flagged(clipped: str) -> None:
+    trace = record(GENERATOR_READ_TWICE.format(clipped=clipped))
+    assert q.pitfalls(trace) == [], [p.title for p in q.pitfalls(trace)]
