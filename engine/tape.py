@@ -215,6 +215,9 @@ class TapeMode(TorchFunctionMode):
         if rec.in_optimizer or not rec.detail:
             return result
         if name == "register_hook" and isinstance(first, torch.Tensor):
+            frames = frames or snippet_frames()
+            with rec.mute():
+                rec.pitfalls.on_hook(first, frames[1])
             rec.on_hook(first, frames)  # returns a handle, not a tensor: no op of the tape
         outputs: list[torch.Tensor] = []
         if name == "__setitem__" and isinstance(first, torch.Tensor):

@@ -34,6 +34,7 @@ from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .parameters import parameter_reports
+from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
 from .run_end import eval_forward_reports, rebound_reports, total_reports, uncalled_reports
 from .running_totals import ADD_OPS, RunningTotals
@@ -119,6 +120,8 @@ class PitfallWatch:
                 "on_optimizer_step",
                 "on_node_ran",
                 "on_clip",
+                "on_clip_empty",
+                "on_hook",
                 "on_finish",
                 "before_accumulate",
                 "after_accumulate",
@@ -142,6 +145,7 @@ class PitfallWatch:
         self._ungraded = UngradedParams()  # parameter-without-gradient
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
         self._course = LossCourse()  # loss-diverging
+        self._piled_hooks = PiledHooks()  # hook-registered-in-loop
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -402,6 +406,12 @@ class PitfallWatch:
         _, line = snippet_frame()
         report = clip_after_step(function, line, step, step_line, self._rec.backward.first_backward_line)
         self._say("clip-after-step", line, *report)
+
+    def on_hook(self, tensor: torch.Tensor, line: int | None) -> None:
+        """Look at ``tensor.register_hook(…)`` just run from snippet line ``line``."""
+        piled = self._piled_hooks.registered(tensor, line, self._rec.source_lines)
+        if piled is not None:
+            self._say("hook-registered-in-loop", line, *piled)
 
     def on_clip_empty(self, function: str, name: str | None) -> None:
         """A call of ``function`` whose ``parameters`` were a generator with nothing left in it."""

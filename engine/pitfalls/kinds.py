@@ -19,6 +19,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "loop-variable-rebound",
     "clip-after-step",
     "clip-got-no-parameters",
+    "hook-registered-in-loop",
     "optimizer-rebuilt",
     "parameter-not-optimized",
     "tensor-attribute-not-parameter",

@@ -927,3 +927,44 @@ def test_clipping_a_generator_the_optimizer_read_says_it_clipped_nothing(detail_
 def test_clipping_a_fresh_generator_or_a_list_is_not_flagged(clipped: str) -> None:
     trace = record(GENERATOR_READ_TWICE.format(clipped=clipped))
     assert q.pitfalls(trace) == [], [p.title for p in q.pitfalls(trace)]
+
+
+HOOKED_IN_LOOP = (
+    "import torch\nimport torch.nn as nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(3, 1)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nX, y = torch.randn(8, 3), torch.randn(8, 1)\n"
+    "{above}for step in range(6):\n{hook}    opt.zero_grad()\n    loss = ((model(X) - y) ** 2).mean()\n"
+    "    loss.backward()\n    opt.step()\n{after}print(model.weight.grad.tolist(), model.weight.tolist())\n"
+)
+
+
+@pytest.mark.parametrize("detail_steps", [3, 2])
+def test_a_hook_registered_in_the_loop_says_the_hooks_pile_up(detail_steps: int) -> None:
+    source = HOOKED_IN_LOOP.format(
+        above="", hook="    model.weight.register_hook(lambda g: g * 0.5)\n", after=""
+    )
+    trace = record(source, limits=Limits(detail_steps=detail_steps))
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("hook-registered-in-loop", 9)
+    assert p.title == "register_hook runs on every iteration: the hooks on model.weight pile up"
+    assert "each pass through line 9 adds one more, and after its second model.weight holds 2" in p.message
+    assert p.fix.startswith("Register the hook once, above the loop; or keep its handle, h = model.weight")
+    # the gradients pile up as in plain PyTorch: the sixth backward halves w's gradient six times
+    assert q.stdout(trace) == plain_stdout(source)
+
+
+@pytest.mark.parametrize(
+    ("above", "hook", "after"),
+    [
+        ("model.weight.register_hook(lambda g: g * 0.5)\n", "", ""),  # once, above the loop
+        ("", "    h = model.weight.register_hook(lambda g: g * 0.5)\n", "    h.remove()\n"),
+        ("", "    out = model(X)\n    out.register_hook(lambda g: g * 0.5)\n", ""),  # a new tensor each time
+    ],
+    ids=["once above the loop", "removed each iteration", "on a tensor made in the loop"],
+)
+def test_a_hook_that_does_not_pile_up_is_not_flagged(above: str, hook: str, after: str) -> None:
+    source = HOOKED_IN_LOOP.format(above=above, hook=hook, after=after.replace("    h.remove()\n", ""))
+    if after:
+        source = source.replace("    opt.step()\n", "    opt.step()\n" + after)
+    trace = record(source)
+    assert q.pitfalls(trace) == [], [p.title for p in q.pitfalls(trace)]
+    assert q.stdout(trace) == plain_stdout(source)
