@@ -4,7 +4,7 @@ PyTorch's message ("element 0 of tensors does not require grad and does not have
 says what is missing, not why. The two causes a beginner hits most are told apart here: no
 tensor of the snippet requires grad at all (the leaf was made without requires_grad=True),
 or one does, and a line of the snippet cut the chain back to it (.data, .detach(), .item(),
-torch.no_grad(), or a torch.tensor([...]) the recorder saw copy tensors off the graph).
+torch.no_grad(), argmax, or a torch.tensor([...]) the recorder saw copy tensors off the graph).
 """
 
 from __future__ import annotations
@@ -48,6 +48,15 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         _NO_GRAD_BLOCK,
         "nothing computed inside the block is recorded for backward; compute the loss outside it",
+    ),
+    *(
+        (
+            re.compile(rf"\b{op}\("),
+            f"{op} gives the positions of the {most} values, and a position has no gradient, nor has "
+            "an accuracy counted from them; train on a loss of the scores themselves "
+            "(F.cross_entropy(scores, target)) and count the accuracy under torch.no_grad()",
+        )
+        for op, most in (("argmax", "largest"), ("argmin", "smallest"))
     ),
 )
 # a line the recorder saw copy tensors off the graph matches as it is

@@ -34,7 +34,11 @@ CASES = {
         "import torch\nx = torch.randn(4, 3, requires_grad=True)\npred = x.argmax(dim=1).float()\n"
         "loss = pred.sum()\nloss.backward()\n",
         "RuntimeError",
-        ["loss is not part of any graph", "argmax", "torch.no_grad()", ".detach()"],
+        [
+            "loss is not part of any graph",
+            "Line 3 (pred = x.argmax(dim=1).float())",
+            "a position has no gradient",
+        ],
     ),
     "autograd.grad of a non-scalar": (
         "import torch\nx = torch.randn(3, requires_grad=True)\ny = x * 2\ng, = torch.autograd.grad(y, x)\n",

@@ -22,6 +22,16 @@ CASES = {
             "w = torch.tensor(..., requires_grad=True)",
         ],
     ),
+    "an accuracy counted from argmax as the loss": (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(4, 3)\nx = torch.randn(5, 4)\n"
+        "target = torch.tensor([0, 1, 2, 0, 1])\npred = model(x).argmax(dim=1)\n"
+        "loss = (pred != target).float().mean()\nloss.backward()\n",
+        [
+            "Line 6 (pred = model(x).argmax(dim=1)) cuts the chain back to the leaves",
+            "argmax gives the positions of the largest values, and a position has no gradient",
+            "F.cross_entropy(scores, target)",
+        ],
+    ),
     "a loss built from .data": (
         "import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\ny = w.data * 2\n"
         "loss = y.sum()\nloss.backward()\n",
@@ -67,15 +77,15 @@ def test_a_loss_without_a_graph_gets_its_cause_in_the_hint(name: str) -> None:
 
 
 GENERIC = {
-    # argmax has no gradient, and no line cuts the chain by name
-    "argmax": (
-        "import torch\nx = torch.randn(4, 3, requires_grad=True)\npred = x.argmax(dim=1).float()\n"
+    # a comparison has no gradient, and no line cuts the chain by name (argmax does: CASES)
+    "a comparison": (
+        "import torch\nx = torch.randn(4, 3, requires_grad=True)\npred = (x > 0).float()\n"
         "loss = pred.sum()\nloss.backward()\n"
     ),
     # a no_grad() block earlier in the snippet computes something the loss never uses
     "an unrelated no_grad block before": (
         "import torch\nx = torch.randn(4, 3, requires_grad=True)\nwith torch.no_grad():\n"
-        "    acc = (x > 0).float().mean()\npred = x.argmax(dim=1).float()\nloss = pred.sum()\n"
+        "    acc = (x > 0).float().mean()\npred = (x > 0.5).float()\nloss = pred.sum()\n"
         "loss.backward()\n"
     ),
 }
