@@ -641,6 +641,40 @@ def test_a_long_op_name_wraps_at_its_underscores(page: Any) -> None:
     assert not cut, cut
 
 
+def test_the_inspector_wraps_a_node_s_links_and_saved_names_as_text(page: Any) -> None:
+    # presenter type at 1280 x 720, attn.out_proj's AddmmBackward0: the wrapped next_functions
+    # link `AccumulateGrad → attn.out_proj.bias.grad` was centred, and the saved name
+    # `mat1_sym_sizes` broke as `mat1_s|ym_siz|es`
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, "?view=tape", presenter=True)
+    run_source(
+        page,
+        "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(8, 2)\nx = torch.randn(3, 1, 8)\n"
+        "out, _ = attn(x, x, x)\nout.sum().backward()\n",
+    )
+    node = page.evaluate(
+        "() => window.gradwalk.graph.core.nodes().filter((n) => (n.data('label') || '').startsWith('AddmmBackward0')).first().id()"
+    )
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{node}').emit('tap'); }}")
+    body = page.locator(".gw-inspector-body")
+    link = body.locator(".gw-edge-list .gw-ref", has_text="AccumulateGrad")
+    expect(link).to_have_text("AccumulateGrad → attn.out_proj.bias.grad")
+    lines = link.evaluate(
+        """(el) => {
+            const range = document.createRange();
+            range.selectNodeContents(el);
+            return [...range.getClientRects()].map((r) => Math.round(r.left - el.getBoundingClientRect().left));
+        }"""
+    )
+    assert len(lines) > 1, "the link fits on one line: the case is not tested"
+    assert max(lines) <= 2, lines  # every line starts at the link's left edge
+    expect(body.locator(".gw-table td", has_text="mat1_sym_sizes")).to_have_count(1)
+    breaks = page.evaluate(_LINE_BREAKS, ".gw-inspector-body .gw-table td:first-child")
+    assert breaks, "no saved name wraps: the case is not tested"
+    cut = [(text, at) for text, at in breaks if at[0] != "_"]
+    assert not cut, cut
+
+
 def test_a_tape_in_a_narrow_column_wraps_names_at_their_dots_not_mid_name(page: Any) -> None:
     # In presenter type at 1280 x 720 the tape's column holds about 13 characters:
     # `net.fc1.weight,` was cut as `net.fc1.weigh` / `t,`. Lines now end at a space, a dot,

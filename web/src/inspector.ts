@@ -1,7 +1,7 @@
 // The inspector: what a clicked tensor or graph node holds. Values as a table (a heatmap for
 // matrices) or as statistics and a histogram for large tensors; the gradient; what a node
 // saved; shape, dtype, device; and the line of code it came from.
-import { fill, h } from "./dom";
+import { breakAtDots, fill, h } from "./dom";
 import { nodeLabel, numberText, tensorExpr } from "./naming";
 import { WRAPPED_NUMBER_OPS, wrappedNumber } from "./rule-context";
 import {
@@ -332,7 +332,7 @@ export class InspectorView {
                 h(
                   "tr",
                   {},
-                  h("td", { text: s.name }),
+                  h("td", {}, breakAtDots(s.name)),
                   h(
                     "td",
                     {},
