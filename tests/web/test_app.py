@@ -600,6 +600,11 @@ def test_a_live_tape_names_a_module_output_once_an_op_outside_the_module_reads_i
     expect(page.locator(row)).to_have_text(finished)
 
 
+ATTENTION = (
+    "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(8, 2)\nx = torch.randn(3, 1, 8)\n"
+    "out, _ = attn(x, x, x)\nout.sum().backward()\n"
+)
+
 _LINE_BREAKS = """(selector) => {
     const out = [];
     for (const el of document.querySelectorAll(selector)) {
@@ -629,11 +634,7 @@ def test_a_long_op_name_wraps_at_its_underscores(page: Any) -> None:
     # presenter type at 1280 x 720: `multi_head_attention_forward` broke as `multi_head_a|ttention_for|ward`
     page.set_viewport_size({"width": 1280, "height": 720})
     open_app(page, "?view=tape", presenter=True)
-    run_source(
-        page,
-        "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(8, 2)\nx = torch.randn(3, 1, 8)\n"
-        "out, _ = attn(x, x, x)\nout.sum().backward()\n",
-    )
+    run_source(page, ATTENTION)
     expect(page.locator(".gw-op-name", has_text="multi_head_attention_forward")).to_have_count(1)
     breaks = page.evaluate(_LINE_BREAKS, ".gw-op-name")
     assert breaks, "the name fits on one line: the case is not tested"
@@ -647,11 +648,7 @@ def test_the_inspector_wraps_a_node_s_links_and_saved_names_as_text(page: Any) -
     # `mat1_sym_sizes` broke as `mat1_s|ym_siz|es`
     page.set_viewport_size({"width": 1280, "height": 720})
     open_app(page, "?view=tape", presenter=True)
-    run_source(
-        page,
-        "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(8, 2)\nx = torch.randn(3, 1, 8)\n"
-        "out, _ = attn(x, x, x)\nout.sum().backward()\n",
-    )
+    run_source(page, ATTENTION)
     node = page.evaluate(
         "() => window.gradwalk.graph.core.nodes().filter((n) => (n.data('label') || '').startsWith('AddmmBackward0')).first().id()"
     )
@@ -673,6 +670,37 @@ def test_the_inspector_wraps_a_node_s_links_and_saved_names_as_text(page: Any) -
     assert breaks, "no saved name wraps: the case is not tested"
     cut = [(text, at) for text, at in breaks if at[0] != "_"]
     assert not cut, cut
+
+
+_NODE_BOX = """(label) => {
+    const cy = window.gradwalk.graph.core;
+    const node = cy.nodes().filter((n) => (n.data('label') || '').startsWith(label)).first();
+    const b = node.renderedBoundingBox({ includeLabels: false });
+    return { inside: b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height(), pan: cy.pan(), selected: node.selected() };
+}"""
+
+
+def test_a_node_picked_in_the_inspector_is_brought_into_the_graph_s_view(page: Any) -> None:
+    # next_functions' TBackward0 picked in the inspector was ringed off-screen, under "7 more"
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, "?view=tape", presenter=True)
+    run_source(page, ATTENTION)
+    settle(page)
+    before = page.evaluate(_NODE_BOX, "TBackward0")
+    assert not before["inside"], "TBackward0 is in view already: the case is not tested"
+    addmm = page.evaluate(
+        "() => window.gradwalk.graph.core.nodes().filter((n) => (n.data('label') || '').startsWith('AddmmBackward0')).first().id()"
+    )
+    pan = page.evaluate("() => window.gradwalk.graph.core.pan()")
+    page.evaluate(f"() => {{ window.gradwalk.graph.core.$('#{addmm}').emit('tap'); }}")
+    expect(page.locator(".gw-inspector-body .gw-inspect-title")).to_contain_text("AddmmBackward0")
+    settle(page)
+    assert page.evaluate("() => window.gradwalk.graph.core.pan()") == pan  # a node clicked is not moved
+    page.click(".gw-edge-list .gw-ref >> text=TBackward0")
+    expect(page.locator(".gw-inspector-body .gw-inspect-title")).to_contain_text("TBackward0")
+    settle(page)
+    after = page.evaluate(_NODE_BOX, "TBackward0")
+    assert after["inside"] and after["selected"], after
 
 
 def test_a_tape_in_a_narrow_column_wraps_names_at_their_dots_not_mid_name(page: Any) -> None:

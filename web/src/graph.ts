@@ -78,6 +78,8 @@ export class GraphView {
   /** The type scale the nodes were last placed at (the presenter size makes nodes bigger). */
   private placedAtScale = 0;
   private linked: string[] = [];
+  /** A tap in the graph is setting the store: the selection it makes is not revealed (it is under the pointer). */
+  private tapping = false;
   private readonly keys: GraphKeyboard;
   private readonly painter: StepPainter;
   /** The "Graph of" list: every backward call's graph, or one call's. */
@@ -482,6 +484,9 @@ export class GraphView {
       cy.$(":selected").unselect();
       if (id) cy.getElementById(id).select();
     });
+    // picked elsewhere (the inspector's next_functions, the tape, a link): bring it into view,
+    // clear of the "N more" cues; one clicked in the graph stays where the pointer is
+    if (id && !this.tapping) this.reveal(id, false);
   }
 
   private hoverNode(el: NodeSingular): void {
@@ -494,7 +499,12 @@ export class GraphView {
     if ((d.kind === "group" || d.kind === "collapsed") && d.path) this.toggleGroup(d.path);
     else {
       const patch = tapOf(this.model, this.store.state, d);
-      if (patch) this.store.set(patch);
+      this.tapping = true;
+      try {
+        if (patch) this.store.set(patch);
+      } finally {
+        this.tapping = false;
+      }
     }
   }
 }
