@@ -24,6 +24,7 @@ from .explain_targets import cross_entropy_hint
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code, visible_names
+from .values import has_storage
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -134,6 +135,9 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
         fix = _out_of_place(view_name, op, code) + f", or take the view of a copy ({n}.clone())"
         return f"{text}. backward() needs the value it saved: {fix}."
     if tid != by.tensor or not changes:
+        stepped = _stepped_since(rec, alias, what) if alias is not None else None
+        if stepped is not None:
+            return text + stepped
         text += "it was changed in place (through a view of it, or by code not recorded)"
         return f"{text}. backward() needs the value it saved: {out_of_place}."
     op, path, line = changes[-1]
@@ -151,6 +155,40 @@ def _changed_saved_tensor(rec: Recorder) -> str | None:
     else:
         fix = _out_of_place(n, op, code) + copy
     return f"{text}. backward() needs the value it saved: {fix}."
+
+
+def _stepped_since(rec: Recorder, alias: torch.Tensor, what: str) -> str | None:
+    """The rest of the hint where the saved tensor (``alias``, sharing its memory) is a
+    parameter an optimizer steps, or a view of one (F.linear saves ``weight.t()``), changed by a
+    step between the forward and this backward(): ``step()`` between two backward() calls over
+    one graph (a GAN's, an actor-critic's). ``None`` otherwise."""
+    if rec.training.last_step is None or not has_storage(alias):
+        return None
+    memory = alias.untyped_storage().data_ptr()
+    stepped = [
+        (p, name)
+        for p, name in rec.modules.all_params()
+        if id(p) in rec.training.stepped_params
+        and has_storage(p)
+        and p.untyped_storage().data_ptr() == memory
+    ]
+    if not stepped:
+        return None
+    param, name = stepped[0]
+    label, line = rec.training.last_step
+    opt = (label or "opt").split(" ", 1)[0]  # `opt (SGD)`: the variable
+    where = f"{opt}.step()" + (f" (line {line})" if line else "")
+    held = (
+        what
+        if alias.shape == param.shape and alias.stride() == param.stride()
+        else f"{what}, made from {name}"
+    )
+    return (
+        f"{where} changed it in place: an optimizer updates {name} in place, and this backward() "
+        f"still needs the value the forward used ({held}). Run every backward() over this graph "
+        f"before the step (sum the losses and call backward() once, or call each backward() first, "
+        f"then {opt}.step()), or compute the forward again after the step."
+    )
 
 
 def _raised_by_failed_op(exc: BaseException, rec: Recorder) -> bool:

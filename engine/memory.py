@@ -287,6 +287,10 @@ class SavedMemory:
             return None, None
         if self._rec.graph.node_id(fn) is not None:
             return t, None
+        if t._is_view():
+            # made inside the op (F.linear's weight.t()): only its base can change in place, and
+            # PyTorch then names the AsStrided node it regenerates for the view
+            return None, (0, "AsStridedBackward0")
         return None, (t.output_nr, type(fn).__name__)
 
     def _detached(self, t: torch.Tensor) -> torch.Tensor:

@@ -123,6 +123,8 @@ class TrainingTracker:
         # NOTE [Loops that step by hand] in hand_loops.py)
         self.optimizer_seen = False
         self.stepped_params: set[int] = set()
+        # the latest step: its optimizer's label (``opt``) and the snippet line it ran at
+        self.last_step: tuple[str | None, int | None] | None = None
 
     @property
     def steps_done(self) -> int:
@@ -274,6 +276,7 @@ class TrainingTracker:
             state.label = _optimizer_label(opt, frame)
         params = state.params
         self.stepped_params.update(map(id, params))
+        self.last_step = (state.label, line)
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)

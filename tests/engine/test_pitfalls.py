@@ -648,6 +648,19 @@ CHANGED_AFTER_SAVING = {
         "(out = net(torch.randn(2, 3))), in net.2, changed it in place. backward() needs the value it "
         "saved: drop inplace=True from net.2.",
     ),
+    # two losses over one graph with opt.step() between their backward() calls (a GAN's, an
+    # actor-critic's): the hint said "use y = y + 1 rather than y += 1", of code not in the snippet
+    "an optimizer step between two backward() calls": (
+        "import torch\nnet = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nout = net(torch.ones(4, 2))\n"
+        "loss1 = out.mean()\nloss2 = (out ** 2).mean()\nopt.zero_grad()\nloss1.backward(retain_graph=True)\n"
+        "opt.step()\nloss2.backward()\n",
+        "AddmmBackward0 (in net.2) saved its mat2 for backward (line 4); then opt.step() (line 9) changed it "
+        "in place: an optimizer updates net.2.weight in place, and this backward() still needs the value the "
+        "forward used (its mat2, made from net.2.weight). Run every backward() over this graph before the "
+        "step (sum the losses and call backward() once, or call each backward() first, then opt.step()), or "
+        "compute the forward again after the step.",
+    ),
     "through a view": (
         "import torch\nx = torch.ones(3, requires_grad=True)\ny = x.exp()\nv = y[:2]\nv.mul_(2)\ny.sum().backward()\n",
         "ExpBackward0 saved y for backward (line 3); then line 5 (v.mul_(2)) changed it in place, through a "
