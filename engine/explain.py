@@ -11,6 +11,7 @@ import torch
 
 from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
+from .explain_discarded import discarded_conversion
 from .explain_environment import environment_hint
 from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
@@ -214,6 +215,11 @@ def _raised_by_failed_op(exc: BaseException, rec: Recorder) -> bool:
     return False
 
 
+def _thrown_away(rec: Recorder, line: int | None, frame: FrameType | None) -> str | None:
+    """:func:`discarded_conversion` of the failed op's operands (``x.float()`` kept nowhere)."""
+    return discarded_conversion(rec.statement_lines, line, frame, rec.failed_op[1] if rec.failed_op else ())
+
+
 def explain_error(
     exc: BaseException, rec: Recorder, line: int | None, frame: FrameType | None = None
 ) -> str | None:
@@ -233,6 +239,9 @@ def explain_error(
             "really need two passes through the same graph."
         )
     if "same device" in text or "is not on the expected device" in text:
+        thrown = _thrown_away(rec, line, frame)
+        if thrown:
+            return f"{thrown} The operands of one operation live on different devices{devices_of_failed_op(rec, frame)}."
         return (
             "The operands of one operation live on different devices"
             + devices_of_failed_op(rec, frame)
@@ -282,7 +291,9 @@ def explain_error(
     if autograd:
         return autograd
     if _DIFFERENT_DTYPES.search(text):
-        return dtype_hint(rec, frame)
+        hint = dtype_hint(rec, frame)
+        thrown = _thrown_away(rec, line, frame)
+        return f"{thrown} {hint.split('. ', 1)[0]}." if thrown else hint
     if "cannot be converted to Scalar" in text:
         return scalar_hint(code)
     environment = environment_hint(exc, text)

@@ -12,6 +12,7 @@ import ast
 import difflib
 import functools
 import re
+import sys
 from types import FrameType
 from typing import Any
 
@@ -52,7 +53,7 @@ def model_definition_hint(
     given = _NOT_A_MODULE.search(text)
     if given:
         return _class_in_sequential(given.group(1))
-    code = quoted_code(source_lines, line) if line else None
+    code = quoted_code(source_lines, line, sys.maxsize) if line else None  # read, not quoted
     if frame is None or not code:
         return None
     layer = _NOT_TENSOR_BUT.search(text)
@@ -169,6 +170,21 @@ def _returned_none(code: str, source_lines: list[str], line: int | None, frame: 
                 f"{fn.co_firstlineno}) has no return statement, so it returns None. End it with the value it "
                 "computes: return x."
             )
+    return _called_returns_none(code, source_lines, scope)
+
+
+def _called_returns_none(code: str, source_lines: list[str], scope: dict[str, Any]) -> str | None:
+    """A call on the line itself (``F.cross_entropy(model(x), y)``) of a model or function of
+    the snippet's that has no ``return``: what it gave the line is None."""
+    for found in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):
+        callee = _resolved(found.group(1), scope)
+        fn, what = _function_of(callee, found.group(1))
+        if fn is None or _returns_a_value(fn, source_lines):
+            continue
+        return (
+            f"{found.group(1)}(…) is None here: {what} (line {fn.co_firstlineno}) has no return statement, "
+            "so it returns None. End it with the value it computes: return x."
+        )
     return None
 
 

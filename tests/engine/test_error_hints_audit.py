@@ -25,6 +25,32 @@ CASES = {
         "RuntimeError",
         ["x (made at line 3) is int64", "integer tensor", "x.float()"],
     ),
+    # the conversion is on a line of its own, its result kept nowhere: "convert it with
+    # x.float()" repeated what the snippet wrote
+    "x.float() thrown away": (
+        "import torch\nlayer = torch.nn.Linear(4, 1)\nx = torch.randint(0, 10, (8, 4))\nx.float()\ny = layer(x)\n",
+        "RuntimeError",
+        [
+            "Line 4 (x.float()) makes a converted copy of x and throws it away",
+            "Keep what it returns: x = x.float().",
+            "x (made at line 3) is int64",
+        ],
+    ),
+    "x.to(torch.float64) thrown away, the model converted in place": (
+        "import torch\nmodel = torch.nn.Linear(4, 1)\nx = torch.randn(8, 4)\nx.to(torch.float64)\n"
+        "model.double()\ny = model(x)\n",
+        "RuntimeError",
+        ["Line 4 (x.to(torch.float64)) makes a converted copy of x", "x = x.to(torch.float64)"],
+    ),
+    # a forward with no return, called inside the loss: "takes a tensor … pass a tensor"
+    "a forward with no return inside the loss": (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 3)\n"
+        "    def forward(self, x):\n        x = self.fc(x)\nmodel = Net()\n"
+        "loss = F.cross_entropy(model(torch.randn(5, 4)), torch.tensor([0, 1, 2, 0, 1]))\n",
+        "TypeError",
+        ["model(…) is None here: Net.forward (line 8) has no return statement", "return x"],
+    ),
     "requires_grad_ on torch.arange": (
         "import torch\nx = torch.arange(5)\nx.requires_grad_()\n",
         "RuntimeError",
@@ -313,3 +339,14 @@ def test_a_loss_made_with_class_weights_is_not_taken_for_a_class_called_with_its
     assert err.exc_type == "IndexError" and err.hint is not None, err
     assert "takes each target as a class index, and 5 is not one" in err.hint, err.hint
     assert "settings" not in err.hint, err.hint
+
+
+def test_a_conversion_thrown_away_of_another_tensor_is_not_blamed() -> None:
+    # y.float() is thrown away too, but the op failed on x: the hint is the dtype one
+    source = (
+        "import torch\nlayer = torch.nn.Linear(4, 1)\nx = torch.randint(0, 10, (8, 4))\n"
+        "y = torch.randn(8, 1)\ny.float()\nout = layer(x)\n"
+    )
+    err = q.errors(record(source))[0]
+    assert err.hint is not None and "throws it away" not in err.hint, err.hint
+    assert "x (made at line 3) is int64" in err.hint
