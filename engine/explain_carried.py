@@ -38,20 +38,24 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
     carried = _carried(source_lines, line)
     for at, name, code, total, detached in carried:
         held = scope.get(name)
-        if detached or not (is_a(held, torch.Tensor) and held.grad_fn is not None):
+        # an LSTM's state is a pair: (h, c) = lstm(x, (h, c)), or h = (h, c) carried whole
+        pair = isinstance(held, tuple | list) and any(is_a(t, torch.Tensor) for t in held)
+        parts = list(held) if pair else [held]  # type: ignore[arg-type]
+        if detached or not any(is_a(t, torch.Tensor) and t.grad_fn is not None for t in parts):
             continue
         # (h, c) = lstm(x, (h, c)) with only h detached: the state that is not is the carrier
         beside = [n for a, n, _, _, cut in carried if a == at and cut and n != name]
         fix = (
             f"Accumulate a number instead: {name} += loss.item() (or {name} = {name} + loss.detach())."
             if total
-            else f"Detach it once per iteration, before it is used: {name} = {name}.detach() (truncated "
+            else f"Detach it once per iteration, before it is used: {_detached_form(name, pair)} (truncated "
             "backpropagation through time)"
             + (
                 f"; {' and '.join(beside)} {'is' if len(beside) == 1 else 'are'} detached already, {name} is not."
                 if beside
                 else "."
             )
+            + _thrown_away(name, source_lines, line)
         )
         return (
             f"This backward() walks back into the previous iteration's graph, which the last backward() "
@@ -60,6 +64,24 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
             "every iteration's graph would stay alive, and each backward() would walk all of them."
         )
     return None
+
+
+def _detached_form(name: str, pair: bool) -> str:
+    """``h = h.detach()``, or for a state held as a pair, ``h = tuple(t.detach() for t in h)``."""
+    return f"{name} = tuple(t.detach() for t in {name})" if pair else f"{name} = {name}.detach()"
+
+
+def _thrown_away(name: str, source_lines: Sequence[str], line: int) -> str:
+    """`` Line 10 (h.detach()) … throws it away`` where the loop detaches ``name`` on a line of
+    its own and keeps nothing (detach() returns a new tensor); else empty."""
+    bare = re.compile(rf"^{re.escape(name)}\.detach\(\)$")
+    for at in range(line - 1, 0, -1):
+        if bare.match((quoted_code(source_lines, at, 10_000) or "").strip()):
+            return (
+                f" Line {at} ({name}.detach()) makes a detached copy and throws it away: detach() returns a "
+                f"new tensor and leaves {name} as it was."
+            )
+    return ""
 
 
 def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str, bool, bool]]:
@@ -90,6 +112,11 @@ def _carried(source_lines: Sequence[str], line: int) -> list[tuple[int, str, str
                 if name.isidentifier() and (assigned.group(2) == "+=" or re.search(rf"\b{name}\b", value)):
                     total = assigned.group(2) == "+=" or bool(re.match(rf"^{name}\s*\+", value))
                     cut = re.compile(rf"(?<![\w.]){re.escape(name)}\.(?:detach_?\(|data\b)")
-                    detached = any(cut.search(codes[i - 1]) for i in range(header + 1, end))
+                    # `h.detach()` on a line of its own keeps nothing: h is not detached by it
+                    bare = re.compile(rf"^{re.escape(name)}\.detach\(\)$")
+                    detached = any(
+                        cut.search(codes[i - 1]) and not bare.match(codes[i - 1].strip())
+                        for i in range(header + 1, end)
+                    )
                     found.append((at, name, codes[at - 1], total, detached))
     return found

@@ -24,6 +24,32 @@ CASES = {
         ["c carries it from one iteration to the next", "c = c.detach()", "h is detached already, c is not"],
         ["h carries it"],
     ),
+    # the LSTM's state kept as one pair, h = (h0, c0): the hint said "retain_graph=True"
+    "an LSTM's state carried as a pair": (
+        "import torch\nimport torch.nn as nn\nlstm = nn.LSTM(3, 4)\n"
+        "opt = torch.optim.SGD(lstm.parameters(), lr=0.1)\nh = (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))\n"
+        "for step in range(3):\n    out, h = lstm(torch.randn(5, 2, 3), h)\n    loss = out.pow(2).mean()\n"
+        "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+        10,
+        [
+            "h carries it from one iteration to the next (line 7: out, h = lstm(torch.randn(5, 2, 3), h))",
+            "h = tuple(t.detach() for t in h)",
+        ],
+        ["Recompute the forward pass"],
+    ),
+    # h.detach() on a line of its own keeps nothing: it had been taken for the fix being there
+    "a hidden state detached and thrown away": (
+        "import torch\nimport torch.nn as nn\nrnn = nn.GRU(3, 4)\nopt = torch.optim.SGD(rnn.parameters(), lr=0.1)\n"
+        "h = torch.zeros(1, 2, 4)\nfor step in range(3):\n    h.detach()\n    out, h = rnn(torch.randn(5, 2, 3), h)\n"
+        "    loss = out.pow(2).mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+        11,
+        [
+            "h carries it from one iteration to the next",
+            "h = h.detach()",
+            "Line 7 (h.detach()) makes a detached copy and throws it away",
+        ],
+        ["Recompute the forward pass"],
+    ),
     "a batch of one squeezed to a scalar": (
         "import torch\nimport torch.nn as nn\nmodel = nn.Linear(4, 1)\nx = torch.randn(1, 4)\n"
         "y = torch.tensor([1.0])\nlogits = model(x).squeeze()\nloss = nn.BCEWithLogitsLoss()(logits, y)\n",
