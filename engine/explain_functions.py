@@ -29,6 +29,9 @@ _SAVED_NON_TENSOR = re.compile(
     r"save_for_backward can only save variables, but argument (\d+) is of type (\w+)"
 )
 _NOT_STATIC = re.compile(r"(\w+)\.(forward|backward)\(\) missing \d+ required positional arguments?")
+_ONE_TOO_MANY = re.compile(
+    r"(\w+)\.(forward|backward)\(\) takes (\d+) positional arguments? but (\d+) were given"
+)
 
 
 def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -> str | None:
@@ -67,6 +70,9 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
     static = _NOT_STATIC.search(text)
     if static:
         return _not_static(static.group(1), frame)
+    extra = _ONE_TOO_MANY.search(text)
+    if extra and int(extra.group(4)) == int(extra.group(3)) + 1:
+        return _without_ctx(extra.group(1), extra.group(2), frame)
     return None
 
 
@@ -164,6 +170,27 @@ def _not_static(name: str, frame: FrameType | None) -> str | None:
         f"{name} is an autograd.Function, whose {' and '.join(plain)} must be static methods: "
         f"put @staticmethod above {'each' if len(plain) > 1 else 'it'} and drop self, so they take "
         f"(ctx, inputs...): @staticmethod def forward(ctx, x): and @staticmethod def backward(ctx, grad_out):."
+    )
+
+
+def _without_ctx(name: str, method: str, frame: FrameType | None) -> str | None:
+    """A static forward (or backward) of autograd.Function ``name`` written without its
+    ``ctx`` parameter: PyTorch passes ctx first, one argument more than it takes."""
+    cls = _function_class(name, frame)
+    if cls is None or not isinstance(inspect.getattr_static(cls, method, None), staticmethod):
+        return None
+    fn = inspect.getattr_static(cls, method).__func__
+    params = list(inspect.signature(fn).parameters)
+    if params and params[0] == "ctx":
+        return None
+    given = ", ".join(params)
+    written = f"{method}({given})"
+    wanted = f"{method}(ctx{', ' + given if given else ''})"
+    return (
+        f"{name}.{written} takes no ctx: PyTorch passes an autograd.Function's {method} a context first "
+        f"(ctx, where save_for_backward keeps what backward needs), then "
+        + ("the inputs of apply()" if method == "forward" else "the gradient of each output")
+        + f". Make ctx its first parameter: def {wanted}:."
     )
 
 

@@ -41,6 +41,22 @@ CASES = {
         "TypeError",
         ["x, = ctx.saved_tensors"],
     ),
+    # the hint took Sq for an nn.Module: "the arguments of a module call are its forward()'s"
+    "forward without ctx": (
+        "import torch\nclass Sq(torch.autograd.Function):\n    @staticmethod\n    def forward(x):\n        return x ** 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g\ny = Sq.apply(torch.tensor([1.0, 2.0], requires_grad=True))\n",
+        9,
+        "TypeError",
+        ["Sq.forward(x) takes no ctx", "then the inputs of apply()", "def forward(ctx, x):"],
+    ),
+    "backward without ctx": (
+        "import torch\nclass Sq(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x ** 2\n"
+        "    @staticmethod\n    def backward(g):\n        return g\ny = Sq.apply(torch.tensor([1.0, 2.0], requires_grad=True))\n"
+        "y.sum().backward()\n",
+        10,
+        "TypeError",
+        ["Sq.backward(g) takes no ctx", "then the gradient of each output", "def backward(ctx, g):"],
+    ),
     "forward and backward not static": (
         "import torch\nclass Relu(torch.autograd.Function):\n    def forward(self, ctx, x):\n        ctx.save_for_backward(x)\n        return x.clamp(min=0)\n    def backward(self, ctx, g):\n        x, = ctx.saved_tensors\n        return g * (x > 0)\nx = torch.randn(4, requires_grad=True)\ny = Relu.apply(x)\n",
         10,
