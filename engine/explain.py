@@ -17,6 +17,7 @@ from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_layout import layout_hint
+from .explain_loaders import loader_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
@@ -267,6 +268,7 @@ def explain_error(
         or returned_pair_hint(code, frame)
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines)
+        or loader_hint(text, code, rec.statement_lines)
     )
     if called:
         return called
