@@ -13,6 +13,7 @@ from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
 from .explain_discarded import discarded_conversion
 from .explain_environment import environment_hint
+from .explain_flatten import view_sized_wrong
 from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_hooks import hook_hint
@@ -307,7 +308,11 @@ def explain_error(
     product = matmul_hint(exc, rec, frame, code)
     if product:
         return product
-    layout = layout_hint(exc, rec) or value_kind_hint(text, code)
+    layout = (
+        layout_hint(exc, rec)
+        or value_kind_hint(text, code)
+        or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
+    )
     if layout:
         return layout
     if _UNINITIALISED_MODULE.search(text):

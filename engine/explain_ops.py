@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_flatten import rows_made_by_view
 from .source import find_name
 
 if TYPE_CHECKING:
@@ -96,6 +97,9 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
         return _class_out_of_range(int(out_of_range.group(1)), rec, frame)
     sizes = _BATCH_SIZES.search(text)
     if sizes:
+        flattened = rows_made_by_view(int(sizes.group(1)), int(sizes.group(2)), rec.source_lines, None)
+        if flattened:
+            return flattened
         return (
             f"The loss got {sizes.group(1)} predictions but {sizes.group(2)} targets: the first "
             "dimension of both is the batch, and it must be the same. Check the shapes of the "

@@ -1,6 +1,6 @@
 """Hints for errors whose cause sits away from the line that raised: a model written wrong
 (a forward with no return, a misspelt forward, a layer class in nn.Sequential, a layer built
-inside forward), and what cross_entropy, a convolution or a 0-dim loss cannot take. Each
+inside forward, a CNN flattened with view(-1, K)), and what cross_entropy, a convolution or a 0-dim loss cannot take. Each
 snippet raises at its last line as it does without gradwalk, and the hint names the cause
 in the snippet's own terms."""
 
@@ -17,7 +17,36 @@ NET = (
     "        super().__init__()\n        self.fc1 = nn.Linear(4, 8)\n        self.fc2 = nn.Linear(8, 1)\n"
 )
 
+CNN = (
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass CNN(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.conv = nn.Conv2d(1, 4, 3{pad})\n"
+    "        self.fc = nn.Linear({k}, 10)\n    def forward(self, x):\n        x = F.max_pool2d(F.relu(self.conv(x)), 2)\n"
+    "        x = x.view(-1, {k})\n        return self.fc(x)\nmodel = CNN()\n"
+    "loss = F.cross_entropy(model(torch.randn(8, 1, 28, 28)), torch.randint(0, 10, (8,)))\n"
+)
+
 CASES = {
+    # 4 x 14 x 14 per sample viewed as rows of 4 * 7 * 7: 32 rows for 8 targets
+    "a CNN flattened with view(-1, K) into more rows": (
+        CNN.format(pad=", padding=1", k="4 * 7 * 7"),
+        "ValueError",
+        [
+            "Line 11 (x = x.view(-1, 4 * 7 * 7)) lets -1 make the batch size: each sample has 784 numbers",
+            "the 8 samples became 32 rows of 196",
+            "x = x.flatten(1)",
+            "nn.Linear(784, …)",
+        ],
+    ),
+    # 4 x 13 x 13 per sample: no whole number of rows of 4 * 6 * 6
+    "a CNN flattened with view(-1, K) that does not divide": (
+        CNN.format(pad="", k="4 * 6 * 6"),
+        "RuntimeError",
+        [
+            "view(-1, 144) needs a multiple of 144 numbers, and this batch, 8 × 4 × 13 × 13, holds 5408",
+            "676 per sample",
+            "nn.Linear(676, …)",
+        ],
+    ),
     # name: (snippet whose last line raises, exception type, phrases the hint must hold)
     "a forward with no return": (
         NET + "    def forward(self, x):\n        x = self.fc2(torch.relu(self.fc1(x)))\n"
@@ -109,7 +138,7 @@ CASES = {
 
 
 # where the error is raised inside forward, the line is forward's (the snippet's innermost)
-RAISED_AT = {"a layer built inside forward": 10}
+RAISED_AT = {"a layer built inside forward": 10, "a CNN flattened with view(-1, K) that does not divide": 11}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -130,3 +159,14 @@ def test_a_function_that_returns_its_value_is_not_blamed_for_a_none() -> None:
     )
     err = q.errors(record(source))[0]
     assert "return statement" not in (err.hint or ""), err.hint
+
+
+def test_a_sequence_models_view_is_not_taken_for_a_flattened_batch() -> None:
+    # (N, T, C) scores viewed as (N * T, C) against (N,) targets: the fix is in the targets, not
+    # in flatten(1), and no feature maps are flattened here
+    source = (
+        "import torch\nimport torch.nn.functional as F\nscores = torch.randn(4, 5, 10)\n"
+        "y = torch.randint(0, 10, (4,))\nloss = F.cross_entropy(scores.view(-1, 10), y)\n"
+    )
+    err = raised_as_plain(source, 5)
+    assert "flatten(1)" not in (err.hint or ""), err.hint
