@@ -41,6 +41,7 @@ from .running_totals import ADD_OPS, RunningTotals
 from .stale_grads import LeftInGrad, StaleGradients
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
+from .unused_grads import UnusedGradients, cleared_unused
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -146,6 +147,7 @@ class PitfallWatch:
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
         self._course = LossCourse()  # loss-diverging
         self._piled_hooks = PiledHooks()  # hook-registered-in-loop
+        self._unused = UnusedGradients()  # gradients-cleared-unused
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -295,6 +297,8 @@ class PitfallWatch:
             self._non_finite(f"the loss is {loss}", _known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
+        if self._rec.detail:
+            self._unused.before_backward(_known(line))
         # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
         self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
 
@@ -342,6 +346,8 @@ class PitfallWatch:
         """Look at a backward call that returned: mark the gradients it added into that a
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
+        if self._rec.detail:
+            self._unused.after_backward((p for p, _ in self._rec.modules.all_params()), _known(line))
 
     @_safe
     def on_optimizer_step(
@@ -371,6 +377,14 @@ class PitfallWatch:
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
+        unused = self._unused.stepped(params)
+        if unused is not None:
+            label = (self._rec.training.label_of(opt) or "opt").split(" ", 1)[0]
+            self._say(
+                "gradients-cleared-unused",
+                unused[0],
+                *cleared_unused(*unused, line, label, self._rec.source_lines),
+            )
         if ("missing-zero-grad", None) not in self._said:
             stale = self._stale.used_by(params, step)
             if stale is not None:

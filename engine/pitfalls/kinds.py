@@ -14,6 +14,7 @@ __all__ = ["PITFALL_KINDS", "Said"]
 PITFALL_KINDS: tuple[str, ...] = (
     "missing-zero-grad",
     "step-without-gradients",
+    "gradients-cleared-unused",
     "optimizer-never-stepped",
     "method-not-called",
     "loop-variable-rebound",

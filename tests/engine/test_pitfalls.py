@@ -984,3 +984,54 @@ def test_a_hook_that_does_not_pile_up_is_not_flagged(above: str, hook: str, afte
     trace = record(source)
     assert q.pitfalls(trace) == [], [p.title for p in q.pitfalls(trace)]
     assert q.stdout(trace) == plain_stdout(source)
+
+
+BATCHES = (
+    "import torch\nimport torch.nn as nn\nfrom torch.utils.data import TensorDataset, DataLoader\n"
+    "torch.manual_seed(0)\nloader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)\n"
+    "model = nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor epoch in range(3):\n"
+    "    for i, (xb, yb) in enumerate(loader):\n{body}print(model.weight.tolist())\n"
+)
+STEP_OUTSIDE = (
+    "        opt.zero_grad()\n        loss = nn.functional.mse_loss(model(xb), yb)\n        loss.backward()\n"
+    "    opt.step()\n"
+)
+
+
+def test_a_step_outside_the_batch_loop_says_the_batches_gradients_are_cleared_unused() -> None:
+    source = BATCHES.format(body=STEP_OUTSIDE)
+    trace = record(source)
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("gradients-cleared-unused", 12)
+    assert p.title == "opt.step() misses most backward() calls: their gradients are cleared before it runs"
+    assert (
+        "loss.backward() at line 12 ran 4 times before opt.step() (line 13), and 3 times the gradients it "
+        "left were cleared by opt.zero_grad() (line 10) before any step used them" in p.message
+    )
+    assert p.fix.startswith("Step after every backward(): put opt.step() in the same loop")
+    assert q.stdout(trace) == plain_stdout(source)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the usual loop
+        "        opt.zero_grad()\n        loss = nn.functional.mse_loss(model(xb), yb)\n        loss.backward()\n"
+        "        opt.step()\n",
+        # gradient accumulation: four batches summed, then one step, then zero_grad
+        "        loss = nn.functional.mse_loss(model(xb), yb) / 4\n        loss.backward()\n"
+        "        if i % 4 == 3:\n            opt.step()\n            opt.zero_grad()\n",
+        # zero_grad(set_to_none=False) in the usual loop
+        "        opt.zero_grad(set_to_none=False)\n        nn.functional.mse_loss(model(xb), yb).backward()\n"
+        "        opt.step()\n",
+    ],
+    ids=["the usual loop", "gradient accumulation", "zeroed in place"],
+)
+def test_steps_that_use_every_backward_are_not_flagged(body: str) -> None:
+    trace = record(BATCHES.format(body=body))
+    assert [p.kind for p in q.pitfalls(trace)] == []
+
+
+def test_a_gans_discriminator_gradients_cleared_by_its_own_zero_grad_are_not_flagged() -> None:
+    trace = record(gan_loop(4))
+    assert "gradients-cleared-unused" not in [p.kind for p in q.pitfalls(trace)]

@@ -1,0 +1,90 @@
+"""Gradients cleared before any step used them (gradients-cleared-unused).
+
+``opt.step()`` indented one level too far out, under the epoch loop while ``zero_grad()``,
+the forward and ``loss.backward()`` run once per batch: each batch's gradients are cleared
+by the next batch's ``zero_grad()`` before any step sees them, and each step uses the last
+batch's alone. Nothing fails; the model trains on one batch in N.
+
+Told by a parameter whose ``.grad`` a backward() wrote, then cleared (set to ``None``,
+replaced, or zeroed in place) before the *same* backward() line ran again, with no step of
+an optimizer holding it in between; judged at that optimizer's step, so a parameter no
+optimizer holds (left to parameter-not-optimized) is never said. A GAN's discriminator,
+whose gradients from the generator's loss are cleared by its own ``zero_grad()`` before its
+loss's backward() at another line, is not flagged, nor is gradient accumulation (backward()
+adds into the ``.grad`` it left).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Sequence
+
+import torch
+
+__all__ = ["UnusedGradients", "cleared_unused"]
+
+
+class UnusedGradients:
+    """Follows what each backward() wrote into parameters' ``.grad`` until a step uses it
+    (see the module's docstring). Fed only in walks recorded in full."""
+
+    def __init__(self) -> None:
+        # id(param) -> (param, its gradient, the gradient's version, the backward's line)
+        self._written: dict[int, tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor], int, int]] = {}
+        self._lost: dict[int, tuple[int, int]] = {}  # id(param) -> (backward line, times cleared)
+
+    def before_backward(self, line: int | None) -> None:
+        """A backward() at ``line`` is about to run: count what was cleared unused since the last
+        run of this same line."""
+        for key, (param, grad, version, at) in list(self._written.items()):
+            p, g = param(), grad()
+            if p is None:
+                del self._written[key]
+                continue
+            if g is not None and p.grad is g and (g._version == version or bool(g.any())):
+                continue  # still what that backward left (or changed by code, not cleared)
+            del self._written[key]
+            if at == line:
+                self._lost[key] = (at, self._lost.get(key, (at, 0))[1] + 1)
+
+    def after_backward(self, params: Iterable[torch.Tensor], line: int | None) -> None:
+        """A backward() at ``line`` returned: note the gradients it left in ``params``."""
+        if line is None:
+            return
+        for p in params:
+            g = p.grad
+            if g is not None:
+                self._written[id(p)] = (weakref.ref(p), weakref.ref(g), g._version, line)
+
+    def stepped(self, params: Sequence[torch.Tensor]) -> tuple[int, int] | None:
+        """An optimizer stepped over ``params``: ``(backward line, times)`` where gradients of
+        them were cleared unused since its last step (the most often cleared); ``None`` else."""
+        lost = [self._lost.pop(id(p)) for p in params if id(p) in self._lost]
+        for p in params:
+            self._written.pop(id(p), None)
+        return max(lost, key=lambda found: found[1]) if lost else None
+
+
+def cleared_unused(
+    backward_line: int, times: int, step_line: int | None, opt: str, source_lines: Sequence[str]
+) -> tuple[str, str, str]:
+    """``(title, message, fix)`` for the backward() at ``backward_line`` whose gradients were
+    cleared ``times`` times before ``opt``'s step (at ``step_line``) used them."""
+    zero = next(
+        (n for n in range(backward_line - 1, 0, -1) if ".zero_grad(" in source_lines[n - 1]),
+        None,
+    )
+    cleared = f" by {source_lines[zero - 1].strip()} (line {zero})" if zero else ""
+    at_step = f" (line {step_line})" if step_line else ""
+    code = source_lines[backward_line - 1].strip() if 0 < backward_line <= len(source_lines) else "backward()"
+    return (
+        f"{opt}.step() misses most backward() calls: their gradients are cleared before it runs",
+        f"{code} at line {backward_line} ran {times + 1} times before {opt}.step(){at_step}, and {times} "
+        f"time{'s' if times > 1 else ''} the gradients it left were cleared{cleared} before any step used them: the step "
+        f"updates the model with the last batch's gradient alone, and the {times} batches before it "
+        "are computed for nothing. A step indented one level too far out (under the epoch loop, not "
+        "the batch loop) does this.",
+        f"Step after every backward(): put {opt}.step() in the same loop, right after loss.backward() "
+        "(zero_grad → forward → loss → backward → step). To sum several batches' gradients on purpose, "
+        "call zero_grad() only after the step.",
+    )
