@@ -29,6 +29,9 @@ _CONV_DIMS = re.compile(
 _RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
 _BCE_SIZES = re.compile(
     r"Target size \(torch\.Size\(\[([\d, ]*)\]\)\) must be the same as input size \(torch\.Size\(\[([\d, ]*)\]\)\)"
+    # binary_cross_entropy's (nn.BCELoss) own words for the same
+    r"|Using a target size \(torch\.Size\(\[([\d, ]*)\]\)\) that is different to the input size "
+    r"\(torch\.Size\(\[([\d, ]*)\]\)\)"
 )
 _STACK = re.compile(
     r"stack expects each tensor to be equal size, but got \[([\d, ]*)\] at entry (\d+) and \[([\d, ]*)\] at entry (\d+)"
@@ -243,7 +246,10 @@ def _target_hint(text: str, operands: list[torch.Tensor]) -> str | None:
         )
     sizes = _BCE_SIZES.search(text)
     if sizes:
-        wanted, given = _sizes(sizes.group(1)), _sizes(sizes.group(2))
+        target, given_text = (
+            (sizes.group(1), sizes.group(2)) if sizes.group(2) is not None else sizes.group(3, 4)
+        )
+        wanted, given = _sizes(target), _sizes(given_text)
         if not given and wanted == [1]:
             return (
                 "Binary cross-entropy compares each prediction with its own target, element by element: here the "

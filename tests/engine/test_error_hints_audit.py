@@ -51,6 +51,13 @@ CASES = {
         "TypeError",
         ["model(…) is None here: Net.forward (line 8) has no return statement", "return x"],
     ),
+    # nn.BCELoss says it in other words than BCEWithLogitsLoss: it had no hint
+    "nn.BCELoss given (8, 1) and (8,)": (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())\n"
+        "y = torch.randint(0, 2, (8,)).float()\nloss = nn.BCELoss()(model(torch.randn(8, 4)), y)\n",
+        "ValueError",
+        ["here the input is (8, 1) and the target (8,)", "y.unsqueeze(1)"],
+    ),
     "requires_grad_ on torch.arange": (
         "import torch\nx = torch.arange(5)\nx.requires_grad_()\n",
         "RuntimeError",
