@@ -246,10 +246,10 @@ def _target_hint(text: str, operands: list[torch.Tensor]) -> str | None:
         )
     sizes = _BCE_SIZES.search(text)
     if sizes:
-        target, given_text = (
+        target_text, given_text = (
             (sizes.group(1), sizes.group(2)) if sizes.group(2) is not None else sizes.group(3, 4)
         )
-        wanted, given = _sizes(target), _sizes(given_text)
+        wanted, given = _sizes(target_text), _sizes(given_text)
         if not given and wanted == [1]:
             return (
                 "Binary cross-entropy compares each prediction with its own target, element by element: here the "
