@@ -11,7 +11,13 @@ import torch
 
 from ..source import find_name, quoted_code, snippet_frame
 
-__all__ = ["BROADCAST_OPS", "BroadcastInLoss", "broadcast_in_loss"]
+__all__ = [
+    "BROADCAST_OPS",
+    "COMPARISON_OPS",
+    "BroadcastInLoss",
+    "broadcast_in_comparison",
+    "broadcast_in_loss",
+]
 
 BROADCAST_OPS = frozenset(
     {
@@ -32,6 +38,8 @@ BROADCAST_OPS = frozenset(
     }
 )
 _LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
+# an accuracy's comparison: (pred == y).float().mean()
+COMPARISON_OPS = frozenset({"eq", "__eq__", "ne", "__ne__"})
 # a vector made a column: s[:, None], s[..., None], s.unsqueeze(1), s.view(-1, 1), s[:, np.newaxis]
 _COLUMN_OF = re.compile(
     r"([A-Za-z_][\w.]*)(?:\[[^\[\]]*\b(?:None|newaxis)\s*\]|\.unsqueeze\(\s*(?:1|-1)\s*\)"
@@ -120,3 +128,36 @@ def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor) -> str:
     squeeze = f"{names[0]}.squeeze(-1)" if names[0] else ".squeeze(-1) the column"
     unsqueeze = f"{names[1]}.unsqueeze(-1)" if names[1] else ".unsqueeze(-1) the vector"
     return f"Make the shapes match: {squeeze} (or {unsqueeze}) before the subtraction or loss."
+
+
+def broadcast_in_comparison(
+    args: tuple[Any, ...], result: torch.Tensor, source_lines: Sequence[str], line: int | None
+) -> BroadcastInLoss | None:
+    """Return the report for ``==`` (or ``!=``) of a column ``(n, 1)`` and a vector ``(n,)``,
+    either order, else ``None``: every prediction compared with every label, n×n results, so
+    an accuracy counted from them is off (it can pass 1). A vector compared with itself made a
+    column on snippet ``line`` (``y[:, None] == y``: a same-class mask, on purpose) is not one.
+    Called from within the op."""
+    if _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)):
+        return None
+    if len(args) < 2 or not (isinstance(args[0], torch.Tensor) and isinstance(args[1], torch.Tensor)):
+        return None
+    a, b = args[0].shape, args[1].shape
+    column_first = len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1
+    if not column_first and not (len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1):
+        return None
+    n = a[0]
+    column, vector = (args[0], args[1]) if column_first else (args[1], args[0])
+    frame, _ = snippet_frame()
+    names = [find_name(t, frame) for t in (column, vector)]
+    squeeze = f"{names[0]}.squeeze(1)" if names[0] else ".squeeze(1) the column"
+    unsqueeze = f"{names[1]}.unsqueeze(1)" if names[1] else ".unsqueeze(1) the vector"
+    return BroadcastInLoss(
+        f"Shapes {tuple(a)} and {tuple(b)} broadcast to {tuple(result.shape)} in a comparison",
+        f"This comparison pairs a column of {n} ({n}, 1) with a vector of {n} ({n},): broadcasting "
+        f"compares every value of one with every value of the other, {n}×{n} = {n * n} results instead of "
+        f"{n}. An accuracy counted from them ((pred == y).sum() / len(y)) is wrong, and can pass 1; no "
+        "error is raised.",
+        f"Make the shapes match before comparing: {squeeze} (or {unsqueeze}); argmax(dim=1) without "
+        "keepdim=True gives the vector of predicted classes.",
+    )

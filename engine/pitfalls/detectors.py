@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..source import named_tensors, snippet_frame, snippet_frames
-from .broadcast import BROADCAST_OPS, broadcast_in_loss
+from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .clip_order import clip_after_step, clip_got_no_parameters
 from .copied_out import COPYING_OPS, copied_off_graph
 from .diverging import LossCourse, diverged_reports
@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
-WATCHED_OPS = ADD_OPS | BROADCAST_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS | DROPOUT_OPS
+WATCHED_OPS = (
+    ADD_OPS | BROADCAST_OPS | COMPARISON_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS | DROPOUT_OPS
+)
 
 _ONCE_PER_RUN = frozenset(
     {
@@ -234,6 +236,10 @@ class PitfallWatch:
             return
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
+        if name in COMPARISON_OPS:
+            compared = broadcast_in_comparison(args, result, self._rec.statement_lines, line)
+            if compared is not None:
+                self._say("broadcast-in-comparison", line, *compared)
         if name in ADD_OPS:
             self._totals.on_add(args, result, line)
 

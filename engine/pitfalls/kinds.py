@@ -33,6 +33,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "eval-mode-in-training",
     "functional-dropout-in-eval",
     "broadcast-in-loss",
+    "broadcast-in-comparison",
     "probabilities-into-cross-entropy",
     "nll-loss-without-log-softmax",
     "sigmoid-into-bce-with-logits",

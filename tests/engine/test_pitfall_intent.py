@@ -9,7 +9,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import recorded_silently
+from tests.engine.snippets import plain_stdout, recorded_silently
 
 PAIRWISE_RANKING = """
 import torch, torch.nn as nn
@@ -171,3 +171,42 @@ for epoch in range(5):
     assert p.title == "model was rebuilt after its optimizer was made"
     assert "Line 8 assigns model a new model after the optimizer was built at line 7" in p.message
     assert "line 7 below line 8" in p.fix
+
+
+ACCURACY = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+X, y = torch.randn(64, 4), torch.randint(0, 3, (64,))
+for step in range(30):
+    opt.zero_grad(); nn.functional.cross_entropy(model(X), y).backward(); opt.step()
+with torch.no_grad():
+    pred = model(X).argmax(dim=1{keep})
+    acc = (pred == y).float().mean()
+print(round(acc.item(), 4))
+"""
+
+
+def test_an_accuracy_of_a_column_against_a_vector_says_it_compares_every_pair() -> None:
+    # (64, 1) == (64,) is (64, 64): the accuracy printed was no accuracy, and nothing said so
+    source = ACCURACY.format(keep=", keepdim=True")
+    trace = record(source)
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("broadcast-in-comparison", 11)
+    assert p.title == "Shapes (64, 1) and (64,) broadcast to (64, 64) in a comparison"
+    assert "64×64 = 4096 results instead of 64" in p.message
+    assert p.fix.startswith("Make the shapes match before comparing: pred.squeeze(1) (or y.unsqueeze(1))")
+    assert q.stdout(trace) == plain_stdout(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ACCURACY.format(keep=""),  # the vector of predicted classes
+        ACCURACY.format(keep="") + "same_class = y[:, None] == y\nprint(same_class.float().mean().item())\n",
+    ],
+    ids=["an accuracy of two vectors", "a same-class mask of every pair, on purpose"],
+)
+def test_comparisons_of_matching_shapes_or_of_all_pairs_on_purpose_stay_silent(source: str) -> None:
+    recorded_silently(source)
