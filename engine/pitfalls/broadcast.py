@@ -138,13 +138,13 @@ def broadcast_in_comparison(
     an accuracy counted from them is off (it can pass 1). A vector compared with itself made a
     column on snippet ``line`` (``y[:, None] == y``: a same-class mask, on purpose) is not one.
     Called from within the op."""
-    if _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)):
-        return None
     if len(args) < 2 or not (isinstance(args[0], torch.Tensor) and isinstance(args[1], torch.Tensor)):
         return None
     a, b = args[0].shape, args[1].shape
     column_first = len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1
     if not column_first and not (len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1):
+        return None
+    if _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)):
         return None
     n = a[0]
     column, vector = (args[0], args[1]) if column_first else (args[1], args[0])
