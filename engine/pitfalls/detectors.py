@@ -25,6 +25,7 @@ from .clip_order import clip_after_step, clip_got_no_parameters
 from .copied_out import COPYING_OPS, copied_off_graph
 from .diverging import LossCourse, diverged_reports
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
+from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
@@ -150,6 +151,7 @@ class PitfallWatch:
         self._course = LossCourse()  # loss-diverging
         self._piled_hooks = PiledHooks()  # hook-registered-in-loop
         self._unused = UnusedGradients()  # gradients-cleared-unused
+        self._grad_of_grad = GradOfGrad()  # grad-of-grad-accumulated
         # tensor-copied-off-graph: line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self.copied_at: dict[int, str] = {}
@@ -305,6 +307,7 @@ class PitfallWatch:
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
         if self._rec.detail:
             self._unused.before_backward(_known(line))
+            self._grad_of_grad.before_backward(roots)
         # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
         self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
 
@@ -333,7 +336,9 @@ class PitfallWatch:
     @_safe
     def before_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` as AccumulateGrad is about to add into its ``.grad``, in a walk
-        recorded in full: a gradient left from before an update by hand (hand_updates.py)."""
+        recorded in full: a gradient left from before an update by hand (hand_updates.py), or
+        the gradient this backward() started from (grad_of_grad.py)."""
+        self._grad_of_grad.before_accumulate(leaf)
         if self._rec.training.total_steps or not self._hand_updates.stale(leaf):
             return  # with an optimizer, its steps judge (stale_grads.py)
         tid = self._rec.tensors.known(leaf)
@@ -344,6 +349,11 @@ class PitfallWatch:
     @_safe
     def after_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
+        numbers = self._grad_of_grad.added(leaf)
+        if numbers is not None or self._grad_of_grad.pending(leaf):
+            tid = self._rec.tensors.known(leaf)
+            name = (self._rec.tensors.names.get(tid) if tid is not None else None) or "x"
+            self._say("grad-of-grad-accumulated", _known(_UNKNOWN), *grad_of_grad_added(name, numbers))
         if not self._rec.training.total_steps:  # once an optimizer steps, its steps judge
             self._hand_updates.accumulated(leaf)
 

@@ -42,6 +42,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "loss-diverging",
     "non-finite-loss",
     "non-finite-gradient",
+    "grad-of-grad-accumulated",
 )
 
 

@@ -1035,3 +1035,47 @@ def test_steps_that_use_every_backward_are_not_flagged(body: str) -> None:
 def test_a_gans_discriminator_gradients_cleared_by_its_own_zero_grad_are_not_flagged() -> None:
     trace = record(gan_loop(4))
     assert "gradients-cleared-unused" not in [p.kind for p in q.pitfalls(trace)]
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "worked"),
+    [
+        (
+            "import torch\nx = torch.tensor(3.0, requires_grad=True)\ny = x ** 3\ny.backward(create_graph=True)\n"
+            "x.grad.backward()\nprint(x.grad)\n",
+            5,
+            "x.grad is now their sum (27 + 18 = 45 here, where the second derivative is 18)",
+        ),
+        (
+            "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n(x ** 3).sum().backward(create_graph=True)\n"
+            "x.grad.sum().backward()\nprint(x.grad)\n",
+            4,
+            "x.grad is now their sum, not the second derivative",
+        ),
+    ],
+    ids=["x.grad.backward()", "x.grad.sum().backward()"],
+)
+def test_a_second_derivative_taken_through_grad_says_it_is_added_to_the_first(
+    source: str, line: int, worked: str
+) -> None:
+    trace = record(source)
+    (p,) = q.pitfalls(trace)
+    assert (p.kind, p.line) == ("grad-of-grad-accumulated", line)
+    assert p.title == "The second derivative is added to the first, in x.grad"
+    assert worked in p.message
+    assert "g = x.grad; x.grad = None; g.backward()" in p.fix
+    assert q.stdout(trace) == plain_stdout(source)
+    # the fix gives the second derivative alone
+    fixed = source.replace("x.grad.backward()", "g = x.grad\nx.grad = None\ng.backward()")
+    if fixed != source:
+        assert plain_stdout(fixed) == "tensor(18.)\n"
+        assert q.pitfalls(record(fixed)) == []
+
+
+def test_a_backward_that_does_not_differentiate_the_gradient_is_not_flagged() -> None:
+    # create_graph=True, then another loss's backward() adds into x.grad: no second derivative
+    source = (
+        "import torch\nx = torch.tensor(3.0, requires_grad=True)\n(x ** 3).backward(create_graph=True)\n"
+        "(x * 2).backward()\nprint(x.grad)\n"
+    )
+    assert "grad-of-grad-accumulated" not in [p.kind for p in q.pitfalls(record(source))]
