@@ -24,6 +24,7 @@ from .explain_modules import model_definition_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_targets import cross_entropy_hint
+from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .memory import saved_by, saved_source
 from .source import quoted_code, visible_names
@@ -355,6 +356,10 @@ def _autograd_hint(
     seed = seed_hint(text, code)
     if seed:
         return seed
+    if "appears to not have been used in the graph" in text:
+        made = input_made_after_output(code)
+        if made:
+            return made
     if _INTEGER_REQUIRES_GRAD.search(text):
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:

@@ -58,6 +58,22 @@ CASES = {
         "ValueError",
         ["here the input is (8, 1) and the target (8,)", "y.unsqueeze(1)"],
     ),
+    # the input made on the call's line: the hint said to pass allow_unused=True, which gives None
+    "autograd.grad with respect to a slice made after the output": (
+        "import torch\nX = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\nu = (X ** 2).sum(dim=1)\n"
+        "g, = torch.autograd.grad(u.sum(), X[:, 0])\n",
+        "RuntimeError",
+        [
+            "X[:, 0] is a new tensor, made on this line from X after u.sum() was computed",
+            "torch.autograd.grad(u.sum(), X)[0][:, 0]",
+        ],
+    ),
+    "autograd.grad with respect to a view made after the output": (
+        "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x ** 2).sum()\n"
+        "g, = torch.autograd.grad(y, x.view(-1, 1))\n",
+        "RuntimeError",
+        ["x.view(-1, 1) is a new tensor", "torch.autograd.grad(y, x)[0].view(-1, 1)"],
+    ),
     "requires_grad_ on torch.arange": (
         "import torch\nx = torch.arange(5)\nx.requires_grad_()\n",
         "RuntimeError",
