@@ -218,6 +218,25 @@ def _raised_by_failed_op(exc: BaseException, rec: Recorder) -> bool:
     return False
 
 
+_ELEMENT_SET = re.compile(r"^([A-Za-z_]\w*)\[([^\]]*)\]\s*=(?!=)\s*(.+)$")
+
+
+def _element_set_on_leaf(code: str | None) -> str | None:
+    """``x[0] = 0.0`` on a leaf that requires grad: to mask part of it in the computation, do it
+    on a copy; to change the leaf itself (an initial value), under no_grad."""
+    found = _ELEMENT_SET.match(code or "")
+    if found is None:
+        return None
+    name, index, value = found.groups()
+    return (
+        f"{code} writes into {name} in place, and {name} is a leaf that requires grad: autograd cannot let "
+        f"it change under the computations that use it. To leave {name}[{index}] out of a computation, set it "
+        f"on a copy, y = {name}.clone(); y[{index}] = {value} (the gradient still reaches the rest of {name}), "
+        f"or multiply by a mask; to change {name}'s own starting values, do it under torch.no_grad(), or "
+        "before requires_grad_()."
+    )
+
+
 def _thrown_away(rec: Recorder, line: int | None, frame: FrameType | None) -> str | None:
     """:func:`discarded_conversion` of the failed op's operands (``x.float()`` kept nowhere)."""
     return discarded_conversion(rec.statement_lines, line, frame, rec.failed_op[1] if rec.failed_op else ())
@@ -319,7 +338,11 @@ def explain_error(
     if _UNINITIALISED_MODULE.search(text):
         return _MODULE_INIT_HINT
     if "leaf Variable that requires grad is being used in an in-place" in text:
-        activation = inplace_leaf_hint(rec, frame) or _bare_no_grad_hint(rec.statement_lines, line)
+        activation = (
+            inplace_leaf_hint(rec, frame)
+            or _bare_no_grad_hint(rec.statement_lines, line)
+            or _element_set_on_leaf(code)
+        )
         if activation:
             return activation
     for phrase, hint in _PLAIN_HINTS:

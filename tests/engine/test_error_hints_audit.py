@@ -74,6 +74,15 @@ CASES = {
         "RuntimeError",
         ["x.view(-1, 1) is a new tensor", "torch.autograd.grad(y, x)[0].view(-1, 1)"],
     ),
+    # masking an element of a leaf: the hint was about an optimizer's update under no_grad
+    "an element of a leaf set in place": (
+        "import torch\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\nx[0] = 0.0\n",
+        "RuntimeError",
+        [
+            "x[0] = 0.0 writes into x in place, and x is a leaf that requires grad",
+            "y = x.clone(); y[0] = 0.0",
+        ],
+    ),
     "requires_grad_ on torch.arange": (
         "import torch\nx = torch.arange(5)\nx.requires_grad_()\n",
         "RuntimeError",
