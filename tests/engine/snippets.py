@@ -11,6 +11,7 @@ import torch
 
 from engine import queries as q
 from engine import record
+from engine.events import Limits
 
 
 def recorded_silently(source: str) -> Any:
@@ -20,6 +21,19 @@ def recorded_silently(source: str) -> Any:
     assert trace.events[-1].status == "ok", trace.events[-1].message
     assert q.pitfalls(trace) == []
     return trace
+
+
+def the_pitfall(source: str, kind: str, line: int, limits: Limits | None = None) -> Any:
+    """Record ``source`` (with ``limits``), which must raise exactly one pitfall, of ``kind``
+    at snippet ``line``, and print what it prints without gradwalk (a detector changes no
+    number); return that pitfall event."""
+    trace = record(source, limits=limits)
+    found = q.pitfalls(trace)
+    assert [(p.kind, p.line) for p in found] == [(kind, line)], [(p.kind, p.line, p.title) for p in found]
+    with warnings.catch_warnings():  # plain PyTorch warns as the recorded run did
+        warnings.simplefilter("ignore")
+        assert q.stdout(trace) == plain_stdout(source)
+    return found[0]
 
 
 def plain_grads(source: str, names: list[str]) -> dict[str, Any]:

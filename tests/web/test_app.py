@@ -710,31 +710,7 @@ def test_a_tape_in_a_narrow_column_wraps_names_at_their_dots_not_mid_name(page: 
     page.set_viewport_size({"width": 1280, "height": 720})
     open_app(page, "?view=tape", presenter=True)
     run_example(page, "small_net")
-    breaks = page.evaluate(
-        """() => {
-            const out = [];
-            for (const io of document.querySelectorAll('.gw-op-io')) {
-                const chars = [];  // [character, top of its line box]
-                const walker = document.createTreeWalker(io, NodeFilter.SHOW_TEXT);
-                for (let t = walker.nextNode(); t; t = walker.nextNode()) {
-                    for (let i = 0; i < t.length; i++) {
-                        const range = document.createRange();
-                        range.setStart(t, i);
-                        range.setEnd(t, i + 1);
-                        const rect = range.getClientRects()[0];
-                        chars.push([t.textContent[i], rect ? Math.round(rect.top) : null]);
-                    }
-                }
-                const seen = chars.filter(([c, top]) => c.trim() && top !== null);
-                for (let i = 1; i < seen.length; i++) {
-                    if (seen[i][1] === seen[i - 1][1]) continue;
-                    const k = chars.indexOf(seen[i]);
-                    out.push([io.textContent, chars[k - 1][0] + '|' + seen[i][0]]);
-                }
-            }
-            return out;
-        }"""
-    )
+    breaks = page.evaluate(_LINE_BREAKS, ".gw-op-io")
     assert len(breaks) > 5, breaks  # the case: rows wrapped
     cut = [(text, at) for text, at in breaks if at[0] not in " .,("]
     assert not cut, cut
