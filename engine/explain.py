@@ -286,7 +286,7 @@ def explain_error(
     called = (
         module_class_hint(code, frame)
         or model_definition_hint(text, rec.statement_lines, line, frame)
-        or returned_pair_hint(code, frame)
+        or returned_pair_hint(code, frame, text)
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines)
         or loader_hint(text, code, rec.statement_lines)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .explain_seed import name_before
-from .source import visible_names
+from .source import is_a, visible_names
 
 __all__ = ["module_class_hint", "returned_pair_hint", "value_kind_hint"]
 
@@ -236,13 +236,21 @@ def _no_graph_in(given: str, code: str | None) -> str:
     )
 
 
-def returned_pair_hint(code: str | None, frame: FrameType | None) -> str | None:
+def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = "") -> str | None:
     """A name on the line holds what ``torch.max(x, dim=1)`` (sort, topk, min, median, …)
     returns, a pair of values and indices, where a tensor was meant: ``pred == y`` then
-    compares a tuple with a tensor and gives False, and ``.float()`` of it fails."""
+    compares a tuple with a tensor and gives False, and ``.float()`` of it fails. Or, for an
+    error ``text`` about a tuple, what an RNN layer returns: (output, hidden state)."""
     scope = visible_names(frame)
     for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code or "")):
         held = scope.get(name)
+        if "tuple" in text and _rnn_pair(held):
+            return (
+                f"{name} is a pair, (output, hidden state), not a tensor: nn.LSTM, nn.GRU and nn.RNN return both "
+                f"(an LSTM's hidden state is itself a pair, (h, c)). Unpack it where the layer is called, "
+                f"{name}, _ = layer(x) (an LSTM's: {name}, (h, c) = layer(x)), and use {name}, the output at "
+                "every step."
+            )
         if type(held).__module__ != "torch.return_types" or not hasattr(held, "indices"):
             continue
         op = type(held).__name__
@@ -253,6 +261,16 @@ def returned_pair_hint(code: str | None, frame: FrameType | None) -> str | None:
             f"{name}.values, or unpack it: values, indices = torch.{op}(x, dim=1)."
         )
     return None
+
+
+def _rnn_pair(held: object) -> bool:
+    """Whether ``held`` is what a recurrent layer returns: (output, h) or (output, (h, c))."""
+    if not (isinstance(held, tuple) and len(held) == 2 and is_a(held[0], torch.Tensor)):
+        return False
+    state = held[1]
+    return is_a(state, torch.Tensor) or (
+        isinstance(state, tuple) and len(state) == 2 and all(is_a(t, torch.Tensor) for t in state)
+    )
 
 
 def module_class_hint(code: str | None, frame: FrameType | None) -> str | None:

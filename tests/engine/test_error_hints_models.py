@@ -26,6 +26,15 @@ CNN = (
 )
 
 CASES = {
+    # an LSTM's output and state taken as one tensor: the hint was None
+    "an LSTM's returned pair indexed as a tensor": (
+        "import torch\nimport torch.nn as nn\nclass RNNModel(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.lstm = nn.LSTM(5, 8, batch_first=True)\n        self.fc = nn.Linear(8, 2)\n"
+        "    def forward(self, x):\n        out = self.lstm(x)\n        return self.fc(out[:, -1])\n"
+        "y = RNNModel()(torch.randn(4, 6, 5))\n",
+        "TypeError",
+        ["out is a pair, (output, hidden state), not a tensor", "out, (h, c) = layer(x)"],
+    ),
     # 4 x 14 x 14 per sample viewed as rows of 4 * 7 * 7: 32 rows for 8 targets
     "a CNN flattened with view(-1, K) into more rows": (
         CNN.format(pad=", padding=1", k="4 * 7 * 7"),
@@ -138,7 +147,11 @@ CASES = {
 
 
 # where the error is raised inside forward, the line is forward's (the snippet's innermost)
-RAISED_AT = {"a layer built inside forward": 10, "a CNN flattened with view(-1, K) that does not divide": 11}
+RAISED_AT = {
+    "a layer built inside forward": 10,
+    "an LSTM's returned pair indexed as a tensor": 10,
+    "a CNN flattened with view(-1, K) that does not divide": 11,
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
