@@ -240,11 +240,13 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
     """A name on the line holds what ``torch.max(x, dim=1)`` (sort, topk, min, median, …)
     returns, a pair of values and indices, where a tensor was meant: ``pred == y`` then
     compares a tuple with a tensor and gives False, and ``.float()`` of it fails. Or, for an
-    error ``text`` about a tuple, what an RNN layer returns: (output, hidden state)."""
+    error ``text`` of a tuple indexed or asked for an attribute, what an RNN layer returns:
+    (output, hidden state)."""
     scope = visible_names(frame)
     for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code or "")):
         held = scope.get(name)
-        if "tuple" in text and _rnn_pair(held):
+        # ("must be Tensor, not tuple", a layer given the pair, has its hint: _not_a_tensor)
+        if ("tuple indices" in text or "'tuple' object" in text) and _rnn_pair(held):
             return (
                 f"{name} is a pair, (output, hidden state), not a tensor: nn.LSTM, nn.GRU and nn.RNN return both "
                 f"(an LSTM's hidden state is itself a pair, (h, c)). Unpack it where the layer is called, "
