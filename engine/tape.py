@@ -217,7 +217,7 @@ class TapeMode(TorchFunctionMode):
         if name == "register_hook" and isinstance(first, torch.Tensor):
             frames = frames or snippet_frames()
             with rec.mute():
-                rec.pitfalls.on_hook(first, frames[1])
+                rec.pitfalls.on_hook(first, frames[1], result)
             rec.on_hook(first, frames)  # returns a handle, not a tensor: no op of the tape
         outputs: list[torch.Tensor] = []
         if name == "__setitem__" and isinstance(first, torch.Tensor):

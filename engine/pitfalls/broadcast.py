@@ -46,6 +46,11 @@ _COLUMN_OF = re.compile(
     r"|\.(?:view|reshape)\(\s*-1\s*,\s*1\s*\))"
 )
 
+# a column made of anything on the line, torch.arange(n)[:, None] too
+_MADE_COLUMN = re.compile(
+    r"\[[^\[\]]*\b(?:None|newaxis)\s*\]|\.unsqueeze\(\s*(?:1|-1)\s*\)|\.(?:view|reshape)\(\s*-1\s*,\s*1\s*\)"
+)
+
 
 def _pairs_on_purpose(code: str | None) -> bool:
     """Whether ``code`` makes a vector a column and combines it with that same vector
@@ -135,16 +140,19 @@ def broadcast_in_comparison(
 ) -> BroadcastInLoss | None:
     """Return the report for ``==`` (or ``!=``) of a column ``(n, 1)`` and a vector ``(n,)``,
     either order, else ``None``: every prediction compared with every label, n×n results, so
-    an accuracy counted from them is off (it can pass 1). A vector compared with itself made a
-    column on snippet ``line`` (``y[:, None] == y``: a same-class mask, on purpose) is not one.
-    Called from within the op."""
+    an accuracy counted from them is off (it can pass 1). A column made on snippet ``line``
+    itself (``y[:, None] == y``, ``y.unsqueeze(1) == torch.arange(10)``: a mask of pairs or a
+    one-hot encoding, on purpose) is not one. Called from within the op."""
     if len(args) < 2 or not (isinstance(args[0], torch.Tensor) and isinstance(args[1], torch.Tensor)):
         return None
     a, b = args[0].shape, args[1].shape
     column_first = len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1
     if not column_first and not (len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1):
         return None
-    if _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)):
+    if _MADE_COLUMN.search(quoted_code(source_lines, line, sys.maxsize) or ""):
+        # the column made on the line itself (y.unsqueeze(1) == torch.arange(10), q[:, None] == g):
+        # a one-hot encoding or a matrix of pairs, on purpose; the accuracy's column comes from
+        # elsewhere (argmax(dim=1, keepdim=True), a model's (N, 1) output)
         return None
     n = a[0]
     column, vector = (args[0], args[1]) if column_first else (args[1], args[0])

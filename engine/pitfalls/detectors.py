@@ -306,7 +306,8 @@ class PitfallWatch:
         self._stale.before_backward()
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
         if self._rec.detail:
-            self._unused.before_backward(_known(line))
+            if not self._rec.training.inside_step():  # an LBFGS closure's are step()'s own
+                self._unused.before_backward(_known(line))
             self._grad_of_grad.before_backward(roots)
         # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
         self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
@@ -362,7 +363,7 @@ class PitfallWatch:
         """Look at a backward call that returned: mark the gradients it added into that a
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
-        if self._rec.detail:
+        if self._rec.detail and not self._rec.training.inside_step():
             self._unused.after_backward((p for p, _ in self._rec.modules.all_params()), _known(line))
 
     @_safe
@@ -437,9 +438,10 @@ class PitfallWatch:
         report = clip_after_step(function, line, step, step_line, self._rec.backward.first_backward_line)
         self._say("clip-after-step", line, *report)
 
-    def on_hook(self, tensor: torch.Tensor, line: int | None) -> None:
-        """Look at ``tensor.register_hook(…)`` just run from snippet line ``line``."""
-        piled = self._piled_hooks.registered(tensor, line, self._rec.source_lines)
+    def on_hook(self, tensor: torch.Tensor, line: int | None, handle: object) -> None:
+        """Look at ``tensor.register_hook(…)`` just run from snippet line ``line``, which
+        returned ``handle``."""
+        piled = self._piled_hooks.registered(tensor, line, handle, self._rec.source_lines)
         if piled is not None:
             self._say("hook-registered-in-loop", line, *piled)
 

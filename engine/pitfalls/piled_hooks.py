@@ -5,7 +5,7 @@
 training loop adds one more hook each iteration, and each backward() runs them all in a row,
 each on the gradient the one before returned: a hook that clips or scales the gradient acts
 k times by the k-th iteration. Told by a leaf that holds two or more hooks, two of them
-registered from the same line. A hook on a tensor the loop makes afresh (``h =
+registered from the same line and not removed. A hook on a tensor the loop makes afresh (``h =
 model(x)``, then ``h.register_hook``) is one per tensor and is not flagged.
 """
 
@@ -25,24 +25,30 @@ class PiledHooks:
     """Counts the hooks each leaf got from each snippet line; see the module's docstring."""
 
     def __init__(self) -> None:
-        # id(leaf) -> (a weak reference that tells a reused id apart, {line: registrations})
-        self._hooked: dict[int, tuple[weakref.ref[torch.Tensor], dict[int, int]]] = {}
+        # id(leaf) -> (a weak reference that tells a reused id apart, {line: its hooks' handle ids})
+        self._hooked: dict[int, tuple[weakref.ref[torch.Tensor], dict[int, list[int]]]] = {}
 
     def registered(
-        self, tensor: torch.Tensor, line: int | None, source_lines: Sequence[str]
+        self, tensor: torch.Tensor, line: int | None, handle: object, source_lines: Sequence[str]
     ) -> tuple[str, str, str] | None:
-        """Look at ``tensor.register_hook(…)`` just run from ``line``; return ``(title, message,
-        fix)`` when it piles a hook on hooks the same line left on this leaf."""
+        """Look at ``tensor.register_hook(…)`` just run from ``line`` (``handle``: what it
+        returned); return ``(title, message, fix)`` when the hooks the same line registered on
+        this leaf before are still on it."""
         if line is None or not tensor.is_leaf:
             return None
         entry = self._hooked.get(id(tensor))
         if entry is None or entry[0]() is not tensor:
             entry = (weakref.ref(tensor), {})
             self._hooked[id(tensor)] = entry
-        lines = entry[1]
-        lines[line] = lines.get(line, 0) + 1
-        held = len(getattr(tensor, "_backward_hooks", None) or {})
-        if lines[line] < 2 or held < 2:
+        hooks = getattr(tensor, "_backward_hooks", None) or {}
+        # the handles of this line's hooks still on the leaf (h.remove() takes one off)
+        mine = [i for i in entry[1].get(line, []) if i in hooks]
+        hook_id = getattr(handle, "id", None)
+        if isinstance(hook_id, int):
+            mine.append(hook_id)
+        entry[1][line] = mine
+        held = len(mine)
+        if held < 2:
             return None  # the first, or the one before was removed (h.remove() each iteration)
         code = source_lines[line - 1] if 0 < line <= len(source_lines) else None
         name = name_before(".register_hook(", code) or "this tensor"

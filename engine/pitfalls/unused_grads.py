@@ -7,11 +7,13 @@ batch's alone. Nothing fails; the model trains on one batch in N.
 
 Told by a parameter whose ``.grad`` a backward() wrote, then cleared (set to ``None``,
 replaced, or zeroed in place) before the *same* backward() line ran again, with no step of
-an optimizer holding it in between; judged at that optimizer's step, so a parameter no
-optimizer holds (left to parameter-not-optimized) is never said. A GAN's discriminator,
-whose gradients from the generator's loss are cleared by its own ``zero_grad()`` before its
-loss's backward() at another line, is not flagged, nor is gradient accumulation (backward()
-adds into the ``.grad`` it left).
+any optimizer in between, twice or more before the step of an optimizer holding it; judged
+at that step, so a parameter no optimizer holds (left to parameter-not-optimized) is never
+said. Not flagged: a GAN's discriminator, whose gradients from the generator's loss its own
+``zero_grad()`` clears (another optimizer stepped in between, even where one helper's line,
+``update(opt, loss)``, runs both backward() calls); gradient accumulation (backward() adds
+into the ``.grad`` it left), whose last partial group an epoch's first ``zero_grad()`` drops
+once; and the backward() calls of an LBFGS closure, which ``step()`` itself makes.
 """
 
 from __future__ import annotations
@@ -58,11 +60,13 @@ class UnusedGradients:
 
     def stepped(self, params: Sequence[torch.Tensor]) -> tuple[int, int] | None:
         """An optimizer stepped over ``params``: ``(backward line, times)`` where gradients of
-        them were cleared unused since its last step (the most often cleared); ``None`` else."""
+        them were cleared unused two or more times since its last step (the most often
+        cleared); ``None`` else. Whatever any backward() left before a step is judged no
+        more: a step came between it and the next backward()."""
         lost = [self._lost.pop(id(p)) for p in params if id(p) in self._lost]
-        for p in params:
-            self._written.pop(id(p), None)
-        return max(lost, key=lambda found: found[1]) if lost else None
+        self._written.clear()
+        most = max(lost, key=lambda found: found[1]) if lost else None
+        return most if most is not None and most[1] >= 2 else None
 
 
 def cleared_unused(

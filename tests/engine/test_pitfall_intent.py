@@ -206,3 +206,20 @@ def test_an_accuracy_of_a_column_against_a_vector_says_it_compares_every_pair() 
 )
 def test_comparisons_of_matching_shapes_or_of_all_pairs_on_purpose_stay_silent(source: str) -> None:
     recorded_silently(source)
+
+
+# correct code the new detectors first took for mistakes (a false-positive hunt over 53 snippets)
+SAID_WRONGLY = {
+    "an LBFGS closure": "import torch\ntorch.manual_seed(0)\nx, y = torch.randn(20, 3), torch.randn(20, 1)\nm = torch.nn.Linear(3, 1)\nopt = torch.optim.LBFGS(m.parameters())\ndef closure():\n    opt.zero_grad()\n    loss = torch.nn.functional.mse_loss(m(x), y)\n    loss.backward()\n    return loss\nopt.step(closure)\n",
+    "one update(opt, loss) helper for a GAN's two optimizers": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nG, D = nn.Linear(2, 2), nn.Linear(2, 1)\noptG, optD = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)\ndef update(opt, loss):\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\nfor it in range(3):\n    fake = G(torch.randn(8, 2))\n    update(optD, D(fake.detach()).mean() - D(torch.randn(8, 2)).mean())\n    update(optG, -D(fake).mean())\n",
+    "two generator steps per critic step, each clearing both": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nG, D = nn.Linear(2, 2), nn.Linear(2, 1)\noptG, optD = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)\nfor it in range(3):\n    optD.zero_grad()\n    (D(G(torch.randn(8, 2)).detach()).mean() - D(torch.randn(8, 2)).mean()).backward()\n    optD.step()\n    for _ in range(2):\n        G.zero_grad(); D.zero_grad()\n        (-D(G(torch.randn(8, 2))).mean()).backward()\n        optG.step()\n",
+    "accumulation whose last partial group an epoch drops": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nmodel = nn.Linear(6, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\nbatches = [(torch.randn(5, 6), torch.randn(5, 1)) for _ in range(6)]\nfor epoch in range(2):\n    opt.zero_grad()\n    for i, (xb, yb) in enumerate(batches):\n        (nn.functional.mse_loss(model(xb), yb) / 4).backward()\n        if (i + 1) % 4 == 0:\n            opt.step()\n            opt.zero_grad()\n",
+    "a one-hot encoding made by comparing with arange": "import torch\ntorch.manual_seed(0)\ny = torch.randint(0, 10, (10,))           # batch of 10, 10 classes\nonehot = (y.unsqueeze(1) == torch.arange(10)).float()\nprint(onehot.sum(1))\n",
+    "masks of pairs made with [:, None]": "import torch\ntorch.manual_seed(0)\nn = 6\neye = torch.arange(n)[:, None] == torch.arange(n)\nq_cls, g_cls = torch.randint(0, 3, (n,)), torch.randint(0, 3, (n,))\nrelevant = q_cls[:, None] == g_cls      # query x gallery match matrix\nprint(eye.sum().item(), relevant.shape)\n",
+    "a hook removed each iteration beside one kept for good": "import torch\ntorch.manual_seed(0)\nw = torch.randn(5, requires_grad=True)\nw.register_hook(lambda g: g.clamp(-1, 1))     # once, above the loop\nopt = torch.optim.SGD([w], lr=0.1)\nfor it in range(3):\n    h = w.register_hook(lambda g: print(g.norm().item()))\n    opt.zero_grad()\n    (w ** 2).sum().backward()\n    opt.step()\n    h.remove()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAID_WRONGLY))
+def test_correct_code_the_new_detectors_took_for_mistakes_stays_silent(name: str) -> None:
+    recorded_silently(SAID_WRONGLY[name])
