@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import weakref
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ..source import named_tensors, snippet_frame, snippet_frames
+from ..source import SNIPPET_FILENAME, named_tensors, snippet_frame, snippet_frames
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .clip_order import clip_after_step, clip_got_no_parameters
 from .copied_out import COPYING_OPS, copied_off_graph
@@ -96,6 +98,25 @@ class _Unknown:
 _UNKNOWN = _Unknown()
 
 
+_MODULE_FILES = ("torch/nn/modules/", "torch\\nn\\modules\\")
+_GRADWALK = str(Path(__file__).resolve().parents[1])
+
+
+def _called_by_library() -> bool:
+    """Whether the model now being called was called by PyTorch's own code (SWA's update_bn
+    runs a model in training mode on purpose), not by the snippet: the first frame out of
+    gradwalk and ``nn.Module``'s call machinery is a torch file's."""
+    f: FrameType | None = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if name == SNIPPET_FILENAME:
+            return False
+        if not name.startswith(_GRADWALK) and not any(part in name for part in _MODULE_FILES):
+            return "torch" in name.replace("\\", "/").split("/")
+        f = f.f_back
+    return False
+
+
 def _known(line: int | _Unknown | None) -> int | None:
     # called from within the hook that received ``line``, so the snippet is still on the stack
     return snippet_frame()[1] if isinstance(line, _Unknown) else line
@@ -139,6 +160,8 @@ class PitfallWatch:
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
         self._eval_since_step: str | None = None
         self._root_training = False  # the mode of the last model called as a whole with grad on
+        # the last model called as a whole: its mode, and whether library code called it
+        self._root_now: tuple[bool, bool] = (True, False)
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
@@ -271,8 +294,14 @@ class PitfallWatch:
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:
         """Look at a module about to run its forward."""
         grad_on = torch.is_grad_enabled()
+        if is_root:
+            self._root_now = (module.training, _called_by_library())
         if not grad_on and module.training and isinstance(module, _STOCHASTIC):
-            if _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
+            root_training, by_library = self._root_now
+            # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
+            # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
+            on_purpose = (not is_root and not root_training) or by_library
+            if on_purpose or _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
                 return
             _, _, top, _ = snippet_frames()
             self._say(
