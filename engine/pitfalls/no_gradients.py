@@ -65,6 +65,19 @@ def no_gradients_explained(
     else:
         where = f" (line {backward_line})" if backward_line else ""
         clearing = _zero_grad_between(backward_line, step_line, source_lines)
+        rewrapped = None if clearing else _new_leaf_on_the_way(backward_line, source_lines)
+        if rewrapped is not None:
+            at, code, name = rewrapped
+            return (
+                "None of the optimizer's parameters had a gradient at this step, so step() skipped them "
+                f"all and they kept their values. backward() did run{where}, but the loss does not reach "
+                f"them: line {at} ({code}) made {name} a new tensor from the model's numbers, a leaf with "
+                f"no history, so backward() stops at {name}.",
+                f"Compute {name} from the model's output with tensor operations only (no .tolist(), "
+                ".item(), .detach() or torch.tensor(...) on the way), and drop "
+                "requires_grad=True: it makes a new leaf, which only hides the error backward() raises "
+                'without it ("element 0 of tensors does not require grad").',
+            )
         cleared = (
             f"line {clearing[0]} ({clearing[1]}) cleared the gradients between it and this step "
             "(zero_grad() sets .grad to None)"
@@ -90,6 +103,31 @@ def no_gradients_explained(
             "zero_grad → forward → loss → backward → step."
         )
     return why, fix
+
+
+_NEW_LEAF = re.compile(
+    r"^\s*([A-Za-z_]\w*)\s*=\s*torch\.(?:tensor|as_tensor|Tensor)\(.*\brequires_grad\s*=\s*True"
+)
+
+
+def _new_leaf_on_the_way(backward_line: int | None, source_lines: list[str]) -> tuple[int, str, str] | None:
+    """The last line above ``backward_line``, in its block, that makes a tensor that requires
+    grad from numbers (``out = torch.tensor(model(x).tolist(), requires_grad=True)``), whose
+    name a later line up to the backward() uses: ``(line, code, name)``."""
+    if backward_line is None:
+        return None
+    for at in range(backward_line - 1, 0, -1):
+        code = quoted_code(source_lines, at, sys.maxsize) or ""
+        if re.match(r"(for|while|def|class)\b", code):
+            return None  # the top of the loop (or function) the backward() is in
+        found = _NEW_LEAF.match(code)
+        if found is None:
+            continue
+        name = found.group(1)
+        later = " ".join(source_lines[at:backward_line])
+        if re.search(rf"(?<![\w.]){re.escape(name)}\b", later):
+            return at, code if len(code) <= 80 else f"{name} = torch.tensor(…, requires_grad=True)", name
+    return None
 
 
 def _from_leaf(

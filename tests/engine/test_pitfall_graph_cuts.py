@@ -164,3 +164,20 @@ def test_a_leaf_made_of_a_number_item_read_off_the_graph_is_said() -> None:
     assert "reads a number off w with .item()" in p.message
     assert "w, which it was computed from, gets none through it (its .grad stays None" in p.message
     assert p.fix.startswith("Keep the tensor: compute with (w * x).sum() itself, not (w * x).sum().item()")
+
+
+def test_a_prediction_rewrapped_as_a_leaf_before_the_loss_names_its_line() -> None:
+    # the leaf is the prediction, not the loss: the pitfall said zero_grad() may have cleared
+    # the gradients, and its fix moved zero_grad()
+    source = REWRAPPED.format(
+        lines="    out = torch.tensor(model(X).tolist(), requires_grad=True)\n    loss = ((out - Y) ** 2).mean()"
+    )
+    found = q.pitfalls(record(source))
+    assert [(p.kind, p.line) for p in found] == [("step-without-gradients", 12)]
+    p = found[0]
+    assert (
+        "backward() did run (line 11), but the loss does not reach them: line 9 (out = "
+        "torch.tensor(model(X).tolist(), requires_grad=True)) made out a new tensor from the model's numbers"
+    ) in p.message
+    assert "zero_grad() sets .grad to None" not in p.message
+    assert p.fix.startswith("Compute out from the model's output with tensor operations only")
