@@ -23,6 +23,7 @@ from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
+from .explain_setup import setup_hint
 from .explain_targets import cross_entropy_hint
 from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
@@ -290,6 +291,7 @@ def explain_error(
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines)
         or loader_hint(text, code, rec.statement_lines)
+        or setup_hint(text, code, rec.statement_lines)
     )
     if called:
         return called

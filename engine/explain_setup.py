@@ -1,0 +1,74 @@
+"""Errors of how a training run is set up, said in the snippet's terms: a scheduler that
+needs the metric it watches, attention heads that do not divide the width, a method used
+without its call, integer class weights.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["setup_hint"]
+
+_METHOD_NOT_CALLED = re.compile(
+    r"unsupported operand type\(s\) for [^:]+: '\w+' and '(?:builtin_function_or_method|method)'"
+)
+_BOUND_METHOD = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\.(item|mean|sum|numel|size|tolist|float)\b(?!\s*\()")
+_WEIGHT_INTS = re.compile(r"weight\s*=\s*torch\.tensor\(\s*\[([\d\s,]+)\]\s*\)")
+
+
+def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str | None:
+    """The hint for error ``text`` raised at a line reading ``code`` of ``source_lines`` (see
+    the module's docstring); ``None`` for any other error."""
+    if "ReduceLROnPlateau.step() missing 1 required positional argument" in text:
+        return (
+            "ReduceLROnPlateau lowers the learning rate when a metric stops improving, so its step() takes "
+            "that metric: scheduler.step(val_loss), once per epoch, with the number it watches (a loss, as a "
+            "float: val_loss.item()). The other schedulers step on a count and take none."
+        )
+    if "embed_dim must be divisible by num_heads" in text:
+        return _heads(code)
+    if _METHOD_NOT_CALLED.search(text):
+        found = _BOUND_METHOD.search(code or "")
+        what = f"{found.group(1)}.{found.group(2)}" if found else "loss.item"
+        return (
+            f"{what} without parentheses is the method itself, not what it returns, and a number cannot be "
+            f"added to a method: call it, {what}()."
+        )
+    if "expected scalar type Float but found Long" in text:
+        weights = next((w for w in map(_WEIGHT_INTS.search, [code or "", *source_lines]) if w), None)
+        if weights:
+            floats = ", ".join(f"{w.strip()}." for w in weights.group(1).split(",") if w.strip())
+            return (
+                "A loss's class weights must be floats, like the scores they scale, and "
+                f"torch.tensor([{weights.group(1).strip()}]) of whole numbers is int64: write them as floats, "
+                f"weight=torch.tensor([{floats}]) (or add dtype=torch.float)."
+            )
+    return None
+
+
+_WIDTH = re.compile(r"(?:d_model|embed_dim)\s*=\s*(\d+)")
+_HEADS = re.compile(r"(?:nhead|num_heads)\s*=\s*(\d+)")
+_POSITIONAL = re.compile(
+    r"(?:TransformerEncoderLayer|TransformerDecoderLayer|MultiheadAttention)\(\s*(\d+)\s*,\s*(\d+)"
+)
+
+
+def _heads(code: str | None) -> str:
+    """Heads that do not divide the width, with the numbers the line gives where it does."""
+    width, heads = _WIDTH.search(code or ""), _HEADS.search(code or "")
+    positional = _POSITIONAL.search(code or "")
+    d = int(width.group(1)) if width else int(positional.group(1)) if positional else None
+    n = int(heads.group(1)) if heads else int(positional.group(2)) if positional else None
+    rule = (
+        "Multi-head attention splits the model's width (d_model, embed_dim) evenly among its heads, each "
+        "taking d_model / nhead features, so d_model must be a multiple of nhead"
+    )
+    if d is None or n is None or n < 1:
+        return rule + "."
+    divisors = [k for k in range(1, d + 1) if d % k == 0 and k > 1][:4]
+    wider = -(-d // n) * n
+    return (
+        f"{rule}: {d} / {n} is not whole. Keep d_model={d} with nhead one of "
+        f"{', '.join(map(str, divisors)) or '1'}, or keep nhead={n} with d_model={wider}."
+    )

@@ -1,0 +1,60 @@
+"""Hints for how a training run is set up (engine/explain_setup.py): a scheduler that needs
+its metric, heads that do not divide the width, a method added without its call, integer
+class weights. Each snippet raises as it does without gradwalk, and the fix the hint gives
+runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import queries as q
+from engine import record
+from tests.engine.snippets import raised_as_plain
+
+LOOP = (
+    "import torch\nimport torch.nn as nn\nmodel = nn.Linear(4, 1)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nx, y = torch.randn(8, 4), torch.randn(8, 1)\n"
+)
+
+CASES = {
+    # name: (snippet, the line that raises, phrases the hint must hold, (wrong, right) to fix it)
+    "ReduceLROnPlateau stepped without its metric": (
+        LOOP + "sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)\nfor epoch in range(3):\n"
+        "    loss = nn.functional.mse_loss(model(x), y)\n    opt.zero_grad()\n    loss.backward()\n"
+        "    opt.step()\n    sched.step()\n",
+        12,
+        ["its step() takes that metric: scheduler.step(val_loss)"],
+        ("sched.step()", "sched.step(loss.item())"),
+    ),
+    "heads that do not divide the width": (
+        "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(d_model=10, nhead=3)\n",
+        2,
+        ["10 / 3 is not whole", "nhead one of 2, 5, 10", "keep nhead=3 with d_model=12"],
+        ("d_model=10", "d_model=12"),
+    ),
+    "loss.item added without its call": (
+        LOOP + "total = 0.0\nfor i in range(3):\n    loss = nn.functional.mse_loss(model(x), y)\n"
+        "    total += loss.item\n",
+        9,
+        ["loss.item without parentheses is the method itself", "call it, loss.item()"],
+        ("loss.item\n", "loss.item()\n"),
+    ),
+    "integer class weights": (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(4, 3)\n"
+        "crit = nn.CrossEntropyLoss(weight=torch.tensor([1, 2, 5]))\n"
+        "loss = crit(model(torch.randn(8, 4)), torch.randint(0, 3, (8,)))\n",
+        5,
+        ["class weights must be floats", "weight=torch.tensor([1., 2., 5.])"],
+        ("torch.tensor([1, 2, 5])", "torch.tensor([1., 2., 5.])"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_set_up_mistake_is_told_in_the_snippets_terms(name: str) -> None:
+    source, line, phrases, (wrong, right) = CASES[name]
+    err = raised_as_plain(source, line)
+    assert err.hint is not None, err
+    for phrase in phrases:
+        assert phrase in err.hint, (phrase, err.hint)
+    assert q.errors(record(source.replace(wrong, right))) == []  # the fix it gives runs
