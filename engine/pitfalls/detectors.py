@@ -103,16 +103,21 @@ _GRADWALK = str(Path(__file__).resolve().parents[1])
 
 
 def _called_by_library() -> bool:
-    """Whether the model now being called was called by PyTorch's own code (SWA's update_bn
-    runs a model in training mode on purpose), not by the snippet: the first frame out of
-    gradwalk and ``nn.Module``'s call machinery is a torch file's."""
-    f: FrameType | None = sys._getframe(2)
+    """Whether the module now being called runs inside PyTorch's own code (SWA's update_bn
+    runs a model in training mode on purpose), not straight from the snippet: between here
+    and the innermost snippet frame is a torch file other than ``nn.Module``'s call machinery
+    and the layers' own (containers call their layers)."""
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
         if name == SNIPPET_FILENAME:
             return False
-        if not name.startswith(_GRADWALK) and not any(part in name for part in _MODULE_FILES):
-            return "torch" in name.replace("\\", "/").split("/")
+        if (
+            not name.startswith(_GRADWALK)
+            and not any(part in name for part in _MODULE_FILES)
+            and "torch" in name.replace("\\", "/").split("/")
+        ):
+            return True
         f = f.f_back
     return False
 
@@ -160,8 +165,7 @@ class PitfallWatch:
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
         self._eval_since_step: str | None = None
         self._root_training = False  # the mode of the last model called as a whole with grad on
-        # the last model called as a whole: its mode, and whether library code called it
-        self._root_now: tuple[bool, bool] = (True, False)
+        self._root_now_training = True  # the mode of the last model called as a whole
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
@@ -295,12 +299,11 @@ class PitfallWatch:
         """Look at a module about to run its forward."""
         grad_on = torch.is_grad_enabled()
         if is_root:
-            self._root_now = (module.training, _called_by_library())
+            self._root_now_training = module.training
         if not grad_on and module.training and isinstance(module, _STOCHASTIC):
-            root_training, by_library = self._root_now
             # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
             # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
-            on_purpose = (not is_root and not root_training) or by_library
+            on_purpose = (not is_root and not self._root_now_training) or _called_by_library()
             if on_purpose or _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
                 return
             _, _, top, _ = snippet_frames()
