@@ -11,6 +11,7 @@ wrong feature size, an embedding given float or out-of-range indices, cross_entr
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -50,7 +51,7 @@ def layout_hint(exc: BaseException, rec: Recorder) -> str | None:
     for hint in (
         _flatten_hint(failed[0] if failed else None, operands),
         _in_features_hint(failed[0] if failed else None, operands),
-        _conv_hint(text),
+        _conv_hint(text, operands),
         _rnn_hint(text),
         _embedding_hint(exc, text, failed[0] if failed else None, operands),
         _target_hint(text, operands),
@@ -110,6 +111,24 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | Non
     arrived = given.shape[-1]
     if arrived == features:
         return None
+    if given.dim() == 1 and given.numel() % features == 0 and given.numel() > features:
+        # x.view(-1), x.flatten(), nn.Flatten(0): the batch flattened into the one vector
+        batch = given.numel() // features
+        return (
+            f"nn.Linear({features}, {outputs}) takes each sample as {features} numbers, and its input is one "
+            f"vector of {given.numel()} = {batch} × {features}: the batch of {batch} was flattened too (x.view(-1), "
+            f"x.flatten() and nn.Flatten(0) flatten every dimension). Keep the batch and flatten the rest, "
+            f"x.flatten(1) (or x.view(x.size(0), -1), nn.Flatten()), which gives ({batch}, {features})."
+        )
+    if given.dim() == 2 and given.shape[0] * given.shape[1] == features and given.shape[0] > 1:
+        # (C, H*W) from an image passed without its batch dimension (conv, then nn.Flatten)
+        return (
+            f"nn.Linear({features}, {outputs}) takes each sample as {features} numbers, and its input, "
+            f"{_shape(list(given.shape))}, holds exactly {features}: one sample whose batch dimension is missing, "
+            f"so its first dimension ({given.shape[0]}: the channels, for an image through a convolution) was "
+            "taken for the batch and nn.Flatten() kept it. Give the sample its batch dimension at the start, "
+            "img.unsqueeze(0) (a batch of one), rather than resizing the layer."
+        )
     if given.dim() >= 4:  # images, not flattened (nor of as many numbers as the layer takes)
         flat = given[0].numel()
         return (
@@ -133,7 +152,23 @@ _KERNEL_TOO_BIG = re.compile(r"padded input size per channel: \(([\d x]+)\)\. Ke
 _RUNNING_MEAN = re.compile(r"running_mean should contain (\d+) elements not (\d+)")
 
 
-def _conv_hint(text: str) -> str | None:
+_TOO_SMALL = re.compile(
+    r"Given input size: \(([\dx]+)\)\. Calculated output size: \(([\dx-]+)\)\. Output size is too small"
+)
+
+
+def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
+    small = _TOO_SMALL.search(text)
+    if small:
+        given = small.group(1).split("x")
+        size = "×".join(given[1:]) if len(given) > 1 else given[0]
+        return (
+            f"The input reaching this pooling (or convolution) is down to {size} per channel, too small for "
+            "its window: the output would have no rows left. Each MaxPool2d(2) halves the height and width "
+            "(8 → 4 → 2 → 1, and a fourth gives 0), and each convolution without padding takes kernel − 1 off. "
+            "Use fewer poolings, a larger input or padding, or end with nn.AdaptiveAvgPool2d(1), which gives "
+            "1×1 whatever the size."
+        )
     big = _KERNEL_TOO_BIG.search(text)
     if big:
         size, kernel = big.group(1).replace(" x ", "×"), big.group(2).replace(" x ", "×")
@@ -166,6 +201,16 @@ def _conv_hint(text: str) -> str | None:
             return (
                 f"A convolution reads its input as (N, C, L), channels first. This input, {shown}, has its "
                 f"{wanted} channels last: move them with x.permute(0, 2, 1) (or x.transpose(1, 2))."
+            )
+        given = operands[0] if operands else None
+        if given is not None and given.dim() == 3 and len(shape) == 4 and wanted == 1 and shape[1] != 1:
+            # (N, H, W) grayscale images, read as one unbatched image of N channels
+            n, height, width = given.shape
+            return (
+                f"A 2-D convolution takes (N, C, H, W), or one image as (C, H, W), so this input, "
+                f"{_shape(list(given.shape))}, was read as one image of {n} channels. For a batch of {n} "
+                f"one-channel (grayscale) images, add the channel dimension: x.unsqueeze(1), which gives "
+                f"({n}, 1, {height}, {width})."
             )
         got = shape[1] if len(shape) >= 3 else shape[0] if shape else "?"
         return (
@@ -223,6 +268,13 @@ def _embedding_hint(
     ):
         indices, weight = operands[0], operands[1]
         rows = weight.shape[0]
+        smallest = int(indices.min()) if indices.numel() else None
+        if smallest is not None and smallest < 0:
+            return (
+                f"The input holds {smallest}, and an nn.Embedding has no negative rows: it looks up rows 0 to "
+                f"{rows - 1}. For padding, use a real index the vocabulary keeps for it, such as 0 with "
+                "nn.Embedding(…, padding_idx=0) (its row stays zero and gets no gradient), not -1."
+            )
         largest = int(indices.max()) if indices.numel() else None
         seen = f", and the input holds {largest}" if largest is not None else ""
         return (
