@@ -100,6 +100,9 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
         flattened = rows_made_by_view(int(sizes.group(1)), int(sizes.group(2)), rec.source_lines, None)
         if flattened:
             return flattened
+        layers_first = _hidden_state_scores(int(sizes.group(2)), rec)
+        if layers_first:
+            return layers_first
         return (
             f"The loss got {sizes.group(1)} predictions but {sizes.group(2)} targets: the first "
             "dimension of both is the batch, and it must be the same. Check the shapes of the "
@@ -118,6 +121,23 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
     if "must match the size of tensor" in text:
         return _elementwise_loss_shapes(rec)
     return None
+
+
+def _hidden_state_scores(targets: int, rec: Recorder) -> str | None:
+    """Scores of shape (L, N, C) for N targets: a linear layer applied to an RNN's h_n, which
+    is (num_layers, batch, hidden) whatever batch_first says."""
+    operands = rec.failed_op[1] if rec.failed_op else []
+    scores = operands[0] if operands else None
+    if scores is None or scores.dim() != 3 or scores.shape[1] != targets or not 0 < scores.shape[0] <= 8:
+        return None  # (more than a few layers is no hidden state)
+    layers = scores.shape[0]
+    return (
+        f"The scores have shape {tuple(scores.shape)}, and the loss reads dim 0 as the batch ({layers}) and "
+        f"dim 1 as the classes, against {targets} targets. Scores computed from an RNN's final hidden state "
+        "keep its first dimension: h_n is (num_layers, batch, hidden), even with batch_first=True. Take the "
+        "last layer's, h[-1] (shape (batch, hidden)), or the output's last step, out[:, -1], before the "
+        "linear layer."
+    )
 
 
 def _elementwise_loss_shapes(rec: Recorder) -> str | None:

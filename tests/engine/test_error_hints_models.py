@@ -26,6 +26,17 @@ CNN = (
 )
 
 CASES = {
+    # a linear layer on a GRU's h_n, (num_layers, batch, hidden): the hint was the generic batch one
+    "scores computed from an RNN's final hidden state": (
+        "import torch\nimport torch.nn as nn\ngru = nn.GRU(32, 64, batch_first=True)\nout, h = gru(torch.rand(4, 10, 32))\n"
+        "logits = nn.Linear(64, 3)(h)\nloss = nn.CrossEntropyLoss()(logits, torch.randint(0, 3, (4,)))\n",
+        "ValueError",
+        [
+            "The scores have shape (1, 4, 3)",
+            "h_n is (num_layers, batch, hidden), even with batch_first=True",
+            "h[-1]",
+        ],
+    ),
     # an LSTM's output and state taken as one tensor: the hint was None
     "an LSTM's returned pair indexed as a tensor": (
         "import torch\nimport torch.nn as nn\nclass RNNModel(nn.Module):\n    def __init__(self):\n"
