@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from ..source import SNIPPET_FILENAME, named_tensors, snippet_frame, snippet_frames
+from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .clip_order import clip_after_step, clip_got_no_parameters
 from .copied_out import COPYING_OPS, copied_off_graph
@@ -52,7 +53,14 @@ if TYPE_CHECKING:
 __all__ = ["WATCHED_OPS", "PitfallWatch"]
 
 WATCHED_OPS = (
-    ADD_OPS | BROADCAST_OPS | COMPARISON_OPS | MAKER_OPS | LOSS_INPUT_OPS | COPYING_OPS | DROPOUT_OPS
+    ADD_OPS
+    | BROADCAST_OPS
+    | COMPARISON_OPS
+    | MAKER_OPS
+    | LOSS_INPUT_OPS
+    | COPYING_OPS
+    | DROPOUT_OPS
+    | ATTENTION_OPS
 )
 
 _ONCE_PER_RUN = frozenset(
@@ -233,6 +241,11 @@ class PitfallWatch:
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
         (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
+        if name in ATTENTION_OPS:
+            misread = attention_mask_report(name, args, kwargs or {})
+            if misread is not None:
+                self._say("attention-mask-misread", line, *misread)
+            return
         if not isinstance(result, torch.Tensor):
             return
         if name in MAKER_OPS:

@@ -34,6 +34,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "functional-dropout-in-eval",
     "broadcast-in-loss",
     "broadcast-in-comparison",
+    "attention-mask-misread",
     "probabilities-into-cross-entropy",
     "nll-loss-without-log-softmax",
     "sigmoid-into-bce-with-logits",
