@@ -1,6 +1,7 @@
 """Errors of how a training run is set up, said in the snippet's terms: a scheduler that
 needs the metric it watches, attention heads that do not divide the width, a method used
-without its call, integer class weights.
+without its call, integer class weights, nn.Transformer without batch_first, a batch norm of
+the wrong dimension, segmentation targets with a channel.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ _WEIGHT_INTS = re.compile(r"weight\s*=\s*torch\.tensor\(\s*\[([\d\s,]+)\]\s*\)")
 def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str | None:
     """The hint for error ``text`` raised at a line reading ``code`` of ``source_lines`` (see
     the module's docstring); ``None`` for any other error."""
+    if "the batch number of src and tgt must be equal" in text:
+        return (
+            "nn.Transformer reads its inputs as (sequence, batch, features) unless it is built with "
+            "batch_first=True, so a (batch, sequence, features) src and tgt were read with their sequence "
+            "lengths as the batch, which differ. Build it with batch_first=True (nn.Transformer(…, "
+            "batch_first=True)), or pass src.transpose(0, 1) and tgt.transpose(0, 1)."
+        )
+    norm = _NORM_DIMS.search(text)
+    if norm:
+        return _norm_dims(norm.group(1), int(norm.group(2)))
+    if "only batches of spatial targets supported (3D tensors) but got targets of dimension: 4" in text:
+        return (
+            "For per-pixel classes (segmentation) cross_entropy takes scores (N, C, H, W) and targets "
+            "(N, H, W) of class indices, and these targets have a fourth dimension, a channel of size 1 "
+            "(N, 1, H, W) as masks are often loaded: drop it, target.squeeze(1) (and .long())."
+        )
     if "ReduceLROnPlateau.step() missing 1 required positional argument" in text:
         return (
             "ReduceLROnPlateau lowers the learning rate when a metric stops improving, so its step() takes "
@@ -71,4 +88,25 @@ def _heads(code: str | None) -> str:
     return (
         f"{rule}: {d} / {n} is not whole. Keep d_model={d} with nhead one of "
         f"{', '.join(map(str, divisors)) or '1'}, or keep nhead={n} with d_model={wider}."
+    )
+
+
+_NORM_DIMS = re.compile(r"expected (2D or 3D|4D|5D) input \(got (\d)D input\)")
+
+
+def _norm_dims(wanted: str, got: int) -> str | None:
+    """Batch norm of one kind given the input of another: images to BatchNorm1d, features to
+    BatchNorm2d."""
+    kind = {"2D or 3D": "BatchNorm1d", "4D": "BatchNorm2d", "5D": "BatchNorm3d"}[wanted]
+    right = {2: "BatchNorm1d", 3: "BatchNorm1d", 4: "BatchNorm2d", 5: "BatchNorm3d"}.get(got)
+    if right is None or right == kind:
+        return None
+    shapes = {
+        "BatchNorm1d": "(N, C) or (N, C, L)",
+        "BatchNorm2d": "(N, C, H, W)",
+        "BatchNorm3d": "(N, C, D, H, W)",
+    }
+    return (
+        f"nn.{kind} takes {shapes[kind]}, and this input is {got}-D: for {shapes[right]} use nn.{right}(C), "
+        f"with C the size of dim 1 (the features or channels), in place of nn.{kind}."
     )

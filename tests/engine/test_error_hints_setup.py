@@ -1,6 +1,7 @@
 """Hints for how a training run is set up (engine/explain_setup.py): a scheduler that needs
 its metric, heads that do not divide the width, a method added without its call, integer
-class weights. Each snippet raises as it does without gradwalk, and the fix the hint gives
+class weights, nn.Transformer without batch_first, a batch norm of the wrong dimension,
+segmentation targets with a channel. Each snippet raises as it does without gradwalk, and the fix the hint gives
 runs."""
 
 from __future__ import annotations
@@ -17,6 +18,32 @@ LOOP = (
 )
 
 CASES = {
+    "nn.Transformer given (batch, sequence, features)": (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=1, "
+        "num_decoder_layers=1)\nout = model(torch.rand(2, 10, 32), torch.rand(2, 7, 32))\n",
+        4,
+        ["unless it is built with batch_first=True", "nn.Transformer(…, batch_first=True)"],
+        ("num_decoder_layers=1)", "num_decoder_layers=1, batch_first=True)"),
+    ),
+    "BatchNorm1d given images": (
+        "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm1d(16)\nout = bn(torch.rand(8, 16, 4, 4))\n",
+        4,
+        ["nn.BatchNorm1d takes (N, C) or (N, C, L), and this input is 4-D", "use nn.BatchNorm2d(C)"],
+        ("nn.BatchNorm1d(16)", "nn.BatchNorm2d(16)"),
+    ),
+    "BatchNorm2d given features": (
+        "import torch\nimport torch.nn as nn\nbn = nn.BatchNorm2d(16)\nout = bn(torch.rand(8, 16))\n",
+        4,
+        ["nn.BatchNorm2d takes (N, C, H, W), and this input is 2-D", "use nn.BatchNorm1d(C)"],
+        ("nn.BatchNorm2d(16)", "nn.BatchNorm1d(16)"),
+    ),
+    "segmentation targets with a channel": (
+        "import torch\nimport torch.nn as nn\nlogits = torch.randn(2, 4, 8, 8)\n"
+        "mask = torch.randint(0, 4, (2, 1, 8, 8))\nloss = nn.CrossEntropyLoss()(logits, mask)\n",
+        5,
+        ["targets (N, H, W) of class indices", "target.squeeze(1)"],
+        ("(logits, mask)", "(logits, mask.squeeze(1))"),
+    ),
     # name: (snippet, the line that raises, phrases the hint must hold, (wrong, right) to fix it)
     "ReduceLROnPlateau stepped without its metric": (
         LOOP + "sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)\nfor epoch in range(3):\n"
