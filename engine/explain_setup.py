@@ -1,7 +1,8 @@
 """Errors of how a training run is set up, said in the snippet's terms: a scheduler that
 needs the metric it watches, attention heads that do not divide the width, a method used
 without its call, integer class weights, nn.Transformer without batch_first, a batch norm of
-the wrong dimension, segmentation targets with a channel.
+the wrong dimension, segmentation targets with a channel, a key_padding_mask transposed, a
+causal mask made for the other sequence, pack_padded_sequence without batch_first.
 """
 
 from __future__ import annotations
@@ -27,6 +28,32 @@ def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str 
             "batch_first=True, so a (batch, sequence, features) src and tgt were read with their sequence "
             "lengths as the batch, which differ. Build it with batch_first=True (nn.Transformer(…, "
             "batch_first=True)), or pass src.transpose(0, 1) and tgt.transpose(0, 1)."
+        )
+    padded = _PADDING_ROWS.search(text)
+    if padded:
+        batch, got = padded.groups()
+        return (
+            f"key_padding_mask is (batch, key length), one row per sequence: {batch} rows here, and this mask "
+            f"has {got} in dim 0, its key length: it is transposed ((length, batch), as a sequence-first "
+            "pipeline keeps it). Pass mask.T (or build it as (batch, length))."
+        )
+    square = _SQUARE_MASK.search(text)
+    if square:
+        made, wanted = square.group(1), square.group(2)
+        return (
+            f"This 2-D attention mask is ({made}) and the sequence it masks needs ({wanted}): a causal mask is "
+            "made for the length of the sequence it goes with, and tgt_mask goes with tgt (src_mask with "
+            "src). Make it from that length: nn.Transformer.generate_square_subsequent_mask(tgt.size(1)) "
+            "(tgt.size(0) without batch_first)."
+        )
+    lengths = _LENGTHS.search(text)
+    if lengths:
+        got, batch = lengths.groups()
+        return (
+            f"pack_padded_sequence reads its input as (length, batch, features) unless told batch_first=True, "
+            f"so it took dim 1 ({batch}) for the batch against {got} lengths. For a (batch, length, features) "
+            "input pass batch_first=True: pack_padded_sequence(x, lengths, batch_first=True) (and "
+            "enforce_sorted=False unless the lengths go down)."
         )
     norm = _NORM_DIMS.search(text)
     if norm:
@@ -91,6 +118,13 @@ def _heads(code: str | None) -> str:
     )
 
 
+_PADDING_ROWS = re.compile(r"Expected key_padded_mask\.shape\[0\] to be (\d+), but got (\d+)")
+_SQUARE_MASK = re.compile(
+    r"The shape of the 2D attn_mask is torch\.Size\(\[(\d+, \d+)\]\), but should be \((\d+, \d+)\)"
+)
+_LENGTHS = re.compile(
+    r"Expected `len\(lengths\)` to be equal to batch_size, but got (\d+) \(batch_size=(\d+)\)"
+)
 _NORM_DIMS = re.compile(r"expected (2D or 3D|4D|5D) input \(got (\d)D input\)")
 
 

@@ -1,7 +1,8 @@
 """Hints for how a training run is set up (engine/explain_setup.py): a scheduler that needs
 its metric, heads that do not divide the width, a method added without its call, integer
 class weights, nn.Transformer without batch_first, a batch norm of the wrong dimension,
-segmentation targets with a channel. Each snippet raises as it does without gradwalk, and the fix the hint gives
+segmentation targets with a channel, attention masks of the wrong shape, pack_padded_sequence
+of a batch-first input. Each snippet raises as it does without gradwalk, and the fix the hint gives
 runs."""
 
 from __future__ import annotations
@@ -18,6 +19,32 @@ LOOP = (
 )
 
 CASES = {
+    "a key_padding_mask transposed": (
+        "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(32, 4, batch_first=True)\n"
+        "x = torch.rand(2, 6, 32)\npad = torch.tensor([[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0]]).bool()\n"
+        "out, w = attn(x, x, x, key_padding_mask=pad.T)\n",
+        6,
+        ["2 rows here, and this mask has 6 in dim 0", "Pass mask.T"],
+        ("key_padding_mask=pad.T", "key_padding_mask=pad"),
+    ),
+    "a causal mask made for the source's length": (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=1, "
+        "num_decoder_layers=1, batch_first=True)\nsrc, tgt = torch.rand(2, 10, 32), torch.rand(2, 7, 32)\n"
+        "mask = nn.Transformer.generate_square_subsequent_mask(10)\nout = model(src, tgt, tgt_mask=mask)\n",
+        6,
+        [
+            "This 2-D attention mask is (10, 10) and the sequence it masks needs (7, 7)",
+            "generate_square_subsequent_mask(tgt.size(1))",
+        ],
+        ("generate_square_subsequent_mask(10)", "generate_square_subsequent_mask(tgt.size(1))"),
+    ),
+    "pack_padded_sequence of a batch-first input": (
+        "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\nx = torch.rand(3, 5, 4)\n"
+        "packed = pack_padded_sequence(x, torch.tensor([5, 3, 2]))\n",
+        4,
+        ["it took dim 1 (5) for the batch against 3 lengths", "batch_first=True"],
+        ("torch.tensor([5, 3, 2]))", "torch.tensor([5, 3, 2]), batch_first=True)"),
+    ),
     "nn.Transformer given (batch, sequence, features)": (
         "import torch\nimport torch.nn as nn\nmodel = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=1, "
         "num_decoder_layers=1)\nout = model(torch.rand(2, 10, 32), torch.rand(2, 7, 32))\n",
