@@ -23,6 +23,22 @@ _CONVERSION = re.compile(
 )
 
 
+# what a conversion gives: .float() float32; .to(torch.float64) float64
+_DTYPES = {
+    "float": torch.float32,
+    "float32": torch.float32,
+    "double": torch.float64,
+    "float64": torch.float64,
+    "half": torch.float16,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "long": torch.int64,
+    "int64": torch.int64,
+    "int": torch.int32,
+    "int32": torch.int32,
+}
+
+
 def discarded_conversion(
     source_lines: Sequence[str], line: int | None, frame: FrameType | None, operands: Sequence[torch.Tensor]
 ) -> str | None:
@@ -44,6 +60,9 @@ def discarded_conversion(
             value = getattr(value, attribute, None)
         if not is_a(value, torch.Tensor) or not any(value is t for t in operands):
             continue
+        wanted = _DTYPES.get(method) or _DTYPES.get(found.group(3).strip().removeprefix("torch."))
+        if wanted is not None and value.dtype == wanted:
+            continue  # it is that dtype already: the conversion changed nothing, and is no cause
         return (
             f"Line {number} ({code}) makes a converted copy of {name} and throws it away: a tensor's "
             f".{method}() returns a new tensor and leaves {name} as it was (a module's converts the "

@@ -3,8 +3,9 @@
 ``nn.MultiheadAttention`` (and ``nn.Transformer``'s layers) take a bool ``attn_mask`` or
 ``key_padding_mask`` whose True marks what a query may NOT attend to; ``torch.tril(…).bool()``,
 the mask of what it may, blocks every key of its last row, whose softmax then divides 0 by 0:
-NaN. ``F.scaled_dot_product_attention`` reads a bool mask the other way (True: attend), and
-any float mask is *added* to the scores, so a 0/1 mask hides nothing. Seen at the attention
+NaN. (``F.scaled_dot_product_attention`` reads a bool mask the other way, True: attend, and
+gives a row with no key zeros, so its bool masks are not judged.) Any float mask is *added*
+to the scores, so a 0/1 mask hides nothing. Seen at the attention
 op, by its masks: a row with every key blocked, or a float mask of only 0s and 1s.
 """
 
@@ -34,7 +35,9 @@ def attention_mask_report(
                 continue
             if m.is_floating_point() and bool(((m == 0) | (m == 1)).all()) and bool((m == 1).any()):
                 return _added(which)
-            blocked = ~m if m.dtype == torch.bool and name == "scaled_dot_product_attention" else m
+            if name == "scaled_dot_product_attention":
+                continue  # a row with no key to attend to comes out as zeros there, not NaN
+            blocked = m
             if blocked.dtype == torch.bool:
                 full = blocked.all(dim=-1)
             elif blocked.is_floating_point():
@@ -47,15 +50,6 @@ def attention_mask_report(
 
 
 def _all_blocked(name: str, which: str, row: int) -> tuple[str, str, str]:
-    if name == "scaled_dot_product_attention":
-        return (
-            "The attention mask blocks every key of a row: its output is NaN",
-            f"scaled_dot_product_attention's bool attn_mask marks with True what each query may attend to, and "
-            f"row {row} has no True: every key is masked out, the softmax divides 0 by 0, and that row's output, "
-            "and everything computed from it, is NaN.",
-            "Give every query at least one key it may attend to: for a causal mask, "
-            "torch.tril(torch.ones(L, L, dtype=torch.bool)), or pass is_causal=True instead of a mask.",
-        )
     if which == "key_padding_mask":
         return (
             "key_padding_mask blocks every key of a sequence: its output is NaN",

@@ -373,6 +373,14 @@ def test_a_loss_made_with_class_weights_is_not_taken_for_a_class_called_with_its
     assert "settings" not in err.hint, err.hint
 
 
+def test_a_conversion_that_changed_nothing_is_not_blamed() -> None:
+    # a.float() of a float32 a, kept nowhere, and the int64 b fails the matmul: a is no cause
+    source = "import torch\na = torch.randn(3, 4)\na.float()\nb = torch.randint(0, 5, (4, 2))\nc = a @ b\n"
+    err = q.errors(record(source))[0]
+    assert err.hint is not None and "throws it away" not in err.hint, err.hint
+    assert "b (made at line 4) is int64" in err.hint
+
+
 def test_a_conversion_thrown_away_of_another_tensor_is_not_blamed() -> None:
     # y.float() is thrown away too, but the op failed on x: the hint is the dtype one
     source = (
