@@ -154,11 +154,12 @@ def explain_error(
     called = (
         module_class_hint(code, frame)
         or model_definition_hint(text, rec.statement_lines, line, frame)
+        # (before the returned pair's: an LSTM's (h0, c0) given to a GRU is a pair too)
+        or setup_hint(text, code, rec.statement_lines)
         or returned_pair_hint(code, frame, text)
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines)
         or loader_hint(text, code, rec.statement_lines)
-        or setup_hint(text, code, rec.statement_lines)
     )
     if called:
         return called

@@ -29,6 +29,10 @@ def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str 
             "lengths as the batch, which differ. Build it with batch_first=True (nn.Transformer(…, "
             "batch_first=True)), or pass src.transpose(0, 1) and tgt.transpose(0, 1)."
         )
+    if "'tuple' object has no attribute" in text:
+        pair = _pair_state_to_gru(code, source_lines)
+        if pair:
+            return pair
     padded = _PADDING_ROWS.search(text)
     if padded:
         batch, got = padded.groups()
@@ -144,3 +148,22 @@ def _norm_dims(wanted: str, got: int) -> str | None:
         f"nn.{kind} takes {shapes[kind]}, and this input is {got}-D: for {shapes[right]} use nn.{right}(C), "
         f"with C the size of dim 1 (the features or channels), in place of nn.{kind}."
     )
+
+
+_CALLED = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
+
+
+def _pair_state_to_gru(code: str | None, source_lines: Sequence[str]) -> str | None:
+    """An nn.GRU or nn.RNN (built on a line of the snippet) called on this line, where the error
+    is a tuple's: given an LSTM's (h0, c0) pair as its state."""
+    for called in _CALLED.finditer(code or ""):
+        name = called.group(1)
+        built = re.compile(rf"^\s*{re.escape(name)}\s*=\s*(?:torch\.)?(?:nn\.)?(GRU|RNN)\(")
+        kind = next((m.group(1) for m in map(built.match, source_lines) if m), None)
+        if kind:
+            return (
+                f"nn.{kind} keeps one hidden state, a tensor h0 of (num_layers, batch, hidden), and was given a "
+                f"pair: (h0, c0) is an LSTM's state (its cell state c is what a GRU does without). Pass h0 "
+                f"alone: {name}(x, h0)."
+            )
+    return None

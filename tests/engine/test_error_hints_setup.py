@@ -19,6 +19,17 @@ LOOP = (
 )
 
 CASES = {
+    # the hint took (h0, c0) for an RNN's returned (output, hidden state)
+    "a GRU given an LSTM's (h0, c0)": (
+        "import torch\nimport torch.nn as nn\nrnn = nn.GRU(3, 5, batch_first=True)\nx = torch.randn(2, 4, 3)\n"
+        "h0 = (torch.zeros(1, 2, 5), torch.zeros(1, 2, 5))\nout, h = rnn(x, h0)\n",
+        6,
+        [
+            "nn.GRU keeps one hidden state, a tensor h0 of (num_layers, batch, hidden), and was given a pair",
+            "Pass h0 alone: rnn(x, h0)",
+        ],
+        ("rnn(x, h0)", "rnn(x, h0[0])"),
+    ),
     "a key_padding_mask transposed": (
         "import torch\nimport torch.nn as nn\nattn = nn.MultiheadAttention(32, 4, batch_first=True)\n"
         "x = torch.rand(2, 6, 32)\npad = torch.tensor([[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0]]).bool()\n"
