@@ -246,7 +246,7 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
     for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code or "")):
         held = scope.get(name)
         # ("must be Tensor, not tuple", a layer given the pair, has its hint: _not_a_tensor)
-        if ("tuple indices" in text or "'tuple' object" in text) and _rnn_pair(held):
+        if ("tuple indices" in text or "'tuple' object" in text) and _rnn_pair(held) and _has_rnn(scope):
             return (
                 f"{name} is a pair, (output, hidden state), not a tensor: nn.LSTM, nn.GRU and nn.RNN return both "
                 f"(an LSTM's hidden state is itself a pair, (h, c)). Unpack it where the layer is called, "
@@ -263,6 +263,16 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
             f"{name}.values, or unpack it: values, indices = torch.{op}(x, dim=1)."
         )
     return None
+
+
+def _has_rnn(scope: dict[str, object]) -> bool:
+    """Whether a model the snippet's frame sees holds an nn.LSTM, nn.GRU or nn.RNN (or is one)."""
+    return any(
+        isinstance(m, torch.nn.RNNBase)
+        for value in scope.values()
+        if isinstance(value, torch.nn.Module)
+        for m in value.modules()
+    )
 
 
 def _rnn_pair(held: object) -> bool:

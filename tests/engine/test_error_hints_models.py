@@ -194,3 +194,13 @@ def test_a_sequence_models_view_is_not_taken_for_a_flattened_batch() -> None:
     )
     err = raised_as_plain(source, 5)
     assert "flatten(1)" not in (err.hint or ""), err.hint
+
+
+def test_a_pair_where_no_rnn_is_in_sight_is_not_taken_for_an_rnns_output() -> None:
+    # a tuple of two tensors indexed as one, and no LSTM, GRU or RNN anywhere: no RNN hint
+    source = (
+        "import torch\nimport torch.nn as nn\nfc = nn.Linear(4, 2)\na = (torch.randn(3, 4), torch.randn(3, 4))\n"
+        "out = fc(a[:, 0])\n"
+    )
+    err = raised_as_plain(source, 5)
+    assert "hidden state" not in (err.hint or ""), err.hint
