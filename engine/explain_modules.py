@@ -161,14 +161,12 @@ def _returned_none(code: str, source_lines: list[str], line: int | None, frame: 
             found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
             if found is None:
                 continue
-            callee = _resolved(found.group(1), scope)
-            fn, what = _function_of(callee, found.group(1))
-            if fn is None or _returns_a_value(fn, source_lines):
+            missing = _without_return(found.group(1), scope, source_lines)
+            if missing is None:
                 break
             return (
-                f"{name} is None: line {at} set it to what {found.group(1)}(…) returned, and {what} (line "
-                f"{fn.co_firstlineno}) has no return statement, so it returns None. End it with the value it "
-                "computes: return x."
+                f"{name} is None: line {at} set it to what {found.group(1)}(…) returned, and {missing} "
+                "has no return statement, so it returns None. End it with the value it computes: return x."
             )
     return _called_returns_none(code, source_lines, scope)
 
@@ -177,15 +175,22 @@ def _called_returns_none(code: str, source_lines: list[str], scope: dict[str, An
     """A call on the line itself (``F.cross_entropy(model(x), y)``) of a model or function of
     the snippet's that has no ``return``: what it gave the line is None."""
     for found in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):
-        callee = _resolved(found.group(1), scope)
-        fn, what = _function_of(callee, found.group(1))
-        if fn is None or _returns_a_value(fn, source_lines):
-            continue
-        return (
-            f"{found.group(1)}(…) is None here: {what} (line {fn.co_firstlineno}) has no return statement, "
-            "so it returns None. End it with the value it computes: return x."
-        )
+        missing = _without_return(found.group(1), scope, source_lines)
+        if missing is not None:
+            return (
+                f"{found.group(1)}(…) is None here: {missing} has no return statement, so it returns None. "
+                "End it with the value it computes: return x."
+            )
     return None
+
+
+def _without_return(written: str, scope: dict[str, Any], source_lines: list[str]) -> str | None:
+    """``Net.forward (line 8)``: what a call of ``written`` runs, where it is the snippet's
+    and has no ``return`` with a value; ``None`` otherwise."""
+    fn, what = _function_of(_resolved(written, scope), written)
+    if fn is None or _returns_a_value(fn, source_lines):
+        return None
+    return f"{what} (line {fn.co_firstlineno})"
 
 
 def _resolved(dotted: str, scope: dict[str, Any]) -> Any:

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import weakref
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ..source import SNIPPET_FILENAME, named_tensors, snippet_frame, snippet_frames
+from ..source import named_tensors, snippet_frame, snippet_frames
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .clip_order import clip_after_step, clip_got_no_parameters
@@ -32,7 +30,12 @@ from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
-from .modes import eval_left_on_report, train_kept_on_purpose, train_mode_in_evaluation_explained
+from .modes import (
+    eval_left_on_report,
+    run_by_library,
+    train_kept_on_purpose,
+    train_mode_in_evaluation_explained,
+)
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
@@ -104,30 +107,6 @@ class _Unknown:
 
 
 _UNKNOWN = _Unknown()
-
-
-_MODULE_FILES = ("torch/nn/modules/", "torch\\nn\\modules\\")
-_GRADWALK = str(Path(__file__).resolve().parents[1])
-
-
-def _called_by_library() -> bool:
-    """Whether the module now being called runs inside PyTorch's own code (SWA's update_bn
-    runs a model in training mode on purpose), not straight from the snippet: between here
-    and the innermost snippet frame is a torch file other than ``nn.Module``'s call machinery
-    and the layers' own (containers call their layers)."""
-    f: FrameType | None = sys._getframe(1)
-    while f is not None:
-        name = f.f_code.co_filename
-        if name == SNIPPET_FILENAME:
-            return False
-        if (
-            not name.startswith(_GRADWALK)
-            and not any(part in name for part in _MODULE_FILES)
-            and "torch" in name.replace("\\", "/").split("/")
-        ):
-            return True
-        f = f.f_back
-    return False
 
 
 def _known(line: int | _Unknown | None) -> int | None:
@@ -316,7 +295,7 @@ class PitfallWatch:
         if not grad_on and module.training and isinstance(module, _STOCHASTIC):
             # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
             # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
-            on_purpose = (not is_root and not self._root_now_training) or _called_by_library()
+            on_purpose = (not is_root and not self._root_now_training) or run_by_library()
             if on_purpose or _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
                 return
             _, _, top, _ = snippet_frames()

@@ -20,10 +20,17 @@ import itertools
 import re
 import sys
 from collections.abc import Iterable
+from pathlib import Path
+from types import FrameType
 
 from ..source import SNIPPET_FILENAME, quoted_code
 
-__all__ = ["eval_left_on_report", "train_kept_on_purpose", "train_mode_in_evaluation_explained"]
+__all__ = [
+    "eval_left_on_report",
+    "run_by_library",
+    "train_kept_on_purpose",
+    "train_mode_in_evaluation_explained",
+]
 
 _EVAL_CALL = re.compile(r"\.eval\(\)")
 
@@ -158,3 +165,27 @@ def _calls_train(stmt: ast.stmt) -> bool:
         and call.func.attr == "train"
         and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
     )
+
+
+_MODULE_FILES = ("torch/nn/modules/", "torch\\nn\\modules\\")
+_GRADWALK = str(Path(__file__).resolve().parents[1])
+
+
+def run_by_library() -> bool:
+    """Whether the module now being called runs inside PyTorch's own code (SWA's update_bn
+    runs a model in training mode on purpose), not straight from the snippet: between here
+    and the innermost snippet frame is a torch file other than ``nn.Module``'s call machinery
+    and the layers' own (containers call their layers)."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if name == SNIPPET_FILENAME:
+            return False
+        if (
+            not name.startswith(_GRADWALK)
+            and not any(part in name for part in _MODULE_FILES)
+            and "torch" in name.replace("\\", "/").split("/")
+        ):
+            return True
+        f = f.f_back
+    return False
