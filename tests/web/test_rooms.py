@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import NEXT, expect, open_app, shot, wait_graph
 
@@ -52,6 +53,21 @@ class Classroom:
         page.on("pageerror", lambda e: self.problems.append(f"{name} page error: {e}"))
         return page
 
+    def reach_room(self, page: Any, who: str, url: Any) -> None:
+        """Wait until ``page`` lands on the room page ``url``; if it never does, fail with what
+        the Classroom dialog said, what the pages logged and the end of the server's log."""
+        try:
+            page.wait_for_url(url)
+        except PlaywrightTimeout:
+            error = page.locator(".gw-classroom-dialog .gw-dialog-error")
+            said = error.inner_text() if error.is_visible() else "nothing"
+            pytest.fail(
+                f"{who} never reached the room (still at {page.url}); the Classroom dialog said: {said}\n"
+                + "the pages logged:\n"
+                + ("\n".join(self.problems) or "nothing")
+                + f"\nthe server's log ends:\n{self.server.log()[-4000:]}"
+            )
+
     def start(self, browser: Any) -> None:
         """Open the app as the presenter and start a room from its Classroom dialog."""
         presenter = self.page(browser, "presenter")
@@ -59,7 +75,7 @@ class Classroom:
         presenter.click("[data-gw=classroom]")
         expect(presenter.locator("[data-gw=room-here]")).to_be_hidden()  # not in a room yet
         presenter.click("[data-gw=room-start]")
-        presenter.wait_for_url(re.compile(r"/room/[A-Z0-9]{6}$"))
+        self.reach_room(presenter, "the presenter", re.compile(r"/room/[A-Z0-9]{6}$"))
         wait_live(presenter)
         self.code = presenter.evaluate("() => window.gradwalkRoom.info.code")
         self.presenter = presenter
@@ -96,7 +112,7 @@ def room(browser: Any, server: Any) -> Iterator[Classroom]:
         by_code.click("[data-gw=classroom]")
         by_code.fill("[data-gw=room-code-input]", f"{room.code[:3].lower()} {room.code[3:].lower()}")
         by_code.click("[data-gw=room-join]")
-        by_code.wait_for_url(f"**/room/{room.code}")
+        room.reach_room(by_code, "the viewer who typed the code", f"**/room/{room.code}")
         room.viewers = [by_link, by_code]
         for viewer in room.viewers:
             wait_live(viewer)

@@ -77,8 +77,9 @@ export class RoomApi {
     }
   }
 
-  create(state: Partial<RoomState>): Promise<RoomCreated> {
-    return this.request("/rooms", { method: "POST", body: JSON.stringify({ state }) });
+  /** Open a room starting at `state`; `signal` abandons the wait (the server may still open it). */
+  create(state: Partial<RoomState>, signal?: AbortSignal): Promise<RoomCreated> {
+    return this.request("/rooms", { method: "POST", body: JSON.stringify({ state }), signal });
   }
 
   patch(code: string, key: string, patch: Partial<RoomState>): Promise<unknown> {

@@ -6,6 +6,16 @@ import { h } from "./dom";
 import type { LessonsGallery } from "./lessons";
 import { normalizeCode, presenterKeys, RoomApi, type SavedRoom, spacedCode } from "./room-client";
 
+/** How long Start a room waits for the server before it says so and lets the teacher try again. */
+const ROOM_START_TIMEOUT_MS = 20_000;
+
+/** A signal that aborts with a "TimeoutError" after `ms` (by setTimeout, so a page's clock governs it). */
+function timeoutSignal(ms: number): AbortSignal {
+  const abort = new AbortController();
+  setTimeout(() => abort.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  return abort.signal;
+}
+
 export class ClassroomDialog {
   private readonly dialog: HTMLDialogElement;
   private readonly error: HTMLElement;
@@ -116,13 +126,18 @@ export class ClassroomDialog {
     const s = app.store.state;
     const state = { source: app.editor.source, run_id: app.runId, view: s.view, step: s.step, op: s.op, lesson: this.lessons.current?.id ?? null };
     this.startButton.disabled = true;
+    this.startButton.textContent = "Opening a room…";
+    this.error.hidden = true;
     try {
-      const room = await this.rooms.create(state);
+      const room = await this.rooms.create(state, timeoutSignal(ROOM_START_TIMEOUT_MS));
       presenterKeys.set(room.code, room.presenter_key);
       location.assign(`/room/${room.code}`);
     } catch (err) {
       this.startButton.disabled = false;
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+      this.startButton.textContent = "Start a room";
+      if (err instanceof DOMException && err.name === "TimeoutError") {
+        this.fail(`The server did not answer within ${ROOM_START_TIMEOUT_MS / 1000} s, so no room was opened here; try again.`);
+      } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
         this.fail(`Opening a room on this server needs its access token: ${err.message}`);
         const token = window.prompt("Access token for this gradwalk server");
         if (token) app.api.token = token.trim();
