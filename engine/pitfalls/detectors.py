@@ -32,6 +32,7 @@ from .kinds import PITFALL_KINDS
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import (
     eval_left_on_report,
+    feeds_training,
     run_by_library,
     train_kept_on_purpose,
     train_mode_in_evaluation_explained,
@@ -296,7 +297,8 @@ class PitfallWatch:
             # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
             # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
             on_purpose = (not is_root and not self._root_now_training) or run_by_library()
-            if on_purpose or _switched_off(module) or train_kept_on_purpose(self._rec.source_lines):
+            source = self._rec.source_lines
+            if on_purpose or _switched_off(module) or train_kept_on_purpose(source) or feeds_training(source):
                 return
             _, _, top, _ = snippet_frames()
             self._say(

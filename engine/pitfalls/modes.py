@@ -27,6 +27,7 @@ from ..source import SNIPPET_FILENAME, quoted_code
 
 __all__ = [
     "eval_left_on_report",
+    "feeds_training",
     "run_by_library",
     "train_kept_on_purpose",
     "train_mode_in_evaluation_explained",
@@ -109,6 +110,103 @@ def train_kept_on_purpose(source_lines: list[str]) -> bool:
     if not blocks:
         return False
     return any(start <= line <= end for line in _snippet_lines() for start, end in blocks)
+
+
+def feeds_training(source_lines: list[str]) -> bool:
+    """Whether the snippet code on the stack runs in a ``with torch.no_grad()`` block that
+    makes a training step's input, not an evaluation: a model the snippet optimizes
+    (``<name>.parameters()`` is written somewhere) is called in the block, and a name the block
+    assigns flows, through later assignments of the same body, into a ``.backward()`` call
+    there. A GAN's ``with torch.no_grad(): fake = G(z)`` for the discriminator's loss keeps G in
+    training mode on purpose; a teacher that is not optimized (distillation) or a validation
+    whose loss is only printed is still an evaluation."""
+    blocks = _blocks_feeding_backward("\n".join(source_lines))
+    if not blocks:
+        return False
+    return any(start <= line <= end for line in _snippet_lines() for start, end in blocks)
+
+
+@functools.lru_cache(maxsize=4)
+def _blocks_feeding_backward(source: str) -> tuple[tuple[int, int], ...]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    optimized = {
+        _dotted(node.func.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parameters"
+    } - {None}
+    found = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for at, stmt in enumerate(body):
+                if (
+                    isinstance(stmt, ast.With)
+                    and _grad_off(stmt)
+                    and _calls_any(stmt, optimized)
+                    and _flows_into_backward(_assigned(stmt.body), body[at + 1 :])
+                ):
+                    found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+    return tuple(found)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``G`` or ``self.gen`` as written; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _calls_any(block: ast.With, names: set[str | None]) -> bool:
+    return any(
+        isinstance(node, ast.Call) and _dotted(node.func) in names
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    )
+
+
+def _assigned(body: list[ast.stmt]) -> set[str]:
+    return {
+        name
+        for stmt in body
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for name in _names_in(target)
+    }
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _flows_into_backward(made: set[str], after: list[ast.stmt]) -> bool:
+    """Whether a name of ``made``, or one assigned from it in ``after`` (in order), is what
+    a ``.backward()`` call of ``after`` is called on."""
+    tainted = set(made)
+    for stmt in after:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+                if _names_in(node.value) & tainted:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    tainted |= {name for target in targets for name in _names_in(target)}
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"
+                and _names_in(node.func.value) & tainted
+            ):
+                return True
+    return False
 
 
 def _snippet_lines() -> Iterable[int]:

@@ -108,12 +108,26 @@ def test_code_that_means_it_stays_silent(source: str) -> None:
             "train-mode-in-evaluation",
             14,
         ),
+        # a teacher's outputs feed the student's loss, but nothing optimizes the teacher
+        (
+            'import torch\nfrom torch import nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\nteacher = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 3))\nstudent = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))\nopt = torch.optim.SGD(student.parameters(), lr=0.1)\nX = torch.randn(64, 4)\nfor step in range(5):\n    with torch.no_grad():\n        t = teacher(X)\n    loss = F.kl_div(F.log_softmax(student(X), 1), F.softmax(t, 1), reduction="batchmean")\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n',
+            "train-mode-in-evaluation",
+            11,
+        ),
+        # a validation before the training step: its loss is printed, not trained on
+        (
+            "import torch\nfrom torch import nn\ntorch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 1))\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nX, y, Xv, yv = torch.randn(64, 4), torch.randn(64, 1), torch.randn(16, 4), torch.randn(16, 1)\nfor epoch in range(5):\n    with torch.no_grad():\n        val_loss = nn.functional.mse_loss(model(Xv), yv)\n    print(val_loss.item())\n    loss = nn.functional.mse_loss(model(X), y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+            "train-mode-in-evaluation",
+            9,
+        ),
     ],
     ids=[
         "a column made of the targets",
         "the whole model in eval",
         "train() not just before the block",
         "train() before a block with no loop",
+        "distillation from a teacher left in training mode",
+        "a validation before the training step",
     ],
 )
 def test_the_mistakes_beside_them_are_still_said(source: str, kind: str, line: int) -> None:
@@ -219,6 +233,7 @@ SAID_WRONGLY = {
     "a hook removed each iteration beside one kept for good": "import torch\ntorch.manual_seed(0)\nw = torch.randn(5, requires_grad=True)\nw.register_hook(lambda g: g.clamp(-1, 1))     # once, above the loop\nopt = torch.optim.SGD([w], lr=0.1)\nfor it in range(3):\n    h = w.register_hook(lambda g: print(g.norm().item()))\n    opt.zero_grad()\n    (w ** 2).sum().backward()\n    opt.step()\n    h.remove()\n",
     "Monte-Carlo dropout by a helper that calls m.train() on each nn.Dropout": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1))\nx = torch.randn(8, 5)\nmodel.eval()\nfor m in model.modules():\n    if isinstance(m, nn.Dropout):\n        m.train()                      # MC dropout: only dropout on\nwith torch.no_grad():\n    preds = torch.stack([model(x) for _ in range(20)])\nprint(preds.std(0).mean())\n",
     "F.dropout(training=True) asked for by name": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\nclass MCNet(nn.Module):\n    def __init__(self):\n        super().__init__(); self.fc1, self.fc2 = nn.Linear(3, 16), nn.Linear(16, 1)\n    def forward(self, x):\n        return self.fc2(F.dropout(F.relu(self.fc1(x)), p=0.2, training=True))\nmodel = MCNet().eval()\nwith torch.no_grad():\n    samples = torch.stack([model(torch.randn(4, 3)) for _ in range(10)])\n",
+    "a GAN's fakes made under no_grad for the discriminator's loss, G with batch norm": "import torch\nfrom torch import nn\ntorch.manual_seed(0)\nG = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))\nD = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))\noptG = torch.optim.Adam(G.parameters(), lr=1e-3)\noptD = torch.optim.Adam(D.parameters(), lr=1e-3)\nbce = nn.BCEWithLogitsLoss()\nreal = torch.randn(64, 2) + 3\nfor step in range(20):\n    z = torch.randn(64, 4)\n    with torch.no_grad():\n        fake = G(z)\n    d_loss = bce(D(real), torch.ones(64, 1)) + bce(D(fake), torch.zeros(64, 1))\n    optD.zero_grad()\n    d_loss.backward()\n    optD.step()\n    g_loss = bce(D(G(z)), torch.ones(64, 1))\n    optG.zero_grad()\n    g_loss.backward()\n    optG.step()\n",
     "SWA's update_bn, which runs batch norm in training on purpose": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nfrom torch.optim.swa_utils import AveragedModel, update_bn\nfrom torch.utils.data import DataLoader, TensorDataset\nmodel = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1))\nloader = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8)\nswa_model = AveragedModel(model)\nswa_model.update_parameters(model)\nupdate_bn(loader, swa_model)\n",
 }
 
