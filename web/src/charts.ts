@@ -18,6 +18,7 @@ import { isSliced, slicedSeries, translucent } from "./chart-memory";
 import { cellText, type Chart, COMPARED, digitLabels, newChart, nearest, ownCount, PALETTE, readLast, readoutFormat, renderFoot, renderLegend, seriesLook, writeReadout } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
 import { bindStepKeys } from "./chart-keys";
+import { type ChartSnapshot, chartSnapshot } from "./chart-snapshot";
 import { StepOpener } from "./chart-steps";
 import { YAxisWidths } from "./chart-yaxes";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
@@ -26,29 +27,6 @@ import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
 
 const PLOT_HEIGHT = 168;
-
-/** What a chart plots, for tests and scripts: `x`, then one column per series. */
-export interface ChartSnapshot {
-  title: string;
-  kind: Table["kind"];
-  unit: Table["unit"];
-  x: number[];
-  series: { label: string; optimizer: string | null; values: (number | null)[] }[];
-  /** Rows the uPlot instance holds (0 until the chart was drawn). */
-  drawn: number;
-  /** Per series of this run, the rows drawn as breaks in its line (null: a NaN, or <= 0 on a log axis) and as lone dots (chart-gaps.ts). */
-  breaks: { gaps: number; dots: number }[];
-  /** Whether the y axis is logarithmic under the chosen y scale. */
-  log: boolean;
-  /** Whether the plot shows peak and floor per slice of its rows, not every row (a long run's memory). */
-  sliced: boolean;
-  /** The labels on the y axis as last drawn. */
-  yTicks: string[];
-  /** The compared run's rows of this chart (its own x), when it is drawn dashed. */
-  compared: { x: number[]; series: { label: string; values: (number | null)[] }[] } | null;
-  /** Whether the chart is hidden (the store's `hide`): it is then not on screen. */
-  hidden: boolean;
-}
 
 export class ChartsView {
   private data: ChartData;
@@ -144,37 +122,9 @@ export class ChartsView {
   snapshot(): Record<string, ChartSnapshot> {
     const out: Record<string, ChartSnapshot> = {};
     for (const t of [...this.data.ordered, ...this.standIns.values()]) {
-      out[t.id] = {
-        title: t.title,
-        kind: t.kind,
-        unit: t.unit,
-        x: [...t.xs],
-        series: t.series.map((s, i) => ({ label: s.label, optimizer: s.optimizer, values: [...t.cols[i]] })),
-        drawn: this.charts.get(t.id)?.plot?.data[0].length ?? 0,
-        breaks: this.breaks(t.id),
-        log: logAxis(t, this.store.state.yscale),
-        sliced: isSliced(t),
-        compared: this.comparedSnapshot(t.id),
-        hidden: this.store.state.hide.includes(t.id),
-        yTicks: this.charts.get(t.id)?.yTicks.filter((label) => label !== "") ?? [],
-      };
+      out[t.id] = chartSnapshot(t, this.charts.get(t.id), this.baseline.table(t.id), this.store.state);
     }
     return out;
-  }
-
-  private breaks(id: string): ChartSnapshot["breaks"] {
-    const plot = this.charts.get(id)?.plot;
-    if (!plot) return [];
-    const own = ownCount(this.charts.get(id)!);
-    return plot.data.slice(1, own + 1).map((col) => {
-      const c = col as PlotColumn;
-      return { gaps: c.filter((v) => v === null).length, dots: lonePoints(c, 0, c.length - 1).length };
-    });
-  }
-
-  private comparedSnapshot(id: string): ChartSnapshot["compared"] {
-    const base = this.baseline.table(id);
-    return base && { x: [...base.xs], series: base.series.map((s, i) => ({ label: s.label, values: [...base.cols[i]] })) };
   }
 
   /** The uPlot instance drawing chart `id`, once drawn. */
