@@ -25,6 +25,7 @@ from .explain_modules import model_definition_hint
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
+from .explain_spatial import spatial_hint
 from .explain_targets import cross_entropy_hint
 from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
@@ -199,7 +200,8 @@ def explain_error(
     if product:
         return product
     layout = (
-        layout_hint(exc, rec)
+        spatial_hint(text, rec.failed_op, frame, lambda t: _code_at(rec, _made_at(rec, t), 200))
+        or layout_hint(exc, rec)
         or value_kind_hint(text, code)
         or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
     )

@@ -182,8 +182,14 @@ class TapeMode(TorchFunctionMode):
         try:
             result = func(*args, **kwargs)
         except Exception as exc:
-            # its tensors in call order, those passed by keyword too (torch.matmul(a, other=b))
-            operands = [a for a in args if isinstance(a, torch.Tensor)]
+            # its tensors in call order, those in a list (torch.cat) and those passed by keyword
+            # too (torch.matmul(a, other=b))
+            operands = [
+                t
+                for a in args
+                for t in (a if isinstance(a, list | tuple) else (a,))
+                if isinstance(t, torch.Tensor)
+            ]
             operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
             rec.failed_op = (name, operands)
             rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
