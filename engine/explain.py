@@ -22,9 +22,11 @@ from .explain_layout import layout_hint
 from .explain_loaders import loader_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
+from .explain_names import misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
+from .explain_shaping import shaping_hint
 from .explain_spatial import spatial_hint
 from .explain_targets import cross_entropy_hint
 from .explain_unused_input import input_made_after_output
@@ -217,6 +219,13 @@ def explain_error(
         )
         if activation:
             return activation
+    named = (
+        shaping_hint(text, code)
+        or misspelt_attribute(text, code, frame)
+        or tensor_called(text, code, rec.statement_lines, frame)
+    )
+    if named:
+        return named
     for phrase, hint in _PLAIN_HINTS:
         if phrase in text:
             return hint
