@@ -8,7 +8,8 @@ cheap when nothing is wrong: :data:`WATCHED_OPS` keeps every other op away from 
 
 from __future__ import annotations
 
-from .detectors import WATCHED_OPS, PitfallWatch
+from .detectors import PitfallWatch
 from .kinds import PITFALL_KINDS
+from .op_checks import WATCHED_OPS
 
 __all__ = ["PITFALL_KINDS", "WATCHED_OPS", "PitfallWatch"]

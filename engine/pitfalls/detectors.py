@@ -1,10 +1,11 @@
 """The detectors, one method group per pitfall kind (see the package docstring).
 
-:class:`PitfallWatch` takes the recorder's calls and reports; what a detector must follow
+:class:`PitfallWatch` takes the recorder's calls and reports; the ops it watches
+(:data:`WATCHED_OPS`) go to the op detectors in op_checks.py. What a detector must follow
 across calls lives beside it: the chains of adds of loss-tensor-accumulated in
-running_totals.py, the gradients of missing-zero-grad in stale_grads.py, the shape
-check of broadcast-in-loss in broadcast.py, what made a loss's input in loss_inputs.py;
-the end-of-run reports are built in parameters.py, run_end.py and diverging.py.
+running_totals.py, the gradients of missing-zero-grad (and what it says) in stale_grads.py,
+the shape check of broadcast-in-loss in broadcast.py, what made a loss's input in
+loss_inputs.py; the end-of-run reports are built in parameters.py, run_end.py and diverging.py.
 """
 
 from __future__ import annotations
@@ -20,16 +21,11 @@ import torch
 from torch import nn
 
 from ..source import named_tensors, snippet_frame, snippet_frames
-from .attention_masks import ATTENTION_OPS, attention_mask_report
-from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .clip_order import clip_after_step, clip_got_no_parameters
-from .copied_out import COPYING_OPS, copied_off_graph
 from .diverging import LossCourse, diverged_reports
-from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
-from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .modes import (
     eval_left_on_report,
     feeds_training,
@@ -41,12 +37,12 @@ from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
+from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
 from .run_end import eval_forward_reports, rebound_reports, total_reports, uncalled_reports
-from .running_totals import ADD_OPS, RunningTotals
-from .stale_grads import LeftInGrad, StaleGradients
+from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
 from .unused_grads import UnusedGradients, cleared_unused
@@ -54,18 +50,7 @@ from .unused_grads import UnusedGradients, cleared_unused
 if TYPE_CHECKING:
     from ..recorder import Recorder
 
-__all__ = ["WATCHED_OPS", "PitfallWatch"]
-
-WATCHED_OPS = (
-    ADD_OPS
-    | BROADCAST_OPS
-    | COMPARISON_OPS
-    | MAKER_OPS
-    | LOSS_INPUT_OPS
-    | COPYING_OPS
-    | DROPOUT_OPS
-    | ATTENTION_OPS
-)
+__all__ = ["PitfallWatch"]
 
 _ONCE_PER_RUN = frozenset(
     {
@@ -93,10 +78,6 @@ def _safe(method: Callable[..., None]) -> Callable[..., None]:
             self._rec.observation_failed()
 
     return guarded
-
-
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4g}"
 
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
@@ -156,10 +137,8 @@ class PitfallWatch:
         self._root_now_training = True  # the mode of the last model called as a whole
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
-        self._totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
-        self._loss_inputs = LossInputs()  # what made a loss function's input
         self._from_leaf = False  # the last backward() started from leaves only
         self._ungraded = UngradedParams()  # parameter-without-gradient
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
@@ -167,9 +146,11 @@ class PitfallWatch:
         self._piled_hooks = PiledHooks()  # hook-registered-in-loop
         self._unused = UnusedGradients()  # gradients-cleared-unused
         self._grad_of_grad = GradOfGrad()  # grad-of-grad-accumulated
-        # tensor-copied-off-graph: line -> what it did and what to write instead (for the
+        # the op detectors, and what they follow: loss inputs, running totals, and
+        # tensor-copied-off-graph's line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
-        self.copied_at: dict[int, str] = {}
+        self._ops = OpChecks(rec, self._say)
+        self.copied_at = self._ops.copied_at
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
 
@@ -221,56 +202,7 @@ class PitfallWatch:
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
         (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
-        if name in ATTENTION_OPS:
-            misread = attention_mask_report(name, args, kwargs or {})
-            if misread is not None:
-                self._say("attention-mask-misread", line, *misread)
-            return
-        if not isinstance(result, torch.Tensor):
-            return
-        if name in MAKER_OPS:
-            self._loss_inputs.made(name, args, kwargs or {}, result, line)
-            return
-        if name in LOSS_INPUT_OPS:
-            found = self._loss_inputs.check(name, args, result, line)
-            if found is not None:
-                self._say(found[0], line, *found[1:])
-            return
-        if name in DROPOUT_OPS:
-            dropped = dropout_in_eval(
-                name,
-                args,
-                kwargs or {},
-                frame,
-                line,
-                self._rec.statement_lines,
-                self._rec.modules.path_of,
-            )
-            if dropped is not None:
-                self._say("functional-dropout-in-eval", line, *dropped)
-            return
-        if name in COPYING_OPS:
-            copied = copied_off_graph(name, args, result, line, self._rec.statement_lines, frame)
-            if copied is not None:
-                self._say("tensor-copied-off-graph", line, *copied.report)
-                if line is not None:
-                    self.copied_at[line] = copied.cut
-            return
-        if name in BROADCAST_OPS:
-            self._check_broadcast(name, args, result, line)
-        if name in COMPARISON_OPS:
-            compared = broadcast_in_comparison(args, result, self._rec.statement_lines, line)
-            if compared is not None:
-                self._say("broadcast-in-comparison", line, *compared)
-        if name in ADD_OPS:
-            self._totals.on_add(args, result, line)
-
-    def _check_broadcast(
-        self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
-    ) -> None:
-        found = broadcast_in_loss(name, args, result, self._rec.statement_lines, line)
-        if found is not None:
-            self._say("broadcast-in-loss", line, *found)
+        self._ops.on_op(name, args, result, line, kwargs, frame)
 
     # --- modules ------------------------------------------------------------------------
 
@@ -431,7 +363,9 @@ class PitfallWatch:
         if ("missing-zero-grad", None) not in self._said:
             stale = self._stale.used_by(params, step)
             if stale is not None:
-                self._stale_used(*stale, step)
+                entry, grad = stale
+                said = stale_used_explained(entry, grad, step, self._uncalled)
+                self._say("missing-zero-grad", entry.added_at, *said)
         self._ungraded.on_step(opt, params)
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
         self._course.note(
@@ -499,38 +433,10 @@ class PitfallWatch:
         )
         self._say("step-without-gradients", line, "step() found no gradients: nothing was updated", why, fix)
 
-    def _stale_used(self, entry: LeftInGrad, grad: torch.Tensor, step: int) -> None:
-        norm = float(grad.detach().norm())
-        self._say(
-            "missing-zero-grad",
-            entry.added_at,
-            "Gradients from the previous step are still in .grad",
-            f"This backward() added its gradients to the ones left over from optimizer step {entry.step}, "
-            f"and step {step} used the sum (‖grad‖ is now {_fmt(norm)}): .grad accumulates with +=, it is "
-            "never reset by backward() or step(). Every step then follows the sum of all past gradients, and "
-            "the loss grows or oscillates instead of falling.",
-            self._zero_grad_fix(),
-        )
-
     @functools.cached_property
     def _uncalled(self) -> list[tuple[int, str, str]]:
         """The snippet's loop methods named without parentheses, read from its source once."""
         return uncalled_methods(self._rec.source_lines)
-
-    def _zero_grad_fix(self) -> str:
-        """The fix of missing-zero-grad: add the parentheses where the snippet names
-        ``opt.zero_grad`` without calling it, else call it once per step."""
-        uncalled = [(line, name) for line, name, method in self._uncalled if method == "zero_grad"]
-        if uncalled:
-            line, name = uncalled[0]
-            return (
-                f"Line {line} names {name} without calling it, which does nothing: Python reads the "
-                f"method and drops it. Add the parentheses: {name}()."
-            )
-        return (
-            "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
-            "forward → loss → backward → step)."
-        )
 
     def _non_finite(
         self,
@@ -571,7 +477,7 @@ class PitfallWatch:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         rec = self._rec
         for said in (
-            *total_reports(self._totals.accumulated(scope)),
+            *total_reports(self._ops.totals.accumulated(scope)),
             *eval_forward_reports(self._eval_forwards, rec.backward.calls),
             *parameter_reports(rec, scope, self._ungraded),
         ):

@@ -1,4 +1,5 @@
-"""Which parameters' ``.grad`` still hold gradients an optimizer step used (missing-zero-grad).
+"""Which parameters' ``.grad`` still hold gradients an optimizer step used, and what
+missing-zero-grad says when a later step uses them again.
 
 NOTE [Stale gradients]: ``.grad`` accumulates, so what a step used is still there until
 zero_grad() sets it to ``None`` or zeroes it in place, or the snippet replaces it; seen at
@@ -20,7 +21,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["LeftInGrad", "StaleGradients"]
+__all__ = ["LeftInGrad", "StaleGradients", "stale_used_explained"]
 
 
 class LeftInGrad:
@@ -102,3 +103,36 @@ class StaleGradients:
             else:
                 left[id(p)] = LeftInGrad(p, g, step)
         return None
+
+
+def stale_used_explained(
+    entry: LeftInGrad, grad: torch.Tensor, step: int, uncalled: list[tuple[int, str, str]]
+) -> tuple[str, str, str]:
+    """``(title, message, fix)`` of missing-zero-grad for optimizer step ``step``, which used
+    ``grad``, the stale gradient :meth:`StaleGradients.used_by` returned with ``entry``;
+    ``uncalled``: the snippet's methods named without parentheses (uncalled.py)."""
+    norm = float(grad.detach().norm())
+    return (
+        "Gradients from the previous step are still in .grad",
+        f"This backward() added its gradients to the ones left over from optimizer step {entry.step}, "
+        f"and step {step} used the sum (‖grad‖ is now {norm:.4g}): .grad accumulates with +=, it is "
+        "never reset by backward() or step(). Every step then follows the sum of all past gradients, and "
+        "the loss grows or oscillates instead of falling.",
+        _zero_grad_fix(uncalled),
+    )
+
+
+def _zero_grad_fix(uncalled_methods: list[tuple[int, str, str]]) -> str:
+    """The fix of missing-zero-grad: add the parentheses where the snippet names
+    ``opt.zero_grad`` without calling it, else call it once per step."""
+    uncalled = [(line, name) for line, name, method in uncalled_methods if method == "zero_grad"]
+    if uncalled:
+        line, name = uncalled[0]
+        return (
+            f"Line {line} names {name} without calling it, which does nothing: Python reads the "
+            f"method and drops it. Add the parentheses: {name}()."
+        )
+    return (
+        "Call opt.zero_grad() once per step, before loss.backward() (the usual order: zero_grad → "
+        "forward → loss → backward → step)."
+    )

@@ -390,13 +390,13 @@ def test_what_gradwalk_fails_to_observe_is_counted_and_the_run_goes_on(
     how much was missed; the test suite's GRADWALK_STRICT=1 turns such failures into errors."""
     from engine import recorder as recorder_module
     from engine import training
-    from engine.pitfalls import detectors
+    from engine.pitfalls import op_checks
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a tensor gradwalk cannot read")
 
     monkeypatch.setattr(recorder_module, "STRICT", False)
-    monkeypatch.setattr(detectors.PitfallWatch, "_check_broadcast", broken)
+    monkeypatch.setattr(op_checks.OpChecks, "_check_broadcast", broken)
     monkeypatch.setattr(training.TrainingTracker, "_measure", broken)
     trace = record(
         "import torch\nw = torch.ones(2, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"

@@ -1,0 +1,118 @@
+"""The detectors that look at one op at a time, and which ops they watch (:data:`WATCHED_OPS`).
+
+:class:`OpChecks` hands each watched op to the detector of its kind: attention-mask-misread,
+what made a loss's input (loss_inputs.py), functional-dropout-in-eval,
+tensor-copied-off-graph, broadcast-in-loss and broadcast-in-comparison, and the running
+totals of loss-tensor-accumulated (running_totals.py). It keeps what those detectors follow
+across ops; :class:`~.detectors.PitfallWatch` calls it and emits what it finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .attention_masks import ATTENTION_OPS, attention_mask_report
+from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
+from .copied_out import COPYING_OPS, copied_off_graph
+from .functional_dropout import DROPOUT_OPS, dropout_in_eval
+from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
+from .running_totals import ADD_OPS, RunningTotals
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["WATCHED_OPS", "OpChecks"]
+
+WATCHED_OPS = (
+    ADD_OPS
+    | BROADCAST_OPS
+    | COMPARISON_OPS
+    | MAKER_OPS
+    | LOSS_INPUT_OPS
+    | COPYING_OPS
+    | DROPOUT_OPS
+    | ATTENTION_OPS
+)
+
+
+class OpChecks:
+    """The op detectors of one run.
+
+    ``say(kind, line, title, message, fix, …)`` emits a pitfall (``PitfallWatch._say``: once
+    per kind and line). ``totals`` (loss-tensor-accumulated) is read at the end of the run;
+    ``copied_at`` maps the line of each tensor-copied-off-graph to what it did and what to
+    write instead (for the hint of a backward() that fails for it: explain_cut.py).
+    """
+
+    def __init__(self, rec: Recorder, say: Callable[..., None]) -> None:
+        self._rec = rec
+        self._say = say
+        self.totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
+        self._loss_inputs = LossInputs()  # what made a loss function's input
+        self.copied_at: dict[int, str] = {}
+
+    def on_op(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        result: Any,
+        line: int | None,
+        kwargs: dict[str, Any] | None = None,
+        frame: FrameType | None = None,
+    ) -> None:
+        """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
+        (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
+        if name in ATTENTION_OPS:
+            misread = attention_mask_report(name, args, kwargs or {})
+            if misread is not None:
+                self._say("attention-mask-misread", line, *misread)
+            return
+        if not isinstance(result, torch.Tensor):
+            return
+        if name in MAKER_OPS:
+            self._loss_inputs.made(name, args, kwargs or {}, result, line)
+            return
+        if name in LOSS_INPUT_OPS:
+            found = self._loss_inputs.check(name, args, result, line)
+            if found is not None:
+                self._say(found[0], line, *found[1:])
+            return
+        if name in DROPOUT_OPS:
+            dropped = dropout_in_eval(
+                name,
+                args,
+                kwargs or {},
+                frame,
+                line,
+                self._rec.statement_lines,
+                self._rec.modules.path_of,
+            )
+            if dropped is not None:
+                self._say("functional-dropout-in-eval", line, *dropped)
+            return
+        if name in COPYING_OPS:
+            copied = copied_off_graph(name, args, result, line, self._rec.statement_lines, frame)
+            if copied is not None:
+                self._say("tensor-copied-off-graph", line, *copied.report)
+                if line is not None:
+                    self.copied_at[line] = copied.cut
+            return
+        if name in BROADCAST_OPS:
+            self._check_broadcast(name, args, result, line)
+        if name in COMPARISON_OPS:
+            compared = broadcast_in_comparison(args, result, self._rec.statement_lines, line)
+            if compared is not None:
+                self._say("broadcast-in-comparison", line, *compared)
+        if name in ADD_OPS:
+            self.totals.on_add(args, result, line)
+
+    def _check_broadcast(
+        self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
+    ) -> None:
+        found = broadcast_in_loss(name, args, result, self._rec.statement_lines, line)
+        if found is not None:
+            self._say("broadcast-in-loss", line, *found)
