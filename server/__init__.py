@@ -6,7 +6,8 @@ them. Build the app with :func:`server.app.create_app`; serve it with ``gradwalk
 
 Layout: ``app`` (factory), ``settings``, ``routes/`` (one router per resource),
 ``registry`` (live runs), ``live`` (shared event frames), ``storage/`` (``RunStore`` and
-SQLite), ``security`` (middleware, tokens, rate limits), ``commands`` (``serve``).
+SQLite), ``security`` (middleware, tokens, rate limits), ``commands`` (``serve``),
+``export`` (a run as one offline page) and ``export_command`` (``gradwalk export``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .export import add_export_parser, run_export
+from .export_command import add_export_parser, run_export
 from .listen import BindError, bind
 from .settings import Settings, is_loopback
 
