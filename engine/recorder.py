@@ -32,15 +32,15 @@ from .memory import SavedMemory, cuda_allocated
 from .mode_stack import insert_mode, remove_mode
 from .modules import ModuleTracker
 from .mute import Mute
-from .op_arguments import SUBSCRIPT_OPS, input_positions, named_positionals, op_constants, op_keywords
+from .op_recorder import OpRecorder
 from .pitfalls import PitfallWatch
 from .process_settings import restore_settings, saved_settings
 from .reflected import OperandOrder
-from .running_stats import NORM_OPS, RunningStats
+from .running_stats import RunningStats
 from .source import StatementLines, snippet_frames, statement_lines
 from .strict import STRICT
-from .tape import TapeMode, op_names
-from .tensors import TensorTable, version_of
+from .tape import TapeMode
+from .tensors import TensorTable
 from .threads import SnippetThreads
 from .training import TrainingTracker
 from .values import to_value
@@ -57,25 +57,6 @@ Sink = Callable[[dict[str, Any]], None]
 # and the runner's parent process each frame. The tests validate every trace they record.
 _RESERVED_EVENTS = 256  # room kept under the cap for the closing events (error, finals, run_finished)
 _GC_YOUNG_THRESHOLD = 1_000_000  # see NOTE [Garbage collection while recording]
-
-
-# `4 * x` and `3 + x` reach the mode as mul(x, 4) and add(x, 3): recorded as what Python ran
-_COMMUTATIVE = {"mul": ("rmul", "Tensor.__rmul__"), "add": ("radd", "Tensor.__radd__")}
-
-
-def _unchanged(t: torch.Tensor, args: tuple[Any, ...], before: int | None) -> bool:
-    """Whether an op's output ``t``, one of its inputs, is that input handed back unchanged.
-
-    # NOTE [Handed back]
-    # An op whose output is its input object either wrote into it (``F.relu(x,
-    # inplace=True)``: in-place, a new version with a new id) or handed it back untouched
-    # (``x.float()`` of a float tensor, ``x.to(device)`` on its device, ``x.contiguous()``,
-    # dropout with p=0 or in eval): not in-place, and the same id. The version counter tells
-    # them apart; the tape mode reads the first argument's before the op runs, as the
-    # operand these ops hand back. Anything else (another argument, an inference tensor,
-    # which has no version counter) counts as written, as before.
-    """
-    return before is not None and bool(args) and args[0] is t and version_of(t) == before
 
 
 class Recorder:
@@ -126,7 +107,7 @@ class Recorder:
         self._modes_under = 0  # the modes under the tape mode on PyTorch's stack
         self._gc_threshold = gc.get_threshold()
         self._global_settings = saved_settings()
-        self._max_ops = self.limits.max_ops
+        self._op_recorder = OpRecorder(self)
         self._open_cap = self.limits.max_events - _RESERVED_EVENTS
 
     # --- events ---------------------------------------------------------------------
@@ -285,114 +266,16 @@ class Recorder:
 
         ``args`` and ``kwargs`` are the op's arguments, read for the Python numbers among them;
         ``frames`` is what :func:`snippet_frames` returns, when the caller has it already;
-        ``first_version`` is ``args[0]._version`` before the op ran (see NOTE [Handed back]);
+        ``first_version`` is ``args[0]._version`` before the op ran (NOTE [Handed back] in op_recorder.py);
         ``fresh_outputs`` gives every output a new id (a custom Function's, engine/functions.py);
         ``handed_back`` holds the ``id()`` of inputs among the outputs known to be unchanged
         (a module's conversion, engine/library_calls.py), which keep their ids; ``replacing``
         maps the ``id()`` of an output to the input it takes the place of (a buffer the
         conversion replaced), whose new version it is.
         """
-        frame, line, top_line, in_setup = frames or snippet_frames()
-        if in_setup:
-            return
-        index = self.ops
-        self.ops += 1
-        if index >= self._max_ops:
-            if self.dropped_ops == 0:
-                self.emit(
-                    {
-                        "type": "limit",
-                        "what": "ops",
-                        "cap": self._max_ops,
-                        "message": f"ops past {self._max_ops} are counted, not recorded",
-                    }
-                )
-            self.dropped_ops += 1
-            if torch.is_grad_enabled():
-                self.graph.discover(outputs, record=False)  # counted, so counts.nodes stays exact
-            return
-        short, api, inplace = op_names(func)
-        texts: list[dict[str, Any]] = []  # OpRecorded.arguments
-        constants = op_constants(args, texts, subscript=short in SUBSCRIPT_OPS)
-        if (
-            short in _COMMUTATIVE
-            and len(args) == 2
-            and len(constants) == 1
-            and constants[0]["position"] == 1
-            and self.operand_order.number_on_left(frame, args[0])
-        ):
-            short, api = _COMMUTATIVE[short]  # `4 * x` (NOTE [Reflected products and sums])
-        named = named_positionals(func, args, constants, texts)
-        ensure = self.tensors.ensure
-        changed = {id(t) for t in outputs}  # inputs among them: the op's version, not off the tape
-        in_ids = [ensure(t, line=line, frame=frame, changing=id(t) in changed) for t in inputs]
-        if torch.is_grad_enabled():
-            mode = "grad"
-            pending = self.graph.discover(outputs)
-        else:
-            mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
-            pending = []
-        path = self.modules.current_path
-        out_ids = []
-        owners: list[torch.Tensor] = []
-        aliased = False
-        input_objs = {id(t) for t in inputs} if inputs else ()
-        for t in outputs:
-            is_input = id(t) in input_objs
-            if (
-                is_input
-                and not inplace
-                and ((handed_back is not None and id(t) in handed_back) or _unchanged(t, args, first_version))
-            ):
-                out_ids.append(ensure(t))  # handed back as it was: the same tensor, the same id
-                continue
-            aliased = aliased or is_input
-            if is_input:  # changed in place: a new version
-                tid = self.tensors.new_version(t, op=index, line=line, by=api, path=path)
-                out_ids.append(tid)
-                owner = self.tensors.data_owner(tid, t)
-                if owner is not None and all(owner is not o for o in outputs):
-                    owners.append(owner)  # NOTE [Changed through .data] in tensors.py
-            elif replacing and id(t) in replacing:
-                of = replacing[id(t)]
-                out_ids.append(self.tensors.new_version(t, op=index, line=line, by=api, path=path, of=of))
-            else:
-                out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
-        made_ids = list(out_ids)  # the op's own outputs, which made the graph's nodes
-        for owner in owners:
-            out_ids.append(self.tensors.new_version(owner, op=index, line=line, by=api, path=path))
-        if short in NORM_OPS:  # NOTE [Running statistics] in running_stats.py
-            out_ids += self.running_stats.after(api, args, kwargs or {}, index, line, path)
-        if pending:
-            self.graph.emit(pending, index, line, path, (inputs, in_ids, outputs, made_ids))
-        event = {
-            "type": "op",
-            "index": index,
-            "name": short,
-            "api": api,
-            "inputs": in_ids,
-            "outputs": out_ids,
-            "line": line,
-            "top_line": top_line,
-            "module_path": path,
-            "grad_mode": mode,
-            "inplace": inplace or aliased,
-            "nodes": [nid for _, nid, _ in pending],
-            "constants": constants,
-            "keywords": named + op_keywords(func, kwargs, texts, len(named)) if kwargs else named,
-        }
-        if texts:
-            event["arguments"] = texts
-        if constants or texts or kwargs:  # x.gather(1, idx); F.layer_norm(x, (8,), weight=w)
-            positions = input_positions(args, kwargs, len(inputs))
-            if positions is not None:
-                event["input_positions"] = positions
-        self.emit(event)
-        memory = self.memory
-        if memory.recent:
-            memory.recent.clear()
-        if abs(memory.saved_bytes - memory.reported) > max(4096, memory.reported >> 3):
-            self.report_memory(line)
+        self._op_recorder.record(
+            func, inputs, outputs, args, frames, first_version, fresh_outputs, kwargs, handed_back, replacing
+        )
 
     def on_hook(
         self, tensor: torch.Tensor, frames: tuple[FrameType | None, int | None, int | None, bool] | None

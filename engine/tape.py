@@ -161,7 +161,7 @@ class TapeMode(TorchFunctionMode):
         # gradwalk's reads of the op's tensors (their versions, values, shapes)
         aside = _no_context if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
         # the first operand's version before the op: an op that hands it back unchanged is
-        # not in-place (NOTE [Handed back] in recorder.py)
+        # not in-place (NOTE [Handed back] in op_recorder.py)
         first = args[0] if args else None
         first_version = None
         if isinstance(first, torch.Tensor):
