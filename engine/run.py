@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
-from .text import writable
+from .text import without_terminal_codes, writable
 
 __all__ = ["record", "record_stream"]
 
@@ -131,10 +132,17 @@ def record_stream(
         "__cached__": None,
         "device": device,
     }
+    # the snippet's globals are a module's, installed as __main__ while it runs, so what it
+    # defines can be found by name as in a script: pickle (torch.save of a model), dataclasses
+    main = types.ModuleType("__main__")
+    main.__dict__.update(scope)
+    scope = main.__dict__
     torch.manual_seed(0)
     random.seed(0)
     out = CapturedOutput(rec, limits.max_output_bytes, filename)
     api.set_current(rec)
+    host_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
     try:
         with out, rec:
             exec(code, scope)
@@ -151,6 +159,10 @@ def record_stream(
         _emit_error(rec, exc)
     finally:
         api.set_current(None)
+        if host_main is not None:
+            sys.modules["__main__"] = host_main
+        else:
+            sys.modules.pop("__main__", None)
     rec.finish(scope)
     _finish(rec, status, message, started)
     return status
@@ -224,9 +236,9 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
         dict(
             type="error",
             exc_type=type(exc).__name__,
-            message=writable(str(exc)[:4000]),
+            message=writable(without_terminal_codes(str(exc))[:4000]),
             line=line,
-            traceback=writable(text[-8000:]),
+            traceback=writable(without_terminal_codes(text)[-8000:]),
             hint=None if hint is None else writable(hint),
             node=node,
             metrics_only_after=metrics_only_after(rec),

@@ -5,7 +5,9 @@ No torch here: the server's process (which never loads torch) uses it through th
 
 from __future__ import annotations
 
-__all__ = ["writable"]
+import re
+
+__all__ = ["without_terminal_codes", "writable"]
 
 
 def writable(text: str) -> str:
@@ -18,3 +20,12 @@ def writable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def without_terminal_codes(text: str) -> str:
+    """``text`` without the escape codes a terminal reads as colour or bold (PyTorch's
+    ``torch.load`` message has some): on a web page they are noise."""
+    return _TERMINAL_CODES.sub("", text)

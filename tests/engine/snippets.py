@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
+import types
 import warnings
 from typing import Any
 
@@ -12,6 +14,7 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.events import Limits
+from engine.text import without_terminal_codes
 
 
 def recorded_silently(source: str) -> Any:
@@ -50,14 +53,25 @@ def plain_stdout(source: str) -> str:
     torch.manual_seed(0)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(source, "plain.py", "exec"), {"__name__": "__main__"})
+        _run_as_main(source, "plain.py")
     return out.getvalue()
+
+
+def _run_as_main(source: str, filename: str) -> None:
+    """Run ``source`` as ``python script.py`` does: its globals are the ``__main__`` module's."""
+    main = types.ModuleType("__main__")
+    host = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(source, filename, "exec"), main.__dict__)
+    finally:
+        sys.modules["__main__"] = host
 
 
 def plain_error(source: str) -> BaseException:
     """The exception ``source`` raises when run without gradwalk (AssertionError if none)."""
     try:
-        exec(compile(source, "<plain>", "exec"), {"__name__": "__main__"})
+        _run_as_main(source, "<plain>")
     except Exception as exc:  # the snippet's own error, whatever it is
         return exc
     raise AssertionError("the snippet did not raise")
@@ -70,7 +84,8 @@ def raised_as_plain(source: str, line: int) -> Any:
     with warnings.catch_warnings():  # plain PyTorch warns as the recorded run did
         warnings.simplefilter("ignore")
         plain = plain_error(source)
-    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, str(plain), line), err
+    said = without_terminal_codes(str(plain))  # (as the recording tells it)
+    assert (err.exc_type, err.message, err.line) == (type(plain).__name__, said, line), err
     return err
 
 
