@@ -8,26 +8,26 @@ in one transfer (NOTE [Norms on the host]). The update of an SGD step over float
 parameters is read off the step itself, any other is measured against a copy taken before
 the step (NOTE [Update norms]). The same hook decides whether the next step is recorded in
 full detail (``Limits.detail_steps`` / ``Limits.detail_every``, NOTE [Detail with several
-optimizers]).
+optimizers]). What the charts call each optimizer and parameter is chart_labels.py's.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import sys
 import time
 import weakref
-from types import FrameType, ModuleType
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from .chart_labels import KeptLabels, ParamLabels, optimizer_label
 from .lineage import Lineage
 from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, grads_of, norms_finished, norms_started
-from .source import find_name, is_a, snippet_frame
+from .source import snippet_frame
 from .updates import GRAD, copy_before, sgd_readable, sgd_update_terms
 
 if TYPE_CHECKING:
@@ -75,8 +75,8 @@ class _Optimizer:
         self.label: str | None = None
         # the parameters' copy kept from step to step (NOTE [Update norms])
         self.buffers: list[torch.Tensor] = []
-        # (parameters, their labels, the recorded-op count then): see TrainingTracker._param_labels
-        self.labels: tuple[list[torch.Tensor], list[tuple[int, str]], int] | None = None
+        # what its parameters' labels were, kept for its next step: see ParamLabels.labels
+        self.labels: KeptLabels | None = None
         # what the pre-step hook hands its post-step hook
         self.params: list[torch.Tensor] = []
         self.grads: GradNorms | None = None  # None: read after the step (a closure step)
@@ -114,8 +114,7 @@ class TrainingTracker:
         self._optimizers: dict[int, _Optimizer] = {}  # by id(): NOTE [Optimizers by id]
         self._lineage: Lineage[_Optimizer] = Lineage()  # NOTE [Rebuilt optimizers] in lineage.py
         self._step_frame: FrameType | None = None
-        # parameters whose model was looked for among the snippet's variables (held weakly)
-        self._looked_for: dict[int, weakref.ref[torch.Tensor]] = {}
+        self._param_labels = ParamLabels(rec)
         self._last_end = time.perf_counter()
         self._latest_steps = 0  # the step count of the optimizer that stepped last
         self.total_steps = 0
@@ -185,7 +184,7 @@ class TrainingTracker:
         state = self._optimizer(opt)
         params = state.params = self._params(opt)
         if state.label is None:  # its first step: NOTE [Rebuilt optimizers] in lineage.py
-            state.label = _optimizer_label(opt, snippet_frame()[0])
+            state.label = optimizer_label(opt, snippet_frame()[0])
             replaced = self._lineage.replaced(opt, state, params)
             if replaced is not None:
                 state.continues(replaced)
@@ -273,7 +272,7 @@ class TrainingTracker:
         step = self._latest_steps = state.steps
         frame, line = snippet_frame()
         if state.label is None:
-            state.label = _optimizer_label(opt, frame)
+            state.label = optimizer_label(opt, frame)
         params = state.params
         self.stepped_params.update(map(id, params))
         self.last_step = (state.label, line)
@@ -352,9 +351,10 @@ class TrainingTracker:
                     un.append(0.0)
                 else:
                     un.append(scale * next(it))
+        labels, state.labels = self._param_labels.labels(state.labels, params, frame)
         stats = [
             {"tensor": tid, "name": label, "grad_norm": gn[i], "update_norm": un[i], "param_norm": pn[i]}
-            for i, (tid, label) in enumerate(self._param_labels(state, params, frame))
+            for i, (tid, label) in enumerate(labels)
         ]
         finite_g = [g for g in gn if g is not None]
         return {
@@ -363,58 +363,6 @@ class TrainingTracker:
             "param_norm": math.sqrt(sum(v * v for v in pn)),
             "params": stats,
         }
-
-    def _param_labels(
-        self, state: _Optimizer, params: list[torch.Tensor], frame: FrameType | None
-    ) -> list[tuple[int, str]]:
-        """``(tensor id, label)`` of each of an optimizer's parameters, each label its own.
-
-        A parameter's name inside its model (``0.weight``), or with the model's name too
-        (``encoder.0.weight``) when the optimizer steps parameters of more than one model;
-        a tensor outside any model goes by its variable's name (``w``), else ``param3``.
-        Kept with the optimizer for as long as it steps the very same parameters and no op
-        has been recorded since (an in-place op recorded in full detail gives a parameter a
-        new tensor id); while a label is only a fallback (not a model's parameter), the
-        lookup runs again every step, as the name may still be found.
-        """
-        rec = self._rec
-        kept = state.labels
-        if (
-            kept is not None
-            and kept[2] == rec.ops
-            and len(kept[0]) == len(params)
-            and all(map(operator.is_, kept[0], params))
-        ):
-            return kept[1]
-        named = [self._names_of(p, frame) for p in params]
-        models = {name.partition(".")[0] for _, name, _ in named if name is not None}
-        shorts = [short for _, name, short in named if name is not None]
-        # names inside one model never repeat: a repeat is a second model of the same name
-        several = len(models) > 1 or len(set(shorts)) < len(shorts)
-        labels = [
-            (name if several else short) or rec.tensors.names.get(tid) or f"param{i}"
-            for i, (tid, name, short) in enumerate(named)
-        ]
-        found = list(zip([tid for tid, _, _ in named], _distinct(labels), strict=True))
-        # final once every parameter is a model's; the entry goes with the optimizer
-        state.labels = (params, found, rec.ops) if all(name for _, name, _ in named) else None
-        return found
-
-    def _names_of(self, p: torch.Tensor, frame: FrameType | None) -> tuple[int, str | None, str | None]:
-        """``(tensor id, qualified name, name inside its model)`` of a parameter; the names
-        are ``None`` for a tensor that is no model's parameter."""
-        rec = self._rec
-        name, short = rec.modules.param_name(p)
-        looked = self._looked_for.get(id(p))
-        if name is None and (looked is None or looked() is not p):
-            # a model no forward hook has met (first called in a metrics-only step)
-            self._looked_for[id(p)] = weakref.ref(p)
-            rec.modules.name_roots_in(frame)
-            name, short = rec.modules.param_name(p)
-        tid = rec.tensors.known(p)
-        if tid is None:
-            tid = rec.tensors.ensure(p)
-        return tid, name, short
 
     def _schedule(self) -> None:
         """Record the next step in full when it is a detail step of any optimizer still stepping.
@@ -462,44 +410,3 @@ def _is_detail_step(step: int, limits: Limits) -> bool:
 
 def _no_stats() -> dict[str, Any]:
     return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
-
-
-def _distinct(labels: list[str]) -> list[str]:
-    """``labels`` with a repeat marked by its count (``Linear.weight #2``): two models known
-    by the same name (their class's) must still chart as two series."""
-    if len(set(labels)) == len(labels):
-        return labels
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
-    return out
-
-
-def _optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
-    """``opt (SGD)``, after the variable or attribute (``self.opt_g (Adam)``) that holds
-    ``opt`` where the snippet stepped it; the bare class name when none does."""
-    holder = find_name(opt, frame) or _attribute_holding(opt, frame)
-    kind = type(opt).__name__
-    return f"{holder} ({kind})" if holder else kind
-
-
-def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
-    """``self.opt_g``: an attribute holding ``obj`` of an object bound in ``frame`` (locals,
-    then globals), as a trainer class or a GAN keeps its optimizers."""
-    if frame is None:
-        return None
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-    for scope in scopes:
-        for key, value in list(scope.items()):
-            if key.startswith("_") or is_a(value, type | ModuleType):
-                continue
-            try:
-                attrs = vars(value)
-            except TypeError:  # no __dict__ (a number, a tensor's slots, ...)
-                continue
-            for attr, held in attrs.items():
-                if held is obj and not attr.startswith("__"):
-                    return f"{key}.{attr}"
-    return None

@@ -1,0 +1,130 @@
+"""How the charts name an optimizer (``opt (Adam)``) and each of its parameters (``0.weight``).
+
+:func:`optimizer_label` names an optimizer after what holds it where the snippet stepped it;
+:class:`ParamLabels` names the parameters of each ``optimizer_step`` event's ``params``, each
+label its own. The training tracker (training.py) asks at each step and keeps the answers
+with the optimizer.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING
+
+import torch
+
+from .source import find_name, is_a
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["KeptLabels", "ParamLabels", "optimizer_label"]
+
+#: what an optimizer keeps of its parameters' labels: (parameters, their labels, the
+#: recorded-op count then)
+KeptLabels = tuple[list[torch.Tensor], list[tuple[int, str]], int]
+
+
+class ParamLabels:
+    """The parameters' labels of every optimizer of one run; ``rec``: its recorder."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self._rec = rec
+        # parameters whose model was looked for among the snippet's variables (held weakly)
+        self._looked_for: dict[int, weakref.ref[torch.Tensor]] = {}
+
+    def labels(
+        self, kept: KeptLabels | None, params: list[torch.Tensor], frame: FrameType | None
+    ) -> tuple[list[tuple[int, str]], KeptLabels | None]:
+        """``(tensor id, label)`` of each of an optimizer's parameters, each label its own,
+        and what the optimizer keeps of them for its next step (``kept`` is what it kept at
+        its last).
+
+        A parameter's name inside its model (``0.weight``), or with the model's name too
+        (``encoder.0.weight``) when the optimizer steps parameters of more than one model;
+        a tensor outside any model goes by its variable's name (``w``), else ``param3``.
+        Kept with the optimizer for as long as it steps the very same parameters and no op
+        has been recorded since (an in-place op recorded in full detail gives a parameter a
+        new tensor id); while a label is only a fallback (not a model's parameter), the
+        lookup runs again every step, as the name may still be found.
+        """
+        rec = self._rec
+        if (
+            kept is not None
+            and kept[2] == rec.ops
+            and len(kept[0]) == len(params)
+            and all(map(operator.is_, kept[0], params))
+        ):
+            return kept[1], kept
+        named = [self._names_of(p, frame) for p in params]
+        models = {name.partition(".")[0] for _, name, _ in named if name is not None}
+        shorts = [short for _, name, short in named if name is not None]
+        # names inside one model never repeat: a repeat is a second model of the same name
+        several = len(models) > 1 or len(set(shorts)) < len(shorts)
+        labels = [
+            (name if several else short) or rec.tensors.names.get(tid) or f"param{i}"
+            for i, (tid, name, short) in enumerate(named)
+        ]
+        found = list(zip([tid for tid, _, _ in named], _distinct(labels), strict=True))
+        # final once every parameter is a model's; the entry goes with the optimizer
+        keep = (params, found, rec.ops) if all(name for _, name, _ in named) else None
+        return found, keep
+
+    def _names_of(self, p: torch.Tensor, frame: FrameType | None) -> tuple[int, str | None, str | None]:
+        """``(tensor id, qualified name, name inside its model)`` of a parameter; the names
+        are ``None`` for a tensor that is no model's parameter."""
+        rec = self._rec
+        name, short = rec.modules.param_name(p)
+        looked = self._looked_for.get(id(p))
+        if name is None and (looked is None or looked() is not p):
+            # a model no forward hook has met (first called in a metrics-only step)
+            self._looked_for[id(p)] = weakref.ref(p)
+            rec.modules.name_roots_in(frame)
+            name, short = rec.modules.param_name(p)
+        tid = rec.tensors.known(p)
+        if tid is None:
+            tid = rec.tensors.ensure(p)
+        return tid, name, short
+
+
+def _distinct(labels: list[str]) -> list[str]:
+    """``labels`` with a repeat marked by its count (``Linear.weight #2``): two models known
+    by the same name (their class's) must still chart as two series."""
+    if len(set(labels)) == len(labels):
+        return labels
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
+    """``opt (SGD)``, after the variable or attribute (``self.opt_g (Adam)``) that holds
+    ``opt`` where the snippet stepped it; the bare class name when none does."""
+    holder = find_name(opt, frame) or _attribute_holding(opt, frame)
+    kind = type(opt).__name__
+    return f"{holder} ({kind})" if holder else kind
+
+
+def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
+    """``self.opt_g``: an attribute holding ``obj`` of an object bound in ``frame`` (locals,
+    then globals), as a trainer class or a GAN keeps its optimizers."""
+    if frame is None:
+        return None
+    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+    for scope in scopes:
+        for key, value in list(scope.items()):
+            if key.startswith("_") or is_a(value, type | ModuleType):
+                continue
+            try:
+                attrs = vars(value)
+            except TypeError:  # no __dict__ (a number, a tensor's slots, ...)
+                continue
+            for attr, held in attrs.items():
+                if held is obj and not attr.startswith("__"):
+                    return f"{key}.{attr}"
+    return None
