@@ -75,7 +75,7 @@ _FEED = """async ({ text, batch }) => {
   }
   if (performance.now() >= deadline) {
     const g = app.graph;
-    const state = JSON.stringify({ running: g.layoutRunning, pending: g.layoutPending, timer: g.timer, last: g.lastLayout, lastEvent: last });
+    const state = JSON.stringify({ running: g.scheduler.running, pending: g.scheduler.pending, timer: g.scheduler.timer, last: g.lastLayout, lastEvent: last });
     throw new Error(`the graph was not laid out within 300 s of the last event: ${state}`);
   }
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));

@@ -246,7 +246,7 @@ def test_a_new_run_during_a_layout_replaces_it_without_errors(page: Any) -> None
         """async (trace) => {
             const app = window.gradwalk;
             app.loadTrace(trace);
-            while (!app.graph.layoutRunning) await new Promise((r) => setTimeout(r, 0));
+            while (!app.graph.scheduler.running) await new Promise((r) => setTimeout(r, 0));
             app.loadTrace({ source: trace.source, events: trace.events.slice(0, 30) });
             return app.model.nodes.size;
         }""",

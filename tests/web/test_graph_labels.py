@@ -125,14 +125,14 @@ def test_a_step_opened_while_the_graph_is_laid_out_places_no_label_at_nan(page: 
         """async () => {
             const app = window.gradwalk;
             const trace = await app.api.trace(app.runId);
-            for (let attempt = 0; attempt < 5 && !app.graph.layoutRunning; attempt++) {
+            for (let attempt = 0; attempt < 5 && !app.graph.scheduler.running; attempt++) {
                 app.loadTrace(trace);
                 const start = performance.now();
-                while (!app.graph.layoutRunning && performance.now() - start < 2000) {
+                while (!app.graph.scheduler.running && performance.now() - start < 2000) {
                     await new Promise((r) => setTimeout(r, 0));
                 }
             }
-            const caught = app.graph.layoutRunning;
+            const caught = app.graph.scheduler.running;
             if (!caught) return [false, []];
             // waited for from now, while the layout runs: whenLaidOut() waits for the next
             // layout to end, so asked after this one ended (the frames below take long on a

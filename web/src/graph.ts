@@ -7,9 +7,10 @@
 // hidden when zoomed out (min-zoomed-font-size in graph-style.ts); past DRAW_MAX nodes, only
 // the part nearest the output is drawn until the user asks for all (graph-window.ts).
 // graph-sync.ts hands the built elements to Cytoscape, graph-layout.ts places them,
-// graph-pacing.ts paces rebuilds while a run streams, graph-elements.ts finds the element
-// showing a node or a selection, graph-keys.ts walks the graph from the keyboard,
-// graph-toolbar.ts builds the toolbar and graph-offscreen.ts the cues at the pane's edges.
+// graph-schedule.ts times rebuilds (graph-pacing.ts paces them while a run streams),
+// graph-elements.ts finds the element showing a node or a selection, graph-keys.ts walks
+// the graph from the keyboard, graph-toolbar.ts builds the toolbar and graph-offscreen.ts
+// the cues at the pane's edges.
 import cytoscape, { type Core, type NodeSingular } from "cytoscape";
 import { h, PANES_RESIZED, perFrame } from "./dom";
 import { buildGraph, type GEdge, type GNode } from "./graph-build";
@@ -20,8 +21,9 @@ import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
 import { foldToFit } from "./graph-lod";
 import { OffscreenCues } from "./graph-offscreen";
-import { BIG, type Rebuild, RebuildPacer } from "./graph-pacing";
+import { BIG, type Rebuild } from "./graph-pacing";
 import { hoverOf, tapOf } from "./graph-pointer";
+import { RebuildScheduler } from "./graph-schedule";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor } from "./graph-style";
 import { syncElements } from "./graph-sync";
@@ -60,13 +62,13 @@ export class GraphView {
   private collapsed = new Set<string>();
   private collapseTouched = false;
   private elements = new Map<string, GNode | GEdge>();
-  private layoutRunning = false;
-  private layoutPending = false;
-  private timer = 0;
-  /** When the pending timer fires (performance.now()). */
-  private timerDue = 0;
-  private dirtySince = 0;
-  private readonly pacer = new RebuildPacer();
+  /** When the graph rebuilds (graph-schedule.ts): `rebuild` runs between its begin and end. */
+  private readonly scheduler = new RebuildScheduler({
+    finished: () => this.model.isFinished,
+    nodeCount: () => this.model.nodes.size,
+    rebuild: (paced) => this.rebuild(paced),
+    holdUntilRunEnds: () => (this.info.textContent = `${this.model.nodes.size} nodes so far · drawn when the run ends`),
+  });
   /** What of a graph too big to draw whole (DRAW_MAX) is drawn. */
   private readonly part = new PartDrawn(DRAW_MAX, () => this.schedule(0));
   private readonly drawAllButton: HTMLButtonElement;
@@ -86,13 +88,12 @@ export class GraphView {
   private readonly calls: CallPicker;
   /** The "3 more ▸" cues where the graph goes on past the pane's edges (graph-offscreen.ts). */
   private readonly cues = new OffscreenCues(() => (this.userMoved = true));
-  private waiters: ((info: LayoutInfo) => void)[] = [];
   /** Slide edge labels off nodes and each other (graph-labels.ts), a frame after they change. */
   private readonly placeLabels = perFrame(() => this.big || placeEdgeLabels(this.cy));
   lastLayout: LayoutInfo | null = null;
   /** The last rebuilds, for tests: when each began, how long it took, and whether it was paced. */
   get rebuilds(): readonly Rebuild[] {
-    return this.pacer.log;
+    return this.scheduler.log;
   }
 
   constructor(
@@ -200,7 +201,7 @@ export class GraphView {
     this.userMoved = false;
     this.painter.reset();
     this.elements.clear();
-    this.pacer.reset();
+    this.scheduler.reset();
     this.part.reset();
     this.createCy(false);
     // until the first layout lands: a stored run's graph is on its way, not waiting for ▶ Run
@@ -212,7 +213,7 @@ export class GraphView {
 
   /** Resolve after the next layout has been applied. */
   whenLaidOut(): Promise<LayoutInfo> {
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return this.scheduler.whenLaidOut();
   }
 
   get core(): Core {
@@ -256,45 +257,14 @@ export class GraphView {
 
   // --- building and layout ----------------------------------------------------------------
 
-  /**
-   * Rebuild and re-layout soon. While a run streams, events arrive in bursts: the first
-   * one starts a short timer and the rest ride along; events arriving during a layout
-   * queue one more layout after it. So a small live graph updates several times a second,
-   * and a big one as often as leaves the page responsive (graph-pacing.ts). A sooner request (0: the
-   * user asked; the run finished) replaces a later pending one.
-   */
+  /** Rebuild and re-layout soon (graph-schedule.ts: 0 when the user asked or the run finished). */
   schedule(delay = 80): void {
-    if (!this.dirtySince) this.dirtySince = performance.now();
-    if (this.layoutRunning) {
-      this.layoutPending = true;
-      return;
-    }
-    const paced = delay > 0 && !this.model.finished;
-    if (paced && this.tooBigToRedrawLive()) {
-      this.info.textContent = `${this.model.nodes.size} nodes so far · drawn when the run ends`;
-      return;
-    }
-    const wait = this.pacer.wait(delay, paced);
-    const due = performance.now() + wait;
-    if (this.timer && this.timerDue <= due) return;
-    clearTimeout(this.timer);
-    this.timerDue = due;
-    this.timer = window.setTimeout(() => {
-      this.timer = 0;
-      // (a run that finished while this waited is drawn whole now: not a paced rebuild)
-      void this.rebuild(paced && !this.model.finished);
-    }, wait);
-  }
-
-  /** Whether the next rebuild of a big graph would hold the page too long while a run streams. */
-  private tooBigToRedrawLive(): boolean {
-    // (by the whole graph's size, drawn or not: a window on a growing graph is new nodes each time)
-    return this.pacer.tooSlowForLive(this.model.nodes.size);
+    this.scheduler.schedule(delay);
   }
 
   /** Whether a rebuild or layout is pending or running. */
   get busy(): boolean {
-    return this.layoutRunning || this.layoutPending || this.timer !== 0;
+    return this.scheduler.busy;
   }
 
   private autoLevelOfDetail(): void {
@@ -325,11 +295,7 @@ export class GraphView {
   }
 
   private async rebuild(paced: boolean): Promise<void> {
-    this.layoutRunning = true;
-    this.layoutPending = false;
-    const began = performance.now();
-    const started = this.dirtySince || began;
-    this.dirtySince = 0;
+    const run = this.scheduler.begin(paced);
     try {
       this.autoLevelOfDetail();
       const fontScale = Number(getComputedStyle(this.root).getPropertyValue("--graph-font-scale")) || 1;
@@ -363,7 +329,7 @@ export class GraphView {
       if (focus) this.reveal(focus, false);
       this.laidOut = true;
       const now = performance.now();
-      const info: LayoutInfo = { at: now, ms: now - started, nodes: built.nodes.length, edges: built.edges.length, layout };
+      const info: LayoutInfo = { at: now, ms: now - run.started, nodes: built.nodes.length, edges: built.edges.length, layout };
       this.lastLayout = info;
       const count = built.cut ? `${built.shownGradNodes} of ${built.gradNodes} nodes` : `${built.gradNodes} nodes`;
       this.info.textContent = `${count}${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
@@ -372,13 +338,9 @@ export class GraphView {
       this.drawAllButton.hidden = !built.cut;
       this.canvas.setAttribute("aria-label", `grad_fn graph with ${count}${built.cut ? " drawn" : ""}; arrow keys move between nodes, Enter opens one`);
       this.keys.forgetRemoved();
-      const waiters = this.waiters;
-      this.waiters = [];
-      for (const w of waiters) w(info);
+      this.scheduler.laidOut(info);
     } finally {
-      this.layoutRunning = false;
-      this.pacer.record({ began, ms: performance.now() - began, paced }, this.model.nodes.size);
-      if (this.layoutPending) this.schedule(this.model.finished ? 0 : 40);
+      this.scheduler.end(run);
     }
   }
 
