@@ -22,8 +22,9 @@ from .explain_layout import layout_hint
 from .explain_loaders import loader_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
-from .explain_names import misspelt_attribute, tensor_called
+from .explain_names import class_called_with_data, misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
+from .explain_recurrent import recurrent_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
 from .explain_shaping import shaping_hint
@@ -203,7 +204,7 @@ def explain_error(
         return product
     layout = (
         spatial_hint(text, rec.failed_op, frame, lambda t: _code_at(rec, _made_at(rec, t), 200))
-        or layout_hint(exc, rec)
+        or layout_hint(exc, rec, code, frame)
         or value_kind_hint(text, code)
         or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
     )
@@ -220,7 +221,9 @@ def explain_error(
         if activation:
             return activation
     named = (
-        shaping_hint(text, code)
+        shaping_hint(text, code, rec.failed_op)
+        or recurrent_hint(text, code, frame)
+        or class_called_with_data(text, code, frame)
         or misspelt_attribute(text, code, frame)
         or tensor_called(text, code, rec.statement_lines, frame)
     )

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import torch
+
+from .source import is_a, is_module, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -42,19 +45,22 @@ _CAT = re.compile(
 )
 
 
-def layout_hint(exc: BaseException, rec: Recorder) -> str | None:
-    """The hint for a shape or layout error ``exc`` (see the module docstring); ``None`` for
-    any other error. ``rec.failed_op`` names the op it came from, where that was recorded."""
+def layout_hint(
+    exc: BaseException, rec: Recorder, code: str | None = None, frame: FrameType | None = None
+) -> str | None:
+    """The hint for a shape or layout error ``exc`` raised at a line reading ``code`` (in
+    ``frame``; see the module docstring); ``None`` for any other error. ``rec.failed_op``
+    names the op it came from, where that was recorded."""
     text = str(exc)
     failed = rec.failed_op
     operands = failed[1] if failed is not None else []
     for hint in (
         _flatten_hint(failed[0] if failed else None, operands),
-        _in_features_hint(failed[0] if failed else None, operands),
+        _in_features_hint(failed[0] if failed else None, operands, code),
         _conv_hint(text, operands),
         _rnn_hint(text),
         _embedding_hint(exc, text, failed[0] if failed else None, operands),
-        _target_hint(text, operands),
+        _target_hint(text, operands, failed[0] if failed else None),
         _join_hint(text),
     ):
         if hint:
@@ -66,6 +72,17 @@ def layout_hint(exc: BaseException, rec: Recorder) -> str | None:
             ".reshape(…), which copies when it must, or .contiguous().view(…)."
         )
     if "optimizer got an empty parameter list" in text:
+        plain = _plain_tensor_attributes(frame)
+        if plain:
+            model, names = plain
+            named = [f"self.{n}" for n in names]
+            listed = ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
+            return (
+                f"The optimizer was given no parameters: {model}.parameters() found none, because {listed} "
+                f"{'is a plain tensor' if len(names) == 1 else 'are plain tensors'} (requires_grad=True does not "
+                "make a parameter). nn.Module registers only nn.Parameter attributes and submodules: write "
+                f"self.{names[0]} = nn.Parameter(torch.randn(…)) in __init__."
+            )
         return (
             "The optimizer was given no parameters: model.parameters() found none. nn.Module registers "
             "layers assigned as attributes, or kept in nn.ModuleList / nn.ModuleDict, not layers in a plain "
@@ -101,9 +118,14 @@ def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
     )
 
 
-def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
+# xb.view(batch_size, -1): a batch reshaped with a batch size written down, not read off it
+_FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
+
+
+def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | None = None) -> str | None:
     """nn.Linear given samples of another number of features than its in_features (after a
-    convolution and nn.Flatten, above all)."""
+    convolution and nn.Flatten, above all), or its data a sample per column, or a batch
+    viewed with a fixed batch size (at the failing line ``code``)."""
     if op != "linear" or len(operands) < 2 or operands[0].dim() < 1 or operands[1].dim() != 2:
         return None
     given, weight = operands[0], operands[1]
@@ -111,6 +133,26 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor]) -> str | Non
     arrived = given.shape[-1]
     if arrived == features:
         return None
+    fixed = _FIXED_BATCH_VIEW.search(code or "")
+    samples, spare = divmod(given.numel(), features)
+    if given.dim() == 2 and fixed and not spare and samples != given.shape[0]:
+        viewed, how, size = fixed.groups()
+        return (
+            f"nn.Linear({features}, {outputs}) takes {features} features per sample, and its input, "
+            f"{_shape(list(given.shape))}, was made by .{how}({size}, -1) with the batch size written down: this "
+            f"batch holds {samples} samples of {features} numbers, which {how} cut into {given.shape[0]} rows of "
+            f"{arrived}. A DataLoader's last batch is smaller when the dataset does not divide into batches: read "
+            f"the size off the batch, {viewed}.{how}({viewed}.size(0), -1) or {viewed}.flatten(1) (or DataLoader(…, "
+            "drop_last=True))."
+        )
+    if given.dim() == 2 and given.shape[0] == features:
+        # data laid out a sample per column (features × samples), as NumPy/pandas code often has it
+        return (
+            f"nn.Linear({features}, {outputs}) reads one sample per row, {features} features each, and its input, "
+            f"{_shape(list(given.shape))}, has its {features} features down the rows and {arrived} samples across: "
+            f"the data is laid out a sample per column. Transpose it, x.T (which is ({arrived}, {features})), "
+            "rather than resizing the layer."
+        )
     if given.dim() == 1 and given.numel() % features == 0 and given.numel() > features:
         # x.view(-1), x.flatten(), nn.Flatten(0): the batch flattened into the one vector
         batch = given.numel() // features
@@ -212,6 +254,14 @@ def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
                 f"one-channel (grayscale) images, add the channel dimension: x.unsqueeze(1), which gives "
                 f"({n}, 1, {height}, {width})."
             )
+        if given is not None and given.dim() == 2 and len(shape) == 3 and wanted == 1 and shape[1] != 1:
+            # (N, L) one-channel signals, read as one unbatched signal of N channels
+            n, length = given.shape
+            return (
+                f"A 1-D convolution takes (N, C, L), or one signal as (C, L), so this input, "
+                f"{_shape(list(given.shape))}, was read as one signal of {n} channels. For a batch of {n} "
+                f"one-channel signals, add the channel dimension: x.unsqueeze(1), which gives ({n}, 1, {length})."
+            )
         got = shape[1] if len(shape) >= 3 else shape[0] if shape else "?"
         return (
             f"The layer was built for {wanted} input channels (in_channels={wanted}, with {out} out) and the "
@@ -286,10 +336,16 @@ def _embedding_hint(
     return None
 
 
-def _target_hint(text: str, operands: list[torch.Tensor]) -> str | None:
+def _target_hint(text: str, operands: list[torch.Tensor], op: str | None = None) -> str | None:
     if "0D or 1D target tensor expected, multi-target not supported" in text:
         target = operands[1] if len(operands) >= 2 else None
         shape = f" Here it has shape {tuple(target.shape)}." if target is not None else ""
+        if op and op.startswith("nll_loss"):
+            return (
+                "nll_loss (nn.NLLLoss) takes one class index per sample: an int64 target of shape (N,) with "
+                f"values 0 to C - 1.{shape} A column of indices, (N, 1), becomes (N,) with y.squeeze(1) (or "
+                "y.view(-1)); one-hot rows become indices with y.argmax(1)."
+            )
         return (
             "cross_entropy (nn.CrossEntropyLoss) takes one class index per sample: an int64 target of shape "
             f"(N,) with values 0 to C - 1.{shape} A column of indices, (N, 1), becomes (N,) with y.squeeze(1) "
@@ -344,4 +400,20 @@ def _join_hint(text: str) -> str | None:
             f"has {got} where the first has {wanted}. If that is the dimension to join along, pass it: "
             "torch.cat([...], dim=…) with the dimension whose sizes differ."
         )
+    return None
+
+
+def _plain_tensor_attributes(frame: FrameType | None) -> tuple[str, list[str]] | None:
+    """A model in sight of ``frame`` holding tensors that require grad as plain attributes
+    (``self.w = torch.randn(3, 1, requires_grad=True)``), which ``parameters()`` never lists:
+    its name and theirs."""
+    for name, value in visible_names(frame).items():
+        if is_module(value):
+            held = [
+                key
+                for key, attr in vars(value).items()
+                if is_a(attr, torch.Tensor) and not is_a(attr, torch.nn.Parameter) and attr.requires_grad
+            ]
+            if held:
+                return name, held
     return None

@@ -65,8 +65,14 @@ def model_definition_hint(
 
 
 def _forward_missing(cls: str, source_lines: list[str]) -> str:
-    """``cls`` has no ``forward``: a method whose name is close to it, or one defined outside
-    the class, where the source shows either."""
+    """``cls`` has no ``forward``: a container called as a layer, a method whose name is close
+    to it, or one defined outside the class, where the source shows either."""
+    if cls in ("ModuleList", "ModuleDict", "ParameterList", "ParameterDict"):
+        return (
+            f"An nn.{cls} only holds layers (so that the model registers them); it is not a layer and has "
+            "no forward, so it cannot be called. Run its layers in turn in your forward, for layer in "
+            "self.layers: x = layer(x), or hold them in an nn.Sequential, which can be called."
+        )
     tree = _parsed("\n".join(source_lines))
     found = (
         next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), None)
@@ -107,6 +113,11 @@ def _class_in_sequential(written: str) -> str:
         return (
             f"nn.Sequential takes layers, and was given the class nn.{name} itself, not a layer made from it: "
             f"add the parentheses, nn.{name}()."
+        )
+    if name in ("list", "tuple"):
+        return (
+            f"nn.Sequential takes the layers themselves, one argument each, and was given one {name} of them. "
+            "Unpack it with a star: nn.Sequential(*layers)."
         )
     layer = next((c for c in _FUNCTION_OF if c.lower() == name.lower()), None)
     instead = f": for {name}, its layer is nn.{layer}()" if layer else ""

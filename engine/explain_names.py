@@ -6,6 +6,7 @@ name rebound to the loss it returned (``loss = loss(out, y)``: the next call cal
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from types import FrameType
@@ -15,10 +16,11 @@ import torch
 
 from .source import is_a, is_module, outer_scopes, visible_names
 
-__all__ = ["misspelt_attribute", "tensor_called"]
+__all__ = ["class_called_with_data", "misspelt_attribute", "tensor_called"]
 
 _NO_ATTRIBUTE = re.compile(r"'([\w.]+)' object has no attribute '(\w+)'")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_INIT_ARGUMENTS = re.compile(r"(\w+)\.__init__\(\) takes (\d+) positional arguments? but (\d+) were given")
 _OBJECTS_LOOKED_AT = 2000
 
 
@@ -115,4 +117,38 @@ def tensor_called(
     return (
         f"{name} is a tensor here, and a tensor cannot be called: index it with {name}[…], multiply with "
         f"{name} * (…); if {name} was a model or a function, an assignment since has replaced it."
+    )
+
+
+def class_called_with_data(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """The snippet's model class called with the data (``Net(x)``), which passes it to
+    ``__init__``, where the model made from it goes (``Net()(x)``)."""
+    found = _INIT_ARGUMENTS.search(text)
+    if not found or not code:
+        return None
+    cls = visible_names(frame).get(found.group(1))
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        return None
+    name = found.group(1)
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return None
+    given = next(
+        (
+            ", ".join(ast.unparse(arg) for arg in node.args)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == name
+            and node.args
+        ),
+        None,
+    )
+    if given is None:
+        return None
+    return (
+        f"{name}({given}) makes a new {name} and hands {given} to its __init__, which takes no such argument: "
+        f"the class builds the model, and the model takes the data. Make the model once, model = {name}(), "
+        f"and call it on the data, model({given})."
     )

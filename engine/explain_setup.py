@@ -23,6 +23,14 @@ def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str 
     """The hint for error ``text`` raised at a line reading ``code`` of ``source_lines`` (see
     the module's docstring); ``None`` for any other error."""
     if "the batch number of src and tgt must be equal" in text:
+        if any(
+            "Transformer(" in line and re.search(r"batch_first\s*=\s*True", line) for line in source_lines
+        ):
+            return (
+                "This nn.Transformer is built with batch_first=True, so dim 0 of src and of tgt is the batch, "
+                "and the two hold different numbers of sequences. Each source sequence goes with its target "
+                "sequence: give both the same batch (src.size(0) == tgt.size(0)); their lengths, dim 1, may differ."
+            )
         return (
             "nn.Transformer reads its inputs as (sequence, batch, features) unless it is built with "
             "batch_first=True, so a (batch, sequence, features) src and tgt were read with their sequence "

@@ -1,11 +1,14 @@
 """Hints for tensors shaped by the wrong tool: ``torch.tensor`` of a list of tensors (which
 reads numbers, where ``torch.stack`` joins tensors and keeps their graph), ``expand`` of a
-dimension that is not 1 (it only stretches size-1 dimensions; ``repeat`` copies), and a
-recurrent layer given an input of 4 or more dimensions."""
+dimension that is not 1 (it only stretches size-1 dimensions; ``repeat`` copies), a
+recurrent layer given an input of 4 or more dimensions, and ``*`` between two matrices whose
+shapes are a matrix product's (``@`` was meant)."""
 
 from __future__ import annotations
 
 import re
+
+import torch
 
 __all__ = ["shaping_hint"]
 
@@ -17,9 +20,15 @@ _RNN_DIMS = re.compile(r"(LSTM|GRU|RNN): Expected input to be 2D or 3D, got (\d)
 _MADE_FROM_LIST = re.compile(r"torch\.(?:tensor|Tensor|FloatTensor|LongTensor|as_tensor)\(")
 
 
-def shaping_hint(text: str, code: str | None) -> str | None:
+def shaping_hint(
+    text: str, code: str | None, failed: tuple[str, list[torch.Tensor]] | None = None
+) -> str | None:
     """The hint for error ``text`` raised at a line reading ``code`` (see the module
-    docstring); ``None`` for any other error."""
+    docstring), ``failed`` the op it came from where the tape saw it; ``None`` for any other
+    error."""
+    product = _star_for_product(text, code, failed)
+    if product:
+        return product
     if "only one element tensors can be converted to Python scalars" in text and _MADE_FROM_LIST.search(
         code or ""
     ):
@@ -61,4 +70,26 @@ def _expand_hint(target_size: str, size: str, dim: str, target: str, shape: str)
     return (
         f"{start} Add a size-1 dimension where the new one goes and expand that (x.unsqueeze(0).expand(…)), "
         "or use .repeat(…) to copy along a dimension that has more than one element."
+    )
+
+
+def _star_for_product(
+    text: str, code: str | None, failed: tuple[str, list[torch.Tensor]] | None
+) -> str | None:
+    """``X * W`` of an (n, k) and a (k, m) matrix: ``*`` multiplies element by element, and
+    the shapes are those of a matrix product."""
+    if "must match the size of tensor b" not in text or failed is None or failed[0] not in ("mul", "mul_"):
+        return None
+    operands = failed[1]
+    if len(operands) < 2 or "*" not in (code or ""):
+        return None
+    a, b = operands[0], operands[1]
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.shape == b.shape:
+        return None
+    n, k = a.shape
+    m = b.shape[1]
+    return (
+        f"* multiplies element by element, so both operands must have one shape (or broadcast), and these "
+        f"are ({n}, {k}) and ({k}, {m}): the shapes of a matrix product, whose inner sizes ({k}) agree. For "
+        f"the matrix product use @ (torch.matmul), which gives ({n}, {m})."
     )

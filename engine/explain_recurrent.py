@@ -1,0 +1,134 @@
+"""Hints for the inputs and states of sequence models: an RNN's initial state of the wrong
+size (its batch stays in dim 1 even with ``batch_first=True``; dim 0 counts layers ×
+directions), an LSTM given ``h0`` alone where it takes ``(h0, c0)``, and token ids fed
+straight to an RNN or a Transformer, which read vectors of features (an ``nn.Embedding``
+goes first)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from types import FrameType
+from typing import Any
+
+import torch
+
+from .source import is_a, visible_names
+
+__all__ = ["recurrent_hint"]
+
+# "Expected hidden[0] size (1, 3, 20), got [1, 5, 20]" (an LSTM's h0), "Expected hidden size …" (GRU, RNN)
+_STATE_SIZE = re.compile(
+    r"Expected hidden(\[[01]\])? size \((\d+), (\d+), (\d+)\), got \[(\d+), (\d+), (\d+)\]"
+)
+_INTEGER_INPUT = re.compile(r"RNN input dtype \(torch\.(u?int\d+)\) does not match weight dtype")
+_WIDTH = re.compile(r"was expecting embedding dimension of (\d+), but got (\d+)")
+_OUT_OF_BOUNDS = re.compile(r"index 1 is out of bounds for dimension 0 with size 1")
+
+
+def recurrent_hint(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """The hint for error ``text`` raised at a line reading ``code`` (in ``frame``) that
+    runs a sequence model (see the module docstring); ``None`` for any other error."""
+    state = _STATE_SIZE.search(text)
+    if state:
+        return _state_size(*state.groups())
+    integer = _INTEGER_INPUT.search(text)
+    if integer:
+        return (
+            f"This input holds integers ({integer.group(1)}), token ids most likely, and a recurrent layer reads "
+            "each step as a vector of float features. Put an nn.Embedding(vocab_size, dim) before it and build "
+            "the layer with input_size=dim; if the numbers are measurements, not ids, convert them, x.float(). "
+            "(Converting the model to integers, as the message offers, would leave nothing to train.)"
+        )
+    width = _WIDTH.search(text)
+    if width:
+        return _width(int(width.group(1)), int(width.group(2)), code, frame)
+    if _OUT_OF_BOUNDS.search(text):
+        return _lstm_given_h0_alone(code, frame)
+    return None
+
+
+def _state_size(
+    which: str | None, want_layers: str, want_batch: str, want_hidden: str, *got: str
+) -> str | None:
+    got_layers, got_batch, got_hidden = got
+    name = "c0" if which == "[1]" else "h0"
+    if got_batch != want_batch:
+        return (
+            f"{name} is (num_layers × directions, batch, hidden_size) even with batch_first=True, which changes "
+            f"only the input and the output: this batch has {want_batch} sequences, and {name} has {got_batch} "
+            f"in dim 1. Make it torch.zeros({want_layers}, x.size(0), {want_hidden}), or leave the state out: "
+            "zeros is the default."
+        )
+    if got_layers != want_layers:
+        return (
+            f"Dim 0 of {name} counts layers × directions: this layer has {want_layers} (num_layers, times 2 "
+            f"when bidirectional), and {name} has {got_layers}. Make it torch.zeros({want_layers}, "
+            f"{want_batch}, {want_hidden})."
+        )
+    if got_hidden != want_hidden:
+        return (
+            f"{name} holds hidden_size numbers per sequence: this layer has hidden_size={want_hidden}, and "
+            f"{name} has {got_hidden} in its last dimension. Make it torch.zeros({want_layers}, {want_batch}, "
+            f"{want_hidden})."
+        )
+    return None
+
+
+def _called(code: str | None, frame: FrameType | None) -> list[tuple[Any, list[Any]]]:
+    """The calls on the line whose callee is a module in sight, with their arguments' values."""
+    if not code or frame is None:
+        return []
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return []
+    scope = visible_names(frame)
+    found = []
+    for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+        callee = _value(call.func, scope)
+        if isinstance(callee, torch.nn.Module):
+            found.append((callee, [_value(arg, scope) for arg in call.args]))
+    return found
+
+
+def _value(node: ast.expr, scope: dict[str, Any]) -> Any:
+    """What a name or ``a.b`` on the line holds (``self.lstm`` included); None for anything else."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _value(node.value, scope)
+        return getattr(base, node.attr, None) if isinstance(base, torch.nn.Module) else None
+    return None
+
+
+def _lstm_given_h0_alone(code: str | None, frame: FrameType | None) -> str | None:
+    for module, args in _called(code, frame):
+        if isinstance(module, torch.nn.LSTM) and len(args) == 2 and is_a(args[1], torch.Tensor):
+            return (
+                "An nn.LSTM's state is a pair, (h0, c0): the hidden state and the cell state, each (num_layers × "
+                "directions, batch, hidden_size), and it was given one tensor, whose first row it took for h0 "
+                "and found no second for c0. Pass both, lstm(x, (h0, c0)) with c0 = torch.zeros_like(h0), or "
+                "leave the state out: zeros is the default."
+            )
+    return None
+
+
+def _width(wanted: int, got: int, code: str | None, frame: FrameType | None) -> str:
+    ids = any(
+        is_a(arg, torch.Tensor) and not arg.is_floating_point() and not arg.is_complex()
+        for _, args in _called(code, frame)
+        for arg in args
+    )
+    if ids:
+        return (
+            f"This attention layer takes vectors of d_model={wanted} features per position, (batch, sequence, "
+            f"{wanted}), and was given integer token ids, so it read their last dimension ({got}) as the "
+            f"features. Embed them first: nn.Embedding(vocab_size, {wanted}) turns (batch, sequence) ids into "
+            f"(batch, sequence, {wanted}) vectors."
+        )
+    return (
+        f"This attention layer takes d_model={wanted} features in the input's last dimension, and it has {got}. "
+        f"Build the layer with d_model={got} (embed_dim for nn.MultiheadAttention), or project the input "
+        f"first, nn.Linear({got}, {wanted}); with batch_first=False the input is (sequence, batch, features)."
+    )
