@@ -9,9 +9,10 @@ import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
-import { OutputView, STATUS_WORDS } from "./output";
+import { OutputView } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
+import { RunControls } from "./run-controls";
 import { bindShareButtons, copyText } from "./share";
 import { ShortcutsDialog } from "./shortcuts";
 import { StepperView } from "./stepper";
@@ -41,8 +42,6 @@ export interface AppHooks {
   onModel?: (runId: string | null, model: TraceModel) => void;
 }
 
-type RunState = "idle" | "starting" | "running" | "ok" | "error" | "timeout" | "cancelled" | "crashed" | "limit";
-
 export class App {
   readonly store = new Store();
   readonly hooks: AppHooks = {};
@@ -69,12 +68,8 @@ export class App {
   /** When the run being followed was started from the stepper: the walk up to its step. */
   private stepAfterRun: string[] | null = null;
   private unsubscribeModel: () => void = () => {};
-  private readonly runButton: HTMLButtonElement;
-  /** Why ▶ Run is off though no run is going (a room where only the presenter runs code), or null. */
-  private runsBlocked: string | null = null;
-  private readonly runButtonTitle: string;
-  private readonly stopButton: HTMLButtonElement;
-  private readonly statusEl: HTMLElement;
+  /** ▶ Run, Stop and the run's status (run-controls.ts). */
+  private readonly controls: RunControls;
   private readonly examplesSelect: HTMLSelectElement;
   private readonly deviceSelect: HTMLSelectElement;
   private readonly tabs: HTMLElement[];
@@ -103,14 +98,9 @@ export class App {
     this.charts.steps.recordInFull = recordInFull;
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
-    this.runButton = $(root, "[data-gw=run]");
-    this.runButtonTitle = this.runButton.title;
-    this.stopButton = $(root, "[data-gw=stop]");
-    this.statusEl = $(root, "[data-gw=status]");
+    this.controls = new RunControls(root, () => void this.run(), () => this.stop());
     this.examplesSelect = $(root, "[data-gw=examples]");
     this.deviceSelect = $(root, "[data-gw=device]");
-    this.runButton.addEventListener("click", () => void this.run());
-    this.stopButton.addEventListener("click", () => this.stop());
     this.examplesSelect.addEventListener("change", () => this.pickExample(this.examplesSelect.value));
     $(root, "[data-gw=device-field]").hidden = !boot.cuda;
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
@@ -140,7 +130,7 @@ export class App {
       const { yscale, perParam, hide, ...rest } = readUrl();
       void this.applyUrl({ ...rest, yscale: yscale ?? "auto", perParam: perParam ?? false, hide: hide ?? [] });
     });
-    this.setStatus("idle");
+    this.controls.setStatus("idle");
     this.onStore(store.state, new Set(["view"]));
     this.bindModel();
   }
@@ -186,21 +176,21 @@ export class App {
 
   /** Run the editor's code; `limits` for this run only (the server bounds them). */
   async run(limits?: RunLimits): Promise<void> {
-    if (this.runsBlocked !== null && !this.running) {
-      this.output.say(this.runsBlocked); // Ctrl+Enter on a button that is off says why
+    if (this.controls.blocked !== null && !this.running) {
+      this.output.say(this.controls.blocked); // Ctrl+Enter on a button that is off says why
       return;
     }
-    if (this.running || this.runButton.disabled) return;
+    if (this.running || this.controls.runButton.disabled) return;
     const source = this.editor.source;
     this.editor.setErrors([]);
-    this.setStatus("starting");
-    this.runButton.disabled = true;
+    this.controls.setStatus("starting");
+    this.controls.runButton.disabled = true;
     try {
       const device = this.boot.cuda ? this.deviceSelect.value : "cpu";
       const info = await (this.hooks.createRun ?? ((s, d, l) => this.api.createRun(s, d, l)))(source, device, limits);
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
-      this.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
+      this.controls.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
       this.explainFailure(err);
     }
   }
@@ -239,7 +229,7 @@ export class App {
   private startStream(id: string, wsUrl?: string): void {
     this.stream?.close();
     const model = this.model;
-    this.setStatus("running");
+    this.controls.setStatus("running");
     this.stream = new RunStream(
       this.api,
       id,
@@ -251,7 +241,7 @@ export class App {
           this.stream = null;
           if (reason === "failed") {
             this.output.say(message ?? "The event stream failed.", "error");
-            this.setStatus(model.finished?.status ?? "idle");
+            this.controls.setStatus(model.finished?.status ?? "idle");
           }
         },
       },
@@ -267,13 +257,13 @@ export class App {
   /** Open a stored run by id: its trace so far, then the live rest if it is still running. */
   async load(id: string): Promise<void> {
     const ticket = ++this.runRequests;
-    this.setStatus("starting");
+    this.controls.setStatus("starting");
     let trace: GradwalkTrace;
     try {
       trace = await this.api.trace(id);
     } catch (err) {
       if (ticket !== this.runRequests) return;
-      this.setStatus("idle");
+      this.controls.setStatus("idle");
       this.output.say(err instanceof ApiError && err.status === 404 ? `No run ${id} on this server.` : `Could not load run ${id}: ${(err as Error).message}`, "error");
       return;
     }
@@ -348,9 +338,9 @@ export class App {
   private onModelEvents(): void {
     const m = this.model;
     if (m.isFinished) {
-      this.setStatus(m.finished!.status);
+      this.controls.setStatus(m.finished!.status);
       this.editor.setErrors(m.errorLines());
-    } else if (m.run) this.setStatus(this.stream ? "running" : "cut-short"); // a file's trace that ends early has no stream to wait for
+    } else if (m.run) this.controls.setStatus(this.stream ? "running" : "cut-short"); // a file's trace that ends early has no stream to wait for
     setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length);
     setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length);
     if (this.pending) void this.applyPending();
@@ -376,32 +366,7 @@ export class App {
    * would refuse.
    */
   blockRuns(reason: string | null): void {
-    if (reason === this.runsBlocked) return;
-    this.runsBlocked = reason;
-    this.runButton.title = reason ?? this.runButtonTitle;
-    this.runButton.disabled = this.busy || reason !== null;
-  }
-
-  /** Whether a run is starting or running (the status shown says so). */
-  private get busy(): boolean {
-    const state = this.statusEl.dataset.state;
-    return state === "starting" || state === "running";
-  }
-
-  private setStatus(state: RunState | string): void {
-    const labels: Record<string, string> = {
-      idle: "ready",
-      starting: "starting…",
-      running: "running…",
-      "cut-short": "cut short",
-      ...STATUS_WORDS,
-    };
-    this.statusEl.textContent = labels[state] ?? state;
-    this.statusEl.dataset.state = state;
-    const busy = this.busy;
-    this.runButton.disabled = busy || this.runsBlocked !== null;
-    this.stopButton.disabled = !busy;
-    this.root.dataset.run = state;
+    this.controls.block(reason);
   }
 
   // --- views and the URL ------------------------------------------------------------------

@@ -1,0 +1,68 @@
+// The app's run controls: ▶ Run, Stop and the run's status beside them (ready, running…,
+// finished, …), with the status also on the app's root (data-run) for the page's styles.
+// app.ts starts and stops the runs and says here where they are (setStatus); ▶ Run is off
+// while one starts or runs, and while runs are blocked (block: a room's viewer).
+import { $ } from "./dom";
+import { STATUS_WORDS } from "./output";
+
+/** Where the run shown is: before and during it, or how it ended (a run_finished status). */
+export type RunState = "idle" | "starting" | "running" | "ok" | "error" | "timeout" | "cancelled" | "crashed" | "limit";
+
+export class RunControls {
+  readonly runButton: HTMLButtonElement;
+  private readonly runButtonTitle: string;
+  private readonly stopButton: HTMLButtonElement;
+  private readonly statusEl: HTMLElement;
+  /** Why ▶ Run is off though no run is going (a room where only the presenter runs code), or null. */
+  private reason: string | null = null;
+
+  /** Find the controls under `root` (the app's); their clicks call `run` and `stop`. */
+  constructor(
+    private readonly root: HTMLElement,
+    run: () => void,
+    stop: () => void,
+  ) {
+    this.runButton = $(root, "[data-gw=run]");
+    this.runButtonTitle = this.runButton.title;
+    this.stopButton = $(root, "[data-gw=stop]");
+    this.statusEl = $(root, "[data-gw=status]");
+    this.runButton.addEventListener("click", run);
+    this.stopButton.addEventListener("click", stop);
+  }
+
+  /** Why runs are blocked (see block), or null. */
+  get blocked(): string | null {
+    return this.reason;
+  }
+
+  /** Turn ▶ Run off for `reason`, shown as its tooltip, or back on with `null`. */
+  block(reason: string | null): void {
+    if (reason === this.reason) return;
+    this.reason = reason;
+    this.runButton.title = reason ?? this.runButtonTitle;
+    this.runButton.disabled = this.busy || reason !== null;
+  }
+
+  /** Whether a run is starting or running (the status shown says so). */
+  private get busy(): boolean {
+    const state = this.statusEl.dataset.state;
+    return state === "starting" || state === "running";
+  }
+
+  /** Show `state` (a RunState, "cut-short" for a trace that ends before its run did, or any other status as it is). */
+  setStatus(state: RunState | string): void {
+    const labels: Record<string, string> = {
+      idle: "ready",
+      starting: "starting…",
+      running: "running…",
+      "cut-short": "cut short",
+      ...STATUS_WORDS,
+    };
+    this.statusEl.textContent = labels[state] ?? state;
+    this.statusEl.dataset.state = state;
+    const busy = this.busy;
+    this.runButton.disabled = busy || this.reason !== null;
+    this.stopButton.disabled = !busy;
+    this.root.dataset.run = state;
+  }
+}
