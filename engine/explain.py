@@ -9,14 +9,17 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_calls import call_hint
 from .explain_carried import carried_graph_hint
 from .explain_cut import cut_graph_hint
 from .explain_discarded import discarded_conversion
 from .explain_environment import environment_hint
+from .explain_factories import factory_hint
 from .explain_flatten import view_sized_wrong
 from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, none_grad_hint
 from .explain_hooks import hook_hint
+from .explain_indexing import indexing_hint
 from .explain_inplace import changed_saved_tensor, element_set_on_leaf
 from .explain_layout import layout_hint
 from .explain_loaders import loader_hint
@@ -25,6 +28,7 @@ from .explain_modules import model_definition_hint
 from .explain_names import class_called_with_data, misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_recurrent import recurrent_hint
+from .explain_saving import saving_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
 from .explain_shaping import shaping_hint
@@ -163,7 +167,9 @@ def explain_error(
         or returned_pair_hint(code, frame, text)
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines)
-        or loader_hint(text, code, rec.statement_lines)
+        or loader_hint(exc, rec, code, frame)
+        or saving_hint(exc, rec, code, frame)
+        or call_hint(exc, rec, code, frame)
     )
     if called:
         return called
@@ -204,6 +210,8 @@ def explain_error(
         return product
     layout = (
         spatial_hint(text, rec.failed_op, frame, lambda t: _code_at(rec, _made_at(rec, t), 200))
+        or indexing_hint(exc, rec, code, frame)
+        or factory_hint(exc, rec, code, frame)
         or layout_hint(exc, rec, code, frame)
         or value_kind_hint(text, code)
         or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
