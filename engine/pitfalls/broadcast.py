@@ -65,6 +65,19 @@ def _pairs_on_purpose(code: str | None) -> bool:
     return False
 
 
+def _same_values(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether ``x`` and ``y`` are views of the same numbers (``y_col = y.view(-1, 1)`` made on
+    a line above, then ``y_col == y``: every pair of one vector's values, on purpose)."""
+    try:
+        return (
+            x.numel() == y.numel()
+            and x.data_ptr() == y.data_ptr()
+            and x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+        )
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, a subclass's)
+        return False
+
+
 class BroadcastInLoss(NamedTuple):
     """The report of one op that broadcast a column of n against a vector of n."""
 
@@ -92,8 +105,8 @@ def broadcast_in_loss(
     )
     if not pattern:
         return None
-    if name.strip("_") not in _LOSS_FUNCTIONS and _pairs_on_purpose(
-        quoted_code(source_lines, line, sys.maxsize)
+    if name.strip("_") not in _LOSS_FUNCTIONS and (
+        _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)) or _same_values(x, y)
     ):
         return None
     n = a[0]
@@ -149,7 +162,9 @@ def broadcast_in_comparison(
     column_first = len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1
     if not column_first and not (len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1):
         return None
-    if _MADE_COLUMN.search(quoted_code(source_lines, line, sys.maxsize) or ""):
+    if _MADE_COLUMN.search(quoted_code(source_lines, line, sys.maxsize) or "") or _same_values(
+        args[0], args[1]
+    ):
         # the column made on the line itself (y.unsqueeze(1) == torch.arange(10), q[:, None] == g):
         # a one-hot encoding or a matrix of pairs, on purpose; the accuracy's column comes from
         # elsewhere (argmax(dim=1, keepdim=True), a model's (N, 1) output)

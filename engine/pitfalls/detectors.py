@@ -135,6 +135,7 @@ class PitfallWatch:
         self._eval_since_step: str | None = None
         self._root_training = False  # the mode of the last model called as a whole with grad on
         self._root_now_training = True  # the mode of the last model called as a whole
+        self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
@@ -240,6 +241,7 @@ class PitfallWatch:
             self._ungraded.on_module_call(module)
         if is_root and grad_on:
             self._root_training = module.training
+            self._root_frozen = not module.training and not any(p.requires_grad for p in module.parameters())
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self._eval_forwards.append((top, self._rec.backward.calls))
@@ -248,7 +250,9 @@ class PitfallWatch:
             if module.training:
                 self._trained.add(module)
                 self._eval_since_step = None
-            elif module in self._trained and not _switched_off(module) and not self._root_training:
+            elif module in self._trained and not (
+                _switched_off(module) or self._root_training or self._root_frozen
+            ):
                 # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
                 self._eval_since_step = type(module).__name__
 
@@ -352,7 +356,7 @@ class PitfallWatch:
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)
-        unused = self._unused.stepped(params)
+        unused = self._unused.stepped(params, self._rec.source_lines)
         if unused is not None:
             label = (self._rec.training.label_of(opt) or "opt").split(" ", 1)[0]
             self._say(
@@ -368,10 +372,11 @@ class PitfallWatch:
                 self._say("missing-zero-grad", entry.added_at, *said)
         self._ungraded.on_step(opt, params)
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
+        climbs = any(group.get("maximize") for group in opt.param_groups)  # (the loss climbs on purpose)
         self._course.note(
             self._rec.training.label_of(opt) or type(opt).__name__,
             step,
-            self._rec.backward.last_loss,
+            None if climbs else self._rec.backward.last_loss,
             lr if isinstance(lr, float | int) else None,
             line,
         )

@@ -54,7 +54,8 @@ class LossCourse:
 
     def note(self, label: str, step: int, loss: float | None, lr: float | None, line: int | None) -> None:
         """Take the loss optimizer ``label``'s ``step`` (at snippet line ``line``, with
-        learning rate ``lr``) used."""
+        learning rate ``lr``) used; ``None`` where it has none to judge (an optimizer with
+        ``maximize=True``, whose loss is meant to climb), which ends its course."""
         if label in self._broken:
             return
         if loss is None or not (math.isfinite(loss) and loss > 0):

@@ -13,11 +13,15 @@ said. Not flagged: a GAN's discriminator, whose gradients from the generator's l
 ``zero_grad()`` clears (another optimizer stepped in between, even where one helper's line,
 ``update(opt, loss)``, runs both backward() calls); gradient accumulation (backward() adds
 into the ``.grad`` it left), whose last partial group an epoch's first ``zero_grad()`` drops
-once; and the backward() calls of an LBFGS closure, which ``step()`` itself makes.
+once; the backward() calls of an LBFGS closure, which ``step()`` itself makes; and a loop
+that reads ``.grad`` after its backward() (per-sample gradients summed, clipped or squared:
+DP-SGD's microbatches, EWC's Fisher).
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import weakref
 from collections.abc import Iterable, Sequence
 
@@ -58,15 +62,55 @@ class UnusedGradients:
             if g is not None:
                 self._written[id(p)] = (weakref.ref(p), weakref.ref(g), g._version, line)
 
-    def stepped(self, params: Sequence[torch.Tensor]) -> tuple[int, int] | None:
+    def stepped(self, params: Sequence[torch.Tensor], source_lines: Sequence[str]) -> tuple[int, int] | None:
         """An optimizer stepped over ``params``: ``(backward line, times)`` where gradients of
         them were cleared unused two or more times since its last step (the most often
-        cleared); ``None`` else. Whatever any backward() left before a step is judged no
-        more: a step came between it and the next backward()."""
+        cleared); ``None`` else, and ``None`` where the loop around that backward() reads
+        ``.grad`` after it (``source_lines``: per-sample gradients summed or squared by the
+        snippet, as DP-SGD's microbatches and EWC's Fisher do, are used, not lost). Whatever
+        any backward() left before a step is judged no more: a step came between it and the
+        next backward()."""
         lost = [self._lost.pop(id(p)) for p in params if id(p) in self._lost]
         self._written.clear()
         most = max(lost, key=lambda found: found[1]) if lost else None
-        return most if most is not None and most[1] >= 2 else None
+        if most is None or most[1] < 2 or _grads_read_after("\n".join(source_lines), most[0]):
+            return None
+        return most
+
+
+@functools.lru_cache(maxsize=8)
+def _grads_read_after(source: str, line: int) -> bool:
+    """Whether the innermost loop around ``line`` reads an ``x.grad`` below it: a value used
+    (``f += p.grad ** 2``), not a clear (``p.grad = None``, ``p.grad.zero_()``) nor a check
+    (``p.grad is not None``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    loops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.While) and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    if not loops:
+        return False
+    loop = max(loops, key=lambda node: node.lineno)
+    skipped: set[int] = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Attribute) and node.attr == "zero_":
+            skipped.add(id(node.value))
+        elif isinstance(node, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value is None for c in node.comparators
+        ):
+            skipped.add(id(node.left))
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "grad"
+        and isinstance(node.ctx, ast.Load)
+        and node.lineno > line
+        and id(node) not in skipped
+        for node in ast.walk(loop)
+    )
 
 
 def cleared_unused(
