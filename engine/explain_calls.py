@@ -20,11 +20,11 @@ import ast
 import inspect
 import re
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from .source import is_a, is_module, line_matching, visible_names
+from .source import bound_to, is_a, is_module, line_matching, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -69,18 +69,6 @@ def call_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameT
     if assigned:
         return _tensor_as_parameter(assigned.group(1), assigned.group(2), assigned.group(3), code, frame)
     return None
-
-
-def _resolved(dotted: str, frame: FrameType | None) -> Any:
-    """What a name or dotted name (``model``, ``self.fc.bias``) is bound to in ``frame``;
-    ``None`` for any other expression."""
-    if not re.fullmatch(_DOTTED, dotted):
-        return None
-    first, *rest = dotted.split(".")
-    value = visible_names(frame).get(first)
-    for part in rest:
-        value = getattr(value, part, None) if is_module(value) else None
-    return value
 
 
 def _calls(code: str) -> list[tuple[str, str, str, ast.Call]]:
@@ -145,9 +133,9 @@ def _scheduler_given(code: str, frame: FrameType | None) -> str | None:
         cls = getattr(schedulers, name, None)
         if not (first and inspect.isclass(cls) and _schedules(cls)):
             continue
-        if is_a(_resolved(first, frame), torch.optim.Optimizer):
+        if is_a(bound_to(first, frame), torch.optim.Optimizer):
             return None  # (another cause)
-        given = _resolved(first, frame)
+        given = bound_to(first, frame)
         what = f" (a {type(given).__name__})" if is_module(given) else ""
         seen = visible_names(frame).items()
         opts = [n for n, v in seen if not n.startswith("_") and is_a(v, torch.optim.Optimizer)]
@@ -166,7 +154,7 @@ def _schedules(cls: type) -> bool:
 
 def _closure_hint(opt: str, source_lines: list[str], frame: FrameType | None) -> str | None:
     """LBFGS stepped without the closure it needs, written with the snippet's loss."""
-    if not is_a(_resolved(opt, frame), torch.optim.LBFGS):
+    if not is_a(bound_to(opt, frame), torch.optim.LBFGS):
         return None
     backward = re.compile(r"^\s*([A-Za-z_]\w*)\.backward\(\s*\)\s*$")
     here = frame.f_lineno if frame is not None else len(source_lines)
@@ -192,8 +180,8 @@ def _step_given_loss(code: str, source_lines: list[str], frame: FrameType | None
     if stepped is None:
         return None
     opt, loss = stepped.groups()
-    optimizer = _resolved(opt, frame)
-    if not is_a(optimizer, torch.optim.Optimizer) or not is_a(_resolved(loss, frame), torch.Tensor):
+    optimizer = bound_to(opt, frame)
+    if not is_a(optimizer, torch.optim.Optimizer) or not is_a(bound_to(loss, frame), torch.Tensor):
         return None
     if is_a(optimizer, torch.optim.LBFGS):
         return _closure_hint(opt, source_lines, frame)
@@ -218,7 +206,7 @@ def _clip_given_model(code: str, frame: FrameType | None) -> str | None:
     for name, call, first, _ in _calls(code):
         if name not in ("clip_grad_norm_", "clip_grad_value_") or not first:
             continue
-        model = _resolved(first, frame)
+        model = bound_to(first, frame)
         if not is_module(model):
             return None
         return (
@@ -234,7 +222,7 @@ def _init_on_bias(code: str, source_lines: list[str], frame: FrameType | None) -
     if found is None:
         return None
     init, function, name = found.groups()
-    tensor = _resolved(name, frame)
+    tensor = bound_to(name, frame)
     if not is_a(tensor, torch.Tensor) or tensor.dim() >= 2:
         return None
     what = f"1-D ({tensor.numel()} values)" if tensor.dim() == 1 else "a single number (0-D)"

@@ -28,10 +28,10 @@ from .explain_indexing import (
     number,
     parsed,
     shape,
-    value_of,
     with_arg,
     wrapped,
 )
+from .source import bound_to
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -107,7 +107,7 @@ def _size_indexed(code: str | None, frame: FrameType | None) -> str | None:
         if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)):
             continue
         x, index = ast.unparse(node.value.value), ast.unparse(node.slice)
-        if node.value.attr == "size" and isinstance(value_of(x, frame), torch.Tensor):
+        if node.value.attr == "size" and isinstance(bound_to(x, frame), torch.Tensor):
             called = f"{x}.size({index}) or " if not isinstance(node.slice, ast.Slice | ast.Tuple) else ""
             return (
                 f"{x}.size is a method, and [{index}] indexes the method instead of the sizes it gives: call it, "
@@ -279,7 +279,7 @@ def _math_of_tensor(
         ):
             continue
         name = {"fabs": "abs"}.get(func.attr, func.attr)
-        given = [value_of(ast.unparse(a), frame) for a in node.args]
+        given = [bound_to(ast.unparse(a), frame) for a in node.args]
         at = next((i for i, v in enumerate(given) if any(v is t for t in ts)), None)
         if at is None or name in _MATH_ONLY or not hasattr(torch, name) or (name == "log" and len(given) > 1):
             return None

@@ -13,7 +13,6 @@ that read a call's arguments and a name's value serve explain_factories.py too."
 from __future__ import annotations
 
 import ast
-import inspect
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .source import indentation, is_a, visible_names, without_comment
+from .source import bound_to, indentation, visible_names, without_comment
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -119,30 +118,12 @@ def with_arg(found: dict[str, Any], param: str, source: str) -> str:
     return ast.unparse(ast.Call(func=call.func, args=args, keywords=named))
 
 
-def value_of(expression: str | None, frame: FrameType | None) -> Any:
-    """What a (dotted) name is bound to in ``frame``, read without running snippet code, or ``None``."""
-    if not expression or not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", expression):
-        return None
-    first, *rest = expression.split(".")
-    value = visible_names(frame).get(first)
-    for attr in rest:
-        if is_a(value, torch.nn.Module):
-            tables = [vars(value).get(t, {}) for t in ("_parameters", "_buffers", "_modules")]
-            value = next((t[attr] for t in tables if attr in t), vars(value).get(attr))
-        else:
-            try:
-                value = inspect.getattr_static(value, attr, None)
-            except Exception:  # an object whose attribute lookup itself fails
-                return None
-    return value
-
-
 def literal(expression: str | None, frame: FrameType | None) -> Any:
     """A value written on the line (``1``, ``[[1, 2], [3]]``) or held by the name written there."""
     try:
         return ast.literal_eval(expression or "")
     except (ValueError, SyntaxError):
-        return value_of(expression, frame)
+        return bound_to(expression, frame)
 
 
 def number(expression: str | None, frame: FrameType | None) -> int | None:
@@ -309,7 +290,7 @@ def _divided(code: str | None, frame: FrameType | None) -> str | None:
         divisions = [
             n for n in ast.walk(node.slice) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
         ]
-        if not divisions or not isinstance(value_of(ast.unparse(node.value), frame), torch.Tensor):
+        if not divisions or not isinstance(bound_to(ast.unparse(node.value), frame), torch.Tensor):
             continue
         written = ast.unparse(divisions[0])
         for division in divisions:
@@ -340,11 +321,11 @@ def _past_end(
     index, dim, size = (int(g) for g in found.groups())
     for node in _subscripts(code):
         name = ast.unparse(node.value)
-        tensor, parts = value_of(name, frame), _basic(node)
+        tensor, parts = bound_to(name, frame), _basic(node)
         if not isinstance(tensor, torch.Tensor) or parts is None or len(parts) <= dim:
             continue
         written = ast.unparse(parts[dim])
-        held = value_of(written, frame) if isinstance(parts[dim], ast.Name) else index
+        held = bound_to(written, frame) if isinstance(parts[dim], ast.Name) else index
         if tensor.dim() <= dim or tensor.shape[dim] != size or isinstance(parts[dim], ast.Slice):
             continue
         if type(held) is not int or held != index:  # (a list or a tensor of indices counts otherwise)
@@ -408,7 +389,7 @@ def _mask(ts: Sequence[torch.Tensor], at: int, code: str | None) -> str | None:
 def _too_many(dims: int, code: str | None, frame: FrameType | None) -> str | None:
     for node in _subscripts(code):
         name = ast.unparse(node.value)
-        tensor, parts = value_of(name, frame), _basic(node)
+        tensor, parts = bound_to(name, frame), _basic(node)
         if isinstance(tensor, torch.Tensor) and tensor.dim() == dims > 0 and len(parts or ()) > dims:
             sizes, column = shape(tensor.shape), shape([tensor.shape[0], *tensor.shape[2:]])
             rows = f"; {name}[0] the first along dimension 0, {shape(tensor.shape[1:])}; {name}[:, 0] the first along dimension 1, {column}"

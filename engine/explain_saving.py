@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .source import is_a, is_module, line_matching, outer_scopes, quoted_code, visible_names
+from .source import bound_to, is_a, is_module, line_matching, outer_scopes, quoted_code, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -87,18 +87,6 @@ def _call(code: str | None, method: str) -> tuple[str, str] | None:
     return None
 
 
-def _resolved(dotted: str, frame: FrameType | None) -> Any:
-    """What a name or dotted name (``model``, ``self.fc``) is bound to in ``frame``; ``None``
-    for any other expression."""
-    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", dotted):
-        return None
-    first, *rest = dotted.split(".")
-    value = visible_names(frame).get(first)
-    for part in rest:
-        value = getattr(value, part, None) if is_module(value) else None
-    return value
-
-
 def _keys(text: str, kind: str) -> list[str]:
     """The keys the message lists as ``Missing`` or ``Unexpected``."""
     return re.findall(r"\"([^\"]*)\"", next((m[2] for m in _KEYS.finditer(text) if m[1] == kind), ""))
@@ -119,7 +107,7 @@ def _prefixed(text: str, code: str | None, frame: FrameType | None) -> str | Non
             f"saved from {why}, so none of its names match {owner}'s. Strip the prefix as you load: "
             f"{owner}.load_state_dict({{k.removeprefix({prefix!r}): v for k, v in {state}.items()}})."
         )
-    if _shared_prefix(missing, unexpected) == "module." and is_module(_resolved(f"{owner}.module", frame)):
+    if _shared_prefix(missing, unexpected) == "module." and is_module(bound_to(f"{owner}.module", frame)):
         return (
             f"{owner} wraps the model (nn.DataParallel), so each of its keys starts with 'module.' "
             f"({missing[0]!r}), and this checkpoint was saved from the bare model ({unexpected[0]!r}). Load it "
@@ -152,7 +140,7 @@ def _resized(text: str, code: str | None, frame: FrameType | None) -> str | None
     key, saved, built = mismatches[0]
     keys = tuple(k for k, _, _ in mismatches)
     others = "".join(f", and {k} {_shape(s)} where it is {_shape(b)}" for k, s, b in mismatches[1:4])
-    was, now, where = _layer_sizes(_resolved(owner, frame), key, saved)
+    was, now, where = _layer_sizes(bound_to(owner, frame), key, saved)
     layer = f" Its layer {where} was saved as {was}, and {owner} builds it as {now}." if was else ""
     build = f"with {was} there" if was else "with the sizes the checkpoint was saved with"
     return (
@@ -247,7 +235,7 @@ def _model_class(dotted: str, frame: FrameType | None) -> type | None:
 def _not_rewound(source_lines: list[str], code: str | None, frame: FrameType | None) -> str | None:
     """``torch.load(buf)`` of a BytesIO whose position torch.save left at its end."""
     loaded = re.search(r"torch\.load\(\s*([A-Za-z_][\w.]*)\s*[,)]", code or "")
-    buf = _resolved(loaded.group(1), frame) if loaded else None
+    buf = bound_to(loaded.group(1), frame) if loaded else None
     if loaded is None or not is_a(buf, io.BytesIO) or buf.closed:
         return None
     size = len(buf.getvalue())

@@ -7,6 +7,7 @@ told apart from PyTorch's own while walking the Python stack.
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import re
 import sys
@@ -24,6 +25,7 @@ __all__ = [
     "SNIPPET_FILENAME",
     "StatementLines",
     "bound_name",
+    "bound_to",
     "find_name",
     "is_a",
     "outer_name",
@@ -216,6 +218,30 @@ def visible_names(frame: FrameType | None) -> dict[str, Any]:
     """The names code running in ``frame`` sees: its globals overlaid by its locals (empty
     without a frame)."""
     return {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def bound_to(expression: str | None, frame: FrameType | None) -> Any:
+    """What a (dotted) name, ``model`` or ``self.fc.bias``, is bound to in ``frame``, read
+    without running the snippet's code (no property, no ``__getattr__``: a model's layers,
+    parameters and buffers from its tables); ``None`` for any other expression, or a name
+    not bound."""
+    if not expression or not _DOTTED.fullmatch(expression):
+        return None
+    first, *rest = expression.split(".")
+    value = visible_names(frame).get(first)
+    for attr in rest:
+        if is_module(value):
+            tables = [vars(value).get(t, {}) for t in ("_parameters", "_buffers", "_modules")]
+            value = next((t[attr] for t in tables if attr in t), vars(value).get(attr))
+        else:
+            try:
+                value = inspect.getattr_static(value, attr, None)
+            except Exception:  # an object whose attribute lookup itself fails
+                return None
+    return value
 
 
 def outer_scopes(frame: FrameType | None) -> list[dict[str, Any]]:

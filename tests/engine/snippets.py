@@ -7,6 +7,7 @@ import io
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -87,6 +88,32 @@ def raised_as_plain(source: str, line: int) -> Any:
     said = without_terminal_codes(str(plain))  # (as the recording tells it)
     assert (err.exc_type, err.message, err.line) == (type(plain).__name__, said, line), err
     return err
+
+
+def hinted(source: str, line: int, phrases: Sequence[str]) -> Any:
+    """The error ``source`` ends with, checked to be plain PyTorch's own at ``line``
+    (:func:`raised_as_plain`) and to carry a hint that holds each of ``phrases``."""
+    err = raised_as_plain(source, line)
+    assert err.hint is not None, err
+    for phrase in phrases:
+        assert phrase in err.hint, (phrase, err.hint)
+    return err
+
+
+def fixed_runs(source: str, edits: Sequence[tuple[str, str]], printed: str | None = None) -> str:
+    """``source`` with ``edits`` made in turn (each ``(wrong, right)``, ``wrong`` found first),
+    checked to record without an error and to print what plain Python prints, which is
+    ``printed`` where given; returns the fixed source."""
+    fixed = source
+    for wrong, right in edits:
+        assert wrong in fixed, wrong
+        fixed = fixed.replace(wrong, right)
+    trace = record(fixed)
+    assert q.errors(trace) == [], (edits, q.errors(trace))
+    plain = plain_stdout(fixed)
+    assert q.stdout(trace) == plain, edits
+    assert printed is None or plain == printed, (plain, printed)
+    return fixed
 
 
 def gan_loop(iterations: int) -> str:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import queries as q
-from engine import record
-from tests.engine.snippets import raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted
 
 CASES = {
     # name: (snippet, the line that raises, phrases the hint must hold, the edits that fix it)
@@ -146,12 +144,5 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_hint_names_the_cause_and_its_fix_runs(name: str) -> None:
     source, line, phrases, edits = CASES[name]
-    err = raised_as_plain(source, line)
-    assert err.hint is not None, err
-    for phrase in phrases:
-        assert phrase in err.hint, (phrase, err.hint)
-    fixed = source
-    for wrong, right in edits:
-        assert wrong in fixed, wrong
-        fixed = fixed.replace(wrong, right)
-    assert q.errors(record(fixed)) == [], q.errors(record(fixed))
+    hinted(source, line, phrases)
+    fixed_runs(source, edits)

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import queries as q
-from engine import record
-from tests.engine.snippets import plain_stdout, raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted
 
 CASES = {
     # name: (snippet, the line that raises, phrases the hint must hold, (wrong, right), printed once fixed)
@@ -62,10 +60,6 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_layout_mistake_gets_the_fix_that_keeps_the_batch(name: str) -> None:
-    source, line, phrases, (wrong, right), printed = CASES[name]
-    err = raised_as_plain(source, line)
-    assert err.hint is not None, err
-    for phrase in phrases:
-        assert phrase in err.hint, (phrase, err.hint)
-    fixed = source.replace(wrong, right)
-    assert q.errors(record(fixed)) == [] and plain_stdout(fixed) == printed
+    source, line, phrases, fix, printed = CASES[name]
+    hinted(source, line, phrases)
+    fixed_runs(source, [fix], printed)

@@ -11,7 +11,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_stdout, raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted, raised_as_plain
 
 NET = """import torch
 from torch import nn
@@ -105,15 +105,14 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_name_or_shape_written_wrong_gets_what_was_meant(name: str) -> None:
-    source, line, phrases, (wrong, right), printed = CASES[name]
-    err = raised_as_plain(source, line)
-    assert err.hint is not None, err
-    for phrase in phrases:
-        assert phrase in err.hint, (phrase, err.hint)
-    fixed = source.replace(wrong, right)
-    if name == "a loss function's name rebound to the loss":
-        fixed = fixed.replace("loss = loss(", "loss = criterion(")
-    assert q.errors(record(fixed)) == [] and plain_stdout(fixed) == printed
+    source, line, phrases, fix, printed = CASES[name]
+    hinted(source, line, phrases)
+    rebound = (
+        [("loss = loss(", "loss = criterion(")]
+        if name == "a loss function's name rebound to the loss"
+        else []
+    )
+    fixed_runs(source, [fix, *rebound], printed)
 
 
 def test_a_tensor_called_like_a_function_is_named() -> None:

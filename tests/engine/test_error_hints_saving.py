@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import queries as q
-from engine import record
-from tests.engine.snippets import plain_stdout, raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted, raised_as_plain
 
 SAVED = "import io\nimport torch\nimport torch.nn as nn\n"
 TO_FILE = (
@@ -151,18 +149,9 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_saving_mistake_is_told_in_the_snippets_terms(name: str) -> None:
     source, line, phrases, fixes = CASES[name]
-    err = raised_as_plain(source, line)
-    assert err.hint is not None, err
-    for phrase in phrases:
-        assert phrase in err.hint, (phrase, err.hint)
+    hinted(source, line, phrases)
     for fix in fixes:  # each fix the hint gives runs, and prints what plain Python prints
-        fixed = source
-        for wrong, right in fix:
-            assert wrong in fixed, wrong
-            fixed = fixed.replace(wrong, right)
-        trace = record(fixed)
-        assert q.errors(trace) == [], fix
-        assert q.stdout(trace) == plain_stdout(fixed)
+        fixed_runs(source, fix)
 
 
 NEAR_MISSES = {
