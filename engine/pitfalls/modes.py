@@ -140,19 +140,15 @@ def _blocks_feeding_backward(source: str) -> tuple[tuple[int, int], ...]:
         and node.func.attr == "parameters"
     } - {None}
     found = []
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            for at, stmt in enumerate(body):
-                if (
-                    isinstance(stmt, ast.With)
-                    and _grad_off(stmt)
-                    and _calls_any(stmt, optimized)
-                    and _flows_into_backward(_assigned(stmt.body), body[at + 1 :])
-                ):
-                    found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+    for body in _statement_lists(tree):
+        for at, stmt in enumerate(body):
+            if (
+                isinstance(stmt, ast.With)
+                and _grad_off(stmt)
+                and _calls_any(stmt, optimized)
+                and _flows_into_backward(_assigned(stmt.body), body[at + 1 :])
+            ):
+                found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
     return tuple(found)
 
 
@@ -226,15 +222,20 @@ def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
     except SyntaxError:
         return ()
     found = []
+    for body in _statement_lists(tree):
+        for before, stmt in itertools.pairwise(body):
+            if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before) and _samples(stmt):
+                found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+    return tuple(found)
+
+
+def _statement_lists(tree: ast.AST) -> Iterable[list[ast.stmt]]:
+    """Every list of statements in ``tree``: bodies, else branches, finally blocks."""
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            for before, stmt in itertools.pairwise(body):
-                if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before) and _samples(stmt):
-                    found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
-    return tuple(found)
+            if isinstance(body, list):
+                yield body
 
 
 def _grad_off(stmt: ast.With) -> bool:
