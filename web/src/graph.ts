@@ -185,13 +185,13 @@ export class GraphView {
     window.setTimeout(warmElk, 300);
   }
 
-  /** Show another run's model. */
   /** Say `text` in the empty graph before any run, instead of "Press ▶ Run" (null: that again). */
   setBeforeRunText(text: string | null): void {
     this.beforeRun = text;
     if (!this.model.run) this.empty.textContent = emptyGraphText(this.model, text);
   }
 
+  /** Show another run's model. */
   setModel(model: TraceModel): void {
     this.model = model;
     this.collapsed = new Set();
