@@ -213,7 +213,7 @@ def explain_error(
         or indexing_hint(exc, rec, code, frame)
         or factory_hint(exc, rec, code, frame)
         or layout_hint(exc, rec, code, frame)
-        or value_kind_hint(text, code)
+        or value_kind_hint(text, code, frame)
         or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
     )
     if layout:

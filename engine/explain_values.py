@@ -45,10 +45,17 @@ _NOT_A_TENSOR_BACKWARD = re.compile(
 )
 
 
-def value_kind_hint(text: str, code: str | None) -> str | None:
-    """The hint for error message ``text`` raised at a line reading ``code``; ``None`` for
-    any other error."""
+def value_kind_hint(text: str, code: str | None, frame: FrameType | None = None) -> str | None:
+    """The hint for error message ``text`` raised at a line reading ``code`` (in ``frame``);
+    ``None`` for any other error."""
     found = _NOT_TENSOR.search(text)
+    if found and found.group(4) == "tuple" and frame is not None and not _has_rnn(visible_names(frame)):
+        function, argument, position, _ = found.groups()
+        return (
+            f"{function}() takes a tensor as its {argument} (argument {position}) and got a tuple: take the "
+            "tensor out of it (a model with several outputs returns them together: out, aux = model(x)); "
+            "for a tuple of numbers, torch.tensor(values)."
+        )
     if found:
         return _not_a_tensor(*found.groups())
     joined = _NOT_A_SEQUENCE.search(text)
@@ -79,6 +86,13 @@ def value_kind_hint(text: str, code: str | None) -> str | None:
     dims = _DIM_RANGE.search(text)
     if dims:
         low, high, dim = (int(g) for g in dims.groups())
+        if code and re.search(r"\bunsqueeze\(|\bstack\(", code):
+            # (unsqueeze and stack add a dimension: their range is one wider than the tensor)
+            return (
+                f"unsqueeze and torch.stack put the new dimension at 0 to {high} here (or {low} to -1), for a "
+                f"tensor of {high} dimension{'s' if high != 1 else ''}, and this call asked for {dim}. dim=-1 "
+                "puts it last, whatever the tensor's dimensions."
+            )
         count = high + 1
         return (
             f"The tensor has {count} dimension{'s' if count != 1 else ''} (dims {low} to {high}), and this "

@@ -146,3 +146,24 @@ def test_the_hint_names_the_cause_and_its_fix_runs(name: str) -> None:
     source, line, phrases, edits = CASES[name]
     hinted(source, line, phrases)
     fixed_runs(source, edits)
+
+
+def test_a_tuple_with_no_recurrent_layer_in_sight_is_not_called_an_rnns_output() -> None:
+    source = (
+        "import torch\nimport torch.nn.functional as F\nout = torch.randn(2, 3)\nyb = ('cat', 'dog')\n"
+        "loss = F.cross_entropy(out, yb)\n"
+    )
+    err = hinted(source, 5, ["got a tuple: take the tensor out of it"])
+    assert "LSTM" not in err.hint
+    with_rnn = "import torch.nn as nn\nrnn = nn.GRU(3, 4)\n" + source
+    assert "nn.LSTM, nn.GRU and nn.RNN return a pair" in hinted(with_rnn, 7, []).hint
+
+
+def test_unsqueeze_out_of_range_counts_the_tensors_own_dimensions() -> None:
+    # a dim the factories' hint cannot read off the call: the range hint, told for unsqueeze
+    err = hinted(
+        "import torch\nx = torch.randn(5)\ndims = [2]\ny = x.unsqueeze(*dims)\n",
+        4,
+        ["for a tensor of 1 dimension"],
+    )
+    assert "has 2 dimensions" not in err.hint
