@@ -270,7 +270,7 @@ class PitfallWatch:
         if self._rec.detail:
             if not self._rec.training.inside_step():  # an LBFGS closure's are step()'s own
                 self._unused.before_backward(_known(line))
-            self._grad_of_grad.before_backward(roots)
+            self._grad_of_grad.before_backward(roots, (p for p, _ in self._rec.modules.all_params()))
         # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
         self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
 

@@ -3,13 +3,15 @@
 ``y.backward(create_graph=True)`` leaves the first derivative in ``x.grad`` with a graph of
 its own; ``x.grad.backward()`` then differentiates it, and backward() accumulates: the
 second derivative is added to the first, in ``x.grad`` itself (x³ at 3: 27 + 18 = 45, not
-18). Told by a backward() whose root is the ``.grad`` of a leaf it adds into.
+18). Told by a backward() whose root is the ``.grad`` of a leaf it adds into; not by a penalty
+computed from the gradients of several parameters (gradient-norm regularisation), whose sum
+with the first derivative is what the optimizer is meant to step on.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -25,9 +27,16 @@ class GradOfGrad:
         # the leaf being added into, and its first derivative as a number (one element)
         self._before: tuple[weakref.ref[torch.Tensor], float | None] | None = None
 
-    def before_backward(self, roots: Sequence[object]) -> None:
+    def before_backward(self, roots: Sequence[object], params: Iterable[torch.Tensor] = ()) -> None:
+        """A backward() from ``roots`` is about to run; ``params``: the model parameters the run
+        knows. A root computed from two or more of their gradients is a penalty on the
+        gradient (gradient-norm regularisation: loss.backward(create_graph=True), then
+        (lam * sum(p.grad.pow(2).sum() …)).backward()), whose sum with the first is the aim."""
         self._roots = [weakref.ref(r) for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
         self._before = None
+        graded = [p.grad.grad_fn for p in params if p.grad is not None and p.grad.grad_fn is not None]
+        if len(graded) >= 2 and sum(self._reaches(fn) for fn in graded) >= 2:
+            self._roots = []
 
     def before_accumulate(self, leaf: torch.Tensor) -> bool:
         """Whether ``leaf``'s ``.grad`` is this backward()'s root, or what it was computed from
