@@ -28,7 +28,7 @@ from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
 from .modes import (
     eval_left_on_report,
-    feeds_training,
+    not_an_evaluation,
     run_by_library,
     train_kept_on_purpose,
     train_mode_in_evaluation_explained,
@@ -231,7 +231,12 @@ class PitfallWatch:
             # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
             on_purpose = (not is_root and not self._root_now_training) or run_by_library()
             source = self._rec.source_lines
-            if on_purpose or _switched_off(module) or train_kept_on_purpose(source) or feeds_training(source):
+            if (
+                on_purpose
+                or _switched_off(module)
+                or train_kept_on_purpose(source)
+                or not_an_evaluation(source)
+            ):
                 return
             _, _, top, _ = snippet_frames()
             self._say(

@@ -27,7 +27,7 @@ from ..source import SNIPPET_FILENAME, quoted_code
 
 __all__ = [
     "eval_left_on_report",
-    "feeds_training",
+    "not_an_evaluation",
     "run_by_library",
     "train_kept_on_purpose",
     "train_mode_in_evaluation_explained",
@@ -112,22 +112,27 @@ def train_kept_on_purpose(source_lines: list[str]) -> bool:
     return any(start <= line <= end for line in _snippet_lines() for start, end in blocks)
 
 
-def feeds_training(source_lines: list[str]) -> bool:
+def not_an_evaluation(source_lines: list[str]) -> bool:
     """Whether the snippet code on the stack runs in a ``with torch.no_grad()`` block that
-    makes a training step's input, not an evaluation: a model the snippet optimizes
-    (``<name>.parameters()`` is written somewhere) is called in the block, and a name the block
+    runs a model the snippet optimizes (``<name>.parameters()`` is written somewhere) for
+    something other than an evaluation: to make a training step's input (a name the block
     assigns flows, through later assignments of the same body, into a ``.backward()`` call
-    there. A GAN's ``with torch.no_grad(): fake = G(z)`` for the discriminator's loss keeps G in
-    training mode on purpose; a teacher that is not optimized (distillation) or a validation
-    whose loss is only printed is still an evaluation."""
-    blocks = _blocks_feeding_backward("\n".join(source_lines))
+    there: a GAN's ``fake = G(z)`` for the discriminator's loss), or to draw samples from
+    noise (``G(fixed_noise)``, ``fixed_noise = torch.randn(…)``, where G is a generator: another
+    optimized model takes its output, ``D(fake)``; the DCGAN tutorial's images of progress). Either keeps the model in training mode on purpose; a teacher that is not
+    optimized (distillation), or a validation on data whose loss is only printed, is still
+    an evaluation."""
+    blocks = _blocks_not_evaluating("\n".join(source_lines))
     if not blocks:
         return False
     return any(start <= line <= end for line in _snippet_lines() for start, end in blocks)
 
 
+_NOISE = re.compile(r"^torch\.(?:randn|rand|randn_like|rand_like|normal)$")
+
+
 @functools.lru_cache(maxsize=4)
-def _blocks_feeding_backward(source: str) -> tuple[tuple[int, int], ...]:
+def _blocks_not_evaluating(source: str) -> tuple[tuple[int, int], ...]:
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -139,6 +144,14 @@ def _blocks_feeding_backward(source: str) -> tuple[tuple[int, int], ...]:
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "parameters"
     } - {None}
+    noise = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_noise(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    generators = _generators(tree, optimized)
     found = []
     for body in _statement_lists(tree):
         for at, stmt in enumerate(body):
@@ -146,7 +159,10 @@ def _blocks_feeding_backward(source: str) -> tuple[tuple[int, int], ...]:
                 isinstance(stmt, ast.With)
                 and _grad_off(stmt)
                 and _calls_any(stmt, optimized)
-                and _flows_into_backward(_assigned(stmt.body), body[at + 1 :])
+                and (
+                    _flows_into_backward(_assigned(stmt.body), body[at + 1 :])
+                    or _calls_on_noise(stmt, generators, noise)
+                )
             ):
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
     return tuple(found)
@@ -165,6 +181,49 @@ def _dotted(node: ast.expr) -> str | None:
 def _calls_any(block: ast.With, names: set[str | None]) -> bool:
     return any(
         isinstance(node, ast.Call) and _dotted(node.func) in names
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    )
+
+
+def _generators(tree: ast.AST, optimized: set[str | None]) -> set[str | None]:
+    """The optimized models whose output another optimized model takes (``D(G(z))``, or
+    ``fake = G(z)`` then ``D(fake)``): a GAN's generators, not classifiers, whose outputs go
+    to a loss."""
+    made_by: dict[str, str | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            maker = _dotted(node.value.func)
+            if maker in optimized:
+                made_by.update({t.id: maker for t in node.targets if isinstance(t, ast.Name)})
+    found: set[str | None] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func) in optimized:
+            for arg in node.args:
+                inner = (
+                    arg.func.value
+                    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
+                    else arg
+                )
+                if isinstance(inner, ast.Call) and _dotted(inner.func) in optimized:
+                    found.add(_dotted(inner.func))
+                elif isinstance(inner, ast.Name) and inner.id in made_by:
+                    found.add(made_by[inner.id])
+    found.discard(None)
+    return found
+
+
+def _is_noise(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and _NOISE.match(_dotted(node.func) or "") is not None
+
+
+def _calls_on_noise(block: ast.With, models: set[str | None], noise: set[str]) -> bool:
+    """Whether ``block`` calls one of ``models`` on noise: a name assigned ``torch.randn(…)``
+    (or ``rand``, ``normal``, ``randn_like``) anywhere, or such a call written in place."""
+    return any(
+        isinstance(node, ast.Call)
+        and _dotted(node.func) in models
+        and any((isinstance(arg, ast.Name) and arg.id in noise) or _is_noise(arg) for arg in node.args)
         for stmt in block.body
         for node in ast.walk(stmt)
     )

@@ -4,7 +4,8 @@ probe's backbone, a distillation teacher) is not training in eval mode; a column
 of the vector it meets, made on the line above, pairs its values on purpose; gradients the loop
 reads after backward() (per-sample gradients summed: DP-SGD, EWC's Fisher) are used before the
 clear; a loss meant to climb (maximize=True) is not diverging; a penalty on several parameters'
-gradients (gradient-norm regularisation) is meant to add into the first derivative."""
+gradients (gradient-norm regularisation) is meant to add into the first derivative; a GAN's
+generator run on fixed noise under no_grad draws samples, it is not evaluated."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from engine import record
 from tests.engine.snippets import recorded_silently
 
 SILENT = {
+    "the DCGAN tutorial's progress images: the generator run on fixed noise under no_grad": "import torch\nfrom torch import nn\ntorch.manual_seed(0)\nnz = 4\nG = nn.Sequential(nn.Linear(nz, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))\nD = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))\noptG = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))\noptD = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))\nbce = nn.BCEWithLogitsLoss()\nfixed_noise = torch.randn(8, nz)\nsamples = []\nfor it in range(6):\n    real = torch.randn(16, 2) + 3\n    fake = G(torch.randn(16, nz))\n    optD.zero_grad()\n    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))\n    lossD.backward()\n    optD.step()\n    optG.zero_grad()\n    lossG = bce(D(fake), torch.ones(16, 1))\n    lossG.backward()\n    optG.step()\n    if it % 2 == 0:\n        with torch.no_grad():\n            shown = G(fixed_noise).detach()\n        samples.append(shown)\nprint(len(samples))\n",
     "gradient-norm regularisation: a penalty on every parameter's gradient, backpropagated": "import torch, torch.nn as nn\ntorch.manual_seed(0)\n# gradient-norm regularisation: minimise L + lam * ||dL/dw||^2, so .grad should hold the sum of both gradients\nmodel = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\nlam = 0.01\nfor step in range(6):\n    x, y = torch.randn(16, 4), torch.randn(16, 1)\n    loss = nn.functional.mse_loss(model(x), y)\n    opt.zero_grad()\n    loss.backward(create_graph=True)\n    penalty = lam * sum(p.grad.pow(2).sum() for p in model.parameters())\n    penalty.backward()\n    opt.step()\n    for p in model.parameters():\n        p.grad = None    # break the graph held by .grad\nprint(loss.item())\n",
     "a linear probe: the backbone frozen whole in eval mode": "import torch, torch.nn as nn\ntorch.manual_seed(0)\nbackbone = nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.2))\nproj = nn.Linear(32, 10)\n# self-supervised-ish pretraining of the backbone\npre_opt = torch.optim.Adam(list(backbone.parameters()) + list(proj.parameters()), lr=1e-3)\nfor _ in range(5):\n    x = torch.randn(32, 10)\n    l = nn.functional.mse_loss(proj(backbone(x)), x)\n    pre_opt.zero_grad(); l.backward(); pre_opt.step()\n# linear probe: backbone frozen in eval mode, only the classifier trains\nbackbone.eval()\nbackbone.requires_grad_(False)\nclf = nn.Linear(32, 3)\nopt = torch.optim.SGD(clf.parameters(), lr=0.1)\nfor step in range(8):\n    x = torch.randn(32, 10); y = torch.randint(0, 3, (32,))\n    loss = nn.functional.cross_entropy(clf(backbone(x)), y)\n    opt.zero_grad(); loss.backward(); opt.step()\nprint(loss.item())\n",
     "a teacher trained, then frozen in eval mode for distillation": "import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\nteacher = nn.Sequential(nn.Linear(10, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 4))\nt_opt = torch.optim.Adam(teacher.parameters(), lr=1e-3)\nfor step in range(5):\n    x, y = torch.randn(32, 10), torch.randint(0, 4, (32,))\n    l = F.cross_entropy(teacher(x), y); t_opt.zero_grad(); l.backward(); t_opt.step()\nteacher.eval()\nteacher.requires_grad_(False)\nstudent = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 4))\ns_opt = torch.optim.Adam(student.parameters(), lr=1e-3)\nfor step in range(6):\n    x = torch.randn(32, 10)\n    loss = F.mse_loss(student(x), teacher(x))\n    s_opt.zero_grad(); loss.backward(); s_opt.step()\nprint(loss.item())\n",
@@ -27,6 +29,11 @@ SILENT = {
 
 SAID = {
     # name: (snippet, the kind, its line)
+    "a validation on random data under no_grad, dropout on: a classifier, not a generator": (
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 1))\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nX, y = torch.randn(64, 4), torch.randn(64, 1)\nXv = torch.randn(16, 4)\nfor epoch in range(3):\n    loss = nn.functional.mse_loss(model(X), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    with torch.no_grad():\n        pred = model(Xv)\n    print(pred.mean().item())\n",
+        "train-mode-in-evaluation",
+        12,
+    ),
     "model.eval() never undone, the model it holds trained on": (
         "import torch, torch.nn as nn\ntorch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 2))\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\nXv, yv = torch.randn(20, 10), torch.randint(0, 2, (20,))\nmodel.train()\nfor epoch in range(3):\n    for _ in range(3):\n        x, y = torch.randn(16, 10), torch.randint(0, 2, (16,))\n        loss = nn.functional.cross_entropy(model(x), y)\n        opt.zero_grad(); loss.backward(); opt.step()\n    model.eval()\n    with torch.no_grad():\n        print(epoch, nn.functional.cross_entropy(model(Xv), yv).item())\n",
         "eval-mode-in-training",
