@@ -17,6 +17,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from gradwalk.notebook import unpack
@@ -49,8 +50,13 @@ def errors(book: Any) -> list[str]:
 def executed(path: Path, kernel_path: str, tmp: Path) -> Any:
     if path.stem not in _executed:
         book = nbformat.read(path, as_version=4)
+        # the kernel's connection file in the scratch folder: left to Jupyter it is a
+        # /tmp/tmpXXXXXXXX.json for the kernel's life, which tests/runner/test_lifecycle.py,
+        # watching /tmp for what a worker pool leaves, would take for the pool's
+        kernel = KernelManager(kernel_name=KERNEL, connection_file=str(tmp / f"{path.stem}-kernel.json"))
         NotebookClient(
             book,
+            km=kernel,
             timeout=300,
             kernel_name=KERNEL,
             record_timing=False,
