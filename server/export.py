@@ -37,16 +37,20 @@ from .version import VERSION
 __all__ = [
     "CHARTS",
     "DIST",
+    "SELECTION_PATTERN",
     "THEMES",
     "VIEWS",
     "BundleMissing",
+    "backward_steps",
     "check_call_in",
     "check_chart_names",
     "check_choices",
+    "check_selection_in",
     "check_step_in",
     "first_problem",
     "render_export",
     "safe_id",
+    "selection_option",
 ]
 
 DIST = Path(__file__).resolve().parent / "static" / "dist"
