@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_reading import call_name, calls
 from .source import bound_to, is_a, is_module, line_matching, visible_names
 
 if TYPE_CHECKING:
@@ -74,23 +75,10 @@ def call_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameT
 def _calls(code: str) -> list[tuple[str, str, str, ast.Call]]:
     """Each call on the line: ``(the called name's last part, the call as written, its
     first argument as written or "", the node)``."""
-    try:
-        tree = ast.parse(code.strip())
-    except SyntaxError:
-        return []
     source, found = code.strip(), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = (
-                func.attr
-                if isinstance(func, ast.Attribute)
-                else func.id
-                if isinstance(func, ast.Name)
-                else ""
-            )
-            first = ast.get_source_segment(source, node.args[0]) if node.args else ""
-            found.append((name, ast.get_source_segment(source, node) or "", first or "", node))
+    for node in calls(source):
+        first = ast.get_source_segment(source, node.args[0]) if node.args else ""
+        found.append((call_name(node), ast.get_source_segment(source, node) or "", first or "", node))
     return found
 
 

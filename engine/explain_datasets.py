@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .explain_reading import call_name, calls
 from .source import SNIPPET_FILENAME, find_name, is_a, outer_scopes
 
 if TYPE_CHECKING:
@@ -193,14 +194,9 @@ def _size_mismatch(exc: BaseException, code: str | None, frame: FrameType | None
 def _arguments(code: str | None, function: str, count: int) -> list[str] | None:
     """The source of the positional arguments of the call of ``function`` on line ``code``,
     when it has ``count`` of them."""
-    try:
-        tree = ast.parse((code or "").strip())
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
+    for node in calls(code):
         if (
-            isinstance(node, ast.Call)
-            and ast.unparse(node.func).split(".")[-1] == function
+            call_name(node) == function
             and len(node.args) == count
             and not any(isinstance(a, ast.Starred) for a in node.args)
         ):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .explain_indexing import (
+from .explain_reading import (
     find_call,
     literal,
     meta_shape,

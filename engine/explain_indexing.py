@@ -7,8 +7,7 @@ made by ``scatter_`` also gets ``F.one_hot``) or a float index (``idx.long()``);
 from 1, else ``num_classes=max + 1``); ``torch.where`` given floats where the condition goes
 (``probs > 0.5``); a float index (``len(x) / 2``: ``//``); an index past the end (0 to n - 1;
 a loop from 1: ``range(len(x))``); a boolean mask of another length than the dimension it
-covers (``x[:, keep]`` for columns); more indices than the tensor has dimensions. The helpers
-that read a call's arguments and a name's value serve explain_factories.py too."""
+covers (``x[:, keep]`` for columns); more indices than the tensor has dimensions."""
 
 from __future__ import annotations
 
@@ -17,11 +16,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_reading import find_call, number, parsed, shape, with_arg, wrapped
 from .source import bound_to, indentation, visible_names, without_comment
+from .tensors import dtype_name
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -43,7 +44,6 @@ _MASK = re.compile(
 )
 _GATHERS = ("gather", "scatter", "scatter_")
 _TOO_MANY = re.compile(r"too many indices for tensor of dimension (\d+)")
-_FUNCTION_OWNERS = frozenset({"torch", "F", "nn.functional", "torch.nn.functional", "functional"})
 
 
 def indexing_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameType | None) -> str | None:
@@ -67,91 +67,6 @@ def indexing_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fr
         if found:
             return hint(found)
     return None
-
-
-# -- reading the line (shared with explain_factories.py) ----------------------------------
-
-
-def parsed(code: str | None) -> ast.AST | None:
-    """The line's code as a syntax tree (a ``for …:`` header given an empty body), or ``None``."""
-    for text in (code, f"{code} pass"):
-        try:
-            return ast.parse((text or "").strip())
-        except SyntaxError:
-            continue
-    return None
-
-
-def find_call(code: str | None, names: Sequence[str], params: Sequence[str]) -> dict[str, Any] | None:
-    """The first call on the line to one of ``names``, ``x.gather(1, i)`` or ``torch.gather(x,
-    1, i)``: its arguments' source by parameter (``self``, then ``params``), with ``call`` (the
-    node), ``name`` (the name called) and ``rest`` (the arguments after self); ``None`` where
-    the line has none."""
-    for node in ast.walk(parsed(code) or ast.Module([], [])):
-        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name not in names:
-            continue
-        got: dict[str, Any] = {"call": node, "name": name, "rest": node.args[1:]}
-        if isinstance(func, ast.Attribute) and ast.unparse(func.value) not in _FUNCTION_OWNERS:
-            got.update(self=ast.unparse(func.value), rest=node.args)
-        got.update(
-            zip(params if "self" in got else ["self", *params], map(ast.unparse, node.args), strict=False)
-        )
-        got.update(
-            {"self" if k.arg == "input" else k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
-        )
-        return got
-    return None
-
-
-def with_arg(found: dict[str, Any], param: str, source: str) -> str:
-    """The call :func:`find_call` found, written with its argument ``param`` replaced by ``source``."""
-    call: ast.Call = found["call"]
-    new = ast.parse(source, mode="eval").body
-    args = [new if ast.unparse(a) == found[param] else a for a in call.args]
-    named = [
-        ast.keyword(k.arg, new if ast.unparse(k.value) == found[param] else k.value) for k in call.keywords
-    ]
-    return ast.unparse(ast.Call(func=call.func, args=args, keywords=named))
-
-
-def literal(expression: str | None, frame: FrameType | None) -> Any:
-    """A value written on the line (``1``, ``[[1, 2], [3]]``) or held by the name written there."""
-    try:
-        return ast.literal_eval(expression or "")
-    except (ValueError, SyntaxError):
-        return bound_to(expression, frame)
-
-
-def number(expression: str | None, frame: FrameType | None) -> int | None:
-    value = literal(expression, frame)
-    return value if type(value) is int else None
-
-
-def shape(sizes: Sequence[object]) -> str:
-    """A shape as Python prints a tuple: ``(8,)``, ``(8, 4)``."""
-    return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(map(str, sizes))})"
-
-
-def wrapped(source: str) -> str:
-    """``source`` ready for a method call after it: ``(a + b)`` for an expression with an operator."""
-    return source if re.fullmatch(r"[\w.]+(?:\[[^\[\]]*\]|\([^()]*\))?", source) else f"({source})"
-
-
-def meta_shape(op: Callable[..., torch.Tensor], *tensors: torch.Tensor) -> tuple[int, ...] | None:
-    """The shape ``op`` gives for tensors of these shapes and dtypes (run on the meta device,
-    without their data), or ``None`` where it raises: whether a fix would run."""
-    try:
-        return tuple(op(*(torch.empty(t.shape, dtype=t.dtype, device="meta") for t in tensors)).shape)
-    except Exception:  # the fix would fail too
-        return None
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 # -- the hints ------------------------------------------------------------------------------

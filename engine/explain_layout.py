@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_reading import shape as printed_shape
 from .source import is_a, is_module, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["layout_hint"]
+__all__ = ["FIXED_BATCH_VIEW", "layout_hint"]
 
 _CHANNELS = re.compile(
     r"weight of size \[(\d+), (\d+), [\d, ]+\], expected input\[([\d, ]+)\] to have (\d+) channels"
@@ -97,11 +98,6 @@ def _sizes(text: str) -> list[int]:
     return [int(n) for n in text.replace(" ", "").split(",") if n]
 
 
-def _shape(sizes: list[int]) -> str:
-    """A shape as Python prints a tuple: ``(32,)``, ``(32, 1)``."""
-    return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(map(str, sizes))})"
-
-
 def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
     """nn.Linear given images: an input whose dimensions after the first multiply to the
     layer's in_features, but whose last one is not it."""
@@ -113,13 +109,14 @@ def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
         return None
     return (
         f"nn.Linear({features}, …) takes each sample as a vector of {features} numbers, and this input, "
-        f"{_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
+        f"{printed_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
         "x.flatten(1) (or an nn.Flatten() layer before the linear one)."
     )
 
 
-# xb.view(batch_size, -1): a batch reshaped with a batch size written down, not read off it
-_FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
+#: xb.view(batch_size, -1): a batch reshaped with a batch size written down, not read off it
+#: (explain_loaders.py reads it too, where the view itself fails at the last, smaller batch)
+FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
 
 
 def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | None = None) -> str | None:
@@ -133,13 +130,13 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | 
     arrived = given.shape[-1]
     if arrived == features:
         return None
-    fixed = _FIXED_BATCH_VIEW.search(code or "")
+    fixed = FIXED_BATCH_VIEW.search(code or "")
     samples, spare = divmod(given.numel(), features)
     if given.dim() == 2 and fixed and not spare and samples != given.shape[0]:
         viewed, how, size = fixed.groups()
         return (
             f"nn.Linear({features}, {outputs}) takes {features} features per sample, and its input, "
-            f"{_shape(list(given.shape))}, was made by .{how}({size}, -1) with the batch size written down: this "
+            f"{printed_shape(list(given.shape))}, was made by .{how}({size}, -1) with the batch size written down: this "
             f"batch holds {samples} samples of {features} numbers, which {how} cut into {given.shape[0]} rows of "
             f"{arrived}. A DataLoader's last batch is smaller when the dataset does not divide into batches: read "
             f"the size off the batch, {viewed}.{how}({viewed}.size(0), -1) or {viewed}.flatten(1) (or DataLoader(…, "
@@ -149,7 +146,7 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | 
         # data laid out a sample per column (features × samples), as NumPy/pandas code often has it
         return (
             f"nn.Linear({features}, {outputs}) reads one sample per row, {features} features each, and its input, "
-            f"{_shape(list(given.shape))}, has its {features} features down the rows and {arrived} samples across: "
+            f"{printed_shape(list(given.shape))}, has its {features} features down the rows and {arrived} samples across: "
             f"the data is laid out a sample per column. Transpose it, x.T (which is ({arrived}, {features})), "
             "rather than resizing the layer."
         )
@@ -166,7 +163,7 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | 
         # (C, H*W) from an image passed without its batch dimension (conv, then nn.Flatten)
         return (
             f"nn.Linear({features}, {outputs}) takes each sample as {features} numbers, and its input, "
-            f"{_shape(list(given.shape))}, holds exactly {features}: one sample whose batch dimension is missing, "
+            f"{printed_shape(list(given.shape))}, holds exactly {features}: one sample whose batch dimension is missing, "
             f"so its first dimension ({given.shape[0]}: the channels, for an image through a convolution) was "
             "taken for the batch and nn.Flatten() kept it. Give the sample its batch dimension at the start, "
             "img.unsqueeze(0) (a batch of one), rather than resizing the layer."
@@ -175,13 +172,13 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | 
         flat = given[0].numel()
         return (
             f"nn.Linear({features}, {outputs}) takes each sample as a vector of {features} numbers, and its "
-            f"input, {_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
+            f"input, {printed_shape(list(given.shape))}, still has the shape of an image: flatten each sample first, "
             f"x.flatten(1) (or an nn.Flatten() layer before the linear one), which gives {flat} numbers, and "
             f"make the layer nn.Linear({flat}, {outputs}) (or nn.LazyLinear({outputs}))."
         )
     return (
         f"nn.Linear({features}, {outputs}) takes {features} features per sample, and its input, of shape "
-        f"{_shape(list(given.shape))}, has {arrived}. If the input is right, make the layer "
+        f"{printed_shape(list(given.shape))}, has {arrived}. If the input is right, make the layer "
         f"nn.Linear({arrived}, {outputs}) (after a convolution and nn.Flatten, {arrived} is channels × height × "
         f"width), or nn.LazyLinear({outputs}), which takes its in_features from the first input; if the layer "
         "is, check where the input's shape comes from."
@@ -250,7 +247,7 @@ def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
             n, height, width = given.shape
             return (
                 f"A 2-D convolution takes (N, C, H, W), or one image as (C, H, W), so this input, "
-                f"{_shape(list(given.shape))}, was read as one image of {n} channels. For a batch of {n} "
+                f"{printed_shape(list(given.shape))}, was read as one image of {n} channels. For a batch of {n} "
                 f"one-channel (grayscale) images, add the channel dimension: x.unsqueeze(1), which gives "
                 f"({n}, 1, {height}, {width})."
             )
@@ -259,7 +256,7 @@ def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
             n, length = given.shape
             return (
                 f"A 1-D convolution takes (N, C, L), or one signal as (C, L), so this input, "
-                f"{_shape(list(given.shape))}, was read as one signal of {n} channels. For a batch of {n} "
+                f"{printed_shape(list(given.shape))}, was read as one signal of {n} channels. For a batch of {n} "
                 f"one-channel signals, add the channel dimension: x.unsqueeze(1), which gives ({n}, 1, {length})."
             )
         got = shape[1] if len(shape) >= 3 else shape[0] if shape else "?"
@@ -376,7 +373,7 @@ def _target_hint(text: str, operands: list[torch.Tensor], op: str | None = None)
             fix = "reshape one of them to the other's shape"
         return (
             "Binary cross-entropy compares each prediction with its own target, element by element, so the "
-            f"two must have one shape: here the input is {_shape(given)} and the target {_shape(wanted)}. "
+            f"two must have one shape: here the input is {printed_shape(given)} and the target {printed_shape(wanted)}. "
             f"PyTorch refuses rather than broadcast them to a matrix: {fix}."
         )
     return None

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .explain_datasets import data_frames, dataset_hint, loader_in_sight, read_dataset, snippet_class
+from .explain_layout import FIXED_BATCH_VIEW
+from .explain_reading import call_name, calls
 from .source import find_name, is_a, visible_names
 
 if TYPE_CHECKING:
@@ -46,7 +48,6 @@ _STRINGS = re.compile(
 )
 _LIST_ATTRIBUTE = re.compile(r"^'list' object has no attribute '(\w+)'$")
 _VIEW_INVALID = re.compile(r"^shape '\[(\d+), -1\]' is invalid for input of size (\d+)$")
-_FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
 
 
 def loader_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameType | None) -> str | None:
@@ -214,12 +215,7 @@ def _extra_positional(text: str, code: str, scope: dict[str, Any]) -> str | None
 
 def _call(code: str, function: str) -> ast.Call | None:
     """The call of ``function`` on line ``code``, parsed."""
-    try:
-        tree = ast.parse(code.strip())
-    except SyntaxError:
-        return None
-    calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call))
-    return next((n for n in calls if ast.unparse(n.func).split(".")[-1] == function), None)
+    return next((n for n in calls(code) if call_name(n) == function), None)
 
 
 def _unpacked_wrong(text: str, code: str, scope: dict[str, Any], frame: FrameType | None) -> str | None:
@@ -388,7 +384,7 @@ def _list_attribute(text: str, code: str, scope: dict[str, Any], source_lines: S
 def _fixed_batch_view(text: str, code: str, scope: dict[str, Any], source_lines: Sequence[str]) -> str | None:
     """``xb.view(batch_size, -1)`` failing at the last batch, which is smaller."""
     found = _VIEW_INVALID.match(text)
-    view = _FIXED_BATCH_VIEW.search(code)
+    view = FIXED_BATCH_VIEW.search(code)
     if found is None or view is None:
         return None
     viewed, how, size = view.groups()

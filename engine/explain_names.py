@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .explain_reading import calls
 from .source import is_a, is_module, outer_scopes, visible_names
 
 __all__ = ["class_called_with_data", "misspelt_attribute", "tensor_called"]
@@ -130,18 +131,11 @@ def class_called_with_data(text: str, code: str | None, frame: FrameType | None)
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         return None
     name = found.group(1)
-    try:
-        tree = ast.parse(code.strip())
-    except SyntaxError:
-        return None
     given = next(
         (
             ", ".join(ast.unparse(arg) for arg in node.args)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == name
-            and node.args
+            for node in calls(code)
+            if isinstance(node.func, ast.Name) and node.func.id == name and node.args
         ),
         None,
     )

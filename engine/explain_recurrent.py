@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from .source import is_a, visible_names
+from .explain_reading import calls
+from .source import bound_to, is_a
 
 __all__ = ["recurrent_hint"]
 
@@ -77,29 +78,14 @@ def _state_size(
 
 def _called(code: str | None, frame: FrameType | None) -> list[tuple[Any, list[Any]]]:
     """The calls on the line whose callee is a module in sight, with their arguments' values."""
-    if not code or frame is None:
+    if frame is None:
         return []
-    try:
-        tree = ast.parse(code.strip())
-    except SyntaxError:
-        return []
-    scope = visible_names(frame)
     found = []
-    for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
-        callee = _value(call.func, scope)
+    for call in calls(code):
+        callee = bound_to(ast.unparse(call.func), frame)
         if isinstance(callee, torch.nn.Module):
-            found.append((callee, [_value(arg, scope) for arg in call.args]))
+            found.append((callee, [bound_to(ast.unparse(arg), frame) for arg in call.args]))
     return found
-
-
-def _value(node: ast.expr, scope: dict[str, Any]) -> Any:
-    """What a name or ``a.b`` on the line holds (``self.lstm`` included); None for anything else."""
-    if isinstance(node, ast.Name):
-        return scope.get(node.id)
-    if isinstance(node, ast.Attribute):
-        base = _value(node.value, scope)
-        return getattr(base, node.attr, None) if isinstance(base, torch.nn.Module) else None
-    return None
 
 
 def _lstm_given_h0_alone(code: str | None, frame: FrameType | None) -> str | None:

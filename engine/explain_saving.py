@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .explain_reading import calls, shape
 from .source import bound_to, is_a, is_module, line_matching, outer_scopes, quoted_code, visible_names
 
 if TYPE_CHECKING:
@@ -74,12 +75,8 @@ def saving_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
 def _call(code: str | None, method: str) -> tuple[str, str] | None:
     """``(what .method( is called on, its first argument)`` on the line, as the line writes them."""
     source = (code or "").strip()
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
+    for node in calls(source):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == method:
             owner = ast.get_source_segment(source, node.func.value)
             first = ast.get_source_segment(source, node.args[0]) if node.args else None
             if owner and first:
@@ -126,8 +123,8 @@ def _shared_prefix(longer: list[str], shorter: list[str]) -> str | None:
 
 
 def _shape(dims: str) -> str:
-    sizes = [d.strip() for d in dims.split(",") if d.strip()]
-    return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+    """``"10, 4"`` (a shape in PyTorch's message) as Python prints it: ``(10, 4)``."""
+    return shape([d.strip() for d in dims.split(",") if d.strip()])
 
 
 def _resized(text: str, code: str | None, frame: FrameType | None) -> str | None:
