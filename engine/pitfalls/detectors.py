@@ -110,22 +110,10 @@ class PitfallWatch:
     def __init__(self, rec: Recorder, *, enabled: bool = True) -> None:
         self._rec = rec
         self.enabled = enabled
-        if not enabled:
-            for name in (
-                "on_op",
-                "on_module_call",
-                "on_backward",
-                "after_backward",
-                "on_optimizer_step",
-                "on_node_ran",
-                "on_clip",
-                "on_clip_empty",
-                "on_hook",
-                "on_finish",
-                "before_accumulate",
-                "after_accumulate",
-            ):
-                setattr(self, name, _nothing)
+        if not enabled:  # every hook the recorder calls does nothing
+            for name in dir(type(self)):
+                if name.startswith(("on_", "before_", "after_")):
+                    setattr(self, name, _nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(_known)  # missing-zero-grad
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
