@@ -278,3 +278,27 @@ def test_copy_embed_code_from_the_inspector_keeps_the_tensor_inspected(page: Any
     wait_viewer(page)
     assert page.evaluate("() => window.gradwalkViewer.view") == "inspector"
     expect(page.locator(".gw-viewer .gw-inspector-body")).to_contain_text("[1, 2]")
+
+
+def test_the_copy_tick_leaves_the_header_as_it_was(page: Any) -> None:
+    # Copy embed code's tick made the button wider for 1.5 s: at 1440 px that re-measured the
+    # header as crowded and folded its tools behind "More" while the author looked at them
+    # (and a click on Download HTML meant for the row found it hidden). The tick is a badge now.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server.url)
+    open_app(page)
+    run_example(page, "cubic")
+    button = page.locator("[data-gw=copy-embed]")
+    expect(button).to_be_visible()  # 1440 px: the tools sit in the header's row
+    before = button.bounding_box()
+    assert before is not None
+    crowded = page.evaluate("() => document.querySelector('.gw-header').dataset.crowded !== undefined")
+    button.click()
+    expect(button).to_have_attribute("data-done", "copied")
+    page.wait_for_timeout(300)  # a ResizeObserver's measure runs after the next frame
+    after = button.bounding_box()
+    assert after is not None and after["width"] == before["width"], (before, after)
+    assert (
+        page.evaluate("() => document.querySelector('.gw-header').dataset.crowded !== undefined") == crowded
+    )
+    expect(page.locator("[data-gw=download-html]")).to_be_visible()
+    shot(page, "copy-tick")
