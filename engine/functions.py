@@ -71,6 +71,7 @@ class FunctionCalls:
             # (a value's reshape) were ops of the snippet, a dangling ViewBackward0 on the graph
             with rec.mute():
                 rec.on_op(_stand_in(cls), inputs, outputs, args, fresh_outputs=True)
+            rec.pitfalls.on_function_applied(cls)
         except Exception:
             rec.observation_failed()  # the call ran; only its record is lost
 

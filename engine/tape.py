@@ -225,6 +225,9 @@ class TapeMode(TorchFunctionMode):
             with rec.mute():
                 rec.pitfalls.on_hook(first, frames[1], result)
             rec.on_hook(first, frames)  # returns a handle, not a tensor: no op of the tape
+        elif name == "retain_grad" and isinstance(first, torch.Tensor):
+            with rec.mute():
+                rec.pitfalls.on_retain_grad(first, (frames or snippet_frames())[1])
         outputs: list[torch.Tensor] = []
         if name == "__setitem__" and isinstance(first, torch.Tensor):
             outputs.append(first)  # `y[0] = 0` returns None: what it made is y's new version

@@ -22,10 +22,12 @@ from torch import nn
 
 from ..source import named_tensors, snippet_frame, snippet_frames
 from .clip_order import clip_after_step, clip_got_no_parameters
+from .custom_backward import IgnoredGradients
 from .diverging import LossCourse, diverged_reports
 from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .kinds import PITFALL_KINDS
+from .late_retain import LateRetains
 from .modes import (
     eval_left_on_report,
     not_an_evaluation,
@@ -135,6 +137,8 @@ class PitfallWatch:
         self._piled_hooks = PiledHooks()  # hook-registered-in-loop
         self._unused = UnusedGradients()  # gradients-cleared-unused
         self._grad_of_grad = GradOfGrad()  # grad-of-grad-accumulated
+        self._ignored = IgnoredGradients()  # custom-backward-ignores-gradient
+        self._late_retains = LateRetains()  # retain-grad-after-backward
         # the op detectors, and what they follow: loss inputs, running totals, and
         # tensor-copied-off-graph's line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
@@ -279,6 +283,10 @@ class PitfallWatch:
         """Look at the gradients node ``nid`` (class ``name``, made at ``line``) received and
         sent in a recorded backward walk: ``sent_values``, those it sent as trace values, and
         ``gradients``, the tensors it received and sent."""
+        self._late_retains.ran(nid, line)
+        ignored = self._ignored.ran(name, *gradients)
+        if ignored is not None:
+            self._say("custom-backward-ignores-gradient", ignored[0], *ignored[1:], nodes=[nid])
         if not self._nan_gradients.may_report(name, sent_values):
             return
         rec = self._rec
@@ -288,6 +296,11 @@ class PitfallWatch:
             )
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
+
+    @_safe
+    def on_function_applied(self, cls: type) -> None:
+        """Look at custom Function ``cls``, applied by the snippet in a part recorded in full."""
+        self._ignored.applied(cls)
 
     @_safe
     def before_accumulate(self, leaf: torch.Tensor) -> None:
@@ -403,6 +416,14 @@ class PitfallWatch:
         if piled is not None:
             self._say("hook-registered-in-loop", line, *piled)
 
+    @_safe
+    def on_retain_grad(self, tensor: torch.Tensor, line: int | None) -> None:
+        """Look at ``tensor.retain_grad()`` just run from snippet line ``line``."""
+        if tensor.grad_fn is not None:
+            tid = self._rec.tensors.known(tensor)
+            name = self._rec.tensors.names.get(tid) if tid is not None else None
+            self._late_retains.called(self._rec.graph.node_id(tensor.grad_fn), name, line)
+
     def on_clip_empty(self, function: str, name: str | None) -> None:
         """A call of ``function`` whose ``parameters`` were a generator with nothing left in it."""
         _, line = snippet_frame()
@@ -491,3 +512,5 @@ class PitfallWatch:
                 self._say(*said)
         for said in (*uncalled_reports(self._uncalled), *rebound_reports(rec.source_lines)):
             self._say(*said)
+        for line, title, message, fix in self._late_retains.reports(rec.source_lines):
+            self._say("retain-grad-after-backward", line, title, message, fix)

@@ -44,6 +44,8 @@ PITFALL_KINDS: tuple[str, ...] = (
     "non-finite-loss",
     "non-finite-gradient",
     "grad-of-grad-accumulated",
+    "custom-backward-ignores-gradient",
+    "retain-grad-after-backward",
 )
 
 
