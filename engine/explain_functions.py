@@ -8,8 +8,11 @@ hint names the snippet's class, its inputs and the return statement to write.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import linecache
 import re
+import textwrap
 from types import FrameType
 
 import torch
@@ -68,12 +71,82 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
             "inputs: x = torch.randn(5, dtype=torch.float64, requires_grad=True); a mismatch left then is real."
         )
     static = _NOT_STATIC.search(text)
-    if static:
-        return _not_static(static.group(1), frame)
+    plain = _not_static(static.group(1), frame) if static else None
+    if plain:
+        return plain
     extra = _ONE_TOO_MANY.search(text)
     if extra and int(extra.group(4)) == int(extra.group(3)) + 1:
         return _without_ctx(extra.group(1), extra.group(2), frame)
+    return _made_not_applied(text, code, frame) or _forward_called(code, frame) or _saved_twice(text, frame)
+
+
+def _made_not_applied(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """``Square(x)``: a Function object made of the inputs, then used as the output."""
+    for call in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\(([^()]*)\)", code or ""):
+        name, args = call.groups()
+        if f"'{name}'" in text and _function_class(name, frame) is not None:
+            return (
+                f"{name}({args}) makes a {name} object, not its output: a custom autograd.Function runs "
+                f"through apply, which calls forward with a ctx and records the node backward() will run. "
+                f"Write {name}.apply({args})."
+            )
     return None
+
+
+def _forward_called(code: str | None, frame: FrameType | None) -> str | None:
+    """``Square.forward(None, x)`` or ``Square.forward(x)``: forward run directly, failing
+    inside (ctx is not a context) or at the call (an input short)."""
+    caller, ctx = frame, "a context"
+    if frame is not None and frame.f_code.co_name == "forward" and frame.f_code.co_argcount >= 1:
+        given = frame.f_locals.get(frame.f_code.co_varnames[0])
+        if isinstance(given, torch.autograd.function.FunctionCtx) or frame.f_back is None:
+            return None
+        caller, ctx = frame.f_back, "None" if given is None else f"a {type(given).__name__}"
+        code = linecache.getline(caller.f_code.co_filename, caller.f_lineno)
+    called = re.search(r"(?<![\w.])([A-Za-z_]\w*)\.forward\(", code or "")
+    if caller is None or called is None or _function_class(called.group(1), caller) is None:
+        return None
+    name = called.group(1)
+    inside = (
+        f", so its ctx is {ctx}, not the context apply makes"
+        if ctx != "a context"
+        else ", without the ctx apply makes"
+    )
+    return (
+        f"{name}.forward was called directly (line {caller.f_lineno}){inside}, and no node is recorded for "
+        f"backward(). Call {name}.apply with the inputs alone: apply passes forward a ctx first."
+    )
+
+
+def _saved_twice(text: str, frame: FrameType | None) -> str | None:
+    """A backward unpacking ``ctx.saved_tensors`` into fewer or more names than are there,
+    because forward called ``save_for_backward`` more than once (each call replaces the last)."""
+    counts = re.search(r"(?:not enough|too many) values to unpack \(expected (\d+)(?:, got (\d+))?\)", text)
+    if counts is None or frame is None or frame.f_code.co_name != "backward" or frame.f_code.co_argcount < 1:
+        return None
+    cls = getattr(type(frame.f_locals.get(frame.f_code.co_varnames[0])), "_forward_cls", None)
+    if cls is None:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.forward)))
+    except (AttributeError, OSError, TypeError, SyntaxError):
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "save_for_backward"
+    ]
+    if len(calls) < 2:
+        return None
+    saved = [ast.unparse(a) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset)) for a in c.args]
+    last = ", ".join(ast.unparse(a) for a in max(calls, key=lambda c: (c.lineno, c.col_offset)).args)
+    return (
+        f"{cls.__name__}.forward calls ctx.save_for_backward {len(calls)} times, and each call replaces what the "
+        f"one before saved: ctx.saved_tensors holds only the last call's ({last}). Save them all in one call: "
+        f"ctx.save_for_backward({', '.join(saved)})."
+    )
 
 
 def _single_precision_on(code: str | None, frame: FrameType | None) -> bool:

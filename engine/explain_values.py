@@ -67,8 +67,8 @@ def value_kind_hint(text: str, code: str | None, frame: FrameType | None = None)
             "which gives the same torch.Size; x.shape[0] or x.size(0) for one dimension."
         )
     forward = _FORWARD_ARGUMENTS.search(text)
-    if forward:
-        return _forward_inputs(*forward.groups())
+    if forward and not _autograd_function(visible_names(frame).get(forward.group(1))):
+        return _forward_inputs(*forward.groups())  # (a Function's forward: explain_functions.py)
     wrong = _WRONG_KIND_ATTRIBUTE.search(text)
     if wrong and hasattr(torch.Tensor, wrong.group(2)):
         return _not_a_tensor_but(wrong.group(1), wrong.group(2), code)
@@ -198,6 +198,10 @@ def _joined_one_by_one(op: str, given: str, code: str | None) -> str:
         f"torch.{op} takes the tensors to join as one list (or tuple), and got a {given} where it goes: "
         f"torch.{op}([{parts}]{along}). The dimension comes after the list (dim=0 by default)."
     )
+
+
+def _autograd_function(found: object) -> bool:
+    return isinstance(found, type) and issubclass(found, torch.autograd.Function)
 
 
 def _forward_inputs(

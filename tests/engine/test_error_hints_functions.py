@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.snippets import raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted, raised_as_plain
 
 CASES = {
     # name: (snippet, the line that raises, exception type, phrases the hint must hold)
@@ -74,3 +74,50 @@ def test_a_custom_functions_error_gets_a_hint_in_its_own_terms(name: str) -> Non
     assert err.hint is not None, err
     for phrase in phrases:
         assert phrase in err.hint, (phrase, err.hint)
+
+
+_MUL = (
+    "import torch\nclass Mul(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
+    "        SAVE\n        return a * b\n    @staticmethod\n    def backward(ctx, g):\n"
+    "        a, b = ctx.saved_tensors\n        return g * b, g * a\n"
+    "a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = torch.tensor([3.0, 4.0], requires_grad=True)\n"
+    "CALL\nprint(a.grad)\n"
+)
+_APPLIED = "Mul.apply(a, b).sum().backward()"
+_SAVED = "ctx.save_for_backward(a, b)"
+
+# name: (what SAVE and CALL become, the line that raises, phrases the hint must hold, the fix)
+MISUSES = {
+    "save_for_backward called once per tensor": (
+        ("ctx.save_for_backward(a); ctx.save_for_backward(b)", _APPLIED),
+        9,
+        ["Mul.forward calls ctx.save_for_backward 2 times", "only the last call's (b)", _SAVED],
+        ("ctx.save_for_backward(a); ctx.save_for_backward(b)", _SAVED),
+    ),
+    "the Function called like a function": (
+        (_SAVED, "Mul(a, b).sum().backward()"),
+        13,
+        ["Mul(a, b) makes a Mul object, not its output", "Write Mul.apply(a, b)."],
+        ("Mul(a, b)", "Mul.apply(a, b)"),
+    ),
+    "forward called with None for ctx": (
+        (_SAVED, "Mul.forward(None, a, b).sum().backward()"),
+        5,
+        ["Mul.forward was called directly (line 13), so its ctx is None", "Call Mul.apply with the inputs"],
+        ("Mul.forward(None, a, b)", "Mul.apply(a, b)"),
+    ),
+    "forward called without ctx": (
+        (_SAVED, "Mul.forward(a, b).sum().backward()"),
+        13,
+        ["Mul.forward was called directly (line 13), without the ctx apply makes"],
+        ("Mul.forward(a, b)", "Mul.apply(a, b)"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISUSES))
+def test_a_function_applied_wrong_gets_the_apply_it_needs_and_the_fix_runs(name: str) -> None:
+    (save, call), line, phrases, fix = MISUSES[name]
+    source = _MUL.replace("SAVE", save).replace("CALL", call)
+    hinted(source, line, phrases)
+    fixed_runs(source, [fix], printed="tensor([3., 4.])\n")
