@@ -17,7 +17,7 @@ from .explain_environment import environment_hint
 from .explain_factories import factory_hint
 from .explain_flatten import view_sized_wrong
 from .explain_functions import custom_function_hint
-from .explain_grad import assigned_grad_hint, none_grad_hint
+from .explain_grad import assigned_grad_hint, functional_output_hint, none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_indexing import indexing_hint
 from .explain_inplace import changed_saved_tensor, element_set_on_leaf
@@ -279,7 +279,7 @@ def _autograd_hint(
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:
         return _non_leaf_parameter_hint(code, frame)
-    assigned = assigned_grad_hint(text, code)
+    assigned = assigned_grad_hint(text, code) or functional_output_hint(text, code)
     if assigned:
         return assigned
     if "Can't call numpy() on Tensor that requires grad" in text:

@@ -9,6 +9,7 @@ not require grad, or no backward() has reached it yet.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from types import FrameType
@@ -24,6 +25,9 @@ GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_
 # `w.grad = 0`: what is assigned to a .grad, and to which
 _GRAD_WRITE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\s*=(?!=)\s*(.+)$")
 _ASSIGNED_KIND = re.compile(r"assigned grad expected to be a Tensor or None but got grad of type (\w+)")
+_ASSIGNED_SIZE = re.compile(
+    r"attempting to assign a gradient of size '\[([\d, ]*)\]' to a tensor of size '\[([\d, ]*)\]'"
+)
 # a line's code is quoted in a hint up to this long
 _QUOTED = 60
 
@@ -168,16 +172,60 @@ def _not_a_leaf(name: str, t: torch.Tensor, made: tuple[str, str], code: str) ->
 
 
 def assigned_grad_hint(text: str, code: str | None) -> str | None:
-    """The hint for ``w.grad = 0`` (a number, a list: anything but a tensor or None), naming
-    the line's tensor; ``None`` for any other error."""
+    """The hint for ``w.grad = 0`` (a number, a list: anything but a tensor or None) or a
+    tensor of another shape, naming the line's tensor; ``None`` for any other error."""
     kind = _ASSIGNED_KIND.search(text)
+    size = _ASSIGNED_SIZE.search(text)
+    write = _GRAD_WRITE.search(code or "")
+    if size is not None:
+        name = write.group(1) if write else "w"
+        given, wanted = (math.prod(int(d) for d in g.split(",") if d.strip()) for g in size.groups())
+        value = write.group(2).strip() if write and len(write.group(2)) <= _QUOTED else "g"
+        if not re.fullmatch(r"[\w.]+(\(.*\))?", value):
+            value = f"({value})"
+        fix = (
+            f"Reshape it: {name}.grad = {value}.reshape_as({name})"
+            if given == wanted
+            else f"Give it {name}'s shape: {name}.grad = torch.full_like({name}, value) for one number "
+            f"everywhere, or {value}.expand_as({name}).clone() for a tensor that broadcasts to it"
+        )
+        return (
+            f"{name}.grad must have the shape of {name}, [{size.group(2)}], and this line gives it a tensor of "
+            f"shape [{size.group(1)}]: a gradient assigned by hand is not broadcast into place. {fix}."
+        )
     if kind is None:
         return None
-    write = _GRAD_WRITE.search(code or "")
     name = write.group(1) if write else "w"
     what = f"{write.group(2).strip()}, a Python {kind.group(1)}" if write else f"a Python {kind.group(1)}"
     return (
         f"{name}.grad holds a tensor the shape of {name}, or None; this line gives it {what}. To "
         f"clear the gradient before the next backward(), set {name}.grad = None (what "
         f"optimizer.zero_grad() does) or zero it in place: {name}.grad.zero_()."
+    )
+
+
+_FUNCTIONAL_OUTPUT = re.compile(
+    r"The outputs of the user-provided function given to (\w+) must be either a Tensor or a tuple of "
+    r"Tensors but the given outputs of the user-provided function has type <class '([\w.]+)'>"
+)
+
+
+def functional_output_hint(text: str, code: str | None) -> str | None:
+    """The hint for ``jacobian(f, x)`` (``hessian``, ``vjp``…) whose ``f`` returned a Python
+    number or another non-tensor; ``None`` for any other error."""
+    found = _FUNCTIONAL_OUTPUT.search(text)
+    if found is None:
+        return None
+    api, kind = found.groups()
+    called = re.search(rf"\b{api}\(\s*([A-Za-z_]\w*)", code or "")
+    f = called.group(1) if called else "the function"
+    number = kind in ("float", "int", "bool", "complex") or kind.startswith("numpy.")
+    why = (
+        " .item(), float() or a NumPy value leaves the graph, and a number has no gradient to take"
+        if number
+        else ""
+    )
+    return (
+        f"torch.autograd.functional.{api} differentiates the tensors {f} returns, and {f} returned a "
+        f"{kind}:{why}. Return the tensor itself (t.sum(), not t.sum().item()), or a tuple of tensors."
     )

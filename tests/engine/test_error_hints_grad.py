@@ -12,7 +12,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error, raised_as_plain
+from tests.engine.snippets import fixed_runs, hinted, plain_error, raised_as_plain
 
 CASES = {
     # name: (snippet that raises, line, phrases the hint must hold)
@@ -128,3 +128,35 @@ def test_a_number_assigned_to_a_grad_is_told_how_to_clear_it(assignment: str, sa
         f"w.grad holds a tensor the shape of w, or None; {said}. To clear the gradient before the next "
         "backward(), set w.grad = None (what optimizer.zero_grad() does) or zero it in place: w.grad.zero_()."
     )
+
+
+@pytest.mark.parametrize(
+    ("assignment", "said", "fix"),
+    [
+        (
+            "x.grad = torch.tensor(1.0)",
+            ["x.grad must have the shape of x, [2, 3]", "a tensor of shape []", "torch.full_like(x, value)"],
+            "x.grad = torch.full_like(x, 1.0)",
+        ),
+        (
+            "x.grad = torch.arange(6.0)",
+            ["a tensor of shape [6]", "Reshape it: x.grad = torch.arange(6.0).reshape_as(x)"],
+            "x.grad = torch.arange(6.0).reshape_as(x)",
+        ),
+    ],
+)
+def test_a_gradient_of_another_shape_assigned_gets_one_of_the_tensors(
+    assignment: str, said: list[str], fix: str
+) -> None:
+    source = f"import torch\nx = torch.ones(2, 3, requires_grad=True)\n{assignment}\nprint(x.grad.sum())\n"
+    hinted(source, 3, said)
+    fixed_runs(source, [(assignment, fix)])
+
+
+def test_a_number_returned_to_jacobian_is_told_to_stay_a_tensor() -> None:
+    source = (
+        "import torch\nfrom torch.autograd.functional import jacobian\n\n\ndef f(t):\n"
+        "    return (t ** 2).sum().item()\n\n\nprint(jacobian(f, torch.ones(3)))\n"
+    )
+    hinted(source, 9, ["jacobian differentiates the tensors f returns, and f returned a float", ".item()"])
+    fixed_runs(source, [("(t ** 2).sum().item()", "(t ** 2).sum()")], printed="tensor([2., 2., 2.])\n")
