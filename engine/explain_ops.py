@@ -116,6 +116,8 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
             "F.binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss), which applies the "
             "sigmoid itself and is numerically safer, or apply torch.sigmoid first."
         )
+    if "all elements of target should be between 0 and 1" in text:
+        return _target_outside_unit(rec)
     if "can't be cast to the desired output type" in text:
         return _float_into_integer(rec, frame)
     if "must match the size of tensor" in text:
@@ -247,4 +249,27 @@ def inplace_leaf_hint(rec: Recorder, frame: FrameType | None) -> str | None:
         f"F.{op}(x, inplace=True)) overwrites the tensor it is given, and autograd cannot let a leaf change "
         f"under it. Build that layer without inplace (nn.ReLU()), or give it a copy ({label}.clone()); "
         "inplace=True only saves memory on tensors computed inside the model."
+    )
+
+
+def _target_outside_unit(rec: Recorder) -> str:
+    """binary_cross_entropy given targets outside [0, 1]: class indices, or labels -1 and 1."""
+    operands = rec.failed_op[1] if rec.failed_op else []
+    target = operands[1] if len(operands) > 1 else None
+    values: list[float] = []
+    if target is not None and target.numel() <= 1_000_000:
+        values = sorted(set(target.detach().flatten().tolist()))
+    shown = f" ({', '.join(f'{v:g}' for v in values)})" if 0 < len(values) <= 8 else ""
+    if values and min(values) == -1 and max(values) == 1:
+        fix = "Labels -1 and 1 map to 0 and 1 with (y + 1) / 2."
+    elif values and all(float(v).is_integer() for v in values) and max(values) > 1:
+        fix = (
+            f"Classes numbered 0 to {max(values):g} are more than two: give the model one output per class "
+            "and use F.cross_entropy (nn.CrossEntropyLoss) with the integer labels."
+        )
+    else:
+        fix = "Scale the targets into [0, 1], or use a loss for other values (F.mse_loss for regression)."
+    return (
+        "binary_cross_entropy (nn.BCELoss) compares each prediction with a target that "
+        f"is a probability, between 0 and 1 (a label 0 or 1), and this target holds others{shown}. {fix}"
     )

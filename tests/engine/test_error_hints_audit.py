@@ -137,6 +137,18 @@ CASES = {
         "RuntimeError",
         ["between 0 and 1", "binary_cross_entropy_with_logits", "torch.sigmoid"],
     ),
+    "BCELoss of class indices as targets": (
+        "import torch\np = torch.rand(4, requires_grad=True)\nt = torch.tensor([0.0, 1.0, 1.0, 2.0])\n"
+        "loss = torch.nn.BCELoss()(p, t)\n",
+        "RuntimeError",
+        ["this target holds others (0, 1, 2)", "Classes numbered 0 to 2", "F.cross_entropy"],
+    ),
+    "BCELoss of labels -1 and 1": (
+        "import torch\np = torch.rand(4, requires_grad=True)\nt = torch.tensor([-1.0, 1.0, 1.0, -1.0])\n"
+        "loss = torch.nn.BCELoss()(p, t)\n",
+        "RuntimeError",
+        ["this target holds others (-1, 1)", "(y + 1) / 2"],
+    ),
     "BCEWithLogitsLoss of integer targets": (
         "import torch\np = torch.randn(4, requires_grad=True)\nt = torch.tensor([0, 1, 1, 0])\n"
         "loss = torch.nn.BCEWithLogitsLoss()(p, t)\n",
