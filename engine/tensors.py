@@ -121,8 +121,12 @@ class TensorTable:
                 ref = self._refs.get(tid)
                 if ref is not None and ref() is t:
                     if not changing and self._moved(tid, t):
-                        # NOTE [Changed off the tape]
-                        return self.new_version(t, op=None, line=line, by=None, path=None)
+                        # NOTE [Changed off the tape]; named as its first version was (`w`
+                        # after `opt.step()`, not `t4`)
+                        new = self.new_version(t, op=None, line=line, by=None, path=None)
+                        if frame is not None:
+                            self._scan(new, t, frame)
+                        return new
                     if frame is not None and tid not in self._scanned:
                         self._scan(tid, t, frame)
                     return tid

@@ -37,13 +37,18 @@ export function bindStepKeys(chart: Chart, u: uPlot, open: (idx: number) => void
         break;
       }
     }
-    // as a mouse there would: uPlot moves the cursors of every synced chart on its own events
-    const box = over.getBoundingClientRect();
-    over.dispatchEvent(new MouseEvent("mousemove", { clientX: box.left + u.valToPos(xs()[i], "x"), clientY: box.top + top, bubbles: true }));
+    // at the step's own position, published to every synced chart as a mouse's move is. Not
+    // a made-up mousemove: its position is a whole pixel, and where the steps are denser than
+    // the pixels it landed on a neighbour (End read step 399 of 400, ← moved two steps).
+    moveCursor(u, { left: u.valToPos(xs()[i], "x"), top });
     announce(i);
   };
   announce(at());
-  over.addEventListener("focus", () => moveTo(at()));
+  // from the keyboard only: a click focuses the plot mid-press, where a cursor moved by
+  // code would drag out a selection from the press and zoom the chart to it
+  over.addEventListener("focus", () => {
+    if (over.matches(":focus-visible")) moveTo(at());
+  });
   over.addEventListener("keydown", (ev) => {
     const by = ev.shiftKey ? 10 : 1;
     const moves: Record<string, () => number> = {
@@ -60,4 +65,12 @@ export function bindStepKeys(chart: Chart, u: uPlot, open: (idx: number) => void
     ev.preventDefault();
     ev.stopPropagation();
   });
+}
+
+/**
+ * uPlot's `setCursor` with its third argument, which its types leave out: `true` publishes
+ * the move to the charts synced with `u`, as a mouse's move over it does (the hooks fire too).
+ */
+function moveCursor(u: uPlot, at: { left: number; top: number }): void {
+  (u.setCursor as (opts: { left: number; top: number }, fireHook: boolean, publish: boolean) => void)(at, true, true);
 }

@@ -9,8 +9,8 @@ export interface ShortcutGroup {
 
 /**
  * Every shortcut the app has, by where it works. The handlers live with what they drive
- * (app.ts: the tabs and ?; editor.ts: run; stepper.ts; graph-keys.ts; pane-splitters.ts;
- * room.ts: follow): a key added there belongs here too.
+ * (app.ts: the tabs and ?; editor.ts: run; stepper.ts; graph-keys.ts; chart-keys.ts;
+ * pane-splitters.ts; room.ts: follow): a key added there belongs here too.
  */
 export const SHORTCUTS: readonly ShortcutGroup[] = [
   {
@@ -44,6 +44,14 @@ export const SHORTCUTS: readonly ShortcutGroup[] = [
       ["Esc", "clear the selection"],
       ["+ −", "zoom in or out"],
       ["0", "fit the graph to the pane"],
+    ],
+  },
+  {
+    where: "A chart's plot (Tab to it)",
+    keys: [
+      ["← →", "the step before or after; Shift: ten steps"],
+      ["Home End", "the first or last step"],
+      ["Enter", "what a click does on that step"],
     ],
   },
   {
