@@ -20,7 +20,7 @@ from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, functional_output_hint, none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_indexing import indexing_hint
-from .explain_inplace import changed_saved_tensor, element_set_on_leaf
+from .explain_inplace import changed_saved_tensor, element_set_on_leaf, view_changed_in_place
 from .explain_layout import layout_hint
 from .explain_loaders import loader_hint
 from .explain_matmul import matmul_hint
@@ -228,6 +228,9 @@ def explain_error(
         )
         if activation:
             return activation
+    viewed = view_changed_in_place(text, code)
+    if viewed:
+        return viewed
     named = (
         shaping_hint(text, code, rec.failed_op)
         or recurrent_hint(text, code, frame)

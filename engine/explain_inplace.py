@@ -16,7 +16,7 @@ from .values import has_storage
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["changed_saved_tensor", "element_set_on_leaf"]
+__all__ = ["changed_saved_tensor", "element_set_on_leaf", "view_changed_in_place"]
 
 # the in-place methods an operator writes (y += 1 records as Tensor.add_)
 _OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}
@@ -158,3 +158,45 @@ def element_set_on_leaf(code: str | None) -> str | None:
         f"or multiply by a mask; to change {name}'s own starting values, do it under torch.no_grad(), or "
         "before requires_grad_()."
     )
+
+
+_MULTI_VIEW = re.compile(
+    r"Output (\d+) of (\w+) is a view and is being modified inplace\. This view is the output of a function that returns multiple views"
+)
+_NO_GRAD_VIEW = "A view was created in no_grad mode and is being modified inplace with grad mode enabled"
+# what changes a tensor in place on a line: ``a += 1``, ``a.add_(1)``, ``xs[0].mul_(2)``
+_CHANGED = re.compile(r"^\s*([A-Za-z_]\w*(?:\[[^\]]*\])?)\s*(?:([-+*/])=|\.([a-z]\w*_)\()")
+_IN_PLACE_OF = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_"}
+
+
+def view_changed_in_place(text: str, code: str | None) -> str | None:
+    """The hint for a view changed in place where autograd forbids it: one of several views
+    (``a, b = x.unbind(1)``, ``split``, ``chunk``), or a view made under ``no_grad`` changed
+    with grad on; ``None`` for any other error."""
+    changed = _CHANGED.search(code or "")
+    name = changed.group(1) if changed else "the view"
+    multi = _MULTI_VIEW.search(text)
+    if multi:
+        fn = multi.group(2).lower()
+        if changed:
+            method = changed.group(3) or _IN_PLACE_OF[changed.group(2)]
+            plain = name.isidentifier()
+            fix = _out_of_place(name if plain else "p", f"Tensor.{method}", code.strip() if code else None)
+            if not plain:
+                fix = fix.replace("(p = p ", f"(p = {name} ", 1)
+        else:
+            fix = "compute a new tensor instead (a = a + 1 rather than a += 1)"
+        return (
+            f"{name} is one of the views {fn}() returned, which all share one tensor's memory, and autograd "
+            f"cannot follow an in-place change to one of several views: {fix}, or change a copy "
+            f"({'p' if changed and not name.isidentifier() else name} = {name}.clone() first)."
+        )
+    if _NO_GRAD_VIEW in text:
+        inside = code.strip() if changed and code and len(code.strip()) <= 40 else f"{name}.zero_()"
+        return (
+            f"{name} was made under torch.no_grad() as a view of a tensor that requires grad, and is changed in "
+            f"place here with grad on: that would change the base tensor behind autograd's back. Change it "
+            f"inside the no_grad block too (with torch.no_grad(): {inside}) to set values without "
+            f"recording, or take the view outside no_grad so the change is recorded."
+        )
+    return None

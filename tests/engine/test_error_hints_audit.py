@@ -10,7 +10,7 @@ import pytest
 
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_error
+from tests.engine.snippets import fixed_runs, plain_error
 
 CASES = {
     # name: (snippet whose last line raises, exception type, phrases the hint must hold)
@@ -136,6 +136,21 @@ CASES = {
         "loss = torch.nn.BCELoss()(p, t)\n",
         "RuntimeError",
         ["between 0 and 1", "binary_cross_entropy_with_logits", "torch.sigmoid"],
+    ),
+    "one of unbind's views changed in place": (
+        "import torch\nx = torch.ones(4, 2, requires_grad=True)\na, b = (x * 2).unbind(1)\na.add_(1)\n",
+        "RuntimeError",
+        ["a is one of the views unbind() returned", "(a = a + … rather than a.add_(1))", "a = a.clone()"],
+    ),
+    "one of split's views changed in place by index": (
+        "import torch\nx = torch.randn(3, requires_grad=True)\nxs = (x * 1).split(1)\nxs[0].mul_(2)\n",
+        "RuntimeError",
+        ["xs[0] is one of the views split() returned", "(p = xs[0] * … rather than xs[0].mul_(2))"],
+    ),
+    "a view made under no_grad changed with grad on": (
+        "import torch\nx = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    v = x[:2]\nv.zero_()\n",
+        "RuntimeError",
+        ["v was made under torch.no_grad() as a view", "with torch.no_grad(): v.zero_()"],
     ),
     "BCELoss of class indices as targets": (
         "import torch\np = torch.rand(4, requires_grad=True)\nt = torch.tensor([0.0, 1.0, 1.0, 2.0])\n"
@@ -402,3 +417,17 @@ def test_a_conversion_thrown_away_of_another_tensor_is_not_blamed() -> None:
     err = q.errors(record(source))[0]
     assert err.hint is not None and "throws it away" not in err.hint, err.hint
     assert "x (made at line 3) is int64" in err.hint
+
+
+@pytest.mark.parametrize(
+    ("name", "edits"),
+    [
+        ("one of unbind's views changed in place", [("a.add_(1)", "a = a + 1")]),
+        ("one of split's views changed in place by index", [("xs[0].mul_(2)", "p = xs[0] * 2")]),
+        ("a view made under no_grad changed with grad on", [("\nv.zero_()", "\n    v.zero_()")]),
+    ],
+)
+def test_a_view_changed_in_place_runs_once_the_hint_is_followed(
+    name: str, edits: list[tuple[str, str]]
+) -> None:
+    fixed_runs(CASES[name][0], edits)
