@@ -31,6 +31,7 @@ TOPICS = [
     "graph-freed",
     "second-derivative",
     "custom-function",
+    "forgotten-grad-output",
     "inplace",
     "holding-graph",
     "no-grad-vs-eval",
@@ -106,6 +107,11 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
         case "custom-function":  # the snippet's own backward ran: 1 · 3 · 2² = 12
             assert at is not None and at[0] == "CubeBackward" and at[1].grad_out[0].flat == [12.0]
             assert "PowBackward0" not in {e.name for e in trace.events if e.type == "node"}
+        case "forgotten-grad-output":  # the * 3 arrives, and the rule sends 2x regardless
+            assert at is not None and at[0] == "SquareBackward"
+            assert at[1].grad_in[0].flat == [3.0, 3.0] and at[1].grad_out[0].flat == [2.0, 4.0]
+            assert pitfalls == {"custom-backward-ignores-gradient"}
+            assert "".join(e.text for e in trace.events if e.type == "output") == "tensor([2., 4.])\n"
         case "hooks":  # y's hook turned the [6, 12] PowBackward0 sent into the [60, 120] Mul ran on
             assert at is not None and at[0] == "MulBackward0" and at[1].grad_in[0].flat == [60.0, 120.0]
             sent = [e for name, e in timeline if name == "PowBackward0"]

@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(20)
+    expect(tiles).to_have_count(21)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
@@ -26,7 +26,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 20")
+    expect(card).to_contain_text("Lesson 1 of 21")
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
@@ -293,7 +293,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
     open_app(page, "?lesson=second-derivative")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 7 of 20")
+    expect(card).to_contain_text("Lesson 7 of 21")
     expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
     expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
     step = page.locator(".gw-step-card")
@@ -303,7 +303,14 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     wait_graph(page)
     shot(page, "lessons-06-second-derivative")
     # and detach: three paths into w.grad, nothing into the detached tensor
-    for lesson in ("custom-function", "inplace", "holding-graph", "no-grad-vs-eval", "detach"):
+    for lesson in (
+        "custom-function",
+        "forgotten-grad-output",
+        "inplace",
+        "holding-graph",
+        "no-grad-vs-eval",
+        "detach",
+    ):
         card.get_by_role("button", name="Next ▶").click()
         expect(card).to_have_attribute("data-lesson", lesson)
     expect(page.locator(".gw-step-card")).to_contain_text("the sum of 3 paths: 9 + 3 + 3")
@@ -314,7 +321,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     # leaf-grad: ∂loss/∂h = 2h = [6, 12] arrives at h's node, yet h.grad prints None
     open_app(page, "?lesson=leaf-grad")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 4 of 20")
+    expect(card).to_contain_text("Lesson 4 of 21")
     step = page.locator(".gw-step-card")
     expect(step.locator(".gw-node-name")).to_have_text("MulBackward0")
     expect(step).to_contain_text("grad = ∂loss/∂h = [6, 12]")
@@ -324,8 +331,15 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     shot(page, "lessons-04-leaf-grad")
     # custom-function: the node is the snippet's own, and so is its rule
     open_app(page, "?lesson=custom-function")
-    expect(card).to_contain_text("Lesson 8 of 20")
+    expect(card).to_contain_text("Lesson 8 of 21")
     expect(step.locator(".gw-node-name")).to_have_text("CubeBackward")
     expect(step).to_contain_text("Cube.backward(ctx, grad) ran: the rule is your own")
     expect(step).to_contain_text("12")
     expect(page.locator(".gw-output")).to_contain_text("tensor(12.)")
+    # forgotten-grad-output: the * 3 arrives, the rule sends 2x regardless, and the pitfall says so
+    card.get_by_role("button", name="Next ▶").click()
+    expect(card).to_have_attribute("data-lesson", "forgotten-grad-output")
+    expect(step.locator(".gw-node-name")).to_have_text("SquareBackward")
+    expect(step).to_contain_text("[3, 3]")
+    expect(step).to_contain_text("Square.backward ignores the gradient it receives")
+    expect(page.locator(".gw-output")).to_contain_text("tensor([2., 4.])")
