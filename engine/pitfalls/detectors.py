@@ -44,6 +44,7 @@ from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
 from .run_end import eval_forward_reports, rebound_reports, total_reports, uncalled_reports
+from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
@@ -499,6 +500,7 @@ class PitfallWatch:
             *total_reports(self._ops.totals.accumulated(scope)),
             *eval_forward_reports(self._eval_forwards, rec.backward.calls),
             *parameter_reports(rec, scope, self._ungraded),
+            *never_stepped_schedulers(scope, rec, self._course),
         ):
             self._say(*said)
         calls = rec.backward.calls

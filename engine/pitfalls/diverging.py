@@ -51,11 +51,13 @@ class LossCourse:
     def __init__(self) -> None:
         self._courses: dict[str, _Course] = {}
         self._broken: set[str] = set()  # a loss that was not a positive number: no ratio to read
+        self._steps: dict[str, int] = {}  # the latest step of each, whatever its loss
 
     def note(self, label: str, step: int, loss: float | None, lr: float | None, line: int | None) -> None:
         """Take the loss optimizer ``label``'s ``step`` (at snippet line ``line``, with
         learning rate ``lr``) used; ``None`` where it has none to judge (an optimizer with
         ``maximize=True``, whose loss is meant to climb), which ends its course."""
+        self._steps[label] = step
         if label in self._broken:
             return
         if loss is None or not (math.isfinite(loss) and loss > 0):
@@ -72,6 +74,10 @@ class LossCourse:
             course.lowest = (step, loss)
         if loss >= course.highest[1]:
             course.highest = (step, loss)
+
+    def steps_of(self, label: str) -> int:
+        """How many steps optimizer ``label`` took (0 for one never seen)."""
+        return self._steps.get(label, 0)
 
     def diverged(self) -> list[Diverged]:
         """The optimizers whose loss climbed to its highest at the end (see the module docstring)."""

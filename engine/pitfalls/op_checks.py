@@ -2,9 +2,10 @@
 
 :class:`OpChecks` hands each watched op to the detector of its kind: attention-mask-misread,
 what made a loss's input (loss_inputs.py), functional-dropout-in-eval,
-tensor-copied-off-graph, broadcast-in-loss and broadcast-in-comparison, and the running
-totals of loss-tensor-accumulated (running_totals.py). It keeps what those detectors follow
-across ops; :class:`~.detectors.PitfallWatch` calls it and emits what it finds.
+tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-in-loss and
+broadcast-in-comparison, and the running totals of loss-tensor-accumulated
+(running_totals.py). It keeps what those detectors follow across ops;
+:class:`~.detectors.PitfallWatch` calls it and emits what it finds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .attention_masks import ATTENTION_OPS, attention_mask_report
+from .axis_order import RESHAPE_OPS, axes_reordered
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
@@ -36,6 +38,7 @@ WATCHED_OPS = (
     | COPYING_OPS
     | DROPOUT_OPS
     | ATTENTION_OPS
+    | RESHAPE_OPS
 )
 
 
@@ -51,7 +54,8 @@ class OpChecks:
     def __init__(self, rec: Recorder, say: Callable[..., None]) -> None:
         self._rec = rec
         self._say = say
-        self.totals = RunningTotals(lambda: rec.memory.saved_bytes)  # loss-tensor-accumulated
+        # loss-tensor-accumulated
+        self.totals = RunningTotals(lambda: rec.memory.saved_bytes, lambda: rec.training.total_steps)
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self.copied_at: dict[int, str] = {}
 
@@ -93,6 +97,11 @@ class OpChecks:
             )
             if dropped is not None:
                 self._say("functional-dropout-in-eval", line, *dropped)
+            return
+        if name in RESHAPE_OPS:
+            reordered = axes_reordered(name, args, result, line, self._rec.statement_lines, frame)
+            if reordered is not None:
+                self._say("reshape-instead-of-permute", line, *reordered)
             return
         if name in COPYING_OPS:
             copied = copied_off_graph(name, args, result, line, self._rec.statement_lines, frame)

@@ -1,9 +1,10 @@
 """The end-of-run reports about a model's parameters: those that get gradients and no
 optimizer (parameter-not-optimized), tensors meant as parameters and held as plain
 attributes (tensor-attribute-not-parameter), those an optimizer steps that never get a gradient
-(parameter-without-gradient, ungraded.py), and layers whose units stay identical
-(symmetric-weights, symmetry.py). Each is said at the line that assigns the layer (or, for
-symmetric weights, sets them to a constant).
+(parameter-without-gradient, ungraded.py), layers whose units stay identical
+(symmetric-weights, symmetry.py), and snapshots of them that are the live tensors
+(snapshot-shares-weights, snapshots.py). Each is said at the line that assigns the layer (or, for
+symmetric weights, sets them to a constant; for a snapshot, takes it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from torch import nn
 
 from ..source import is_a, is_module, line_matching, submodules
 from .kinds import Said
+from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, ungraded_report
 
@@ -37,6 +39,13 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
         *_module_flag(rec, scope),
         *_ungraded(rec, names, ungraded),
         *_symmetric(rec, scope, names),
+        *shared_snapshots(
+            scope,
+            rec.training.stepped_params,
+            rec.training.total_steps,
+            rec.source_lines,
+            rec.statement_lines,
+        ),
     ]
 
 

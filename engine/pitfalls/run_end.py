@@ -19,18 +19,24 @@ __all__ = ["eval_forward_reports", "rebound_reports", "total_reports", "uncalled
 def total_reports(totals: Iterable[AccumulatedTotal]) -> list[Said]:
     """loss-tensor-accumulated for each running total of graphs the run left."""
     said = []
-    for line, length, start, end in totals:
+    for line, length, start, end, across_a_step in totals:
         grew = (
             f" The tensors saved for backward grew from {start:,} to {end:,} bytes meanwhile."
             if end > start
             else ""
+        )
+        added = (
+            f"{length} times in the iterations recorded in full, on both sides of an optimizer step: the total "
+            "outlives the iteration (one started again each epoch still keeps a whole epoch's graphs)"
+            if across_a_step
+            else f"{length} times"
         )
         said.append(
             Said(
                 "loss-tensor-accumulated",
                 line,
                 "A running total keeps every iteration's graph alive",
-                f"This line adds a tensor that carries a graph into a running total {length} times. The total "
+                f"This line adds a tensor that carries a graph into a running total {added}. The total "
                 f"is itself part of a graph that now links every iteration's forward pass, so none of them can "
                 f"be freed and memory grows with every batch.{grew}",
                 "Accumulate a plain number: total += loss.item() (or loss.detach()).",

@@ -15,6 +15,16 @@ the total, or computed from it). That is asked of the graph, not of the tensor: 
 is often freed by the end of the run (a function's local, an unnamed expression), so
 "was it a backward root?", asked then, cannot be answered. A pre-hook on the node that
 made the latest total seen marks its chain walked; it holds only the chain's record.
+
+NOTE [A total reset every epoch]
+The commonest running total starts again each epoch (``running_loss = 0.0`` above the batch
+loop, ``running_loss += loss`` in it). Once the first steps recorded in full are over, the
+epoch's total starts in an iteration the tape does not see, so the total the snippet holds
+at the end leads back to no add seen, and the chain seen (the first epoch's, up to the last
+step recorded in full) may be two adds long. Two adds made across an optimizer step are
+enough: a total that outlives a step keeps the graphs of two iterations linked, which no
+loss built for one backward does (a sequence loss, a loss of several terms, a residual
+stack are summed within one iteration).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ class AccumulatedTotal(NamedTuple):
     length: int
     bytes_at_start: int
     bytes_now: int
+    across_a_step: bool = False  # told by two adds on both sides of a step (NOTE [A total reset every epoch])
 
 
 class _RunningTotal:
@@ -52,20 +63,31 @@ class _RunningTotal:
     bytes saved for backward when it began and at its latest add, and whether a backward
     walked it (NOTE [A total that backward walks])."""
 
-    __slots__ = ("_handle", "bytes_at_start", "bytes_now", "last", "length", "walked")
+    __slots__ = (
+        "_handle",
+        "bytes_at_start",
+        "bytes_now",
+        "first_step",
+        "last",
+        "latest_step",
+        "length",
+        "walked",
+    )
 
-    def __init__(self, total: torch.Tensor, node: Any, saved: int) -> None:
+    def __init__(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
         self.length = 0
         self.bytes_at_start = saved
         self.walked = False
+        self.first_step = step  # the optimizer steps taken by the chain's first add
         self._handle: Any = None
-        self.grew(total, node, saved)
+        self.grew(total, node, saved, step)
 
-    def grew(self, total: torch.Tensor, node: Any, saved: int) -> None:
-        """Take ``total``, made by ``node``, as the chain's latest."""
+    def grew(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
+        """Take ``total``, made by ``node`` after ``step`` optimizer steps, as the chain's latest."""
         self.last = weakref.ref(total)
         self.length += 1
         self.bytes_now = saved
+        self.latest_step = step
         self.unhook()
         self._handle = node.register_prehook(self._walked)
 
@@ -80,10 +102,12 @@ class _RunningTotal:
 
 class RunningTotals:
     """Follow the chains of adds at each snippet line (NOTE [Running totals past full
-    detail]); ``saved_bytes()`` reads the bytes autograd holds saved for backward now."""
+    detail]); ``saved_bytes()`` reads the bytes autograd holds saved for backward now,
+    ``steps()`` the optimizer steps taken so far."""
 
-    def __init__(self, saved_bytes: Callable[[], int]) -> None:
+    def __init__(self, saved_bytes: Callable[[], int], steps: Callable[[], int]) -> None:
         self._saved_bytes = saved_bytes
+        self._steps = steps
         self._totals: dict[int, _RunningTotal] = {}  # by line
 
     def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
@@ -102,17 +126,18 @@ class RunningTotals:
             and prev is not None
             and any(a is prev for a in args if isinstance(a, torch.Tensor))
         ):
-            entry.grew(result, made, saved)
+            entry.grew(result, made, saved, self._steps())
         else:
             if entry is not None:
                 entry.unhook()
-            entry = self._totals[line] = _RunningTotal(result, made, saved)
+            entry = self._totals[line] = _RunningTotal(result, made, saved, self._steps())
         made.metadata[_TOTAL_KEY] = (line, entry.length)
 
     def accumulated(self, scope: dict[str, Any]) -> Iterator[AccumulatedTotal]:
-        """At the end of the run, yield each line whose total grew from 3 adds on and that no
-        backward walked; ``scope`` is the snippet's globals (the totals it still holds).
-        Every chain's hook is removed on the way."""
+        """At the end of the run, yield each line whose total grew from 3 adds on (2 across an
+        optimizer step: NOTE [A total reset every epoch]) and that no backward walked;
+        ``scope`` is the snippet's globals (the totals it still holds). Every chain's hook is
+        removed on the way."""
         held = [v for v in scope.values() if is_a(v, torch.Tensor)] if self._totals else []
         for line, entry in self._totals.items():
             entry.unhook()
@@ -122,9 +147,10 @@ class RunningTotals:
             if later is not None:
                 length = later
                 end = max(end, self._saved_bytes())
-            if length < 3 or entry.walked:
+            outlived_a_step = length >= 2 and entry.latest_step != entry.first_step
+            if (length < 3 and not outlived_a_step) or entry.walked:
                 continue
-            yield AccumulatedTotal(line, length, start, end)
+            yield AccumulatedTotal(line, length, start, end, length < 3)
 
 
 def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:

@@ -1,0 +1,172 @@
+"""A ``view`` or ``reshape`` that reorders a tensor's axes (reshape-instead-of-permute).
+
+Images loaded channels-last, ``(N, H, W, C)``, "made" ``(N, C, H, W)`` with
+``x.view(N, C, H, W)``; a batch-first ``(N, T, F)`` sequence "made" ``(T, N, F)`` with
+``x.reshape(T, N, F)`` for a recurrent layer that wants time first; attention heads split
+with ``q.reshape(B, H, T, D)``. Each runs, and the shapes fit what follows, but ``view`` and
+``reshape`` keep the numbers in their order and only cut them into the new shape: they never
+move an axis. Each "channel" is then a slab of consecutive pixels with their colours
+interleaved, each "time step" a mix of samples, and the model trains on scrambled data with
+no error. ``permute`` (or ``transpose``) moves the axes.
+
+Told at the op: a ``view``/``reshape`` of floating-point data written on the snippet's line,
+whose result has the same number of dimensions (three or more) and the same sizes as its
+input, in another order, once the sizes of 1 (which can move freely) are left out.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import torch
+
+from ..source import find_name, quoted_code
+
+__all__ = ["RESHAPE_OPS", "axes_reordered"]
+
+RESHAPE_OPS = frozenset({"view", "reshape"})
+_CALLED = re.compile(r"\.(view|reshape)\(|\btorch\.reshape\(")
+
+
+def axes_reordered(
+    op: str,
+    args: tuple[Any, ...],
+    result: torch.Tensor,
+    line: int | None,
+    source_lines: Sequence[str],
+    frame: FrameType | None,
+) -> tuple[str, str, str] | None:
+    """``(title, message, fix)`` when ``op`` (one of :data:`RESHAPE_OPS`), called at snippet
+    ``line`` (in ``frame``) with positional ``args``, gave ``result`` its input's sizes in
+    another order; ``None`` otherwise (a reshape that changes the sizes, or only moves
+    dimensions of size 1)."""
+    given = args[0] if args else None
+    if not isinstance(given, torch.Tensor) or not given.is_floating_point():
+        return None
+    before, after = tuple(given.shape), tuple(result.shape)
+    if len(before) < 3 or len(after) != len(before) or before == after or sorted(before) != sorted(after):
+        return None
+    if [s for s in before if s != 1] == [s for s in after if s != 1]:
+        return None  # only a dimension of size 1 moved (a single channel): nothing is reordered
+    code = quoted_code(source_lines, line, sys.maxsize)
+    called = _CALLED.search(code or "")
+    if code is None or called is None:
+        return None  # a view inside a library's code, called from this line
+    order = _permutation(before, after)
+    name = find_name(given, frame) or _receiver(code[: called.start()]) or "the input"
+    out = _assigned(code) or "the result"
+    how = _rearrange(order)
+    call = _call_text(code, called)
+    quoted = f" ({code})" if len(code) <= 60 else ""
+    fixed = code.replace(call, how, 1) if call and call.startswith(".") else None
+    return (
+        f"{op} reorders no axis: {_shape(before)} cut into {_shape(after)}",
+        f"Line {line}{quoted} makes {name} of shape {_shape(before)} into {_shape(after)}: the same sizes in "
+        f"another order. view and reshape keep the {given.numel():,} numbers in the order they are in and "
+        f"only cut them into the new shape; they never move an axis.{_example(order, before, after, name, out)} "
+        "Every layer after it sees scrambled data (pixels with colours, samples with time steps) and "
+        "trains on it all the same: nothing raises.",
+        f"Move the axes with {how}"
+        + (f": {fixed}" if fixed else f" in place of the {op}")
+        + " (add .contiguous() before a later view).",
+    )
+
+
+def _permutation(before: tuple[int, ...], after: tuple[int, ...]) -> list[int]:
+    """For each dimension of ``after``, the dimension of ``before`` it has the size of (equal
+    sizes taken in their order)."""
+    free = list(range(len(before)))
+    order = []
+    for size in after:
+        j = next(i for i in free if before[i] == size)
+        free.remove(j)
+        order.append(j)
+    return order
+
+
+def _rearrange(order: list[int]) -> str:
+    """``.transpose(a, b)`` for a swap of two dimensions, else ``.permute(…)``."""
+    moved = [i for i, j in enumerate(order) if i != j]
+    if len(moved) == 2:
+        return f".transpose({moved[0]}, {moved[1]})"
+    return f".permute({', '.join(map(str, order))})"
+
+
+def _example(order: list[int], before: tuple[int, ...], after: tuple[int, ...], name: str, out: str) -> str:
+    """`` So x[0, 1, 0, 0] is imgs[0, 4, 0, 0], where …``: one element of the result one step
+    along a moved dimension, the element of the input it is, and the one moving the axes
+    gives; empty where no such step tells them apart."""
+    for dim, source in enumerate(order):
+        if dim == source or after[dim] == 1:
+            continue
+        step = tuple(int(i == dim) for i in range(len(after)))
+        taken = _unravel(_flat(step, after), before)
+        meant = tuple(int(i == source) for i in range(len(before)))
+        if taken != meant:
+            return (
+                f" So {out}[{_index(step)}] is {name}[{_index(taken)}], where moving the axes would give "
+                f"{name}[{_index(meant)}]."
+            )
+    return ""
+
+
+def _flat(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    flat = 0
+    for i, size in zip(index, shape, strict=True):
+        flat = flat * size + i
+    return flat
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def _index(index: tuple[int, ...]) -> str:
+    return ", ".join(map(str, index))
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return f"({', '.join(map(str, shape))})"
+
+
+def _assigned(code: str) -> str | None:
+    """The name line ``code`` assigns (``x`` in ``x = imgs.view(…)``), if one."""
+    found = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", code)
+    return found.group(1) if found else None
+
+
+def _receiver(before: str) -> str | None:
+    """The expression that ends ``before`` (``torch.from_numpy(data)`` in ``x = torch.from_numpy(data)``),
+    read back over names, dots and brackets; ``None`` for none."""
+    depth, start = 0, len(before)
+    while start > 0:
+        char = before[start - 1]
+        if char in ")]":
+            depth += 1
+        elif char in "([":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and not (char.isalnum() or char in "_."):
+            break
+        start -= 1
+    found = before[start:]
+    return found if found and (found[0].isalpha() or found[0] == "_") else None
+
+
+def _call_text(code: str, called: re.Match[str]) -> str | None:
+    """The call ``called`` found in ``code``, up to its closing parenthesis."""
+    depth = 0
+    for end in range(called.end() - 1, len(code)):
+        depth += {"(": 1, ")": -1}.get(code[end], 0)
+        if depth == 0:
+            return code[called.start() : end + 1]
+    return None

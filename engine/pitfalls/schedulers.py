@@ -1,0 +1,110 @@
+"""A learning-rate scheduler built and never stepped (lr-scheduler-never-stepped).
+
+``sched = StepLR(opt, step_size=5, gamma=0.1)`` above the loop, and no ``sched.step()`` in
+it: a scheduler changes the learning rate only when its ``step()`` is called, so the whole
+run trains at the rate it started with, the decay (or warm-up, or cycle) never happens, and
+nothing raises. Told at the end of the run, at the line that builds it: a scheduler the
+snippet holds that never stepped (its ``last_epoch`` still 0) while its optimizer stepped at
+least twice, where the source names no ``step`` of it (a ``sched.step()`` that exists but did
+not run, under an ``if`` never true, is another story).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
+
+from ..source import is_a, quoted_code
+from .diverging import LossCourse
+from .kinds import Said
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["never_stepped_schedulers"]
+
+# a scheduler's settings worth naming, in this order
+_SETTINGS = ("step_size", "milestones", "gamma", "T_max", "total_steps", "factor", "patience")
+# schedulers meant to step once per batch: their schedule is counted in optimizer steps
+_PER_BATCH = ("OneCycleLR", "CyclicLR")
+
+
+def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossCourse) -> list[Said]:
+    """lr-scheduler-never-stepped for each scheduler held by a variable of ``scope`` (the
+    snippet's globals) that never stepped while its optimizer took two or more steps (as
+    ``course`` counted them, by the label ``rec`` gives each optimizer), and whose ``step``
+    the source does not name."""
+    idle = [
+        (name, value)
+        for name, value in list(scope.items())
+        if not name.startswith("_")
+        and is_a(value, LRScheduler | ReduceLROnPlateau)
+        and getattr(value, "last_epoch", None) == 0
+        and is_a(getattr(value, "optimizer", None), torch.optim.Optimizer)
+    ]
+    if not idle:
+        return []
+    source_lines = rec.statement_lines
+    codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
+    said = []
+    for name, value in idle:
+        optimizer = value.optimizer
+        steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
+        if steps < 2 or any(re.search(rf"\b{re.escape(name)}\.step\b", code) for code in codes):
+            continue
+        opt_name = next((n for n, v in scope.items() if v is optimizer and not n.startswith("_")), "opt")
+        said.append(_report(name, value, optimizer, opt_name, steps, codes))
+    return said
+
+
+def _report(
+    name: str, scheduler: Any, optimizer: torch.optim.Optimizer, opt_name: str, steps: int, codes: list[str]
+) -> Said:
+    kind = type(scheduler).__name__
+    built = _line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
+    stepped = _line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+    lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+    rate = f" at {lr:.4g}" if isinstance(lr, float | int) else ""
+    where = f" at line {built}" if built else ""
+    after = f"{opt_name}.step() (line {stepped})" if stepped else f"{opt_name}.step()"
+    if is_a(scheduler, ReduceLROnPlateau):
+        fix = (
+            f"Call {name}.step(val_loss) once per epoch, after that epoch's {after} calls, with the metric it "
+            "watches (a validation loss)."
+        )
+    elif kind in _PER_BATCH:
+        fix = f"Call {name}.step() right after every {after}: {kind} counts its schedule in optimizer steps."
+    else:
+        fix = (
+            f"Call {name}.step() once per epoch, after that epoch's {after} calls (or after every step, if "
+            "its settings count batches)."
+        )
+    return Said(
+        "lr-scheduler-never-stepped",
+        built,
+        f"{name} is never stepped: the learning rate never changes",
+        f"{name} ({kind}{_settings(scheduler)}) is built{where} and never steps: {opt_name} stepped {steps} "
+        f"times, all{rate}, the rate it started with. A scheduler changes the learning rate only when its "
+        f"step() is called, and nothing calls {name}.step(), so the schedule never happens. Nothing raises.",
+        fix,
+        [],
+    )
+
+
+def _settings(scheduler: Any) -> str:
+    """`` with step_size=5, gamma=0.1``: the settings of ``scheduler`` among :data:`_SETTINGS`."""
+    shown = []
+    for setting in _SETTINGS:
+        value = getattr(scheduler, setting, None)
+        if setting == "milestones" and value is not None:
+            value = sorted(value)
+        if isinstance(value, int | float | list) and not isinstance(value, bool):
+            shown.append(f"{setting}={value:g}" if isinstance(value, float) else f"{setting}={value}")
+    return f" with {', '.join(shown)}" if shown else ""
+
+
+def _line_of(codes: list[str], pattern: re.Pattern[str]) -> int | None:
+    return next((i for i, code in enumerate(codes, 1) if pattern.search(code)), None)

@@ -1,0 +1,274 @@
+"""A snapshot of a model's weights that is the weights themselves (snapshot-shares-weights).
+
+``best_state = model.state_dict()`` when the validation loss is lowest, and
+``model.load_state_dict(best_state)`` after the loop: a state_dict holds the model's own
+tensors, not copies, so every later step changes the "snapshot" too; the load puts the last
+step's weights back into the model they came from, and the best ones are lost. So is a
+list of ``model.state_dict()`` taken along the run (every entry the same tensors), and a
+DQN's ``target_net = policy_net`` (a second name for one model: the target network moves
+with every step, and ``target_net.load_state_dict(policy_net.state_dict())`` copies the model
+into itself). Nothing raises. Told at the end of the run, from the source (which names the
+snapshot and where it is taken and loaded) and from the tensors the snapshot holds: each
+one shares its memory with a parameter or buffer of the model.
+
+Only where an optimizer step runs between the snapshot and its use (the snapshot taken in
+the loop that steps, or above it and loaded below): a state_dict edited and loaded back
+before or after training (model surgery) is not a snapshot.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..source import is_a, is_module, quoted_code
+from ..values import has_storage
+from .kinds import Said
+
+__all__ = ["shared_snapshots"]
+
+_STATE_DICT = re.compile(r"([A-Za-z_][\w.]*)\.state_dict\(\)(?:\.copy\(\))?")
+
+
+def shared_snapshots(
+    scope: dict[str, Any],
+    stepped: set[int],
+    steps: int,
+    raw_lines: Sequence[str],
+    source_lines: Sequence[str],
+) -> list[Said]:
+    """snapshot-shares-weights for the snapshots of ``scope`` (the snippet's globals) that
+    are a model's own tensors; ``stepped``: the ids of the parameters an optimizer stepped,
+    ``steps`` steps in all; ``raw_lines``: the snippet's lines as written, ``source_lines``
+    the same with each statement whole on its lines (quoted)."""
+    source = "\n".join(raw_lines)
+    if "state_dict" not in source:
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    loops = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.While) and _steps(node)
+    ]
+    if not loops:
+        return []
+    said: list[Said] = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and _method(call) == "load_state_dict" and call.args):
+            continue
+        target = _name(call.func)
+        model = scope.get(target) if target else None
+        if not is_module(model) or not any(id(p) in stepped for p in model.parameters()):
+            continue
+        given = call.args[0]
+        if isinstance(given, ast.Call) and _method(given) == "state_dict":
+            other = _name(given.func)
+            if other and other != target and scope.get(other) is model:
+                said.append(_same_model(target or "", other, call.lineno, tree, steps, source_lines))
+        elif isinstance(given, ast.Name) and _holds_only(scope.get(given.id), model):
+            taken = _taken_at(tree, given.id, loops, call.lineno)
+            if taken is not None:
+                key = next(k for k, v in scope[given.id].items() if isinstance(v, torch.Tensor))
+                example = f"{given.id}[{key!r}] is {target}.{key} itself"
+                said.append(
+                    _dict_shared(given.id, target or "", taken, (call.lineno, steps), example, source_lines)
+                )
+    for name, value in list(scope.items()):
+        if is_a(value, list) and not name.startswith("_"):
+            shared = _list_shared(name, value, scope, (stepped, steps), tree, loops, source_lines)
+            if shared is not None:
+                said.append(shared)
+    return said
+
+
+def _steps(loop: ast.For | ast.While) -> bool:
+    """Whether ``loop``'s body calls a ``step()`` (an optimizer's, or a scheduler's)."""
+    return any(isinstance(n, ast.Call) and _method(n) == "step" for n in ast.walk(loop))
+
+
+def _method(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else None
+
+
+def _name(func: ast.expr) -> str | None:
+    """``model`` for ``model.load_state_dict``: the plain name a method is called on."""
+    owner = func.value if isinstance(func, ast.Attribute) else None
+    return owner.id if isinstance(owner, ast.Name) else None
+
+
+def _own_tensors(model: torch.nn.Module) -> set[tuple[int, tuple[int, ...]]]:
+    """Where ``model``'s parameters and buffers live: ``(data_ptr, shape)`` of each."""
+    return {
+        (t.data_ptr(), tuple(t.shape))
+        for t in (*model.parameters(), *model.buffers())
+        if has_storage(t) and t.numel()
+    }
+
+
+def _holds_only(value: object, model: torch.nn.Module) -> bool:
+    """Whether ``value`` is a dict of tensors, every one of them a tensor of ``model``'s own."""
+    if not is_a(value, dict):
+        return False
+    tensors = [t for t in value.values() if isinstance(t, torch.Tensor)]
+    own = _own_tensors(model)
+    return bool(tensors) and all(
+        has_storage(t) and t.numel() and (t.data_ptr(), tuple(t.shape)) in own for t in tensors
+    )
+
+
+def _inside(line: int, loops: list[tuple[int, int]]) -> bool:
+    return any(start <= line <= end for start, end in loops)
+
+
+def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: int) -> int | None:
+    """The line that binds ``name`` to a ``state_dict()`` with a step between it and the
+    load at line ``loaded``: inside a loop that steps, or above one that starts by then."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(n, ast.Call) and _method(n) == "state_dict" for n in ast.walk(node.value)
+        ):
+            continue
+        bound = {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if name not in bound:
+            continue
+        if _inside(node.lineno, loops) or any(node.lineno < start <= loaded for start, _ in loops):
+            return node.lineno
+    return None
+
+
+def _as_copy(code: str | None) -> str | None:
+    """``code`` with its ``model.state_dict()`` (or ``.state_dict().copy()``) deep-copied."""
+    if code is None or not _STATE_DICT.search(code):
+        return None
+    return _STATE_DICT.sub(lambda m: f"copy.deepcopy({m.group(1)}.state_dict())", code, count=1)
+
+
+def _quoted(source_lines: Sequence[str], line: int) -> str:
+    code = quoted_code(source_lines, line)
+    return f"Line {line} ({code})" if code else f"Line {line}"
+
+
+_SHARES = (
+    "a state_dict holds the model's own tensors, not copies of them ({example}), so every optimizer step "
+    "after it changes the snapshot too ({steps} steps ran in all)"
+)
+
+
+def _dict_shared(
+    name: str,
+    model: str,
+    taken: int,
+    loaded_after: tuple[int, int],
+    example: str,
+    source_lines: Sequence[str],
+) -> Said:
+    """The report for dict ``name`` taken at line ``taken`` from ``model``'s state_dict and
+    loaded back at the line ``loaded_after`` gives, after the steps it gives in all;
+    ``example``: one of its tensors that is the model's own."""
+    loaded, steps = loaded_after
+    copied = _as_copy(quoted_code(source_lines, taken, 10_000))
+    shares = _SHARES.format(example=example, steps=steps)
+    return Said(
+        "snapshot-shares-weights",
+        taken,
+        f"{name} is {model}'s live weights, not a copy",
+        f"{_quoted(source_lines, taken)} keeps {model}'s weights in {name}, but {shares}. By the end {name} "
+        f"holds the weights of the last step, whatever step it was taken at, and {model}.load_state_dict({name}) "
+        f"(line {loaded}) loads {model} into itself: nothing is restored. Nothing raises.",
+        "Copy the tensors when you take the snapshot"
+        + (f": {copied} (import copy)" if copied else ": copy.deepcopy(model.state_dict()) (import copy)")
+        + f", or {{k: v.detach().clone() for k, v in {model}.state_dict().items()}}.",
+        [],
+    )
+
+
+def _same_model(
+    target: str, other: str, loaded: int, tree: ast.AST, steps: int, source_lines: Sequence[str]
+) -> Said:
+    alias = next(
+        (
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and {node.value.id} | {t.id for t in node.targets if isinstance(t, ast.Name)} == {target, other}
+        ),
+        None,
+    )
+    line = alias if alias is not None else loaded
+    bound = f"{_quoted(source_lines, alias)} binds" if alias is not None else "The run binds"
+    return Said(
+        "snapshot-shares-weights",
+        line,
+        f"{target} is {other}: one model under two names",
+        f"{bound} a second name to the same model, not a copy: {target} and {other} are one module, so every "
+        f"optimizer step ({steps} ran) changes both, and {target}.load_state_dict({other}.state_dict()) (line "
+        f"{loaded}) copies the model into itself. What {target} computes (a target network's values, a "
+        "teacher's outputs) moves with every step instead of staying fixed between copies. Nothing raises.",
+        f"Make {target} a copy: {target} = copy.deepcopy({other}) (import copy); load_state_dict then "
+        "refreshes it when you mean to.",
+        [],
+    )
+
+
+def _list_shared(
+    name: str,
+    value: list[Any],
+    scope: dict[str, Any],
+    training: tuple[set[int], int],
+    tree: ast.AST,
+    loops: list[tuple[int, int]],
+    source_lines: Sequence[str],
+) -> Said | None:
+    """snapshot-shares-weights for a list of two or more state_dicts of one model that a
+    stepping loop appends to, each of them the model's own tensors; ``None`` otherwise.
+    ``training``: the ids of the parameters an optimizer stepped, and the steps in all."""
+    stepped, steps = training
+    if len(value) < 2 or not all(is_a(v, dict) for v in value):
+        return None
+    model_name, model = next(
+        (
+            (n, m)
+            for n, m in scope.items()
+            if is_module(m) and any(id(p) in stepped for p in m.parameters()) and _holds_only(value[0], m)
+        ),
+        (None, None),
+    )
+    if model is None or not all(_holds_only(v, model) for v in value[1:]):
+        return None
+    appended = next(
+        (
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and _method(node) == "append"
+            and _name(node.func) == name
+            and _inside(node.lineno, loops)
+        ),
+        None,
+    )
+    if appended is None:
+        return None
+    copied = _as_copy(quoted_code(source_lines, appended, 10_000))
+    shares = _SHARES.format(
+        example=f"each entry's tensors are {model_name}'s weights themselves", steps=steps
+    )
+    return Said(
+        "snapshot-shares-weights",
+        appended,
+        f"The {len(value)} state_dicts in {name} are all {model_name}'s live weights",
+        f"{_quoted(source_lines, appended)} keeps {model_name}'s weights in {name} as the run goes, but "
+        f"{shares}. All {len(value)} entries are the same tensors, holding the weights of the last step. "
+        "Nothing raises.",
+        "Copy the tensors when you take each snapshot"
+        + (f": {copied} (import copy)" if copied else ": copy.deepcopy(model.state_dict()) (import copy)")
+        + ".",
+        [],
+    )
