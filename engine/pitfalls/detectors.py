@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from .custom_backward import IgnoredGradients
 from .diverging import LossCourse, diverged_reports
 from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
+from .hook_calls import UNKNOWN, Unknown, guarded, known, nothing
 from .kinds import PITFALL_KINDS
 from .late_retain import LateRetains
 from .modes import (
@@ -70,35 +71,6 @@ _KINDS = frozenset(PITFALL_KINDS)
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
-def _safe(method: Callable[..., None]) -> Callable[..., None]:
-    """Never let a detector's own failure break the user's run (see ``Recorder.observation_failed``)."""
-
-    @functools.wraps(method)
-    def guarded(self: PitfallWatch, *args: Any, **kwargs: Any) -> None:
-        try:
-            method(self, *args, **kwargs)
-        except Exception:
-            self._rec.observation_failed()
-
-    return guarded
-
-
-def _nothing(*args: Any, **kwargs: Any) -> None:
-    return None
-
-
-class _Unknown:
-    """A snippet line not looked up yet (walking the stack costs; most calls report nothing)."""
-
-
-_UNKNOWN = _Unknown()
-
-
-def _known(line: int | _Unknown | None) -> int | None:
-    # called from within the hook that received ``line``, so the snippet is still on the stack
-    return snippet_frame()[1] if isinstance(line, _Unknown) else line
-
-
 def _switched_off(module: nn.Module) -> bool:
     """A dropout of p = 0: the same in either mode."""
     return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
@@ -116,9 +88,9 @@ class PitfallWatch:
         if not enabled:  # every hook the recorder calls does nothing
             for name in dir(type(self)):
                 if name.startswith(("on_", "before_", "after_")):
-                    setattr(self, name, _nothing)
+                    setattr(self, name, nothing)
         self._said: set[tuple[str, int | None]] = set()
-        self._stale = StaleGradients(_known)  # missing-zero-grad
+        self._stale = StaleGradients(known)  # missing-zero-grad
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
         # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
         # class of one that, with gradients on, last ran before the coming step in eval mode
@@ -184,7 +156,7 @@ class PitfallWatch:
 
     # --- ops --------------------------------------------------------------------------
 
-    @_safe
+    @guarded
     def on_op(
         self,
         name: str,
@@ -213,7 +185,7 @@ class PitfallWatch:
             return True
         return is_root and next(named_tensors(module, "_parameters"), None) is not None
 
-    @_safe
+    @guarded
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:
         """Look at a module about to run its forward."""
         grad_on = torch.is_grad_enabled()
@@ -256,23 +228,23 @@ class PitfallWatch:
 
     # --- backward and steps -------------------------------------------------------------
 
-    @_safe
-    def on_backward(self, roots: list[torch.Tensor], line: int | _Unknown | None = _UNKNOWN) -> None:
+    @guarded
+    def on_backward(self, roots: list[torch.Tensor], line: int | Unknown | None = UNKNOWN) -> None:
         """Look at a backward call before it runs (``line``: the backward call's, looked up
         when a report needs it unless given)."""
         loss = self._rec.backward.last_loss
         if loss is not None and not math.isfinite(loss):
-            self._non_finite(f"the loss is {loss}", _known(line), updates=self._rec.training.total_steps)
+            self._non_finite(f"the loss is {loss}", known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
         if self._rec.detail:
             if not self._rec.training.inside_step():  # an LBFGS closure's are step()'s own
-                self._unused.before_backward(_known(line))
+                self._unused.before_backward(known(line))
             self._grad_of_grad.before_backward(roots, (p for p, _ in self._rec.modules.all_params()))
         # step-without-gradients: a backward() from leaves (a loss rewrapped with requires_grad=True)
         self._from_leaf = all(isinstance(r, torch.Tensor) and r.grad_fn is None for r in roots)
 
-    @_safe
+    @guarded
     def on_node_ran(
         self,
         nid: int,
@@ -298,12 +270,12 @@ class PitfallWatch:
         if report is not None:
             self._say("non-finite-gradient", line, *report, nodes=[nid])
 
-    @_safe
+    @guarded
     def on_function_applied(self, cls: type) -> None:
         """Look at custom Function ``cls``, applied by the snippet in a part recorded in full."""
         self._ignored.applied(cls)
 
-    @_safe
+    @guarded
     def before_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` as AccumulateGrad is about to add into its ``.grad``, in a walk
         recorded in full: a gradient left from before an update by hand (hand_updates.py), or
@@ -313,29 +285,29 @@ class PitfallWatch:
             return  # with an optimizer, its steps judge (stale_grads.py)
         tid = self._rec.tensors.known(leaf)
         name = self._rec.tensors.names.get(tid, "the leaf") if tid is not None else "the leaf"
-        line = _known(_UNKNOWN)
+        line = known(UNKNOWN)
         self._say("missing-zero-grad", line, *left_in_grad_by_hand(name, line, self._rec.statement_lines))
 
-    @_safe
+    @guarded
     def after_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
         numbers = self._grad_of_grad.added(leaf)
         if numbers is not None or self._grad_of_grad.pending(leaf):
             tid = self._rec.tensors.known(leaf)
             name = (self._rec.tensors.names.get(tid) if tid is not None else None) or "x"
-            self._say("grad-of-grad-accumulated", _known(_UNKNOWN), *grad_of_grad_added(name, numbers))
+            self._say("grad-of-grad-accumulated", known(UNKNOWN), *grad_of_grad_added(name, numbers))
         if not self._rec.training.total_steps:  # once an optimizer steps, its steps judge
             self._hand_updates.accumulated(leaf)
 
-    @_safe
-    def after_backward(self, line: int | _Unknown | None = _UNKNOWN) -> None:
+    @guarded
+    def after_backward(self, line: int | Unknown | None = UNKNOWN) -> None:
         """Look at a backward call that returned: mark the gradients it added into that a
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
         if self._rec.detail and not self._rec.training.inside_step():
-            self._unused.after_backward((p for p, _ in self._rec.modules.all_params()), _known(line))
+            self._unused.after_backward((p for p, _ in self._rec.modules.all_params()), known(line))
 
-    @_safe
+    @guarded
     def on_optimizer_step(
         self,
         opt: torch.optim.Optimizer,
@@ -399,7 +371,7 @@ class PitfallWatch:
             updates = self._rec.training.total_steps - 1
             self._non_finite(f"the gradient norm is {grad_norm}", line, updates=updates, step=step, opt=opt)
 
-    @_safe
+    @guarded
     def on_clip(self, function: str) -> None:
         """Look at a call of ``function`` (``clip_grad_norm_``, ``clip_grad_value_``) as it starts."""
         last = self._last_step
@@ -417,7 +389,7 @@ class PitfallWatch:
         if piled is not None:
             self._say("hook-registered-in-loop", line, *piled)
 
-    @_safe
+    @guarded
     def on_retain_grad(self, tensor: torch.Tensor, line: int | None) -> None:
         """Look at ``tensor.retain_grad()`` just run from snippet line ``line``."""
         if tensor.grad_fn is not None:
@@ -492,7 +464,7 @@ class PitfallWatch:
 
     # --- the end of the run -----------------------------------------------------------
 
-    @_safe
+    @guarded
     def on_finish(self, scope: dict[str, Any]) -> None:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         rec = self._rec
