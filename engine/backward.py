@@ -30,7 +30,7 @@ import torch
 
 from .dispatch import modes_aside
 from .source import SNIPPET_FILENAME, snippet_frame
-from .values import same_elements_key
+from .values import same_elements_key, shape_list
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -196,7 +196,7 @@ class BackwardTracker:
             # the same elements seen through another view (a transpose): same statistics.
             # Only while the tensor first described is alive: once it is freed, the
             # allocator may hand its memory (same address, size, version 0) to a new one.
-            value: dict[str, Any] | None = {**block[1], "shape": list(g.shape)}
+            value: dict[str, Any] | None = {**block[1], "shape": shape_list(g)}
         else:
             value = rec.value_or_none(g)
             if key is not None and value is not None:

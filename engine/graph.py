@@ -29,7 +29,7 @@ import torch
 
 from .memory import SavedBy, SavedMemory, saved_source
 from .tensors import dtype_name
-from .values import has_storage
+from .values import has_storage, shape_list
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -265,11 +265,14 @@ class GraphRecorder:
 
 
 def _grad_shapes(node: Any) -> list[list[int]] | None:
-    """The shape of each gradient ``node`` receives, from what autograd keeps to check them."""
+    """The shape of each gradient ``node`` receives, from what autograd keeps to check them;
+    ``None`` where one has no shape of ints (a nested tensor's)."""
     try:
-        return [list(meta.shape) for meta in node._input_metadata]
+        shapes = [list(meta.shape) for meta in node._input_metadata]
     except (AttributeError, RuntimeError, TypeError):  # a nested tensor's shape, an older PyTorch
         return None
+    # a jagged nested tensor's ragged dimension is a symbol (j1), which no trace can hold
+    return shapes if all(type(d) is int for shape in shapes for d in shape) else None
 
 
 def _saved_input_itself(
@@ -298,7 +301,7 @@ def _by_storage(
     inputs, in_ids, outputs, out_ids = op_tensors
     for tensors, ids, is_output in ((inputs, in_ids, False), (outputs, out_ids, True)):
         for t, tid in zip(tensors, ids, strict=False):
-            if t.layout is _STRIDED and has_storage(t):
+            if t.layout is _STRIDED and not t.is_nested and has_storage(t):
                 found.setdefault(t.data_ptr(), []).append(((t.shape, t.is_conj()), tid, is_output))
     return found
 
@@ -311,7 +314,7 @@ def _match_by_storage(
     An in-place op's input and output share their storage: a saved ``result`` names the
     output (the new version), any other saved tensor the input.
     """
-    if value.layout is not _STRIDED or not has_storage(value):
+    if value.layout is not _STRIDED or value.is_nested or not has_storage(value):
         return None
     look = (value.shape, value.is_conj())
     found = None
@@ -328,7 +331,7 @@ def _describe_saved_tensor(name: str, value: torch.Tensor, tid: int | None) -> d
     return {
         "name": name,
         "tensor": tid,
-        "shape": list(value.shape),
+        "shape": shape_list(value),
         "dtype": dtype_name(value.dtype),
         "bytes": value.numel() * value.element_size(),
         "scalar": None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, snippet_frame, snippet_frames
-from .values import has_storage, same_view, to_value
+from .values import has_storage, same_view, shape_list, to_value
 
 if TYPE_CHECKING:
     from torch.autograd.graph import Node
@@ -373,10 +373,7 @@ class TensorTable:
             self._leaves.append(tid)
         dtype = t.dtype
         device = t.device
-        try:
-            shape = list(t.shape)
-        except RuntimeError:  # a nested tensor has no one shape
-            shape = []
+        shape = shape_list(t)
         rec.emit(
             {
                 "type": "tensor",

@@ -46,6 +46,7 @@ __all__ = [
     "holds_non_finite",
     "same_elements_key",
     "same_view",
+    "shape_list",
     "to_value",
 ]
 
@@ -108,7 +109,7 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         # quantized, nested, fake or otherwise unreadable tensors: describe, never fail the run
         try:
-            return _empty_summary(list(t.shape), t.numel())
+            return _empty_summary(shape_list(t), t.numel())
         except (RuntimeError, TypeError, ValueError, NotImplementedError):
             return _empty_summary([], 0)  # a nested tensor has neither one shape nor a size
 
@@ -156,7 +157,7 @@ def _empty_summary(shape: list[int], n: int, nan: int = 0, inf: int = 0) -> dict
 
 
 def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
-    shape = list(t.shape)
+    shape = shape_list(t)
     if t.layout is not _STRIDED or t.is_meta or n == 0:
         return _empty_summary(shape, n)
     # a detached alias: the reductions below build no graph, so no grad-mode switch is needed
@@ -270,6 +271,15 @@ def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
         )
     except (RuntimeError, NotImplementedError):
         return False
+
+
+def shape_list(t: torch.Tensor) -> list[int]:
+    """``t``'s shape as a list of ints, as a trace holds it; ``[]`` for a nested tensor, which
+    has no one shape (a strided one raises on ``.shape``, a jagged one's ragged dimension is a
+    symbol, not a number, and would fail the trace's schema)."""
+    if t.is_nested:
+        return []
+    return list(t.shape)
 
 
 def has_storage(t: torch.Tensor) -> bool:

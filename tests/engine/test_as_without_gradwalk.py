@@ -338,8 +338,9 @@ def test_a_view_made_under_no_grad_whose_base_then_changed_does_not_stop_the_rec
     assert q.final_grads(trace)["W"] == [3.0, 3.0, 3.0, 3.0]  # flat, as a trace holds values
 
 
-def test_a_nested_tensor_is_counted_unrecorded_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    # it has no one shape and no size: record() raised reading its value at the run's end
+def test_a_nested_tensor_is_recorded_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # it has no one shape and no size: record() raised reading its value at the run's end, and
+    # later its saved-tensor description went unrecorded (tests/engine/test_fidelity_hunt47.py)
     from engine import recorder as recorder_module
 
     monkeypatch.setattr(recorder_module, "STRICT", False)
@@ -351,7 +352,7 @@ def test_a_nested_tensor_is_counted_unrecorded_and_the_run_goes_on(monkeypatch: 
         )
     finished = q.events_of(trace, "run_finished")[0]
     assert finished.status == "ok" and q.stdout(trace).endswith("True\n")
-    assert finished.counts.unrecorded >= 1
+    assert finished.counts.unrecorded == 0
 
 
 def test_an_argument_that_refuses_iteration_loses_its_op_record_not_the_run(
