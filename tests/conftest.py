@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +86,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+# NOTE [Playwright's loop and the other tests]: a test process that has run a browser test
+# keeps Playwright's sync API for the rest of the session, and with it an event loop marked
+# running on the main thread. There `asyncio.run` refuses to start ("cannot be called from a
+# running event loop"), and code that asks for the running loop (a room saving later rather
+# than at once) is handed Playwright's, which never runs it. pytest-xdist can give a worker a
+# server or runner test after a browser test, so every other test runs, fixtures included,
+# with that mark set aside.
+
+
+@contextlib.contextmanager
+def _outside_playwrights_loop(item: pytest.Item) -> Iterator[None]:
+    loop = asyncio.events._get_running_loop()
+    if loop is None or "browser" in getattr(item, "fixturenames", ()):
+        yield
+        return
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(loop)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _outside_playwrights_loop(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _outside_playwrights_loop(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    with _outside_playwrights_loop(item):
+        yield
