@@ -75,8 +75,8 @@ class OpChecks:
             if misread is not None:
                 self._say("attention-mask-misread", line, *misread)
             return
-        if not isinstance(result, torch.Tensor):
-            return
+        if not isinstance(result, torch.Tensor) or result.is_nested:
+            return  # (a nested tensor has no one shape for the detectors below to read)
         if name in MAKER_OPS:
             self._loss_inputs.made(name, args, kwargs or {}, result, line)
             return

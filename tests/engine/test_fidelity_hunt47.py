@@ -90,6 +90,22 @@ def test_a_strided_nested_tensors_ops_keep_their_nodes() -> None:
     assert "MulBackward0" in q.node_names(trace).values()
 
 
+def test_two_nested_tensors_multiplied_meet_no_detector_that_reads_a_shape() -> None:
+    # `h * h` is an op the pitfall detectors watch (broadcast-in-loss read both operands'
+    # .shape): the op went unrecorded, and raised in the snippet under GRADWALK_STRICT
+    source = (
+        "import torch\n"
+        "a = torch.randn(2, 3, requires_grad=True)\n"
+        "b = torch.randn(4, 3, requires_grad=True)\n"
+        "h = torch.nested.as_nested_tensor([a, b]) * 2\n"
+        "sq = h * h\n"
+        "parts = sq.unbind()\n"
+        "(parts[0].sum() + parts[1].sum()).backward()\n"
+        "print(a.grad.tolist(), b.grad.tolist())\n"
+    )
+    _assert_as_plain(source, leaves=("a", "b"))
+
+
 def test_a_jagged_nested_tensor_records_a_valid_trace() -> None:
     # the ragged dimension of a jagged tensor's shape is a symbol (j1), not an int: it went
     # into tensor, saved-tensor, gradient and (chunk's several outputs) grad_shapes events,
