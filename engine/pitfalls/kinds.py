@@ -37,6 +37,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "reshape-instead-of-permute",
     "broadcast-in-loss",
     "broadcast-in-comparison",
+    "probability-thresholded-at-zero",
     "attention-mask-misread",
     "probabilities-into-cross-entropy",
     "nll-loss-without-log-softmax",

@@ -71,6 +71,12 @@ class LossInputs:
             return None
         return entry[1], entry[2], entry[3]
 
+    def maker_of(self, t: object) -> tuple[str, int | None] | None:
+        """The op (softmax, log_softmax or sigmoid) that made ``t`` and its line, if ``t`` is a
+        remembered output."""
+        found = self._maker(t)
+        return (found[0], found[1]) if found else None
+
     def check(
         self, loss: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
     ) -> Report | None:

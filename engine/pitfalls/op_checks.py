@@ -23,6 +23,7 @@ from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .running_totals import ADD_OPS, RunningTotals
+from .thresholds import THRESHOLD_OPS, thresholded_at_zero
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -39,6 +40,7 @@ WATCHED_OPS = (
     | DROPOUT_OPS
     | ATTENTION_OPS
     | RESHAPE_OPS
+    | THRESHOLD_OPS
 )
 
 
@@ -112,6 +114,12 @@ class OpChecks:
             return
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
+        if name in THRESHOLD_OPS:
+            maker = self._loss_inputs.maker_of(args[0]) if args else None
+            at_zero = thresholded_at_zero(args, result, maker, line, self._rec.statement_lines, frame)
+            if at_zero is not None:
+                self._say("probability-thresholded-at-zero", line, *at_zero)
+            return
         if name in COMPARISON_OPS:
             compared = broadcast_in_comparison(args, result, self._rec.statement_lines, line)
             if compared is not None:
