@@ -11,11 +11,15 @@ no error. ``permute`` (or ``transpose``) moves the axes.
 
 Told at the op: a ``view``/``reshape`` of floating-point data written on the snippet's line,
 whose result has the same number of dimensions (three or more) and the same sizes as its
-input, in another order, once the sizes of 1 (which can move freely) are left out.
+input, in another order, once the sizes of 1 (which can move freely) are left out. Not where
+a size the call writes at a moved place divides (``x.view(B, T // 2, 2 * D)``: neighbouring
+frames or tokens stacked, a regrouping whose sizes only happen to match the input's in
+another order, as toy sizes often do).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Sequence
@@ -56,6 +60,8 @@ def axes_reordered(
     called = _CALLED.search(code or "")
     if code is None or called is None:
         return None  # a view inside a library's code, called from this line
+    if _regrouped(code, before, after):
+        return None
     order = _permutation(before, after)
     name = find_name(given, frame) or _receiver(code[: called.start()]) or "the input"
     out = _assigned(code) or "the result"
@@ -74,6 +80,42 @@ def axes_reordered(
         + (f": {fixed}" if fixed else f" in place of the {op}")
         + " (add .contiguous() before a later view).",
     )
+
+
+def _regrouped(code: str, before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """Whether every reshape call written in ``code`` with ``len(after)`` sizes divides at a
+    place whose size changed (``T // 2`` where ``before`` and ``after`` differ): sizes
+    computed to regroup the numbers, not an axis order written out."""
+    moved = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a]
+    verdicts = []
+    for found in _CALLED.finditer(code):
+        sizes = _sizes_written(_call_text(code, found))
+        if sizes is not None and len(sizes) == len(after):
+            verdicts.append(
+                any(
+                    isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv | ast.Div)
+                    for i in moved
+                    for n in ast.walk(sizes[i])
+                )
+            )
+    return bool(verdicts) and all(verdicts)
+
+
+def _sizes_written(call: str | None) -> list[ast.expr] | None:
+    """The size expressions of a reshape call's text (``.view(B, T // 2, -1)``,
+    ``torch.reshape(x, (T, B, F))``); ``None`` where they are not written out one by one."""
+    if call is None:
+        return None
+    try:
+        parsed = ast.parse("_" + call if call.startswith(".") else call, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(parsed, ast.Call) or parsed.keywords:
+        return None
+    args = parsed.args[1:] if call.startswith("torch.") else parsed.args
+    if len(args) == 1 and isinstance(args[0], ast.Tuple | ast.List):
+        args = list(args[0].elts)
+    return None if any(isinstance(a, ast.Starred) for a in args) else list(args)
 
 
 def _permutation(before: tuple[int, ...], after: tuple[int, ...]) -> list[int]:

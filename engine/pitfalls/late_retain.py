@@ -6,7 +6,9 @@ through ``y``, it keeps nothing: ``y.grad`` stays ``None``, with no warning (the
 non-leaf's ``.grad`` is what the call silences). Told at the end of the run, at the
 ``retain_grad()`` line, when the tensor's node had run in a walk recorded in full before the
 call and no later walk ran it again (a second ``backward()`` through a retained graph would
-fill ``.grad``, and is not told).
+fill ``.grad``, and is not told), unless an earlier ``retain_grad()`` on it came before that
+walk (a call repeated after backward, in a loop or to be sure, changes nothing: ``.grad`` is
+filled).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class LateRetains:
     def __init__(self) -> None:
         self._ran: dict[int, int | None] = {}  # node id -> the line that made it, once run
         self._late: dict[int, _Late] = {}  # by node id, until a walk runs it again
+        self._retained: set[int] = set()  # node ids whose retain_grad() came before any walk ran them
 
     def ran(self, nid: int, line: int | None) -> None:
         """Node ``nid``, made at ``line``, ran in a recorded backward walk."""
@@ -41,8 +44,12 @@ class LateRetains:
     def called(self, nid: int | None, name: str | None, line: int | None) -> None:
         """``retain_grad()`` was called at ``line`` on a tensor that is not a leaf, named
         ``name``, whose ``grad_fn`` is node ``nid`` (None: not recorded)."""
-        if nid is not None and nid in self._ran:
+        if nid is None or nid in self._retained:
+            return
+        if nid in self._ran:
             self._late[nid] = _Late(name or "the tensor", line, self._ran[nid])
+        else:
+            self._retained.add(nid)
 
     def reports(self, source_lines: list[str]) -> list[tuple[int | None, str, str, str]]:
         """``(line, title, message, fix)`` of each call no later walk made good, at the end of

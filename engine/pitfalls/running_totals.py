@@ -25,17 +25,28 @@ step recorded in full) may be two adds long. Two adds made across an optimizer s
 enough: a total that outlives a step keeps the graphs of two iterations linked, which no
 loss built for one backward does (a sequence loss, a loss of several terms, a residual
 stack are summed within one iteration).
+
+NOTE [Sums that are no running total]
+Two chains of adds at one line are not told. One whose line an earlier chain's backward
+walked: the line builds losses for backward (truncated BPTT's ``chunk_loss = chunk_loss +
+…``, backward every k steps, then reset), and a last partial chunk left unused is no total
+of the run. And one made by a statement that cannot carry a total from one run of it to the
+next: a call of builtin ``sum`` with no ``+=``, no ``.add_(…)``, no assignment that reads its
+own target (``wnorm = sum(p.norm() for p in model.parameters())`` for a log: ``sum`` adds the
+terms within one run of the line, and the next run starts again).
 """
 
 from __future__ import annotations
 
+import ast
+import linecache
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import torch
 
-from ..source import is_a
+from ..source import SNIPPET_FILENAME, is_a
 from ..tensors import autograd_of
 
 __all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
@@ -109,13 +120,15 @@ class RunningTotals:
         self._saved_bytes = saved_bytes
         self._steps = steps
         self._totals: dict[int, _RunningTotal] = {}  # by line
+        self._walked_lines: set[int] = set()  # lines an earlier chain of which a backward walked
+        self._carries: dict[int, bool] = {}  # by line: whether its statement can carry a total
 
     def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
         """Look at one add (a name in :data:`ADD_OPS`) that made ``result`` at ``line``."""
         facts = autograd_of(result) if result.requires_grad else None
         if facts is None or facts[0] is None:  # no graph (or PyTorch will not say)
             return
-        if line is None:
+        if line is None or not self._can_carry(line):
             return
         made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
         entry = self._totals.get(line)
@@ -130,6 +143,8 @@ class RunningTotals:
         else:
             if entry is not None:
                 entry.unhook()
+                if entry.walked:
+                    self._walked_lines.add(line)
             entry = self._totals[line] = _RunningTotal(result, made, saved, self._steps())
         made.metadata[_TOTAL_KEY] = (line, entry.length)
 
@@ -148,9 +163,54 @@ class RunningTotals:
                 length = later
                 end = max(end, self._saved_bytes())
             outlived_a_step = length >= 2 and entry.latest_step != entry.first_step
-            if (length < 3 and not outlived_a_step) or entry.walked:
+            if (length < 3 and not outlived_a_step) or entry.walked or line in self._walked_lines:
                 continue
             yield AccumulatedTotal(line, length, start, end, length < 3)
+
+    def _can_carry(self, line: int) -> bool:
+        """Whether the statement at snippet ``line`` can carry a total from one run of it to the
+        next (NOTE [Sums that are no running total]); True where its source cannot be read."""
+        if line not in self._carries:
+            self._carries[line] = _statement_carries(linecache.getlines(SNIPPET_FILENAME), line)
+        return self._carries[line]
+
+
+def _statement_carries(lines: list[str], line: int) -> bool:
+    """Whether the innermost statement of ``lines`` (the snippet's) at ``line`` may carry a
+    total from one run of it to the next: False only for one that calls builtin ``sum`` and
+    neither adds in place (``+=``, ``.add_(…)``) nor assigns a target its value reads
+    (``total = sum([total, loss])``); True where the source cannot be read."""
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return True
+    blocks = ast.For | ast.While | ast.If | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef
+    covering = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt)
+        and not isinstance(node, blocks)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    if not covering:
+        return True
+    statement = max(covering, key=lambda node: node.lineno)
+    inside = list(ast.walk(statement))
+    sums = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "sum" for n in inside
+    )
+    if not sums or not isinstance(statement, ast.Assign | ast.AnnAssign | ast.Expr):
+        return True
+    if any(isinstance(n, ast.Attribute) and n.attr in ("add_", "__iadd__") for n in inside):
+        return True
+    targets = statement.targets if isinstance(statement, ast.Assign) else getattr(statement, "target", None)
+    written = {
+        ast.dump(n).replace("ctx=Store()", "ctx=Load()")
+        for t in (targets if isinstance(targets, list) else [targets] if targets is not None else [])
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name | ast.Attribute | ast.Subscript)
+    }
+    return statement.value is not None and any(ast.dump(n) in written for n in ast.walk(statement.value))
 
 
 def _links_past_mark(line: int, tensors: list[torch.Tensor]) -> int | None:

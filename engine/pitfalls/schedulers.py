@@ -6,7 +6,10 @@ run trains at the rate it started with, the decay (or warm-up, or cycle) never h
 nothing raises. Told at the end of the run, at the line that builds it: a scheduler the
 snippet holds that never stepped (its ``last_epoch`` still 0) while its optimizer stepped at
 least twice, where the source names no ``step`` of it (a ``sched.step()`` that exists but did
-not run, under an ``if`` never true, is another story).
+not run, under an ``if`` never true, is another story). Left alone: a scheduler that another
+one the snippet holds steps for it (a ``SequentialLR``'s or ``ChainedScheduler``'s part, whose
+``last_epoch`` is 0 right at a milestone), and one built after its optimizer's last step (a
+scheduler made only to be saved with a checkpoint, for the next stage).
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         and getattr(value, "last_epoch", None) == 0
         and is_a(getattr(value, "optimizer", None), torch.optim.Optimizer)
     ]
+    parts = {
+        id(part)
+        for value in list(scope.values())
+        if is_a(value, LRScheduler)
+        for part in getattr(value, "_schedulers", None) or ()
+    }
+    idle = [(name, value) for name, value in idle if id(value) not in parts and not _built_after_steps(value)]
     if not idle:
         return []
     source_lines = rec.statement_lines
@@ -58,6 +68,15 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         opt_name = next((n for n, v in scope.items() if v is optimizer and not n.startswith("_")), "opt")
         said.append(_report(name, value, optimizer, opt_name, steps, codes))
     return said
+
+
+def _built_after_steps(scheduler: Any) -> bool:
+    """Whether no step of ``scheduler``'s optimizer ran since it was built: an ``LRScheduler``
+    wraps its optimizer's ``step`` to set ``_opt_called`` on each call (PyTorch's own check
+    that ``optimizer.step()`` comes first), so the flag still unset means none did."""
+    optimizer = scheduler.optimizer
+    wrapped = getattr(optimizer.step, "_wrapped_by_lr_sched", False)
+    return bool(wrapped) and not getattr(optimizer, "_opt_called", False)
 
 
 def _report(

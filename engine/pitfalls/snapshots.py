@@ -13,7 +13,10 @@ one shares its memory with a parameter or buffer of the model.
 
 Only where an optimizer step runs between the snapshot and its use (the snapshot taken in
 the loop that steps, or above it and loaded below): a state_dict edited and loaded back
-before or after training (model surgery) is not a snapshot.
+before or after training (model surgery), or in the same block with no step between the two
+(a pruning mask or a weight clip applied through it after each step), is not a snapshot; nor
+is a list of the state_dicts of several models (k-fold or ensemble members, each trained
+from scratch), even where one module holds them all.
 """
 
 from __future__ import annotations
@@ -65,20 +68,25 @@ def shared_snapshots(
             continue
         target = _name(call.func)
         model = scope.get(target) if target else None
-        if not is_module(model) or not any(id(p) in stepped for p in model.parameters()):
+        if not is_module(model):
             continue
+        trained = any(id(p) in stepped for p in model.parameters())
         given = call.args[0]
         if isinstance(given, ast.Call) and _method(given) == "state_dict":
             other = _name(given.func)
-            if other and other != target and scope.get(other) is model:
+            if trained and other and other != target and scope.get(other) is model:
                 said.append(_same_model(target or "", other, call.lineno, tree, steps, source_lines))
-        elif isinstance(given, ast.Name) and _holds_only(scope.get(given.id), model):
-            taken = _taken_at(tree, given.id, loops, call.lineno)
-            if taken is not None:
+        elif isinstance(given, ast.Name):
+            owner = target if trained and _holds_only(scope.get(given.id), model) else None
+            owner = owner or _owner(scope, scope.get(given.id), stepped, model)
+            taken = _taken_at(tree, given.id, loops, call.lineno) if owner else None
+            if owner and taken is not None:
                 key = next(k for k, v in scope[given.id].items() if isinstance(v, torch.Tensor))
-                example = f"{given.id}[{key!r}] is {target}.{key} itself"
+                example = f"{given.id}[{key!r}] is {owner}.{key} itself"
                 said.append(
-                    _dict_shared(given.id, target or "", taken, (call.lineno, steps), example, source_lines)
+                    _dict_shared(
+                        given.id, (owner, target or ""), taken, (call.lineno, steps), example, source_lines
+                    )
                 )
     for name, value in list(scope.items()):
         if is_a(value, list) and not name.startswith("_"):
@@ -86,6 +94,23 @@ def shared_snapshots(
             if shared is not None:
                 said.append(shared)
     return said
+
+
+def _owner(scope: dict[str, Any], value: object, stepped: set[int], loaded: object) -> str | None:
+    """The name of the module of ``scope`` other than ``loaded`` (the one the snapshot is loaded
+    into) whose own tensors ``value`` holds, and that an optimizer stepped: the snapshot of
+    ``best_state = model.state_dict()`` loaded into a fresh ``final`` model. The smallest such
+    module (not one that wraps it)."""
+    owners = [
+        (sum(1 for _ in module.parameters()), name)
+        for name, module in list(scope.items())
+        if not name.startswith("_")
+        and is_module(module)
+        and module is not loaded
+        and any(id(p) in stepped for p in module.parameters())
+        and _holds_only(value, module)
+    ]
+    return min(owners)[1] if owners else None
 
 
 def _steps(loop: ast.For | ast.While) -> bool:
@@ -123,6 +148,15 @@ def _holds_only(value: object, model: torch.nn.Module) -> bool:
     )
 
 
+def _tensors_of(state: dict[str, Any]) -> set[tuple[int, tuple[int, ...]]]:
+    """Where the tensors of ``state`` (a dict of them) live: ``(data_ptr, shape)`` of each."""
+    return {
+        (t.data_ptr(), tuple(t.shape))
+        for t in state.values()
+        if isinstance(t, torch.Tensor) and has_storage(t)
+    }
+
+
 def _inside(line: int, loops: list[tuple[int, int]]) -> bool:
     return any(start <= line <= end for start, end in loops)
 
@@ -138,9 +172,44 @@ def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: in
         bound = {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
         if name not in bound:
             continue
+        if _edited_in_place(tree, node, loaded):
+            continue
         if _inside(node.lineno, loops) or any(node.lineno < start <= loaded for start, _ in loops):
             return node.lineno
     return None
+
+
+def _edited_in_place(tree: ast.AST, taken: ast.stmt, loaded: int) -> bool:
+    """Whether the statement ``taken`` is followed in its own block by the statement that
+    holds the load at line ``loaded``, with no ``step()`` called between them: the state_dict
+    is edited and loaded back at once (a mask, a clip), never a snapshot of an earlier step."""
+    for block in _blocks(tree):
+        if taken not in block:
+            continue
+        after = block[block.index(taken) + 1 :]
+        holder = next(
+            (i for i, stmt in enumerate(after) if stmt.lineno <= loaded <= (stmt.end_lineno or stmt.lineno)),
+            None,
+        )
+        if holder is None:
+            return False
+        return not any(
+            isinstance(n, ast.Call) and _method(n) == "step" and n.lineno < loaded
+            for stmt in after[: holder + 1]
+            for n in ast.walk(stmt)
+        )
+    return False
+
+
+def _blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Every list of statements in ``tree``: bodies, ``else`` and ``finally`` blocks."""
+    found: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found.append(block)
+    return found
 
 
 def _as_copy(code: str | None) -> str | None:
@@ -163,25 +232,30 @@ _SHARES = (
 
 def _dict_shared(
     name: str,
-    model: str,
+    models: tuple[str, str],
     taken: int,
     loaded_after: tuple[int, int],
     example: str,
     source_lines: Sequence[str],
 ) -> Said:
-    """The report for dict ``name`` taken at line ``taken`` from ``model``'s state_dict and
-    loaded back at the line ``loaded_after`` gives, after the steps it gives in all;
-    ``example``: one of its tensors that is the model's own."""
-    loaded, steps = loaded_after
+    """The report for dict ``name`` taken at line ``taken`` from the state_dict of the first
+    of ``models`` and loaded into the second at the line ``loaded_after`` gives, after the
+    steps it gives in all; ``example``: one of its tensors that is the model's own."""
+    (model, into), (loaded, steps) = models, loaded_after
     copied = _as_copy(quoted_code(source_lines, taken, 10_000))
     shares = _SHARES.format(example=example, steps=steps)
+    load = f"{into}.load_state_dict({name}) (line {loaded})"
+    outcome = (
+        f"{load} loads {model} into itself: nothing is restored"
+        if into == model
+        else f"{load} gives {into} the weights of {model}'s last step, not those of the step it was taken at"
+    )
     return Said(
         "snapshot-shares-weights",
         taken,
         f"{name} is {model}'s live weights, not a copy",
         f"{_quoted(source_lines, taken)} keeps {model}'s weights in {name}, but {shares}. By the end {name} "
-        f"holds the weights of the last step, whatever step it was taken at, and {model}.load_state_dict({name}) "
-        f"(line {loaded}) loads {model} into itself: nothing is restored. Nothing raises.",
+        f"holds the weights of the last step, whatever step it was taken at, and {outcome}. Nothing raises.",
         "Copy the tensors when you take the snapshot"
         + (f": {copied} (import copy)" if copied else ": copy.deepcopy(model.state_dict()) (import copy)")
         + f", or {{k: v.detach().clone() for k, v in {model}.state_dict().items()}}.",
@@ -241,8 +315,9 @@ def _list_shared(
         ),
         (None, None),
     )
-    if model is None or not all(_holds_only(v, model) for v in value[1:]):
-        return None
+    first = _tensors_of(value[0])
+    if model is None or not all(_holds_only(v, model) and _tensors_of(v) == first for v in value[1:]):
+        return None  # several models' state_dicts (k-fold, ensemble members): each its own
     appended = next(
         (
             node.lineno
