@@ -38,7 +38,7 @@ from .modes import (
 )
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
-from .no_gradients import no_gradients_explained
+from .no_gradients import no_gradients_explained, previews_a_schedule
 from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
 from .op_checks import OpChecks
 from .parameters import parameter_reports
@@ -359,7 +359,11 @@ class PitfallWatch:
             lr if isinstance(lr, float | int) else None,
             line,
         )
-        if params and all(p.grad is None for p in params):
+        if (
+            params
+            and all(p.grad is None for p in params)
+            and not previews_a_schedule(opt, params, self._name)
+        ):
             self._step_without_gradients(line)
         if grad_norm is not None and not math.isfinite(grad_norm):
             # backward made them non-finite from a finite loss, in a walk no node of which was read
@@ -405,6 +409,10 @@ class PitfallWatch:
             line,
             *clip_got_no_parameters(function, name, line, self._rec.source_lines),
         )
+
+    def _name(self, t: torch.Tensor) -> str | None:
+        tid = self._rec.tensors.known(t)
+        return self._rec.tensors.names.get(tid) if tid is not None else None
 
     def _step_without_gradients(self, line: int | None) -> None:
         """A step none of whose parameters had a ``.grad``: it skipped them all. Not where the

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..explain_cut import cut_before
 from ..source import line_matching, quoted_code
 
-__all__ = ["no_gradients_explained"]
+__all__ = ["no_gradients_explained", "previews_a_schedule"]
 
 _ZERO_GRAD_CALL = re.compile(r"\bzero_grad\(")
 _BACKWARD_OF = re.compile(r"([A-Za-z_][\w.]*)\.backward\(")
@@ -198,3 +199,12 @@ def _backward_after(step_line: int | None, source_lines: list[str]) -> tuple[int
         if code and _BACKWARD_OF.search(code):
             return at, code
     return None
+
+
+def previews_a_schedule(opt: Any, params: Sequence[Any], name_of: Callable[[Any], str | None]) -> bool:
+    """Whether ``opt`` only drives a learning-rate schedule: a scheduler wraps its ``step``
+    (PyTorch marks the wrapper), and none of its ``params`` has a name in the snippet
+    (``torch.optim.SGD([torch.zeros(1, requires_grad=True)])``, made to plot OneCycleLR's
+    rates: its steps find no gradient on purpose). ``name_of``: a tensor's name, or None."""
+    wrapped = getattr(getattr(opt, "step", None), "_wrapped_by_lr_sched", False)
+    return bool(wrapped) and all(name_of(p) is None for p in params)

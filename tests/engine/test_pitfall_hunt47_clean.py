@@ -328,3 +328,30 @@ for epoch in range(3):
 
 def test_a_total_of_loss_times_batch_size_reset_each_epoch_is_still_said() -> None:
     the_pitfall(EPOCH_TOTAL_TIMES_SIZE, "loss-tensor-accumulated", 11)
+
+
+_PREVIEW = """import torch
+
+# plot OneCycleLR's rates on a throwaway optimizer before training
+dummy = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+preview = torch.optim.lr_scheduler.OneCycleLR(dummy, max_lr=0.1, total_steps=10)
+lrs = []
+for _ in range(9):
+    dummy.step()
+    preview.step()
+    lrs.append(preview.get_last_lr()[0])
+print([round(v, 4) for v in lrs[:3]])
+"""
+
+
+def test_an_optimizer_that_only_drives_a_schedule_preview_is_not_said_to_step_without_gradients() -> None:
+    recorded_silently(_PREVIEW)
+
+
+def test_a_named_parameter_stepped_under_a_scheduler_without_backward_is_still_said() -> None:
+    # the same loop over a parameter the snippet names: a training loop missing its backward()
+    source = _PREVIEW.replace(
+        "dummy = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)",
+        "w = torch.zeros(1, requires_grad=True)\ndummy = torch.optim.SGD([w], lr=0.1)\nloss = (w - 3) ** 2",
+    )
+    the_pitfall(source, "step-without-gradients", 10)
