@@ -69,6 +69,31 @@ def _run_as_main(source: str, filename: str) -> None:
         sys.modules["__main__"] = host
 
 
+def run_plain(
+    source: str, seed: int | None = 0
+) -> tuple[str, tuple[str, str, int | None] | None, dict[str, Any]]:
+    """Run ``source`` without gradwalk, seeded as gradwalk seeds it (unless ``seed`` is None):
+    what it printed, the exception that escaped it (type name, message, the snippet's line)
+    or ``None``, and its module namespace."""
+    out = io.StringIO()
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    error = None
+    if seed is not None:
+        torch.manual_seed(seed)
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(compile(source, "plain.py", "exec"), scope)
+        except Exception as exc:  # the snippet's own error, whatever it is
+            line = None
+            tb = exc.__traceback__
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == "plain.py":
+                    line = tb.tb_lineno
+                tb = tb.tb_next
+            error = (type(exc).__name__, str(exc), line)
+    return out.getvalue(), error, scope
+
+
 def plain_error(source: str) -> BaseException:
     """The exception ``source`` raises when run without gradwalk (AssertionError if none)."""
     try:

@@ -14,40 +14,13 @@ complex and sparse ones included) and must record with nothing unrecorded and no
 
 from __future__ import annotations
 
-import contextlib
-import io
-from typing import Any
-
 import pytest
 import torch
 
 from engine import queries as q
 from engine import record
 from engine.events import FullValue, Trace
-
-_SNIPPET = "plain.py"
-
-
-def _run_plain(source: str) -> tuple[str, tuple[str, str, int | None] | None, dict[str, Any]]:
-    """Run ``source`` without gradwalk, seeded as gradwalk seeds it: what it printed, the
-    exception that escaped it (type name, message, the snippet's line) or ``None``, and its
-    module namespace."""
-    out = io.StringIO()
-    scope: dict[str, Any] = {"__name__": "__main__"}
-    error = None
-    torch.manual_seed(0)
-    with contextlib.redirect_stdout(out):
-        try:
-            exec(compile(source, _SNIPPET, "exec"), scope)
-        except Exception as exc:
-            line = None
-            tb = exc.__traceback__
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == _SNIPPET:
-                    line = tb.tb_lineno
-                tb = tb.tb_next
-            error = (type(exc).__name__, str(exc), line)
-    return out.getvalue(), error, scope
+from tests.engine.snippets import run_plain
 
 
 def _assert_as_plain(source: str, leaves: tuple[str, ...] = (), pitfalls: tuple[str, ...] = ()) -> Trace:
@@ -55,7 +28,7 @@ def _assert_as_plain(source: str, leaves: tuple[str, ...] = (), pitfalls: tuple[
     recorded everything (nothing ``unrecorded``), raised the pitfalls of kinds ``pitfalls``
     and no other, and that each of ``leaves`` (whose final ``.grad`` must travel whole in the
     trace) ends with PyTorch's ``.grad``, bitwise."""
-    printed, error, scope = _run_plain(source)
+    printed, error, scope = run_plain(source)
     trace = record(source)
     assert q.stdout(trace) == printed
     errors = q.errors(trace)

@@ -10,37 +10,12 @@ the snippet plainly and recorded, and compares output, errors and final gradient
 
 from __future__ import annotations
 
-import contextlib
-import io
-from typing import Any
-
 import torch
 
 from engine import queries as q
 from engine import record
 from engine.events import FullValue, Trace
-
-_SNIPPET = "plain.py"
-
-
-def _run_plain(source: str) -> tuple[str, tuple[str, str, int | None] | None, dict[str, Any]]:
-    """Run ``source`` without gradwalk: what it printed, the exception that escaped it
-    (type name, message, the snippet's line) or ``None``, and its module namespace."""
-    out = io.StringIO()
-    scope: dict[str, Any] = {"__name__": "__main__"}
-    error = None
-    with contextlib.redirect_stdout(out):
-        try:
-            exec(compile(source, _SNIPPET, "exec"), scope)
-        except Exception as exc:
-            line = None
-            tb = exc.__traceback__
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == _SNIPPET:
-                    line = tb.tb_lineno
-                tb = tb.tb_next
-            error = (type(exc).__name__, str(exc), line)
-    return out.getvalue(), error, scope
+from tests.engine.snippets import run_plain
 
 
 def _recorded_error(trace: Trace) -> tuple[str, str, int | None] | None:
@@ -57,7 +32,7 @@ def _final_grad(trace: Trace, name: str) -> torch.Tensor:
 def _assert_as_plain(source: str, leaves: tuple[str, ...] = ()) -> Trace:
     """Record ``source`` and check it printed and raised what it does without gradwalk, and
     that each of ``leaves`` ends with PyTorch's own ``.grad``, bitwise."""
-    printed, error, scope = _run_plain(source)
+    printed, error, scope = run_plain(source, seed=None)
     trace = record(source)
     assert q.stdout(trace) == printed
     assert _recorded_error(trace) == error
@@ -184,7 +159,7 @@ def test_leaves_held_in_a_plain_list_or_dict_end_with_their_grads_named_by_place
         "loss.backward()\n"
     )
     trace = _assert_as_plain(source)
-    _, _, scope = _run_plain(source)
+    _, _, scope = run_plain(source, seed=None)
     plain = {"params[0]": scope["params"][0], "params[1]": scope["params"][1], "cfg['w']": scope["cfg"]["w"]}
     for name, leaf in plain.items():
         assert torch.equal(_final_grad(trace, name), leaf.grad), name
