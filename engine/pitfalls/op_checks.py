@@ -57,7 +57,9 @@ class OpChecks:
         self._rec = rec
         self._say = say
         # loss-tensor-accumulated
-        self.totals = RunningTotals(lambda: rec.memory.saved_bytes, lambda: rec.training.total_steps)
+        self.totals = RunningTotals(
+            lambda: rec.memory.saved_bytes, lambda: rec.training.total_steps, rec.source_lines
+        )
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self.copied_at: dict[int, str] = {}
 

@@ -39,14 +39,13 @@ terms within one run of the line, and the next run starts again).
 from __future__ import annotations
 
 import ast
-import linecache
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
 
-from ..source import SNIPPET_FILENAME, is_a
+from ..source import is_a
 from ..tensors import autograd_of
 
 __all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
@@ -114,11 +113,14 @@ class _RunningTotal:
 class RunningTotals:
     """Follow the chains of adds at each snippet line (NOTE [Running totals past full
     detail]); ``saved_bytes()`` reads the bytes autograd holds saved for backward now,
-    ``steps()`` the optimizer steps taken so far."""
+    ``steps()`` the optimizer steps taken so far; ``source_lines``: the snippet's lines."""
 
-    def __init__(self, saved_bytes: Callable[[], int], steps: Callable[[], int]) -> None:
+    def __init__(
+        self, saved_bytes: Callable[[], int], steps: Callable[[], int], source_lines: Sequence[str] = ()
+    ) -> None:
         self._saved_bytes = saved_bytes
         self._steps = steps
+        self._source = "\n".join(source_lines)
         self._totals: dict[int, _RunningTotal] = {}  # by line
         self._walked_lines: set[int] = set()  # lines an earlier chain of which a backward walked
         self._carries: dict[int, bool] = {}  # by line: whether its statement can carry a total
@@ -171,17 +173,17 @@ class RunningTotals:
         """Whether the statement at snippet ``line`` can carry a total from one run of it to the
         next (NOTE [Sums that are no running total]); True where its source cannot be read."""
         if line not in self._carries:
-            self._carries[line] = _statement_carries(linecache.getlines(SNIPPET_FILENAME), line)
+            self._carries[line] = _statement_carries(self._source, line)
         return self._carries[line]
 
 
-def _statement_carries(lines: list[str], line: int) -> bool:
-    """Whether the innermost statement of ``lines`` (the snippet's) at ``line`` may carry a
+def _statement_carries(source: str, line: int) -> bool:
+    """Whether the innermost statement of ``source`` (the snippet's) at ``line`` may carry a
     total from one run of it to the next: False only for one that calls builtin ``sum`` and
     neither adds in place (``+=``, ``.add_(…)``) nor assigns a target its value reads
     (``total = sum([total, loss])``); True where the source cannot be read."""
     try:
-        tree = ast.parse("".join(lines))
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return True
     blocks = ast.For | ast.While | ast.If | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef
