@@ -44,7 +44,7 @@ from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
-from .run_end import eval_forward_reports, rebound_reports, total_reports, uncalled_reports
+from .run_end import memory_reports, rebound_reports, uncalled_reports
 from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
@@ -477,8 +477,7 @@ class PitfallWatch:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         rec = self._rec
         for said in (
-            *total_reports(self._ops.totals.accumulated(scope)),
-            *eval_forward_reports(self._eval_forwards, rec.backward.calls),
+            *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._eval_forwards),
             *parameter_reports(rec, scope, self._ungraded),
             *never_stepped_schedulers(scope, rec, self._course),
         ):

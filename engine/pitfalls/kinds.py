@@ -42,6 +42,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "probabilities-into-cross-entropy",
     "nll-loss-without-log-softmax",
     "sigmoid-into-bce-with-logits",
+    "relu-into-cross-entropy",
     "softmax-over-batch",
     "tensor-copied-off-graph",
     "loss-diverging",

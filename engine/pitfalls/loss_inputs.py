@@ -1,6 +1,7 @@
 """A loss function given what it does not expect: probabilities where it wants logits or
 log-probabilities (probabilities-into-cross-entropy, nll-loss-without-log-softmax,
-sigmoid-into-bce-with-logits), or a softmax taken over the batch (softmax-over-batch).
+sigmoid-into-bce-with-logits), a ReLU's output where it wants scores of any sign
+(relu-into-cross-entropy: relu_logits.py), or a softmax taken over the batch (softmax-over-batch).
 
 Three losses squash their input themselves or expect it squashed a particular way, and none
 of them raises when given the wrong thing: the run trains, worse, and nothing says why.
@@ -31,6 +32,7 @@ from typing import Any
 import torch
 
 from ..values import has_storage
+from .relu_logits import relu_into_cross_entropy
 
 __all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs"]
 
@@ -57,11 +59,12 @@ class LossInputs:
 
     def made(
         self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor, line: int | None
-    ) -> None:
+    ) -> int | None:
         """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line`` with ``args`` and
-        ``kwargs``, made ``result``."""
+        ``kwargs``, made ``result``; return the dimension a softmax normalised over."""
         dim = _softmax_dim(args, kwargs, result) if op != "sigmoid" else None
         self._made[id(result)] = (weakref.ref(result), op, line, dim)
+        return dim
 
     def _maker(self, t: object) -> tuple[str, int | None, int | None] | None:
         """The op that made ``t``, its line and the dimension it normalised over, if ``t`` is a
@@ -97,7 +100,9 @@ class LossInputs:
         if loss == "cross_entropy":
             if maker and maker[0] == "sigmoid" and given.dim() >= 2 and given.shape[1] > 1:
                 return _sigmoid_into_cross_entropy(maker[1], line, given.shape[1])
-            return _softmax_into_cross_entropy() if maker and maker[0] == "softmax" else None
+            if maker is None:  # a ReLU's output is known by its node (relu_logits.py)
+                return relu_into_cross_entropy(given, args[1] if len(args) > 1 else None, line)
+            return _softmax_into_cross_entropy() if maker[0] == "softmax" else None
         if loss == "binary_cross_entropy_with_logits":
             return _sigmoid_into_bce_with_logits(maker[1], line) if maker and maker[0] == "sigmoid" else None
         if maker and maker[0] == "log_softmax":

@@ -1,7 +1,8 @@
 """The detectors that look at one op at a time, and which ops they watch (:data:`WATCHED_OPS`).
 
 :class:`OpChecks` hands each watched op to the detector of its kind: attention-mask-misread,
-what made a loss's input (loss_inputs.py), functional-dropout-in-eval,
+what made a loss's input (loss_inputs.py), the argmax of a softmax over the batch
+(batch_predictions.py), functional-dropout-in-eval,
 tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-in-loss and
 broadcast-in-comparison, and the running totals of loss-tensor-accumulated
 (running_totals.py). It keeps what those detectors follow across ops;
@@ -18,6 +19,7 @@ import torch
 
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .axis_order import RESHAPE_OPS, axes_reordered
+from .batch_predictions import BatchPredictions
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
@@ -61,6 +63,7 @@ class OpChecks:
             lambda: rec.memory.saved_bytes, lambda: rec.training.total_steps, rec.source_lines
         )
         self._loss_inputs = LossInputs()  # what made a loss function's input
+        self._predictions = BatchPredictions(rec.source_lines)  # softmax-over-batch's argmax
         self.copied_at: dict[int, str] = {}
 
     def on_op(
@@ -82,7 +85,10 @@ class OpChecks:
         if not isinstance(result, torch.Tensor) or result.is_nested:
             return  # (a nested tensor has no one shape for the detectors below to read)
         if name in MAKER_OPS:
-            self._loss_inputs.made(name, args, kwargs or {}, result, line)
+            dim = self._loss_inputs.made(name, args, kwargs or {}, result, line)
+            predicted = self._predictions.check(name, args[0] if args else None, result, dim, line)
+            if predicted is not None:
+                self._say(predicted[0], line, *predicted[1:])
             return
         if name in LOSS_INPUT_OPS:
             found = self._loss_inputs.check(name, args, result, line)

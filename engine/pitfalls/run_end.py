@@ -1,19 +1,38 @@
 """The end-of-run reports read from what the run left and from the source: running totals
-that kept every iteration's graph (loss-tensor-accumulated), forward passes in eval mode no
-backward used (graph-built-in-evaluation), a method named without its parentheses
+and lists of loss tensors that keep graphs (loss-tensor-accumulated), forward passes in eval
+mode no backward used (graph-built-in-evaluation), a method named without its parentheses
 (method-not-called) and a loop variable rebound to an update (loop-variable-rebound).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .kinds import Said
+from .loss_lists import kept_losses
 from .rebound import rebound_updates
 from .running_totals import AccumulatedTotal
 from .uncalled import WHAT_IT_SKIPS
 
-__all__ = ["eval_forward_reports", "rebound_reports", "total_reports", "uncalled_reports"]
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["memory_reports", "rebound_reports", "uncalled_reports"]
+
+
+def memory_reports(
+    rec: Recorder,
+    scope: dict[str, Any],
+    totals: Iterable[AccumulatedTotal],
+    forwards: Sequence[tuple[int | None, int]],
+) -> list[Said]:
+    """What the run left holding graphs: running totals and lists of loss tensors
+    (loss-tensor-accumulated, loss_lists.py), and forward passes in eval mode no backward
+    used (graph-built-in-evaluation). ``scope``: the snippet's globals; ``forwards``: each
+    eval-mode pass's line and the backward() calls by then."""
+    evaluations = eval_forward_reports(forwards, rec.backward.calls)
+    return [*total_reports(totals), *evaluations, *kept_losses(scope, rec.source_lines, bool(evaluations))]
 
 
 def total_reports(totals: Iterable[AccumulatedTotal]) -> list[Said]:

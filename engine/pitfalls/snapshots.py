@@ -76,20 +76,25 @@ def shared_snapshots(
             other = _name(given.func)
             if trained and other and other != target and scope.get(other) is model:
                 said.append(_same_model(target or "", other, call.lineno, tree, steps, source_lines))
-        elif isinstance(given, ast.Name):
-            owner = target if trained and _holds_only(scope.get(given.id), model) else None
-            owner = owner or _owner(scope, scope.get(given.id), stepped, model)
-            taken = _taken_at(tree, given.id, loops, call.lineno) if owner else None
-            if owner and taken is not None:
-                key = next(k for k, v in scope[given.id].items() if isinstance(v, torch.Tensor))
-                example = f"{given.id}[{key!r}] is {owner}.{key} itself"
+        elif isinstance(given, ast.Name | ast.Subscript):
+            # best_state, or an entry of a dict of snapshots: checkpoints[best_epoch]
+            name, held = (
+                (given.id, scope.get(given.id)) if isinstance(given, ast.Name) else _entry(given, scope)
+            )
+            owner = target if trained and _holds_only(held, model) else None
+            owner = owner or _owner(scope, held, stepped, model)
+            kept = given.id if isinstance(given, ast.Name) else _container(given)
+            taken = _taken_at(tree, kept, loops, call.lineno) if owner and kept else None
+            if owner and taken is not None and is_a(held, dict):
+                key = next(k for k, v in held.items() if isinstance(v, torch.Tensor))
+                example = f"{name}[{key!r}] is {owner}.{key} itself"
                 said.append(
                     _dict_shared(
-                        given.id, (owner, target or ""), taken, (call.lineno, steps), example, source_lines
+                        name, (owner, target or ""), taken, (call.lineno, steps), example, source_lines
                     )
                 )
     for name, value in list(scope.items()):
-        if is_a(value, list) and not name.startswith("_"):
+        if is_a(value, list | dict) and not name.startswith("_"):
             shared = _list_shared(name, value, scope, (stepped, steps), tree, loops, source_lines)
             if shared is not None:
                 said.append(shared)
@@ -111,6 +116,36 @@ def _owner(scope: dict[str, Any], value: object, stepped: set[int], loaded: obje
         and _holds_only(value, module)
     ]
     return min(owners)[1] if owners else None
+
+
+def _container(given: ast.Subscript) -> str | None:
+    """``checkpoints`` for ``checkpoints[…]``: the plain name subscripted."""
+    return given.value.id if isinstance(given.value, ast.Name) else None
+
+
+def _entry(given: ast.Subscript, scope: dict[str, Any]) -> tuple[str, object]:
+    """The source of ``given`` (``checkpoints[best_epoch]``) and the entry of a dict of
+    ``scope`` it reads, where its key is a constant or a name of ``scope`` (never evaluated
+    otherwise: a key may call a function); ``None`` as the entry when it cannot be read."""
+    container = scope.get(_container(given) or "")
+    key = given.slice
+    if isinstance(key, ast.Constant):
+        found = key.value
+    elif isinstance(key, ast.Name) and key.id in scope:
+        found = scope[key.id]
+    else:
+        return ast.unparse(given), None
+    try:
+        return ast.unparse(given), container.get(found) if is_a(container, dict) else None
+    except TypeError:  # a key that cannot be hashed
+        return ast.unparse(given), None
+
+
+def _sets_entry(target: ast.expr, name: str) -> bool:
+    """Whether assignment ``target`` sets an entry of ``name``: ``name[…] = …``."""
+    return (
+        isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name
+    )
 
 
 def _steps(loop: ast.For | ast.While) -> bool:
@@ -169,6 +204,7 @@ def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: in
             isinstance(n, ast.Call) and _method(n) == "state_dict" for n in ast.walk(node.value)
         ):
             continue
+        # a name bound, or a dict entry set: checkpoints[epoch] = model.state_dict()
         bound = {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
         if name not in bound:
             continue
@@ -294,7 +330,7 @@ def _same_model(
 
 def _list_shared(
     name: str,
-    value: list[Any],
+    kept: list[Any] | dict[Any, Any],
     scope: dict[str, Any],
     training: tuple[set[int], int],
     tree: ast.AST,
@@ -302,9 +338,11 @@ def _list_shared(
     source_lines: Sequence[str],
 ) -> Said | None:
     """snapshot-shares-weights for a list of two or more state_dicts of one model that a
-    stepping loop appends to, each of them the model's own tensors; ``None`` otherwise.
+    stepping loop appends to (or a dict whose entries it sets: ``checkpoints[epoch] =
+    model.state_dict()``), each of them the model's own tensors; ``None`` otherwise.
     ``training``: the ids of the parameters an optimizer stepped, and the steps in all."""
     stepped, steps = training
+    value = list(kept.values()) if is_a(kept, dict) else kept
     if len(value) < 2 or not all(is_a(v, dict) for v in value):
         return None
     model_name, model = next(
@@ -322,10 +360,12 @@ def _list_shared(
         (
             node.lineno
             for node in ast.walk(tree)
-            if isinstance(node, ast.Call)
-            and _method(node) == "append"
-            and _name(node.func) == name
+            if isinstance(node, ast.Call | ast.Assign)
             and _inside(node.lineno, loops)
+            and (
+                (isinstance(node, ast.Call) and _method(node) == "append" and _name(node.func) == name)
+                or (isinstance(node, ast.Assign) and any(_sets_entry(t, name) for t in node.targets))
+            )
         ),
         None,
     )
