@@ -27,6 +27,7 @@ from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
 from .explain_names import class_called_with_data, misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
+from .explain_practice import practice_hint
 from .explain_recurrent import recurrent_hint
 from .explain_saving import saving_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
@@ -211,6 +212,9 @@ def explain_error(
     layout = (
         spatial_hint(text, rec.failed_op, frame, lambda t: _code_at(rec, _made_at(rec, t), 200))
         or indexing_hint(exc, rec, code, frame)
+        # (after indexing's narrower hints; before layout's generic ones, which read some of the
+        # same errors, a linear layer's input or torch.cat's sizes, without their cause)
+        or practice_hint(exc, rec, code, frame)
         or factory_hint(exc, rec, code, frame)
         or layout_hint(exc, rec, code, frame)
         or value_kind_hint(text, code, frame)

@@ -10,6 +10,7 @@ wrong feature size, an embedding given float or out-of-range indices, cross_entr
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from types import FrameType
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_reading import find_call, wrapped
 from .explain_reading import shape as printed_shape
 from .source import is_a, is_module, visible_names
 
@@ -62,7 +64,7 @@ def layout_hint(
         _rnn_hint(text),
         _embedding_hint(exc, text, failed[0] if failed else None, operands),
         _target_hint(text, operands, failed[0] if failed else None),
-        _join_hint(text),
+        _join_hint(text, operands if failed is not None and failed[0] == "cat" else [], code),
     ):
         if hint:
             return hint
@@ -260,6 +262,8 @@ def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
                 f"one-channel signals, add the channel dimension: x.unsqueeze(1), which gives ({n}, 1, {length})."
             )
         got = shape[1] if len(shape) >= 3 else shape[0] if shape else "?"
+        if "transposed=1" in text:  # a transposed convolution's weight is (in, out / groups, …)
+            out = int(found.group(2)) * _groups(text)
         return (
             f"The layer was built for {wanted} input channels (in_channels={wanted}, with {out} out) and the "
             f"input {shown} has {got} at the channel dimension (dim 1 of (N, C, …)): build the layer with "
@@ -283,6 +287,12 @@ def _conv_hint(text: str, operands: Sequence[torch.Tensor] = ()) -> str | None:
             f"This input has {len(shape)}, {shown}: {fix}."
         )
     return None
+
+
+def _groups(text: str) -> int:
+    """The ``groups`` a convolution's channel error names (``Given groups=2, …``), 1 where it names none."""
+    found = re.search(r"groups=(\d+)", text)
+    return int(found.group(1)) if found else 1
 
 
 def _rnn_hint(text: str) -> str | None:
@@ -379,7 +389,7 @@ def _target_hint(text: str, operands: list[torch.Tensor], op: str | None = None)
     return None
 
 
-def _join_hint(text: str) -> str | None:
+def _join_hint(text: str, joined: Sequence[torch.Tensor] = (), code: str | None = None) -> str | None:
     stack = _STACK.search(text)
     if stack:
         first, i, other, j = stack.groups()
@@ -392,12 +402,45 @@ def _join_hint(text: str) -> str | None:
     cat = _CAT.search(text)
     if cat:
         dim, wanted, got, number = cat.groups()
+        token = _token_joined(int(dim), joined, code)
+        if token:
+            return token
         return (
             f"torch.cat joins tensors along dim={dim}, and every other dimension must agree: tensor {number} "
             f"has {got} where the first has {wanted}. If that is the dimension to join along, pass it: "
             "torch.cat([...], dim=…) with the dimension whose sizes differ."
         )
     return None
+
+
+def _token_joined(dim: int, joined: Sequence[torch.Tensor], code: str | None) -> str | None:
+    """torch.cat of one learned token, batch size 1 (a ViT's class token, (1, 1, D)), with a
+    batch of sequences: every other dimension differs only in the batch, where the token has 1.
+    The two are named as ``code``'s ``torch.cat([cls, x], …)`` lists them, where it does."""
+    if len(joined) != 2 or dim == 0 or joined[0].dim() != joined[1].dim() or joined[0].dim() < 2:
+        return None
+    sizes = [list(t.shape) for t in joined]
+    one = next((i for i in (0, 1) if sizes[i][0] == 1 and sizes[1 - i][0] > 1), None)
+    if one is None:
+        return None
+    batch = sizes[1 - one][0]
+    if any(sizes[0][d] != sizes[1][d] for d in range(1, len(sizes[0])) if d != dim):
+        return None
+    call = find_call(code, ("cat", "concat", "concatenate"), ("dim",))
+    listed = ast.parse(call["self"], mode="eval").body if call and "self" in call else None
+    elements = listed.elts if isinstance(listed, ast.List | ast.Tuple) else []
+    written = len(elements) == 2
+    names = [ast.unparse(e) for e in elements] if written else ["the first tensor", "the second tensor"]
+    token, other = names[one], names[1 - one]
+    batch_of = f"{other}.size(0)" if written and re.fullmatch(r"[\w.]+", other) else str(batch)
+    expand = f"{wrapped(token)}.expand" if written else "token.expand"
+    expanded = ", ".join(["-1"] * (len(sizes[one]) - 1))
+    return (
+        f"torch.cat joins along dim={dim}, and every other dimension must agree: {token} is "
+        f"{printed_shape(sizes[one])}, a batch of 1, and {other} {printed_shape(sizes[1 - one])}, a batch of {batch}. "
+        "One learned token (a class token, nn.Parameter of batch size 1) does not spread over the batch in "
+        f"torch.cat: expand it to the batch first, {expand}({batch_of}, {expanded}) (a view, no copy), then join."
+    )
 
 
 def _plain_tensor_attributes(frame: FrameType | None) -> tuple[str, list[str]] | None:

@@ -7,8 +7,11 @@ causal mask made for the other sequence, pack_padded_sequence without batch_firs
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
+
+from .explain_reading import calls
 
 __all__ = ["setup_hint"]
 
@@ -52,6 +55,15 @@ def setup_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str 
     square = _SQUARE_MASK.search(text)
     if square:
         made, wanted = square.group(1), square.group(2)
+        masked = _masked_sequence(code)
+        if masked is not None:
+            keyword, seq = masked
+            return (
+                f"This 2-D attention mask is ({made}) and the sequence it masks needs ({wanted}): a causal mask is "
+                f"made for the length of the sequence it goes with, and {keyword}= goes with {seq} here. Make it "
+                f"from that length: nn.Transformer.generate_square_subsequent_mask({seq}.size(1)) "
+                f"({seq}.size(0) without batch_first)."
+            )
         return (
             f"This 2-D attention mask is ({made}) and the sequence it masks needs ({wanted}): a causal mask is "
             "made for the length of the sequence it goes with, and tgt_mask goes with tgt (src_mask with "
@@ -130,6 +142,22 @@ def _heads(code: str | None) -> str:
     )
 
 
+def _masked_sequence(code: str | None) -> tuple[str, str] | None:
+    """The mask's keyword and the sequence it goes with on a call such as ``enc(x, mask=causal)``
+    or ``model(src, tgt, src_mask=m)``: its first argument, the source, where it is a name;
+    ``None`` otherwise (a ``tgt_mask`` goes with an argument whose place depends on the module:
+    nn.Transformer's second, a decoder's first)."""
+    for call in calls(code):
+        keyword = next((k.arg for k in call.keywords if k.arg in _SEQUENCE_MASKS), None)
+        if keyword is None:
+            continue
+        if not call.args or not isinstance(call.args[0], ast.Name):
+            return None
+        return keyword, call.args[0].id
+    return None
+
+
+_SEQUENCE_MASKS = frozenset({"mask", "src_mask"})
 _PADDING_ROWS = re.compile(r"Expected key_padded_mask\.shape\[0\] to be (\d+), but got (\d+)")
 _SQUARE_MASK = re.compile(
     r"The shape of the 2D attn_mask is torch\.Size\(\[(\d+, \d+)\]\), but should be \((\d+, \d+)\)"
