@@ -118,6 +118,8 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
         )
     if "all elements of target should be between 0 and 1" in text:
         return _target_outside_unit(rec)
+    if "probability tensor contains either `inf`, `nan` or element < 0" in text:
+        return _sampled_from_scores(rec, frame)
     if "can't be cast to the desired output type" in text:
         return _float_into_integer(rec, frame)
     if "must match the size of tensor" in text:
@@ -272,4 +274,21 @@ def _target_outside_unit(rec: Recorder) -> str:
     return (
         "binary_cross_entropy (nn.BCELoss) compares each prediction with a target that "
         f"is a probability, between 0 and 1 (a label 0 or 1), and this target holds others{shown}. {fix}"
+    )
+
+
+def _sampled_from_scores(rec: Recorder, frame: FrameType | None) -> str | None:
+    """torch.multinomial given raw scores (logits, some negative) where it wants weights."""
+    if rec.failed_op is None or rec.failed_op[0].strip("_") != "multinomial" or not rec.failed_op[1]:
+        return None
+    weights = rec.failed_op[1][0]
+    if not weights.is_floating_point() or not bool(torch.isfinite(weights).all()):
+        return None  # a NaN or inf: a model that diverged, not scores passed as weights
+    name = find_name(weights, frame) or "the scores"
+    lowest = float(weights.min())
+    return (
+        f"torch.multinomial draws with the probabilities (or weights, 0 or more) it is given, and {name} "
+        f"holds negative numbers (the lowest {lowest:.4g}): raw scores, logits. Turn them into "
+        f"probabilities first, torch.multinomial(torch.softmax({name}, dim=-1), …), or sample with "
+        f"torch.distributions.Categorical(logits={name}).sample()."
     )

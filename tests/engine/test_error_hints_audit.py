@@ -152,6 +152,11 @@ CASES = {
         "RuntimeError",
         ["v was made under torch.no_grad() as a view", "with torch.no_grad(): v.zero_()"],
     ),
+    "multinomial of raw scores": (
+        "import torch\ntorch.manual_seed(0)\nlogits = torch.randn(2, 5)\nidx = torch.multinomial(logits, 1)\n",
+        "RuntimeError",
+        ["logits holds negative numbers", "torch.softmax(logits, dim=-1)", "Categorical(logits=logits)"],
+    ),
     "BCELoss of class indices as targets": (
         "import torch\np = torch.rand(4, requires_grad=True)\nt = torch.tensor([0.0, 1.0, 1.0, 2.0])\n"
         "loss = torch.nn.BCELoss()(p, t)\n",
@@ -425,9 +430,11 @@ def test_a_conversion_thrown_away_of_another_tensor_is_not_blamed() -> None:
         ("one of unbind's views changed in place", [("a.add_(1)", "a = a + 1")]),
         ("one of split's views changed in place by index", [("xs[0].mul_(2)", "p = xs[0] * 2")]),
         ("a view made under no_grad changed with grad on", [("\nv.zero_()", "\n    v.zero_()")]),
+        (
+            "multinomial of raw scores",
+            [("multinomial(logits, 1)", "multinomial(torch.softmax(logits, dim=-1), 1)")],
+        ),
     ],
 )
-def test_a_view_changed_in_place_runs_once_the_hint_is_followed(
-    name: str, edits: list[tuple[str, str]]
-) -> None:
+def test_the_fix_a_hint_gives_runs(name: str, edits: list[tuple[str, str]]) -> None:
     fixed_runs(CASES[name][0], edits)
