@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import html
 import inspect
 import json
 import os
@@ -39,12 +38,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .packed import packed_frame, unpack
+from .display import DEFAULT_HEIGHT, Display, check_options, check_page_choices
+from .packed import unpack
 from .watch_args import watch_limits, watch_source
 
 __all__ = ["Recording", "called_with", "load", "unpack", "watch", "watch_call"]
-
-_DEFAULT_HEIGHT = 600
 
 
 class Recording:
@@ -57,7 +55,7 @@ class Recording:
         self.trace = trace
         self.result = result
         self.title = title
-        self._display = _Display(self, elk=False)  # small outputs: laid out breadth-first
+        self._display = Display(self, elk=False)  # small outputs: laid out breadth-first
 
     # --- what happened ----------------------------------------------------------------
 
@@ -128,6 +126,7 @@ class Recording:
         compare: Recording | None = None,
         hide: Sequence[str] = (),
         call: int | Literal["all"] | None = None,
+        sel: str | None = None,
     ) -> str:
         """Return the self-contained HTML page (see :func:`server.export.render_export`;
         ``yscale`` and ``per_parameter`` are the charts' y axes and norms, ``compare`` another
@@ -135,14 +134,17 @@ class Recording:
         charts hidden, by id: ``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``,
         ``cuda`` or ``metric:NAME``, ``call`` the backward() call whose graph alone is drawn,
         counted from 1, or ``"all"``: every call's; default: the run's own, its first call
-        where a loop's calls copy one big graph). Raises ``ValueError`` (``TypeError`` for a ``compare``
-        that is not a Recording) for a choice that is not one, a ``step`` past the end of the
-        run's backward walk and a ``call`` the run did not record in full included
-        (:func:`server.export.check_step_in`, :func:`server.export.check_call_in`)."""
+        where a loop's calls copy one big graph), ``sel`` the node (``"n12"``) or tensor
+        (``"t3"``) picked, as the app's links write it: the graph rings it, the inspector shows
+        it). Raises ``ValueError`` (``TypeError`` for a ``compare`` that is not a Recording) for
+        a choice that is not one, a ``step`` past the end of the run's backward walk, a ``call``
+        the run did not record in full and a ``sel`` naming a node or tensor the run never made
+        included (:func:`server.export.check_step_in`, :func:`server.export.check_call_in`,
+        :func:`server.export.check_selection_in`)."""
         from server.export import render_export
 
-        _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
-        self._check_choices(step=step, hide=hide, call=call)
+        check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
+        check_page_choices(self.trace.events, step=step, hide=hide, call=call, sel=sel)
         return render_export(
             self.to_json(),
             title=self.title,
@@ -155,6 +157,7 @@ class Recording:
             compare=("compared", compare.to_json()) if compare is not None else None,
             hide=hide,
             call=call,
+            sel=sel,
             elk=elk,
         )
 
@@ -172,11 +175,13 @@ class Recording:
         compare: Recording | None = None,
         hide: Sequence[str] = (),
         call: int | Literal["all"] | None = None,
+        sel: str | None = None,
     ) -> Path:
         """Write ONE html file that shows this run offline (disk, a static host, an LMS);
         the options are :meth:`html`'s (``hide=["grad", "update"]`` hides those charts,
         ``controls=False`` shows one step without tabs or buttons, ``elk=False`` leaves out
-        the layered layout, 1.6 MB smaller), as ``gradwalk export`` has them."""
+        the layered layout, 1.6 MB smaller, ``sel="n12"`` opens with that node picked), as
+        ``gradwalk export`` has them."""
         out = Path(path)
         page = self.html(
             view=view,
@@ -189,6 +194,7 @@ class Recording:
             compare=compare,
             hide=hide,
             call=call,
+            sel=sel,
         )
         out.write_text(page, encoding="utf-8")
         return out
@@ -198,7 +204,7 @@ class Recording:
         view: str | None = None,
         step: int | None = None,
         *,
-        height: int = _DEFAULT_HEIGHT,
+        height: int = DEFAULT_HEIGHT,
         theme: str | None = None,
         controls: bool = True,
         elk: bool = False,
@@ -207,7 +213,8 @@ class Recording:
         compare: Recording | None = None,
         hide: Sequence[str] = (),
         call: int | Literal["all"] | None = None,
-    ) -> _Display:
+        sel: str | None = None,
+    ) -> Display:
         """Return a display of this run opening on ``view`` at backward ``step`` (0-based).
 
         ``elk=True`` lays the graph out in layers as the app does, at 1.6 MB more per output;
@@ -218,19 +225,23 @@ class Recording:
         (``loss``, ``calls``, ``grad``, ``update``, ``lr``, ``memory``, ``cuda``,
         ``metric:NAME``): ``rec.show("charts", hide=["grad", "update"])``. ``call`` draws one
         backward() call's graph (counted from 1): ``rec.show("graph", call=3)``; ``call="all"``
-        every call's together. ``height`` is the
-        frame's, in pixels (a whole number, 1 or more). Raises ``ValueError`` here, not when
-        the notebook displays it, for a choice that is not one (``theme`` included, and a
-        ``step`` past the end of the backward walk, a ``call`` not recorded in full;
+        every call's together. ``sel`` picks a node (``"n12"``) or tensor (``"t3"``), as the
+        app's links write it: ``rec.show("inspector", sel="n4")`` opens the inspector on it,
+        the graph rings it. ``height`` is the frame's, in pixels (a whole number, 1 or more).
+        Raises ``ValueError`` here, not when the notebook displays it, for a choice that is not
+        one (``theme`` included, and a ``step`` past the end of the backward walk, a ``call``
+        not recorded in full, a ``sel`` naming no node or tensor of this run;
         ``controls``, ``elk`` and ``per_parameter`` must be ``True`` or ``False``:
         ``controls=False`` hides the tabs and buttons), and ``TypeError`` for a ``compare``
         that is not a Recording.
         """
-        self._check_choices(view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call)
-        _check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
+        check_page_choices(
+            self.trace.events, view=view, step=step, theme=theme, yscale=yscale, hide=hide, call=call, sel=sel
+        )
+        check_options(controls=controls, elk=elk, per_parameter=per_parameter, compare=compare)
         if isinstance(height, bool) or not isinstance(height, int) or height < 1:
             raise ValueError(f"height must be a whole number of pixels, 1 or more, not {height!r}")
-        return _Display(
+        return Display(
             self,
             height,
             view=view,
@@ -243,20 +254,11 @@ class Recording:
             compare=compare,
             hide=hide,
             call=call,
+            sel=sel,
         )
 
     def _repr_html_(self) -> str:
         return self._display._repr_html_()
-
-    def _check_choices(self, *, step: int | None, call: int | Literal["all"] | None, **choices: Any) -> None:
-        """Refuse a page choice that is not one (:func:`server.export.check_choices`, charts
-        by name), a ``step`` past the end of this run's walk and a ``call`` it did not record
-        in full."""
-        from server.export import check_call_in, check_chart_names, check_choices, check_step_in
-
-        check_chart_names(check_choices(step=step, call=call, **choices))
-        check_step_in(self.trace.events, step)
-        check_call_in(self.trace.events, call)
 
     def open(
         self, url: str = "http://127.0.0.1:8000", *, token: str | None = None, browser: bool = True
@@ -292,41 +294,6 @@ class Recording:
         if browser:
             webbrowser.open(app_url)
         return app_url
-
-
-class _Display:
-    """A Recording as shown: the export page in a sandboxed ``<iframe srcdoc>``."""
-
-    def __init__(self, rec: Recording, height: int = _DEFAULT_HEIGHT, **options: Any) -> None:
-        """``options`` are :meth:`Recording.html`'s (view, step, theme, ...), passed on as given."""
-        self.rec = rec
-        self.options = options
-        self.height = height
-
-    def _repr_html_(self) -> str:
-        from server.export import BundleMissing
-
-        try:
-            page = self.rec.html(**self.options)
-        except BundleMissing as exc:
-            return f"<p><b>gradwalk</b>: {html.escape(str(exc))}</p>"
-        return packed_frame(page, f"gradwalk: {self.rec.title or 'recorded run'}", self.height)
-
-    def __repr__(self) -> str:
-        return repr(self.rec)
-
-
-def _check_options(*, controls: object, elk: object, per_parameter: object, compare: object) -> None:
-    """Refuse the options of :meth:`Recording.html` that :func:`server.export.check_choices`
-    does not check: the flags must be bools (``controls="hide"`` would show the controls),
-    ``compare`` a Recording or ``None`` (``TypeError``)."""
-    for name, flag in (("controls", controls), ("elk", elk), ("per_parameter", per_parameter)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False, not {flag!r}")
-    if compare is not None and not isinstance(compare, Recording):
-        raise TypeError(
-            f"compare must be another Recording (what gradwalk.watch returns), not {type(compare).__name__}"
-        )
 
 
 # --- recording ------------------------------------------------------------------------------------
