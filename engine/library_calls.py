@@ -34,6 +34,10 @@ op at the line that made it:
   tensors after: one the call changed is a new version with its new dtype and device (the
   same name), one it left as it was is handed back with the same id (``model.to(device)``
   on the device it is on already). Gradients it converts along are not shown.
+
+``torch.manual_seed`` is wrapped too, though not recorded as an op: each call of the
+snippet's is shown to the seed-reset-in-loop detector (:attr:`LibraryCalls.seeds`,
+engine/pitfalls/reseeds.py), whatever the detail.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .op_arguments import tensors_in
+from .pitfalls.reseeds import Reseeds
 from .source import find_name, snippet_frame
 
 if TYPE_CHECKING:
@@ -87,6 +92,8 @@ class LibraryCalls:
         self._made: dict[tuple[str, int], tuple[Any, Any]] = {}
         #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
         self.making = _Making()
+        #: the snippet's ``torch.manual_seed`` calls in loops (seed-reset-in-loop)
+        self.seeds = Reseeds(rec)
 
     def install(self) -> None:
         self._replace(_BaseDataLoaderIter, "__next__", self._next_batch)
@@ -97,6 +104,10 @@ class LibraryCalls:
                     self._replace(owner, name, self._clipping)
         for name in _CONVERSIONS:
             self._replace(nn.Module, name, self._converting)
+        seed = torch.manual_seed
+        for owner in (torch, torch.random):  # the function and its re-export, where the same
+            if owner.manual_seed is seed:
+                self._replace(owner, "manual_seed", self._seeding)
 
     def remove(self) -> None:
         while self._originals:
@@ -175,6 +186,21 @@ class LibraryCalls:
             return result
 
         return clip
+
+    def _seeding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        rec = self._rec
+        making = self.making
+        seeds = self.seeds
+
+        @functools.wraps(original)
+        def manual_seed(seed: Any) -> Any:
+            seeded = seeds.before(seed) if rec.active and rec.pitfalls.enabled and making.depth == 0 else None
+            result = original(seed)
+            if seeded is not None:
+                seeds.after(seeded)
+            return result
+
+        return manual_seed
 
     def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making

@@ -133,6 +133,8 @@ class OpRecorder:
             else:
                 out_ids.append(ensure(t, op=index, line=line, fresh=fresh_outputs or inplace))
         made_ids = list(out_ids)  # the op's own outputs, which made the graph's nodes
+        if rec.pitfalls.enabled:  # NOTE [Penalties off the graph] in pitfalls/penalties.py
+            rec.pitfalls.penalties.after_op(short, inputs, in_ids, outputs, made_ids, line)
         for owner in owners:
             out_ids.append(rec.tensors.new_version(owner, op=index, line=line, by=api, path=path))
         if short in NORM_OPS:  # NOTE [Running statistics] in running_stats.py

@@ -44,7 +44,7 @@ from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
-from .run_end import memory_reports, rebound_reports, uncalled_reports
+from .run_end import loop_reports, memory_reports, uncalled_reports
 from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
@@ -117,6 +117,7 @@ class PitfallWatch:
         # hint of a backward() that fails for it: explain_cut.py)
         self._ops = OpChecks(rec, self._say)
         self.copied_at = self._ops.copied_at
+        self.penalties = self._ops.penalties  # shown each op recorded in full (op_recorder.py)
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
 
@@ -491,7 +492,7 @@ class PitfallWatch:
         if ("non-finite-loss", None) not in self._said:  # one that reached Inf or NaN was said so
             for said in diverged_reports(self._course.diverged(), rec.statement_lines):
                 self._say(*said)
-        for said in (*uncalled_reports(self._uncalled), *rebound_reports(rec.source_lines)):
+        for said in (*uncalled_reports(self._uncalled), *loop_reports(rec)):
             self._say(*said)
         for line, title, message, fix in self._late_retains.reports(rec.source_lines):
             self._say("retain-grad-after-backward", line, title, message, fix)

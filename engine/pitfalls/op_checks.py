@@ -4,9 +4,10 @@
 what made a loss's input (loss_inputs.py), the argmax of a softmax over the batch
 (batch_predictions.py), functional-dropout-in-eval,
 tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-in-loss and
-broadcast-in-comparison, and the running totals of loss-tensor-accumulated
-(running_totals.py). It keeps what those detectors follow across ops;
-:class:`~.detectors.PitfallWatch` calls it and emits what it finds.
+broadcast-in-comparison, the running totals of loss-tensor-accumulated
+(running_totals.py), and the adds of penalty-without-gradient (penalties.py). It keeps what
+those detectors follow across ops; :class:`~.detectors.PitfallWatch` calls it and emits what
+it finds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, b
 from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
+from .penalties import ParameterValues
 from .running_totals import ADD_OPS, RunningTotals
 from .thresholds import THRESHOLD_OPS, thresholded_at_zero
 
@@ -65,6 +67,8 @@ class OpChecks:
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self._predictions = BatchPredictions(rec.source_lines)  # softmax-over-batch's argmax
         self.copied_at: dict[int, str] = {}
+        # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
+        self.penalties = ParameterValues(rec, say)
 
     def on_op(
         self,
@@ -134,6 +138,7 @@ class OpChecks:
                 self._say("broadcast-in-comparison", line, *compared)
         if name in ADD_OPS:
             self.totals.on_add(args, result, line)
+            self.penalties.on_add(args, result, line)
 
     def _check_broadcast(
         self, name: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None

@@ -1,7 +1,8 @@
 """The end-of-run reports read from what the run left and from the source: running totals
 and lists of loss tensors that keep graphs (loss-tensor-accumulated), forward passes in eval
 mode no backward used (graph-built-in-evaluation), a method named without its parentheses
-(method-not-called) and a loop variable rebound to an update (loop-variable-rebound).
+(method-not-called), a loop variable rebound to an update (loop-variable-rebound) and a seed
+reset inside the training loop (seed-reset-in-loop).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .uncalled import WHAT_IT_SKIPS
 if TYPE_CHECKING:
     from ..recorder import Recorder
 
-__all__ = ["memory_reports", "rebound_reports", "uncalled_reports"]
+__all__ = ["loop_reports", "memory_reports", "rebound_reports", "uncalled_reports"]
 
 
 def memory_reports(
@@ -100,6 +101,13 @@ def uncalled_reports(uncalled: Iterable[tuple[int, str, str]]) -> list[Said]:
         )
         for line, name, method in uncalled
     ]
+
+
+def loop_reports(rec: Recorder) -> list[Said]:
+    """What the source and the run say of the snippet's loops: loop-variable-rebound, and
+    seed-reset-in-loop (reseeds.py, from the ``torch.manual_seed`` calls library_calls.py
+    showed it)."""
+    return [*rebound_reports(rec.source_lines), *rec.library_calls.seeds.reports()]
 
 
 def rebound_reports(source_lines: list[str]) -> list[Said]:
