@@ -66,13 +66,24 @@ def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
     if any(not (d.is_floating_point or d.is_complex) for d in dtypes):
         return hint + (
             "An integer tensor (torch.tensor of whole numbers like [[1, 2, 3]], torch.arange, "
-            "class labels) cannot meet float weights: convert it with x.float()."
+            f"class labels) cannot meet float weights: convert it with {_integer_operand(rec, frame)}.float()."
         )
     hint += (
         "torch.tensor of Python floats and torch.randn make float32, NumPy arrays (and "
         "torch.from_numpy of them) float64. "
     )
     return hint + "Convert one to the other's dtype: x.float() for a layer's input, or x.to(w.dtype)."
+
+
+def _integer_operand(rec: Recorder, frame: FrameType | None) -> str:
+    """The snippet's name of the failed op's first integer operand (``t`` of a timestep fed to
+    a Linear), or ``x`` where it has none to write code with."""
+    for t in rec.failed_op[1] if rec.failed_op else ():
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            tid = rec.tensors.known(t)
+            name = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame)
+            return name if name and re.fullmatch(r"[A-Za-z_][\w.]*", name) else "x"
+    return "x"
 
 
 def scalar_hint(code: str | None) -> str:

@@ -152,6 +152,12 @@ CASES = {
         "RuntimeError",
         ["v was made under torch.no_grad() as a view", "with torch.no_grad(): v.zero_()"],
     ),
+    "integer timesteps into a Linear": (
+        "import torch\nfrom torch import nn\nemb = nn.Sequential(nn.Linear(1, 8), nn.SiLU())\n"
+        "t = torch.randint(0, 1000, (4, 1))\nh = emb(t)\n",
+        "RuntimeError",
+        ["t (made at line 4) is int64", "convert it with t.float()"],
+    ),
     "multinomial of raw scores": (
         "import torch\ntorch.manual_seed(0)\nlogits = torch.randn(2, 5)\nidx = torch.multinomial(logits, 1)\n",
         "RuntimeError",
@@ -430,6 +436,10 @@ def test_a_conversion_thrown_away_of_another_tensor_is_not_blamed() -> None:
         ("one of unbind's views changed in place", [("a.add_(1)", "a = a + 1")]),
         ("one of split's views changed in place by index", [("xs[0].mul_(2)", "p = xs[0] * 2")]),
         ("a view made under no_grad changed with grad on", [("\nv.zero_()", "\n    v.zero_()")]),
+        (
+            "integer timesteps into a Linear",
+            [("emb(t)", "emb(t.float())")],
+        ),
         (
             "multinomial of raw scores",
             [("multinomial(logits, 1)", "multinomial(torch.softmax(logits, dim=-1), 1)")],
