@@ -35,10 +35,16 @@ def _failed_operands(
     for i, t in enumerate(tensors):
         tid = rec.tensors.known(t)
         role = roles[i] if i < len(roles) else "a tensor"
-        label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame) or role
+        label = _snippet_name(rec, t, frame) or role
         born = rec.tensors.lines.get(tid) if tid is not None else None
         parts.append(f"{label}" + (f" (made at line {born})" if born else "") + f" {describe(t)}")
     return name.strip("_"), parts
+
+
+def _snippet_name(rec: Recorder, t: torch.Tensor, frame: FrameType | None) -> str | None:
+    """``t``'s name: the one the run gave it, else a variable of ``frame`` that holds it."""
+    tid = rec.tensors.known(t)
+    return (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame)
 
 
 def devices_of_failed_op(rec: Recorder, frame: FrameType | None) -> str:
@@ -80,8 +86,7 @@ def _integer_operand(rec: Recorder, frame: FrameType | None) -> str:
     a Linear), or ``x`` where it has none to write code with."""
     for t in rec.failed_op[1] if rec.failed_op else ():
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
-            tid = rec.tensors.known(t)
-            name = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(t, frame)
+            name = _snippet_name(rec, t, frame)
             return name if name and re.fullmatch(r"[A-Za-z_][\w.]*", name) else "x"
     return "x"
 
@@ -254,8 +259,7 @@ def inplace_leaf_hint(rec: Recorder, frame: FrameType | None) -> str | None:
     name, tensors = rec.failed_op
     op = name.strip("_")
     leaf = tensors[0] if tensors else None
-    tid = rec.tensors.known(leaf) if leaf is not None else None
-    label = (rec.tensors.names.get(tid) if tid is not None else None) or find_name(leaf, frame) or "its input"
+    label = (_snippet_name(rec, leaf, frame) if leaf is not None else None) or "its input"
     return (
         f"{op} ran in place on {label}, a leaf that requires grad (a tensor made with requires_grad=True, "
         f"whose gradient you asked for): an activation built with inplace=True (nn.ReLU(inplace=True), "

@@ -6,6 +6,7 @@ told apart from PyTorch's own while walking the Python stack.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import io
@@ -281,6 +282,17 @@ def is_module(value: object) -> TypeGuard[torch.nn.Module]:
     ``__init__`` ran ``nn.Module.__init__`` (a model that forgot ``super().__init__()`` has
     none of its tables, and its ``modules()``, ``parameters()`` and ``training`` raise)."""
     return is_a(value, _module_class()) and "_modules" in getattr(value, "__dict__", {})
+
+
+@functools.lru_cache(maxsize=4)
+def parsed_source(source: str) -> ast.Module | None:
+    """The snippet's whole ``source`` parsed, once for every detector that reads it at the end
+    of a run (or as ops come); ``None`` where it does not parse. Shared: callers must only read
+    the tree, never change it."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
 
 
 @functools.cache

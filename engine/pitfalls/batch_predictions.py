@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..source import parsed_source
 from ..values import has_storage
 
 __all__ = ["BatchPredictions"]
@@ -79,9 +80,8 @@ class BatchPredictions:
 def _argmax_lines(source_lines: Sequence[str]) -> dict[int, int]:
     """Each line of a softmax call whose result an argmax (or max) over dim 1 or -1 reads,
     directly or through the name it is bound to, mapped to that argmax's line."""
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except (SyntaxError, ValueError):
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
         return {}
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     bound: dict[str, list[ast.Call]] = {}  # a name -> the softmax calls bound to it

@@ -284,8 +284,7 @@ class PitfallWatch:
         self._grad_of_grad.before_accumulate(leaf)
         if self._rec.training.total_steps or not self._hand_updates.stale(leaf):
             return  # with an optimizer, its steps judge (stale_grads.py)
-        tid = self._rec.tensors.known(leaf)
-        name = self._rec.tensors.names.get(tid, "the leaf") if tid is not None else "the leaf"
+        name = self._name(leaf) or "the leaf"
         line = known(UNKNOWN)
         self._say("missing-zero-grad", line, *left_in_grad_by_hand(name, line, self._rec.statement_lines))
 
@@ -294,8 +293,7 @@ class PitfallWatch:
         """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
         numbers = self._grad_of_grad.added(leaf)
         if numbers is not None or self._grad_of_grad.pending(leaf):
-            tid = self._rec.tensors.known(leaf)
-            name = (self._rec.tensors.names.get(tid) if tid is not None else None) or "x"
+            name = self._name(leaf) or "x"
             self._say("grad-of-grad-accumulated", known(UNKNOWN), *grad_of_grad_added(name, numbers))
         if not self._rec.training.total_steps:  # once an optimizer steps, its steps judge
             self._hand_updates.accumulated(leaf)
@@ -398,9 +396,7 @@ class PitfallWatch:
     def on_retain_grad(self, tensor: torch.Tensor, line: int | None) -> None:
         """Look at ``tensor.retain_grad()`` just run from snippet line ``line``."""
         if tensor.grad_fn is not None:
-            tid = self._rec.tensors.known(tensor)
-            name = self._rec.tensors.names.get(tid) if tid is not None else None
-            self._late_retains.called(self._rec.graph.node_id(tensor.grad_fn), name, line)
+            self._late_retains.called(self._rec.graph.node_id(tensor.grad_fn), self._name(tensor), line)
 
     def on_clip_empty(self, function: str, name: str | None) -> None:
         """A call of ``function`` whose ``parameters`` were a generator with nothing left in it."""
@@ -412,6 +408,7 @@ class PitfallWatch:
         )
 
     def _name(self, t: torch.Tensor) -> str | None:
+        """The snippet's name of ``t``, where the run knows ``t`` and it has one."""
         tid = self._rec.tensors.known(t)
         return self._rec.tensors.names.get(tid) if tid is not None else None
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from ..source import is_a, quoted_code
+from ..source import is_a, parsed_source, quoted_code
 from ..tensors import autograd_of
 from .kinds import Said
 
@@ -49,9 +49,8 @@ def kept_losses(scope: dict[str, Any], source_lines: Sequence[str], evaluation_s
     ]
     if not lists:
         return []
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except (SyntaxError, ValueError):
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
         return []
     said: list[Said] = []
     for name, value in lists:

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ..source import is_a
+from ..source import is_a, parsed_source
 from ..tensors import autograd_of
 
 __all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
@@ -182,9 +182,8 @@ def _statement_carries(source: str, line: int) -> bool:
     total from one run of it to the next: False only for one that calls builtin ``sum`` and
     neither adds in place (``+=``, ``.add_(…)``) nor assigns a target its value reads
     (``total = sum([total, loss])``); True where the source cannot be read."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed_source(source)
+    if tree is None:
         return True
     blocks = ast.For | ast.While | ast.If | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef
     covering = [

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, RandomSampler
 
-from ..source import bound_to
+from ..source import bound_to, parsed_source
 
 __all__ = ["SeedLoop", "SourceLoops"]
 
@@ -113,10 +113,7 @@ class SourceLoops:
 
     @functools.cached_property
     def _tree(self) -> ast.Module | None:
-        try:
-            return ast.parse("\n".join(self._lines))
-        except (SyntaxError, ValueError):
-            return None
+        return parsed_source("\n".join(self._lines))
 
     @functools.cached_property
     def _functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:

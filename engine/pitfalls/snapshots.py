@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ..source import is_a, is_module, quoted_code
+from ..source import is_a, is_module, parsed_source, quoted_code
 from ..values import has_storage
 from .kinds import Said
 
@@ -51,9 +51,8 @@ def shared_snapshots(
     source = "\n".join(raw_lines)
     if "state_dict" not in source:
         return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed_source(source)
+    if tree is None:
         return []
     loops = [
         (node.lineno, node.end_lineno or node.lineno)
