@@ -137,8 +137,9 @@ def test_presenter_type_sets_the_charts_tick_labels_large(page: Any, runs: dict[
     open_charts(page, runs["clipped"], "loss", 30)
     assert all(f.startswith("11px") for f in axis_fonts()), axis_fonts()
     presenter_on(page)
+    # (the charts rebuild for the new type: while they do, the plot may not be there yet)
     page.wait_for_function(
-        "() => window.gradwalk.charts.plotOf('loss').axes.every((a) => String(a.font[0] ?? a.font).startsWith('15px'))"
+        "() => window.gradwalk.charts.plotOf('loss')?.axes.every((a) => String(a.font[0] ?? a.font).startsWith('15px')) ?? false"
     )
     plot = page.locator("[data-chart=loss] .u-over").bounding_box()
     assert plot is not None and plot["width"] > 150, plot
