@@ -7,6 +7,8 @@ working from disk or any static host with no server.
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -19,12 +21,21 @@ from ..chart_choices import (
     HIDE_IDS_TEXT,
     HIDE_PATTERN,
     MAX_HIDDEN,
+    CallChoice,
     Norms,
     YScale,
     parse_hide,
 )
 from ..deps import RegistryDep, ViewerAuth
-from ..export import SELECTION_PATTERN, BundleMissing, render_export, safe_id
+from ..export import (
+    SELECTION_PATTERN,
+    BundleMissing,
+    check_call_in,
+    check_selection_in,
+    check_step_in,
+    render_export,
+    safe_id,
+)
 from ..live import LiveRun
 from ..models import json_error
 from ..storage import RunRecord
@@ -104,6 +115,8 @@ async def export_run(
     data = await registry.trace(run_id)
     if data is None:
         raise HTTPException(404, f"run {run_id!r} has no stored trace")
+    if step is not None or call is not None or sel is not None:
+        _check_in_run(await asyncio.to_thread(_events_of, data), step=step, call=call, sel=sel)
     compared = None
     if compare is not None:
         other = await registry.find(compare)
@@ -135,6 +148,33 @@ async def export_run(
             "Cache-Control": "no-store",
         },
     )
+
+
+def _events_of(data: str | bytes) -> list[Any]:
+    """The events of a stored trace (``[]`` where it has none: render_export says so)."""
+    trace = json.loads(data)
+    events = trace.get("events") if isinstance(trace, dict) else None
+    return events if isinstance(events, list) else []
+
+
+def _check_in_run(events: list[Any], *, step: int | None, call: CallChoice | None, sel: str | None) -> None:
+    """Refuse, as FastAPI's own validation errors at the query's name, a ``step`` past the end
+    of the run's backward walk, a ``call`` it did not record in full and a ``sel`` naming a node
+    or tensor it never made: the page would open on the last step, the default graph or "not
+    in this trace" without a word (``gradwalk export`` refuses the same)."""
+    errors = []
+    checks: list[tuple[str, Any, Callable[[], None]]] = [
+        ("step", step, lambda: check_step_in(events, step)),
+        ("call", call, lambda: check_call_in(events, call)),
+        ("sel", sel, lambda: check_selection_in(events, sel)),
+    ]
+    for name, value, check in checks:
+        try:
+            check()
+        except ValueError as exc:
+            errors.append({"type": "value_error", "loc": ("query", name), "msg": str(exc), "input": value})
+    if errors:
+        raise RequestValidationError(errors)
 
 
 def _finished(run: LiveRun | RunRecord) -> bool:

@@ -115,8 +115,12 @@ def test_a_metric_named_like_markup_stays_data_in_the_export(dist: Path) -> None
 # --- the route -----------------------------------------------------------------------------
 
 
+#: two backward() calls through different graphs
+TWO_CALLS = "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\n(x + 1).exp().backward()\nprint(x.grad)\n"
+
+
 def test_the_export_route_draws_the_call_it_is_asked_to(api: httpx.Client) -> None:
-    run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
+    run_id = api.post("/api/runs", json={"source": TWO_CALLS}).raise_for_status().json()["id"]
     assert wait_finished(api, run_id)["status"] == "ok"
     # counted from 1 as the app's links count calls; the page's viewer takes the index
     page = api.get(f"/api/runs/{run_id}/export", params={"view": "graph", "call": 2})
@@ -133,6 +137,47 @@ def test_the_export_route_draws_the_call_it_is_asked_to(api: httpx.Client) -> No
         # a whole number from 1, or all: an error for each, each at the query's call
         assert {tuple(e["loc"][:2]) for e in refused.json()["detail"]} == {("query", "call")}
         assert any(e["msg"] == "Input should be 'all'" for e in refused.json()["detail"])
+
+
+def test_the_export_route_refuses_a_step_call_or_sel_the_run_has_not(api: httpx.Client) -> None:
+    # typed into a URL by an author: the page opened on the last step, the default graph or
+    # "not in this trace" without a word, where gradwalk export and notebooks refuse
+    run_id = api.post("/api/runs", json={"source": TWO_CALLS}).raise_for_status().json()["id"]
+    assert wait_finished(api, run_id)["status"] == "ok"
+    export = f"/api/runs/{run_id}/export"
+    steps = 6  # MulBackward0, AccumulateGrad, end; ExpBackward0, AddBackward0, AccumulateGrad, end
+    last = api.get(export, params={"view": "stepper", "step": steps})
+    assert last.status_code == 200, last.text[:300]
+    assert options_of(last.text)["step"] == steps
+    cases: list[tuple[dict[str, Any], str, str]] = [
+        (
+            {"step": steps + 1},
+            "step",
+            f"step {steps + 1} is past the end: this run has {steps + 1} backward steps (0 to {steps})",
+        ),
+        (
+            {"call": 3},
+            "call",
+            "call 3 is no backward() call whose graph was recorded: the calls recorded in full are 1, 2",
+        ),
+        ({"sel": "n999"}, "sel", "sel n999: this run made no node 999"),
+        ({"sel": "t999"}, "sel", "sel t999: this run made no tensor 999"),
+    ]
+    for params, name, words in cases:
+        refused = api.get(export, params=params)
+        assert refused.status_code == 422, (params, refused.text[:300])
+        [error] = refused.json()["detail"]
+        assert error["loc"] == ["query", name] and words in error["msg"], error
+    # every refusal at once, each at its own name
+    refused = api.get(export, params={"step": 99, "call": 9, "sel": "t99"})
+    assert refused.status_code == 422
+    assert [e["loc"][1] for e in refused.json()["detail"]] == ["step", "call", "sel"]
+    no_walk = api.post("/api/runs", json={"source": "import torch\nprint(torch.ones(2) * 3)\n"}).json()["id"]
+    assert wait_finished(api, no_walk)["status"] == "ok"
+    refused = api.get(f"/api/runs/{no_walk}/export", params={"step": 0})
+    assert refused.status_code == 422
+    assert "this run called no backward(): there is no step 0 to open" in refused.json()["detail"][0]["msg"]
+    assert api.get(f"/api/runs/{no_walk}/export").status_code == 200
 
 
 @pytest.mark.parametrize("call", [0, -2, True, 1.0, "2", "every", "All"])
