@@ -36,6 +36,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "eval-mode-in-training",
     "functional-dropout-in-eval",
     "reshape-instead-of-permute",
+    "rnn-last-step-from-batch-axis",
     "broadcast-in-loss",
     "broadcast-in-comparison",
     "probability-thresholded-at-zero",

@@ -5,7 +5,8 @@ what made a loss's input (loss_inputs.py), the argmax of a softmax over the batc
 (batch_predictions.py), functional-dropout-in-eval,
 tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-in-loss and
 broadcast-in-comparison, the running totals of loss-tensor-accumulated
-(running_totals.py), and the adds of penalty-without-gradient (penalties.py). It keeps what
+(running_totals.py), the last step of a time-first recurrent layer read from its batch axis
+(recurrent_axes.py), and the adds of penalty-without-gradient (penalties.py). It keeps what
 those detectors follow across ops; :class:`~.detectors.PitfallWatch` calls it and emits what
 it finds.
 """
@@ -26,6 +27,7 @@ from .copied_out import COPYING_OPS, copied_off_graph
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .penalties import ParameterValues
+from .recurrent_axes import INDEX_OPS, RECURRENT_OPS, RecurrentOutputs
 from .running_totals import ADD_OPS, RunningTotals
 from .thresholds import THRESHOLD_OPS, thresholded_at_zero
 
@@ -45,6 +47,8 @@ WATCHED_OPS = (
     | ATTENTION_OPS
     | RESHAPE_OPS
     | THRESHOLD_OPS
+    | RECURRENT_OPS
+    | INDEX_OPS
 )
 
 
@@ -67,6 +71,7 @@ class OpChecks:
         self._loss_inputs = LossInputs()  # what made a loss function's input
         self._predictions = BatchPredictions(rec.source_lines)  # softmax-over-batch's argmax
         self.copied_at: dict[int, str] = {}
+        self._recurrent = RecurrentOutputs(rec.source_lines)  # rnn-last-step-from-batch-axis
         # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
         self.penalties = ParameterValues(rec, say)
 
@@ -85,6 +90,14 @@ class OpChecks:
             misread = attention_mask_report(name, args, kwargs or {})
             if misread is not None:
                 self._say("attention-mask-misread", line, *misread)
+            return
+        if name in RECURRENT_OPS:
+            self._recurrent.ran(name, args, result, line)
+            return
+        if name in INDEX_OPS:
+            misread = self._recurrent.indexed(args, line, frame)
+            if misread is not None:
+                self._say("rnn-last-step-from-batch-axis", line, *misread)
             return
         if not isinstance(result, torch.Tensor) or result.is_nested:
             return  # (a nested tensor has no one shape for the detectors below to read)
