@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .explain_calls import call_hint
-from .explain_carried import carried_graph_hint
+from .explain_carried import carried_graph_hint, carried_through_step_hint
 from .explain_cut import cut_graph_hint
 from .explain_discarded import discarded_conversion
 from .explain_environment import environment_hint
@@ -62,6 +62,13 @@ def error_node(exc: BaseException, rec: Recorder) -> int | None:
 
 
 def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
+def _changed_tensor(text: str) -> str | None:
+    """The sizes of the tensor an in-place error names (``[8, 8]`` of ``[torch.FloatTensor
+    [8, 8]]``), if it names one."""
+    named = re.search(r"\[torch\.\w+ (\[[\d, ]*\])\]", text)
+    return named.group(1) if named else None
+
+
     """The snippet's code at ``line``, when it is short enough to quote."""
     return quoted_code(rec.statement_lines, line, longest)
 
@@ -150,6 +157,13 @@ def explain_error(
     if "modified by an inplace operation" in text:
         changed = changed_saved_tensor(rec)
         if changed:
+        # which node saved what, and the step that changed it, where the recorder saw it
+        known = changed.split(" changed it in place", 1)[0] if changed and "step() (line" in changed else None
+        carried = rec.training.total_steps and carried_through_step_hint(
+            rec.statement_lines, line, frame, None if known else _changed_tensor(text)
+        )
+        if carried:
+            return carried + (f" Here {known} changed it in place." if known else "")
             return changed
         after = metrics_only_after(rec)
         calls = metrics_only_calls(rec)

@@ -6,9 +6,11 @@ forward pass comes from a value the loop carries over: an RNN's hidden state
 (``h = rnn(x, h)``) or a running total (``total = total + loss``) is computed from its own
 previous value, so this iteration's graph reaches back into the last one, which the last
 backward() freed. PyTorch suggests ``retain_graph=True``, which hides the error and keeps
-every iteration's graph alive. Found in the source (a name assigned inside a loop from an
-expression that uses it, not detached on the way) and confirmed in the snippet's frame (the
-name holds a tensor that still has a ``grad_fn``).
+every iteration's graph alive. Followed, the next backward() fails instead ("modified by an
+inplace operation"): the optimizer's step changed in place the weights the kept graph saved;
+that is said with the same carrier and fix. Found in the source (a name assigned inside a
+loop from an expression that uses it, not detached on the way) and confirmed in the snippet's
+frame (the name holds a tensor that still has a ``grad_fn``).
 """
 
 from __future__ import annotations
@@ -16,22 +18,75 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from types import FrameType
+from typing import NamedTuple
 
 import torch
 
 from .source import indentation, is_a, quoted_code, visible_names
 
-__all__ = ["carried_graph_hint"]
+__all__ = ["carried_graph_hint", "carried_through_step_hint"]
 
 _LOOP = re.compile(r"^(\s*)(?:for|while)\b.*:\s*$")
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][\w\s,()]*?)\s*(\+=|=(?!=))\s*(.+)$")
 _CUTS = re.compile(r"\.(?:detach|item|tolist)\(|\bno_grad\(")
 
 
+class _Carrier(NamedTuple):
+    """A tensor a loop carries from one iteration into the next, with its graph."""
+
+    at: int  # the line that assigns it
+    name: str
+    code: str  # that line's code
+    fix: str  # what to write instead, in a sentence or two
+
+
 def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: FrameType | None) -> str | None:
     """The hint for a backward() at ``line`` that found its graph freed, where a loop around
     it carries a tensor with a graph from one iteration into the next; ``None`` otherwise.
     ``frame``: the snippet's frame the error came from (whose names are checked)."""
+    carrier = _carrier(source_lines, line, frame)
+    if carrier is None:
+        return None
+    return (
+        f"This backward() walks back into the previous iteration's graph, which the last backward() "
+        f"freed: {carrier.name} carries it from one iteration to the next (line {carrier.at}: "
+        f"{carrier.code}), as each new {carrier.name} is computed from the last one. {carrier.fix} "
+        "retain_graph=True would only hide the error: every iteration's graph would stay alive, and "
+        "each backward() would walk all of them."
+    )
+
+
+def carried_through_step_hint(
+    source_lines: Sequence[str], line: int | None, frame: FrameType | None, changed: str | None
+) -> str | None:
+    """The hint for a backward() at ``line`` that found a saved tensor changed in place, where a
+    loop around it carries a tensor with a graph into the next iteration (kept alive by
+    ``retain_graph=True``, PyTorch's suggestion for the error before): the optimizer's step
+    changed the weights the previous iteration's graph saved. ``changed``: the sizes of the
+    tensor PyTorch names (``[8, 8]``), if it names one; ``None`` where nothing is carried."""
+    carrier = _carrier(source_lines, line, frame)
+    if carrier is None:
+        return None
+    what = f" (the {changed} tensor the error names is one of them)" if changed else ""
+    retained = any("retain_graph" in code for code in source_lines)
+    return (
+        f"This backward() walks back into the previous iteration's graph: {carrier.name} carries it from "
+        f"one iteration to the next (line {carrier.at}: {carrier.code}), as each new {carrier.name} is "
+        "computed from the last one"
+        + (", and retain_graph=True kept that graph alive" if retained else "")
+        + ". Between the two backward() calls the optimizer's step() changed in place the weights that "
+        f"graph saved{what}, so its gradient can no longer be computed. {carrier.fix}"
+        + (
+            " Then drop retain_graph=True: each backward() walks its own iteration's graph only."
+            if retained
+            else ""
+        )
+    )
+
+
+def _carrier(source_lines: Sequence[str], line: int | None, frame: FrameType | None) -> _Carrier | None:
+    """The tensor with a graph that a loop around ``line`` carries into its next iteration, as
+    the snippet's ``frame`` holds it now; ``None`` where there is none (or it is detached)."""
     if line is None or frame is None:
         return None
     scope = visible_names(frame)
@@ -57,12 +112,7 @@ def carried_graph_hint(source_lines: Sequence[str], line: int | None, frame: Fra
             )
             + _thrown_away(name, source_lines, line)
         )
-        return (
-            f"This backward() walks back into the previous iteration's graph, which the last backward() "
-            f"freed: {name} carries it from one iteration to the next (line {at}: {code}), as each new "
-            f"{name} is computed from the last one. {fix} retain_graph=True would only hide the error: "
-            "every iteration's graph would stay alive, and each backward() would walk all of them."
-        )
+        return _Carrier(at, name, code, fix)
     return None
 
 

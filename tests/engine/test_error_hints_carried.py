@@ -4,6 +4,8 @@ its line and gives detach() (or .item()), not retain_graph=True."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine import queries as q
@@ -71,3 +73,69 @@ def test_backward_twice_on_one_graph_keeps_its_own_hint() -> None:
     assert error.hint is not None and error.hint.startswith(
         "The first backward() freed the graph's saved tensors"
     )
+
+
+@pytest.mark.parametrize("name", ["an RNN cell's hidden state", "an LSTM cell's two states"])
+def test_retain_graph_taken_as_the_fix_fails_next_at_the_step_and_is_said(name: str) -> None:
+    # PyTorch's own suggestion for the error above; the next backward() then meets the weights
+    # opt.step() changed in place, and the plain in-place hint blamed an `x += 1` there is none of
+    source = CASES[name][0].replace("loss.backward()", "loss.backward(retain_graph=True)")
+    (error,) = q.errors(record(source))
+    assert "modified by an inplace operation" in error.message
+    assert str(plain_error(source)) == error.message
+    assert error.hint is not None
+    assert error.hint.startswith(
+        "This backward() walks back into the previous iteration's graph: h carries it from one "
+        "iteration to the next (line 10: "
+    )
+    assert "retain_graph=True kept that graph alive" in error.hint
+    assert "the optimizer's step() changed in place the weights that graph saved, so" in error.hint
+    assert "h = h.detach()" in error.hint
+    assert "Then drop retain_graph=True: each backward() walks its own iteration's graph only." in error.hint
+    # what the recorder saw: the node that saved the weight and the step that changed it
+    assert re.search(
+        r"Here AddmmBackward0 \(in cell\) saved .+ for backward \(line 10\); then opt\.step\(\) \(line 14\) "
+        r"changed it in place\.$",
+        error.hint,
+    )
+    assert (
+        "x += 1" not in error.hint
+        and "Run every backward() over this graph before the step" not in error.hint
+    )
+
+
+_TBPTT = """import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+rnn = nn.RNN(4, 8, batch_first=True)
+head = nn.Linear(8, 1)
+opt = torch.optim.Adam([*rnn.parameters(), *head.parameters()], lr=0.01)
+data, targets = torch.randn(6, 2, 5, 4), torch.randn(6, 2, 1)
+h = torch.zeros(1, 2, 8)
+for x, t in zip(data, targets):
+    out, h = rnn(x, h)
+    loss = ((head(out[:, -1]) - t) ** 2).mean()
+    opt.zero_grad()
+    loss.backward(retain_graph=True)
+    opt.step()
+"""
+
+
+def test_the_tensor_the_error_names_is_said_where_the_step_was_not_recorded() -> None:
+    # an nn.RNN's weights go into one fused op: the recorder saw no saved tensor to name
+    (error,) = q.errors(record(_TBPTT))
+    assert "modified by an inplace operation" in error.message
+    assert str(plain_error(_TBPTT)) == error.message
+    assert error.hint is not None
+    assert "h carries it from one iteration to the next (line 11: out, h = rnn(x, h))" in error.hint
+    assert "the weights that graph saved (the [8, 8] tensor the error names is one of them)" in error.hint
+    assert "h = h.detach()" in error.hint
+
+
+def test_an_in_place_change_of_the_snippet_s_own_keeps_its_hint() -> None:
+    # nothing carried: the line that changed the saved tensor is named as before
+    source = "import torch\nw = torch.ones(3, requires_grad=True)\ny = w.exp()\ny += 1\ny.sum().backward()\n"
+    (error,) = q.errors(record(source))
+    assert error.hint is not None
+    assert error.hint.startswith("ExpBackward0 saved y for backward (line 3); then line 4 (y += 1) changed it")
