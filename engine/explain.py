@@ -61,7 +61,6 @@ def error_node(exc: BaseException, rec: Recorder) -> int | None:
     return None
 
 
-def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
 def _changed_tensor(text: str) -> str | None:
     """The sizes of the tensor an in-place error names (``[8, 8]`` of ``[torch.FloatTensor
     [8, 8]]``), if it names one."""
@@ -69,6 +68,7 @@ def _changed_tensor(text: str) -> str | None:
     return named.group(1) if named else None
 
 
+def _code_at(rec: Recorder, line: int | None, longest: int = 60) -> str | None:
     """The snippet's code at ``line``, when it is short enough to quote."""
     return quoted_code(rec.statement_lines, line, longest)
 
@@ -156,7 +156,6 @@ def explain_error(
         )
     if "modified by an inplace operation" in text:
         changed = changed_saved_tensor(rec)
-        if changed:
         # which node saved what, and the step that changed it, where the recorder saw it
         known = changed.split(" changed it in place", 1)[0] if changed and "step() (line" in changed else None
         carried = rec.training.total_steps and carried_through_step_hint(
@@ -164,6 +163,7 @@ def explain_error(
         )
         if carried:
             return carried + (f" Here {known} changed it in place." if known else "")
+        if changed:
             return changed
         after = metrics_only_after(rec)
         calls = metrics_only_calls(rec)
