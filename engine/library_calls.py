@@ -35,15 +35,18 @@ op at the line that made it:
   same name), one it left as it was is handed back with the same id (``model.to(device)``
   on the device it is on already). Gradients it converts along are not shown.
 
-``torch.manual_seed`` is wrapped too, though not recorded as an op: each call of the
-snippet's is shown to the seed-reset-in-loop detector (:attr:`LibraryCalls.seeds`,
-engine/pitfalls/reseeds.py), whatever the detail.
+``torch.manual_seed`` is wrapped too, though not recorded as an op, and so are
+``random.seed`` and ``numpy.random.seed`` (where NumPy is imported, as torch imports it): each
+call of the snippet's is shown to the seed-reset-in-loop detector (:attr:`LibraryCalls.seeds`,
+engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import random
+import sys
 import threading
 import types
 from collections.abc import Callable
@@ -92,7 +95,7 @@ class LibraryCalls:
         self._made: dict[tuple[str, int], tuple[Any, Any]] = {}
         #: per thread: nonzero inside a wrapped call (the tape mode records nothing then)
         self.making = _Making()
-        #: the snippet's ``torch.manual_seed`` calls in loops (seed-reset-in-loop)
+        #: the snippet's seed calls in loops (seed-reset-in-loop)
         self.seeds = Reseeds(rec)
 
     def install(self) -> None:
@@ -108,6 +111,13 @@ class LibraryCalls:
         for owner in (torch, torch.random):  # the function and its re-export, where the same
             if owner.manual_seed is seed:
                 self._replace(owner, "manual_seed", self._seeding)
+        self._replace(random, "seed", self._seeding_random)
+        numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
+        if numpy_random is not None:
+            numpy_seed = numpy_random.seed
+            for numpy_owner in (numpy_random, getattr(numpy_random, "mtrand", None)):
+                if numpy_owner is not None and getattr(numpy_owner, "seed", None) is numpy_seed:
+                    self._replace(numpy_owner, "seed", self._seeding_numpy)
 
     def remove(self) -> None:
         while self._originals:
@@ -187,20 +197,28 @@ class LibraryCalls:
 
         return clip
 
-    def _seeding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _seeding(self, original: Callable[..., Any], generator: str = "torch") -> Callable[..., Any]:
         rec = self._rec
         making = self.making
         seeds = self.seeds
 
         @functools.wraps(original)
-        def manual_seed(seed: Any) -> Any:
-            seeded = seeds.before(seed) if rec.active and rec.pitfalls.enabled and making.depth == 0 else None
-            result = original(seed)
+        def manual_seed(*args: Any, **kwargs: Any) -> Any:
+            seed = args[0] if args else next(iter(kwargs.values()), None)  # (a=, seed=)
+            looked = rec.active and rec.pitfalls.enabled and making.depth == 0
+            seeded = seeds.before(seed, generator) if looked else None
+            result = original(*args, **kwargs)
             if seeded is not None:
                 seeds.after(seeded)
             return result
 
         return manual_seed
+
+    def _seeding_random(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return self._seeding(original, "random")
+
+    def _seeding_numpy(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return self._seeding(original, "numpy")
 
     def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making

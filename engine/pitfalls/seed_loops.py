@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any, NamedTuple
@@ -59,6 +60,8 @@ _RANDOM_CALLS = frozenset(
     }
 )
 _NO_GRAD = frozenset({"no_grad", "inference_mode"})
+# methods of random's and NumPy's global generators that draw nothing
+_NOT_DRAWS = frozenset({"seed", "getstate", "setstate", "get_state", "set_state"})
 # calls that start a run afresh: the same seed before each is a sweep, not a mistake
 _FRESH_CALLS = frozenset({"load_state_dict", "reset_parameters", "deepcopy"})
 _OPTIMIZERS = frozenset(
@@ -102,6 +105,32 @@ def _walk_grad(nodes: list[ast.AST]) -> Iterator[ast.AST]:
             continue
         yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    """The names an assignment binds, those in a tuple on its left included."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [n for t in targets for n in ([t] if not isinstance(t, ast.Tuple | ast.List) else t.elts)]
+
+
+def _draws_from(call: ast.Call, frame: FrameType | None) -> str | None:
+    """``"random"`` for a call that draws from Python's global generator (``random.shuffle``,
+    ``from random import sample``), ``"numpy"`` for one from NumPy's global generator
+    (``np.random.permutation``); None for any other, a generator of the snippet's own
+    (``random.Random(0)``, ``np.random.default_rng(0)``) included."""
+    if _called(call) in _NOT_DRAWS:
+        return None
+    try:
+        function = bound_to(ast.unparse(call.func), frame)
+    except Exception:
+        return None
+    owner = getattr(function, "__self__", None)
+    if owner is not None and owner is getattr(sys.modules.get("random"), "_inst", None):
+        return "random"
+    numpy_random = getattr(sys.modules.get("numpy"), "random", None)
+    if owner is not None and owner is getattr(getattr(numpy_random, "mtrand", None), "_rand", None):
+        return "numpy"
+    return None
 
 
 class SourceLoops:
@@ -160,10 +189,11 @@ class SourceLoops:
         self._loop_at[line] = best
         return best
 
-    def seed_loop(self, line: int, frame: FrameType | None) -> SeedLoop | None:
-        """What NOTE [A seed inside the loop] needs of a seed call at ``line`` (run in ``frame``):
-        its loop and the draws after it, or ``None`` where the source does not show training
-        after it, shows a loop that starts afresh, or no draw after it."""
+    def seed_loop(self, line: int, frame: FrameType | None, generator: str = "torch") -> SeedLoop | None:
+        """What NOTE [A seed inside the loop] needs of a call at ``line`` (run in ``frame``) that
+        seeds ``generator`` (``"torch"``, ``"random"``: Python's, ``"numpy"``: NumPy's global
+        one): its loop and the draws from that generator after it, or ``None`` where the source
+        does not show training after it, shows a loop that starts afresh, or no such draw."""
         found = self.loop_of(line)
         if found is None:
             return None
@@ -176,6 +206,12 @@ class SourceLoops:
         if any(self._starts_afresh(c, frame) for c in self._calls(list(loop.body), grad_only=False)):
             return None
         draws: list[str] = []
+        if generator != "torch":
+            for call in self._calls(after, grad_only=True):
+                if _draws_from(call, frame) == generator and self._repeats(call, loop):
+                    draws.append(f"{ast.unparse(call.func)} at line {call.lineno}")
+            unique = list(dict.fromkeys(draws))
+            return SeedLoop(loop.lineno, unique) if unique else None
         for node in after:
             if isinstance(node, ast.For | ast.AsyncFor):
                 self._shuffled(node.iter, frame, draws)
@@ -193,6 +229,39 @@ class SourceLoops:
                     draws.append(f"the dropout masks of {call.func.id} (line {call.lineno})")
         unique = list(dict.fromkeys(draws))
         return SeedLoop(loop.lineno, unique) if unique else None
+
+    def _repeats(self, call: ast.Call, loop: ast.stmt) -> bool:
+        """Whether a draw from a reseeded generator gives the same each iteration: any does but
+        a shuffle in place, which permutes what the list holds: only one of a list (or array)
+        made afresh in each iteration, in the loop (``idx = list(range(n)); random.shuffle(idx)``)
+        or in the snippet function that shuffles it, starts from the same order each time."""
+        if _called(call) != "shuffle":
+            return True
+        shuffled = call.args[0] if call.args else None
+        if not isinstance(shuffled, ast.Name):
+            return False
+        loop_end = loop.end_lineno or loop.lineno
+        helper = next(
+            (
+                f
+                for f in self._functions.values()
+                if f.lineno <= call.lineno <= (f.end_lineno or f.lineno)
+                and not f.lineno <= loop.lineno <= (f.end_lineno or f.lineno)
+            ),
+            None,
+        )
+        for node in ast.walk(self._tree) if self._tree is not None else ():
+            if not (
+                isinstance(node, ast.Assign | ast.AnnAssign)
+                and node.lineno < call.lineno
+                and any(isinstance(t, ast.Name) and t.id == shuffled.id for t in _targets(node))
+            ):
+                continue
+            if loop.lineno < node.lineno <= loop_end:  # made afresh in each iteration
+                return True
+            if helper is not None and helper.lineno < node.lineno <= (helper.end_lineno or helper.lineno):
+                return True
+        return False
 
     def _calls(self, nodes: list[ast.stmt], *, grad_only: bool) -> Iterator[ast.Call]:
         """The calls in ``nodes`` (outside no_grad blocks with ``grad_only``) and in the
