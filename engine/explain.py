@@ -158,11 +158,11 @@ def explain_error(
         changed = changed_saved_tensor(rec)
         # which node saved what, and the step that changed it, where the recorder saw it
         known = changed.split(" changed it in place", 1)[0] if changed and "step() (line" in changed else None
-        carried = rec.training.total_steps and carried_through_step_hint(
+        through_step = rec.training.total_steps > 0 and carried_through_step_hint(
             rec.statement_lines, line, frame, None if known else _changed_tensor(text)
         )
-        if carried:
-            return carried + (f" Here {known} changed it in place." if known else "")
+        if through_step:
+            return through_step + (f" Here {known} changed it in place." if known else "")
         if changed:
             return changed
         after = metrics_only_after(rec)

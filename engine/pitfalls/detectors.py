@@ -39,11 +39,12 @@ from .modes import (
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_explained, previews_a_schedule
-from .non_finite_loss import NON_FINITE_TITLE, non_finite_after_updates, non_finite_before_updates
+from .non_finite_loss import non_finite_said
 from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
+from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
 from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
@@ -112,6 +113,7 @@ class PitfallWatch:
         self._grad_of_grad = GradOfGrad()  # grad-of-grad-accumulated
         self._ignored = IgnoredGradients()  # custom-backward-ignores-gradient
         self._late_retains = LateRetains()  # retain-grad-after-backward
+        self._rounding = RoundingCuts()  # loss-through-rounding
         # the op detectors, and what they follow: loss inputs, running totals, and
         # tensor-copied-off-graph's line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
@@ -237,6 +239,7 @@ class PitfallWatch:
         if loss is not None and not math.isfinite(loss):
             self._non_finite(f"the loss is {loss}", known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
+        self._rounding.before_backward()
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
         if self._rec.detail:
             if not self._rec.training.inside_step():  # an LBFGS closure's are step()'s own
@@ -258,6 +261,7 @@ class PitfallWatch:
         sent in a recorded backward walk: ``sent_values``, those it sent as trace values, and
         ``gradients``, the tensors it received and sent."""
         self._late_retains.ran(nid, line)
+        self._rounding.ran(nid, name, line, *gradients)
         ignored = self._ignored.ran(name, *gradients)
         if ignored is not None:
             self._say("custom-backward-ignores-gradient", ignored[0], *ignored[1:], nodes=[nid])
@@ -291,6 +295,7 @@ class PitfallWatch:
     @guarded
     def after_accumulate(self, leaf: torch.Tensor) -> None:
         """Look at ``leaf`` right after AccumulateGrad added into its ``.grad``."""
+        self._rounding.accumulated(leaf)
         numbers = self._grad_of_grad.added(leaf)
         if numbers is not None or self._grad_of_grad.pending(leaf):
             name = self._name(leaf) or "x"
@@ -303,6 +308,9 @@ class PitfallWatch:
         """Look at a backward call that returned: mark the gradients it added into that a
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
+        flat = self._rounding.after_backward(self._rec.statement_lines)
+        if flat is not None:
+            self._say("loss-through-rounding", *flat[:4], nodes=flat[4])
         if self._rec.detail and not self._rec.training.inside_step():
             self._unused.after_backward((p for p, _ in self._rec.modules.all_params()), known(line))
 
@@ -450,23 +458,11 @@ class PitfallWatch:
         found it, if one did."""
         if self._nan_gradients.reported:
             return  # a consequence of the gradient non-finite-gradient explained
-        if updates == 0:
-            where = "At this backward()" if step is None else f"At optimizer step {step}"
-            self._say("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_before_updates(where, what))
-            return
-        # a loss is seen before the step it leads to: after 19 updates it is the loss the charts
-        # show at step 20 ("at optimizer step 19" read as the step before the one charted); a
-        # gradient norm is read at its own step
-        if step is None:
-            taken = self._rec.training.total_steps
-            when = f"After {taken} optimizer step{'' if taken == 1 else 's'}"
-        else:
-            when = f"At optimizer step {step}"
         if opt is None:
-            live = [r() for r in self._optimizers.values()]
-            opt = next((o for o in live if o is not None), None)
-        lr = f" (here {opt.param_groups[0].get('lr')})" if opt is not None else ""
-        self._say("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_after_updates(when, what, lr))
+            opt = next((o for o in (r() for r in self._optimizers.values()) if o is not None), None)
+        lr = opt.param_groups[0].get("lr") if opt is not None else None
+        taken = self._rec.training.total_steps
+        self._say(*non_finite_said(what, line, updates=updates, step=step, taken=taken, lr=lr))
 
     # --- the end of the run -----------------------------------------------------------
 

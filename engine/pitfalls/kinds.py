@@ -48,6 +48,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "softmax-over-batch",
     "tensor-copied-off-graph",
     "penalty-without-gradient",
+    "loss-through-rounding",
     "loss-diverging",
     "non-finite-loss",
     "non-finite-gradient",

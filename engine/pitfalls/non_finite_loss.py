@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["NON_FINITE_TITLE", "non_finite_after_updates", "non_finite_before_updates"]
+__all__ = ["NON_FINITE_TITLE", "non_finite_after_updates", "non_finite_before_updates", "non_finite_said"]
 
 NON_FINITE_TITLE = "The loss became NaN/Inf"
 
@@ -33,3 +33,24 @@ def non_finite_after_updates(when: str, what: str, lr: str) -> tuple[str, str]:
         "Lower the learning rate (try 10× smaller), normalise the inputs, or clip gradients with "
         "torch.nn.utils.clip_grad_norm_.",
     )
+
+
+def non_finite_said(
+    what: str, line: int | None, *, updates: int, step: int | None, taken: int, lr: object
+) -> tuple[str, int | None, str, str, str]:
+    """``(kind, line, title, message, fix)`` for ``what`` gone non-finite at snippet ``line``:
+    ``updates``, the optimizer steps taken before it was computed (with none, no learning rate
+    can be the cause); ``step``, the step that found it, if one did; ``taken``, the steps taken
+    so far; ``lr``, an optimizer's learning rate (``None`` where the run has no optimizer)."""
+    if updates == 0:
+        where = "At this backward()" if step is None else f"At optimizer step {step}"
+        return ("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_before_updates(where, what))
+    # a loss is seen before the step it leads to: after 19 updates it is the loss the charts
+    # show at step 20 ("at optimizer step 19" read as the step before the one charted); a
+    # gradient norm is read at its own step
+    if step is None:
+        when = f"After {taken} optimizer step{'' if taken == 1 else 's'}"
+    else:
+        when = f"At optimizer step {step}"
+    said = f" (here {lr})" if lr is not None else ""
+    return ("non-finite-loss", line, NON_FINITE_TITLE, *non_finite_after_updates(when, what, said))

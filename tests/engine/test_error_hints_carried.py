@@ -138,4 +138,6 @@ def test_an_in_place_change_of_the_snippet_s_own_keeps_its_hint() -> None:
     source = "import torch\nw = torch.ones(3, requires_grad=True)\ny = w.exp()\ny += 1\ny.sum().backward()\n"
     (error,) = q.errors(record(source))
     assert error.hint is not None
-    assert error.hint.startswith("ExpBackward0 saved y for backward (line 3); then line 4 (y += 1) changed it")
+    assert error.hint.startswith(
+        "ExpBackward0 saved y for backward (line 3); then line 4 (y += 1) changed it"
+    )
