@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
 
-from ..source import SNIPPET_FILENAME, quoted_code
+from ..source import SNIPPET_FILENAME, parsed_source, quoted_code
 
 __all__ = [
     "eval_left_on_report",
@@ -133,9 +133,8 @@ _NOISE = re.compile(r"^torch\.(?:randn|rand|randn_like|rand_like|normal)$")
 
 @functools.lru_cache(maxsize=4)
 def _blocks_not_evaluating(source: str) -> tuple[tuple[int, int], ...]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parsed_source(source)
+    if tree is None:
         return ()
     optimized = {
         _dotted(node.func.value)
@@ -276,9 +275,8 @@ def _snippet_lines() -> Iterable[int]:
 def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
     """The line spans of the no_grad / inference_mode blocks of ``source`` right after a
     ``.train()`` (or ``.train(True)``) statement that loop (:func:`_samples`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parsed_source(source)
+    if tree is None:
         return ()
     found = []
     for body in _statement_lists(tree):

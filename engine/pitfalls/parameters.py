@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import is_a, is_module, line_matching, submodules
+from ..source import is_a, is_module, line_matching, parsed_source, submodules
 from .kinds import Said
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
@@ -276,9 +276,8 @@ def _attribute_line(attr: str, source_lines: list[str]) -> int | None:
 
 def _in_init(line: int, source_lines: list[str]) -> bool:
     """Whether ``line`` lies in the body of a ``def __init__`` of the snippet."""
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except SyntaxError:
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
         return True
     return any(
         isinstance(node, ast.FunctionDef)

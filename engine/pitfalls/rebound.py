@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..source import parsed_source
+
 __all__ = ["rebound_updates"]
 
 
@@ -21,9 +23,8 @@ def rebound_updates(source_lines: list[str]) -> list[tuple[int, str, str]]:
     variable, and the expression's part after ``p -`` as an in-place update would write it
     (``lr * p.grad``; the whole expression where it is not ``p - …``). In line order; empty
     when the source does not parse."""
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except (SyntaxError, ValueError):
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
         return []
     found = []
     for loop in ast.walk(tree):

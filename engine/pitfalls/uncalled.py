@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from ..source import parsed_source
+
 __all__ = ["WHAT_IT_SKIPS", "uncalled_methods"]
 
 # what the line would have done, said as what goes wrong without it
@@ -25,9 +27,8 @@ def uncalled_methods(source_lines: list[str]) -> list[tuple[int, str, str]]:
     """Each statement that is only ``X.m`` for a method ``m`` of WHAT_IT_SKIPS, in line order:
     its line, the name as written (``opt.zero_grad``) and ``m``. Empty when the source does
     not parse."""
-    try:
-        tree = ast.parse("\n".join(source_lines))
-    except (SyntaxError, ValueError):
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
         return []
     return sorted(
         (node.lineno, ast.unparse(node.value), node.value.attr)

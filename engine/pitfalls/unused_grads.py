@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from ..source import parsed_source
+
 __all__ = ["UnusedGradients", "cleared_unused"]
 
 
@@ -83,9 +85,8 @@ def _grads_read_after(source: str, line: int) -> bool:
     """Whether the innermost loop around ``line`` reads an ``x.grad`` below it: a value used
     (``f += p.grad ** 2``), not a clear (``p.grad = None``, ``p.grad.zero_()``) nor a check
     (``p.grad is not None``)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parsed_source(source)
+    if tree is None:
         return False
     loops = [
         node
