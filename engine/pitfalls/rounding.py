@@ -98,7 +98,7 @@ class RoundingCuts:
             f"The loss is computed through {cut.op}{where}. {cut.op}'s derivative is 0 wherever it is "
             f"defined (a staircase is flat between its steps), so in this backward() its node received a "
             f"gradient and sent back only zeros: {reached} the walk reached got a gradient of exactly 0. "
-            "Nothing raises: the optimizer's steps change nothing, and the loss stays where it started."
+            "Nothing raises: an update with these gradients changes nothing, and the loss stays where it started."
         )
         fix = (
             f"Compute the loss from the values before {cut.op}: for a classifier, the logits with "

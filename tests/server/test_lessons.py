@@ -43,6 +43,7 @@ TOPICS = [
     "broadcasting",
     "never-train",
     "nan-gradient",
+    "flat-steps",
     "copy-vs-stack",
 ]
 
@@ -159,6 +160,13 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             sent = at[1].grad_out[0].flat
             assert math.isnan(sent[0]) and math.isnan(sent[1]) and sent[2] == 0.25
             assert pitfalls == {"non-finite-gradient"}
+        case "flat-steps":  # round receives the loss's 2 and sends 0: w.grad is all zeros
+            assert at is not None and at[0] == "RoundBackward0"
+            assert at[1].grad_in[0].flat == [2.0] and at[1].grad_out[0].flat == [0.0]
+            assert accumulated_at(len(timeline) - 2) == [0.0]
+            assert pitfalls == {"loss-through-rounding"}
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "1.0 1.0\ntensor([0., 0.])\n"
         case "copy-vs-stack":  # only the "+ a" leads back: a.grad is 1, and b is never reached
             assert at is not None and at[0] == "AccumulateGrad" and accumulated_at(1) == [1.0]
             assert [name for name, _ in timeline] == ["AddBackward0", "AccumulateGrad", "end"]
