@@ -12,6 +12,16 @@ import pytest
 
 from tests.engine.snippets import recorded_silently, the_pitfall
 
+
+def _edited(source: str, *edits: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` replaced in turn; each ``old`` must occur exactly once,
+    so that a clean twin never silently equals the snippet it copies."""
+    for old, new in edits:
+        assert source.count(old) == 1, (old, source.count(old))
+        source = source.replace(old, new)
+    return source
+
+
 _R_RELU6_LAST = """import torch
 import torch.nn as nn
 
@@ -107,25 +117,12 @@ for epoch in range(3):
 print(round(loss.item(), 4))
 """
 
-_R_OK_DROPOUT_BEFORE_LAST = """import torch
-import torch.nn as nn
-
-torch.manual_seed(0)
-model = nn.Sequential(
-    nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5),
-    nn.Linear(64, 3),
+# the Dropout moved before the last Linear, and no ReLU after that Linear
+_R_OK_DROPOUT_BEFORE_LAST = _edited(
+    _R_RELU_THEN_DROPOUT,
+    ("nn.Linear(20, 64), nn.ReLU(),", "nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5),"),
+    ("nn.Linear(64, 3), nn.ReLU(), nn.Dropout(0.5),", "nn.Linear(64, 3),"),
 )
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-criterion = nn.CrossEntropyLoss()
-x = torch.randn(32, 20)
-y = torch.randint(0, 3, (32,))
-for step in range(4):
-    loss = criterion(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-print(round(loss.item(), 4))
-"""
 
 _R_OK_HIDDEN_RELU6_SOFTPLUS = """import torch
 import torch.nn as nn
@@ -267,25 +264,7 @@ with torch.no_grad():
 print(round(accuracy.item(), 3))
 """
 
-_S_OK_MODULE_DIM1 = """import torch
-import torch.nn as nn
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-to_probs = nn.Softmax(dim=1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(32, 8)
-y = torch.randint(0, 4, (32,))
-for epoch in range(3):
-    logits = model(x)
-    loss = nn.functional.cross_entropy(logits, y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    probs = to_probs(logits)
-    preds = probs.argmax(dim=1)
-    print(epoch, (preds == y).float().mean().item())
-"""
+_S_OK_MODULE_DIM1 = _edited(_S_MODULE_BY_NAME, ("nn.Softmax(dim=0)", "nn.Softmax(dim=1)"))
 
 _S_OK_MODULE_OVER_TIME_STEPS = """import torch
 import torch.nn as nn
@@ -561,27 +540,12 @@ for epoch in range(4):
     print(epoch, round(err.item(), 3))
 """
 
-_D_OK_SHUFFLE_IN_PLACE = """import random
-import torch
-import torch.nn as nn
-
-torch.manual_seed(0)
-X = torch.randn(64, 5)
-Y = X.sum(1, keepdim=True)
-samples = list(range(64))
-model = nn.Linear(5, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-for epoch in range(4):
-    random.seed(0)
-    random.shuffle(samples)
-    for i in range(0, 64, 16):
-        idx = samples[i:i + 16]
-        loss = ((model(X[idx]) - Y[idx]) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    print(epoch, samples[:4])
-"""
+# the list built once, above the loop: each seeded shuffle starts from the last epoch's order
+_D_OK_SHUFFLE_IN_PLACE = _edited(
+    _D_RANDOM_SHUFFLE,
+    ("Y = X.sum(1, keepdim=True)\n", "Y = X.sum(1, keepdim=True)\nsamples = list(range(64))\n"),
+    ("    samples = list(range(64))\n", ""),
+)
 
 _P_NO_GRAD_BLOCK = """import torch
 from torch import nn
