@@ -27,6 +27,7 @@ from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
 from .explain_names import class_called_with_data, misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
+from .explain_packed import packed_hint
 from .explain_practice import practice_hint
 from .explain_recurrent import recurrent_hint
 from .explain_saving import saving_hint
@@ -185,6 +186,7 @@ def explain_error(
         or loader_hint(exc, rec, code, frame)
         or saving_hint(exc, rec, code, frame)
         or call_hint(exc, rec, code, frame)
+        or packed_hint(exc, rec, code, frame)
     )
     if called:
         return called

@@ -5,9 +5,18 @@
 - a learning-rate scheduler given the model (``X is not an Optimizer``): give it the optimizer.
 - ``LBFGS.step()`` without a closure: the closure that zeroes the grads, computes the loss,
   calls backward and returns it, written with the snippet's loss.
-- ``opt.step(loss)`` (``'Tensor' object is not callable``): step() takes no loss; backward()
-  computes the gradients it steps with.
+- ``opt.step(loss)``, ``opt.step(loss.item())``, ``opt.step(criterion(out, y))`` (``'Tensor'
+  object is not callable``, ``'float' object …``): step() takes no loss; backward() computes the
+  gradients it steps with.
 - ``clip_grad_norm_(model, …)`` (or ``clip_grad_value_``): ``model.parameters()``.
+- ``torch.autograd.grad(loss, model)`` (or ``backward(inputs=model)``): a model for the tensors
+  to differentiate by: ``list(model.parameters())``.
+- ``with torch.no_grad:`` (the class, not an object of it): ``with torch.no_grad():``.
+- SGD given ``nesterov=True`` without ``momentum``: Nesterov's is a kind of momentum.
+- a closure for ``LBFGS.step`` that returns nothing: it must return the loss.
+- ``functional_call(model, model.parameters(), …)``: the parameters go in by name, a dict.
+- a scheduler or a gradient clip called without the number it needs (``StepLR(opt)``,
+  ``clip_grad_norm_(model.parameters())``): what that number means, written into the call.
 - ``nn.init.xavier_*`` / ``kaiming_*`` on a bias or another 1-D tensor (``Fan in and fan out
   can not be computed``): init the weights, ``zeros_`` the bias.
 - ``layer.weight = tensor`` (``cannot assign 'torch.FloatTensor' as parameter 'weight'``):
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -35,12 +45,53 @@ __all__ = ["call_hint"]
 _UNEXPECTED = re.compile(r"^(\w+)\.__init__\(\) got an unexpected keyword argument '(momentum|betas)'$")
 _NOT_OPTIMIZER = re.compile(r"^(\w+) is not an Optimizer$")
 _NO_CLOSURE = re.compile(r"^(\w+)\.step\(\) missing 1 required positional argument: 'closure'$")
+# "StepLR.__init__() missing 1 required positional argument: 'step_size'", "clip_grad_norm_() missing …"
+_MISSING = re.compile(r"^(\w+)(?:\.__init__)?\(\) missing 1 required positional argument: '(\w+)'$")
+# (callee, its argument): (what the number means, a value to show)
+_NEEDED = {
+    ("StepLR", "step_size"): (
+        "how many step() calls (epochs, stepped once per epoch) pass between two cuts of the rate, each by gamma "
+        "(0.1 by default)",
+        "10",
+    ),
+    ("MultiStepLR", "milestones"): (
+        "the epochs at which the rate is cut, each time by gamma (0.1 by default)",
+        "[30, 60]",
+    ),
+    ("ExponentialLR", "gamma"): ("the factor the rate is multiplied by at each step()", "0.95"),
+    ("CosineAnnealingLR", "T_max"): (
+        "how many step() calls the rate takes to fall to its lowest (the run's epochs, most often)",
+        "100",
+    ),
+    ("LambdaLR", "lr_lambda"): (
+        "a function of the epoch giving the factor for the rate",
+        "lambda epoch: 0.95**epoch",
+    ),
+    ("OneCycleLR", "max_lr"): ("the highest rate the cycle reaches", "0.1"),
+    ("clip_grad_norm_", "max_norm"): (
+        "the largest total norm the gradients may have, above which all are scaled down together",
+        "1.0",
+    ),
+    ("clip_grad_value_", "clip_value"): (
+        "the largest size any one gradient may have, above which it is cut",
+        "1.0",
+    ),
+}
+_NOT_CONTEXT = re.compile(r"^'type' object does not support the context manager protocol$|^__enter__$")
+_NESTEROV = "Nesterov momentum requires a momentum and zero dampening"
+_NONE_LOSS = re.compile(r"^float\(\) argument must be a string or a (?:real )?number, not 'NoneType'$")
+_NOT_BY_NAME = re.compile(
+    r"^Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got <class '(\w+)'>$"
+)
+_NOT_TENSORS = re.compile(r"^all inputs have to be Tensors or GradientEdges, but got (\w+)$")
 _NOT_PARAMETERS = re.compile(r"^'(\w+)' object (?:is not iterable|has no attribute 'grad')$")
 _NO_FAN = "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
 _NOT_PARAMETER = re.compile(
     r"^cannot assign '(torch\.(?:cuda\.)?(\w+)Tensor)' as parameter '(\w+)' \(torch\.nn\.Parameter or None expected\)$"
 )
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_NOT_CALLABLE = re.compile(r"^'(\w+)' object is not callable$")
+_OPTIM_DIR = os.path.dirname(torch.optim.__file__)
 _FLOATS = ("Float", "Double", "Half", "BFloat16", "ComplexFloat", "ComplexDouble")
 
 
@@ -60,10 +111,24 @@ def call_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameT
     if closure and closure.group(1) == "LBFGS":
         stepped = re.search(rf"(?<![\w.])({_DOTTED})\.step\(\s*\)", code)
         return _closure_hint(stepped.group(1), rec.statement_lines, frame) if stepped else None
-    if text == "'Tensor' object is not callable":
-        return _step_given_loss(code, rec.statement_lines, frame)
+    if _NOT_CALLABLE.match(text):
+        return _step_given_loss(exc, code, rec.statement_lines, frame)
     if _NOT_PARAMETERS.match(text):
         return _clip_given_model(code, frame)
+    if _NOT_CONTEXT.match(text):
+        return _context_class(code, frame)
+    if text == _NESTEROV:
+        return _nesterov(code)
+    if _NONE_LOSS.match(text) and _raised_in_step(exc):
+        return _closure_returns_nothing(code, rec.statement_lines, frame)
+    by_name = _NOT_BY_NAME.match(text)
+    if by_name:
+        return _functional_call_given(by_name.group(1), code)
+    if _NOT_TENSORS.match(text):
+        return _grad_by_model(code, frame)
+    missing = _MISSING.match(text)
+    if missing and (missing.group(1), missing.group(2)) in _NEEDED:
+        return _needed_argument(missing.group(1), missing.group(2), code)
     if text == _NO_FAN:
         return _init_on_bias(code, rec.statement_lines, frame)
     assigned = _NOT_PARAMETER.match(text)
@@ -162,31 +227,67 @@ def _closure_hint(opt: str, source_lines: list[str], frame: FrameType | None) ->
     )
 
 
-def _step_given_loss(code: str, source_lines: list[str], frame: FrameType | None) -> str | None:
-    """``opt.step(loss)``: the loss taken for the closure step() calls."""
-    stepped = re.search(rf"(?<![\w.])({_DOTTED})\.step\(\s*({_DOTTED})\s*\)", code)
-    if stepped is None:
+def _step_given_loss(
+    exc: BaseException, code: str, source_lines: list[str], frame: FrameType | None
+) -> str | None:
+    """``opt.step(loss)``, ``opt.step(loss.item())``, ``opt.step(criterion(out, y))`` or
+    ``opt.step(epoch)``: a value taken for the closure step() calls, told where step() itself
+    called it (the innermost frame of the traceback is an optimizer's step), so a tensor called
+    on the line's other calls is left to the other hints."""
+    if not _raised_in_step(exc):
         return None
-    opt, loss = stepped.groups()
-    optimizer = bound_to(opt, frame)
-    if not is_a(optimizer, torch.optim.Optimizer) or not is_a(bound_to(loss, frame), torch.Tensor):
-        return None
-    if is_a(optimizer, torch.optim.LBFGS):
-        return _closure_hint(opt, source_lines, frame)
+    for node in calls(code):
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        given = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if given is None and not node.args and [k.arg for k in node.keywords] == ["closure"]:
+            given = node.keywords[0].value
+        if call_name(node) != "step" or receiver is None or given is None or isinstance(given, ast.Lambda):
+            continue
+        opt = ast.unparse(receiver)
+        optimizer = bound_to(opt, frame)
+        if not is_a(optimizer, torch.optim.Optimizer):
+            continue
+        if is_a(optimizer, torch.optim.LBFGS):
+            return _closure_hint(opt, source_lines, frame)
+        return _step_given(opt, ast.unparse(given), str(exc), source_lines, frame)
+    return None
+
+
+def _step_given(opt: str, loss: str, text: str, source_lines: list[str], frame: FrameType | None) -> str:
+    called = _NOT_CALLABLE.match(text)  # (what step() called: "'float' object is not callable")
+    kind = called.group(1) if called else "Tensor"
+    if kind not in ("Tensor", "float"):  # opt.step(epoch): a number that is no loss
+        article = "an" if kind[0] in "aeiou" else "a"
+        return (
+            f"{opt}.step()'s only argument is a closure, a function it calls to recompute the loss, so it called "
+            f"{loss}, {article} {kind}. It takes no epoch or count: each call makes one update with the gradients "
+            f"backward() left, so call {opt}.step() with nothing (a learning-rate scheduler steps on its own, "
+            "scheduler.step())."
+        )
+    # the loss's backward() above the line (any backward() where the step was given an expression)
+    root = re.fullmatch(rf"({_DOTTED})(?:\.(?:item|detach)\(\))?", loss)
+    named = root.group(1) if root and is_a(bound_to(root.group(1), frame), torch.Tensor) else None
+    backward = re.compile(rf"(?<![\w.])({re.escape(named) if named else _DOTTED})\.backward\(")
     here = frame.f_lineno if frame is not None else len(source_lines)
-    done = line_matching(
-        source_lines, re.compile(rf"\b{re.escape(loss)}\.backward\("), range(here - 1, 0, -1)
-    )
-    then = (
-        f"{loss}.backward() (line {done[0]}) has computed them, so call {opt}.step()"
-        if done
-        else f"call {loss}.backward() first, then {opt}.step()"
-    )
+    done = line_matching(source_lines, backward, range(here - 1, 0, -1))
+    found = backward.search(done[1]) if done else None
+    if done and found:
+        then = f"{found.group(1)}.backward() (line {done[0]}) has computed them, so call {opt}.step()"
+    else:
+        then = f"call {named or 'loss'}.backward() first, then {opt}.step()"
     return (
         f"{opt}.step() takes no loss: its only argument is a closure, a function it calls to recompute the loss, so "
-        f"it called {loss}, a tensor. It steps with the gradients backward() leaves in each parameter's .grad: "
-        f"{then}."
+        f"it called {loss}, {'a tensor' if kind == 'Tensor' else 'a float'}. It steps with the gradients backward() "
+        f"leaves in each parameter's .grad: {then}."
     )
+
+
+def _raised_in_step(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in an optimizer's ``step`` (torch/optim), calling its closure."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb.tb_frame, tb.tb_next
+    return last is not None and last.f_code.co_name == "step" and _OPTIM_DIR in last.f_code.co_filename
 
 
 def _clip_given_model(code: str, frame: FrameType | None) -> str | None:
@@ -201,6 +302,117 @@ def _clip_given_model(code: str, frame: FrameType | None) -> str | None:
             f"{name} clips tensors' gradients, and is given {first} itself (an nn.{type(model).__name__}), not its "
             f"parameters. Pass them: {_replaced_first(call, first, f'{first}.parameters()')}."
         )
+    return None
+
+
+def _context_class(code: str, frame: FrameType | None) -> str | None:
+    """``with torch.no_grad:``: a context manager's class where an object of it goes."""
+    found = re.match(rf"^\s*with\s+({_DOTTED})\s*(?::|as\b)", code)
+    cls = bound_to(found.group(1), frame) if found else None
+    if found is None or not inspect.isclass(cls) or not hasattr(cls, "__enter__"):
+        return None
+    name = found.group(1)
+    return (
+        f"{name} is a class, and with takes an object of it, which switches the setting on entering the block and "
+        f"back on leaving: call it, with {name}():."
+    )
+
+
+def _nesterov(code: str) -> str | None:
+    """SGD(…, nesterov=True) without momentum (or with dampening)."""
+    for node in calls(code):
+        if call_name(node) != "SGD":
+            continue
+        momentum = next((ast.unparse(k.value) for k in node.keywords if k.arg == "momentum"), None)
+        if momentum not in (None, "0", "0.0"):
+            return None  # (dampening is the cause)
+        keywords = [k for k in node.keywords if k.arg != "momentum"]
+        keywords.append(ast.keyword("momentum", ast.Constant(0.9)))
+        fixed = ast.unparse(ast.Call(func=node.func, args=node.args, keywords=keywords))
+        return (
+            "nesterov=True chooses how SGD applies momentum (it looks one step ahead), so it needs momentum too, and "
+            f"this SGD has none (momentum is 0 by default). Give it a momentum: {fixed}."
+        )
+    return None
+
+
+def _closure_returns_nothing(code: str, source_lines: list[str], frame: FrameType | None) -> str | None:
+    """``lbfgs.step(closure)`` whose closure returns nothing: LBFGS reads the loss it returns."""
+    for node in calls(code):
+        if call_name(node) != "step" or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+            continue
+        closure = visible_names(frame).get(node.args[0].id)
+        made = getattr(closure, "__code__", None)
+        if made is None:
+            return None
+        name, at = node.args[0].id, made.co_firstlineno
+        opt = ast.unparse(node.func.value) if isinstance(node.func, ast.Attribute) else "the optimizer"
+        return (
+            f"{opt}.step() calls {name} (line {at}) for the loss at each evaluation and reads the number it "
+            f"returns, and {name} returns nothing (None). End it with return loss, the loss it computed and called "
+            "backward() on."
+        )
+    return None
+
+
+def _functional_call_given(kind: str, code: str) -> str | None:
+    """``functional_call(model, model.parameters(), x)``: the tensors without their names."""
+    for node in calls(code):
+        if call_name(node) != "functional_call" or len(node.args) < 2:
+            continue
+        model, given = ast.unparse(node.args[0]), node.args[1]
+        by_name = ast.parse(f"dict({model}.named_parameters())", mode="eval").body
+        fixed = ast.unparse(
+            ast.Call(func=node.func, args=[node.args[0], by_name, *node.args[2:]], keywords=node.keywords)
+        )
+        return (
+            f"functional_call runs {model} with the tensors it is given in place of its own, matched by name "
+            f"('weight', 'fc.bias'), so it takes a dict of them, and {ast.unparse(given)} is a {kind} of bare tensors. "
+            f"Pass them by name: {fixed}."
+        )
+    return None
+
+
+def _grad_by_model(code: str, frame: FrameType | None) -> str | None:
+    """``torch.autograd.grad(loss, model)``, ``loss.backward(inputs=model)``: a model (or a list
+    of models) where the tensors to differentiate by go."""
+    for node in calls(code):
+        name = call_name(node)
+        given = next((k.value for k in node.keywords if k.arg == "inputs"), None)
+        if given is None and name == "grad" and len(node.args) >= 2:
+            given = node.args[1]
+        if given is None or name not in ("grad", "backward"):
+            continue
+        items = given.elts if isinstance(given, ast.List | ast.Tuple) else [given]
+        model = next((ast.unparse(i) for i in items if is_module(bound_to(ast.unparse(i), frame))), None)
+        if model is None:
+            return None
+        kind = type(bound_to(model, frame)).__name__
+        params = ast.parse(f"list({model}.parameters())", mode="eval").body
+        args = [params if a is given else a for a in node.args]
+        keywords = [ast.keyword(k.arg, params) if k.value is given else k for k in node.keywords]
+        fixed = ast.unparse(ast.Call(func=node.func, args=args, keywords=keywords))
+        after = (
+            ": the gradients come back as a tuple, one per parameter in that order, and no .grad is filled"
+            if name == "grad"
+            else ""
+        )
+        return (
+            f"{name}() takes the tensors to differentiate by, and was given {model}, a model (an nn.{kind}), not "
+            f"tensors. Pass its parameters, {fixed}{after}."
+        )
+    return None
+
+
+def _needed_argument(name: str, argument: str, code: str) -> str | None:
+    """``StepLR(opt)``, ``clip_grad_norm_(model.parameters())``: the number it needs, told and
+    written into the snippet's call."""
+    meaning, value = _NEEDED[(name, argument)]
+    for node in calls(code):
+        if call_name(node) == name:
+            keyword = ast.keyword(argument, ast.parse(value, mode="eval").body)
+            fixed = ast.unparse(ast.Call(func=node.func, args=node.args, keywords=[*node.keywords, keyword]))
+            return f"{name} needs {argument}, {meaning}, and has no default for it: pass one, {fixed}."
     return None
 
 

@@ -69,6 +69,10 @@ _NO_GRAD_DECORATOR = re.compile(r"@torch\.(?:no_grad|inference_mode)\b")
 _TURNED_ON = re.compile(
     r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
 )
+# `x.requires_grad = False`, `x.requires_grad_(False)`
+_TURNED_OFF = re.compile(
+    r"^([A-Za-z_]\w*)\.requires_grad_\(\s*(?:requires_grad\s*=\s*)?False\s*\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*False\b"
+)
 _CREATE_GRAPH = re.compile(r"create_graph\s*=\s*True")
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
 _ASSIGNS = re.compile(r"^[(\[]?[^=#(]*[^=!<>]=(?!=)")
@@ -115,6 +119,7 @@ def cut_graph_hint(
         or _decorated_no_grad(name, line, source_lines)
         or _first_order_only(name, line, source_lines)
         or _late_requires_grad(name, line, tensors, source_lines)
+        or _turned_off(name, line, tensors, source_lines)
     )
 
 
@@ -264,6 +269,30 @@ def _late_requires_grad(
                 f"already require grad. Ask for it first: create {leaf} with requires_grad=True, or "
                 f"move line {number} above line {made}."
             )
+    return None
+
+
+def _turned_off(
+    name: str, line: int | None, tensors: Mapping[str, torch.Tensor], source_lines: Sequence[str]
+) -> str | None:
+    """``x.requires_grad = False`` (or ``x.requires_grad_(False)``) on a line before the one
+    that computed ``name`` from ``x``: the leaf no longer asks for gradients, so nothing
+    computed from it after that line is recorded."""
+    codes, made = _last_assignment(name, line, source_lines)
+    if made is None:
+        return None
+    for number in range(made - 1, 0, -1):
+        found = _TURNED_OFF.search(codes[number - 1])
+        leaf = found and (found.group(1) or found.group(2))
+        if not leaf or not re.search(rf"(?<![\w.]){leaf}\b", codes[made - 1]):
+            continue
+        if not is_a(tensors.get(leaf), torch.Tensor) or tensors[leaf].requires_grad:
+            return None
+        return (
+            f"Line {number} ({codes[number - 1]}) switched gradients off for {leaf}, and {name} was computed from "
+            f"{leaf} after it, at line {made}: autograd records only the ops on tensors that require grad. Leave "
+            f"line {number} out, or turn it back on, {leaf}.requires_grad_(), before line {made}."
+        )
     return None
 
 

@@ -5,7 +5,8 @@ asks for the length, and without it the error is ``object of type 'Points' has n
 A ``__getitem__`` that ends without ``return`` gives None, which the default collate
 reports as ``found <class 'NoneType'>``. ``TensorDataset(X, y)`` pairs its tensors row by
 row, and tensors of different lengths fail a bare ``Size mismatch between tensors``. None
-of those messages names the method or the tensors to fix. Also the helpers
+of those messages names the method or the tensors to fix; nor does ``random_split(ds, [80,
+20])``'s of counts that do not add up to the dataset's length. Also the helpers
 explain_loaders.py shares: the frames of torch.utils.data an error came through, and the
 snippet's class definitions.
 """
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .explain_reading import call_name, calls
-from .source import SNIPPET_FILENAME, find_name, is_a, outer_scopes
+from .source import SNIPPET_FILENAME, bound_to, find_name, is_a, outer_scopes
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -83,12 +84,37 @@ def dataset_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fra
     text = str(exc)
     if isinstance(exc, AssertionError) and text == "Size mismatch between tensors":
         return _size_mismatch(exc, code, frame)
+    if text == "Sum of input lengths does not equal the length of the input dataset!":
+        return _split_sizes(code, frame)
     if not loader_in_sight(rec.statement_lines, frame):
         return None
     if isinstance(exc, TypeError) and text.startswith("object of type '") and text.endswith("' has no len()"):
         return _no_len(exc, text[len("object of type '") : -len("' has no len()")], rec.source_lines)
     if isinstance(exc, TypeError) and text.startswith("default_collate: ") and "<class 'NoneType'>" in text:
         return _returned_none(exc, rec.source_lines)
+    return None
+
+
+def _split_sizes(code: str | None, frame: FrameType | None) -> str | None:
+    """``random_split(ds, [80, 20])`` of a dataset of 99 samples: the counts must add up to it."""
+    for node in calls(code):
+        if call_name(node) != "random_split" or len(node.args) < 2:
+            continue
+        name, sizes = ast.unparse(node.args[0]), node.args[1]
+        dataset = bound_to(name, frame)
+        try:
+            counts = ast.literal_eval(sizes)
+        except ValueError:
+            return None
+        if not hasattr(dataset, "__len__") or not isinstance(counts, list | tuple) or len(counts) < 2:
+            return None
+        total = len(dataset)
+        first = ", ".join(map(str, counts[:-1]))
+        return (
+            f"random_split deals out {name}'s {total} samples in the counts given, and {ast.unparse(sizes)} adds up to "
+            f"{sum(counts)}. Make the last count the rest, [{first}, len({name}) - {' - '.join(map(str, counts[:-1]))}], "
+            "or give fractions that add up to 1, [0.8, 0.2], and it rounds them for you."
+        )
     return None
 
 

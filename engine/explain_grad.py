@@ -9,6 +9,7 @@ not require grad, or no backward() has reached it yet.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from types import FrameType
 
 import torch
 
+from .explain_reading import call_name, calls
 from .source import is_a, is_module, visible_names
 
 __all__ = ["GRAD_READ", "assigned_grad_hint", "none_grad_hint"]
@@ -212,10 +214,11 @@ _FUNCTIONAL_OUTPUT = re.compile(
 
 def functional_output_hint(text: str, code: str | None) -> str | None:
     """The hint for ``jacobian(f, x)`` (``hessian``, ``vjp``…) whose ``f`` returned a Python
-    number or another non-tensor; ``None`` for any other error."""
+    number or another non-tensor, and for ``torch.func.grad(f)(x)`` whose ``f`` returned other
+    than one number (:func:`_func_grad_output`); ``None`` for any other error."""
     found = _FUNCTIONAL_OUTPUT.search(text)
     if found is None:
-        return None
+        return _func_grad_output(text, code)
     api, kind = found.groups()
     called = re.search(rf"\b{api}\(\s*([A-Za-z_]\w*)", code or "")
     f = called.group(1) if called else "the function"
@@ -229,3 +232,109 @@ def functional_output_hint(text: str, code: str | None) -> str | None:
         f"torch.autograd.functional.{api} differentiates the tensors {f} returns, and {f} returned a "
         f"{kind}:{why}. Return the tensor itself (t.sum(), not t.sum().item()), or a tuple of tensors."
     )
+
+
+# "Got argnum=2, but only 2 positional inputs" (torch.func.grad's argnums past the arguments)
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "jacrev", "jacfwd", "hessian")
+_ARGNUM = re.compile(r"Got argnum=(\d+), but only (\d+) positional inputs")
+# torch.func.grad (and grad_and_value) of a function whose output is not one number
+_FUNC_GRAD_OUTPUT = re.compile(
+    r"grad_and_value\(f\)\(\*args\): Expected f\(\*args\) to return a (scalar )?Tensor, "
+    r"got (?:tensor with (\d+) dims|<class '([\w.]+)'>)"
+)
+# jacrev (and vjp) of a function that returns a Python number or another non-tensor
+_VJP_OUTPUT = re.compile(
+    r"vjp\(f, \*primals\): expected f\(\*primals\) to return only tensors, got unsupported type <class '([\w.]+)'>"
+)
+
+
+def _func_grad_output(text: str, code: str | None) -> str | None:
+    """The hint for ``torch.func.grad(f)(x)`` (or ``grad_and_value``) whose ``f`` returned a
+    tensor of more than one number, a Python number or a tuple (``jacrev(f)(x)``: a Python
+    number), or that was given ``argnums`` past its arguments, named as the line's call
+    writes them (``f`` and ``x``; "the function" where the line only calls a function
+    ``grad`` made earlier); ``None`` for any other error."""
+    argnum = _ARGNUM.search(text)
+    if argnum:
+        return _argnum_out_of_range(int(argnum.group(1)), int(argnum.group(2)), code)
+    found = _FUNC_GRAD_OUTPUT.search(text)
+    vjp = _VJP_OUTPUT.search(text) if found is None else None
+    if found is None and vjp is None:
+        return None
+    dims, kind = (found.group(2), found.group(3)) if found else (None, vjp.group(1) if vjp else None)
+    f, args, inner = _func_grad_call(code)
+    x = args or "x"
+    number = kind in ("float", "int", "bool", "complex") or (kind or "").startswith("numpy.")
+    why = (
+        " .item(), float() or a NumPy value leaves the graph, and a number has no gradient to take."
+        if number
+        else ""
+    )
+    if vjp is not None:  # jacrev(f)(x), vjp(f, x): named as the line calls it
+        used = next(
+            (call_name(c) for c in calls(code) if call_name(c) in ("jacrev", "vjp", "hessian")), "jacrev"
+        )
+        return (
+            f"torch.func.{used} differentiates the tensors {f} returns, and {f} returned a {kind}.{why} Return the "
+            "tensor itself (t.sum(), not t.sum().item()), or a tuple of tensors."
+        )
+    if inner is not None and dims is not None:
+        return (
+            f"{f} is itself a gradient, one number per element of its input, not one number, and torch.func.grad "
+            f"differentiates a function that returns one. For second derivatives take the Hessian, "
+            f"torch.func.hessian({inner})({x}) (or torch.func.jacrev({f})({x})); for the derivative of each "
+            f"element of an elementwise function, grad(grad(…)) of a function of one number, under torch.func.vmap."
+        )
+    if dims is not None:
+        return (
+            f"torch.func.grad differentiates one number, so {f} must return a 0-dim tensor, and it returned a tensor "
+            f"of {dims} dimension{'s' if dims != '1' else ''}. Reduce it to the loss, return ….sum() or ….mean(), or "
+            f"take the derivative of every output with torch.func.jacrev({f})({x}) (for an elementwise {f}, "
+            f"grad(lambda t: {f}(t).sum())({x}) gives each element's)."
+        )
+    if kind == "tuple":
+        return (
+            f"torch.func.grad differentiates one output, and {f} returned a tuple. Return the loss alone, or keep the "
+            f"rest as auxiliary values: return (loss, extra) and call grad({f}, has_aux=True)({x}), which gives "
+            "(gradient, extra)."
+        )
+    return (
+        f"torch.func.grad differentiates the tensor {f} returns, and {f} returned a {kind}.{why} Return the "
+        "tensor itself (t.sum(), not t.sum().item())."
+    )
+
+
+def _argnum_out_of_range(argnum: int, count: int, code: str | None) -> str:
+    """``grad(f, argnums=2)(w, x)``: argnums counts the call's positional arguments from 0."""
+    f, args, _ = _func_grad_call(code)
+    given = _top_level(args) if args else []
+    which = (
+        ": " + ", ".join(f"{a} is argnums={i}" for i, a in enumerate(given))
+        if len(given) == count
+        else f", 0 to {count - 1}"
+    )
+    return (
+        f"argnums picks which of the arguments {f} is called with to differentiate by, counted from 0, and "
+        f"argnums={argnum} is past the {count} it is given{which}. For the last one pass argnums={count - 1}; "
+        "for several, a tuple, argnums=(0, 1)."
+    )
+
+
+def _top_level(args: str) -> list[str]:
+    """The arguments written in ``args`` (``w, xs[0]``), split at its top-level commas."""
+    call = ast.parse(f"f({args})", mode="eval").body
+    return [ast.unparse(a) for a in call.args] if isinstance(call, ast.Call) else []
+
+
+def _func_grad_call(code: str | None) -> tuple[str, str | None, str | None]:
+    """``(the function, the arguments, the function inside)`` of a ``grad(f)(x)`` on the line,
+    as written: ``("f", "x", None)``; ``("grad(loss)", "w", "loss")`` for ``grad(grad(loss))(w)``;
+    ``("the function", None, None)`` where the line calls no ``grad(…)(…)``."""
+    for call in calls(code):
+        made = call.func
+        if isinstance(made, ast.Call) and call_name(made) in _FUNC_TRANSFORMS and made.args:
+            f = made.args[0]
+            inner = f.args[0] if isinstance(f, ast.Call) and call_name(f) == "grad" and f.args else None
+            args = ", ".join(ast.unparse(a) for a in call.args) or None
+            return ast.unparse(f), args, ast.unparse(inner) if inner is not None else None
+    return "the function", None, None

@@ -1,6 +1,8 @@
 """A DataLoader used wrong, or its batches taken apart wrong: what ``for`` gives in a training loop.
 
-``for xb, yb in enumerate(loader)`` binds ``xb`` to the batch's index and ``yb`` to the batch;
+``for xb, yb in enumerate(loader)`` binds ``xb`` to the batch's index and ``yb`` to the batch,
+and ``for i, (x, y) in loader`` (no ``enumerate``) unpacks the batch as the counter and its parts;
+``for xb, yb in loader`` over samples that are dicts binds the dict's keys, strings;
 ``for batch in loader`` over pairs binds ``batch`` to the list ``[inputs, targets]`` (which has
 no ``.to`` and is no layer's input); ``for xb, yb in loader`` over ``TensorDataset(X)`` finds one
 tensor to unpack; string labels come out of the default collate as a tuple, not a tensor; a
@@ -42,6 +44,9 @@ _EXTRA_POSITIONAL = re.compile(
     r"DataLoader\.__init__\(\) got multiple values for argument '(\w+)'"
     r"|^batch_size should be a positive integer value, but got batch_size=tensor"
 )
+# `for i, (x, y) in loader:`: a counter and the batch's parts, without enumerate
+_COUNTED = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s*,\s*(\([^()]*\)|\[[^\[\]]*\])\s+in\s+(.+?)\s*:\s*$")
+_UNPACKING = re.compile(r"^(?:too many|not enough) values to unpack|^cannot unpack non-iterable")
 _TOO_FEW = re.compile(r"^not enough values to unpack \(expected (\d+), got (\d+)\)$")
 _STRINGS = re.compile(
     r"^(cross_entropy_loss|nll_loss\w*)\(\): argument '(\w+)' \(position \d+\) must be Tensor, not (tuple|list)$"
@@ -64,6 +69,8 @@ def loader_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
     return (
         _extra_positional(text, code, scope)
         or _unpacked_wrong(text, code, scope, frame)
+        or _counter_without_enumerate(text, code, scope)
+        or _dict_batch_unpacked(text, code, scope, source_lines)
         or _not_an_iterator(text, code, scope)
         or _subscripted(text, code, scope, frame)
         or _strings_collated(text, code, scope, source_lines, frame)
@@ -254,6 +261,48 @@ def _unpacked_wrong(text: str, code: str, scope: dict[str, Any], frame: FrameTyp
         fixed = f"TensorDataset({', '.join(map(str, held))}, {left[0]})"
         return f"{told} Put the targets in the dataset too: {called + ' = ' if called else ''}{fixed}."
     return f"{told} Give TensorDataset one tensor for each name the loop unpacks (the targets as well as the inputs)."
+
+
+def _counter_without_enumerate(text: str, code: str, scope: dict[str, Any]) -> str | None:
+    """``for i, (x, y) in loader:``: the batch, ``[xb, yb]``, unpacked as the counter and the
+    parts, where ``enumerate(loader)`` gives the counter."""
+    found = _COUNTED.match(code)
+    if found is None or not _UNPACKING.search(text) or found.group(3).startswith("enumerate("):
+        return None
+    counter, parts, iterated = found.groups()
+    loader, _, _ = _loader_of(iterated, scope)
+    if not loader:
+        return None
+    return (
+        f"for {counter}, {parts} in {iterated}: unpacks each batch itself, and a batch is [inputs, targets], so "
+        f"{counter} took the inputs and {parts} was unpacked from the targets, one value per sample. For a counter "
+        f"beside the batch, wrap the loader: for {counter}, {parts} in enumerate({iterated}):."
+    )
+
+
+def _dict_batch_unpacked(
+    text: str, code: str, scope: dict[str, Any], source_lines: Sequence[str]
+) -> str | None:
+    """``for xb, yb in loader:`` where each sample is a dict: the default collate gives a dict
+    of batches, and unpacking a dict gives its keys, so ``xb`` is ``'x'``."""
+    if not text.startswith("'str' object"):
+        return None
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code)):
+        if not isinstance(scope.get(name), str):
+            continue
+        loop = _loop_over_loader(name, source_lines, scope)
+        if loop is None or len(loop[0]) < 2 or not all(isinstance(scope.get(n), str) for n in loop[0]):
+            continue
+        names, iterated = loop[0], loop[1]
+        keys = [scope[n] for n in names]
+        took = ", ".join(f"{n} is {k!r}" for n, k in zip(names, keys, strict=True))
+        read = ", ".join(f"batch[{k!r}]" for k in keys)
+        return (
+            f"Each sample is a dict, so the DataLoader gives each batch as a dict of batches, and for "
+            f"{', '.join(names)} in {iterated}: unpacked its keys: {took}. Take the batch whole and read it by key: "
+            f"for batch in {iterated}: then {', '.join(names)} = {read}."
+        )
+    return None
 
 
 def _not_an_iterator(text: str, code: str, scope: dict[str, Any]) -> str | None:

@@ -1,7 +1,8 @@
 """Explain the errors of a model written wrong: a ``forward`` that returns nothing, a
 ``forward`` misspelt (or defined outside its class), a layer class given to ``nn.Sequential``
 without parentheses, and a layer built inside ``forward`` (``x = nn.ReLU(x)``) where its
-function was meant. Each error surfaces far from its cause (``'NoneType' object has no
+function was meant, and a ``forward`` that returns a layer (``return self.fc2``) where its
+output was meant. Each error surfaces far from its cause (``'NoneType' object has no
 attribute 'size'`` in the loss; ``must be Tensor, not ReLU`` a line later), so each hint
 finds the cause in the snippet's source and frame and names its line.
 """
@@ -25,6 +26,8 @@ __all__ = ["model_definition_hint"]
 _MISSING_FORWARD = re.compile(r'Module \[(\w+)\] is missing the required "forward" function')
 _NOT_A_MODULE = re.compile(r"^([\w.]+) is not a Module subclass$")
 _NOT_TENSOR_BUT = re.compile(r"must be Tensor, not (\w+)")
+# "'Linear' object has no attribute 'sum'", "… for -: 'Linear' and 'Tensor'", "must be Tensor, not Linear"
+_NAMES_A_TYPE = re.compile(r"'\w+' object|'\w+' and '\w+'|not \w+")
 _NONE_USED = re.compile(r"'NoneType' object|NoneType|not NoneType")
 # what a layer built in forward stands for, applied to its input
 _FUNCTION_OF = {
@@ -58,7 +61,13 @@ def model_definition_hint(
         return None
     layer = _NOT_TENSOR_BUT.search(text)
     if layer and layer.group(1) != "NoneType":
-        return _layer_built_in_place(layer.group(1), code, source_lines, line, frame)
+        built = _layer_built_in_place(layer.group(1), code, source_lines, line, frame)
+        if built:
+            return built
+    if _NAMES_A_TYPE.search(text):
+        returned = _returned_layer(text, code, source_lines, line, frame)
+        if returned:
+            return returned
     if _NONE_USED.search(text):
         return _returned_none(code, source_lines, line, frame)
     return None
@@ -154,6 +163,74 @@ def _layer_built_in_place(
             f"{name} = {applied}; or build the layer once in __init__ (self.act = nn.{kind}()) and call it, "
             f"{name} = self.act({arg})."
         )
+    return None
+
+
+def _returned_layer(
+    text: str, code: str, source_lines: list[str], line: int | None, frame: FrameType
+) -> str | None:
+    """A name on the line holds a layer, not a tensor, because the snippet's model that gave
+    it ends its ``forward`` with ``return self.fc2``, the layer itself, not ``self.fc2(x)``."""
+    scope = visible_names(frame)
+    names = [
+        n
+        for n in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))
+        if is_module(scope.get(n)) and re.search(rf"\b{type(scope[n]).__name__}\b", text)
+    ]
+    for name in names:
+        assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
+        for at in range(line - 1 if line else len(source_lines), 0, -1):
+            found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
+            if found is None:
+                continue
+            model = _resolved(found.group(1), scope)
+            fn, what = _function_of(model, found.group(1))
+            returned = _layer_returned(fn, source_lines) if is_module(model) else None
+            if returned is None or getattr(model, returned, None) is not scope[name]:
+                return None
+            kind = type(scope[name]).__name__
+            return (
+                f"{name} is the layer self.{returned} itself (an nn.{kind}), not a tensor: line {at} set it to what "
+                f"{found.group(1)}(…) returned, and {what} (line {fn.co_firstlineno}) returns self.{returned} without "
+                f"calling it. Return the layer's output: return self.{returned}({_input_of(fn)})."
+            )
+    for called in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):  # model(x) on the line itself
+        model = _resolved(called.group(1), scope)
+        fn, what = _function_of(model, called.group(1))
+        returned = _layer_returned(fn, source_lines) if is_module(model) else None
+        layer = getattr(model, returned, None) if returned else None
+        if fn is not None and is_module(layer) and re.search(rf"\b{type(layer).__name__}\b", text):
+            return (
+                f"{called.group(1)}(…) gives the layer self.{returned} itself (an nn.{type(layer).__name__}), not a "
+                f"tensor: {what} (line {fn.co_firstlineno}) returns self.{returned} without calling it. Return the "
+                f"layer's output: return self.{returned}({_input_of(fn)})."
+            )
+    return None
+
+
+def _input_of(code: Any) -> str:
+    """The name of a forward's input (its first argument after self), ``x`` where it has none."""
+    return code.co_varnames[1] if code.co_argcount >= 2 else "x"
+
+
+def _layer_returned(code: Any, source_lines: list[str]) -> str | None:
+    """``fc2`` where the snippet's function starting at ``code.co_firstlineno`` has
+    ``return self.fc2`` in its own body; ``None`` otherwise."""
+    tree = _parsed("\n".join(source_lines))
+    if tree is None or code is None:
+        return None
+    fn = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno == code.co_firstlineno),
+        None,
+    )
+    for node in _own_nodes(fn) if fn is not None else []:
+        value = node.value if isinstance(node, ast.Return) else None
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+        ):
+            return value.attr
     return None
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .explain_flatten import rows_made_by_view
+from .explain_recurrent import per_step_prediction, unbatched_sequence_hint
 from .source import find_name
 
 if TYPE_CHECKING:
@@ -74,6 +75,18 @@ def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
             "An integer tensor (torch.tensor of whole numbers like [[1, 2, 3]], torch.arange, "
             f"class labels) cannot meet float weights: convert it with {_integer_operand(rec, frame)}.float()."
         )
+    halved = dtypes & {torch.float16, torch.bfloat16}
+    if halved and torch.float32 in dtypes and len(dtypes) == 2:  # model.half() meeting float32 data
+        low = str(next(iter(halved))).removeprefix("torch.")
+        full = [t for t in (rec.failed_op[1] if rec.failed_op else ()) if t.dtype == torch.float32]
+        named = _snippet_name(rec, full[0], frame) if full else None
+        x = named if named and re.fullmatch(r"[A-Za-z_][\w.]*", named) else "x"
+        return hint + (
+            f"Half precision is one dtype the whole computation must share: some operands are {low} (a "
+            f"model.half() or .to(torch.{low})) and some float32, as data is made. Convert the input too, "
+            f"{x}.to(torch.{low}), or keep the model float32; for mixed precision on a GPU use torch.autocast, "
+            "which picks the dtype op by op."
+        )
     hint += (
         "torch.tensor of Python floats and torch.randn make float32, NumPy arrays (and "
         "torch.from_numpy of them) float64. "
@@ -116,7 +129,9 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
         flattened = rows_made_by_view(int(sizes.group(1)), int(sizes.group(2)), rec.source_lines, None)
         if flattened:
             return flattened
-        layers_first = _hidden_state_scores(int(sizes.group(2)), rec)
+        layers_first = _hidden_state_scores(int(sizes.group(2)), rec) or unbatched_sequence_hint(
+            int(sizes.group(1)), int(sizes.group(2)), rec.statement_lines, frame
+        )
         if layers_first:
             return layers_first
         return (
@@ -139,7 +154,7 @@ def loss_target_hint(exc: BaseException, rec: Recorder, frame: FrameType | None)
     if "can't be cast to the desired output type" in text:
         return _float_into_integer(rec, frame)
     if "must match the size of tensor" in text:
-        return _elementwise_loss_shapes(rec)
+        return _elementwise_loss_shapes(rec, frame)
     return None
 
 
@@ -160,7 +175,7 @@ def _hidden_state_scores(targets: int, rec: Recorder) -> str | None:
     )
 
 
-def _elementwise_loss_shapes(rec: Recorder) -> str | None:
+def _elementwise_loss_shapes(rec: Recorder, frame: FrameType | None) -> str | None:
     """A loss that compares element by element (mse_loss, l1_loss, ...) given a prediction and
     a target that do not broadcast: class indices for scores of several classes, above all."""
     if rec.failed_op is None or rec.failed_op[0].strip("_") not in _ELEMENTWISE_LOSSES:
@@ -177,6 +192,9 @@ def _elementwise_loss_shapes(rec: Recorder) -> str | None:
             "F.cross_entropy(scores, target) (nn.CrossEntropyLoss), which takes the indices as they are; "
             "for regression make the model's output and the target the same shape."
         )
+    per_step = per_step_prediction(op, pred, target, rec.statement_lines, frame)
+    if per_step:
+        return per_step
     fix = (
         "They hold as many values: reshape the target to the prediction's shape (target.view_as(pred))."
         if pred.numel() == target.numel()

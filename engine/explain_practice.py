@@ -175,6 +175,8 @@ def _layer_norm(text: str, code: str | None, frame: FrameType | None) -> str | N
         return None
     normalized = [int(n) for n in found.group(1).split(",")]
     sizes = [int(n) for n in found.group(2).split(",")]
+    if len(normalized) == 1 and normalized[0] not in sizes[:-1] and sizes:
+        return _layer_norm_width(normalized[0], sizes, code, frame)
     if len(normalized) != 1 or len(sizes) not in (3, 4) or sizes[1] != normalized[0]:
         return None
     layer = next(
@@ -194,6 +196,23 @@ def _layer_norm(text: str, code: str | None, frame: FrameType | None) -> str | N
         f"nn.LayerNorm({normalized[0]}) normalises the last dimension, which must hold its {normalized[0]} features, "
         f"and this input, {shape(sizes)}, has them in dim 1, channels first as a convolution keeps them. Move them "
         f"last and back: {fix}."
+    )
+
+
+def _layer_norm_width(width: int, sizes: list[int], code: str | None, frame: FrameType | None) -> str:
+    """nn.LayerNorm(C) given an input whose last dimension is another width, which no other
+    dimension of it matches (the features are not elsewhere): the layer was built for another."""
+    layer = next(
+        (c for c in calls(code) if isinstance(bound_to(ast.unparse(c.func), frame), torch.nn.LayerNorm)), None
+    )
+    name, x = (
+        (ast.unparse(layer.func), ast.unparse(layer.args[0]) if layer.args else "x") if layer else ("", "x")
+    )
+    which = f"{name} (nn.LayerNorm({width}))" if name else f"nn.LayerNorm({width})"
+    return (
+        f"{which} normalises the last dimension, which must hold its {width} features, and {x}, {shape(sizes)}, "
+        f"has {sizes[-1]} there. Build it for the width it is given, nn.LayerNorm({sizes[-1]}) "
+        f"(nn.LayerNorm({x}.shape[-1])), or check the layer before it, whose output has {sizes[-1]} features."
     )
 
 

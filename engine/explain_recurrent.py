@@ -1,6 +1,8 @@
 """Hints for the inputs and states of sequence models: an RNN's initial state of the wrong
 size (its batch stays in dim 1 even with ``batch_first=True``; dim 0 counts layers ×
-directions), an LSTM given ``h0`` alone where it takes ``(h0, c0)``, and token ids fed
+directions), a batch of samples given as a 2-D input (read as one sequence without a batch), a
+prediction made at every step against one target per sequence,
+an LSTM given ``h0`` alone where it takes ``(h0, c0)``, and token ids fed
 straight to an RNN or a Transformer, which read vectors of features (an ``nn.Embedding``
 goes first)."""
 
@@ -8,15 +10,16 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
 import torch
 
 from .explain_reading import calls
-from .source import bound_to, is_a
+from .source import bound_to, find_name, is_a, quoted_code
 
-__all__ = ["recurrent_hint"]
+__all__ = ["per_step_prediction", "recurrent_hint", "unbatched_sequence_hint"]
 
 # "Expected hidden[0] size (1, 3, 20), got [1, 5, 20]" (an LSTM's h0), "Expected hidden size …" (GRU, RNN)
 _STATE_SIZE = re.compile(
@@ -117,4 +120,68 @@ def _width(wanted: int, got: int, code: str | None, frame: FrameType | None) -> 
         f"This attention layer takes d_model={wanted} features in the input's last dimension, and it has {got}. "
         f"Build the layer with d_model={got} (embed_dim for nn.MultiheadAttention), or project the input "
         f"first, nn.Linear({got}, {wanted}); with batch_first=False the input is (sequence, batch, features)."
+    )
+
+
+def unbatched_sequence_hint(
+    predictions: int, targets: int, source_lines: Sequence[str], frame: FrameType | None
+) -> str | None:
+    """A loss given ``predictions`` scores for ``targets`` targets, where the snippet ran an RNN
+    (a line ``rnn(x)``) on a 2-D ``x`` with one row per target: a 2-D input is one sequence
+    without a batch, (length, features), so the final state has one row per layer, which is
+    where the ``predictions`` (that many) came from; ``None`` where no such call shows."""
+    for at in range(1, len(source_lines) + 1):
+        for call in calls(quoted_code(source_lines, at, 10_000)):
+            rnn, name = bound_to(ast.unparse(call.func), frame), ast.unparse(call.func)
+            if not isinstance(rnn, torch.nn.RNNBase) or not call.args:
+                continue
+            x = ast.unparse(call.args[0])
+            given = bound_to(x, frame)
+            layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
+            if (
+                not is_a(given, torch.Tensor)
+                or given.dim() != 2
+                or given.shape[0] != targets
+                or predictions != layers
+            ):
+                continue
+            steps, features = given.shape
+            one = "unsqueeze(1)" if rnn.batch_first else "unsqueeze(0)"
+            return (
+                f"{x} is 2-D, ({steps}, {features}), and {name} (an nn.{type(rnn).__name__}, line {at}) reads a 2-D input "
+                f"as one sequence without a batch, (length, features): {steps} steps of one sequence, not {targets} "
+                f"samples. So its final state holds one row per layer ({layers}), not one per sample, and the loss got "
+                f"{predictions} prediction{'s' if predictions != 1 else ''} for {targets} targets. Give it a batch "
+                f"dimension, {name}({x}.{one}) for samples of one step each (a "
+                f"{'(batch, length, features)' if rnn.batch_first else '(length, batch, features)'} input), and take the "
+                "last layer's state, h[-1], which is (batch, hidden_size)."
+            )
+    return None
+
+
+_RECURRENT = re.compile(r"\bnn\.(?:LSTM|GRU|RNN)\(")
+
+
+def per_step_prediction(
+    op: str, pred: torch.Tensor, target: torch.Tensor, source_lines: Sequence[str], frame: FrameType | None
+) -> str | None:
+    """An elementwise loss ``op`` given a prediction with one more dimension than the target,
+    dim 1, where the snippet builds a recurrent layer: a value at every step of each sequence,
+    (batch, time, …), against one per sequence; ``None`` otherwise."""
+    if (
+        pred.dim() != target.dim() + 1
+        or pred.dim() < 2
+        or pred.shape[0] != target.shape[0]
+        or pred.shape[2:] != target.shape[1:]
+        or not any(_RECURRENT.search(line) for line in source_lines)
+    ):
+        return None
+    name = find_name(pred, frame) or "the prediction"
+    steps = pred.shape[1]
+    return (
+        f"{op} compares prediction and target element by element, and {name} is {tuple(pred.shape)}, a value at "
+        f"each of {steps} steps (a recurrent layer's output at every step, (batch, time, …)), against a target "
+        f"{tuple(target.shape)}, one per sequence. Predict from the last step: feed the layer after the RNN its "
+        "last output, out[:, -1] (with batch_first=True), or the last layer's final state, h[-1] (h_n is "
+        "(num_layers, batch, hidden))."
     )

@@ -14,6 +14,9 @@
 - ``torch.load(buf)`` of an ``io.BytesIO`` that ``torch.save`` just wrote: its position is
   at the end (an ``EOFError``); ``buf.seek(0)`` first.
 - ``load_state_dict`` given a model (``other.state_dict()``) or a path (``torch.load(path)``).
+- ``load_state_dict`` given a whole checkpoint (``{"model": …, "opt": …}``), whose keys are
+  its parts: load the part that holds the model's weights, ``ck["model"]``.
+- an optimizer's ``load_state_dict`` given the model's weights (``KeyError: 'param_groups'``).
 - ``model = model.load_state_dict(…)``: it returns the missing and unexpected keys, not the
   model, which the next line calls or asks for an attribute.
 """
@@ -59,7 +62,11 @@ def saving_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
     snippet saves or loads a model (see the module's docstring); ``None`` otherwise."""
     text = str(exc)
     if _LOADING.search(text):
-        return _prefixed(text, code, frame) or _resized(text, code, frame)
+        return (
+            _prefixed(text, code, frame)
+            or _resized(text, code, frame)
+            or _checkpoint_given(text, code, frame)
+        )
     if "Weights only load failed" in text:
         return _method_saved(rec.statement_lines) or _model_saved(text, rec.statement_lines, code, frame)
     if isinstance(exc, EOFError):
@@ -69,6 +76,8 @@ def saving_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
         return _not_a_dict(given.group(1), code, frame)
     if _REPORT.search(text):
         return _report_used(rec.statement_lines, code, frame)
+    if isinstance(exc, KeyError) and text == "'param_groups'":
+        return _weights_into_optimizer(code, frame)
     return None
 
 
@@ -111,6 +120,57 @@ def _prefixed(text: str, code: str | None, frame: FrameType | None) -> str | Non
             f"into the model inside: {owner}.module.load_state_dict({state})."
         )
     return None
+
+
+def _checkpoint_given(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """A checkpoint dict (``{"model": state, "opt": …}``) given whole where one of its entries
+    holds the model's weights: the message's unexpected keys are the checkpoint's parts."""
+    call = _call(code, "load_state_dict")
+    unexpected = _keys(text, "Unexpected")
+    if call is None or not unexpected:
+        return None
+    owner, state = call
+    checkpoint = bound_to(state, frame)
+    model = bound_to(owner, frame)
+    if not isinstance(checkpoint, dict) or not is_module(model) or not hasattr(model, "state_dict"):
+        return None
+    wanted = set(_keys(text, "Missing"))
+    part = next(
+        (
+            k
+            for k in unexpected
+            if isinstance(checkpoint.get(k), dict) and wanted and wanted <= set(checkpoint[k])
+        ),
+        None,
+    )
+    if part is None:
+        return None
+    others = [k for k in checkpoint if k != part]
+    rest = (
+        f" ({', '.join(repr(k) for k in others[:4])} hold{'s' if len(others) == 1 else ''} the rest)"
+        if others
+        else ""
+    )
+    return (
+        f"{state} is a checkpoint of several parts, keyed {', '.join(repr(k) for k in checkpoint)}, and {owner}'s "
+        f"weights are one of them, {state}[{part!r}]{rest}: load_state_dict took the parts' names for weight names. "
+        f"Load that part: {owner}.load_state_dict({state}[{part!r}])."
+    )
+
+
+def _weights_into_optimizer(code: str | None, frame: FrameType | None) -> str | None:
+    """``opt.load_state_dict(model.state_dict())``: a model's weights where an optimizer's
+    state goes (its step counts and running averages, and its ``param_groups``)."""
+    call = _call(code, "load_state_dict")
+    if call is None or not is_a(bound_to(call[0], frame), torch.optim.Optimizer):
+        return None
+    opt, given = call
+    return (
+        f"{opt} is an optimizer, and its load_state_dict takes what an optimizer's state_dict() gave (its settings "
+        f"under 'param_groups' and its running averages under 'state'); {given} has no 'param_groups': it holds "
+        f"a model's weights, which the model loads, model.load_state_dict(…). Save {opt}.state_dict() beside the "
+        f"model's, and load each into its own."
+    )
 
 
 def _shared_prefix(longer: list[str], shorter: list[str]) -> str | None:

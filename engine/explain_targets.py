@@ -1,26 +1,31 @@
 """Explain what cross_entropy cannot take, read off the operands of the call that raised
 (``rec.failed_op``): a sequence model's ``(N, T, C)`` scores with ``(N, T)`` targets (the
 classes belong in dim 1), one-hot integer rows where class indices go, and the scores and
-the targets passed the other way round. PyTorch's own messages ("Expected target size
-[4, 20], got [4, 7]"; "log_softmax_lastdim_kernel_impl not implemented for 'Long'") name
-none of these.
+the targets passed the other way round; a sequence model's scores at every step given one
+target per sequence; and a regression loss (mse_loss, l1_loss, …) of integers on both sides,
+most often an argmax's class indices. PyTorch's own messages ("Expected target size [4, 20],
+got [4, 7]"; "log_softmax_lastdim_kernel_impl not implemented for 'Long'"; "mse_cpu not
+implemented for 'Long'") name none of these.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from types import FrameType
 from typing import TYPE_CHECKING
 
 import torch
 
-from .source import find_name
+from .explain_reading import call_name, calls, wrapped
+from .source import find_name, quoted_code
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 __all__ = ["cross_entropy_hint"]
 
+_REGRESSION_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 _TARGET_SIZE = re.compile(r"Expected target size \[[\d, ]+\], got \[[\d, ]+\]")
 _ONE_HOT_LONG = re.compile(r"Expected floating point type for target with class probabilities, got (\w+)")
 _INTEGER_SCORES = re.compile(r"\"(?:log_)?softmax\w*\" not implemented for '(Long|Int|Bool|Byte)'")
@@ -29,17 +34,43 @@ _INTEGER_SCORES = re.compile(r"\"(?:log_)?softmax\w*\" not implemented for '(Lon
 def cross_entropy_hint(text: str, rec: Recorder, frame: FrameType | None) -> str | None:
     """The hint for ``text`` raised by a cross_entropy (nn.CrossEntropyLoss) call whose
     operands the tape saw; ``None`` for any other error."""
-    if rec.failed_op is None or rec.failed_op[0] != "cross_entropy" or len(rec.failed_op[1]) < 2:
+    if rec.failed_op is None or len(rec.failed_op[1]) < 2:
+        return None
+    if rec.failed_op[0].strip("_") in _REGRESSION_LOSSES:
+        return _integer_regression(rec, frame)
+    if rec.failed_op[0] != "cross_entropy":
         return None
     scores, target = rec.failed_op[1][:2]
     s, t = _named(scores, frame, "the scores"), _named(target, frame, "the target")
+    if _TARGET_SIZE.search(text) and scores.dim() == 3 and target.dim() == 1 and len(target) == len(scores):
+        n, steps, classes = scores.shape
+        t = find_name(target, frame) or "target"
+        return (
+            f"{find_name(target, frame) or 'The target'} holds one class index per sequence, ({n},), and {s} is ({n}, {steps}, {classes}): scores at each "
+            f"of {steps} steps, a sequence model's (batch, time, classes), which cross_entropy reads as {steps} "
+            f"classes at {classes} positions. For one label per sequence score its last step: "
+            f"F.cross_entropy({s}[:, -1], {t}), or take the RNN's out[:, -1] (or h_n[-1]) before the last layer."
+        )
     if _TARGET_SIZE.search(text) and scores.dim() == 3 and target.dim() == 2:
         n, steps, classes = scores.shape
+        written = _written_operands(rec, frame)
+        sc = find_name(scores, frame) or written[0] or "scores"
+        tc = find_name(target, frame) or written[1] or "target"
+        if target.shape[1] != steps:  # (N, C, T) against (N, T'): the lengths differ, not the layout
+            named, labelled, length = find_name(scores, frame), find_name(target, frame), target.shape[1]
+            cut = f"{sc}[:, :, :{length}]" if classes > length else f"{tc}[:, :{classes}]"
+            return (
+                f"cross_entropy reads 3-D scores as (batch, classes, positions) against targets (batch, positions), "
+                f"and they differ in length: the scores{f' ({named})' if named else ''} are ({n}, {steps}, {classes}), "
+                f"{classes} positions, the targets{f' ({labelled})' if labelled else ''} {tuple(target.shape)}, "
+                f"{length}. Make both from sequences of one length (a padded output is as long as its longest "
+                f"sequence, or its total_length), or cut the longer, {cut}."
+            )
         return (
             f"cross_entropy takes the classes in dim 1: scores (N, C, ...) with targets (N, ...). {s} is "
             f"({n}, {steps}, {classes}), a sequence model's (batch, time, classes), so it read {steps} classes "
-            f"at {classes} positions. Move the classes to dim 1, F.cross_entropy({s}.permute(0, 2, 1), {t}), or "
-            f"flatten both: F.cross_entropy({s}.reshape(-1, {classes}), {t}.reshape(-1))."
+            f"at {classes} positions. Move the classes to dim 1, F.cross_entropy({sc}.permute(0, 2, 1), {tc}), or "
+            f"flatten both: F.cross_entropy({sc}.reshape(-1, {classes}), {tc}.reshape(-1))."
         )
     one_hot = _ONE_HOT_LONG.search(text)
     if one_hot and target.shape == scores.shape:
@@ -59,6 +90,47 @@ def cross_entropy_hint(text: str, rec: Recorder, frame: FrameType | None) -> str
             f"criterion({second or 'scores'}, {first or 'target'})."
         )
     return None
+
+
+def _integer_regression(rec: Recorder, frame: FrameType | None) -> str | None:
+    """mse_loss (l1_loss, …) of a prediction and a target that both hold integers: told how the
+    prediction was made where an argmax (argmin, round) made it, which has no gradient."""
+    assert rec.failed_op is not None
+    op, (pred, target) = rec.failed_op[0].strip("_"), rec.failed_op[1][:2]
+    if pred.is_floating_point() or target.is_floating_point() or pred.is_complex() or target.is_complex():
+        return None
+    p, t = _named(pred, frame, "the prediction"), _named(target, frame, "the target")
+    kind = str(pred.dtype).removeprefix("torch.")
+    tid = rec.tensors.known(pred)
+    at = rec.tensors.lines.get(tid) if tid is not None else None
+    code = quoted_code(rec.statement_lines, at, 80) or ""
+    picked = re.search(r"(?:([A-Za-z_][\w.]*)\.)?(argmax|argmin)\(\s*([A-Za-z_][\w.]*)?", code)
+    if picked:
+        # out.argmax(dim=1), or torch.argmax(out, dim=1)
+        owner = picked.group(1) if picked.group(1) not in (None, "torch") else picked.group(3)
+        scores, how, labels = owner or "scores", picked.group(2), find_name(target, frame) or "target"
+        return (
+            f"{op} compares floats, and {p} holds {kind} indices, made by {how} at line {at} ({code}): an index has "
+            f"no gradient, so a loss of it could not train the model anyway. For class labels compute the loss from "
+            f"the scores themselves, F.cross_entropy({scores}, {labels}); keep {how} for the accuracy, under "
+            "torch.no_grad()."
+        )
+    return (
+        f"{op} compares floats, and {p} and {t} both hold integers ({kind}). Convert the target, {t}.float(), "
+        "and make the prediction a float computed from the model's output (a model's output is float already)."
+    )
+
+
+def _written_operands(rec: Recorder, frame: FrameType | None) -> tuple[str | None, str | None]:
+    """The scores and the target as the line's cross_entropy call writes them (bracketed where
+    a method call goes after them), or ``None`` each where the line shows no such call."""
+    code = quoted_code(rec.statement_lines, frame.f_lineno if frame is not None else None, 10_000)
+    found = calls(code)  # (outermost first: criterion(out.transpose(1, 2), y) before the transpose)
+    named = [c for c in found if call_name(c) == "cross_entropy" and len(c.args) >= 2]
+    call = next(iter(named or [c for c in found if len(c.args) >= 2]), None)
+    if call is None:
+        return None, None
+    return wrapped(ast.unparse(call.args[0])), wrapped(ast.unparse(call.args[1]))
 
 
 def _named(t: torch.Tensor, frame: FrameType | None, role: str) -> str:
