@@ -256,7 +256,7 @@ def explain_error(
         or recurrent_hint(text, code, frame)
         or class_called_with_data(text, code, frame)
         or misspelt_attribute(text, code, frame)
-        or tensor_called(text, code, rec.statement_lines, frame)
+        or tensor_called(text, code, rec.statement_lines, frame, line)
     )
     if named:
         return named

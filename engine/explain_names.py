@@ -87,11 +87,11 @@ def _an_object_of(kind: str, frame: FrameType | None) -> Any:
 
 
 def tensor_called(
-    text: str, code: str | None, source_lines: list[str], frame: FrameType | None
+    text: str, code: str | None, source_lines: list[str], frame: FrameType | None, line: int | None
 ) -> str | None:
-    """The hint for ``'Tensor' object is not callable``: which name on the line is a tensor
-    now, and, where the snippet rebinds it to what calling it returned, that it names two
-    things; ``None`` for any other error."""
+    """The hint for ``'Tensor' object is not callable`` raised at snippet ``line``: which name
+    on the line is a tensor now, and, where the snippet rebinds it to what calling it
+    returned, that it names two things; ``None`` for any other error."""
     if "'Tensor' object is not callable" not in text or not code:
         return None
     seen = visible_names(frame)
@@ -110,10 +110,19 @@ def tensor_called(
     )
     if rebound_at is not None:
         was = f"what line {first[0]} made it ({first[1]})" if first else "the function it was"
+        # the rebinding line run again (a loop's next pass), or a later line calling the name
+        calls = (
+            "the next pass calls a tensor" if line in (None, rebound_at) else f"line {line} calls a tensor"
+        )
+        making = f" = {first[1]}" if first else " = …"
+        if name == "loss":
+            names = f"criterion{making} for the function, and loss = criterion(…) for its value"
+        else:
+            value = "loss" if "loss" in (first[1] if first else "").lower() or "crit" in name else "out"
+            names = f"{name}{making} for the function, and {value} = {name}(…) for its value"
         return (
             f"{name} names two things: {was}, and, after line {rebound_at} ran once, the tensor that "
-            f"calling it returned, so the next pass calls a tensor. Give them two names: criterion = … for "
-            f"the function, and {name} = criterion(…) for its value."
+            f"calling it returned, so {calls}. Give them two names: {names}."
         )
     return (
         f"{name} is a tensor here, and a tensor cannot be called: index it with {name}[…], multiply with "

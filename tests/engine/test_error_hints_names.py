@@ -134,3 +134,30 @@ def test_a_tensor_called_like_a_function_is_named() -> None:
 def test_errors_these_hints_cannot_tie_to_a_slip_get_none_of_them(source: str) -> None:
     err = q.errors(record(source))[0]
     assert "closest name" not in (err.hint or "") and "expand() stretches" not in (err.hint or ""), err.hint
+
+
+def test_a_rebound_name_gets_two_names_to_write_and_the_line_that_called_it() -> None:
+    # the fix wrote `criterion = …` and `criterion = criterion(…)`, one name twice, and said "the
+    # next pass" of a snippet with no loop
+    in_a_loop = hinted(SHADOWED, 7, ["so the next pass calls a tensor"])
+    assert in_a_loop.hint.endswith(
+        "Give them two names: criterion = nn.MSELoss() for the function, and loss = criterion(…) for its value."
+    )
+    straight = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 1)\ncriterion = nn.MSELoss()\n"
+        "x, y = torch.randn(4, 3), torch.randn(4, 1)\ncriterion = criterion(model(x), y)\n"
+        "criterion.backward()\nval = criterion(model(x), y)\n"
+    )
+    said = hinted(
+        straight, 8, ["after line 6 ran once, the tensor that calling it returned, so line 8 calls a tensor"]
+    )
+    assert said.hint.endswith(
+        "Give them two names: criterion = nn.MSELoss() for the function, and loss = criterion(…) for its value."
+    )
+    model = hinted(
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 1)\nmodel = model(torch.ones(2, 3))\n"
+        "print(model(torch.ones(2, 3)))\n",
+        5,
+        ["model names two things"],
+    )
+    assert "model = nn.Linear(3, 1) for the function, and out = model(…) for its value" in model.hint
