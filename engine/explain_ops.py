@@ -234,9 +234,14 @@ def _float_into_integer(rec: Recorder, frame: FrameType | None) -> str:
     written into an integer tensor, by an in-place op or by a loss given integer targets."""
     op = rec.failed_op[0].strip("_") if rec.failed_op is not None else ""
     if "binary_cross_entropy" in op or op.endswith("loss"):
+        # the loss's target, its second operand, by the snippet's name where it has one
+        operands = rec.failed_op[1] if rec.failed_op is not None else []
+        target = operands[1] if len(operands) > 1 and not operands[1].is_floating_point() else None
+        name = _snippet_name(rec, target, frame) if target is not None else None
+        fix = f"{name}.float()" if name else "target.float()"
         return (
             f"{op} computes in floating point, and the targets are integers (torch.tensor([0, 1]) "
-            "makes int64): pass target.float(). Only cross_entropy takes integer class indices."
+            f"makes int64): pass {fix}. Only cross_entropy takes integer class indices."
         )
     return (
         "The op's result is a float, and it would be written into an integer tensor (an "

@@ -491,3 +491,13 @@ def test_torch_argmax_names_the_scores_it_read() -> None:
         "labels = torch.tensor([0, 2, 1, 1])\npred = torch.argmax(scores, dim=1)\nloss = F.mse_loss(pred, labels)\n"
     )
     hinted(source, 6, ["made by argmax at line 5", "F.cross_entropy(scores, labels)"])
+
+
+def test_integer_targets_of_a_bce_loss_are_converted_by_their_own_name() -> None:
+    # the fix read `target.float()` whatever the snippet called its labels
+    source = (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(3, 1)\nX = torch.randn(8, 3)\n"
+        "labels = torch.randint(0, 2, (8, 1))\nloss = nn.BCEWithLogitsLoss()(model(X), labels)\nprint(loss.shape)\n"
+    )
+    hinted(source, 6, ["the targets are integers", "pass labels.float()"])
+    fixed_runs(source, [("model(X), labels)", "model(X), labels.float())")], "torch.Size([])\n")
