@@ -179,7 +179,7 @@ CASES = {
         "import torch\np = torch.randn(4, requires_grad=True)\nt = torch.tensor([0, 1, 1, 0])\n"
         "loss = torch.nn.BCEWithLogitsLoss()(p, t)\n",
         "RuntimeError",
-        ["binary_cross_entropy_with_logits computes in floating point", "target.float()"],
+        ["binary_cross_entropy_with_logits computes in floating point", "pass t.float()"],
     ),
     "float added in place to an integer tensor": (
         "import torch\nx = torch.arange(3)\nx += 0.5\n",
