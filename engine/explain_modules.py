@@ -178,22 +178,21 @@ def _returned_layer(
         if is_module(scope.get(n)) and re.search(rf"\b{type(scope[n]).__name__}\b", text)
     ]
     for name in names:
-        assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
-        for at in range(line - 1 if line else len(source_lines), 0, -1):
-            found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
-            if found is None:
-                continue
-            model = _resolved(found.group(1), scope)
-            fn, what = _function_of(model, found.group(1))
-            returned = _layer_returned(fn, source_lines) if is_module(model) else None
-            if returned is None or getattr(model, returned, None) is not scope[name]:
-                return None
-            kind = type(scope[name]).__name__
-            return (
-                f"{name} is the layer self.{returned} itself (an nn.{kind}), not a tensor: line {at} set it to what "
-                f"{found.group(1)}(…) returned, and {what} (line {fn.co_firstlineno}) returns self.{returned} without "
-                f"calling it. Return the layer's output: return self.{returned}({_input_of(fn)})."
-            )
+        assigned = _assigned_from_call(name, source_lines, line)
+        if assigned is None:
+            continue
+        at, callee = assigned
+        model = _resolved(callee, scope)
+        fn, what = _function_of(model, callee)
+        returned = _layer_returned(fn, source_lines) if is_module(model) else None
+        if returned is None or getattr(model, returned, None) is not scope[name]:
+            return None
+        kind = type(scope[name]).__name__
+        return (
+            f"{name} is the layer self.{returned} itself (an nn.{kind}), not a tensor: line {at} set it to what "
+            f"{callee}(…) returned, and {what} (line {fn.co_firstlineno}) returns self.{returned} without "
+            f"calling it. Return the layer's output: return self.{returned}({_input_of(fn)})."
+        )
     for called in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):  # model(x) on the line itself
         model = _resolved(called.group(1), scope)
         fn, what = _function_of(model, called.group(1))
@@ -234,6 +233,17 @@ def _layer_returned(code: Any, source_lines: list[str]) -> str | None:
     return None
 
 
+def _assigned_from_call(name: str, source_lines: list[str], line: int | None) -> tuple[int, str] | None:
+    """``(line, callee)`` of the nearest statement above ``line`` (the end of the snippet
+    where unknown) that sets ``name`` to what a call returned (``out = model(x)``)."""
+    assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
+    for at in range(line - 1 if line else len(source_lines), 0, -1):
+        found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
+        if found is not None:
+            return at, found.group(1)
+    return None
+
+
 def _returned_none(code: str, source_lines: list[str], line: int | None, frame: FrameType) -> str | None:
     """A name on the line holds None because the model (or function) that gave it returns
     nothing: its ``forward`` (or body) has no ``return``."""
@@ -244,16 +254,11 @@ def _returned_none(code: str, source_lines: list[str], line: int | None, frame: 
         if n in scope and scope[n] is None
     ]
     for name in names:
-        assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
-        for at in range(line - 1 if line else len(source_lines), 0, -1):
-            found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
-            if found is None:
-                continue
-            missing = _without_return(found.group(1), scope, source_lines)
-            if missing is None:
-                break
+        assigned = _assigned_from_call(name, source_lines, line)
+        missing = _without_return(assigned[1], scope, source_lines) if assigned is not None else None
+        if assigned is not None and missing is not None:
             return (
-                f"{name} is None: line {at} set it to what {found.group(1)}(…) returned, and {missing} "
+                f"{name} is None: line {assigned[0]} set it to what {assigned[1]}(…) returned, and {missing} "
                 "has no return statement, so it returns None. End it with the value it computes: return x."
             )
     return _called_returns_none(code, source_lines, scope)
