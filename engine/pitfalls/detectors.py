@@ -46,6 +46,7 @@ from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
 from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
+from .scaled_clipping import scaled_clip_report
 from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
@@ -385,11 +386,14 @@ class PitfallWatch:
     @guarded
     def on_clip(self, function: str) -> None:
         """Look at a call of ``function`` (``clip_grad_norm_``, ``clip_grad_value_``) as it starts."""
+        frame, line = snippet_frame()
+        scaled = scaled_clip_report(function, frame, line, self._rec.statement_lines)
+        if scaled is not None:
+            self._say("clip-before-unscale", line, *scaled)
         last = self._last_step
         if last is None or self._rec.backward.calls != last[2]:
             return  # before any step, or a backward() since the last: what it clips is used next
         step, step_line, _ = last
-        _, line = snippet_frame()
         report = clip_after_step(function, line, step, step_line, self._rec.backward.first_backward_line)
         self._say("clip-after-step", line, *report)
 

@@ -55,6 +55,9 @@ PITFALL_KINDS: tuple[str, ...] = (
     "grad-of-grad-accumulated",
     "custom-backward-ignores-gradient",
     "retain-grad-after-backward",
+    "targets-flattened-in-other-order",
+    "bootstrap-target-not-detached",
+    "clip-before-unscale",
 )
 
 

@@ -22,8 +22,10 @@ import torch
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .axis_order import RESHAPE_OPS, axes_reordered
 from .batch_predictions import BatchPredictions
+from .bootstrap_targets import TARGET_LOSS_OPS, bootstrap_target_report
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .copied_out import COPYING_OPS, copied_off_graph
+from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .penalties import ParameterValues
@@ -49,6 +51,7 @@ WATCHED_OPS = (
     | THRESHOLD_OPS
     | RECURRENT_OPS
     | INDEX_OPS
+    | TARGET_LOSS_OPS
 )
 
 
@@ -72,6 +75,7 @@ class OpChecks:
         self._predictions = BatchPredictions(rec.source_lines)  # softmax-over-batch's argmax
         self.copied_at: dict[int, str] = {}
         self._recurrent = RecurrentOutputs(rec.source_lines)  # rnn-last-step-from-batch-axis
+        self._flattened = FlattenedAxes(rec.source_lines)  # targets-flattened-in-other-order
         # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
         self.penalties = ParameterValues(rec, say)
 
@@ -108,7 +112,9 @@ class OpChecks:
                 self._say(predicted[0], line, *predicted[1:])
             return
         if name in LOSS_INPUT_OPS:
-            found = self._loss_inputs.check(name, args, result, line)
+            found = self._loss_inputs.check(name, args, result, line) or self._flattened.check(
+                name, args, line
+            )
             if found is not None:
                 self._say(found[0], line, *found[1:])
             return
@@ -126,6 +132,7 @@ class OpChecks:
                 self._say("functional-dropout-in-eval", line, *dropped)
             return
         if name in RESHAPE_OPS:
+            self._flattened.reshaped(args, result, line)
             reordered = axes_reordered(name, args, result, line, self._rec.statement_lines, frame)
             if reordered is not None:
                 self._say("reshape-instead-of-permute", line, *reordered)
@@ -137,6 +144,13 @@ class OpChecks:
                 if line is not None:
                     self.copied_at[line] = copied.cut
             return
+        if name in TARGET_LOSS_OPS:
+            names = self._rec.modules.param_name
+            said = bootstrap_target_report(
+                name, args, kwargs or {}, line, self._rec.statement_lines, lambda p: names(p)[0]
+            )
+            if said is not None:
+                self._say("bootstrap-target-not-detached", line, *said)
         if name in BROADCAST_OPS:
             self._check_broadcast(name, args, result, line)
         if name in THRESHOLD_OPS:
