@@ -38,7 +38,7 @@ from .modes import (
 )
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
-from .no_gradients import no_gradients_explained, previews_a_schedule
+from .no_gradients import no_gradients_said, previews_a_schedule
 from .non_finite_loss import non_finite_said
 from .op_checks import OpChecks
 from .parameters import parameter_reports
@@ -372,7 +372,7 @@ class PitfallWatch:
             and all(p.grad is None for p in params)
             and not previews_a_schedule(opt, params, self._name)
         ):
-            self._step_without_gradients(line)
+            self._step_without_gradients(line, opt)
         if grad_norm is not None and not math.isfinite(grad_norm):
             # backward made them non-finite from a finite loss, in a walk no node of which was read
             report = self._nan_gradients.unread_walk(step, grad_norm, self._rec.backward.last_loss)
@@ -424,24 +424,13 @@ class PitfallWatch:
         tid = self._rec.tensors.known(t)
         return self._rec.tensors.names.get(tid) if tid is not None else None
 
-    def _step_without_gradients(self, line: int | None) -> None:
-        """A step none of whose parameters had a ``.grad``: it skipped them all. Not where the
-        backward reached other modules' parameters (an optimizer built over another model):
-        parameter-not-optimized says that, naming them, at the end."""
-        backward = self._rec.backward
-        if backward.calls and any(p.grad is not None for p, _ in self._rec.modules.all_params()):
-            return
+    def _step_without_gradients(self, line: int | None, opt: torch.optim.Optimizer) -> None:
+        """A step of ``opt`` none of whose parameters had a ``.grad``: it skipped them all
+        (:func:`~.no_gradients.no_gradients_said` says why, or leaves it to another kind)."""
         uncalled = [(at, name) for at, name, method in self._uncalled if method == "backward"]
-        why, fix = no_gradients_explained(
-            backward.calls,
-            backward.first_backward_line,
-            line,
-            self._rec.statement_lines,
-            uncalled,
-            self._from_leaf,
-            self.copied_at,
-        )
-        self._say("step-without-gradients", line, "step() found no gradients: nothing was updated", why, fix)
+        said = no_gradients_said(self._rec, opt, line, uncalled, self._from_leaf, self.copied_at)
+        if said is not None:
+            self._say("step-without-gradients", line, *said)
 
     @functools.cached_property
     def _uncalled(self) -> list[tuple[int, str, str]]:

@@ -9,6 +9,11 @@ Or backward() ran from a leaf: ``loss = torch.tensor(err, requires_grad=True)`` 
 ``loss.requires_grad = True``, the "fix" often given for "element 0 of tensors does not
 require grad", makes the loss a new tensor with no history, so backward() fills only
 ``loss.grad``. The line that made it so is found in the source, above the backward() line.
+
+Or backward() ran and reached only parameters another optimizer steps: a GAN whose generator
+step computes its loss from ``fake = G(z).detach()``, the copy made for the discriminator's
+step, so ``opt_g.step()`` finds G's parameters without gradients while D's have them. The
+``.detach()`` (or ``torch.no_grad()``) line above the step is named where the source has one.
 """
 
 from __future__ import annotations
@@ -16,15 +21,97 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
 
 from ..explain_cut import cut_before
 from ..source import line_matching, quoted_code
 
-__all__ = ["no_gradients_explained", "previews_a_schedule"]
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["no_gradients_explained", "no_gradients_said", "previews_a_schedule"]
 
 _ZERO_GRAD_CALL = re.compile(r"\bzero_grad\(")
+_CUT = re.compile(r"\.detach\(\)|\bno_grad\(\)")
 _BACKWARD_OF = re.compile(r"([A-Za-z_][\w.]*)\.backward\(")
+
+
+def no_gradients_said(
+    rec: Recorder,
+    opt: torch.optim.Optimizer,
+    step_line: int | None,
+    uncalled_backward: list[tuple[int, str]],
+    from_leaf: bool,
+    copies: Mapping[int, str],
+) -> tuple[str, str, str] | None:
+    """``(title, why, fix)`` for a step of ``opt`` at ``step_line`` none of whose parameters
+    had a gradient (the arguments as :func:`no_gradients_explained` takes them); ``None``
+    where the backward reached parameters no optimizer steps (an optimizer built over another
+    model): parameter-not-optimized says that, naming them, at the end."""
+    backward = rec.backward
+    others = (
+        _gradients_elsewhere(rec.modules.all_params(), rec.training.stepped_params) if backward.calls else []
+    )
+    if others is None:
+        return None
+    if others:  # reached only parameters other optimizers step (a GAN's fake.detach())
+        label = (rec.training.label_of(opt) or "opt").split(" ", 1)[0]
+        return _reached_others(others, label, step_line, rec.statement_lines)
+    why, fix = no_gradients_explained(
+        backward.calls,
+        backward.first_backward_line,
+        step_line,
+        rec.statement_lines,
+        uncalled_backward,
+        from_leaf,
+        copies,
+    )
+    return "step() found no gradients: nothing was updated", why, fix
+
+
+def _gradients_elsewhere(params: Sequence[tuple[Any, str]], stepped: set[int]) -> list[str] | None:
+    """The names of the parameters of ``params`` (``(parameter, name)`` pairs, the run's) that
+    hold a gradient, where each is one an optimizer has stepped (ids in ``stepped``): the
+    backward() reached only other optimizers' parameters. ``None`` where one with a gradient
+    is held by no optimizer that steps (parameter-not-optimized says that, at the end)."""
+    graded = [(p, name) for p, name in params if p.grad is not None]
+    if any(id(p) not in stepped for p, _ in graded):
+        return None
+    return [name for _, name in graded]
+
+
+def _reached_others(
+    others: Sequence[str], label: str, step_line: int | None, source_lines: Sequence[str]
+) -> tuple[str, str, str]:
+    """``(title, why, fix)`` for a step of optimizer ``label`` (its variable) at ``step_line``
+    whose parameters had no gradient while ``others``, parameters other optimizers step, had:
+    the loss backward() started from does not depend on this optimizer's parameters."""
+    shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+    cut = None
+    for at in range((step_line or len(source_lines)) - 1, 0, -1):
+        code = quoted_code(source_lines, at, sys.maxsize)
+        if code and _CUT.search(code):
+            cut = (at, code)
+            break
+    why = (
+        f"None of {label}'s parameters had a gradient at this step, so step() skipped them all and they "
+        f"kept their values. backward() did run, but it reached only parameters another optimizer steps "
+        f"({shown}): the loss it started from does not depend on {label}'s parameters."
+    )
+    if cut is not None:
+        why += (
+            f" Line {cut[0]} ({cut[1]}) cuts them off: what .detach() (or torch.no_grad()) returns has no "
+            "history, so backward() stops there."
+        )
+        fix = (
+            f"Compute the loss {label} steps from an output that is not detached (in a GAN's generator step, "
+            "fake = G(z) itself; detach it only where the discriminator trains: D(fake.detach()))."
+        )
+    else:
+        fix = f"Compute the loss {label} steps from the output of the model whose parameters {label} holds."
+    return f"{label}.step() found no gradients: its loss does not reach its parameters", why, fix
 
 
 def no_gradients_explained(
