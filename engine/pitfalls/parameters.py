@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ..source import is_a, is_module, line_matching, parsed_source, submodules
+from ..source import is_a, is_module, line_matching, parsed_source, quoted_code, submodules
 from .kinds import Said
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
@@ -107,6 +108,20 @@ def _why_unoptimized(
             f"To train all of {root}, build the optimizer from {root}.parameters(). To train only {part} "
             f"(a linear probe, a new head), freeze the rest so that backward() skips it: {freeze}.",
         )
+    copied = _copy_of(root, {name.split(".")[0] for name in stepped}, source_lines)
+    if "[" not in missed[0] and copied is not None:
+        at, code, original = copied
+        return (
+            at,
+            f"{root}, a copy of {original} no optimizer steps, gets gradients",
+            f"{got}. Line {at} ({code}) made {root} a copy of {original}, which an optimizer trains: a target "
+            f"network, by the look of it, meant to give numbers the loss treats as constants. The loss "
+            f"reaches {root}'s output with its graph, so every backward() also walks {root} and adds into its "
+            ".grad, which grows every step (no optimizer's zero_grad() clears it): time and memory spent for "
+            "nothing.",
+            f"Compute {root}'s output under torch.no_grad() (with torch.no_grad(): target = …), or .detach() "
+            f"it; {root}.requires_grad_(False) once after line {at} stops its gradients for good.",
+        )
     return (
         assignment_line(missed[0], list(source_lines)),
         "Parameters get gradients but never train",
@@ -124,6 +139,20 @@ _OPTIMIZER_MADE = re.compile(r"\boptim\.[A-Z]\w*\(|\b(?:SGD|Adam|AdamW|RMSprop|A
 def _optimizer_lines(source_lines: Sequence[str]) -> list[int]:
     """The lines that build an optimizer (``torch.optim.SGD(...)``), top down."""
     return _lines_matching(_OPTIMIZER_MADE, source_lines)
+
+
+_DEEPCOPY = re.compile(r"^([A-Za-z_]\w*)\s*=\s*(?:copy\.)?deepcopy\(\s*([A-Za-z_]\w*)\s*\)")
+
+
+def _copy_of(root: str, trained: set[str], source_lines: Sequence[str]) -> tuple[int, str, str] | None:
+    """``(line, code, original)`` where the snippet made model ``root`` a ``copy.deepcopy`` of
+    one of the models in ``trained`` (a target network); else None."""
+    for at in _assignment_lines(root, source_lines):
+        code = quoted_code(source_lines, at, sys.maxsize) or ""
+        found = _DEEPCOPY.match(code)
+        if found is not None and found.group(1) == root and found.group(2) in trained:
+            return at, code, found.group(2)
+    return None
 
 
 def _assignment_lines(name: str, source_lines: Sequence[str]) -> list[int]:
