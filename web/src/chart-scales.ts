@@ -124,6 +124,13 @@ export function formatPow10(v: number): string {
 export const BYTE_INCRS: readonly number[] = Array.from({ length: 40 }, (_, i) => 2 ** i);
 
 /**
+ * Tick increments of an x axis of steps (the optimizer's, or gradwalk.log's `step`), which
+ * are whole numbers: 1, 2, 5, 10, 20, 50 … A 3-step loop was ticked 1, 1.2, 1.4 … 3 from
+ * uPlot's decimal increments, steps no run has.
+ */
+export const STEP_INCRS: readonly number[] = Array.from({ length: 48 }, (_, i) => [1, 2, 5][i % 3] * 10 ** Math.floor(i / 3));
+
+/**
  * Log axes' ticks: every power of ten in range, from increments to 1e308 (LOG_INCRS).
  * uPlot's own table of increments ends near 1e32 and its log splits step through it: a range
  * wider than that (an exploding loss goes from 1e2 to 1e36 in 20 steps) found no increment,

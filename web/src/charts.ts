@@ -10,7 +10,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./styles/charts.css";
-import { axisRoom, BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, timeRange, Y_SCALES, type YScale } from "./chart-scales";
+import { axisRoom, BYTE_INCRS, byteLogSplits, decades, doublings, formatPow10, fromZero, linearRange, LOG_INCRS, logAxis, logSplits, padRange, STEP_INCRS, timeRange, Y_SCALES, type YScale } from "./chart-scales";
 import { Baseline, comparedAs, type FetchRun } from "./chart-baseline";
 import { mergeColumns } from "./chart-compare";
 import { lonePoints, type PlotColumn, plotColumns } from "./chart-gaps";
@@ -315,7 +315,13 @@ export class ChartsView {
       focus: { alpha: 0.35 },
       scales: { x: { time: false, range: table.kind === "time" ? timeRange : padRange }, y: log ? { distr: 3, log: bytes ? 2 : 10 } : { range: bytes ? fromZero : linearRange } },
       axes: [
-        { ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))), size: Math.round(30 * c.scale) },
+        {
+          ...axis((_u, splits) => splits.map((v) => (table.kind === "time" ? `${formatNumber(v)} s` : formatNumber(v)))),
+          size: Math.round(30 * c.scale),
+          // seconds ("0.075 s") need more room between ticks than uPlot's 50 px: in presenter
+          // type they ran together ("0.025 s0.05 s0.075 s")
+          ...(table.kind === "time" ? { space: Math.round(60 * c.scale) } : { incrs: STEP_INCRS as number[] }),
+        },
         {
           // a linear axis of numbers labels its ticks with as many digits as tell them apart
           ...axis((u, splits) => (chart.yTicks = log || bytes ? splits.map((v) => (v === null ? "" : log && !bytes ? formatPow10(v) : fmt(v))) : digitLabels(chart, splits, () => chart.plot === u && this.readout(chart, u)))),

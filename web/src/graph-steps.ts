@@ -292,8 +292,19 @@ function endedEarly(model: TraceModel): string | null {
   if (!status || status === "ok") return null;
   const error = model.errors[model.errors.length - 1];
   if (status === "error" && (!error || /requires? grad|requires_grad|grad_fn/.test(error.message))) return null;
-  const how = status === "error" ? `stopped on ${error.exc_type}${error.line ? ` at line ${error.line}` : ""}` : (STOPPED[status] ?? "ended");
-  return `No graph: the run ${how} before any operation built one. The output panel says more.`;
+  return `No graph: the run ${howItEnded(model)} before any operation built one. The output panel says more.`;
+}
+
+/**
+ * How a run that did not finish cleanly ended, for a sentence about it ("stopped on
+ * RuntimeError at line 4", "ran out of time"); null while it runs or when it finished.
+ */
+export function howItEnded(model: TraceModel): string | null {
+  const status = model.finished?.status;
+  if (!status || status === "ok") return null;
+  const error = model.errors[model.errors.length - 1];
+  if (status === "error" && error) return `stopped on ${error.exc_type}${error.line ? ` at line ${error.line}` : ""}`;
+  return STOPPED[status] ?? "ended";
 }
 
 /**

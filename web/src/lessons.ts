@@ -3,7 +3,7 @@
 // server for the lesson's recorded run (one run shared by everyone who opens it) and lands
 // on the lesson's view and step. `/?lesson=ID` opens one directly.
 import type { App } from "./app";
-import { $, h } from "./dom";
+import { $, breakAtDots, h } from "./dom";
 import { VIEWS, type ViewName } from "./store";
 
 export interface Lesson {
@@ -168,8 +168,9 @@ export class LessonsGallery {
             "button",
             { type: "button", class: "gw-lesson-tile", data: { lesson: lesson.id }, on: { click: () => void this.open(lesson.id) } },
             h("span", { class: "gw-lesson-n", text: String(i + 1) }),
-            h("span", { class: "gw-lesson-tile-title", text: lesson.title }),
-            h("span", { class: "gw-lesson-tile-summary", text: lesson.summary }),
+            // a long dotted name (torch.autograd.Function) wraps at its dots in a narrow tile
+            h("span", { class: "gw-lesson-tile-title" }, breakAtDots(lesson.title)),
+            h("span", { class: "gw-lesson-tile-summary" }, breakAtDots(lesson.summary)),
           ),
         ),
       ),

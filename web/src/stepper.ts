@@ -2,6 +2,7 @@
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
 import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
+import { howItEnded } from "./graph-steps";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
@@ -101,7 +102,9 @@ export class StepperView {
     this.model = model;
     this.renderedCall = -1;
     this.unsubscribe = model.subscribe((batch) => {
-      if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated")) this.render();
+      // run_finished: a run with no walk says how it ended (it kept "appears here once the
+      // code calls backward()" after a run that never would, the tab open as it ran)
+      if (batch.some((e) => e.type === "node_executed" || e.type === "backward_finished" || e.type === "grad_accumulated" || e.type === "run_finished")) this.render();
       // a pitfall about a node comes right after the node ran: mark its item and card now
       const named = batch.flatMap((e) => (e.type === "pitfall" ? e.nodes : []));
       if (named.length) this.markPitfalls(named);
@@ -187,9 +190,7 @@ export class StepperView {
     this.slider.max = String(Math.max(0, n - 1));
     if (!n) {
       this.position.textContent = "";
-      fill(this.card, 
-        h("p", { class: "gw-empty", text: m.isFinished ? "This run never called backward()." : "The backward walk appears here once the code calls backward()." }),
-      );
+      fill(this.card, h("p", { class: "gw-empty", text: noWalkText(m) }));
       this.calls.replaceChildren();
       this.callsRow.hidden = true;
       this.walk.replaceChildren();
@@ -409,6 +410,17 @@ export class StepperView {
     }
     return h("li", {}, b);
   }
+}
+
+/**
+ * What the stepper says with no step to show. A run that raised before its backward() (a
+ * shape error on the line above it) said "This run never called backward()", which a
+ * learner looking at `loss.backward()` in the code reads as wrong: it now says how it ended.
+ */
+function noWalkText(m: TraceModel): string {
+  if (!m.isFinished) return "The backward walk appears here once the code calls backward().";
+  const how = howItEnded(m);
+  return how ? `No backward walk: the run ${how}. The output panel says more.` : "This run never called backward().";
 }
 
 /**

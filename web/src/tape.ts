@@ -296,6 +296,13 @@ export class TapeView {
   }
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
+    // Another tab opened mid-replay: each next op set the view back to the tape, so the
+    // click did nothing. The replay stops there, and the graph shows the whole forward pass
+    // again (after this change has reached every view).
+    if (changed.has("view") && state.view !== "tape" && this.playing) {
+      this.stop();
+      queueMicrotask(() => this.store.set({ op: null }));
+    }
     if (changed.has("graphCall")) {
       const drawn = drawnCall(this.model, state.graphCall);
       this.markCall(drawn);
