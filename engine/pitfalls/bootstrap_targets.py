@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..source import quoted_code
+from ..tensors import autograd_of
 
 __all__ = ["TARGET_LOSS_OPS", "bootstrap_target_report"]
 
@@ -76,25 +77,25 @@ def bootstrap_target_report(
     parameter as the snippet knows it."""
     given = args[0] if args else kwargs.get("input")
     target = args[1] if len(args) > 1 else kwargs.get("target")
-    if not (
-        isinstance(given, torch.Tensor)
-        and isinstance(target, torch.Tensor)
-        and given.requires_grad
-        and target.grad_fn is not None
-        and given.grad_fn is not None
-    ):
+    if not (isinstance(given, torch.Tensor) and isinstance(target, torch.Tensor) and given.requires_grad):
         return None
-    top = _top(target.grad_fn)
+    # (read through autograd_of: a view made under no_grad and changed in place refuses to say)
+    given_facts, target_facts = autograd_of(given), autograd_of(target)
+    given_node = given_facts[0] if given_facts is not None else None
+    target_node = target_facts[0] if target_facts is not None else None
+    if given_node is None or target_node is None:
+        return None
+    top = _top(target_node)
     if (
         top is None
         or not type(top).__name__.startswith(_BUILT)
         or sum(n is not None for n, _ in top.next_functions) != 1
     ):
         return None  # (an add of two predictions, a residual block's output, is no bootstrap)
-    target_leaves = _leaves(target.grad_fn)
+    target_leaves = _leaves(target_node)
     if not target_leaves:
         return None
-    shared = [p for i, p in _leaves(given.grad_fn).items() if i in target_leaves]
+    shared = [p for i, p in _leaves(given_node).items() if i in target_leaves]
     if not shared:
         return None
     names = sorted(n for n in map(name_of, shared) if n)

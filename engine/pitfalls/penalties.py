@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from ..source import parsed_source, snippet_frame, visible_names
+from ..tensors import autograd_of
 from .hook_calls import guarded
 
 if TYPE_CHECKING:
@@ -127,21 +128,22 @@ class ParameterValues:
         if not params or len(self._marked) >= _MAX_MARKED:
             return
         for t, tid in zip(outputs, out_ids, strict=False):
-            if t.grad_fn is None and not t.requires_grad and t.is_floating_point():
+            facts = autograd_of(t)  # (a view made under no_grad and changed in place refuses to say)
+            if facts is not None and facts[0] is None and not t.requires_grad and t.is_floating_point():
                 self._marked[tid] = _Mark(params, read_at, way)
 
     def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
         """Look at an add (``loss = ce + lam * l2``) that made ``result`` at ``line``: one
         operand with a graph, the other marked, or a Python number read off the parameters
         with ``.item()``, becomes a candidate (NOTE [Penalties off the graph])."""
-        if line is None or line in self._said or result.grad_fn is None:
+        if line is None or line in self._said or _grad_fn(result) is None:
             return
         operands = [a for a in args[:2] if isinstance(a, torch.Tensor)]
         if len(operands) == 1 and len(args) >= 2:
             number = next(
                 (a for a in args[:2] if isinstance(a, int | float) and not isinstance(a, bool)), None
             )
-            if number is not None and number != 0 and operands[0].grad_fn is not None:
+            if number is not None and number != 0 and _grad_fn(operands[0]) is not None:
                 self._on_number_add(result, line, float(number))
             return
         if not self._marked or len(operands) != 2:
@@ -150,7 +152,7 @@ class ParameterValues:
         for term, other in (operands, operands[::-1]):
             tid = tensors.known(term)
             found = self._marked.get(tid) if tid is not None else None
-            if found is None or other.grad_fn is None or term.requires_grad:
+            if found is None or _grad_fn(other) is None or term.requires_grad:
                 continue
             value = float(term.sum()) if term.numel() else 0.0
             names = [self._rec.tensors.names.get(p) or "a parameter" for p in sorted(found.params)]
@@ -192,7 +194,7 @@ class ParameterValues:
             except Exception:  # in the snippet's backward(): never raise there
                 self._rec.observation_failed()
 
-        node: Any = result.grad_fn
+        node: Any = _grad_fn(result)
         self._pending[line] = node.register_prehook(walked)
 
     def _report(self, line: int, names: list[str], mark: _Mark, value: float) -> tuple[str, str, str]:
@@ -361,3 +363,9 @@ def _reads_parameters_with_item(statement: ast.stmt, parents: dict[ast.AST, ast.
         if isinstance(item.func, ast.Attribute)
         for n in ast.walk(item.func.value)
     )
+
+
+def _grad_fn(t: torch.Tensor) -> Any:
+    """``t.grad_fn``, or None where PyTorch refuses to say (:func:`~engine.tensors.autograd_of`)."""
+    facts = autograd_of(t)
+    return facts[0] if facts is not None else None
