@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .dispatch import modes_aside
 from .source import SNIPPET_FILENAME, snippet_frame
-from .values import same_elements_key, shape_list
+from .values import dispatches_to_python, same_elements_key, shape_list
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -82,7 +81,7 @@ class BackwardTracker:
             if rec.active and self.current is not None:
                 self.last_ran = ran
                 try:
-                    with modes_aside():
+                    with rec.mute():
                         self._executed(nid, name, line, leaf_ref, grad_inputs, grad_outputs)
                 except Exception:
                     rec.observation_failed()
@@ -94,7 +93,7 @@ class BackwardTracker:
                 leaf = leaf_ref() if leaf_ref is not None else None
                 if rec.active and self.current is not None:
                     try:
-                        with modes_aside():
+                        with rec.mute():
                             self._received[nid] = [self._value(g) for g in grad_outputs]
                             if leaf is not None:
                                 self._before[nid] = rec.value_or_none(leaf.grad)
@@ -280,7 +279,7 @@ class BackwardTracker:
 
     def _read_loss(self, roots: list[torch.Tensor]) -> None:
         # the loss of the training charts: a one-element root, read with one item() call
-        if len(roots) == 1 and roots[0].numel() == 1:
+        if len(roots) == 1 and roots[0].numel() == 1 and not dispatches_to_python(roots[0]):
             try:
                 value = roots[0].item()
                 self.last_loss = float(value) if isinstance(value, int | float) else None
@@ -322,14 +321,18 @@ class BackwardTracker:
         with rec.mute():
             self._read_loss(roots)
             rec.pitfalls.on_backward(roots, line)
-        root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
-        for t in roots:
-            rec.tensors.name_from(t, frame)
-        with rec.mute():
+            # (a tensor subclass's own __torch_function__ sees none of these reads either)
+            root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
+            for t in roots:
+                rec.tensors.name_from(t, frame)
             seed_values = [
                 rec.value_or_none(s)
                 if s is not None
-                else (rec.value_or_none(torch.ones_like(r)) if r.numel() == 1 else None)
+                else (
+                    rec.value_or_none(torch.ones_like(r))
+                    if r.numel() == 1 and not dispatches_to_python(r)
+                    else None
+                )
                 for r, s in zip(roots, seeds, strict=False)
             ]
         rec.report_memory(line)

@@ -29,7 +29,7 @@ import torch
 
 from .memory import SavedBy, SavedMemory, saved_source
 from .tensors import dtype_name
-from .values import has_storage, shape_list
+from .values import dispatches_to_python, has_storage, shape_list
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -180,6 +180,9 @@ class GraphRecorder:
             if fn is not None:
                 produced[id(fn)] = tid
         several_outputs = len(outputs) > 1
+        # what a node saved is not read where an op's tensors dispatch to the snippet's
+        # Python: reading it runs a `detach` there (NOTE [Tensors that dispatch to Python])
+        opaque = any(dispatches_to_python(t) for t in (*op_tensors[0], *outputs))
         live = self._live_ids
         by_ptr: dict[int, list[tuple[Any, int, bool]]] | None = None
         watch = rec.backward.watch if rec.detail else None
@@ -198,6 +201,8 @@ class GraphRecorder:
             total = 0
             if name == "AccumulateGrad":
                 tensor_id: int | None = rec.tensors.ensure(node.variable)
+            elif opaque:
+                tensor_id = produced.get(id(node))
             else:
                 tensor_id = produced.get(id(node))
                 attrs = _saved_attrs_by_type.get(cls)

@@ -68,6 +68,7 @@ _DETACHED_IN_PLACE = (
 )
 _SOURCE = "_gradwalk_source"
 _SAVED_BY = "_gradwalk_saved_by"
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 
 
 class SavedBy(NamedTuple):
@@ -235,6 +236,16 @@ class SavedMemory:
     def _pack(self, t: torch.Tensor) -> object:
         if not self.active:
             return t
+        if type(t) in _PLAIN_TYPES and not torch._C._is_torch_function_mode_enabled():
+            return self._held(t)
+        # autograd saves where the snippet's code runs too (a checkpointed block recomputed
+        # in backward, with the tape mode on the stack): the reads below go to neither the
+        # mode nor a tensor subclass's own __torch_function__, which counted them as its ops
+        with torch._C.DisableTorchFunction():
+            return self._held(t)
+
+    def _held(self, t: torch.Tensor) -> object:
+        """What :meth:`_pack` keeps of ``t``: ``t`` itself when it cannot be read."""
         try:
             storage = t.untyped_storage()
             key = (storage.data_ptr(), t.get_device())
@@ -309,6 +320,14 @@ class SavedMemory:
             return held  # type: ignore[return-value]
         original = held.original
         t = held.tensor if original is None else original
+        if type(t) not in _PLAIN_TYPES:
+            with torch._C.DisableTorchFunction():  # a subclass's handler sees no check (see _pack)
+                return SavedMemory._checked(held, original, t)
+        return SavedMemory._checked(held, original, t)
+
+    @staticmethod
+    def _checked(held: _Held, original: torch.Tensor | None, t: torch.Tensor) -> torch.Tensor:
+        """``t``, what ``held`` hands back, once PyTorch's checks pass."""
         # PyTorch's own checks, skipped when saved-tensor hooks are active, in its order and
         # words (2.13's): an input detached in place, then a version that moved on
         if held.original_had_history and original is not None and original.grad_fn is None:

@@ -44,9 +44,6 @@ _INPLACE_DUNDERS = {
 }
 _api_cache: dict[Any, tuple[str, str, bool]] = {}
 _tracing_state = torch._C._get_tracing_state
-# tensor types whose ops need no care for a subclass's own __torch_function__
-_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_NO_CONTEXT = contextlib.nullcontext()  # reusable, so no context is made per op
 # NOTE [Transposes read as attributes]
 # ``w.T`` is an attribute read, not a call: the mode sees the property's ``__get__``, which
 # it passes through for every other attribute (``.grad``, ``.shape``, ``.data``). These four
@@ -60,10 +57,6 @@ _ATTRIBUTE_OPS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 _DATA = torch._C.TensorBase.__dict__["data"]
 # the attribute writes recorded as ops (NOTE [Attribute writes] in attributes.py)
 _RECORDED_WRITES = frozenset({"requires_grad", "data"})
-
-
-def _no_context() -> contextlib.nullcontext[None]:
-    return _NO_CONTEXT
 
 
 def name_op(func: Callable[..., Any], short: str, api: str, *, inplace: bool) -> None:
@@ -158,8 +151,10 @@ class TapeMode(TorchFunctionMode):
                 return alias
             return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of
-        # gradwalk's reads of the op's tensors (their versions, values, shapes)
-        aside = _no_context if _PLAIN_TYPES.issuperset(types) else torch._C.DisableTorchFunctionSubclass
+        # gradwalk's reads of the op's tensors (their versions, values, shapes), nor of
+        # others' in an op of plain tensors (a subclass parameter's .grad, read to name a
+        # tensor read off it): subclass dispatch is off for them whatever the op's types
+        aside = torch._C.DisableTorchFunctionSubclass
         # the first operand's version before the op: an op that hands it back unchanged is
         # not in-place (NOTE [Handed back] in op_recorder.py)
         first = args[0] if args else None

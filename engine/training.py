@@ -29,6 +29,7 @@ from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, grads_of, norms_finished, norms_started
 from .source import snippet_frame
 from .updates import GRAD, copy_before, sgd_readable, sgd_update_terms
+from .values import dispatches_to_python
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -194,6 +195,9 @@ class TrainingTracker:
         torch._C._set_grad_enabled(False)
         with rec.mute():
             try:
+                if _dispatching(params):
+                    state.failed = True  # no norms: reading them would run the snippet's code
+                    return wrapped
                 state.sgd = sgd_readable(opt, params)
                 # NOTE [Gradient norms after an SGD step]: the gradient the step is given is
                 # read now, except where it is read after the step: a closure step makes its
@@ -406,6 +410,19 @@ def _within_its_own_step(opt: torch.optim.Optimizer, wrapper: FrameType) -> bool
 
 def _is_detail_step(step: int, limits: Limits) -> bool:
     return step <= limits.detail_steps or (limits.detail_every > 0 and step % limits.detail_every == 0)
+
+
+def _dispatching(params: list[torch.Tensor]) -> bool:
+    """Whether a parameter or its gradient is a tensor whose every op, a norm's too, runs a
+    ``__torch_dispatch__`` of the snippet's (NOTE [Tensors that dispatch to Python] in
+    values.py): such a step is reported without norms."""
+    for p in params:
+        if dispatches_to_python(p):
+            return True
+        g = p.grad
+        if g is not None and dispatches_to_python(g):
+            return True
+    return False
 
 
 def _no_stats() -> dict[str, Any]:

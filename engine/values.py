@@ -42,6 +42,7 @@ import torch
 __all__ = [
     "HIST_BINS",
     "HIST_SAMPLE",
+    "dispatches_to_python",
     "has_storage",
     "holds_non_finite",
     "same_elements_key",
@@ -86,6 +87,8 @@ def to_value(t: torch.Tensor, max_elements: int) -> dict[str, Any]:
     {'kind': 'full', 'shape': [2], 'flat': [1.0, 2.0]}
     """
     try:
+        if type(t) not in _PLAIN_TYPES and dispatches_to_python(t):
+            return _empty_summary(shape_list(t), t.numel())
         n = t.numel()
         # the common case first, with as few calls into PyTorch as possible (this runs for
         # most tensors and gradients of a recording)
@@ -284,8 +287,31 @@ def shape_list(t: torch.Tensor) -> list[int]:
 
 def has_storage(t: torch.Tensor) -> bool:
     """Whether ``t`` has memory of its own to read by address: torch.func's wrapped tensors
-    (inside ``grad``, ``vmap``, ``jacrev``) do not."""
-    return not torch._C._functorch.is_functorch_wrapped_tensor(t)
+    (inside ``grad``, ``vmap``, ``jacrev``) do not, nor the legacy vmap's batched ones
+    (``torch.autograd.functional``'s ``vectorize=True``)."""
+    return not (_functorch_wrapped(t) or _legacy_batched(t))
+
+
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_legacy_batched = torch._C._functorch.is_legacy_batchedtensor
+
+
+# NOTE [Tensors that dispatch to Python]
+# A tensor subclass with its own ``__torch_dispatch__`` (a wrapper subclass that logs or
+# rewrites each aten op it meets) runs Python code of the snippet for every op on it,
+# gradwalk's reads too: its value (``tolist``, ``item``), a backward's loss and seed
+# (``item``, ``ones_like``), the tensors a node saved. Its log then showed
+# ``_local_scalar_dense`` and ``ones_like`` calls the snippet never made. gradwalk does not
+# read such a tensor's elements: its value is a summary with its shape alone. (A jagged
+# nested tensor is one too, PyTorch's own, whose reads print nothing; it is read as before.)
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_PYTHON_KEY = torch._C.DispatchKey.Python
+
+
+def dispatches_to_python(t: torch.Tensor) -> bool:
+    """Whether the ops run on ``t`` reach a ``__torch_dispatch__`` of the snippet's (NOTE
+    [Tensors that dispatch to Python])."""
+    return type(t) not in _PLAIN_TYPES and not t.is_nested and torch._C._dispatch_keys(t).has(_PYTHON_KEY)
 
 
 def _dense_order(t: torch.Tensor) -> list[int] | None:
