@@ -122,6 +122,22 @@ def _why_unoptimized(
             f"Compute {root}'s output under torch.no_grad() (with torch.no_grad(): target = …), or .detach() "
             f"it; {root}.requires_grad_(False) once after line {at} stops its gradients for good.",
         )
+    if "[" not in missed[0] and root.isidentifier():  # a model of its own, given to no optimizer
+        trained = sorted({name.split(".")[0] for name in stepped} - {root})
+        built = f"the optimizer (line {made[0]})" if made else "the optimizer"
+        listed = ", ".join(trained[:-1]) + f" and {trained[-1]}" if len(trained) > 1 else "".join(trained)
+        whose = f"the parameters of {listed} only" if trained else "other parameters"
+        assigned = _assignment_lines(root, source_lines)
+        return (
+            assigned[0] if assigned else assignment_line(missed[0], list(source_lines)),
+            f"{root} is used but no optimizer holds its parameters",
+            f"{got}: they keep their initial values for the whole run. {root} is a model of its own, and "
+            f"{built} was built from {whose}. backward() still computes their gradients every step, and "
+            "since no optimizer holds them, no zero_grad() clears them: their .grad only grows.",
+            f"Give the optimizer {root}'s parameters too: add list({root}.parameters()) to what "
+            f"{built} is built from (or freeze {root} with {root}.requires_grad_(False) if it is meant to "
+            "stay as it is).",
+        )
     return (
         assignment_line(missed[0], list(source_lines)),
         "Parameters get gradients but never train",

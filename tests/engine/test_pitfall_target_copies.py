@@ -54,3 +54,29 @@ def test_a_target_network_that_gets_gradients_is_said_as_a_copy_of_the_trained_m
 def test_a_target_network_kept_off_the_graph_is_silent(edit: tuple[str, str]) -> None:
     assert edit[0] in _TARGET_WITH_GRAPH
     recorded_silently(_TARGET_WITH_GRAPH.replace(*edit))
+
+
+def test_a_model_of_its_own_left_out_of_the_optimizer_is_said_by_name() -> None:
+    # an attention layer used beside the encoder, its parameters never given to AdamW: the
+    # message blamed "layers kept in a plain Python list"
+    said = the_pitfall(
+        """import torch, torch.nn as nn
+torch.manual_seed(0)
+enc = nn.Linear(8, 8)
+head = nn.Linear(8, 3)
+opt = torch.optim.AdamW(list(enc.parameters()) + list(head.parameters()), lr=1e-3)
+mha = nn.MultiheadAttention(8, 2)
+for step in range(3):
+    x, y = torch.randn(5, 4, 8), torch.randint(0, 3, (4,))
+    a, _ = mha(enc(x), enc(x), enc(x))
+    loss = nn.functional.cross_entropy(head(a.mean(0)), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+print(round(loss.item(), 3))
+""",
+        "parameter-not-optimized",
+        6,
+    )
+    assert said.title == "mha is used but no optimizer holds its parameters"
+    assert "the optimizer (line 5) was built from the parameters of enc and head only" in said.message
+    assert "plain Python list" not in said.message
+    assert "add list(mha.parameters()) to what the optimizer (line 5) is built from" in said.fix
