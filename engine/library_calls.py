@@ -183,7 +183,8 @@ class LibraryCalls:
             # generator (an empty one makes PyTorch warn), so the call runs as without gradwalk
             is_generator = isinstance(parameters, types.GeneratorType)
             params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
-            grads = [p.grad for p in params if isinstance(p, torch.Tensor) and p.grad is not None]
+            with torch._C.DisableTorchFunctionSubclass():  # a subclass parameter sees no read of gradwalk's
+                grads = [p.grad for p in params if isinstance(p, torch.Tensor) and p.grad is not None]
             making.depth += 1
             try:
                 result = original((p for p in params) if is_generator else params, *args, **kwargs)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import torch
 
 from ..source import line_matching, quoted_code
+from ..values import dispatches_to_python
 
 __all__ = ["HandUpdates", "left_in_grad_by_hand"]
 
@@ -68,7 +69,10 @@ class HandUpdates:
 
 def _total(t: torch.Tensor) -> float:
     """The sum of ``t``'s elements (of their real parts), NaN where it cannot be read (a meta
-    tensor): two NaNs count as the same."""
+    tensor) or must not be (one whose ops run the snippet's ``__torch_dispatch__``): two NaNs
+    count as the same."""
+    if dispatches_to_python(t):
+        return math.nan
     try:
         total = t.detach().sum()
         return float(total.real if total.is_complex() else total)
