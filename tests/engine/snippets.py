@@ -14,7 +14,7 @@ import torch
 
 from engine import queries as q
 from engine import record
-from engine.events import Limits
+from engine.events import FullValue, Limits, Trace
 from engine.text import without_terminal_codes
 
 
@@ -164,3 +164,26 @@ for i in range({iterations}):
     lossG.backward()
     optG.step()
 """
+
+
+def assert_as_plain(source: str, leaves: tuple[str, ...] = (), pitfalls: tuple[str, ...] = ()) -> Trace:
+    """Record ``source`` and check it printed and raised what it does without gradwalk,
+    recorded everything (nothing ``unrecorded``), raised the pitfalls of kinds ``pitfalls``
+    and no other, and that each of ``leaves`` (whose final ``.grad`` must travel whole in the
+    trace) ends with PyTorch's ``.grad``, bitwise."""
+    printed, error, scope = run_plain(source)
+    trace = record(source)
+    assert q.stdout(trace) == printed
+    errors = q.errors(trace)
+    assert ((errors[0].exc_type, errors[0].message, errors[0].line) if errors else None) == error
+    finished = trace.events[-1]
+    assert finished.status == ("error" if error else "ok")
+    assert finished.counts.unrecorded == 0
+    assert [p.kind for p in q.pitfalls(trace)] == list(pitfalls)
+    finals = {e.name: e.grad for e in q.events_of(trace, "tensor_final")}
+    for name in leaves:
+        want = scope[name].grad
+        got = finals[name]
+        assert isinstance(got, FullValue), name
+        assert torch.equal(torch.tensor(got.flat, dtype=want.dtype).reshape(got.shape), want), name
+    return trace

@@ -15,35 +15,9 @@ complex and sparse ones included) and must record with nothing unrecorded and no
 from __future__ import annotations
 
 import pytest
-import torch
 
 from engine import queries as q
-from engine import record
-from engine.events import FullValue, Trace
-from tests.engine.snippets import run_plain
-
-
-def _assert_as_plain(source: str, leaves: tuple[str, ...] = (), pitfalls: tuple[str, ...] = ()) -> Trace:
-    """Record ``source`` and check it printed and raised what it does without gradwalk,
-    recorded everything (nothing ``unrecorded``), raised the pitfalls of kinds ``pitfalls``
-    and no other, and that each of ``leaves`` (whose final ``.grad`` must travel whole in the
-    trace) ends with PyTorch's ``.grad``, bitwise."""
-    printed, error, scope = run_plain(source)
-    trace = record(source)
-    assert q.stdout(trace) == printed
-    errors = q.errors(trace)
-    assert ((errors[0].exc_type, errors[0].message, errors[0].line) if errors else None) == error
-    finished = trace.events[-1]
-    assert finished.status == ("error" if error else "ok")
-    assert finished.counts.unrecorded == 0
-    assert [p.kind for p in q.pitfalls(trace)] == list(pitfalls)
-    finals = {e.name: e.grad for e in q.events_of(trace, "tensor_final")}
-    for name in leaves:
-        want = scope[name].grad
-        got = finals[name]
-        assert isinstance(got, FullValue), name
-        assert torch.equal(torch.tensor(got.flat, dtype=want.dtype).reshape(got.shape), want), name
-    return trace
+from tests.engine.snippets import assert_as_plain
 
 
 def test_a_strided_nested_tensors_ops_keep_their_nodes() -> None:
@@ -59,7 +33,7 @@ def test_a_strided_nested_tensors_ops_keep_their_nodes() -> None:
         "(parts[0].sum() + parts[1].pow(2).sum()).backward()\n"
         "print(a.grad.tolist(), b.grad.tolist())\n"
     )
-    trace = _assert_as_plain(source, leaves=("a", "b"))
+    trace = assert_as_plain(source, leaves=("a", "b"))
     assert "MulBackward0" in q.node_names(trace).values()
 
 
@@ -76,7 +50,7 @@ def test_two_nested_tensors_multiplied_meet_no_detector_that_reads_a_shape() -> 
         "(parts[0].sum() + parts[1].sum()).backward()\n"
         "print(a.grad.tolist(), b.grad.tolist())\n"
     )
-    _assert_as_plain(source, leaves=("a", "b"))
+    assert_as_plain(source, leaves=("a", "b"))
 
 
 def test_a_jagged_nested_tensor_records_a_valid_trace() -> None:
@@ -94,7 +68,7 @@ def test_a_jagged_nested_tensor_records_a_valid_trace() -> None:
         "out.pow(2).sum().backward()\n"
         "print(a.grad.tolist(), b.grad.tolist())\n"
     )
-    trace = _assert_as_plain(source, leaves=("a", "b"))
+    trace = assert_as_plain(source, leaves=("a", "b"))
     names = q.tensor_names(trace)
     (nj,) = [e for e in q.events_of(trace, "tensor") if names.get(e.id) == "nj"]
     assert nj.shape == []  # a nested tensor has no one shape
@@ -312,4 +286,4 @@ _PITFALLS = {"anomaly_mode_names_the_nan": ("non-finite-gradient",)}
 @pytest.mark.parametrize("name", list(_PASSING))
 def test_a_less_common_surface_records_as_it_runs_without_gradwalk(name: str) -> None:
     source, leaves = _PASSING[name]
-    _assert_as_plain(source, leaves, _PITFALLS.get(name, ()))
+    assert_as_plain(source, leaves, _PITFALLS.get(name, ()))

@@ -23,32 +23,10 @@ snippets.
 from __future__ import annotations
 
 import pytest
-import torch
 
 from engine import queries as q
 from engine import record
-from engine.events import FullValue, Trace
-from tests.engine.snippets import run_plain
-
-
-def _assert_as_plain(source: str, leaves: tuple[str, ...] = ()) -> Trace:
-    """Record ``source`` and check it printed and raised what it does without gradwalk,
-    recorded everything (nothing ``unrecorded``), and that each of ``leaves`` ends with
-    PyTorch's own ``.grad``, bitwise."""
-    printed, error, scope = run_plain(source)
-    trace = record(source)
-    assert q.stdout(trace) == printed
-    errors = q.errors(trace)
-    assert ((errors[0].exc_type, errors[0].message, errors[0].line) if errors else None) == error
-    assert trace.events[-1].counts.unrecorded == 0
-    finals = {e.name: e.grad for e in q.events_of(trace, "tensor_final")}
-    for name in leaves:
-        want = scope[name].grad
-        got = finals[name]
-        assert isinstance(got, FullValue), name
-        assert torch.equal(torch.tensor(got.flat, dtype=want.dtype).reshape(got.shape), want), name
-    return trace
-
+from tests.engine.snippets import assert_as_plain, run_plain
 
 _LOGGED = (
     "import torch\n"
@@ -76,7 +54,7 @@ def test_a_subclass_leaf_sees_no_read_of_the_backward_walk() -> None:
         "print(x.grad.tolist())\n"
         "print(sorted(calls.items()))\n"
     )
-    trace = _assert_as_plain(source, leaves=("x",))
+    trace = assert_as_plain(source, leaves=("x",))
     assert "detach" not in q.stdout(trace)
 
 
@@ -89,22 +67,27 @@ def test_a_subclass_root_sees_no_read_of_autograd_grad() -> None:
         "print(type(g).__name__, g.tolist())\n"
         "print(sorted(calls.items()))\n"
     )
-    _assert_as_plain(source)
+    assert_as_plain(source)
+
+
+#: a Parameter subclass that counts the torch functions run on it, by name, in ``calls``
+_LOGGED_PARAM = (
+    "import torch, torch.nn as nn\n"
+    "from collections import Counter\n"
+    "calls = Counter()\n"
+    "class LoggedParam(nn.Parameter):\n"
+    "    @classmethod\n"
+    "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+    "        calls[getattr(func, '__name__', str(func))] += 1\n"
+    "        with torch._C.DisableTorchFunctionSubclass():\n"
+    "            return func(*args, **(kwargs or {}))\n"
+)
 
 
 def test_a_subclass_parameter_sees_no_read_of_an_op_of_plain_tensors() -> None:
     # naming a tensor read off a leaf (`w.grad`, `w.data`) reads each recent leaf's `.grad`:
     # in an op of plain tensors the subclass's handler was left on, and counted the reads
-    source = (
-        "import torch, torch.nn as nn\n"
-        "from collections import Counter\n"
-        "calls = Counter()\n"
-        "class LoggedParam(nn.Parameter):\n"
-        "    @classmethod\n"
-        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
-        "        calls[getattr(func, '__name__', str(func))] += 1\n"
-        "        with torch._C.DisableTorchFunctionSubclass():\n"
-        "            return func(*args, **(kwargs or {}))\n"
+    source = _LOGGED_PARAM + (
         "m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))\n"
         "m[0].weight = LoggedParam(m[0].weight.detach().clone())\n"
         "opt = torch.optim.Adam(m.parameters(), lr=0.01)\n"
@@ -117,22 +100,13 @@ def test_a_subclass_parameter_sees_no_read_of_an_op_of_plain_tensors() -> None:
         "print(type(m[0].weight).__name__, m[0].weight.grad.sum().item())\n"
         "print(sorted(calls.items()))\n"
     )
-    _assert_as_plain(source)
+    assert_as_plain(source)
 
 
 def test_a_subclass_parameter_sees_no_read_of_gradient_clipping() -> None:
     # clip_grad_norm_'s wrapper read every parameter's `.grad` for the tape with the
     # subclass's handler on: 12 `__get__` more than without gradwalk over three steps
-    source = (
-        "import torch, torch.nn as nn\n"
-        "from collections import Counter\n"
-        "calls = Counter()\n"
-        "class LoggedParam(nn.Parameter):\n"
-        "    @classmethod\n"
-        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
-        "        calls[getattr(func, '__name__', str(func))] += 1\n"
-        "        with torch._C.DisableTorchFunctionSubclass():\n"
-        "            return func(*args, **(kwargs or {}))\n"
+    source = _LOGGED_PARAM + (
         "m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))\n"
         "m[0].weight = LoggedParam(m[0].weight.detach().clone())\n"
         "m[2].bias = LoggedParam(torch.zeros(2))\n"
@@ -146,7 +120,7 @@ def test_a_subclass_parameter_sees_no_read_of_gradient_clipping() -> None:
         "    print(i, loss.item())\n"
         "print(sorted(calls.items()))\n"
     )
-    _assert_as_plain(source)
+    assert_as_plain(source)
 
 
 def test_a_subclass_in_a_checkpointed_block_sees_no_read_of_the_saved_tensor_hook() -> None:
@@ -162,23 +136,14 @@ def test_a_subclass_in_a_checkpointed_block_sees_no_read_of_the_saved_tensor_hoo
         "print(w.grad.tolist())\n"
         "print(sorted(calls.items()))\n"
     )
-    _assert_as_plain(source, leaves=("w",))
+    assert_as_plain(source, leaves=("w",))
 
 
 def test_a_subclass_parameter_sees_no_check_of_its_saved_tensor_in_backward() -> None:
     # backward unpacks what w * w saved: gradwalk's unpack hook checks the saved tensor's
     # version and grad_fn, which a subclass parameter's __torch_function__ counted (and a
     # SGD step's reads of p.grad for the metrics, before the fixes of this file, 60 in all)
-    source = (
-        "import torch, torch.nn as nn\n"
-        "from collections import Counter\n"
-        "calls = Counter()\n"
-        "class LoggedParam(nn.Parameter):\n"
-        "    @classmethod\n"
-        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
-        "        calls[getattr(func, '__name__', str(func))] += 1\n"
-        "        with torch._C.DisableTorchFunctionSubclass():\n"
-        "            return func(*args, **(kwargs or {}))\n"
+    source = _LOGGED_PARAM + (
         "w = LoggedParam(torch.tensor([[0.5, -0.3], [0.2, 0.8]]))\n"
         "b = LoggedParam(torch.zeros(2))\n"
         "opt = torch.optim.SGD([w, b], lr=0.1, momentum=0.9, weight_decay=0.01)\n"
@@ -192,7 +157,7 @@ def test_a_subclass_parameter_sees_no_check_of_its_saved_tensor_in_backward() ->
         "print(w.tolist(), b.grad.tolist())\n"
         "print(sorted(calls.items()))\n"
     )
-    _assert_as_plain(source)
+    assert_as_plain(source)
 
 
 _LOG_TENSOR = (
@@ -231,7 +196,7 @@ def test_a_subclass_that_dispatches_to_python_sees_no_read_of_gradwalks() -> Non
         "print(w.grad, y)\n"
         "print(sorted(log.items()))\n"
     )
-    trace = _assert_as_plain(source)  # w.grad is a LogTensor too: printed, not read
+    trace = assert_as_plain(source)  # w.grad is a LogTensor too: printed, not read
     assert "_local_scalar_dense" not in q.stdout(trace)
     (started,) = q.events_of(trace, "backward_started")
     assert started.seed == [None]  # the seed's ones were never made
@@ -268,7 +233,7 @@ def test_an_optimizer_step_on_gradients_that_dispatch_to_python_reads_no_norms()
         "print(type(lin.weight.grad).__name__, lin.weight.grad)\n"
         "print(sorted(log.items()))\n"
     )
-    trace = _assert_as_plain(source)
+    trace = assert_as_plain(source)
     steps = q.optimizer_steps(trace)
     assert len(steps) == 2
     assert [s.grad_norm for s in steps] == [None, None]  # reported, without norms
@@ -286,7 +251,7 @@ def test_a_forward_mode_vectorized_hessian_keeps_its_nodes() -> None:
         "H = hessian(f, x, outer_jacobian_strategy='forward-mode', vectorize=True)\n"
         "print(H.tolist())\n"
     )
-    _assert_as_plain(source)
+    assert_as_plain(source)
 
 
 def test_a_vectorized_jacobian_with_create_graph_keeps_its_gradients() -> None:
@@ -298,7 +263,7 @@ def test_a_vectorized_jacobian_with_create_graph_keeps_its_gradients() -> None:
         "J.diagonal().sum().backward()\n"
         "print(J.diagonal().tolist(), x.grad.tolist())\n"
     )
-    _assert_as_plain(source, leaves=("x",))
+    assert_as_plain(source, leaves=("x",))
 
 
 PASSED = {
@@ -374,4 +339,4 @@ PASSED = {
 
 @pytest.mark.parametrize("name", sorted(PASSED))
 def test_passed_snippets_record_as_plain(name: str) -> None:
-    _assert_as_plain(PASSED[name])
+    assert_as_plain(PASSED[name])

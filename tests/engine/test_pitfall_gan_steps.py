@@ -56,7 +56,9 @@ def test_what_the_message_says_is_what_pytorch_does() -> None:
     )
     g, d = namespace["G"], namespace["D"]
     assert isinstance(g, torch.nn.Module) and isinstance(d, torch.nn.Module)
-    assert all(torch.equal(p, p0) for p, p0 in zip(g.parameters(), namespace["g0"]))  # type: ignore[call-overload]
+    g0 = namespace["g0"]
+    assert isinstance(g0, list)
+    assert all(torch.equal(p, p0) for p, p0 in zip(g.parameters(), g0, strict=True))
     assert all(p.grad is None for p in g.parameters())
 
 

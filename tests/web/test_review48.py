@@ -10,6 +10,7 @@ at the screen's bottom; an embed's bar wrapping onto a second row at 760 to 960 
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import expect, open_app, presenter_on, shot, stored_run, wait_viewer
+from .conftest import expect, open_app, shot, stored_run, wait_viewer
 
 pytestmark = pytest.mark.browser
 
@@ -105,12 +106,14 @@ def test_the_memory_axis_seconds_do_not_run_together_in_presenter_type(page: Any
         trace = client.get(f"/api/runs/{loop_run}/trace").raise_for_status().json()
     page.set_viewport_size({"width": 1920, "height": 1080})
     open_app(page, presenter=True)
-    page.evaluate("(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(_run_lasting(trace, 0.147)))
+    page.evaluate(
+        "(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(_run_lasting(trace, 0.147))
+    )
     page.click("#gw-tab-charts")
     wait_charts(page, ["memory"])
     ticks = page.evaluate(X_TICKS, "memory")
     assert len(ticks) >= 3, ticks
-    apart = [(a["label"], b["label"], round(b["left"] - a["right"], 1)) for a, b in zip(ticks, ticks[1:])]
+    apart = [(a["label"], b["label"], round(b["left"] - a["right"], 1)) for a, b in itertools.pairwise(ticks)]
     assert all(gap >= 4 for _, _, gap in apart), apart
     shot(page, "review48-02-memory-seconds-presenter")
 
@@ -167,12 +170,16 @@ def test_a_lessons_long_name_stays_inside_its_tile_on_a_projector(page: Any) -> 
     shot(page, "review48-04-lesson-tiles-presenter-1024")
 
 
-def test_a_downloaded_page_on_a_phone_keeps_the_walk_on_screen(page: Any, loop_run: str, tmp_path: Path) -> None:
+def test_a_downloaded_page_on_a_phone_keeps_the_walk_on_screen(
+    page: Any, loop_run: str, tmp_path: Path
+) -> None:
     # A student opens the downloaded page on a phone (390 x 844) at a step: the step card
     # took 62% of the pane, the walk's list ran 57 px past the bottom of a page that does
     # not scroll, one cut row of it showing. The card now gives way and scrolls.
     with httpx.Client(base_url=page.server.url, timeout=60) as client:
-        html = client.get(f"/api/runs/{loop_run}/export", params={"view": "stepper", "step": 3}).raise_for_status()
+        html = client.get(
+            f"/api/runs/{loop_run}/export", params={"view": "stepper", "step": 3}
+        ).raise_for_status()
     out = tmp_path / "loop.html"
     out.write_bytes(html.content)
     page.set_viewport_size({"width": 390, "height": 844})
@@ -194,7 +201,9 @@ def test_a_downloaded_page_on_a_phone_keeps_the_walk_on_screen(page: Any, loop_r
     shot(page, "review48-05-download-phone-walk")
 
 
-def test_an_embeds_bar_keeps_one_row_in_a_course_pages_column(page: Any, loop_run: str, titled_run: str) -> None:
+def test_an_embeds_bar_keeps_one_row_in_a_course_pages_column(
+    page: Any, loop_run: str, titled_run: str
+) -> None:
     # An embed 760 to 960 px wide (a course page's column): with the run's title the tabs
     # went to a second row, untitled the theme button alone did; 31 to 37 px of a 560 px
     # frame gone from the graph. The title now gives way (an ellipsis, whole in its tooltip).
@@ -241,9 +250,14 @@ def test_a_run_that_raised_before_backward_does_not_say_it_never_called_it(page:
     page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
     page.click("#gw-tab-stepper")
     card = page.locator(".gw-stepper .gw-step-card")
-    expect(card).to_have_text("No backward walk: the run stopped on RuntimeError at line 4. The output panel says more.")
+    expect(card).to_have_text(
+        "No backward walk: the run stopped on RuntimeError at line 4. The output panel says more."
+    )
     shot(page, "review48-07-raised-before-backward")
-    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\n")
+    page.evaluate(
+        "(src) => { window.gradwalk.editor.source = src; }",
+        "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\n",
+    )
     page.click("[data-gw=run]")
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     expect(card).to_have_text("This run never called backward().")
@@ -261,7 +275,10 @@ def test_another_tab_opens_during_the_tapes_replay(page: Any, loop_run: str) -> 
     page.click("#gw-tab-charts")
     page.wait_for_timeout(1_500)  # three more of the replay's ticks
     expect(page.locator("#gw-tab-charts")).to_have_attribute("aria-selected", "true")
-    assert page.evaluate("() => [window.gradwalk.store.state.view, window.gradwalk.store.state.op]") == ["charts", None]
+    assert page.evaluate("() => [window.gradwalk.store.state.view, window.gradwalk.store.state.op]") == [
+        "charts",
+        None,
+    ]
     page.click("#gw-tab-tape")
     expect(position).to_have_text("all 17 ops")
     expect(page.locator(".gw-tape .gw-scrubber button")).to_have_text("Replay")
