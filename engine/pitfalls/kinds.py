@@ -58,6 +58,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "targets-flattened-in-other-order",
     "bootstrap-target-not-detached",
     "clip-before-unscale",
+    "scores-compared-to-labels",
 )
 
 

@@ -27,6 +27,7 @@ from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, b
 from .copied_out import COPYING_OPS, copied_off_graph
 from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
+from .label_comparisons import scores_against_labels
 from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .penalties import ParameterValues
 from .recurrent_axes import INDEX_OPS, RECURRENT_OPS, RecurrentOutputs
@@ -163,6 +164,9 @@ class OpChecks:
             compared = broadcast_in_comparison(args, result, self._rec.statement_lines, line)
             if compared is not None:
                 self._say("broadcast-in-comparison", line, *compared)
+            scored = scores_against_labels(args, result, line, self._rec.statement_lines, frame)
+            if scored is not None:
+                self._say("scores-compared-to-labels", line, *scored)
         if name in ADD_OPS:
             self.totals.on_add(args, result, line)
             self.penalties.on_add(args, result, line)

@@ -31,6 +31,7 @@ import torch
 from ..source import is_a, is_module, parsed_source, quoted_code
 from ..values import has_storage
 from .kinds import Said
+from .model_aliases import inside, paired_aliases, quoted, shallow_copies
 
 __all__ = ["shared_snapshots"]
 
@@ -49,7 +50,7 @@ def shared_snapshots(
     ``steps`` steps in all; ``raw_lines``: the snippet's lines as written, ``source_lines``
     the same with each statement whole on its lines (quoted)."""
     source = "\n".join(raw_lines)
-    if "state_dict" not in source:
+    if not any(word in source for word in ("state_dict", "copy", "zip(")):
         return []
     tree = parsed_source(source)
     if tree is None:
@@ -61,8 +62,8 @@ def shared_snapshots(
     ]
     if not loops:
         return []
-    said: list[Said] = []
-    for call in ast.walk(tree):
+    said: list[Said] = [*shallow_copies(scope, (stepped, steps), tree, loops, source_lines)]
+    for call in ast.walk(tree) if "state_dict" in source else ():
         if not (isinstance(call, ast.Call) and _method(call) == "load_state_dict" and call.args):
             continue
         target = _name(call.func)
@@ -92,8 +93,12 @@ def shared_snapshots(
                         name, (owner, target or ""), taken, (call.lineno, steps), example, source_lines
                     )
                 )
+    told = {one.line for one in said}
+    said += [
+        one for one in paired_aliases(scope, (stepped, steps), tree, source_lines) if one.line not in told
+    ]
     for name, value in list(scope.items()):
-        if is_a(value, list | dict) and not name.startswith("_"):
+        if "state_dict" in source and is_a(value, list | dict) and not name.startswith("_"):
             shared = _list_shared(name, value, scope, (stepped, steps), tree, loops, source_lines)
             if shared is not None:
                 said.append(shared)
@@ -191,10 +196,6 @@ def _tensors_of(state: dict[str, Any]) -> set[tuple[int, tuple[int, ...]]]:
     }
 
 
-def _inside(line: int, loops: list[tuple[int, int]]) -> bool:
-    return any(start <= line <= end for start, end in loops)
-
-
 def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: int) -> int | None:
     """The line that binds ``name`` to a ``state_dict()`` with a step between it and the
     load at line ``loaded``: inside a loop that steps, or above one that starts by then."""
@@ -209,7 +210,7 @@ def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: in
             continue
         if _edited_in_place(tree, node, loaded):
             continue
-        if _inside(node.lineno, loops) or any(node.lineno < start <= loaded for start, _ in loops):
+        if inside(node.lineno, loops) or any(node.lineno < start <= loaded for start, _ in loops):
             return node.lineno
     return None
 
@@ -254,11 +255,6 @@ def _as_copy(code: str | None) -> str | None:
     return _STATE_DICT.sub(lambda m: f"copy.deepcopy({m.group(1)}.state_dict())", code, count=1)
 
 
-def _quoted(source_lines: Sequence[str], line: int) -> str:
-    code = quoted_code(source_lines, line)
-    return f"Line {line} ({code})" if code else f"Line {line}"
-
-
 _SHARES = (
     "a state_dict holds the model's own tensors, not copies of them ({example}), so every optimizer step "
     "after it changes the snapshot too ({steps} steps ran in all)"
@@ -289,7 +285,7 @@ def _dict_shared(
         "snapshot-shares-weights",
         taken,
         f"{name} is {model}'s live weights, not a copy",
-        f"{_quoted(source_lines, taken)} keeps {model}'s weights in {name}, but {shares}. By the end {name} "
+        f"{quoted(source_lines, taken)} keeps {model}'s weights in {name}, but {shares}. By the end {name} "
         f"holds the weights of the last step, whatever step it was taken at, and {outcome}. Nothing raises.",
         "Copy the tensors when you take the snapshot"
         + (f": {copied} (import copy)" if copied else ": copy.deepcopy(model.state_dict()) (import copy)")
@@ -312,7 +308,7 @@ def _same_model(
         None,
     )
     line = alias if alias is not None else loaded
-    bound = f"{_quoted(source_lines, alias)} binds" if alias is not None else "The run binds"
+    bound = f"{quoted(source_lines, alias)} binds" if alias is not None else "The run binds"
     return Said(
         "snapshot-shares-weights",
         line,
@@ -360,7 +356,7 @@ def _list_shared(
             node.lineno
             for node in ast.walk(tree)
             if isinstance(node, ast.Call | ast.Assign)
-            and _inside(node.lineno, loops)
+            and inside(node.lineno, loops)
             and (
                 (isinstance(node, ast.Call) and _method(node) == "append" and _name(node.func) == name)
                 or (isinstance(node, ast.Assign) and any(_sets_entry(t, name) for t in node.targets))
@@ -378,7 +374,7 @@ def _list_shared(
         "snapshot-shares-weights",
         appended,
         f"The {len(value)} state_dicts in {name} are all {model_name}'s live weights",
-        f"{_quoted(source_lines, appended)} keeps {model_name}'s weights in {name} as the run goes, but "
+        f"{quoted(source_lines, appended)} keeps {model_name}'s weights in {name} as the run goes, but "
         f"{shares}. All {len(value)} entries are the same tensors, holding the weights of the last step. "
         "Nothing raises.",
         "Copy the tensors when you take each snapshot"
