@@ -17,6 +17,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "gradients-cleared-unused",
     "optimizer-never-stepped",
     "lr-scheduler-never-stepped",
+    "scheduler-stepped-per-epoch",
     "method-not-called",
     "loop-variable-rebound",
     "seed-reset-in-loop",

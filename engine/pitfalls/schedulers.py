@@ -10,6 +10,11 @@ not run, under an ``if`` never true, is another story). Left alone: a scheduler 
 one the snippet holds steps for it (a ``SequentialLR``'s or ``ChainedScheduler``'s part, whose
 ``last_epoch`` is 0 right at a milestone), and one built after its optimizer's last step (a
 scheduler made only to be saved with a checkpoint, for the next stage).
+
+Also scheduler-stepped-per-epoch: a ``OneCycleLR`` or ``CyclicLR``, which count their
+schedule in optimizer steps, stepped once per epoch (``sched.step()`` under the epoch loop):
+it stepped at most half as often as its optimizer, so the cycle covers a fraction of the run
+(a OneCycleLR of ``total_steps=18`` stepped 3 times has only begun its warm-up).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
     """lr-scheduler-never-stepped for each scheduler held by a variable of ``scope`` (the
     snippet's globals) that never stepped while its optimizer took two or more steps (as
     ``course`` counted them, by the label ``rec`` gives each optimizer), and whose ``step``
-    the source does not name."""
+    the source does not name; and scheduler-stepped-per-epoch for each per-batch scheduler
+    stepped at most half as often as its optimizer."""
     idle = [
         (name, value)
         for name, value in list(scope.items())
@@ -55,11 +61,9 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         for part in getattr(value, "_schedulers", None) or ()
     }
     idle = [(name, value) for name, value in idle if id(value) not in parts and not _built_after_steps(value)]
-    if not idle:
-        return []
     source_lines = rec.statement_lines
     codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
-    said = []
+    said = _stepped_per_epoch(scope, rec, course, codes)
     for name, value in idle:
         optimizer = value.optimizer
         steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
@@ -127,3 +131,45 @@ def _settings(scheduler: Any) -> str:
 
 def _line_of(codes: list[str], pattern: re.Pattern[str]) -> int | None:
     return next((i for i, code in enumerate(codes, 1) if pattern.search(code)), None)
+
+
+def _stepped_per_epoch(
+    scope: dict[str, Any], rec: Recorder, course: LossCourse, codes: list[str]
+) -> list[Said]:
+    """scheduler-stepped-per-epoch for each ``OneCycleLR``/``CyclicLR`` of ``scope`` that
+    stepped, yet at most half as often as its optimizer (before its cycle's end)."""
+    said = []
+    for name, value in list(scope.items()):
+        if name.startswith("_") or type(value).__name__ not in _PER_BATCH or not is_a(value, LRScheduler):
+            continue
+        taken, optimizer = getattr(value, "last_epoch", 0), value.optimizer
+        steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
+        total = getattr(value, "total_steps", None)
+        if not (isinstance(taken, int) and taken >= 1 and 2 * taken <= steps) or (
+            isinstance(total, int) and taken >= total
+        ):
+            continue
+        kind = type(value).__name__
+        opt_name = next((n for n, v in scope.items() if v is optimizer and not n.startswith("_")), "opt")
+        stepped = _line_of(codes, re.compile(rf"\b{re.escape(name)}\.step\("))
+        after = _line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+        lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        rate = f" The learning rate ends at {lr:.4g}." if isinstance(lr, float | int) else ""
+        cycle = f" of the {total} its cycle has (total_steps={total})" if isinstance(total, int) else ""
+        where = f" (line {stepped})" if stepped else ""
+        said.append(
+            Said(
+                "scheduler-stepped-per-epoch",
+                stepped,
+                f"{name}.step() runs once per epoch: {kind} counts optimizer steps",
+                f"{name} ({kind}) stepped {taken} times{where}, while {opt_name} stepped {steps} times. {kind} "
+                "counts its schedule in optimizer steps (batches), so it expects one step() after every "
+                f"{opt_name}.step(): by the end of the run it has taken {taken} steps{cycle}, and the learning rate "
+                f"followed only the start of its curve.{rate} Nothing raises.",
+                f"Move {name}.step() into the batch loop, right after {opt_name}.step()"
+                + (f" (line {after})" if after else "")
+                + "; a schedule meant per epoch is another scheduler's (StepLR, CosineAnnealingLR).",
+                [],
+            )
+        )
+    return said
