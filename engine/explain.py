@@ -35,7 +35,8 @@ from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
 from .explain_shaping import shaping_hint
 from .explain_spatial import spatial_hint
-from .explain_targets import cross_entropy_hint
+from .explain_targets import cross_entropy_hint, spatial_target_hint
+from .explain_tools import tools_hint
 from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .memory import saved_by
@@ -176,7 +177,8 @@ def explain_error(
             )
     code = _code_at(rec, line, 200)
     called = (
-        module_class_hint(code, frame)
+        spatial_target_hint(text, rec, frame)
+        or module_class_hint(code, frame)
         or model_definition_hint(text, rec.statement_lines, line, frame)
         # (before the returned pair's: an LSTM's (h0, c0) given to a GRU is a pair too)
         or setup_hint(text, code, rec.statement_lines)
@@ -231,6 +233,8 @@ def explain_error(
         # (after indexing's narrower hints; before layout's generic ones, which read some of the
         # same errors, a linear layer's input or torch.cat's sizes, without their cause)
         or practice_hint(exc, rec, code, frame)
+        # (after practice's distribution hints, which name a log-scale or raw scores)
+        or tools_hint(exc, code, frame, rec.statement_lines, rec.failed_op)
         or factory_hint(exc, rec, code, frame)
         or layout_hint(exc, rec, code, frame)
         or value_kind_hint(text, code, frame)

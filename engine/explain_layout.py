@@ -20,6 +20,7 @@ import torch
 
 from .explain_reading import find_call, wrapped
 from .explain_reading import shape as printed_shape
+from .explain_targets import bce_fix
 from .source import is_a, is_module, visible_names
 
 if TYPE_CHECKING:
@@ -121,6 +122,13 @@ def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
 FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
 
 
+#: x.view(x.size(0), -1), x.flatten(1): a flatten that keeps the batch dimension
+_BATCH_KEPT = re.compile(
+    r"\.(?:view|reshape)\(\s*[\w.]+\.(?:size\(\s*0\s*\)|shape\[\s*0\s*\])\s*,\s*-1\s*\)"
+    r"|\.flatten\(\s*(?:start_dim\s*=\s*)?1\s*\)"
+)
+
+
 def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | None = None) -> str | None:
     """nn.Linear given samples of another number of features than its in_features (after a
     convolution and nn.Flatten, above all), or its data a sample per column, or a batch
@@ -161,7 +169,14 @@ def _in_features_hint(op: str | None, operands: list[torch.Tensor], code: str | 
             f"x.flatten() and nn.Flatten(0) flatten every dimension). Keep the batch and flatten the rest, "
             f"x.flatten(1) (or x.view(x.size(0), -1), nn.Flatten()), which gives ({batch}, {features})."
         )
-    if given.dim() == 2 and given.shape[0] * given.shape[1] == features and given.shape[0] > 1:
+    if (
+        given.dim() == 2
+        and given.shape[0] * given.shape[1] == features
+        and given.shape[0] > 1
+        and not _BATCH_KEPT.search(
+            code or ""
+        )  # (x.view(x.size(0), -1): the batch was kept, by chance as big)
+    ):
         # (C, H*W) from an image passed without its batch dimension (conv, then nn.Flatten)
         return (
             f"nn.Linear({features}, {outputs}) takes each sample as {features} numbers, and its input, "
@@ -380,7 +395,7 @@ def _target_hint(text: str, operands: list[torch.Tensor], op: str | None = None)
                 "drop the target's last dimension, y.squeeze(1), or give the output one, logits.unsqueeze(1)"
             )
         else:
-            fix = "reshape one of them to the other's shape"
+            fix = bce_fix(given, wanted)
         return (
             "Binary cross-entropy compares each prediction with its own target, element by element, so the "
             f"two must have one shape: here the input is {printed_shape(given)} and the target {printed_shape(wanted)}. "

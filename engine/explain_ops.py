@@ -81,6 +81,16 @@ def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
         full = [t for t in (rec.failed_op[1] if rec.failed_op else ()) if t.dtype == torch.float32]
         named = _snippet_name(rec, full[0], frame) if full else None
         x = named if named and re.fullmatch(r"[A-Za-z_][\w.]*", named) else "x"
+        if any("autocast(" in line for line in rec.statement_lines):
+            lows = [t for t in (rec.failed_op[1] if rec.failed_op else ()) if t.dtype in halved]
+            made = _snippet_name(rec, lows[0], frame) if lows else None
+            h = made if made and re.fullmatch(r"[A-Za-z_][\w.]*", made) else "the result"
+            return hint + (
+                f"Under torch.autocast, layers and matmuls give {low} results and autocast converts their "
+                f"inputs to match; outside the autocast block (or in an op it does not cover) nothing is "
+                f"converted, so {h}, {low} from the block, meets float32 here. Do this op inside the block too, "
+                f"or convert the autocast result back: {h}.float()."
+            )
         return hint + (
             f"Half precision is one dtype the whole computation must share: some operands are {low} (a "
             f"model.half() or .to(torch.{low})) and some float32, as data is made. Convert the input too, "

@@ -35,7 +35,9 @@ __all__ = ["practice_hint"]
 
 _BOOL_MASK = re.compile(r"masked_fill_? only supports boolean masks, but got mask with dtype (\w+)")
 _SDPA_MASK_DTYPE = re.compile(r"Expected attn_mask dtype to be bool or float or to match query dtype")
-_PADDING_DTYPE = re.compile(r"only bool and floating types of (key_padding_mask|attn_mask) are supported")
+_PADDING_DTYPE = re.compile(
+    r"only bool and floating types of ((?:src_|tgt_|memory_)?key_padding_mask|attn_mask|src_mask|tgt_mask) are supported"
+)
 _MASK_3D = re.compile(
     r"The shape of the 3D attn_mask is torch\.Size\(\[(\d+), (\d+), (\d+)\]\), but should be \((\d+), "
 )
@@ -65,7 +67,7 @@ def practice_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fr
     for hint in (
         index_hint(exc, rec, code, frame),
         _masked_fill_dtype(text, op, ts, code),
-        _mask_dtype(text, code),
+        _mask_dtype(text, code, frame),
         _mask_3d(text, code, frame),
         _layer_norm(text, code, frame),
         _group_norm(text),
@@ -116,7 +118,7 @@ def _masked_fill_dtype(text: str, op: str, ts: list[torch.Tensor], code: str | N
     )
 
 
-def _mask_dtype(text: str, code: str | None) -> str | None:
+def _mask_dtype(text: str, code: str | None, frame: FrameType | None = None) -> str | None:
     """An integer mask given to scaled_dot_product_attention or nn.MultiheadAttention, whose
     bool masks mean opposite things."""
     sdpa = _SDPA_MASK_DTYPE.search(text)
@@ -128,7 +130,12 @@ def _mask_dtype(text: str, code: str | None) -> str | None:
     if given is None:
         return None
     cast = re.fullmatch(r"(.+)\.(?:long|int|short|byte|to\(torch\.(?:long|int\d*|uint8)\))\(\)", given)
-    fix = cast.group(1) if cast else f"{wrapped(given)}.bool()"
+    uncast = bound_to(cast.group(1), frame) if cast else None
+    # (the mask before its cast, where it is bool or float already; an integer one needs .bool())
+    kept = cast and (
+        not isinstance(uncast, torch.Tensor) or uncast.is_floating_point() or uncast.dtype == torch.bool
+    )
+    fix = cast.group(1) if cast and kept else f"{wrapped(cast.group(1) if cast else given)}.bool()"
     if sdpa:
         return (
             f"scaled_dot_product_attention takes attn_mask as bool, True where a query may attend, or as float, "
@@ -137,10 +144,13 @@ def _mask_dtype(text: str, code: str | None) -> str | None:
             "opposite: True hides.)"
         )
     hidden = (
-        "the keys to leave out (the padding)" if keyword == "key_padding_mask" else "the pairs to leave out"
+        "the keys to leave out (the padding)"
+        if keyword.endswith("key_padding_mask")
+        else "the pairs to leave out"
     )
+    layer = "nn.MultiheadAttention" if keyword in ("key_padding_mask", "attn_mask") else "A Transformer layer"
     return (
-        f"nn.MultiheadAttention takes {keyword} as bool, True at {hidden}, or as float, added to the scores (-inf to "
+        f"{layer} takes {keyword} as bool, True at {hidden}, or as float, added to the scores (-inf to "
         f"leave out), and {given} holds integers. For a mask of 1s where attention is not allowed pass "
         f"{keyword}={fix}. (scaled_dot_product_attention's bool masks mean the opposite: True attends.)"
     )

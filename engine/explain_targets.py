@@ -3,14 +3,16 @@
 classes belong in dim 1), one-hot integer rows where class indices go, and the scores and
 the targets passed the other way round; a sequence model's scores at every step given one
 target per sequence; and a regression loss (mse_loss, l1_loss, …) of integers on both sides,
-most often an argmax's class indices. PyTorch's own messages ("Expected target size [4, 20],
-got [4, 7]"; "log_softmax_lastdim_kernel_impl not implemented for 'Long'"; "mse_cpu not
-implemented for 'Long'") name none of these.
+most often an argmax's class indices; per-pixel scores given channel-last, or one-hot pixel
+targets; a binary cross-entropy's input and target that no reshape lines up. PyTorch's own
+messages ("Expected target size [4, 20], got [4, 7]"; "log_softmax_lastdim_kernel_impl not
+implemented for 'Long'"; "mse_cpu not implemented for 'Long'") name none of these.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -23,7 +25,7 @@ from .source import find_name, quoted_code
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["cross_entropy_hint"]
+__all__ = ["bce_fix", "cross_entropy_hint", "spatial_target_hint"]
 
 _REGRESSION_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 _TARGET_SIZE = re.compile(r"Expected target size \[[\d, ]+\], got \[[\d, ]+\]")
@@ -92,6 +94,50 @@ def cross_entropy_hint(text: str, rec: Recorder, frame: FrameType | None) -> str
     return None
 
 
+_SPATIAL_4D = "only batches of spatial targets supported (3D tensors) but got targets of dimension: 4"
+
+
+def spatial_target_hint(text: str, rec: Recorder, frame: FrameType | None) -> str | None:
+    """Per-pixel cross_entropy given its scores channel-last (N, H, W, C), or one-hot targets
+    (N, H, W, C), read off the call's operands; ``None`` otherwise (a mask's channel of size 1
+    keeps the setup hint)."""
+    if rec.failed_op is None or rec.failed_op[0] != "cross_entropy" or len(rec.failed_op[1]) < 2:
+        return None
+    scores, target = rec.failed_op[1][:2]
+    if scores.dim() != 4:
+        return None
+    _n, classes, height, width = scores.shape
+    sc = find_name(scores, frame) or _written_operands(rec, frame)[0] or "scores"
+    tc = find_name(target, frame) or _written_operands(rec, frame)[1] or "target"
+    if (
+        _SPATIAL_4D in text
+        and target.dim() == 4
+        and target.shape[1] != 1
+        and target.shape[-1] == classes
+        and tuple(target.shape[1:3]) == (height, width)
+    ):
+        return (
+            f"For per-pixel classes cross_entropy takes scores (N, C, H, W) and targets (N, H, W) holding "
+            f"each pixel's class index; {tc} is {tuple(target.shape)}, a one-hot vector of {classes} classes "
+            f"per pixel (F.one_hot puts it last). Pass the indices: {tc}.argmax(-1) (or the labels one_hot "
+            f"was made from), or, to keep them as class probabilities, "
+            f"{tc}.permute(0, 3, 1, 2).float(), the scores' shape."
+        )
+    if (
+        "size mismatch (got input:" in text
+        and target.dim() == 3
+        and tuple(scores.shape[:3]) == tuple(target.shape)
+    ):
+        return (
+            f"cross_entropy takes the classes in dim 1: scores (N, C, H, W) with targets (N, H, W). {sc} is "
+            f"{tuple(scores.shape)}, its {scores.shape[-1]} classes last (channel-last, as a model that ends "
+            f"in a linear layer or a permute gives them), so it read {classes} classes at "
+            f"{height} × {width} positions, which do not line up with {tc}'s {tuple(target.shape)}. Move the classes to dim 1: "
+            f"F.cross_entropy({sc}.permute(0, 3, 1, 2), {tc})."
+        )
+    return None
+
+
 def _integer_regression(rec: Recorder, frame: FrameType | None) -> str | None:
     """mse_loss (l1_loss, …) of a prediction and a target that both hold integers: told how the
     prediction was made where an argmax (argmin, round) made it, which has no gradient."""
@@ -135,3 +181,30 @@ def _written_operands(rec: Recorder, frame: FrameType | None) -> tuple[str | Non
 
 def _named(t: torch.Tensor, frame: FrameType | None, role: str) -> str:
     return find_name(t, frame) or role
+
+
+def bce_fix(given: list[int], wanted: list[int]) -> str:
+    """How to line up a binary cross-entropy's input of shape ``given`` and target ``wanted``."""
+    if math.prod(given) == math.prod(wanted):
+        return "reshape one of them to the other's shape"
+    if (
+        len(given) == len(wanted) + 1 > 2
+        and given[0] == wanted[0]
+        and given[2:] == wanted[1:]
+        and given[1] > 1
+    ):
+        return (
+            f"the input holds {given[1]} numbers per position (dim 1, channels) and the target one. For {given[1]} "
+            "classes per pixel use cross_entropy, its target the class indices (.long()); for a binary mask give "
+            "the last layer 1 output channel"
+        )
+    if len(given) == len(wanted) == 4 and given[:2] == wanted[:2]:
+        return (
+            f"their heights and widths differ, {given[2]}×{given[3]} against {wanted[2]}×{wanted[3]}: resize the "
+            f"target to the output, F.interpolate(target, size=({given[2]}, {given[3]}), mode='nearest'), or make "
+            "the model's output keep its input's size"
+        )
+    return (
+        f"they hold different numbers of values ({math.prod(given)} and {math.prod(wanted)}), so no reshape lines "
+        "them up: check where each shape comes from"
+    )
