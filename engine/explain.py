@@ -157,14 +157,14 @@ def explain_error(
             "xb.to(device))."
         )
     if "modified by an inplace operation" in text:
-        changed = changed_saved_tensor(rec)
         # which node saved what, and the step that changed it, where the recorder saw it
-        known = changed.split(" changed it in place", 1)[0] if changed and "step() (line" in changed else None
+        known = changed_saved_tensor(rec, step_only=True)
         through_step = rec.training.total_steps > 0 and carried_through_step_hint(
             rec.statement_lines, line, frame, None if known else _changed_tensor(text)
         )
         if through_step:
-            return through_step + (f" Here {known} changed it in place." if known else "")
+            return through_step + (f" Here {known}." if known else "")
+        changed = changed_saved_tensor(rec)
         if changed:
             return changed
         after = metrics_only_after(rec)

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from .explain_reading import call_name, calls
+
 __all__ = ["distribution_hint", "first_call", "lookup", "parsed_line"]
 
 
@@ -70,6 +72,7 @@ _POSITIVE = re.compile(r"GreaterThan(?:Eq)?\(lower_bound=0\.0\)")
 
 
 def parsed_line(code: str | None) -> ast.AST:
+    """The statement ``code`` as a syntax tree; an empty module where it does not parse."""
     try:
         return ast.parse((code or "").strip())
     except SyntaxError:
@@ -78,18 +81,7 @@ def parsed_line(code: str | None) -> ast.AST:
 
 def first_call(code: str | None, attr: str) -> ast.Call | None:
     """The first call of ``….attr(…)`` (or ``attr(…)``) at ``code``."""
-    try:
-        tree = ast.parse((code or "").strip())
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if (isinstance(f, ast.Attribute) and f.attr == attr) or (
-                isinstance(f, ast.Name) and f.id == attr
-            ):
-                return node
-    return None
+    return next((call for call in calls(code) if call_name(call) == attr), None)
 
 
 def _support(found: re.Match[str], code: str | None) -> str:
@@ -186,17 +178,11 @@ def _argument(code: str | None, dist: str, param: str) -> str | None:
 
 def _distribution_called(code: str | None) -> tuple[str, str] | None:
     """The torch.distributions class ``code`` calls, and its arguments as written."""
-    try:
-        tree = ast.parse((code or "").strip())
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            cls = getattr(torch.distributions, name, None)
-            if isinstance(cls, type) and issubclass(cls, torch.distributions.Distribution):
-                return name, ", ".join(ast.unparse(a) for a in node.args) or "its parameters"
+    for node in calls(code):
+        name = call_name(node)
+        cls = getattr(torch.distributions, name, None)
+        if isinstance(cls, type) and issubclass(cls, torch.distributions.Distribution):
+            return name, ", ".join(ast.unparse(a) for a in node.args) or "its parameters"
     return None
 
 

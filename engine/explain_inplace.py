@@ -47,10 +47,12 @@ def _out_of_place(name: str, api: str, code: str | None) -> str:
     return f"use the op's out-of-place form ({new} rather than {code or f'{name}.{method}(…)'})"
 
 
-def changed_saved_tensor(rec: Recorder) -> str | None:
+def changed_saved_tensor(rec: Recorder, *, step_only: bool = False) -> str | None:
     """Say which node saved the tensor backward found changed, and which op changed it:
     ``ExpBackward0 saved y for backward (line 4); then line 5 (y += 1) changed it in place``.
-    ``None`` when the recorder did not see it saved (a metrics-only step)."""
+    ``None`` when the recorder did not see it saved (a metrics-only step). With ``step_only``,
+    just that sentence, and only where an optimizer's step changed it (``…; then opt.step()
+    (line 14) changed it in place``); ``None`` for any other change."""
     alias = rec.memory.changed
     by = saved_by(alias) if alias is not None else None
     source = saved_source(alias) if alias is not None else None
@@ -77,6 +79,10 @@ def changed_saved_tensor(rec: Recorder) -> str | None:
     copy = f", or change a copy ({n}.clone())" if name else ""
     out_of_place = f"use the op's out-of-place form ({n} = {n} + 1 rather than {n} += 1){copy}"
     through_view = rec.tensors.view_changes.get(by.tensor) if by.tensor is not None else None
+    if step_only:  # the branch below that asks _stepped_since, and only it
+        asks = tid != by.tensor or (not changes and through_view is None)
+        stepped = _stepped_since(rec, alias, what, cause_only=True) if asks and alias is not None else None
+        return text + stepped if stepped is not None else None
     if tid == by.tensor and not changes and through_view is not None:
         op, line, view = through_view
         where, code = _where(rec, op, line)
@@ -107,11 +113,12 @@ def changed_saved_tensor(rec: Recorder) -> str | None:
     return f"{text}. backward() needs the value it saved: {fix}."
 
 
-def _stepped_since(rec: Recorder, alias: torch.Tensor, what: str) -> str | None:
+def _stepped_since(rec: Recorder, alias: torch.Tensor, what: str, *, cause_only: bool = False) -> str | None:
     """The rest of the hint where the saved tensor (``alias``, sharing its memory) is a
     parameter an optimizer steps, or a view of one (F.linear saves ``weight.t()``), changed by a
     step between the forward and this backward(): ``step()`` between two backward() calls over
-    one graph (a GAN's, an actor-critic's). ``None`` otherwise."""
+    one graph (a GAN's, an actor-critic's). ``None`` otherwise. With ``cause_only``, only
+    ``opt.step() (line 14) changed it in place``."""
     if rec.training.last_step is None or not has_storage(alias):
         return None
     memory = alias.untyped_storage().data_ptr()
@@ -128,6 +135,8 @@ def _stepped_since(rec: Recorder, alias: torch.Tensor, what: str) -> str | None:
     label, line = rec.training.last_step
     opt = (label or "opt").split(" ", 1)[0]  # `opt (SGD)`: the variable
     where = f"{opt}.step()" + (f" (line {line})" if line else "")
+    if cause_only:
+        return f"{where} changed it in place"
     held = (
         what
         if alias.shape == param.shape and alias.stride() == param.stride()

@@ -61,6 +61,8 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         for part in getattr(value, "_schedulers", None) or ()
     }
     idle = [(name, value) for name, value in idle if id(value) not in parts and not _built_after_steps(value)]
+    if not idle and not any(type(value).__name__ in _PER_BATCH for value in list(scope.values())):
+        return []  # (the source's lines are read only for a scheduler to report)
     source_lines = rec.statement_lines
     codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
     said = _stepped_per_epoch(scope, rec, course, codes)
