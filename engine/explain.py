@@ -12,6 +12,7 @@ import torch
 from .explain_calls import call_hint
 from .explain_carried import carried_graph_hint, carried_through_step_hint
 from .explain_cut import cut_graph_hint
+from .explain_cut_tools import transform_cut
 from .explain_discarded import discarded_conversion
 from .explain_environment import environment_hint
 from .explain_factories import factory_hint
@@ -20,8 +21,14 @@ from .explain_functions import custom_function_hint
 from .explain_grad import assigned_grad_hint, functional_output_hint, none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_indexing import indexing_hint
-from .explain_inplace import changed_saved_tensor, element_set_on_leaf, view_changed_in_place
+from .explain_inplace import (
+    changed_saved_tensor,
+    element_set_on_leaf,
+    indexed_write_on_leaf,
+    view_changed_in_place,
+)
 from .explain_layout import layout_hint
+from .explain_linalg import linalg_hint
 from .explain_loaders import loader_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
@@ -37,6 +44,7 @@ from .explain_shaping import shaping_hint
 from .explain_spatial import spatial_hint
 from .explain_targets import cross_entropy_hint, spatial_target_hint
 from .explain_tools import tools_hint
+from .explain_transforms import transform_hint
 from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .memory import saved_by
@@ -188,6 +196,8 @@ def explain_error(
         or loader_hint(exc, rec, code, frame)
         or saving_hint(exc, rec, code, frame)
         or call_hint(exc, rec, code, frame)
+        or transform_hint(exc, code, frame)
+        or linalg_hint(exc, code, frame, rec.statement_lines)
         or packed_hint(exc, rec, code, frame)
     )
     if called:
@@ -249,6 +259,7 @@ def explain_error(
             inplace_leaf_hint(rec, frame)
             or _bare_no_grad_hint(rec.statement_lines, line)
             or element_set_on_leaf(code)
+            or indexed_write_on_leaf(code)
         )
         if activation:
             return activation
@@ -359,7 +370,9 @@ def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, l
     shown = name_before(".backward(", code) or grad_output_of(code)
     what = f"{shown} is" if shown else "This tensor is"
     name = chain_root(shown) if shown else None  # g for g.sum(): the tensor the line computes it from
-    cause = cut_graph_hint(name or "it", frame, rec.statement_lines, line, rec.pitfalls.copied_at)
+    cause = (name and transform_cut(name, line, rec.statement_lines, frame)) or cut_graph_hint(
+        name or "it", frame, rec.statement_lines, line, rec.pitfalls.copied_at
+    )
     if cause:
         return f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing to go back through. {cause}"
     return (

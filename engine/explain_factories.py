@@ -13,6 +13,7 @@ dim-out-of-range hint would count one dimension too many); ``torch.cat`` of 2-D 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -59,6 +60,10 @@ _EINSUM = re.compile(
     r"einsum\(\): the number of subscripts in the equation \(\d+\) does not match the number of "
     r"dimensions \(\d+\) for operand (\d+) and no ellipsis was given"
 )
+# "einsum(): subscript d has size 5 for operand 1 which does not broadcast with previously seen size 8"
+_EINSUM_SIZE = re.compile(
+    r"einsum\(\): subscript (\w) has size \d+ for operand (\d+) which does not broadcast"
+)
 _GROWN = re.compile(r"output with shape \[[\d, ]*\] doesn't match the broadcast shape \[([\d, ]*)\]")
 _SIZE_INDEXED = re.compile(r"'builtin_function_or_method' object is not subscriptable")
 _ONE_NUMBER = re.compile(r"only one element tensors can be converted to Python scalars")
@@ -90,6 +95,7 @@ def factory_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fra
         (_PERMUTE, lambda m: _permute(op, ts, code)),
         (_DIM_RANGE, lambda m: _unsqueeze(op, ts, int(m[2]), int(m[3]), code)),
         (_EINSUM, lambda m: _einsum(op, ts, int(m[1]), code)),
+        (_EINSUM_SIZE, lambda m: _einsum_sizes(op, ts, m[1], int(m[2]), code)),
         (_GROWN, lambda m: _grown(ts, m[1], code)),
         (_SIZE_INDEXED, lambda m: _size_indexed(code, frame)),
         (_ONE_NUMBER, lambda m: _math_of_tensor(op, ts, code, frame)),
@@ -360,6 +366,43 @@ def _einsum(op: str, ts: Sequence[torch.Tensor], which: int, code: str | None) -
         f"{start}, or start each term with '...' to carry the dimensions in front along as they are: "
         f"{with_arg(call, 'self', repr(dotted))}, which gives {shape(result)}."
     )
+
+
+def _einsum_sizes(
+    op: str, ts: Sequence[torch.Tensor], letter: str, which: int, code: str | None
+) -> str | None:
+    """An einsum letter that names dimensions of different sizes in two operands."""
+    call = find_call(code, ("einsum",), ())
+    args = call["call"].args if call else []
+    if call is None or op != "einsum" or not args or not isinstance(args[0], ast.Constant):
+        return None
+    equation, names = str(args[0].value).replace(" ", ""), [ast.unparse(a) for a in args[1:]]
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(ts) or len(names) != len(ts) or "." in equation or which >= len(ts):
+        return None
+    if any(len(t) != x.dim() for t, x in zip(terms, ts, strict=True)):
+        return None
+    seen = next(i for i, t in enumerate(terms) if letter in t)
+    said = [
+        f"{t.shape[terms[i].index(letter)]} in {names[i]}, {shape(t.shape)} for '{terms[i]}'"
+        for i, t in enumerate(ts)
+        if i in (seen, which)
+    ]
+    start = (
+        f"In torch.einsum('{equation}', …) a letter stands for one size in every operand it names, and "
+        f"'{letter}' is {' but '.join(said)}."
+    )
+    known = {k: n for i, t in enumerate(ts) if i != which for k, n in zip(terms[i], t.shape, strict=True)}
+    for order in itertools.permutations(terms[which]):
+        fits = all(known.get(k, n) == n for k, n in zip(order, ts[which].shape, strict=True))
+        fixed = ",".join(("".join(order) if i == which else t) for i, t in enumerate(terms)) + arrow + output
+        if fits and meta_shape(lambda *m, eq=fixed: torch.einsum(eq, *m), *ts) is not None:
+            return (
+                f"{start} einsum pairs dimensions by letter, so give each of {names[which]}'s the letter of what it "
+                f"holds: {with_arg(call, 'self', repr(fixed))}."
+            )
+    return f"{start} Check which dimension of each operand each letter stands for."
 
 
 def _grown(ts: Sequence[torch.Tensor], broadcast: str, code: str | None) -> str | None:

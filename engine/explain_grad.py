@@ -228,6 +228,11 @@ def functional_output_hint(text: str, code: str | None) -> str | None:
         if number
         else ""
     )
+    if kind == "list":
+        return (
+            f"torch.autograd.functional.{api} differentiates the tensors {f} returns, a tensor or a tuple of "
+            f"tensors, and {f} returned a list. Return a tuple: return (a, b), not [a, b] (or tuple(outs))."
+        )
     return (
         f"torch.autograd.functional.{api} differentiates the tensors {f} returns, and {f} returned a "
         f"{kind}:{why}. Return the tensor itself (t.sum(), not t.sum().item()), or a tuple of tensors."
@@ -308,6 +313,14 @@ def _argnum_out_of_range(argnum: int, count: int, code: str | None) -> str:
     """``grad(f, argnums=2)(w, x)``: argnums counts the call's positional arguments from 0."""
     f, args, _ = _func_grad_call(code)
     given = _top_level(args) if args else []
+    named = _passed_by_name(code)
+    if named:
+        keywords, positional = named
+        return (
+            f"argnums counts only the arguments {f} is given by position, {count} here, and "
+            f"{', '.join(keywords)} {'goes' if len(keywords) == 1 else 'go'} by keyword, which argnums cannot pick. "
+            f"Pass {'it' if len(keywords) == 1 else 'them'} by position, in the order {f} takes them: {positional}."
+        )
     which = (
         ": " + ", ".join(f"{a} is argnums={i}" for i, a in enumerate(given))
         if len(given) == count
@@ -318,6 +331,19 @@ def _argnum_out_of_range(argnum: int, count: int, code: str | None) -> str:
         f"argnums={argnum} is past the {count} it is given{which}. For the last one pass argnums={count - 1}; "
         "for several, a tuple, argnums=(0, 1)."
     )
+
+
+def _passed_by_name(code: str | None) -> tuple[list[str], str] | None:
+    """The keyword arguments of a ``grad(f, argnums=…)(w, x=x)`` on the line, and the call
+    written with them passed by position; ``None`` where it passes none by keyword."""
+    for call in calls(code):
+        made = call.func
+        if isinstance(made, ast.Call) and call_name(made) in _FUNC_TRANSFORMS and call.keywords:
+            if any(k.arg is None for k in call.keywords):
+                return None
+            moved = ast.Call(made, [*call.args, *(k.value for k in call.keywords)], [])
+            return [str(k.arg) for k in call.keywords], ast.unparse(moved)
+    return None
 
 
 def _top_level(args: str) -> list[str]:

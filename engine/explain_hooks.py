@@ -1,7 +1,8 @@
 """Explain the errors of gradient and module hooks, the tool a course uses to look inside
 backward(): a hook on a tensor that gets no gradient, a tensor hook that returns something
 of another shape (a norm, to log it), a module hook with the wrong number of arguments, and a
-full backward hook on a module whose output the next layer changes in place.
+full backward hook on a module whose output the next layer changes in place, or that returns a
+tensor where a tuple of gradients goes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ __all__ = ["hook_hint"]
 
 _HOOK_SIZE = re.compile(r"hook '([^']+)' has changed the size of value")
 _TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were given")
+_RETURNED_COUNT = re.compile(
+    r"Backward hook returned an invalid number of grad_input, got (\d+), but expected (\d+)"
+)
 # what each kind of hook is called with
 _CALLED_WITH = {
     "register_forward_hook": ("hook(module, input, output)", 3),
@@ -49,6 +53,9 @@ def hook_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str |
             "a sum): to log it, print or store it and return nothing, lambda g: print(g.norm()), or a def that "
             "appends g.norm().item() to a list."
         )
+    returned = _RETURNED_COUNT.search(text)
+    if returned:
+        return _returned_count(int(returned.group(1)), int(returned.group(2)), source_lines)
     arguments = _TOO_MANY.search(text) or _too_few(text)
     if arguments:
         return _hook_arguments(arguments.group(1), source_lines)
@@ -61,6 +68,29 @@ def hook_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str |
             "that layer without inplace=True (nn.ReLU()), or hook a module whose output is not changed in place."
         )
     return None
+
+
+def _returned_count(got: int, expected: int, source_lines: Sequence[str]) -> str | None:
+    """A module's full backward hook that returns a tensor (or a tuple of another length)."""
+    at = line_matching(source_lines, re.compile(r"\.register_full_backward_hook\(\s*\w+"))
+    hook = re.search(r"\.register_full_backward_hook\(\s*(\w+)", at[1]) if at else None
+    if at is None or hook is None:
+        return None
+    name = hook.group(1)
+    defined = line_matching(source_lines, re.compile(rf"^def {re.escape(name)}\("))
+    body = range(defined[0] + 1, len(source_lines) + 1) if defined else range(0)
+    returns = line_matching(source_lines, re.compile(r"^return\s+\S"), body)
+    value = returns[1][len("return") :].strip() if returns else ""
+    fix = (
+        f": return ({value},)"
+        if expected == 1 and value and not value.startswith(("(", "None", "tuple("))
+        else ", one entry per input, None for one to leave as it is"
+    )
+    return (
+        f"{name} (registered at line {at[0]}) returns what replaces the module's grad_input, and that is a tuple with "
+        f"one gradient per input of the module, {expected} here; what it returned reads as {got} entries (a tensor "
+        f"counts its rows). Return None to leave the gradients as they are, or a tuple{fix}."
+    )
 
 
 def _too_few(text: str) -> re.Match[str] | None:

@@ -1,5 +1,6 @@
 """Hints for what was changed in place: a tensor a node saved for backward (which op changed
-it, through which view, or which optimizer step), and an element of a leaf set in place.
+it, through which view, or which optimizer step), and an element of a leaf set in place, or
+written into by ``index_add_``, ``scatter_`` or ``masked_fill_``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .values import has_storage
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["changed_saved_tensor", "element_set_on_leaf", "view_changed_in_place"]
+__all__ = ["changed_saved_tensor", "element_set_on_leaf", "indexed_write_on_leaf", "view_changed_in_place"]
 
 # the in-place methods an operator writes (y += 1 records as Tensor.add_)
 _OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}
@@ -166,6 +167,28 @@ def element_set_on_leaf(code: str | None) -> str | None:
         f"on a copy, y = {name}.clone(); y[{index}] = {value} (the gradient still reaches the rest of {name}), "
         f"or multiply by a mask; to change {name}'s own starting values, do it under torch.no_grad(), or "
         "before requires_grad_()."
+    )
+
+
+# `emb.index_add_(0, idx, msg)`: an in-place write whose out-of-place twin builds a new tensor
+_INDEXED_WRITE = re.compile(
+    r"^([A-Za-z_]\w*)\.((?:index_add|index_copy|index_fill|index_put|scatter|scatter_add|scatter_reduce"
+    r"|masked_fill|masked_scatter)_)\((.*)\)$"
+)
+
+
+def indexed_write_on_leaf(code: str | None) -> str | None:
+    """``emb.index_add_(0, idx, msg)`` (``scatter_``, ``masked_fill_``…) as a statement, on a leaf
+    that requires grad: the out-of-place twin builds the new tensor with the gradient flowing."""
+    found = _INDEXED_WRITE.match(code or "")
+    if found is None:
+        return None
+    name, op, args = found.groups()
+    return (
+        f"{name}.{op}(…) writes into {name} in place, and {name} is a leaf that requires grad: autograd cannot let "
+        f"it change under the computations that use it. To build a new tensor from {name}, its gradient flowing "
+        f"through, use the out-of-place {op[:-1]}: out = {name}.{op[:-1]}({args}), and use out from there on; to "
+        f"change {name}'s own values (an update, an initial value), do it under torch.no_grad()."
     )
 
 

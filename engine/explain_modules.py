@@ -2,7 +2,8 @@
 ``forward`` misspelt (or defined outside its class), a layer class given to ``nn.Sequential``
 without parentheses, and a layer built inside ``forward`` (``x = nn.ReLU(x)``) where its
 function was meant, and a ``forward`` that returns a layer (``return self.fc2``) where its
-output was meant. Each error surfaces far from its cause (``'NoneType' object has no
+output was meant; a parametrized weight assigned to when its parametrization has no
+``right_inverse``. Each error surfaces far from its cause (``'NoneType' object has no
 attribute 'size'`` in the loss; ``must be Tensor, not ReLU`` a line later), so each hint
 finds the cause in the snippet's source and frame and names its line.
 """
@@ -25,6 +26,8 @@ __all__ = ["model_definition_hint"]
 
 _MISSING_FORWARD = re.compile(r'Module \[(\w+)\] is missing the required "forward" function')
 _NOT_A_MODULE = re.compile(r"^([\w.]+) is not a Module subclass$")
+_NO_RIGHT_INVERSE = re.compile(r"^parametrization (\w+) does not implement right_inverse\.")
+_ASSIGNED_TO = re.compile(r"^([A-Za-z_][\w.]*)\.([A-Za-z_]\w*)\s*=(?!=)")
 _NOT_TENSOR_BUT = re.compile(r"must be Tensor, not (\w+)")
 # "'Linear' object has no attribute 'sum'", "… for -: 'Linear' and 'Tensor'", "must be Tensor, not Linear"
 _NAMES_A_TYPE = re.compile(r"'\w+' object|'\w+' and '\w+'|not \w+")
@@ -57,6 +60,9 @@ def model_definition_hint(
     if given:
         return _class_in_sequential(given.group(1))
     code = quoted_code(source_lines, line, sys.maxsize) if line else None  # read, not quoted
+    inverse = _NO_RIGHT_INVERSE.search(text)
+    if inverse:
+        return _no_right_inverse(inverse.group(1), code)
     if frame is None or not code:
         return None
     layer = _NOT_TENSOR_BUT.search(text)
@@ -71,6 +77,19 @@ def model_definition_hint(
     if _NONE_USED.search(text):
         return _returned_none(code, source_lines, line, frame)
     return None
+
+
+def _no_right_inverse(cls: str, code: str | None) -> str:
+    """``layer.weight = W`` where ``layer.weight`` is computed by a parametrization ``cls``
+    that has no ``right_inverse`` to find the stored original from ``W``."""
+    found = _ASSIGNED_TO.match(code or "")
+    layer, name = found.groups() if found else ("layer", "weight")
+    return (
+        f"{layer}.{name} is computed by the parametrization {cls} from a stored original, so assigning to it "
+        f"asks {cls}.right_inverse(value) for the original that gives this value, and {cls} defines none. Add "
+        f"one to {cls}, the inverse of its forward (for X.exp(): def right_inverse(self, W): return W.log()), or "
+        f"write the original itself: with torch.no_grad(): {layer}.parametrizations.{name}.original.copy_(…)."
+    )
 
 
 def _forward_missing(cls: str, source_lines: list[str]) -> str:
