@@ -444,6 +444,11 @@ export class App {
     const patch: Partial<ViewState> = {};
     if (want.view) patch.view = want.view;
     if (want.step !== null && m.timeline.length) patch.step = Math.min(want.step, m.timeline.length - 1);
+    // a link past the run's end opens its last step, and says so (a mistyped or stale link)
+    const n = m.timeline.length;
+    if (want.step !== null && want.step >= n) {
+      this.output.say(n ? `The link opens step ${want.step + 1}, but this run has ${n} step${n === 1 ? "" : "s"}: showing the last one.` : `The link opens step ${want.step + 1}, but this run never called backward(): it has no steps to show.`);
+    }
     if (want.op !== null) patch.op = want.op;
     if (want.selection) patch.selection = want.selection;
     if (want.call !== null) patch.graphCall = want.call;

@@ -133,6 +133,29 @@ export function revealWithin(
   scroller.scrollTop -= leastShift(r.top, r.bottom, top, top + scroller.clientHeight);
 }
 
+/**
+ * Keep `scroller.dataset.cut` saying which of its edges cut content off ("above", "below",
+ * both, or ""), as it scrolls and as it or its content changes size: the CSS fades that edge,
+ * so text cut mid-line reads as more to scroll to. The step card cut at its bottom, right
+ * above the walk's list cut at its top, ran two half lines of text together.
+ */
+export function markCut(scroller: HTMLElement): void {
+  const update = perFrame(() => {
+    const above = scroller.scrollTop > 1;
+    const below = scroller.scrollHeight - scroller.clientHeight - scroller.scrollTop > 1;
+    const cut = [above ? "above" : "", below ? "below" : ""].filter(Boolean).join(" ");
+    if (scroller.dataset.cut !== cut) scroller.dataset.cut = cut;
+  });
+  scroller.addEventListener("scroll", update, { passive: true });
+  if (typeof ResizeObserver !== "undefined") {
+    const observer = new ResizeObserver(update);
+    observer.observe(scroller);
+    for (const child of scroller.children) observer.observe(child);
+  }
+  if (typeof MutationObserver !== "undefined") new MutationObserver(update).observe(scroller, { childList: true, subtree: true, characterData: true });
+  update();
+}
+
 /** A count short enough for a tab's badge: 999, 1.2k, 12k, 120k. */
 export function compactCount(n: number): string {
   if (n < 1000) return String(n);

@@ -16,6 +16,9 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
   const mono = v("mono");
   const scale = Number(getComputedStyle(root).getPropertyValue("--graph-font-scale")) || 1;
   const fs = (px: number) => Math.round(px * scale);
+  // presenter type (a bigger scale): no node's label smaller than an op's, AccumulateGrad's
+  // and a saved tensor's included (their boxes are sized for it: graph-build.ts)
+  const nodeFs = (px: number) => fs(scale > 1 ? Math.max(px, 12) : px);
   const sheet: StylesheetJson = [
     {
       selector: "node",
@@ -47,7 +50,7 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         "background-color": v("g-acc-bg"),
         "border-color": v("g-acc-border"),
         color: v("g-acc-fg"),
-        "font-size": fs(11),
+        "font-size": nodeFs(11),
       },
     },
     {
@@ -88,7 +91,7 @@ export function graphStyle(root: Element, big = false): StylesheetJson {
         "background-color": v("g-saved-bg"),
         "border-color": v("g-saved-border"),
         "border-style": "dotted",
-        "font-size": fs(11),
+        "font-size": nodeFs(11),
         color: v("muted"),
       },
     },

@@ -23,6 +23,14 @@ export const READABLE_MAX_NODES = 60;
  */
 export const LESSON_ZOOM = 0.85;
 const LIFE_SIZE_MAX = 1.4;
+/**
+ * Presenter type's smallest node label, in screen px: what reads from the back of a room.
+ * A lesson-sized graph fitted to a 1280 x 720 projector's graph pane went to zoom 0.64 to
+ * 0.7, its labels 10 to 11 px; it is now shown in part at LESSON_ZOOM or the zoom that keeps
+ * them this big, whichever is more (13.6 px: every node's label is an op's 16 px in
+ * presenter type), the rest a pan away and the Fit button showing it all.
+ */
+export const PRESENTER_LABEL_PX = 13.5;
 
 export interface FitOptions {
   animate: boolean;
@@ -34,10 +42,13 @@ export interface FitOptions {
   focus: string | null;
   /** What lies over the pane's edges (the "7 more ▸" cues): the focus is kept clear of it. */
   covers?: readonly Box[];
+  /** The smallest node label a lesson-sized graph is shown at, in screen px (presenter
+   * type's {@link PRESENTER_LABEL_PX}); null: READABLE_ZOOM's. */
+  labelPx?: number | null;
 }
 
 /** Fit the visible elements of `cy` in view as {@link FitOptions} say. */
-export function fitGraph(cy: Core, { animate, big, readable, focus, covers = [] }: FitOptions): void {
+export function fitGraph(cy: Core, { animate, big, readable, focus, covers = [], labelPx = null }: FitOptions): void {
   const visible = cy.elements(":visible");
   if (!visible.length) return;
   // A pan still animating (a step followed) would land after the fit and undo it.
@@ -55,12 +66,20 @@ export function fitGraph(cy: Core, { animate, big, readable, focus, covers = [] 
     return;
   }
   const lessonSized = cy.nodes().length <= READABLE_MAX_NODES;
-  if (readable && cy.zoom() < READABLE_ZOOM && (focus || lessonSized)) {
-    topFirst(cy, lessonSized ? LESSON_ZOOM : readableZoom(cy), 16);
+  const floor = lessonSized && labelPx ? Math.max(READABLE_ZOOM, zoomForLabels(cy, labelPx)) : READABLE_ZOOM;
+  if (readable && cy.zoom() < floor && (focus || lessonSized)) {
+    topFirst(cy, lessonSized ? Math.max(LESSON_ZOOM, floor) : readableZoom(cy), 16);
     if (focus) nudgeInto(cy, cy.getElementById(focus), covers);
   } else if (readable && cy.zoom() < 0.2) {
     topFirst(cy, 0.55, 24);
   }
+}
+
+/** The zoom at which the smallest label of `cy`'s visible nodes is `px` screen px (at most life-size). */
+function zoomForLabels(cy: Core, px: number): number {
+  const sizes = cy.nodes(":visible").filter((n) => n.isChildless() && !!n.data("label")).map((n) => n.numericStyle("font-size"));
+  const smallest = sizes.length ? Math.min(...sizes) : 0;
+  return smallest > 0 ? Math.min(LIFE_SIZE_MAX, px / smallest) : READABLE_ZOOM;
 }
 
 /**
@@ -96,10 +115,20 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
   if (top.ele) nudgeInto(cy, top.ele);
 }
 
+/**
+ * What must show with element `el`: an AccumulateGrad with the leaf it writes `.grad` into
+ * (the step's point, `x.grad: 0 + 14.75 → 14.75`); anything else alone. Presenter type's
+ * bigger zoom showed the first lesson's AccumulateGrad step with its leaf cut off below.
+ */
+function withItsLeaf(el: CollectionReturnValue | SingularElementReturnValue): CollectionReturnValue {
+  const leaf = el.filter("node[kind = 'acc']").outgoers("edge[kind = 'acc']").targets(":visible");
+  return el.union(leaf);
+}
+
 /** Pan the least distance that brings element `el` wholly into view. */
 function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue, covers: readonly Box[] = []): void {
   if (!el.nonempty()) return;
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const { dx, dy } = leastPan(box, cy, 24);
   const moved = { x1: box.x1 + dx, x2: box.x2 + dx, y1: box.y1 + dy, y2: box.y2 + dy };
   const by = clearOf(moved, covers, { width: cy.width(), height: cy.height() }, { x: dx, y: dy });
@@ -116,7 +145,7 @@ function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnVa
  */
 export function revealPan(cy: Core, el: SingularElementReturnValue): { x: number; y: number } | null {
   // the running node's highlight ring is part of what must show
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const { dx, dy } = leastPan(box, cy, 0);
   if (!dx && !dy) return null;
   return { x: leastPan(box, cy, 24).dx, y: dy ? cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
@@ -139,7 +168,7 @@ export function panView(cy: Core, by: { x: number; y: number }, instant = false)
 export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean, covers: readonly Box[] = []): boolean {
   cy.stop(true);
   const pan = revealPan(cy, el) ?? { x: 0, y: 0 };
-  const box = el.renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
   const by = clearOf({ x1: box.x1 + pan.x, x2: box.x2 + pan.x, y1: box.y1 + pan.y, y2: box.y2 + pan.y }, covers, { width: cy.width(), height: cy.height() }, pan);
   if (!by.x && !by.y) return false;
   panView(cy, by, instant);

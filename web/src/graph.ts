@@ -28,10 +28,11 @@ import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
 import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { graphToolbar } from "./graph-toolbar";
-import { fitGraph, revealElement, zoomAboutCentre } from "./graph-viewport";
+import { fitGraph, PRESENTER_LABEL_PX, revealElement, zoomAboutCentre } from "./graph-viewport";
 import { type Ids, PartDrawn } from "./graph-window";
 import { ELK_MAX_NODES, warmElk } from "./layout";
 import { type Store, stepperEntry, type ViewState } from "./store";
+import { presenterOn } from "./theme";
 import type { StepEntry, TraceModel } from "./trace-model";
 
 /** Above this many grad_fn nodes, fold module groups until the graph fits (compound nodes are costly to draw). */
@@ -351,7 +352,8 @@ export class GraphView {
    */
   fit(animate: boolean, readable = true): void {
     const focus = readable ? stepperElement(this.shown(), this.store.state) : null;
-    fitGraph(this.cy, { animate, big: this.big, readable, focus, covers: this.cues.covers() });
+    const labelPx = presenterOn() ? PRESENTER_LABEL_PX : null;
+    fitGraph(this.cy, { animate, big: this.big, readable, focus, covers: this.cues.covers(), labelPx });
     this.fittedForStepper = focus !== null;
     this.userMoved = false;
   }

@@ -1,7 +1,7 @@
 // The backward stepper: walk each backward() call node by node in the engine's real order,
 // with the local rule written out with real numbers, accumulations into .grad, and a note
 // when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
-import { fill, h, isTyping, perFrame, revealWithin } from "./dom";
+import { fill, h, isTyping, markCut, perFrame, revealWithin } from "./dom";
 import { howItEnded } from "./graph-steps";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
@@ -10,6 +10,9 @@ import { linksOfNode, type Store, type ViewState } from "./store";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValueRows } from "./values";
 import { accumulationText } from "./walk-notes";
+
+/** How far the walk's list fades where it is cut off (stepper.css): its current item is kept clear of it. */
+const FADE_PX = 20;
 
 const SPEEDS = [0.5, 1, 2, 4];
 /** Walks longer than this show a window of WALK_WINDOW entries around the step. */
@@ -21,6 +24,8 @@ const WALK_MARGIN = 20;
  * [4×4] that a course prints), not as its norm; the card's rule lines stay short.
  */
 const TABLE_WHOLE = 64;
+/** The numbers table keeps a value this long or shorter beside its name (about two lines there). */
+const BESIDE_MAX = 48;
 /** Names given to the numbers table's matrix headers so far (their ids are unique on the page). */
 let numbersNames = 0;
 
@@ -89,8 +94,11 @@ export class StepperView {
       ),
       // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
       h("div", { class: "gw-step-body" }, this.card),
+      // the rule between them: outside both, as their faded edges would fade it too
+      h("div", { class: "gw-walk-rule", "aria-hidden": "true" }),
       this.walkScroll,
     );
+    for (const scroller of [root.querySelector<HTMLElement>(".gw-step-body"), this.walkScroll]) if (scroller) markCut(scroller);
     store.subscribe((state, changed) => this.onStore(state, changed));
     if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));
     this.setModel(model);
@@ -376,7 +384,10 @@ export class StepperView {
   /** Scroll the walk to the current item, once per frame (it forces a layout). */
   private readonly scrollToMarked = perFrame(() => {
     const item = this.marked === null ? undefined : this.walkItems[this.marked];
-    if (item && this.root.offsetParent !== null) revealWithin(this.walkScroll, item);
+    if (!item || this.root.offsetParent === null) return;
+    // clear of the faded edges (markCut), where more of the list is cut off
+    const r = item.getBoundingClientRect();
+    revealWithin(this.walkScroll, { top: r.top - FADE_PX, bottom: r.bottom + FADE_PX });
   });
 
   /** Put the ⚠ on the walk's items at `nodes` (named by a pitfall that came after them), and show the card again. */
@@ -429,7 +440,9 @@ function noWalkText(m: TraceModel): string {
  * its name, half the card, a 16 x 2 gradient's rows each broke over two lines.
  */
 function numbersRows(name: string, numbers: string): HTMLElement[] {
-  if (!numbers.includes("\n")) return [h("tr", {}, h("th", { scope: "row", text: name }), h("td", { text: numbers }))];
+  // a long run of numbers (a [64×1] column, a [40] vector) goes under its name too: beside
+  // it, in the table's narrow second column, it stood two numbers a line, 32 lines high
+  if (!numbers.includes("\n") && numbers.length <= BESIDE_MAX) return [h("tr", {}, h("th", { scope: "row", text: name }), h("td", { text: numbers }))];
   // the name's row is not the matrix's: `headers` ties them for screen readers
   const id = `gw-numbers-name-${++numbersNames}`;
   return [

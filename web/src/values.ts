@@ -120,7 +120,10 @@ function nested(items: readonly string[], shape: readonly number[], rows = false
   if (shape.length <= 1) return `[${items.join(", ")}]`;
   const size = items.length / shape[0];
   const parts = Array.from({ length: shape[0] }, (_, i) => nested(items.slice(i * size, (i + 1) * size), shape.slice(1), rows, depth + 1));
-  return `[${parts.join(rows ? `,\n${" ".repeat(depth + 1)}` : ", ")}]`;
+  // a column's rows of one number each run on, wrapping: a regression's [64×1] gradient was
+  // 64 lines, a card taller than the screen for one number a line
+  const column = shape.length === 2 && shape[1] === 1;
+  return `[${parts.join(rows && !column ? `,\n${" ".repeat(depth + 1)}` : ", ")}]`;
 }
 
 /** A value written after a `+`: as `fmtValue`, with a negative number in parentheses (`0 + (−0.75)`). */

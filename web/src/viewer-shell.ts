@@ -106,7 +106,10 @@ export class Viewer {
   private readonly stepText: HTMLElement;
   private readonly stepButtons: HTMLButtonElement[];
   private openLink: HTMLAnchorElement | null = null;
+  private readonly notice: HTMLElement;
+  private readonly noticeText: HTMLElement;
   private pendingStep: number | null;
+  private callChecked = false;
   private unsubscribe: () => void = () => {};
 
   constructor(
@@ -161,12 +164,21 @@ export class Viewer {
     this.stepButtons = [stepButton("◀", "Step back", "ArrowLeft", -1), stepButton("▶", "Step forward", "ArrowRight", 1)];
     this.stepText = h("span", { class: "gw-viewer-step-text", "aria-live": "polite" });
     this.steps = h("div", { class: "gw-viewer-steps", hidden: true }, this.stepButtons[0], this.stepText, this.stepButtons[1]);
+    // What the link asked for and this run lacks (a step past its end): said above the graph,
+    // the nearest it has shown. A course author sees the link is wrong; a reader can close it.
+    this.noticeText = h("span", { class: "gw-viewer-notice-text" });
+    const dismiss = h("button", { type: "button", class: "gw-viewer-notice-close", "aria-label": "Dismiss this notice", title: "Dismiss", text: "×" });
+    this.notice = h("div", { class: "gw-viewer-notice", role: "status", hidden: true }, h("span", { class: "gw-viewer-notice-mark", "aria-hidden": "true", text: "⚠" }), this.noticeText, dismiss);
+    dismiss.addEventListener("click", () => {
+      this.notice.hidden = true;
+      this.root.focus({ preventScroll: true });
+    });
     const bar = this.options.controls ? this.bar() : null;
     const body = h(
       "main",
       { class: "gw-viewer-body" },
       bar ? null : heading("h1", this.title() || UNTITLED),
-      h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, heading("h2", TAB_LABELS.graph), graphEl, this.steps),
+      h("section", { class: "gw-viewer-graph", "aria-label": "grad_fn graph" }, heading("h2", TAB_LABELS.graph), this.notice, graphEl, this.steps),
       this.side,
     );
     root.replaceChildren(...(bar ? [bar] : []), body);
@@ -189,6 +201,7 @@ export class Viewer {
     this.bindModel();
     this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
     this.applyPendingStep();
+    this.checkCall();
     this.watchSize(graphEl);
     this.keepCodeLineInView(codeEl);
     this.showCurrentNodeAfterEachLayout();
@@ -285,6 +298,7 @@ export class Viewer {
     this.unsubscribe();
     this.unsubscribe = this.model.subscribe(() => {
       this.applyPendingStep();
+      this.checkCall();
       this.renderCounts();
       this.renderSteps();
     });
@@ -303,9 +317,31 @@ export class Viewer {
     const n = this.model.timeline.length;
     if (want >= n && !this.model.isFinished) return;
     this.pendingStep = null;
-    if (!n) return;
+    if (!n) {
+      this.say(`This link opens step ${want + 1}, but this run never called backward(): it has no steps to show.`);
+      return;
+    }
+    if (want >= n) this.say(`This link opens step ${want + 1}, but this run has ${n} step${n === 1 ? "" : "s"}: showing the last one.`);
     if (this.tab === "tape" || this.tab === "inspector" || this.tab === "charts") this.store.set({ step: Math.min(want, n - 1) });
     else this.goTo(want);
+  }
+
+  /** A link's `call` past the run's backward calls (the graph draws the run's default): say so, once the run has finished. */
+  private checkCall(): void {
+    const call = this.options.call;
+    if (this.callChecked || typeof call !== "number" || !this.model.isFinished) return;
+    this.callChecked = true;
+    const calls = Math.max(this.model.finished?.counts.backward_calls ?? 0, this.model.backwards.length);
+    if (call < calls) return;
+    const made = calls ? `made ${calls} backward call${calls === 1 ? "" : "s"}` : "never called backward()";
+    this.say(`This link draws backward call ${call + 1}, but this run ${made}: showing ${calls > 1 ? "the graph it opens on" : calls ? "its graph" : "the graph it built"}.`);
+  }
+
+  /** Show `text` in the notice above the graph (after anything it says already). */
+  private say(text: string): void {
+    this.noticeText.textContent = this.notice.hidden || !this.noticeText.textContent ? text : `${this.noticeText.textContent} ${text}`;
+    this.notice.title = this.noticeText.textContent;
+    this.notice.hidden = false;
   }
 
   private onStore(state: ViewState, changed: ReadonlySet<keyof ViewState>): void {
