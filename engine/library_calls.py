@@ -38,7 +38,11 @@ op at the line that made it:
 ``torch.manual_seed`` is wrapped too, though not recorded as an op, and so are
 ``random.seed`` and ``numpy.random.seed`` (where NumPy is imported, as torch imports it): each
 call of the snippet's is shown to the seed-reset-in-loop detector (:attr:`LibraryCalls.seeds`,
-engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail.
+engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail. So are
+``random.shuffle`` and ``numpy.random.shuffle``, called from the snippet's own code, shown to
+inputs-shuffled-apart-from-labels (engine/pitfalls/in_place_shuffles.py), and the ``sample``
+of each ``torch.distributions`` class, its draws shown to sample-instead-of-rsample
+(engine/pitfalls/samples.py).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributions as distributions
 import torch.nn as nn
 import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
@@ -60,7 +65,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .op_arguments import tensors_in
 from .pitfalls.reseeds import Reseeds
-from .source import find_name, snippet_frame
+from .source import SNIPPET_FILENAME, find_name, snippet_frame
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -118,6 +123,18 @@ class LibraryCalls:
             for numpy_owner in (numpy_random, getattr(numpy_random, "mtrand", None)):
                 if numpy_owner is not None and getattr(numpy_owner, "seed", None) is numpy_seed:
                     self._replace(numpy_owner, "seed", self._seeding_numpy)
+            numpy_shuffle = numpy_random.shuffle
+            for numpy_owner in (numpy_random, getattr(numpy_random, "mtrand", None)):
+                if numpy_owner is not None and getattr(numpy_owner, "shuffle", None) is numpy_shuffle:
+                    self._replace(numpy_owner, "shuffle", self._shuffling_numpy)
+        self._replace(random, "shuffle", self._shuffling)
+        for kind in vars(distributions).values():
+            if (
+                isinstance(kind, type)
+                and issubclass(kind, distributions.Distribution)
+                and "sample" in vars(kind)
+            ):
+                self._replace(kind, "sample", self._sampling)
 
     def remove(self) -> None:
         while self._originals:
@@ -220,6 +237,51 @@ class LibraryCalls:
 
     def _seeding_numpy(self, original: Callable[..., Any]) -> Callable[..., Any]:
         return self._seeding(original, "numpy")
+
+    def _shuffling(self, original: Callable[..., Any], generator: str = "random") -> Callable[..., Any]:
+        rec = self._rec
+        making = self.making
+
+        in_place = rec.pitfalls.shuffles.in_place
+
+        @functools.wraps(original)
+        def shuffle(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if in_place.calls_left and rec.active and rec.pitfalls.enabled and making.depth == 0:
+                caller = sys._getframe(1)
+                if caller.f_code.co_filename == SNIPPET_FILENAME and not (args or kwargs):
+                    try:
+                        with rec.mute():
+                            in_place.before(x, original, generator, caller)
+                    except Exception:
+                        rec.observation_failed()
+            return original(x, *args, **kwargs)
+
+        # the generator it draws from, as on the bound method it stands for (seed_loops.py reads it)
+        shuffle.__self__ = getattr(original, "__self__", None)  # type: ignore[attr-defined]
+        return shuffle
+
+    def _shuffling_numpy(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return self._shuffling(original, "numpy")
+
+    def _sampling(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        rec = self._rec
+        making = self.making
+        draws = rec.pitfalls.draws
+
+        @functools.wraps(original)
+        def sample(dist: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(dist, *args, **kwargs)
+            if draws.calls_left > 0 and rec.active and rec.pitfalls.enabled and making.depth == 0:
+                caller = sys._getframe(1)
+                if caller.f_code.co_filename == SNIPPET_FILENAME and torch.is_grad_enabled():
+                    try:
+                        with rec.mute():
+                            draws.sampled(dist, result, caller)
+                    except Exception:
+                        rec.observation_failed()
+            return result
+
+        return sample
 
     def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making

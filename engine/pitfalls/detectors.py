@@ -29,6 +29,7 @@ from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .hook_calls import UNKNOWN, Unknown, guarded, known, nothing
 from .kinds import PITFALL_KINDS
 from .late_retain import LateRetains
+from .leaked_gradients import LeakedGradients
 from .modes import (
     eval_left_on_report,
     not_an_evaluation,
@@ -46,6 +47,7 @@ from .piled_hooks import PiledHooks
 from .rebuilt import rebuilt_report
 from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
+from .samples import SampleDraws
 from .scaled_clipping import scaled_clip_report
 from .schedulers import never_stepped_schedulers
 from .stale_grads import StaleGradients, stale_used_explained
@@ -93,6 +95,7 @@ class PitfallWatch:
                     setattr(self, name, nothing)
         self._said: set[tuple[str, int | None]] = set()
         self._stale = StaleGradients(known)  # missing-zero-grad
+        self._leaks = LeakedGradients(rec, self._say)  # gradient-leaked-from-other-loss
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
         # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
         # class of one that, with gradients on, last ran before the coming step in eval mode
@@ -120,6 +123,8 @@ class PitfallWatch:
         # hint of a backward() that fails for it: explain_cut.py)
         self._ops = OpChecks(rec, self._say)
         self.copied_at = self._ops.copied_at
+        self.shuffles = self._ops.shuffles  # inputs-shuffled-apart-from-labels (also library_calls.py)
+        self.draws = SampleDraws(rec.source_lines)  # sample-instead-of-rsample (library_calls.py)
         self.penalties = self._ops.penalties  # shown each op recorded in full (op_recorder.py)
         self._optimizers: dict[int, weakref.ref[torch.optim.Optimizer]] = {}  # by id(), in order met
         self.found = 0
@@ -240,7 +245,10 @@ class PitfallWatch:
         if loss is not None and not math.isfinite(loss):
             self._non_finite(f"the loss is {loss}", known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
+        self._leaks.before_backward()
         self._rounding.before_backward()
+        for said in (*self.shuffles.before_backward(), *self.draws.before_backward()):
+            self._say(*said)
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
         if self._rec.detail:
             if not self._rec.training.inside_step():  # an LBFGS closure's are step()'s own
@@ -309,6 +317,7 @@ class PitfallWatch:
         """Look at a backward call that returned: mark the gradients it added into that a
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
+        self._leaks.after_backward(line)
         flat = self._rounding.after_backward(self._rec.statement_lines)
         if flat is not None:
             self._say("loss-through-rounding", *flat[:4], nodes=flat[4])
@@ -358,6 +367,7 @@ class PitfallWatch:
                 said = stale_used_explained(entry, grad, step, self._uncalled)
                 self._say("missing-zero-grad", entry.added_at, *said)
         self._ungraded.on_step(opt, params)
+        self._leaks.stepped(opt, params, line)
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
         climbs = any(group.get("maximize") for group in opt.param_groups)  # (the loss climbs on purpose)
         self._course.note(
@@ -463,6 +473,7 @@ class PitfallWatch:
     def on_finish(self, scope: dict[str, Any]) -> None:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         rec = self._rec
+        self._leaks.finished()
         for said in (
             *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._eval_forwards),
             *parameter_reports(rec, scope, self._ungraded),

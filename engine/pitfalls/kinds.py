@@ -13,6 +13,7 @@ __all__ = ["PITFALL_KINDS", "Said"]
 
 PITFALL_KINDS: tuple[str, ...] = (
     "missing-zero-grad",
+    "gradient-leaked-from-other-loss",
     "step-without-gradients",
     "gradients-cleared-unused",
     "optimizer-never-stepped",
@@ -60,6 +61,8 @@ PITFALL_KINDS: tuple[str, ...] = (
     "bootstrap-target-not-detached",
     "clip-before-unscale",
     "scores-compared-to-labels",
+    "inputs-shuffled-apart-from-labels",
+    "sample-instead-of-rsample",
 )
 
 

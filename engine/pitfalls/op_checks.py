@@ -6,7 +6,8 @@ what made a loss's input (loss_inputs.py), the argmax of a softmax over the batc
 tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-in-loss and
 broadcast-in-comparison, the running totals of loss-tensor-accumulated
 (running_totals.py), the last step of a time-first recurrent layer read from its batch axis
-(recurrent_axes.py), and the adds of penalty-without-gradient (penalties.py). It keeps what
+(recurrent_axes.py), the adds of penalty-without-gradient (penalties.py), and the indexes
+by a permutation and the losses of inputs-shuffled-apart-from-labels (shuffles.py). It keeps what
 those detectors follow across ops; :class:`~.detectors.PitfallWatch` calls it and emits what
 it finds.
 """
@@ -32,6 +33,7 @@ from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
 from .penalties import ParameterValues
 from .recurrent_axes import INDEX_OPS, RECURRENT_OPS, RecurrentOutputs
 from .running_totals import ADD_OPS, RunningTotals
+from .shuffles import SHUFFLE_OPS, Shuffles
 from .thresholds import THRESHOLD_OPS, thresholded_at_zero
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ WATCHED_OPS = (
     | RECURRENT_OPS
     | INDEX_OPS
     | TARGET_LOSS_OPS
+    | SHUFFLE_OPS
 )
 
 
@@ -77,6 +80,7 @@ class OpChecks:
         self.copied_at: dict[int, str] = {}
         self._recurrent = RecurrentOutputs(rec.source_lines)  # rnn-last-step-from-batch-axis
         self._flattened = FlattenedAxes(rec.source_lines)  # targets-flattened-in-other-order
+        self.shuffles = Shuffles(rec.source_lines)  # inputs-shuffled-apart-from-labels
         # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
         self.penalties = ParameterValues(rec, say)
 
@@ -91,6 +95,8 @@ class OpChecks:
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
         (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
+        if name in SHUFFLE_OPS:
+            self.shuffles.saw(name, args, kwargs or {}, result, line, frame)
         if name in ATTENTION_OPS:
             misread = attention_mask_report(name, args, kwargs or {})
             if misread is not None:
