@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -342,17 +342,30 @@ def _unsqueeze(op: str, ts: Sequence[torch.Tensor], high: int, dim: int, code: s
     )
 
 
-def _einsum(op: str, ts: Sequence[torch.Tensor], which: int, code: str | None) -> str | None:
-    """An einsum term with another count of letters than its operand has dimensions."""
+def _einsum_read(
+    op: str, ts: Sequence[torch.Tensor], code: str | None
+) -> tuple[dict[str, Any], str, list[str], list[str], str, str] | None:
+    """``(call, equation, operand names, input terms, arrow, output)`` of the line's
+    ``torch.einsum('…', a, b)`` with a literal equation, one term per operand and no '...';
+    else None."""
     call = find_call(code, ("einsum",), ())
     args = call["call"].args if call else []
     if call is None or op != "einsum" or not args or not isinstance(args[0], ast.Constant):
         return None
     equation, names = str(args[0].value).replace(" ", ""), [ast.unparse(a) for a in args[1:]]
-    inputs, _, output = equation.partition("->")
+    inputs, arrow, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(ts) or len(names) != len(ts) or "." in equation:
         return None
+    return call, equation, names, terms, arrow, output
+
+
+def _einsum(op: str, ts: Sequence[torch.Tensor], which: int, code: str | None) -> str | None:
+    """An einsum term with another count of letters than its operand has dimensions."""
+    read = _einsum_read(op, ts, code)
+    if read is None:
+        return None
+    call, equation, names, terms, _, output = read
     term, given = terms[which], ts[which]
     start = (
         f"In torch.einsum('{equation}', …) each operand gets one letter per dimension, and '{term}' names "
@@ -372,15 +385,10 @@ def _einsum_sizes(
     op: str, ts: Sequence[torch.Tensor], letter: str, which: int, code: str | None
 ) -> str | None:
     """An einsum letter that names dimensions of different sizes in two operands."""
-    call = find_call(code, ("einsum",), ())
-    args = call["call"].args if call else []
-    if call is None or op != "einsum" or not args or not isinstance(args[0], ast.Constant):
+    read = _einsum_read(op, ts, code)
+    if read is None or which >= len(ts):
         return None
-    equation, names = str(args[0].value).replace(" ", ""), [ast.unparse(a) for a in args[1:]]
-    inputs, arrow, output = equation.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != len(ts) or len(names) != len(ts) or "." in equation or which >= len(ts):
-        return None
+    call, equation, names, terms, arrow, output = read
     if any(len(t) != x.dim() for t, x in zip(terms, ts, strict=True)):
         return None
     seen = next(i for i, t in enumerate(terms) if letter in t)
