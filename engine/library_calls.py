@@ -42,11 +42,12 @@ engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail. S
 ``random.shuffle`` and ``numpy.random.shuffle``, called from the snippet's own code, shown to
 inputs-shuffled-apart-from-labels (engine/pitfalls/in_place_shuffles.py), and the ``sample``
 of each ``torch.distributions`` class, its draws shown to sample-instead-of-rsample
-(engine/pitfalls/samples.py).
+(engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import random
@@ -135,6 +136,12 @@ class LibraryCalls:
                 and "sample" in vars(kind)
             ):
                 self._replace(kind, "sample", self._sampling)
+            if (
+                isinstance(kind, type)
+                and issubclass(kind, distributions.Distribution)
+                and "rsample" in vars(kind)
+            ):
+                self._replace(kind, "rsample", self._rsampling)
 
     def remove(self) -> None:
         while self._originals:
@@ -282,6 +289,23 @@ class LibraryCalls:
             return result
 
         return sample
+
+    def _rsampling(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        rec = self._rec
+        draws = rec.pitfalls.draws
+
+        @functools.wraps(original)
+        def rsample(dist: Any, *args: Any, **kwargs: Any) -> Any:
+            if (
+                draws.calls_left > 0
+                and rec.active
+                and sys._getframe(1).f_code.co_filename == SNIPPET_FILENAME
+            ):
+                with contextlib.suppress(TypeError):  # (a sample() of it later is a constant on purpose)
+                    draws.rsampled.add(dist)
+            return original(dist, *args, **kwargs)
+
+        return rsample
 
     def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making

@@ -14,7 +14,8 @@ shuffled data when a source line after the shuffle names both (``X[i:i + bs], y[
 and the rows' labels differ from those of the samples now in their places.
 
 Silent: a shuffled list of indices (``random.shuffle(order)`` then ``X[order]``, the
-permutation itself), a list of pairs (``random.shuffle(list(zip(xs, ys)))``), data with no
+permutation itself: kept in :attr:`InPlaceShuffles.orders` for shuffles.py to follow where it
+indexes), a list of pairs (``random.shuffle(list(zip(xs, ys)))``), data with no
 partner named beside it (an autoencoder's or a GAN's samples), labels all equal, and no
 backward() after the shuffle.
 """
@@ -33,7 +34,7 @@ import torch
 from ..source import find_name, indentation, quoted_code, without_comment
 from .kinds import Said
 
-__all__ = ["InPlaceShuffles", "kept_said"]
+__all__ = ["InPlaceShuffles", "kept_said", "sequence"]
 
 _MOST_CALLS = 200  # shuffle calls looked at in a run; later ones run as they are
 _MOST_ROWS = 100_000  # longer sequences are not followed
@@ -61,16 +62,23 @@ class InPlaceShuffles:
         self._calls: list[_Call] = []
         self.calls_left = _MOST_CALLS  # (library_calls.py hands no more calls on at 0)
         self._lines: set[int] = set()  # shuffle lines judged already
+        #: the lists of indices shuffled in place (``random.shuffle(order)``), each with the
+        #: family number shuffles.py gave its present order (0: none yet), the latest last
+        self.orders: list[list[Any]] = []
 
     def before(self, x: Any, original: Callable[[Any], None], generator: str, frame: FrameType) -> None:
         """Look at ``random.shuffle(x)`` (``generator`` "random") or ``np.random.shuffle(x)``
         ("numpy") about to run from snippet ``frame``; ``original`` is the shuffle itself."""
         self.calls_left -= 1
         line = frame.f_lineno
-        if line in self._lines or isinstance(x, torch.Tensor) or not _sequence(x):
+        if line in self._lines or isinstance(x, torch.Tensor) or not sequence(x):
             return
         n = len(x)
-        if not 1 < n <= _MOST_ROWS or _is_order(x):
+        if not 1 < n <= _MOST_ROWS:
+            return
+        if _is_order(x):  # (the permutation itself: followed where it indexes, shuffles.py)
+            if isinstance(x, list):
+                self.orders = [*[o for o in self.orders if o[0] is not x][-3:], [x, 0]]
             return
         perm = _permutation(n, original, generator)
         name = find_name(x, frame) or "the data"
@@ -80,7 +88,7 @@ class InPlaceShuffles:
             for key, value in list(scope.items()):
                 if len(call.partners) >= _MOST_PARTNERS:
                     break
-                if key.startswith("_") or value is x or not _sequence(value) or len(value) != n:
+                if key.startswith("_") or value is x or not sequence(value) or len(value) != n:
                     continue
                 if all(v is not value for _, v in call.partners):
                     call.partners.append((key, value))
@@ -168,7 +176,7 @@ def kept_said(kept: int, rows: int, stayed: int, what: str = "rows") -> str:
     return f"only {kept} of the {rows} {what} {verb} own label ({' and '.join(parts)})"
 
 
-def _sequence(value: Any) -> bool:
+def sequence(value: Any) -> bool:
     """Whether ``value`` is what a shuffle reorders by rows: a list, an array or a tensor."""
     if isinstance(value, list):
         return True

@@ -21,7 +21,10 @@ evaluation, a rollout); a distribution without ``rsample`` (``Categorical``, ``B
 whose draws have no gradient to lose; parameters that need none (fixed noise,
 ``Normal(0, 1)``); and a snippet that scores its draws, as REINFORCE and every policy
 gradient do (``loss = -dist.log_prob(a) * R``: the sample is meant to be a constant there),
-known by its source calling ``log_prob`` or speaking of rewards, advantages or an ``env``.
+known by its source calling ``log_prob`` or speaking of rewards, advantages or an ``env``;
+and a ``sample()`` of a distribution the snippet has already drawn from with ``rsample()``
+(library_calls.py hands those on too): it trains through that one, and the later draw is
+meant as a constant (a classifier probing a trained VAE's latents, ``clf(q.sample())``).
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class SampleDraws:
         self._draws: list[_Draw] = []
         self._scored: bool | None = None  # read from the source at the first draw
         self.calls_left = _MOST_CALLS  # (library_calls.py hands no more calls on at 0)
+        # the distributions the snippet drew from with rsample(), while they live
+        self.rsampled: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def sampled(self, dist: Any, drawn: Any, frame: FrameType) -> None:
         """Look at ``dist.sample(…)`` that returned ``drawn``, called from snippet ``frame``
@@ -74,6 +79,7 @@ class SampleDraws:
             not isinstance(drawn, torch.Tensor)
             or drawn.requires_grad
             or not getattr(dist, "has_rsample", False)
+            or dist in self.rsampled
         ):
             return
         if self._scored is None:

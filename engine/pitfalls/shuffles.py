@@ -9,18 +9,23 @@ label, so it learns only what the labels are like overall (how often each class 
 mean target), and the loss settles where always predicting that would put it.
 
 The rule. A shuffle is an index along the rows: ``X[I]`` (or ``X[I, :]``) whose index (a
-tensor or a NumPy array) is a permutation of all of ``X``'s rows, or a slice of one. The
-run follows which row of the original each shuffled row holds (through shuffles of a
-shuffle and through slices of them: a batch ``Xs[i:i + bs]``). A loss (``cross_entropy``,
-``mse_loss`` and the like) computed with gradients on, whose prediction requires grad and
-whose target is a tensor ``y`` (or a slice of one, or a shuffle of one) with as many rows as
-the latest shuffled ``X`` still alive, which does not require grad, is a suspect when that
-permutation indexed no other tensor of as many rows as ``X`` (``y[perm]``, maybe made a
-``.float()`` copy before the loss, goes along). At the next backward() (by when a mixup's
-``y[perm]`` of the same step has been computed) it is told at the shuffle's line, if the
-targets given differ from the labels of the samples now in their places in at least one
-row; the message counts the rows that kept their label. The in-place shuffles of Python's
-and NumPy's generators are judged in in_place_shuffles.py.
+tensor or a NumPy array) is a permutation of all of ``X``'s rows, or a slice of one (or a
+run of a list of indices shuffled in place: ``X[order[i:i + bs]]`` after
+``random.shuffle(order)``). The run follows which row of the original each shuffled row
+holds (through shuffles of a shuffle and through slices of them: a batch ``Xs[i:i + bs]``).
+A loss (``cross_entropy``, ``mse_loss`` and the like) computed with gradients on, whose
+prediction requires grad and whose target is a tensor ``y`` (or a slice of one, or a shuffle
+of one) with as many rows as the latest shuffled ``X`` still alive (or made since the last
+backward(), then copied: ``X[perm].float() / 255``), which does not require grad, is a
+suspect when that permutation indexed no other tensor of as many rows as ``X`` (``y[perm]``,
+maybe made a ``.float()`` copy before the loss, goes along) and ``y`` existed at the shuffle
+(shuffle_labels.py: a target made after from the shuffled rows, a teacher's outputs or the
+next tokens of a shuffled sequence, is in their order already). A one-hot target
+``F.one_hot(y[i:i + bs])`` is matched by value to its run of such labels. At the next
+backward() (by when a mixup's ``y[perm]`` of the same step has been computed) it is told at
+the shuffle's line, if the targets given differ from the labels of the samples now in their
+places in at least one row; the message counts the rows that kept their label. The in-place
+shuffles of Python's and NumPy's generators are judged in in_place_shuffles.py.
 
 Silent: both indexed by the same permutation (``X, y = X[perm], y[perm]``, on one line or
 two, or a batch ``X[idx], y[idx]``); two permutations equal in value (a generator reseeded
@@ -47,6 +52,7 @@ import torch
 from ..source import find_name, quoted_code
 from .in_place_shuffles import InPlaceShuffles, kept_said
 from .kinds import Said
+from .shuffle_labels import held_beside, held_then, label_name, one_hot_run, path_name
 
 __all__ = ["SHUFFLE_OPS", "Shuffles"]
 
@@ -77,6 +83,7 @@ class _Order:
     family: int  # the permutation it was indexed by (one number per permutation met)
     line: int | None
     name: str | None  # the snippet's name of what was indexed (X in X[perm])
+    backwards: int  # backward() calls made before it
 
 
 @dataclass
@@ -103,9 +110,13 @@ class Shuffles:
         self._orders: dict[int, _Order] = {}  # by id() of the shuffled tensor
         # family -> id() of each root it indexed (held by the orders) -> that root's rows
         self._went: dict[int, dict[int, int]] = {}
+        # family -> what the shuffling scope held of as many rows when it was first met (the
+        # labels a loss could leave behind); a target made later came from the shuffled rows
+        self._alive: dict[int, list[Any]] = {}
         self._pending: list[_Apart] = []
         self._told: set[tuple[int | None, int | None]] = set()  # (shuffle line, loss line)
         self._families = 0
+        self._backwards = 0
         self.in_place = InPlaceShuffles(source_lines)  # np.random.shuffle(X), random.shuffle(xs)
 
     def saw(
@@ -140,6 +151,9 @@ class Shuffles:
             if index.dim() != 1 or index.dtype not in (torch.int64, torch.int32):
                 return
             base = index._base if index._base is not None else index
+        elif isinstance(index, list):
+            self._listed(source, index, result, line, frame)
+            return
         else:
             numpy = sys.modules.get("numpy")
             if (
@@ -154,15 +168,58 @@ class Shuffles:
         if not family:
             return
         with torch.no_grad():
-            rows = torch.as_tensor(index).to("cpu", torch.int64)
-            root, before, _ = self._resolve(source)
-            if before is not None:
-                rows = before[rows]
+            self._follow(source, torch.as_tensor(index).to("cpu", torch.int64), family, result, line, frame)
+
+    def _listed(
+        self,
+        source: torch.Tensor,
+        index: list[Any],
+        result: torch.Tensor,
+        line: int | None,
+        frame: FrameType | None,
+    ) -> None:
+        """Follow ``source[index]`` where ``index`` is a run of a list of indices the snippet
+        shuffled in place (``X[order[i:i + bs]]`` after ``random.shuffle(order)``)."""
+        for held in self.in_place.orders:
+            order = held[0]
+            if len(order) != len(source) or not index or not isinstance(index[0], int):
+                continue
+            try:
+                start = order.index(index[0])
+            except ValueError:
+                continue
+            if order[start : start + len(index)] != index:
+                continue
+            if not held[1]:
+                self._families += 1
+                held[1] = self._families
+            with torch.no_grad():
+                self._follow(source, torch.tensor(index, dtype=torch.int64), held[1], result, line, frame)
+            return
+
+    def _follow(
+        self,
+        source: torch.Tensor,
+        rows: torch.Tensor,
+        family: int,
+        result: torch.Tensor,
+        line: int | None,
+        frame: FrameType | None,
+    ) -> None:
+        """Note ``result``, rows ``rows`` of ``source``, indexed by permutation ``family``
+        (under no_grad)."""
+        root, before, _ = self._resolve(source)
+        if before is not None:
+            rows = before[rows]
         self._went.setdefault(family, {})[id(root)] = len(root)
+        if family not in self._alive and frame is not None:
+            self._alive[family] = held_beside(root, source, frame)
         if len(self._orders) >= _MOST_ORDERS:
             self._prune()
-        name = find_name(source, frame)
-        self._orders[id(result)] = _Order(weakref.ref(result), root, rows, family, line, name)
+        name = find_name(source, frame) or path_name(source, frame)
+        self._orders[id(result)] = _Order(
+            weakref.ref(result), root, rows, family, line, name, self._backwards
+        )
 
     def _family(self, base: Any, rows: int) -> int:
         """The family number of index ``base`` if it is a permutation of ``rows`` rows, else 0."""
@@ -187,6 +244,7 @@ class Shuffles:
         self._bases = {k: b for k, b in self._bases.items() if b[0]() is not None}
         families = {o.family for o in self._orders.values()}
         self._went = {f: roots for f, roots in self._went.items() if f in families}
+        self._alive = {f: held for f, held in self._alive.items() if f in families}
 
     def _resolve(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, _Order | None]:
         """``(root, rows, order)``: the tensor ``t``'s rows are rows of, which rows (None: all
@@ -213,15 +271,21 @@ class Shuffles:
         n = len(root)
         for order in reversed(list(self._orders.values())):
             shuffled = order.root
-            if order.result() is None or shuffled is root or len(shuffled) != n:
+            # (one gone since this step's loss began: copied, X[perm].float() / 255)
+            gone = order.result() is None and order.backwards != self._backwards
+            if gone or shuffled is root or len(shuffled) != n:
                 continue
             if shuffled.requires_grad or (order.line, line) in self._told:
                 return
-            if self._went_along(order):
+            if self._went_along(order) or not held_then(self._alive.get(order.family), root):
                 return
             break
         else:
-            return
+            found = self._one_hot(target, line) if own is None and given is None else None
+            if found is None:
+                return
+            order, root, given = found
+            n = len(root)
         m = len(target)
         given = torch.arange(m) if given is None else given
         if len(order.rows) == m:
@@ -236,16 +300,47 @@ class Shuffles:
         kept = int(same.sum())
         if kept == m:
             return
-        label_name = find_name(root, frame) or find_name(target, frame) or _equal_name(root, frame)
-        target_name = find_name(target, frame)
+        y = (
+            find_name(root, frame)
+            or label_name(root, frame)
+            or find_name(target, frame)
+            or path_name(root, frame)
+            or "the loss's target"
+        )
+        target_name = find_name(target, frame) if root.dim() == target.dim() else None
         other = own if own is not None and own.family != order.family else None
         in_place = int((true == given).sum())
-        self._pending.append(_Apart(order, label_name, target_name, other, kept, m, in_place, line))
+        self._pending.append(_Apart(order, y, target_name, other, kept, m, in_place, line))
+
+    def _one_hot(
+        self, target: torch.Tensor, line: int | None
+    ) -> tuple[_Order, torch.Tensor, torch.Tensor] | None:
+        """``(order, labels, rows)`` where ``target`` is one-hot rows made of a run of labels
+        held at a shuffle (``F.one_hot(y[i:i + bs])`` beside ``X[perm[i:i + bs]]``): the
+        batch's shuffle, the labels, and which of their rows the target's are."""
+        m = len(target)
+        if target.dim() != 2 or target.shape[1] < 2:
+            return None
+        order = next(
+            (
+                o
+                for o in reversed(list(self._orders.values()))
+                if len(o.rows) == m and (o.result() is not None or o.backwards == self._backwards)
+            ),
+            None,
+        )
+        if order is None or order.root.requires_grad or (order.line, line) in self._told:
+            return None
+        if self._went_along(order) or order.family not in self._alive:
+            return None
+        found = one_hot_run(self._alive[order.family], target, len(order.root))
+        return None if found is None else (order, *found)
 
     def before_backward(self) -> list[Said]:
         """The suspects of the losses since the last backward() whose labels never went with
         their inputs' permutation; called as a backward() starts."""
         pending, self._pending = self._pending, []
+        self._backwards += 1
         said = self.in_place.before_backward()
         for apart in pending:
             key = (apart.order.line, apart.loss_line)
@@ -321,33 +416,25 @@ class Shuffles:
         return f"Index {y} with the same permutation as {x}: {line}{then}; {together}"
 
 
-def _equal_name(labels: torch.Tensor, frame: FrameType | None) -> str:
-    """The name of a tensor of the snippet's equal to ``labels`` (``y`` for the copy
-    ``y.float()`` a loss was given), else a description."""
-    scopes = [] if frame is None else [frame.f_locals, frame.f_globals]
-    for scope in scopes:
-        for key, value in list(scope.items()):
-            if (
-                isinstance(value, torch.Tensor)
-                and value.shape == labels.shape
-                and value.device == labels.device
-                and bool(torch.equal(value.to(labels.dtype), labels))
-            ):
-                return key
-    return "the loss's target"
-
-
 def _slice_start(t: torch.Tensor, base: torch.Tensor) -> int | None:
     """The first row of ``base`` that view ``t`` starts at, when ``t`` is rows ``start:start +
-    len(t)`` of it (``y[i:i + bs]``); else None."""
+    len(t)`` of it (``y[i:i + bs]``, or ``y[:80]`` of ``y = labels.unsqueeze(1)``, whose
+    rows are those of ``labels``); else None."""
     if t.dim() != base.dim() or t.shape[1:] != base.shape[1:] or t.stride() != base.stride():
-        return None
+        if t.dim() == 0 or base.dim() == 0 or t.stride(0) != base.stride(0) or len(t) > len(base):
+            return None
+        if t.numel() // max(len(t), 1) != base.numel() // max(len(base), 1) or not t.is_contiguous():
+            return None
     step = base.stride(0)
     offset = t.storage_offset() - base.storage_offset()
     if step <= 0 or offset % step:
         return None
     start = offset // step
     return start if start >= 0 and start + len(t) <= len(base) else None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _rewritten(code: str, x: str, y: str, target: str | None) -> tuple[str, str] | None:
@@ -371,7 +458,8 @@ def _rewritten(code: str, x: str, y: str, target: str | None) -> tuple[str, str]
     if not isinstance(value.slice, ast.Name):  # an index made on the line: name it once
         if isinstance(value.slice, ast.Tuple):
             return None
-        first, index = f"perm = {index}; ", "perm"
+        named = next(n for n in ("perm", "idx", "rows", "batch_rows") if n not in _names_in(value.slice))
+        first, index = f"{named} = {index}; ", named  # (perm = perm[i:i + bs] would break the loop)
     if bound == x:
         label = y
     elif target and target not in (y, bound):
