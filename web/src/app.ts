@@ -18,6 +18,7 @@ import { ShortcutsDialog } from "./shortcuts";
 import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
+import { bindTabKeys, selectTab } from "./tabs";
 import { bindThemeButtons } from "./theme";
 import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
@@ -71,6 +72,10 @@ export class App {
   /** ▶ Run, Stop and the run's status (run-controls.ts). */
   private readonly controls: RunControls;
   private readonly examplesSelect: HTMLSelectElement;
+  /** The example the editor's code is (or was, before the user's edits), named in the examples list. */
+  private shownExample: Example | null = null;
+  /** The examples list's entry for an example's code edited: "Edited: <title>", never chosen by hand. */
+  private readonly editedOption = h("option", { value: "edited", disabled: true, hidden: true, data: { gw: "example-edited" } });
   private readonly deviceSelect: HTMLSelectElement;
   private readonly tabs: HTMLElement[];
 
@@ -83,6 +88,7 @@ export class App {
     this.editor = new Editor($(root, "[data-gw=editor]"), {
       doc: "",
       onRun: () => void this.run(),
+      onChange: (byUser) => this.markEdits(byUser),
       onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
     });
     this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
@@ -117,6 +123,8 @@ export class App {
     for (const tab of this.tabs) {
       tab.addEventListener("click", () => this.openView(tab.dataset.view as ViewName));
     }
+    const tablist = this.tabs[0]?.closest<HTMLElement>("[role=tablist]");
+    if (tablist) bindTabKeys(tablist, (tab) => this.openView(tab.dataset.view as ViewName));
     document.addEventListener("keydown", (ev) => {
       if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "?") this.shortcuts.open();
@@ -146,6 +154,7 @@ export class App {
     this.examplesSelect.replaceChildren(
       h("option", { value: "", text: "Examples…" }),
       ...this.examples.map((ex) => h("option", { value: ex.id, text: ex.title, title: ex.summary })),
+      this.editedOption,
     );
     if (!wanted.run) this.editor.source = this.examples[0]?.source ?? FALLBACK_SOURCE;
     await this.applyUrl(wanted);
@@ -166,8 +175,31 @@ export class App {
   /** Name in the examples list the example whose code `source` is, or none (a run's or a file's own code). */
   private showExampleOf(source: string): void {
     const ex = this.examples.find((e) => e.source === source);
+    this.shownExample = ex ?? null;
     this.examplesSelect.value = ex?.id ?? "";
     this.examplesSelect.title = ex ? `${ex.title}: ${ex.summary}` : "";
+  }
+
+  /**
+   * The code changed: an example's code edited reads "Edited: <title>" in the examples list
+   * (choosing the example again puts its code back), and edits undone name it again.
+   */
+  private markEdits(byUser: boolean): void {
+    const source = this.editor.source;
+    const ex = this.examples.find((e) => e.source === source);
+    if (ex) {
+      this.shownExample = ex;
+      this.examplesSelect.value = ex.id;
+      this.examplesSelect.title = `${ex.title}: ${ex.summary}`;
+    } else if (!byUser) {
+      this.showExampleOf(source); // code the app put there (a lesson's): no example's
+    } else if (this.shownExample) {
+      const { title } = this.shownExample;
+      // first, so a narrow list (presenter type, a projector) still shows it
+      this.editedOption.textContent = `Edited: ${title}`;
+      this.examplesSelect.value = "edited";
+      this.examplesSelect.title = `Your edits to ${title}: choose it again to put its code back`;
+    }
   }
 
   get running(): boolean {
@@ -388,10 +420,7 @@ export class App {
           this.graph.fit(false);
         });
       }
-      for (const tab of this.tabs) {
-        const on = tab.dataset.view === state.view;
-        tab.setAttribute("aria-selected", String(on));
-      }
+      selectTab(this.tabs, (tab) => tab.dataset.view === state.view);
       for (const panel of this.root.querySelectorAll<HTMLElement>("[data-panel]")) panel.hidden = panel.dataset.panel !== state.view;
       this.root.dataset.view = state.view;
     }

@@ -3,7 +3,7 @@
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import { python } from "@codemirror/lang-python";
 import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language";
-import { EditorState, type Extension, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
+import { EditorState, type Extension, RangeSetBuilder, StateEffect, StateField, Transaction } from "@codemirror/state";
 import {
   Decoration,
   type DecorationSet,
@@ -157,7 +157,8 @@ export interface EditorOptions {
   doc: string;
   onRun: () => void;
   onHoverLine?: (line: number | null) => void;
-  onChange?: () => void;
+  /** The code changed; `byUser` when typed, pasted, deleted or undone (not set by the app). */
+  onChange?: (byUser: boolean) => void;
 }
 
 export class Editor {
@@ -200,7 +201,7 @@ export class Editor {
         spellcheck: "false",
       }),
       EditorView.updateListener.of((u) => {
-        if (u.docChanged) options.onChange?.();
+        if (u.docChanged) options.onChange?.(u.transactions.some((tr) => tr.annotation(Transaction.userEvent) !== undefined));
       }),
     ];
     const shadow = root.shadowRoot ?? root.attachShadow({ mode: "open" });

@@ -73,11 +73,42 @@ export interface Box {
   y2: number;
 }
 
+/** A cue's distance from the pane's edge, and the room it keeps from a node (px). */
+const EDGE = 6;
+const PAD = 3;
+
+/** The area two boxes share (0 when apart). */
+function overlap(a: Box, b: Box): number {
+  const w = Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1);
+  const h = Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1);
+  return w > 0 && h > 0 ? w * h : 0;
+}
+
+/**
+ * Where along its edge a cue may go, nearest `start` first, 4 px apart, within [lo, hi]:
+ * a corner cue (`fromEnd`) from `start` (the right corner) leftward, a side cue outward from
+ * `start` (the edge's middle) both ways.
+ */
+export function* candidates(start: number, lo: number, hi: number, fromEnd: boolean): Generator<number> {
+  const step = 4;
+  if (fromEnd) {
+    for (let at = start; at >= lo; at -= step) yield at;
+    return;
+  }
+  yield start;
+  for (let d = step; start - d >= lo || start + d <= hi; d += step) {
+    if (start - d >= lo) yield start - d;
+    if (start + d <= hi) yield start + d;
+  }
+}
+
 /** The four cues of one graph pane, kept up to date as the view moves. */
 export class OffscreenCues {
   readonly element: HTMLElement;
   private readonly buttons = new Map<Side, HTMLButtonElement>();
   private centres: Centres = new Float64Array(0);
+  /** Each node's half width and half height (graph coordinates), in the order of `centres`. */
+  private halves: Float64Array = new Float64Array(0);
   private cy: Core | null = null;
   private readonly update = perFrame(() => this.show());
 
@@ -105,6 +136,7 @@ export class OffscreenCues {
   attach(cy: Core): void {
     this.cy = cy;
     this.centres = new Float64Array(0);
+    this.halves = new Float64Array(0);
     cy.on("viewport resize", this.update);
     this.update();
   }
@@ -116,12 +148,16 @@ export class OffscreenCues {
     // group boxes are drawn around their members, which count; a folded group is one node
     const nodes = cy.nodes(":visible").filter((n) => n.isChildless());
     const centres = new Float64Array(nodes.length * 2);
+    const halves = new Float64Array(nodes.length * 2);
     nodes.forEach((n, i) => {
       const p = n.position();
       centres[2 * i] = p.x;
       centres[2 * i + 1] = p.y;
+      halves[2 * i] = n.outerWidth() / 2;
+      halves[2 * i + 1] = n.outerHeight() / 2;
     });
     this.centres = centres;
+    this.halves = halves;
     this.update();
   }
 
@@ -144,6 +180,67 @@ export class OffscreenCues {
       button.title = `${what}: click to pan there (Fit shows the whole graph)`;
       button.setAttribute("aria-label", `${what}: pan there`);
     }
+    if (view) this.place(view);
+  }
+
+  /**
+   * Put each cue shown at its edge where it covers no node: a cue at a fixed spot sat on a
+   * node's label (control_flow's MaxBackward1 under "11 more ▸" in presenter type). Left and
+   * right cues slide up and down from their edge's middle, the corner ones (up, down) leftward
+   * from the right corner; where every spot covers some node, the one that covers least.
+   */
+  private place(view: Viewport): void {
+    const { width, height } = view;
+    if (width <= 0 || height <= 0) return;
+    const nodes = this.nodeBoxes(view);
+    const taken: Box[] = [];
+    for (const side of ["up", "down", "right", "left"] as const) {
+      const button = this.buttons.get(side) as HTMLButtonElement;
+      if (button.hidden) continue;
+      const w = button.offsetWidth;
+      const h = button.offsetHeight;
+      const across = side === "up" || side === "down";
+      const fixed = side === "left" ? EDGE : side === "right" ? width - EDGE - w : side === "up" ? EDGE : height - EDGE - h;
+      const lo = EDGE;
+      const hi = Math.max(lo, (across ? width - w : height - h) - EDGE);
+      const start = across ? hi : Math.min(hi, Math.max(lo, (height - h) / 2));
+      // the nodes that reach into this cue's strip along its edge
+      const strip: Box = across ? { x1: 0, x2: width, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: 0, y2: height };
+      const near = nodes.filter((b) => overlap(b, strip) > 0).concat(taken);
+      let best: Box | null = null;
+      let bestCover = Infinity;
+      for (const at of candidates(start, lo, hi, across)) {
+        const box: Box = across ? { x1: at, x2: at + w, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: at, y2: at + h };
+        let cover = 0;
+        for (const b of near) cover += overlap(b, box);
+        if (cover < bestCover) [best, bestCover] = [box, cover];
+        if (cover === 0) break;
+      }
+      if (!best) continue;
+      taken.push(best);
+      button.style.left = `${Math.round(best.x1)}px`;
+      button.style.top = `${Math.round(best.y1)}px`;
+      button.style.right = "auto";
+      button.style.bottom = "auto";
+      button.style.transform = "none";
+    }
+  }
+
+  /** The nodes' boxes in the pane's px, a little bigger than drawn (a cue touching a label reads as on it). */
+  private nodeBoxes(view: Viewport): Box[] {
+    const { zoom, pan, width, height } = view;
+    const c = this.centres;
+    const half = this.halves;
+    const out: Box[] = [];
+    for (let i = 0; i < c.length; i += 2) {
+      const x = c[i] * zoom + pan.x;
+      const y = c[i + 1] * zoom + pan.y;
+      const hw = (half[i] ?? 0) * zoom + PAD;
+      const hh = (half[i + 1] ?? 0) * zoom + PAD;
+      if (x + hw < 0 || x - hw > width || y + hh < 0 || y - hh > height) continue;
+      out.push({ x1: x - hw, x2: x + hw, y1: y - hh, y2: y + hh });
+    }
+    return out;
   }
 
   private go(side: Side): void {

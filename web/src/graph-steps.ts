@@ -34,6 +34,8 @@ export class StepPainter {
   /** grad_fn node id -> ids of its outgoing grad edges; -> ids of its saved chips. */
   private edgesFrom = new Map<number, string[]>();
   private chipsOf = new Map<number, string[]>();
+  /** The plain inputs' element ids: no backward call ever reaches them. */
+  private inputs = new Set<string>();
 
   constructor(private readonly host: PainterHost) {}
 
@@ -49,6 +51,7 @@ export class StepPainter {
   index(nodes: GNode[], edges: GEdge[]): void {
     this.edgesFrom.clear();
     this.chipsOf.clear();
+    this.inputs = new Set(nodes.filter((n) => n.kind === "input").map((n) => n.id));
     for (const n of nodes) {
       if (n.owner !== undefined) this.chipsOf.set(n.owner, [...(this.chipsOf.get(n.owner) ?? []), n.id]);
     }
@@ -61,13 +64,14 @@ export class StepPainter {
   /**
    * The step classes some node has as painted now (`current`, `done`, `pending`, `idle`,
    * `freed`), each once: what the legend lists while a step is shown. A freed node shows as
-   * freed, whatever else it is.
+   * freed, whatever else it is; a faded plain input counts as `unreached` (no call reaches it).
    */
   looksShown(): Set<string> {
     const shown = new Set<string>();
-    for (const cls of this.stepClass.values()) {
+    for (const [id, cls] of this.stepClass) {
       const parts = cls.split(" ");
       if (parts.includes("freed")) shown.add("freed");
+      else if (parts.includes("idle") && this.inputs.has(id)) shown.add("unreached");
       else for (const part of parts) if (part && part !== "future") shown.add(part);
     }
     return shown;

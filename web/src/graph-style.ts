@@ -270,9 +270,27 @@ export function showLegendFor(legend: HTMLElement, walkLooks: ReadonlySet<string
   // the walk entries' data-kind are graph-steps.ts's step classes (StepPainter.looksShown)
   legend.dataset.mode = walkLooks ? "walk" : "graph";
   for (const li of legend.querySelectorAll<HTMLElement>("li.gw-legend-walk")) {
-    li.hidden = !walkLooks?.has(li.dataset.kind ?? "");
+    const kind = li.dataset.kind ?? "";
+    li.hidden = !(walkLooks?.has(kind) || (kind === "idle" && walkLooks?.has("unreached")));
+  }
+  // The faded look: where only plain inputs have it (an MLP's x and y, in a run of one
+  // backward()), no other call is there for them to be in: the entry says the walk never
+  // reaches them, not "not in this backward call".
+  const idle = legend.querySelector<HTMLElement>("li[data-kind=idle]");
+  if (idle) {
+    const [text, short] = walkLooks && !walkLooks.has("idle") && walkLooks.has("unreached") ? IDLE_TEXTS.unreached : IDLE_TEXTS.otherCall;
+    idle.title = text;
+    const [long, brief] = [idle.querySelector(".gw-legend-text"), idle.querySelector(".gw-legend-short")];
+    if (long && long.textContent !== text) long.textContent = text;
+    if (brief && brief.textContent !== short) brief.textContent = short;
   }
 }
+
+/** The faded look's legend entry (whole, short): with another call's nodes faded, with only plain inputs. */
+const IDLE_TEXTS = {
+  otherCall: ["not in this backward call", "not in it"],
+  unreached: ["not reached by backward()", "not reached"],
+} as const;
 
 /**
  * Cytoscape injects a one-rule <style> into <head> unless an element with its id exists;

@@ -112,7 +112,16 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
   if (!wide) return;
   // the topmost node of the graph (a module group's box is not one)
   const top = nodes.filter((n) => n.isChildless()).min((n) => n.boundingBox({ includeLabels: false, includeOverlays: false }).y1);
-  if (top.ele) nudgeInto(cy, top.ele);
+  if (!top.ele) return;
+  // Out of view from the left edge, it is brought to the middle (as far as the graph goes
+  // on to the right), not just inside the pane's edge: an MLP's MseLossBackward0, laid out
+  // right of its network, sat in the far corner with its long edge leaving the pane.
+  const box = top.ele.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  if (box.x2 > cy.width() - margin) {
+    const right = bb.x2 * zoom + x; // the graph's right edge, rendered
+    cy.panBy({ x: Math.min(0, Math.max(cy.width() / 2 - (box.x1 + box.x2) / 2, cy.width() - margin - right)), y: 0 });
+  }
+  nudgeInto(cy, top.ele);
 }
 
 /**

@@ -51,6 +51,8 @@ export class GraphView {
   private big = false;
   private readonly canvas: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly bannerText: HTMLElement;
+  private readonly bannerToggle: HTMLButtonElement;
   /** Says what the nodes' looks mean: the graph's kinds, or a backward step's states. */
   private readonly legend: HTMLElement;
   private readonly empty: HTMLElement;
@@ -157,7 +159,12 @@ export class GraphView {
       reveal: (id) => this.reveal(id),
       drawnInPart: () => this.part.cut,
     });
-    this.banner = h("div", { class: "gw-graph-banner", hidden: true, role: "status" });
+    // The note at a call's end. Where it must keep to one line (a phone, a short screen:
+    // graph.css) it is cut with an ellipsis, and a tap on it (or its ▾ button) shows it whole.
+    this.bannerText = h("span", { class: "gw-graph-banner-text", role: "status" });
+    this.bannerToggle = h("button", { type: "button", class: "gw-graph-banner-toggle", "aria-expanded": "false", "aria-label": "Show the whole note", title: "Show the whole note", text: "▾" });
+    this.banner = h("div", { class: "gw-graph-banner", hidden: true }, this.bannerText, this.bannerToggle);
+    this.banner.addEventListener("click", () => this.openBanner(!this.banner.classList.contains("gw-graph-banner-open")));
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
     this.legend = graphLegend();
     root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), this.legend, announcer);
@@ -393,12 +400,25 @@ export class GraphView {
     const { changed } = this.painter.paint(entry, entry ? null : state.op);
     this.placeLabels();
     const text = bannerText(this.model, entry);
-    this.banner.textContent = text;
-    this.banner.title = text; // where a short pane cuts it to one line
+    if (this.bannerText.textContent !== text) {
+      this.bannerText.textContent = text;
+      this.banner.title = text; // where a short pane cuts it to one line
+      this.openBanner(false);
+    }
     this.banner.hidden = !text;
     showLegendFor(this.legend, entry ? this.painter.looksShown() : null);
     if (entry && changed) this.follow(entry);
     this.keepInPart();
+  }
+
+  /** Show the note under the graph whole (`open`) or, where it keeps to one line, cut. */
+  private openBanner(open: boolean): void {
+    this.banner.classList.toggle("gw-graph-banner-open", open);
+    this.bannerToggle.setAttribute("aria-expanded", String(open));
+    this.bannerToggle.textContent = open ? "▴" : "▾";
+    const label = open ? "Show the note on one line" : "Show the whole note";
+    this.bannerToggle.setAttribute("aria-label", label);
+    this.bannerToggle.title = label;
   }
 
   private needsStepperRefit(): boolean {

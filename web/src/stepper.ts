@@ -7,6 +7,7 @@ import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./n
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
+import { bindTabKeys } from "./tabs";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValueRows } from "./values";
 import { accumulationText } from "./walk-notes";
@@ -78,6 +79,7 @@ export class StepperView {
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
     this.position = h("span", { class: "gw-position", "aria-live": "polite" });
     this.calls = h("div", { class: "gw-call-tabs", role: "tablist", "aria-label": "Backward calls" });
+    bindTabKeys(this.calls, (tab) => tab.click());
     this.callsCaption = h("span", { class: "gw-calls-caption" });
     this.callsRow = h("div", { class: "gw-calls" }, this.callsCaption, this.calls);
     this.card = h("div", { class: "gw-step-card", "aria-live": "polite" });
@@ -231,6 +233,7 @@ export class StepperView {
     this.callsCaption.textContent = shared ? texts[0] : "";
     this.callsCaption.hidden = !shared;
     let selectedTab: HTMLElement | null = null;
+    const hadFocus = this.calls.contains(document.activeElement);
     this.calls.replaceChildren(
       ...m.backwards.map((call, i) => {
         const selected = call.index === entry.backward;
@@ -239,6 +242,7 @@ export class StepperView {
           role: "tab",
           class: `gw-call${selected ? " selected" : ""}`,
           "aria-selected": String(selected),
+          tabindex: selected ? 0 : -1,
           "aria-label": shared ? `${numbers[i]} ${texts[i]}` : undefined,
           text: labels[i],
           title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
@@ -253,6 +257,7 @@ export class StepperView {
     );
     this.callsRow.hidden = m.backwards.length < 2;
     if (selectedTab) revealWithin(this.calls, selectedTab, "x");
+    if (hadFocus) (selectedTab as HTMLElement | null)?.focus(); // drawn anew: the focus stays on the call's tab
   }
 
   private renderCard(entry: StepEntry): void {

@@ -18,6 +18,7 @@ import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
 import { type GraphCall, type Selection, Store, stepperEntry, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
+import { bindTabKeys, selectTab } from "./tabs";
 import { currentTheme, setTheme } from "./theme";
 import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent } from "./types/events";
@@ -267,6 +268,7 @@ export class Viewer {
       this.tabs.set(tab, b);
       list.append(b);
     }
+    bindTabKeys(list, (b) => this.show(b.dataset.view as ViewerTab));
     const theme = h("button", { type: "button", class: "gw-btn gw-viewer-theme", "aria-pressed": String(currentTheme() === "dark"), "aria-label": "Dark theme", title: "Dark theme", text: "◐" });
     theme.addEventListener("click", () => {
       setTheme(currentTheme() === "dark" ? "light" : "dark", false);
@@ -361,7 +363,7 @@ export class Viewer {
 
   private render(): void {
     this.root.dataset.view = this.tab;
-    for (const [tab, b] of this.tabs) b.setAttribute("aria-selected", String(tab === this.tab));
+    selectTab(this.tabs.values(), (b) => b.dataset.view === this.tab);
     for (const [tab, el] of this.panels) el.hidden = tab !== this.tab;
     this.side.hidden = this.tab === "graph";
     this.renderSteps();
