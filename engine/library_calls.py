@@ -192,15 +192,18 @@ class LibraryCalls:
         def clip(parameters: Any, *args: Any, **kwargs: Any) -> Any:
             if self._rec.active and making.depth == 0:
                 self._rec.pitfalls.on_clip(original.__name__)
+                given = parameters  # what it was given (a generator: listed, below)
                 if isinstance(parameters, types.GeneratorType):
                     # read here to see whether something else read it before (a generator
                     # made empty is not one that was started), and handed on as a generator
                     started = inspect.getgeneratorstate(parameters) != inspect.GEN_CREATED
                     name = find_name(parameters, snippet_frame()[0])
-                    read = list(parameters)
+                    given = read = list(parameters)
                     if started and not read:
                         self._rec.pitfalls.on_clip_empty(original.__name__, name)
                     parameters = (p for p in read)
+                if self._rec.pitfalls.enabled:  # clip-on-other-parameters
+                    self._rec.pitfalls.clips.clipped(original.__name__, given, args, kwargs)
             if not self._recording_here():
                 return original(parameters, *args, **kwargs)
             # read the parameters once, and hand them on as they came: a generator as a

@@ -22,6 +22,7 @@ from torch import nn
 
 from ..source import named_tensors, snippet_frame, snippet_frames
 from .clip_order import clip_after_step, clip_got_no_parameters
+from .clip_targets import ClipTargets
 from .custom_backward import IgnoredGradients
 from .diverging import LossCourse, diverged_reports
 from .grad_of_grad import GradOfGrad, grad_of_grad_added
@@ -49,7 +50,7 @@ from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
 from .samples import SampleDraws
 from .scaled_clipping import scaled_clip_report
-from .schedulers import never_stepped_schedulers
+from .scheduler_periods import scheduler_reports
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
@@ -106,6 +107,7 @@ class PitfallWatch:
         self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
+        self.clips = ClipTargets(rec, self._say)  # clip-on-other-parameters (library_calls.py)
         # graph-built-in-evaluation: (line, backward calls at that time, bytes)
         self._eval_forwards: list[tuple[int | None, int]] = []
         self._from_leaf = False  # the last backward() started from leaves only
@@ -338,6 +340,7 @@ class PitfallWatch:
         in a row before it, over the same parameters, made one step each (NOTE [Rebuilt
         optimizers] in lineage.py)."""
         self._last_step = (step, line, self._rec.backward.calls)
+        self.clips.stepped(opt, params, line)
         if self._eval_since_step is not None:
             kind, self._eval_since_step = self._eval_since_step, None
             self._say(
@@ -474,10 +477,11 @@ class PitfallWatch:
         """Run the detectors that need the whole run; ``scope`` is the snippet's globals."""
         rec = self._rec
         self._leaks.finished()
+        self.clips.judge()
         for said in (
             *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._eval_forwards),
             *parameter_reports(rec, scope, self._ungraded),
-            *never_stepped_schedulers(scope, rec, self._course),
+            *scheduler_reports(scope, rec, self._course),
         ):
             self._say(*said)
         calls = rec.backward.calls

@@ -32,7 +32,7 @@ from .kinds import Said
 if TYPE_CHECKING:
     from ..recorder import Recorder
 
-__all__ = ["never_stepped_schedulers"]
+__all__ = ["driven_parts", "line_of", "name_of", "never_stepped_schedulers"]
 
 # a scheduler's settings worth naming, in this order
 _SETTINGS = ("step_size", "milestones", "gamma", "T_max", "total_steps", "factor", "patience")
@@ -54,12 +54,7 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         and getattr(value, "last_epoch", None) == 0
         and is_a(getattr(value, "optimizer", None), torch.optim.Optimizer)
     ]
-    parts = {
-        id(part)
-        for value in list(scope.values())
-        if is_a(value, LRScheduler)
-        for part in getattr(value, "_schedulers", None) or ()
-    }
+    parts = driven_parts(scope)
     idle = [(name, value) for name, value in idle if id(value) not in parts and not _built_after_steps(value)]
     if not idle and not any(type(value).__name__ in _PER_BATCH for value in list(scope.values())):
         return []  # (the source's lines are read only for a scheduler to report)
@@ -71,9 +66,25 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
         steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
         if steps < 2 or any(re.search(rf"\b{re.escape(name)}\.step\b", code) for code in codes):
             continue
-        opt_name = next((n for n, v in scope.items() if v is optimizer and not n.startswith("_")), "opt")
+        opt_name = name_of(optimizer, scope)
         said.append(_report(name, value, optimizer, opt_name, steps, codes))
     return said
+
+
+def driven_parts(scope: dict[str, Any]) -> set[int]:
+    """The ids of the schedulers that another one of ``scope`` steps for them (the parts of a
+    ``SequentialLR`` or ``ChainedScheduler``)."""
+    return {
+        id(part)
+        for value in list(scope.values())
+        if is_a(value, LRScheduler)
+        for part in getattr(value, "_schedulers", None) or ()
+    }
+
+
+def name_of(value: Any, scope: dict[str, Any], default: str = "opt") -> str:
+    """The name ``scope`` binds ``value`` to (not a ``_`` one), or ``default``."""
+    return next((n for n, v in list(scope.items()) if v is value and not n.startswith("_")), default)
 
 
 def _built_after_steps(scheduler: Any) -> bool:
@@ -89,8 +100,8 @@ def _report(
     name: str, scheduler: Any, optimizer: torch.optim.Optimizer, opt_name: str, steps: int, codes: list[str]
 ) -> Said:
     kind = type(scheduler).__name__
-    built = _line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
-    stepped = _line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+    built = line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
+    stepped = line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
     lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
     rate = f" at {lr:.4g}" if isinstance(lr, float | int) else ""
     where = f" at line {built}" if built else ""
@@ -131,7 +142,8 @@ def _settings(scheduler: Any) -> str:
     return f" with {', '.join(shown)}" if shown else ""
 
 
-def _line_of(codes: list[str], pattern: re.Pattern[str]) -> int | None:
+def line_of(codes: list[str], pattern: re.Pattern[str]) -> int | None:
+    """The first line (from 1) of ``codes`` that ``pattern`` finds."""
     return next((i for i, code in enumerate(codes, 1) if pattern.search(code)), None)
 
 
@@ -152,9 +164,9 @@ def _stepped_per_epoch(
         ):
             continue
         kind = type(value).__name__
-        opt_name = next((n for n, v in scope.items() if v is optimizer and not n.startswith("_")), "opt")
-        stepped = _line_of(codes, re.compile(rf"\b{re.escape(name)}\.step\("))
-        after = _line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+        opt_name = name_of(optimizer, scope)
+        stepped = line_of(codes, re.compile(rf"\b{re.escape(name)}\.step\("))
+        after = line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
         lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
         rate = f" The learning rate ends at {lr:.4g}." if isinstance(lr, float | int) else ""
         cycle = f" of the {total} its cycle has (total_steps={total})" if isinstance(total, int) else ""
