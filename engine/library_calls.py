@@ -42,7 +42,9 @@ engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail. S
 ``random.shuffle`` and ``numpy.random.shuffle``, called from the snippet's own code, shown to
 inputs-shuffled-apart-from-labels (engine/pitfalls/in_place_shuffles.py), and the ``sample``
 of each ``torch.distributions`` class, its draws shown to sample-instead-of-rsample
-(engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way).
+(engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way):
+those only where the snippet's source says ``sample`` (some 40 methods to put in place and
+take back at each entry of the recorder, which a benchmark enters once a step).
 """
 
 from __future__ import annotations
@@ -91,6 +93,19 @@ DataLoader.__qualname__ = "DataLoader.__next__"
 DataLoader.__module__ = "torch.utils.data"
 
 
+@functools.cache
+def _drawing_methods() -> tuple[tuple[type, str], ...]:
+    """``(class, "sample" or "rsample")`` for each ``torch.distributions`` class that defines
+    that method itself, listed once."""
+    return tuple(
+        (kind, name)
+        for kind in vars(distributions).values()
+        if isinstance(kind, type) and issubclass(kind, distributions.Distribution)
+        for name in ("sample", "rsample")
+        if name in vars(kind)
+    )
+
+
 class LibraryCalls:
     """Wraps the calls of NOTE [Library calls as one op] between :meth:`install` and :meth:`remove`."""
 
@@ -103,6 +118,9 @@ class LibraryCalls:
         self.making = _Making()
         #: the snippet's seed calls in loops (seed-reset-in-loop)
         self.seeds = Reseeds(rec)
+        # whether to wrap the distributions' sample and rsample: the snippet's source says
+        # "sample" and the detectors are on (None: not yet read)
+        self._draws: bool | None = None
 
     def install(self) -> None:
         self._replace(_BaseDataLoaderIter, "__next__", self._next_batch)
@@ -129,19 +147,11 @@ class LibraryCalls:
                 if numpy_owner is not None and getattr(numpy_owner, "shuffle", None) is numpy_shuffle:
                     self._replace(numpy_owner, "shuffle", self._shuffling_numpy)
         self._replace(random, "shuffle", self._shuffling)
-        for kind in vars(distributions).values():
-            if (
-                isinstance(kind, type)
-                and issubclass(kind, distributions.Distribution)
-                and "sample" in vars(kind)
-            ):
-                self._replace(kind, "sample", self._sampling)
-            if (
-                isinstance(kind, type)
-                and issubclass(kind, distributions.Distribution)
-                and "rsample" in vars(kind)
-            ):
-                self._replace(kind, "rsample", self._rsampling)
+        if self._draws is None:  # (the source is the recorder's once it is entered)
+            self._draws = self._rec.pitfalls.enabled and any("sample" in s for s in self._rec.source_lines)
+        if self._draws:  # some 40 methods: put in place only for a snippet that draws
+            for kind, name in _drawing_methods():
+                self._replace(kind, name, self._sampling if name == "sample" else self._rsampling)
 
     def remove(self) -> None:
         while self._originals:
