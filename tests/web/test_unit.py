@@ -190,3 +190,12 @@ def test_frontend_unit_tests(traces: Path) -> None:
         env={**os.environ, "GRADWALK_TRACES": str(traces)},
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_the_unit_tests_without_traces_say_how_to_record_them() -> None:
+    need(shutil.which("node") is not None, "node is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "GRADWALK_TRACES"}
+    result = subprocess.run(["node", "scripts/unit.mjs"], cwd=WEB, capture_output=True, text=True, env=env)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "GRADWALK_TRACES" in result.stderr and "pytest tests/web/test_unit.py" in result.stderr
+    assert "ENOENT" not in result.stdout + result.stderr  # stopped before any test ran

@@ -11,6 +11,15 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
 const web = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+if (!process.env.GRADWALK_TRACES) {
+  // without the traces most tests would fail one by one on a missing file
+  console.error(
+    "npm test reads traces recorded with PyTorch from the folder GRADWALK_TRACES names, and it is not set.\n" +
+      "From the repository root, `.venv/bin/python -m pytest tests/web/test_unit.py` records them " +
+      "into a temporary folder and runs these tests with it.",
+  );
+  process.exit(2);
+}
 const files = readdirSync(join(web, "test")).filter((f) => f.endsWith(".test.ts"));
 const out = mkdtempSync(join(tmpdir(), "gradwalk-unit-"));
 try {
