@@ -42,9 +42,10 @@ engine/pitfalls/reseeds.py) with the generator it resets, whatever the detail. S
 ``random.shuffle`` and ``numpy.random.shuffle``, called from the snippet's own code, shown to
 inputs-shuffled-apart-from-labels (engine/pitfalls/in_place_shuffles.py), and the ``sample``
 of each ``torch.distributions`` class, its draws shown to sample-instead-of-rsample
-(engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way):
-those only where the snippet's source says ``sample`` (some 40 methods to put in place and
-take back at each entry of the recorder, which a benchmark enters once a step).
+(engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way).
+The shuffles only where the snippet's source says ``shuffle``, the draws only where it says
+``sample`` (some 40 methods to put in place and take back at each entry of the recorder,
+which a benchmark enters once a step), and neither with the detectors off.
 """
 
 from __future__ import annotations
@@ -118,38 +119,31 @@ class LibraryCalls:
         self.making = _Making()
         #: the snippet's seed calls in loops (seed-reset-in-loop)
         self.seeds = Reseeds(rec)
-        # whether to wrap the distributions' sample and rsample: the snippet's source says
-        # "sample" and the detectors are on (None: not yet read)
-        self._draws: bool | None = None
+        # which of "shuffle" and "sample" the snippet's source says, with the detectors on: the
+        # shuffles and the distributions' sample and rsample are wrapped only then (None: not
+        # yet read)
+        self._source_says: set[str] | None = None
 
     def install(self) -> None:
         self._replace(_BaseDataLoaderIter, "__next__", self._next_batch)
         for name in _CLIPPERS:
-            original = getattr(clip_grad, name)
-            for owner in (clip_grad, nn_utils):  # the function and its re-export, where the same
-                if getattr(owner, name) is original:
-                    self._replace(owner, name, self._clipping)
+            self._replace_shared((clip_grad, nn_utils), name, self._clipping)
         for name in _CONVERSIONS:
             self._replace(nn.Module, name, self._converting)
-        seed = torch.manual_seed
-        for owner in (torch, torch.random):  # the function and its re-export, where the same
-            if owner.manual_seed is seed:
-                self._replace(owner, "manual_seed", self._seeding)
+        self._replace_shared((torch, torch.random), "manual_seed", self._seeding)
         self._replace(random, "seed", self._seeding_random)
         numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
+        numpy_owners = (numpy_random, getattr(numpy_random, "mtrand", None))
         if numpy_random is not None:
-            numpy_seed = numpy_random.seed
-            for numpy_owner in (numpy_random, getattr(numpy_random, "mtrand", None)):
-                if numpy_owner is not None and getattr(numpy_owner, "seed", None) is numpy_seed:
-                    self._replace(numpy_owner, "seed", self._seeding_numpy)
-            numpy_shuffle = numpy_random.shuffle
-            for numpy_owner in (numpy_random, getattr(numpy_random, "mtrand", None)):
-                if numpy_owner is not None and getattr(numpy_owner, "shuffle", None) is numpy_shuffle:
-                    self._replace(numpy_owner, "shuffle", self._shuffling_numpy)
-        self._replace(random, "shuffle", self._shuffling)
-        if self._draws is None:  # (the source is the recorder's once it is entered)
-            self._draws = self._rec.pitfalls.enabled and any("sample" in s for s in self._rec.source_lines)
-        if self._draws:  # some 40 methods: put in place only for a snippet that draws
+            self._replace_shared(numpy_owners, "seed", self._seeding_numpy)
+        if self._source_says is None:  # (the source is the recorder's once it is entered)
+            words = ("shuffle", "sample") if self._rec.pitfalls.enabled else ()
+            self._source_says = {w for w in words if any(w in line for line in self._rec.source_lines)}
+        if "shuffle" in self._source_says:
+            if numpy_random is not None:
+                self._replace_shared(numpy_owners, "shuffle", self._shuffling_numpy)
+            self._replace(random, "shuffle", self._shuffling)
+        if "sample" in self._source_says:  # some 40 methods: put in place only for a snippet that draws
             for kind, name in _drawing_methods():
                 self._replace(kind, name, self._sampling if name == "sample" else self._rsampling)
 
@@ -157,6 +151,14 @@ class LibraryCalls:
         while self._originals:
             owner, name, original = self._originals.pop()
             setattr(owner, name, original)
+
+    def _replace_shared(self, owners: tuple[Any, ...], name: str, wrap: Callable[[Any], Any]) -> None:
+        """:meth:`_replace` ``name`` on each of ``owners`` (a function and its re-exports)
+        where it is the same object as on the first."""
+        original = getattr(owners[0], name)
+        for owner in owners:
+            if owner is not None and getattr(owner, name, None) is original:
+                self._replace(owner, name, wrap)
 
     def _replace(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
         """Put ``wrap(original)`` in place of ``owner.name``. A recorder is entered once per

@@ -222,17 +222,20 @@ class Shuffles:
         )
 
     def _family(self, base: Any, rows: int) -> int:
-        """The family number of index ``base`` if it is a permutation of ``rows`` rows, else 0."""
+        """The family number of index ``base`` if it is a permutation of ``rows`` rows, else 0.
+        Only an index as long as the rows is remembered (a batch's ``X[idx]`` each step is
+        not: its length says it is no permutation of them)."""
+        if not (1 < len(base) == rows <= _LONGEST and getattr(base, "ndim", 0) == 1):
+            return 0
         known = self._bases.get(id(base))
         if known is not None and known[0]() is base:
             return known[1]
         family = 0
-        if 1 < len(base) == rows <= _LONGEST and getattr(base, "ndim", 0) == 1:
-            with torch.no_grad():
-                values = torch.as_tensor(base).to("cpu", torch.int64)
-                if bool((values.sort().values == torch.arange(rows)).all()):
-                    self._families += 1
-                    family = self._families
+        with torch.no_grad():
+            values = torch.as_tensor(base).to("cpu", torch.int64)
+            if bool((values.sort().values == torch.arange(rows)).all()):
+                self._families += 1
+                family = self._families
         with contextlib.suppress(TypeError):  # (no weak reference to it: looked at again next time)
             self._bases[id(base)] = (weakref.ref(base), family)
         return family
