@@ -5,7 +5,8 @@
 across calls lives beside it: the chains of adds of loss-tensor-accumulated in
 running_totals.py, the gradients of missing-zero-grad (and what it says) in stale_grads.py,
 the shape check of broadcast-in-loss in broadcast.py, what made a loss's input in
-loss_inputs.py; the end-of-run reports are built in parameters.py, run_end.py and diverging.py.
+loss_inputs.py; the modes of dropout, batch norm and whole models in module_calls.py; the
+end-of-run reports are built in parameters.py, run_end.py and diverging.py.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..source import named_tensors, snippet_frame, snippet_frames
+from ..source import snippet_frame
 from .clip_order import clip_after_step, clip_got_no_parameters
 from .clip_targets import ClipTargets
 from .custom_backward import IgnoredGradients
@@ -31,13 +32,7 @@ from .hook_calls import UNKNOWN, Unknown, guarded, known, nothing
 from .kinds import PITFALL_KINDS
 from .late_retain import LateRetains
 from .leaked_gradients import LeakedGradients
-from .modes import (
-    eval_left_on_report,
-    not_an_evaluation,
-    run_by_library,
-    train_kept_on_purpose,
-    train_mode_in_evaluation_explained,
-)
+from .module_calls import ModeWatch
 from .nan_gradients import NonFiniteGradients
 from .never_stepped import never_stepped
 from .no_gradients import no_gradients_said, previews_a_schedule
@@ -73,12 +68,6 @@ _ONCE_PER_RUN = frozenset(
     }
 )
 _KINDS = frozenset(PITFALL_KINDS)
-_STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
-
-
-def _switched_off(module: nn.Module) -> bool:
-    """A dropout of p = 0: the same in either mode."""
-    return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
 
 
 class PitfallWatch:
@@ -98,18 +87,11 @@ class PitfallWatch:
         self._stale = StaleGradients(known)  # missing-zero-grad
         self._leaks = LeakedGradients(rec, self._say)  # gradient-leaked-from-other-loss
         self._nan_gradients = NonFiniteGradients()  # non-finite-gradient
-        # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
-        # class of one that, with gradients on, last ran before the coming step in eval mode
-        self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
-        self._eval_since_step: str | None = None
-        self._root_training = False  # the mode of the last model called as a whole with grad on
-        self._root_now_training = True  # the mode of the last model called as a whole
-        self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
+        # eval-mode-in-training, train-mode-in-evaluation, graph-built-in-evaluation's forwards
+        self._modes = ModeWatch(rec, self._say)
         # clip-after-step: (the step, its line, backward() calls by then) of the last step
         self._last_step: tuple[int, int | None, int] | None = None
         self.clips = ClipTargets(rec, self._say)  # clip-on-other-parameters (library_calls.py)
-        # graph-built-in-evaluation: (line, backward calls at that time, bytes)
-        self._eval_forwards: list[tuple[int | None, int]] = []
         self._from_leaf = False  # the last backward() started from leaves only
         self._ungraded = UngradedParams()  # parameter-without-gradient
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
@@ -184,58 +166,16 @@ class PitfallWatch:
     # --- modules ------------------------------------------------------------------------
 
     def needs_calls_of(self, module: nn.Module, is_root: bool) -> bool:
-        """Whether :meth:`on_module_call` must see ``module``'s calls (when not every call is seen).
-
-        Dropout and batch norm (train-mode-in-evaluation), and models with parameters
-        called as a whole (graph-built-in-evaluation); a loss module, also called as a
-        whole, holds no graph of its own worth flagging.
-        """
-        if not self.enabled:
-            return False
-        if isinstance(module, _STOCHASTIC):
-            return True
-        return is_root and next(named_tensors(module, "_parameters"), None) is not None
+        """Whether :meth:`on_module_call` must see ``module``'s calls (when not every call is
+        seen): see :meth:`.ModeWatch.needs_calls_of`."""
+        return self.enabled and self._modes.needs_calls_of(module, is_root)
 
     @guarded
     def on_module_call(self, module: nn.Module, is_root: bool) -> None:
-        """Look at a module about to run its forward."""
-        grad_on = torch.is_grad_enabled()
-        if is_root:
-            self._root_now_training = module.training
-        if not grad_on and module.training and isinstance(module, _STOCHASTIC):
-            # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
-            # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
-            on_purpose = (not is_root and not self._root_now_training) or run_by_library()
-            source = self._rec.source_lines
-            if (
-                on_purpose
-                or _switched_off(module)
-                or train_kept_on_purpose(source)
-                or not_an_evaluation(source)
-            ):
-                return
-            _, _, top, _ = snippet_frames()
-            self._say(
-                "train-mode-in-evaluation", top, *train_mode_in_evaluation_explained(type(module).__name__)
-            )
+        """Look at a module about to run its forward (``is_root``: called as a whole)."""
+        self._modes.on_module_call(module, is_root)
         if self._rec.detail:  # which layers run, for parameter-without-gradient's wording
             self._ungraded.on_module_call(module)
-        if is_root and grad_on:
-            self._root_training = module.training
-            self._root_frozen = not module.training and not any(p.requires_grad for p in module.parameters())
-        if is_root and grad_on and not module.training:
-            _, _, top, _ = snippet_frames()
-            self._eval_forwards.append((top, self._rec.backward.calls))
-        if grad_on and isinstance(module, _STOCHASTIC):
-            # the last such call before a step tells the mode that step's forward ran in
-            if module.training:
-                self._trained.add(module)
-                self._eval_since_step = None
-            elif module in self._trained and not (
-                _switched_off(module) or self._root_training or self._root_frozen
-            ):
-                # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
-                self._eval_since_step = type(module).__name__
 
     # --- backward and steps -------------------------------------------------------------
 
@@ -341,11 +281,7 @@ class PitfallWatch:
         optimizers] in lineage.py)."""
         self._last_step = (step, line, self._rec.backward.calls)
         self.clips.stepped(opt, params, line)
-        if self._eval_since_step is not None:
-            kind, self._eval_since_step = self._eval_since_step, None
-            self._say(
-                "eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.statement_lines)
-            )
+        self._modes.stepped(step, line)
         if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
             label = self._rec.training.label_of(opt) or type(opt).__name__
             self._say(
@@ -479,7 +415,7 @@ class PitfallWatch:
         self._leaks.finished()
         self.clips.judge()
         for said in (
-            *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._eval_forwards),
+            *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._modes.eval_forwards),
             *parameter_reports(rec, scope, self._ungraded),
             *scheduler_reports(scope, rec, self._course),
         ):

@@ -1,0 +1,113 @@
+"""What the detectors follow of a model's calls: the mode each forward ran in.
+
+:class:`ModeWatch` sees every call of a dropout or batch-norm layer and of a model called as
+a whole (:meth:`ModeWatch.needs_calls_of`). From them it says train-mode-in-evaluation at
+once, tells eval-mode-in-training at the next optimizer step (:meth:`ModeWatch.stepped`),
+and keeps the forwards run in eval mode with gradients on for graph-built-in-evaluation
+(:attr:`ModeWatch.eval_forwards`, judged at the end of the run in run_end.py). What the two
+mode pitfalls say, and the source reading that keeps them quiet, is in modes.py.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ..source import named_tensors, snippet_frames
+from .modes import (
+    eval_left_on_report,
+    not_an_evaluation,
+    run_by_library,
+    train_kept_on_purpose,
+    train_mode_in_evaluation_explained,
+)
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["ModeWatch"]
+
+_STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+
+
+def _switched_off(module: nn.Module) -> bool:
+    """A dropout of p = 0: the same in either mode."""
+    return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
+
+
+class ModeWatch:
+    """The modes of one run's dropout, batch-norm and whole-model calls.
+
+    ``say`` is the watch's emitter (``PitfallWatch._say``): it takes a kind, a line and
+    the title, message and fix.
+    """
+
+    def __init__(self, rec: Recorder, say: Callable[..., None]) -> None:
+        self._rec = rec
+        self._say = say
+        # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
+        # class of one that, with gradients on, last ran before the coming step in eval mode
+        self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        self._eval_since_step: str | None = None
+        self._root_training = False  # the mode of the last model called as a whole with grad on
+        self._root_now_training = True  # the mode of the last model called as a whole
+        self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
+        # graph-built-in-evaluation: (line, backward calls at that time) of each forward of a
+        # whole model in eval mode with gradients on
+        self.eval_forwards: list[tuple[int | None, int]] = []
+
+    @staticmethod
+    def needs_calls_of(module: nn.Module, is_root: bool) -> bool:
+        """Whether :meth:`on_module_call` must see ``module``'s calls: dropout and batch norm,
+        and models with parameters called as a whole (a loss module, also called as a whole,
+        holds no graph of its own worth flagging)."""
+        if isinstance(module, _STOCHASTIC):
+            return True
+        return is_root and next(named_tensors(module, "_parameters"), None) is not None
+
+    def on_module_call(self, module: nn.Module, is_root: bool) -> None:
+        """Look at ``module`` about to run its forward (``is_root``: called as a whole)."""
+        grad_on = torch.is_grad_enabled()
+        if is_root:
+            self._root_now_training = module.training
+        if not grad_on and module.training and isinstance(module, _STOCHASTIC):
+            self._trained_in_evaluation(module, is_root)
+        if is_root and grad_on:
+            self._root_training = module.training
+            self._root_frozen = not module.training and not any(p.requires_grad for p in module.parameters())
+        if is_root and grad_on and not module.training:
+            _, _, top, _ = snippet_frames()
+            self.eval_forwards.append((top, self._rec.backward.calls))
+        if grad_on and isinstance(module, _STOCHASTIC):
+            # the last such call before a step tells the mode that step's forward ran in
+            if module.training:
+                self._trained.add(module)
+                self._eval_since_step = None
+            elif module in self._trained and not (
+                _switched_off(module) or self._root_training or self._root_frozen
+            ):
+                # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
+                self._eval_since_step = type(module).__name__
+
+    def stepped(self, step: int, line: int | None) -> None:
+        """An optimizer's step ``step``, at ``line``: say eval-mode-in-training if the
+        forward before it ran a layer, trained before, in eval mode."""
+        if self._eval_since_step is None:
+            return
+        kind, self._eval_since_step = self._eval_since_step, None
+        self._say("eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.statement_lines))
+
+    def _trained_in_evaluation(self, module: Any, is_root: bool) -> None:
+        """A dropout or batch-norm ``module`` in training mode, called with gradients off."""
+        # a layer put back in training inside a model in eval (Monte-Carlo dropout by a helper
+        # that calls m.train() on each nn.Dropout), or a library's own pass (SWA's update_bn)
+        on_purpose = (not is_root and not self._root_now_training) or run_by_library()
+        source = self._rec.source_lines
+        if on_purpose or _switched_off(module) or train_kept_on_purpose(source) or not_an_evaluation(source):
+            return
+        _, _, top, _ = snippet_frames()
+        self._say("train-mode-in-evaluation", top, *train_mode_in_evaluation_explained(type(module).__name__))
