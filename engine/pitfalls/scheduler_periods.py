@@ -6,8 +6,9 @@ does not stop there: its period is ``2 * T_max``, so the learning rate climbs ba
 started, falls again, and the run goes through many half-periods where one was meant. A
 ``PolynomialLR`` or decaying ``LinearLR`` sized by ``total_iters`` reaches its floor (often 0)
 after as many batches and trains there for the rest of the run; a ``StepLR`` or
-``ExponentialLR`` decays once per batch and the learning rate is near 0 after the first epoch.
-Nothing raises.
+``ExponentialLR`` decays once per batch and the learning rate is near 0 after the first epoch;
+a ``MultiStepLR`` passes all its milestones (``milestones=[30, 60]``, meant as epochs) in the
+first batches and trains at its lowest rate from then on. Nothing raises.
 
 Told at the end of the run from each scheduler the snippet holds, by the steps it took (its
 ``last_epoch``) and the learning-rate course they give, which PyTorch's closed forms replay:
@@ -17,7 +18,10 @@ Told at the end of the run from each scheduler the snippet holds, by the steps i
   ``total_iters``, so that more than half the run trained at the floor;
 - ``StepLR``, ``ExponentialLR``: stepped in a loop inside another loop (the batch loop), as often
   as its optimizer or half as often, and the learning rate fell below 1e-4 of its start by the
-  middle of the run.
+  middle of the run;
+- ``MultiStepLR``: stepped in a batch loop as often as its optimizer or half as often, past
+  its last milestone by the middle of the run (milestones counted in steps, which a run of
+  that many steps reaches late, stay silent).
 
 Left alone: a schedule sized in steps that the run does not pass (``T_max`` the number of
 batches), one stepped per epoch within its length, ``CosineAnnealingWarmRestarts`` (which restarts
@@ -45,12 +49,13 @@ if TYPE_CHECKING:
 
 __all__ = ["past_period_schedulers", "scheduler_reports"]
 
-_KINDS = ("CosineAnnealingLR", "PolynomialLR", "LinearLR", "StepLR", "ExponentialLR")
+_KINDS = ("CosineAnnealingLR", "PolynomialLR", "LinearLR", "StepLR", "ExponentialLR", "MultiStepLR")
 # what the run did to the learning rate, in a title
 _SHORT = {
     "CosineAnnealingLR": "past {} the lr climbs back up",
     "PolynomialLR": "past {} the lr stays at its floor",
     "LinearLR": "past {} the lr stays at its floor",
+    "MultiStepLR": "{} are all passed early and the lr stays at its lowest",
 }
 _FLOOR = 1e-4  # a StepLR's or ExponentialLR's rate below this share of its start: ~0
 
@@ -110,6 +115,8 @@ def _lr(scheduler: Any, t: int) -> float:
         return base * (start + (end - start) * min(t, scheduler.total_iters) / scheduler.total_iters)
     if kind == "StepLR":
         return base * scheduler.gamma ** (t // scheduler.step_size)
+    if kind == "MultiStepLR":  # (milestones: a Counter; a milestone given twice decays twice)
+        return base * scheduler.gamma ** sum(n for m, n in scheduler.milestones.items() if m <= t)
     return base * scheduler.gamma**t  # ExponentialLR
 
 
@@ -146,6 +153,14 @@ def _course(scheduler: Any, inner: bool, steps: int) -> str | None:
         )
     if not inner or 2 * taken < steps:
         return None
+    if kind == "MultiStepLR":
+        last = max(scheduler.milestones, default=0)
+        if last < 1 or 2 * last > taken or _lr(scheduler, taken) >= base:
+            return None
+        return (
+            f"the lr fell from {base:.4g} to {_lr(scheduler, last):.4g} at step {last}, its last milestone, and "
+            f"stayed there for the other {taken - last} of its {taken} steps"
+        )
     floor = next((t for t in range(taken + 1) if _lr(scheduler, t) < base * _FLOOR), None)
     if floor is None or 2 * floor > taken:
         return None
@@ -199,10 +214,14 @@ def _report(
     codes: list[str],
 ) -> Said:
     kind = type(scheduler).__name__
-    setting = "T_max" if kind == "CosineAnnealingLR" else "total_iters"
-    if kind == "StepLR":
-        setting = "step_size"
-    sized = getattr(scheduler, setting, None)
+    setting = {"CosineAnnealingLR": "T_max", "StepLR": "step_size", "MultiStepLR": "milestones"}.get(
+        kind, "total_iters"
+    )
+    sized = (
+        sorted(scheduler.milestones.elements())
+        if kind == "MultiStepLR"
+        else getattr(scheduler, setting, None)
+    )
     taken = scheduler.last_epoch
     built = line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
     where = f" at line {stepped}" if stepped else ""
@@ -215,6 +234,8 @@ def _report(
         lasts = (
             f"{settings} applies per batch, not per epoch"
             if kind == "ExponentialLR"
+            else f"{settings} count batches, not epochs"
+            if kind == "MultiStepLR"
             else f"{settings} lasts {sized} batch{'es' * (sized != 1)}, not {sized} epoch{'s' * (sized != 1)}"
         )
         message = (
@@ -227,7 +248,13 @@ def _report(
             fix += "."
         else:
             written = _argument(codes, built, setting, str(sized))
-            fix += f"; or, to step it per batch, count its schedule in batches: {setting}={written} * {_per_epoch(inner)}."
+            per_epoch = _per_epoch(inner)
+            in_batches = (
+                f"[m * {per_epoch} for m in {written}]"
+                if kind == "MultiStepLR"
+                else f"{written} * {per_epoch}"
+            )
+            fix += f"; or, to step it per batch, count its schedule in batches: {setting}={in_batches}."
     else:
         message = (
             f"{name} ({kind}, {settings}) stepped {taken} times{where} ({opt_name} stepped {steps} times), past "

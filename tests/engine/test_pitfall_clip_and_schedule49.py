@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from engine.pitfalls.scheduler_periods import _lr
 from tests.engine.snippets import recorded_silently, the_pitfall
 
 _GAN = """import torch, torch.nn as nn
@@ -198,6 +199,10 @@ def test_the_course_it_gives_is_what_pytorch_does() -> None:
             "LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=epochs)",
             "to 0 at step 3 (total_iters=3)",
         ),
+        (
+            "MultiStepLR(opt, milestones=[1, 2], gamma=0.1)",
+            "the lr fell from 0.1 to 0.001 at step 2, its last milestone, and stayed there for the other 22",
+        ),
     ],
 )
 def test_a_decay_sized_in_epochs_stepped_per_batch_is_said(built: str, phrase: str) -> None:
@@ -223,6 +228,8 @@ def test_a_decay_sized_in_epochs_stepped_per_batch_is_said(built: str, phrase: s
         ("CosineAnnealingLR(opt, T_max=epochs)", "OneCycleLR(opt, max_lr=0.1, total_steps=24)"),
         ("CosineAnnealingLR(opt, T_max=epochs)", "LinearLR(opt, start_factor=0.1, total_iters=epochs)"),
         ("CosineAnnealingLR(opt, T_max=epochs)", "ExponentialLR(opt, gamma=0.9)"),
+        # milestones counted in batches, the last reached late in the run
+        ("CosineAnnealingLR(opt, T_max=epochs)", "MultiStepLR(opt, milestones=[12, 20])"),
     ],
 )
 def test_a_schedule_that_ends_where_the_run_does_stays_silent(wrong: str, right: str) -> None:
@@ -238,3 +245,22 @@ def test_a_cosine_in_a_single_loop_past_t_max_is_told_to_size_it_in_steps() -> N
     assert said.title == "sched stepped 24 times: past T_max=3 the lr climbs back up"
     assert "past the 3 steps its schedule has" in said.message
     assert "T_max=24, the number of times sched.step() runs" in said.fix
+
+
+def test_milestones_counted_in_epochs_stepped_per_batch_are_told_in_batches() -> None:
+    source = _COSINE.replace("CosineAnnealingLR(opt, T_max=epochs)", "MultiStepLR(opt, milestones=[1, 2])")
+    said = the_pitfall(source, "scheduler-stepped-past-its-period", 12)
+    assert said.title == (
+        "sched.step() runs once per batch: milestones=[1, 2] are all passed early and the lr stays at its lowest"
+    )
+    assert "so milestones=[1, 2] count batches, not epochs" in said.message
+    assert said.fix.endswith("count its schedule in batches: milestones=[m * 8 for m in [1, 2]].")
+
+
+def test_the_milestone_course_it_gives_is_what_pytorch_does() -> None:
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 2, 5], gamma=0.5)
+    for t in range(1, 8):
+        opt.step()
+        sched.step()
+        assert math.isclose(_lr(sched, t), opt.param_groups[0]["lr"]), t
