@@ -281,7 +281,7 @@ class PitfallWatch:
         optimizers] in lineage.py)."""
         self._last_step = (step, line, self._rec.backward.calls)
         self.clips.stepped(opt, params, line)
-        self._modes.stepped(step, line)
+        self._modes.stepped(step, line, params)
         if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
             label = self._rec.training.label_of(opt) or type(opt).__name__
             self._say(

@@ -10,6 +10,7 @@ mode pitfalls say, and the source reading that keeps them quiet, is in modes.py.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ModeWatch"]
 
 _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+_EVAL_WRITTEN = re.compile(r"\.eval\(\)")
 
 
 def _switched_off(module: nn.Module) -> bool:
@@ -56,6 +58,11 @@ class ModeWatch:
         self._root_training = False  # the mode of the last model called as a whole with grad on
         self._root_now_training = True  # the mode of the last model called as a whole
         self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
+        self._root: weakref.ref[nn.Module] | None = None  # that model
+        # eval-mode-in-training before any training-mode call (model.eval() and then a fine-tuning
+        # loop): the class of a dropout that ran in eval mode, with gradients on, in the model
+        # called as a whole, with every parameter trainable; said if the coming step updates it
+        self._eval_from_start: tuple[str, weakref.ref[nn.Module]] | None = None
         # graph-built-in-evaluation: (line, backward calls at that time) of each forward of a
         # whole model in eval mode with gradients on
         self.eval_forwards: list[tuple[int | None, int]] = []
@@ -79,6 +86,7 @@ class ModeWatch:
         if is_root and grad_on:
             self._root_training = module.training
             self._root_frozen = not module.training and not any(p.requires_grad for p in module.parameters())
+            self._root = weakref.ref(module)
         if is_root and grad_on and not module.training:
             _, _, top, _ = snippet_frames()
             self.eval_forwards.append((top, self._rec.backward.calls))
@@ -86,20 +94,48 @@ class ModeWatch:
             # the last such call before a step tells the mode that step's forward ran in
             if module.training:
                 self._trained.add(module)
-                self._eval_since_step = None
+                self._eval_since_step = self._eval_from_start = None
+            elif not self._trained:
+                self._untrained_in_eval(module)
             elif module in self._trained and not (
                 _switched_off(module) or self._root_training or self._root_frozen
             ):
                 # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
                 self._eval_since_step = type(module).__name__
 
-    def stepped(self, step: int, line: int | None) -> None:
-        """An optimizer's step ``step``, at ``line``: say eval-mode-in-training if the
-        forward before it ran a layer, trained before, in eval mode."""
-        if self._eval_since_step is None:
-            return
+    def stepped(self, step: int, line: int | None, params: list[torch.Tensor]) -> None:
+        """An optimizer's step ``step``, at ``line``, over ``params``: say
+        eval-mode-in-training if the forward before it ran a layer, trained before, in eval
+        mode, or (no layer having trained yet) a dropout of a model in eval mode whose
+        parameters this step updates: ``model.eval()`` before a fine-tuning loop."""
         kind, self._eval_since_step = self._eval_since_step, None
-        self._say("eval-mode-in-training", *eval_left_on_report(kind, step, line, self._rec.statement_lines))
+        from_start, self._eval_from_start = self._eval_from_start, None
+        if kind is None and from_start is not None:
+            root = from_start[1]()
+            stepped = {id(p) for p in params}
+            if root is not None and any(id(p) in stepped for p in root.parameters()):
+                kind = from_start[0]
+        if kind is not None:
+            report = eval_left_on_report(kind, step, line, self._rec.statement_lines)
+            self._say("eval-mode-in-training", *report)
+
+    def _untrained_in_eval(self, module: nn.Module) -> None:
+        """Note ``module``, in eval mode with gradients on before any layer ran in training
+        mode, where it is a dropout inside a model in eval that the snippet switched with
+        ``.eval()`` and trains whole. Batch norm is left alone (frozen on purpose while
+        fine-tuning), as are a model with frozen parts (its eval mode keeps a backbone as it
+        is) and a forward whose model no step updates (an attack on the input)."""
+        root = self._root() if self._root is not None else None
+        if (
+            not isinstance(module, nn.modules.dropout._DropoutNd)
+            or _switched_off(module)
+            or root is None
+            or root.training
+            or not all(p.requires_grad for p in root.parameters())
+            or not any(_EVAL_WRITTEN.search(line) for line in self._rec.source_lines)
+        ):
+            return
+        self._eval_from_start = (type(module).__name__, self._root)
 
     def _trained_in_evaluation(self, module: Any, is_root: bool) -> None:
         """A dropout or batch-norm ``module`` in training mode, called with gradients off."""
