@@ -135,7 +135,7 @@ class ModeWatch:
             or not any(_EVAL_WRITTEN.search(line) for line in self._rec.source_lines)
         ):
             return
-        self._eval_from_start = (type(module).__name__, self._root)
+        self._eval_from_start = (type(module).__name__, weakref.ref(root))
 
     def _trained_in_evaluation(self, module: Any, is_root: bool) -> None:
         """A dropout or batch-norm ``module`` in training mode, called with gradients off."""
