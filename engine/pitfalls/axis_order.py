@@ -15,6 +15,12 @@ input, in another order, once the sizes of 1 (which can move freely) are left ou
 a size the call writes at a moved place divides (``x.view(B, T // 2, 2 * D)``: neighbouring
 frames or tokens stacked, a regrouping whose sizes only happen to match the input's in
 another order, as toy sizes often do).
+
+Attention heads split or merged by a reshape alone are told too: ``(B, T, C)`` cut into
+``(B, H, T, C // H)`` (heads before the sequence axis, where ``view(B, T, H, C // H)
+.transpose(1, 2)`` was meant), and ``(B, H, T, D)`` cut back into ``(B, T, H * D)`` without the
+``transpose(1, 2)`` first. Not where ``H`` equals ``T`` (the shapes cannot tell the orders
+apart) or a size is 1.
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ def axes_reordered(
     if not isinstance(given, torch.Tensor) or not given.is_floating_point():
         return None
     before, after = tuple(given.shape), tuple(result.shape)
+    heads = _heads_moved(before, after)
+    if heads is not None:
+        return _heads_report(op, given, after, heads, line, source_lines, frame)
     if len(before) < 3 or len(after) != len(before) or before == after or sorted(before) != sorted(after):
         return None
     if [s for s in before if s != 1] == [s for s in after if s != 1]:
@@ -212,3 +221,92 @@ def _call_text(code: str, called: re.Match[str]) -> str | None:
         if depth == 0:
             return code[called.start() : end + 1]
     return None
+
+
+def _heads_moved(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[str, int] | None:
+    """``("split", k)`` where ``after`` is ``P + (H, T, D)`` of ``before`` = ``P + (T, H * D)``,
+    ``("merged", k)`` where ``before`` is ``P + (H, T, D)`` and ``after`` ``P + (T, H * D)``
+    (``k = len(P)``); ``None`` otherwise, and where ``H == T`` or one of them or ``D`` is 1."""
+    for kind, cut, whole in (("split", after, before), ("merged", before, after)):
+        if len(cut) == len(whole) + 1 >= 3:
+            k = len(whole) - 2
+            h, t, d = cut[k:]
+            if cut[:k] == whole[:k] and (t, h * d) == whole[k:] and h != t and min(h, t, d) > 1:
+                return kind, k
+    return None
+
+
+def _heads_report(
+    op: str,
+    given: torch.Tensor,
+    after: tuple[int, ...],
+    heads: tuple[str, int],
+    line: int | None,
+    source_lines: Sequence[str],
+    frame: FrameType | None,
+) -> tuple[str, str, str] | None:
+    """``(title, message, fix)`` for heads split or merged (:func:`_heads_moved`) by ``op``
+    alone at snippet ``line``, which made ``given`` into shape ``after``; ``None`` for a
+    reshape not written on that line with its sizes one by one."""
+    kind, k = heads
+    code = quoted_code(source_lines, line, sys.maxsize)
+    called = _CALLED.search(code or "")
+    if code is None or called is None:
+        return None
+    before = tuple(given.shape)
+    h, _, d = after[k:] if kind == "split" else before[k:]
+    name = find_name(given, frame) or _receiver(code[: called.start()])
+    out = _assigned(code)
+    zeros = (0,) * k
+    if kind == "split":  # head 1 at position 0 of the result, and where splitting first puts it
+        step, meant = (*zeros, 1, 0, 0), (*zeros, 0, d)
+    else:  # position 0, feature d (head 1's first) of the result, and where that is in the input
+        step, meant = (*zeros, 0, d), (*zeros, 1, 0, 0)
+    taken = _unravel(_flat(step, after), before)
+    call = _call_text(code, called)
+    sizes = _sizes_written(call)
+    if sizes is None or len(sizes) != len(after):
+        return None  # the line's own reshape writes other sizes: this one ran in a library's code
+    swap = f".transpose({k}, {k + 1})"
+    fixed = None
+    if call is not None and call.startswith("."):
+        if kind == "merged":
+            fixed = code.replace(call, swap + call.replace(".view(", ".reshape(", 1), 1)
+        else:
+            order = [*sizes[:k], sizes[k + 1], sizes[k], *sizes[k + 2 :]]
+            written = f"{call[: call.index('(')]}({', '.join(ast.unparse(n) for n in order)})"
+            fixed = code.replace(call, written + swap, 1)
+    quoted = f" ({code})" if len(code) <= 60 else ""
+    input_at = (lambda i: f"{name}[{_index(i)}]") if name else (lambda i: f"the input's [{_index(i)}]")
+    what = (
+        f"a split into {h} heads, put before the sequence axis by the cut alone"
+        if kind == "split"
+        else f"{h} heads joined back without first moving them behind the sequence axis"
+    )
+    how, code_fix = (
+        (
+            "split the last axis where it is, then move the heads",
+            f".view({_sizes((*before[:-1], h, d))}){swap}",
+        )
+        if kind == "split"
+        else (
+            "move the heads behind the sequence axis before the reshape",
+            f"{swap}.reshape({_sizes(after)})",
+        )
+    )
+    return (
+        f"{op} mixes heads with positions: {_shape(before)} cut into {_shape(after)}",
+        f"Line {line}{quoted} makes {name or 'its input'} of shape {_shape(before)} into {_shape(after)}: "
+        f"{what}. view and reshape keep the {given.numel():,} numbers in the order they are in and only cut "
+        f"them into the new shape; they never move an axis. So {out or 'the result'}[{_index(step)}] is "
+        f"{input_at(taken)}, where {'splitting and then moving the axes' if kind == 'split' else 'moving the axes first'} "
+        f"would give {input_at(meant)}: each head attends over a mix of positions and features, and the model "
+        "trains on it all the same: nothing raises.",
+        f"{how[0].upper()}{how[1:]}"
+        + (f": {fixed}" if fixed else f": {code_fix} in place of the {op}")
+        + ".",
+    )
+
+
+def _sizes(shape: tuple[int, ...]) -> str:
+    return ", ".join(map(str, shape))
