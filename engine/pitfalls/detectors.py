@@ -30,6 +30,7 @@ from .grad_of_grad import GradOfGrad, grad_of_grad_added
 from .hand_updates import HandUpdates, left_in_grad_by_hand
 from .hook_calls import UNKNOWN, Unknown, guarded, known, nothing
 from .kinds import PITFALL_KINDS
+from .kl_sign import kl_sign_reports
 from .late_retain import LateRetains
 from .leaked_gradients import LeakedGradients
 from .module_calls import ModeWatch
@@ -418,6 +419,7 @@ class PitfallWatch:
             *memory_reports(rec, scope, self._ops.totals.accumulated(scope), self._modes.eval_forwards),
             *parameter_reports(rec, scope, self._ungraded),
             *scheduler_reports(scope, rec, self._course),
+            *kl_sign_reports(rec, scope),
         ):
             self._say(*said)
         calls = rec.backward.calls

@@ -65,6 +65,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "scores-compared-to-labels",
     "inputs-shuffled-apart-from-labels",
     "sample-instead-of-rsample",
+    "kl-term-sign-flipped",
 )
 
 
