@@ -9,18 +9,22 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .explain_autograd import autograd_rule_hint
 from .explain_calls import call_hint
 from .explain_carried import carried_graph_hint, carried_through_step_hint
-from .explain_cut import cut_graph_hint
-from .explain_cut_tools import transform_cut
+from .explain_complex import complex_hint
+from .explain_ctc import ctc_hint
 from .explain_discarded import discarded_conversion
+from .explain_dtype_writes import dtype_write_hint
+from .explain_einsum_terms import einsum_terms_hint
 from .explain_environment import environment_hint
 from .explain_factories import factory_hint
 from .explain_flatten import view_sized_wrong
 from .explain_functions import custom_function_hint
-from .explain_grad import assigned_grad_hint, functional_output_hint, none_grad_hint
+from .explain_grad import none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_indexing import indexing_hint
+from .explain_init import init_hint
 from .explain_inplace import (
     changed_saved_tensor,
     element_set_on_leaf,
@@ -30,25 +34,26 @@ from .explain_inplace import (
 from .explain_layout import layout_hint
 from .explain_linalg import linalg_hint
 from .explain_loaders import loader_hint
+from .explain_lookup_shapes import lookup_shape_hint
 from .explain_matmul import matmul_hint
 from .explain_modules import model_definition_hint
 from .explain_names import class_called_with_data, misspelt_attribute, tensor_called
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
+from .explain_optim_args import optimizer_argument_hint
 from .explain_packed import packed_hint
 from .explain_practice import practice_hint
 from .explain_recurrent import recurrent_hint
 from .explain_saving import saving_hint
-from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_setup import setup_hint
 from .explain_shaping import shaping_hint
 from .explain_spatial import spatial_hint
 from .explain_targets import cross_entropy_hint, spatial_target_hint
 from .explain_tools import tools_hint
 from .explain_transforms import transform_hint
-from .explain_unused_input import input_made_after_output
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
+from .explain_vmap_args import vmap_argument_hint
 from .memory import saved_by
-from .source import quoted_code, visible_names
+from .source import quoted_code
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -192,13 +197,21 @@ def explain_error(
         or setup_hint(text, code, rec.statement_lines)
         or returned_pair_hint(code, frame, text)
         or custom_function_hint(text, code, frame)
-        or hook_hint(text, code, rec.statement_lines)
+        or hook_hint(text, code, rec.statement_lines, frame)
         or loader_hint(exc, rec, code, frame)
         or saving_hint(exc, rec, code, frame)
         or call_hint(exc, rec, code, frame)
         or transform_hint(exc, code, frame)
         or linalg_hint(exc, code, frame, rec.statement_lines)
         or packed_hint(exc, rec, code, frame)
+        or optimizer_argument_hint(exc, code, frame)
+        or complex_hint(exc, code, frame)
+        or einsum_terms_hint(text, code)
+        or vmap_argument_hint(text, code, frame, rec.statement_lines)
+        or ctc_hint(text, code, frame)
+        or init_hint(exc, code, frame)
+        or dtype_write_hint(text, code, frame)
+        or lookup_shape_hint(text, code, frame)
     )
     if called:
         return called
@@ -219,7 +232,7 @@ def explain_error(
             "tensor (call loss.backward() first), for a tensor that does not require grad, and for "
             "one that is not a leaf unless you call .retain_grad() on it before backward()."
         )
-    autograd = _autograd_hint(text, code, frame, rec, line)
+    autograd = autograd_rule_hint(text, code, frame, rec, line)
     if autograd:
         return autograd
     if _DIFFERENT_DTYPES.search(text):
@@ -298,44 +311,6 @@ def explain_error(
     return None
 
 
-def _autograd_hint(
-    text: str, code: str | None, frame: FrameType | None, rec: Recorder, line: int | None
-) -> str | None:
-    """Errors of autograd's own rules (what backward() can start from, which tensors can
-    require grad or be optimized, what leaves NumPy), naming the line's tensor where its
-    code shows it; ``None`` for any other error."""
-    if "does not require grad and does not have a grad_fn" in text:
-        return _no_grad_fn_hint(code, frame, rec, line)
-    seed = seed_hint(text, code)
-    if seed:
-        return seed
-    if "appears to not have been used in the graph" in text:
-        made = input_made_after_output(code)
-        if made:
-            return made
-    if _INTEGER_REQUIRES_GRAD.search(text):
-        return _INTEGER_LEAF_HINT
-    if "can't optimize a non-leaf Tensor" in text:
-        return _non_leaf_parameter_hint(code, frame)
-    assigned = assigned_grad_hint(text, code) or functional_output_hint(text, code)
-    if assigned:
-        return assigned
-    if "Can't call numpy() on Tensor that requires grad" in text:
-        called = name_before(".numpy(", code) or _bracketed_receiver(".numpy(", code)
-        # np.array(pred): NumPy's conversion calls pred.numpy() itself
-        converted = None if called else _NUMPY_CONVERSION.search(code or "")
-        name = called or (converted.group(1) if converted else None)
-        what = name or "The tensor"
-        via = f" (NumPy's conversion of {name} calls {name}.numpy())" if converted else ""
-        read = name or "t"
-        return (
-            f"{what} is part of the autograd graph (it requires grad), and NumPy cannot carry "
-            f"gradients{via}. To read its values take {read}.detach().numpy() (or {read}.tolist(); "
-            f"{read}.item() for one number): what you compute from them is outside the graph."
-        )
-    return None
-
-
 _BARE_NO_GRAD = re.compile(r"^torch\.(?:no_grad|inference_mode)\(\)$")
 
 
@@ -353,69 +328,9 @@ def _bare_no_grad_hint(source_lines: list[str], line: int | None) -> str | None:
     return None
 
 
-_NUMPY_CONVERSION = re.compile(r"\bnp\.(?:array|asarray)\(\s*([A-Za-z_][\w.]*)\s*[,)]")
-
-
-def _bracketed_receiver(call: str, code: str | None) -> str | None:
-    """The bracketed expression ``call`` is made on in ``code``: ``(x * 3)`` in
-    ``y = (x * 3).numpy()``."""
-    found = re.search(r"(\([^()]*\))" + re.escape(call), code or "")
-    return found.group(1) if found else None
-
-
-def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, line: int | None) -> str:
-    """backward() (or autograd.grad) of a tensor outside any graph: the cause where the
-    snippet shows it (no tensor requires grad; the line that cut the chain), else the ways
-    its chain back to the leaves can be cut, as none of them shows in the tensor itself."""
-    shown = name_before(".backward(", code) or grad_output_of(code)
-    what = f"{shown} is" if shown else "This tensor is"
-    name = chain_root(shown) if shown else None  # g for g.sum(): the tensor the line computes it from
-    cause = (name and transform_cut(name, line, rec.statement_lines, frame)) or cut_graph_hint(
-        name or "it", frame, rec.statement_lines, line, rec.pitfalls.copied_at
-    )
-    if cause:
-        return f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing to go back through. {cause}"
-    return (
-        f"{what} not part of any graph (requires_grad False, grad_fn None), so there is nothing "
-        "to go back through. Either no tensor it was computed from requires grad (create the "
-        "leaf with requires_grad=True), or the chain back to them was cut: by torch.no_grad() "
-        "around the computation, by .detach(), .data, .item() or .numpy() of a value on the way, "
-        "or by an op with no gradient (argmax, argmin, comparisons such as x > 0, .long()). "
-        "print(t.requires_grad, t.grad_fn) for the tensors on the way shows where it stops."
-    )
-
-
-def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
-    """An optimizer given a computed tensor: which of the line's names it is (from the
-    snippet's frame) and how to make it a leaf."""
-    names = re.findall(r"[A-Za-z_]\w*", code or "")
-    scope = visible_names(frame)
-    computed = next(
-        (n for n in names if isinstance(scope.get(n), torch.Tensor) and not scope[n].is_leaf), None
-    )
-    which = (
-        f"{computed} is computed (its grad_fn is {type(scope[computed].grad_fn).__name__}), not a leaf"
-        if computed
-        else "one of them is computed from another tensor, not a leaf"
-    )
-    w = computed or "w"
-    return (
-        f"An optimizer updates leaves, tensors made directly, and {which}: an op after "
-        f"requires_grad=True (torch.randn(3, requires_grad=True) * 0.1, or .to(device)) makes a "
-        f"new tensor. Do the op first and ask for gradients last: {w} = (torch.randn(3) * 0.1)"
-        f".requires_grad_(), or {w} = torch.randn(3, device=device, requires_grad=True)."
-    )
-
-
 _INPLACE_HINT = (
     "A tensor that autograd saved for backward was changed in place afterwards. Use the "
     "out-of-place form (x = x + 1 instead of x += 1 / x.add_(1)), or .clone() the tensor first."
-)
-_INTEGER_LEAF_HINT = (
-    "Gradients exist for floating-point (and complex) tensors only, and this one holds integers: "
-    "torch.tensor of whole numbers (torch.tensor(2), torch.tensor([1, 2, 3])) and torch.arange(5) "
-    "make int64. Write the numbers as floats (torch.tensor(2.0, requires_grad=True)), pass "
-    "dtype=torch.float32, or convert first: x = x.float().requires_grad_()."
 )
 # (a phrase of PyTorch's message, what to tell the learner), for errors whose fix needs no
 # detail of the run
@@ -486,10 +401,8 @@ _PLAIN_HINTS = (
 _DIFFERENT_DTYPES = re.compile(
     r"(to|must) have the same dtype|Found dtype \w+ but expected \w+"
     r"|Input type \([a-z ]+\) and (?:bias|weight) type \([a-z ]+\) should be the same"
+    r"|expected scalar type (?!Long\b)\w+ but found \w+"  # bmm, einsum: "… type Half but found Float"
 )
-# "only Tensors of floating point dtype can require gradients" (.requires_grad_()), "Only
-# Tensors of floating point and complex dtype can require gradients" (the factory's argument)
-_INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
 
 # "mat1 and mat2 shapes cannot be multiplied (64x10 and 784x256)"
 _MATMUL_SHAPES = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")

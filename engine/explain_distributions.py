@@ -1,7 +1,8 @@
 """Errors of torch.distributions, said in the snippet's terms: a value outside the support or
 of another shape given to log_prob, a parameter outside its constraint (a scale not positive,
-NaN, a covariance not positive definite, a Beta's concentration through its Dirichlet),
-rsample() of a discrete distribution, sample() of one built from integers. PyTorch's own
+NaN, a covariance not positive definite, a Beta's concentration through its Dirichlet, a
+Uniform's low not below its high), a MultivariateNormal given a vector where its covariance
+matrix goes, rsample() of a discrete distribution, sample() of one built from integers. PyTorch's own
 messages (an empty NotImplementedError; "Expected value argument ... to be within the support")
 name none of the snippet's variables. Also the small readers of a line explain_tools.py shares.
 """
@@ -34,11 +35,30 @@ def distribution_hint(exc: BaseException, code: str | None, frame: FrameType | N
     constraint = _CONSTRAINT.search(text)
     if constraint:
         return _constraint(constraint, code)
+    matrix = _MATRIX_1D.search(text)
+    if matrix:
+        return _matrix_as_vector(matrix.group(1), code)
     if isinstance(exc, NotImplementedError) and ".rsample(" in (code or ""):
         return _no_rsample(code or "", frame)
     if "not implemented for '" in text and re.search(r"\.r?sample\(", code or ""):
         return _integer_distribution(code or "", frame)
     return None
+
+
+_MATRIX_1D = re.compile(
+    r"(covariance_matrix|scale_tril|precision_matrix) must be at least two-dimensional, with optional leading batch"
+)
+
+
+def _matrix_as_vector(param: str, code: str | None) -> str:
+    """MultivariateNormal given a vector of variances (or scales) where a matrix goes."""
+    given = _argument(code, "MultivariateNormal", param) or param
+    diagonal = f"torch.diag({given})"
+    return (
+        f"MultivariateNormal's {param} is a (d, d) matrix, and {given} is a vector. For independent coordinates put "
+        f"the vector on the diagonal, {param}={diagonal} (variances for covariance_matrix, standard deviations for "
+        f"scale_tril); or use Independent(Normal(loc, scale), 1), which takes the scales as a vector."
+    )
 
 
 _SUPPORT = re.compile(
@@ -98,7 +118,12 @@ def _support(found: re.Match[str], code: str | None) -> str:
         if dist == "Categorical":
             meaning = f"class indices from {low} to {high} (one per category, counted from 0)"
     else:
-        meaning = _SUPPORTS.get(support, support)
+        interval = re.fullmatch(r"(?:Half[Oo]pen)?Interval\(lower_bound=(\S+), upper_bound=(\S+)\)", support)
+        meaning = (
+            f"numbers from {interval.group(1)} to {interval.group(2)}"
+            if interval
+            else _SUPPORTS.get(support, "")
+        )
     advice = (
         f" A {dist} scores outcomes 0 or 1: pass the observed 0/1 labels; to compare probabilities with soft "
         "targets use F.binary_cross_entropy(probs, target)."
@@ -106,7 +131,7 @@ def _support(found: re.Match[str], code: str | None) -> str:
         else f" Pass values {dist} can produce."
     )
     return (
-        f"{who}.log_prob({value}) scores values {dist} can produce, its support, {support}: {meaning}; "
+        f"{who}.log_prob({value}) scores values {dist} can produce, its support, {support}{': ' if meaning else ''}{meaning}; "
         f"{value} holds values outside it ({' '.join(values.split())[:80]}), whose probability is 0."
         f"{advice} (validate_args=False only silences the check: the numbers it returns there mean nothing.)"
     )
@@ -148,6 +173,12 @@ def _constraint(found: re.Match[str], code: str | None) -> str:
             f"{dist}'s {param} must be positive definite (symmetric, its eigenvalues above 0), and {given} is not. "
             f"Build one from any square matrix A as A @ A.T + 1e-3 * torch.eye(n), or pass scale_tril= a lower "
             "triangular matrix with a positive diagonal."
+        )
+    if dist == "Uniform" and param in ("low", "high"):
+        low, high = (_argument(code, dist, p) or p for p in ("low", "high"))
+        return (
+            f"Uniform(low, high) draws between low and high, so low must be below high, and here low={low} is not "
+            f"below high={high} ({seen} where it fails). Swap them: Uniform({high}, {low}) (or give high above low)."
         )
     fix = (
         f" Make it positive: F.softplus({given}) + 1e-5 or {given}.exp() for a network's output, or "

@@ -1,15 +1,19 @@
 """Explain the errors of gradient and module hooks, the tool a course uses to look inside
 backward(): a hook on a tensor that gets no gradient, a tensor hook that returns something
-of another shape (a norm, to log it), a module hook with the wrong number of arguments, and a
-full backward hook on a module whose output the next layer changes in place, or that returns a
-tensor where a tuple of gradients goes.
+of another shape (a norm, to log it), a module hook (a def or a lambda) with the wrong number of
+arguments, a full backward hook on a module whose output the next layer changes in place, or
+that returns a tensor where a tuple of gradients goes, and one that reads grad_input[0] where it
+is None (the module's input is data, which does not require grad). The last reads the hook's
+own frame, so :func:`hook_hint` takes the frame the error came from.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 from .explain_seed import name_before
 from .source import line_matching, quoted_code
@@ -17,7 +21,7 @@ from .source import line_matching, quoted_code
 __all__ = ["hook_hint"]
 
 _HOOK_SIZE = re.compile(r"hook '([^']+)' has changed the size of value")
-_TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were given")
+_TOO_MANY = re.compile(r"(<lambda>|\w+)\(\) takes (\d+) positional arguments? but (\d+) were given")
 _RETURNED_COUNT = re.compile(
     r"Backward hook returned an invalid number of grad_input, got (\d+), but expected (\d+)"
 )
@@ -32,9 +36,15 @@ _CALLED_WITH = {
 }
 
 
-def hook_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str | None:
-    """The hint for error ``text`` (raised at a line reading ``code``) caused by a hook the
-    snippet registered; ``None`` for any other error."""
+def hook_hint(
+    text: str, code: str | None, source_lines: Sequence[str], frame: FrameType | None = None
+) -> str | None:
+    """The hint for error ``text`` (raised at a line reading ``code``, in ``frame``) caused by a
+    hook the snippet registered; ``None`` for any other error."""
+    if "'NoneType' object" in text and frame is not None:
+        missing = _none_grad_input(code, frame)
+        if missing:
+            return missing
     if "cannot register a hook on a tensor that doesn't require gradient" in text:
         name = name_before(".register_hook(", code) or "This tensor"
         return (
@@ -70,6 +80,27 @@ def hook_hint(text: str, code: str | None, source_lines: Sequence[str]) -> str |
     return None
 
 
+def _none_grad_input(code: str | None, frame: FrameType) -> str | None:
+    """A backward hook that reads ``grad_input[0]`` where it is None: the module's input does not
+    require grad (the data, usually), so no gradient flows to it."""
+    params = frame.f_code.co_varnames[: frame.f_code.co_argcount]
+    if len(params) != 3:
+        return None
+    module, grad_input, grad_output = (frame.f_locals.get(p) for p in params)
+    if not isinstance(grad_input, tuple) or not isinstance(grad_output, tuple) or None not in grad_input:
+        return None
+    read = re.search(rf"\b{re.escape(params[1])}\[(\d+)\]", code or "")
+    if read is None or grad_input[int(read.group(1))] is not None:
+        return None
+    kind = type(module).__name__
+    return (
+        f"{params[1]}[{read.group(1)}] is None: a backward hook's {params[1]} (grad_input) holds the gradient of each "
+        f"input of the module ({kind}), and None for an input that does not require grad, as data does. For the "
+        f"gradient that reaches the module from the layers after it, read {params[2]}[0] (grad_output); for its "
+        f"weights' gradients, read {params[0]}.weight.grad after backward(); or test for None first."
+    )
+
+
 def _returned_count(got: int, expected: int, source_lines: Sequence[str]) -> str | None:
     """A module's full backward hook that returns a tensor (or a tuple of another length)."""
     at = line_matching(source_lines, re.compile(r"\.register_full_backward_hook\(\s*\w+"))
@@ -93,16 +124,45 @@ def _returned_count(got: int, expected: int, source_lines: Sequence[str]) -> str
     )
 
 
+def _lambda_arguments(registered: tuple[int, str]) -> str | None:
+    """A lambda registered as a hook that takes another number of arguments than its kind of
+    hook is called with: the lambda written again with them, its own names kept last."""
+    at, code = registered
+    kind = re.search(r"\.(register_\w*hook)\(", code)
+    called = _CALLED_WITH.get(kind.group(1)) if kind else None
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return None
+    hook = next((n for n in ast.walk(tree) if isinstance(n, ast.Lambda)), None)
+    if called is None or kind is None or hook is None:
+        return None
+    signature, count = called
+    own = [a.arg for a in hook.args.args]
+    wanted = signature[len("hook(") : -1].split(", ")
+    # its own names kept last (lambda out: … is meant for the output); none dropped
+    names = [*wanted[: count - len(own)], *own] if len(own) < count else None
+    fixed = f": lambda {', '.join(names)}: {ast.unparse(hook.body)}" if names else ""
+    return (
+        f"The lambda registered with {kind.group(1)} at line {at} takes {len(own)} argument{'s' if len(own) != 1 else ''}, "
+        f"and that hook is called as {signature}: {count} of them. Give it those {count}, in that order{fixed} "
+        "(input and grad_input are tuples of the module's inputs)."
+    )
+
+
 def _too_few(text: str) -> re.Match[str] | None:
-    return re.search(r"(\w+)\(\) missing \d+ required positional arguments?", text)
+    return re.search(r"(<lambda>|\w+)\(\) missing \d+ required positional arguments?", text)
 
 
 def _hook_arguments(function: str, source_lines: Sequence[str]) -> str | None:
     """``function``, registered as a hook, takes a number of arguments its kind of hook is
     not called with."""
-    registered = line_matching(source_lines, re.compile(rf"\.(register_\w*hook)\(\s*{re.escape(function)}\b"))
+    written = "lambda" if function == "<lambda>" else re.escape(function)
+    registered = line_matching(source_lines, re.compile(rf"\.(register_\w*hook)\(\s*{written}\b"))
     if registered is None:
         return None
+    if function == "<lambda>":
+        return _lambda_arguments(registered)
     kind = re.search(r"\.(register_\w*hook)\(", registered[1])
     called = _CALLED_WITH.get(kind.group(1)) if kind else None
     if called is None:

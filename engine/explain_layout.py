@@ -3,7 +3,7 @@ expects its input to look like, read from PyTorch's message (and, where the fail
 recorded, from its operands), with the line of code that fixes it.
 
 Covered: a convolution given channels-last or unbatched images, an LSTM/GRU/RNN given the
-wrong feature size, an embedding given float or out-of-range indices, cross_entropy given a
+wrong feature size, an embedding given non-integer (float, uint8) or out-of-range indices, cross_entropy given a
 2-D target, BCE given a target of another shape, ``view`` of a transposed tensor,
 ``torch.stack``/``torch.cat`` of mismatched tensors, and an optimizer given no parameters.
 """
@@ -323,13 +323,29 @@ def _rnn_hint(text: str) -> str | None:
     )
 
 
+def _held_dtype(text: str) -> str:
+    """What PyTorch's ``but got torch.ByteTensor instead`` says the indices hold, in words."""
+    got = re.search(r"but got torch\.(\w+)Tensor instead", text)
+    kind = got.group(1) if got else "Float"
+    return {
+        "Float": "floats",
+        "Double": "floats (float64)",
+        "Half": "floats (float16)",
+        "Byte": "uint8 (bytes)",
+        "Bool": "booleans",
+        "Short": "int16",
+        "Char": "int8",
+    }.get(kind, kind)
+
+
 def _embedding_hint(
     exc: BaseException, text: str, op: str | None, operands: list[torch.Tensor]
 ) -> str | None:
     if "'indices' to have one of the following scalar types" in text:
+        held = _held_dtype(text)
         return (
-            "nn.Embedding looks rows up by index, so its input must hold integers (int64 or int32), and this "
-            "one holds floats: convert it with idx.long() (torch.tensor([1, 2]) of whole numbers is int64 "
+            "nn.Embedding looks rows up by index, so its input must hold integers of dtype int64 or int32, and "
+            f"this one holds {held}: convert it with idx.long() (torch.tensor([1, 2]) of whole numbers is int64 "
             "already)."
         )
     if (

@@ -4,6 +4,7 @@
   ``enforce_sorted=True`` (the default): pass ``enforce_sorted=False``, written into the
   snippet's call;
 - lengths holding a 0: a sequence of no steps cannot be packed;
+- lengths as a column (2-D) or on the GPU: a 1-D int64 tensor on the CPU;
 - ``pad_packed_sequence(…, total_length=n)`` with ``n`` shorter than the longest sequence;
 - the output ``pad_packed_sequence`` gave back without ``total_length`` met with a tensor of
   the padded input's length (targets, a mask): it pads only to the longest sequence, which is
@@ -51,6 +52,10 @@ _BATCHES = re.compile(r"Expected input batch_size \((\d+)\) to match target batc
 _LENGTHS_GIVEN = re.compile(
     r"^(LSTM|GRU|RNN)\.forward\(\) got an unexpected keyword argument '(\w*len\w*|\w*mask\w*)'$"
 )
+# "'lengths' argument should be a 1D CPU int64 tensor, but got 2D cpu Long tensor"
+_LENGTHS_KIND = re.compile(
+    r"'lengths' argument should be a 1D CPU int64 tensor, but got (\d+)D (\S+) \w+ tensor"
+)
 _PACK = ("pack_padded_sequence",)
 _PACK_PARAMS = ("input", "lengths", "batch_first", "enforce_sorted")
 _PAD = ("pad_packed_sequence",)
@@ -71,6 +76,9 @@ def packed_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
     into = _PACKED_INTO.match(text)
     if into:
         return _packed_into_layer(into.group(1), code, frame, rec.statement_lines)
+    kind = _LENGTHS_KIND.search(text)
+    if kind:
+        return _lengths_kind(int(kind.group(1)), kind.group(2), code)
     given = _LENGTHS_GIVEN.match(text)
     if given:
         return _lengths_given(given.group(1), given.group(2), code)
@@ -268,6 +276,25 @@ def _packed_into_layer(
         f"{layer} takes a tensor. Unpack it first, {name}, lengths = {unpack}({name}{first}), which pads it back "
         "with zeros; or, for one vector per sequence, take the final hidden state, h_n[-1], which stops at each "
         "sequence's own length."
+    )
+
+
+def _lengths_kind(dims: int, device: str, code: str | None) -> str | None:
+    """pack_padded_sequence given lengths of more dimensions than one, or on the GPU."""
+    found = _call(code, _PACK, ("input", "lengths"))
+    if found is None or "lengths" not in found:
+        return None
+    lengths = found["lengths"]
+    fixes = [f"{lengths}.flatten()"] if dims != 1 else []
+    why = [f"{lengths} has {dims} dimensions (a column of lengths, or one per feature)"] if dims != 1 else []
+    if device != "cpu":
+        why.append(f"it is on {device}")
+        fixes = [f"{fixes[0] if fixes else lengths}.cpu()"]
+    if not why:
+        return None
+    return (
+        f"pack_padded_sequence takes lengths as a plain list or a 1-D int64 tensor on the CPU (it reads them to plan the "
+        f"packing, even when the data is on the GPU), and {' and '.join(why)}. Pass {fixes[0]}."
     )
 
 

@@ -1,6 +1,6 @@
 """The indexing, scatter and broadcasting hints of explain_practice.py, read from the failed
 op's operands (``rec.failed_op``): an index past the end of what it picks from (a graph's
-node ids counted from 1, a timestep drawn up to T), ``index_add_`` given float indices or a
+node ids counted from 1, a timestep drawn up to T, class indices gathered along dim 0), ``index_add_`` given float indices or a
 source of another dtype, ``scatter_add`` given a 1-D index for 2-D messages, ``gather`` of a
 1-D schedule with a 2-D index, a per-sample tensor that meets a batch of maps from the right
 (a timestep's ᾱ, a time embedding), a VAE's KL summed over the batch, positional encodings
@@ -109,6 +109,9 @@ def _out_of_range(
     low, high = int(index.min()), int(index.max())
     if high < size:
         return None
+    across = _other_dim(op, code, ts, dim, high)
+    if across:
+        return across
     along = f" along dim {dim}" if dim else ""
     start = (
         f"{idx} holds {high}, and {target} has {size} entries{along}, numbered 0 to {size - 1}: every index must "
@@ -126,6 +129,27 @@ def _out_of_range(
         return f"{start} Its values run from 1 to {high}{nodes}: count from 0, {_postfix(idx)} - 1."
     graph = " A graph's edge_index must number its nodes 0 to x.size(0) - 1." if "edge" in idx else ""
     return f"{start}{graph} Either {target} needs {high + 1} entries{along}, or {idx} was made wrong."
+
+
+def _other_dim(op: str, code: str | None, ts: list[torch.Tensor], dim: int, high: int) -> str | None:
+    """``logits.gather(0, targets.unsqueeze(1))``: indices that fit another dimension of the
+    tensor, one the index tensor has a size of 1 in, as picking one entry per row does."""
+    call = find_call(code, ("gather",), ("dim", "index"))
+    if op != "gather" or call is None or "dim" not in call or ts[0].dim() != ts[1].dim():
+        return None
+    fits = [
+        d
+        for d in range(ts[0].dim())
+        if d != dim % ts[0].dim() and ts[1].shape[d] == 1 and ts[0].shape[d] > high
+    ]
+    if len(fits) != 1:
+        return None
+    other, target, idx = fits[0], call.get("self", "the tensor"), call["index"]
+    return (
+        f"{target}.gather({call['dim']}, …) picks along dim {call['dim']}, which has {ts[0].shape[dim]} entries, and "
+        f"{idx} holds values up to {high}, which fit dim {other} ({ts[0].shape[other]} entries), where {idx} has size "
+        f"1: it picks one entry per row there. Gather along that dim: {with_arg(call, 'dim', str(other))}."
+    )
 
 
 def _made(rec: Recorder, t: torch.Tensor) -> tuple[int | None, str | None]:

@@ -13,7 +13,8 @@
 - ``torch.save(model.state_dict, …)``, the method without its call: it pickles the model.
 - ``torch.load(buf)`` of an ``io.BytesIO`` that ``torch.save`` just wrote: its position is
   at the end (an ``EOFError``); ``buf.seek(0)`` first.
-- ``load_state_dict`` given a model (``other.state_dict()``) or a path (``torch.load(path)``).
+- ``load_state_dict`` given a model (``other.state_dict()``), a path (``torch.load(path)``), or one
+  tensor; keys under other names, or buffers the checkpoint lacks (explain_state_keys.py).
 - ``load_state_dict`` given a whole checkpoint (``{"model": …, "opt": …}``), whose keys are
   its parts: load the part that holds the model's weights, ``ck["model"]``.
 - an optimizer's ``load_state_dict`` given the model's weights (``KeyError: 'param_groups'``).
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .explain_reading import calls, shape
+from .explain_state_keys import state_keys_hint, tensor_as_state
 from .source import bound_to, is_a, is_module, line_matching, outer_scopes, quoted_code, visible_names
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def saving_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
             _prefixed(text, code, frame)
             or _resized(text, code, frame)
             or _checkpoint_given(text, code, frame)
+            or _keys_differ(text, code, frame)
         )
     if "Weights only load failed" in text:
         return _method_saved(rec.statement_lines) or _model_saved(text, rec.statement_lines, code, frame)
@@ -79,6 +82,12 @@ def saving_hint(exc: BaseException, rec: Recorder, code: str | None, frame: Fram
     if isinstance(exc, KeyError) and text == "'param_groups'":
         return _weights_into_optimizer(code, frame)
     return None
+
+
+def _keys_differ(text: str, code: str | None, frame: FrameType | None) -> str | None:
+    """:func:`state_keys_hint` of the line's ``load_state_dict`` call."""
+    call = _call(code, "load_state_dict")
+    return state_keys_hint(text, call[0], call[1], frame) if call else None
 
 
 def _call(code: str | None, method: str) -> tuple[str, str] | None:
@@ -195,6 +204,9 @@ def _resized(text: str, code: str | None, frame: FrameType | None) -> str | None
         return None
     owner, state = call
     key, saved, built = mismatches[0]
+    shifted = _layers_shifted(text, owner, state, (key, saved, built))
+    if shifted:
+        return shifted
     keys = tuple(k for k, _, _ in mismatches)
     others = "".join(f", and {k} {_shape(s)} where it is {_shape(b)}" for k, s, b in mismatches[1:4])
     was, now, where = _layer_sizes(bound_to(owner, frame), key, saved)
@@ -205,6 +217,29 @@ def _resized(text: str, code: str | None, frame: FrameType | None) -> str | None
         f"{_shape(built)}{others}.{layer} Build {owner} {build}, or, to train that layer anew (another number of classes), load "
         f"the rest without those keys: {owner}.load_state_dict({{k: v for k, v in {state}.items() if k not in "
         f"{keys!r}}}, strict=False)."
+    )
+
+
+def _layers_shifted(text: str, owner: str, state: str, first: tuple[str, str, str]) -> str | None:
+    """Sizes that differ beside keys one side lacks: other layers (a layer added or taken out
+    renumbers those after it in an nn.Sequential), not the same layers built other sizes."""
+    extra, lacking = _keys(text, "Unexpected"), _keys(text, "Missing")
+    if not extra and not lacking:
+        return None
+    key, saved, built = first
+    has = f"keys {owner} lacks ({', '.join(extra[:3])}{', …' if len(extra) > 3 else ''})" if extra else ""
+    lacks = (
+        f"lacks keys {owner} has ({', '.join(lacking[:3])}{', …' if len(lacking) > 3 else ''})"
+        if lacking
+        else ""
+    )
+    return (
+        f"The checkpoint and {owner} are made of other layers, not the same layers in other sizes: the checkpoint has "
+        f"{' and '.join(p for p in (has, lacks) if p)}, and where their names line up the shapes differ ({key} is "
+        f"{_shape(saved)} in the checkpoint, {_shape(built)} in {owner}): a layer added or taken out renumbers the "
+        f"layers after it. Build {owner} with the layers the saved model had (compare list({state}.keys()) with "
+        f"list({owner}.state_dict().keys())); leaving the mismatched keys out with strict=False would load only the "
+        "layers before the first change and silently skip the rest."
     )
 
 
@@ -318,6 +353,9 @@ def _not_a_dict(given: str, code: str | None, frame: FrameType | None) -> str | 
             f"{owner}.load_state_dict takes the dict of tensors, and {state} is a string, a file's path: load the "
             f"file first, {owner}.load_state_dict(torch.load({state}))."
         )
+    tensor = tensor_as_state(given, owner, state)
+    if tensor:
+        return tensor
     cls = _model_class(given, frame)
     if cls is None:
         return None

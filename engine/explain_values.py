@@ -1,7 +1,9 @@
 """Hints for errors about the kind of value an op got: a NumPy array or a Python number
 where a tensor goes (or backward() asked of one), a tensor of several elements where Python
 wants one True/False, the mean of integers or booleans, a dimension the tensor does not
-have, and an ``nn.Module`` class called with tensors where an instance of it goes."""
+have, an ``nn.Module`` class called with tensors where an instance of it goes, and a pair a
+layer or op returns used as a tensor (torch.max's (values, indices), an RNN's (output, h),
+nn.MultiheadAttention's (output, weights))."""
 
 from __future__ import annotations
 
@@ -271,6 +273,13 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
                 f"{name}, _ = layer(x) (an LSTM's: {name}, (h, c) = layer(x)), and use {name}, the output at "
                 "every step."
             )
+        if "tuple" in text and _attention_pair(held) and _has_layer(scope, torch.nn.MultiheadAttention):
+            layer = next((n for n, v in scope.items() if isinstance(v, torch.nn.MultiheadAttention)), "attn")
+            return (
+                f"{name} is a pair, (attn_output, attn_weights), not a tensor: nn.MultiheadAttention returns the "
+                "output and the attention weights (averaged over the heads; None with need_weights=False). Unpack it "
+                f"where the layer is called, {name}, _ = {layer}(q, k, v), and use {name}, the output."
+            )
         if type(held).__module__ != "torch.return_types" or not hasattr(held, "indices"):
             continue
         op = type(held).__name__
@@ -283,10 +292,25 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
     return None
 
 
+def _attention_pair(held: object) -> bool:
+    """Whether ``held`` is what nn.MultiheadAttention returns: (output, weights or None)."""
+    return (
+        isinstance(held, tuple)
+        and len(held) == 2
+        and is_a(held[0], torch.Tensor)
+        and (held[1] is None or is_a(held[1], torch.Tensor))
+    )
+
+
 def _has_rnn(scope: dict[str, object]) -> bool:
     """Whether a model the snippet's frame sees holds an nn.LSTM, nn.GRU or nn.RNN (or is one)."""
+    return _has_layer(scope, torch.nn.RNNBase)
+
+
+def _has_layer(scope: dict[str, object], kind: type[torch.nn.Module]) -> bool:
+    """Whether a model the snippet's frame sees holds a layer of ``kind`` (or is one)."""
     return any(
-        isinstance(m, torch.nn.RNNBase)
+        isinstance(m, kind)
         for value in scope.values()
         if isinstance(value, torch.nn.Module)
         for m in value.modules()
