@@ -9,9 +9,11 @@ op between it and the loss and every gradient before it is wrong, silently.
 
 Told when a node of such a Function runs in a walk recorded in full and sends a gradient
 that is not all zeros, once per Function. The Function must be the snippet's own and its
-``backward`` must never read any of its gradient parameters (its source is parsed; a
-``@once_differentiable`` wrapper is looked through). A backward that sends only ``None`` or
-zeros (a gradient stop, on purpose) is not told.
+``backward`` must never read the values of any of its gradient parameters (its source is
+parsed; a ``@once_differentiable`` wrapper is looked through): reading only a gradient's
+shape, dtype or device (``-torch.ones_like(grad_output)``, a gradient reversal gone wrong;
+``grad_output.size()``) counts as not reading it. A backward that sends only ``None`` or zeros
+(a gradient stop, on purpose) is not told.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class _Ignoring(NamedTuple):
     line: int  # the return statement's line (the def's where there are several)
     returned: ast.expr | None  # what that one return statement returns
     returned_code: str | None
+    shape_read: bool  # whether backward reads its gradient's shape (torch.ones_like(grad_output))
 
 
 class IgnoredGradients:
@@ -86,9 +89,10 @@ class IgnoredGradients:
                 f"So the gradients it sends on, and every .grad before {found.function}, are wrong, "
                 "with no error."
             )
+        shape_only = " (it reads only its shape)" if found.shape_read else ""
         message = (
             f"{found.function}.{found.signature} never reads {found.gradient}, the gradient of the loss "
-            f"with respect to {found.function}'s output. The chain rule needs it: backward must return "
+            f"with respect to {found.function}'s output{shape_only}. The chain rule needs it: backward must return "
             f"{found.gradient} times the local derivative. In this backward() {name} received "
             f"{found.gradient} = {shown_in} and sent {shown_out} regardless. {outcome}"
         )
@@ -125,9 +129,9 @@ def _ignoring(cls: type) -> _Ignoring | None:
         shown.append(f"*{args.vararg.arg}")
     if not named:
         return None
-    read = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    if read & set(named):
+    if _values_read(definition) & set(named):
         return None
+    shape_read = bool(_names_loaded(definition) & set(named))
     returns = [n for n in _own_nodes(definition) if isinstance(n, ast.Return) and n.value is not None]
     first = code.co_firstlineno  # the first decorator's line: where ``text`` starts
     only = returns[0] if len(returns) == 1 else None
@@ -140,7 +144,45 @@ def _ignoring(cls: type) -> _Ignoring | None:
         line=first + ((only or definition).lineno - 1),
         returned=only.value if only is not None else None,
         returned_code=ast.get_source_segment(text, only.value) if only is not None and only.value else None,
+        shape_read=shape_read,
     )
+
+
+# what reads only a tensor's shape, dtype or device: g.shape, g.size(), torch.ones_like(g)
+_LAYOUT_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "layout", "is_cuda"})
+_LAYOUT_METHODS = frozenset({"size", "dim", "numel", "new_ones", "new_zeros", "new_empty", "new_full"})
+_LIKE = frozenset({"ones_like", "zeros_like", "empty_like", "full_like", "rand_like", "randn_like"})
+
+
+def _values_read(definition: ast.FunctionDef) -> set[str]:
+    """The names ``definition`` loads for their values: not those it reads only the layout of
+    (``g.shape``, ``g.size()``, ``g.new_zeros(…)``, the first argument of ``torch.ones_like``)."""
+    layout_only: set[int] = set()  # ids of Name nodes read for their layout
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.attr in _LAYOUT_ATTRIBUTES or node.attr in _LAYOUT_METHODS:
+                layout_only.add(id(node.value))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            func = node.func
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else None
+            )
+            if name in _LIKE:
+                layout_only.add(id(node.args[0]))
+    return _names_loaded(definition, layout_only)
+
+
+def _names_loaded(definition: ast.FunctionDef, skipped: frozenset[int] | set[int] = frozenset()) -> set[str]:
+    """The names ``definition`` loads, but for the Name nodes whose ids are in ``skipped``."""
+    return {
+        n.id
+        for n in ast.walk(definition)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skipped
+    }
 
 
 def _own_nodes(definition: ast.FunctionDef) -> list[ast.AST]:

@@ -6,14 +6,19 @@ one just ends with a loss thousands of times its best, and the charts are the on
 at the end of the run, per optimizer, from the losses its steps used: at least five steps,
 positive losses, and the run ending at its highest loss, at least ten times the first and a
 hundred times the lowest. A loss that rises and falls (a GAN's discriminator) does not end
-at its peak that far above where it began, and is not flagged.
+at its peak that far above where it began, and is not flagged; nor is a learning-rate range
+test, whose divergence is its purpose: the learning rate grew tenfold or more over the
+course, and the loop that steps breaks out under an ``if`` (the test's stop on the loss).
 """
 
 from __future__ import annotations
 
+import ast
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..source import parsed_source
 from .kinds import Said
 from .rebuilt import construction_line
 
@@ -22,15 +27,16 @@ __all__ = ["Diverged", "LossCourse", "diverged_reports"]
 _FEWEST_STEPS = 5
 _ABOVE_FIRST = 10.0
 _ABOVE_LOWEST = 100.0
+_SWEPT = 10.0  # a learning rate raised this much over the course: a range test's sweep
 
 
 class _Course:
-    __slots__ = ("first", "highest", "last", "line", "lowest", "lr", "steps")
+    __slots__ = ("first", "first_lr", "highest", "last", "line", "lowest", "lr", "steps")
 
     def __init__(self, step: int, loss: float, lr: float | None, line: int | None) -> None:
         self.first = self.last = self.lowest = self.highest = (step, loss)
         self.steps = 1
-        self.lr = lr
+        self.lr = self.first_lr = lr
         self.line = line
 
 
@@ -43,6 +49,7 @@ class Diverged(NamedTuple):
     last: tuple[int, float]
     lr: float | None
     line: int | None  # the step's snippet line
+    first_lr: float | None = None  # the learning rate of the course's first step
 
 
 class LossCourse:
@@ -92,13 +99,23 @@ class LossCourse:
                 and last >= _ABOVE_LOWEST * course.lowest[1]
             ):
                 found.append(
-                    Diverged(label, course.first, course.lowest, course.last, course.lr, course.line)
+                    Diverged(
+                        label,
+                        course.first,
+                        course.lowest,
+                        course.last,
+                        course.lr,
+                        course.line,
+                        course.first_lr,
+                    )
                 )
         return found
 
 
 def diverged_reports(found: list[Diverged], source_lines: list[str]) -> list[Said]:
-    """loss-diverging for each optimizer in ``found``, at the line that builds it (else its step's)."""
+    """loss-diverging for each optimizer in ``found``, at the line that builds it (else its step's);
+    not for a learning-rate range test (see the module's docstring)."""
+    found = [course for course in found if not _range_test(course, source_lines)]
     return [
         Said(
             "loss-diverging",
@@ -108,6 +125,31 @@ def diverged_reports(found: list[Diverged], source_lines: list[str]) -> list[Sai
         )
         for course in found
     ]
+
+
+def _range_test(course: Diverged, source_lines: Sequence[str]) -> bool:
+    """Whether ``course`` is a learning-rate range test's: its learning rate raised tenfold or
+    more, and the loop around its step holds a ``break`` under an ``if``."""
+    if course.first_lr is None or course.lr is None or course.line is None:
+        return False
+    if not 0 < _SWEPT * course.first_lr <= course.lr:
+        return False
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
+        return False
+    line = course.line
+    loops = [
+        loop
+        for loop in ast.walk(tree)
+        if isinstance(loop, ast.For | ast.While) and loop.lineno < line <= (loop.end_lineno or loop.lineno)
+    ]
+    if not loops:
+        return False
+    loop = max(loops, key=lambda node: node.lineno)  # the innermost
+    return any(
+        isinstance(branch, ast.If) and any(isinstance(n, ast.Break) for n in ast.walk(branch))
+        for branch in ast.walk(loop)
+    )
 
 
 def diverged_report(found: Diverged) -> tuple[str, str, str]:

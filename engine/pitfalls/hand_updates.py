@@ -8,8 +8,9 @@ that gradient is the very tensor the previous backward left (same object, same v
 nothing cleared or replaced it), yet the leaf itself changed since (an update: a new version,
 or, for an update through ``.data``, which keeps the version, a new sum of its elements).
 Adding into a gradient with no update in between is deliberate accumulation, and is not
-flagged. Optimizer steps are missing-zero-grad's own business (stale_grads.py); this one
-looks only while no optimizer has stepped.
+flagged; nor is adding into one that holds only zeros (``w.grad.data.zero_()`` clears it
+without a new version). Optimizer steps are missing-zero-grad's own business
+(stale_grads.py); this one looks only while no optimizer has stepped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 
 from ..source import line_matching, quoted_code
 from ..values import dispatches_to_python
+from .stale_grads import zeroed
 
 __all__ = ["HandUpdates", "left_in_grad_by_hand"]
 
@@ -54,6 +56,8 @@ class HandUpdates:
         grad = leaf.grad
         if grad is None or grad is not entry.grad() or grad._version != entry.grad_version:
             return False  # cleared, replaced or zeroed since
+        if zeroed(grad):
+            return False  # zeroed through .data, which keeps the version
         return leaf._version != entry.version or not _same(_total(leaf), entry.total)
 
     def accumulated(self, leaf: torch.Tensor) -> None:

@@ -22,6 +22,7 @@ backward() after the shuffle.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -220,7 +221,11 @@ def _named_together(source: Sequence[str], line: int, x: str, y: str) -> int | N
     """The first line after ``line`` that names both ``x`` and ``y`` and shuffles neither
     (``xb, yb = X[i:i + bs], y[i:i + bs]``), in the block the shuffle runs in or, for a
     shuffle at the module level, up to the end of the first loop after it (code after
-    training, a plot coloured by labels, is no pairing)."""
+    training, a plot coloured by labels, is no pairing). ``None`` too where that line binds
+    ``y`` anew from something else than ``y`` (``X, y = table[:, :3], table[:, 3]`` after
+    ``np.random.shuffle(table)``): the ``y`` seen beside the shuffle was an earlier
+    iteration's, and what is read from now on is made on that line (its own source, if
+    shuffled apart, is a partner of its own)."""
     if not (x.isidentifier() and y.isidentifier()):
         return None
     both = [re.compile(rf"(?<![\w.]){re.escape(name)}\b") for name in (x, y)]
@@ -237,8 +242,38 @@ def _named_together(source: Sequence[str], line: int, x: str, y: str) -> int | N
                 return None
             looped = text.startswith(("for ", "while "))
         if "shuffle" not in text and all(p.search(text) for p in both):
-            return at
+            return None if _bound_anew(text, y) else at
     return None
+
+
+def _bound_anew(text: str, y: str) -> bool:
+    """Whether a one-line statement (or several, joined by ``;``) assigns ``y`` with ``=`` from
+    a value that does not read ``y`` (``X, y = table[:, :3], table[:, 3]``; a tuple target takes
+    its own element of a tuple value): ``y = y.float()`` is the same labels, in their order."""
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return False
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                value = node.value
+                if (
+                    isinstance(target, ast.Tuple)
+                    and isinstance(value, ast.Tuple)
+                    and len(target.elts) == len(value.elts)
+                ):
+                    pairs += zip(target.elts, value.elts, strict=True)
+                else:
+                    pairs.append((target, value))
+    return any(
+        isinstance(target, ast.Name)
+        and target.id == y
+        and not any(isinstance(n, ast.Name) and n.id == y for n in ast.walk(value))
+        for target, value in pairs
+    )
 
 
 def _kept(labels: Any, perm: torch.Tensor, other: torch.Tensor | None) -> int | None:

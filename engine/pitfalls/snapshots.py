@@ -210,9 +210,43 @@ def _taken_at(tree: ast.AST, name: str, loops: list[tuple[int, int]], loaded: in
             continue
         if _edited_in_place(tree, node, loaded):
             continue
-        if inside(node.lineno, loops) or any(node.lineno < start <= loaded for start, _ in loops):
+        stepped_after = inside(node.lineno, loops) and not _of_a_model_rebuilt_per_iteration(tree, node)
+        if stepped_after or any(node.lineno < start <= loaded for start, _ in loops):
             return node.lineno
     return None
+
+
+def _of_a_model_rebuilt_per_iteration(tree: ast.AST, taken: ast.Assign) -> bool:
+    """Whether ``taken`` (``best = model.state_dict()``) snapshots, in the innermost loop
+    around it that steps, a model that loop builds anew (``model = …``) above it, with no
+    ``step()`` after it in the loop: a sweep or k-fold keeping its best run's weights. The
+    steps of later iterations train other models, so the snapshot is never stepped again."""
+    owners = {
+        _name(n.func) for n in ast.walk(taken.value) if isinstance(n, ast.Call) and _method(n) == "state_dict"
+    }
+    if len(owners) != 1 or None in owners:
+        return False
+    owner = owners.pop()
+    around = [
+        loop
+        for loop in ast.walk(tree)
+        if isinstance(loop, ast.For | ast.While)
+        and loop.lineno < taken.lineno <= (loop.end_lineno or loop.lineno)
+        and _steps(loop)
+    ]
+    if not around:
+        return False
+    loop = max(around, key=lambda node: node.lineno)  # the innermost
+    built = any(
+        isinstance(n, ast.Assign)
+        and n.lineno < taken.lineno
+        and any(isinstance(t, ast.Name) and t.id == owner for t in n.targets)
+        for n in ast.walk(loop)
+    )
+    stepped_after = any(
+        isinstance(n, ast.Call) and _method(n) == "step" and n.lineno > taken.lineno for n in ast.walk(loop)
+    )
+    return built and not stepped_after
 
 
 def _edited_in_place(tree: ast.AST, taken: ast.stmt, loaded: int) -> bool:

@@ -4,9 +4,11 @@ missing-zero-grad says when a later step uses them again.
 NOTE [Stale gradients]: ``.grad`` accumulates, so what a step used is still there until
 zero_grad() sets it to ``None`` or zeroes it in place, or the snippet replaces it; seen at
 the next backward call, a different tensor in ``.grad`` or a new version of the same one
-(changed in place outside a backward) counts as cleared. A backward that adds into what is
-left is not yet a mistake: a GAN's generator loss adds into the discriminator's gradients,
-which the discriminator's zero_grad() clears before its next step. The mistake is a step
+(changed in place outside a backward) counts as cleared, and so does one that holds only
+zeros: ``p.grad.data.zero_()`` (how Module.zero_grad() once cleared) leaves the version as it
+was, and adding into zeros uses nothing left over. A backward that adds into what is left is
+not yet a mistake: a GAN's generator loss adds into the discriminator's gradients, which the
+discriminator's zero_grad() clears before its next step. The mistake is a step
 that uses them, so a backward only marks the gradient (``added``, at its line) and the next
 step over the parameter judges: is its ``.grad`` still that tensor (clipping it in place in
 between does not clear it)? Everything is held weakly, the gradient too: a snippet may keep
@@ -21,7 +23,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["LeftInGrad", "StaleGradients", "stale_used_explained"]
+from ..values import dispatches_to_python
+
+__all__ = ["LeftInGrad", "StaleGradients", "stale_used_explained", "zeroed"]
 
 
 class LeftInGrad:
@@ -38,9 +42,12 @@ class LeftInGrad:
         self.added_at: int | None = None  # that backward's line
 
     def holds(self) -> bool:
-        """Whether the parameter's ``.grad`` is still this gradient, untouched since seen."""
+        """Whether the parameter's ``.grad`` is still this gradient, untouched since seen
+        and not zeroed through ``.data``."""
         p, g = self.param(), self.grad()
-        return p is not None and g is not None and p.grad is g and g._version == self.version
+        return (
+            p is not None and g is not None and p.grad is g and g._version == self.version and not zeroed(g)
+        )
 
 
 class StaleGradients:
@@ -103,6 +110,18 @@ class StaleGradients:
             else:
                 left[id(p)] = LeftInGrad(p, g, step)
         return None
+
+
+def zeroed(grad: torch.Tensor) -> bool:
+    """Whether ``grad`` holds only zeros (cleared in place through ``.data``, which keeps its
+    version); ``False`` where it cannot be read (a meta tensor) or must not be (its ops run the
+    snippet's ``__torch_dispatch__``). Asked only of a gradient that is otherwise left over."""
+    if dispatches_to_python(grad):
+        return False
+    try:
+        return not bool(grad.detach().any())
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def stale_used_explained(
