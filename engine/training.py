@@ -63,6 +63,9 @@ class _Optimizer:
         "params",
         "rebuilds",
         "ref",
+        "restart_every",
+        "restarts",
+        "settings",
         "sgd",
         "steps",
     )
@@ -88,12 +91,20 @@ class _Optimizer:
         # the ones it replaced), and how many optimizers in a row before it made one step each
         self.inherited = 0
         self.rebuilds = 0
+        # and how many in a row before it over the same settings made several steps each
+        # (an optimizer rebuilt every epoch), the last of them how many
+        self.restarts = self.restart_every = 0
+        self.settings: tuple[Any, ...] = ()  # its param groups' settings at its first step
 
     def continues(self, before: _Optimizer) -> None:
         """Carry on ``before``'s count: this optimizer replaced it."""
         self.steps = self.inherited = before.steps
         self.last_total, self.interval = before.last_total, before.interval
-        self.rebuilds = before.rebuilds + 1 if before.steps - before.inherited == 1 else 0
+        made = before.steps - before.inherited
+        self.rebuilds = before.rebuilds + 1 if made == 1 else 0
+        same = self.settings == before.settings  # (not a new phase with another learning rate)
+        self.restarts = before.restarts + 1 if made >= 2 and same else 0
+        self.restart_every = made
 
     def stepped(self, total: int) -> None:
         """Count one more step, the tracker's ``total``-th."""
@@ -186,6 +197,7 @@ class TrainingTracker:
         params = state.params = self._params(opt)
         if state.label is None:  # its first step: NOTE [Rebuilt optimizers] in lineage.py
             state.label = optimizer_label(opt, snippet_frame()[0])
+            state.settings = _settings(opt)
             replaced = self._lineage.replaced(opt, state, params)
             if replaced is not None:
                 state.continues(replaced)
@@ -310,7 +322,10 @@ class TrainingTracker:
             )
             self._last_end = now
             state.before, state.grads, state.params = [], None, []
-            rec.pitfalls.on_optimizer_step(opt, params, step, stats["grad_norm"], line, state.rebuilds)
+            restarted = (state.restarts, state.restart_every) if state.restarts else None
+            rec.pitfalls.on_optimizer_step(
+                opt, params, step, stats["grad_norm"], line, state.rebuilds, restarted
+            )
         self._schedule()
 
     def _measure(
@@ -427,3 +442,16 @@ def _dispatching(params: list[torch.Tensor]) -> bool:
 
 def _no_stats() -> dict[str, Any]:
     return {"grad_norm": None, "update_norm": 0.0, "param_norm": 0.0, "params": []}
+
+
+def _settings(opt: torch.optim.Optimizer) -> tuple[Any, ...]:
+    """``opt``'s param groups' plain settings (lr, betas, weight decay…), to compare with those
+    of the optimizer it replaced."""
+    return tuple(
+        tuple(
+            sorted(
+                (k, v) for k, v in group.items() if k != "params" and isinstance(v, float | int | str | tuple)
+            )
+        )
+        for group in opt.param_groups
+    )

@@ -41,7 +41,7 @@ from .non_finite_loss import non_finite_said
 from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
-from .rebuilt import rebuilt_report
+from .rebuilt import rebuilt_report, restarted_report
 from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
 from .samples import SampleDraws
@@ -276,10 +276,12 @@ class PitfallWatch:
         grad_norm: float | None,
         line: int | None,
         rebuilds: int = 0,
+        restarted: tuple[int, int] | None = None,
     ) -> None:
         """Look at an optimizer right after its ``step()``; ``rebuilds``: how many optimizers
         in a row before it, over the same parameters, made one step each (NOTE [Rebuilt
-        optimizers] in lineage.py)."""
+        optimizers] in lineage.py); ``restarted``: how many in a row before it, with the same
+        settings, made several steps each, and how many the last one made (or ``None``)."""
         self._last_step = (step, line, self._rec.backward.calls)
         self.clips.stepped(opt, params, line)
         self._modes.stepped(step, line, params)
@@ -289,6 +291,12 @@ class PitfallWatch:
                 "optimizer-rebuilt",
                 *rebuilt_report(label, type(opt).__name__, line, self._rec.statement_lines),
             )
+        elif restarted is not None and restarted[0] >= 2 and opt.state:  # a third, every epoch
+            label = self._rec.training.label_of(opt) or type(opt).__name__
+            restart = restarted_report(
+                label, type(opt).__name__, restarted[1], line, self._rec.statement_lines
+            )
+            self._say("optimizer-rebuilt", *restart)
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)

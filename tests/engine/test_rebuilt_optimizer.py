@@ -4,9 +4,11 @@ an optimizer that keeps state."""
 
 from __future__ import annotations
 
+import pytest
+
 from engine import queries as q
 from engine import record
-from tests.engine.snippets import plain_stdout
+from tests.engine.snippets import plain_stdout, recorded_silently, the_pitfall
 
 LOOP = (
     "import torch\nimport torch.nn as nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 1)\n"
@@ -58,3 +60,49 @@ def test_a_second_phase_with_a_new_optimizer_counts_on_unflagged() -> None:
         *(("opt (SGD)", n) for n in range(1, 6)),
     ]
     assert q.pitfalls(trace) == []
+
+
+EPOCHS = """import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+data = [(torch.randn(16, 8), torch.randn(16, 1)) for _ in range(5)]
+for epoch in range(4):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for x, y in data:
+        loss = F.mse_loss(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+    print(epoch, round(loss.item(), 4))
+"""
+
+
+def test_an_optimizer_rebuilt_every_epoch_is_said_with_its_steps_per_epoch() -> None:
+    p = the_pitfall(EPOCHS, "optimizer-rebuilt", 6)
+    assert p.title == "A new Adam every epoch: its state restarts every 5 steps"
+    assert p.message.startswith(
+        "opt is built anew every 5 steps, at line 6 (opt = torch.optim.Adam(model.parameters(), lr=1e-3)), "
+        "with the same settings over the same parameters"
+    )
+    assert p.fix.startswith("Build the optimizer once, before the epoch loop")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right"),
+    [
+        # a new phase with another learning rate each time
+        ("lr=1e-3)", "lr=1e-3 * 0.5 ** epoch)"),
+        # two epochs: one rebuild
+        ("range(4)", "range(2)"),
+        # a new model each time (folds, trials)
+        ("    opt = torch.optim.Adam(", "    model = nn.Linear(8, 1)\n    opt = torch.optim.Adam("),
+        # an optimizer without state
+        ("torch.optim.Adam(model.parameters(), lr=1e-3)", "torch.optim.SGD(model.parameters(), lr=1e-3)"),
+        # built once
+        (
+            "for epoch in range(4):\n    opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            "opt = torch.optim.Adam(model.parameters(), lr=1e-3)\nfor epoch in range(4):\n",
+        ),
+    ],
+)
+def test_an_optimizer_kept_or_rebuilt_for_a_reason_stays_silent(wrong: str, right: str) -> None:
+    assert wrong in EPOCHS
+    recorded_silently(EPOCHS.replace(wrong, right))
