@@ -20,7 +20,9 @@ Attention heads split or merged by a reshape alone are told too: ``(B, T, C)`` c
 ``(B, H, T, C // H)`` (heads before the sequence axis, where ``view(B, T, H, C // H)
 .transpose(1, 2)`` was meant), and ``(B, H, T, D)`` cut back into ``(B, T, H * D)`` without the
 ``transpose(1, 2)`` first. Not where ``H`` equals ``T`` (the shapes cannot tell the orders
-apart) or a size is 1.
+apart) or a size is 1, nor where the size written at the heads' place names channels (or,
+in a merge, the positions' place groups): a group norm written out, ``x.view(N, G, -1)`` of
+``(N, C, H, W)`` with as many groups as rows, and ``x.view(N, C, H, W)`` back.
 """
 
 from __future__ import annotations
@@ -267,6 +269,8 @@ def _heads_report(
     sizes = _sizes_written(call)
     if sizes is None or len(sizes) != len(after):
         return None  # the line's own reshape writes other sizes: this one ran in a library's code
+    if _channel_groups_written(sizes[k], kind):
+        return None
     swap = f".transpose({k}, {k + 1})"
     fixed = None
     if call is not None and call.startswith("."):
@@ -306,6 +310,19 @@ def _heads_report(
         + (f": {fixed}" if fixed else f": {code_fix} in place of the {op}")
         + ".",
     )
+
+
+_GROUPS = re.compile(r"(?i)g|\w*groups?\w*")
+_CHANNELS = re.compile(r"(?i)c|ch|\w*channels?\w*")
+
+
+def _channel_groups_written(size: ast.expr, kind: str) -> bool:
+    """Whether ``size``, written where a heads split puts the heads (``kind`` ``"split"``) or a
+    merge the positions, names channels or groups of channels: a group norm written out,
+    ``x.view(N, G, -1)`` of ``(N, C, H, W)`` and ``x.view(N, C, H, W)`` back, whose sizes match
+    heads and positions only where ``G`` equals ``H``."""
+    named = size.attr if isinstance(size, ast.Attribute) else size.id if isinstance(size, ast.Name) else None
+    return named is not None and bool((_CHANNELS if kind == "split" else _GROUPS).fullmatch(named))
 
 
 def _sizes(shape: tuple[int, ...]) -> str:

@@ -10,11 +10,14 @@ which looks like training going well. Nothing raises.
 Read from the snippet's source once, at the end of a run with optimizer steps: the sum (or mean)
 of those four terms in either sign, the constants that multiply it, and, through the
 assignments, function returns and ``+``/``-`` that carry it, the sign it has in each tensor
-``backward()`` is called on. Told where minus the KL divergence reaches a backward root with a
-``+``: at the line that defines it, with the line that adds it and the run's own numbers.
+``backward()`` is called on; each function's names are its own, and tuples returned and
+unpacked (``loss, rec, kl = vae.loss(x)``) and method calls (``self.kl_loss(…)``) are followed.
+Told where minus the KL divergence reaches a backward root with a ``+``: at the line that
+defines it, with the line that adds it and the run's own numbers.
 Silent: the textbook ``-0.5 * …``; minus the KL subtracted (``loss = rec - kl``); an ELBO
-that adds it and is negated before backward (``loss = -elbo``); and a term the run shows is
-not negative (the reading was wrong).
+that adds it and is negated before backward (``loss = -elbo``); ``kl = -kl`` below it; an
+optimizer built with ``maximize=True`` (gradient ascent on the ELBO); and a term the run shows
+is not negative (the reading was wrong).
 """
 
 from __future__ import annotations
@@ -42,11 +45,14 @@ def kl_sign_reports(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     that stepped an optimizer (see the module docstring)."""
     if not rec.training.total_steps or "exp" not in "".join(rec.source_lines):
         return []
+    if any(_maximizes(value) for value in list(scope.values())):
+        return []  # gradient ascent: the ELBO, minus the KL in it, is what the step raises
     found = _flipped("\n".join(rec.source_lines))
     if found is None:
         return []
-    defined, name, added, term = found
-    value = scope.get(name) if name else None
+    defined, key, added, term = found
+    name = key.rpartition(".")[2] if key else None
+    value = scope.get(key) if key else None  # (a function's own name is not in the globals)
     held = ""
     if is_a(value, torch.Tensor) and value.numel() == 1:
         number = float(value.detach().float())
@@ -59,7 +65,8 @@ def kl_sign_reports(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
         code = quoted_code(rec.source_lines, defined, 100)
         what = f"{name} at line {defined}" + (f" ({code})" if code else "")
         negated = term[1:].lstrip() if term.startswith("-") else f"-{term}"
-        fix = f"Make it the KL divergence with a minus: {name} = {negated}; or subtract it at line {added}."
+        written = f"return {negated}" if "(" in name else f"{name} = {negated}"
+        fix = f"Make it the KL divergence with a minus: {written}; or subtract it at line {added}."
     else:
         what = f"The KL term at line {defined}, {term} in the sign the loss gives it,"
         fix = f"Subtract it at line {added}: the KL divergence is -0.5 * sum(1 + logvar - mu² - exp(logvar))."
@@ -78,21 +85,23 @@ def kl_sign_reports(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     ]
 
 
+def _maximizes(value: object) -> bool:
+    """Whether ``value`` is an optimizer built with ``maximize=True``."""
+    return is_a(value, torch.optim.Optimizer) and bool(getattr(value, "defaults", {}).get("maximize"))
+
+
 @functools.lru_cache(maxsize=4)
 def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
-    """``(line of the term, the name holding it alone or None, line that adds it, its code: the
-    name's value, else the sum itself)`` where minus the KL divergence reaches a backward root
-    with a plus sign; ``None`` otherwise."""
+    """``(line of the term, the name holding it alone (``f.kl`` for function ``f``'s) or None,
+    line that adds it, its code: the name's value, else the sum itself)`` where minus the KL
+    divergence reaches a backward root with a plus sign; ``None`` otherwise. A name assigned
+    inside a function is that function's own (an ``elbo()`` beside a ``loss_function()`` may
+    hold minus the KL in a ``kl`` of its own); ``kl = -kl`` turns the sign a name holds."""
     tree = parsed_source(source)
     if tree is None:
         return None
-    statements = [
-        (s, target, s.value)
-        for s in ast.walk(tree)
-        if isinstance(s, ast.Assign | ast.AugAssign | ast.Return)
-        and s.value is not None
-        and (target := _target(s, tree)) is not None
-    ]
+    scopes = _Scopes(tree)
+    statements = [binding for s in ast.walk(tree) for binding in _bindings(s, scopes)]
     # name -> (its sign: 1 where it holds minus the KL with a plus, the term's line, the name
     # that holds the term alone or None, the line where the term joined other terms with a plus)
     signs: dict[str, tuple[int, int, str | None, int | None]] = {}
@@ -106,28 +115,87 @@ def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
                 signs[target] = (form * sign, statement.lineno, target if alone else None, None)
                 if not alone and form * sign > 0:
                     signs[target] = (*signs[target][:3], statement.lineno)
+                break  # (the sum, not the four terms inside it)
+    turned: set[int] = set()  # the statements that turned the sign their own target holds
     for _ in range(_ROUNDS):
-        grown = len(signs)
+        grown = len(signs) + len(turned)
         for statement, target, value in statements:
             if target in signs:
+                _turn(statement, value, target, signs, scopes, turned)
                 continue
             for node, sign in _signed_terms(value, _start(statement)):
-                known = signs.get(_name_of(node) or "")
+                known = signs.get(scopes.key(_name_of(node), statement))
                 if known is not None:
                     joined = known[3] or (statement.lineno if known[0] * sign > 0 else None)
                     signs[target] = (known[0] * sign, known[1], known[2], joined)
                     break
-        if len(signs) == grown:
+        if len(signs) + len(turned) == grown:
             break
     for call in ast.walk(tree):
         root = _backward_root(call)
         if root is None:
             continue
         for term, sign in _signed_terms(root, 1):
-            known = signs.get(_name_of(term) or "")
+            known = signs.get(scopes.key(_name_of(term), call))
             if known is not None and known[0] * sign > 0:
                 return known[1], known[2], known[3] or root.lineno, codes[known[1]]
     return None
+
+
+def _turn(
+    statement: ast.stmt,
+    value: ast.expr,
+    target: str,
+    signs: dict[str, tuple[int, int, str | None, int | None]],
+    scopes: _Scopes,
+    turned: set[int],
+) -> None:
+    """Turn the sign ``target`` holds where ``statement``, below the line that gave it that
+    sign, rebinds it from itself with a minus (``kl = -kl``, ``kl *= -1``); once per statement."""
+    known = signs[target]
+    if id(statement) in turned or statement.lineno <= known[1] or isinstance(statement, ast.Return):
+        return
+    if isinstance(statement, ast.AugAssign):
+        factor = _constant(value)
+        flip = isinstance(statement.op, ast.Mult | ast.Div) and factor is not None and factor < 0
+    else:
+        own = [
+            sign for node, sign in _signed_terms(value, 1) if scopes.key(_name_of(node), statement) == target
+        ]
+        flip = bool(own) and own[0] < 0
+    if flip:
+        turned.add(id(statement))
+        signs[target] = (-known[0], *known[1:])
+
+
+class _Scopes:
+    """Which function each statement of a snippet's tree sits in, and the names each function
+    assigns (its locals)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._function: dict[int, str] = {}
+        self._locals: dict[str, set[str]] = {}
+        for function in ast.walk(tree):
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                assigned = self._locals.setdefault(function.name, set())
+                for node in ast.walk(function):
+                    self._function[id(node)] = function.name  # (inner functions, walked later, win)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        assigned.add(node.id)
+
+    def function_of(self, node: ast.AST) -> str | None:
+        """The name of the function ``node`` sits in; ``None`` at module level."""
+        return self._function.get(id(node))
+
+    def key(self, name: str | None, at: ast.AST) -> str:
+        """What ``name``, read at ``at``, is known as: ``f.kl`` for a ``kl`` function ``f``
+        assigns, else ``kl`` (a module-level name, or ``f()`` for a call)."""
+        function = self.function_of(at)
+        if name is None:
+            return ""
+        if function is not None and name in self._locals.get(function, set()):
+            return f"{function}.{name}"
+        return name
 
 
 def _start(statement: ast.stmt) -> int:
@@ -182,9 +250,12 @@ def _reduced(node: ast.expr) -> ast.expr | list[ast.expr] | None:
 
 
 def _kl_form(node: ast.expr) -> int | None:
-    """``1`` where ``node`` sums or averages ``1 + logvar - mu**2 - exp(logvar)`` (minus the KL
-    divergence, up to its factor), ``-1`` for the negation, ``None`` for anything else."""
+    """``1`` where ``node`` sums or averages ``1 + logvar - mu**2 - exp(logvar)``, or is that sum of
+    four terms itself (minus the KL divergence, up to its factor, per dimension or summed), ``-1``
+    for the negation, ``None`` for anything else."""
     inner = _reduced(node)
+    if inner is None and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        inner = node  # per dimension, summed later: kl_el = 0.5 * (1 + logvar - …)
     if not isinstance(inner, ast.BinOp):
         return None
     terms = [(sign, term) for term, sign in _leaves(inner, 1)]
@@ -245,27 +316,43 @@ def _constant(node: ast.expr) -> float | None:
 
 
 def _name_of(node: ast.expr) -> str | None:
-    """The name a term reads: ``kl`` for ``kl``, ``loss_fn()`` for a call of ``loss_fn``."""
+    """The name a term reads: ``kl`` for ``kl``, ``loss_fn()`` for a call of ``loss_fn`` (or of
+    a method ``self.loss_fn``: a function the snippet defines, where it holds a KL term)."""
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return f"{node.func.id}()"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+        return f"{node.func.id if isinstance(node.func, ast.Name) else node.func.attr}()"
     return None
 
 
-def _target(statement: ast.stmt, tree: ast.Module) -> str | None:
-    """The name ``statement`` binds (``loss`` of ``loss = …`` or ``loss += …``), or
-    ``f()`` for a ``return`` in function ``f``."""
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        target = statement.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
-        return statement.target.id
+def _bindings(statement: ast.AST, scopes: _Scopes) -> list[tuple[ast.stmt, str, ast.expr]]:
+    """``(statement, what it binds, the value bound)`` for an assignment or ``return``: ``loss``
+    of ``loss = …`` or ``loss += …`` (``f.loss`` inside function ``f``), ``f()`` for a ``return`` in
+    function ``f``; and each item of a tuple returned (``f()[0]`` of ``return rec + kl, rec, kl``)
+    or unpacked from a call (``loss`` of ``loss, rec, kl = model.loss(x)``, bound to ``loss()[0]``)."""
+    if not isinstance(statement, ast.Assign | ast.AugAssign | ast.Return) or statement.value is None:
+        return []
+    value = statement.value
     if isinstance(statement, ast.Return):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and any(s is statement for s in ast.walk(node)):
-                return f"{node.name}()"
-    return None
+        function = scopes.function_of(statement)
+        if function is None:
+            return []
+        if isinstance(value, ast.Tuple):
+            return [(statement, f"{function}()[{i}]", item) for i, item in enumerate(value.elts)]
+        return [(statement, f"{function}()", value)]
+    target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+    if isinstance(statement, ast.Assign) and len(statement.targets) != 1:
+        return []
+    if isinstance(target, ast.Name):
+        return [(statement, scopes.key(target.id, statement), value)]
+    called = _name_of(value) if isinstance(value, ast.Call) else None
+    if not isinstance(target, ast.Tuple) or called is None:
+        return []
+    return [
+        (statement, scopes.key(item.id, statement), ast.Name(id=f"{called}[{i}]", ctx=ast.Load()))
+        for i, item in enumerate(target.elts)
+        if isinstance(item, ast.Name)
+    ]
 
 
 def _backward_root(node: ast.AST) -> ast.expr | None:

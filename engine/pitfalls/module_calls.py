@@ -10,6 +10,7 @@ mode pitfalls say, and the source reading that keeps them quiet, is in modes.py.
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import Callable
@@ -36,6 +37,27 @@ _STOCHASTIC = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 _EVAL_WRITTEN = re.compile(r"\.eval\(\)")
 
 
+_EVAL_REASON = re.compile(r"(?i)dropout|batch.?norm|\bbn\b|running (?:stat|mean|var)|freez|frozen|determinis")
+
+
+def _eval_meant(source_lines: list[str]) -> bool:
+    """Whether a comment on a line that calls ``.eval()``, or on the comment lines right above
+    it, speaks of dropout, batch norm, its running statistics, freezing or determinism: eval
+    mode kept for training on purpose (batch norm on its pretrained statistics with a batch of
+    one, a policy's log-probabilities without dropout)."""
+    for at, line in enumerate(source_lines):
+        if not _EVAL_WRITTEN.search(line):
+            continue
+        comments = [line.partition("#")[2]]
+        above = at - 1
+        while above >= 0 and source_lines[above].lstrip().startswith("#"):
+            comments.append(source_lines[above])
+            above -= 1
+        if any(_EVAL_REASON.search(comment) for comment in comments):
+            return True
+    return False
+
+
 def _switched_off(module: nn.Module) -> bool:
     """A dropout of p = 0: the same in either mode."""
     return isinstance(module, nn.modules.dropout._DropoutNd) and module.p == 0
@@ -53,8 +75,10 @@ class ModeWatch:
         self._say = say
         # eval-mode-in-training: dropout and batch-norm layers seen in training mode, and the
         # class of one that, with gradients on, last ran before the coming step in eval mode
+        # (with the model called as a whole that holds it, if known: a step that does not update
+        # that model, G's beside a discriminator put in eval for it, is not trained in eval mode)
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
-        self._eval_since_step: str | None = None
+        self._eval_since_step: tuple[str, weakref.ref[nn.Module] | None] | None = None
         self._root_training = False  # the mode of the last model called as a whole with grad on
         self._root_now_training = True  # the mode of the last model called as a whole
         self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
@@ -101,30 +125,46 @@ class ModeWatch:
                 _switched_off(module) or self._root_training or self._root_frozen
             ):
                 # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
-                self._eval_since_step = type(module).__name__
+                self._eval_since_step = (type(module).__name__, self._root_holding(module))
 
     def stepped(self, step: int, line: int | None, params: list[torch.Tensor]) -> None:
         """An optimizer's step ``step``, at ``line``, over ``params``: say
         eval-mode-in-training if the forward before it ran a layer, trained before, in eval
         mode, or (no layer having trained yet) a dropout of a model in eval mode whose
         parameters this step updates: ``model.eval()`` before a fine-tuning loop."""
-        kind, self._eval_since_step = self._eval_since_step, None
+        since_step, self._eval_since_step = self._eval_since_step, None
         from_start, self._eval_from_start = self._eval_from_start, None
+        stepped = {id(p) for p in params}
+        kind = None
+        if since_step is not None:
+            root = since_step[1]() if since_step[1] is not None else None
+            if root is None or any(id(p) in stepped for p in root.parameters()):
+                kind = since_step[0]
         if kind is None and from_start is not None:
             root = from_start[1]()
-            stepped = {id(p) for p in params}
             if root is not None and any(id(p) in stepped for p in root.parameters()):
                 kind = from_start[0]
         if kind is not None:
             report = eval_left_on_report(kind, step, line, self._rec.statement_lines)
             self._say("eval-mode-in-training", *report)
 
+    @functools.cached_property
+    def _eval_meant(self) -> bool:
+        """:func:`_eval_meant` of the snippet's source, read once."""
+        return _eval_meant(self._rec.source_lines)
+
+    def _root_holding(self, module: nn.Module) -> weakref.ref[nn.Module] | None:
+        """The last model called as a whole with gradients on, where it holds ``module``."""
+        root = self._root() if self._root is not None else None
+        return self._root if root is not None and any(m is module for m in root.modules()) else None
+
     def _untrained_in_eval(self, module: nn.Module) -> None:
         """Note ``module``, in eval mode with gradients on before any layer ran in training
         mode, where it is a dropout inside a model in eval that the snippet switched with
         ``.eval()`` and trains whole. Batch norm is left alone (frozen on purpose while
         fine-tuning), as are a model with frozen parts (its eval mode keeps a backbone as it
-        is) and a forward whose model no step updates (an attack on the input)."""
+        is), a forward whose model no step updates (an attack on the input), and a snippet
+        whose comment at its ``.eval()`` says why (:func:`_eval_meant`)."""
         root = self._root() if self._root is not None else None
         if (
             not isinstance(module, nn.modules.dropout._DropoutNd)
@@ -133,6 +173,7 @@ class ModeWatch:
             or root.training
             or not all(p.requires_grad for p in root.parameters())
             or not any(_EVAL_WRITTEN.search(line) for line in self._rec.source_lines)
+            or self._eval_meant
         ):
             return
         self._eval_from_start = (type(module).__name__, weakref.ref(root))

@@ -21,7 +21,13 @@ Told at the end of the run from each scheduler the snippet holds, by the steps i
   middle of the run;
 - ``MultiStepLR``: stepped in a batch loop as often as its optimizer or half as often, past
   its last milestone by the middle of the run (milestones counted in steps, which a run of
-  that many steps reaches late, stay silent).
+  that many steps reaches late, stay silent), and, where the run tells how many batches the
+  loop has (``range(n)``, ``len(loader)``), at a milestone within the epochs it ran (one past
+  them, ``total_steps // 2``, is counted in steps).
+
+Where the batch loop runs once per epoch (a loader of one batch), or the scheduler stepped no
+more often than the loop around it turned (at each epoch's last batch), it is stepped per
+epoch, and ``StepLR``, ``ExponentialLR`` and ``MultiStepLR`` stay silent.
 
 Left alone: a schedule sized in steps that the run does not pass (``T_max`` the number of
 batches), one stepped per epoch within its length, ``CosineAnnealingWarmRestarts`` (which restarts
@@ -92,7 +98,8 @@ def past_period_schedulers(scope: dict[str, Any], rec: Recorder, course: LossCou
         loops = _loops_around("\n".join(rec.source_lines), stepped)
         optimizer = scheduler.optimizer
         steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
-        course_told = _course(scheduler, len(loops) >= 2, steps)
+        batches = _batches_per_epoch(loops[-1], scope) if len(loops) >= 2 else None
+        course_told = _course(scheduler, len(loops) >= 2, steps, batches)
         if course_told is None:
             continue
         opt_name = name_of(optimizer, scope)
@@ -120,10 +127,11 @@ def _lr(scheduler: Any, t: int) -> float:
     return base * scheduler.gamma**t  # ExponentialLR
 
 
-def _course(scheduler: Any, inner: bool, steps: int) -> str | None:
+def _course(scheduler: Any, inner: bool, steps: int, batches: int | None = None) -> str | None:
     """What the learning rate did over the run, in words, where it ran past the schedule's
-    end (``inner``: stepped in a loop inside another loop; ``steps``: its optimizer's), or
-    ``None`` where it did not."""
+    end (``inner``: stepped in a loop inside another loop, which runs ``batches`` times per
+    turn of the loop around it where the run tells; ``steps``: its optimizer's), or ``None``
+    where it did not."""
     kind = type(scheduler).__name__
     taken: int = scheduler.last_epoch
     base = float(scheduler.base_lrs[0])
@@ -151,12 +159,16 @@ def _course(scheduler: Any, inner: bool, steps: int) -> str | None:
             f"the lr fell from {_lr(scheduler, 0):.4g} to {_lr(scheduler, end):.4g} at step {end} (total_iters="
             f"{end}) and stayed there for the other {taken - end} of its {taken} steps"
         )
-    if not inner or 2 * taken < steps:
-        return None
+    if not inner or 2 * taken < steps or batches == 1:
+        return None  # (one batch an epoch: stepped per batch is stepped per epoch)
+    if batches is not None and taken * batches <= steps:
+        return None  # once per turn of the outer loop (at an epoch's last batch): per epoch
     if kind == "MultiStepLR":
         last = max(scheduler.milestones, default=0)
         if last < 1 or 2 * last > taken or _lr(scheduler, taken) >= base:
             return None
+        if batches is not None and last * batches > taken:
+            return None  # more milestones than epochs: counted in batches (total_steps // 2)
         return (
             f"the lr fell from {base:.4g} to {_lr(scheduler, last):.4g} at step {last}, its last milestone, and "
             f"stayed there for the other {taken - last} of its {taken} steps"
@@ -184,6 +196,61 @@ def _loops_around(source: str, line: int | None) -> list[ast.For | ast.AsyncFor 
         ),
         key=lambda node: node.lineno,
     )
+
+
+def _batches_per_epoch(loop: ast.For | ast.AsyncFor | ast.While, scope: dict[str, Any]) -> int | None:
+    """How many times ``loop`` (the batch loop) runs per turn of the loop around it, read from
+    what it iterates and the snippet's globals ``scope`` at the end of the run: ``range(n)``,
+    ``len(loader)`` for ``loader``, ``enumerate(loader)`` or ``tqdm(loader)``; ``None`` where
+    that is not known."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return None
+    over = loop.iter
+    if isinstance(over, ast.Call) and isinstance(over.func, ast.Name) and over.args:
+        called, args = over.func.id, over.args
+        if called in ("enumerate", "tqdm"):
+            over = args[0]
+        elif called == "range" and len(args) <= 2:
+            bounds = [_count(a, scope) for a in args]
+            start, end = ([0, *bounds] if len(bounds) == 1 else bounds)[:2]
+            return None if start is None or end is None else end - start
+    if not isinstance(over, ast.Name):
+        return None
+    return _length(scope.get(over.id))
+
+
+def _length(value: object) -> int | None:
+    """``len(value)`` where it has one (a list of batches, a DataLoader over a sized dataset)."""
+    try:
+        return len(value) if value is not None and hasattr(value, "__len__") else None
+    except TypeError:
+        return None
+
+
+def _count(node: ast.expr, scope: dict[str, Any]) -> int | None:
+    """The int ``node`` gives: a number, a global name holding one, ``len(name)``, or ``+``, ``-``,
+    ``*``, ``//`` of those; ``None`` for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        value = scope.get(node.id)
+        return value if type(value) is int else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+        return _length(scope.get(node.args[0].id)) if isinstance(node.args[0], ast.Name) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv):
+        left, right = _count(node.left, scope), _count(node.right, scope)
+        if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
+            return None
+        return _OPERATIONS[type(node.op)](left, right)
+    return None
+
+
+_OPERATIONS = {
+    ast.Add: int.__add__,
+    ast.Sub: int.__sub__,
+    ast.Mult: int.__mul__,
+    ast.FloorDiv: int.__floordiv__,
+}
 
 
 def _per_epoch(loop: ast.For | ast.AsyncFor | ast.While) -> str:
