@@ -45,7 +45,12 @@ of each ``torch.distributions`` class, its draws shown to sample-instead-of-rsam
 (engine/pitfalls/samples.py), with its ``rsample`` (the distributions drawn from that way).
 The shuffles only where the snippet's source says ``shuffle``, the draws only where it says
 ``sample`` (some 40 methods to put in place and take back at each entry of the recorder,
-which a benchmark enters once a step), and neither with the detectors off.
+which a benchmark enters once a step), and neither with the detectors off. Likewise
+``nn.Module``'s ``register_forward_hook``, ``register_forward_pre_hook``,
+``register_full_backward_hook`` and ``register_full_backward_pre_hook``, each only where the
+source names it: a call from the snippet's own code is shown to hook-registered-in-loop
+(engine/pitfalls/piled_module_hooks.py) with the handle it returned, which the snippet gets
+as it is; hooks that library code registers (``spectral_norm``'s) are not.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ import torch.nn.utils.clip_grad as clip_grad
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .op_arguments import tensors_in
+from .pitfalls.piled_module_hooks import MODULE_HOOKS
 from .pitfalls.reseeds import Reseeds
 from .source import SNIPPET_FILENAME, find_name, snippet_frame
 
@@ -119,9 +125,9 @@ class LibraryCalls:
         self.making = _Making()
         #: the snippet's seed calls in loops (seed-reset-in-loop)
         self.seeds = Reseeds(rec)
-        # which of "shuffle" and "sample" the snippet's source says, with the detectors on: the
-        # shuffles and the distributions' sample and rsample are wrapped only then (None: not
-        # yet read)
+        # which of "shuffle", "sample" and the module hook methods the snippet's source says,
+        # with the detectors on: the shuffles, the distributions' sample and rsample and each
+        # hook method are wrapped only then (None: not yet read)
         self._source_says: set[str] | None = None
 
     def install(self) -> None:
@@ -137,7 +143,7 @@ class LibraryCalls:
         if numpy_random is not None:
             self._replace_shared(numpy_owners, "seed", self._seeding_numpy)
         if self._source_says is None:  # (the source is the recorder's once it is entered)
-            words = ("shuffle", "sample") if self._rec.pitfalls.enabled else ()
+            words = ("shuffle", "sample", *MODULE_HOOKS) if self._rec.pitfalls.enabled else ()
             self._source_says = {w for w in words if any(w in line for line in self._rec.source_lines)}
         if "shuffle" in self._source_says:
             if numpy_random is not None:
@@ -146,6 +152,9 @@ class LibraryCalls:
         if "sample" in self._source_says:  # some 40 methods: put in place only for a snippet that draws
             for kind, name in _drawing_methods():
                 self._replace(kind, name, self._sampling if name == "sample" else self._rsampling)
+        for name in MODULE_HOOKS:
+            if name in self._source_says:
+                self._replace(nn.Module, name, self._hooking)
 
     def remove(self) -> None:
         while self._originals:
@@ -321,6 +330,24 @@ class LibraryCalls:
             return original(dist, *args, **kwargs)
 
         return rsample
+
+    def _hooking(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        rec = self._rec
+        making = self.making
+        method = original.__name__
+
+        @functools.wraps(original)
+        def register(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            handle = original(module, *args, **kwargs)
+            if rec.active and making.depth == 0:
+                caller = sys._getframe(1)
+                if caller.f_code.co_filename == SNIPPET_FILENAME:  # not a library's own hook
+                    hook = args[0] if args else kwargs.get("hook")
+                    with rec.mute():
+                        rec.pitfalls.on_module_hook(module, method, hook, caller.f_lineno, handle)
+            return handle
+
+        return register
 
     def _converting(self, original: Callable[..., Any]) -> Callable[..., Any]:
         making = self.making

@@ -41,6 +41,7 @@ from .non_finite_loss import non_finite_said
 from .op_checks import OpChecks
 from .parameters import parameter_reports
 from .piled_hooks import PiledHooks
+from .piled_module_hooks import PiledModuleHooks
 from .rebuilt import rebuilt_report, restarted_report
 from .rounding import RoundingCuts
 from .run_end import loop_reports, memory_reports, uncalled_reports
@@ -98,6 +99,7 @@ class PitfallWatch:
         self._hand_updates = HandUpdates()  # missing-zero-grad in a loop that steps by hand
         self._course = LossCourse()  # loss-diverging
         self._piled_hooks = PiledHooks()  # hook-registered-in-loop
+        self._piled_module_hooks = PiledModuleHooks()  # its module hooks (library_calls.py)
         self._unused = UnusedGradients()  # gradients-cleared-unused
         self._grad_of_grad = GradOfGrad()  # grad-of-grad-accumulated
         self._ignored = IgnoredGradients()  # custom-backward-ignores-gradient
@@ -359,6 +361,20 @@ class PitfallWatch:
         """Look at ``tensor.register_hook(…)`` just run from snippet line ``line``, which
         returned ``handle``."""
         piled = self._piled_hooks.registered(tensor, line, handle, self._rec.source_lines)
+        if piled is not None:
+            self._say("hook-registered-in-loop", line, *piled)
+
+    @guarded
+    def on_module_hook(
+        self, module: nn.Module, method: str, hook: object, line: int | None, handle: object
+    ) -> None:
+        """Look at ``module.<method>(hook)`` (``register_forward_hook`` and the like: see
+        piled_module_hooks.py) just called from snippet line ``line``, which returned ``handle``."""
+        rec = self._rec
+        path = rec.modules.path_of(module)
+        piled = self._piled_module_hooks.registered(
+            module, method, hook, line, handle, rec.statement_lines, path
+        )
         if piled is not None:
             self._say("hook-registered-in-loop", line, *piled)
 
