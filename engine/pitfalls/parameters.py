@@ -172,8 +172,11 @@ def _copy_of(root: str, trained: set[str], source_lines: Sequence[str]) -> tuple
 
 
 def _assignment_lines(name: str, source_lines: Sequence[str]) -> list[int]:
-    """The lines that assign variable ``name`` (``model = ...``), top down."""
-    return _lines_matching(re.compile(rf"^{re.escape(name)}\s*=[^=]"), source_lines)
+    """The lines that assign variable ``name`` (``model = ...``, or one of several: ``G, D =
+    ...``), top down."""
+    other = r"[\w.]+\s*,\s*"
+    pattern = rf"^(?:{other})*{re.escape(name)}\s*(?:,\s*[\w.]+\s*)*,?\s*=[^=]"
+    return _lines_matching(re.compile(pattern), source_lines)
 
 
 def _lines_matching(pattern: re.Pattern[str], source_lines: Sequence[str]) -> list[int]:

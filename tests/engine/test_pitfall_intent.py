@@ -187,6 +187,21 @@ for epoch in range(5):
     assert "line 7 below line 8" in p.fix
 
 
+def test_a_model_built_beside_another_on_one_line_is_said_at_that_line() -> None:
+    # G, D = …: the line that builds D is found in a tuple assignment too (it had no line at all)
+    source = """import torch, torch.nn as nn
+torch.manual_seed(0)
+G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+optG = torch.optim.SGD(G.parameters(), lr=0.1)
+for i in range(3):
+    loss = D(G(torch.randn(8, 2))).mean()
+    optG.zero_grad(); loss.backward()
+    optG.step()
+"""
+    p = the_pitfall(source, "parameter-not-optimized", 3)
+    assert p.title == "D is used but no optimizer holds its parameters"
+
+
 ACCURACY = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
