@@ -34,7 +34,7 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       [nodes, edges] = readingOrder(nodes, edges);
       const { positions, routes } = await layoutElk(
         nodes.map((n) => ({ id: n.id, parent: n.parent, width: n.width, height: n.height, compound: n.kind === "group" })),
-        edges.map((e) => ({ id: e.id, source: e.source, target: e.target })),
+        edges.map((e) => ({ id: e.id, source: e.source, target: e.target, straight: e.kind === "grad" })),
       );
       // Another run replaced the graph while ELK worked: this one is gone.
       if (cy.destroyed()) return "elk";

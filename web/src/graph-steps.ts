@@ -36,6 +36,9 @@ export class StepPainter {
   private chipsOf = new Map<number, string[]>();
   /** The plain inputs' element ids: no backward call ever reaches them. */
   private inputs = new Set<string>();
+  /** A leaf's label changed in this paint (its .grad line): redraw once its restyle is over. */
+  private relabelled = false;
+  private redrawTimer = 0;
 
   constructor(private readonly host: PainterHost) {}
 
@@ -102,7 +105,28 @@ export class StepPainter {
         cy.edges().forEach((el) => this.updateEdge(el, entry));
       }
     });
+    if (this.relabelled) this.redrawAfterTransition();
     return { changed: entry !== prev?.entry };
+  }
+
+  /**
+   * Draw the whole graph again once the nodes' colour transitions (180 ms, graph-style.ts)
+   * are over. Cytoscape keeps a node's cached picture when its label changes during one: a
+   * leaf that got its `.grad [−0.00148, −0.0042]` line as it became the running node was
+   * drawn from its old, narrower picture stretched to the new size (the text twice as wide,
+   * cut at both ends, and ".grad None" over ".grad" on its neighbour) until the view moved.
+   */
+  private redrawAfterTransition(): void {
+    this.relabelled = false;
+    window.clearTimeout(this.redrawTimer);
+    // a step's pan (following the running node) draws from the same pictures: after it too
+    const redraw = (tries: number) => {
+      const cy = this.host.cy;
+      if (cy.destroyed()) return;
+      if (cy.animated() && tries > 0) this.redrawTimer = window.setTimeout(() => redraw(tries - 1), 100);
+      else cy.forceRender();
+    };
+    this.redrawTimer = window.setTimeout(() => redraw(20), 240);
   }
 
   /**
@@ -231,7 +255,10 @@ export class StepPainter {
     const lines = tensorNodeLabel(model, d.tensor!);
     if (entry) lines.push(`.grad ${gradAt(model, d.tensor!, entry)}`);
     const label = lines.join("\n");
-    if (el.data("label") !== label) el.data("label", label);
+    if (el.data("label") !== label) {
+      el.data("label", label);
+      this.relabelled = true;
+    }
   }
 }
 

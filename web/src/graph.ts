@@ -9,23 +9,26 @@
 // graph-sync.ts hands the built elements to Cytoscape, graph-layout.ts places them,
 // graph-schedule.ts times rebuilds (graph-pacing.ts paces them while a run streams),
 // graph-elements.ts finds the element showing a node or a selection, graph-keys.ts walks
-// the graph from the keyboard, graph-toolbar.ts builds the toolbar and graph-offscreen.ts
-// the cues at the pane's edges.
+// the graph from the keyboard, graph-toolbar.ts builds the toolbar, graph-offscreen.ts
+// the cues at the pane's edges, graph-legend.ts the legend and graph-banner.ts the note at
+// a call's end.
 import cytoscape, { type Core, type NodeSingular } from "cytoscape";
 import { h, PANES_RESIZED, perFrame } from "./dom";
+import { GraphBanner } from "./graph-banner";
 import { buildGraph, type GEdge, type GNode } from "./graph-build";
 import { CallPicker } from "./graph-calls";
 import { elementOfNode, elementOfSelection, lookedAt, type Shown, stepperElement } from "./graph-elements";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
 import { type LayoutInfo, placeElements } from "./graph-layout";
+import { graphLegend, kindsShown, showLegendFor } from "./graph-legend";
 import { foldToFit } from "./graph-lod";
 import { OffscreenCues } from "./graph-offscreen";
 import { BIG, type Rebuild } from "./graph-pacing";
 import { hoverOf, tapOf } from "./graph-pointer";
 import { RebuildScheduler } from "./graph-schedule";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
-import { allowCytoscapeUnderCsp, graphLegend, graphStyle, showLegendFor } from "./graph-style";
+import { allowCytoscapeUnderCsp, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { graphToolbar } from "./graph-toolbar";
 import { fitGraph, PRESENTER_LABEL_PX, revealElement, zoomAboutCentre } from "./graph-viewport";
@@ -50,9 +53,8 @@ export class GraphView {
   private cy!: Core;
   private big = false;
   private readonly canvas: HTMLElement;
-  private readonly banner: HTMLElement;
-  private readonly bannerText: HTMLElement;
-  private readonly bannerToggle: HTMLButtonElement;
+  /** The note at a call's end (graph-banner.ts). */
+  private readonly banner = new GraphBanner();
   /** Says what the nodes' looks mean: the graph's kinds, or a backward step's states. */
   private readonly legend: HTMLElement;
   private readonly empty: HTMLElement;
@@ -159,15 +161,9 @@ export class GraphView {
       reveal: (id) => this.reveal(id),
       drawnInPart: () => this.part.cut,
     });
-    // The note at a call's end. Where it must keep to one line (a phone, a short screen:
-    // graph.css) it is cut with an ellipsis, and a tap on it (or its ▾ button) shows it whole.
-    this.bannerText = h("span", { class: "gw-graph-banner-text", role: "status" });
-    this.bannerToggle = h("button", { type: "button", class: "gw-graph-banner-toggle", "aria-expanded": "false", "aria-label": "Show the whole note", title: "Show the whole note", text: "▾" });
-    this.banner = h("div", { class: "gw-graph-banner", hidden: true }, this.bannerText, this.bannerToggle);
-    this.banner.addEventListener("click", () => this.openBanner(!this.banner.classList.contains("gw-graph-banner-open")));
     this.empty = h("div", { class: "gw-graph-empty", text: emptyGraphText(this.model) });
     this.legend = graphLegend();
-    root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner, this.empty), this.legend, announcer);
+    root.append(toolbar.element, h("div", { class: "gw-graph-stage" }, h("div", { class: "gw-graph-view" }, this.canvas, this.cues.element), this.banner.element, this.empty), this.legend, announcer);
     this.createCy(false);
     store.subscribe((state, changed) => this.onStore(state, changed));
     document.addEventListener("gw-theme", () => this.restyle());
@@ -399,26 +395,10 @@ export class GraphView {
     const entry = stepperEntry(this.model, state);
     const { changed } = this.painter.paint(entry, entry ? null : state.op);
     this.placeLabels();
-    const text = bannerText(this.model, entry);
-    if (this.bannerText.textContent !== text) {
-      this.bannerText.textContent = text;
-      this.banner.title = text; // where a short pane cuts it to one line
-      this.openBanner(false);
-    }
-    this.banner.hidden = !text;
-    showLegendFor(this.legend, entry ? this.painter.looksShown() : null);
+    this.banner.show(bannerText(this.model, entry));
+    showLegendFor(this.legend, entry ? this.painter.looksShown() : null, kindsShown(this.cy));
     if (entry && changed) this.follow(entry);
     this.keepInPart();
-  }
-
-  /** Show the note under the graph whole (`open`) or, where it keeps to one line, cut. */
-  private openBanner(open: boolean): void {
-    this.banner.classList.toggle("gw-graph-banner-open", open);
-    this.bannerToggle.setAttribute("aria-expanded", String(open));
-    this.bannerToggle.textContent = open ? "▴" : "▾";
-    const label = open ? "Show the note on one line" : "Show the whole note";
-    this.bannerToggle.setAttribute("aria-label", label);
-    this.bannerToggle.title = label;
   }
 
   private needsStepperRefit(): boolean {

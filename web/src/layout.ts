@@ -23,6 +23,8 @@ export interface LayoutEdge {
   id: string;
   source: string;
   target: string;
+  /** An edge the gradient runs along: ELK keeps it straight before the others (STRAIGHT). */
+  straight?: boolean;
 }
 
 /** Top-left positions are ELK's; these are centres, in graph coordinates. */
@@ -59,6 +61,14 @@ const OPTIONS: Record<string, string> = {
   "elk.padding": "[top=40,left=20,bottom=20,right=20]",
   "elk.edgeRouting": "POLYLINE",
 };
+
+/**
+ * The gradient's edges are kept straight before the saved tensors' dotted ones: an MLP's
+ * MseLossBackward0 had been placed above its own saved `self` chip, right of the network,
+ * with its one gradient edge running 870 px left to the AddmmBackward0 it feeds, so the first
+ * view (the loss, where the walk starts) showed the loss and an empty module box.
+ */
+const STRAIGHT: Record<string, string> = { "elk.layered.priority.straightness": "10" };
 
 /**
  * A node with more edges than this on one side (250 iterations of `y = x * 2` all sending
@@ -179,7 +189,7 @@ export async function layoutElk(nodes: LayoutNode[], edges: LayoutEdge[], budget
   }
   root.edges = edges
     .filter((x) => elkNodes.has(x.source) && elkNodes.has(x.target) && x.source !== x.target)
-    .map((x): ElkExtendedEdge => ({ id: x.id, sources: [x.source], targets: [x.target] }));
+    .map((x): ElkExtendedEdge => ({ id: x.id, sources: [x.source], targets: [x.target], ...(x.straight ? { layoutOptions: STRAIGHT } : {}) }));
   const result = await new Promise<ElkNode>((resolve, reject) => {
     waiting.add(reject);
     const timer = setTimeout(() => {
