@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from ..explain_seed import name_before
 
-__all__ = ["PiledHooks"]
+__all__ = ["PiledHooks", "still_held"]
 
 
 class PiledHooks:
@@ -40,14 +41,7 @@ class PiledHooks:
         if entry is None or entry[0]() is not tensor:
             entry = (weakref.ref(tensor), {})
             self._hooked[id(tensor)] = entry
-        hooks = getattr(tensor, "_backward_hooks", None) or {}
-        # the handles of this line's hooks still on the leaf (h.remove() takes one off)
-        mine = [i for i in entry[1].get(line, []) if i in hooks]
-        hook_id = getattr(handle, "id", None)
-        if isinstance(hook_id, int):
-            mine.append(hook_id)
-        entry[1][line] = mine
-        held = len(mine)
+        held = still_held(entry[1], line, getattr(tensor, "_backward_hooks", None) or {}, handle)
         if held < 2:
             return None  # the first, or the one before was removed (h.remove() each iteration)
         code = source_lines[line - 1] if 0 < line <= len(source_lines) else None
@@ -63,3 +57,15 @@ class PiledHooks:
             f"Register the hook once, above the loop; or keep its handle, h = {name}.register_hook(…), "
             "and call h.remove() at the end of each iteration.",
         )
+
+
+def still_held(kept: dict[Any, list[int]], key: Any, hooks: dict[int, Any], handle: object) -> int:
+    """How many hooks registered under ``key`` (a line, or a line and a method) are on their
+    owner now, whose hook dict is ``hooks``, counting the one ``handle`` just added; ``kept``
+    (key -> their handle ids) is brought up to date (``h.remove()`` takes one off)."""
+    mine = [i for i in kept.get(key, []) if i in hooks]
+    hook_id = getattr(handle, "id", None)
+    if isinstance(hook_id, int):
+        mine.append(hook_id)
+    kept[key] = mine
+    return len(mine)

@@ -30,6 +30,7 @@ from torch import nn
 
 from ..explain_seed import name_before
 from ..source import StatementLines, indentation, without_comment
+from .piled_hooks import still_held
 
 __all__ = ["MODULE_HOOKS", "PiledModuleHooks"]
 
@@ -96,14 +97,7 @@ class PiledModuleHooks:
             self._hooked[id(module)] = entry
         table, when, how = MODULE_HOOKS[method]
         hooks = getattr(module, table, None) or {}
-        key = (method, line, _code_of(hook))
-        # the handles of this line's hooks still on the module (h.remove() takes one off)
-        mine = [i for i in entry[1].get(key, []) if i in hooks]
-        hook_id = getattr(handle, "id", None)
-        if isinstance(hook_id, int):
-            mine.append(hook_id)
-        entry[1][key] = mine
-        held = len(mine)
+        held = still_held(entry[1], (method, line, _code_of(hook)), hooks, handle)
         if held < 2:
             return None  # the first, or the one before was removed (h.remove() each iteration)
         code = without_comment(source_lines[line - 1]).strip() if 0 < line <= len(source_lines) else ""
