@@ -1,4 +1,5 @@
-"""Predictions read from a softmax over the batch (softmax-over-batch, its prediction form).
+"""Predictions read from a softmax over the batch (softmax-over-batch, its prediction form), and
+a policy's rows read from one.
 
 ``probs = F.softmax(out, dim=0); pred = probs.argmax(1)``: the softmax normalises each class's
 column across the samples of the batch, then the argmax picks, for each sample, the class in
@@ -17,6 +18,11 @@ function, method or model whose ``return`` is one of those (``model.predict_prob
 it runs at the line of that return, which is the line the report names. A softmax
 over dim 0 read over dim 0 (attention weights over the time steps of a sequence-first
 batch, an assignment of items to clusters), a 1-D softmax and one over dim 1 are left alone.
+
+A policy written for one state (``nn.Softmax(dim=0)`` over its 1-D scores) and then run on a
+batch reads each sample's row as its distribution over the actions: ``probs.gather(1, a)``
+(or of ``probs.log()``), ``Categorical(probs)``, ``torch.multinomial(probs, 1)``. Told the same
+way, at the softmax, where the rows the run made do not sum to 1.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ class BatchPredictions:
             return None
         if not (has_storage(given) and has_storage(result)):
             return None
+        if read.rows:
+            return _rows_report(op, line, read, result)
         picked, own = result.detach().argmax(1), given.detach().argmax(1)
         changed = int((picked != own).sum())
         if not changed:
@@ -90,11 +98,12 @@ class BatchPredictions:
 
 
 class _Read(NamedTuple):
-    """Where the source reads a softmax with an argmax over the classes."""
+    """Where the source reads a softmax with an argmax over the classes, or by rows."""
 
-    pick: int  # the argmax's line
+    pick: int  # the argmax's line (or the row read's)
     built: int | None  # the line of the nn.Softmax(dim=…) the softmax ran in, if one did
     module: str  # "nn.Softmax" or "nn.LogSoftmax" for one that did, else ""
+    rows: str = ""  # a read of each sample's row as a distribution: "gather", "Categorical", "multinomial"
 
 
 class _Softmaxes:
@@ -209,6 +218,9 @@ def _argmax_lines(source_lines: Sequence[str]) -> dict[int, _Read]:
         pick = _picked_over_classes(node, parents)
         if pick is not None:
             _mark(found, softmaxes.ran_at(node), pick)
+        rows = _read_by_rows(node, parents)
+        if rows is not None:
+            _mark(found, softmaxes.ran_at(node), *rows)
         stmt = parents.get(node)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             bound.setdefault(stmt.targets[0].id, []).append(node)
@@ -216,15 +228,20 @@ def _argmax_lines(source_lines: Sequence[str]) -> dict[int, _Read]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id in bound:
                 pick = _picked_over_classes(node, parents)
+                rows = _read_by_rows(node, parents)
                 for call in bound[node.id]:
                     if pick is not None and pick > call.lineno:
                         _mark(found, softmaxes.ran_at(call), pick)
+                    if rows is not None and rows[0] > call.lineno:
+                        _mark(found, softmaxes.ran_at(call), *rows)
     return found
 
 
-def _mark(found: dict[int, _Read], made_at: list[tuple[ast.Call, tuple[int, str] | None]], pick: int) -> None:
+def _mark(
+    found: dict[int, _Read], made_at: list[tuple[ast.Call, tuple[int, str] | None]], pick: int, rows: str = ""
+) -> None:
     for call, module in made_at:
-        read = _Read(pick, module[0], module[1]) if module is not None else _Read(pick, None, "")
+        read = _Read(pick, module[0], module[1], rows) if module is not None else _Read(pick, None, "", rows)
         for line in range(call.lineno, (call.end_lineno or call.lineno) + 1):
             found.setdefault(line, read)
 
@@ -268,3 +285,67 @@ def _over_classes(call: ast.Call, at: int) -> bool:
     ):
         return dim.operand.value == 1
     return isinstance(dim, ast.Constant) and dim.value == 1 and not isinstance(dim.value, bool)
+
+
+def _read_by_rows(node: ast.expr, parents: dict[ast.AST, ast.AST]) -> tuple[int, str] | None:
+    """``(line, how)`` where ``node`` (or its ``.log()``) is read as one distribution per row:
+    ``node.gather(1, a)``, ``torch.gather(node, 1, a)``, ``Categorical(node)`` (or
+    ``probs=node``), ``torch.multinomial(node, k)``; else None (a policy's actions scored or
+    drawn from each state's row)."""
+    up = parents.get(node)
+    if isinstance(up, ast.Attribute) and up.attr == "log":  # probs.log().gather(1, a)
+        call = parents.get(up)
+        if isinstance(call, ast.Call) and call.func is up and not call.args:
+            node, up = call, parents.get(call)
+    if isinstance(up, ast.Attribute) and up.attr in ("gather", "multinomial"):
+        call = parents.get(up)
+        if (
+            isinstance(call, ast.Call)
+            and call.func is up
+            and (up.attr == "multinomial" or _over_classes(call, 0))
+        ):
+            return call.lineno, up.attr
+    if isinstance(up, ast.Call) and node is not up.func:
+        name = _called(up)
+        first = up.args[0] if up.args else None
+        probs = next((k.value for k in up.keywords if k.arg == "probs"), None)
+        if name == "Categorical" and (first is node or probs is node):
+            return up.lineno, "Categorical"
+        if (
+            name in ("gather", "multinomial")
+            and first is node
+            and (name == "multinomial" or _over_classes(up, 1))
+        ):
+            return up.lineno, name
+    return None
+
+
+def _rows_report(op: str, line: int, read: _Read, result: torch.Tensor) -> tuple[str, str, str, str] | None:
+    """softmax-over-batch where a policy reads each sample's row of a softmax over dim 0 as its
+    distribution over the actions (:func:`_read_by_rows`): the rows do not sum to 1."""
+    probs = result.detach().float()
+    if op == "log_softmax":
+        probs = probs.exp()
+    sums = probs.sum(1)
+    low, high = float(sums.min()), float(sums.max())
+    if abs(low - 1) < 1e-3 and abs(high - 1) < 1e-3:
+        return None
+    rows, actions = result.shape
+    at = f"line {read.pick}" if read.pick != line else "the same line"
+    made = f" (the {read.module} built at line {read.built})" if read.module else ""
+    how = {
+        "gather": "gather(1, …) picks each sample's entry of its row",
+        "Categorical": "Categorical reads each row as one sample's distribution",
+        "multinomial": "multinomial draws from each row",
+    }[read.rows]
+    over = f"{read.module}(dim=1) at line {read.built}" if read.module else f"{op}(…, dim=1)"
+    return (
+        "softmax-over-batch",
+        f"{op} over dim 0, then each row read as a distribution: the rows sum to {low:.3g} to {high:.3g}",
+        f"{op} at line {line}{made} normalises over dim 0, the {rows} samples of the batch, and at {at} "
+        f"{how}. Each of the {actions} columns sums to 1 across the batch, so no row is a distribution over "
+        f"the {actions} actions (here the rows sum to between {low:.3g} and {high:.3g}), and a sample's "
+        "probabilities depend on what else is in its batch. Nothing raises. (dim=0 is right for the 1-D "
+        "scores of one sample; a batch of them is 2-D.)",
+        f"Normalise each sample's row: {over} (or dim=-1), which works for one sample and for a batch.",
+    )
