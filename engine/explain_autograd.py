@@ -22,7 +22,7 @@ from .source import visible_names
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["autograd_rule_hint"]
+__all__ = ["INTEGER_REQUIRES_GRAD", "autograd_rule_hint"]
 
 
 def autograd_rule_hint(
@@ -40,7 +40,7 @@ def autograd_rule_hint(
         made = input_made_after_output(code)
         if made:
             return made
-    if _INTEGER_REQUIRES_GRAD.search(text):
+    if INTEGER_REQUIRES_GRAD.search(text):
         return _INTEGER_LEAF_HINT
     if "can't optimize a non-leaf Tensor" in text:
         return _non_leaf_parameter_hint(code, frame)
@@ -125,4 +125,4 @@ _INTEGER_LEAF_HINT = (
 )
 # "only Tensors of floating point dtype can require gradients" (.requires_grad_()), "Only
 # Tensors of floating point and complex dtype can require gradients" (the factory's argument)
-_INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
+INTEGER_REQUIRES_GRAD = re.compile(r"only Tensors of floating point .*can require gradients", re.I)

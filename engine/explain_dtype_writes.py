@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .explain_reading import call_name, calls, parsed
+from .explain_reading import call_name, calls, parsed, wrapped
 from .source import bound_to
 
 __all__ = ["dtype_write_hint"]
@@ -95,8 +95,7 @@ def _indexed_write(destination: str, source: str, code: str | None) -> str | Non
 
 def _converted(value: str, into: str) -> str:
     """``value.to(into.dtype)``, bracketed where ``value`` is an expression."""
-    simple = re.fullmatch(r"[\w.]+(?:\[[^\[\]]*\]|\([^()]*\))?", value)
-    return f"{value if simple else f'({value})'}.to({into}.dtype)"
+    return f"{wrapped(value)}.to({into}.dtype)"
 
 
 def _scatter_write(code: str | None, frame: FrameType | None) -> str | None:

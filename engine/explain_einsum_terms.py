@@ -28,6 +28,8 @@ _INVALID = re.compile(r"einsum\(\): invalid subscript given at index (\d+) in th
 
 def einsum_terms_hint(text: str, code: str | None) -> str | None:
     """The hint for error ``text`` at a line reading ``code`` that the module's docstring lists."""
+    if "einsum(): " not in text:  # (every error below is einsum's: read the line only then)
+        return None
     call = find_call(code, ("einsum",), ())
     args = call["call"].args if call else []
     if not args or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):

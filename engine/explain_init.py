@@ -52,9 +52,10 @@ def init_hint(exc: BaseException, code: str | None, frame: FrameType | None) -> 
             if owner is None or not ast.unparse(owner).endswith("init") or not call.args:
                 continue
             layer = ast.unparse(call.args[0])
-            if not is_module(bound_to(layer, frame)):
+            held = bound_to(layer, frame)
+            if not is_module(held):
                 continue
-            kind = type(bound_to(layer, frame)).__name__
+            kind = type(held).__name__
             rest = "".join(f", {ast.unparse(a)}" for a in call.args[1:])
             return (
                 f"nn.init.{call_name(call)} sets the values of a tensor, and {layer} is a layer ({kind}), which holds "

@@ -57,6 +57,8 @@ def _renamed(
 ) -> str | None:
     """The checkpoint holds the same layers under other names: pairs of keys whose last part
     (``weight``, ``bias``) and shape agree."""
+    if len(missing) != len(unexpected):
+        return None
     saved = bound_to(state, frame)
     model = bound_to(owner, frame)
     shapes = dict(saved) if isinstance(saved, dict) else {}
@@ -70,7 +72,7 @@ def _renamed(
         if _shape_of(shapes.get(old)) != _shape_of(wanted.get(new)):
             return None
         pairs[old_layer + "."] = new_layer + "."
-    if len(missing) != len(unexpected) or not pairs:
+    if not pairs:
         return None
     named = ", ".join(f"{old!r} for {new!r}" for old, new in list(pairs.items())[:3])
     if len(pairs) == 1:

@@ -18,6 +18,7 @@ from types import FrameType, TracebackType
 
 import torch
 
+from .explain_autograd import INTEGER_REQUIRES_GRAD
 from .explain_reading import call_name, calls, parsed, shape
 from .explain_seed import name_before
 from .source import (
@@ -38,7 +39,6 @@ _BATCH_NORM = "Batch norm got a batched tensor as input while the running_mean o
 _BOOL_MASK = "Attempting to batch over indexing with a boolean mask"
 _BACKWARD_INSIDE = "backward() called inside a functorch transform"
 _NUMPY = "Can't call numpy() on Tensor that requires grad"
-_INTEGER = re.compile(r"only Tensors of floating point .*can require gradients", re.I)
 _NO_SETUP_CONTEXT = "it must override the setup_context staticmethod"
 _NO_DUAL_LEVEL = "Trying to create a dual Tensor for forward AD but no level exists"
 _V_SIZE = re.compile(
@@ -84,7 +84,7 @@ def transform_hint(exc: BaseException, code: str | None, frame: FrameType | None
         )
     if _NUMPY in text:
         return _numpy_inside(code, frame)
-    if _INTEGER.search(text):
+    if INTEGER_REQUIRES_GRAD.search(text):
         return _integer_argnum(code, frame)
     if _NO_SETUP_CONTEXT in text:
         return _no_setup_context(code, frame)

@@ -287,18 +287,20 @@ class PitfallWatch:
         self._last_step = (step, line, self._rec.backward.calls)
         self.clips.stepped(opt, params, line)
         self._modes.stepped(step, line, params)
-        if rebuilds >= 2 and opt.state:  # a third in a row, keeping state PyTorch-style
-            label = self._rec.training.label_of(opt) or type(opt).__name__
-            self._say(
-                "optimizer-rebuilt",
-                *rebuilt_report(label, type(opt).__name__, line, self._rec.statement_lines),
+        every_step = rebuilds >= 2  # a third in a row, keeping state PyTorch-style
+        every_epoch = restarted is not None and restarted[0] >= 2
+        if (every_step or every_epoch) and opt.state:
+            label, kind, source = (
+                self._rec.training.label_of(opt) or type(opt).__name__,
+                type(opt).__name__,
+                self._rec.statement_lines,
             )
-        elif restarted is not None and restarted[0] >= 2 and opt.state:  # a third, every epoch
-            label = self._rec.training.label_of(opt) or type(opt).__name__
-            restart = restarted_report(
-                label, type(opt).__name__, restarted[1], line, self._rec.statement_lines
+            rebuilt = (
+                rebuilt_report(label, kind, line, source)
+                if every_step or restarted is None
+                else restarted_report(label, kind, restarted[1], line, source)
             )
-            self._say("optimizer-rebuilt", *restart)
+            self._say("optimizer-rebuilt", *rebuilt)
         known = self._optimizers.get(id(opt))
         if known is None or known() is not opt:
             self._optimizers[id(opt)] = weakref.ref(opt)

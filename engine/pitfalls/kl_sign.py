@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -102,9 +102,7 @@ def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
         return None
     scopes = _Scopes(tree)
     statements = [binding for s in ast.walk(tree) for binding in _bindings(s, scopes)]
-    # name -> (its sign: 1 where it holds minus the KL with a plus, the term's line, the name
-    # that holds the term alone or None, the line where the term joined other terms with a plus)
-    signs: dict[str, tuple[int, int, str | None, int | None]] = {}
+    signs: dict[str, _Held] = {}  # a name -> how it holds the KL term
     codes: dict[int, str] = {}  # the term's line -> its code
     for statement, target, value in statements:
         for node, sign in _signed_terms(value, _start(statement)):
@@ -112,9 +110,8 @@ def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
             if form is not None:
                 alone = _additions(value) == _additions(node)
                 codes[statement.lineno] = ast.unparse(value if alone else node)
-                signs[target] = (form * sign, statement.lineno, target if alone else None, None)
-                if not alone and form * sign > 0:
-                    signs[target] = (*signs[target][:3], statement.lineno)
+                joined = statement.lineno if not alone and form * sign > 0 else None
+                signs[target] = _Held(form * sign, statement.lineno, target if alone else None, joined)
                 break  # (the sum, not the four terms inside it)
     turned: set[int] = set()  # the statements that turned the sign their own target holds
     for _ in range(_ROUNDS):
@@ -126,8 +123,8 @@ def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
             for node, sign in _signed_terms(value, _start(statement)):
                 known = signs.get(scopes.key(_name_of(node), statement))
                 if known is not None:
-                    joined = known[3] or (statement.lineno if known[0] * sign > 0 else None)
-                    signs[target] = (known[0] * sign, known[1], known[2], joined)
+                    joined = known.joined or (statement.lineno if known.sign * sign > 0 else None)
+                    signs[target] = known._replace(sign=known.sign * sign, joined=joined)
                     break
         if len(signs) + len(turned) == grown:
             break
@@ -137,23 +134,32 @@ def _flipped(source: str) -> tuple[int, str | None, int, str] | None:
             continue
         for term, sign in _signed_terms(root, 1):
             known = signs.get(scopes.key(_name_of(term), call))
-            if known is not None and known[0] * sign > 0:
-                return known[1], known[2], known[3] or root.lineno, codes[known[1]]
+            if known is not None and known.sign * sign > 0:
+                return known.line, known.alone, known.joined or root.lineno, codes[known.line]
     return None
+
+
+class _Held(NamedTuple):
+    """How a name holds the KL term."""
+
+    sign: int  # 1 where it holds minus the KL divergence with a plus sign, -1 the other way
+    line: int  # the term's line
+    alone: str | None  # the name that holds the term alone (``kl = 0.5 * …``), else None
+    joined: int | None  # the line where the term joined other terms with a plus, if it has
 
 
 def _turn(
     statement: ast.stmt,
     value: ast.expr,
     target: str,
-    signs: dict[str, tuple[int, int, str | None, int | None]],
+    signs: dict[str, _Held],
     scopes: _Scopes,
     turned: set[int],
 ) -> None:
     """Turn the sign ``target`` holds where ``statement``, below the line that gave it that
     sign, rebinds it from itself with a minus (``kl = -kl``, ``kl *= -1``); once per statement."""
     known = signs[target]
-    if id(statement) in turned or statement.lineno <= known[1] or isinstance(statement, ast.Return):
+    if id(statement) in turned or statement.lineno <= known.line or isinstance(statement, ast.Return):
         return
     if isinstance(statement, ast.AugAssign):
         factor = _constant(value)
@@ -165,7 +171,7 @@ def _turn(
         flip = bool(own) and own[0] < 0
     if flip:
         turned.add(id(statement))
-        signs[target] = (-known[0], *known[1:])
+        signs[target] = known._replace(sign=-known.sign)
 
 
 class _Scopes:

@@ -40,7 +40,7 @@ _EVAL_WRITTEN = re.compile(r"\.eval\(\)")
 _EVAL_REASON = re.compile(r"(?i)dropout|batch.?norm|\bbn\b|running (?:stat|mean|var)|freez|frozen|determinis")
 
 
-def _eval_meant(source_lines: list[str]) -> bool:
+def _eval_comment_explains(source_lines: list[str]) -> bool:
     """Whether a comment on a line that calls ``.eval()``, or on the comment lines right above
     it, speaks of dropout, batch norm, its running statistics, freezing or determinism: eval
     mode kept for training on purpose (batch norm on its pretrained statistics with a batch of
@@ -78,7 +78,7 @@ class ModeWatch:
         # (with the model called as a whole that holds it, if known: a step that does not update
         # that model, G's beside a discriminator put in eval for it, is not trained in eval mode)
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
-        self._eval_since_step: tuple[str, weakref.ref[nn.Module] | None] | None = None
+        self._eval_since_step: tuple[str, weakref.ref[nn.Module], weakref.ref[nn.Module] | None] | None = None
         self._root_training = False  # the mode of the last model called as a whole with grad on
         self._root_now_training = True  # the mode of the last model called as a whole
         self._root_frozen = False  # that model in eval, all frozen (a linear probe's backbone)
@@ -125,7 +125,7 @@ class ModeWatch:
                 _switched_off(module) or self._root_training or self._root_frozen
             ):
                 # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
-                self._eval_since_step = (type(module).__name__, self._root_holding(module))
+                self._eval_since_step = (type(module).__name__, weakref.ref(module), self._root)
 
     def stepped(self, step: int, line: int | None, params: list[torch.Tensor]) -> None:
         """An optimizer's step ``step``, at ``line``, over ``params``: say
@@ -137,9 +137,13 @@ class ModeWatch:
         stepped = {id(p) for p in params}
         kind = None
         if since_step is not None:
-            root = since_step[1]() if since_step[1] is not None else None
-            if root is None or any(id(p) in stepped for p in root.parameters()):
-                kind = since_step[0]
+            name, layer, root = since_step[0], since_step[1](), self._model(since_step[2])
+            # the model called as a whole at that call, where it holds the layer (looked up once
+            # a step, not at each of the layer's calls)
+            held = root is not None and layer is not None and any(m is layer for m in root.modules())
+            updated = root is not None and any(id(p) in stepped for p in root.parameters())
+            if not held or updated:
+                kind = name
         if kind is None and from_start is not None:
             root = from_start[1]()
             if root is not None and any(id(p) in stepped for p in root.parameters()):
@@ -149,14 +153,16 @@ class ModeWatch:
             self._say("eval-mode-in-training", *report)
 
     @functools.cached_property
-    def _eval_meant(self) -> bool:
-        """:func:`_eval_meant` of the snippet's source, read once."""
-        return _eval_meant(self._rec.source_lines)
+    def _eval_unexplained(self) -> bool:
+        """Whether the snippet writes ``.eval()`` with no comment there saying why (dropout, batch
+        norm…): :func:`_eval_comment_explains`; its source read once."""
+        source = self._rec.source_lines
+        written = any(_EVAL_WRITTEN.search(line) for line in source)
+        return written and not _eval_comment_explains(source)
 
-    def _root_holding(self, module: nn.Module) -> weakref.ref[nn.Module] | None:
-        """The last model called as a whole with gradients on, where it holds ``module``."""
-        root = self._root() if self._root is not None else None
-        return self._root if root is not None and any(m is module for m in root.modules()) else None
+    @staticmethod
+    def _model(ref: weakref.ref[nn.Module] | None) -> nn.Module | None:
+        return ref() if ref is not None else None
 
     def _untrained_in_eval(self, module: nn.Module) -> None:
         """Note ``module``, in eval mode with gradients on before any layer ran in training
@@ -164,16 +170,15 @@ class ModeWatch:
         ``.eval()`` and trains whole. Batch norm is left alone (frozen on purpose while
         fine-tuning), as are a model with frozen parts (its eval mode keeps a backbone as it
         is), a forward whose model no step updates (an attack on the input), and a snippet
-        whose comment at its ``.eval()`` says why (:func:`_eval_meant`)."""
-        root = self._root() if self._root is not None else None
+        whose comment at its ``.eval()`` says why (:func:`_eval_comment_explains`)."""
+        root = self._model(self._root)
         if (
             not isinstance(module, nn.modules.dropout._DropoutNd)
             or _switched_off(module)
             or root is None
             or root.training
+            or not self._eval_unexplained
             or not all(p.requires_grad for p in root.parameters())
-            or not any(_EVAL_WRITTEN.search(line) for line in self._rec.source_lines)
-            or self._eval_meant
         ):
             return
         self._eval_from_start = (type(module).__name__, weakref.ref(root))

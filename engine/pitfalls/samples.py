@@ -87,6 +87,8 @@ class SampleDraws:
         if self._scored:
             self.calls_left = 0
             return
+        if len(self._draws) >= 8:
+            return
         params = [
             (
                 attribute,
@@ -95,7 +97,7 @@ class SampleDraws:
             )
             for attribute, value in _parameters(dist)
         ]
-        if not params or len(self._draws) >= 8:
+        if not params:
             return
         name = find_name(dist, frame)
         self._draws.append(_Draw(weakref.ref(drawn), frame.f_lineno, name, type(dist).__name__, params))
