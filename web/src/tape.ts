@@ -43,6 +43,9 @@ export class TapeView {
   /** The grad_fn nodes the graph leaves out (another call's): rows of ops that made one are greyed. */
   private outside: ReadonlySet<number> = new Set();
   private playing = 0;
+  /** Counts the tape's reveals of a call: a pending retry of an older one, or one the reader
+   * scrolled away from, stops. */
+  private revealing = 0;
   /** The row after the last op that counts the metrics-only work since it (hidden when none). */
   private readonly endGap: HTMLElement;
   private unsubscribe: () => void = () => {};
@@ -62,6 +65,9 @@ export class TapeView {
     this.endGap = h("div", { class: "gw-op-gap", role: "listitem", hidden: true });
     const empty = h("p", { class: "gw-empty", text: "The forward ops appear here as the code runs." });
     this.scroller = h("div", { class: "gw-scroll" }, empty, this.list);
+    for (const type of ["wheel", "touchstart", "pointerdown", "keydown"]) {
+      this.scroller.addEventListener(type, () => (this.revealing += 1), { passive: true });
+    }
     root.append(h("div", { class: "gw-scrubber" }, this.playButton, this.slider, this.position), this.scroller);
     store.subscribe((state, changed) => this.onStore(state, changed));
     this.setModel(model);
@@ -278,15 +284,19 @@ export class TapeView {
     if (!row) return;
     // The row at the top, the call's ops under it. Chunks never drawn have a placeholder's
     // height (content-visibility): the list is shorter than it will be, and a far row's
-    // scroll stops short at its end. Again, once the chunks scrolled into view are drawn,
-    // until the row stays put (a few tries at most).
+    // scroll stops short at its end, or lands while the chunks scrolled into view are still
+    // being drawn. Again, every 80 ms, until the row is at the top (under a second), unless
+    // another reveal starts or the reader scrolls the tape themselves.
+    const token = ++this.revealing;
     const reveal = (tries: number) => {
-      const before = this.scroller.scrollTop;
+      if (token !== this.revealing || !row.isConnected) return;
       const top = row.getBoundingClientRect().top;
+      const edge = this.scroller.getBoundingClientRect().top + this.scroller.clientTop;
+      if (Math.abs(top - edge) < 1) return;
       revealWithin(this.scroller, { top, bottom: top + this.scroller.clientHeight });
-      if (tries > 0 && this.scroller.scrollTop !== before) window.setTimeout(() => reveal(tries - 1), 80);
+      if (tries > 0) window.setTimeout(() => reveal(tries - 1), 80);
     };
-    reveal(4);
+    reveal(12);
   }
 
   /** Whether `op` made a node of another call's graph (beside it, maybe, a leaf's
