@@ -13,6 +13,7 @@ from .explain_autograd import autograd_rule_hint
 from .explain_calls import call_hint
 from .explain_carried import carried_graph_hint, carried_through_step_hint
 from .explain_complex import complex_hint
+from .explain_counts import count_hint
 from .explain_ctc import ctc_hint
 from .explain_discarded import discarded_conversion
 from .explain_dtype_writes import dtype_write_hint
@@ -20,6 +21,8 @@ from .explain_einsum_terms import einsum_terms_hint
 from .explain_environment import environment_hint
 from .explain_factories import factory_hint
 from .explain_flatten import view_sized_wrong
+from .explain_func_inputs import func_input_hint
+from .explain_function_returns import function_return_hint
 from .explain_functions import custom_function_hint
 from .explain_grad import none_grad_hint
 from .explain_hooks import hook_hint
@@ -31,6 +34,8 @@ from .explain_inplace import (
     indexed_write_on_leaf,
     view_changed_in_place,
 )
+from .explain_integer_ops import integer_op_hint
+from .explain_layer_settings import layer_setting_hint
 from .explain_layout import layout_hint
 from .explain_linalg import linalg_hint
 from .explain_loaders import loader_hint
@@ -41,14 +46,18 @@ from .explain_names import class_called_with_data, misspelt_attribute, tensor_ca
 from .explain_ops import devices_of_failed_op, dtype_hint, inplace_leaf_hint, loss_target_hint, scalar_hint
 from .explain_optim_args import optimizer_argument_hint
 from .explain_packed import packed_hint
+from .explain_paired_inputs import paired_input_hint
 from .explain_practice import practice_hint
 from .explain_recurrent import recurrent_hint
 from .explain_saving import saving_hint
+from .explain_sequences import sequence_hint
 from .explain_setup import setup_hint
 from .explain_shaping import shaping_hint
 from .explain_spatial import spatial_hint
+from .explain_step_args import step_argument_hint
 from .explain_targets import cross_entropy_hint, spatial_target_hint
 from .explain_tools import tools_hint
+from .explain_train_steps import leaf_view_write_hint, train_step_hint
 from .explain_transforms import transform_hint
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .explain_vmap_args import vmap_argument_hint
@@ -196,6 +205,7 @@ def explain_error(
         # (before the returned pair's: an LSTM's (h0, c0) given to a GRU is a pair too)
         or setup_hint(text, code, rec.statement_lines)
         or returned_pair_hint(code, frame, text)
+        or function_return_hint(text, code, frame, rec.statement_lines)
         or custom_function_hint(text, code, frame)
         or hook_hint(text, code, rec.statement_lines, frame)
         or loader_hint(exc, rec, code, frame)
@@ -208,10 +218,17 @@ def explain_error(
         or complex_hint(exc, code, frame)
         or einsum_terms_hint(text, code)
         or vmap_argument_hint(text, code, frame, rec.statement_lines)
+        or func_input_hint(exc, code, frame)
+        or layer_setting_hint(text, code, frame)
         or ctc_hint(text, code, frame)
         or init_hint(exc, code, frame)
         or dtype_write_hint(text, code, frame)
         or lookup_shape_hint(text, code, frame)
+        or train_step_hint(text, code, frame)
+        or sequence_hint(text, code, frame, rec.failed_op)
+        or count_hint(text, code, frame, rec.failed_op)
+        or paired_input_hint(text, frame, rec.failed_op)
+        or step_argument_hint(text, code, frame)
     )
     if called:
         return called
@@ -260,6 +277,7 @@ def explain_error(
         or tools_hint(exc, code, frame, rec.statement_lines, rec.failed_op)
         or factory_hint(exc, rec, code, frame)
         or layout_hint(exc, rec, code, frame)
+        or integer_op_hint(text, code, frame, rec.failed_op)
         or value_kind_hint(text, code, frame)
         or view_sized_wrong(text, rec.failed_op[1] if rec.failed_op else (), code)
     )
@@ -270,6 +288,7 @@ def explain_error(
     if "leaf Variable that requires grad is being used in an in-place" in text:
         activation = (
             inplace_leaf_hint(rec, frame)
+            or leaf_view_write_hint(code, frame)
             or _bare_no_grad_hint(rec.statement_lines, line)
             or element_set_on_leaf(code)
             or indexed_write_on_leaf(code)

@@ -17,7 +17,7 @@ from .explain_cut_tools import transform_cut
 from .explain_grad import assigned_grad_hint, functional_output_hint
 from .explain_seed import chain_root, grad_output_of, name_before, seed_hint
 from .explain_unused_input import input_made_after_output
-from .source import visible_names
+from .source import bound_to, visible_names
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -52,6 +52,9 @@ def autograd_rule_hint(
         # np.array(pred): NumPy's conversion calls pred.numpy() itself
         converted = None if called else _NUMPY_CONVERSION.search(code or "")
         name = called or (converted.group(1) if converted else None)
+        numpy_op = None if name else _numpy_function_of_graph(code, frame)
+        if numpy_op:
+            return numpy_op
         what = name or "The tensor"
         via = f" (NumPy's conversion of {name} calls {name}.numpy())" if converted else ""
         read = name or "t"
@@ -60,6 +63,29 @@ def autograd_rule_hint(
             f"gradients{via}. To read its values take {read}.detach().numpy() (or {read}.tolist(); "
             f"{read}.item() for one number): what you compute from them is outside the graph."
         )
+    return None
+
+
+def _numpy_function_of_graph(code: str | None, frame: FrameType | None) -> str | None:
+    """``np.exp(x)`` (or ``np.concatenate([x, y])``) of a tensor that requires grad: NumPy
+    converts it with ``.numpy()``, which refuses; the torch function keeps the graph."""
+    op = re.search(r"\bnp\.(\w+)\(", code or "")
+    if op is None:
+        return None
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code[op.end() :] if code else "")):
+        held = bound_to(name, frame)
+        if isinstance(held, torch.Tensor) and held.requires_grad:
+            fn = {"concatenate": "cat"}.get(op.group(1), op.group(1))
+            outside = f"for values outside the graph pass {name}.detach()."
+            fix = (
+                f"Use torch.{fn}, which works on tensors and keeps the graph; {outside}"
+                if hasattr(torch, fn)
+                else outside[0].upper() + outside[1:]
+            )
+            return (
+                f"np.{op.group(1)} turns {name} into a NumPy array by calling {name}.numpy(), and {name} is part of the "
+                f"autograd graph (it requires grad), which NumPy cannot carry. {fix}"
+            )
     return None
 
 

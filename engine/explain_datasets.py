@@ -110,6 +110,14 @@ def _split_sizes(code: str | None, frame: FrameType | None) -> str | None:
             return None
         total = len(dataset)
         first = ", ".join(map(str, counts[:-1]))
+        if any(isinstance(c, float) for c in counts):  # fractions: they must add up to 1
+            rest = round(1 - sum(counts[:-1]), 6)
+            fixed = f"[{first}, {rest:g}]" if rest > 0 else "[0.8, 0.2]"
+            return (
+                f"random_split reads {ast.unparse(sizes)} as fractions of {name}'s {total} samples, and fractions "
+                f"must add up to 1; these add up to {round(sum(counts), 6):g}. Make the last one the rest, {fixed}, "
+                "and it rounds them to counts for you."
+            )
         return (
             f"random_split deals out {name}'s {total} samples in the counts given, and {ast.unparse(sizes)} adds up to "
             f"{sum(counts)}. Make the last count the rest, [{first}, len({name}) - {' - '.join(map(str, counts[:-1]))}], "

@@ -44,6 +44,8 @@ _CALLS = {  # op: (the names it is called by, its parameters after self)
     "scatter_reduce": (("scatter_reduce", "scatter_reduce_"), ("dim", "index", "src", "reduce")),
     "scatter_reduce_": (("scatter_reduce", "scatter_reduce_"), ("dim", "index", "src", "reduce")),
     "gather": (("gather",), ("dim", "index")),
+    "scatter": (("scatter", "scatter_"), ("dim", "index", "src")),
+    "scatter_": (("scatter", "scatter_"), ("dim", "index", "src")),
 }
 _ELEMENTWISE = frozenset({"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "iadd", "imul"})
 _OVER_BATCH = re.compile(r"\.(sum|mean)\(\s*(?:dim\s*=\s*)?0\s*\)")

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .explain_reading import parsed
 from .explain_seed import name_before
 from .source import is_a, visible_names
 
@@ -110,11 +111,7 @@ def value_kind_hint(text: str, code: str | None, frame: FrameType | None = None)
             f"{dtype.lower()} tensor cannot hold. Convert first: {example}."
         )
     if "tensors used as indices must be long, int, byte or bool tensors" in text:
-        return (
-            "An index tensor must hold integers (or booleans, as a mask), and this one holds floats: "
-            "torch.tensor([0.0, 2.0]) makes float32, torch.tensor([0, 2]) int64. Convert it, idx.long(), "
-            "or make it of whole numbers."
-        )
+        return _float_index(code, frame)
     model = _NOT_ITERABLE.search(text)
     if model and re.search(r"\boptim\.\w+\(", code or ""):
         return (
@@ -199,6 +196,29 @@ def _joined_one_by_one(op: str, given: str, code: str | None) -> str:
     return (
         f"torch.{op} takes the tensors to join as one list (or tuple), and got a {given} where it goes: "
         f"torch.{op}([{parts}]{along}). The dimension comes after the list (dim=0 by default)."
+    )
+
+
+def _float_index(code: str | None, frame: FrameType | None) -> str:
+    """``x[idx]`` with ``idx`` a tensor of floats: named, with its dtype, where the line shows it."""
+    scope = visible_names(frame)
+    for node in ast.walk(parsed(code) or ast.Module([], [])):
+        if not isinstance(node, ast.Subscript):
+            continue
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for part in parts:
+            held = scope.get(ast.unparse(part)) if isinstance(part, ast.Name) else None
+            if isinstance(held, torch.Tensor) and held.is_floating_point():
+                idx, dtype = ast.unparse(part), str(held.dtype).removeprefix("torch.")
+                return (
+                    f"An index tensor must hold integers (or booleans, as a mask), and {idx} holds {dtype} numbers "
+                    f"(a / division, or torch.tensor of numbers written with a point, makes floats). Convert it, "
+                    f"{idx}.long(), or make it of whole numbers (// divides to a whole number)."
+                )
+    return (
+        "An index tensor must hold integers (or booleans, as a mask), and this one holds floats: "
+        "torch.tensor([0.0, 2.0]) makes float32, torch.tensor([0, 2]) int64. Convert it, idx.long(), "
+        "or make it of whole numbers."
     )
 
 
