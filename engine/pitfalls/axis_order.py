@@ -12,9 +12,15 @@ no error. ``permute`` (or ``transpose``) moves the axes.
 Told at the op: a ``view``/``reshape`` of floating-point data written on the snippet's line,
 whose result has the same number of dimensions (three or more) and the same sizes as its
 input, in another order, once the sizes of 1 (which can move freely) are left out. Not where
-a size the call writes at a moved place divides (``x.view(B, T // 2, 2 * D)``: neighbouring
+a size the call writes at a moved place divides, or is a whole number times the size that
+place had (``x.view(B, T // 2, 2 * D)``, ``x.reshape(B, -1, 2 * D)`` of ``(B, T, D)``: neighbouring
 frames or tokens stacked, a regrouping whose sizes only happen to match the input's in
-another order, as toy sizes often do).
+another order, as toy sizes often do), nor where the line moves axes itself right before or
+after the reshape (``q.view(T, B * H, D).transpose(0, 1)``,
+``o.transpose(0, 1).contiguous().view(T, B, C)``: heads folded into the batch axis and back,
+neighbouring axes merged or split), or the input is the ``.contiguous()`` copy of a
+``transpose``/``permute`` (as its graph shows) and the view does not put the sizes back as
+they were (``x.permute(0, 2, 3, 1).contiguous()`` then ``.view(N, C, H, W)`` is still told).
 
 Attention heads split or merged by a reshape alone are told too: ``(B, T, C)`` cut into
 ``(B, H, T, C // H)`` (heads before the sequence axis, where ``view(B, T, H, C // H)
@@ -71,8 +77,11 @@ def axes_reordered(
     called = _CALLED.search(code or "")
     if code is None or called is None:
         return None  # a view inside a library's code, called from this line
-    if _regrouped(code, before, after):
+    if _regrouped(code, before, after, frame) or _axes_moved_around(code, called):
         return None
+    unmoved = _shape_before_move(given)
+    if unmoved is not None and unmoved != after:
+        return None  # axes moved just before, and not put back as they were: neighbours regrouped
     order = _permutation(before, after)
     name = find_name(given, frame) or _receiver(code[: called.start()]) or "the input"
     out = _assigned(code) or "the result"
@@ -93,10 +102,11 @@ def axes_reordered(
     )
 
 
-def _regrouped(code: str, before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+def _regrouped(code: str, before: tuple[int, ...], after: tuple[int, ...], frame: FrameType | None) -> bool:
     """Whether every reshape call written in ``code`` with ``len(after)`` sizes divides at a
-    place whose size changed (``T // 2`` where ``before`` and ``after`` differ): sizes
-    computed to regroup the numbers, not an axis order written out."""
+    place whose size changed (``T // 2`` where ``before`` and ``after`` differ), or writes there
+    a whole number times the size that place had (``2 * D`` where ``before`` had ``D``, ``D``
+    read in ``frame``): sizes computed to regroup the numbers, not an axis order written out."""
     moved = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a]
     verdicts = []
     for found in _CALLED.finditer(code):
@@ -104,12 +114,72 @@ def _regrouped(code: str, before: tuple[int, ...], after: tuple[int, ...]) -> bo
         if sizes is not None and len(sizes) == len(after):
             verdicts.append(
                 any(
-                    isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv | ast.Div)
+                    isinstance(n, ast.BinOp)
+                    and (
+                        isinstance(n.op, ast.FloorDiv | ast.Div)
+                        or (isinstance(n.op, ast.Mult) and _stacks(n, before[i], frame))
+                    )
                     for i in moved
                     for n in ast.walk(sizes[i])
                 )
             )
     return bool(verdicts) and all(verdicts)
+
+
+def _stacks(product: ast.BinOp, size: int, frame: FrameType | None) -> bool:
+    """Whether ``product`` is a whole number written out times ``size`` (``2 * D`` where ``D``,
+    read in ``frame``, is ``size``): that axis made some times longer by stacking its
+    neighbours, not another axis's name (``H * W``) written in its place."""
+    for times, other in ((product.left, product.right), (product.right, product.left)):
+        if isinstance(times, ast.Constant) and isinstance(times.value, int) and times.value > 1:
+            value: object = None
+            if isinstance(other, ast.Constant):
+                value = other.value
+            elif isinstance(other, ast.Name) and frame is not None:
+                value = frame.f_locals.get(other.id, frame.f_globals.get(other.id))
+            if isinstance(value, int) and not isinstance(value, bool) and value == size:
+                return True
+    return False
+
+
+_MOVE = r"(\.(transpose|permute|movedim|swapaxes|swapdims)\([^()]*\)|\.mT\b|\.T\b)"
+_MOVED_BEFORE = re.compile(_MOVE + r"(\.contiguous\(\))?\s*$")
+_MOVED_AFTER = re.compile(r"\s*(\.contiguous\(\))?" + _MOVE)
+
+
+def _axes_moved_around(code: str, called: re.Match[str]) -> bool:
+    """Whether the line moves axes itself right before or right after the reshape ``called``
+    found in ``code`` (``bmm(w, v).transpose(0, 1).contiguous().view(T, B, C)``,
+    ``q.view(T, B * H, D).transpose(0, 1)``): the axes are put in place by that move, and the
+    reshape only merges or splits neighbours, as heads folded into the batch are, whose toy
+    sizes can be the input's in another order."""
+    call = _call_text(code, called)
+    after = code[called.start() + len(call) :] if call else ""
+    return _MOVED_BEFORE.search(code[: called.start()]) is not None or _MOVED_AFTER.match(after) is not None
+
+
+def _shape_before_move(given: torch.Tensor) -> tuple[int, ...] | None:
+    """The shape ``given`` had before the ``transpose`` or ``permute`` whose ``.contiguous()``
+    copy it is (the axes moved and laid out for a view, as the snippet writes it; a library's
+    output left transposed is not), read from its autograd nodes; ``None`` where it was not so
+    made, or carries no graph."""
+    node: Any = given.grad_fn  # its saved dims are attributes torch's stubs do not list
+    if node is None or node.name() != "CloneBackward0":
+        return None
+    node = node.next_functions[0][0]
+    if node is None:
+        return None
+    shape, n = list(given.shape), given.dim()
+    if node.name() == "TransposeBackward0":
+        a, b = node._saved_dim0 % n, node._saved_dim1 % n
+        shape[a], shape[b] = shape[b], shape[a]
+        return tuple(shape)
+    if node.name() == "PermuteBackward0":
+        before = [0] * n
+        for i, d in enumerate(node._saved_dims):
+            before[d % n] = shape[i]
+        return tuple(before)
+    return None
 
 
 def _sizes_written(call: str | None) -> list[ast.expr] | None:

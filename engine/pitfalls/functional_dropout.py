@@ -5,9 +5,11 @@ called in a ``forward()`` takes ``training=True`` unless told otherwise: evaluat
 zeroing a fraction p of the activations (and scaling the rest by 1/(1-p)), so predictions
 are noisy and accuracy reads low, and nothing says why. Seen at the op: the snippet's frame
 that called it is a ``forward()`` whose module (``self``) is in eval mode, while the call
-asked for training behaviour (by default: ``training=True`` written on the line is Monte-Carlo
-dropout, on purpose). Only where ops are seen: the steps recorded in full and the code
-after the loop, not an evaluation inside iterations that run metrics-only.
+asked for training behaviour by default: a line that passes the mode itself
+(``training=True``, ``training=self.training or mc``) or reads it (``F.dropout(h, 0.2) if
+self.training or mc else h``) keeps dropout on at test time on purpose (Monte-Carlo dropout).
+Only where ops are seen: the steps recorded in full and the code after the loop, not an
+evaluation inside iterations that run metrics-only.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def dropout_in_eval(
     owner = frame.f_locals.get("self") if frame is not None and frame.f_code.co_name == "forward" else None
     if not is_module(owner) or owner.training:
         return None
-    if re.search(r"\btraining\s*=\s*True\b", quoted_code(source_lines, line, sys.maxsize) or ""):
-        return None  # asked for by name: dropout kept on at test time on purpose (Monte-Carlo dropout)
+    if re.search(r"\btraining\s*=|\.training\b", quoted_code(source_lines, line, sys.maxsize) or ""):
+        return None  # the line passes or reads the mode: dropout on at test time on purpose
     name = path(owner) or "the model"
     kind = type(owner).__name__
     code = quoted_code(source_lines, line)

@@ -101,11 +101,13 @@ def eval_left_on_report(
 def train_kept_on_purpose(source_lines: list[str]) -> bool:
     """Whether the snippet code on the stack runs in a ``with torch.no_grad()`` (or
     ``inference_mode()``) block whose statement just before is ``<model>.train()`` and that
-    draws samples in a loop (a ``for``, ``while`` or comprehension): dropout kept on at test
-    time on purpose (Monte-Carlo dropout), not a ``model.eval()`` forgotten. A
-    ``model.train()`` at the top of a training loop, with the evaluation further down, is not
-    just before its block; a block that runs the model once or twice after ``train()`` (the
-    no_grad()-is-not-eval() lesson showing the mistake) has no loop."""
+    draws samples in a loop (a ``for``, ``while`` or comprehension), or whose comment says why
+    (``model.train()  # batch norm on the test batch's own statistics, on purpose``): dropout
+    kept on at test time on purpose (Monte-Carlo dropout), batch norm adapted to the test data,
+    not a ``model.eval()`` forgotten. A ``model.train()`` at the top of a training loop, with
+    the evaluation further down, is not just before its block; a block that runs the model
+    once or twice after ``train()`` (the no_grad()-is-not-eval() lesson showing the mistake)
+    has no loop and no such comment."""
     blocks = _blocks_after_train("\n".join(source_lines))
     if not blocks:
         return False
@@ -274,16 +276,40 @@ def _snippet_lines() -> Iterable[int]:
 @functools.lru_cache(maxsize=4)
 def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
     """The line spans of the no_grad / inference_mode blocks of ``source`` right after a
-    ``.train()`` (or ``.train(True)``) statement that loop (:func:`_samples`)."""
+    ``.train()`` (or ``.train(True)``) statement that loop (:func:`_samples`), or whose
+    ``.train()`` comment says why (:func:`_train_comment_explains`)."""
     tree = parsed_source(source)
     if tree is None:
         return ()
+    lines = source.splitlines()
     found = []
     for body in _statement_lists(tree):
         for before, stmt in itertools.pairwise(body):
-            if isinstance(stmt, ast.With) and _grad_off(stmt) and _calls_train(before) and _samples(stmt):
+            if (
+                isinstance(stmt, ast.With)
+                and _grad_off(stmt)
+                and _calls_train(before)
+                and (_samples(stmt) or _train_comment_explains(lines, before.lineno))
+            ):
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
     return tuple(found)
+
+
+_TRAIN_REASON = re.compile(
+    r"(?i)on purpose|deliberate|test.?time|adapt|(?:batch|its own) stat|monte.?carlo|\bmc\b|uncertaint"
+)
+
+
+def _train_comment_explains(lines: list[str], at: int) -> bool:
+    """Whether the comment on line ``at`` (1-based), a ``.train()`` call, or on the comment
+    lines right above it says why training mode is kept (on purpose, test-time adaptation of
+    batch norm to the test batch's own statistics, Monte-Carlo dropout)."""
+    comments = [lines[at - 1].partition("#")[2]]
+    above = at - 2
+    while above >= 0 and lines[above].lstrip().startswith("#"):
+        comments.append(lines[above])
+        above -= 1
+    return any(_TRAIN_REASON.search(comment) for comment in comments)
 
 
 def _statement_lists(tree: ast.AST) -> Iterable[list[ast.stmt]]:
