@@ -322,6 +322,7 @@ class PitfallWatch:
         self._leaks.stepped(opt, params, line)
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
         climbs = any(group.get("maximize") for group in opt.param_groups)  # (the loss climbs on purpose)
+        self._ops.dead_relus.stepped(opt, params, step, lr, self._rec.backward.last_loss)
         self._course.note(
             self._rec.training.label_of(opt) or type(opt).__name__,
             step,
@@ -446,6 +447,7 @@ class PitfallWatch:
             *parameter_reports(rec, scope, self._ungraded),
             *scheduler_reports(scope, rec, self._course),
             *kl_sign_reports(rec, scope),
+            *self._ops.dead_relus.reports(rec.backward.last_loss),
         ):
             self._say(*said)
         calls = rec.backward.calls

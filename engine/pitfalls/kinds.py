@@ -49,6 +49,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "nll-loss-without-log-softmax",
     "sigmoid-into-bce-with-logits",
     "relu-into-cross-entropy",
+    "relu-units-dead",
     "softmax-over-batch",
     "tensor-copied-off-graph",
     "penalty-without-gradient",

@@ -7,7 +7,9 @@ tensor-copied-off-graph, reshape-instead-of-permute (axis_order.py), broadcast-i
 broadcast-in-comparison, the running totals of loss-tensor-accumulated
 (running_totals.py), the last step of a time-first recurrent layer read from its batch axis
 (recurrent_axes.py), the adds of penalty-without-gradient (penalties.py), and the indexes
-by a permutation and the losses of inputs-shuffled-apart-from-labels (shuffles.py). It keeps what
+by a permutation and the losses of inputs-shuffled-apart-from-labels (shuffles.py), and the
+layers below the ReLUs of relu-units-dead (dead_relu.py, whose gradients PitfallWatch reads at
+each optimizer step). It keeps what
 those detectors follow across ops; :class:`~.detectors.PitfallWatch` calls it and emits what
 it finds.
 """
@@ -26,6 +28,7 @@ from .batch_predictions import BatchPredictions
 from .bootstrap_targets import TARGET_LOSS_OPS, bootstrap_target_report
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .copied_out import COPYING_OPS, copied_off_graph
+from .dead_relu import RELU_OPS, DeadRelus
 from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .label_comparisons import scores_against_labels
@@ -56,6 +59,7 @@ WATCHED_OPS = (
     | INDEX_OPS
     | TARGET_LOSS_OPS
     | SHUFFLE_OPS
+    | RELU_OPS
 )
 
 
@@ -83,6 +87,8 @@ class OpChecks:
         self.shuffles = Shuffles(rec.source_lines)  # inputs-shuffled-apart-from-labels
         # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
         self.penalties = ParameterValues(rec, say)
+        # relu-units-dead: the layers below the ReLUs, read at each step (detectors.py)
+        self.dead_relus = DeadRelus(lambda p: rec.modules.param_name(p)[0], lambda: rec.training.total_steps)
 
     def on_op(
         self,
@@ -95,6 +101,9 @@ class OpChecks:
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
         (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
+        if name in RELU_OPS:
+            self.dead_relus.saw(result, line)
+            return
         if name in SHUFFLE_OPS:
             self.shuffles.saw(name, args, kwargs or {}, result, line, frame)
         if name in ATTENTION_OPS:

@@ -17,6 +17,7 @@ from engine.pitfalls import PITFALL_KINDS
 from tests.conftest import case_source
 from tests.engine import test_pitfall_clip_and_schedule49 as schedule49
 from tests.engine import test_pitfall_custom_backward as custom_backward
+from tests.engine import test_pitfall_dead_relu as dead_relu
 from tests.engine import test_pitfall_heads_reshape as heads
 from tests.engine import test_pitfall_hunt47 as hunt47
 from tests.engine import test_pitfall_hunt48 as hunt48
@@ -218,6 +219,14 @@ CASES: dict[str, tuple[Callable[[], str], str, list[str]]] = {
         lambda: kl_sign._VAE.replace("range(30)", "range(60)"),
         "kl-term-sign-flipped",
         ["kl is -9495 at the end of this run", "here the loss ends at -8617"],
+    ),
+    "relu-units-dead": (
+        lambda: dead_relu._UNSCALED,
+        "relu-units-dead",
+        [
+            "All 16 units of the ReLU after fc1 (run from line 8) are 0 for every sample from step 4 on",
+            "They died in the update of step 3 (lr 0.01)",
+        ],
     ),
     "gradient-leaked-from-other-loss": (
         lambda: leaked._GAN,
