@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .source import find_name, is_a
+from .source import find_name, frame_scopes, is_a
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -113,10 +113,7 @@ def optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
 def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:
     """``self.opt_g``: an attribute holding ``obj`` of an object bound in ``frame`` (locals,
     then globals), as a trainer class or a GAN keeps its optimizers."""
-    if frame is None:
-        return None
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-    for scope in scopes:
+    for scope in frame_scopes(frame):
         for key, value in list(scope.items()):
             if key.startswith("_") or is_a(value, type | ModuleType):
                 continue

@@ -18,7 +18,7 @@ from types import FrameType
 
 import torch
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, first_argument, syntax_tree
 from .source import bound_to, is_module
 
 __all__ = ["complex_hint"]
@@ -63,12 +63,10 @@ def complex_hint(exc: BaseException, code: str | None, frame: FrameType | None) 
     if _SAME_DTYPE.search(text):
         return _real_layer(code, frame)
     if _PAIRS in text:
-        viewed = next((c for c in calls(code) if call_name(c) == "view_as_complex" and c.args), None)
+        viewed = first_argument(code, "view_as_complex", frame)
         if viewed is None:
             return None
-        name = ast.unparse(viewed.args[0])
-        value = bound_to(name, frame)
-        sizes = f", and {name} is {tuple(value.shape)}" if isinstance(value, torch.Tensor) else ""
+        name, sizes = viewed
         return (
             f"torch.view_as_complex reads the last dimension as (real part, imaginary part) pairs, so it must hold "
             f"2{sizes}. To make complex numbers of real ones, torch.complex({name}, torch.zeros_like({name})) (or "
@@ -88,7 +86,7 @@ def _dtype(value: torch.Tensor) -> str:
 
 def _complex_on_line(code: str | None, frame: FrameType | None) -> tuple[str, torch.Tensor] | None:
     """The first name (or ``name.grad`` of a leaf) on the line bound to a complex tensor."""
-    tree = _parse(code)
+    tree = syntax_tree(code)
     for node in ast.walk(tree) if tree else ():
         if not isinstance(node, ast.Name | ast.Attribute):
             continue
@@ -100,13 +98,6 @@ def _complex_on_line(code: str | None, frame: FrameType | None) -> tuple[str, to
         if isinstance(value, torch.Tensor) and value.is_complex():
             return written, value
     return None
-
-
-def _parse(code: str | None) -> ast.AST | None:
-    try:
-        return ast.parse((code or "").strip())
-    except SyntaxError:
-        return None
 
 
 def _unordered(op: str, name: str, value: torch.Tensor, code: str | None) -> str:
@@ -138,7 +129,7 @@ def _unordered(op: str, name: str, value: torch.Tensor, code: str | None) -> str
 
 def _op_named(op: str, code: str | None) -> str:
     """How the line writes the op: ``>`` for ``gt``, ``max()`` for ``max``."""
-    tree = _parse(code)
+    tree = syntax_tree(code)
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Compare) and type(node.ops[0]) in _COMPARISONS:
             return f"a comparison ({_COMPARISONS[type(node.ops[0])]})"

@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, literal
 from .source import bound_to, is_module
 
 __all__ = ["ctc_hint"]
@@ -75,11 +75,5 @@ def _ctc_arguments(code: str | None, frame: FrameType | None) -> tuple[list[str]
         if not is_ctc or len(call.args) < 4:
             continue
         names = [ast.unparse(a) for a in call.args[:4]]
-        values: list[object] = []
-        for node, name in zip(call.args[:4], names, strict=True):
-            try:
-                values.append(ast.literal_eval(node))
-            except ValueError:
-                values.append(bound_to(name, frame))
-        return names, values
+        return names, [literal(name, frame) for name in names]
     return None

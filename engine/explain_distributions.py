@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, syntax_tree
 
 __all__ = ["distribution_hint", "first_call", "lookup", "parsed_line"]
 
@@ -93,10 +93,7 @@ _POSITIVE = re.compile(r"GreaterThan(?:Eq)?\(lower_bound=0\.0\)")
 
 def parsed_line(code: str | None) -> ast.AST:
     """The statement ``code`` as a syntax tree; an empty module where it does not parse."""
-    try:
-        return ast.parse((code or "").strip())
-    except SyntaxError:
-        return ast.Module([], [])
+    return syntax_tree(code) or ast.Module([], [])
 
 
 def first_call(code: str | None, attr: str) -> ast.Call | None:

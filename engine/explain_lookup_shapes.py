@@ -16,10 +16,7 @@ import ast
 import re
 from types import FrameType
 
-import torch
-
-from .explain_reading import call_name, calls, find_call, with_arg
-from .source import bound_to
+from .explain_reading import call_name, calls, find_call, first_argument, with_arg
 
 __all__ = ["lookup_shape_hint"]
 
@@ -58,12 +55,10 @@ def lookup_shape_hint(text: str, code: str | None, frame: FrameType | None) -> s
             f"nn.Embedding({more}, …, padding_idx={given['padding_idx']}), or keep row 0 for it, padding_idx=0."
         )
     if _PRETRAINED in text:
-        made = next((c for c in calls(code) if call_name(c) == "from_pretrained" and c.args), None)
+        made = first_argument(code, "from_pretrained", frame)
         if made is None:
             return None
-        name = ast.unparse(made.args[0])
-        value = bound_to(name, frame)
-        held = f", and {name} is {tuple(value.shape)}" if isinstance(value, torch.Tensor) else ""
+        name, held = made
         return (
             f"Embedding.from_pretrained takes the whole table, one row of numbers per token: a matrix of "
             f"(num_embeddings, embedding_dim){held}. For one number per token pass it as a column, "

@@ -19,7 +19,7 @@ from types import FrameType
 
 import torch
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, literal
 from .source import bound_to
 
 __all__ = ["optimizer_argument_hint"]
@@ -80,10 +80,7 @@ def _optimizer_class(call: ast.Call) -> bool:
 
 def _value(node: ast.expr, frame: FrameType | None) -> object:
     """The value ``node`` writes, a literal or a name bound in ``frame``."""
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        return bound_to(ast.unparse(node), frame)
+    return literal(ast.unparse(node), frame)
 
 
 def _with_params(call: ast.Call, params: str) -> str:

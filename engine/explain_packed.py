@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, literal
 from .source import bound_to, find_name, is_a, quoted_code, visible_names
 
 if TYPE_CHECKING:
@@ -113,10 +113,7 @@ def _with_keyword(found: dict[str, Any], name: str, value: str) -> str:
 
 def _values(expression: str | None, frame: FrameType | None) -> list[int] | None:
     """The lengths written on the line (``[5, 3, 2]``) or held by the name written there."""
-    try:
-        value = ast.literal_eval(expression or "")
-    except (ValueError, SyntaxError):
-        value = bound_to(expression, frame)
+    value = literal(expression, frame)
     if is_a(value, torch.Tensor) and value.dim() == 1:
         value = value.tolist()
     if isinstance(value, list | tuple) and all(type(v) in (int, float) for v in value):

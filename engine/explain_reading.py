@@ -1,5 +1,6 @@
 """Reading the line a hint is about, and writing its fix: the line's code as a syntax tree
-(:func:`parsed`) and the calls on it (:func:`calls`, :func:`find_call`), a call written
+(:func:`parsed`, :func:`syntax_tree`) and the calls on it (:func:`calls`, :func:`find_call`,
+:func:`first_argument`), a call written
 again with one argument replaced (:func:`with_arg`), a value written there or held by a
 name (:func:`literal`), a shape as Python prints it (:func:`shape`), and whether a fix
 would run (:func:`meta_shape`, on the meta device, without the tensors' data). Shared by
@@ -21,11 +22,13 @@ __all__ = [
     "call_name",
     "calls",
     "find_call",
+    "first_argument",
     "literal",
     "meta_shape",
     "number",
     "parsed",
     "shape",
+    "syntax_tree",
     "with_arg",
     "wrapped",
 ]
@@ -33,7 +36,8 @@ __all__ = [
 _FUNCTION_OWNERS = frozenset({"torch", "F", "nn.functional", "torch.nn.functional", "functional"})
 
 
-def _syntax(text: str | None) -> ast.AST | None:
+def syntax_tree(text: str | None) -> ast.AST | None:
+    """``text`` (a whole statement) as a syntax tree, or ``None`` where it does not parse."""
     try:
         return ast.parse((text or "").strip())
     except SyntaxError:
@@ -42,7 +46,7 @@ def _syntax(text: str | None) -> ast.AST | None:
 
 def calls(code: str | None) -> list[ast.Call]:
     """The calls written on ``code``, a whole statement (none where it does not parse)."""
-    tree = _syntax(code)
+    tree = syntax_tree(code)
     return [node for node in ast.walk(tree) if isinstance(node, ast.Call)] if tree else []
 
 
@@ -54,7 +58,7 @@ def call_name(call: ast.Call) -> str:
 
 def parsed(code: str | None) -> ast.AST | None:
     """The line's code as a syntax tree (a ``for …:`` header given an empty body), or ``None``."""
-    return _syntax(code) or _syntax(f"{code} pass")
+    return syntax_tree(code) or syntax_tree(f"{code} pass")
 
 
 def find_call(code: str | None, names: Sequence[str], params: Sequence[str]) -> dict[str, Any] | None:
@@ -79,6 +83,18 @@ def find_call(code: str | None, names: Sequence[str], params: Sequence[str]) -> 
         )
         return got
     return None
+
+
+def first_argument(code: str | None, called: str, frame: FrameType | None) -> tuple[str, str] | None:
+    """``(name, sizes)`` for the first call to ``called`` on ``code`` given an argument: that
+    argument as written, and ``", and {name} is (8, 4)"`` where it holds a tensor in ``frame``
+    (``""`` where it does not); ``None`` where the line makes no such call."""
+    found = next((c for c in calls(code) if call_name(c) == called and c.args), None)
+    if found is None:
+        return None
+    name = ast.unparse(found.args[0])
+    value = bound_to(name, frame)
+    return name, f", and {name} is {tuple(value.shape)}" if isinstance(value, torch.Tensor) else ""
 
 
 def with_arg(found: dict[str, Any], param: str, source: str) -> str:

@@ -162,13 +162,9 @@ def _padding_3d(code: str | None, frame: FrameType | None) -> str:
 def _group_params(code: str | None) -> tuple[list[str], list[str]]:
     """What ``code``'s optimizer call lists: the ``"params"`` of each group dict, and the
     entries of the list that are not dicts."""
-    try:
-        tree = ast.parse((code or "").strip())
-    except SyntaxError:
-        return [], []
     groups: list[str] = []
     bare: list[str] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed_line(code)):
         if isinstance(node, ast.List) and any(isinstance(e, ast.Dict) for e in node.elts):
             for e in node.elts:
                 if isinstance(e, ast.Dict):
@@ -223,11 +219,7 @@ def _mixed_groups(code: str | None) -> str:
 
 
 def _string_hyperparameter(code: str | None, frame: FrameType | None) -> str | None:
-    try:
-        tree = ast.parse((code or "").strip())
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed_line(code)):
         if not isinstance(node, ast.Call) or not _optimizer_call(node):
             continue
         for kw in node.keywords:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from types import FrameType
 
-from .explain_reading import call_name, calls
+from .explain_reading import call_name, calls, syntax_tree
 from .source import line_matching
 
 __all__ = ["vmap_argument_hint"]
@@ -102,9 +102,8 @@ def _written_into_unbatched(
         target, value = ast.unparse(in_place.func.value), ast.unparse(in_place.args[0])
         op = call_name(in_place)
     else:
-        try:
-            tree = ast.parse((code or "").strip())
-        except SyntaxError:
+        tree = syntax_tree(code)
+        if tree is None:
             return None
         augmented = next((n for n in ast.walk(tree) if isinstance(n, ast.AugAssign)), None)
         if augmented is None:

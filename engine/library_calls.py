@@ -63,6 +63,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -187,17 +188,41 @@ class LibraryCalls:
         rec = self._rec
         return rec.active and rec.detail and not rec.in_optimizer and rec.threads.on_tape()
 
+    def _as_one_op(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``original(*args, **kwargs)`` run as the library call being recorded: the ops it
+        runs are the call's own (:attr:`making` one deeper meanwhile)."""
+        making = self.making
+        making.depth += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            making.depth -= 1
+
+    def _snippet_caller(self) -> FrameType | None:
+        """The frame that called the wrapper calling this, where it is the snippet's own code
+        (not a library's) and the call is no part of another one recorded as one op, in a run
+        being recorded; ``None`` otherwise."""
+        if not (self._rec.active and self.making.depth == 0):
+            return None
+        caller = sys._getframe(2)
+        return caller if caller.f_code.co_filename == SNIPPET_FILENAME else None
+
+    def _show(self, look: Callable[..., None], *args: Any) -> None:
+        """``look(*args)``, a detector's look at a call of the snippet's, unrecorded; what it
+        fails to read is counted (``Recorder.observation_failed``), and the snippet runs on."""
+        try:
+            with self._rec.mute():
+                look(*args)
+        except Exception:
+            self._rec.observation_failed()
+
     def _next_batch(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         making = self.making
 
         def __next__(iterator: _BaseDataLoaderIter) -> Any:
             if not self._recording_here():
                 return original(iterator)
-            making.depth += 1
-            try:
-                batch = original(iterator)
-            finally:
-                making.depth -= 1
+            batch = self._as_one_op(original, iterator)
             if making.depth == 0:
                 outputs: list[torch.Tensor] = []
                 tensors_in(batch, outputs)
@@ -233,11 +258,9 @@ class LibraryCalls:
             params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
             with torch._C.DisableTorchFunctionSubclass():  # a subclass parameter sees no read of gradwalk's
                 grads = [p.grad for p in params if isinstance(p, torch.Tensor) and p.grad is not None]
-            making.depth += 1
-            try:
-                result = original((p for p in params) if is_generator else params, *args, **kwargs)
-            finally:
-                making.depth -= 1
+            result = self._as_one_op(
+                original, (p for p in params) if is_generator else params, *args, **kwargs
+            )
             if making.depth == 0:
                 outputs = [result] if isinstance(result, torch.Tensor) else []
                 with torch.no_grad():  # the grad mode it ran in (PyTorch's _no_grad decorator)
@@ -271,20 +294,14 @@ class LibraryCalls:
 
     def _shuffling(self, original: Callable[..., Any], generator: str = "random") -> Callable[..., Any]:
         rec = self._rec
-        making = self.making
-
         in_place = rec.pitfalls.shuffles.in_place
 
         @functools.wraps(original)
         def shuffle(x: Any, *args: Any, **kwargs: Any) -> Any:
-            if in_place.calls_left and rec.active and rec.pitfalls.enabled and making.depth == 0:
-                caller = sys._getframe(1)
-                if caller.f_code.co_filename == SNIPPET_FILENAME and not (args or kwargs):
-                    try:
-                        with rec.mute():
-                            in_place.before(x, original, generator, caller)
-                    except Exception:
-                        rec.observation_failed()
+            if in_place.calls_left and rec.pitfalls.enabled and not (args or kwargs):
+                caller = self._snippet_caller()
+                if caller is not None:
+                    self._show(in_place.before, x, original, generator, caller)
             return original(x, *args, **kwargs)
 
         # the generator it draws from, as on the bound method it stands for (seed_loops.py reads it)
@@ -296,20 +313,15 @@ class LibraryCalls:
 
     def _sampling(self, original: Callable[..., Any]) -> Callable[..., Any]:
         rec = self._rec
-        making = self.making
         draws = rec.pitfalls.draws
 
         @functools.wraps(original)
         def sample(dist: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(dist, *args, **kwargs)
-            if draws.calls_left > 0 and rec.active and rec.pitfalls.enabled and making.depth == 0:
-                caller = sys._getframe(1)
-                if caller.f_code.co_filename == SNIPPET_FILENAME and torch.is_grad_enabled():
-                    try:
-                        with rec.mute():
-                            draws.sampled(dist, result, caller)
-                    except Exception:
-                        rec.observation_failed()
+            if draws.calls_left > 0 and rec.pitfalls.enabled and torch.is_grad_enabled():
+                caller = self._snippet_caller()
+                if caller is not None:
+                    self._show(draws.sampled, dist, result, caller)
             return result
 
         return sample
@@ -333,18 +345,15 @@ class LibraryCalls:
 
     def _hooking(self, original: Callable[..., Any]) -> Callable[..., Any]:
         rec = self._rec
-        making = self.making
         method = original.__name__
 
         @functools.wraps(original)
         def register(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             handle = original(module, *args, **kwargs)
-            if rec.active and making.depth == 0:
-                caller = sys._getframe(1)
-                if caller.f_code.co_filename == SNIPPET_FILENAME:  # not a library's own hook
-                    hook = args[0] if args else kwargs.get("hook")
-                    with rec.mute():
-                        rec.pitfalls.on_module_hook(module, method, hook, caller.f_lineno, handle)
+            caller = self._snippet_caller()  # (None for a library's own hook)
+            if caller is not None:
+                hook = args[0] if args else kwargs.get("hook")
+                self._show(rec.pitfalls.on_module_hook, module, method, hook, caller.f_lineno, handle)
             return handle
 
         return register
@@ -363,11 +372,7 @@ class LibraryCalls:
                     self._rec.modules.name_if_new(module)
                     for t, _, _ in before:
                         self._rec.tensors.before_change(t)
-            making.depth += 1
-            try:
-                result = original(module, *args, **kwargs)
-            finally:
-                making.depth -= 1
+            result = self._as_one_op(original, module, *args, **kwargs)
             if making.depth == 0:
                 self._rec.modules.reread(module)
                 after = _tensors_of(module)

@@ -25,10 +25,15 @@ _T = TypeVar("_T")
 __all__ = [
     "SNIPPET_FILENAME",
     "StatementLines",
+    "assigned_name",
     "bound_name",
     "bound_to",
     "find_name",
+    "frame_scopes",
     "is_a",
+    "line_matching",
+    "loops_around",
+    "name_in",
     "outer_name",
     "outer_scopes",
     "quoted_code",
@@ -47,6 +52,15 @@ _COMMENT = re.compile(r"\s+#.*$")
 def without_comment(text: str) -> str:
     """A line of code without its trailing comment (``x = 1  # one`` -> ``x = 1``)."""
     return _COMMENT.sub("", text)
+
+
+_ASSIGNS = re.compile(r"\s*([A-Za-z_]\w*)\s*=[^=]")
+
+
+def assigned_name(code: str) -> str | None:
+    """The name a line of ``code`` assigns (``x`` in ``x = imgs.view(…)``), if one."""
+    found = _ASSIGNS.match(code)
+    return found.group(1) if found else None
 
 
 def indentation(text: str) -> int:
@@ -183,11 +197,11 @@ def bound_name(obj: Any, frame: FrameType | None) -> tuple[str | None, bool]:
     if frame is None:
         return None, False
     module_level = frame.f_locals is frame.f_globals
-    name = _name_in(obj, frame.f_locals)
+    name = name_in(obj, frame.f_locals)
     if name is not None:
         return name, not module_level
     if not module_level:
-        name = _name_in(obj, frame.f_globals)
+        name = name_in(obj, frame.f_globals)
     return name, False
 
 
@@ -209,10 +223,19 @@ def outer_name(obj: Any, frame: FrameType) -> str | None:
     if frame.f_locals is not frame.f_globals:
         scopes.pop()  # frame's own
     for scope in scopes:
-        name = _name_in(obj, scope)
+        name = name_in(obj, scope)
         if name is not None:
             return name
     return None
+
+
+def frame_scopes(frame: FrameType | None) -> list[dict[str, Any]]:
+    """The scopes code running in ``frame`` reads names from, in the order it looks: its
+    locals, then its globals (one scope at the module level, where they are the same; none
+    without a frame)."""
+    if frame is None:
+        return []
+    return [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
 
 
 def visible_names(frame: FrameType | None) -> dict[str, Any]:
@@ -260,8 +283,9 @@ def outer_scopes(frame: FrameType | None) -> list[dict[str, Any]]:
     return [frame.f_globals, *functions]
 
 
-def _name_in(obj: Any, scope: dict[str, Any]) -> str | None:
-    for key, value in scope.items():
+def name_in(obj: Any, scope: dict[str, Any]) -> str | None:
+    """The first name of ``scope`` (not a ``_`` one) bound to ``obj`` itself, or ``None``."""
+    for key, value in list(scope.items()):  # (a copy: the snippet's threads may bind names meanwhile)
         if value is obj and not key.startswith("_"):
             return key
     return None
@@ -293,6 +317,26 @@ def parsed_source(source: str) -> ast.Module | None:
         return ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+
+
+def loops_around(
+    tree: ast.AST, line: int | None, header: bool = False
+) -> list[ast.For | ast.AsyncFor | ast.While]:
+    """The loops of ``tree`` (the snippet, :func:`parsed_source`) whose body holds snippet line
+    ``line``, outermost first, so the innermost is the last; with ``header``, also one whose
+    header starts at ``line`` (a one-line ``for x in xs: f(x)``). Empty for no ``line``."""
+    if line is None:
+        return []
+    return sorted(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.For | ast.AsyncFor | ast.While)
+            and (node.lineno <= line if header else node.lineno < line)
+            and line <= (node.end_lineno or node.lineno)
+        ),
+        key=lambda node: node.lineno,
+    )
 
 
 @functools.cache

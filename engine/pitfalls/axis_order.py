@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from ..source import find_name, quoted_code
+from ..source import assigned_name, find_name, quoted_code
 
 __all__ = ["RESHAPE_OPS", "axes_reordered"]
 
@@ -84,7 +84,7 @@ def axes_reordered(
         return None  # axes moved just before, and not put back as they were: neighbours regrouped
     order = _permutation(before, after)
     name = find_name(given, frame) or _receiver(code[: called.start()]) or "the input"
-    out = _assigned(code) or "the result"
+    out = assigned_name(code) or "the result"
     how = _rearrange(order)
     call = _call_text(code, called)
     quoted = f" ({code})" if len(code) <= 60 else ""
@@ -260,12 +260,6 @@ def _shape(shape: tuple[int, ...]) -> str:
     return f"({', '.join(map(str, shape))})"
 
 
-def _assigned(code: str) -> str | None:
-    """The name line ``code`` assigns (``x`` in ``x = imgs.view(…)``), if one."""
-    found = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", code)
-    return found.group(1) if found else None
-
-
 def _receiver(before: str) -> str | None:
     """The expression that ends ``before`` (``torch.from_numpy(data)`` in ``x = torch.from_numpy(data)``),
     read back over names, dots and brackets; ``None`` for none."""
@@ -328,7 +322,7 @@ def _heads_report(
     before = tuple(given.shape)
     h, _, d = after[k:] if kind == "split" else before[k:]
     name = find_name(given, frame) or _receiver(code[: called.start()])
-    out = _assigned(code)
+    out = assigned_name(code)
     zeros = (0,) * k
     if kind == "split":  # head 1 at position 0 of the result, and where splitting first puts it
         step, meant = (*zeros, 1, 0, 0), (*zeros, 0, d)

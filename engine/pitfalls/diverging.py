@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..source import parsed_source
+from ..source import loops_around, parsed_source
 from .kinds import Said
 from .rebuilt import construction_line
 
@@ -137,15 +137,10 @@ def _range_test(course: Diverged, source_lines: Sequence[str]) -> bool:
     tree = parsed_source("\n".join(source_lines))
     if tree is None:
         return False
-    line = course.line
-    loops = [
-        loop
-        for loop in ast.walk(tree)
-        if isinstance(loop, ast.For | ast.While) and loop.lineno < line <= (loop.end_lineno or loop.lineno)
-    ]
+    loops = loops_around(tree, course.line)
     if not loops:
         return False
-    loop = max(loops, key=lambda node: node.lineno)  # the innermost
+    loop = loops[-1]  # the innermost
     return any(
         isinstance(branch, ast.If) and any(isinstance(n, ast.Break) for n in ast.walk(branch))
         for branch in ast.walk(loop)

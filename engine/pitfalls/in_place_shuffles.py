@@ -32,10 +32,10 @@ from typing import Any
 
 import torch
 
-from ..source import find_name, indentation, quoted_code, without_comment
+from ..source import find_name, frame_scopes, indentation, quoted_code, without_comment
 from .kinds import Said
 
-__all__ = ["InPlaceShuffles", "kept_said", "sequence"]
+__all__ = ["InPlaceShuffles", "is_permutation", "kept_said", "sequence"]
 
 _MOST_CALLS = 200  # shuffle calls looked at in a run; later ones run as they are
 _MOST_ROWS = 100_000  # longer sequences are not followed
@@ -84,8 +84,7 @@ class InPlaceShuffles:
         perm = _permutation(n, original, generator)
         name = find_name(x, frame) or "the data"
         call = _Call(x, name, perm, line, generator)
-        scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-        for scope in scopes:
+        for scope in frame_scopes(frame):
             for key, value in list(scope.items()):
                 if len(call.partners) >= _MOST_PARTNERS:
                     break
@@ -195,7 +194,13 @@ def _is_order(x: Any) -> bool:
         return False
     if values.dim() != 1 or values.is_floating_point() or values.is_complex():
         return False
-    return bool((values.sort().values == torch.arange(len(values))).all())
+    return is_permutation(values)
+
+
+def is_permutation(values: torch.Tensor) -> bool:
+    """Whether ``values`` (one dimension of integers) hold each of 0 … len(values) - 1 once."""
+    with torch.no_grad():
+        return bool((values.sort().values == torch.arange(len(values))).all())
 
 
 def _permutation(n: int, original: Callable[[Any], None], generator: str) -> torch.Tensor:

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from ..source import find_name, quoted_code
+from ..source import assigned_name, find_name, quoted_code
 from .kinds import Said
 
 __all__ = ["SampleDraws"]
@@ -109,7 +109,7 @@ class SampleDraws:
 
     def _report(self, draw: _Draw) -> Said:
         code = quoted_code(self._source, draw.line, sys.maxsize) or ""
-        z = _bound(code) or "the sample"
+        z = assigned_name(code) or "the sample"
         dist = draw.name or draw.kind
         named = [name or f"{dist}.{attribute}" for attribute, name in draw.params]
         params = " and ".join(dict.fromkeys(named))
@@ -142,9 +142,3 @@ def _parameters(dist: Any) -> list[tuple[str, torch.Tensor]]:
             if wanted and all(value is not v for _, v in found):
                 found.append((attribute, value))
     return found
-
-
-def _bound(code: str) -> str | None:
-    """The name ``code`` binds (``z`` in ``z = q.sample()``)."""
-    match = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", code)
-    return match.group(1) if match else None

@@ -41,11 +41,13 @@ from __future__ import annotations
 import ast
 import math
 import re
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from torch.optim.lr_scheduler import LRScheduler
 
-from ..source import is_a, parsed_source, quoted_code
+from ..source import is_a, loops_around, parsed_source, quoted_code
 from .diverging import LossCourse
 from .kinds import Said
 from .schedulers import driven_parts, line_of, name_of, never_stepped_schedulers
@@ -89,13 +91,13 @@ def past_period_schedulers(scope: dict[str, Any], rec: Recorder, course: LossCou
         return []
     parts = driven_parts(scope)
     source_lines = rec.statement_lines
-    codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
     said = []
     for name, scheduler in found:
         if id(scheduler) in parts or not scheduler.base_lrs or scheduler.base_lrs[0] <= 0:
             continue
-        stepped = line_of(codes, re.compile(rf"\b{re.escape(name)}\.step\("))
-        loops = _loops_around("\n".join(rec.source_lines), stepped)
+        stepped = line_of(source_lines, re.compile(rf"\b{re.escape(name)}\.step\("))
+        tree = parsed_source("\n".join(rec.source_lines))
+        loops = loops_around(tree, stepped) if tree is not None else []
         optimizer = scheduler.optimizer
         steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
         batches = _batches_per_epoch(loops[-1], scope) if len(loops) >= 2 else None
@@ -103,7 +105,7 @@ def past_period_schedulers(scope: dict[str, Any], rec: Recorder, course: LossCou
         if course_told is None:
             continue
         opt_name = name_of(optimizer, scope)
-        said.append(_report(name, scheduler, opt_name, steps, stepped, loops, course_told, codes))
+        said.append(_report(name, scheduler, opt_name, steps, stepped, loops, course_told, source_lines))
     return said
 
 
@@ -179,22 +181,6 @@ def _course(scheduler: Any, inner: bool, steps: int, batches: int | None = None)
     return (
         f"the lr fell from {base:.4g} below {base * _FLOOR:.2g} by step {floor} and ended at "
         f"{_lr(scheduler, taken):.3g} after {taken} steps: most of the run trained at a learning rate of about 0"
-    )
-
-
-def _loops_around(source: str, line: int | None) -> list[ast.For | ast.AsyncFor | ast.While]:
-    """The loops of ``source`` whose body holds ``line``, outermost first."""
-    tree = parsed_source(source)
-    if tree is None or line is None:
-        return []
-    return sorted(
-        (
-            node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.For | ast.AsyncFor | ast.While)
-            and node.lineno < line <= (node.end_lineno or node.lineno)
-        ),
-        key=lambda node: node.lineno,
     )
 
 
@@ -278,7 +264,7 @@ def _report(
     stepped: int | None,
     loops: list[ast.For | ast.AsyncFor | ast.While],
     course: str,
-    codes: list[str],
+    source_lines: Sequence[str],
 ) -> Said:
     kind = type(scheduler).__name__
     setting = {"CosineAnnealingLR": "T_max", "StepLR": "step_size", "MultiStepLR": "milestones"}.get(
@@ -290,7 +276,7 @@ def _report(
         else getattr(scheduler, setting, None)
     )
     taken = scheduler.last_epoch
-    built = line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
+    built = line_of(source_lines, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
     where = f" at line {stepped}" if stepped else ""
     settings = f"{setting}={sized}" if kind != "ExponentialLR" else f"gamma={scheduler.gamma:g}"
     cosine = (
@@ -314,7 +300,7 @@ def _report(
         if kind == "ExponentialLR":
             fix += "."
         else:
-            written = _argument(codes, built, setting, str(sized))
+            written = _argument(quoted_code(source_lines, built, sys.maxsize) or "", setting, str(sized))
             per_epoch = _per_epoch(inner)
             in_batches = (
                 f"[m * {per_epoch} for m in {written}]"
@@ -344,8 +330,8 @@ def _report(
     )
 
 
-def _argument(codes: list[str], built: int | None, setting: str, value: str) -> str:
-    """How the code at line ``built`` writes ``setting=…`` (``epochs``), else ``value``."""
-    code = codes[built - 1] if built else ""
+def _argument(code: str, setting: str, value: str) -> str:
+    """How ``code`` (the line that builds the scheduler) writes ``setting=…`` (``epochs``),
+    else ``value``."""
     found = re.search(rf"\b{setting}\s*=\s*([\w.]+(?:\([^()]*\))?)", code)
     return found.group(1) if found else value

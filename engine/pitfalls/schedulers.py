@@ -20,12 +20,13 @@ it stepped at most half as often as its optimizer, so the cycle covers a fractio
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
-from ..source import is_a, quoted_code
+from ..source import is_a, line_matching, name_in
 from .diverging import LossCourse
 from .kinds import Said
 
@@ -59,15 +60,14 @@ def never_stepped_schedulers(scope: dict[str, Any], rec: Recorder, course: LossC
     if not idle and not any(type(value).__name__ in _PER_BATCH for value in list(scope.values())):
         return []  # (the source's lines are read only for a scheduler to report)
     source_lines = rec.statement_lines
-    codes = [quoted_code(source_lines, i, 10_000) or "" for i in range(1, len(source_lines) + 1)]
-    said = _stepped_per_epoch(scope, rec, course, codes)
+    said = _stepped_per_epoch(scope, rec, course, source_lines)
     for name, value in idle:
         optimizer = value.optimizer
         steps = course.steps_of(rec.training.label_of(optimizer) or type(optimizer).__name__)
-        if steps < 2 or any(re.search(rf"\b{re.escape(name)}\.step\b", code) for code in codes):
+        if steps < 2 or line_of(source_lines, re.compile(rf"\b{re.escape(name)}\.step\b")) is not None:
             continue
         opt_name = name_of(optimizer, scope)
-        said.append(_report(name, value, optimizer, opt_name, steps, codes))
+        said.append(_report(name, value, optimizer, opt_name, steps, source_lines))
     return said
 
 
@@ -84,7 +84,7 @@ def driven_parts(scope: dict[str, Any]) -> set[int]:
 
 def name_of(value: Any, scope: dict[str, Any], default: str = "opt") -> str:
     """The name ``scope`` binds ``value`` to (not a ``_`` one), or ``default``."""
-    return next((n for n, v in list(scope.items()) if v is value and not n.startswith("_")), default)
+    return name_in(value, scope) or default
 
 
 def _built_after_steps(scheduler: Any) -> bool:
@@ -97,11 +97,16 @@ def _built_after_steps(scheduler: Any) -> bool:
 
 
 def _report(
-    name: str, scheduler: Any, optimizer: torch.optim.Optimizer, opt_name: str, steps: int, codes: list[str]
+    name: str,
+    scheduler: Any,
+    optimizer: torch.optim.Optimizer,
+    opt_name: str,
+    steps: int,
+    source_lines: Sequence[str],
 ) -> Said:
     kind = type(scheduler).__name__
-    built = line_of(codes, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
-    stepped = line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+    built = line_of(source_lines, re.compile(rf"^{re.escape(name)}\s*=[^=]"))
+    stepped = line_of(source_lines, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
     lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
     rate = f" at {lr:.4g}" if isinstance(lr, float | int) else ""
     where = f" at line {built}" if built else ""
@@ -142,13 +147,15 @@ def _settings(scheduler: Any) -> str:
     return f" with {', '.join(shown)}" if shown else ""
 
 
-def line_of(codes: list[str], pattern: re.Pattern[str]) -> int | None:
-    """The first line (from 1) of ``codes`` that ``pattern`` finds."""
-    return next((i for i, code in enumerate(codes, 1) if pattern.search(code)), None)
+def line_of(source_lines: Sequence[str], pattern: re.Pattern[str]) -> int | None:
+    """The first line (from 1) of ``source_lines`` (the run's ``statement_lines``) whose code
+    ``pattern`` finds: :func:`source.line_matching`'s line."""
+    found = line_matching(source_lines, pattern)
+    return found[0] if found is not None else None
 
 
 def _stepped_per_epoch(
-    scope: dict[str, Any], rec: Recorder, course: LossCourse, codes: list[str]
+    scope: dict[str, Any], rec: Recorder, course: LossCourse, source_lines: Sequence[str]
 ) -> list[Said]:
     """scheduler-stepped-per-epoch for each ``OneCycleLR``/``CyclicLR`` of ``scope`` that
     stepped, yet at most half as often as its optimizer (before its cycle's end)."""
@@ -165,8 +172,8 @@ def _stepped_per_epoch(
             continue
         kind = type(value).__name__
         opt_name = name_of(optimizer, scope)
-        stepped = line_of(codes, re.compile(rf"\b{re.escape(name)}\.step\("))
-        after = line_of(codes, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
+        stepped = line_of(source_lines, re.compile(rf"\b{re.escape(name)}\.step\("))
+        after = line_of(source_lines, re.compile(rf"\b{re.escape(opt_name)}\.step\("))
         lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
         rate = f" The learning rate ends at {lr:.4g}." if isinstance(lr, float | int) else ""
         cycle = f" of the {total} its cycle has (total_steps={total})" if isinstance(total, int) else ""

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..source import frame_scopes
 from .in_place_shuffles import sequence
 
 __all__ = ["held_beside", "held_then", "label_name", "one_hot_run", "path_name"]
@@ -31,9 +32,8 @@ def held_beside(root: torch.Tensor, source: Any, frame: FrameType) -> list[Any]:
     binds (and its dicts and plain objects hold, one level down) beside ``source``, the tensor
     being shuffled."""
     rows = len(root)
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
     values: list[Any] = []
-    for scope in scopes:
+    for scope in frame_scopes(frame):
         for key, value in list(scope.items()):
             if key.startswith("__") or isinstance(value, (type, ModuleType, torch.nn.Module)):
                 continue
@@ -100,8 +100,7 @@ def one_hot_run(held: list[Any], target: torch.Tensor, rows: int) -> tuple[torch
 def label_name(labels: torch.Tensor, frame: FrameType | None) -> str | None:
     """The name of a tensor of the snippet's equal to ``labels`` (``y`` for the copy
     ``y.float()`` a loss was given, or for ``y`` made ``y.unsqueeze(1)``), if one is."""
-    scopes = [] if frame is None else [frame.f_locals, frame.f_globals]
-    for scope in scopes:
+    for scope in frame_scopes(frame):
         for key, value in list(scope.items()):
             if (
                 isinstance(value, torch.Tensor)
@@ -117,10 +116,7 @@ def label_name(labels: torch.Tensor, frame: FrameType | None) -> str | None:
 def path_name(obj: Any, frame: FrameType | None) -> str | None:
     """How the snippet reaches ``obj`` one level down from a name of ``frame``'s scope:
     ``data["x"]`` (a dict's value) or ``ds.y`` (a plain object's attribute), if it does."""
-    if frame is None:
-        return None
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
-    for scope in scopes:
+    for scope in frame_scopes(frame):
         for key, value in list(scope.items()):
             if key.startswith("__") or isinstance(value, (type, ModuleType, torch.nn.Module)):
                 continue

@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from ..source import find_name, quoted_code
-from .in_place_shuffles import InPlaceShuffles, kept_said
+from .in_place_shuffles import InPlaceShuffles, is_permutation, kept_said
 from .kinds import Said
 from .shuffle_labels import held_beside, held_then, label_name, one_hot_run, path_name
 
@@ -233,9 +233,9 @@ class Shuffles:
         family = 0
         with torch.no_grad():
             values = torch.as_tensor(base).to("cpu", torch.int64)
-            if bool((values.sort().values == torch.arange(rows)).all()):
-                self._families += 1
-                family = self._families
+        if is_permutation(values):
+            self._families += 1
+            family = self._families
         with contextlib.suppress(TypeError):  # (no weak reference to it: looked at again next time)
             self._bases[id(base)] = (weakref.ref(base), family)
         return family

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ..source import is_a, is_module, parsed_source, quoted_code
+from ..source import is_a, is_module, loops_around, parsed_source, quoted_code
 from ..values import has_storage
 from .kinds import Said
 from .model_aliases import inside, paired_aliases, quoted, shallow_copies
@@ -152,7 +152,7 @@ def _sets_entry(target: ast.expr, name: str) -> bool:
     )
 
 
-def _steps(loop: ast.For | ast.While) -> bool:
+def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     """Whether ``loop``'s body calls a ``step()`` (an optimizer's, or a scheduler's)."""
     return any(isinstance(n, ast.Call) and _method(n) == "step" for n in ast.walk(loop))
 
@@ -227,16 +227,10 @@ def _of_a_model_rebuilt_per_iteration(tree: ast.AST, taken: ast.Assign) -> bool:
     if len(owners) != 1 or None in owners:
         return False
     owner = owners.pop()
-    around = [
-        loop
-        for loop in ast.walk(tree)
-        if isinstance(loop, ast.For | ast.While)
-        and loop.lineno < taken.lineno <= (loop.end_lineno or loop.lineno)
-        and _steps(loop)
-    ]
+    around = [loop for loop in loops_around(tree, taken.lineno) if _steps(loop)]
     if not around:
         return False
-    loop = max(around, key=lambda node: node.lineno)  # the innermost
+    loop = around[-1]  # the innermost
     built = any(
         isinstance(n, ast.Assign)
         and n.lineno < taken.lineno

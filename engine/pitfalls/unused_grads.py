@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ..source import parsed_source
+from ..source import loops_around, parsed_source
 
 __all__ = ["UnusedGradients", "cleared_unused"]
 
@@ -88,14 +88,10 @@ def _grads_read_after(source: str, line: int) -> bool:
     tree = parsed_source(source)
     if tree is None:
         return False
-    loops = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.For | ast.While) and node.lineno <= line <= (node.end_lineno or node.lineno)
-    ]
+    loops = loops_around(tree, line, header=True)
     if not loops:
         return False
-    loop = max(loops, key=lambda node: node.lineno)
+    loop = loops[-1]  # the innermost
     skipped: set[int] = set()
     for node in ast.walk(loop):
         if isinstance(node, ast.Attribute) and node.attr == "zero_":
