@@ -136,6 +136,8 @@ class TrainingTracker:
         self.stepped_params: set[int] = set()
         # the latest step: its optimizer's label (``opt``) and the snippet line it ran at
         self.last_step: tuple[str | None, int | None] | None = None
+        # the latest step's per-parameter norms (the charts'), in the order of its parameters
+        self.last_norms: list[dict[str, Any]] = []
 
     @property
     def steps_done(self) -> int:
@@ -323,6 +325,7 @@ class TrainingTracker:
             self._last_end = now
             state.before, state.grads, state.params = [], None, []
             restarted = (state.restarts, state.restart_every) if state.restarts else None
+            self.last_norms = stats["params"]
             rec.pitfalls.on_optimizer_step(
                 opt, params, step, stats["grad_norm"], line, state.rebuilds, restarted
             )

@@ -52,6 +52,7 @@ from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
 from .unused_grads import UnusedGradients, cleared_unused
+from .vanishing import VanishingGradients
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -105,6 +106,9 @@ class PitfallWatch:
         self._ignored = IgnoredGradients()  # custom-backward-ignores-gradient
         self._late_retains = LateRetains()  # retain-grad-after-backward
         self._rounding = RoundingCuts()  # loss-through-rounding
+        self._vanishing = VanishingGradients(  # vanishing-gradients
+            rec.source_lines, lambda p: rec.modules.param_name(p)[0], self._made_at
+        )
         # the op detectors, and what they follow: loss inputs, running totals, and
         # tensor-copied-off-graph's line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
@@ -192,6 +196,8 @@ class PitfallWatch:
         self._stale.before_backward()
         self._leaks.before_backward()
         self._rounding.before_backward()
+        if self._rec.detail:
+            self._vanishing.before_backward(roots)
         for said in (*self.shuffles.before_backward(), *self.draws.before_backward()):
             self._say(*said)
         self._nan_gradients.before_backward(roots, read=self._rec.detail)
@@ -323,6 +329,7 @@ class PitfallWatch:
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
         climbs = any(group.get("maximize") for group in opt.param_groups)  # (the loss climbs on purpose)
         self._ops.dead_relus.stepped(opt, params, step, lr, self._rec.backward.last_loss)
+        self._vanishing.stepped(opt, params, self._rec.training.last_norms, step)
         self._course.note(
             self._rec.training.label_of(opt) or type(opt).__name__,
             step,
@@ -401,6 +408,11 @@ class PitfallWatch:
         tid = self._rec.tensors.known(t)
         return self._rec.tensors.names.get(tid) if tid is not None else None
 
+    def _made_at(self, t: torch.Tensor) -> int | None:
+        """The snippet line that made ``t``, where the run saw it made."""
+        tid = self._rec.tensors.known(t)
+        return self._rec.tensors.lines.get(tid) if tid is not None else None
+
     def _step_without_gradients(self, line: int | None, opt: torch.optim.Optimizer) -> None:
         """A step of ``opt`` none of whose parameters had a ``.grad``: it skipped them all
         (:func:`~.no_gradients.no_gradients_said` says why, or leaves it to another kind)."""
@@ -448,6 +460,11 @@ class PitfallWatch:
             *scheduler_reports(scope, rec, self._course),
             *kl_sign_reports(rec, scope),
             *self._ops.dead_relus.reports(rec.backward.last_loss),
+            *self._vanishing.reports(
+                [p for p, _ in rec.modules.all_params()],
+                rec.backward.last_loss,
+                rec.backward.first_backward_line,
+            ),
         ):
             self._say(*said)
         calls = rec.backward.calls

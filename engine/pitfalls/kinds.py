@@ -67,6 +67,7 @@ PITFALL_KINDS: tuple[str, ...] = (
     "inputs-shuffled-apart-from-labels",
     "sample-instead-of-rsample",
     "kl-term-sign-flipped",
+    "vanishing-gradients",
 )
 
 

@@ -32,6 +32,7 @@ from tests.engine import test_pitfall_recurrent_axes as recurrent
 from tests.engine import test_pitfall_scheduler_steps as scheduler_steps
 from tests.engine import test_pitfall_seed_penalty as seeds
 from tests.engine import test_pitfall_ungraded as ungraded
+from tests.engine import test_pitfall_vanishing as vanishing
 from tests.engine import test_pitfalls as pitfalls
 from tests.engine.snippets import recorded_silently
 from tests.engine.test_pitfall_diverging import rent
@@ -226,6 +227,16 @@ CASES: dict[str, tuple[Callable[[], str], str, list[str]]] = {
         [
             "All 16 units of the ReLU after fc1 (run from line 8) are 0 for every sample from step 4 on",
             "They died in the update of step 3 (lr 0.01)",
+        ],
+    ),
+    "vanishing-gradients": (
+        lambda: vanishing._DEEP_SIGMOID,
+        "vanishing-gradients",
+        [
+            "At step 1 model.0.weight's gradient is 8.4e-09, 3e+07 times smaller than",
+            "model.18.weight's (0.25)",
+            "the gradient shrinks through the 9 sigmoids between them (each",
+            "multiplies it by 0.25 at most)",
         ],
     ),
     "gradient-leaked-from-other-loss": (
