@@ -26,6 +26,7 @@ EXPECTED_LINES = {
     "pitfall_nan_gradient.py": ("non-finite-gradient", 5),
     "pitfall_tensor_copy.py": ("tensor-copied-off-graph", 7),
     "pitfall_softmax_nll.py": ("nll-loss-without-log-softmax", 13),
+    "pitfall_dead_relu.py": ("relu-units-dead", 18),
 }
 
 

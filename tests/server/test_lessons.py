@@ -45,6 +45,7 @@ TOPICS = [
     "nan-gradient",
     "flat-steps",
     "copy-vs-stack",
+    "dead-relu",
 ]
 
 
@@ -171,6 +172,41 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert at is not None and at[0] == "AccumulateGrad" and accumulated_at(1) == [1.0]
             assert [name for name, _ in timeline] == ["AddBackward0", "AccumulateGrad", "end"]
             assert pitfalls == {"tensor-copied-off-graph"}
+        case "dead-relu":  # step 2's update leaves every hidden unit at 0: 0 gradient from step 3 on
+            steps = [e for e in trace.events if e.type == "optimizer_step"]
+            assert len(steps) == 60 and round(steps[0].loss, 2) == 7.43 and round(steps[1].loss) == 5664
+            assert round(steps[1].grad_norm) == 867 and round(steps[2].grad_norm, 4) == 0.0055
+            norms = [{p.name: p.grad_norm for p in s.params} for s in steps]
+            cut = ("fc1.weight", "fc1.bias", "fc2.weight")
+            assert all(n[name] > 0 for n in norms[:2] for name in cut)
+            assert all(n[name] == 0.0 for n in norms[2:] for name in cut)  # the lines that end at step 2
+            assert all(n["fc2.bias"] > 0 for n in norms)
+            assert {round(s.loss, 4) for s in steps[2:]} == {0.6927}
+            said = [e for e in trace.events if e.type == "pitfall"]
+            assert [(p.kind, p.line) for p in said] == [("relu-units-dead", 18)]
+            message = said[0].message
+            assert message.startswith(
+                "All 16 units of the ReLU after net.fc1 (run from line 18) are 0 for every"
+            )
+            assert "for every sample from step 3 on" in message and "the update of step 2 (lr 0.5)" in message
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "loss 0.693, accuracy 0.51\n"
+
+
+@pytest.mark.slow
+def test_the_dead_relu_lesson_s_try_keeps_fc1_learning() -> None:
+    lesson = BY_ID["dead-relu"]
+    labels = "y = ((X - 50).norm(dim=1) < 40).long()  # 1 inside the circle\n"
+    scaled = "X = (X - X.mean(0)) / X.std(0)"
+    assert labels in lesson.source and f"add {scaled} after the line that makes y" in lesson.try_next
+    trace = record(lesson.source.replace(labels, f"{labels}{scaled}\n"))
+    steps = [e for e in trace.events if e.type == "optimizer_step"]
+    assert len(steps) == 60
+    assert all(p.grad_norm > 0 for s in steps for p in s.params if p.name.startswith("fc1."))
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.238, accuracy 0.95\n"
+    assert "the loss falls to 0.238 and accuracy reaches 0.95" in lesson.try_next
 
 
 def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
