@@ -192,6 +192,7 @@ class DeadRelus:
                 layer.seen_at,
                 layer.lr_before,
                 layer.loss_before,
+                layer.first_input is not None,
             )
             said.append(dead_layer_said(facts, params, names, loss))
         return said

@@ -24,6 +24,7 @@ class DeadLayer(NamedTuple):
     seen_at: int  # the optimizer steps taken when it was first seen
     lr_before: Any  # the learning rate of the last step with a gradient
     loss_before: float | None  # that step's loss
+    on_data: bool  # its input is the data (nothing below it to starve)
 
 
 def dead_layer_said(
@@ -36,10 +37,11 @@ def dead_layer_said(
     dead = layer.steps - layer.since + 1
     which = f"all {layer.steps} steps" if dead == layer.steps else f"the last {dead} of {layer.steps} steps"
     samples = "every sample of every batch" if layer.batches else "every sample"
+    below = "" if layer.on_data else f", and so did everything below {layer_name} through it"
     message = (
         f"All {layer.units} units of the ReLU after {layer_name}{where} are 0 for {samples} from step "
         f"{layer.since} on: a ReLU passes no gradient back through a unit at 0, so {' and '.join(names)} got "
-        f"exactly 0 gradient in {which}, and so did everything below {layer_name} through it. No step "
+        f"exactly 0 gradient in {which}{below}. No step "
         "can bring the units back: the layer has stopped learning for good."
     )
     message += _what_killed(layer) + _bias_now(params, names) + _loss_now(loss)

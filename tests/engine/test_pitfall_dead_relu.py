@@ -97,8 +97,8 @@ def test_units_killed_by_a_step_are_said_at_the_relu_with_the_step_and_the_run_s
     assert said.message.startswith(
         "All 16 units of the ReLU after fc1 (run from line 8) are 0 for every sample from step 4 on: a ReLU "
         "passes no gradient back through a unit at 0, so fc1.weight and fc1.bias got exactly 0 gradient in "
-        "the last 97 of 100 steps"
-    )
+        "the last 97 of 100 steps. No step can bring"
+    )  # (nothing below fc1, whose input is the data, to starve)
     assert " They died in the update of step 3 (lr 0.01), at a loss of " in said.message
     assert "; at step 1, 10 of the 16 units were above 0 for some sample." in said.message
     assert said.message.endswith(f" The loss ends at {float(out):.4g}.")
@@ -286,7 +286,10 @@ def test_the_topmost_dead_layer_of_a_stack_trained_on_batches_is_said() -> None:
         "All 64 units of the ReLU after model.2 (run from line 11) are 0 for every sample of every batch "
         "from step 41 on"
     )
-    assert "model.2.weight and model.2.bias got exactly 0 gradient in the last 40 of 80 steps" in said.message
+    assert (
+        "model.2.weight and model.2.bias got exactly 0 gradient in the last 40 of 80 steps, and so did "
+        "everything below model.2 through it." in said.message
+    )
     assert "They died in the update of step 40 (lr 1)" in said.message
 
 
