@@ -113,7 +113,7 @@ def test_an_app_link_past_the_runs_last_step_says_so(page: Any, cubic_run: str) 
     page.goto(f"{page.server.url}/?run={cubic_run}&view=stepper&step=99")
     expect(page.locator(POSITION)).to_have_text("step 5 of 5")
     expect(page.locator(".gw-output .gw-notice")).to_have_text(
-        "The link opens step 100, but this run has 5 steps: showing the last one."
+        "This link opens step 100, but this run has 5 steps: showing the last one."
     )
 
 

@@ -9,6 +9,7 @@ import { Editor } from "./editor";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
+import { stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
@@ -474,10 +475,8 @@ export class App {
     if (want.view) patch.view = want.view;
     if (want.step !== null && m.timeline.length) patch.step = Math.min(want.step, m.timeline.length - 1);
     // a link past the run's end opens its last step, and says so (a mistyped or stale link)
-    const n = m.timeline.length;
-    if (want.step !== null && want.step >= n) {
-      this.output.say(n ? `The link opens step ${want.step + 1}, but this run has ${n} step${n === 1 ? "" : "s"}: showing the last one.` : `The link opens step ${want.step + 1}, but this run never called backward(): it has no steps to show.`);
-    }
+    const pastEnd = want.step === null ? null : stepPastEndNotice(want.step, m.timeline.length);
+    if (pastEnd) this.output.say(pastEnd);
     if (want.op !== null) patch.op = want.op;
     if (want.selection) patch.selection = want.selection;
     if (want.call !== null) patch.graphCall = want.call;

@@ -69,6 +69,25 @@ function size(lines: string[], minW = 56): { width: number; height: number } {
 }
 
 /**
+ * The width a leaf's ellipse needs so that each of `lines` fits inside it at its own row, for
+ * an ellipse `height` high: it narrows away from its middle row, so one as wide as the longest
+ * line cut a top or bottom line off (`.grad [18, 36]` under `x` and `[2]`). `charW`: the
+ * label's advance per character, model px.
+ */
+function ellipseWidth(lines: string[], height: number, charW: number): number {
+  const lineH = LINE_H * scale;
+  const glyphHalf = 0.5 * (LINE_H - 4) * scale; // a line's ink, less its leading
+  let width = 0;
+  lines.forEach((line, i) => {
+    const fromMiddle = Math.abs(i - (lines.length - 1) / 2) * lineH + glyphHalf;
+    // the part of the width left at that distance from the middle row
+    const left = Math.sqrt(Math.max(0, 1 - Math.min(1, (2 * fromMiddle) / height) ** 2));
+    width = Math.max(width, (line.length * charW + 12 * scale) / Math.max(left, 0.3));
+  });
+  return Math.round(width);
+}
+
+/**
  * The graph's outputs, where backward starts: grad_fn nodes (and folded groups) no gradient
  * flows into, in the order built (oldest first).
  */
@@ -191,6 +210,8 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
     const room = kind === "input" ? lines : [...lines, `.grad ${widestGrad(model, id)}`];
     const dims = size(room, 80);
     if (kind !== "input") dims.width += 18;
+    // a leaf's label is a point larger than an op's (graph-style.ts)
+    if (kind === "leaf") dims.width = Math.max(dims.width, ellipseWidth(room, dims.height, CHAR_W * scale * (13 / 12)));
     const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...dims };
     tensorNodes.set(id, n);
     nodes.push(n);

@@ -36,8 +36,8 @@ export class StepPainter {
   private chipsOf = new Map<number, string[]>();
   /** The plain inputs' element ids: no backward call ever reaches them. */
   private inputs = new Set<string>();
-  /** A leaf's label changed in this paint (its .grad line): redraw once its restyle is over. */
-  private relabelled = false;
+  /** The leaves whose label (their .grad line) changed since the last redraw: redrawn once their restyle is over. */
+  private relabelled: NodeSingular[] = [];
   private redrawTimer = 0;
 
   constructor(private readonly host: PainterHost) {}
@@ -105,7 +105,11 @@ export class StepPainter {
         cy.edges().forEach((el) => this.updateEdge(el, entry));
       }
     });
-    if (this.relabelled) this.redrawAfterTransition();
+    if (this.relabelled.length) {
+      // measured before the new label was styled, their boxes would stay the old label's
+      for (const node of this.relabelled) forgetBounds(node);
+      this.redrawAfterTransition();
+    }
     return { changed: entry !== prev?.entry };
   }
 
@@ -115,16 +119,23 @@ export class StepPainter {
    * leaf that got its `.grad [−0.00148, −0.0042]` line as it became the running node was
    * drawn from its old, narrower picture stretched to the new size (the text twice as wide,
    * cut at both ends, and ".grad None" over ".grad" on its neighbour) until the view moved.
+   * Its label's box is measured anew too: kept from its old label (`.grad None`), it cut a
+   * running parameter's `.grad ‖·‖ 0.0163` to `rad ‖·‖ 0.01`.
    */
   private redrawAfterTransition(): void {
-    this.relabelled = false;
     window.clearTimeout(this.redrawTimer);
     // a step's pan (following the running node) draws from the same pictures: after it too
     const redraw = (tries: number) => {
       const cy = this.host.cy;
       if (cy.destroyed()) return;
-      if (cy.animated() && tries > 0) this.redrawTimer = window.setTimeout(() => redraw(tries - 1), 100);
-      else cy.forceRender();
+      if (cy.animated() && tries > 0) {
+        this.redrawTimer = window.setTimeout(() => redraw(tries - 1), 100);
+        return;
+      }
+      // every label changed since the last redraw (quick steps restart the wait)
+      for (const node of this.relabelled) if (!node.removed()) forgetBounds(node);
+      this.relabelled = [];
+      cy.forceRender();
     };
     this.redrawTimer = window.setTimeout(() => redraw(20), 240);
   }
@@ -257,7 +268,7 @@ export class StepPainter {
     const label = lines.join("\n");
     if (el.data("label") !== label) {
       el.data("label", label);
-      this.relabelled = true;
+      this.relabelled.push(el);
     }
   }
 }
@@ -363,4 +374,14 @@ export function emptyGraphText(model: TraceModel, beforeRun: string | null = nul
     return `No graph: ${names.join(", ")}${wanting.length > 3 ? ", …" : ""} ${verb} grad, but no operation took ${them} as an input (only ${them === "it" ? "its" : "their"} values, through .data or .detach(), or none at all), so nothing was recorded for backward.`;
   }
   return "No graph: no operation had an input that requires grad. Make one with requires_grad=True, e.g. torch.tensor(2.0, requires_grad=True).";
+}
+
+/**
+ * Make Cytoscape measure `node`'s bounds (its label's box among them) at its next draw. It
+ * keeps them while the node stays put, also across a label change that it measured while the
+ * old label was still styled; the public API has no call for this, the collection method is
+ * Cytoscape's own (3.x).
+ */
+function forgetBounds(node: NodeSingular): void {
+  (node as unknown as { dirtyBoundingBoxCache?: () => void }).dirtyBoundingBoxCache?.();
 }

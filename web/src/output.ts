@@ -1,6 +1,6 @@
 // The output panel: the run's status, what the snippet printed, errors with their line,
 // limits reached and pitfalls found.
-import { h } from "./dom";
+import { h, markCut } from "./dom";
 import { pitfallCard } from "./pitfalls";
 import { linksOfLine, linksOfNode, type Store } from "./store";
 import type { TensorInfo, TraceModel } from "./trace-model";
@@ -43,6 +43,7 @@ export class OutputView {
     this.notices = h("div", { class: "gw-notices" });
     this.text = h("pre", { class: "gw-stdout", "aria-label": "Printed output" });
     root.append(this.status, this.notices, this.text);
+    markCut(root); // a line cut at a short pane's edge fades (output.css)
     this.setModel(model);
   }
 

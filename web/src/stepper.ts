@@ -7,7 +7,7 @@ import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./n
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
 import { linksOfNode, type Store, type ViewState } from "./store";
-import { bindTabKeys } from "./tabs";
+import { bindTabKeys, selectTab } from "./tabs";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValueRows } from "./values";
 import { accumulationText } from "./walk-notes";
@@ -241,8 +241,6 @@ export class StepperView {
           type: "button",
           role: "tab",
           class: `gw-call${selected ? " selected" : ""}`,
-          "aria-selected": String(selected),
-          tabindex: selected ? 0 : -1,
           "aria-label": shared ? `${numbers[i]} ${texts[i]}` : undefined,
           text: labels[i],
           title: `backward call ${call.index + 1}${call.start.retain_graph ? " (retain_graph=True)" : ""}`,
@@ -255,6 +253,8 @@ export class StepperView {
         return b;
       }),
     );
+    // one stop in the Tab order, the call shown (its tabs' arrow keys: bindTabKeys)
+    selectTab(this.calls.querySelectorAll<HTMLElement>("[role=tab]"), (tab) => tab === selectedTab);
     this.callsRow.hidden = m.backwards.length < 2;
     if (selectedTab) revealWithin(this.calls, selectedTab, "x");
     if (hadFocus) (selectedTab as HTMLElement | null)?.focus(); // drawn anew: the focus stays on the call's tab

@@ -13,6 +13,7 @@ import { h, isTyping, revealWithin, setTabCount } from "./dom";
 import { GraphView } from "./graph";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
+import { stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
@@ -319,11 +320,9 @@ export class Viewer {
     const n = this.model.timeline.length;
     if (want >= n && !this.model.isFinished) return;
     this.pendingStep = null;
-    if (!n) {
-      this.say(`This link opens step ${want + 1}, but this run never called backward(): it has no steps to show.`);
-      return;
-    }
-    if (want >= n) this.say(`This link opens step ${want + 1}, but this run has ${n} step${n === 1 ? "" : "s"}: showing the last one.`);
+    const pastEnd = stepPastEndNotice(want, n);
+    if (pastEnd) this.say(pastEnd);
+    if (!n) return;
     if (this.tab === "tape" || this.tab === "inspector" || this.tab === "charts") this.store.set({ step: Math.min(want, n - 1) });
     else this.goTo(want);
   }
