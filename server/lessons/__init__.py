@@ -10,6 +10,8 @@ learners need no token for it: lesson code is the server's own.
 >>> lessons = load_lessons(LESSONS_DIR, Settings().examples_dir)
 >>> lessons[0].id, lessons[0].view, lessons[0].step
 ('scalar', 'stepper', 3)
+>>> next(lesson.charts for lesson in lessons if lesson.id == "dead-relu")
+LessonCharts(per_param=True, yscale='log', hide=('loss', 'lr'))
 """
 
 from __future__ import annotations
@@ -21,16 +23,50 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LESSONS_DIR", "Lesson", "LessonLibrary", "load_lessons"]
+__all__ = ["LESSONS_DIR", "Y_SCALES", "Lesson", "LessonCharts", "LessonLibrary", "load_lessons"]
 
 LESSONS_DIR = Path(__file__).resolve().parent
 # A stored lesson run is reused unless it ended like this (then it is recorded again).
 _RERUN = {"crashed", "cancelled", "timeout", "limit"}
+# The training charts' y scales (web/src/chart-scales.ts's Y_SCALES).
+Y_SCALES = ("auto", "linear", "log")
+
+
+@dataclass(frozen=True)
+class LessonCharts:
+    """How the training charts open with a lesson: a line per parameter or one together, the y
+    scale, and the charts hidden (their ids: ``loss``, ``grad``, ``update``, ``lr``, …). A lesson
+    that says nothing gets these defaults, the app's own, so leaving a lesson that ticked per
+    parameter for one that does not puts the charts back."""
+
+    per_param: bool = False
+    yscale: str = "auto"
+    hide: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any] | None, lesson_id: str) -> LessonCharts:
+        """Read a lesson's ``"charts"`` entry; raise ValueError, naming the lesson, on an unknown
+        key or scale (a typo would otherwise open the charts at the defaults unseen)."""
+        entry = entry or {}
+        unknown = set(entry) - {"per_param", "yscale", "hide"}
+        if unknown:
+            raise ValueError(f"lesson {lesson_id!r}: unknown charts keys {sorted(unknown)}")
+        charts = cls(
+            per_param=bool(entry.get("per_param", False)),
+            yscale=entry.get("yscale", "auto"),
+            hide=tuple(entry.get("hide", ())),
+        )
+        if charts.yscale not in Y_SCALES:
+            raise ValueError(
+                f"lesson {lesson_id!r}: charts yscale {charts.yscale!r} is not one of {Y_SCALES}"
+            )
+        return charts
 
 
 @dataclass(frozen=True)
 class Lesson:
-    """One lesson: its snippet, its words for the learner, and the view and step to open at."""
+    """One lesson: its snippet, its words for the learner, the view and step to open at, and
+    how the training charts open."""
 
     id: str
     title: str
@@ -41,6 +77,7 @@ class Lesson:
     file: str
     view: str
     step: int | None
+    charts: LessonCharts = LessonCharts()
 
 
 def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
@@ -67,6 +104,7 @@ def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
                 file=file,
                 view=entry.get("view", "tape"),
                 step=entry.get("step"),
+                charts=LessonCharts.from_json(entry.get("charts"), entry["id"]),
             )
         )
     return out

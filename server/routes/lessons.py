@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from pydantic import BaseModel, Field
@@ -13,11 +14,19 @@ from ..live import LiveRun
 from ..models import ErrorDetail, RunPublic, run_public
 from .runs import start_run
 
-__all__ = ["LessonList", "LessonPublic", "router"]
+__all__ = ["LessonChartsPublic", "LessonList", "LessonPublic", "router"]
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
 
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "no such lesson"}}
+
+
+class LessonChartsPublic(BaseModel):
+    """How the training charts open with the lesson (the app's defaults where it says nothing)."""
+
+    per_param: bool = Field(description="one line per parameter (true) or one line together (false)")
+    yscale: Literal["auto", "linear", "log"] = Field(description="the charts' y scale")
+    hide: list[str] = Field(description="the ids of the charts hidden (loss, grad, update, lr, …)")
 
 
 class LessonPublic(BaseModel):
@@ -32,6 +41,9 @@ class LessonPublic(BaseModel):
     file: str = Field(description="where the snippet lives in the server package")
     view: str = Field(description="the view to open: tape, stepper or inspector")
     step: int | None = Field(description="the stepper position to open at (0-based)")
+    charts: LessonChartsPublic = Field(
+        description="how the training charts open; opening another lesson sets them as that one says"
+    )
 
 
 class LessonList(BaseModel):
@@ -39,7 +51,7 @@ class LessonList(BaseModel):
 
 
 def _public(lesson: Lesson) -> LessonPublic:
-    return LessonPublic(**vars(lesson))
+    return LessonPublic(**asdict(lesson))
 
 
 def _library(request: Request) -> LessonLibrary:

@@ -27,6 +27,7 @@ EXPECTED_LINES = {
     "pitfall_tensor_copy.py": ("tensor-copied-off-graph", 7),
     "pitfall_softmax_nll.py": ("nll-loss-without-log-softmax", 13),
     "pitfall_dead_relu.py": ("relu-units-dead", 18),
+    "pitfall_vanishing_gradients.py": ("vanishing-gradients", 19),
 }
 
 

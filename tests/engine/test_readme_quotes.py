@@ -298,12 +298,12 @@ def test_a_saved_tensor_changed_by_an_element_set_is_named_as_the_readme_quotes(
     )
 
 
-def test_the_examples_menu_has_the_thirteen_pitfall_examples_the_readme_counts() -> None:
-    # README: "Thirteen of them have an example in the examples menu (…; the other 43 kinds have none)"
+def test_the_examples_menu_has_the_fourteen_pitfall_examples_the_readme_counts() -> None:
+    # README: "Fourteen of them have an example in the examples menu (…; the other 42 kinds have none)"
     kinds = set()
     for path in sorted(glob.glob(str(ROOT / "server" / "examples" / "pitfall_*.py"))):
         kinds |= {p.kind for p in q.pitfalls(record(Path(path).read_text(encoding="utf-8")))}
-    assert len(kinds) == 13 and "Thirteen of them have an example" in README
+    assert len(kinds) == 14 and "Fourteen of them have an example" in README
     assert f"the other {len(set(PITFALL_KINDS) - kinds)} kinds have none" in README
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine import record
 from engine.events import GradAccumulated, Trace
-from server.lessons import LESSONS_DIR, Lesson, load_lessons
+from server.lessons import LESSONS_DIR, Lesson, LessonCharts, load_lessons
 from server.settings import Settings
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
@@ -46,7 +46,10 @@ TOPICS = [
     "flat-steps",
     "copy-vs-stack",
     "dead-relu",
+    "vanishing-gradients",
 ]
+# The lessons whose story is plainest per parameter on a log scale open the charts so.
+PER_PARAMETER_LOG = {"dead-relu", "vanishing-gradients"}
 
 
 def test_every_lesson_loads_with_its_snippet_and_words() -> None:
@@ -60,6 +63,19 @@ def test_every_lesson_loads_with_its_snippet_and_words() -> None:
         assert 20 <= len(lesson.summary) <= 120, lesson.id
         assert 200 <= len(lesson.text) <= 800 and lesson.text.count(". ") >= 2, lesson.id
         assert lesson.try_next, lesson.id
+        per_param_log = LessonCharts(per_param=True, yscale="log", hide=("loss", "lr"))
+        assert lesson.charts == (per_param_log if lesson.id in PER_PARAMETER_LOG else LessonCharts()), (
+            lesson.id
+        )
+        assert "Tick per parameter" not in lesson.text, lesson.id  # the chart opens so
+
+
+def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
+    assert LessonCharts.from_json(None, "x") == LessonCharts(per_param=False, yscale="auto", hide=())
+    with pytest.raises(ValueError, match="lesson 'x': charts yscale 'logarithmic' is not one of"):
+        LessonCharts.from_json({"yscale": "logarithmic"}, "x")
+    with pytest.raises(ValueError, match=r"lesson 'x': unknown charts keys \['perParam'\]"):
+        LessonCharts.from_json({"perParam": True}, "x")
 
 
 def _timeline(trace: Trace) -> list[tuple[str, Any]]:
@@ -191,6 +207,40 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             assert "for every sample from step 3 on" in message and "the update of step 2 (lr 0.5)" in message
             printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
             assert printed == "loss 0.693, accuracy 0.51\n"
+        case "vanishing-gradients":  # each layer down the sigmoids gets about 7 times less
+            steps = [e for e in trace.events if e.type == "optimizer_step"]
+            assert len(steps) == 30
+            norms = [{p.name: p.grad_norm for p in s.params if p.name.endswith(".weight")} for s in steps]
+            assert list(norms[0]) == [f"fc{i}.weight" for i in range(1, 11)]
+            first = norms[0]
+            assert (
+                f"{first['fc10.weight']:.2g} {first['fc9.weight']:.2g} {first['fc1.weight']:.2g}"
+                == "0.28 0.039 1.4e-08"
+            )
+            shrink = [first[f"fc{i + 1}.weight"] / first[f"fc{i}.weight"] for i in range(2, 10)]
+            assert all(5.5 < r < 8.5 for r in shrink), shrink  # "about 7 times less"
+            assert round(first["fc10.weight"] / first["fc1.weight"] / 1e6) == 20  # "20 million"
+            # "at every one of the 30 steps ... at least 1.8 million times under fc10's"
+            assert round(min(n["fc10.weight"] / n["fc1.weight"] for n in norms) / 1e5) == 18
+            losses = [s.loss for s in steps]  # "wanders between 0.67 and 0.76"
+            assert (round(min(losses), 2), round(max(losses), 2)) == (0.67, 0.76)
+            assert "between 0.67 and 0.76, around the 0.69 guessing gives" in lesson.text
+            for said_in_text in (
+                "fc10.weight's gradient is 0.28, fc9's 0.039",
+                "fc1.weight's 1.4e-08, 20 million times smaller",
+                "at least 1.8 million times under fc10's",
+                "fc1 moves 9.3e-07% of its size while fc10 moves 161%",
+            ):
+                assert said_in_text in lesson.text, said_in_text
+            said = [e for e in trace.events if e.type == "pitfall"]
+            assert [(p.kind, p.line) for p in said] == [("vanishing-gradients", 19)]
+            assert "model.fc1's updates moved it 9.3e-07% of its size" in said[0].message
+            assert "model.fc10's moved it 161%" in said[0].message
+            assert (
+                lesson.source.splitlines()[18].strip() == "loss = F.cross_entropy(model(X[batch]), y[batch])"
+            )
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "loss 0.759\n"
 
 
 @pytest.mark.slow
@@ -209,6 +259,34 @@ def test_the_dead_relu_lesson_s_try_keeps_fc1_learning() -> None:
     assert "the loss falls to 0.238 and accuracy reaches 0.95" in lesson.try_next
 
 
+@pytest.mark.slow
+def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None:
+    lesson = BY_ID["vanishing-gradients"]
+    sgd, adam = "torch.optim.SGD(model.parameters(), lr=0.1)", "torch.optim.Adam(model.parameters(), lr=0.01)"
+    assert "nn.Sigmoid()" in lesson.source and sgd in lesson.source
+    assert (
+        "Replace nn.Sigmoid() with nn.ReLU() and run" in lesson.try_next
+        and f"optimizer {adam} too" in lesson.try_next
+    )
+    relu = lesson.source.replace("nn.Sigmoid()", "nn.ReLU()")
+    trace = record(relu)
+    steps = [e for e in trace.events if e.type == "optimizer_step"]
+    first = {p.name: p.grad_norm for p in steps[0].params}
+    assert (
+        f"{first['fc1.weight']:.2g}" == "0.00016"
+        and round(first["fc10.weight"] / first["fc1.weight"], -1) == 120
+    )
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.694\n"
+    assert "fc1's gradient is 0.00016, about 120 times under fc10's" in lesson.try_next
+    assert "the loss still ends at 0.694 after 30 steps" in lesson.try_next
+    trace = record(relu.replace(sgd, adam))
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.202\n" and "the loss falls to 0.202" in lesson.try_next
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+
+
 def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
     with server.client(token=False) as c:
         listed = c.get("/api/lessons").json()["lessons"]
@@ -216,6 +294,15 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
         one = c.get("/api/lessons/scalar").json()
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]
+        assert one["charts"] == {"per_param": False, "yscale": "auto", "hide": []}
+        assert c.get("/api/lessons/dead-relu").json()["charts"] == {
+            "per_param": True,
+            "yscale": "log",
+            "hide": ["loss", "lr"],
+        }
+        schema = c.get("/openapi.json").json()["components"]["schemas"]
+        assert schema["LessonChartsPublic"]["properties"]["yscale"]["enum"] == ["auto", "linear", "log"]
+        assert "how the training charts open" in schema["LessonPublic"]["properties"]["charts"]["description"]
         missing = c.get("/api/lessons/nope")
         assert missing.status_code == 404 and "no lesson" in missing.json()["detail"]
         assert c.post("/api/lessons/nope/run").status_code == 404

@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(23)
+    expect(tiles).to_have_count(24)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
@@ -26,7 +26,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 23")
+    expect(card).to_contain_text("Lesson 1 of 24")
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
@@ -296,7 +296,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
     open_app(page, "?lesson=second-derivative")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 7 of 23")
+    expect(card).to_contain_text("Lesson 7 of 24")
     expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
     expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
     step = page.locator(".gw-step-card")
@@ -324,7 +324,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     # leaf-grad: ∂loss/∂h = 2h = [6, 12] arrives at h's node, yet h.grad prints None
     open_app(page, "?lesson=leaf-grad")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 4 of 23")
+    expect(card).to_contain_text("Lesson 4 of 24")
     step = page.locator(".gw-step-card")
     expect(step.locator(".gw-node-name")).to_have_text("MulBackward0")
     expect(step).to_contain_text("grad = ∂loss/∂h = [6, 12]")
@@ -334,7 +334,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     shot(page, "lessons-04-leaf-grad")
     # custom-function: the node is the snippet's own, and so is its rule
     open_app(page, "?lesson=custom-function")
-    expect(card).to_contain_text("Lesson 8 of 23")
+    expect(card).to_contain_text("Lesson 8 of 24")
     expect(step.locator(".gw-node-name")).to_have_text("CubeBackward")
     expect(step).to_contain_text("Cube.backward(ctx, grad) ran: the rule is your own")
     expect(step).to_contain_text("12")

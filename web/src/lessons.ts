@@ -1,8 +1,10 @@
 // The lessons gallery: a dialog listing the ready lessons, and the lesson card shown above
 // the workspace while one is open. Opening a lesson puts its code in the editor, asks the
 // server for the lesson's recorded run (one run shared by everyone who opens it) and lands
-// on the lesson's view and step. `/?lesson=ID` opens one directly.
+// on the lesson's view and step, with the training charts as the lesson says (per parameter,
+// y scale, charts hidden; the defaults where it says nothing). `/?lesson=ID` opens one directly.
 import type { App } from "./app";
+import { Y_SCALES, type YScale } from "./chart-scales";
 import { $, breakAtDots, h } from "./dom";
 import { VIEWS, type ViewName } from "./store";
 
@@ -16,6 +18,19 @@ export interface Lesson {
   file: string;
   view: string;
   step: number | null;
+  /** How the training charts open (server/lessons: the app's defaults where the lesson says nothing). */
+  charts?: { per_param: boolean; yscale: string; hide: string[] };
+}
+
+/** The charts' choices opening `lesson` sets: its own, or the defaults (together, auto, none
+ * hidden), so moving on from a lesson that ticked per parameter puts the charts back. */
+export function lessonChartChoices(lesson: Lesson): { perParam: boolean; yscale: YScale; hide: string[] } {
+  const yscale = lesson.charts?.yscale;
+  return {
+    perParam: lesson.charts?.per_param === true,
+    yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : "auto",
+    hide: lesson.charts?.hide ?? [],
+  };
 }
 
 interface LessonRun {
@@ -100,7 +115,7 @@ export class LessonsGallery {
     first?.focus();
   }
 
-  /** Open a lesson: its code, its shared run, its view and step, and its card. */
+  /** Open a lesson: its code, its shared run, its view, step and charts' choices, and its card. */
   async open(id: string): Promise<boolean> {
     await this.load();
     const lesson = this.lessons.find((l) => l.id === id);
@@ -126,7 +141,7 @@ export class LessonsGallery {
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
     const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
-    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null });
+    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null, ...lessonChartChoices(lesson) });
     return true;
   }
 
