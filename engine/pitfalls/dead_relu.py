@@ -27,7 +27,11 @@ units see, or a dead layer above, sends none back either. Only the topmost dead 
 stack is said (the ones below get no gradient through it). A layer that a few units of are
 dead still gets gradient through the others and is left alone, and so is a run of fewer
 steps (nothing was trained), a loop that steps by hand (no optimizer step to count), and a
-ReLU first met after the steps recorded in full.
+ReLU first met after the steps recorded in full. A ReLU output with no element (an empty batch:
+an expert of a mixture that no token was routed to) shows no unit at all and is not looked at:
+the layer is followed from its first call on samples. Before the run's first optimizer step,
+other data replaces the first (which was no batch trained on: a forward on zeros to check
+shapes), and a unit above 0 for some sample of any call counts as alive.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class _Layer:
 
     __slots__ = (
         "alive",
+        "as_written",
         "batches",
         "below",
         "dead_since",
@@ -100,6 +105,34 @@ class _Layer:
         self.steps = 0  # the steps of its optimizer so far
         self.lr_before: Any = None  # the learning rate of the last step with a gradient
         self.loss_before: float | None = None  # that step's loss
+        self.as_written = False  # its weight used as written, x @ W (W: (in, out))
+
+    def took(self, result: torch.Tensor, unit_dim: int, data: torch.Tensor | None, layer_node: Any) -> None:
+        """Count the units alive in ReLU output ``result`` and keep its layer's ``data`` input."""
+        self.alive = _alive_units(result, unit_dim, self.units)
+        if data is not None:
+            self.first_input, self.input_at = weakref.ref(data), (data.data_ptr(), tuple(data.shape))
+            if data.dim() == 2 and type(layer_node).__name__ in _LINEAR_NODES:
+                self.sample = data
+
+    def retook(
+        self,
+        result: torch.Tensor,
+        unit_dim: int,
+        data: torch.Tensor | None,
+        layer_node: Any,
+        line: int | None,
+    ) -> None:
+        """Note a later call made before the run's first optimizer step: the units alive for
+        some sample of any such call count, and other data replaces the first (which was no
+        batch trained on: a forward on zeros to check shapes, a dummy input)."""
+        alive = _alive_units(result, unit_dim, self.units)
+        if alive is not None:
+            self.alive = max(alive, self.alive or 0)
+        if data is not None and (data.data_ptr(), tuple(data.shape)) != self.input_at:
+            before, self.line = self.alive, line
+            self.took(result, unit_dim, data, layer_node)
+            self.alive = before
 
     def fed(self, data: torch.Tensor | None) -> None:
         """Note the data input of a later call: the same tensor each step, or batches."""
@@ -119,6 +152,7 @@ class DeadRelus:
         self._name_of = name_of
         self._steps_taken = steps_taken
         self._layers: dict[_Key, _Layer] = {}
+        self._stepped = False  # whether any optimizer has stepped yet
         # id(opt) -> (the optimizer, how many parameters it stepped, their ids)
         self._held: dict[int, tuple[weakref.ref[torch.optim.Optimizer], int, frozenset[int]]] = {}
 
@@ -130,22 +164,22 @@ class DeadRelus:
         below = _layer_below(node)
         if below is None:
             return
-        params, unit_dim, layer_node = below
+        params, unit_dim, layer_node, as_written = below
         key = tuple(map(id, params))
         known = self._known(key, params)
         data = _data_input(layer_node)
         if known is not None:
-            known.fed(data)
+            if not self._stepped and result.numel():
+                known.retook(result, unit_dim, data, layer_node, line)
+            else:
+                known.fed(data)
             return
-        units = params[0].shape[0] if params[0].dim() else 0
-        if units < 2 or not all(p.requires_grad for p in params):
-            return
+        units = params[0].shape[1 if as_written else 0] if params[0].dim() else 0
+        if units < 2 or not all(p.requires_grad for p in params) or result.numel() == 0:
+            return  # (an empty batch, an expert no token was routed to, shows no unit at all)
         layer = self._layers[key] = _Layer(params, line, units, self._steps_taken())
-        layer.alive = _alive_units(result, unit_dim, units)
-        if data is not None:
-            layer.first_input, layer.input_at = weakref.ref(data), (data.data_ptr(), tuple(data.shape))
-            if data.dim() == 2 and type(layer_node).__name__ in _LINEAR_NODES:
-                layer.sample = data
+        layer.as_written = as_written
+        layer.took(result, unit_dim, data, layer_node)
         layer.below = self._linear_below(layer_node)
 
     def stepped(
@@ -153,6 +187,7 @@ class DeadRelus:
     ) -> None:
         """Read, after ``opt``'s step ``step`` over ``params`` (with ``lr`` and the ``loss``
         its gradients came from), whether each layer it steps got any gradient."""
+        self._stepped = True
         if not self._layers:
             return
         held = self._held.get(id(opt))
@@ -243,24 +278,26 @@ def _dead_through(chain: Sequence[_Layer]) -> bool:
     """Whether the bottom layer's data, run through the Linear layers and ReLUs of ``chain``
     (top first) with the values their parameters have now, leaves every unit of the top 0."""
     h = chain[-1].sample
-    if h is None or h.dim() != 2:
+    if h is None or h.dim() != 2 or h.shape[0] == 0:
         return False
     with torch.no_grad():
         for layer in reversed(chain):
             params = [r() for r in layer.params]
             if any(p is None for p in params) or params[0] is None or params[0].dim() != 2:
                 return False
-            if h.shape[1] != params[0].shape[1]:
+            weight = params[0].T if layer.as_written else params[0]  # as a Linear holds it: (out, in)
+            if h.shape[1] != weight.shape[1]:
                 return False
             bias = params[1] if len(params) > 1 else None
-            h = torch.nn.functional.relu(torch.nn.functional.linear(h.to(params[0].dtype), params[0], bias))
+            h = torch.nn.functional.relu(torch.nn.functional.linear(h.to(weight.dtype), weight, bias))
         return not bool(h.any())
 
 
-def _layer_below(node: Any) -> tuple[list[torch.Tensor], int, Any] | None:
+def _layer_below(node: Any) -> tuple[list[torch.Tensor], int, Any, bool] | None:
     """The parameters of the layer whose output ReLU node ``node`` takes (weight first), the
-    dim of that output its units lie on, and the layer's node; None when the ReLU's input is
-    not a layer's."""
+    dim of that output its units lie on, the layer's node, and whether its weight is used as
+    written (``x @ W``, ``W`` of shape (in, out)) rather than as a Linear's (out, in); None when
+    the ReLU's input is not a layer's."""
     below = _input_node(node)
     name = type(below).__name__
     if name in _RESHAPES:
@@ -275,14 +312,18 @@ def _layer_below(node: Any) -> tuple[list[torch.Tensor], int, Any] | None:
     else:
         return None
     found: list[torch.Tensor] = []
+    as_written = False
     for child, _ in below.next_functions:
-        if child is not None and type(child).__name__ == "TBackward0":  # a Linear's weight.T
+        transposed = child is not None and type(child).__name__ == "TBackward0"
+        if transposed:  # a Linear's weight.T
             child = child.next_functions[0][0]
         variable = getattr(child, "variable", None)
         if isinstance(variable, torch.nn.Parameter):
+            if name in _LINEAR_NODES and variable.dim() == 2 and not transposed:
+                as_written = True  # x @ W written out: W is (in, out), not a Linear's (out, in)
             found.append(variable)
     found.sort(key=lambda p: -p.dim())  # the weight before the bias
-    return (found, unit_dim, below) if found else None
+    return (found, unit_dim, below, as_written) if found else None
 
 
 def _input_node(node: Any) -> Any:

@@ -88,7 +88,13 @@ class OpChecks:
         # penalty-without-gradient: what op_recorder.py shows it of each op recorded in full
         self.penalties = ParameterValues(rec, say)
         # relu-units-dead: the layers below the ReLUs, read at each step (detectors.py)
-        self.dead_relus = DeadRelus(lambda p: rec.modules.param_name(p)[0], lambda: rec.training.total_steps)
+        self.dead_relus = DeadRelus(self._parameter_name, lambda: rec.training.total_steps)
+
+    def _parameter_name(self, p: torch.Tensor) -> str | None:
+        """A parameter's module name (``net.fc1.weight``), else its snippet name (``W1``)."""
+        name = self._rec.modules.param_name(p)[0]
+        tid = None if name else self._rec.tensors.known(p)
+        return name or (self._rec.tensors.names.get(tid) if tid is not None else None)
 
     def on_op(
         self,

@@ -33,8 +33,9 @@ first layer's, so a step-by-step ratio stops at the plateau while the sums keep 
 did. With Adam, which scales each parameter's step, the first layer moves (7.8e-3 of its norm
 in the same run), so the update condition keeps it silent; so does any run with a frozen
 parameter (``requires_grad=False``: a deliberate choice of what trains) or a first layer no
-optimizer steps. Only the weights' parameter norms are compared, so an RNN whose one weight
-matrix is shared across the unrolled steps is not judged.
+optimizer steps, and a step at which the first layer's param group has lr 0 (held still on
+purpose, as a frozen parameter is) is not counted. Only the weights' parameter norms are
+compared, so an RNN whose one weight matrix is shared across the unrolled steps is not judged.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class VanishingGradients:
         self._pair: tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor]] | None = None
         self._between: collections.Counter[str] = collections.Counter()
         self._places: dict[int, tuple[int, int] | None] = {}  # id(opt) -> where the pair lies in its params
+        self._groups: dict[int, int] = {}  # id(opt) -> the param group that holds the first weight
         self._sizes_of: dict[int, int] = {}  # id(opt) -> how many parameters it held then
         self._steps = 0
         self._first_step: tuple[int, float, float] | None = None  # (step, first's gradient, last's)
@@ -108,8 +110,8 @@ class VanishingGradients:
         if first is None or last is None:
             return
         place = self._place(opt, params, first, last)
-        if place is None:
-            return
+        if place is None or not _learning_rate(opt, self._groups.get(id(opt))):
+            return  # (a first layer at lr 0 is held still on purpose: no step of it is vanishing)
         lower, upper = stats[place[0]], stats[place[1]]
         grads = (lower["grad_norm"], upper["grad_norm"])
         sizes = (lower["param_norm"], upper["param_norm"])
@@ -142,6 +144,10 @@ class VanishingGradients:
         at = {id(p): i for i, p in enumerate(params)}
         place = (at[id(first)], at[id(last)]) if id(first) in at and id(last) in at else None
         self._places[key], self._sizes_of[key] = place, len(params)
+        groups = opt.param_groups
+        self._groups[key] = next(
+            (g for g, group in enumerate(groups) if any(p is first for p in group["params"])), -1
+        )
         return place
 
     def reports(
@@ -171,6 +177,17 @@ class VanishingGradients:
         )
         line = self._line_of(first)
         return [vanishing_said(stack, line if line is not None else fallback_line, loss)]
+
+
+def _learning_rate(opt: torch.optim.Optimizer, group: int | None) -> float:
+    """The learning rate ``opt`` steps param group ``group`` with now (1.0 where unknown)."""
+    if group is None or not 0 <= group < len(opt.param_groups):
+        return 1.0
+    lr = opt.param_groups[group].get("lr", 1.0)
+    try:
+        return float(lr)
+    except (TypeError, ValueError):
+        return 1.0
 
 
 def _stack_in(

@@ -301,3 +301,32 @@ def test_a_few_batches_without_gradient_while_a_unit_lives_on_for_some_samples_s
     assert out == "[1, 43]\n"
     recorded_silently(source)
     the_pitfall(_BATCHES, "relu-units-dead", 11)  # lr 1.0: the second layer dies for good
+
+
+_WRITTEN_OUT = """import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+X = torch.rand(200, 2) * 100
+y = ((X - 50).norm(dim=1) < 40).long()
+W1 = torch.nn.Parameter(torch.randn(2, 16) * 0.1)
+W2 = torch.nn.Parameter(torch.randn(16, 2) * 0.1)
+opt = torch.optim.SGD([W1, W2], lr=0.5)
+for step in range(60):
+    h = F.relu(X @ W1)
+    loss = F.cross_entropy(h @ W2, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(int((F.relu(X @ W1) > 0).any(0).sum()))
+"""
+
+
+def test_a_layer_written_out_as_x_at_w_counts_its_units_along_w_s_columns() -> None:
+    # W1 is (in, out) = (2, 16): 16 units, not 2, and it is named by its snippet name
+    said = the_pitfall(_WRITTEN_OUT, "relu-units-dead", 10)
+    out, _, _ = run_plain(_WRITTEN_OUT)
+    assert out == "0\n"  # no unit above 0 for any sample at the end, as said
+    assert said.message.startswith(
+        "All 16 units of the ReLU after the layer (run from line 10) are 0 for every sample"
+    )
+    assert "so W1 got exactly 0 gradient in the last 58 of 60 steps" in said.message
