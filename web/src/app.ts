@@ -4,8 +4,9 @@
 // every lookup is scoped to the app's root element.
 import { Api, ApiError, type Bootstrap, type Example, type RunInfo, type RunLimits, RunStream } from "./api";
 import { ChartsView } from "./charts";
-import { $, h, isTyping, setTabCount } from "./dom";
+import { $, isTyping, setTabCount } from "./dom";
 import { Editor } from "./editor";
+import { ExamplesMenu } from "./examples-menu";
 import { GraphView } from "./graph";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
@@ -64,7 +65,6 @@ export class App {
   readonly charts: ChartsView;
   readonly pitfalls: PitfallMarks;
   private stream: RunStream | null = null;
-  private examples: Example[] = [];
   private readonly url = new UrlSync();
   private pending: UrlState | null = null;
   /** When the run being followed was started from the stepper: the walk up to its step. */
@@ -72,11 +72,8 @@ export class App {
   private unsubscribeModel: () => void = () => {};
   /** ▶ Run, Stop and the run's status (run-controls.ts). */
   private readonly controls: RunControls;
-  private readonly examplesSelect: HTMLSelectElement;
-  /** The example the editor's code is (or was, before the user's edits), named in the examples list. */
-  private shownExample: Example | null = null;
-  /** The examples list's entry for an example's code edited: "Edited: <title>", never chosen by hand. */
-  private readonly editedOption = h("option", { value: "edited", disabled: true, hidden: true, data: { gw: "example-edited" } });
+  /** The header's examples list (examples-menu.ts). */
+  readonly examplesMenu: ExamplesMenu;
   private readonly deviceSelect: HTMLSelectElement;
   private readonly tabs: HTMLElement[];
 
@@ -89,7 +86,7 @@ export class App {
     this.editor = new Editor($(root, "[data-gw=editor]"), {
       doc: "",
       onRun: () => void this.run(),
-      onChange: (byUser) => this.markEdits(byUser),
+      onChange: (byUser) => this.examplesMenu.codeChanged(this.editor.source, byUser),
       onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
     });
     this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
@@ -106,9 +103,12 @@ export class App {
     this.pitfalls = new PitfallMarks(this.model, this.editor.view, this.graph);
 
     this.controls = new RunControls(root, () => void this.run(), () => this.stop());
-    this.examplesSelect = $(root, "[data-gw=examples]");
+    this.examplesMenu = new ExamplesMenu($(root, "[data-gw=examples]"), (source) => {
+      this.editor.source = source;
+      this.editor.setErrors([]);
+      this.editor.focus();
+    });
     this.deviceSelect = $(root, "[data-gw=device]");
-    this.examplesSelect.addEventListener("change", () => this.pickExample(this.examplesSelect.value));
     $(root, "[data-gw=device-field]").hidden = !boot.cuda;
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
     openTrace?.addEventListener("change", () => void this.openFile(openTrace));
@@ -147,61 +147,18 @@ export class App {
   /** Load the examples, then whatever the URL points at. */
   async start(): Promise<void> {
     const wanted = readUrl();
+    let examples: Example[] = [];
     try {
-      this.examples = await this.api.examples();
+      examples = await this.api.examples();
     } catch (err) {
       this.output.say(`Could not load the examples: ${(err as Error).message}`, "error");
     }
-    this.examplesSelect.replaceChildren(
-      h("option", { value: "", text: "Examples…" }),
-      ...this.examples.map((ex) => h("option", { value: ex.id, text: ex.title, title: ex.summary })),
-      this.editedOption,
-    );
-    if (!wanted.run) this.editor.source = this.examples[0]?.source ?? FALLBACK_SOURCE;
+    this.examplesMenu.fill(examples);
+    if (!wanted.run) this.editor.source = examples[0]?.source ?? FALLBACK_SOURCE;
     await this.applyUrl(wanted);
   }
 
   // --- runs ----------------------------------------------------------------------------------
-
-  private pickExample(id: string): void {
-    const ex = this.examples.find((e) => e.id === id);
-    if (!ex) return;
-    // the closed list shows as much of a long title as fits: hovering it reads the whole
-    this.examplesSelect.title = `${ex.title}: ${ex.summary}`;
-    this.editor.source = ex.source;
-    this.editor.setErrors([]);
-    this.editor.focus();
-  }
-
-  /** Name in the examples list the example whose code `source` is, or none (a run's or a file's own code). */
-  private showExampleOf(source: string): void {
-    const ex = this.examples.find((e) => e.source === source);
-    this.shownExample = ex ?? null;
-    this.examplesSelect.value = ex?.id ?? "";
-    this.examplesSelect.title = ex ? `${ex.title}: ${ex.summary}` : "";
-  }
-
-  /**
-   * The code changed: an example's code edited reads "Edited: <title>" in the examples list
-   * (choosing the example again puts its code back), and edits undone name it again.
-   */
-  private markEdits(byUser: boolean): void {
-    const source = this.editor.source;
-    const ex = this.examples.find((e) => e.source === source);
-    if (ex) {
-      this.shownExample = ex;
-      this.examplesSelect.value = ex.id;
-      this.examplesSelect.title = `${ex.title}: ${ex.summary}`;
-    } else if (!byUser) {
-      this.showExampleOf(source); // code the app put there (a lesson's): no example's
-    } else if (this.shownExample) {
-      const { title } = this.shownExample;
-      // first, so a narrow list (presenter type, a projector) still shows it
-      this.editedOption.textContent = `Edited: ${title}`;
-      this.examplesSelect.value = "edited";
-      this.examplesSelect.title = `Your edits to ${title}: choose it again to put its code back`;
-    }
-  }
 
   get running(): boolean {
     return this.stream !== null && !this.model.isFinished;
@@ -305,7 +262,7 @@ export class App {
     if (ticket !== this.runRequests) return;
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
-    this.showExampleOf(trace.source);
+    this.examplesMenu.showSourceOf(trace.source);
     this.setModel(model, id);
     if (!model.isFinished) this.startStream(id);
   }
@@ -319,7 +276,7 @@ export class App {
     const model = TraceModel.from(trace.events, trace.source);
     if (model.source) {
       this.editor.source = model.source;
-      this.showExampleOf(model.source);
+      this.examplesMenu.showSourceOf(model.source);
     }
     this.setModel(model, null);
     if (model.run && !model.isFinished) {

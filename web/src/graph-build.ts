@@ -26,6 +26,8 @@ export interface GNode {
   count?: number;
   /** the grad_fn a saved chip belongs to */
   owner?: number;
+  /** a parameter whose `.grad` vector does not fit its hexagon's bottom row: it reads the norm */
+  gradByNorm?: boolean;
 }
 
 export type EdgeKind = "grad" | "acc" | "saved";
@@ -128,11 +130,30 @@ export function tensorNodeLabel(model: TraceModel, id: number): string[] {
   return [name, shapeText(t.ev.shape)];
 }
 
-function widestGrad(model: TraceModel, tensor: number): string {
+/**
+ * The width a parameter's hexagon needs so that each of `lines` fits inside it at its own
+ * row, for a hexagon `height` high: it narrows from its middle row to half its width at its
+ * top and bottom edges, where a `.grad` line sized for a box touched its slanted sides.
+ * `charW`: the label's advance per character, model px.
+ */
+function hexagonWidth(lines: string[], height: number, charW: number): number {
+  const font = 12 * scale; // graph-style.ts: 12 px type, 1.35 its line height
+  const inkHalf = 0.35 * font; // a line's ink, less its leading and descenders
+  let width = 0;
+  lines.forEach((line, i) => {
+    const fromMiddle = Math.abs(i - (lines.length - 1) / 2) * 1.35 * font + inkHalf;
+    const left = Math.max(0.3, 1 - fromMiddle / height);
+    width = Math.max(width, (line.length * charW + 12 * scale) / left); // 12: the borders (a running node's thicker) and a margin
+  });
+  return Math.round(width);
+}
+
+/** The widest `.grad` a leaf will read, its vectors by their norm when `byNorm`. */
+function widestGrad(model: TraceModel, tensor: number, byNorm = false): string {
   let widest = "−00.0000";
   for (const acc of model.accumulationsOf(tensor)) {
     for (const v of [acc.before, acc.after]) {
-      const text = v ? fmtShort(v) : "";
+      const text = v ? fmtShort(v, byNorm ? 1 : 2) : "";
       if (text.length > widest.length) widest = text;
     }
   }
@@ -212,7 +233,15 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
     if (kind !== "input") dims.width += 18;
     // a leaf's label is a point larger than an op's (graph-style.ts)
     if (kind === "leaf") dims.width = Math.max(dims.width, ellipseWidth(room, dims.height, CHAR_W * scale * (13 / 12)));
-    const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...dims };
+    // a parameter's hexagon is sized for its `.grad` by norm; a two-number vector is written
+    // out only where it fits that hexagon's bottom row too (small_net's fc2.bias: it does not)
+    let gradByNorm = false;
+    if (kind === "param") {
+      const byNorm = [...lines, `.grad ${widestGrad(model, id, true)}`];
+      dims.width = Math.max(size(byNorm, 80).width + 18, hexagonWidth(byNorm, dims.height, CHAR_W * scale));
+      gradByNorm = hexagonWidth(room, dims.height, CHAR_W * scale) > dims.width;
+    }
+    const n: GNode = { id: `t${id}`, kind, label: lines.join("\n"), parent, tensor: id, op, ...dims, ...(gradByNorm ? { gradByNorm } : {}) };
     tensorNodes.set(id, n);
     nodes.push(n);
     return n;

@@ -264,7 +264,7 @@ export class StepPainter {
   private setLeafLabel(el: NodeSingular, d: GNode, entry: StepEntry | null): void {
     const model = this.host.model;
     const lines = tensorNodeLabel(model, d.tensor!);
-    if (entry) lines.push(`.grad ${gradAt(model, d.tensor!, entry)}`);
+    if (entry) lines.push(`.grad ${gradAt(model, d.tensor!, entry, d.gradByNorm ? 1 : 2)}`);
     const label = lines.join("\n");
     if (el.data("label") !== label) {
       el.data("label", label);
@@ -277,16 +277,17 @@ export class StepPainter {
  * What leaf `tensor`'s `.grad` holds at stepper position `entry`: after its last
  * accumulation so far; but while this backward call has yet to reach it, what the call
  * found there (`before`), since the snippet may have cleared it in between (`zero_grad()`).
+ * `whole`: the most numbers written out (1 for a parameter whose vector its hexagon cannot hold).
  */
-export function gradAt(model: TraceModel, tensor: number, entry: StepEntry): string {
+export function gradAt(model: TraceModel, tensor: number, entry: StepEntry, whole = 2): string {
   let now: string | null = null;
   for (const acc of model.accumulationsOf(tensor)) {
     const ran = model.backward(acc.backward)?.byNode.get(acc.node);
     if (!ran) continue;
     if (ran.index <= entry.index) {
-      now = fmtShort(acc.after);
+      now = fmtShort(acc.after, whole);
     } else {
-      if (acc.backward === entry.backward) now = acc.before ? fmtShort(acc.before) : null;
+      if (acc.backward === entry.backward) now = acc.before ? fmtShort(acc.before, whole) : null;
       break;
     }
   }

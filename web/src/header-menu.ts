@@ -21,6 +21,24 @@ function over(need: number, room: number, was: boolean): boolean {
   return was ? need + SLACK > room : need > room;
 }
 
+/** The examples list's width at normal type (layout.css); in presenter type it stretches. */
+const EXAMPLES_WIDTH = 230;
+
+/**
+ * The width the run controls need: in presenter type they stretch over the row's room (the
+ * examples list takes it for a long title), so their parts are added up instead, the
+ * examples list at its normal width; measured so, presenter type at 1024 px puts
+ * Classroom under "More" for the list's sake.
+ */
+function runControlsWidth(header: HTMLElement): number {
+  const controls = header.querySelector<HTMLElement>(".gw-run-controls");
+  if (!controls || document.documentElement.dataset.presenter !== "on") return widthOf(controls);
+  const parts = [...controls.children].filter((el) => widthOf(el) > 0);
+  const gap = parseFloat(getComputedStyle(controls).columnGap) || 0;
+  const examples = controls.querySelector("[data-gw=examples]")?.closest(".gw-field");
+  return parts.reduce((sum, el) => sum + (el === examples ? EXAMPLES_WIDTH : widthOf(el)), 0) + gap * Math.max(0, parts.length - 1);
+}
+
 /**
  * Mark `header` crowded when its brand, run controls, Classroom and tools would not fit on
  * one row; and where even Classroom does not fit beside "More" (presenter type at 1024 px),
@@ -38,7 +56,7 @@ function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
     const style = getComputedStyle(header);
     const gap = parseFloat(style.columnGap) || 0;
     const room = header.clientWidth - (parseFloat(style.paddingLeft) || 0) - (parseFloat(style.paddingRight) || 0);
-    const row = widthOf(header.querySelector(".gw-brand")) + widthOf(header.querySelector(".gw-run-controls")) + 3 * gap;
+    const row = widthOf(header.querySelector(".gw-brand")) + runControlsWidth(header) + 3 * gap;
     classroomWidth = widthOf(classroom) || classroomWidth;
     const shown = [...tools.children].filter((el) => el !== classroom && widthOf(el) > 0);
     const toolsGap = parseFloat(getComputedStyle(tools).columnGap) || 0;

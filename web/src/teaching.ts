@@ -25,6 +25,8 @@ function roomInfo(): RoomInfo | null {
 /** Wire the lessons and the classroom into `app`; `started` resolves once the app has loaded. */
 export function mountTeaching(app: App, started: Promise<void>): void {
   const lessons = new LessonsGallery(app);
+  // a lesson's own snippet (no example's code) is named by its lesson in the examples list
+  app.examplesMenu.lessonTitleOf = (source) => lessons.lessons.find((l) => l.source === source)?.title ?? null;
   const classroom = new ClassroomDialog(app, lessons);
   app.root.querySelector("[data-gw=lessons]")?.addEventListener("click", () => void lessons.openGallery());
   app.root.querySelector("[data-gw=classroom]")?.addEventListener("click", () => classroom.open());

@@ -103,12 +103,28 @@ function describeValue(v: Maybe<TensorValue>, maxItems: number, rows: boolean): 
     if (xs.length <= maxItems) return nested(xs.map(fmt), v.shape, rows);
     return `${shapeText(v.shape)} ‖·‖ ${fmt(norm(xs))}`;
   }
-  const parts = [shapeText(v.shape)];
+  return [shapeText(v.shape), ...summaryParts(v)].join(" ");
+}
+
+/** What a summary says past its shape: `complex`, `‖·‖ 0.0845`, `2 NaN`, `1 inf`. */
+function summaryParts(v: SummaryValue): string[] {
+  const parts: string[] = [];
   if (v.of === "abs") parts.push("complex");
   if (v.norm !== null) parts.push(`‖·‖ ${fmt(v.norm)}`);
   if (v.nan) parts.push(`${v.nan} NaN`);
   if (v.inf) parts.push(`${v.inf} inf`);
-  return parts.join(" ");
+  return parts;
+}
+
+/**
+ * As {@link fmtValue} without the shape of a tensor too big to print (`‖·‖ 0.01634`, with
+ * its NaN and inf counts), for a line that gave the shape once (a .grad's accumulation).
+ */
+export function statsOf(v: Maybe<TensorValue>, maxItems = 6): string {
+  if (!v) return "—";
+  if (v.kind === "full") return v.flat.length <= maxItems ? fmtValue(v, maxItems) : `‖·‖ ${fmt(norm(v.flat.map(num)))}`;
+  const parts = summaryParts(v);
+  return parts.length ? parts.join(" ") : shapeText(v.shape);
 }
 
 /**
@@ -132,10 +148,13 @@ export function fmtAddend(v: Maybe<TensorValue>): string {
   return x !== null && x < 0 ? fmtFactor(x) : fmtValue(v);
 }
 
-/** A value short enough for an edge label: the number, two numbers, or the norm. */
-export function fmtShort(v: Maybe<TensorValue>): string {
+/**
+ * A value short enough for an edge label: the number, two numbers, or the norm; `whole`: the
+ * most numbers written out (1: a vector by its norm, for a parameter's hexagon).
+ */
+export function fmtShort(v: Maybe<TensorValue>, whole = 2): string {
   if (!v) return "";
-  if (v.kind === "full" && v.flat.length <= 2) {
+  if (v.kind === "full" && v.flat.length <= whole) {
     const xs = v.flat.map(num);
     if (xs.length === 1) return fmt(xs[0]);
     return `[${xs.map((x) => fmt(Number(x.toPrecision(3)))).join(", ")}]`;

@@ -4,7 +4,7 @@
 import { gradOf, outputTensors, rootLabel, tensorExpr } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { GradAccumulated, TensorValue } from "./types/events";
-import { fmtAddend, fmtFactor, fmtValue, isFull, numel, scalarOf } from "./values";
+import { fmtAddend, fmtFactor, fmtValue, isFull, numel, scalarOf, shapeText, statsOf } from "./values";
 
 /**
  * When gradients reached a node along several paths, the engine summed them before running
@@ -41,10 +41,23 @@ export function d(label: string): string {
   return /^[\w.₀-₉]+ᵀ?$/.test(label) ? label : `(${label})`;
 }
 
-/** Write `before + added → after` for a leaf, with 0 for a .grad that was None. */
+/**
+ * Write a leaf's accumulation: `x.grad: 0 + [18, 36] → [18, 36]` where the values print
+ * whole (0 for a .grad that was None); a tensor too big to print, its shape once and then
+ * the norms: `w.grad [16]: None → ‖·‖ 0.01634` (the first: .grad was None and is set to
+ * the gradient), `w.grad [16]: ‖·‖ 0.01634 + ‖·‖ 0.01213 → ‖·‖ 0.02451` (a norm of a sum is
+ * no sum of norms: each is its own tensor's).
+ */
 export function accumulationText(model: TraceModel, acc: GradAccumulated): string {
-  const before = acc.before ? fmtValue(acc.before) : "0";
-  return `${gradOf(model, acc.tensor)}: ${before} + ${fmtAddend(acc.added)} → ${fmtValue(acc.after)}`;
+  const grad = gradOf(model, acc.tensor);
+  const values = [acc.before, acc.added, acc.after].filter((v): v is TensorValue => v !== null);
+  if (values.every((v) => isFull(v) && v.flat.length <= 6)) {
+    const before = acc.before ? fmtValue(acc.before) : "0";
+    return `${grad}: ${before} + ${fmtAddend(acc.added)} → ${fmtValue(acc.after)}`;
+  }
+  const shape = shapeText(values[0].shape);
+  if (!acc.before) return `${grad} ${shape}: None → ${statsOf(acc.after)}`;
+  return `${grad} ${shape}: ${statsOf(acc.before)} + ${statsOf(acc.added)} → ${statsOf(acc.after)}`;
 }
 
 /**
