@@ -65,7 +65,8 @@ class VanishingGradients:
     """The first and last layer of a deep stack of sigmoids or tanhs, and their numbers per step.
 
     ``source`` is the snippet's code; ``name_of(p)`` a parameter's qualified name (``fc1.weight``)
-    or None; ``line_of(p)`` the snippet line that made ``p``, where the run saw it made.
+    or None; ``line_of(p)`` the snippet line that made or last used ``p``, as the run saw it
+    (read when the stack is found, in the backward() of a training step).
     """
 
     def __init__(
@@ -80,6 +81,7 @@ class VanishingGradients:
         self._line_of = line_of
         self._pair: tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor]] | None = None
         self._between: collections.Counter[str] = collections.Counter()
+        self._line: int | None = None  # where the first weight was used when the stack was found
         self._places: dict[int, tuple[int, int] | None] = {}  # id(opt) -> where the pair lies in its params
         self._groups: dict[int, int] = {}  # id(opt) -> the param group that holds the first weight
         self._sizes_of: dict[int, int] = {}  # id(opt) -> how many parameters it held then
@@ -100,6 +102,9 @@ class VanishingGradients:
             first, last, between = found
             self._pair = (weakref.ref(first), weakref.ref(last))
             self._between = between
+            # the training forward's line: the run goes on to use the weight elsewhere (an
+            # evaluation after the loop), and the line said is where the stack was trained
+            self._line = self._line_of(first)
 
     def stepped(self, opt: torch.optim.Optimizer, params: list[torch.Tensor], stats: Any, step: int) -> None:
         """Note an optimizer step of ``params``, whose norms the engine measured as ``stats``
@@ -175,8 +180,7 @@ class VanishingGradients:
             relative=relative,
             moved=moved,
         )
-        line = self._line_of(first)
-        return [vanishing_said(stack, line if line is not None else fallback_line, loss)]
+        return [vanishing_said(stack, self._line if self._line is not None else fallback_line, loss)]
 
 
 def _learning_rate(opt: torch.optim.Optimizer, group: int | None) -> float:

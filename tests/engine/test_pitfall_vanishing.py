@@ -189,3 +189,13 @@ def test_residual_connections_and_an_lstm_stay_silent() -> None:
     the_pitfall(_RESIDUAL, "vanishing-gradients", 11)  # the same net without its residual connections
     assert _kinds(_RESIDUAL.replace("Net(residual=False)", "Net(residual=True)")) == []
     assert _kinds(_LSTM) == []
+
+
+def test_an_evaluation_after_the_loop_leaves_the_pitfall_at_the_training_forward() -> None:
+    # the model runs again on line 16 to measure accuracy: the stack was trained at line 11
+    evaluated = _DEEP_SIGMOID.replace(
+        "print(round(loss.item(), 4))",
+        "with torch.no_grad():\n    accuracy = (model(X).argmax(1) == y).float().mean().item()\nprint(accuracy)",
+    )
+    assert evaluated.splitlines()[15].startswith("    accuracy = (model(X)")
+    the_pitfall(evaluated, "vanishing-gradients", 11)
