@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import sys
 import types
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -16,6 +18,19 @@ from engine import queries as q
 from engine import record
 from engine.events import FullValue, Limits, Trace
 from engine.text import without_terminal_codes
+
+_CORPUS_MARK = re.compile(r"^# ==== (\w+) ====$", re.MULTILINE)
+
+
+def corpus(path: Path) -> dict[str, str]:
+    """The snippets of a false-alarm hunt's corpus file by name (each opens with a line
+    ``# ==== name ====``)."""
+    text = path.read_text()
+    found = list(_CORPUS_MARK.finditer(text))
+    return {
+        m.group(1): text[m.end() + 1 : found[i + 1].start() if i + 1 < len(found) else len(text)]
+        for i, m in enumerate(found)
+    }
 
 
 def recorded_silently(source: str) -> Any:

@@ -37,28 +37,13 @@ shows the transpose) is still told.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.engine.snippets import recorded_silently, the_pitfall
+from tests.engine.snippets import corpus, recorded_silently, the_pitfall
 
-_CORPUS = Path(__file__).with_name("pitfall_hunt51_snippets.txt")
-_MARK = re.compile(r"^# ==== (\w+) ====$", re.MULTILINE)
-
-
-def _corpus() -> dict[str, str]:
-    """The corpus's snippets by name (each opens with ``# ==== name ====``)."""
-    text = _CORPUS.read_text()
-    found = list(_MARK.finditer(text))
-    return {
-        m.group(1): text[m.end() + 1 : found[i + 1].start() if i + 1 < len(found) else len(text)]
-        for i, m in enumerate(found)
-    }
-
-
-_SNIPPETS = _corpus()
+_SNIPPETS = corpus(Path(__file__).with_name("pitfall_hunt51_snippets.txt"))
 
 
 @pytest.mark.parametrize("name", sorted(_SNIPPETS))
