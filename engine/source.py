@@ -284,8 +284,10 @@ def outer_scopes(frame: FrameType | None) -> list[dict[str, Any]]:
 
 
 def name_in(obj: Any, scope: dict[str, Any]) -> str | None:
-    """The first name of ``scope`` (not a ``_`` one) bound to ``obj`` itself, or ``None``."""
-    for key, value in list(scope.items()):  # (a copy: the snippet's threads may bind names meanwhile)
+    """The first name of ``scope`` (not a ``_`` one) bound to ``obj`` itself, or ``None``.
+    Walks ``scope`` itself (it runs as tensors are named, on the hot path): pass a copy where
+    other threads may bind names meanwhile."""
+    for key, value in scope.items():
         if value is obj and not key.startswith("_"):
             return key
     return None

@@ -84,7 +84,8 @@ def driven_parts(scope: dict[str, Any]) -> set[int]:
 
 def name_of(value: Any, scope: dict[str, Any], default: str = "opt") -> str:
     """The name ``scope`` binds ``value`` to (not a ``_`` one), or ``default``."""
-    return name_in(value, scope) or default
+    # a copy: at the end of a run the snippet's threads may still bind names
+    return name_in(value, dict(scope)) or default
 
 
 def _built_after_steps(scheduler: Any) -> bool:
