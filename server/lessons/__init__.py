@@ -35,19 +35,22 @@ Y_SCALES = ("auto", "linear", "log")
 @dataclass(frozen=True)
 class LessonCharts:
     """How the training charts open with a lesson: a line per parameter or one together, the y
-    scale, and the charts hidden (their ids: ``loss``, ``grad``, ``update``, ``lr``, …). A lesson
-    that says nothing gets these defaults, the app's own, so leaving a lesson that ticked per
-    parameter for one that does not puts the charts back."""
+    scale, and the charts hidden (their ids: ``loss``, ``grad``, ``update``, ``lr``, …). The
+    fields a lesson's entry leaves out take the app's defaults (together, auto, none hidden); a
+    lesson with no entry at all has no ``LessonCharts`` (``Lesson.charts`` is None) and leaves the
+    learner's chart choices as they are."""
 
     per_param: bool = False
     yscale: str = "auto"
     hide: tuple[str, ...] = ()
 
     @classmethod
-    def from_json(cls, entry: dict[str, Any] | None, lesson_id: str) -> LessonCharts:
-        """Read a lesson's ``"charts"`` entry; raise ValueError, naming the lesson, on an unknown
-        key or scale (a typo would otherwise open the charts at the defaults unseen)."""
-        entry = entry or {}
+    def from_json(cls, entry: dict[str, Any] | None, lesson_id: str) -> LessonCharts | None:
+        """Read a lesson's ``"charts"`` entry (None for none); raise ValueError, naming the
+        lesson, on an unknown key or scale (a typo would otherwise open the charts at the
+        defaults unseen)."""
+        if entry is None:
+            return None
         unknown = set(entry) - {"per_param", "yscale", "hide"}
         if unknown:
             raise ValueError(f"lesson {lesson_id!r}: unknown charts keys {sorted(unknown)}")
@@ -66,7 +69,7 @@ class LessonCharts:
 @dataclass(frozen=True)
 class Lesson:
     """One lesson: its snippet, its words for the learner, the view and step to open at, and
-    how the training charts open."""
+    how the training charts open (None: as the learner has them)."""
 
     id: str
     title: str
@@ -77,7 +80,7 @@ class Lesson:
     file: str
     view: str
     step: int | None
-    charts: LessonCharts = LessonCharts()
+    charts: LessonCharts | None = None
 
 
 def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:

@@ -22,7 +22,7 @@ _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "descriptio
 
 
 class LessonChartsPublic(BaseModel):
-    """How the training charts open with the lesson (the app's defaults where it says nothing)."""
+    """How the training charts open with the lesson (a field its entry leaves out: the app's default)."""
 
     per_param: bool = Field(description="one line per parameter (true) or one line together (false)")
     yscale: Literal["auto", "linear", "log"] = Field(description="the charts' y scale")
@@ -41,8 +41,9 @@ class LessonPublic(BaseModel):
     file: str = Field(description="where the snippet lives in the server package")
     view: str = Field(description="the view to open: tape, stepper or inspector")
     step: int | None = Field(description="the stepper position to open at (0-based)")
-    charts: LessonChartsPublic = Field(
-        description="how the training charts open; opening another lesson sets them as that one says"
+    charts: LessonChartsPublic | None = Field(
+        description="how the training charts open; null: the lesson leaves the learner's chart "
+        "choices as they are, putting back only what the lesson before it set"
     )
 
 

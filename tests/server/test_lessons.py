@@ -64,14 +64,13 @@ def test_every_lesson_loads_with_its_snippet_and_words() -> None:
         assert 200 <= len(lesson.text) <= 800 and lesson.text.count(". ") >= 2, lesson.id
         assert lesson.try_next, lesson.id
         per_param_log = LessonCharts(per_param=True, yscale="log", hide=("loss", "lr"))
-        assert lesson.charts == (per_param_log if lesson.id in PER_PARAMETER_LOG else LessonCharts()), (
-            lesson.id
-        )
+        assert lesson.charts == (per_param_log if lesson.id in PER_PARAMETER_LOG else None), lesson.id
         assert "Tick per parameter" not in lesson.text, lesson.id  # the chart opens so
 
 
 def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
-    assert LessonCharts.from_json(None, "x") == LessonCharts(per_param=False, yscale="auto", hide=())
+    assert LessonCharts.from_json(None, "x") is None  # no entry: the learner's choices stay
+    assert LessonCharts.from_json({}, "x") == LessonCharts(per_param=False, yscale="auto", hide=())
     with pytest.raises(ValueError, match="lesson 'x': charts yscale 'logarithmic' is not one of"):
         LessonCharts.from_json({"yscale": "logarithmic"}, "x")
     with pytest.raises(ValueError, match=r"lesson 'x': unknown charts keys \['perParam'\]"):
@@ -294,7 +293,7 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
         one = c.get("/api/lessons/scalar").json()
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]
-        assert one["charts"] == {"per_param": False, "yscale": "auto", "hide": []}
+        assert one["charts"] is None  # the lesson says nothing: the learner's choices stay
         assert c.get("/api/lessons/dead-relu").json()["charts"] == {
             "per_param": True,
             "yscale": "log",

@@ -104,7 +104,7 @@ def test_a_course_page_embeds_a_run_and_steps_it(page: Any, course: CoursePages,
     for _ in range(3):
         frame.click(NEXT)
     expect(position).to_have_text("step 4 of 5")
-    expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+    expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")
     assert ".grad 14.75" in frame.evaluate(LEAF)
     expect(frame.locator(".gw-viewer-open")).to_have_attribute(
         "href", f"{page.server.url}/?run={cubic_run}&view=stepper&step=3"
@@ -244,7 +244,7 @@ def test_copy_embed_code_gives_an_iframe_at_the_view_and_step(page: Any, course:
         course_page(lesson, course, code)
         frame = embed_frame(lesson)
         expect(frame.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
-        expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+        expect(frame.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")
     finally:
         lesson.close()
 
@@ -275,14 +275,14 @@ def test_a_course_column_embed_gives_the_graph_most_of_its_height(page: Any, ser
 
 def test_a_short_wide_embed_shows_the_step_card_whole(page: Any, server: Any) -> None:
     # 800 × 480, wide enough for the graph and the stepper side by side: the walk's list
-    # under the step card cut the card's sum (net.fc2.bias.grad: 0 + … → …) off
+    # under the step card cut the card's sum (net.fc2.bias.grad: None → …) off
     run_id = stored_run(server, (ROOT / "server" / "examples" / "small_net.py").read_text())
     page.set_viewport_size({"width": 800, "height": 480})
     page.goto(f"{server.url}/embed/{run_id}?view=stepper&step=3")
     expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_have_text("step 4 of 12")
     assert page.evaluate("() => document.querySelector('.gw-viewer').dataset.layout") == "wide"
     card = page.locator(".gw-viewer .gw-step-card")
-    expect(card).to_contain_text("net.fc2.bias.grad: 0 +")
+    expect(card).to_contain_text("net.fc2.bias.grad: None → [")
     body = page.evaluate(
         """() => { const b = document.querySelector('.gw-viewer .gw-step-body');
                    const c = document.querySelector('.gw-viewer .gw-step-card').getBoundingClientRect();

@@ -147,7 +147,7 @@ def test_presenter_runs_and_steps_and_the_viewers_follow_within_a_second(room: C
             wait_same_step(viewer, want)
     assert want == "step 4 of 5"
     for viewer in room.viewers:
-        expect(viewer.locator(".gw-step-card")).to_contain_text("x.grad: 0 + 14.75 → 14.75")
+        expect(viewer.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")
         expect(viewer.locator("[data-gw=room-where]")).to_have_text("Following the presenter")
     wait_graph(room.viewers[0])
     shot(p, "rooms-01-presenter")

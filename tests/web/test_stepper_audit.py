@@ -150,15 +150,18 @@ def test_mse_with_reduction_sum_does_not_divide_by_n(page: Any) -> None:
 
 def test_softmax_sums_the_product_and_a_negative_addend_is_bracketed(page: Any) -> None:
     # softmax's backward is out · (grad − Σ(grad · out)): "Σ grad · out" read as (Σ grad) · out.
-    # c = a / b at 3, 2: ∂c/∂b = −3/4, written "b.grad: 0 + (−0.75)" like the paths' sums
+    # c = a / b at 3, 2: ∂c/∂b = −3/4, first set into b.grad (None before), then added again
+    # by a second backward(), written "b.grad: −0.75 + (−0.75)" like the paths' sums
     open_stepper(
         page,
         "import torch\nimport torch.nn.functional as F\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
         "a = torch.tensor(3.0, requires_grad=True)\nb = torch.tensor(2.0, requires_grad=True)\n"
-        "loss = F.softmax(x, dim=0)[0] + a / b\nloss.backward()\n",
+        "loss = F.softmax(x, dim=0)[0] + a / b\nloss.backward(retain_graph=True)\nloss.backward()\n",
     )
     expect(card_of(page, "SoftmaxBackward0")).to_contain_text("out · (grad − Σ(grad · out)) (Σ over dim 0)")
-    expect(card_of(page, "AccumulateGrad → b.grad")).to_contain_text("b.grad: 0 + (−0.75) → −0.75")
+    expect(card_of(page, "AccumulateGrad → b.grad")).to_contain_text("b.grad: None → −0.75")
+    page.evaluate("() => window.gradwalk.store.set({ step: window.gradwalk.model.timeline.length - 1 })")
+    expect(card_of(page, "AccumulateGrad → b.grad")).to_contain_text("b.grad: −0.75 + (−0.75) → −1.5")
 
 
 def test_an_intermediate_that_retains_its_grad_shows_it_in_the_inspector(page: Any) -> None:

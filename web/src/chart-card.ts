@@ -123,7 +123,29 @@ export function renderLegend(chart: Chart, colors: string[], label: (s: SeriesIn
     const ghosts = Array.from({ length: (chart.plot?.series.length ?? own + 1) - own - 1 }, (_, k) => own + 1 + k);
     chips.push(chip(chart, -1, COMPARED, colors[0], ghosts, "dashed"));
   }
+  const many = chips.length > MANY_CHIPS;
+  chart.legend.classList.toggle("gw-chart-legend-many", many);
+  if (many) chart.legend.style.setProperty("--gw-chip-w", chipColumnWidth(chips.map((c) => c.textContent ?? "")));
   chart.legend.replaceChildren(...chips);
+}
+
+/**
+ * Past this many chips the legend is a grid of compact chips in columns, each in view: the
+ * vanishing-gradients lesson's 20 parameters scrolled in a legend three chips high, fc6 to
+ * fc10 out of sight at 1280 × 720.
+ */
+const MANY_CHIPS = 8;
+
+/** A compact legend's column width for chips reading `labels`, in the legend's em (so the
+ * presenter's bigger type widens it too) plus the swatch, gap, padding and border. */
+function chipColumnWidth(labels: string[]): string {
+  const ctx = document.createElement("canvas").getContext("2d");
+  let widest = Math.max(...labels.map((l) => l.length)) * 62; // without a canvas: 0.62 em a character
+  if (ctx) {
+    ctx.font = `100px ${getComputedStyle(document.body).fontFamily || "sans-serif"}`;
+    widest = Math.max(...labels.map((l) => ctx.measureText(l).width));
+  }
+  return `calc(${(widest / 100).toFixed(3)}em + 30px)`;
 }
 
 /**
@@ -148,7 +170,7 @@ function chip(chart: Chart, key: number, label: string, color: string, indexes: 
     "button",
     { type: "button", class: "gw-chart-chip", "aria-pressed": String(!chart.hidden.has(key)), title: "Show or hide this series" },
     h("span", { class: look === "line" ? "gw-chart-swatch" : `gw-chart-swatch gw-chart-swatch-${look}`, "aria-hidden": "true" }),
-    label,
+    h("span", { class: "gw-chart-chip-label", text: label }),
   );
   (chip.firstElementChild as HTMLElement).style.setProperty("--swatch", color);
   chip.addEventListener("click", () => {

@@ -4,6 +4,7 @@
 import type { Core, EdgeSingular, NodeSingular } from "cytoscape";
 import type { GEdge, GNode } from "./graph-build";
 import { tensorNodeLabel } from "./graph-build";
+import { gradValueAt } from "./graph-tips";
 import { backwardCallText } from "./naming";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { OpRecorded } from "./types/events";
@@ -160,7 +161,7 @@ export class StepPainter {
       const el = this.host.elementOfNode(exec.node);
       if (el) ids.add(el);
       const node = model.node(exec.node);
-      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.add(`t${node.tensor}`);
+      if (node?.name === "AccumulateGrad" && node.tensor !== null) ids.add(`t${node.tensor}`).add(`a${exec.node}`);
       for (const e of this.edgesFrom.get(exec.node) ?? []) ids.add(e);
       for (const chip of this.chipsOf.get(exec.node) ?? []) ids.add(chip);
     }
@@ -192,6 +193,11 @@ export class StepPainter {
         label = this.host.big ? "" : fmtShort(ran.exec.grad_out[d.slot]);
         cls = ran.index === entry.index ? "flowing" : "flowed";
       }
+    } else if (entry && d.kind === "acc") {
+      // AccumulateGrad's `.grad` edge into its leaf carries the gradient once it ran in this
+      // call: it stayed grey at the very step that writes x.grad (the sum is on the leaf)
+      const ran = this.host.model.backward(entry.backward)?.byNode.get(Number(d.source.slice(1)));
+      if (ran && ran.index <= entry.index) cls = ran.index === entry.index ? "flowing" : "flowed";
     }
     // An edge of another backward call (one of its two nodes is idle) fades with its nodes,
     // and its label is not drawn over the labels of the call being stepped.
@@ -274,24 +280,13 @@ export class StepPainter {
 }
 
 /**
- * What leaf `tensor`'s `.grad` holds at stepper position `entry`: after its last
- * accumulation so far; but while this backward call has yet to reach it, what the call
- * found there (`before`), since the snippet may have cleared it in between (`zero_grad()`).
- * `whole`: the most numbers written out (1 for a parameter whose vector its hexagon cannot hold).
+ * What leaf `tensor`'s `.grad` holds at stepper position `entry`, short (graph-tips.ts's
+ * gradValueAt says which value). `whole`: the most numbers written out (1 for a parameter
+ * whose vector its hexagon cannot hold).
  */
 export function gradAt(model: TraceModel, tensor: number, entry: StepEntry, whole = 2): string {
-  let now: string | null = null;
-  for (const acc of model.accumulationsOf(tensor)) {
-    const ran = model.backward(acc.backward)?.byNode.get(acc.node);
-    if (!ran) continue;
-    if (ran.index <= entry.index) {
-      now = fmtShort(acc.after, whole);
-    } else {
-      if (acc.backward === entry.backward) now = acc.before ? fmtShort(acc.before, whole) : null;
-      break;
-    }
-  }
-  return now ?? "None";
+  const grad = gradValueAt(model, tensor, entry);
+  return grad ? fmtShort(grad, whole) : "None";
 }
 
 /** The note shown over the graph at the end of a backward call ("" for none). */

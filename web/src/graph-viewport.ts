@@ -126,7 +126,7 @@ function topFirst(cy: Core, zoom: number, margin: number): void {
 
 /**
  * What must show with element `el`: an AccumulateGrad with the leaf it writes `.grad` into
- * (the step's point, `x.grad: 0 + 14.75 → 14.75`); anything else alone. Presenter type's
+ * (the step's point, `x.grad: None → 14.75`); anything else alone. Presenter type's
  * bigger zoom showed the first lesson's AccumulateGrad step with its leaf cut off below.
  */
 function withItsLeaf(el: CollectionReturnValue | SingularElementReturnValue): CollectionReturnValue {

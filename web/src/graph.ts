@@ -28,6 +28,7 @@ import { BIG, type Rebuild } from "./graph-pacing";
 import { hoverOf, tapOf } from "./graph-pointer";
 import { RebuildScheduler } from "./graph-schedule";
 import { bannerText, emptyGraphText, StepPainter } from "./graph-steps";
+import { bindNodeTips, nodeTip } from "./graph-tips";
 import { allowCytoscapeUnderCsp, graphStyle } from "./graph-style";
 import { syncElements } from "./graph-sync";
 import { graphToolbar } from "./graph-toolbar";
@@ -247,6 +248,7 @@ export class GraphView {
     this.cues.attach(cy);
     cy.on("mouseover", "node", (ev) => this.hoverNode(ev.target as NodeSingular));
     cy.on("mouseout", "node", () => this.store.set({ hover: null }));
+    bindNodeTips(cy, this.canvas, (d) => nodeTip(this.model, d, stepperEntry(this.model, this.store.state)));
     cy.on("tap", "node", (ev) => this.tapNode(ev.target as NodeSingular));
     cy.on("tap", (ev) => {
       if (ev.target === cy) this.store.set({ selection: null });

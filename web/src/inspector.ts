@@ -246,7 +246,7 @@ export class InspectorView {
             { class: "gw-acc-list" },
             accs.map((a) =>
               h("li", {
-                text: `backward ${a.backward + 1}: ${fmtValue(a.before) === "—" ? "0" : fmtValue(a.before)} + ${fmtAddend(a.added)} → ${fmtValue(a.after)}`,
+                text: `backward ${a.backward + 1}: ${a.before ? `${fmtValue(a.before)} + ${fmtAddend(a.added)}` : "None"} → ${fmtValue(a.after)}`,
               }),
             ),
           )

@@ -2,10 +2,11 @@
 // the workspace while one is open. Opening a lesson puts its code in the editor, asks the
 // server for the lesson's recorded run (one run shared by everyone who opens it) and lands
 // on the lesson's view and step, with the training charts as the lesson says (per parameter,
-// y scale, charts hidden; the defaults where it says nothing). `/?lesson=ID` opens one directly.
+// y scale, charts hidden; as the learner set them where it says nothing: lesson-charts.ts).
+// `/?lesson=ID` opens one directly.
 import type { App } from "./app";
-import { Y_SCALES, type YScale } from "./chart-scales";
 import { $, breakAtDots, h } from "./dom";
+import { LessonChartMemory, type LessonCharts } from "./lesson-charts";
 import { VIEWS, type ViewName } from "./store";
 
 export interface Lesson {
@@ -18,19 +19,9 @@ export interface Lesson {
   file: string;
   view: string;
   step: number | null;
-  /** How the training charts open (server/lessons: the app's defaults where the lesson says nothing). */
-  charts?: { per_param: boolean; yscale: string; hide: string[] };
-}
-
-/** The charts' choices opening `lesson` sets: its own, or the defaults (together, auto, none
- * hidden), so moving on from a lesson that ticked per parameter puts the charts back. */
-export function lessonChartChoices(lesson: Lesson): { perParam: boolean; yscale: YScale; hide: string[] } {
-  const yscale = lesson.charts?.yscale;
-  return {
-    perParam: lesson.charts?.per_param === true,
-    yscale: Y_SCALES.includes(yscale as YScale) ? (yscale as YScale) : "auto",
-    hide: lesson.charts?.hide ?? [],
-  };
+  /** How the training charts open (server/lessons); where a lesson says nothing, as the
+   * learner set them (lesson-charts.ts). */
+  charts?: LessonCharts | null;
 }
 
 interface LessonRun {
@@ -69,6 +60,7 @@ export class LessonsGallery {
   private readonly card: HTMLElement;
   private loaded: Promise<void> | null = null;
   private opening = 0;
+  private readonly chartMemory = new LessonChartMemory();
 
   constructor(private readonly app: App) {
     const root = app.root;
@@ -141,7 +133,7 @@ export class LessonsGallery {
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
     const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
-    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null, ...lessonChartChoices(lesson) });
+    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null, ...this.chartMemory.choicesFor(lesson.charts, this.app.store.state) });
     return true;
   }
 
@@ -170,6 +162,8 @@ export class LessonsGallery {
     if (lessonId) {
       await this.load();
       this.show(lessonId);
+      // the link carries the charts this lesson set: the next lesson puts them back
+      this.chartMemory.resumed(this.current?.charts);
     }
   }
 

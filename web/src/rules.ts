@@ -29,7 +29,7 @@ export interface Explanation {
   /** What arrived: "grad = ∂y/∂(x**3) = 1". */
   incoming: string;
   lines: RuleLine[];
-  /** "x.grad: 0 + 14.75 → 14.75" */
+  /** "x.grad: None → 14.75", "x.grad: 4 + 4 → 8" */
   accumulations: string[];
 }
 

@@ -42,18 +42,18 @@ export function d(label: string): string {
 }
 
 /**
- * Write a leaf's accumulation: `x.grad: 0 + [18, 36] → [18, 36]` where the values print
- * whole (0 for a .grad that was None); a tensor too big to print, its shape once and then
- * the norms: `w.grad [16]: None → ‖·‖ 0.01634` (the first: .grad was None and is set to
- * the gradient), `w.grad [16]: ‖·‖ 0.01634 + ‖·‖ 0.01213 → ‖·‖ 0.02451` (a norm of a sum is
- * no sum of norms: each is its own tensor's).
+ * Write a leaf's accumulation: `x.grad: 4 + 4 → 8` where the values print whole, and
+ * `x.grad: None → [18, 36]` for the first (.grad was None, and is set to the gradient: no
+ * 0 is added to anything); a tensor too big to print, its shape once and then the norms:
+ * `w.grad [16]: None → ‖·‖ 0.01634`, `w.grad [16]: ‖·‖ 0.01634 + ‖·‖ 0.01213 → ‖·‖ 0.02451`
+ * (a norm of a sum is no sum of norms: each is its own tensor's).
  */
 export function accumulationText(model: TraceModel, acc: GradAccumulated): string {
   const grad = gradOf(model, acc.tensor);
   const values = [acc.before, acc.added, acc.after].filter((v): v is TensorValue => v !== null);
   if (values.every((v) => isFull(v) && v.flat.length <= 6)) {
-    const before = acc.before ? fmtValue(acc.before) : "0";
-    return `${grad}: ${before} + ${fmtAddend(acc.added)} → ${fmtValue(acc.after)}`;
+    if (!acc.before) return `${grad}: None → ${fmtValue(acc.after)}`;
+    return `${grad}: ${fmtValue(acc.before)} + ${fmtAddend(acc.added)} → ${fmtValue(acc.after)}`;
   }
   const shape = shapeText(values[0].shape);
   if (!acc.before) return `${grad} ${shape}: None → ${statsOf(acc.after)}`;
