@@ -30,6 +30,20 @@ saved-tensor hooks are on the stack (they enter
 is replaced by one that first takes gradwalk's hooks off the stack and puts them back after,
 so such snippets run as they do without gradwalk; what those transforms save internally is
 not counted.
+
+# NOTE [Changes autograd cannot see]
+``x.data`` shares ``x``'s memory but not its version counter, so an in-place change through
+it (``x.data.mul_(2)``) of a tensor a node saved moves no version the unpack hook checks, and
+``w.data = new`` gives the saved ``w`` itself new memory with its version unmoved: backward
+runs and uses the new values (data_edit.py says so). Each holder takes a serial as it is
+packed (``packs``). The detector asks :meth:`SavedMemory.saved_storage` of the target of each
+in-place op of a step recorded in full; where the target's storage is one a live holder
+saved, :meth:`SavedMemory.note_write` puts the write into ``unseen_writes`` by storage, with
+the last serial packed before the op. The unpack hook, once the version check passed, notes in ``unseen_uses`` a holder
+whose storage such a write changed after it was packed, or whose kept input now has other
+memory than its alias. A clean run pays a counter per pack, a truthiness test per unpack and,
+in full detail, one ``data_ptr`` comparison per saved input kept as it is; writes to storages
+no holder saved are not kept, and a storage's writes go when its last holder does.
 """
 
 from __future__ import annotations
@@ -51,7 +65,15 @@ from .values import has_storage, same_view
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["SavedBy", "SavedMemory", "cuda_allocated", "saved_by", "saved_source"]
+__all__ = [
+    "SavedBy",
+    "SavedMemory",
+    "UnseenUse",
+    "UnseenWrite",
+    "cuda_allocated",
+    "saved_by",
+    "saved_source",
+]
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 _HINT = (
@@ -69,6 +91,8 @@ _DETACHED_IN_PLACE = (
 _SOURCE = "_gradwalk_source"
 _SAVED_BY = "_gradwalk_saved_by"
 _PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_MAX_WRITES = 8  # unseen writes kept per storage: the first ones, then the newest in the last place
+_MAX_USES = 64  # unseen uses kept between two reads of them
 
 
 class SavedBy(NamedTuple):
@@ -80,6 +104,22 @@ class SavedBy(NamedTuple):
     tensor: int | None  # the tensor's id when it was saved
     line: int | None  # the snippet line of the op that made the node
     path: str | None  # the module the op ran in (net.fc1), if any
+
+
+class UnseenWrite(NamedTuple):
+    """An in-place write autograd cannot see, to memory a live graph saved (NOTE [Changes
+    autograd cannot see])."""
+
+    after: int  # the serial of the last holder packed before the op that wrote
+    line: int | None  # the snippet line of that op
+
+
+class UnseenUse(NamedTuple):
+    """A saved tensor backward used after a change autograd could not see."""
+
+    saved: torch.Tensor  # what the holder keeps (saved_by and saved_source read it)
+    used: torch.Tensor  # what the unpack hook handed back
+    write: UnseenWrite | None  # the write that changed its memory; None: its memory was swapped
 
 
 def saved_by(saved: torch.Tensor) -> SavedBy | None:
@@ -141,6 +181,7 @@ class _Held:
         "original",
         "original_had_history",
         "owner",
+        "serial",
         "tensor",
         "version",
     )
@@ -155,6 +196,8 @@ class _Held:
     ) -> None:
         self.tensor = tensor
         self.version = tensor._version
+        owner.packs += 1
+        self.serial = owner.packs  # NOTE [Changes autograd cannot see]
         self.key = key
         self.owner = owner
         self.original = original
@@ -188,6 +231,11 @@ class SavedMemory:
         # what the op being recorded saved (full detail only), weakly (the holder's __del__
         # is what counts the bytes freed): cleared after each op
         self.recent: list[weakref.ref[_Held]] = []
+        # NOTE [Changes autograd cannot see]: holders packed so far, the writes autograd did not
+        # see by storage, and the saved tensors backward used after one (data_edit.py reads them)
+        self.packs = 0
+        self.unseen_writes: dict[tuple[int, int], list[UnseenWrite]] = {}
+        self.unseen_uses: list[UnseenUse] = []
 
     def install(self) -> None:
         self.active = True
@@ -283,6 +331,45 @@ class SavedMemory:
                 held.tensor.__dict__.setdefault(_SAVED_BY, by)
                 return
 
+    def saved_storage(self, t: torch.Tensor) -> tuple[int, int] | None:
+        """The key of ``t``'s storage where a live holder saved it, else None (NOTE [Changes
+        autograd cannot see])."""
+        if not self._storages:
+            return None
+        try:
+            key = (t.untyped_storage().data_ptr(), t.get_device())
+        except (RuntimeError, NotImplementedError):
+            return None
+        # (every empty tensor's memory is at address 0: nothing in it to change)
+        return key if key[0] != 0 and key in self._storages else None
+
+    def note_write(self, key: tuple[int, int], line: int | None) -> None:
+        """Note that the op at snippet ``line`` has just changed storage ``key`` (what
+        :meth:`saved_storage` answered for its target) in place, for the unpack hook to tell
+        a saved tensor changed where autograd could not see it (NOTE [Changes autograd cannot
+        see])."""
+        # what this op packed itself was saved after the write, not before it
+        write = UnseenWrite(self.packs - len(self.recent), line)
+        writes = self.unseen_writes.setdefault(key, [])
+        if len(writes) < _MAX_WRITES:
+            writes.append(write)
+        else:
+            writes[-1] = write
+
+    def _used_unseen(self, held: _Held, used: torch.Tensor) -> None:
+        """Note ``held``, unpacked as ``used``, if a write autograd did not see changed its
+        storage after it was packed."""
+        for write in self.unseen_writes.get(held.key, ()):
+            if write.after >= held.serial:
+                if len(self.unseen_uses) < _MAX_USES:
+                    self.unseen_uses.append(UnseenUse(held.tensor, used, write))
+                return
+
+    def _used_swapped(self, held: _Held, used: torch.Tensor) -> None:
+        """Note ``held``, whose kept input ``used`` has other memory than when it was packed."""
+        if len(self.unseen_uses) < _MAX_USES:
+            self.unseen_uses.append(UnseenUse(held.tensor, used, None))
+
     def _input_or_output(self, t: torch.Tensor) -> tuple[torch.Tensor | None, tuple[int, str] | None]:
         """``(original, made_by)`` for a tensor being saved in full detail: ``t`` itself as
         ``original`` when it is a saved input (a leaf, or made by a node recorded before);
@@ -341,6 +428,11 @@ class SavedMemory:
                 f"operation: [{t.type()} {list(t.shape)}]{_output_clause(held)} is at version {t._version}; "
                 f"expected version {held.version} instead.{_ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT}"
             )
+        owner = held.owner  # NOTE [Changes autograd cannot see]
+        if owner.unseen_writes and held.key in owner.unseen_writes:
+            owner._used_unseen(held, t)
+        elif original is not None and original.data_ptr() != held.tensor.data_ptr():
+            owner._used_swapped(held, t)  # `w.data = new` since it was saved
         return t
 
     def _release(self, key: tuple[int, int]) -> None:
@@ -351,6 +443,8 @@ class SavedMemory:
         if entry[0] == 0:
             del self._storages[key]
             self.saved_bytes -= entry[1]
+            if self.unseen_writes:
+                self.unseen_writes.pop(key, None)
 
 
 def _output_clause(held: _Held) -> str:

@@ -135,6 +135,8 @@ class OpRecorder:
         made_ids = list(out_ids)  # the op's own outputs, which made the graph's nodes
         if rec.pitfalls.enabled:  # NOTE [Penalties off the graph] in pitfalls/penalties.py
             rec.pitfalls.penalties.after_op(short, inputs, in_ids, outputs, made_ids, line)
+            if rec.pitfalls.unfilled.watching:  # parameter-never-initialised (uninitialised.py)
+                rec.pitfalls.unfilled.after_op(short, inplace, args, inputs, outputs, line, frame)
         for owner in owners:
             out_ids.append(rec.tensors.new_version(owner, op=index, line=line, by=api, path=path))
         if short in NORM_OPS:  # NOTE [Running statistics] in running_stats.py

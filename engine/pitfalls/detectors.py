@@ -51,6 +51,7 @@ from .scheduler_periods import scheduler_reports
 from .stale_grads import StaleGradients, stale_used_explained
 from .uncalled import uncalled_methods
 from .ungraded import UngradedParams
+from .uninitialised import EXPLAINED_BY_UNFILLED, Unfilled
 from .unused_grads import UnusedGradients, cleared_unused
 from .vanishing import VanishingGradients
 
@@ -113,6 +114,7 @@ class PitfallWatch:
         # tensor-copied-off-graph's line -> what it did and what to write instead (for the
         # hint of a backward() that fails for it: explain_cut.py)
         self._ops = OpChecks(rec, self._say)
+        self.unfilled = Unfilled(rec, self._say)  # parameter-never-initialised (op_recorder.py)
         self.copied_at = self._ops.copied_at
         self.shuffles = self._ops.shuffles  # inputs-shuffled-apart-from-labels (also library_calls.py)
         self.draws = SampleDraws(rec.source_lines)  # sample-instead-of-rsample (library_calls.py)
@@ -135,6 +137,8 @@ class PitfallWatch:
     ) -> None:
         if kind not in _KINDS:
             raise ValueError(f"unknown pitfall kind {kind!r}: list it in engine/pitfalls/kinds.py")
+        if kind in EXPLAINED_BY_UNFILLED and self.unfilled.said:
+            return  # values from the allocator's bytes (NOTE [Judged by what the code did])
         key = (kind, None if kind in _ONCE_PER_RUN else line)
         if key in self._said:
             return
@@ -195,6 +199,7 @@ class PitfallWatch:
             self._non_finite(f"the loss is {loss}", known(line), updates=self._rec.training.total_steps)
         self._stale.before_backward()
         self._leaks.before_backward()
+        self._ops.data_edits.before_backward(roots)
         self._rounding.before_backward()
         if self._rec.detail:
             self._vanishing.before_backward(roots)
@@ -269,6 +274,9 @@ class PitfallWatch:
         step already used (NOTE [Stale gradients] in stale_grads.py)."""
         self._stale.after_backward(line)
         self._leaks.after_backward(line)
+        if self._rec.memory.unseen_uses:  # data-edit-hidden-from-autograd (data_edit.py)
+            for said, nodes in self._ops.data_edits.after_backward(known(line)):
+                self._say(*said, nodes=nodes)
         flat = self._rounding.after_backward(self._rec.statement_lines)
         if flat is not None:
             self._say("loss-through-rounding", *flat[:4], nodes=flat[4])
@@ -460,6 +468,7 @@ class PitfallWatch:
             *scheduler_reports(scope, rec, self._course),
             *kl_sign_reports(rec, scope),
             *self._ops.dead_relus.reports(rec.backward.last_loss),
+            *self._ops.twice.reports(rec.source_lines, rec.backward.last_loss),
             *self._vanishing.reports(
                 [p for p, _ in rec.modules.all_params()],
                 rec.backward.last_loss,

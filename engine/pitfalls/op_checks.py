@@ -9,9 +9,11 @@ broadcast-in-comparison, the running totals of loss-tensor-accumulated
 (recurrent_axes.py), the adds of penalty-without-gradient (penalties.py), and the indexes
 by a permutation and the losses of inputs-shuffled-apart-from-labels (shuffles.py), and the
 layers below the ReLUs of relu-units-dead (dead_relu.py, whose gradients PitfallWatch reads at
-each optimizer step). It keeps what
+each optimizer step), and the activations of activation-applied-twice (activation_twice.py). It
+keeps what
 those detectors follow across ops; :class:`~.detectors.PitfallWatch` calls it and emits what
-it finds.
+it finds. Every in-place op (:data:`~.data_edit.DATA_EDIT_OPS`) goes first to
+data-edit-hidden-from-autograd's :class:`~.data_edit.DataEdits`, whatever else watches it.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .activation_twice import TWICE_READ_OPS, ActivationsTwice
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .axis_order import RESHAPE_OPS, axes_reordered
 from .batch_predictions import BatchPredictions
 from .bootstrap_targets import TARGET_LOSS_OPS, bootstrap_target_report
 from .broadcast import BROADCAST_OPS, COMPARISON_OPS, broadcast_in_comparison, broadcast_in_loss
 from .copied_out import COPYING_OPS, copied_off_graph
+from .data_edit import DATA_EDIT_OPS, DataEdits
 from .dead_relu import RELU_OPS, DeadRelus
 from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
@@ -60,6 +64,7 @@ WATCHED_OPS = (
     | TARGET_LOSS_OPS
     | SHUFFLE_OPS
     | RELU_OPS
+    | DATA_EDIT_OPS
 )
 
 
@@ -89,6 +94,15 @@ class OpChecks:
         self.penalties = ParameterValues(rec, say)
         # relu-units-dead: the layers below the ReLUs, read at each step (detectors.py)
         self.dead_relus = DeadRelus(self._parameter_name, lambda: rec.training.total_steps)
+        # data-edit-hidden-from-autograd: each in-place write, told to memory.py (data_edit.py)
+        self.data_edits = DataEdits(rec)
+        # activation-applied-twice: read at the end of the run (detectors.py)
+        self.twice = ActivationsTwice(
+            lambda: rec.modules.current,
+            rec.modules.path_of,
+            lambda: rec.training.total_steps,
+            lambda: rec.backward.last_loss,
+        )
 
     def _parameter_name(self, p: torch.Tensor) -> str | None:
         """A parameter's module name (``net.fc1.weight``), else its snippet name (``W1``)."""
@@ -107,6 +121,8 @@ class OpChecks:
     ) -> None:
         """Look at one op whose name is in :data:`WATCHED_OPS`, run from snippet line ``line``
         (in snippet frame ``frame``) with positional ``args`` and keyword ``kwargs``."""
+        if name in DATA_EDIT_OPS:
+            self.data_edits.wrote(name, args, kwargs or {}, line)
         if name in RELU_OPS:
             self.dead_relus.saw(result, line)
             return
@@ -127,8 +143,11 @@ class OpChecks:
             return
         if not isinstance(result, torch.Tensor) or result.is_nested:
             return  # (a nested tensor has no one shape for the detectors below to read)
+        if name in TWICE_READ_OPS and self.twice.doubled:
+            self.twice.read(name, args, kwargs or {}, result, line)
         if name in MAKER_OPS:
             dim = self._loss_inputs.made(name, args, kwargs or {}, result, line)
+            self.twice.saw(name, args, result, dim, line)
             predicted = self._predictions.check(name, args[0] if args else None, result, dim, line)
             if predicted is not None:
                 self._say(predicted[0], line, *predicted[1:])

@@ -21,6 +21,7 @@ EXPECTED_LINES = {
     "pitfall_broadcast_loss.py": ("broadcast-in-loss", 9),
     "pitfall_unregistered_layers.py": ("parameter-not-optimized", 10),
     "pitfall_nan_loss.py": ("non-finite-loss", 15),
+    "pitfall_uninitialised.py": ("parameter-never-initialised", 10),
     "pitfall_step_without_gradients.py": ("step-without-gradients", 16),
     "pitfall_loop_variable_rebound.py": ("loop-variable-rebound", 17),
     "pitfall_nan_gradient.py": ("non-finite-gradient", 5),
@@ -28,6 +29,8 @@ EXPECTED_LINES = {
     "pitfall_softmax_nll.py": ("nll-loss-without-log-softmax", 13),
     "pitfall_dead_relu.py": ("relu-units-dead", 18),
     "pitfall_vanishing_gradients.py": ("vanishing-gradients", 19),
+    "pitfall_data_edit.py": ("data-edit-hidden-from-autograd", 16),
+    "pitfall_activation_twice.py": ("activation-applied-twice", 14),
 }
 
 

@@ -15,8 +15,10 @@ from engine import queries as q
 from engine import record
 from engine.pitfalls import PITFALL_KINDS
 from tests.conftest import case_source
+from tests.engine import test_pitfall_activation_twice as activation_twice
 from tests.engine import test_pitfall_clip_and_schedule49 as schedule49
 from tests.engine import test_pitfall_custom_backward as custom_backward
+from tests.engine import test_pitfall_data_edit as data_edit
 from tests.engine import test_pitfall_dead_relu as dead_relu
 from tests.engine import test_pitfall_heads_reshape as heads
 from tests.engine import test_pitfall_hunt47 as hunt47
@@ -114,6 +116,15 @@ CASES: dict[str, tuple[Callable[[], str], str, list[str]]] = {
         "symmetric-weights",
         ["After 20 optimizer steps all 16 rows of model.0.weight are still equal (every weight is 0)"],
     ),
+    "parameter-never-initialised": (
+        lambda: case_source("pitfall_uninitialised.py"),
+        "parameter-never-initialised",
+        [
+            "layer.weight is made at line 10 (torch.Tensor(n_out, n_in)): torch.Tensor(sizes), like "
+            "torch.empty, allocates memory and does not set it",
+            "on another run it holds other bytes (zeros, 1e+38, NaN)",
+        ],
+    ),
     "snapshot-shares-weights": (
         lambda: hunt47.BEST_STATE.format(taken="model.state_dict()"),
         "snapshot-shares-weights",
@@ -153,6 +164,30 @@ CASES: dict[str, tuple[Callable[[], str], str, list[str]]] = {
         "relu-into-cross-entropy",
         ["149 of 320 (47%) are exactly 0, and for 28 of the 64 samples the score of the right class is 0"],
     ),
+    "activation-applied-twice, a sigmoid on nn.Sigmoid": (
+        lambda: activation_twice.SIGMOID_TWICE,
+        "activation-applied-twice",
+        [
+            "every prediction is above 0.5 (here 0.59 to 0.64 in the 3 iterations recorded in full)",
+            "BCELoss at line 12 can never fall below 0.50 on these targets (-log(0.731) = 0.31 for a target of 1, "
+            "-log(0.5) = 0.69 for a target of 0), however well the model learns; here it ends at 0.65",
+        ],
+    ),
+    "activation-applied-twice, a softmax twice": (
+        lambda: activation_twice.SOFTMAX_TWICE,
+        "activation-applied-twice",
+        ["squashed a second time", "near the uniform 1/5"],
+    ),
+    "activation-applied-twice, log_softmax of nn.Softmax": (
+        lambda: activation_twice.LOG_SOFTMAX_OF_SOFTMAX,
+        "activation-applied-twice",
+        ["nll_loss at line 12 can never fall below -log(0.58) = 0.55"],
+    ),
+    "activation-applied-twice, thresholded": (
+        lambda: activation_twice.EVALUATED_TWICE,
+        "activation-applied-twice",
+        ["every sample is called class 1"],
+    ),
     "gradients-cleared-unused": (
         lambda: pitfalls.BATCHES.format(body=pitfalls.STEP_OUTSIDE),
         "gradients-cleared-unused",
@@ -190,6 +225,14 @@ CASES: dict[str, tuple[Callable[[], str], str, list[str]]] = {
         lambda: late_retain._LATE,
         "retain-grad-after-backward",
         ["Call y.retain_grad() right after y is computed (line 3: y = x * 3), before backward()"],
+    ),
+    "data-edit-hidden-from-autograd": (
+        lambda: data_edit._DOCS,
+        "data-edit-hidden-from-autograd",
+        [
+            "Line 5 (x.data.mul_(2)) changes x in place through .data after MulBackward0 (line 4) saved it for backward",
+            "used x as line 5 left it, where the gradient needs the values the forward saw: w.grad is [6, 8]",
+        ],
     ),
     "targets-flattened-in-other-order": (
         lambda: hunt48._SEQUENCE,
@@ -298,12 +341,12 @@ def test_a_saved_tensor_changed_by_an_element_set_is_named_as_the_readme_quotes(
     )
 
 
-def test_the_examples_menu_has_the_fourteen_pitfall_examples_the_readme_counts() -> None:
-    # README: "Fourteen of them have an example in the examples menu (…; the other 42 kinds have none)"
+def test_the_examples_menu_has_the_seventeen_pitfall_examples_the_readme_counts() -> None:
+    # README: "Seventeen of them have an example in the examples menu (…; the other 42 kinds have none)"
     kinds = set()
     for path in sorted(glob.glob(str(ROOT / "server" / "examples" / "pitfall_*.py"))):
         kinds |= {p.kind for p in q.pitfalls(record(Path(path).read_text(encoding="utf-8")))}
-    assert len(kinds) == 14 and "Fourteen of them have an example" in README
+    assert len(kinds) == 17 and "Seventeen of them have an example" in README
     assert f"the other {len(set(PITFALL_KINDS) - kinds)} kinds have none" in README
 
 
