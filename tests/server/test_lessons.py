@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from typing import Any
 
 import httpx
@@ -36,12 +37,15 @@ TOPICS = [
     "holding-graph",
     "no-grad-vs-eval",
     "detach",
+    "data-edit",
     "define-by-run",
     "training-loop",
     "own-metrics",
     "mlp-classifier",
+    "activation-twice",
     "broadcasting",
     "never-train",
+    "uninitialised",
     "nan-gradient",
     "flat-steps",
     "copy-vs-stack",
@@ -240,6 +244,57 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
             )
             printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
             assert printed == "loss 0.759\n"
+        case "data-edit":  # the hidden layer's gradient is grad @ the clamped weight, not the forward's
+            assert at is not None and at[0] == "AddmmBackward0" and at[1].backward == 0
+            assert f"{at[1].grad_out[1].norm:.4g}" == "0.01943"  # the step card's ‖·‖
+            said = [e for e in trace.events if e.type == "pitfall"]
+            assert [(p.kind, p.line) for p in said] == [("data-edit-hidden-from-autograd", 16)]
+            assert said[0].nodes == [at[1].node]  # the node the lesson opens at is the one ringed
+            assert "p (model.2.weight)" in said[0].message and "AddmmBackward0 (line 13)" in said[0].message
+            assert lesson.source.splitlines()[15].strip() == "p.data.clamp_(-0.2, 0.2)"
+            assert "comes out at ‖·‖ 0.01943 from the clamped weight" in lesson.text
+            assert "the pitfall at line 16" in lesson.text
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "loss 0.103, accuracy 0.99\n"  # "the run still learns"
+        case "activation-twice":  # the loss flattens onto the floor a sigmoid of a sigmoid sets
+            steps = [e for e in trace.events if e.type == "optimizer_step"]
+            assert (
+                len(steps) == 100 and round(steps[0].loss, 3) == 0.706 and round(steps[-1].loss, 3) == 0.504
+            )
+            assert min(s.loss for s in steps) > 0.50
+            said = [e for e in trace.events if e.type == "pitfall"]
+            assert [(p.kind, p.line) for p in said] == [("activation-applied-twice", 14)]
+            message = said[0].message  # the range and the floor the lesson's text quotes
+            assert "between 0.5 and 0.731" in message and "never fall below 0.50 on these targets" in message
+            assert lesson.source.splitlines()[13].strip().startswith("prob = torch.sigmoid(model(X))")
+            for said_in_text in (
+                "lies between 0.5 and 0.731",
+                "never fall below 0.50 on these targets (-log(0.731) = 0.31 for a 1, -log(0.5) = 0.69 for a 0)",
+                "from 0.706 at step 1 the loss flattens onto it and ends at 0.504 after 100 steps",
+                "reads 1.00",
+            ):
+                assert said_in_text in lesson.text, said_in_text
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "loss 0.504, accuracy 1.00\n"
+        case "uninitialised":  # judged from the code: the text quotes lines, none of this run's values
+            said = [e for e in trace.events if e.type == "pitfall"]
+            assert [(p.kind, p.line) for p in said] == [("parameter-never-initialised", 10)]
+            assert "layer.weight is made at line 10" in said[0].message and "line 14" in said[0].message
+            weight = next(e.id for e in trace.events if e.type == "tensor" and e.name == "layer.weight")
+            op_events = [e for e in trace.events if e.type == "op"]
+            first_read = next(i for i, e in enumerate(op_events) if weight in e.inputs)
+            # the tape: the bias filled by zeros at line 11, nothing that writes the weight, then its read
+            assert [(e.name, e.line) for e in op_events[: first_read + 1] if e.line in (10, 11, 14)] == [
+                ("zeros", 11),
+                ("t", 14),
+            ]
+            assert (
+                "zeros fills the bias (line 11), and the weight's first op is a read, at line 14"
+                in lesson.text
+            )
+            assert re.findall(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", lesson.text) == ["11", "14", "10"]
+            printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+            assert printed == "weight (1, 3) trained for 20 steps\n"
 
 
 @pytest.mark.slow
@@ -284,6 +339,70 @@ def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None
     printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
     assert printed == "loss 0.202\n" and "the loss falls to 0.202" in lesson.try_next
     assert [e for e in trace.events if e.type == "pitfall"] == []
+
+
+def _printed(trace: Trace) -> str:
+    return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+
+
+@pytest.mark.slow
+def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_after_the_step() -> None:
+    lesson = BY_ID["data-edit"]
+    clamp = "        p.data.clamp_(-0.2, 0.2)\n"
+    checked = "with torch.no_grad(): p.clamp_(-0.2, 0.2)"
+    assert (
+        clamp in lesson.source
+        and f"writing line 16 as: {checked}. Run: backward() now raises" in lesson.try_next
+    )
+    trace = record(lesson.source.replace(clamp, f"        {checked}\n"))
+    assert trace.events[-1].status == "error"
+    error = next(e for e in trace.events if e.type == "error")
+    names = {e.id: e.name for e in trace.events if e.type == "node"}
+    assert error.node is not None and names[error.node] == "AddmmBackward0"
+    assert error.hint.startswith("AddmmBackward0 (in model.2) saved its mat2 for backward (line 13)")
+    assert "backward() now raises, naming model.2's AddmmBackward0" in lesson.try_next
+    # after opt.step(): the first backward() multiplies by the weight the forward used
+    loop = "    for p in model.parameters():\n" + clamp
+    moved = lesson.source.replace(loop, "").replace("    opt.step()\n", "    opt.step()\n" + loop)
+    assert moved.index("opt.step()") < moved.index("p.data.clamp_")
+    trace = record(moved)
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    name, at = _timeline(trace)[lesson.step or 0]
+    assert name == "AddmmBackward0" and f"{at.grad_out[1].norm:.4g}" == "0.02398"
+    assert "where the weight the forward used gives 0.02398" in lesson.text
+    assert "move the two clamp lines after opt.step()" in lesson.try_next
+    assert "the pitfall goes quiet and at this AddmmBackward0 the hidden layer's gradient is ‖·‖ 0.02398" in (
+        lesson.try_next
+    )
+
+
+@pytest.mark.slow
+def test_the_activation_twice_lesson_s_try_lets_the_loss_fall_past_the_floor() -> None:
+    lesson = BY_ID["activation-twice"]
+    second = "prob = torch.sigmoid(model(X))  # a second sigmoid"
+    assert (
+        second in lesson.source and "Delete the second sigmoid, prob = model(X), and run" in lesson.try_next
+    )
+    trace = record(lesson.source.replace(second, "prob = model(X)"))
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    assert _printed(trace) == "loss 0.024, accuracy 1.00\n"
+    assert "the pitfall goes quiet and the loss falls to 0.024" in lesson.try_next
+
+
+@pytest.mark.slow
+def test_the_uninitialised_lesson_s_try_starts_from_the_same_values_on_every_run() -> None:
+    lesson = BY_ID["uninitialised"]
+    made = "        self.weight = nn.Parameter(torch.Tensor(n_out, n_in))  # sizes, not values\n"
+    init = "nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))"
+    assert made in lesson.source
+    assert f"Add import math at the top and {init} on the line after self.weight is made" in lesson.try_next
+    fixed = "import math\n" + lesson.source.replace(made, f"{made}        {init}\n")
+    traces = [record(fixed) for _ in range(2)]
+    runs = [[e.loss for e in trace.events if e.type == "optimizer_step"] for trace in traces]
+    assert runs[0] == runs[1] and len(runs[0]) == 20  # "on every run"
+    assert f"{runs[0][0]:.2f} {runs[0][-1]:.3f}" == "5.38 0.038"
+    assert "the loss falls from 5.38 to 0.038 in 20 steps, on every run" in lesson.try_next
+    assert [e for e in traces[0].events if e.type == "pitfall"] == []
 
 
 def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
