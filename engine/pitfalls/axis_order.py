@@ -19,8 +19,10 @@ another order, as toy sizes often do), nor where the line moves axes itself righ
 after the reshape (``q.view(T, B * H, D).transpose(0, 1)``,
 ``o.transpose(0, 1).contiguous().view(T, B, C)``: heads folded into the batch axis and back,
 neighbouring axes merged or split), or the input is the ``.contiguous()`` copy of a
-``transpose``/``permute`` (as its graph shows) and the view does not put the sizes back as
-they were (``x.permute(0, 2, 3, 1).contiguous()`` then ``.view(N, C, H, W)`` is still told).
+``transpose``/``permute`` (as its graph shows, or, for one made under ``torch.no_grad()``,
+the line that last assigned it: ``o = o.transpose(0, 1).contiguous()``) and the view does not
+put the sizes back as they were (``x.permute(0, 2, 3, 1).contiguous()`` then
+``.view(N, C, H, W)`` is still told).
 
 Attention heads split or merged by a reshape alone are told too: ``(B, T, C)`` cut into
 ``(B, H, T, C // H)`` (heads before the sequence axis, where ``view(B, T, H, C // H)
@@ -80,6 +82,8 @@ def axes_reordered(
     if _regrouped(code, before, after, frame) or _axes_moved_around(code, called):
         return None
     unmoved = _shape_before_move(given)
+    if unmoved is None and given.grad_fn is None:
+        unmoved = _shape_before_written_move(_receiver(code[: called.start()]), line, source_lines, before)
     if unmoved is not None and unmoved != after:
         return None  # axes moved just before, and not put back as they were: neighbours regrouped
     order = _permutation(before, after)
@@ -179,6 +183,44 @@ def _shape_before_move(given: torch.Tensor) -> tuple[int, ...] | None:
         for i, d in enumerate(node._saved_dims):
             before[d % n] = shape[i]
         return tuple(before)
+    return None
+
+
+_MOVED_COPY = re.compile(r"\.(transpose|permute)\(([\d\s,-]*)\)\.contiguous\(\)\s*(#.*)?$")
+
+
+def _shape_before_written_move(
+    name: str | None, line: int | None, source_lines: Sequence[str], shape: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The shape a tensor of ``shape`` had before the ``.transpose(a, b).contiguous()`` or
+    ``.permute(…).contiguous()`` that ends the line last assigning ``name`` above ``line``
+    (``o = o.transpose(0, 1).contiguous()``), as the source writes it: what
+    :func:`_shape_before_move` reads from the graph, for a tensor with none (made under
+    ``torch.no_grad()``); ``None`` where that line is no such move."""
+    if name is None or not name.isidentifier() or line is None:
+        return None
+    assigns = re.compile(rf"^\s*{re.escape(name)}\s*=(?!=)")
+    for text in reversed(source_lines[: line - 1]):
+        if not assigns.match(text):
+            continue
+        moved = _MOVED_COPY.search(text)
+        try:
+            dims = ast.literal_eval(f"({moved.group(2)},)") if moved else None
+        except (SyntaxError, ValueError):
+            return None
+        n = len(shape)
+        if not dims or not all(isinstance(d, int) and -n <= d < n for d in dims):
+            return None
+        before = list(shape)
+        if moved and moved.group(1) == "transpose" and len(dims) == 2:
+            a, b = dims[0] % n, dims[1] % n
+            before[a], before[b] = shape[b], shape[a]
+            return tuple(before)
+        if moved and moved.group(1) == "permute" and sorted(d % n for d in dims) == list(range(n)):
+            for i, d in enumerate(dims):
+                before[d % n] = shape[i]
+            return tuple(before)
+        return None
     return None
 
 

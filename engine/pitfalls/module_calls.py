@@ -88,8 +88,12 @@ class ModeWatch:
         # called as a whole, with every parameter trainable; said if the coming step updates it
         self._eval_from_start: tuple[str, weakref.ref[nn.Module]] | None = None
         # graph-built-in-evaluation: (line, backward calls at that time) of each forward of a
-        # whole model in eval mode with gradients on
-        self.eval_forwards: list[tuple[int | None, int]] = []
+        # whole model in eval mode with gradients on and a parameter that requires grad (a
+        # frozen model's forward records no graph), and the lines of such forwards a backward
+        # came right after (before the next model call): an attack's or a probe's loop
+        self._eval_forwards: list[tuple[int | None, int]] = []
+        self._backed_lines: set[int | None] = set()
+        self._last_eval_forward: tuple[int | None, int] | None = None  # until the next model call
 
     @staticmethod
     def needs_calls_of(module: nn.Module, is_root: bool) -> bool:
@@ -111,9 +115,12 @@ class ModeWatch:
             self._root_training = module.training
             self._root_frozen = not module.training and not any(p.requires_grad for p in module.parameters())
             self._root = weakref.ref(module)
-        if is_root and grad_on and not module.training:
+        if is_root and grad_on:
+            self._note_backed_forward()
+        if is_root and grad_on and not module.training and any(p.requires_grad for p in module.parameters()):
             _, _, top, _ = snippet_frames()
-            self.eval_forwards.append((top, self._rec.backward.calls))
+            self._last_eval_forward = (top, self._rec.backward.calls)
+            self._eval_forwards.append(self._last_eval_forward)
         if grad_on and isinstance(module, _STOCHASTIC):
             # the last such call before a step tells the mode that step's forward ran in
             if module.training:
@@ -126,6 +133,30 @@ class ModeWatch:
             ):
                 # (a layer put in eval mode inside a model that trains: batch norm frozen on purpose)
                 self._eval_since_step = (type(module).__name__, weakref.ref(module), self._root)
+
+    @property
+    def eval_forwards(self) -> list[tuple[int | None, int]]:
+        """Each forward of a whole model run in eval mode with gradients on and a parameter
+        that requires grad: its line and the backward() calls made by then. Left out: a forward
+        no backward came after, on a line where an earlier forward had a backward right after
+        it (before the next model call): the last turn of a loop that stops before its
+        backward, an attack that already flipped the prediction."""
+        self._note_backed_forward()
+        calls = self._rec.backward.calls
+        return [
+            (line, made)
+            for line, made in self._eval_forwards
+            if not (made == calls and line in self._backed_lines)
+        ]
+
+    def _note_backed_forward(self) -> None:
+        """At a model call (or the run's end): note the line of the eval-mode forward that was
+        the last model call if a backward came after it."""
+        if self._last_eval_forward is not None:
+            line, made = self._last_eval_forward
+            if self._rec.backward.calls > made:
+                self._backed_lines.add(line)
+            self._last_eval_forward = None
 
     def stepped(self, step: int, line: int | None, params: list[torch.Tensor]) -> None:
         """An optimizer's step ``step``, at ``line``, over ``params``: say

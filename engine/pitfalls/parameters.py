@@ -22,7 +22,7 @@ from ..source import is_a, is_module, line_matching, parsed_source, quoted_code,
 from .kinds import Said
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
-from .ungraded import UngradedParams, ungraded_report
+from .ungraded import UngradedParams, differentiated_biases, ungraded_report
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -338,7 +338,8 @@ def _in_init(line: int, source_lines: list[str]) -> bool:
 def _ungraded(rec: Recorder, names: dict[int, str], ungraded: UngradedParams) -> list[Said]:
     said = []
     for found in ungraded.found():
-        params = [p for p in found.params if id(p) in names]  # a model's, not a tensor by hand
+        unreachable = differentiated_biases(found, names, rec.source_lines)
+        params = [p for p in found.params if id(p) in names and id(p) not in unreachable]  # a model's
         if not params:
             continue
         label = (rec.training.label_of(found.optimizer) if found.optimizer else None) or "the optimizer"

@@ -7,19 +7,27 @@ nothing raises. Told at the end of the run, per optimizer: the parameters that r
 yet had no ``.grad`` at every one of its steps, while others of its parameters had one
 (a step with none at all is step-without-gradients). Whether the layer ran at all is known
 from the module calls of the steps recorded in full.
+
+Silent: the bias of a layer whose weight had gradients, in a snippet whose loss is made of a
+derivative (``create_graph=True``: denoising score matching with an energy, a PINN that fits
+only ``du/dx``): the derivative of an output by its input drops the bias added last, so no
+gradient can reach it, and the layer itself trains.
 """
 
 from __future__ import annotations
 
+import re
 import weakref
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
-__all__ = ["Ungraded", "UngradedParams", "ungraded_report"]
+__all__ = ["Ungraded", "UngradedParams", "differentiated_biases", "ungraded_report"]
 
 _FEWEST_STEPS = 2  # one step is too little to tell a layer never used from one used now and then
+_CREATE_GRAPH = re.compile(r"create_graph\s*=\s*True")
 
 
 class _Stepped:
@@ -91,6 +99,25 @@ class UngradedParams:
             if params:
                 out.append(Ungraded(params, stepped.steps, opt_ref()))
         return out
+
+
+def differentiated_biases(found: Ungraded, names: dict[int, str], source_lines: Iterable[str]) -> set[int]:
+    """The ids of the biases among ``found.params`` whose own layer's weight (``….weight``
+    beside ``….bias`` in ``names``, stepped by the same optimizer) had a gradient, where the
+    snippet takes a derivative with ``create_graph=True``: a loss made of the derivative of
+    the layer's output by its input cannot reach a bias added last."""
+    if found.optimizer is None or not any(_CREATE_GRAPH.search(line) for line in source_lines):
+        return set()
+    by_name = {
+        names[id(p)]: p for group in found.optimizer.param_groups for p in group["params"] if id(p) in names
+    }
+    out = set()
+    for p in found.params:
+        name = names.get(id(p), "")
+        weight = by_name.get(name.removesuffix(".bias") + ".weight") if name.endswith(".bias") else None
+        if weight is not None and weight.grad is not None:
+            out.add(id(p))
+    return out
 
 
 def ungraded_report(

@@ -31,8 +31,8 @@ False alarms found, each now silent, its bug still told:
 - train-mode-in-evaluation (modes.py), of test-time adaptation, batch norm run in training
   mode on the test batch under ``no_grad()`` once, its ``model.train()`` commented with why.
 
-Left as it is: the seq-first heads merge of two lines run under ``torch.no_grad()`` (no graph
-shows the transpose) is still told.
+The seq-first heads merge of two lines run under ``torch.no_grad()`` (no graph shows the
+transpose), left told here, is silent since hunt 52 (test_pitfall_hunt52.py).
 """
 
 from __future__ import annotations
