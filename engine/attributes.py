@@ -14,6 +14,9 @@
 #   write ``w.data -= …`` ends with (``w.data = <w.data, changed in place>``) hands ``w``
 #   its own memory back: nothing changes, nothing is recorded (the in-place op made ``w``'s
 #   new version: NOTE [Changed through .data] in tensors.py).
+# An uninitialized parameter of a lazy module (``nn.LazyLinear``) is left alone: its first
+# forward materializes it with ``self.data = torch.empty(…)``, and it has no shape to read
+# before that write.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.nn.parameter import is_lazy
 
 from .tape import name_op
 from .values import same_view
@@ -39,8 +43,8 @@ def attribute_write_op(attribute: str, t: Any, value: Any) -> tuple[Any, ...] | 
     """``(func, inputs, outputs, args)`` for :meth:`Recorder.on_op` to record ``t.<attribute>
     = value`` as NOTE [Attribute writes] says, read before the write runs (after it, ``t``
     and ``value`` share their memory); ``None`` when it is not recorded."""
-    if not isinstance(t, torch.Tensor):
-        return None
+    if not isinstance(t, torch.Tensor) or is_lazy(t):
+        return None  # (a lazy module's parameter, being materialized: it has no shape to read yet)
     if attribute == "requires_grad":
         return (torch.Tensor.requires_grad_, [t], [t], (t, value))
     if attribute == "data" and isinstance(value, torch.Tensor) and not same_view(t, value):

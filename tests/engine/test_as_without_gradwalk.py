@@ -273,6 +273,21 @@ y.float().sum().backward()
 h.remove()
 print(y.dtype, y.grad.dtype, m.weight.grad.shape)
 """,
+    # a lazy layer materializes its parameters with ``self.data = torch.empty(…)`` in its
+    # first forward: the tape read the uninitialized parameter's shape and the run failed
+    "lazy layers": """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x, y = torch.randn(16, 5), torch.randn(16, 1)
+for _ in range(3):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(net(x), y)
+    loss.backward()
+    opt.step()
+print(net[0].weight.shape, round(loss.item(), 6), net[2].bias.grad.tolist())
+""",
     "parametrizations": """
 import torch, torch.nn as nn
 torch.manual_seed(0)
