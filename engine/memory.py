@@ -39,8 +39,9 @@ runs and uses the new values (data_edit.py says so). Each holder takes a serial 
 packed (``packs``). The detector asks :meth:`SavedMemory.saved_storage` of the target of each
 in-place op of a step recorded in full; where the target's storage is one a live holder
 saved, :meth:`SavedMemory.note_write` puts the write into ``unseen_writes`` by storage, with
-the last serial packed before the op. The unpack hook, once the version check passed, notes in ``unseen_uses`` a holder
-whose storage such a write changed after it was packed, or whose kept input now has other
+the last serial packed before the op and the bytes it wrote. The unpack hook, once the version
+check passed, notes in ``unseen_uses`` a holder with each such write made to its storage after
+it was packed (data_edit.py keeps those that met its bytes), or whose kept input now has other
 memory than its alias. A clean run pays a counter per pack, a truthiness test per unpack and,
 in full detail, one ``data_ptr`` comparison per saved input kept as it is; writes to storages
 no holder saved are not kept, and a storage's writes go when its last holder does.
@@ -112,6 +113,7 @@ class UnseenWrite(NamedTuple):
 
     after: int  # the serial of the last holder packed before the op that wrote
     line: int | None  # the snippet line of that op
+    span: tuple[int, int] | None = None  # the bytes of the storage it wrote, [start, end)
 
 
 class UnseenUse(NamedTuple):
@@ -343,13 +345,13 @@ class SavedMemory:
         # (every empty tensor's memory is at address 0: nothing in it to change)
         return key if key[0] != 0 and key in self._storages else None
 
-    def note_write(self, key: tuple[int, int], line: int | None) -> None:
+    def note_write(self, key: tuple[int, int], line: int | None, span: tuple[int, int] | None = None) -> None:
         """Note that the op at snippet ``line`` has just changed storage ``key`` (what
         :meth:`saved_storage` answered for its target) in place, for the unpack hook to tell
         a saved tensor changed where autograd could not see it (NOTE [Changes autograd cannot
         see])."""
         # what this op packed itself was saved after the write, not before it
-        write = UnseenWrite(self.packs - len(self.recent), line)
+        write = UnseenWrite(self.packs - len(self.recent), line, span)
         writes = self.unseen_writes.setdefault(key, [])
         if len(writes) < _MAX_WRITES:
             writes.append(write)
@@ -357,13 +359,11 @@ class SavedMemory:
             writes[-1] = write
 
     def _used_unseen(self, held: _Held, used: torch.Tensor) -> None:
-        """Note ``held``, unpacked as ``used``, if a write autograd did not see changed its
-        storage after it was packed."""
+        """Note ``held``, unpacked as ``used``, with each write autograd did not see to its
+        storage after it was packed (data_edit.py keeps those that wrote bytes it saved)."""
         for write in self.unseen_writes.get(held.key, ()):
-            if write.after >= held.serial:
-                if len(self.unseen_uses) < _MAX_USES:
-                    self.unseen_uses.append(UnseenUse(held.tensor, used, write))
-                return
+            if write.after >= held.serial and len(self.unseen_uses) < _MAX_USES:
+                self.unseen_uses.append(UnseenUse(held.tensor, used, write))
 
     def _used_swapped(self, held: _Held, used: torch.Tensor) -> None:
         """Note ``held``, whose kept input ``used`` has other memory than when it was packed."""

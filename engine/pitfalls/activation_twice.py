@@ -26,7 +26,9 @@ does too; a ``torch.sigmoid(torch.sigmoid(x))`` written out to show the chain ru
 Silent: a softmax over one dim then another (2-D attention, Sinkhorn normalisation), softmax
 or log_softmax of log_softmax's output (``softmax(log p)`` is ``p``, ``log_softmax(log p)`` is
 ``log p``: the same numbers), gates (``torch.sigmoid(a) * torch.sigmoid(b)``), SiLU
-(``x * torch.sigmoid(x)``) and hand-written LSTM cells (no sigmoid of a sigmoid's output).
+(``x * torch.sigmoid(x)``) and hand-written LSTM cells (no sigmoid of a sigmoid's output), and
+an activation stacked three or more times on purpose (a loop that squashes its own output to
+show the gradient vanish, or to find sigmoid's fixed point): none of the stack's lines is said.
 A softmax's output straight into ``cross_entropy`` is probabilities-into-cross-entropy's
 (loss_inputs.py), a sigmoid's into ``BCEWithLogitsLoss`` sigmoid-into-bce-with-logits'.
 What is said is worded in activation_twice_said.py.
@@ -113,6 +115,8 @@ class ActivationsTwice:
         # id() of each doubled output -> (it, weakly; the line of the activation that made it)
         self.doubled: dict[int, tuple[weakref.ref[torch.Tensor], int | None]] = {}
         self._facts: dict[int | None, Doubled] = {}  # by the second activation's line
+        # the lines of activations applied three or more times in a row, not said
+        self._stacked: set[int | None] = set()
 
     def saw(
         self, op: str, args: tuple[Any, ...], result: torch.Tensor, dim: int | None, line: int | None
@@ -129,6 +133,9 @@ class ActivationsTwice:
                 and first.dim == dim
                 and (dim is not None or op == "sigmoid")
             ):
+                chained = self.doubled.get(id(given))
+                if chained is not None and chained[0]() is given:
+                    self._stacked |= {chained[1], line}  # a third of a kind: a stack on purpose
                 self._check(first, op, given, result, dim, line, module)
         if len(self._outputs) >= _MOST_OUTPUTS:
             self._outputs = _alive(self._outputs)
@@ -202,10 +209,13 @@ class ActivationsTwice:
         return [
             doubled_said(facts, source_lines)
             for facts in self._facts.values()
-            if facts.first_module is not None
-            or facts.second_module is not None
-            or facts.loss is not None
-            or facts.threshold is not None
+            if facts.line not in self._stacked
+            and (
+                facts.first_module is not None
+                or facts.second_module is not None
+                or facts.loss is not None
+                or facts.threshold is not None
+            )
         ]
 
 

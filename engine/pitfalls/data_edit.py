@@ -25,7 +25,13 @@ nothing is saved); a ``.data`` change of a tensor no live graph saved, or made b
 forward that saves it; ``.data`` reads; weight clipping after a step (``p.data.clamp_(-c, c)``,
 the WGAN critic's: its graph is freed); a graph that is never backpropagated; new memory with
 the same values (``w.data = w.data.clone()``); library code's own changes (gradcheck perturbs
-its inputs through ``.data`` and puts them back). A step recorded
+its inputs through ``.data`` and puts them back); and, read by data_edit_writes.py, a write to
+bytes of the storage the node did not save (``buf.data[n] = x`` while it holds ``buf[:n]``), a
+clamp that changed no value (none sits at a bound), a multiplication or division by exactly 1
+(or an addition of exactly 0) everywhere, and a write that changes nothing made twice (a clamp,
+a fill, a 0/1 mask) made as the last write to that memory was, with no optimizer step since (a
+cell that clips its weight at every time step); and an operand a product kept only for the
+gradients of operands that need none (a frozen convolution's input). A step recorded
 metrics-only does not record ops, so its changes are not seen: the steps of a loop recorded in
 full come first and run the same lines.
 """
@@ -45,6 +51,16 @@ import torch.overrides
 from ..memory import SavedBy, UnseenUse, saved_by, saved_source
 from ..source import SNIPPET_FILENAME
 from .data_edit_said import changed_in_place, swapped_memory
+from .data_edit_writes import (
+    CLAMPS,
+    IDEMPOTENT,
+    RepeatedWrites,
+    byte_span,
+    clamped_nothing,
+    identity_write,
+    overlap,
+    written_span,
+)
 from .kinds import Said
 
 if TYPE_CHECKING:
@@ -100,6 +116,18 @@ DATA_EDIT_OPS = (
     )
     - _NO_WRITE
 ) | _IN_PLACE_DUNDERS
+# the nodes that keep each operand for the gradients of the others only (x * w keeps x for w's)
+_PRODUCTS = frozenset(
+    {
+        "MulBackward0",
+        "MmBackward0",
+        "BmmBackward0",
+        "DotBackward0",
+        "VdotBackward0",
+        "MvBackward0",
+        "ConvolutionBackward0",
+    }
+)
 _SHOWN_VALUES = 8  # a leaf's .grad is quoted when it has at most this many elements
 _NODES_SEARCHED = 10_000  # nodes walked from backward's roots to find the one that saved it
 _VERSIONS_WALKED = 10_000  # a tensor's versions walked back (each in-place change makes one)
@@ -118,18 +146,36 @@ class DataEdits:
     def __init__(self, rec: Recorder) -> None:
         self._rec = rec
         self._roots: list[weakref.ref[torch.Tensor]] = []
+        self._repeats = RepeatedWrites()  # the last writes that change nothing made twice
 
     def wrote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], line: int | None) -> None:
         """Op ``name`` (in :data:`DATA_EDIT_OPS`) at snippet ``line`` has just changed its
         first argument in place (``args[0]``, or nn.init's ``tensor=`` in ``kwargs``): kept
         where a live graph saved that memory and the snippet's own code made the op."""
+        try:
+            self._wrote(name, args, kwargs, line)
+        except Exception:  # what is read of the write must never fail the snippet's op
+            self._rec.observation_failed()
+
+    def _wrote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], line: int | None) -> None:
         target = args[0] if args else kwargs.get("tensor", kwargs.get("input"))
-        if not isinstance(target, torch.Tensor) or not self._rec.detail:
+        if not isinstance(target, torch.Tensor):
             return
+        if not self._rec.detail:
+            if self._repeats:
+                self._repeats.forget()  # writes not seen: none is known to be the last
+            return
+        repeated = (self._repeats or name in IDEMPOTENT) and self._repeats.repeats(
+            name, target, args, kwargs, self._rec.training.total_steps
+        )
         memory = self._rec.memory
         key = memory.saved_storage(target)
-        if key is not None and _called_by_the_snippet(name):
-            memory.note_write(key, line)
+        if key is None or repeated or identity_write(name, args, kwargs):
+            return
+        if name in CLAMPS and clamped_nothing(name, target, args, kwargs):
+            return
+        if _called_by_the_snippet(name):
+            memory.note_write(key, line, written_span(name, target, args))
 
     def before_backward(self, roots: Sequence[Any]) -> None:
         """A backward() from ``roots`` is about to run: what was unpacked before it is not its use."""
@@ -151,6 +197,8 @@ class DataEdits:
         for use in uses:
             if use.write is not None and use.write.line in said:
                 continue  # said already, from another tensor it changed
+            if use.write is not None and not overlap(use.write.span, byte_span(use.saved)):
+                continue  # bytes of the storage the node did not save (``buf.data[n] = x``)
             by = saved_by(use.saved)
             report = self._report(use, by, line, roots)
             if report is not None and report[0].line is not None and report[0].line not in said:
@@ -171,6 +219,8 @@ class DataEdits:
         nodes = [by.node_id] if by is not None else []
         if use.write is None and _same_values(use.saved, use.used):
             return None  # new memory with the same values (w.data = w.data.clone()): nothing changed
+        if by is not None and node is not None and _serves_no_gradient(by.node, node, use.saved):
+            return None  # saved for the gradient of an operand that needs none (a frozen weight's)
         at = use.write.line if use.write is not None else self._swapped_at(use.used, by)
         if at is None:
             return None  # a change at no line of the snippet
@@ -281,6 +331,22 @@ def _called_by_the_snippet(name: str) -> bool:
             return False
         frame = frame.f_back
     return False
+
+
+def _serves_no_gradient(node_class: str, node: Any, saved: torch.Tensor) -> bool:
+    """Whether ``saved``, an operand a product-like node (``node_class``: a multiplication, a
+    matrix product, a convolution) kept for backward, serves no gradient this graph computes:
+    such a node keeps each operand for the others' gradients only, and no other operand
+    requires one (a frozen convolution's input, saved for its weight's gradient)."""
+    if node_class not in _PRODUCTS:
+        return False
+    ref = saved_source(saved)
+    source = ref() if ref is not None else None
+    if source is None:
+        return False
+    needing = [n for n, _ in node.next_functions if n is not None]
+    its_own = [n for n in needing if n is source.grad_fn or getattr(n, "variable", None) is source]
+    return len(its_own) <= 1 and len(needing) == len(its_own)  # (x * x keeps x for x's gradient)
 
 
 def _same_values(old: torch.Tensor, new: torch.Tensor) -> bool:

@@ -15,8 +15,9 @@ written after old tutorials, ``nn.Parameter(torch.Tensor(n_out, n_in))`` with no
 # ``.data = other``, or ``load_state_dict`` (its ``copy_``), or a version-counter move that
 # the tape did not see. A tensor is followed by its storage, so that an ``nn.Parameter``
 # wrapped around it, a view of it, or a ``.data`` alias of it are the same memory; views,
-# shape reads and ``zeros_like`` are no reads, and a copy (``.to``, ``.clone()``) carries
-# the garbage on. The values are read only for the message, once.
+# shape reads, ``zeros_like`` and the second tensor of ``view_as`` are no reads, and a copy
+# (``.to``, ``.clone()``) carries the garbage on. A write through ``t.numpy()`` is one the tape
+# cannot see: a tensor the source writes so is not said (uninitialised_sites.py reads it). The values are read only for the message, once.
 #
 # Cost: the recorder calls :meth:`Unfilled.after_op` for each op recorded in full only while
 # :attr:`Unfilled.watching`, which is ``False`` unless the snippet's source makes such a
@@ -36,7 +37,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ..source import is_module, quoted_code
 from ..tensors import version_of
 from .uninitialised_said import held_values, never_initialised_said
-from .uninitialised_sites import VISIBLE_MAKERS, MakerSite, maker_sites
+from .uninitialised_sites import VISIBLE_MAKERS, MakerSite, maker_sites, written_through_numpy
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -76,6 +77,9 @@ _NO_READS = frozenset(
         "new",
     }
 )
+# ops that read only the shape, dtype or device of their second tensor (``vec.view_as(w)``,
+# as ``vector_to_parameters`` does before it writes ``w``): their first input is judged
+_SHAPE_OF_SECOND = frozenset({"view_as", "expand_as", "reshape_as", "type_as"})
 # copies that carry the bytes on to a new tensor: the copy is followed, not judged
 _CARRIES = frozenset(
     {"to", "type", "float", "double", "half", "bfloat16", "cuda", "cpu", "clone", "contiguous", "pin_memory"}
@@ -254,7 +258,7 @@ class Unfilled:
     ) -> None:
         """Say the first input of this reading op that holds the allocator's bytes."""
         made = None
-        for t in inputs:
+        for t in inputs[:1] if short in _SHAPE_OF_SECOND else inputs:
             ptr = _storage(t)
             held = self._held.get(ptr) if ptr is not None else None
             if ptr is None or held is None:
@@ -274,8 +278,17 @@ class Unfilled:
             version = version_of(t)
             if held.version is not None and version is not None and version > held.version:
                 continue  # written where the tape did not see it (a step recorded metrics-only)
+            if self._numpy_wrote(t, held.site):
+                continue  # written through ``t.numpy()``, which the tape does not see either
             self._report(t, held.site, line)
             return
+
+    def _numpy_wrote(self, t: torch.Tensor, site: MakerSite) -> bool:
+        """Whether the snippet's source writes ``t`` through ``.numpy()`` (by its name, or the
+        name ``site`` gave it): asked once, of the tensor about to be said."""
+        tid = self._rec.tensors.known(t)
+        names = {n for n in (site.target, self._rec.tensors.names.get(tid) if tid is not None else None) if n}
+        return bool(names) and written_through_numpy("\n".join(self._rec.source_lines), names)
 
     def _report(self, t: torch.Tensor, site: MakerSite, line: int | None) -> None:
         """Say ``t`` (or the parameter whose memory it is a view of) read at ``line``."""

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ..source import parsed_source
 
-__all__ = ["VISIBLE_MAKERS", "MakerSite", "maker_sites"]
+__all__ = ["VISIBLE_MAKERS", "MakerSite", "maker_sites", "written_through_numpy"]
 
 # the ops (the tape's short names) that hand back memory as the allocator left it
 VISIBLE_MAKERS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new"})
@@ -204,4 +204,30 @@ def _int_expression(node: ast.expr) -> bool:
         return _int_expression(node.left) and (
             _int_expression(node.right) or isinstance(node.right, ast.Name)
         )
+    return False
+
+
+def written_through_numpy(source: str, names: set[str]) -> bool:
+    """Whether the snippet writes into the NumPy array ``x.numpy()`` hands back, for ``x``
+    one of ``names`` (``t.numpy()[:] = arr``, ``np.copyto(t.numpy(), arr)``, or an alias
+    ``a = t.numpy()`` written so): a write the tape cannot see, which moves no version."""
+    tree = parsed_source(source) if ".numpy()" in source else None
+    if tree is None:
+        return False
+    arrays = {f"{name}.numpy()" for name in names}
+    for node in ast.walk(tree):  # the aliases: ``a = t.numpy()``
+        if isinstance(node, ast.Assign) and ast.unparse(node.value) in arrays:
+            arrays |= {ast.unparse(t) for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        written: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            written = [t.value for t in targets if isinstance(t, ast.Subscript)]
+            written += [node.target] if isinstance(node, ast.AugAssign) else []
+        elif isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            written = node.args[:1] if called.endswith("copyto") else []
+            written += [k.value for k in node.keywords if k.arg == "out"]
+        if any(ast.unparse(w) in arrays for w in written):
+            return True
     return False

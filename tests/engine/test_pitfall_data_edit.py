@@ -183,11 +183,13 @@ for step in range(20):
     w.grad.data.zero_()
 print(round(loss.item(), 4))
 """
-    # one edit away: the update between the forward and its backward()
+    # one edit away: the update (with the last step's gradient, zeroed after it) between the
+    # forward and its backward()
     wrong = loop.replace(
-        "    loss = ((X @ w - Y) ** 2).mean()\n    loss.backward()\n    w.data -= 0.1 * w.grad\n",
+        "    loss = ((X @ w - Y) ** 2).mean()\n    loss.backward()\n    w.data -= 0.1 * w.grad\n"
+        "    w.grad.data.zero_()\n",
         "    loss = ((X @ w - Y) ** 2).mean() + (w * w).sum()\n    if step:\n        w.data -= 0.1 * w.grad\n"
-        "    loss.backward()\n",
+        "        w.grad.data.zero_()\n    loss.backward()\n",
     )
     _said_and_silent(wrong, 8, loop)
 
