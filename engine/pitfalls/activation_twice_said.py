@@ -56,7 +56,11 @@ def doubled_said(facts: Doubled, source_lines: Sequence[str]) -> Said:
     where = f"Line {facts.line} ({code})" if code else f"Line {facts.line}"
     opening = f"{where} applies {_second(facts)} to {_first(facts)}"
     if facts.second == "sigmoid":
-        title = "Sigmoid applied twice: every prediction is above 0.5"
+        title = (
+            "Sigmoid applied twice: every prediction is above 0.5"
+            if facts.low > 0.5
+            else "Sigmoid applied twice: no prediction is below 0.5"
+        )
         message = opening + _sigmoid_story(facts)
     elif facts.second == "softmax":
         title = "Softmax applied twice: the probabilities are squashed toward uniform"
@@ -114,13 +118,25 @@ def _ends(facts: Doubled) -> str:
 
 def _sigmoid_story(facts: Doubled) -> str:
     low, high = facts.bounds()
-    story = (
-        f": sigmoid(sigmoid(x)) always lies between {low} and {high:.3f}, whatever the logits, so every "
-        f"prediction is above 0.5 ({_range(facts, 2)}) and no sample is ever predicted class 0."
-    )
+    story = f": sigmoid(sigmoid(x)) always lies between {low} and {high:.3f}, whatever the logits, so every "
+    if facts.low > low:
+        story += (
+            f"prediction is above 0.5 ({_range(facts, 2)}) and no sample is ever predicted class 0 (short "
+            "of float32 rounding one to exactly 0.5)."
+        )
+    else:  # the first sigmoid's output so near 0 that float32 rounds the second's to 0.5 itself
+        story += (
+            f"prediction is at least 0.5 ({_range(facts, 2)}): it is exactly 0.5 only where float32 "
+            "rounds it there, the model's own sigmoid being within 1e-7 of 0."
+        )
     if facts.threshold is not None and facts.threshold[1] <= low:
         at, number = facts.threshold
-        story += f" Line {at} compares them with {number:g}: every one is above it, so every sample is called class 1."
+        story += (
+            f" Line {at} compares them with {number:g}: every one is above it, so every sample is called class 1."
+            if facts.low > number
+            else f" Line {at} compares them with {number:g}: none is below it, so a sample is called class 0 "
+            "only where its prediction rounded to exactly 0.5."
+        )
     if facts.loss is not None and facts.floor is not None:
         story += (
             f" {facts.loss} at line {facts.loss_line} can never fall below {facts.floor:.2f} on these targets"

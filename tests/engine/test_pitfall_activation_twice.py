@@ -120,7 +120,8 @@ def test_a_sigmoid_of_a_model_ending_in_nn_sigmoid_is_said_with_the_run_s_number
         "Line 11 (p = torch.sigmoid(model(x))) applies a sigmoid to the output of model, whose last layer is "
         "already nn.Sigmoid (model.3): sigmoid(sigmoid(x)) always lies between 0.5 and 0.731, whatever the "
         f"logits, so every prediction is above 0.5 (here {p.min().item():.2f} to {p.max().item():.2f} in the 3 "
-        "iterations recorded in full) and no sample is ever predicted class 0. BCELoss at line 12 can never fall below "
+        "iterations recorded in full) and no sample is ever predicted class 0 (short of float32 rounding one to "
+        "exactly 0.5). BCELoss at line 12 can never fall below "
         f"{floor:.2f} on these targets (-log(0.731) = 0.31 for a target of 1, -log(0.5) = 0.69 for a target "
         f"of 0), however well the model learns; here it ends at {loss:.2f}. Nothing raises."
     )
@@ -361,3 +362,42 @@ def test_near_miss_stays_silent_one_edit_from_being_said(name: str) -> None:
 
 def test_what_it_reads_is_watched_already_so_a_clean_run_pays_nothing_more() -> None:
     assert TWICE_READ_OPS <= WATCHED_OPS
+
+
+# trained on the doubled sigmoid with Adam, the model drives its own sigmoid within 1e-7 of 0
+# for some samples, where float32 rounds the second sigmoid to exactly 0.5: `> 0.5` calls them 0
+ROUNDED_TO_ONE_HALF = """import torch
+import torch.nn as nn
+torch.manual_seed(0)
+X = torch.randn(200, 2)
+y = (X[:, 0] * X[:, 1] > 0).float().unsqueeze(1)
+model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1), nn.Sigmoid())
+opt = torch.optim.Adam(model.parameters(), lr=0.05)
+for step in range(100):
+    opt.zero_grad()
+    loss = nn.functional.binary_cross_entropy(torch.sigmoid(model(X)), y)
+    loss.backward()
+    opt.step()
+with torch.no_grad():
+    called = (torch.sigmoid(model(X)) > 0.5).float()
+print(int(called.sum()), len(called))
+"""
+
+
+def test_predictions_float32_rounds_to_one_half_are_not_said_to_be_called_class_1() -> None:
+    trace = record(ROUNDED_TO_ONE_HALF)
+    assert [(p.kind, p.line) for p in q.pitfalls(trace)] == [
+        (KIND, 10),
+        (KIND, 14),
+    ]  # training, then evaluation
+    said = q.pitfalls(trace)[1]
+    out, _, _ = run_plain(ROUNDED_TO_ONE_HALF)
+    called, total = map(int, out.split())
+    assert called < total  # some samples are called class 0 after all, each at exactly 0.5
+    assert said.title == "Sigmoid applied twice: no prediction is below 0.5"
+    assert "every prediction is at least 0.5 (here 0.50 to 0.73 over the run)" in said.message
+    assert "every sample is called class 1" not in said.message
+    assert (
+        "Line 14 compares them with 0.5: none is below it, so a sample is called class 0 only where its "
+        "prediction rounded to exactly 0.5."
+    ) in said.message
