@@ -17,6 +17,7 @@ import { lonePoints, type PlotColumn, plotColumns } from "./chart-gaps";
 import { isSliced, slicedSeries, translucent } from "./chart-memory";
 import { cellText, type Chart, COMPARED, digitLabels, newChart, nearest, ownCount, PALETTE, readLast, readoutFormat, renderFoot, renderLegend, seriesLook, writeReadout } from "./chart-card";
 import { ChartHiding } from "./chart-hiding";
+import { fittedPlotHeight, PLOT_MIN } from "./chart-fit";
 import { bindStepKeys } from "./chart-keys";
 import { type ChartSnapshot, chartSnapshot } from "./chart-snapshot";
 import { StepOpener } from "./chart-steps";
@@ -25,8 +26,6 @@ import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./
 import { h, perFrame } from "./dom";
 import type { Store } from "./store";
 import type { TraceModel } from "./trace-model";
-
-const PLOT_HEIGHT = 168;
 
 export class ChartsView {
   private data: ChartData;
@@ -50,6 +49,11 @@ export class ChartsView {
   private readonly yAxes = new YAxisWidths(() => this.charts.values());
   private unsubscribe: () => void = () => {};
   private width = 0;
+  /** The panel that scrolls the cards: its height is what the plots grow to fill (chart-fit.ts). */
+  private readonly scroll: HTMLElement;
+  private panelHeight = 0;
+  /** Every plot's height, as fitted to the panel (chart-fit.ts). */
+  private plotHeight = PLOT_MIN;
 
   constructor(
     readonly root: HTMLElement,
@@ -98,13 +102,16 @@ export class ChartsView {
         text: "Charts fill in while the snippet runs: the loss, gradient norms, learning rate and update sizes at every optimizer.step(), the memory the graph holds, and anything logged with gradwalk.log(name, value).",
       }),
     );
-    root.append(toolbar, this.note, h("div", { class: "gw-charts-scroll" }, this.empty, this.hiding.allHidden, this.grid));
+    this.scroll = h("div", { class: "gw-charts-scroll" }, this.empty, this.hiding.allHidden, this.grid);
+    root.append(toolbar, this.note, this.scroll);
     this.data = ChartData.from(model.events, store.state.perParam);
     this.bind();
     this.baseline.start();
     document.addEventListener("gw-theme", () => this.rebuild(false));
     if (typeof ResizeObserver !== "undefined") {
-      new ResizeObserver(() => this.resize()).observe(this.grid);
+      const observer = new ResizeObserver(() => this.resize());
+      observer.observe(this.grid);
+      observer.observe(this.scroll);
     }
     this.schedule();
   }
@@ -220,19 +227,33 @@ export class ChartsView {
       }
       chart.drawn = table.version;
     }
+    this.fitPlots();
   }
 
   private resize(): void {
     const w = this.grid.clientWidth;
-    if (w === this.width) return;
+    if (w === this.width && this.scroll.clientHeight === this.panelHeight) return;
     const wasHidden = this.width === 0;
     this.width = w;
+    this.panelHeight = this.scroll.clientHeight;
     if (!w) return;
     if (wasHidden) this.schedule();
-    for (const chart of this.charts.values()) {
-      const width = chart.plotEl.clientWidth;
-      if (chart.plot && width && width !== chart.plot.width) chart.plot.setSize({ width, height: PLOT_HEIGHT });
-    }
+    this.fitPlots();
+  }
+
+  /** Size every plot to its card's width and to the height that fills the panel (chart-fit.ts). */
+  private fitPlots(): void {
+    const sized = () => {
+      for (const chart of this.charts.values()) {
+        const width = chart.plotEl.clientWidth;
+        if (chart.plot && width && (width !== chart.plot.width || this.plotHeight !== chart.plot.height)) chart.plot.setSize({ width, height: this.plotHeight });
+      }
+    };
+    sized(); // the widths first: a card's width sets how its legend and foot wrap
+    const height = fittedPlotHeight(this.scroll, this.grid, this.charts.values());
+    if (height === this.plotHeight) return;
+    this.plotHeight = height;
+    sized();
   }
 
   private renderSummary(): void {
@@ -278,7 +299,7 @@ export class ChartsView {
     chart.logTag.hidden = !log;
     const bytes = table.unit === "bytes";
     // a log axis ticks at powers of ten, a log byte axis at powers of two (byteLogSplits)
-    const onPowers = log && bytes ? doublings(PLOT_HEIGHT) : decades(PLOT_HEIGHT);
+    const onPowers = log && bytes ? doublings(this.plotHeight) : decades(this.plotHeight);
     const fmt = bytes ? formatBytes : formatNumber;
     const steps = table.kind === "steps";
     const stepped = table.kind === "time" ? uPlot.paths.stepped?.({ align: 1, alignGaps: 1 }) : undefined;
@@ -304,7 +325,7 @@ export class ChartsView {
     const series: uPlot.Series[] = [{ label: table.kind === "time" ? "seconds" : "step" }, ...lines, ...this.ghostSeries(chart, c.series, stepped)];
     const opts: uPlot.Options = {
       width: Math.max(chart.plotEl.clientWidth, 200),
-      height: PLOT_HEIGHT,
+      height: this.plotHeight,
       legend: { show: false },
       cursor: {
         sync: { key: table.kind === "time" ? "gw-time" : "gw-steps" },

@@ -76,6 +76,23 @@ export interface Box {
 /** A cue's distance from the pane's edge, and the room it keeps from a node (px). */
 const EDGE = 6;
 const PAD = 3;
+/**
+ * Edge labels are kept clear of on graphs of up to this many edges: reading every label's
+ * box each frame of a pan is what a bigger graph cannot afford (its labels are hidden when
+ * zoomed out anyway).
+ */
+const LABELLED_MAX_EDGES = 400;
+/**
+ * How much worse a cue's px over text (an edge label, another cue) is than one over a node's
+ * box: where no spot is free, a cue over a node's rim still hid nothing read, one over a
+ * label hid the word.
+ */
+const TEXT_WEIGHT = 4;
+
+/** Something a cue keeps off, and what covering a px of it costs. */
+interface Obstacle extends Box {
+  weight: number;
+}
 
 /** The area two boxes share (0 when apart). */
 function overlap(a: Box, b: Box): number {
@@ -138,6 +155,9 @@ export class OffscreenCues {
     this.centres = new Float64Array(0);
     this.halves = new Float64Array(0);
     cy.on("viewport resize", this.update);
+    // a step writes new labels on the edges (a gradient's numbers), and they are then slid off
+    // the nodes (graph-labels.ts): the cues move off them again
+    cy.on("data style", "edge", this.update);
     this.update();
   }
 
@@ -187,13 +207,14 @@ export class OffscreenCues {
    * Put each cue shown at its edge where it covers no node: a cue at a fixed spot sat on a
    * node's label (control_flow's MaxBackward1 under "11 more ▸" in presenter type). Left and
    * right cues slide up and down from their edge's middle, the corner ones (up, down) leftward
-   * from the right corner; where every spot covers some node, the one that covers least.
+   * from the right corner; where every spot covers some node or edge label, the one that
+   * covers least (a label's px counting TEXT_WEIGHT times a node's).
    */
   private place(view: Viewport): void {
     const { width, height } = view;
     if (width <= 0 || height <= 0) return;
-    const nodes = this.nodeBoxes(view);
-    const taken: Box[] = [];
+    const nodes: Obstacle[] = [...this.nodeBoxes(view).map((b) => ({ ...b, weight: 1 })), ...this.labelBoxes()];
+    const taken: Obstacle[] = [];
     for (const side of ["up", "down", "right", "left"] as const) {
       const button = this.buttons.get(side) as HTMLButtonElement;
       if (button.hidden) continue;
@@ -212,12 +233,12 @@ export class OffscreenCues {
       for (const at of candidates(start, lo, hi, across)) {
         const box: Box = across ? { x1: at, x2: at + w, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: at, y2: at + h };
         let cover = 0;
-        for (const b of near) cover += overlap(b, box);
+        for (const b of near) cover += overlap(b, box) * b.weight;
         if (cover < bestCover) [best, bestCover] = [box, cover];
         if (cover === 0) break;
       }
       if (!best) continue;
-      taken.push(best);
+      taken.push({ ...best, weight: TEXT_WEIGHT });
       button.style.left = `${Math.round(best.x1)}px`;
       button.style.top = `${Math.round(best.y1)}px`;
       button.style.right = "auto";
@@ -241,6 +262,23 @@ export class OffscreenCues {
       out.push({ x1: x - hw, x2: x + hw, y1: y - hh, y2: y + hh });
     }
     return out;
+  }
+
+  /**
+   * The boxes of the edge labels shown, in the pane's px, a little bigger than drawn: the
+   * nodes' boxes alone left a cue free to sit on one ("▴ 7 more" over the `.grad` into
+   * data-edit's model.2.weight in presenter type). An idle call's labels are not drawn.
+   */
+  private labelBoxes(): Obstacle[] {
+    const cy = this.cy;
+    if (!cy || cy.edges().length > LABELLED_MAX_EDGES) return [];
+    const only = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
+    return cy
+      .edges(":visible")
+      .filter((e) => !!e.data("label") && !e.hasClass("idle"))
+      .map((e) => e.renderedBoundingBox(only))
+      .filter((b) => b.w > 0 && b.h > 0)
+      .map((b) => ({ x1: b.x1 - PAD, x2: b.x2 + PAD, y1: b.y1 - PAD, y2: b.y2 + PAD, weight: TEXT_WEIGHT }));
   }
 
   private go(side: Side): void {

@@ -11,6 +11,7 @@ import { bindTabKeys, selectTab } from "./tabs";
 import type { StepEntry, TraceModel } from "./trace-model";
 import { fmtValueRows } from "./values";
 import { accumulationText } from "./walk-notes";
+import { watchWalkRoom } from "./walk-room";
 
 /** How far the walk's list fades where it is cut off (stepper.css): its current item is kept clear of it. */
 const FADE_PX = 20;
@@ -101,6 +102,7 @@ export class StepperView {
       this.walkScroll,
     );
     for (const scroller of [root.querySelector<HTMLElement>(".gw-step-body"), this.walkScroll]) if (scroller) markCut(scroller);
+    watchWalkRoom(root, this.walkScroll, () => this.scrollToMarked());
     store.subscribe((state, changed) => this.onStore(state, changed));
     if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));
     this.setModel(model);
