@@ -47,27 +47,14 @@ from torch.nn import functional as F
 from ..values import has_storage
 from .activation_twice_said import Doubled, doubled_said
 from .kinds import Said
+from .shuffles import PREDICTION_LOSS_OPS
 
 __all__ = ["TWICE_READ_OPS", "ActivationsTwice"]
 
 # what reads a doubled output as predictions (all of them watched already: shuffles.py,
 # loss_inputs.py, thresholds.py); the activations themselves are loss_inputs.MAKER_OPS
-TWICE_READ_OPS = frozenset(
-    {
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "nll_loss",
-        "cross_entropy",
-        "gt",
-        "__gt__",
-        "greater",
-    }
-)
 _THRESHOLDS = frozenset({"gt", "__gt__", "greater"})
+TWICE_READ_OPS = PREDICTION_LOSS_OPS | _THRESHOLDS
 # the activations whose output a second one squashes again: (first, second)
 _PAIRS = frozenset({("sigmoid", "sigmoid"), ("softmax", "softmax"), ("softmax", "log_softmax")})
 # losses whose best prediction of a target is the target itself, clamped into the range

@@ -54,9 +54,10 @@ from .in_place_shuffles import InPlaceShuffles, is_permutation, kept_said
 from .kinds import Said
 from .shuffle_labels import held_beside, held_then, label_name, one_hot_run, path_name
 
-__all__ = ["SHUFFLE_OPS", "Shuffles"]
+__all__ = ["PREDICTION_LOSS_OPS", "SHUFFLE_OPS", "Shuffles"]
 
-_LOSS_OPS = frozenset(
+# the losses that read predictions against targets (activation_twice.py reads them too)
+PREDICTION_LOSS_OPS = frozenset(
     {
         "cross_entropy",
         "nll_loss",
@@ -68,7 +69,7 @@ _LOSS_OPS = frozenset(
         "huber_loss",
     }
 )
-SHUFFLE_OPS = frozenset({"__getitem__"}) | _LOSS_OPS
+SHUFFLE_OPS = frozenset({"__getitem__"}) | PREDICTION_LOSS_OPS
 _MOST_ORDERS = 64  # shuffled tensors followed at once (a batch each, while recorded in full)
 _LONGEST = 1_000_000  # rows checked to be a permutation, at most
 
