@@ -31,6 +31,9 @@ Attention heads split or merged by a reshape alone are told too: ``(B, T, C)`` c
 apart) or a size is 1, nor where the size written at the heads' place names channels (or,
 in a merge, the positions' place groups): a group norm written out, ``x.view(N, G, -1)`` of
 ``(N, C, H, W)`` with as many groups as rows, and ``x.view(N, C, H, W)`` back.
+
+Scores ``(N, C, H, W)`` cut into rows of class scores by ``logits.view(-1, C)`` are told too
+(class_axis.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from typing import Any
 import torch
 
 from ..source import assigned_name, find_name, quoted_code
+from .class_axis import class_axis_cut, cuts_class_axis
 
 __all__ = ["RESHAPE_OPS", "axes_reordered"]
 
@@ -71,6 +75,8 @@ def axes_reordered(
     heads = _heads_moved(before, after)
     if heads is not None:
         return _heads_report(op, given, after, heads, line, source_lines, frame)
+    if cuts_class_axis(before, after):
+        return _class_axis_report(op, given, after, line, source_lines, frame)
     if len(before) < 3 or len(after) != len(before) or before == after or sorted(before) != sorted(after):
         return None
     if [s for s in before if s != 1] == [s for s in after if s != 1]:
@@ -104,6 +110,24 @@ def axes_reordered(
         + (f": {fixed}" if fixed else f" in place of the {op}")
         + " (add .contiguous() before a later view).",
     )
+
+
+def _class_axis_report(
+    op: str,
+    given: torch.Tensor,
+    after: tuple[int, ...],
+    line: int | None,
+    source_lines: Sequence[str],
+    frame: FrameType | None,
+) -> tuple[str, str, str] | None:
+    """:func:`class_axis_cut` for a reshape written on snippet ``line`` (not one inside a
+    library's code) that no move of axes on the line comes right before or after."""
+    code = quoted_code(source_lines, line, sys.maxsize)
+    called = _CALLED.search(code or "")
+    if code is None or called is None or _axes_moved_around(code, called):
+        return None
+    name = find_name(given, frame) or _receiver(code[: called.start()]) or "the input"
+    return class_axis_cut(op, given, after, line, code, _call_text(code, called), name)
 
 
 def _regrouped(code: str, before: tuple[int, ...], after: tuple[int, ...], frame: FrameType | None) -> bool:

@@ -35,9 +35,12 @@ BROADCAST_OPS = frozenset(
         "__rtruediv__",
         "mse_loss",
         "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
     }
 )
-_LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss"})
+# the element-wise losses: each compares a prediction with the target at the same position
+_LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 # an accuracy's comparison: (pred == y).float().mean()
 COMPARISON_OPS = frozenset({"eq", "__eq__", "ne", "__ne__"})
 # a vector made a column: s[:, None], s[..., None], s.unsqueeze(1), s.view(-1, 1), s[:, np.newaxis]
@@ -91,35 +94,53 @@ def broadcast_in_loss(
 ) -> BroadcastInLoss | None:
     """Return the report for op ``name`` (in :data:`BROADCAST_OPS`) when its first two
     operands are a column ``(n, 1)`` and a vector ``(n,)`` (either order) and its ``result``
-    requires grad, else ``None``; an arithmetic op on a snippet ``line`` that pairs a vector
-    with itself made a column (``s[:, None] - s``: all pairs, on purpose) is not one.
-    Called from within the op, so the snippet is on the stack (the fix names its tensors)."""
+    requires grad, else ``None``; an element-wise loss function (``l1_loss``, ``mse_loss``, …)
+    is also told for ``(n, 1, *rest)`` against ``(n, *rest)`` (a ``(T, 1, 2)`` prediction and
+    ``(T, 2)`` targets, broadcast to ``(T, T, 2)``). An arithmetic op on a snippet ``line``
+    that pairs a vector with itself made a column (``s[:, None] - s``: all pairs, on purpose)
+    is not one. Called from within the op, so the snippet is on the stack (the fix names its
+    tensors)."""
     if len(args) < 2 or not result.requires_grad:
         return None
     x, y = args[0], args[1]
     if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
         return None
     a, b = x.shape, y.shape
-    pattern = (len(a) == 2 and len(b) == 1 and a[1] == 1 and a[0] == b[0] > 1) or (
-        len(b) == 2 and len(a) == 1 and b[1] == 1 and b[0] == a[0] > 1
-    )
-    if not pattern:
+    is_loss = name.strip("_") in _LOSS_FUNCTIONS
+    if not (_column_of(a, b, any_rank=is_loss) or _column_of(b, a, any_rank=is_loss)):
         return None
-    if name.strip("_") not in _LOSS_FUNCTIONS and (
+    if not is_loss and (
         _pairs_on_purpose(quoted_code(source_lines, line, sys.maxsize)) or _same_values(x, y)
     ):
         return None
     n = a[0]
     # not result.shape: a loss function (mse_loss, l1_loss) reduces to a scalar
     shape = tuple(torch.broadcast_shapes(a, b))
-    got, pairs = _broadcast_operands(name.strip("_"), column_first=len(a) == 2, n=n)
+    column_first = len(a) > len(b)
+    rest = tuple(a[2:]) if column_first else tuple(b[2:])
+    if rest:
+        got = f"{n} predictions of shape {tuple(a)} with {n} targets of shape {tuple(b)}"
+        pairs = "every prediction with every target"
+        each = int(torch.Size(rest).numel())
+        terms = f"{'×'.join(str(size) for size in shape)} = {n * n * each} terms instead of {n * each}"
+    else:
+        got, pairs = _broadcast_operands(name.strip("_"), column_first=column_first, n=n)
+        terms = f"{n}×{n} = {n * n} terms instead of {n}"
     return BroadcastInLoss(
         f"Shapes {tuple(a)} and {tuple(b)} broadcast to {shape}",
         f"This {name.strip('_')} combines {got}. Broadcasting silently pairs {pairs}, giving "
-        f"{n}×{n} = {n * n} terms instead of {n}; a loss averages them all, so the model learns to predict "
+        f"{terms}; a loss averages them all, so the model learns to predict "
         "the mean and no error is raised.",
-        _broadcast_fix(x if len(a) == 2 else y, y if len(a) == 2 else x),
+        _broadcast_fix(x if column_first else y, y if column_first else x, axis=1 if rest else -1),
     )
+
+
+def _column_of(a: torch.Size, b: torch.Size, *, any_rank: bool = False) -> bool:
+    """Whether shape ``a`` is ``b`` with a size-1 axis put in after its first: ``(n, 1)`` of
+    ``(n,)``, and where ``any_rank``, ``(n, 1, *rest)`` of ``(n, *rest)`` too; n above 1."""
+    if len(a) != len(b) + 1 or len(a) < 2 or a[1] != 1 or not a[0] == b[0] > 1:
+        return False
+    return len(a) == 2 or (any_rank and tuple(a[2:]) == tuple(b[1:]))
 
 
 def _broadcast_operands(op: str, *, column_first: bool, n: int) -> tuple[str, str]:
@@ -138,13 +159,14 @@ def _broadcast_operands(op: str, *, column_first: bool, n: int) -> tuple[str, st
     return got, pairs
 
 
-def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor) -> str:
+def _broadcast_fix(column: torch.Tensor, vector: torch.Tensor, *, axis: int = -1) -> str:
     """The broadcast-in-loss fix, with the snippet's names for the column and the vector
-    where its innermost frame binds them (``pred.squeeze(-1)``), else in words."""
+    where its innermost frame binds them (``pred.squeeze(-1)``), else in words; ``axis``: the
+    size-1 axis of the column (1 for ``(n, 1, *rest)``)."""
     frame, _ = snippet_frame()
     names = [find_name(t, frame) for t in (column, vector)]
-    squeeze = f"{names[0]}.squeeze(-1)" if names[0] else ".squeeze(-1) the column"
-    unsqueeze = f"{names[1]}.unsqueeze(-1)" if names[1] else ".unsqueeze(-1) the vector"
+    squeeze = f"{names[0]}.squeeze({axis})" if names[0] else f".squeeze({axis}) the column"
+    unsqueeze = f"{names[1]}.unsqueeze({axis})" if names[1] else f".unsqueeze({axis}) the vector"
     return f"Make the shapes match: {squeeze} (or {unsqueeze}) before the subtraction or loss."
 
 

@@ -12,10 +12,13 @@ clips its weight at each call, run at each time step, clips it once.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
+
+from ..values import dispatches_to_python
 
 __all__ = [
     "CLAMPS",
@@ -32,6 +35,7 @@ CLAMPS = frozenset({"clamp_", "clip_", "clamp_min_", "clamp_max_"})
 _MULTIPLIES = frozenset({"mul_", "__imul__"})
 _SCALES = frozenset({"mul_", "__imul__", "div_", "__itruediv__"})
 _SHIFTS = frozenset({"add_", "__iadd__", "sub_", "__isub__"})
+_ROUNDING_ULPS = 4  # a shift or scale within this many ulps (of the tensor's largest value) is rounding
 # in-place ops that change nothing when made twice with the same arguments
 IDEMPOTENT = (
     CLAMPS
@@ -171,9 +175,12 @@ def _clamp_bounds(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[float 
 
 
 def identity_write(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether ``name`` multiplies or divides by exactly 1, or adds or subtracts exactly 0,
-    everywhere: it changed no value (``w.data.div_(w.data.norm(dim=1, keepdim=True).clamp(min=1))``
-    of rows already of norm 1 at most)."""
+    """Whether ``name``, which has just written ``args[0]``, multiplies or divides by 1, or adds
+    or subtracts 0, everywhere, to within float rounding: it changed no value by more than a few
+    ulps of the tensor's largest (``w.data.div_(w.data.norm(dim=1, keepdim=True).clamp(min=1))``
+    of rows already of norm 1 at most; ``w.data.sub_(w.data.mean(dim=1, keepdim=True))`` of rows
+    centred already, whose means only rounding keeps from 0). What the write added or scaled by
+    is its own operand, so the values before it are not needed."""
     other = args[1] if len(args) > 1 else kwargs.get("other")
     if name in _SCALES and not kwargs.get("rounding_mode"):
         neutral = 1
@@ -183,10 +190,47 @@ def identity_write(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         neutral = 0
     else:
         return False
-    if isinstance(other, torch.Tensor):
-        with torch.no_grad():
+    if isinstance(other, bool) or not isinstance(other, torch.Tensor | int | float) or len(args) > 2:
+        return False  # (``add_(-lr, grad)``, the old order, adds ``-lr * grad``)
+    target = args[0] if args else None
+    with torch.no_grad():
+        if isinstance(target, torch.Tensor) and _rounds(target) and _rounds(other):
+            return _off_by_rounding(target, other, neutral, abs(kwargs.get("alpha", 1)))
+        if isinstance(other, torch.Tensor):
             return bool((other == neutral).all())
-    return isinstance(other, int | float) and not isinstance(other, bool) and other == neutral
+    return other == neutral
+
+
+def _rounds(t: Any) -> bool:
+    """Whether ``t`` is a number or a real strided tensor of floats (whose writes round) that
+    holds values to read (not meta) and runs none of the snippet's ``__torch_dispatch__``."""
+    if isinstance(t, torch.Tensor):
+        return (
+            t.is_floating_point()
+            and t.layout is torch.strided
+            and not t.is_meta
+            and not dispatches_to_python(t)
+        )
+    return isinstance(t, int | float)
+
+
+def _off_by_rounding(target: torch.Tensor, other: torch.Tensor | float, neutral: int, alpha: float) -> bool:
+    """Whether scaling ``target`` by ``other`` (``neutral`` 1) or shifting it by ``alpha *
+    other`` (``neutral`` 0) moved no value by more than :data:`_ROUNDING_ULPS` ulps of the
+    largest value of ``target`` (a factor: more than that many ulps from 1)."""
+    if isinstance(other, torch.Tensor):
+        if not other.numel():
+            return True
+        off = float((other.detach() - neutral).abs().max())
+    else:
+        off = abs(float(other) - neutral)
+    eps = torch.finfo(target.dtype).eps
+    if not math.isfinite(off):
+        return False
+    if neutral == 1:
+        return off <= _ROUNDING_ULPS * eps
+    largest = float(target.detach().abs().max()) if target.numel() else 0.0
+    return off * float(alpha) <= _ROUNDING_ULPS * eps * largest
 
 
 def clamped_nothing(name: str, target: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -11,6 +11,12 @@ Adding into a gradient with no update in between is deliberate accumulation, and
 flagged; nor is adding into one that holds only zeros (``w.grad.data.zero_()`` clears it
 without a new version). Optimizer steps are missing-zero-grad's own business
 (stale_grads.py); this one looks only while no optimizer has stepped.
+
+Such a sum is said only once an update has used it: at the next accumulation, the leaf changed
+again since the sum was made and nothing cleared it. A GAN stepped by hand in the DCGAN order
+makes the sum and never uses it: the generator's backward() adds into the gradients the
+discriminator's update has just used, and the next iteration clears the discriminator's
+before its own backward() (``p.grad.data.zero_()`` or ``p.grad = None`` per network).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class _After(NamedTuple):
     grad_version: int
     version: int
     total: float  # the sum of its elements: an update through .data leaves the version as it was
+    stale: bool  # what .grad holds is a sum with a gradient an update had already used
 
 
 class HandUpdates:
@@ -46,10 +53,14 @@ class HandUpdates:
 
     def __init__(self) -> None:
         self._after: dict[int, _After] = {}
+        self._adding_to_stale: set[int] = set()  # leaves whose accumulation now adds into a stale sum
 
     def stale(self, leaf: torch.Tensor) -> bool:
         """Whether AccumulateGrad is about to add into a ``.grad`` of ``leaf`` left untouched
-        since the last accumulation, while ``leaf`` changed in between."""
+        since the last accumulation, while ``leaf`` changed in between, and an update already
+        used such a gradient: the last accumulation had added into one, and ``leaf`` changed
+        since it. The first such accumulation is only noted (it is said once an update uses it)."""
+        self._adding_to_stale.discard(id(leaf))
         entry = self._after.get(id(leaf))
         if entry is None or entry.leaf() is not leaf:
             return False
@@ -58,16 +69,23 @@ class HandUpdates:
             return False  # cleared, replaced or zeroed since
         if zeroed(grad):
             return False  # zeroed through .data, which keeps the version
-        return leaf._version != entry.version or not _same(_total(leaf), entry.total)
+        updated = leaf._version != entry.version or not _same(_total(leaf), entry.total)
+        if updated and entry.stale:
+            return True
+        if updated or entry.stale:
+            self._adding_to_stale.add(id(leaf))
+        return False
 
     def accumulated(self, leaf: torch.Tensor) -> None:
         """Remember ``leaf``'s ``.grad`` and ``leaf`` itself right after an accumulation."""
         grad = leaf.grad
+        stale = id(leaf) in self._adding_to_stale
+        self._adding_to_stale.discard(id(leaf))
         if grad is None:
             self._after.pop(id(leaf), None)
         else:
             self._after[id(leaf)] = _After(
-                weakref.ref(leaf), weakref.ref(grad), grad._version, leaf._version, _total(leaf)
+                weakref.ref(leaf), weakref.ref(grad), grad._version, leaf._version, _total(leaf), stale
             )
 
 

@@ -23,6 +23,7 @@ from .kinds import Said
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, differentiated_biases, ungraded_report
+from .unoptimized_on_purpose import unoptimized_on_purpose
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -35,7 +36,7 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
     the snippet's globals; ``ungraded``: what the optimizer steps showed."""
     names = {id(p): name for p, name in rec.modules.all_params()}
     return [
-        *_unoptimized(rec, names),
+        *_unoptimized(rec, names, scope),
         *_plain_tensors(rec, scope),
         *_module_flag(rec, scope),
         *_ungraded(rec, names, ungraded),
@@ -54,13 +55,17 @@ def _tensor_ids(rec: Recorder, params: list[torch.Tensor]) -> list[int]:
     return [tid for p in params if (tid := rec.tensors.known(p)) is not None]
 
 
-def _unoptimized(rec: Recorder, names: dict[int, str]) -> list[Said]:
+def _unoptimized(rec: Recorder, names: dict[int, str], scope: dict[str, Any]) -> list[Said]:
     training = rec.training
     if training.total_steps == 0:
         return []
-    missed = [
-        p for p, _ in rec.modules.all_params() if p.grad is not None and id(p) not in training.stepped_params
+    found = [
+        (p, name)
+        for p, name in rec.modules.all_params()
+        if p.grad is not None and id(p) not in training.stepped_params
     ]
+    spared = unoptimized_on_purpose(found, scope, training.stepped_params, rec.source_lines)
+    missed = [p for p, _ in found if id(p) not in spared]
     if not missed:
         return []
     qualified = [names[id(p)] for p in missed]

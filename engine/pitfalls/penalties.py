@@ -26,6 +26,13 @@ number read with ``.item()``) and added to the loss.
 # source shows the number's name bound, before the add, by an assignment that calls
 # ``.item()`` on the parameters (a ``.parameters()`` or ``.named_parameters()`` in it or in
 # the ``for`` it runs in, or a ``.weight`` / ``.bias``), and the name holds a number now.
+#
+# And a penalty on an activation's ``.detach()`` (``loss = recon + lam * h.detach().abs()
+# .mean()``, a sparsity penalty): the ``detach`` of a tensor with a graph is marked with that
+# tensor, and what ops make of it alone with no graph. Its add is a candidate only where both
+# operands are single numbers (a loss and a penalty; a straight-through estimator's
+# ``h + (q - h).detach()`` adds element by element) and the term is not 0 (``0 * s.detach()
+# .mean()`` keeps a tensor in the graph on purpose).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class _Mark(NamedTuple):
     params: frozenset[int]  # the tids of the parameters whose values it holds
     read_at: int | None  # the line that read them
     way: str  # "data" (``.data`` / ``.detach()``), "no_grad" or "inference_mode"
+    activation: int | None = None  # the tid of the tensor with a graph it is the ``.detach()`` of
 
 
 def _read_through(code: str) -> str:
@@ -105,11 +113,18 @@ class ParameterValues:
         way = "data"
         gradless: frozenset[int] = frozenset()  # parameters taken as they are, with gradients off
         other = False  # a tensor that is neither a parameter's value nor marked
+        activation: int | None = None
         for t, tid in zip(inputs, in_ids, strict=False):
             known = self._marked.get(tid)
             if known is not None:
+                if known.activation is not None:
+                    activation, read_at = known.activation, known.read_at
+                    continue
                 params, read_at = params | known.params, known.read_at if not params else read_at
                 way = known.way if way == "data" else way
+                continue
+            if short == "detach" and not isinstance(t, nn.Parameter) and _grad_fn(t) is not None:
+                activation = tid  # an activation (``h.detach()``): NOTE [Penalties off the graph]
                 continue
             owner = t if short == "detach" else tensors.data_owner(tid, t)
             if isinstance(owner, nn.Parameter) and owner.requires_grad:
@@ -125,12 +140,18 @@ class ParameterValues:
         if gradless and not other:
             params = params | gradless
             way = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
-        if not params or len(self._marked) >= _MAX_MARKED:
+        if activation is not None and not params and not other:
+            mark = _Mark(frozenset(), read_at, "data", activation)
+        elif params:
+            mark = _Mark(params, read_at, way)
+        else:
+            return
+        if len(self._marked) >= _MAX_MARKED:
             return
         for t, tid in zip(outputs, out_ids, strict=False):
             facts = autograd_of(t)  # (a view made under no_grad and changed in place refuses to say)
             if facts is not None and facts[0] is None and not t.requires_grad and t.is_floating_point():
-                self._marked[tid] = _Mark(params, read_at, way)
+                self._marked[tid] = mark
 
     def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
         """Look at an add (``loss = ce + lam * l2``) that made ``result`` at ``line``: one
@@ -155,6 +176,12 @@ class ParameterValues:
             if found is None or _grad_fn(other) is None or term.requires_grad:
                 continue
             value = float(term.sum()) if term.numel() else 0.0
+            if found.activation is not None:
+                # a penalty added to a loss (not a straight-through estimator's difference, nor a
+                # term times 0 that keeps a tensor in the graph on purpose)
+                if term.numel() == 1 == other.numel() and value != 0:
+                    self._candidate(result, line, self._activation_report(line, found, value))
+                return
             names = [self._rec.tensors.names.get(p) or "a parameter" for p in sorted(found.params)]
             self._candidate(result, line, self._report(line, names, found, value))
             return
@@ -235,6 +262,28 @@ class ParameterValues:
                 else "Compute the penalty from the parameters themselves, not their .data or .detach()"
             )
             + weight_decay,
+        )
+
+    def _activation_report(self, line: int, mark: _Mark, value: float) -> tuple[str, str, str]:
+        """The title, message and fix of penalty-without-gradient for a number computed from an
+        activation's ``.detach()`` (``lam * h.detach().abs().mean()``)."""
+        source = self._rec.source_lines
+        read_at = mark.read_at
+        code = source[read_at - 1].strip() if read_at is not None and 0 < read_at <= len(source) else ""
+        name = self._rec.tensors.names.get(mark.activation) if mark.activation is not None else None
+        named = name or "a tensor of the graph"
+        where = f" at line {read_at}" if read_at is not None and read_at != line else ""
+        fixed = code.replace(".detach()", "") if ".detach()" in code else ""
+        return (
+            f"The penalty on {named} reads it through .detach(): it adds to the loss and nothing to the gradients",
+            f"This line adds a term worth {value:.6g} to the loss, computed{where} from {named}.detach(). "
+            f"The detached copy has no grad_fn: to autograd the term is a constant, so it changes the loss's "
+            f"value and contributes nothing to backward(). Every gradient is what it would be without it, and "
+            f"the penalty never pulls {named} (nor the weights that make it) towards zero: the regularisation "
+            "does nothing, and nothing reports it.",
+            f"Compute it from {named} itself: {fixed}"
+            if fixed
+            else f"Compute the penalty from {named} itself, without .detach()",
         )
 
     def _number_report(self, term: str, read_at: int, value: float) -> tuple[str, str, str]:

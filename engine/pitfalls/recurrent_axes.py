@@ -48,6 +48,7 @@ class _Output(NamedTuple):
     layer: str  # "LSTM", "GRU", "RNN"
     input_shape: tuple[int, int, int]
     line: int | None  # the line that called the layer
+    batch_first: bool
 
 
 class RecurrentOutputs:
@@ -61,14 +62,14 @@ class RecurrentOutputs:
 
     def ran(self, op: str, args: tuple[Any, ...], result: Any, line: int | None) -> None:
         """Remember ``result``'s output when ``op`` (one of :data:`RECURRENT_OPS`), called at
-        ``line`` with positional ``args``, ran time-first on a batched 3-D input."""
+        ``line`` with positional ``args``, ran on a batched 3-D input (time-first or batch-first)."""
         given = args[0] if args else None
         if (
             not isinstance(given, torch.Tensor)
             or given.dim() != 3
             or len(args) <= _BATCH_FIRST_ARG
             or not isinstance(args[3], bool)  # has_biases; a packed sequence's call has its params there
-            or args[_BATCH_FIRST_ARG] is not False
+            or not isinstance(args[_BATCH_FIRST_ARG], bool)
             or not isinstance(result, tuple)
             or not result
             or not isinstance(result[0], torch.Tensor)
@@ -77,13 +78,15 @@ class RecurrentOutputs:
         if len(self._outputs) >= _KEPT:
             self._outputs.pop(next(iter(self._outputs)))
         shape = (int(given.shape[0]), int(given.shape[1]), int(given.shape[2]))
-        self._outputs[id(result[0])] = _Output(weakref.ref(result[0]), _LAYERS[op], shape, line)
+        batch_first = bool(args[_BATCH_FIRST_ARG])
+        self._outputs[id(result[0])] = _Output(weakref.ref(result[0]), _LAYERS[op], shape, line, batch_first)
 
     def indexed(
         self, args: tuple[Any, ...], line: int | None, frame: FrameType | None
     ) -> tuple[str, str, str] | None:
         """``(title, message, fix)`` when ``__getitem__`` at snippet ``line`` (in ``frame``) with
-        ``args`` takes the last position of dim 1 of a remembered output, all of dim 0; else None."""
+        ``args`` takes the last position of dim 1 of a remembered time-first output, all of dim 0,
+        or the last position of dim 0 of a batch-first one, all of the rest; else None."""
         given = args[0] if args else None
         found = self._outputs.get(id(given))
         if (
@@ -94,6 +97,8 @@ class RecurrentOutputs:
             or line in self._told
         ):
             return None
+        if found.batch_first:
+            return self._last_sample(found, given, args[1], line, frame)
         written = _last_of_dim_1(args[1], given)
         if written is None:
             return None
@@ -127,6 +132,50 @@ class RecurrentOutputs:
             "every sequence."
         )
         return title, message, fix
+
+    def _last_sample(
+        self, found: _Output, given: torch.Tensor, index: object, line: int | None, frame: FrameType | None
+    ) -> tuple[str, str, str] | None:
+        """The report of ``out[-1]`` (``index``) of a batch-first layer's output ``given``: the
+        last sample of the batch at every step, where the last step of each sequence was meant."""
+        written = _last_of_dim_0(index, given)
+        batch, steps, features = found.input_shape
+        if written is None or steps < 2 or batch < 2:
+            return None
+        self._told.add(line)
+        name = find_name(given, frame) or "out"
+        layer = found.layer
+        where = f"at line {line} " if line is not None else ""
+        called = f" (line {found.line})" if found.line is not None else ""
+        title = f"{name}{written} of a batch-first {layer}: the last sample of the batch, not the last step"
+        message = (
+            f"{name}{written} {where}takes the last position of dim 0 of the {layer}'s output{called}, the "
+            f"time-first way to read the last time step. This {layer} was made with batch_first=True, so it "
+            f"reads its input as (batch, time, features): its {batch}×{steps}×{features} input as a batch of "
+            f"{batch} sequences of {steps} time steps, and dim 0 of its output is the batch. {name}{written} is "
+            f"the last sample's output (of {batch}) at every one of its {steps} time steps, not the last step "
+            "of each sequence: every prediction is made from the same sample. Nothing raises while the sizes "
+            "fit what follows: the model trains on the wrong numbers."
+        )
+        fix = (
+            f"Take {name}[:, -1] (or {name}[:, -1, :]), each sequence's last step, for a batch-first layer; "
+            f"{name}[-1] is the last step only for a layer made without batch_first=True."
+        )
+        return title, message, fix
+
+
+def _last_of_dim_0(index: object, given: torch.Tensor) -> str | None:
+    """The index as written (``[-1]``, ``[-1, :, :]``) when ``index`` takes the last position of
+    dim 0 of the 3-D ``given`` and all of the other dimensions; else None."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not 1 <= len(parts) <= 3 or given.dim() != 3 or any(not _all(part) for part in parts[1:]):
+        return None
+    first = parts[0]
+    if isinstance(first, torch.Tensor) and first.dim() == 0 and not first.is_floating_point():
+        first = int(first)
+    if isinstance(first, bool) or not isinstance(first, int) or first not in (-1, given.shape[0] - 1):
+        return None
+    return f"[{first}" + ", :" * (len(parts) - 1) + "]"
 
 
 def _last_of_dim_1(index: object, given: torch.Tensor) -> str | None:

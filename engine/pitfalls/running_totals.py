@@ -13,8 +13,12 @@ summed over time steps, a loss of several terms, a residual stack (`x = x + bloc
 What tells the pitfall apart is whether a backward walks the total's graph (its root is
 the total, or computed from it). That is asked of the graph, not of the tensor: the total
 is often freed by the end of the run (a function's local, an unnamed expression), so
-"was it a backward root?", asked then, cannot be answered. A pre-hook on the node that
-made the latest total seen marks its chain walked; it holds only the chain's record.
+"was it a backward root?", asked then, cannot be answered. A pre-hook on each node of the
+chain seen marks it walked; it holds only the chain's record. Any node counts, not only the
+latest: an iterative algorithm inside one forward updates a tensor the next iteration reads
+(capsule routing's ``b = b + (u_hat * v).sum(-1)``, three times, its last update read by
+nothing), and the backward walks the updates its output was computed from. A running total is
+read by nothing but its next add, so no backward walks any of its links.
 
 NOTE [A total reset every epoch]
 The commonest running total starts again each epoch (``running_loss = 0.0`` above the batch
@@ -71,10 +75,10 @@ class AccumulatedTotal(NamedTuple):
 class _RunningTotal:
     """One chain of adds at a line: the latest total (weakly), its length in adds, the
     bytes saved for backward when it began and at its latest add, and whether a backward
-    walked it (NOTE [A total that backward walks])."""
+    walked any of its links (NOTE [A total that backward walks])."""
 
     __slots__ = (
-        "_handle",
+        "_handles",
         "bytes_at_start",
         "bytes_now",
         "first_step",
@@ -89,7 +93,7 @@ class _RunningTotal:
         self.bytes_at_start = saved
         self.walked = False
         self.first_step = step  # the optimizer steps taken by the chain's first add
-        self._handle: Any = None
+        self._handles: list[Any] = []
         self.grew(total, node, saved, step)
 
     def grew(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
@@ -98,13 +102,13 @@ class _RunningTotal:
         self.length += 1
         self.bytes_now = saved
         self.latest_step = step
-        self.unhook()
-        self._handle = node.register_prehook(self._walked)
+        if not self.walked:  # (once walked, the chain is no running total)
+            self._handles.append(node.register_prehook(self._walked))
 
     def unhook(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
 
     def _walked(self, grad_outputs: Any) -> None:
         self.walked = True

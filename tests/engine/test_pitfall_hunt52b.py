@@ -49,12 +49,12 @@ False alarms found, each now silent, its bug still told:
 
 Other kinds met on the way (a true positive of a snippet first written wrong, rewritten, aside):
 loss-diverging at a learning rate too large for inputs near 3. Left to their own modules, and out
-of the corpus: loss-tensor-accumulated of capsule routing's ``b = b + agreement`` over three
+of the corpus (silent since hunt 52c, test_pitfall_hunt52c.py): loss-tensor-accumulated of capsule routing's ``b = b + agreement`` over three
 iterations; parameter-not-optimized of a head replaced by model surgery and of an A3C-style local
 model whose gradients are copied to a shared one; missing-zero-grad of a GAN updated by hand in
 the DCGAN order; and data-edit-hidden-from-autograd of a weight centred through ``.data`` at
 every call of a layer run twice in one graph (``w.data.sub_(w.data.mean(…))``: after the first
-call only rounding changes it, but what a write changed is not known once it is made).
+call only rounding changes it: hunt 52c reads the size of the change from the write's operand).
 """
 
 from __future__ import annotations
