@@ -48,7 +48,7 @@ from typing import Any
 import torch
 
 from ..source import assigned_name, find_name, quoted_code
-from .class_axis import class_axis_cut, cuts_class_axis
+from .class_axis import class_axis_cut, cuts_class_axis, index_at, index_text, shape_text
 
 __all__ = ["RESHAPE_OPS", "axes_reordered"]
 
@@ -100,8 +100,8 @@ def axes_reordered(
     quoted = f" ({code})" if len(code) <= 60 else ""
     fixed = code.replace(call, how, 1) if call and call.startswith(".") else None
     return (
-        f"{op} reorders no axis: {_shape(before)} cut into {_shape(after)}",
-        f"Line {line}{quoted} makes {name} of shape {_shape(before)} into {_shape(after)}: the same sizes in "
+        f"{op} reorders no axis: {shape_text(before)} cut into {shape_text(after)}",
+        f"Line {line}{quoted} makes {name} of shape {shape_text(before)} into {shape_text(after)}: the same sizes in "
         f"another order. view and reshape keep the {given.numel():,} numbers in the order they are in and "
         f"only cut them into the new shape; they never move an axis.{_example(order, before, after, name, out)} "
         "Every layer after it sees scrambled data (pixels with colours, samples with time steps) and "
@@ -293,12 +293,12 @@ def _example(order: list[int], before: tuple[int, ...], after: tuple[int, ...], 
         if dim == source or after[dim] == 1:
             continue
         step = tuple(int(i == dim) for i in range(len(after)))
-        taken = _unravel(_flat(step, after), before)
+        taken = index_at(_flat(step, after), before)
         meant = tuple(int(i == source) for i in range(len(before)))
         if taken != meant:
             return (
-                f" So {out}[{_index(step)}] is {name}[{_index(taken)}], where moving the axes would give "
-                f"{name}[{_index(meant)}]."
+                f" So {out}[{index_text(step)}] is {name}[{index_text(taken)}], where moving the axes would give "
+                f"{name}[{index_text(meant)}]."
             )
     return ""
 
@@ -308,22 +308,6 @@ def _flat(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
     for i, size in zip(index, shape, strict=True):
         flat = flat * size + i
     return flat
-
-
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    index = []
-    for size in reversed(shape):
-        flat, i = divmod(flat, size)
-        index.append(i)
-    return tuple(reversed(index))
-
-
-def _index(index: tuple[int, ...]) -> str:
-    return ", ".join(map(str, index))
-
-
-def _shape(shape: tuple[int, ...]) -> str:
-    return f"({', '.join(map(str, shape))})"
 
 
 def _receiver(before: str) -> str | None:
@@ -394,7 +378,7 @@ def _heads_report(
         step, meant = (*zeros, 1, 0, 0), (*zeros, 0, d)
     else:  # position 0, feature d (head 1's first) of the result, and where that is in the input
         step, meant = (*zeros, 0, d), (*zeros, 1, 0, 0)
-    taken = _unravel(_flat(step, after), before)
+    taken = index_at(_flat(step, after), before)
     call = _call_text(code, called)
     sizes = _sizes_written(call)
     if sizes is None or len(sizes) != len(after):
@@ -411,7 +395,9 @@ def _heads_report(
             written = f"{call[: call.index('(')]}({', '.join(ast.unparse(n) for n in order)})"
             fixed = code.replace(call, written + swap, 1)
     quoted = f" ({code})" if len(code) <= 60 else ""
-    input_at = (lambda i: f"{name}[{_index(i)}]") if name else (lambda i: f"the input's [{_index(i)}]")
+    input_at = (
+        (lambda i: f"{name}[{index_text(i)}]") if name else (lambda i: f"the input's [{index_text(i)}]")
+    )
     what = (
         f"a split into {h} heads, put before the sequence axis by the cut alone"
         if kind == "split"
@@ -429,10 +415,10 @@ def _heads_report(
         )
     )
     return (
-        f"{op} mixes heads with positions: {_shape(before)} cut into {_shape(after)}",
-        f"Line {line}{quoted} makes {name or 'its input'} of shape {_shape(before)} into {_shape(after)}: "
+        f"{op} mixes heads with positions: {shape_text(before)} cut into {shape_text(after)}",
+        f"Line {line}{quoted} makes {name or 'its input'} of shape {shape_text(before)} into {shape_text(after)}: "
         f"{what}. view and reshape keep the {given.numel():,} numbers in the order they are in and only cut "
-        f"them into the new shape; they never move an axis. So {out or 'the result'}[{_index(step)}] is "
+        f"them into the new shape; they never move an axis. So {out or 'the result'}[{index_text(step)}] is "
         f"{input_at(taken)}, where {'splitting and then moving the axes' if kind == 'split' else 'moving the axes first'} "
         f"would give {input_at(meant)}: each head attends over a mix of positions and features, and the model "
         "trains on it all the same: nothing raises.",

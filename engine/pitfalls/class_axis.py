@@ -19,7 +19,7 @@ import math
 
 import torch
 
-__all__ = ["class_axis_cut", "cuts_class_axis"]
+__all__ = ["class_axis_cut", "cuts_class_axis", "index_at", "index_text", "shape_text"]
 
 
 def cuts_class_axis(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
@@ -56,26 +56,26 @@ def class_axis_cut(
     if call is not None and call.startswith("."):
         fixed = code.replace(call, permute + call.replace(".view(", ".reshape(", 1), 1)
     quoted = f" ({code})" if len(code) <= 60 else ""
-    first, last = _at(0, before), _at(classes - 1, before)
+    first, last = index_at(0, before), index_at(classes - 1, before)
     meant_last = (0, classes - 1, *(0 for _ in before[2:]))
     return (
-        f"{op} reorders no axis: {_shape(before)} cut into {_shape(after)}, classes mixed with positions",
-        f"Line {line}{quoted} makes {name} of shape {_shape(before)} into {_shape(after)}: {after[0]} rows of "
+        f"{op} reorders no axis: {shape_text(before)} cut into {shape_text(after)}, classes mixed with positions",
+        f"Line {line}{quoted} makes {name} of shape {shape_text(before)} into {shape_text(after)}: {after[0]} rows of "
         f"{classes} scores, but the {classes} classes are dim 1, not the last. view and reshape keep the "
         f"{given.numel():,} numbers in the order they are in and only cut them into the new shape; they never "
-        f"move an axis. So row 0 holds {name}[{_index(first)}] to {name}[{_index(last)}] (class 0 at "
-        f"{classes} neighbouring positions), where moving the classes last would give {name}[{_index(first)}] to "
-        f"{name}[{_index(meant_last)}] (the {classes} scores of one position). Each row is scored against one "
+        f"move an axis. So row 0 holds {name}[{index_text(first)}] to {name}[{index_text(last)}] (class 0 at "
+        f"{classes} neighbouring positions), where moving the classes last would give {name}[{index_text(first)}] to "
+        f"{name}[{index_text(meant_last)}] (the {classes} scores of one position). Each row is scored against one "
         "pixel's label with another pixel's numbers, and the model trains on it all the same: nothing raises.",
         f"Move the class axis last before the {op}"
         + (f": {fixed}" if fixed else f": {permute}.reshape(-1, {classes})")
-        + f", or give cross_entropy the {_shape(before)} scores and the targets as they are "
+        + f", or give cross_entropy the {shape_text(before)} scores and the targets as they are "
         "((N, H, W) class indices): it takes the classes from dim 1.",
     )
 
 
-def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The index in ``shape`` of element ``flat`` in memory order."""
+def index_at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index in ``shape`` of element ``flat`` in memory order (axis_order.py reads it too)."""
     index = []
     for size in reversed(shape):
         flat, i = divmod(flat, size)
@@ -83,9 +83,11 @@ def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def _index(index: tuple[int, ...]) -> str:
+def index_text(index: tuple[int, ...]) -> str:
+    """``(1, 0, 2)`` written as PyTorch indexes it: ``1, 0, 2``."""
     return ", ".join(map(str, index))
 
 
-def _shape(shape: tuple[int, ...]) -> str:
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape written as a tuple: ``(8, 3, 4)``."""
     return f"({', '.join(map(str, shape))})"

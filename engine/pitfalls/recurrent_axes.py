@@ -105,11 +105,7 @@ class RecurrentOutputs:
         steps, batch, features = found.input_shape
         if steps < 2 or batch < 2:
             return None
-        self._told.add(line)
-        name = find_name(given, frame) or "out"
-        layer = found.layer
-        where = f"at line {line} " if line is not None else ""
-        called = f" (line {found.line})" if found.line is not None else ""
+        name, layer, where, called = self._telling(found, given, line, frame)
         title = f"{name}[:, -1] of a time-first {layer}: the last sequence of the batch, not the last step"
         message = (
             f"{name}{written} {where}takes the last position of dim 1 of the {layer}'s output{called}, the "
@@ -133,6 +129,16 @@ class RecurrentOutputs:
         )
         return title, message, fix
 
+    def _telling(
+        self, found: _Output, given: torch.Tensor, line: int | None, frame: FrameType | None
+    ) -> tuple[str, str, str, str]:
+        """Note ``line`` as told, and name what the message quotes: the output's name, its layer,
+        ``at line N `` and `` (line M)`` where the layer was called."""
+        self._told.add(line)
+        where = f"at line {line} " if line is not None else ""
+        called = f" (line {found.line})" if found.line is not None else ""
+        return find_name(given, frame) or "out", found.layer, where, called
+
     def _last_sample(
         self, found: _Output, given: torch.Tensor, index: object, line: int | None, frame: FrameType | None
     ) -> tuple[str, str, str] | None:
@@ -142,11 +148,7 @@ class RecurrentOutputs:
         batch, steps, features = found.input_shape
         if written is None or steps < 2 or batch < 2:
             return None
-        self._told.add(line)
-        name = find_name(given, frame) or "out"
-        layer = found.layer
-        where = f"at line {line} " if line is not None else ""
-        called = f" (line {found.line})" if found.line is not None else ""
+        name, layer, where, called = self._telling(found, given, line, frame)
         title = f"{name}{written} of a batch-first {layer}: the last sample of the batch, not the last step"
         message = (
             f"{name}{written} {where}takes the last position of dim 0 of the {layer}'s output{called}, the "
