@@ -5,10 +5,23 @@ TorchDynamo traces into the tape mode's Python handler and fails there. So ``tor
 is replaced for the run by one that returns its argument unchanged (a decorator when called
 with options only), and says so once on the snippet's stderr. The numbers are eager
 PyTorch's, which compiled code is meant to reproduce.
+
+# NOTE [PyTorch's own compiles]
+PyTorch calls ``torch.compile`` itself where its correctness needs it: ``torch.cond`` runs its
+branches through TorchDynamo (``_hop_compile_and_call``), which turns them into graphs whose
+outputs are tuples, and its backward relies on that. Handed back the snippet's branches
+unchanged, a branch that returns one tensor made the backward fail inside PyTorch
+("object of type 'bool' has no len()"), where the same script runs without gradwalk. So a
+call of ``torch.compile`` from PyTorch's own modules gets the real one, and the compiled
+function runs with gradwalk's Python out of TorchDynamo's way (the ``quiet`` context the
+recorder gives: the tape mode off, gradwalk's module hooks aside), which would otherwise
+trace into it and stop there. What that call runs is therefore not on the tape; the library
+call that asked for it (``torch.cond``) is one op (NOTE [Library calls as one op]).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +34,11 @@ NOTICE = "gradwalk: torch.compile is skipped while recording; the code runs eage
 
 
 class EagerCompile:
-    """Install / remove the eager stand-in for ``torch.compile``."""
+    """Install / remove the eager stand-in for ``torch.compile``; ``quiet()``: the context a
+    compile PyTorch asks for itself runs in (NOTE [PyTorch's own compiles])."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: Callable[[], contextlib.AbstractContextManager[Any]]) -> None:
+        self._quiet = quiet
         self._original: Callable[..., Any] | None = None
         self._told = False
 
@@ -37,9 +52,22 @@ class EagerCompile:
             self._original = None
 
     def _compile(self, model: Any = None, *args: Any, **kwargs: Any) -> Any:
+        original = self._original
+        if original is not None and sys._getframe(1).f_globals.get("__name__", "").startswith("torch."):
+            return self._pytorchs_own(original(model, *args, **kwargs))
         if not self._told:
             self._told = True
             sys.stderr.write(NOTICE)
         if model is None:  # @torch.compile(backend=...) -> a decorator
             return lambda fn: fn
         return model
+
+    def _pytorchs_own(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        """``compiled``, PyTorch's own compile of a function, run in the quiet context."""
+        quiet = self._quiet
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with quiet():
+                return compiled(*args, **kwargs)
+
+        return run

@@ -55,8 +55,16 @@ class FunctionCalls:
     def _record(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         rec = self._rec
         # the tape is the recording thread's and the snippet's threads' (threads.py): another
-        # thread's calls (PyTorch's own) are not the tape's
-        if not rec.active or rec.muted or not rec.detail or rec.in_optimizer or not rec.threads.on_tape():
+        # thread's calls (PyTorch's own) are not the tape's; nor are those a library call
+        # recorded as one op made (NOTE [Library calls as one op] in library_calls.py)
+        if (
+            not rec.active
+            or rec.muted
+            or rec.library_calls.making.depth
+            or not rec.detail
+            or rec.in_optimizer
+            or not rec.threads.on_tape()
+        ):
             return
         outputs: list[torch.Tensor] = []
         tensors_in(result, outputs)

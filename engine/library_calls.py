@@ -34,6 +34,9 @@ op at the line that made it:
   tensors after: one the call changed is a new version with its new dtype and device (the
   same name), one it left as it was is handed back with the same id (``model.to(device)``
   on the device it is on already). Gradients it converts along are not shown.
+- ``torch.cond`` (api ``torch.cond``), whose inputs are the predicate and the operands and
+  whose outputs are what the branch it took returned, their node ``CondAutogradOpBackward``
+  (NOTE [PyTorch's own compiles] in eager.py: the branches run compiled, off the tape).
 
 ``torch.manual_seed`` is wrapped too, though not recorded as an op, and so are
 ``random.seed`` and ``numpy.random.seed`` (where NumPy is imported, as torch imports it): each
@@ -84,6 +87,15 @@ if TYPE_CHECKING:
 __all__ = ["LibraryCalls"]
 
 _CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
+
+
+def _tracing() -> bool:
+    """Whether TorchDynamo or torch.export is tracing the code running now."""
+    return torch.compiler.is_dynamo_compiling() or torch.compiler.is_exporting()
+
+
+# where torch.cond is found (NOTE [PyTorch's own compiles] in eager.py)
+_COND_OWNERS = (torch, torch._higher_order_ops, sys.modules["torch._higher_order_ops.cond"])
 _CONVERSIONS = ("to", "to_empty", "cuda", "cpu", "type", "float", "double", "half", "bfloat16")
 
 
@@ -138,6 +150,7 @@ class LibraryCalls:
         for name in _CONVERSIONS:
             self._replace(nn.Module, name, self._converting)
         self._replace_shared((torch, torch.random), "manual_seed", self._seeding)
+        self._replace_shared(_COND_OWNERS, "cond", self._conditional)
         self._replace(random, "seed", self._seeding_random)
         numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
         numpy_owners = (numpy_random, getattr(numpy_random, "mtrand", None))
@@ -268,6 +281,25 @@ class LibraryCalls:
             return result
 
         return clip
+
+    def _conditional(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        making = self.making
+
+        @functools.wraps(original)
+        def cond(*args: Any, **kwargs: Any) -> Any:
+            # traced (torch.export), the call is the tracer's: the real one, unrecorded
+            if _tracing() or not self._recording_here():
+                return original(*args, **kwargs)
+            result = self._as_one_op(original, *args, **kwargs)
+            if making.depth == 0:
+                inputs: list[torch.Tensor] = []
+                tensors_in((*args, *kwargs.values()), inputs)
+                outputs: list[torch.Tensor] = []
+                tensors_in(result, outputs)
+                self._record(original, inputs, outputs, args, kwargs)
+            return result
+
+        return cond
 
     def _seeding(self, original: Callable[..., Any], generator: str = "torch") -> Callable[..., Any]:
         rec = self._rec

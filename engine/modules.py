@@ -21,8 +21,10 @@ snippet's module, so it must survive what a snippet does to its modules: see :cl
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import weakref
+from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,22 @@ class ModuleTracker:
             h.remove()
         self._handles.clear()
         self._light_handles.clear()
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Take gradwalk's module hooks off for the block and put them back after (NOTE
+        [PyTorch's own compiles] in eager.py: TorchDynamo would trace into them). Module
+        calls in the block are not tracked."""
+        light = not self._handles
+        self.remove()
+        try:
+            yield
+        finally:
+            if light:
+                for module in self.modules.values():
+                    self._hook_light(module)
+            else:
+                self.install()
 
     def set_light(self, light: bool) -> None:
         """Track every module call (``False``) or only what the detectors need (``True``).

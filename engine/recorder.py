@@ -9,11 +9,12 @@ which numbers them and enforces the event cap.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -81,7 +82,7 @@ class Recorder:
         self.detail = True
         self.values = True
         self.failures = 0  # things gradwalk failed to record (see observation_failed)
-        self.eager = EagerCompile()
+        self.eager = EagerCompile(self._quietly)
         self.functions = FunctionCalls(self)
         self.threads = SnippetThreads(self)
         self.library_calls = LibraryCalls(self)
@@ -210,6 +211,20 @@ class Recorder:
         (every watched op, module call, backward and optimizer step).
         """
         return self._mute
+
+    @contextlib.contextmanager
+    def _quietly(self) -> Iterator[None]:
+        """The block runs with none of gradwalk's Python in the way of TorchDynamo: the
+        tape mode off and the module hooks aside (NOTE [PyTorch's own compiles] in
+        eager.py), and what it runs is part of a library call (no op of the tape, no
+        custom Function's call). Dispatch modes stay: torch.export's tracing is one."""
+        making = self.library_calls.making
+        making.depth += 1
+        try:
+            with torch._C.DisableTorchFunction(), self.modules.aside():
+                yield
+        finally:
+            making.depth -= 1
 
     def set_detail(self, on: bool) -> None:
         """Switch full recording (tape, graph, backward walk) on or off from the next op.
