@@ -2,7 +2,7 @@
 // (mish, hardswish, glu, PReLU, the margin and Huber losses, CTC, group norm, embedding
 // bags, bilinear layers, grid sampling, cdist and pdist), and of the linear-algebra
 // functions a course meets (inverse, determinant, solve, Cholesky, cross, SVD, eigh, QR,
-// pseudo-inverse, matrix exponential). Each says where the gradient goes, in words and
+// pseudo-inverse, matrix exponential), and torch.cond. Each says where the gradient goes, in words and
 // formulas with the snippet's names. Read by rules.ts.
 import { type Ctx, factor, inner, perInput, type Rule, rule, said, x } from "./rule-context";
 import { perN, reduced, sides } from "./rules-nn";
@@ -23,6 +23,12 @@ const EMBEDDING_BAG_MODES = ["sum", "mean", "max"];
 const GRID_MODES = ["bilinear", "nearest", "bicubic"];
 
 export const LAYER_RULES: Record<string, Rule> = {
+  // torch.cond, one op of the tape whose branches ran compiled, off it (engine/eager.py)
+  CondAutogradOp: perInput(
+    "out = the branch the predicate chose, applied to the operands (torch.cond runs one of its two functions)",
+    "no gradient: the predicate only chose the branch",
+    "grad through the branch that ran, as PyTorch differentiated it",
+  ),
   Mish: {
     summary: (c) => `out = ${x(c)} · tanh(softplus(${inner(c)}))`,
     slots: (c) => ({ sym: `grad · (tanh(s) + ${x(c)} · σ(${inner(c)}) · (1 − tanh²(s))), s = softplus(${inner(c)})` }),
