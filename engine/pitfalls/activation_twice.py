@@ -15,6 +15,10 @@ version, as loss_inputs.py knows a loss's input): a copy, ``.detach()``, a slice
 temperature (``softmax(p / T)``), an in-place change in between, or an in-place ``sigmoid_()``
 of a sigmoid's output, is not, and stays silent.
 
+Every spelling of an activation counts as it: ``torch.sigmoid``, ``F.sigmoid``, ``x.sigmoid()``
+and ``torch.special.expit`` are sigmoid (the last named as written in what is said), and
+``torch.special.softmax`` and ``torch.special.log_softmax`` are softmax and log_softmax.
+
 Cheap: each sigmoid, softmax and log_softmax recorded in full (already watched, for
 loss_inputs.py) costs a dict lookup and a weak reference; the losses and comparisons that
 may read a doubled output (also watched already) look only once an output was doubled.
@@ -47,9 +51,10 @@ from torch.nn import functional as F
 from ..values import has_storage
 from .activation_twice_said import Doubled, doubled_said
 from .kinds import Said
+from .loss_inputs import softmax_dim
 from .shuffles import PREDICTION_LOSS_OPS
 
-__all__ = ["TWICE_READ_OPS", "ActivationsTwice"]
+__all__ = ["SPELLED_OPS", "TWICE_READ_OPS", "ActivationsTwice"]
 
 # what reads a doubled output as predictions (all of them watched already: shuffles.py,
 # loss_inputs.py, thresholds.py); the activations themselves are loss_inputs.MAKER_OPS
@@ -57,6 +62,13 @@ _THRESHOLDS = frozenset({"gt", "__gt__", "greater"})
 TWICE_READ_OPS = PREDICTION_LOSS_OPS | _THRESHOLDS
 # the activations whose output a second one squashes again: (first, second)
 _PAIRS = frozenset({("sigmoid", "sigmoid"), ("softmax", "softmax"), ("softmax", "log_softmax")})
+# the activations' other names, as the tape sees them (F.sigmoid and x.sigmoid() reach it as
+# sigmoid): the activation each is, and how the snippet wrote it
+SPELLED_OPS: dict[str, tuple[str, str]] = {
+    "special_expit": ("sigmoid", "torch.special.expit"),
+    "special_softmax": ("softmax", "torch.special.softmax"),
+    "special_log_softmax": ("log_softmax", "torch.special.log_softmax"),
+}
 # losses whose best prediction of a target is the target itself, clamped into the range
 # sigmoid(sigmoid(x)) can reach: their floor for this run's targets is exact
 _ELEMENTWISE_FLOORS: dict[str, Callable[..., torch.Tensor]] = {
@@ -76,6 +88,7 @@ class _Output(NamedTuple):
     version: int | None  # the tensor's version then (an in-place change after it: not its output)
     line: int | None
     module: nn.Module | None  # the module whose forward ran it
+    written: str | None  # the name the snippet called it by, where not the activation's own
 
 
 class ActivationsTwice:
@@ -105,11 +118,27 @@ class ActivationsTwice:
         # the lines of activations applied three or more times in a row, not said
         self._stacked: set[int | None] = set()
 
+    def saw_spelled(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor, line: int | None
+    ) -> None:
+        """Look at ``name`` (one of :data:`SPELLED_OPS`: ``special_expit``, …) run at ``line``
+        with ``args`` and ``kwargs``, which returned ``result``, as the activation it is."""
+        op, written = SPELLED_OPS[name]
+        dim = softmax_dim(args, kwargs, result) if op != "sigmoid" else None
+        self.saw(op, args, result, dim, line, written)
+
     def saw(
-        self, op: str, args: tuple[Any, ...], result: torch.Tensor, dim: int | None, line: int | None
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        result: torch.Tensor,
+        dim: int | None,
+        line: int | None,
+        written: str | None = None,
     ) -> None:
         """Look at ``op`` (sigmoid, softmax or log_softmax, over ``dim``) run at ``line`` with
-        ``args``, which returned ``result``: note it when its input is an activation's output."""
+        ``args``, which returned ``result``: note it when its input is an activation's output;
+        ``written``: the name the snippet called it by (``torch.special.expit``), if another."""
         given = args[0] if args else None
         module = self._current()
         if given is not None:
@@ -123,10 +152,12 @@ class ActivationsTwice:
                 chained = self.doubled.get(id(given))
                 if chained is not None and chained[0]() is given:
                     self._stacked |= {chained[1], line}  # a third of a kind: a stack on purpose
-                self._check(first, op, given, result, dim, line, module)
+                self._check(first, op, given, result, dim, line, module, written)
         if len(self._outputs) >= _MOST_OUTPUTS:
             self._outputs = _alive(self._outputs)
-        self._outputs[id(result)] = _Output(weakref.ref(result), op, dim, _version(result), line, module)
+        self._outputs[id(result)] = _Output(
+            weakref.ref(result), op, dim, _version(result), line, module, written
+        )
 
     def _check(
         self,
@@ -137,6 +168,7 @@ class ActivationsTwice:
         dim: int | None,
         line: int | None,
         module: nn.Module | None,
+        written: str | None,
     ) -> None:
         if first.ref() is not given or first.version != _version(given) or given is result:
             return  # another tensor at a reused id, changed in place since, or made in place
@@ -149,6 +181,7 @@ class ActivationsTwice:
             facts = Doubled(line, first.op, op, first.line, dim, classes)
             facts.first_module = _named(first.module, self._path_of)
             facts.second_module = _named(module, self._path_of)
+            facts.first_written, facts.second_written = first.written, written
             self._facts[line] = facts
         facts.calls += 1
         facts.last_step = self._steps()

@@ -27,6 +27,8 @@ class Doubled:
     classes: int | None  # the size of that dim
     first_module: tuple[str, str] | None = None  # (path, class) of the module the first ran in
     second_module: tuple[str, str] | None = None  # the same of the second
+    first_written: str | None = None  # the name the snippet called the first by, where not its
+    second_written: str | None = None  # own (torch.special.expit): the same of the second
     low: float = math.inf  # the least and greatest of the second's outputs over the run
     high: float = -math.inf
     loss: str | None = None  # the loss that read the doubled output (BCELoss, nll_loss, …)
@@ -87,16 +89,34 @@ def _first(facts: Doubled) -> str:
                 else f"the output of an nn.{cls}{same}"
             )
         owner = path or cls
-        return f"the output of the {facts.first}{same} at line {facts.first_line}, in {owner}'s forward"
+        return f"the output of {_the_first(facts)}{same} at line {facts.first_line}, in {owner}'s forward"
     if facts.first_line == facts.line:
+        if facts.first_written is not None:
+            return f"the output of {_the_first(facts)}{same} on the same line"
         return f"the output of another {facts.first}{same} on the same line"
-    return f"the output of the {facts.first}{same} at line {facts.first_line}"
+    return f"the output of {_the_first(facts)}{same} at line {facts.first_line}"
+
+
+def _the_first(facts: Doubled) -> str:
+    """The first activation as the snippet wrote it: ``the sigmoid``, ``torch.special.expit``."""
+    if facts.first_written is None:
+        return f"the {facts.first}"
+    return f"{facts.first_written} (a sigmoid)" if _expit(facts.first_written) else facts.first_written
+
+
+def _expit(written: str | None) -> bool:
+    return written is not None and written.endswith("expit")
 
 
 def _second(facts: Doubled) -> str:
     module = facts.second_module
     if module is not None and module[1] == _MODULES[facts.second]:
         return _layer(module, "an")
+    if facts.second_written is not None:
+        named = (
+            f"{facts.second_written} (a sigmoid)" if _expit(facts.second_written) else facts.second_written
+        )
+        return named if facts.second == "sigmoid" else f"{named} over dim {facts.dim}"
     return "a sigmoid" if facts.second == "sigmoid" else f"{facts.second} over dim {facts.dim}"
 
 
@@ -193,7 +213,7 @@ def _fix(facts: Doubled) -> str:
         drop = (
             f"drop {_layer(first, 'the')} from the model"
             if first
-            else f"drop the softmax at line {facts.first_line}"
+            else f"drop the {facts.first_written or 'softmax'} at line {facts.first_line}"
         )
         return (
             f"Take log_softmax of the logits, not of probabilities: {drop} and keep log_softmax and "
@@ -209,7 +229,8 @@ def _fix(facts: Doubled) -> str:
         return (
             f"Apply the {name} once. Better: drop {_layer(first, 'the')} from the model and give its "
             f"logits to {loss}, which applies {squash} itself (more stably); apply torch.{name} only where "
-            f"you read {read}. Or keep {first[0] or 'it'} and drop the {name} at line {facts.line}."
+            f"you read {read}. Or keep {first[0] or 'it'} and drop the {facts.second_written or name} at line "
+            f"{facts.line}."
         )
     return (
         f"Apply the {name} once: drop the one at line {facts.line}. Better: keep the logits for the loss "

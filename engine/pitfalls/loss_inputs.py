@@ -34,7 +34,7 @@ import torch
 from ..values import has_storage
 from .relu_logits import relu_into_cross_entropy
 
-__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs"]
+__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs", "softmax_dim"]
 
 # ops whose outputs are remembered, and the losses that look at what made their input
 MAKER_OPS = frozenset({"softmax", "log_softmax", "sigmoid"})
@@ -62,7 +62,7 @@ class LossInputs:
     ) -> int | None:
         """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line`` with ``args`` and
         ``kwargs``, made ``result``; return the dimension a softmax normalised over."""
-        dim = _softmax_dim(args, kwargs, result) if op != "sigmoid" else None
+        dim = softmax_dim(args, kwargs, result) if op != "sigmoid" else None
         self._made[id(result)] = (weakref.ref(result), op, line, dim)
         return dim
 
@@ -110,7 +110,7 @@ class LossInputs:
         return _nll_loss_input(given, maker, result, line)
 
 
-def _softmax_dim(args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor) -> int | None:
+def softmax_dim(args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor) -> int | None:
     """The dimension a softmax or log_softmax call normalised over, as a non-negative
     index; the one PyTorch picks when none is given (0 for 0-, 1- and 3-D inputs, else 1)."""
     dim = args[1] if len(args) > 1 else kwargs.get("dim")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .activation_twice import TWICE_READ_OPS, ActivationsTwice
+from .activation_twice import SPELLED_OPS, TWICE_READ_OPS, ActivationsTwice
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .axis_order import RESHAPE_OPS, axes_reordered
 from .batch_predictions import BatchPredictions
@@ -65,6 +65,7 @@ WATCHED_OPS = (
     | SHUFFLE_OPS
     | RELU_OPS
     | DATA_EDIT_OPS
+    | frozenset(SPELLED_OPS)
 )
 
 
@@ -145,6 +146,9 @@ class OpChecks:
             return  # (a nested tensor has no one shape for the detectors below to read)
         if name in TWICE_READ_OPS and self.twice.doubled:
             self.twice.read(name, args, kwargs or {}, result, line)
+        if name in SPELLED_OPS:  # torch.special.expit, …: activation-applied-twice's alone
+            self.twice.saw_spelled(name, args, kwargs or {}, result, line)
+            return
         if name in MAKER_OPS:
             dim = self._loss_inputs.made(name, args, kwargs or {}, result, line)
             self.twice.saw(name, args, result, dim, line)

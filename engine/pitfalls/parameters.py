@@ -36,7 +36,7 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
     the snippet's globals; ``ungraded``: what the optimizer steps showed."""
     names = {id(p): name for p, name in rec.modules.all_params()}
     return [
-        *_unoptimized(rec, names, scope),
+        *_unoptimized(rec, names, scope, ungraded),
         *_plain_tensors(rec, scope),
         *_module_flag(rec, scope),
         *_ungraded(rec, names, ungraded),
@@ -55,7 +55,9 @@ def _tensor_ids(rec: Recorder, params: list[torch.Tensor]) -> list[int]:
     return [tid for p in params if (tid := rec.tensors.known(p)) is not None]
 
 
-def _unoptimized(rec: Recorder, names: dict[int, str], scope: dict[str, Any]) -> list[Said]:
+def _unoptimized(
+    rec: Recorder, names: dict[int, str], scope: dict[str, Any], ungraded: UngradedParams
+) -> list[Said]:
     training = rec.training
     if training.total_steps == 0:
         return []
@@ -64,7 +66,9 @@ def _unoptimized(rec: Recorder, names: dict[int, str], scope: dict[str, Any]) ->
         for p, name in rec.modules.all_params()
         if p.grad is not None and id(p) not in training.stepped_params
     ]
-    spared = unoptimized_on_purpose(found, scope, training.stepped_params, rec.source_lines)
+    spared = unoptimized_on_purpose(
+        found, scope, training.stepped_params, ungraded.had_gradient, rec.source_lines
+    )
     missed = [p for p, _ in found if id(p) not in spared]
     if not missed:
         return []

@@ -88,6 +88,16 @@ class UngradedParams:
             del stepped.ungraded[key]
         stepped.graded = stepped.graded or any(p.grad is not None for p in params)
 
+    def had_gradient(self, p: torch.Tensor) -> bool:
+        """Whether ``p``, which an optimizer stepped, had a gradient right after some step of
+        each optimizer that stepped it (its ``.grad`` may be None again by the run's end: a
+        ``zero_grad()`` after the step)."""
+        for _, stepped in self._by_optimizer.values():
+            ref = stepped.ungraded.get(id(p))
+            if ref is not None and ref() is p:
+                return False
+        return True
+
     def found(self) -> list[Ungraded]:
         """The parameters without a gradient at every step of an optimizer that stepped at
         least twice and gave others a gradient, in the order the optimizers were met."""

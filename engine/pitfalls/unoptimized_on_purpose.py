@@ -12,15 +12,15 @@ Two are left alone:
   optimizer steps (A3C, Hogwild: ``shared_p._grad = local_p.grad`` or ``shared_p.grad =
   local_p.grad.clone()``, then ``optimizer.step()``): the source assigns a ``.grad`` from
   another tensor's ``.grad``, and a model the snippet holds has, parameter for parameter, the
-  local model's shapes, is stepped and holds gradients at the end of the run. Without the
-  hand-off the local model is said (and so it is where the shared optimizer's ``zero_grad()``
-  comes after its step, which leaves no gradient to see at the end).
+  local model's shapes, is stepped and had gradients at its steps (read right after each:
+  the shared optimizer's ``zero_grad()`` may come before the backward or after the step).
+  Without the hand-off (the shared model has no gradient at any step) the local model is said.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -37,18 +37,20 @@ def unoptimized_on_purpose(
     missed: list[tuple[torch.Tensor, str]],
     scope: dict[str, Any],
     stepped: set[int],
+    had_gradient: Callable[[torch.Tensor], bool],
     source_lines: Sequence[str],
 ) -> set[int]:
     """The ids of the parameters of ``missed`` (each with its qualified name, ``model.2.weight``)
     that get gradients and no optimizer step on purpose: a layer surgery took out of its model,
     or a local model whose gradients are handed to a stepped model's parameters; ``scope``: the
-    snippet's globals; ``stepped``: the ids of the parameters optimizers stepped."""
+    snippet's globals; ``stepped``: the ids of the parameters optimizers stepped;
+    ``had_gradient(p)``: whether stepped parameter ``p`` had a gradient at its steps."""
     spared = {id(p) for p, name in missed if _replaced(p, name, scope)}
     if line_matching(source_lines, _HANDED_OVER) is not None:
         roots = {name.split(".")[0] for p, name in missed if id(p) not in spared}
         for root in roots:
             local = scope.get(root)
-            if is_module(local) and _has_stepped_twin(local, scope, stepped):
+            if is_module(local) and _has_stepped_twin(local, scope, stepped, had_gradient):
                 spared.update(id(p) for p, name in missed if name.split(".")[0] == root)
     return spared
 
@@ -68,9 +70,15 @@ def _replaced(param: torch.Tensor, name: str, scope: dict[str, Any]) -> bool:
     return isinstance(now, torch.Tensor) and now is not param
 
 
-def _has_stepped_twin(local: torch.nn.Module, scope: dict[str, Any], stepped: set[int]) -> bool:
+def _has_stepped_twin(
+    local: torch.nn.Module,
+    scope: dict[str, Any],
+    stepped: set[int],
+    had_gradient: Callable[[torch.Tensor], bool],
+) -> bool:
     """Whether another model of ``scope`` has, parameter for parameter, ``local``'s shapes, an
-    optimizer stepped all of them, and each holds a gradient (the shared model of A3C)."""
+    optimizer stepped all of them, and each had a gradient at its steps (the shared model of
+    A3C: the gradients handed to it)."""
     shapes = [tuple(p.shape) for p in local.parameters()]
     for other in list(scope.values()):
         if other is local or not is_module(other):
@@ -79,7 +87,7 @@ def _has_stepped_twin(local: torch.nn.Module, scope: dict[str, Any], stepped: se
         if (
             params
             and [tuple(p.shape) for p in params] == shapes
-            and all(id(p) in stepped and p.grad is not None for p in params)
+            and all(id(p) in stepped and had_gradient(p) for p in params)
         ):
             return True
     return False
