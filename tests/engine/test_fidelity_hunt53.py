@@ -424,31 +424,40 @@ print(q.grad.shape)
     ),
 }
 
-# torch.cond, which stopped the run or failed its backward under gradwalk before this hunt
-_CONDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "cond_higher_order_op": (
-        H
-        + """def t(x): return x.sin()
+# a cond whose branch returns one tensor (the example of engine/eager.py's NOTE)
+COND = """import torch
+def t(x): return x.sin()
 def f(x): return x.cos()
 x = torch.tensor([0.5, 1.5], requires_grad=True)
 y = torch.cond(x.sum() > 1, t, f, (x,))
 y.sum().backward()
 print(x.grad)
-""",
+"""
+
+
+# a module whose forward is a cond, trained by the snippets below (its model is m)
+GATE = (
+    "class Gate(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.a = nn.Linear(2, 2)\n"
+    "        self.b = nn.Linear(2, 2)\n"
+    "    def forward(self, x):\n"
+    "        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(t).relu(), (x,))\n"
+    "torch.manual_seed(0)\n"
+    "m = Gate()\n"
+)
+
+# torch.cond, which stopped the run or failed its backward under gradwalk before this hunt
+_CONDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cond_higher_order_op": (
+        H + COND.removeprefix("import torch\n"),
         ("x",),
     ),
     "cond_in_module_training": (
         H
-        + """class Gate(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(2, 2)
-        self.b = nn.Linear(2, 2)
-    def forward(self, x):
-        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(t).relu(), (x,))
-torch.manual_seed(0)
-m = Gate()
-opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        + GATE
+        + """opt = torch.optim.SGD(m.parameters(), lr=0.1)
 for _ in range(3):
     opt.zero_grad()
     m(torch.randn(4, 2)).pow(2).mean().backward()
@@ -459,16 +468,8 @@ print(m.a.weight.grad is not None)
     ),
     "cond_metrics_only_steps": (
         H
-        + """class Gate(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(2, 2)
-        self.b = nn.Linear(2, 2)
-    def forward(self, x):
-        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(t).relu(), (x,))
-torch.manual_seed(0)
-m = Gate()
-opt = torch.optim.Adam(m.parameters(), lr=0.1)
+        + GATE
+        + """opt = torch.optim.Adam(m.parameters(), lr=0.1)
 for _ in range(12):
     opt.zero_grad()
     loss = m(torch.randn(4, 2)).pow(2).mean()
@@ -542,16 +543,6 @@ def test_pytorch_features_record_as_without_gradwalk(name: str) -> None:
 def test_torch_cond_records_as_without_gradwalk(name: str) -> None:
     source, leaves = _CONDS[name]
     assert_as_plain(source, leaves)
-
-
-COND = """import torch
-def t(x): return x.sin()
-def f(x): return x.cos()
-x = torch.tensor([0.5, 1.5], requires_grad=True)
-y = torch.cond(x.sum() > 1, t, f, (x,))
-y.sum().backward()
-print(x.grad)
-"""
 
 
 def _op(trace: Any, api: str) -> Any:

@@ -7,18 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_fidelity_hunt53 import COND
+
 from .conftest import card_of, expect, open_stepper, settle, shot
 
 pytestmark = pytest.mark.browser
-
-COND = """import torch
-def t(x): return x.sin()
-def f(x): return x.cos()
-x = torch.tensor([0.5, 1.5], requires_grad=True)
-y = torch.cond(x.sum() > 1, t, f, (x,))
-y.sum().backward()
-print(x.grad)
-"""
 
 
 def test_a_cond_node_says_which_branch_sent_the_gradient(page: Any) -> None:
