@@ -11,12 +11,14 @@ PyTorch calls ``torch.compile`` itself where its correctness needs it: ``torch.c
 branches through TorchDynamo (``_hop_compile_and_call``), which turns them into graphs whose
 outputs are tuples, and its backward relies on that. Handed back the snippet's branches
 unchanged, a branch that returns one tensor made the backward fail inside PyTorch
-("object of type 'bool' has no len()"), where the same script runs without gradwalk. So a
-call of ``torch.compile`` from PyTorch's own modules gets the real one, and the compiled
-function runs with gradwalk's Python out of TorchDynamo's way (the ``quiet`` context the
-recorder gives: the tape mode off, gradwalk's module hooks aside), which would otherwise
-trace into it and stop there. What that call runs is therefore not on the tape; the library
-call that asked for it (``torch.cond``) is one op (NOTE [Library calls as one op]).
+("object of type 'bool' has no len()"), where the same script runs without gradwalk. So
+``torch.cond``'s compile of its own function gets the real ``torch.compile``, and the
+compiled function runs with gradwalk's Python out of TorchDynamo's way (the ``quiet`` context
+the recorder gives: the tape mode off, gradwalk's module hooks aside), which would otherwise
+trace into it and stop there. What that call runs is therefore not on the tape; the
+``torch.cond`` call is one op (NOTE [Library calls as one op]). PyTorch's other compiles of
+its own (``scan``, ``while_loop``, ``map``, flex attention's) run eagerly, as the snippet's
+do: they run as without gradwalk so, and their op (``ops.higher_order.scan``) is on the tape.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import torch
 __all__ = ["NOTICE", "EagerCompile"]
 
 NOTICE = "gradwalk: torch.compile is skipped while recording; the code runs eagerly, op by op\n"
+# the modules of PyTorch whose functions get the real torch.compile (NOTE [PyTorch's own compiles])
+_COMPILED_AS_ASKED = frozenset({"torch._higher_order_ops.cond"})
 
 
 class EagerCompile:
@@ -53,9 +57,11 @@ class EagerCompile:
 
     def _compile(self, model: Any = None, *args: Any, **kwargs: Any) -> Any:
         original = self._original
-        if original is not None and sys._getframe(1).f_globals.get("__name__", "").startswith("torch."):
+        if original is not None and getattr(model, "__module__", None) in _COMPILED_AS_ASKED:
             return self._pytorchs_own(original(model, *args, **kwargs))
-        if not self._told:
+        # a compile PyTorch asks for itself (flex attention's, scan's) is not the snippet's to be told of
+        pytorchs_own = sys._getframe(1).f_globals.get("__name__", "").startswith("torch.")
+        if not self._told and not pytorchs_own:
             self._told = True
             sys.stderr.write(NOTICE)
         if model is None:  # @torch.compile(backend=...) -> a decorator

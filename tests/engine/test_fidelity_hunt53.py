@@ -614,3 +614,19 @@ def test_a_custom_function_a_dataset_applies_is_part_of_the_batch_not_an_op_of_i
         ("DataLoader.__next__", 13),
         ("Tensor.view", 14),
     ] * 2
+
+
+@pytest.mark.parametrize(
+    ("name", "api"),
+    [("scan", "ops.higher_order.scan"), ("while_loop", "ops.higher_order.while_loop")],
+)
+def test_pytorchs_other_compiles_run_eagerly_their_op_on_the_tape_and_nothing_said(
+    name: str, api: str
+) -> None:
+    # NOTE [PyTorch's own compiles]: only torch.cond's compile is the real one; scan's and
+    # while_loop's run eagerly, as before, and the stderr line about a skipped torch.compile
+    # is for the snippet's own calls (this snippet made none)
+    trace = assert_as_plain(*_PASSING[name])
+    assert [e.api for e in q.events_of(trace, "op") if e.api.startswith("ops.higher_order")] == [api]
+    stderr = "".join(e.text for e in q.events_of(trace, "output") if e.stream == "stderr")
+    assert NOTICE.strip() not in stderr
