@@ -168,9 +168,9 @@ def test_a_course_frame_in_presenter_type_keeps_its_bar_inside(page: Any) -> Non
     # pitfall_data_edit: the theme button went 15 px past the frame's right edge, cut in half
     # (the tabs never shrank), and with that fixed "Charts" was cut to "Chart"
     run = stored_run(page.server, (EXAMPLES / "pitfall_data_edit.py").read_text())
-    open_app(page, presenter=True)  # the choice is the browser's: the embed on this origin keeps it
     page.set_viewport_size({"width": 900, "height": 560})
-    page.goto(f"{page.server.url}/embed/{run}?view=code")
+    # the app's choice stays the app's (review 53): the embed's link asks for presenter type
+    page.goto(f"{page.server.url}/embed/{run}?view=code&presenter=on")
     wait_viewer(page)
     expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
     expect(page.locator(".gw-viewer .gw-pitfall-head").first).to_be_visible()

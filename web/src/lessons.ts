@@ -212,8 +212,14 @@ export class LessonsGallery {
         { class: "gw-lesson-body" },
         h("div", { class: "gw-lesson-kicker", text: `Lesson ${i + 1} of ${this.lessons.length}` }),
         h("h2", { class: "gw-lesson-title", text: lesson.title }),
-        h("p", { class: "gw-lesson-text", text: lesson.text }),
-        lesson.try_next ? h("p", { class: "gw-lesson-try" }, h("strong", { text: "Try this: " }), lesson.try_next) : null,
+        // the words scroll in a box of their own where they are long (data-edit's, in
+        // presenter type at 1280 x 720, took half the screen from the graph and the code)
+        h(
+          "div",
+          { class: "gw-lesson-words", data: { gw: "lesson-words" } },
+          h("p", { class: "gw-lesson-text", text: lesson.text }),
+          lesson.try_next ? h("p", { class: "gw-lesson-try" }, h("strong", { text: "Try this: " }), lesson.try_next) : null,
+        ),
       ),
       h(
         "div",

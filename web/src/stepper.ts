@@ -6,6 +6,7 @@ import { howItEnded } from "./graph-steps";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
+import { StepPosition } from "./step-position";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import { bindTabKeys, selectTab } from "./tabs";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -38,6 +39,7 @@ export class StepperView {
   private readonly calls: HTMLElement;
   private readonly slider: HTMLInputElement;
   private readonly position: HTMLElement;
+  private readonly place: StepPosition;
   private readonly card: HTMLElement;
   private readonly walk: HTMLOListElement;
   private readonly walkScroll: HTMLElement;
@@ -79,6 +81,7 @@ export class StepperView {
     this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Backward step" });
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
     this.position = h("span", { class: "gw-position", "aria-live": "polite" });
+    this.place = new StepPosition(this.position);
     this.calls = h("div", { class: "gw-call-tabs", role: "tablist", "aria-label": "Backward calls" });
     bindTabKeys(this.calls, (tab) => tab.click());
     this.callsCaption = h("span", { class: "gw-calls-caption" });
@@ -201,7 +204,7 @@ export class StepperView {
     this.slider.disabled = n === 0;
     this.slider.max = String(Math.max(0, n - 1));
     if (!n) {
-      this.position.textContent = "";
+      this.place.show(null);
       fill(this.card, h("p", { class: "gw-empty", text: noWalkText(m) }));
       this.calls.replaceChildren();
       this.callsRow.hidden = true;
@@ -213,7 +216,8 @@ export class StepperView {
     this.slider.value = String(step);
     const call = m.backward(entry.backward)!;
     const within = call.entries.indexOf(entry);
-    this.position.textContent = `step ${step + 1} of ${n}` + (m.backwards.length > 1 ? ` · backward ${call.index + 1}: ${within + 1} of ${call.entries.length}` : "");
+    const several = m.backwards.length > 1;
+    this.place.show({ step: step + 1, steps: n, call: several ? { number: call.index + 1, within: within + 1, steps: call.entries.length } : null });
     this.renderCalls(entry);
     this.renderCard(entry);
     this.renderWalk(entry);

@@ -32,12 +32,15 @@ export function presenterOn(): boolean {
   return document.documentElement.dataset.presenter === "on";
 }
 
-/** Apply the remembered (or the system's) theme and size before anything renders. */
-export function initTheme(): void {
+/** Apply the remembered (or the system's) theme and size before anything renders.
+ * `presenter` given (an embed, an export: presenter type only where its link asks for it)
+ * sets the size instead of the app's remembered choice, and remembers nothing. */
+export function initTheme(presenter?: boolean): void {
   const saved = readSaved(THEME_KEY);
   const system = matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
   document.documentElement.dataset.theme = saved === "dark" || saved === "light" ? saved : system;
-  document.documentElement.dataset.presenter = readSaved(PRESENTER_KEY) === "on" ? "on" : "off";
+  const on = presenter ?? readSaved(PRESENTER_KEY) === "on";
+  document.documentElement.dataset.presenter = on ? "on" : "off";
 }
 
 /** Wire a pair of toggle buttons (aria-pressed reflects the state). */

@@ -11,6 +11,7 @@
 //   #gradwalk-elk-worker (text/plain) the graph layout worker's code, run from a blob when
 //                      there is no elk-worker.js to load (an export opened from disk).
 // The query string overrides the options: ?view=stepper&step=3&controls=hide&theme=dark,
+// ?presenter=on (presenter type; the app's remembered choice never carries into a viewer),
 // and the charts' ?yscale=auto|linear|log&norms=together|per-parameter&compare=RUN_ID (a run on
 // the same server, drawn dashed under this one).
 // `window.gradwalkViewer` is the mounted viewer, for scripting the page (tests, notebooks).
@@ -121,7 +122,9 @@ async function mountRun(root: HTMLElement, boot: Bootstrap, options: ViewerOptio
 function main(): void {
   const root = document.getElementById("gradwalk-viewer");
   if (!root) return;
-  initTheme();
+  // the app's remembered presenter type stays the app's: a course page's frame is read at
+  // the page's size unless its link says ?presenter=on (a projector)
+  initTheme(new URLSearchParams(location.search).get("presenter") === "on");
   inlineElkWorker();
   const options = readOptions(location.search, json<Partial<ViewerOptions>>("gradwalk-options") ?? {});
   const trace = json<TraceData>("gradwalk-trace");
