@@ -355,3 +355,16 @@ def test_the_graph_jumps_instead_of_gliding_when_less_motion_is_asked_for(
         assert after != before  # folded and unfolded: laid out again (the moves were real)
     finally:
         context.close()
+
+
+def test_a_lesson_whose_text_scrolls_in_presenter_type(page: Any) -> None:
+    # the lesson's words scroll in their own box where they are long (presenter type at
+    # 1280 x 720): a keyboard must reach the box to scroll it (axe's scrollable-region-focusable)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, presenter=True)
+    page.click("[data-gw=lessons]")
+    page.click("[data-lesson=data-edit]")
+    words = page.locator("[data-gw=lesson-words]")
+    expect(words).to_be_visible()
+    assert words.evaluate("(el) => el.scrollHeight > el.clientHeight"), "the text should scroll here"
+    audit(page, "the data-edit lesson, presenter type, 1280 x 720")

@@ -216,7 +216,8 @@ export class LessonsGallery {
         // presenter type at 1280 x 720, took half the screen from the graph and the code)
         h(
           "div",
-          { class: "gw-lesson-words", data: { gw: "lesson-words" } },
+          // a region the keyboard reaches, to scroll it where it scrolls
+          { class: "gw-lesson-words", data: { gw: "lesson-words" }, tabindex: 0, role: "region", "aria-label": "Lesson text" },
           h("p", { class: "gw-lesson-text", text: lesson.text }),
           lesson.try_next ? h("p", { class: "gw-lesson-try" }, h("strong", { text: "Try this: " }), lesson.try_next) : null,
         ),
