@@ -51,7 +51,6 @@ from torch.nn import functional as F
 from ..values import has_storage
 from .activation_twice_said import Doubled, doubled_said
 from .kinds import Said
-from .loss_inputs import softmax_dim
 from .shuffles import PREDICTION_LOSS_OPS
 
 __all__ = ["SPELLED_OPS", "TWICE_READ_OPS", "ActivationsTwice"]
@@ -63,7 +62,8 @@ TWICE_READ_OPS = PREDICTION_LOSS_OPS | _THRESHOLDS
 # the activations whose output a second one squashes again: (first, second)
 _PAIRS = frozenset({("sigmoid", "sigmoid"), ("softmax", "softmax"), ("softmax", "log_softmax")})
 # the activations' other names, as the tape sees them (F.sigmoid and x.sigmoid() reach it as
-# sigmoid): the activation each is, and how the snippet wrote it
+# sigmoid): the activation each is, and how the snippet wrote it (op_checks.py hands each, as
+# that activation, to this detector and to loss_inputs.py)
 SPELLED_OPS: dict[str, tuple[str, str]] = {
     "special_expit": ("sigmoid", "torch.special.expit"),
     "special_softmax": ("softmax", "torch.special.softmax"),
@@ -117,15 +117,6 @@ class ActivationsTwice:
         self._facts: dict[int | None, Doubled] = {}  # by the second activation's line
         # the lines of activations applied three or more times in a row, not said
         self._stacked: set[int | None] = set()
-
-    def saw_spelled(
-        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor, line: int | None
-    ) -> None:
-        """Look at ``name`` (one of :data:`SPELLED_OPS`: ``special_expit``, …) run at ``line``
-        with ``args`` and ``kwargs``, which returned ``result``, as the activation it is."""
-        op, written = SPELLED_OPS[name]
-        dim = softmax_dim(args, kwargs, result) if op != "sigmoid" else None
-        self.saw(op, args, result, dim, line, written)
 
     def saw(
         self,

@@ -19,22 +19,24 @@ of them raises when given the wrong thing: the run trains, worse, and nothing sa
   column sums to 1 across the samples, not each row across the classes.
 
 What made a loss's input is known by identity (the tape shows each softmax, log_softmax and
-sigmoid output to :meth:`LossInputs.made`); nll_loss's input is also read by value (its
-largest element), since raw scores come from any op.
+sigmoid output to :meth:`LossInputs.made`, whatever its spelling: ``torch.special.expit``,
+``torch.special.softmax`` and ``torch.special.log_softmax`` count as what they are, and are
+named as written in what is said); nll_loss's input is also read by value (its largest
+element), since raw scores come from any op.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from ..values import has_storage
 from .relu_logits import relu_into_cross_entropy
 
-__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs", "softmax_dim"]
+__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs", "Made", "softmax_dim"]
 
 # ops whose outputs are remembered, and the losses that look at what made their input
 MAKER_OPS = frozenset({"softmax", "log_softmax", "sigmoid"})
@@ -48,37 +50,54 @@ _DOUBLE_SIGMOID = (0.5, 1 / (1 + math.exp(-1)))
 Report = tuple[str, str, str, str]  # kind, title, message, fix
 
 
+class Made(NamedTuple):
+    """What made a remembered output: the op, its snippet line, the dim a softmax normalised
+    over, and the name the snippet called it by, where not the op's own (``torch.special.expit``)."""
+
+    op: str  # softmax, log_softmax, sigmoid
+    line: int | None
+    dim: int | None
+    written: str | None = None
+
+    @property
+    def named(self) -> str:
+        """The op as what is said names it: ``sigmoid``, ``torch.special.expit (a sigmoid)``."""
+        if self.written is None:
+            return self.op
+        return f"{self.written} (a sigmoid)" if self.written.endswith("expit") else self.written
+
+
 class LossInputs:
     """The softmax, log_softmax and sigmoid outputs of a run (held weakly, by identity), and
     the reports of losses given one of them, or given scores nll_loss cannot read."""
 
     def __init__(self) -> None:
-        # id(tensor) -> (a weak reference to it, the op that made it, that op's snippet line,
-        # the dimension it normalised over: softmax and log_softmax)
-        self._made: dict[int, tuple[weakref.ref[torch.Tensor], str, int | None, int | None]] = {}
+        # id(tensor) -> (a weak reference to it, what made it)
+        self._made: dict[int, tuple[weakref.ref[torch.Tensor], Made]] = {}
 
     def made(
-        self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor, line: int | None
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: torch.Tensor,
+        line: int | None,
+        written: str | None = None,
     ) -> int | None:
         """Remember that ``op`` (one of :data:`MAKER_OPS`), run at ``line`` with ``args`` and
-        ``kwargs``, made ``result``; return the dimension a softmax normalised over."""
+        ``kwargs``, made ``result``; return the dimension a softmax normalised over.
+        ``written``: the name the snippet called it by (``torch.special.expit``), if another."""
         dim = softmax_dim(args, kwargs, result) if op != "sigmoid" else None
-        self._made[id(result)] = (weakref.ref(result), op, line, dim)
+        self._made[id(result)] = (weakref.ref(result), Made(op, line, dim, written))
         return dim
 
-    def _maker(self, t: object) -> tuple[str, int | None, int | None] | None:
-        """The op that made ``t``, its line and the dimension it normalised over, if ``t`` is a
+    def maker_of(self, t: object) -> Made | None:
+        """What made ``t`` (softmax, log_softmax or sigmoid, and where), if ``t`` is a
         remembered output."""
         entry = self._made.get(id(t))
         if entry is None or entry[0]() is not t:
             return None
-        return entry[1], entry[2], entry[3]
-
-    def maker_of(self, t: object) -> tuple[str, int | None] | None:
-        """The op (softmax, log_softmax or sigmoid) that made ``t`` and its line, if ``t`` is a
-        remembered output."""
-        found = self._maker(t)
-        return (found[0], found[1]) if found else None
+        return entry[1]
 
     def check(
         self, loss: str, args: tuple[Any, ...], result: torch.Tensor, line: int | None
@@ -88,24 +107,24 @@ class LossInputs:
         given = args[0] if args else None
         if not isinstance(given, torch.Tensor):
             return None
-        maker = self._maker(given)
+        maker = self.maker_of(given)
         if (
             loss != "binary_cross_entropy_with_logits"
             and maker
-            and maker[2] == 0
+            and maker.dim == 0
             and given.dim() >= 2
             and len(given) > 1
         ):
-            return _softmax_over_batch(maker[0], maker[1], loss, given, line)
+            return _softmax_over_batch(maker, loss, given, line)
         if loss == "cross_entropy":
-            if maker and maker[0] == "sigmoid" and given.dim() >= 2 and given.shape[1] > 1:
-                return _sigmoid_into_cross_entropy(maker[1], line, given.shape[1])
+            if maker and maker.op == "sigmoid" and given.dim() >= 2 and given.shape[1] > 1:
+                return _sigmoid_into_cross_entropy(maker, line, given.shape[1])
             if maker is None:  # a ReLU's output is known by its node (relu_logits.py)
                 return relu_into_cross_entropy(given, args[1] if len(args) > 1 else None, line)
-            return _softmax_into_cross_entropy() if maker[0] == "softmax" else None
+            return _softmax_into_cross_entropy(maker) if maker.op == "softmax" else None
         if loss == "binary_cross_entropy_with_logits":
-            return _sigmoid_into_bce_with_logits(maker[1], line) if maker and maker[0] == "sigmoid" else None
-        if maker and maker[0] == "log_softmax":
+            return _sigmoid_into_bce_with_logits(maker, line) if maker and maker.op == "sigmoid" else None
+        if maker and maker.op == "log_softmax":
             return None
         return _nll_loss_input(given, maker, result, line)
 
@@ -121,19 +140,18 @@ def softmax_dim(args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Ten
     return dim % result.dim()
 
 
-def _softmax_over_batch(
-    op: str, op_line: int | None, loss: str, given: torch.Tensor, line: int | None
-) -> Report:
+def _softmax_over_batch(maker: Made, loss: str, given: torch.Tensor, line: int | None) -> Report:
     rows, classes = given.shape[0], given.shape[1]
+    op = maker.written or maker.op
     return (
         "softmax-over-batch",
         f"{op} over dim 0: normalised across the batch, not the classes",
-        f"{op}{_at(op_line, line)} normalises over dim 0, the {rows} samples of the batch: the probabilities "
+        f"{op}{_at(maker.line, line)} normalises over dim 0, the {rows} samples of the batch: the probabilities "
         f"of each column sum to 1 across the samples, not those of each row across the {classes} classes. {loss} then "
         "scores each sample against the other samples of its batch instead of its classes against each "
         "other: the loss depends on what else is in the batch, and the model learns the wrong thing "
         "without any error.",
-        f"Normalise over the classes: {op}(…, dim=1) (or dim=-1), as nn.{'LogSoftmax' if op == 'log_softmax' else 'Softmax'}(dim=1).",
+        f"Normalise over the classes: {op}(…, dim=1) (or dim=-1), as nn.{'LogSoftmax' if maker.op == 'log_softmax' else 'Softmax'}(dim=1).",
     )
 
 
@@ -142,25 +160,25 @@ def _at(line: int | None, loss_line: int | None) -> str:
     return f" at line {line}" if line is not None and line != loss_line else ""
 
 
-def _softmax_into_cross_entropy() -> Report:
+def _softmax_into_cross_entropy(maker: Made) -> Report:
     return (
         "probabilities-into-cross-entropy",
         "Softmax output fed to cross-entropy",
         "cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the "
-        "output of softmax: probabilities are squashed a second time, gradients shrink, and "
+        f"output of {maker.named}: probabilities are squashed a second time, gradients shrink, and "
         "training stalls at a mediocre loss.",
         "Pass the logits (the last layer's output, before softmax) to cross_entropy / nn.CrossEntropyLoss; "
         "or use log_softmax and nll_loss.",
     )
 
 
-def _sigmoid_into_cross_entropy(sigmoid_line: int | None, line: int | None, classes: int) -> Report:
+def _sigmoid_into_cross_entropy(maker: Made, line: int | None, classes: int) -> Report:
     best = math.e / (math.e + classes - 1)  # the scores squashed into (0, 1): one at 1, the rest at 0
     return (
         "probabilities-into-cross-entropy",
         "Sigmoid output fed to cross-entropy",
         f"cross_entropy applies log_softmax itself, so it expects raw scores (logits). Here it got the output "
-        f"of sigmoid{_at(sigmoid_line, line)}: every score is squashed into (0, 1), so the softmax over the "
+        f"of {maker.named}{_at(maker.line, line)}: every score is squashed into (0, 1), so the softmax over the "
         f"{classes} classes can never be confident. The most it can give the right class is e / (e + "
         f"{classes - 1}) = {best:.2f}, the loss cannot fall below {-math.log(best):.2f}, and the gradients "
         "through the sigmoid fade as it saturates.",
@@ -169,13 +187,13 @@ def _sigmoid_into_cross_entropy(sigmoid_line: int | None, line: int | None, clas
     )
 
 
-def _sigmoid_into_bce_with_logits(sigmoid_line: int | None, line: int | None) -> Report:
+def _sigmoid_into_bce_with_logits(maker: Made, line: int | None) -> Report:
     low, high = _DOUBLE_SIGMOID
     return (
         "sigmoid-into-bce-with-logits",
         "Sigmoid output fed to BCEWithLogitsLoss",
         "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss) applies the sigmoid itself, so it expects "
-        f"raw scores (logits). Here it got the output of sigmoid{_at(sigmoid_line, line)}: each prediction "
+        f"raw scores (logits). Here it got the output of {maker.named}{_at(maker.line, line)}: each prediction "
         f"is squashed twice, sigmoid(sigmoid(x)), which is always between {low:.2f} and {high:.2f}. The model "
         f"can never say class 0 with more than 50% confidence, the loss cannot go below "
         f"{-math.log(high):.2f} even for a perfect model, and the gradients are small.",
@@ -186,13 +204,13 @@ def _sigmoid_into_bce_with_logits(sigmoid_line: int | None, line: int | None) ->
 
 def _nll_loss_input(
     given: torch.Tensor,
-    maker: tuple[str, int | None, int | None] | None,
+    maker: Made | None,
     result: torch.Tensor,
     line: int | None,
 ) -> Report | None:
     """The report for nll_loss given softmax's probabilities, or anything with an element
     above 0 (log-probabilities never are); ``None`` for what may be log-probabilities."""
-    if maker is None or maker[0] != "softmax":
+    if maker is None or maker.op != "softmax":
         if not (given.is_floating_point() and given.numel() and has_storage(given)):
             return None
         low, high = torch.aminmax(given.detach())
@@ -210,8 +228,8 @@ def _nll_loss_input(
     )
     if probabilities:
         source = (
-            f"the output of softmax{_at(maker[1], line)}"
-            if maker and maker[0] == "softmax"
+            f"the output of {maker.named}{_at(maker.line, line)}"
+            if maker and maker.op == "softmax"
             else "values between 0 and 1"
         )
         return (

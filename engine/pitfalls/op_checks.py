@@ -146,12 +146,12 @@ class OpChecks:
             return  # (a nested tensor has no one shape for the detectors below to read)
         if name in TWICE_READ_OPS and self.twice.doubled:
             self.twice.read(name, args, kwargs or {}, result, line)
-        if name in SPELLED_OPS:  # torch.special.expit, …: activation-applied-twice's alone
-            self.twice.saw_spelled(name, args, kwargs or {}, result, line)
-            return
+        written = None
+        if name in SPELLED_OPS:  # torch.special.expit, …: the activation each is, named as written
+            name, written = SPELLED_OPS[name]
         if name in MAKER_OPS:
-            dim = self._loss_inputs.made(name, args, kwargs or {}, result, line)
-            self.twice.saw(name, args, result, dim, line)
+            dim = self._loss_inputs.made(name, args, kwargs or {}, result, line, written)
+            self.twice.saw(name, args, result, dim, line, written)
             predicted = self._predictions.check(name, args[0] if args else None, result, dim, line)
             if predicted is not None:
                 self._say(predicted[0], line, *predicted[1:])

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..source import is_a, is_module, line_matching, parsed_source, quoted_code, submodules
+from .cleared_grads import clears_gradients
 from .kinds import Said
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
@@ -74,17 +75,20 @@ def _unoptimized(
         return []
     qualified = [names[id(p)] for p in missed]
     stepped = [name for i, name in names.items() if i in training.stepped_params]
-    line, title, message, fix = _why_unoptimized(qualified, stepped, rec.statement_lines)
+    cleared = clears_gradients(missed, scope, "\n".join(rec.source_lines))
+    line, title, message, fix = _why_unoptimized(qualified, stepped, rec.statement_lines, cleared)
     return [Said("parameter-not-optimized", line, title, message, fix, _tensor_ids(rec, missed))]
 
 
 def _why_unoptimized(
-    missed: list[str], stepped: list[str], source_lines: Sequence[str]
+    missed: list[str], stepped: list[str], source_lines: Sequence[str], cleared: bool
 ) -> tuple[int | None, str, str, str]:
     """``(line, title, message, fix)`` for parameters named ``missed`` that got gradients and
     no optimizer step, while the optimizers stepped those named ``stepped``: an optimizer
     built from part of the model (a head trained alone, on purpose or not), a model rebuilt
-    after its optimizer was made, or layers in a plain list (or another model's optimizer)."""
+    after its optimizer was made, or layers in a plain list (or another model's optimizer).
+    ``cleared``: the snippet may clear their ``.grad`` itself (cleared_grads.py); where it does
+    not, what is said adds that their ``.grad`` only grows."""
     shown = ", ".join(missed[:4]) + (f" and {len(missed) - 4} more" if len(missed) > 4 else "")
     got = f"{shown} received gradients in backward(), but no optimizer updates them"
     root = missed[0].split(".")[0]
@@ -112,8 +116,13 @@ def _why_unoptimized(
             made[0] if made else None,
             f"The optimizer trains only {part}",
             f"{got}: the optimizer was built from {part}'s parameters alone, so the rest of {root} keeps its "
-            "initial values. backward() still computes their gradients every step, and since the optimizer "
-            "does not hold them, its zero_grad() never clears them: their .grad only grows.",
+            "initial values. backward() still computes their gradients every step"
+            + (
+                ", which nothing uses."
+                if cleared
+                else ", and since the optimizer does not hold them, its zero_grad() never clears them: "
+                "their .grad only grows."
+            ),
             f"To train all of {root}, build the optimizer from {root}.parameters(). To train only {part} "
             f"(a linear probe, a new head), freeze the rest so that backward() skips it: {freeze}.",
         )
@@ -125,9 +134,13 @@ def _why_unoptimized(
             f"{root}, a copy of {original} no optimizer steps, gets gradients",
             f"{got}. Line {at} ({code}) made {root} a copy of {original}, which an optimizer trains: a target "
             f"network, by the look of it, meant to give numbers the loss treats as constants. The loss "
-            f"reaches {root}'s output with its graph, so every backward() also walks {root} and adds into its "
-            ".grad, which grows every step (no optimizer's zero_grad() clears it): time and memory spent for "
-            "nothing.",
+            f"reaches {root}'s output with its graph, so every backward() also walks {root} and "
+            + (
+                "computes its .grad"
+                if cleared
+                else "adds into its .grad, which grows every step (no optimizer's zero_grad() clears it)"
+            )
+            + ": time and memory spent for nothing.",
             f"Compute {root}'s output under torch.no_grad() (with torch.no_grad(): target = …), or .detach() "
             f"it; {root}.requires_grad_(False) once after line {at} stops its gradients for good.",
         )
@@ -141,8 +154,12 @@ def _why_unoptimized(
             assigned[0] if assigned else assignment_line(missed[0], list(source_lines)),
             f"{root} is used but no optimizer holds its parameters",
             f"{got}: they keep their initial values for the whole run. {root} is a model of its own, and "
-            f"{built} was built from {whose}. backward() still computes their gradients every step, and "
-            "since no optimizer holds them, no zero_grad() clears them: their .grad only grows.",
+            f"{built} was built from {whose}. backward() still computes their gradients every step"
+            + (
+                ", which nothing uses."
+                if cleared
+                else ", and since no optimizer holds them, no zero_grad() clears them: their .grad only grows."
+            ),
             f"Give the optimizer {root}'s parameters too: add list({root}.parameters()) to what "
             f"{built} is built from (or freeze {root} with {root}.requires_grad_(False) if it is meant to "
             "stay as it is).",

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..source import find_name, quoted_code
+from .loss_inputs import Made
 
 __all__ = ["THRESHOLD_OPS", "thresholded_at_zero"]
 
@@ -34,25 +35,29 @@ _A_CHECK = re.compile(r"\bassert\b|\.all\(|\ball\(")
 def thresholded_at_zero(
     args: tuple[Any, ...],
     result: torch.Tensor,
-    maker: tuple[str, int | None] | None,
+    maker: Made | None,
     line: int | None,
     source_lines: Sequence[str],
     frame: FrameType | None,
 ) -> tuple[str, str, str] | None:
     """``(title, message, fix)`` when a comparison in :data:`THRESHOLD_OPS` of ``args[0]`` (made
-    by ``maker``: the op and its line, or None) with the number 0 gave ``result``, on snippet
-    ``line`` (in ``frame``); else None."""
-    if maker is None or maker[0] != "sigmoid" or len(args) < 2 or not _zero(args[1]):
+    by ``maker``, or None) with the number 0 gave ``result``, on snippet ``line`` (in
+    ``frame``); else None."""
+    if maker is None or maker.op != "sigmoid" or len(args) < 2 or not _zero(args[1]):
         return None
     code = quoted_code(source_lines, line, sys.maxsize)
     if result.dtype != torch.bool or _A_CHECK.search(code or ""):
         return None
-    op, made_at = maker
+    op = maker.written or maker.op  # sigmoid, or as the snippet wrote it: torch.special.expit
     probs = args[0]
     name = find_name(probs, frame) or f"{op}'s output"
     code = quoted_code(source_lines, line)
     where = f"Line {line} ({code})" if code else f"Line {line}"
-    made = f" (line {made_at})" if made_at is not None else ""
+    notes = [
+        *(["a sigmoid"] if maker.written else []),
+        *([f"line {maker.line}"] if maker.line is not None else []),
+    ]
+    made = f" ({', '.join(notes)})" if notes else ""
     true = int(result.sum())
     count = f"{true:,} of {result.numel():,}" if true < result.numel() else f"all {result.numel():,}"
     message = (
