@@ -239,6 +239,7 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     if training.total_steps == 0:
         return []
     said = []
+    source = "\n".join(rec.source_lines)
     for module in _modules_held(scope):
         for attr, value in list(vars(module).items()):
             if not (
@@ -257,6 +258,8 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
             line = _attribute_line(attr, rec.source_lines)
             if line is not None and not _in_init(line, rec.source_lines):
                 continue
+            # (the snippet may clear it by hand: cleared_grads.py)
+            grows = "" if clears_gradients([value], scope, source) else ", which only grows"
             said.append(
                 Said(
                     "tensor-attribute-not-parameter",
@@ -264,8 +267,8 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
                     f"{name} is a plain tensor, not an nn.Parameter: it never trains",
                     f"{name} requires grad and gets gradients, but it is a plain tensor attribute: nn.Module "
                     f"registers only nn.Parameter (and sub-modules), so {owner}.parameters() leaves it out, no "
-                    f"optimizer built from it updates it, and zero_grad() never clears its .grad, which only "
-                    f"grows. It keeps its initial value for the whole run.",
+                    f"optimizer built from it updates it, and zero_grad() never clears its .grad{grows}. It "
+                    f"keeps its initial value for the whole run.",
                     f"Make it a parameter: self.{attr} = nn.Parameter(…) (without requires_grad=True, which a "
                     "Parameter has already).",
                     _tensor_ids(rec, [value]),

@@ -84,3 +84,17 @@ NEAR_MISSES = {
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
 def test_near_miss_stays_silent(name: str) -> None:
     recorded_silently(NEAR_MISSES[name])
+
+
+def test_its_grad_is_said_to_grow_only_where_nothing_clears_it() -> None:
+    # zero_grad() never clears a plain attribute's .grad; whether it grows depends on the
+    # snippet (cleared_grads.py): the loop's own `model.scale.grad = None` clears it
+    grows = record(scale("torch.ones(1, requires_grad=True)"))
+    (told,) = q.pitfalls(grows)
+    assert "zero_grad() never clears its .grad, which only grows." in told.message
+    cleared = scale("torch.ones(1, requires_grad=True)").replace(
+        "    opt.zero_grad()\n", "    opt.zero_grad()\n    model.scale.grad = None\n"
+    )
+    (told,) = q.pitfalls(record(cleared))
+    assert told.kind == "tensor-attribute-not-parameter"
+    assert "zero_grad() never clears its .grad. It keeps its initial value" in told.message
