@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -162,7 +163,7 @@ def python_number(value: Any) -> int | float | bool | None:
 
 def argument_text(value: Any) -> str | None:
     """``value`` as a call could write it, or ``None`` when it has no short text (a tensor,
-    a function, a module). Strings read as Python writes them (``'sum'``), dtypes and the
+    a module). A Python function reads as its name (``lambda`` for a lambda). Strings read as Python writes them (``'sum'``), dtypes and the
     like by their names (``torch.float64``), a device by its name in quotes (``'cuda:0'``),
     slices as in a subscript (``1:3``, ``:``), a range as written (``range(5)``), tuples and lists of these two levels deep
     (a small matrix: ``[[1.0, 2.0], [3.0, 4.0]]``). Never raises: a tuple subclass whose
@@ -195,6 +196,9 @@ def _text(value: Any, depth: int, tensor: str | None = None) -> str | None:
         return str(value)
     if kind is torch.device:
         return repr(str(value))
+    if kind is types.FunctionType:  # torch.cond(pred, t, f, (x,)): the branches by their names
+        name = value.__name__
+        return name if name.isidentifier() else "lambda"
     if kind is range:  # as a call writes it: torch.tensor(range(5)), x[range(3)]
         return f"range({value.stop})" if value.start == 0 and value.step == 1 else repr(value)
     if kind is slice:

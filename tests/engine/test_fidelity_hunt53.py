@@ -630,3 +630,13 @@ def test_pytorchs_other_compiles_run_eagerly_their_op_on_the_tape_and_nothing_sa
     assert [e.api for e in q.events_of(trace, "op") if e.api.startswith("ops.higher_order")] == [api]
     stderr = "".join(e.text for e in q.events_of(trace, "output") if e.stream == "stderr")
     assert NOTICE.strip() not in stderr
+
+
+def test_a_conds_branches_read_by_their_names_on_its_tape_row() -> None:
+    # a Python function as an argument reads as its name (op_arguments.argument_text), a
+    # lambda as `lambda`: the row reads `cond sum(x) > 1, t, f, x → y`
+    cond = _op(record(COND), "torch.cond")
+    assert [(a.position, a.text) for a in cond.arguments] == [(1, "t"), (2, "f")]
+    assert cond.input_positions == [0, 3]
+    lambdas = _op(record(H + GATE + "m(torch.randn(4, 2))\n"), "torch.cond")
+    assert [a.text for a in lambdas.arguments] == ["lambda", "lambda"]
