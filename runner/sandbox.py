@@ -28,6 +28,7 @@ import os
 import resource
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -346,6 +347,10 @@ def _readonly_tree(root: str, extra: list[str]) -> None:
 def _scrub_env() -> None:
     os.environ.clear()
     os.environ.update(ENV)
+    # tempfile read TMPDIR once, before the sandbox, and kept the answer: /tmp, read-only
+    # where the scratch is /scratch (a checkout under /tmp). Forgotten, so temporary files
+    # go to the scratch: a snippet's tempfile.mkdtemp(), TorchDynamo's cache under torch.cond
+    tempfile.tempdir = None
 
 
 def _set_rlimits(config: dict[str, Any]) -> None:
