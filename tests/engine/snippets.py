@@ -8,7 +8,7 @@ import re
 import sys
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.events import FullValue, Limits, Trace
+from engine.process_settings import restore_settings, saved_settings
 from engine.text import without_terminal_codes
 
 _CORPUS_MARK = re.compile(r"^# ==== (\w+) ====$", re.MULTILINE)
@@ -60,7 +61,8 @@ def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
     of ``names`` (an expression such as ``seq[0].weight``) as a flat list."""
     scope: dict[str, Any] = {"__name__": "__main__"}
     torch.manual_seed(0)
-    exec(compile(source, "plain.py", "exec"), scope)
+    with _settings_kept():
+        exec(compile(source, "plain.py", "exec"), scope)
     return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
 
 
@@ -68,9 +70,22 @@ def plain_stdout(source: str) -> str:
     """What ``source`` prints run without gradwalk, seeded as gradwalk seeds it."""
     torch.manual_seed(0)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), _settings_kept():
         _run_as_main(source, "plain.py")
     return out.getvalue()
+
+
+@contextlib.contextmanager
+def _settings_kept() -> Iterator[None]:
+    """Put back, after a plain run, the process-wide settings a snippet may change for good
+    (the default dtype, print options, deterministic algorithms …), as a recorded run does
+    (engine/process_settings.py): a test's plain run of a snippet that set the default dtype
+    to float64 failed every test after it in the same worker."""
+    settings = saved_settings()
+    try:
+        yield
+    finally:
+        restore_settings(settings)
 
 
 def _run_as_main(source: str, filename: str) -> None:
@@ -95,7 +110,7 @@ def run_plain(
     error = None
     if seed is not None:
         torch.manual_seed(seed)
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), _settings_kept():
         try:
             exec(compile(source, "plain.py", "exec"), scope)
         except Exception as exc:  # the snippet's own error, whatever it is
@@ -112,7 +127,8 @@ def run_plain(
 def plain_error(source: str) -> BaseException:
     """The exception ``source`` raises when run without gradwalk (AssertionError if none)."""
     try:
-        _run_as_main(source, "<plain>")
+        with _settings_kept():
+            _run_as_main(source, "<plain>")
     except Exception as exc:  # the snippet's own error, whatever it is
         return exc
     raise AssertionError("the snippet did not raise")

@@ -73,12 +73,18 @@ def test_requires_grad_set_on_a_module_is_said_to_freeze_nothing() -> None:
 def test_settings_a_snippet_changes_for_good_are_put_back_after_its_run() -> None:
     # a notebook that recorded this snippet was left without gradients: every later
     # backward() in it, and the next run of a worker, failed
+    printing = torch._tensor_str.get_printoptions()
     trace = record(
         "import torch\ntorch.set_grad_enabled(False)\ntorch.set_default_dtype(torch.float64)\n"
-        "torch.autograd.set_detect_anomaly(True)\n"
+        "torch.autograd.set_detect_anomaly(True)\ntorch.set_printoptions(precision=2, sci_mode=True)\n"
+        "torch.use_deterministic_algorithms(True, warn_only=True)\n"
     )
     assert trace.events[-1].status == "ok"
     assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
     assert not torch.is_anomaly_enabled()
+    # print options and deterministic algorithms too (a notebook's tensors printed with 2 digits)
+    assert torch._tensor_str.get_printoptions() == printing
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert not torch.is_deterministic_algorithms_warn_only_enabled()
     after = record("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
     assert after.events[-1].status == "ok"
