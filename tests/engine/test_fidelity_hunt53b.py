@@ -17,6 +17,19 @@ from tests.engine.snippets import assert_as_plain
 
 H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
+# a small model trained 8 steps (metrics-only past the first 3), which the snippets below then copy
+TRAINED = (
+    "torch.manual_seed(0)\n"
+    "model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+    "X, Y = torch.randn(16, 3), torch.randn(16, 1)\n"
+    "for step in range(8):\n"
+    "    opt.zero_grad()\n"
+    "    loss = F.mse_loss(model(X), Y)\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+)
+
 # name: (source, leaves whose .grad is compared, pitfalls said)
 _SNIPPETS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "asyncio_snippet": (
@@ -137,17 +150,9 @@ print(p.w.grad, p.b.grad)
     ),
     "deepcopy_model_after_metrics_steps": (
         H
-        + """import copy
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-X, Y = torch.randn(16, 3), torch.randn(16, 1)
-for step in range(8):
-    opt.zero_grad()
-    loss = F.mse_loss(model(X), Y)
-    loss.backward()
-    opt.step()
-
+        + "import copy\n"
+        + TRAINED
+        + """
 best = copy.deepcopy(model)
 print(sum(p.numel() for p in best.parameters()), best(X).shape, len(best[0]._forward_pre_hooks))
 """,
@@ -542,17 +547,9 @@ print(g["weight"].shape)
     ),
     "pickle_model": (
         H
-        + """import pickle
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-X, Y = torch.randn(16, 3), torch.randn(16, 1)
-for step in range(8):
-    opt.zero_grad()
-    loss = F.mse_loss(model(X), Y)
-    loss.backward()
-    opt.step()
-
+        + "import pickle\n"
+        + TRAINED
+        + """
 m2 = pickle.loads(pickle.dumps(model))
 print(torch.equal(m2(X), model(X)))
 """,
@@ -703,17 +700,9 @@ print(emb.weight.grad.is_sparse, emb.weight[1])
     ),
     "state_dict_after_deepcopy_in_metrics": (
         H
-        + """import copy
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-X, Y = torch.randn(16, 3), torch.randn(16, 1)
-for step in range(8):
-    opt.zero_grad()
-    loss = F.mse_loss(model(X), Y)
-    loss.backward()
-    opt.step()
-
+        + "import copy\n"
+        + TRAINED
+        + """
 sd = copy.deepcopy(model.state_dict())
 model2 = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
 model2.load_state_dict(sd)
@@ -755,17 +744,9 @@ with ThreadPoolExecutor(2) as ex:
     ),
     "torch_save_whole_model_after_metrics_steps": (
         H
-        + """import io
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-X, Y = torch.randn(16, 3), torch.randn(16, 1)
-for step in range(8):
-    opt.zero_grad()
-    loss = F.mse_loss(model(X), Y)
-    loss.backward()
-    opt.step()
-
+        + "import io\n"
+        + TRAINED
+        + """
 buf = io.BytesIO()
 torch.save(model, buf)
 buf.seek(0)
