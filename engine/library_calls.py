@@ -100,9 +100,16 @@ _CONVERSIONS = ("to", "to_empty", "cuda", "cpu", "type", "float", "double", "hal
 
 
 class _Making(threading.local):
-    """How deep one thread is in a library call recorded as one op (0: in none)."""
+    """How deep one thread is in a library call recorded as one op (0: in none); ``with
+    making:`` is one deeper for its block."""
 
     depth = 0
+
+    def __enter__(self) -> None:
+        self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
 
 
 def DataLoader() -> None:
@@ -204,12 +211,8 @@ class LibraryCalls:
     def _as_one_op(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``original(*args, **kwargs)`` run as the library call being recorded: the ops it
         runs are the call's own (:attr:`making` one deeper meanwhile)."""
-        making = self.making
-        making.depth += 1
-        try:
+        with self.making:
             return original(*args, **kwargs)
-        finally:
-            making.depth -= 1
 
     def _snippet_caller(self) -> FrameType | None:
         """The frame that called the wrapper calling this, where it is the snippet's own code

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .op_arguments import SUBSCRIPT_OPS, input_positions, named_positionals, op_constants, op_keywords
+from .op_arguments import SUBSCRIPT_OPS, input_positions, op_constants
+from .op_keywords import named_positionals, op_keywords
 from .running_stats import NORM_OPS
 from .source import snippet_frames
 from .tape import op_names

@@ -218,13 +218,8 @@ class Recorder:
         tape mode off and the module hooks aside (NOTE [PyTorch's own compiles] in
         eager.py), and what it runs is part of a library call (no op of the tape, no
         custom Function's call). Dispatch modes stay: torch.export's tracing is one."""
-        making = self.library_calls.making
-        making.depth += 1
-        try:
-            with torch._C.DisableTorchFunction(), self.modules.aside():
-                yield
-        finally:
-            making.depth -= 1
+        with self.library_calls.making, torch._C.DisableTorchFunction(), self.modules.aside():
+            yield
 
     def set_detail(self, on: bool) -> None:
         """Switch full recording (tape, graph, backward walk) on or off from the next op.

@@ -53,7 +53,7 @@ from .activation_twice_said import Doubled, doubled_said
 from .kinds import Said
 from .shuffles import PREDICTION_LOSS_OPS
 
-__all__ = ["SPELLED_OPS", "TWICE_READ_OPS", "ActivationsTwice"]
+__all__ = ["TWICE_READ_OPS", "ActivationsTwice"]
 
 # what reads a doubled output as predictions (all of them watched already: shuffles.py,
 # loss_inputs.py, thresholds.py); the activations themselves are loss_inputs.MAKER_OPS
@@ -61,14 +61,6 @@ _THRESHOLDS = frozenset({"gt", "__gt__", "greater"})
 TWICE_READ_OPS = PREDICTION_LOSS_OPS | _THRESHOLDS
 # the activations whose output a second one squashes again: (first, second)
 _PAIRS = frozenset({("sigmoid", "sigmoid"), ("softmax", "softmax"), ("softmax", "log_softmax")})
-# the activations' other names, as the tape sees them (F.sigmoid and x.sigmoid() reach it as
-# sigmoid): the activation each is, and how the snippet wrote it (op_checks.py hands each, as
-# that activation, to this detector and to loss_inputs.py)
-SPELLED_OPS: dict[str, tuple[str, str]] = {
-    "special_expit": ("sigmoid", "torch.special.expit"),
-    "special_softmax": ("softmax", "torch.special.softmax"),
-    "special_log_softmax": ("log_softmax", "torch.special.log_softmax"),
-}
 # losses whose best prediction of a target is the target itself, clamped into the range
 # sigmoid(sigmoid(x)) can reach: their floor for this run's targets is exact
 _ELEMENTWISE_FLOORS: dict[str, Callable[..., torch.Tensor]] = {

@@ -36,10 +36,18 @@ import torch
 from ..values import has_storage
 from .relu_logits import relu_into_cross_entropy
 
-__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "LossInputs", "Made", "softmax_dim"]
+__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "MAKER_SPELLINGS", "LossInputs", "Made", "softmax_dim"]
 
 # ops whose outputs are remembered, and the losses that look at what made their input
 MAKER_OPS = frozenset({"softmax", "log_softmax", "sigmoid"})
+# their other names, as the tape sees them (F.sigmoid and x.sigmoid() reach it as sigmoid): the
+# maker each is, and how the snippet wrote it (op_checks.py hands each on as that maker, to
+# these detectors and to activation_twice.py)
+MAKER_SPELLINGS: dict[str, tuple[str, str]] = {
+    "special_expit": ("sigmoid", "torch.special.expit"),
+    "special_softmax": ("softmax", "torch.special.softmax"),
+    "special_log_softmax": ("log_softmax", "torch.special.log_softmax"),
+}
 LOSS_INPUT_OPS = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"})
 
 # log_softmax's outputs are <= 0 up to rounding; an input larger than this is not log-probabilities

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .activation_twice import SPELLED_OPS, TWICE_READ_OPS, ActivationsTwice
+from .activation_twice import TWICE_READ_OPS, ActivationsTwice
 from .attention_masks import ATTENTION_OPS, attention_mask_report
 from .axis_order import RESHAPE_OPS, axes_reordered
 from .batch_predictions import BatchPredictions
@@ -36,7 +36,7 @@ from .dead_relu import RELU_OPS, DeadRelus
 from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .label_comparisons import scores_against_labels
-from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, LossInputs
+from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, MAKER_SPELLINGS, LossInputs
 from .penalties import ParameterValues
 from .recurrent_axes import INDEX_OPS, RECURRENT_OPS, RecurrentOutputs
 from .running_totals import ADD_OPS, RunningTotals
@@ -65,7 +65,7 @@ WATCHED_OPS = (
     | SHUFFLE_OPS
     | RELU_OPS
     | DATA_EDIT_OPS
-    | frozenset(SPELLED_OPS)
+    | frozenset(MAKER_SPELLINGS)
 )
 
 
@@ -147,8 +147,8 @@ class OpChecks:
         if name in TWICE_READ_OPS and self.twice.doubled:
             self.twice.read(name, args, kwargs or {}, result, line)
         written = None
-        if name in SPELLED_OPS:  # torch.special.expit, …: the activation each is, named as written
-            name, written = SPELLED_OPS[name]
+        if name in MAKER_SPELLINGS:  # torch.special.expit, …: the activation each is, named as written
+            name, written = MAKER_SPELLINGS[name]
         if name in MAKER_OPS:
             dim = self._loss_inputs.made(name, args, kwargs or {}, result, line, written)
             self.twice.saw(name, args, result, dim, line, written)

@@ -239,7 +239,6 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
     if training.total_steps == 0:
         return []
     said = []
-    source = "\n".join(rec.source_lines)
     for module in _modules_held(scope):
         for attr, value in list(vars(module).items()):
             if not (
@@ -259,7 +258,9 @@ def _plain_tensors(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
             if line is not None and not _in_init(line, rec.source_lines):
                 continue
             # (the snippet may clear it by hand: cleared_grads.py)
-            grows = "" if clears_gradients([value], scope, source) else ", which only grows"
+            grows = (
+                "" if clears_gradients([value], scope, "\n".join(rec.source_lines)) else ", which only grows"
+            )
             said.append(
                 Said(
                     "tensor-attribute-not-parameter",

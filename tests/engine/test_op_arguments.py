@@ -368,7 +368,8 @@ def test_a_subscripts_key_holding_tensors_is_kept_with_a_mark_for_each() -> None
 
 
 def test_naming_settings_never_raises_and_then_changes_nothing() -> None:
-    from engine.op_arguments import named_positionals, op_constants
+    from engine.op_arguments import op_constants
+    from engine.op_keywords import named_positionals
 
     class Sized(tuple):  # type: ignore[type-arg]
         def __bool__(self) -> bool:
