@@ -33,17 +33,32 @@ def saved_settings() -> Settings:
         torch.is_anomaly_enabled(),
         torch.is_anomaly_check_nan_enabled(),
         torch.get_default_dtype(),
-        torch._tensor_str.get_printoptions(),
+        _print_options(),
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
     )
 
 
 def restore_settings(settings: Settings) -> None:
-    """Put back what :func:`saved_settings` returned."""
+    """Put back what :func:`saved_settings` returned. Only what changed is set: a recorder is
+    entered and left once per step by the benchmark and ``gradwalk.watch_call``, and setting
+    all of them each time cost more than the rest of leaving."""
     torch._C._set_grad_enabled(settings.grad)
-    torch.autograd.set_detect_anomaly(settings.anomaly, settings.anomaly_check_nan)
-    torch.set_default_dtype(settings.dtype)
-    if torch._tensor_str.get_printoptions() != settings.print_options:
+    if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != settings[1:3]:
+        torch.autograd.set_detect_anomaly(settings.anomaly, settings.anomaly_check_nan)
+    if torch.get_default_dtype() is not settings.dtype:
+        torch.set_default_dtype(settings.dtype)
+    if _print_options() != settings.print_options:
         torch.set_printoptions(**settings.print_options)
-    torch.use_deterministic_algorithms(settings.deterministic, warn_only=settings.deterministic_warn_only)
+    deterministic = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    if deterministic != settings[5:]:
+        torch.use_deterministic_algorithms(settings.deterministic, warn_only=settings.deterministic_warn_only)
+
+
+def _print_options() -> dict[str, Any]:
+    """``torch._tensor_str.get_printoptions()`` without its ``dataclasses.asdict``, which
+    deep-copies each field (a third of entering and leaving a recorder)."""
+    return dict(vars(torch._tensor_str.PRINT_OPTS))
