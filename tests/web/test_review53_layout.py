@@ -146,6 +146,33 @@ def test_an_embed_keeps_to_normal_type_after_the_app_turned_presenter_on(page: A
     expect(page.locator(":root")).to_have_attribute("data-presenter", "on")
 
 
+def test_an_embed_takes_the_readers_system_theme_not_the_apps_remembered_one(page: Any) -> None:
+    # session 54: the README says an embed without `theme` follows the reader's system
+    # setting, but one opened after the app was switched to dark came up dark on a light system
+    run = stored_run(page.server, (EXAMPLES / "cubic.py").read_text())
+    page.emulate_media(color_scheme="light")
+    open_app(page)
+    if page.locator("[data-gw=more]").is_visible():
+        page.click("[data-gw=more]")  # the header's buttons are folded under "More"
+    page.click("[data-gw=theme]")
+    expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
+    page.goto(f"{page.server.url}/embed/{run}?view=stepper")
+    wait_viewer(page)
+    expect(page.locator(":root")).to_have_attribute("data-theme", "light")
+    page.emulate_media(color_scheme="dark")  # a reader whose system is dark
+    page.goto(f"{page.server.url}/embed/{run}?view=stepper")
+    wait_viewer(page)
+    expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
+    # the link's own theme wins over the system's
+    page.goto(f"{page.server.url}/embed/{run}?view=stepper&theme=light")
+    wait_viewer(page)
+    expect(page.locator(":root")).to_have_attribute("data-theme", "light")
+    # and the app keeps its own remembered choice
+    page.emulate_media(color_scheme="light")
+    open_app(page)
+    expect(page.locator(":root")).to_have_attribute("data-theme", "dark")
+
+
 @pytest.mark.parametrize(
     ("width", "height", "presenter"), [(1280, 720, True), (1024, 768, False), (390, 844, True)]
 )

@@ -34,9 +34,11 @@ export function presenterOn(): boolean {
 
 /** Apply the remembered (or the system's) theme and size before anything renders.
  * `presenter` given (an embed, an export: presenter type only where its link asks for it)
- * sets the size instead of the app's remembered choice, and remembers nothing. */
+ * sets the size instead of the app's remembered choice, takes the reader's system theme
+ * instead of the app's remembered one (its link's `theme` is applied later), and remembers
+ * nothing: a course page's embeds look as its author chose, whatever this browser did in the app. */
 export function initTheme(presenter?: boolean): void {
-  const saved = readSaved(THEME_KEY);
+  const saved = presenter === undefined ? readSaved(THEME_KEY) : null;
   const system = matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
   document.documentElement.dataset.theme = saved === "dark" || saved === "light" ? saved : system;
   const on = presenter ?? readSaved(PRESENTER_KEY) === "on";
