@@ -59,6 +59,26 @@ _DATA = torch._C.TensorBase.__dict__["data"]
 _RECORDED_WRITES = frozenset({"requires_grad", "data"})
 
 
+# NOTE [Errors leave without the mode's frame]
+# An op that raises passes its error out through ``TapeMode.__torch_function__``, whose frame
+# Python adds to the error's traceback. Without gradwalk the failing op's own frame (or the
+# snippet's line, for an op written in C) is the last: a snippet that prints
+# ``traceback.format_exc()``, logs with ``logging.exception`` or reads
+# ``traceback.extract_tb(e.__traceback__)[-1]`` showed ``engine/tape.py, line 178, in
+# __torch_function__`` instead. Each call of ``func`` therefore drops the mode's own entry,
+# the first of the traceback in its handler, before re-raising it with a bare ``raise`` (which
+# adds no entry). Frames PyTorch adds to hand a Python-level op to the mode
+# (``handle_torch_function``) stay: they are above the mode's, out of its reach.
+
+
+def _without_mode_frame(exc: BaseException) -> None:
+    """Drop the mode's own frame from the head of ``exc``'s traceback (NOTE [Errors leave
+    without the mode's frame]); the caller then re-raises ``exc`` with a bare ``raise``."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame.f_code is _HANDLER_CODE:
+        exc.__traceback__ = tb.tb_next
+
+
 def name_op(func: Callable[..., Any], short: str, api: str, *, inplace: bool) -> None:
     """Have :func:`op_names` read ``func`` (a stand-in for an op that is no function, such
     as an attribute write) as ``(short, api, inplace)``."""
@@ -127,16 +147,24 @@ class TapeMode(TorchFunctionMode):
             # threads.py); making: a library call, recorded as one op once it returns (NOTE
             # [Library calls as one op] in library_calls.py); tracing: torch.jit.trace records the ops into
             # its graph, and gradwalk's reads of them (tolist, item) would be recorded too
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except BaseException as exc:
+                _without_mode_frame(exc)
+                raise
         name = getattr(func, "__name__", "")
         if name == "__set__":
             attribute = getattr(getattr(func, "__self__", None), "__name__", None)
-            if attribute not in _RECORDED_WRITES or not rec.detail or rec.in_optimizer or len(args) != 2:
-                return func(*args, **kwargs)
             # NOTE [Attribute writes] in attributes.py
-            with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
-                write = rec.attribute_write(attribute, args[0], args[1])
-            result = func(*args, **kwargs)
+            write = None
+            if attribute in _RECORDED_WRITES and rec.detail and not rec.in_optimizer and len(args) == 2:
+                with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
+                    write = rec.attribute_write(attribute, args[0], args[1])
+            try:  # `y.requires_grad = False` of a non-leaf raises
+                result = func(*args, **kwargs)
+            except BaseException as exc:
+                _without_mode_frame(exc)
+                raise
             if write is not None:
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
                     rec.on_op(*write)
@@ -149,7 +177,11 @@ class TapeMode(TorchFunctionMode):
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
                     rec.tensors.data_read(args[0], alias, reader)
                 return alias
-            return func(*args, **kwargs)  # an attribute, not an op
+            try:  # an attribute, not an op (an inference tensor's `_version` raises)
+                return func(*args, **kwargs)
+            except BaseException as exc:
+                _without_mode_frame(exc)
+                raise
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes), nor of
         # others' in an op of plain tensors (a subclass parameter's .grad, read to name a
@@ -188,6 +220,7 @@ class TapeMode(TorchFunctionMode):
             operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
             rec.failed_op = (name, operands)
             rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
+            _without_mode_frame(exc)
             raise
         with rec.serial, aside(), modes_aside():
             return self._observe(func, name, args, kwargs, result, first, first_version)
@@ -239,3 +272,7 @@ class TapeMode(TorchFunctionMode):
             except Exception:
                 rec.observation_failed()  # the op ran; only its record is lost
         return result
+
+
+# the code whose frame _without_mode_frame drops
+_HANDLER_CODE = TapeMode.__torch_function__.__code__
