@@ -69,7 +69,10 @@ class ModuleTracker:
         self._swapped: dict[int, weakref.ref[nn.Module]] = {}
         self._handles: list[RemovableHandle] = []
         self._light_handles: list[RemovableHandle] = []
-        self.modules: dict[int, nn.Module] = {}
+        # NOTE [Modules held weakly]: every module named so far, weakly: the snippet's `del
+        # model` frees it (and its parameters' memory) as without gradwalk. When one goes, the
+        # names kept by its id go with it (`_forget`), so a new module given its id is named anew
+        self.modules: dict[int, weakref.ref[nn.Module]] = {}
 
     def install(self) -> None:
         self._handles.append(_module_mod.register_module_forward_pre_hook(self._pre))
@@ -92,7 +95,7 @@ class ModuleTracker:
             yield
         finally:
             if light:
-                for module in self.modules.values():
+                for module in self._live_modules():
                     self._hook_light(module)
             else:
                 self.install()
@@ -105,11 +108,29 @@ class ModuleTracker:
         if light and self._handles:
             self.remove()
             self._stack.clear()
-            for module in self.modules.values():
+            for module in self._live_modules():
                 self._hook_light(module)
         elif not light and not self._handles:
             self.remove()
             self.install()
+
+    def _live_modules(self) -> list[nn.Module]:
+        """The modules named so far that are still alive."""
+        return [m for m in (ref() for ref in list(self.modules.values())) if m is not None]
+
+    def _forget(self, key: int, ref: weakref.ref[Any]) -> None:
+        """Drop the names kept by ``key``, the id of a module or parameter that ``ref`` held
+        and that has just been freed (NOTE [Modules held weakly]); ids taken since by another
+        object are left as they are."""
+        if self.modules.get(key) is ref:
+            del self.modules[key]
+            self._paths.pop(key, None)
+            self._roots.pop(key, None)
+            self._provisional.discard(key)
+        elif self._param_refs.get(key, (None,))[0] is ref:
+            del self._param_refs[key]
+            self._params.pop(key, None)
+            self._provisional.discard(key)
 
     def _hook_light(self, module: nn.Module) -> None:
         # a light hook on ``module`` (not its children) when the detectors need its calls
@@ -251,7 +272,7 @@ class ModuleTracker:
     def all_params(self) -> list[tuple[torch.Tensor, str]]:
         """Return every parameter of the modules seen so far, with its qualified name."""
         found: list[tuple[torch.Tensor, str]] = []
-        for ref, name in self._param_refs.values():
+        for ref, name in list(self._param_refs.values()):
             p = ref()
             if p is not None:
                 found.append((p, name))
@@ -293,7 +314,7 @@ class ModuleTracker:
         for sub_name, sub in submodules(module):
             if id(sub) not in self._paths or id(sub) in self._provisional:
                 self._paths[id(sub)] = f"{path}.{sub_name}" if sub_name else path
-                self.modules[id(sub)] = sub
+                self.modules[id(sub)] = weakref.ref(sub, functools.partial(self._forget, id(sub)))
                 self._mark(sub, provisional)
         if self._register_params(module, path, provisional):
             self._swapped[id(module)] = weakref.ref(module)
@@ -344,7 +365,7 @@ class ModuleTracker:
             return
         self._mark(p, provisional)
         self._params[id(p)] = (name, param_name)
-        self._param_refs[id(p)] = (weakref.ref(p), name)
+        self._param_refs[id(p)] = (weakref.ref(p, functools.partial(self._forget, id(p))), name)
         self._rec.tensors.rename(p, name, param_name)
 
 

@@ -177,7 +177,9 @@ class TrainingTracker:
             entry = optimizers.get(key)
             if entry is not None and entry.ref is ref:
                 del optimizers[key]
-                entry.buffers, entry.before = [], []  # its lineage may outlive it: not its copies
+                # its lineage may outlive it: not its copies, nor its parameters (a snippet's `del
+                # model, opt` frees the model's memory, as without gradwalk)
+                entry.buffers, entry.before, entry.params, entry.grads, entry.labels = [], [], [], None, None
 
         entry = optimizers[key] = _Optimizer(weakref.ref(opt, forget), type(opt))
         return entry
