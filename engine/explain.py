@@ -155,6 +155,8 @@ def explain_error(
 ) -> str | None:
     """Return a short explanation and fix for a known PyTorch error, or ``None``."""
     text = str(exc)
+    if rec.failed_op is None:  # a handler of the snippet's caught it, and raised it again
+        rec.failed_op = rec.loop_ends.failed_op_again()  # NOTE [A caught error's operands are freed]
     if not _raised_by_failed_op(exc, rec):
         rec.failed_op = None  # NOTE [The op an error came from]
     if "backward through the graph a second time" in text:

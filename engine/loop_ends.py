@@ -47,6 +47,8 @@ from typing import TYPE_CHECKING
 from .source import SNIPPET_FILENAME
 
 if TYPE_CHECKING:
+    import torch
+
     from .recorder import Recorder
 
 __all__ = ["LoopEnds", "caught", "compile_with_loop_ends", "ended", "raised"]
@@ -200,6 +202,9 @@ class LoopEnds:
         self._target: tuple[FrameType, int] | None = None
         # that loop was left by an exception no snippet handler has caught yet
         self._uncaught = False
+        # the failed op a snippet's handler caught the error of, its operands held weakly
+        # (NOTE [A caught error's operands are freed])
+        self._caught_op: tuple[str, list[weakref.ref[torch.Tensor]]] | None = None
 
     def take(self, loops: dict[ScopeKey, list[Loop]]) -> None:
         """Take the loops :func:`compile_with_loop_ends` found, numbered for this."""
@@ -237,9 +242,32 @@ class LoopEnds:
             self._record_in_full()
 
     def _caught(self) -> None:
+        # NOTE [A caught error's operands are freed]
+        # The tape keeps the operands of the last op that raised for the error's hint
+        # (``rec.failed_op``), strongly: a hint is written once the error has left the
+        # snippet, when temporaries (`model(torch.ones(2, 5))`'s input) live nowhere else. Once
+        # a handler of the snippet's catches an error, that kept a `del`-ed tensor alive (its
+        # memory not freed, a weakref to it not cleared), unlike a run without gradwalk. The
+        # operands are then held weakly: an error the handler raises again
+        # (``raise``, ``raise ... from e``) gets them back for its hint while they all live
+        # (:meth:`failed_op_again`).
+        failed = self._rec.failed_op
+        if failed is not None:
+            self._caught_op = (failed[0], [weakref.ref(t) for t in failed[1]])
+            self._rec.failed_op = None
         if self._uncaught:
             self._uncaught = False
             self._record_in_full()
+
+    def failed_op_again(self) -> tuple[str, list[torch.Tensor]] | None:
+        """The failed op whose error a handler caught, if all its operands still live (NOTE
+        [A caught error's operands are freed])."""
+        if self._caught_op is None:
+            return None
+        name, refs = self._caught_op
+        operands = [ref() for ref in refs]
+        alive = [t for t in operands if t is not None]
+        return (name, alive) if len(alive) == len(refs) else None
 
     def _record_in_full(self) -> None:
         try:
