@@ -277,25 +277,6 @@ for i in range(8):
         (),
         (),
     ),
-    "optimizer_in_backward_per_param": (
-        H
-        + """model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
-opts = {p: torch.optim.SGD([p], lr=0.1) for p in model.parameters()}
-def step(p):
-    opts[p].step()
-    opts[p].zero_grad()
-for p in model.parameters():
-    p.register_post_accumulate_grad_hook(step)
-x = torch.randn(8, 3)
-for _ in range(3):
-    loss = model(x).pow(2).mean()
-    loss.backward()
-    print(round(loss.item(), 6))
-print(model[0].weight.grad)
-""",
-        (),
-        (),
-    ),
     "other_fused_and_foreach_optimizers": (
         H
         + """torch.manual_seed(0)
