@@ -70,11 +70,11 @@ print(x.grad.stride(), conv.weight.grad.stride())
         ("x",),
         (),
     ),
-    "deep_graph_20000_ops": (
+    "deep_graph_6000_ops": (
         H
         + """x = torch.tensor([0.5], requires_grad=True)
 y = x
-for i in range(20000):
+for i in range(6000):
     y = y + 0.0001 * i
 y.backward()
 print(x.grad, y.grad_fn.name())
