@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .memory import SavedBy, SavedMemory, saved_source
+from .saved_hooks import hooked_by_snippet
 from .tensors import dtype_name
 from .values import dispatches_to_python, has_storage, shape_list
 
@@ -57,7 +58,7 @@ def _unpacked_elsewhere(node: Any, raw_attr: str) -> bool:
         return False
     for item in raw if isinstance(raw, tuple | list) else (raw,):
         hook = getattr(item, "unpack_hook", None)
-        if hook is not None and hook is not _OUR_UNPACK:
+        if hook is not None and (hook is not _OUR_UNPACK or hooked_by_snippet(item)):
             return True
     return False
 

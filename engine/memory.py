@@ -184,6 +184,7 @@ class _Held:
         "original_had_history",
         "owner",
         "serial",
+        "snippet_hooks",
         "tensor",
         "version",
     )
@@ -206,6 +207,7 @@ class _Held:
         # a non-leaf kept as it is: backward refuses it once detached in place
         self.original_had_history = original is not None and not original.is_leaf
         self.made_by = made_by
+        self.snippet_hooks: tuple[object, Callable[[object], torch.Tensor]] | None = None  # saved_hooks.py
 
     def __del__(self) -> None:
         self.owner._release(self.key)
@@ -405,6 +407,8 @@ class SavedMemory:
     def _unpack(held: object) -> torch.Tensor:
         if not isinstance(held, _Held):
             return held  # type: ignore[return-value]
+        if held.snippet_hooks is not None:  # NOTE [A snippet's hooks on one saved tensor]
+            return held.snippet_hooks[1](held.snippet_hooks[0])
         original = held.original
         t = held.tensor if original is None else original
         if type(t) not in _PLAIN_TYPES:

@@ -38,6 +38,7 @@ from .pitfalls import PitfallWatch
 from .process_settings import restore_settings, saved_settings
 from .reflected import OperandOrder
 from .running_stats import RunningStats
+from .saved_hooks import SnippetSavedHooks
 from .source import StatementLines, snippet_frames, statement_lines
 from .strict import STRICT
 from .tape import TapeMode
@@ -95,6 +96,7 @@ class Recorder:
         self.graph = GraphRecorder(self)
         self.backward = BackwardTracker(self)
         self.memory = SavedMemory(self)
+        self.snippet_saved_hooks = SnippetSavedHooks()  # NOTE [A snippet's hooks on one saved tensor]
         self.modules = ModuleTracker(self)
         self.training = TrainingTracker(self)
         self.hand_loop = HandLoop(self)
@@ -332,6 +334,7 @@ class Recorder:
         try:
             self.modules.install()
             self.memory.install()
+            self.snippet_saved_hooks.install()
             self.training.install()
             self.backward.install()
             self.eager.install()
@@ -363,6 +366,7 @@ class Recorder:
             try:
                 self.memory.remove()
             finally:
+                self.snippet_saved_hooks.remove()
                 self.modules.remove()
                 self.training.remove()
                 self.backward.remove()

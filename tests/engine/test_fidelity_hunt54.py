@@ -23,9 +23,9 @@ It found three differences, each fixed:
   hint): NOTE [A caught error's operands are freed].
 
 Left as they are (no change can make them match): a snippet sees gradwalk's mode on the
-torch-function mode stack, and its saved-tensor hooks take the one pair of hooks a saved tensor
-may have (``grad_fn._raw_saved_self.register_hooks`` raises, and ``x is y.grad_fn._saved_self``
-is False, as under any saved-tensor hooks). The bug tests come first; the correct snippets that
+torch-function mode stack, and ``x is y.grad_fn._saved_self`` is False, as under any
+saved-tensor hooks. (The hunt also found ``grad_fn._raw_saved_self.register_hooks`` refused while
+recording; session 54 made it work: test_snippet_saved_hooks.py.) The bug tests come first; the correct snippets that
 passed are kept as a regression guard here and in test_fidelity_hunt54b.py.
 """
 
