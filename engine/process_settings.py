@@ -44,7 +44,8 @@ def restore_settings(settings: Settings) -> None:
     entered and left once per step by the benchmark and ``gradwalk.watch_call``, and setting
     all of them each time cost more than the rest of leaving."""
     torch._C._set_grad_enabled(settings.grad)
-    if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != settings[1:3]:
+    anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+    if anomaly != (settings.anomaly, settings.anomaly_check_nan):
         torch.autograd.set_detect_anomaly(settings.anomaly, settings.anomaly_check_nan)
     if torch.get_default_dtype() is not settings.dtype:
         torch.set_default_dtype(settings.dtype)
@@ -54,7 +55,7 @@ def restore_settings(settings: Settings) -> None:
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
     )
-    if deterministic != settings[5:]:
+    if deterministic != (settings.deterministic, settings.deterministic_warn_only):
         torch.use_deterministic_algorithms(settings.deterministic, warn_only=settings.deterministic_warn_only)
 
 

@@ -39,7 +39,10 @@ _ALREADY_SET = (
 
 def hooked_by_snippet(saved: Any) -> bool:
     """Whether ``saved`` (a ``SavedTensor``) has the snippet's own hooks, by
-    :class:`SnippetSavedHooks`: reading it would run the snippet's ``unpack``."""
+    :class:`SnippetSavedHooks`: reading it would run the snippet's ``unpack``. Asked of every
+    saved tensor a node event describes: answered at once while no snippet has given any."""
+    if not SnippetSavedHooks.given:
+        return False
     held = _held_by_gradwalk(saved)
     return held is not None and held.snippet_hooks is not None
 
@@ -47,6 +50,9 @@ def hooked_by_snippet(saved: Any) -> bool:
 class SnippetSavedHooks:
     """Wraps ``SavedTensor.register_hooks`` between :meth:`install` and :meth:`remove`
     (NOTE [A snippet's hooks on one saved tensor])."""
+
+    #: how many saved tensors a snippet gave hooks of its own, in this process
+    given = 0
 
     def __init__(self) -> None:
         self._original: Callable[..., None] | None = None
@@ -65,6 +71,7 @@ class SnippetSavedHooks:
             with torch._C.DisableTorchFunction():  # gradwalk's read, not an op of the snippet
                 given = held.tensor.detach() if held.tensor.requires_grad else held.tensor
             held.snippet_hooks = (pack(given), unpack)
+            SnippetSavedHooks.given += 1
             return None
 
         _SAVED_TENSOR.register_hooks = register_hooks

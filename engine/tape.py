@@ -60,23 +60,25 @@ _RECORDED_WRITES = frozenset({"requires_grad", "data"})
 
 
 # NOTE [Errors leave without the mode's frame]
-# An op that raises passes its error out through ``TapeMode.__torch_function__``, whose frame
+# An op that raises passes its error out through the tape mode's handler, whose frames
 # Python adds to the error's traceback. Without gradwalk the failing op's own frame (or the
 # snippet's line, for an op written in C) is the last: a snippet that prints
 # ``traceback.format_exc()``, logs with ``logging.exception`` or reads
 # ``traceback.extract_tb(e.__traceback__)[-1]`` showed ``engine/tape.py, line 178, in
-# __torch_function__`` instead. Each call of ``func`` therefore drops the mode's own entry,
-# the first of the traceback in its handler, before re-raising it with a bare ``raise`` (which
-# adds no entry). Frames PyTorch adds to hand a Python-level op to the mode
-# (``handle_torch_function``) stay: they are above the mode's, out of its reach.
+# __torch_function__`` instead. ``TapeMode.__torch_function__`` therefore only calls the
+# handler (``_handle``) and, whatever it raises, drops the two frames of the mode from the
+# head of the traceback before re-raising with a bare ``raise`` (which adds no entry). Frames
+# PyTorch adds to hand a Python-level op to the mode (``handle_torch_function``) stay: they
+# are above the mode's, out of its reach.
 
 
-def _without_mode_frame(exc: BaseException) -> None:
-    """Drop the mode's own frame from the head of ``exc``'s traceback (NOTE [Errors leave
+def _without_mode_frames(exc: BaseException) -> None:
+    """Drop the mode's own frames from the head of ``exc``'s traceback (NOTE [Errors leave
     without the mode's frame]); the caller then re-raises ``exc`` with a bare ``raise``."""
     tb = exc.__traceback__
-    if tb is not None and tb.tb_frame.f_code is _HANDLER_CODE:
-        exc.__traceback__ = tb.tb_next
+    while tb is not None and tb.tb_frame.f_code in _MODE_CODES:
+        tb = tb.tb_next
+    exc.__traceback__ = tb
 
 
 def name_op(func: Callable[..., Any], short: str, api: str, *, inplace: bool) -> None:
@@ -138,7 +140,14 @@ class TapeMode(TorchFunctionMode):
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
-        kwargs = kwargs or {}
+        try:
+            return self._handle(func, args, kwargs or {})
+        except BaseException as exc:
+            _without_mode_frames(exc)  # NOTE [Errors leave without the mode's frame]
+            raise
+
+    def _handle(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run the op ``func(*args, **kwargs)`` and hand it to the recorder."""
         rec = self._rec
         # gradwalk's own work (rec.mute()) never comes here: the mute switches torch-function
         # handling off for its thread (NOTE [Muted work skips the mode] in mute.py)
@@ -147,11 +156,7 @@ class TapeMode(TorchFunctionMode):
             # threads.py); making: a library call, recorded as one op once it returns (NOTE
             # [Library calls as one op] in library_calls.py); tracing: torch.jit.trace records the ops into
             # its graph, and gradwalk's reads of them (tolist, item) would be recorded too
-            try:
-                return func(*args, **kwargs)
-            except BaseException as exc:
-                _without_mode_frame(exc)
-                raise
+            return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name == "__set__":
             attribute = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -160,11 +165,7 @@ class TapeMode(TorchFunctionMode):
             if attribute in _RECORDED_WRITES and rec.detail and not rec.in_optimizer and len(args) == 2:
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
                     write = rec.attribute_write(attribute, args[0], args[1])
-            try:  # `y.requires_grad = False` of a non-leaf raises
-                result = func(*args, **kwargs)
-            except BaseException as exc:
-                _without_mode_frame(exc)
-                raise
+            result = func(*args, **kwargs)
             if write is not None:
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
                     rec.on_op(*write)
@@ -172,16 +173,12 @@ class TapeMode(TorchFunctionMode):
         if name == "__get__" and _attribute_op(func) is None:
             if getattr(func, "__self__", None) is _DATA and rec.detail and not rec.in_optimizer and args:
                 alias = func(*args, **kwargs)
-                reader = sys._getframe(1)  # the code that read .data (the descriptor calls this mode)
+                reader = sys._getframe(2)  # the code that read .data (the descriptor calls this mode)
                 # NOTE [Changed through .data] in tensors.py
                 with rec.serial, torch._C.DisableTorchFunctionSubclass(), modes_aside():
                     rec.tensors.data_read(args[0], alias, reader)
                 return alias
-            try:  # an attribute, not an op (an inference tensor's `_version` raises)
-                return func(*args, **kwargs)
-            except BaseException as exc:
-                _without_mode_frame(exc)
-                raise
+            return func(*args, **kwargs)  # an attribute, not an op
         # A tensor subclass with its own __torch_function__ sees the op, and none of
         # gradwalk's reads of the op's tensors (their versions, values, shapes), nor of
         # others' in an op of plain tensors (a subclass parameter's .grad, read to name a
@@ -220,7 +217,6 @@ class TapeMode(TorchFunctionMode):
             operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
             rec.failed_op = (name, operands)
             rec.failed_op_error = (id(exc), str(exc))  # NOTE [The op an error came from]
-            _without_mode_frame(exc)
             raise
         with rec.serial, aside(), modes_aside():
             return self._observe(func, name, args, kwargs, result, first, first_version)
@@ -274,5 +270,5 @@ class TapeMode(TorchFunctionMode):
         return result
 
 
-# the code whose frame _without_mode_frame drops
-_HANDLER_CODE = TapeMode.__torch_function__.__code__
+# the code of the frames _without_mode_frames drops
+_MODE_CODES = frozenset({TapeMode.__torch_function__.__code__, TapeMode._handle.__code__})
