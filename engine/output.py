@@ -86,6 +86,7 @@ class CapturedOutput:
         self._rec = rec
         self._filename = filename
         self._showwarning: Any = None
+        self._showwarnmsg: Any = None
         self._shown = Shown()
         self._left = max_bytes
         self._cap = max_bytes
@@ -111,6 +112,30 @@ class CapturedOutput:
         self._left -= len(text)
         self._rec.emit(dict(type="output", stream=stream, text=text))
 
+    def _show_message(self, msg: warnings.WarningMessage) -> None:
+        """Hand on a warning Python is about to show or record, placed where it belongs.
+
+        PyTorch's C++ warnings name the Python frame that called into it: while recording
+        that is gradwalk's tape mode (``engine/tape.py``). Python calls this hook
+        (``warnings._showwarnmsg``) for every warning it shows, and for every one a
+        ``catch_warnings(record=True)`` keeps, so the place is put right here, once for both
+        (NOTE [Warnings raised through the tape mode]): the frame that called the op, the
+        snippet's line or a library's (an optimizer's step, ``torch/optim/adagrad.py:361``).
+        """
+        if msg.filename.startswith(ENGINE_DIR):
+            caller = caller_of_op()
+            module = "__main__"
+            if caller is not None:
+                msg.filename, msg.lineno, msg.line = caller.f_code.co_filename, caller.f_lineno, None
+                module = caller.f_globals.get("__name__", module)
+            else:
+                _, at = snippet_frame()
+                if at is not None:
+                    msg.filename, msg.lineno, msg.line = SNIPPET_FILENAME, at, None
+            if not self._shown.first(msg.message, msg.category, msg.filename, msg.lineno, module):
+                return
+        self._showwarnmsg(msg)
+
     def _show_warning(
         self,
         message: Any,
@@ -120,30 +145,12 @@ class CapturedOutput:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        """Show a warning where the snippet raised it, as it shows without gradwalk, on the
-        snippet's stderr (so in the trace) even where the caller records warnings.
-
-        PyTorch's C++ warnings name the Python frame that called into it: while recording
-        that is gradwalk's tape mode (``engine/tape.py:101``); the warning is shown at the
-        frame that called the op, as without gradwalk: the snippet's line (``snippet.py:LINE``,
-        the snippet's frames carry an internal file name) or the library's (an optimizer's
-        step, ``torch/optim/adagrad.py:361``).
-        """
+        """Show a warning as it shows without gradwalk, on the snippet's stderr (so in the
+        trace) even where the caller records warnings; the snippet's frames carry an internal
+        file name, shown as ``snippet.py:LINE``."""
         text = str(message)
         if "Traceback of forward call" in text:  # anomaly mode's: the snippet's frames only
             message = category(_forward_trace_of_snippet(text, self._filename))
-        if filename.startswith(ENGINE_DIR):  # NOTE [Warnings raised through the tape mode]
-            caller = caller_of_op()
-            module = "__main__"
-            if caller is not None:
-                filename, lineno, line = caller.f_code.co_filename, caller.f_lineno, None
-                module = caller.f_globals.get("__name__", module)
-            else:
-                _, at = snippet_frame()
-                if at is not None:
-                    filename, lineno, line = SNIPPET_FILENAME, at, None
-            if not self._shown.first(message, category, filename, lineno, module):
-                return
         if filename == SNIPPET_FILENAME:
             if line is None:
                 line = linecache.getline(SNIPPET_FILENAME, lineno)
@@ -162,6 +169,8 @@ class CapturedOutput:
         sys.stdout, sys.stderr = self.stdout, self.stderr
         self._showwarning = warnings.showwarning
         warnings.showwarning = self._show_warning
+        self._showwarnmsg = warnings._showwarnmsg  # type: ignore[attr-defined]
+        warnings._showwarnmsg = self._show_message  # type: ignore[attr-defined]
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -175,5 +184,8 @@ class CapturedOutput:
             if self._showwarning is not None:
                 warnings.showwarning = self._showwarning
                 self._showwarning = None
+            if self._showwarnmsg is not None:
+                warnings._showwarnmsg = self._showwarnmsg  # type: ignore[attr-defined]
+                self._showwarnmsg = None
             if self._saved is not None:
                 sys.stdout, sys.stderr = self._saved

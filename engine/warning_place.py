@@ -16,6 +16,10 @@ wrong unless they are put right here:
   the same text from two lines of the snippet showed once. Gradwalk forgets the tape
   mode's entries and keeps its own, by the real place, under the action Python's filters
   give the warning there.
+
+Both are put right in the hook Python calls for each warning it shows and for each one a
+``catch_warnings(record=True)`` keeps (``warnings._showwarnmsg``, replaced while recording by
+``CapturedOutput._show_message``), so a snippet that records warnings reads the real place too.
 """
 
 from __future__ import annotations
