@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .source import SNIPPET_FILENAME, snippet_frame
+from .tracebacks import drop_gradwalk_frames
 from .values import dispatches_to_python, same_elements_key, shape_list
 
 if TYPE_CHECKING:
@@ -210,17 +211,27 @@ class BackwardTracker:
 
         tensor_backward = torch.Tensor.backward.__code__
 
+        # each wrapper the snippet calls drops gradwalk's frames from an error it passes on
+        # (NOTE [Errors leave without gradwalk's frames] in tracebacks.py)
         def backward(*args: Any, **kwargs: Any) -> Any:
             caller = sys._getframe(1).f_code
-            if caller is tensor_backward:
-                return self.run("Tensor.backward", orig_backward, args, kwargs)
-            return self.run(
-                "autograd.backward", orig_backward, args, kwargs, caller.co_filename == SNIPPET_FILENAME
-            )
+            try:
+                if caller is tensor_backward:
+                    return self.run("Tensor.backward", orig_backward, args, kwargs)
+                return self.run(
+                    "autograd.backward", orig_backward, args, kwargs, caller.co_filename == SNIPPET_FILENAME
+                )
+            except BaseException as exc:
+                drop_gradwalk_frames(exc)
+                raise
 
         def grad(*args: Any, **kwargs: Any) -> Any:
             direct = sys._getframe(1).f_code.co_filename == SNIPPET_FILENAME
-            return self.run("autograd.grad", orig_grad, args, kwargs, direct)
+            try:
+                return self.run("autograd.grad", orig_grad, args, kwargs, direct)
+            except BaseException as exc:
+                drop_gradwalk_frames(exc)
+                raise
 
         functools.update_wrapper(backward, orig_backward)
         functools.update_wrapper(grad, orig_grad)
@@ -238,6 +249,9 @@ class BackwardTracker:
         def backward_then_settle(*args: Any, **kwargs: Any) -> Any:
             try:
                 return orig_tensor_backward(*args, **kwargs)
+            except BaseException as exc:
+                drop_gradwalk_frames(exc)
+                raise
             finally:
                 rec.settle_detail()
 

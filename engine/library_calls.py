@@ -80,6 +80,7 @@ from .op_arguments import tensors_in
 from .pitfalls.piled_module_hooks import MODULE_HOOKS
 from .pitfalls.reseeds import Reseeds
 from .source import SNIPPET_FILENAME, find_name, snippet_frame
+from .tracebacks import drop_gradwalk_frames
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -236,9 +237,13 @@ class LibraryCalls:
         making = self.making
 
         def __next__(iterator: _BaseDataLoaderIter) -> Any:
-            if not self._recording_here():
-                return original(iterator)
-            batch = self._as_one_op(original, iterator)
+            try:
+                if not self._recording_here():
+                    return original(iterator)
+                batch = self._as_one_op(original, iterator)
+            except BaseException as exc:  # a Dataset's error, the end of an epoch
+                drop_gradwalk_frames(exc)  # NOTE [Errors leave without gradwalk's frames]
+                raise
             if making.depth == 0:
                 outputs: list[torch.Tensor] = []
                 tensors_in(batch, outputs)

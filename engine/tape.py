@@ -69,7 +69,8 @@ _RECORDED_WRITES = frozenset({"requires_grad", "data"})
 # handler (``_handle``) and, whatever it raises, drops the two frames of the mode from the
 # head of the traceback before re-raising with a bare ``raise`` (which adds no entry). Frames
 # PyTorch adds to hand a Python-level op to the mode (``handle_torch_function``) stay: they
-# are above the mode's, out of its reach.
+# are above the mode's, out of its reach, unless a wrapper of gradwalk's is above them
+# (``loss.backward()``: NOTE [Errors leave without gradwalk's frames] in tracebacks.py).
 
 
 def _without_mode_frames(exc: BaseException) -> None:
