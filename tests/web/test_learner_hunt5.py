@@ -33,12 +33,12 @@ def test_the_play_key_works_as_the_shortcuts_dialog_writes_it(page: Any) -> None
     page.keyboard.press("Home")
     expect(page.locator(POSITION)).to_contain_text("step 1 of 12")
     page.keyboard.press("Shift+P")
-    expect(page.locator(PLAY)).to_have_text("⏸ Pause")
+    expect(page.locator(PLAY)).to_have_text("❚❚ Pause")
     expect(page.locator(POSITION)).not_to_contain_text("step 1 of 12")
     page.keyboard.press("Shift+P")
     expect(page.locator(PLAY)).to_have_text("▶ Play")
     page.keyboard.press("p")  # the small letter still plays, and pauses
-    expect(page.locator(PLAY)).to_have_text("⏸ Pause")
+    expect(page.locator(PLAY)).to_have_text("❚❚ Pause")
     page.keyboard.press("p")
     expect(page.locator(PLAY)).to_have_text("▶ Play")
 
@@ -118,7 +118,7 @@ def test_a_new_speed_takes_effect_at_once_while_playing(page: Any) -> None:
     page.clock.pause_at(page.evaluate("() => Date.now()") + 1000)
     page.select_option(".gw-stepper select[aria-label='Playback speed']", "0.5")
     page.locator(PLAY).click()
-    expect(page.locator(PLAY)).to_have_text("⏸ Pause")
+    expect(page.locator(PLAY)).to_have_text("❚❚ Pause")
     page.clock.run_for(100)
     page.select_option(".gw-stepper select[aria-label='Playback speed']", "4")
     page.clock.run_for(300)  # one 4× step (225 ms); the 0.5× one would be 1800 ms

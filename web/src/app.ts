@@ -113,7 +113,7 @@ export class App {
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
     openTrace?.addEventListener("change", () => void this.openFile(openTrace));
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
-    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: traceTitle(this.model) || null }), (m) => this.output.say(m));
+    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: this.shareTitle() }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
     bindHeaderMenu(root.querySelector(".gw-header"));
     this.panes = new PaneSplitters($(root, ".gw-main"));
@@ -158,6 +158,12 @@ export class App {
     await this.applyUrl(wanted);
   }
 
+  /** The run's name in its embed code's `<iframe title>`: its example's or lesson's title, as the
+   * embed's own header reads (it was "gradwalk: snippet.py"), else its first comment line. */
+  private shareTitle(): string | null {
+    return this.examplesMenu.titleOf(this.model.source || this.model.run?.source || "") ?? (traceTitle(this.model) || null);
+  }
+
   // --- runs ----------------------------------------------------------------------------------
 
   get running(): boolean {
@@ -181,18 +187,24 @@ export class App {
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.controls.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
-      this.explainFailure(err);
+      this.explainFailure(err, () => void this.run(limits));
     }
   }
 
-  private explainFailure(err: unknown): void {
+  /** Say why a run did not start; `retry` runs again (once a token is given for a server that wants one). */
+  private explainFailure(err: unknown, retry: () => void): void {
     if (err instanceof ApiError && err.status === 429) {
       const wait = err.retryAfter ? ` in ${err.retryAfter} s` : " in a moment";
       this.output.say(`The server is busy: try again${wait}. (${err.message})`, "error");
     } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-      this.output.say(`This server needs a token to run code: ${err.message}`, "error");
-      const token = window.prompt("Access token for this gradwalk server");
-      if (token) this.api.token = token.trim();
+      // in a learner's words, not the header the server names ("send 'Authorization: Bearer
+      // TOKEN'"); the token given runs the code at once (▶ Run had to be pressed again)
+      const refused = this.api.token !== null;
+      this.output.say(refused ? "The server did not take that access token: press ▶ Run to give it again." : "This server runs code only with its access token (whoever started the server has it): press ▶ Run to give it.", "error");
+      const token = window.prompt(refused ? "That token was not accepted. Access token for this gradwalk server" : "Access token for this gradwalk server")?.trim();
+      if (!token) return;
+      this.api.token = token;
+      retry();
     } else {
       this.output.say(`Could not start the run: ${(err as Error).message}`, "error");
     }

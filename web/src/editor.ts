@@ -18,6 +18,7 @@ import {
 import { tags as t } from "@lezer/highlight";
 import { blockNoteFrame } from "./block-notes";
 import { revealWithin } from "./dom";
+import { keyboardFocusSign } from "./editor-keys";
 
 export interface LineMark {
   line: number;
@@ -193,6 +194,7 @@ export class Editor {
       typeOverSelection,
       runKeys,
       keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+      keyboardFocusSign(),
       EditorView.lineWrapping,
       EditorView.contentAttributes.of({
         "aria-label": "PyTorch code",

@@ -42,6 +42,12 @@ export class ExamplesMenu {
     );
   }
 
+  /** The title of the example or lesson whose code `source` is, or null: what the server calls its run. */
+  titleOf(source: string): string | null {
+    const code = source.trim();
+    return this.examples.find((e) => e.source.trim() === code)?.title ?? this.lessonTitleOf(source);
+  }
+
   /** Name what `source` is: an example, a lesson's snippet, or nothing ("Examples…": a run's or a file's own code). */
   showSourceOf(source: string): void {
     const ex = this.examples.find((e) => e.source === source);

@@ -58,11 +58,24 @@ export class RunControls {
       "cut-short": "cut short",
       ...STATUS_WORDS,
     };
+    const focused = document.activeElement;
     this.statusEl.textContent = labels[state] ?? state;
     this.statusEl.dataset.state = state;
     const busy = this.busy;
     this.runButton.disabled = busy || this.reason !== null;
     this.stopButton.disabled = !busy;
     this.root.dataset.run = state;
+    this.keepFocus(focused);
+  }
+
+  /**
+   * A keyboard user's focus goes where the button they pressed went: ▶ Run (Enter) is off
+   * while its run goes, and Stop is what they can press then; Stop, off once the run ended,
+   * hands it back to ▶ Run. (A button that goes off drops its focus to the page's body,
+   * where no ring shows it: after Enter on ▶ Run the focus was nowhere to be seen.)
+   */
+  private keepFocus(focused: Element | null): void {
+    if (focused === this.runButton && this.runButton.disabled && !this.stopButton.disabled) this.stopButton.focus();
+    else if (focused === this.stopButton && this.stopButton.disabled && !this.runButton.disabled) this.runButton.focus();
   }
 }

@@ -161,7 +161,8 @@ export class StepperView {
       return;
     }
     if (this.step >= this.model.timeline.length - 1) this.go(0);
-    this.playButton.textContent = "⏸ Pause";
+    // ❚❚, not ⏸ (U+23F8): a font without emoji (Debian's Chromium) drew ⏸ as an empty box
+    this.playButton.textContent = "❚❚ Pause";
     this.playButton.setAttribute("aria-label", "Pause");
     this.scheduleTick();
   }

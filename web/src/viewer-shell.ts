@@ -159,6 +159,14 @@ export class Viewer {
       panel("code", codeEl, h("h2", { class: "gw-viewer-heading", text: "Output" }), outputEl),
       panel("charts", chartsEl),
     );
+    // "line 4" (a step card's, the inspector's) lights its line in the code, which here is a
+    // tab of its own: open it (the click lit a line no one could see, and seemed to do nothing)
+    this.side.addEventListener("click", (ev) => {
+      if (this.tab === "code" || !(ev.target instanceof Element) || !ev.target.closest(".gw-line-link")) return;
+      this.show("code");
+      const [scroller, lit] = [codeEl.querySelector<HTMLElement>(".gw-code-scroll"), codeEl.querySelector<HTMLElement>(".gw-code-line.linked")];
+      if (scroller && lit) revealWithin(scroller, lit);
+    });
     // Under the graph alone: step the backward walk without opening the stepper.
     // (the keys work on the graph alone too: onGraphKey, then the stepper's)
     const stepButton = (label: string, title: string, key: "ArrowLeft" | "ArrowRight", delta: number) =>
