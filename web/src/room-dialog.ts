@@ -138,9 +138,14 @@ export class ClassroomDialog {
       if (err instanceof DOMException && err.name === "TimeoutError") {
         this.fail(`The server did not answer within ${ROOM_START_TIMEOUT_MS / 1000} s, so no room was opened here; try again.`);
       } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-        this.fail(`Opening a room on this server needs its access token: ${err.message}`);
-        const token = window.prompt("Access token for this gradwalk server");
-        if (token) app.api.token = token.trim();
+        // as a run asks for it (app.ts): in plain words, and the token given opens the room at
+        // once (Start a room had to be pressed again, under the header the server names)
+        const refused = app.api.token !== null;
+        this.fail(refused ? "The server did not take that access token: press Start a room to give it again." : "Opening a room on this server needs its access token (whoever started the server has it).");
+        const token = window.prompt(refused ? "That token was not accepted. Access token for this gradwalk server" : "Access token for this gradwalk server")?.trim();
+        if (!token) return;
+        app.api.token = token;
+        void this.start();
       } else {
         this.fail(`Could not open a room: ${(err as Error).message}`);
       }
