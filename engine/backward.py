@@ -2,13 +2,18 @@
 
 Every recorded node gets a post-hook (see NOTE [Node ids] in graph.py), which fires right
 after the engine runs the node, so the order of the ``node_executed`` events is the
-engine's order. An ``AccumulateGrad`` node also gets a pre-hook, which reads the leaf's
-``.grad`` before the engine adds to it, and the gradient the node receives; its post-hook
-reads ``.grad`` after.
+engine's order, and a pre-hook, which reads the gradients the node receives. On an
+``AccumulateGrad`` node the pre-hook also reads the leaf's ``.grad`` before the engine adds
+to it; its post-hook reads ``.grad`` after.
 
 # NOTE [Read what AccumulateGrad receives before it runs]
-The gradient an AccumulateGrad node receives is read in its pre-hook, not its post-hook.
-Tensor post-accumulate hooks (``p.register_post_accumulate_grad_hook``) run inside the node,
+What a node receives is read in its pre-hook, not its post-hook: a node may change what it
+received in place before its post-hooks run (a custom Function's backward that does
+``g.mul_(2); return g``; a module's full backward hook that scales ``grad_input[0]`` in
+place, which runs as a post-hook of the node that hands the gradient on), and the walk then
+showed the node receiving what the node before it never sent (found by hunt 55's checker,
+tests/engine/truth.py). AccumulateGrad meets it most: tensor post-accumulate hooks
+(``p.register_post_accumulate_grad_hook``) run inside the node,
 after the ``+=`` and before the node's post-hooks; and when ``.grad`` was None, PyTorch
 adopts the incoming tensor itself as ``.grad``. A hook that changes ``.grad`` in place
 (``clip_grad_norm_([p], 1.0)``) then changed the very tensor the post-hook is handed, and
@@ -56,6 +61,9 @@ class BackwardTracker:
         self.last_loss: float | None = None
         self.first_backward_line: int | None = None
         self.grad_only = True  # every call so far was torch.autograd.grad (which fills no .grad)
+        # the snippet hooked a gradient or a node: its code runs inside the walk (NOTE [Writes
+        # through .data]); set by Recorder.on_hook and _hooks_last
+        self.snippet_hooks = False
         self._values: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, Any] | None]] = {}
         self._blocks: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], dict[str, Any]]] = {}
         self._originals: tuple[Any, Any] | None = None
@@ -73,6 +81,8 @@ class BackwardTracker:
         name = type(node).__name__
         is_acc = name == "AccumulateGrad"
         leaf_ref = weakref.ref(node.variable) if is_acc else None
+        # a custom Function's backward is the snippet's code (NOTE [Writes through .data])
+        runs_snippet = isinstance(node, torch.autograd.function.BackwardCFunction)
         rec = self._rec
         ran = (nid, name)
 
@@ -83,26 +93,26 @@ class BackwardTracker:
                 self.last_ran = ran
                 try:
                     with rec.mute():
-                        self._executed(nid, name, line, leaf_ref, grad_inputs, grad_outputs)
+                        self._executed(nid, name, line, leaf_ref, grad_inputs, grad_outputs, runs_snippet)
                 except Exception:
                     rec.observation_failed()
 
         self._handles.append(node.register_hook(post))
-        if is_acc:
 
-            def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
-                leaf = leaf_ref() if leaf_ref is not None else None
-                if rec.active and self.current is not None:
-                    try:
-                        with rec.mute():
-                            self._received[nid] = [self._value(g) for g in grad_outputs]
-                            if leaf is not None:
-                                self._before[nid] = rec.value_or_none(leaf.grad)
-                                rec.pitfalls.before_accumulate(leaf)
-                    except Exception:
-                        rec.observation_failed()
+        def pre(grad_outputs: Sequence[torch.Tensor | None]) -> None:
+            leaf = leaf_ref() if leaf_ref is not None else None
+            if rec.active and self.current is not None:
+                try:
+                    with rec.mute():
+                        fresh = self.snippet_hooks
+                        self._received[nid] = [self._value(g, fresh) for g in grad_outputs]
+                        if leaf is not None:
+                            self._before[nid] = rec.value_or_none(leaf.grad)
+                            rec.pitfalls.before_accumulate(leaf)
+                except Exception:
+                    rec.observation_failed()
 
-            self._handles.append(node.register_prehook(pre))
+        self._handles.append(node.register_prehook(pre))
 
     def _hooks_last(self) -> None:
         """Move gradwalk's hook on each node after the snippet's own, and forget the hooks of
@@ -124,6 +134,9 @@ class BackwardTracker:
             if hooks is None:  # the node was freed
                 continue
             live.append(handle)
+            if len(hooks) > 1 and not self.snippet_hooks:
+                # (a detector's hook is gradwalk's own: engine/pitfalls/running_totals.py)
+                self.snippet_hooks = any(not _ours(hook) for hook in hooks.values())
             if len(hooks) > 1 and next(reversed(hooks)) != handle.id:
                 # popped and put back, not move_to_end: PyTorch calls them in the order of
                 # the dict beneath, which move_to_end leaves as it was
@@ -138,16 +151,18 @@ class BackwardTracker:
         leaf_ref: weakref.ref[torch.Tensor] | None,
         grad_inputs: Sequence[torch.Tensor | None],
         grad_outputs: Sequence[torch.Tensor | None],
+        runs_snippet: bool,
     ) -> None:
         """Record that node ``nid`` ran (and, for a leaf's AccumulateGrad, what it added)."""
         rec = self._rec
         v = self._value
+        fresh = runs_snippet or self.snippet_hooks
         step = self._step
         self._step += 1
-        received = self._received.pop(nid, None) if leaf_ref is not None else None
+        received = self._received.pop(nid, None)
         if received is None:
             received = [v(g) for g in grad_outputs]
-        sent = [v(g) for g in grad_inputs]
+        sent = [v(g, fresh) for g in grad_inputs]
         rec.emit(
             dict(
                 type="node_executed",
@@ -171,12 +186,15 @@ class BackwardTracker:
                     node=nid,
                     before=self._before.pop(nid, None),
                     added=received[0] if received else None,
-                    after=v(leaf.grad),
+                    # (a post-accumulate hook is the snippet's code: NOTE [Writes through .data])
+                    after=v(leaf.grad, fresh or leaf._post_accumulate_grad_hooks is not None),
                 )
             )
             rec.pitfalls.after_accumulate(leaf)
 
-    def _value(self, g: torch.Tensor | None) -> dict[str, Any] | None:
+    def _value(self, g: torch.Tensor | None, fresh: bool = False) -> dict[str, Any] | None:
+        """The trace value of gradient ``g``, read again when ``fresh``, else from this call's
+        cache where ``g`` was read before (NOTE [Writes through .data])."""
         # A gradient a node sends is usually the very tensor the next node receives:
         # describe each tensor once per backward call. The cache holds gradients weakly: a
         # strong hold would keep every gradient of the walk alive until it ends, and would
@@ -184,14 +202,23 @@ class BackwardTracker:
         # (it does so only when nothing else holds it). That in-place sum bumps the tensor's
         # version, so a hit needs the same object at the same version; a dead entry's id
         # may be reused, and the identity check then misses, as it must.
+        #
+        # NOTE [Writes through .data]
+        # A write through ``g.data`` (``def hook(g): g.data.mul_(10)``, in a tensor hook, a
+        # node hook or a custom Function's backward) changes g's elements and not its
+        # version, and the cache then handed the next node the elements from before the
+        # write (found by hunt 55's checker). Where the snippet's code runs inside the walk
+        # (it hooked a gradient or a node: ``snippet_hooks``; the node is its own Function;
+        # a leaf's post-accumulate hook, for ``after``) each gradient is read again; other
+        # walks keep the cache.
         if g is None:
             return None
-        hit = self._values.get(id(g))
+        hit = None if fresh else self._values.get(id(g))
         if hit is not None and hit[0]() is g and hit[1] == g._version:
             return hit[2]
         rec = self._rec
         key = same_elements_key(g) if rec.values and g.numel() > rec.limits.max_value_elements else None
-        block = self._blocks.get(key) if key is not None else None
+        block = self._blocks.get(key) if key is not None and not fresh else None
         if block is not None and block[0]() is not None:
             # the same elements seen through another view (a transpose): same statistics.
             # Only while the tensor first described is alive: once it is freed, the
@@ -388,6 +415,11 @@ class BackwardTracker:
                 )
             )
             rec.report_memory(line)
+
+
+def _ours(hook: Any) -> bool:
+    """Whether a node hook is gradwalk's own (the engine's, not the snippet's or a library's)."""
+    return str(getattr(hook, "__module__", "")).startswith(__name__.rpartition(".")[0] + ".")
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -293,6 +293,7 @@ class Recorder:
         self, tensor: torch.Tensor, frames: tuple[FrameType | None, int | None, int | None, bool] | None
     ) -> None:
         """Record that the snippet hooked ``tensor``'s gradient (``Tensor.register_hook``)."""
+        self.backward.snippet_hooks = True  # (NOTE [Writes through .data] in backward.py)
         frame, line, _, in_setup = frames or snippet_frames()
         if not in_setup:
             tid = self.tensors.ensure(tensor, line=line, frame=frame)

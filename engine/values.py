@@ -17,6 +17,17 @@ step of the benchmark's transformer and MLP). Measured with ``bench/bench_engine
 values: 78 -> 30 us for 640 elements, 60 -> 29 us for 16k. Other dtypes and devices take the
 PyTorch path.
 
+# NOTE [Spread of elements far from zero]
+The standard deviation comes from the sum and the sum of squares (``sumsq - n * mean**2``),
+float32 sums, each off by about one part in ten million of itself. Where the elements sit
+far from zero compared to their spread (a LayerNorm weight near 1.0 after a few steps; a
+constant gradient such as MeanBackward0's), that difference is mostly rounding: 1,000
+weights of 1000.0 +- 0.001 showed a std of 0.25 (PyTorch: 0.001), a gradient of 800 equal
+elements a std of 4e-7 (PyTorch: 0). When the difference is under a sixteenth of the sum of
+squares, the spread is summed again in float64 as the squared distances from the mean, as
+``Tensor.std`` does; the usual tensor (mean near zero) pays nothing more. Found by hunt 55's
+checker (tests/engine/truth.py).
+
 # NOTE [Complex values]
 A complex tensor travels as statistics of its elements' magnitudes ``|z|``, however small,
 marked ``of="abs"``: a trace's whole values are real numbers, and the views that read them
@@ -56,6 +67,13 @@ HIST_SAMPLE = 256
 _FLOAT_OK = (torch.float32, torch.float64)
 # a sum of squares below this stays finite in float32 (whose largest value is 3.4e38)
 _SAFE_SUM = 1e38
+# each square below float32's smallest normal number (1.2e-38) keeps only an absolute
+# 1.4e-45 of itself: a sum of squares under n * this is read in float64 (a vanishing
+# gradient of 1e-24 elements had a norm and std of 0)
+_TINY_SUM = 1e-36
+# below this share of the sum of squares, what is left of it after taking off n * mean**2 is
+# mostly float32 rounding (NOTE [Spread of elements far from zero])
+_SPREAD_KEPT = 1 / 16
 # up to this many float elements NumPy's sum is the faster (NOTE [Summaries through NumPy])
 _NUMPY_SUM_MAX = 65_536
 _STRIDED = torch.strided
@@ -179,19 +197,50 @@ def _summarize(t: torch.Tensor, n: int) -> dict[str, Any]:
     mn, mx, total, sumsq = torch.stack([lo, hi, f.sum(), torch.dot(f, f)]).tolist()
     if not (math.isfinite(mn) and math.isfinite(mx)):
         return _summarize_non_finite(f, shape, n)
-    if not (math.isfinite(total) and math.isfinite(sumsq)):
-        # finite elements whose float32 sum or sum of squares overflows (an exploding run)
+    big = max(-mn, mx)
+    if not (math.isfinite(total) and math.isfinite(sumsq)) or (
+        f.dtype != torch.float64 and _squares_lost(big, n)
+    ):
+        # finite elements whose float32 sum or sum of squares overflows (an exploding run),
+        # or whose squares are too small for float32 (a vanishing one)
         wide = f.double()
         total, sumsq = torch.stack([wide.sum(), torch.dot(wide, wide)]).tolist()
-    return _finite_summary(shape, n, mn, mx, total, sumsq, _histogram(f, n, mn, mx))
+    centred = None
+    if _spread_lost(n, total, sumsq):  # (NOTE [Spread of elements far from zero])
+        wide = f.double()
+        total = wide.sum().item()
+        apart = wide - total / n
+        centred = torch.dot(apart, apart).item()
+    return _finite_summary(shape, n, mn, mx, total, sumsq, _histogram(f, n, mn, mx), centred)
+
+
+def _squares_lost(big: float, n: int) -> bool:
+    """Whether a float32 sum of the squares of ``n`` elements, the largest ``big`` in size,
+    would lose its digits to float32's smallest numbers (an all-zero tensor loses none)."""
+    return 0.0 < big * big < n * _TINY_SUM
+
+
+def _spread_lost(n: int, total: float, sumsq: float) -> bool:
+    """Whether ``sumsq - n * mean**2`` cannot give the variance: the elements sit far from zero
+    compared to how far apart they are (NOTE [Spread of elements far from zero])."""
+    return n > 1 and sumsq - total * total / n < sumsq * _SPREAD_KEPT
 
 
 def _finite_summary(
-    shape: list[int], n: int, mn: float, mx: float, total: float, sumsq: float, counts: list[int]
+    shape: list[int],
+    n: int,
+    mn: float,
+    mx: float,
+    total: float,
+    sumsq: float,
+    counts: list[int],
+    centred: float | None = None,
 ) -> dict[str, Any]:
-    """The summary of ``n`` finite elements, from their min, max, sum and sum of squares."""
+    """The summary of ``n`` finite elements, from their min, max, sum and sum of squares, and
+    the sum of their squared distances from the mean where :func:`_spread_lost` asked for it."""
     mean = total / n
-    var = max(sumsq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    spread = sumsq - n * mean * mean if centred is None else centred
+    var = max(spread, 0.0) / (n - 1) if n > 1 else 0.0
     return {
         "kind": "summary",
         "shape": shape,
@@ -219,16 +268,22 @@ def _summarize_numpy(f: torch.Tensor, shape: list[int], n: int) -> dict[str, Any
     if not (math.isfinite(mn) and math.isfinite(mx)):
         return None
     big = max(-mn, mx)
-    if big * max(big, 1.0) * n > _SAFE_SUM:
+    if a.dtype == np.float32 and (big * max(big, 1.0) * n > _SAFE_SUM or _squares_lost(big, n)):
         # the float32 sum or sum of squares could overflow (and NumPy would warn on the
-        # snippet's stderr): both in float64 instead
+        # snippet's stderr) or lose its tiny squares: both in float64 instead
         wide = a.astype(np.float64)
         total, sumsq = float(wide.sum()), float(np.dot(wide, wide))
     else:
         # NumPy's sum where it is as fast (no switch into PyTorch and back), PyTorch's past that
         total = float(a.sum() if n <= _NUMPY_SUM_MAX else f.sum())
         sumsq = float(np.dot(a, a))
-    return _finite_summary(shape, n, mn, mx, total, sumsq, _bins(a, n, mn, mx))
+    centred = None
+    if _spread_lost(n, total, sumsq):  # (NOTE [Spread of elements far from zero])
+        wide = a.astype(np.float64)
+        total = float(wide.sum())
+        apart = wide - total / n
+        centred = float(np.dot(apart, apart))
+    return _finite_summary(shape, n, mn, mx, total, sumsq, _bins(a, n, mn, mx), centred)
 
 
 def _bins(a: np.ndarray, n: int, mn: float, mx: float) -> list[int]:
