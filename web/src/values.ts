@@ -179,7 +179,11 @@ export interface Stats {
   inf: number;
 }
 
-/** Statistics of any value (computed for whole values, read from summaries). */
+/**
+ * Statistics of any value (computed for whole values, read from summaries). The std is
+ * PyTorch's `Tensor.std()`, divided by n − 1 (0 for one element), as a summary's is: a whole
+ * value's divided by n, so a 64-element tensor and a 65-element one showed two kinds of std.
+ */
 export function stats(v: Maybe<TensorValue>): Stats | null {
   if (!v) return null;
   if (v.kind === "summary") return v;
@@ -189,7 +193,8 @@ export function stats(v: Maybe<TensorValue>): Stats | null {
   const inf = xs.length - finite.length - nan;
   if (!finite.length) return { min: null, max: null, mean: null, std: null, norm: null, nan, inf };
   const mean = finite.reduce((a, b) => a + b, 0) / finite.length;
-  const variance = finite.reduce((a, b) => a + (b - mean) ** 2, 0) / finite.length;
+  const n = finite.length;
+  const variance = n > 1 ? finite.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1) : 0;
   return {
     min: Math.min(...finite),
     max: Math.max(...finite),

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { FullValue, SummaryValue } from "../src/types/events";
-import { fmtAddend, fmtValue, fmtValueRows, shapesText } from "../src/values";
+import { fmtAddend, fmtValue, fmtValueRows, shapesText, stats } from "../src/values";
 
 const summary = (of: SummaryValue["of"]): SummaryValue => ({
   kind: "summary",
@@ -62,4 +62,11 @@ test("an op's outputs' shapes: one, alike, two, or a count", () => {
   assert.equal(shapesText([[4, 3], [4]]), "[4×3], [4]");
   assert.equal(shapesText([[4, 3], [4], [3], [3], []]), "5 tensors");
   assert.equal(shapesText([[4], undefined]), "[4], ?");
+});
+
+test("a whole value's std is PyTorch's Tensor.std() (n − 1), as a summary's is", () => {
+  // torch.tensor([1., 2., 3., 4.]).std() = 1.2910; divided by n it read 1.1180
+  const full: FullValue = { kind: "full", flat: [1, 2, 3, 4], shape: [4] };
+  assert.equal(stats(full)?.std?.toFixed(4), "1.2910");
+  assert.equal(stats({ kind: "full", flat: [5], shape: [1] })?.std, 0);
 });
