@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -33,12 +33,18 @@ __all__ = ["record", "record_stream"]
 
 
 def record(
-    source: str, *, device: str = "cpu", limits: Limits | None = None, filename: str = "snippet.py"
+    source: str,
+    *,
+    device: str = "cpu",
+    limits: Limits | None = None,
+    filename: str = "snippet.py",
+    argv: Sequence[str] = (),
 ) -> Trace:
     """Run ``source`` with real PyTorch and return its trace.
 
-    The snippet runs as a script (``__name__ == "__main__"``) with the variable ``device``
-    set, ``torch`` and Python's ``random`` seeded with 0, and its output captured.
+    The snippet runs as a script (``__name__ == "__main__"``, ``sys.argv`` as
+    ``python FILENAME ARGV…`` gives it) with the variable ``device`` set, ``torch`` and
+    Python's ``random`` seeded with 0, and its output captured.
 
     >>> trace = record("import torch\\nx = torch.tensor(2.5, requires_grad=True)\\n"
     ...                "y = x**3 - 4*x\\ny.backward()\\n")
@@ -48,7 +54,9 @@ def record(
     [[14.75]]
     """
     events: list[dict[str, Any]] = []
-    record_stream(source, events.append, device=device, limits=limits, filename=filename, validate=False)
+    record_stream(
+        source, events.append, device=device, limits=limits, filename=filename, validate=False, argv=argv
+    )
     return trace_adapter.validate_python({"source": source, "events": events})
 
 
@@ -61,8 +69,13 @@ def record_stream(
     filename: str = "snippet.py",
     validate: bool = True,
     pitfalls: bool = True,
+    argv: Sequence[str] = (),
 ) -> RunStatus:
     """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
+
+    While it runs, ``sys.argv`` is ``[filename, *argv]``, as ``python FILENAME ARGV…`` sets it
+    (a script's ``argparse`` reads it: it read the host's own, gradwalk's or the worker's,
+    and stopped the run with "unrecognized arguments"); the host's comes back afterwards.
 
     With ``validate=True`` the sink receives :data:`engine.events.Event` models; with
     ``validate=False`` it receives the JSON-ready dicts the recorder builds (faster; the
@@ -143,6 +156,8 @@ def record_stream(
     api.set_current(rec)
     host_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
+    host_argv = sys.argv
+    sys.argv = [filename, *argv]
     try:
         with out, rec:
             exec(code, scope)
@@ -159,6 +174,7 @@ def record_stream(
         _emit_error(rec, exc)
     finally:
         api.set_current(None)
+        sys.argv = host_argv
         if host_main is not None:
             sys.modules["__main__"] = host_main
         else:

@@ -35,7 +35,13 @@ def _device(text: str) -> str:
 
 
 def _add_record(sub: Any) -> None:
-    p = sub.add_parser("record", help="run a snippet with real PyTorch and write its trace as JSON")
+    p = sub.add_parser(
+        "record",
+        help="run a snippet with real PyTorch and write its trace as JSON",
+        usage="gradwalk record SNIPPET [options] [-- ARG ...]",
+        epilog="Arguments after -- are the snippet's own, its sys.argv[1:] as `python SNIPPET ARG ...` "
+        "gives them (for a script's argparse): gradwalk record train.py -o t.json -- --lr 0.01",
+    )
     p.add_argument("snippet", type=Path, help="a Python file")
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)"
@@ -68,7 +74,7 @@ def _add_record(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
-def _record(args: argparse.Namespace) -> int:
+def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
     from engine.devices import device_problem
     from engine.events import Limits
     from engine.run import record
@@ -92,7 +98,13 @@ def _record(args: argparse.Namespace) -> int:
     if not out.parent.is_dir() or out.is_dir():  # said before the snippet runs, not after
         print(f"gradwalk record: cannot write {out}: {_unwritable(out)}", file=sys.stderr)
         return 2
-    trace = record(args.snippet.read_text(), device=args.device, limits=limits, filename=args.snippet.name)
+    trace = record(
+        args.snippet.read_text(),
+        device=args.device,
+        limits=limits,
+        filename=args.snippet.name,
+        argv=snippet_args,
+    )
     try:
         out.write_text(trace.model_dump_json())
     except OSError as exc:
@@ -117,15 +129,31 @@ def _unwritable(out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `gradwalk record x.py -- ARG …`: what follows -- is the snippet's own sys.argv[1:]
+    snippet_args: list[str] = []
+    if argv[:1] == ["record"] and "--" in argv:
+        cut = argv.index("--")
+        argv, snippet_args = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(prog="gradwalk", description="Watch PyTorch's autograd work.")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_record(sub)
     extra = _extra_commands()
     for add, _ in extra.values():
         add(sub)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command == "record":
+        given = " ".join(unknown)
+        print(
+            f"gradwalk record: unrecognized arguments: {given} (the snippet's own arguments go after --: "
+            f"gradwalk record {args.snippet} -- {given})",
+            file=sys.stderr,
+        )
+        return 2
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "record":
-        return _record(args)
+        return _record(args, snippet_args)
     return int(extra[args.command][1](args) or 0)
 
 
