@@ -8,7 +8,9 @@ stream a run live). Both run the snippet in this process: isolation is the runne
 from __future__ import annotations
 
 import builtins
+import contextlib
 import linecache
+import os
 import platform
 import random
 import signal
@@ -39,12 +41,14 @@ def record(
     limits: Limits | None = None,
     filename: str = "snippet.py",
     argv: Sequence[str] = (),
+    path: str | None = None,
 ) -> Trace:
     """Run ``source`` with real PyTorch and return its trace.
 
     The snippet runs as a script (``__name__ == "__main__"``, ``sys.argv`` as
-    ``python FILENAME ARGV…`` gives it) with the variable ``device`` set, ``torch`` and
-    Python's ``random`` seeded with 0, and its output captured.
+    ``python FILENAME ARGV…`` gives it; see :func:`record_stream` for ``path``) with the
+    variable ``device`` set, ``torch`` and Python's ``random`` seeded with 0, and its output
+    captured.
 
     >>> trace = record("import torch\\nx = torch.tensor(2.5, requires_grad=True)\\n"
     ...                "y = x**3 - 4*x\\ny.backward()\\n")
@@ -55,7 +59,14 @@ def record(
     """
     events: list[dict[str, Any]] = []
     record_stream(
-        source, events.append, device=device, limits=limits, filename=filename, validate=False, argv=argv
+        source,
+        events.append,
+        device=device,
+        limits=limits,
+        filename=filename,
+        validate=False,
+        argv=argv,
+        path=path,
     )
     return trace_adapter.validate_python({"source": source, "events": events})
 
@@ -70,12 +81,17 @@ def record_stream(
     validate: bool = True,
     pitfalls: bool = True,
     argv: Sequence[str] = (),
+    path: str | None = None,
 ) -> RunStatus:
     """Run ``source``, handing each event to ``sink`` as it happens; return the run's status.
 
     While it runs, ``sys.argv`` is ``[filename, *argv]``, as ``python FILENAME ARGV…`` sets it
     (a script's ``argparse`` reads it: it read the host's own, gradwalk's or the worker's,
     and stopped the run with "unrecognized arguments"); the host's comes back afterwards.
+    ``path``: the file the snippet was read from (``gradwalk record path/train.py``), which
+    is then its ``__file__`` and ``sys.argv[0]``, its folder first on ``sys.path`` while it
+    runs (so ``import helper`` finds ``path/helper.py``), as ``python PATH`` sets them;
+    ``filename`` still names it in warnings and errors.
 
     With ``validate=True`` the sink receives :data:`engine.events.Event` models; with
     ``validate=False`` it receives the JSON-ready dicts the recorder builds (faster; the
@@ -141,7 +157,7 @@ def record_stream(
         "__spec__": None,
         "__annotations__": {},
         "__builtins__": builtins,
-        "__file__": filename,
+        "__file__": path or filename,
         "__cached__": None,
         "device": device,
     }
@@ -157,7 +173,10 @@ def record_stream(
     host_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     host_argv = sys.argv
-    sys.argv = [filename, *argv]
+    sys.argv = [path or filename, *argv]
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    if folder is not None:
+        sys.path.insert(0, folder)
     try:
         with out, rec:
             exec(code, scope)
@@ -175,6 +194,9 @@ def record_stream(
     finally:
         api.set_current(None)
         sys.argv = host_argv
+        if folder is not None:
+            with contextlib.suppress(ValueError):  # the snippet took it off itself
+                sys.path.remove(folder)
         if host_main is not None:
             sys.modules["__main__"] = host_main
         else:

@@ -104,6 +104,7 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
         limits=limits,
         filename=args.snippet.name,
         argv=snippet_args,
+        path=str(args.snippet),
     )
     try:
         out.write_text(trace.model_dump_json())
