@@ -233,6 +233,9 @@ class GraphRecorder:
                         source = saved_source(value)
                         if source is None:
                             saved_id = _saved_input_itself(value, op_tensors)
+                            if saved_id is not None:  # NOTE [Inputs the op changed, saved]
+                                latest = rec.tensors.known(value)
+                                saved_id = saved_id if latest is None else latest
                             if saved_id is None:
                                 if by_ptr is None:
                                     by_ptr = _by_storage(op_tensors)
@@ -279,6 +282,15 @@ def _grad_shapes(node: Any) -> list[list[int]] | None:
         return None
     # a jagged nested tensor's ragged dimension is a symbol (j1), which no trace can hold
     return shapes if all(type(d) is int for shape in shapes for d in shape) else None
+
+
+# NOTE [Inputs the op changed, saved]
+# A node keeps a saved input as the object itself, and an op may change that input in place
+# without handing it back: ``F.batch_norm`` in training updates the ``running_mean`` and
+# ``running_var`` it saves (their new versions are extra outputs of the op, running_stats.py).
+# The node holds the updated buffer, so its saved entry names the input's latest id, the
+# version the op made, not the id it had as the op's input (which showed the statistics
+# from before the update).
 
 
 def _saved_input_itself(

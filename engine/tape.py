@@ -106,8 +106,10 @@ def op_names(func: Callable[..., Any]) -> tuple[str, str, bool]:
         api = f"torch.{raw}"
     elif module == "torch.nn.functional":
         api = f"F.{raw}"
-    elif module.startswith("torch.") and owner == "" and getattr(torch, raw, None) is func:
-        api = f"torch.{raw}"  # torch.einsum, torch.split (defined in torch.functional)
+    elif module.startswith("torch.") and getattr(torch, raw, None) is func:
+        # torch.einsum, torch.split (defined in torch.functional); torch.unique and torch.lu,
+        # made by boolean_dispatch (qualified name ``boolean_dispatch.<locals>.fn``)
+        api = f"torch.{raw}"
     elif module.startswith("torch.") and owner == "":
         api = f"{module.removeprefix('torch.')}.{raw}"
     else:
