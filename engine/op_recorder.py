@@ -100,6 +100,8 @@ class OpRecorder:
         named = named_positionals(func, args, constants, texts)
         ensure = rec.tensors.ensure
         changed = {id(t) for t in outputs}  # inputs among them: the op's version, not off the tape
+        if short in NORM_OPS:  # and the running statistics it updates (NOTE [Running statistics])
+            changed.update(id(t) for t in rec.running_stats.updated(api, args, kwargs or {}))
         in_ids = [ensure(t, line=line, frame=frame, changing=id(t) in changed) for t in inputs]
         if torch.is_grad_enabled():
             mode = "grad"

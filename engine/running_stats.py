@@ -3,7 +3,9 @@
 # NOTE [Running statistics]
 # In training mode ``batch_norm`` (and ``instance_norm`` given running statistics) writes
 # the batch's mean and variance into ``running_mean`` and ``running_var`` inside its kernel,
-# and their version counters do not move (torch 2.13, CPU). Nothing the tensor table
+# and their version counters do not move (torch 2.13, CPU; ``instance_norm`` copies them in
+# afterwards, which does move them, and the op's inputs then named the updated values, a
+# version made off the tape: found by hunt 55b's checker). Nothing the tensor table
 # watches saw them change (NOTE [Changed off the tape] in tensors.py): the second forward
 # read them with the first one's values, and ``model.eval()``'s forward with the zeros and
 # ones they started as. So such an op makes new versions of them, as extra outputs, with
@@ -82,6 +84,13 @@ class RunningStats:
             else:
                 self._tensors.before_change(t)
                 self._hold(t)
+
+    def updated(self, api: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+        """The running statistics op ``api`` updates (none where it only reads them): inputs it
+        changed itself, whatever their version counters say (``instance_norm`` copies the new
+        values in, which moves them; ``batch_norm``'s kernel does not)."""
+        tensors, updates = running_stats_of(api, args, kwargs)
+        return tensors if updates else []
 
     def after(
         self,

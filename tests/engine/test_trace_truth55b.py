@@ -53,6 +53,26 @@ def test_conv_step_saved_running_statistics() -> None:
     )
 
 
+def test_instance_norm_reads_its_running_statistics_as_they_were_before_it_updates_them() -> None:
+    """``nn.InstanceNorm1d(track_running_stats=True)``: ``instance_norm`` copies the updated
+    statistics in, which moves their version counters, so its inputs named the updated values
+    (a version made off the tape) where the op read zeros and ones; the next forward read
+    them a step ahead too."""
+    trace = assert_forward_truthful(
+        "import torch, torch.nn as nn\n"
+        "norm = nn.InstanceNorm1d(3, track_running_stats=True)\n"
+        "x = torch.randn(2, 3, 5, requires_grad=True)\n"
+        "y = norm(x)\n"
+        "y2 = norm(x * 2)\n"
+        "y2.sum().backward()\n"
+        "norm.eval()\n"
+        "print(norm(x).sum().item())\n"
+    )
+    first = next(e for e in q.events_of(trace, "op") if e.name == "instance_norm")
+    values = {e.id: e.value.flat for e in q.events_of(trace, "tensor")}
+    assert [values[i] for i in first.inputs[1:3]] == [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+
+
 # --- bug 2: torch.unique and torch.lu showed api boolean_dispatch.<locals>.fn ------------
 
 

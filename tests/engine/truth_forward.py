@@ -38,8 +38,6 @@ What gradwalk legitimately shows differently, and is not compared:
 - Each op's inputs are compared too (an input changed off the tape is a new version with
   its value), but a tensor changed through another alias after its last use (``a =
   base.view(2, 3)``, then ``base[::2].mul_(2)``) keeps the value it had when last used.
-- Not fixed: ``F.instance_norm`` with ``track_running_stats=True`` lists its running
-  statistics as inputs holding their values after the update, with no new version.
 """
 
 from __future__ import annotations
