@@ -343,8 +343,8 @@ export class App {
       this.controls.setStatus(m.finished!.status);
       this.editor.setErrors(m.errorLines());
     } else if (m.run) this.controls.setStatus(this.stream ? "running" : "cut-short"); // a file's trace that ends early has no stream to wait for
-    setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length);
-    setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length);
+    setTabCount(this.tabs.find((t) => t.dataset.view === "stepper"), m.timeline.length, ["step", "steps"]);
+    setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length, ["optimizer step", "optimizer steps"]);
     if (this.pending) void this.applyPending();
     if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
   }

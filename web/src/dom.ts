@@ -163,9 +163,28 @@ export function compactCount(n: number): string {
   return `${Math.round(n / 1000)}k`;
 }
 
-/** Show `n` (none when 0) in `tab`'s badge (its data-count, drawn by the tabs' CSS). */
-export function setTabCount(tab: HTMLElement | undefined, n: number): void {
-  if (tab) tab.dataset.count = n ? compactCount(n) : "";
+/** What a tab's badge counts: its words for one and for more ("step", "steps"). */
+export type Counted = readonly [one: string, many: string];
+
+/**
+ * Show `n` (none when 0) in `tab`'s badge (its data-count, drawn by the tabs' CSS), and say
+ * what it counts: the tab's name becomes its text, the badge and `what` ("Backward 5 steps":
+ * the name begins with what is seen, for voice control), its tooltip adds the exact count.
+ */
+export function setTabCount(tab: HTMLElement | undefined, n: number, what: Counted): void {
+  if (!tab) return;
+  tab.dataset.count = n ? compactCount(n) : "";
+  tab.dataset.plainTitle ??= tab.title;
+  const plain = tab.dataset.plainTitle;
+  if (!n) {
+    tab.removeAttribute("aria-label");
+    tab.title = plain;
+    return;
+  }
+  const words = n === 1 ? what[0] : what[1];
+  tab.setAttribute("aria-label", `${tab.textContent?.trim() ?? ""} ${compactCount(n)} ${words}`);
+  const counted = `${n.toLocaleString("en-US")} ${words}`;
+  tab.title = plain ? `${plain} · ${counted}` : counted;
 }
 
 /** Whether the user asked for less motion (`prefers-reduced-motion: reduce`): the graph then

@@ -51,10 +51,15 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
           }
         }
       });
-      routeEdges(cy, positions, routes);
       // Resolve once every node is where it goes (a fit measures the final places), or a
-      // little later at most: a stopped animation never calls `complete`.
-      if (gliding.length) await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
+      // little later at most: a stopped animation never calls `complete`. A route is drawn
+      // once its ends are where it was made for: see NOTE [Routes and gliding nodes].
+      if (gliding.length) {
+        clearRoutes(cy);
+        await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
+        if (cy.destroyed()) return "elk";
+      }
+      routeEdges(cy, positions, routes);
       return "elk";
     } catch (err) {
       if (cy.destroyed()) return "elk";
@@ -81,3 +86,11 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
     .run();
   return "breadthfirst";
 }
+
+// NOTE [Routes and gliding nodes]: a route's points are fractions along its source-target
+// line and distances across it (graph-routes.ts), made for the nodes' new places. Set while
+// the nodes still glide there from their old ones, the points of a route that bends around
+// a node landed inside its own source or target on the way, Cytoscape found no endpoints
+// (about 40 "Edge ... has invalid endpoints" warnings for pitfall_loss_tensor_total's live
+// graph, growing batch by batch) and left those edges out until the glide ended. Edges are
+// straight lines while nodes glide, which always have ends, and take their routes after.

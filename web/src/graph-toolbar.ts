@@ -46,5 +46,20 @@ export function graphToolbar(actions: ToolbarActions, callPicker: HTMLElement): 
     info,
     drawAllButton,
   );
+  showsWholeEnough(info);
   return { element, savedToggle, info, drawAllButton };
+}
+
+/**
+ * Hide the node count (data-sliver) while less than half of it shows: presenter type's
+ * one-row toolbar squeezes it first (layout.css), and beside the "Graph of" list at 1280 px
+ * its 5 px read "1.". An ellipsis after half of it still says what it is.
+ */
+function showsWholeEnough(info: HTMLElement): void {
+  const check = () => {
+    const sliver = info.clientWidth > 0 && info.scrollWidth > 2 * info.clientWidth;
+    if (sliver !== info.hasAttribute("data-sliver")) info.toggleAttribute("data-sliver", sliver);
+  };
+  if (typeof ResizeObserver !== "undefined") new ResizeObserver(check).observe(info);
+  if (typeof MutationObserver !== "undefined") new MutationObserver(check).observe(info, { childList: true, characterData: true, subtree: true });
 }

@@ -3,7 +3,10 @@
 // 1280 px laptop), the backward call's part shortens to the number its tab shows ("step 4 of
 // 12 · #2: 1 of 3"). The full words stay the element's text (visually hidden, read by the
 // position's live region) and its tooltip; the short ones are drawn by CSS (stepper.css) from
-// data-short, hidden from screen readers. A text that wraps even so wraps, as before.
+// data-short, hidden from screen readers. Where even the short words would wrap (a projector's
+// 1280 x 720 pane in presenter type: "step 1 of 18 · #1: 1 of 6" beside the slider and the
+// speed select), the position takes a row of its own under them (data-row, stepper.css), in
+// full words where they fit there. A text that wraps even so wraps, as before.
 import { h } from "./dom";
 
 /** Where a step is: its number in the walk, and its call's where the run called backward() more than once. */
@@ -74,17 +77,37 @@ export class StepPosition {
     });
   }
 
-  /** Full words where they take one line (an inline box on two lines has two rects). */
+  /**
+   * The first of: full words beside the slider, short ones beside it, full words on a row
+   * of their own, short ones there, that takes one line; the last where none does.
+   */
   private fit(): void {
-    if (!this.full) {
-      delete this.el.dataset.fit;
-      this.el.removeAttribute("title");
-      return;
+    const forms: ("full" | "short" | null)[] = this.full ? ["full", "short"] : [null];
+    const tries = [false, true].flatMap((row) => forms.map((form) => ({ row, form })));
+    let chosen = tries[tries.length - 1];
+    for (const t of tries) {
+      this.apply(t.row, t.form);
+      if (!this.wraps()) {
+        chosen = t;
+        break;
+      }
     }
-    this.el.dataset.fit = "full";
-    const short = this.full.getClientRects().length > 1;
-    this.el.dataset.fit = short ? "short" : "full";
-    if (short) this.el.title = this.full.textContent ?? "";
+    this.apply(chosen.row, chosen.form);
+    if (chosen.form === "short") this.el.title = this.full?.textContent ?? "";
     else this.el.removeAttribute("title");
+  }
+
+  private apply(row: boolean, form: "full" | "short" | null): void {
+    if (row) this.el.dataset.row = "own";
+    else delete this.el.dataset.row;
+    if (form) this.el.dataset.fit = form;
+    else delete this.el.dataset.fit;
+  }
+
+  /** Whether the position's text takes more than one line (a hidden one takes none). */
+  private wraps(): boolean {
+    const style = getComputedStyle(this.el);
+    const line = Number.parseFloat(style.lineHeight) || Number.parseFloat(style.fontSize) * 1.2;
+    return this.el.getBoundingClientRect().height > line * 1.5;
   }
 }

@@ -405,8 +405,8 @@ export class Viewer {
   }
 
   private renderCounts(): void {
-    setTabCount(this.tabs.get("stepper"), this.model.timeline.length);
-    setTabCount(this.tabs.get("code"), this.model.errors.length + this.model.pitfalls.length);
+    setTabCount(this.tabs.get("stepper"), this.model.timeline.length, ["step", "steps"]);
+    setTabCount(this.tabs.get("code"), this.model.errors.length + this.model.pitfalls.length, ["error or pitfall", "errors and pitfalls"]);
   }
 
   /** After every layout (the graph's own fit keeps it readable), bring the step's node into view. */
