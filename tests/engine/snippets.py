@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 import re
 import sys
 import types
@@ -90,13 +91,31 @@ def _settings_kept() -> Iterator[None]:
 
 def _run_as_main(source: str, filename: str) -> None:
     """Run ``source`` as ``python script.py`` does: its globals are the ``__main__`` module's."""
+    with as_main() as scope:
+        exec(compile(source, filename, "exec"), scope)
+
+
+@contextlib.contextmanager
+def as_main() -> Iterator[dict[str, Any]]:
+    """The namespace of a fresh ``__main__`` module, installed as ``__main__`` while the block
+    runs a snippet in it as ``python script.py`` would (the host's comes back after)."""
     main = types.ModuleType("__main__")
     host = sys.modules["__main__"]
     sys.modules["__main__"] = main
     try:
-        exec(compile(source, filename, "exec"), main.__dict__)
+        yield main.__dict__
     finally:
         sys.modules["__main__"] = host
+
+
+@contextlib.contextmanager
+def plain_main() -> Iterator[dict[str, Any]]:
+    """:func:`as_main` for a plain run, seeded as gradwalk seeds a run (``torch`` and
+    ``random``), with the process-wide settings the snippet changes put back after."""
+    torch.manual_seed(0)
+    random.seed(0)
+    with _settings_kept(), as_main() as scope:
+        yield scope
 
 
 def run_plain(

@@ -23,9 +23,6 @@ values for them), nor is uninitialised memory (``torch.empty``), which differs r
 from __future__ import annotations
 
 import contextlib
-import random
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +30,7 @@ import torch
 
 from engine import record
 from engine.events import Limits, Trace
-from tests.engine.snippets import _settings_kept
+from tests.engine.snippets import plain_main
 from tests.engine.truth_steps import Step, step_differences, steps_watched
 from tests.engine.truth_values import value_differs
 
@@ -145,18 +142,12 @@ def plain_run(source: str) -> Plain:
     originals = torch.autograd.backward, torch.autograd.grad
     torch.autograd.backward = watcher.wrap(originals[0], "tensors")
     torch.autograd.grad = watcher.wrap(originals[1], "outputs")
-    torch.manual_seed(0)
-    random.seed(0)
-    main = types.ModuleType("__main__")
-    host = sys.modules["__main__"]
-    sys.modules["__main__"] = main
     try:
-        with _settings_kept(), contextlib.redirect_stdout(None), steps_watched(steps):
-            exec(compile(source, "plain.py", "exec"), main.__dict__)
+        with plain_main() as scope, contextlib.redirect_stdout(None), steps_watched(steps):
+            exec(compile(source, "plain.py", "exec"), scope)
     finally:
-        sys.modules["__main__"] = host
         torch.autograd.backward, torch.autograd.grad = originals
-    return Plain(watcher.walks, steps, main.__dict__)
+    return Plain(watcher.walks, steps, scope)
 
 
 def differences(trace: Trace, plain: Plain) -> list[str]:

@@ -11,10 +11,8 @@ here the same way; optimizer steps (but a closure's ops) and backward calls are 
 from __future__ import annotations
 
 import contextlib
-import random
 import re
 import sys
-import types
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +24,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.overrides import TorchFunctionMode
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from tests.engine.snippets import _settings_kept
+from tests.engine.snippets import plain_main
 
 __all__ = ["Out", "PlainOp", "PlainTape", "plain_tape"]
 
@@ -265,17 +263,11 @@ def plain_tape(source: str) -> PlainTape:
     ends the run, as it ends the trace)."""
     tape = _Tape()
     tape.set = not _UNSET_CALL.search(source)  # torch.Tensor(2, 3) reaches no mode
-    torch.manual_seed(0)
-    random.seed(0)
-    main = types.ModuleType("__main__")
-    host = sys.modules["__main__"]
-    sys.modules["__main__"] = main
-    try:
-        with _settings_kept(), contextlib.redirect_stdout(None), _patched(tape), tape:
-            exec(compile(source, _FILE, "exec"), main.__dict__)
-    except Exception:
-        pass
-    finally:
-        sys.modules["__main__"] = host
+    with plain_main() as scope:
+        try:
+            with contextlib.redirect_stdout(None), _patched(tape), tape:
+                exec(compile(source, _FILE, "exec"), scope)
+        except Exception:
+            pass
     # a backward call is no op (the wrapper named "" only switched the tape off inside)
-    return PlainTape([op for op in tape.ops if op.name], main.__dict__, tape.set)
+    return PlainTape([op for op in tape.ops if op.name], scope, tape.set)
