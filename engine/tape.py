@@ -21,6 +21,7 @@ from .op_arguments import tensors_in
 from .pitfalls import WATCHED_OPS
 from .running_stats import NORM_OPS
 from .source import snippet_frames
+from .tracebacks import drop_gradwalk_frames
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -66,20 +67,11 @@ _RECORDED_WRITES = frozenset({"requires_grad", "data"})
 # ``traceback.format_exc()``, logs with ``logging.exception`` or reads
 # ``traceback.extract_tb(e.__traceback__)[-1]`` showed ``engine/tape.py, line 178, in
 # __torch_function__`` instead. ``TapeMode.__torch_function__`` therefore only calls the
-# handler (``_handle``) and, whatever it raises, drops the two frames of the mode from the
-# head of the traceback before re-raising with a bare ``raise`` (which adds no entry). Frames
-# PyTorch adds to hand a Python-level op to the mode (``handle_torch_function``) stay: they
-# are above the mode's, out of its reach, unless a wrapper of gradwalk's is above them
-# (``loss.backward()``: NOTE [Errors leave without gradwalk's frames] in tracebacks.py).
-
-
-def _without_mode_frames(exc: BaseException) -> None:
-    """Drop the mode's own frames from the head of ``exc``'s traceback (NOTE [Errors leave
-    without the mode's frame]); the caller then re-raises ``exc`` with a bare ``raise``."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code in _MODE_CODES:
-        tb = tb.tb_next
-    exc.__traceback__ = tb
+# handler (``_handle``) and, whatever it raises, drops gradwalk's frames from the traceback
+# before re-raising with a bare ``raise`` (which adds no entry), as gradwalk's wrappers do
+# (NOTE [Errors leave without gradwalk's frames] in tracebacks.py). Frames PyTorch adds to
+# hand a Python-level op to the mode (``handle_torch_function``) stay: they are above the
+# mode's, out of its reach, unless a wrapper of gradwalk's is above them (``loss.backward()``).
 
 
 def name_op(func: Callable[..., Any], short: str, api: str, *, inplace: bool) -> None:
@@ -146,7 +138,7 @@ class TapeMode(TorchFunctionMode):
         try:
             return self._handle(func, args, kwargs or {})
         except BaseException as exc:
-            _without_mode_frames(exc)  # NOTE [Errors leave without the mode's frame]
+            drop_gradwalk_frames(exc)  # NOTE [Errors leave without the mode's frame]
             raise
 
     def _handle(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -271,7 +263,3 @@ class TapeMode(TorchFunctionMode):
             except Exception:
                 rec.observation_failed()  # the op ran; only its record is lost
         return result
-
-
-# the code of the frames _without_mode_frames drops
-_MODE_CODES = frozenset({TapeMode.__torch_function__.__code__, TapeMode._handle.__code__})

@@ -12,8 +12,8 @@ to the tape mode: PyTorch's ``handle_torch_function`` frame with the dispatching
 (the function's own first call, which then runs again under the mode). A hand-off to anything
 else (a tensor subclass's own ``__torch_function__``, a snippet's own mode) stays, as it shows
 without gradwalk. The error's type, message and the frames of the snippet and of PyTorch below
-are as they were. (The tape mode drops its own frames the same way: NOTE [Errors leave without
-the mode's frame] in tape.py.)
+are as they were. The tape mode drops gradwalk's frames the same way as an op's error leaves it
+(NOTE [Errors leave without the mode's frame] in tape.py).
 """
 
 from __future__ import annotations
