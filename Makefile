@@ -44,7 +44,7 @@ run: setup ## start the app on http://$(HOST):$(PORT) (local workers, SQLite in 
 	$(VENV)/bin/gradwalk serve --host $(HOST) --port $(PORT)
 
 test: setup ## run the whole test suite (engine, runner, server, browser, notebooks)
-	$(PY) -m pytest -q $(PYTEST_PARALLEL)
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=25
 
 test-fast: setup ## run the tests without the browser and the slow ones
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not browser and not slow"
