@@ -208,13 +208,23 @@ function everyKthPower(base: number, plotHeight: number): (u: uPlot, splits: num
 }
 
 /**
+ * The share of a time axis a run may spend before its first point and still be drawn from
+ * the run's start (see {@link timeRange}).
+ */
+export const LATE_FIRST_POINT = 0.25;
+
+/**
  * A time axis's range (graph and CUDA memory): from the run's start, labelled "0 s" as the
  * memory axis's foot is labelled "0 B", to a little past its last point. From its first
  * point instead (the snippet's first op, some 0.04 s in), its origin had no label and its
- * first tick read as the run's start.
+ * first tick read as the run's start. But a run whose first point comes late, past
+ * {@link LATE_FIRST_POINT} of its span, is drawn from that point: a fresh process's first
+ * optimizer imports torch._dynamo (~1 s, `gradwalk record` from the command line), and
+ * twenty batches of `total += loss` then climbed in the last 5% of the chart's width.
  */
 export function timeRange(u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
   if (min === null || max === null || min < 0) return padRange(u, min, max);
+  if (max > 0 && min > max * LATE_FIRST_POINT) return padRange(u, min, max);
   return [0, max + Math.max(max * 0.015, max === 0 ? 0.5 : 0)];
 }
 

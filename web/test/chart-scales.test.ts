@@ -2,7 +2,7 @@
 // three decades; "linear" and "log" apply to every chart.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BYTE_INCRS, distinctLabels, linearRange, LOG_INCRS, LOG_SPAN, logAxis, logSplits } from "../src/chart-scales";
+import { BYTE_INCRS, distinctLabels, LATE_FIRST_POINT, linearRange, LOG_INCRS, LOG_SPAN, logAxis, logSplits, timeRange } from "../src/chart-scales";
 import { formatBytes, Table } from "../src/charts-data";
 
 function table(values: (number | null)[], unit: "number" | "bytes" = "number"): Table {
@@ -84,4 +84,19 @@ test("a linear axis's tick labels differ: as many digits as tell them apart", ()
   assert.deepEqual(distinctLabels([0, 0.5, 1]), ["0", "0.5", "1"]);
   assert.deepEqual(distinctLabels([1727.505, 1727.51, 1727.515]), ["1727.505", "1727.51", "1727.515"]);
   assert.deepEqual(distinctLabels([null, 2, 3]), ["", "2", "3"]);
+});
+
+test("time axis: from the run's start, unless the first point comes late in the run", () => {
+  // a warm worker's run: the first saved tensor 0.04 s in, drawn from "0 s"
+  const [a, b] = timeRange(null as never, 0.04, 0.5);
+  assert.equal(a, 0);
+  assert.ok(b > 0.5 && b < 0.52);
+  // `gradwalk record` in a fresh process: 0.96 s importing torch._dynamo, then 20 batches in
+  // 0.05 s, which must fill the chart (they had the last 5% of its width)
+  const [lo, hi] = timeRange(null as never, 0.964, 1.009);
+  assert.ok(lo > 0.96 && lo < 0.964, `from the first point, not the run's start: ${lo}`);
+  assert.ok(hi > 1.009 && hi < 1.011);
+  // the boundary: a first point at a quarter of the span still starts at 0
+  assert.equal(timeRange(null as never, LATE_FIRST_POINT, 1)[0], 0);
+  assert.deepEqual(timeRange(null as never, null, null), [0, 1]);
 });
