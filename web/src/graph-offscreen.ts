@@ -265,17 +265,19 @@ export class OffscreenCues {
   }
 
   /**
-   * The boxes of the edge labels shown, in the pane's px, a little bigger than drawn: the
-   * nodes' boxes alone left a cue free to sit on one ("▴ 7 more" over the `.grad` into
-   * data-edit's model.2.weight in presenter type). An idle call's labels are not drawn.
+   * The boxes of the edge labels and module groups' names shown, in the pane's px, a little
+   * bigger than drawn: the nodes' boxes alone left a cue free to sit on one ("▴ 7 more" over
+   * the `.grad` into data-edit's model.2.weight in presenter type; "3 more ▸" over the
+   * training loop's "MLP" and "MLP.net" at 1280 x 720). An idle call's labels are not drawn.
    */
   private labelBoxes(): Obstacle[] {
     const cy = this.cy;
-    if (!cy || cy.edges().length > LABELLED_MAX_EDGES) return [];
+    if (!cy) return [];
     const only = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
-    return cy
-      .edges(":visible")
-      .filter((e) => !!e.data("label") && !e.hasClass("idle"))
+    // a group is a frame around its members: only its name is in the way (a few per graph)
+    const groups = cy.nodes(":parent:visible");
+    const edges = cy.edges().length > LABELLED_MAX_EDGES ? [] : cy.edges(":visible").filter((e) => !!e.data("label") && !e.hasClass("idle"));
+    return [...groups, ...edges]
       .map((e) => e.renderedBoundingBox(only))
       .filter((b) => b.w > 0 && b.h > 0)
       .map((b) => ({ x1: b.x1 - PAD, x2: b.x2 + PAD, y1: b.y1 - PAD, y2: b.y2 + PAD, weight: TEXT_WEIGHT }));

@@ -32,6 +32,8 @@ export const SHORTCUTS: readonly ShortcutGroup[] = [
     where: "Backward tab",
     keys: [
       ["← →", "previous or next step"],
+      ["PageUp PageDown", "previous or next step (a presentation clicker's keys)"],
+      ["Space, Shift+Space", "next or previous step"],
       ["Home End", "first or last step"],
       ["P", "play or pause the walk"],
     ],

@@ -1,12 +1,13 @@
 // The backward stepper: walk each backward() call node by node in the engine's real order,
 // with the local rule written out with real numbers, accumulations into .grad, and a note
-// when the graph is freed. First / prev / next / last / play, a slider, and ←/→ keys.
-import { fill, h, isTyping, markCut, perFrame, revealWithin } from "./dom";
+// when the graph is freed. First / prev / next / last / play, a slider, and keys (stepper-keys.ts).
+import { fill, h, markCut, perFrame, revealWithin } from "./dom";
 import { howItEnded } from "./graph-steps";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
 import { StepPosition } from "./step-position";
+import { bindStepperKeys } from "./stepper-keys";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import { bindTabKeys, selectTab } from "./tabs";
 import type { StepEntry, TraceModel } from "./trace-model";
@@ -107,7 +108,15 @@ export class StepperView {
     for (const scroller of [root.querySelector<HTMLElement>(".gw-step-body"), this.walkScroll]) if (scroller) markCut(scroller);
     watchWalkRoom(root, this.walkScroll, () => this.scrollToMarked());
     store.subscribe((state, changed) => this.onStore(state, changed));
-    if (options.keyboard !== false) document.addEventListener("keydown", (ev) => this.onKey(ev));
+    if (options.keyboard !== false) {
+      bindStepperKeys({
+        shown: () => this.store.state.view === "stepper",
+        stepBy: (by) => this.go(this.step + by),
+        first: () => this.go(0),
+        last: () => this.go(this.model.timeline.length - 1),
+        togglePlay: () => this.togglePlay(),
+      });
+    }
     this.setModel(model);
   }
 
@@ -137,22 +146,6 @@ export class StepperView {
     if (!n) return;
     const step = Math.max(0, Math.min(n - 1, i));
     this.store.set({ step, view: "stepper" });
-  }
-
-  private onKey(ev: KeyboardEvent): void {
-    if (this.store.state.view !== "stepper" || isTyping(ev) || ev.altKey || ev.ctrlKey || ev.metaKey) return;
-    const keys: Record<string, () => void> = {
-      ArrowRight: () => this.go(this.step + 1),
-      ArrowLeft: () => this.go(this.step - 1),
-      Home: () => this.go(0),
-      End: () => this.go(this.model.timeline.length - 1),
-      p: () => this.togglePlay(),
-      P: () => this.togglePlay(), // as the ? dialog and the button's title write it (Shift or Caps Lock)
-    };
-    const action = keys[ev.key];
-    if (!action) return;
-    ev.preventDefault();
-    action();
   }
 
   private togglePlay(): void {
