@@ -3,10 +3,12 @@ projector, a phone, a graph wider than its pane."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import (
     expect,
@@ -57,7 +59,14 @@ def test_dark_theme_and_presenter_size(page: Any) -> None:
         "(t) => { const g = window.gradwalk.graph; return g.lastLayout.at > t && !g.busy && !g.core.animated(); }",
         arg=clicked,
     )
-    page.wait_for_timeout(300)  # the canvas's resize (the header wraps) refits too
+    # the canvas's resize (the header wraps) refits too, a frame or more later (a fixed 300 ms
+    # was short on a loaded CI machine): wait until the graph sits inside the canvas, at rest
+    fits = """() => {
+        const g = window.gradwalk.graph, cy = g.core, b = cy.elements().renderedBoundingBox();
+        return !g.busy && !cy.animated() && b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height();
+    }"""
+    with contextlib.suppress(PlaywrightTimeout):  # the assertion below says where it sits
+        page.wait_for_function(fits, timeout=10_000)
     box = page.evaluate(
         """() => {
             const cy = window.gradwalk.graph.core, b = cy.elements().renderedBoundingBox();
