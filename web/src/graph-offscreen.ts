@@ -4,7 +4,7 @@
 // with its saved tensors opened with h's leaf in view and w's, and the graph the `if` left
 // dangling, cut off on the right with nothing saying so. Each cue counts the nodes that way;
 // clicking it pans there. The Fit button still shows everything.
-import type { Core } from "cytoscape";
+import type { Core, NodeSingular } from "cytoscape";
 import { h, perFrame } from "./dom";
 import { panView } from "./graph-viewport";
 
@@ -83,15 +83,29 @@ const PAD = 3;
  */
 const LABELLED_MAX_EDGES = 400;
 /**
- * How much worse a cue's px over text (an edge label, another cue) is than one over a node's
- * box: where no spot is free, a cue over a node's rim still hid nothing read, one over a
- * label hid the word.
+ * How much worse a cue's px over text (a node's or an edge's label, a group's name, another
+ * cue) is than one over a node's box: where no spot is free, a cue over a node's rim still
+ * hid nothing read, one over a label hid the word.
  */
 const TEXT_WEIGHT = 4;
+/** Box-drawing options that give a node's label alone. */
+const LABEL_ONLY = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
 
 /** Something a cue keeps off, and what covering a px of it costs. */
 interface Obstacle extends Box {
   weight: number;
+}
+
+/** A node's box in the pane's px, and its place in the order of the cues' `centres`. */
+interface NodeBox extends Obstacle {
+  index: number;
+}
+
+/** A cue's best spot along its edge: its box, what it covers (weighted), and how many of those px are text. */
+interface Spot {
+  box: Box;
+  cover: number;
+  text: number;
 }
 
 /** The area two boxes share (0 when apart). */
@@ -126,7 +140,17 @@ export class OffscreenCues {
   private centres: Centres = new Float64Array(0);
   /** Each node's half width and half height (graph coordinates), in the order of `centres`. */
   private halves: Float64Array = new Float64Array(0);
+  /** The nodes, in the order of `centres`. */
+  private nodes: NodeSingular[] = [];
+  /**
+   * Each node's label box about its centre (graph coordinates; null: no label), read when a
+   * cue's strip first meets the node and kept until a node's label or style changes: a pan
+   * moves it with the node, and reads no box.
+   */
+  private labels: (Box | null | undefined)[] = [];
   private cy: Core | null = null;
+  /** How many nodes each cue counts now. */
+  private counts: Record<Side, number> = { left: 0, right: 0, up: 0, down: 0 };
   private readonly update = perFrame(() => this.show());
 
   /** `moved` is told when a cue pans the view (the user moved it: no refit undoes that). */
@@ -154,7 +178,14 @@ export class OffscreenCues {
     this.cy = cy;
     this.centres = new Float64Array(0);
     this.halves = new Float64Array(0);
+    this.nodes = [];
+    this.labels = [];
     cy.on("viewport resize", this.update);
+    // a step writes a leaf's .grad into its label, and restyles the nodes it ran
+    cy.on("data style", "node", () => {
+      this.labels = [];
+      this.update();
+    });
     // a step writes new labels on the edges (a gradient's numbers), and they are then slid off
     // the nodes (graph-labels.ts): the cues move off them again
     cy.on("data style", "edge", this.update);
@@ -178,6 +209,8 @@ export class OffscreenCues {
     });
     this.centres = centres;
     this.halves = halves;
+    this.nodes = nodes.toArray() as NodeSingular[];
+    this.labels = [];
     this.update();
   }
 
@@ -190,76 +223,130 @@ export class OffscreenCues {
   private show(): void {
     const view = this.viewport();
     const counts = view ? countBeyond(this.centres, view) : { left: 0, right: 0, up: 0, down: 0 };
+    this.counts = counts;
     for (const side of SIDES) {
       const button = this.buttons.get(side) as HTMLButtonElement;
       const n = counts[side];
       button.hidden = n === 0;
       if (!n) continue;
       const what = `${n} more node${n === 1 ? "" : "s"} ${WHERE[side]}`;
-      button.textContent = towardsStart(side) ? `${ARROWS[side]} ${n} more` : `${n} more ${ARROWS[side]}`;
+      this.setWords(button, side, n, false);
       button.title = `${what}: click to pan there (Fit shows the whole graph)`;
       button.setAttribute("aria-label", `${what}: pan there`);
     }
     if (view) this.place(view);
   }
 
+  /** A cue's words: "3 more ▾", or in `short` its arrow and count alone ("3 ▾"; its title and aria-label say the rest). */
+  private setWords(button: HTMLButtonElement, side: Side, n: number, short: boolean): void {
+    const words = short ? `${n}` : `${n} more`;
+    button.textContent = towardsStart(side) ? `${ARROWS[side]} ${words}` : `${words} ${ARROWS[side]}`;
+    button.toggleAttribute("data-short", short);
+  }
+
   /**
    * Put each cue shown at its edge where it covers no node: a cue at a fixed spot sat on a
    * node's label (control_flow's MaxBackward1 under "11 more ▸" in presenter type). Left and
    * right cues slide up and down from their edge's middle, the corner ones (up, down) leftward
-   * from the right corner; where every spot covers some node or edge label, the one that
-   * covers least (a label's px counting TEXT_WEIGHT times a node's).
+   * from the right corner; where every spot covers some node or label, the one that covers
+   * least, a px of text (a node's label, an edge's, a group's name) counting TEXT_WEIGHT times
+   * a px of a node's box. Where even that hides text, the cue shrinks to its arrow and count
+   * ("3 ▾") if that hides less: at 1024 x 768 "3 more ▾" covered rent_regression's
+   * "model.weightᵀ", the only spot along the edge free of text too narrow for its words.
    */
   private place(view: Viewport): void {
     const { width, height } = view;
     if (width <= 0 || height <= 0) return;
-    const nodes: Obstacle[] = [...this.nodeBoxes(view).map((b) => ({ ...b, weight: 1 })), ...this.labelBoxes()];
+    const nodes = this.nodeBoxes(view);
+    const labels = this.labelBoxes();
     const taken: Obstacle[] = [];
     for (const side of ["up", "down", "right", "left"] as const) {
       const button = this.buttons.get(side) as HTMLButtonElement;
       if (button.hidden) continue;
-      const w = button.offsetWidth;
-      const h = button.offsetHeight;
-      const across = side === "up" || side === "down";
-      const fixed = side === "left" ? EDGE : side === "right" ? width - EDGE - w : side === "up" ? EDGE : height - EDGE - h;
-      const lo = EDGE;
-      const hi = Math.max(lo, (across ? width - w : height - h) - EDGE);
-      const start = across ? hi : Math.min(hi, Math.max(lo, (height - h) / 2));
-      // the nodes that reach into this cue's strip along its edge
-      const strip: Box = across ? { x1: 0, x2: width, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: 0, y2: height };
-      const near = nodes.filter((b) => overlap(b, strip) > 0).concat(taken);
-      let best: Box | null = null;
-      let bestCover = Infinity;
-      for (const at of candidates(start, lo, hi, across)) {
-        const box: Box = across ? { x1: at, x2: at + w, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: at, y2: at + h };
-        let cover = 0;
-        for (const b of near) cover += overlap(b, box) * b.weight;
-        if (cover < bestCover) [best, bestCover] = [box, cover];
-        if (cover === 0) break;
+      let best = this.spot(side, button, view, nodes, labels, taken);
+      if (best && best.text > 0) {
+        this.setWords(button, side, this.counts[side], true);
+        const short = this.spot(side, button, view, nodes, labels, taken);
+        if (short && short.cover < best.cover) best = short;
+        else this.setWords(button, side, this.counts[side], false);
       }
       if (!best) continue;
-      taken.push({ ...best, weight: TEXT_WEIGHT });
-      button.style.left = `${Math.round(best.x1)}px`;
-      button.style.top = `${Math.round(best.y1)}px`;
+      taken.push({ ...best.box, weight: TEXT_WEIGHT });
+      button.style.left = `${Math.round(best.box.x1)}px`;
+      button.style.top = `${Math.round(best.box.y1)}px`;
       button.style.right = "auto";
       button.style.bottom = "auto";
       button.style.transform = "none";
     }
   }
 
+  /** The spot along `side`'s edge where `button`, as big as it is now, covers least. */
+  private spot(side: Side, button: HTMLButtonElement, view: Viewport, nodes: NodeBox[], labels: Obstacle[], taken: Obstacle[]): Spot | null {
+    const { width, height } = view;
+    const w = button.offsetWidth;
+    const h = button.offsetHeight;
+    const across = side === "up" || side === "down";
+    const fixed = side === "left" ? EDGE : side === "right" ? width - EDGE - w : side === "up" ? EDGE : height - EDGE - h;
+    const lo = EDGE;
+    const hi = Math.max(lo, (across ? width - w : height - h) - EDGE);
+    const start = across ? hi : Math.min(hi, Math.max(lo, (height - h) / 2));
+    // what reaches into this cue's strip along its edge: the nodes there, their labels, the
+    // edge labels and group names, the cues placed already
+    const strip: Box = across ? { x1: 0, x2: width, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: 0, y2: height };
+    const near: Obstacle[] = [];
+    for (const b of nodes) {
+      if (overlap(b, strip) <= 0) continue;
+      near.push(b);
+      const label = this.nodeLabelBox(b.index, view);
+      if (label && overlap(label, strip) > 0) near.push(label);
+    }
+    for (const b of labels.concat(taken)) if (overlap(b, strip) > 0) near.push(b);
+    let best: Spot | null = null;
+    for (const at of candidates(start, lo, hi, across)) {
+      const box: Box = across ? { x1: at, x2: at + w, y1: fixed, y2: fixed + h } : { x1: fixed, x2: fixed + w, y1: at, y2: at + h };
+      let cover = 0;
+      let text = 0;
+      for (const b of near) {
+        const px = overlap(b, box);
+        cover += px * b.weight;
+        if (b.weight > 1) text += px;
+      }
+      if (!best || cover < best.cover) best = { box, cover, text };
+      if (cover === 0) break;
+    }
+    return best;
+  }
+
+  /** Node `i`'s label box in the pane's px, a little bigger than drawn (null: no label drawn). */
+  private nodeLabelBox(i: number, view: Viewport): Obstacle | null {
+    let box = this.labels[i];
+    if (box === undefined) {
+      const node = this.nodes[i];
+      const b = node && !node.removed() ? node.boundingBox(LABEL_ONLY) : null;
+      const p = node && !node.removed() ? node.position() : null;
+      box = b && p && b.w > 0 && b.h > 0 ? { x1: b.x1 - p.x, x2: b.x2 - p.x, y1: b.y1 - p.y, y2: b.y2 - p.y } : null;
+      this.labels[i] = box;
+    }
+    if (!box) return null;
+    const { zoom, pan } = view;
+    const x = this.centres[2 * i] * zoom + pan.x;
+    const y = this.centres[2 * i + 1] * zoom + pan.y;
+    return { x1: x + box.x1 * zoom - PAD, x2: x + box.x2 * zoom + PAD, y1: y + box.y1 * zoom - PAD, y2: y + box.y2 * zoom + PAD, weight: TEXT_WEIGHT };
+  }
+
   /** The nodes' boxes in the pane's px, a little bigger than drawn (a cue touching a label reads as on it). */
-  private nodeBoxes(view: Viewport): Box[] {
+  private nodeBoxes(view: Viewport): NodeBox[] {
     const { zoom, pan, width, height } = view;
     const c = this.centres;
     const half = this.halves;
-    const out: Box[] = [];
+    const out: NodeBox[] = [];
     for (let i = 0; i < c.length; i += 2) {
       const x = c[i] * zoom + pan.x;
       const y = c[i + 1] * zoom + pan.y;
       const hw = (half[i] ?? 0) * zoom + PAD;
       const hh = (half[i + 1] ?? 0) * zoom + PAD;
       if (x + hw < 0 || x - hw > width || y + hh < 0 || y - hh > height) continue;
-      out.push({ x1: x - hw, x2: x + hw, y1: y - hh, y2: y + hh });
+      out.push({ x1: x - hw, x2: x + hw, y1: y - hh, y2: y + hh, weight: 1, index: i / 2 });
     }
     return out;
   }
@@ -273,7 +360,7 @@ export class OffscreenCues {
   private labelBoxes(): Obstacle[] {
     const cy = this.cy;
     if (!cy) return [];
-    const only = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
+    const only = LABEL_ONLY;
     // a group is a frame around its members: only its name is in the way (a few per graph)
     const groups = cy.nodes(":parent:visible");
     const edges = cy.edges().length > LABELLED_MAX_EDGES ? [] : cy.edges(":visible").filter((e) => !!e.data("label") && !e.hasClass("idle"));
