@@ -319,13 +319,19 @@ class BackwardTracker:
                     self._rec.hand_loop.after_call(self.calls - 1)
 
     def _read_loss(self, roots: list[torch.Tensor]) -> None:
-        # the loss of the training charts: a one-element root, read with one item() call
+        """The loss of the training charts: a one-element root, read with one item() call.
+
+        A call with any other roots (``out.backward(torch.ones(6))``, two losses to
+        ``autograd.backward``) has no loss: ``None``, not the loss of an earlier call, which
+        the step's event (and a metrics-only call's) showed as this call's (hunt 56).
+        """
+        self.last_loss = None
         if len(roots) == 1 and roots[0].numel() == 1 and not dispatches_to_python(roots[0]):
             try:
                 value = roots[0].item()
-                self.last_loss = float(value) if isinstance(value, int | float) else None
             except (RuntimeError, ValueError):
-                self.last_loss = None
+                return
+            self.last_loss = float(value) if isinstance(value, int | float) else None
 
     def _run(self, api: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         rec = self._rec

@@ -20,7 +20,7 @@ from .source import find_name, frame_scopes, is_a
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-__all__ = ["KeptLabels", "ParamLabels", "optimizer_label"]
+__all__ = ["KeptLabels", "ParamLabels", "distinct_optimizer_label", "optimizer_label"]
 
 #: what an optimizer keeps of its parameters' labels: (parameters, their labels, the
 #: recorded-op count then)
@@ -105,9 +105,53 @@ def _distinct(labels: list[str]) -> list[str]:
 def optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
     """``opt (SGD)``, after the variable or attribute (``self.opt_g (Adam)``) that holds
     ``opt`` where the snippet stepped it; the bare class name when none does."""
-    holder = find_name(opt, frame) or _attribute_holding(opt, frame)
+    holder = find_name(opt, frame) or _attribute_holding(opt, frame) or _element_holding(opt, frame)
     kind = type(opt).__name__
     return f"{holder} ({kind})" if holder else kind
+
+
+def distinct_optimizer_label(
+    opt: torch.optim.Optimizer, label: str, taken: set[str], frame: FrameType | None
+) -> str:
+    """``label`` (what :func:`optimizer_label` said), or, where another optimizer still
+    stepping has it, one of ``opt``'s own.
+
+    NOTE [Optimizers of one name]: the charts keep one series per label, and a label's step
+    count starting again is a new optimizer (web/src/charts-data.ts). Two optimizers stepped
+    in turn as ``for o in opts: o.step()`` were both ``o (SGD)``, and two stepped as
+    ``opts["a"].step()`` both ``Adam``: their steps 1, 1, 2, 2 made the second's series
+    take the first's values from step 2 on. The second is named by its place in the list or
+    dict that holds it (``opts[1] (SGD)``), else numbered (``o (SGD) #2``).
+    """
+    if label not in taken:
+        return label
+    element = _element_holding(opt, frame)
+    if element is not None:
+        own = f"{element} ({type(opt).__name__})"
+        if own not in taken:
+            return own
+    n = 2
+    while f"{label} #{n}" in taken:
+        n += 1
+    return f"{label} #{n}"
+
+
+def _element_holding(obj: object, frame: FrameType | None) -> str | None:
+    """``opts[1]`` or ``opts['g']``: an element ``obj`` of a list, tuple or dict bound in
+    ``frame`` (locals, then globals)."""
+    for scope in frame_scopes(frame):
+        for key, value in list(scope.items()):
+            if key.startswith("_"):
+                continue
+            if type(value) in (list, tuple):
+                for i, held in enumerate(value):
+                    if held is obj:
+                        return f"{key}[{i}]"
+            elif type(value) is dict:
+                for k, held in list(value.items()):
+                    if held is obj and isinstance(k, str | int):
+                        return f"{key}[{k!r}]"
+    return None
 
 
 def _attribute_holding(obj: object, frame: FrameType | None) -> str | None:

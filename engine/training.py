@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from .chart_labels import KeptLabels, ParamLabels, optimizer_label
+from .chart_labels import KeptLabels, ParamLabels, distinct_optimizer_label, optimizer_label
 from .lineage import Lineage
 from .memory import cuda_allocated
 from .norms import GradNorms, grad_norms_started, grads_of, norms_finished, norms_started
@@ -205,6 +205,13 @@ class TrainingTracker:
             replaced = self._lineage.replaced(opt, state, params)
             if replaced is not None:
                 state.continues(replaced)
+            else:  # NOTE [Optimizers of one name] in chart_labels.py
+                taken = {
+                    o.label
+                    for o in self._optimizers.values()
+                    if o is not state and o.label is not None and o.still_stepping(self.total_steps)
+                }
+                state.label = distinct_optimizer_label(opt, state.label, taken, snippet_frame()[0])
         state.failed = False
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()
