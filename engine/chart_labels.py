@@ -8,14 +8,17 @@ with the optimizer.
 
 from __future__ import annotations
 
+import ast
+import functools
 import operator
 import weakref
+from collections.abc import Sequence
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING
 
 import torch
 
-from .source import find_name, frame_scopes, is_a
+from .source import find_name, frame_scopes, is_a, loops_around, parsed_source
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -102,10 +105,17 @@ def _distinct(labels: list[str]) -> list[str]:
     return out
 
 
-def optimizer_label(opt: torch.optim.Optimizer, frame: FrameType | None) -> str:
+def optimizer_label(
+    opt: torch.optim.Optimizer, frame: FrameType | None, source_lines: Sequence[str] = ()
+) -> str:
     """``opt (SGD)``, after the variable or attribute (``self.opt_g (Adam)``) that holds
-    ``opt`` where the snippet stepped it; the bare class name when none does."""
-    holder = find_name(opt, frame) or _attribute_holding(opt, frame) or _element_holding(opt, frame)
+    ``opt`` where the snippet stepped it; the bare class name when none does. A ``for``
+    loop's variable (``for o in opts: o.step()``, the snippet's ``source_lines`` tell) names
+    every optimizer of the list alike: the element is named instead (``opts[0] (SGD)``)."""
+    name = find_name(opt, frame)
+    if name is not None and frame is not None and _loop_variable(name, frame.f_lineno, source_lines):
+        name = _element_holding(opt, frame) or name
+    holder = name or _attribute_holding(opt, frame) or _element_holding(opt, frame)
     kind = type(opt).__name__
     return f"{holder} ({kind})" if holder else kind
 
@@ -120,8 +130,10 @@ def distinct_optimizer_label(
     count starting again is a new optimizer (web/src/charts-data.ts). Two optimizers stepped
     in turn as ``for o in opts: o.step()`` were both ``o (SGD)``, and two stepped as
     ``opts["a"].step()`` both ``Adam``: their steps 1, 1, 2, 2 made the second's series
-    take the first's values from step 2 on. The second is named by its place in the list or
-    dict that holds it (``opts[1] (SGD)``), else numbered (``o (SGD) #2``).
+    take the first's values from step 2 on. A loop's variable is passed over for the place in
+    the list that holds the optimizer (:func:`optimizer_label`: ``opts[0] (SGD)``,
+    ``opts[1] (SGD)``); where a label is still taken, the second is named by its place in the
+    list or dict that holds it (``opts['b'] (Adam)``), else numbered (``o (SGD) #2``).
     """
     if label not in taken:
         return label
@@ -134,6 +146,25 @@ def distinct_optimizer_label(
     while f"{label} #{n}" in taken:
         n += 1
     return f"{label} #{n}"
+
+
+def _loop_variable(name: str, line: int | None, source_lines: Sequence[str]) -> bool:
+    """Whether ``name`` is the target of a ``for`` loop around snippet line ``line``."""
+    tree = _parsed("\n".join(source_lines)) if source_lines else None
+    if tree is None:
+        return False
+    return any(
+        isinstance(node, ast.Name) and node.id == name
+        for loop in loops_around(tree, line, header=True)
+        if isinstance(loop, ast.For | ast.AsyncFor)
+        for node in ast.walk(loop.target)
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed(source: str) -> ast.Module | None:
+    """The snippet parsed once, however many optimizers it makes (one a step, rebuilt)."""
+    return parsed_source(source)
 
 
 def _element_holding(obj: object, frame: FrameType | None) -> str | None:

@@ -200,7 +200,7 @@ class TrainingTracker:
         state = self._optimizer(opt)
         params = state.params = self._params(opt)
         if state.label is None:  # its first step: NOTE [Rebuilt optimizers] in lineage.py
-            state.label = optimizer_label(opt, snippet_frame()[0])
+            state.label = optimizer_label(opt, snippet_frame()[0], self._rec.source_lines)
             state.settings = _settings(opt)
             replaced = self._lineage.replaced(opt, state, params)
             if replaced is not None:
@@ -299,7 +299,7 @@ class TrainingTracker:
         step = self._latest_steps = state.steps
         frame, line = snippet_frame()
         if state.label is None:
-            state.label = optimizer_label(opt, frame)
+            state.label = optimizer_label(opt, frame, self._rec.source_lines)
         params = state.params
         self.stepped_params.update(map(id, params))
         self.last_step = (state.label, line)

@@ -103,7 +103,7 @@ for i in range(4):
 @pytest.mark.parametrize(
     ("source", "labels"),
     [
-        (OPTIMIZERS_IN_A_LIST, ["o (SGD)", "opts[1] (SGD)"]),
+        (OPTIMIZERS_IN_A_LIST, ["opts[0] (SGD)", "opts[1] (SGD)"]),
         (OPTIMIZERS_IN_A_DICT, ["opts['a'] (Adam)", "opts['b'] (Adam)"]),
     ],
     ids=["list", "dict"],
