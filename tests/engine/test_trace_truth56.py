@@ -26,12 +26,12 @@ import pytest
 from engine import queries as q
 from engine import record
 from engine.events import Limits, Trace
+from tests.conftest import case_source
 from tests.engine.snippets import corpus
 from tests.engine.truth_memory import plain_memory
 from tests.engine.truth_memory_compare import describe, memory_differences
 
 GUARD = corpus(Path(__file__).with_name("truth56_snippets.txt"))
-CASES = Path(__file__).parents[3] / "shared" / "cases"
 
 
 def assert_memory_truthful(source: str, limits: Limits | None = None) -> Trace:
@@ -151,14 +151,14 @@ def test_memory_with_detail_every_fourth_step_equals_pytorch(name: str) -> None:
 
 @pytest.mark.parametrize("case", ["rent_regression", "clean_training", "pitfall_loss_tensor_total"])
 def test_shared_cases_memory_equals_pytorch(case: str) -> None:
-    assert_memory_truthful((CASES / f"{case}.py").read_text())
+    assert_memory_truthful(case_source(f"{case}.py"))
 
 
 def test_shared_pitfall_and_its_item_twin() -> None:
     """The shared case keeps every batch's graph (``total += loss``): what is held climbs to
     twenty graphs; its ``.item()`` twin holds one batch's at most (two while the next is
     built), as PyTorch does."""
-    source = (CASES / "pitfall_loss_tensor_total.py").read_text()
+    source = case_source("pitfall_loss_tensor_total.py")
     twin = source.replace("total += loss ", "total += loss.item() ")
     assert "loss.item()" in twin
     climbing = [e.saved_bytes for e in q.events_of(assert_memory_truthful(source), "memory")]

@@ -6,8 +6,9 @@
   text it shrinks to its arrow and count ("3 ▾") (graph-offscreen.ts).
 - At a backward call's end the freed nodes were drawn at 55% opacity: their words 3.0:1
   against their body in light type. Their body fades, their words do not (graph-style.ts).
-- At 1280 x 720 the code pane was 360 px of 19 px code, 27 characters a line: fit_by_hand's
-  35 lines took 61 rows. Its column takes at least 420 px and its code is 17 px (layout.css).
+- At 1280 x 720 the code pane was 360 px of 19 px code, 26 characters a line: fit_by_hand's
+  35 lines took 61 rows. Its code is 17 px (layout.css); its column keeps its share (taking
+  420 px from the graph squeezed the graph toolbar's list: test_graph_tabs55.py).
 """
 
 from __future__ import annotations
@@ -135,9 +136,9 @@ def test_at_1280_the_code_pane_holds_more_of_a_line_in_presenter_type(page: Any)
     shot(page, "review56b-presenter-1280-code")
     # 360 px of 19 px code held 26 characters a row ("x = torch.linspace(-math.pi," wrapped)
     assert 16 <= panes["font"] < 19, panes
-    assert panes["chars"] >= 34, panes
-    # the graph gave the room; it and the side pane keep their minimum widths, side by side
-    assert panes["graph"][1] - panes["graph"][0] >= 360, panes
+    assert panes["chars"] >= 29, panes
+    # the graph and the side pane keep their widths, side by side
+    assert panes["graph"][1] - panes["graph"][0] >= 500, panes
     assert panes["side"][1] - panes["side"][0] >= 350, panes
     assert panes["code"][1] <= panes["graph"][0] and panes["graph"][1] <= panes["side"][0] <= panes["page"], (
         panes
