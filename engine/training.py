@@ -200,7 +200,8 @@ class TrainingTracker:
         state = self._optimizer(opt)
         params = state.params = self._params(opt)
         if state.label is None:  # its first step: NOTE [Rebuilt optimizers] in lineage.py
-            state.label = optimizer_label(opt, snippet_frame()[0], self._rec.source_lines)
+            frame = snippet_frame()[0]
+            state.label = optimizer_label(opt, frame, self._rec.source_lines)
             state.settings = _settings(opt)
             replaced = self._lineage.replaced(opt, state, params)
             if replaced is not None:
@@ -211,7 +212,7 @@ class TrainingTracker:
                     for o in self._optimizers.values()
                     if o is not state and o.label is not None and o.still_stepping(self.total_steps)
                 }
-                state.label = distinct_optimizer_label(opt, state.label, taken, snippet_frame()[0])
+                state.label = distinct_optimizer_label(opt, state.label, taken, frame)
         state.failed = False
         # no_grad, without the context manager's cost (this runs on every training step)
         grad_was = torch.is_grad_enabled()

@@ -149,8 +149,6 @@ export class OffscreenCues {
    */
   private labels: (Box | null | undefined)[] = [];
   private cy: Core | null = null;
-  /** How many nodes each cue counts now. */
-  private counts: Record<Side, number> = { left: 0, right: 0, up: 0, down: 0 };
   private readonly update = perFrame(() => this.show());
 
   /** `moved` is told when a cue pans the view (the user moved it: no refit undoes that). */
@@ -223,7 +221,6 @@ export class OffscreenCues {
   private show(): void {
     const view = this.viewport();
     const counts = view ? countBeyond(this.centres, view) : { left: 0, right: 0, up: 0, down: 0 };
-    this.counts = counts;
     for (const side of SIDES) {
       const button = this.buttons.get(side) as HTMLButtonElement;
       const n = counts[side];
@@ -234,7 +231,7 @@ export class OffscreenCues {
       button.title = `${what}: click to pan there (Fit shows the whole graph)`;
       button.setAttribute("aria-label", `${what}: pan there`);
     }
-    if (view) this.place(view);
+    if (view) this.place(view, counts);
   }
 
   /** A cue's words: "3 more ▾", or in `short` its arrow and count alone ("3 ▾"; its title and aria-label say the rest). */
@@ -254,7 +251,7 @@ export class OffscreenCues {
    * ("3 ▾") if that hides less: at 1024 x 768 "3 more ▾" covered rent_regression's
    * "model.weightᵀ", the only spot along the edge free of text too narrow for its words.
    */
-  private place(view: Viewport): void {
+  private place(view: Viewport, counts: Record<Side, number>): void {
     const { width, height } = view;
     if (width <= 0 || height <= 0) return;
     const nodes = this.nodeBoxes(view);
@@ -265,10 +262,10 @@ export class OffscreenCues {
       if (button.hidden) continue;
       let best = this.spot(side, button, view, nodes, labels, taken);
       if (best && best.text > 0) {
-        this.setWords(button, side, this.counts[side], true);
+        this.setWords(button, side, counts[side], true);
         const short = this.spot(side, button, view, nodes, labels, taken);
         if (short && short.cover < best.cover) best = short;
-        else this.setWords(button, side, this.counts[side], false);
+        else this.setWords(button, side, counts[side], false);
       }
       if (!best) continue;
       taken.push({ ...best.box, weight: TEXT_WEIGHT });
