@@ -7,15 +7,22 @@ drawing, not the numbers, is under test.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
 import pytest
 
-from .conftest import expect, load_trace, open_app, shot, wait_graph
+from .conftest import WEB, expect, load_trace, open_app, shot, wait_graph
 from .tracegen import chain_trace
 
 pytestmark = pytest.mark.browser
+
+_DRAW_MAX = re.search(r"^const DRAW_MAX = (\d+);", (WEB / "src" / "graph.ts").read_text(), re.MULTILINE)
+assert _DRAW_MAX, "web/src/graph.ts no longer says `const DRAW_MAX = N;`"
+# The most laid-out nodes the app draws of a graph before it draws only the part nearest its
+# loss (web/src/graph.ts, read from there)
+DRAW_MAX = int(_DRAW_MAX.group(1))
 
 
 def test_a_graph_too_big_to_redraw_live_is_drawn_when_the_run_ends(page: Any) -> None:
@@ -84,11 +91,30 @@ def drawn_in_view(page: Any, node: int) -> bool:
     return bool(page.evaluate(f"() => ({DRAWN_IN_VIEW})({node})"))
 
 
+def _laid_out(trace: dict[str, Any]) -> int:
+    """The nodes a trace's graph lays out: its grad_fn nodes and its leaves."""
+    events = trace["events"]
+    return sum(e["type"] == "node" for e in events) + sum(
+        e["type"] == "tensor" and e["is_leaf"] for e in events
+    )
+
+
+def chain_just_over_draw_max() -> dict[str, Any]:
+    """The shortest chain trace (``chain_trace``) that lays out over DRAW_MAX nodes by 5%: a
+    part nearest the loss leaves out the walk's far end and the first ops, a part around the
+    far end leaves out the loss. (Drawing every node, its last step, costs time by the node.)"""
+    want = DRAW_MAX + DRAW_MAX // 20
+    nodes = math.ceil(want * 100 / _laid_out(chain_trace(100)))  # the same share of leaves
+    while _laid_out(trace := chain_trace(nodes)) <= want:
+        nodes += 10
+    return trace
+
+
 def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for_all(page: Any) -> None:
     # A runaway loop's 27,000 nodes held the page for 20-40 s while Cytoscape drew them all.
-    # Past 3,000 laid-out nodes the graph draws the part nearest its output and says so.
+    # Past DRAW_MAX (3,000) laid-out nodes the graph draws the part nearest its output and says so.
     open_app(page)
-    load_trace(page, chain_trace(3000))
+    load_trace(page, chain_just_over_draw_max())
     wait_graph(page)
     total = page.evaluate("() => window.gradwalk.model.nodes.size")
     info = page.locator(".gw-graph-info")
@@ -100,7 +126,7 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
             return { laid: cy.nodes().length, grad: cy.nodes('[kind = "op"], [kind = "acc"]').length };
         }"""
     )
-    assert drawn["laid"] <= 3000 and drawn["grad"] == shown < total, drawn
+    assert drawn["laid"] <= DRAW_MAX and drawn["grad"] == shown < total, drawn
     # the loss, where the walk starts, is drawn, and the walk's first steps with it
     loss = page.evaluate("() => Math.max(...window.gradwalk.model.nodes.keys())")
     assert page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{loss}').nonempty()")
@@ -128,7 +154,7 @@ def test_a_graph_too_big_to_draw_whole_is_drawn_nearest_its_loss_until_asked_for
     page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({last})")
     assert page.evaluate(f"() => window.gradwalk.graph.core.getElementById('n{last}').hasClass('current')")
     expect(info).to_have_text(re.compile(rf"^\d+ of {total} nodes$"))
-    assert page.evaluate("() => window.gradwalk.graph.core.nodes().length") <= 3000
+    assert page.evaluate("() => window.gradwalk.graph.core.nodes().length") <= DRAW_MAX
     # leaving the stepper draws the part nearest the loss again
     page.evaluate("() => window.gradwalk.openView('tape')")
     page.wait_for_function(f"() => ({DRAWN_IN_VIEW})({loss})")

@@ -228,7 +228,8 @@ def test_a_running_parameters_new_grad_line_is_drawn_whole(page: Any) -> None:
     settle(page)
     box = page.evaluate(RUNNING_PARAM_BOX)
     as_stepped = page.screenshot(clip=box)
-    page.evaluate("() => window.gradwalk.graph.core.nodes('.current').style('font-size', 12.0001)")
+    # (braces: an arrow returning the collection has Playwright serialize Cytoscape's whole graph, 15 s)
+    page.evaluate("() => { window.gradwalk.graph.core.nodes('.current').style('font-size', 12.0001); }")
     settle(page)
     drawn_fresh = page.screenshot(clip=box)
     differing = page.evaluate(

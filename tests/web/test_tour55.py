@@ -157,8 +157,9 @@ TOKEN = "tour55-classroom-token"
 
 @pytest.fixture(scope="module")
 def token_server(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A real ``gradwalk serve --token``: creating a run needs the token."""
-    srv = LiveServer.start(tmp_path_factory.mktemp("token-server"), token=TOKEN)
+    """A real ``gradwalk serve --token``: creating a run needs the token. One worker: its
+    tests run one snippet at a time (each worker started imports PyTorch, seconds on CI)."""
+    srv = LiveServer.start(tmp_path_factory.mktemp("token-server"), token=TOKEN, workers=1)
     try:
         yield srv
     finally:
