@@ -72,14 +72,27 @@ def recorded_as_a_worker_would(source: str, streamed: list[Any]) -> Any:
     return Trace.model_validate_json(done.stdout)
 
 
+# NOTE [Modules that tell one story]: a module marked ``sequence`` (a classroom lesson: a
+# room in a module fixture, each test going on from where the one before left it) is only
+# right when its tests run in order, in one process. pytest-xdist's worksteal hands each
+# process a contiguous share of the collection and, when one runs dry, hands it the last half
+# of what another has left: a module at the end of the collection can be cut in two, and its
+# second half then starts a fresh room at a test that expects a run it never saw. These
+# modules go first in the collection instead: the first process runs them at its start, long
+# before any process runs dry and takes work from another's end.
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that drives Chromium ``browser`` (so ``-m "not browser"`` leaves it
-    out, whether or not its module says so), and skip the ``cuda`` ones without CUDA."""
+    out, whether or not its module says so), put the ``sequence`` modules first (NOTE
+    [Modules that tell one story]), and skip the ``cuda`` ones without CUDA."""
     import torch
 
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+    in_order = [item for item in items if item.get_closest_marker("sequence")]
+    items[:] = in_order + [item for item in items if not item.get_closest_marker("sequence")]
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (runs on a GPU machine: bench/gpu_check.py)")

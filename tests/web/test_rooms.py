@@ -18,7 +18,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import NEXT, expect, open_app, shot, wait_graph
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.sequence]  # NOTE [Modules that tell one story]
 
 PREV = "button[aria-label='Prev step']"
 POSITION = ".gw-stepper .gw-position"

@@ -16,7 +16,7 @@ import pytest
 from .conftest import NEXT, expect, open_app, run_example, run_source, shot
 from .test_rooms import POSITION, Classroom, position, wait_live, wait_same_step
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.sequence]  # NOTE [Modules that tell one story]
 
 # backward() twice: the run ends in an error, and the presenter lands on the tape
 TWICE = "import torch\nx = torch.ones(3, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
