@@ -9,6 +9,12 @@ engine's first can be measured. Not part of ``make bench``:
     .venv/bin/python bench/bench_history.py bfd37f6 HEAD             # two ends
     .venv/bin/python bench/bench_history.py --every 40 bfd37f6 HEAD   # every 40th engine commit between
     .venv/bin/python bench/bench_history.py --workload chain --no-detectors bfd37f6 HEAD
+    .venv/bin/python bench/bench_history.py --rounds 5 --tree /tmp/base --tree .  # engine/ before and now
+
+``--tree DIR`` also measures a directory that holds an ``engine`` package (an engine copied
+before a change: ``git archive HEAD engine | tar -x -C DIR``, or ``.`` for the working tree);
+``--rounds N`` measures every commit and tree N times, in turn, and ends with each one's
+median over the rounds and its best best-of ratio, so drift on a shared machine hits all alike.
 
 Backs the README's Overhead paragraph on how the full rows grew (2026-11-30 to 12-06).
 """
@@ -17,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,32 +90,63 @@ def commits_between(first: str, last: str, every: int) -> list[str]:
     return [ends[0], *picked, ends[1]] if ends[0] != ends[1] else ends[:1]
 
 
+def _measure_in(
+    tree: Path, setup: str, step: str, reps: int, detectors: bool
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _MEASURE, setup, step, str(reps), "1" if detectors else "0"],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+    )
+
+
+def _row(label: str, done: subprocess.CompletedProcess[str]) -> str:
+    if done.returncode != 0:
+        return f"{label}  failed: {done.stderr.strip().splitlines()[-1:]}"
+    plain, recorded, ratio, best = done.stdout.split()
+    return f"{label}  plain {plain:>6} µs  recorded {recorded:>7} µs  ratio {ratio:>6}x  best {best:>6}x"
+
+
 def measure(commit: str, setup: str, step: str, reps: int, detectors: bool) -> str:
     """One row: the commit, its date, plain and recorded medians (µs), the median ratio and the best-of ratio."""
     with tempfile.TemporaryDirectory(prefix="gw-history-") as tmp:
         tree = Path(tmp) / "tree"
         _git("worktree", "add", "--detach", "--quiet", str(tree), commit)
         try:
-            done = subprocess.run(
-                [sys.executable, "-c", _MEASURE, setup, step, str(reps), "1" if detectors else "0"],
-                cwd=tree,
-                env={**os.environ, "PYTHONPATH": str(tree)},
-                capture_output=True,
-                text=True,
-            )
+            done = _measure_in(tree, setup, step, reps, detectors)
         finally:
             _git("worktree", "remove", "--force", str(tree))
     when = _git("log", "-1", "--format=%ad", "--date=short", commit)
-    if done.returncode != 0:
-        return f"{commit[:7]}  {when}  failed: {done.stderr.strip().splitlines()[-1:]}"
-    plain, recorded, ratio, best = done.stdout.split()
-    return f"{commit[:7]}  {when}  plain {plain:>6} µs  recorded {recorded:>7} µs  ratio {ratio:>6}x  best {best:>6}x"
+    return _row(f"{commit[:7]}  {when}", done)
+
+
+def measure_tree(tree: Path, setup: str, step: str, reps: int, detectors: bool) -> str:
+    """The row of :func:`measure` for the engine package in directory ``tree``, as it is."""
+    return _row(str(tree), _measure_in(tree.resolve(), setup, step, reps, detectors))
+
+
+def _summary(label: str, rows: list[str]) -> str:
+    """One target's rows over the rounds: median recorded µs and ratio, best best-of ratio."""
+    found = [re.search(r"recorded +(\d+) µs  ratio +([\d.]+)x  best +([\d.]+)x", row) for row in rows]
+    parsed = [(int(m[1]), float(m[2]), float(m[3])) for m in found if m]
+    if not parsed:
+        return f"{label}  failed"
+    recorded = statistics.median(p[0] for p in parsed)
+    ratio = statistics.median(p[1] for p in parsed)
+    best = min(p[2] for p in parsed)
+    return f"{label}  over {len(parsed)} rounds: recorded {recorded:>7.0f} µs  ratio {ratio:>6.2f}x  best {best:>6.2f}x"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("first", help="the oldest commit")
+    parser.add_argument("first", nargs="?", help="the oldest commit (none: only the --tree ones)")
     parser.add_argument("last", nargs="?", default="HEAD", help="the newest commit (HEAD)")
+    parser.add_argument(
+        "--tree", action="append", default=[], help="also a directory holding an engine package"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="measure everything this many times, in turn")
     parser.add_argument("--every", type=int, default=0, help="also every N-th engine commit between")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="cubic")
     parser.add_argument("--reps", type=int, default=300)
@@ -118,8 +157,18 @@ def main() -> None:
     print(
         f"{args.workload}, recorded in full{'' if detectors else ', detectors off'}, {args.reps} interleaved reps"
     )
-    for commit in commits_between(args.first, args.last, args.every):
-        print(measure(commit, setup, step, args.reps, detectors), flush=True)
+    commits = commits_between(args.first, args.last, args.every) if args.first else []
+    rows: dict[str, list[str]] = {}
+    for _ in range(args.rounds):
+        for commit in commits:
+            rows.setdefault(commit[:7], []).append(measure(commit, setup, step, args.reps, detectors))
+            print(rows[commit[:7]][-1], flush=True)
+        for tree in args.tree:
+            rows.setdefault(tree, []).append(measure_tree(Path(tree), setup, step, args.reps, detectors))
+            print(rows[tree][-1], flush=True)
+    if args.rounds > 1:
+        for label, measured in rows.items():
+            print(_summary(label, measured))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ class BackwardTracker:
         # a custom Function's backward is the snippet's code (NOTE [Writes through .data])
         runs_snippet = isinstance(node, torch.autograd.function.BackwardCFunction)
         rec = self._rec
+        mute = rec.mute()
         ran = (nid, name)
 
         def post(
@@ -92,7 +93,7 @@ class BackwardTracker:
             if rec.active and self.current is not None:
                 self.last_ran = ran
                 try:
-                    with rec.mute():
+                    with mute:
                         self._executed(nid, name, line, leaf_ref, grad_inputs, grad_outputs, runs_snippet)
                 except Exception:
                     rec.observation_failed()
@@ -103,7 +104,7 @@ class BackwardTracker:
             leaf = leaf_ref() if leaf_ref is not None else None
             if rec.active and self.current is not None:
                 try:
-                    with rec.mute():
+                    with mute:
                         fresh = self.snippet_hooks
                         self._received[nid] = [self._value(g, fresh) for g in grad_outputs]
                         if leaf is not None:
@@ -293,7 +294,8 @@ class BackwardTracker:
             torch.autograd.backward, torch.autograd.grad = self._originals
             self._originals = None
         for h in self._handles:
-            h.remove()
+            if h.hooks_dict_ref() is not None:  # (a freed node's is gone with it: most, after backward)
+                h.remove()
         self._handles.clear()
 
     def run(

@@ -39,9 +39,10 @@ __all__ = ["GraphRecorder"]
 
 _KEY = "gradwalk_id"
 _STRIDED = torch.strided
-_saved_attrs_by_type: dict[type, list[str]] = {}
-# the ``_saved_*`` attributes of a node class that hold tensors: each has a ``_raw_saved_*``
-_tensor_attrs_by_type: dict[type, frozenset[str]] = {}
+# a node class -> (label, attribute, its raw twin) for each of its ``_saved_*`` attributes: the
+# twin (``_raw_saved_*``) where the attribute holds tensors, else None. Made once per class:
+# building it per node cost a list, a slice and a string for every attribute of every node
+_saved_plan_by_type: dict[type, tuple[tuple[str, str, str | None], ...]] = {}
 
 
 _CUSTOM_NODE = torch.autograd.function.BackwardCFunction
@@ -63,30 +64,32 @@ def _unpacked_elsewhere(node: Any, raw_attr: str) -> bool:
     return False
 
 
-def _custom_saved(node: Any) -> list[tuple[str, Any]]:
+def _custom_saved(node: Any) -> list[tuple[str, Any, None]]:
     """What a custom Function's ``forward`` saved with ``ctx.save_for_backward``, labelled as
-    its ``backward`` reads it (its node has no ``_saved_*`` attributes)."""
+    its ``backward`` reads it (its node has no ``_saved_*`` attributes), as ``(label, value,
+    None)``, the shape of :func:`_saved_plan`'s entries."""
     if _unpacked_elsewhere(node, "_raw_saved_tensors"):
         return []
     try:
         saved = node.saved_tensors
     except (RuntimeError, AttributeError):
         return []
-    return [(f"ctx.saved_tensors[{i}]", t) for i, t in enumerate(saved)]
+    return [(f"ctx.saved_tensors[{i}]", t, None) for i, t in enumerate(saved)]
 
 
-def _saved_attrs(node: Any) -> list[str]:
+def _saved_plan(node: Any) -> tuple[tuple[str, str, str | None], ...]:
+    """``(label, attribute, raw twin or None)`` for each ``_saved_*`` attribute of ``node``'s class."""
     cls = type(node)
-    names = _saved_attrs_by_type.get(cls)
-    if names is None:
+    plan = _saved_plan_by_type.get(cls)
+    if plan is None:
         if isinstance(node, _CUSTOM_NODE):
             # none (see _custom_saved); and not kept: each run of a snippet makes its custom
             # Functions' node classes anew, and a key here would keep them alive
-            return []
+            return ()
         names = [n for n in dir(node) if n.startswith("_saved_")]
-        _tensor_attrs_by_type[cls] = frozenset(n for n in names if hasattr(cls, "_raw" + n))
-        _saved_attrs_by_type[cls] = names
-    return names
+        plan = tuple((n[7:], n, "_raw" + n if hasattr(cls, "_raw" + n) else None) for n in names)
+        _saved_plan_by_type[cls] = plan
+    return plan
 
 
 class GraphRecorder:
@@ -206,22 +209,14 @@ class GraphRecorder:
                 tensor_id = produced.get(id(node))
             else:
                 tensor_id = produced.get(id(node))
-                attrs = _saved_attrs_by_type.get(cls)
-                if attrs is None:
-                    attrs = _saved_attrs(node)
-                # (label, the attribute to read or, for a custom Function, the value itself)
-                named = (
-                    [(attr[7:], attr) for attr in attrs]
-                    if attrs or not isinstance(node, _CUSTOM_NODE)
-                    else _custom_saved(node)
-                )
-                tensor_attrs = _tensor_attrs_by_type.get(cls, ())
-                for label, attr in named:
-                    if (
-                        isinstance(attr, str)
-                        and attr in tensor_attrs
-                        and _unpacked_elsewhere(node, "_raw" + attr)
-                    ):
+                plan = _saved_plan_by_type.get(cls)
+                if plan is None:
+                    plan = _saved_plan(node)
+                # (label, the attribute to read or, for a custom Function, the value itself,
+                # the raw twin that tells whose unpack hook reading the attribute calls)
+                named = plan if plan or not isinstance(node, _CUSTOM_NODE) else _custom_saved(node)
+                for label, attr, raw in named:
+                    if raw is not None and _unpacked_elsewhere(node, raw):
                         continue
                     try:
                         value = getattr(node, attr) if isinstance(attr, str) else attr

@@ -9,6 +9,8 @@ import torch
 
 from .dispatch import modes_aside
 
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
 __all__ = ["Mute"]
 
 
@@ -51,15 +53,18 @@ class Mute:
         if count == 1:
             here.guard = torch._C.DisableTorchFunction()
             here.guard.__enter__()
-            # and the snippet's dispatch modes: see dispatch.py
-            here.modes = modes_aside()
-            here.modes.__enter__()
+            # and the snippet's dispatch modes (see dispatch.py), where it has any: most mutes
+            # (two a node of each backward walk) meet none, and skip modes_aside's do-nothing
+            if _dispatch_modes():
+                here.modes = modes_aside()
+                here.modes.__enter__()
 
     def __exit__(self, *exc: object) -> None:
         here = self._thread
         here.count -= 1
         if here.count == 0:
             modes, here.modes = here.modes, None
-            modes.__exit__(None, None, None)
+            if modes is not None:
+                modes.__exit__(None, None, None)
             guard, here.guard = here.guard, None
             guard.__exit__(None, None, None)

@@ -184,11 +184,14 @@ class TapeMode(TorchFunctionMode):
         first = args[0] if args else None
         first_version = None
         if isinstance(first, torch.Tensor):
-            with aside():
-                try:  # noqa: SIM105 (contextlib.suppress costs a context manager per op)
+            try:
+                if type(first) is torch.Tensor:  # no handler of its own to keep the read from
                     first_version = first._version
-                except RuntimeError:  # an inference tensor has no version counter
-                    pass
+                else:
+                    with aside():
+                        first_version = first._version
+            except RuntimeError:  # an inference tensor has no version counter
+                pass
             if first_version is not None and op_names(func)[2] and rec.detail and not rec.in_optimizer:
                 with rec.serial, aside(), modes_aside():
                     rec.tensors.before_change(first)
