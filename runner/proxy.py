@@ -49,18 +49,24 @@ _PASSED_ENV = (
 
 
 def _kill_uid(uid: int) -> int:
-    """Kill every process whose real uid is ``uid`` (a sandbox uid: only runs use it); count them."""
+    """Kill every live process whose real uid is ``uid`` (a sandbox uid: only runs use it);
+    count them. A zombie is not counted: it is dead already, and stays listed until whoever
+    inherited it reaps it (a second and more), which held a server's shutdown that long."""
     killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/status") as fh:
-                line = next((ln for ln in fh if ln.startswith("Uid:")), "")
-            if line and int(line.split()[1]) == uid:
+                fields = dict(ln.split(":", 1) for ln in fh if ln.startswith(("State:", "Uid:")))
+            if (
+                "Uid" in fields
+                and int(fields["Uid"].split()[0]) == uid
+                and not fields["State"].lstrip().startswith("Z")
+            ):
                 os.kill(int(entry), signal.SIGKILL)
                 killed += 1
-        except (OSError, ValueError):
+        except (OSError, ValueError, KeyError):
             continue
     return killed
 

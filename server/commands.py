@@ -146,7 +146,7 @@ def serve(
     settings: Settings, *, log_level: str = "info", on_ready: Callable[[str], None] | None = None
 ) -> int:
     """Run the app on uvicorn with ``settings``; call ``on_ready(url)`` once it accepts
-    connections. Returns the exit status: 0 after a shutdown, 2 when the address cannot be
+    connections. Returns the exit status: 0 after a shutdown (Ctrl+C included), 2 when the address cannot be
     bound (one line on stderr names the flag), 3 when the app failed to start."""
     import uvicorn
 
@@ -179,7 +179,12 @@ def serve(
             on_ready(url)
 
     server.startup = startup  # type: ignore[method-assign]
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # Ctrl+C: uvicorn has shut down cleanly and asyncio raises the interrupt again after,
+        # which printed a traceback under "Finished server process" on every stop
+        return 0
     if not server.started:
         error = getattr(app.state, "startup_error", None)
         print(f"gradwalk: the server did not start: {error or 'see the log above'}", file=sys.stderr)

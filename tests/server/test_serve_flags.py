@@ -1,11 +1,16 @@
 """``gradwalk serve`` given a flag its settings refuse: one line per bad flag, naming the flag
-and the value as typed, and exit status 2; no traceback, and no server started."""
+and the value as typed, and exit status 2; no traceback, and no server started. And stopped
+with Ctrl+C: exit status 0, no traceback."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
-from tests.conftest import gradwalk_cli
+from tests.conftest import ROOT, gradwalk_cli
 
 
 def test_out_of_range_flags_are_named_with_their_values() -> None:
@@ -44,3 +49,43 @@ def test_a_host_that_is_not_this_machines_is_named() -> None:
         assert result.returncode == 2, result
         assert result.stderr.startswith(f"gradwalk serve: {expected}"), result.stderr
         assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_ctrl_c_stops_the_server_cleanly_without_a_traceback(tmp_path: Path) -> None:
+    # Ctrl+C on `make run`: uvicorn shut down cleanly, then asyncio raised the interrupt again
+    # and a KeyboardInterrupt traceback followed "Finished server process" (exit status 1)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gradwalk.cli",
+            "serve",
+            "--port",
+            "0",
+            "--workers",
+            "1",
+            "--db",
+            str(tmp_path / "runs.db"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        said: list[str] = []
+        for line in server.stdout:  # until the server says where it listens
+            said.append(line)
+            if line.startswith("gradwalk: open http://"):
+                break
+        else:
+            raise AssertionError("the server never opened:\n" + "".join(said))
+        server.send_signal(signal.SIGINT)
+        rest, _ = server.communicate(timeout=60)
+    finally:
+        server.kill()
+    out = "".join(said) + rest
+    assert server.returncode == 0, out
+    assert "Application shutdown complete" in out, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
