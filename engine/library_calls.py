@@ -150,6 +150,9 @@ class LibraryCalls:
         # with the detectors on: the shuffles, the distributions' sample and rsample and each
         # hook method are wrapped only then (None: not yet read)
         self._source_says: set[str] | None = None
+        # numpy.random and numpy.random.mtrand, read at the first entry that finds NumPy imported
+        # (numpy's module __getattr__ answers ``numpy.random``: some 0.6 us an entry)
+        self._numpy_owners: tuple[Any, Any] | None = None
 
     def install(self) -> None:
         self._replace(_BaseDataLoaderIter, "__next__", self._next_batch)
@@ -160,8 +163,12 @@ class LibraryCalls:
         self._replace_shared((torch, torch.random), "manual_seed", self._seeding)
         self._replace_shared(_COND_OWNERS, "cond", self._conditional)
         self._replace(random, "seed", self._seeding_random)
-        numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
-        numpy_owners = (numpy_random, getattr(numpy_random, "mtrand", None))
+        if self._numpy_owners is None:
+            numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
+            if numpy_random is not None:
+                self._numpy_owners = (numpy_random, getattr(numpy_random, "mtrand", None))
+        numpy_owners = self._numpy_owners or (None, None)
+        numpy_random = numpy_owners[0]
         if numpy_random is not None:
             self._replace_shared(numpy_owners, "seed", self._seeding_numpy)
         if self._source_says is None:  # (the source is the recorder's once it is entered)

@@ -123,7 +123,7 @@ class NonFiniteGradients:
     def may_report(self, node: str, sent: list[dict[str, Any] | None]) -> bool:
         """Whether :meth:`report` could report node ``node``, which sent ``sent``: the cheap
         look every node of a recorded walk gets (one sum of each gradient's few elements)."""
-        return not self.reported and node != "AccumulateGrad" and any(holds_non_finite(v) for v in sent)
+        return not self.reported and node != "AccumulateGrad" and any(map(holds_non_finite, sent))
 
     def report(
         self,

@@ -114,6 +114,7 @@ class ParameterValues:
         gradless: frozenset[int] = frozenset()  # parameters taken as they are, with gradients off
         other = False  # a tensor that is neither a parameter's value nor marked
         activation: int | None = None
+        grad_on = torch.is_grad_enabled()
         for t, tid in zip(inputs, in_ids, strict=False):
             known = self._marked.get(tid)
             if known is not None:
@@ -127,11 +128,12 @@ class ParameterValues:
                 activation = tid  # an activation (``h.detach()``): NOTE [Penalties off the graph]
                 continue
             owner = t if short == "detach" else tensors.data_owner(tid, t)
-            if isinstance(owner, nn.Parameter) and owner.requires_grad:
+            # (the cheap tests first: a Parameter's isinstance runs its metaclass's Python)
+            if owner is not None and isinstance(owner, nn.Parameter) and owner.requires_grad:
                 owner_id = tensors.known(owner)
                 if owner_id is not None:
                     params = params | {owner_id}
-            elif isinstance(t, nn.Parameter) and t.requires_grad and not torch.is_grad_enabled():
+            elif not grad_on and isinstance(t, nn.Parameter) and t.requires_grad:
                 owner_id = tensors.known(t)
                 if owner_id is not None:
                     gradless = gradless | {owner_id}
@@ -161,8 +163,10 @@ class ParameterValues:
             return
         operands = [a for a in args[:2] if isinstance(a, torch.Tensor)]
         if len(operands) == 1 and len(args) >= 2:
+            if line in self._numbers_at and self._numbers_at[line] is None:
+                return  # a line whose source shows no .item() penalty (the chain's `h * 1.01 + 0.1`)
             number = next(
-                (a for a in args[:2] if isinstance(a, int | float) and not isinstance(a, bool)), None
+                (a for a in args[:2] if isinstance(a, (int, float)) and not isinstance(a, bool)), None
             )
             if number is not None and number != 0 and _grad_fn(operands[0]) is not None:
                 self._on_number_add(result, line, float(number))

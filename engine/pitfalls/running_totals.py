@@ -89,11 +89,17 @@ class _RunningTotal:
     )
 
     def __init__(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
+        self._handles: list[Any] = []
+        self.began(total, node, saved, step)
+
+    def began(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
+        """Start the chain again at ``total``, once :meth:`unhook` removed the old chain's
+        hooks: a line's next chain reuses the object (most adds begin a chain, as
+        ``torch.tanh(h * w + b)``'s in a loop, and a new object for each one costs)."""
         self.length = 0
         self.bytes_at_start = saved
         self.walked = False
         self.first_step = step  # the optimizer steps taken by the chain's first add
-        self._handles: list[Any] = []
         self.grew(total, node, saved, step)
 
     def grew(self, total: torch.Tensor, node: Any, saved: int, step: int) -> None:
@@ -131,27 +137,30 @@ class RunningTotals:
 
     def on_add(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
         """Look at one add (a name in :data:`ADD_OPS`) that made ``result`` at ``line``."""
-        facts = autograd_of(result) if result.requires_grad else None
+        if line is None or not result.requires_grad:
+            return
+        facts = autograd_of(result)
         if facts is None or facts[0] is None:  # no graph (or PyTorch will not say)
             return
-        if line is None or not self._can_carry(line):
+        carries = self._carries.get(line)
+        if carries is None:
+            carries = self._can_carry(line)
+        if not carries:
             return
         made: Any = facts[0]  # (torch's stubs call a node's metadata a method; it is a dict)
         entry = self._totals.get(line)
         saved = self._saved_bytes()
-        prev = entry.last() if entry else None
-        if (
-            entry is not None
-            and prev is not None
-            and any(a is prev for a in args if isinstance(a, torch.Tensor))
-        ):
-            entry.grew(result, made, saved, self._steps())
+        if entry is None:
+            entry = self._totals[line] = _RunningTotal(result, made, saved, self._steps())
         else:
-            if entry is not None:
+            prev = entry.last()
+            if prev is not None and any(a is prev for a in args):
+                entry.grew(result, made, saved, self._steps())
+            else:  # a chain begins again at this line
                 entry.unhook()
                 if entry.walked:
                     self._walked_lines.add(line)
-            entry = self._totals[line] = _RunningTotal(result, made, saved, self._steps())
+                entry.began(result, made, saved, self._steps())
         made.metadata[_TOTAL_KEY] = (line, entry.length)
 
     def accumulated(self, scope: dict[str, Any]) -> Iterator[AccumulatedTotal]:
