@@ -91,7 +91,7 @@ def test_a_short_loops_charts_tick_whole_steps(page: Any, loop_run: str) -> None
     shot(page, "review48-01-whole-steps")
 
 
-def _run_lasting(trace: dict[str, Any], seconds: float) -> dict[str, Any]:
+def run_lasting(trace: dict[str, Any], seconds: float) -> dict[str, Any]:
     """
     `trace` with its event times moved so that the run lasts `seconds` and its graph memory
     is first measured at 1% of them: the memory axis then runs from 0 s whatever the recorded
@@ -116,7 +116,7 @@ def test_the_memory_axis_seconds_do_not_run_together_in_presenter_type(page: Any
     page.set_viewport_size({"width": 1920, "height": 1080})
     open_app(page, presenter=True)
     page.evaluate(
-        "(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(_run_lasting(trace, 0.147))
+        "(text) => { window.gradwalk.loadTrace(JSON.parse(text)); }", json.dumps(run_lasting(trace, 0.147))
     )
     page.click("#gw-tab-charts")
     wait_charts(page, ["memory"])
