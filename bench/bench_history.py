@@ -22,8 +22,8 @@ Backs the README's Overhead paragraph on how the full rows grew (2026-11-30 to 1
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -102,15 +102,30 @@ def _measure_in(
     )
 
 
-def _row(label: str, done: subprocess.CompletedProcess[str]) -> str:
+# what a measuring process prints: plain and recorded medians (µs), median and best-of ratio
+Figures = tuple[int, int, float, float]
+
+
+def _figures(done: subprocess.CompletedProcess[str]) -> Figures | None:
     if done.returncode != 0:
-        return f"{label}  failed: {done.stderr.strip().splitlines()[-1:]}"
+        return None
     plain, recorded, ratio, best = done.stdout.split()
-    return f"{label}  plain {plain:>6} µs  recorded {recorded:>7} µs  ratio {ratio:>6}x  best {best:>6}x"
+    return int(plain), int(recorded), float(ratio), float(best)
 
 
-def measure(commit: str, setup: str, step: str, reps: int, detectors: bool) -> str:
-    """One row: the commit, its date, plain and recorded medians (µs), the median ratio and the best-of ratio."""
+def _row(label: str, done: subprocess.CompletedProcess[str]) -> str:
+    figures = _figures(done)
+    if figures is None:
+        return f"{label}  failed: {done.stderr.strip().splitlines()[-1:]}"
+    plain, recorded, ratio, best = figures
+    return (
+        f"{label}  plain {plain:>6} µs  recorded {recorded:>7} µs  ratio {ratio:>6.2f}x  best {best:>6.2f}x"
+    )
+
+
+def _measure_commit(
+    commit: str, setup: str, step: str, reps: int, detectors: bool
+) -> tuple[str, subprocess.CompletedProcess[str]]:
     with tempfile.TemporaryDirectory(prefix="gw-history-") as tmp:
         tree = Path(tmp) / "tree"
         _git("worktree", "add", "--detach", "--quiet", str(tree), commit)
@@ -119,24 +134,23 @@ def measure(commit: str, setup: str, step: str, reps: int, detectors: bool) -> s
         finally:
             _git("worktree", "remove", "--force", str(tree))
     when = _git("log", "-1", "--format=%ad", "--date=short", commit)
-    return _row(f"{commit[:7]}  {when}", done)
+    return f"{commit[:7]}  {when}", done
 
 
-def measure_tree(tree: Path, setup: str, step: str, reps: int, detectors: bool) -> str:
-    """The row of :func:`measure` for the engine package in directory ``tree``, as it is."""
-    return _row(str(tree), _measure_in(tree.resolve(), setup, step, reps, detectors))
+def measure(commit: str, setup: str, step: str, reps: int, detectors: bool) -> str:
+    """One row: the commit, its date, plain and recorded medians (µs), the median ratio and the best-of ratio."""
+    return _row(*_measure_commit(commit, setup, step, reps, detectors))
 
 
-def _summary(label: str, rows: list[str]) -> str:
-    """One target's rows over the rounds: median recorded µs and ratio, best best-of ratio."""
-    found = [re.search(r"recorded +(\d+) µs  ratio +([\d.]+)x  best +([\d.]+)x", row) for row in rows]
-    parsed = [(int(m[1]), float(m[2]), float(m[3])) for m in found if m]
-    if not parsed:
+def _summary(label: str, measured: list[Figures | None]) -> str:
+    """One target's figures over the rounds: median recorded µs and ratio, best best-of ratio."""
+    ok = [f for f in measured if f is not None]
+    if not ok:
         return f"{label}  failed"
-    recorded = statistics.median(p[0] for p in parsed)
-    ratio = statistics.median(p[1] for p in parsed)
-    best = min(p[2] for p in parsed)
-    return f"{label}  over {len(parsed)} rounds: recorded {recorded:>7.0f} µs  ratio {ratio:>6.2f}x  best {best:>6.2f}x"
+    recorded = statistics.median(f[1] for f in ok)
+    ratio = statistics.median(f[2] for f in ok)
+    best = min(f[3] for f in ok)
+    return f"{label}  over {len(ok)} rounds: recorded {recorded:>7.0f} µs  ratio {ratio:>6.2f}x  best {best:>6.2f}x"
 
 
 def main() -> None:
@@ -158,17 +172,21 @@ def main() -> None:
         f"{args.workload}, recorded in full{'' if detectors else ', detectors off'}, {args.reps} interleaved reps"
     )
     commits = commits_between(args.first, args.last, args.every) if args.first else []
-    rows: dict[str, list[str]] = {}
+    figures: dict[str, list[Figures | None]] = {}
     for _ in range(args.rounds):
-        for commit in commits:
-            rows.setdefault(commit[:7], []).append(measure(commit, setup, step, args.reps, detectors))
-            print(rows[commit[:7]][-1], flush=True)
-        for tree in args.tree:
-            rows.setdefault(tree, []).append(measure_tree(Path(tree), setup, step, args.reps, detectors))
-            print(rows[tree][-1], flush=True)
+        measured = itertools.chain(  # each measured as the loop reaches it: rows print as they come
+            (_measure_commit(commit, setup, step, args.reps, detectors) for commit in commits),
+            (
+                (tree, _measure_in(Path(tree).resolve(), setup, step, args.reps, detectors))
+                for tree in args.tree
+            ),
+        )
+        for label, done in measured:
+            print(_row(label, done), flush=True)
+            figures.setdefault(label, []).append(_figures(done))
     if args.rounds > 1:
-        for label, measured in rows.items():
-            print(_summary(label, measured))
+        for label, each in figures.items():
+            print(_summary(label, each))
 
 
 if __name__ == "__main__":

@@ -167,15 +167,14 @@ class LibraryCalls:
             numpy_random = getattr(sys.modules.get("numpy"), "random", None)  # (torch imported it)
             if numpy_random is not None:
                 self._numpy_owners = (numpy_random, getattr(numpy_random, "mtrand", None))
-        numpy_owners = self._numpy_owners or (None, None)
-        numpy_random = numpy_owners[0]
-        if numpy_random is not None:
+        numpy_owners = self._numpy_owners
+        if numpy_owners is not None:
             self._replace_shared(numpy_owners, "seed", self._seeding_numpy)
         if self._source_says is None:  # (the source is the recorder's once it is entered)
             words = ("shuffle", "sample", *MODULE_HOOKS) if self._rec.pitfalls.enabled else ()
             self._source_says = {w for w in words if any(w in line for line in self._rec.source_lines)}
         if "shuffle" in self._source_says:
-            if numpy_random is not None:
+            if numpy_owners is not None:
                 self._replace_shared(numpy_owners, "shuffle", self._shuffling_numpy)
             self._replace(random, "shuffle", self._shuffling)
         if "sample" in self._source_says:  # some 40 methods: put in place only for a snippet that draws

@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import expect, open_app, stored_run
 from .test_charts import hovered_step, open_charts, plot_point, wait_chart
-from .test_review48 import run_lasting
+from .tracegen import run_lasting
 
 pytestmark = pytest.mark.browser
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from .conftest import expect, open_app, shot, stored_run, wait_viewer
+from .tracegen import run_lasting
 
 pytestmark = pytest.mark.browser
 
@@ -89,23 +90,6 @@ def test_a_short_loops_charts_tick_whole_steps(page: Any, loop_run: str) -> None
         assert values and all(float(v).is_integer() for v in values), (chart, ticks)
         assert {1, 3} <= set(values), (chart, ticks)
     shot(page, "review48-01-whole-steps")
-
-
-def run_lasting(trace: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """
-    `trace` with its event times moved so that the run lasts `seconds` and its graph memory
-    is first measured at 1% of them: the memory axis then runs from 0 s whatever the recorded
-    run's import and warm-up took (a first point past a quarter of the span starts the axis
-    there, LATE_FIRST_POINT, and left two ticks to compare).
-    """
-    events = trace["events"]
-    last = max(e["t"] for e in events)
-    first = min(e["t"] for e in events if e["type"] in ("memory", "optimizer_step"))
-    early = seconds * 0.01
-    for e in events:
-        t = e["t"]
-        e["t"] = t * early / first if t < first else early + (t - first) * (seconds - early) / (last - first)
-    return trace
 
 
 def test_the_memory_axis_seconds_do_not_run_together_in_presenter_type(page: Any, loop_run: str) -> None:

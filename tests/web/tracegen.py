@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["chain_trace"]
+__all__ = ["chain_trace", "run_lasting"]
 
 
 def _full(x: float) -> dict[str, Any]:
@@ -227,3 +227,20 @@ def chain_trace(nodes: int, *, per_module: int = 0, backward: bool = True) -> di
     trace = trace_adapter.validate_python({"source": source, "events": events})
     data: dict[str, Any] = trace_adapter.dump_python(trace, mode="json")
     return data
+
+
+def run_lasting(trace: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """
+    `trace` with its event times moved so that the run lasts `seconds` and its graph memory
+    is first measured at 1% of them: the memory axis then runs from 0 s whatever the recorded
+    run's import and warm-up took (a first point past a quarter of the span starts the axis
+    there, LATE_FIRST_POINT, and left two ticks to compare).
+    """
+    events = trace["events"]
+    last = max(e["t"] for e in events)
+    first = min(e["t"] for e in events if e["type"] in ("memory", "optimizer_step"))
+    early = seconds * 0.01
+    for e in events:
+        t = e["t"]
+        e["t"] = t * early / first if t < first else early + (t - first) * (seconds - early) / (last - first)
+    return trace
