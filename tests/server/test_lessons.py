@@ -6,23 +6,21 @@ import asyncio
 import json
 import math
 import re
-from typing import Any
 
 import httpx
 import pytest
 
 from engine import record
-from engine.events import GradAccumulated, Trace
-from server.lessons import LESSONS_DIR, Lesson, LessonCharts, load_lessons
-from server.settings import Settings
+from engine.events import GradAccumulated
+from server.lessons import LESSONS_DIR, Lesson, LessonCharts
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
+from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline
 from tests.server.test_stream import collect
 
-LESSONS = load_lessons(LESSONS_DIR, Settings().examples_dir)
-BY_ID = {lesson.id: lesson for lesson in LESSONS}
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
-# leaves' .grad and custom Functions in teaching order.
+# leaves' .grad and custom Functions in teaching order (what vector-backward, broadcast-sums
+# and the four training-loop pitfalls show is checked in test_lessons_loops.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -30,6 +28,7 @@ TOPICS = [
     "leaf-grad",
     "hooks",
     "graph-freed",
+    "vector-backward",
     "second-derivative",
     "custom-function",
     "forgotten-grad-output",
@@ -39,14 +38,19 @@ TOPICS = [
     "detach",
     "data-edit",
     "define-by-run",
+    "broadcast-sums",
     "training-loop",
     "own-metrics",
     "mlp-classifier",
+    "forgot-zero-grad",
+    "step-without-gradients",
     "activation-twice",
+    "softmax-nll",
     "broadcasting",
     "never-train",
     "uninitialised",
     "nan-gradient",
+    "exploding-loss",
     "flat-steps",
     "copy-vs-stack",
     "dead-relu",
@@ -81,18 +85,6 @@ def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
         LessonCharts.from_json({"perParam": True}, "x")
 
 
-def _timeline(trace: Trace) -> list[tuple[str, Any]]:
-    """The web stepper's positions (trace-model.ts): each node run, then each call's end."""
-    names = {e.id: e.name for e in trace.events if e.type == "node"}
-    out: list[tuple[str, Any]] = []
-    for e in trace.events:
-        if e.type == "node_executed":
-            out.append((names[e.node], e))
-        elif e.type == "backward_finished":
-            out.append(("end", e))
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.id for lesson in LESSONS])
 def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
@@ -100,7 +92,7 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
     finished = trace.events[-1]
     assert finished.type == "run_finished"
     assert finished.status == ("error" if lesson.id in ("graph-freed", "inplace") else "ok"), finished.message
-    timeline = _timeline(trace)
+    timeline = stepper_timeline(trace)
     if lesson.step is not None:
         assert lesson.step < len(timeline), f"step {lesson.step} of {len(timeline)}"
     at = timeline[lesson.step] if lesson.step is not None else None
@@ -341,10 +333,6 @@ def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None
     assert [e for e in trace.events if e.type == "pitfall"] == []
 
 
-def _printed(trace: Trace) -> str:
-    return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
-
-
 @pytest.mark.slow
 def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_after_the_step() -> None:
     lesson = BY_ID["data-edit"]
@@ -367,7 +355,7 @@ def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_a
     assert moved.index("opt.step()") < moved.index("p.data.clamp_")
     trace = record(moved)
     assert [e for e in trace.events if e.type == "pitfall"] == []
-    name, at = _timeline(trace)[lesson.step or 0]
+    name, at = stepper_timeline(trace)[lesson.step or 0]
     assert name == "AddmmBackward0" and f"{at.grad_out[1].norm:.4g}" == "0.02398"
     assert "where the weight the forward used gives 0.02398" in lesson.text
     assert "move the two clamp lines after opt.step()" in lesson.try_next
@@ -385,7 +373,7 @@ def test_the_activation_twice_lesson_s_try_lets_the_loss_fall_past_the_floor() -
     )
     trace = record(lesson.source.replace(second, "prob = model(X)"))
     assert [e for e in trace.events if e.type == "pitfall"] == []
-    assert _printed(trace) == "loss 0.024, accuracy 1.00\n"
+    assert stdout_text(trace) == "loss 0.024, accuracy 1.00\n"
     assert "the pitfall goes quiet and the loss falls to 0.024" in lesson.try_next
 
 

@@ -50,12 +50,12 @@ def chain_trace(nodes: int, *, per_module: int = 0, backward: bool = True) -> di
     emit({"type": "node", "id": 0, "name": "AccumulateGrad", "tensor": 0, "line": 2})
     next_tensor, next_node, op_index = 1, 1, 0
     prev_node, prev_tensor = 0, 0
-    chain: list[tuple[int, list[int | None]]] = []  # (node, edge targets)
+    chain: list[tuple[int, list[int]]] = []  # (node, edge targets)
     leaf_of: dict[int, int] = {0: 0}  # AccumulateGrad node -> its leaf
     while next_node < nodes:
         module = f"net.block{op_index // per_module}" if per_module else None
         inputs = [prev_tensor]
-        edges: list[int | None] = [prev_node]
+        edges: list[int] = [prev_node]
         created = []
         if op_index % 3 == 0:
             w = next_tensor

@@ -1,0 +1,30 @@
+"""The lessons as the gallery serves them, and readings of a lesson's trace that the lesson
+tests share: the stepper's positions and what the snippet printed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.events import Trace
+from server.lessons import LESSONS_DIR, load_lessons
+from server.settings import Settings
+
+LESSONS = load_lessons(LESSONS_DIR, Settings().examples_dir)
+BY_ID = {lesson.id: lesson for lesson in LESSONS}
+
+
+def stepper_timeline(trace: Trace) -> list[tuple[str, Any]]:
+    """The web stepper's positions (trace-model.ts): each node run, then each call's end."""
+    names = {e.id: e.name for e in trace.events if e.type == "node"}
+    out: list[tuple[str, Any]] = []
+    for e in trace.events:
+        if e.type == "node_executed":
+            out.append((names[e.node], e))
+        elif e.type == "backward_finished":
+            out.append(("end", e))
+    return out
+
+
+def stdout_text(trace: Trace) -> str:
+    """What the snippet wrote to stdout."""
+    return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")

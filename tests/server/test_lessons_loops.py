@@ -1,0 +1,156 @@
+"""Six lessons of the gallery: a vector's backward(), a broadcast bias's summed gradient, and
+four training loops gone wrong (no zero_grad(), zero_grad() before step(), softmax into
+NLLLoss, a learning rate that explodes). Each lesson is recorded as the gallery serves it,
+and each figure its text or its "try" quotes is read back from the trace; the "try" is
+recorded with the change it asks for."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from engine import record
+from engine.events import OptimizerStep, Trace
+from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline
+
+
+def _steps(trace: Trace) -> list[OptimizerStep]:
+    return [e for e in trace.events if isinstance(e, OptimizerStep)]
+
+
+def _pitfalls(trace: Trace) -> list[tuple[str, int | None]]:
+    return [(e.kind, e.line) for e in trace.events if e.type == "pitfall"]
+
+
+def _rounded(values: list[float], digits: int = 6) -> list[float]:
+    return [round(v, digits) for v in values]
+
+
+def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> None:
+    lesson = BY_ID["vector-backward"]
+    trace = record(lesson.source)
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    started = next(e for e in trace.events if e.type == "backward_started")
+    assert _rounded(started.seed[0].flat) == [1.0, 0.1, 0.01]  # the seed is v, not 1
+    assert name == "PowBackward0" and _rounded(at.grad_in[0].flat) == [1.0, 0.1, 0.01]
+    assert _rounded(at.grad_out[0].flat) == [2.0, 0.4, 0.06]
+    assert "PowBackward0 receives v = [1, 0.1, 0.01] and sends v · 2x = [2, 0.4, 0.06]" in lesson.text
+    assert stdout_text(trace) == "tensor([2.0000, 0.4000, 0.0600])\n"
+    # the try: a sum seeds [1, 1, 1]; no argument at all fails with PyTorch's words
+    call = "y.backward(v)"
+    assert call in lesson.source and f"Replace {call} with y.sum().backward()" in lesson.try_next
+    summed = record(lesson.source.replace(call, "y.sum().backward()"))
+    assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
+    assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
+    bare = record(lesson.source.replace(call, "y.backward()"))
+    error = next(e for e in bare.events if e.type == "error")
+    assert error.message == "grad can be implicitly created only for scalar outputs"
+    assert f"it fails, {error.message}." in lesson.try_next
+
+
+def test_broadcast_sums_opens_at_the_add_that_sums_the_rows_and_its_try_holds() -> None:
+    lesson = BY_ID["broadcast-sums"]
+    trace = record(lesson.source)
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "AddBackward0" and at.grad_in[0].shape == [3, 2]
+    assert at.grad_in[0].flat == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+    assert at.grad_out[0] is None and at.grad_out[1].flat == [18.0, 24.0]  # nothing to X
+    assert "2 · out = [2, 4], [6, 8] and [10, 12] add up to [18, 24]" in lesson.text
+    assert "X needs no gradient, so nothing is sent to it" in lesson.text
+    assert stdout_text(trace) == "tensor([18., 24.])\n"
+    bias = "b = torch.zeros(2, requires_grad=True)"
+    assert bias in lesson.source and "Make b a column, torch.zeros(3, 1)" in lesson.try_next
+    column = record(lesson.source.replace(bias, "b = torch.zeros(3, 1, requires_grad=True)"))
+    assert stdout_text(column) == "tensor([[ 6.],\n        [14.],\n        [22.]])\n"
+    assert "b.grad sums each row: [[6], [14], [22]]" in lesson.try_next
+
+
+def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:
+    lesson = BY_ID["forgot-zero-grad"]
+    trace = record(lesson.source)
+    assert "zero_grad" not in lesson.source.replace("# no opt.zero_grad()", "")
+    assert _pitfalls(trace) == [("missing-zero-grad", 14)]
+    losses = [s.loss for s in _steps(trace)]
+    assert len(losses) == 50
+    assert [f"{losses[i]:.4g}" for i in (0, 3, 7, 49)] == ["106.6", "0.05125", "107.8", "111.9"]
+    assert "falls from 106.6 to 0.051 at step 4" in lesson.text
+    assert (
+        "climbs back to 107.8 at step 8" in lesson.text and "after 50 steps the loss is 111.9" in lesson.text
+    )
+    lows = [i + 1 for i in range(1, 49) if losses[i] < losses[i - 1] and losses[i] < losses[i + 1]]
+    assert lows == [4, 11, 18, 25, 32, 39, 46]  # "a swing every 7 steps that never settles"
+    norms = [s.grad_norm for s in _steps(trace)]
+    assert f"{min(norms):.2g} {max(norms):.4g}" == "4.1 149.5"
+    assert "between 4.1 and 149.5" in lesson.text
+    # the try: zero_grad() before backward()
+    backward = "    loss.backward()"
+    assert lesson.source.count(backward) == 1
+    assert "Add opt.zero_grad() before loss.backward()" in lesson.try_next
+    fixed = _steps(record(lesson.source.replace(backward, "    opt.zero_grad()\n" + backward)))
+    falling = [s.loss for s in fixed]
+    assert all(b < a for a, b in itertools.pairwise(falling))  # "falls at every step"
+    assert f"{falling[-1]:.3g}" == "0.0252" and "to 0.0252 after 50" in lesson.try_next
+
+
+def test_step_without_gradients_changes_nothing_and_its_try_learns() -> None:
+    lesson = BY_ID["step-without-gradients"]
+    trace = record(lesson.source)
+    steps = _steps(trace)
+    assert len(steps) == 50 and {f"{s.loss:.4g}" for s in steps} == {"106.6"}
+    assert all(s.update_norm == 0.0 and s.grad_norm is None for s in steps)
+    assert "a flat line at 106.6, the update norm is 0 at every step, and there is no gradient norm" in (
+        lesson.text
+    )
+    assert _pitfalls(trace) == [("step-without-gradients", 16)]
+    lines = lesson.source.splitlines()
+    assert [lines[13].strip(), lines[14].split("#")[0].strip()] == ["loss.backward()", "opt.zero_grad()"]
+    wrong = "    loss.backward()\n    opt.zero_grad()"
+    assert wrong in lesson.source and "Move opt.zero_grad() above loss.backward()" in lesson.try_next
+    fixed = _steps(record(lesson.source.replace(wrong, "    opt.zero_grad()\n    loss.backward()")))
+    assert f"{fixed[1].loss:.3g} {fixed[-1].loss:.2g}" == "0.104 0.0087"
+    assert all(s.update_norm > 0 for s in fixed)
+    assert "the loss falls to 0.104 at step 2 and 0.0087 at step 50" in lesson.try_next
+
+
+def test_softmax_nll_gives_a_negative_loss_and_its_try_a_positive_one() -> None:
+    lesson = BY_ID["softmax-nll"]
+    trace = record(lesson.source)
+    steps = _steps(trace)
+    assert _pitfalls(trace) == [("nll-loss-without-log-softmax", 13)]
+    assert len(steps) == 60 and all(-1 < s.loss < 0 for s in steps)
+    assert f"{steps[0].loss:.3f} {steps[-1].loss:.3f}" == "-0.342 -0.755"
+    assert (
+        "it starts at -0.342, can never go below -1, and creeps down to -0.755 after 60 steps" in lesson.text
+    )
+    assert f"{steps[0].grad_norm:.2f} {steps[-1].grad_norm:.2g}" == "0.16 0.073"
+    assert "(a norm near 0.16, falling to 0.073)" in lesson.text
+    assert stdout_text(trace) == "loss -0.755, accuracy 0.85\n" and "to an accuracy of 0.85" in lesson.text
+    softmax = "nn.Softmax(dim=1)"
+    assert softmax in lesson.source and f"Replace {softmax} with nn.LogSoftmax(dim=1)" in lesson.try_next
+    fixed = record(lesson.source.replace(softmax, "nn.LogSoftmax(dim=1)"))
+    losses = [s.loss for s in _steps(fixed)]
+    assert f"{losses[0]:.3f} {losses[-1]:.3f}" == "1.136 0.198" and _pitfalls(fixed) == []
+    assert stdout_text(fixed) == "loss 0.198, accuracy 0.97\n"
+    assert "the loss starts at 1.136 and falls to 0.198, and the accuracy reaches 0.97" in lesson.try_next
+
+
+def test_exploding_loss_reaches_inf_then_nan_and_its_try_converges() -> None:
+    lesson = BY_ID["exploding-loss"]
+    loop = BY_ID["training-loop"]
+    assert "lr=0.5" in lesson.source and "lr=0.05" in loop.source  # "10 times higher"
+    data = [line for line in lesson.source.splitlines() if line.startswith(("X = ", "y = "))]
+    assert data and all(line in loop.source for line in data)  # "the same line fit"
+    trace = record(lesson.source)
+    losses = [s.loss for s in _steps(trace)]
+    assert [f"{v:,.0f}" for v in losses[1:3]] == ["8,143", "622,044"] and f"{losses[0]:.1f}" == "106.6"
+    assert round(losses[1] / losses[0]) == round(losses[2] / losses[1]) == 76
+    assert "grows about 76-fold a step: 106.6, 8,143, 622,044" in lesson.text
+    first_inf = next(i for i, v in enumerate(losses) if math.isinf(v)) + 1
+    first_nan = next(i for i, v in enumerate(losses) if math.isnan(v)) + 1
+    assert (first_inf, first_nan) == (20, 43) and all(math.isnan(v) for v in losses[42:])
+    assert "to inf at step 20" in lesson.text and "NaN, from step 43 on" in lesson.text
+    assert _pitfalls(trace) == [("non-finite-loss", 15)]
+    assert "Set lr=0.05 and run" in lesson.try_next
+    fixed = [s.loss for s in _steps(record(lesson.source.replace("lr=0.5", "lr=0.05")))]
+    assert f"{fixed[1]:.3g} {fixed[-1]:.2g}" == "0.104 6.5e-07"
+    assert "the loss falls from 106.6 to 0.104 at step 2 and to 6.5e-07 after 400 steps" in lesson.try_next

@@ -1,0 +1,79 @@
+"""Six lessons in real Chromium: each opens where its text points, and the step card or the
+charts show the figures the text quotes (the figures themselves are checked against the
+traces in tests/server/test_lessons_loops.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import expect, open_app, shot, wait_graph
+
+pytestmark = pytest.mark.browser
+
+CARD = "[data-gw=lesson-card]"
+STEP_CARD = ".gw-step-card"
+
+
+def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
+    open_app(page, "?lesson=vector-backward")
+    card = page.locator(CARD)
+    expect(card).to_contain_text("Lesson 7 of 33")
+    expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 1 of 3")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("PowBackward0")
+    # the card says where the seed came from, and the rule's arithmetic the lesson quotes
+    expect(step).to_contain_text("grad = [1, 0.1, 0.01] (the seed: the gradient given to backward()")
+    expect(step).to_contain_text("∂y/∂x = grad · 2 · x = [2, 0.4, 0.06]")
+    expect(page.locator(".gw-output")).to_contain_text("tensor([2.0000, 0.4000, 0.0600])")
+    wait_graph(page)
+    shot(page, "lessons-10-vector-backward")
+
+
+def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
+    open_app(page, "?lesson=broadcast-sums")
+    card = page.locator(CARD)
+    expect(card).to_contain_text("Lesson 17 of 33")
+    expect(card).to_contain_text("add up to [18, 24]")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 5")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("AddBackward0")
+    expect(step).to_contain_text("summed over the broadcast dim 0 → [2] = [18, 24]")
+    wait_graph(page)
+    shot(page, "lessons-11-broadcast-sums")
+
+
+@pytest.mark.parametrize(
+    ("lesson", "number", "readouts", "pitfall"),
+    [
+        ("forgot-zero-grad", 21, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
+        (
+            "step-without-gradients",
+            22,
+            {
+                "loss": "last: step 50 · 106.6",
+                "grad": "50 steps, none with a value: no parameter had a gradient",
+                "update": "last: step 50 · 0",
+            },
+            "step() found no gradients",
+        ),
+        ("softmax-nll", 24, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
+        ("exploding-loss", 29, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
+    ],
+)
+def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
+    page: Any, lesson: str, number: int, readouts: dict[str, str], pitfall: str
+) -> None:
+    open_app(page, f"?lesson={lesson}")
+    card = page.locator(CARD)
+    expect(card).to_have_attribute("data-lesson", lesson)
+    expect(card).to_contain_text(f"Lesson {number} of 33")
+    expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
+    for chart, text in readouts.items():
+        expect(page.locator(f"[data-chart={chart}] .gw-chart-readout")).to_contain_text(text)
+    if lesson == "exploding-loss":  # "then a gap where the values stop being numbers"
+        expect(page.locator("[data-chart=loss] .gw-chart-foot")).to_contain_text("inf first at step 20")
+    expect(page.locator(".gw-output")).to_contain_text(pitfall)
+    shot(page, f"lessons-{lesson}")
