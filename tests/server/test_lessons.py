@@ -19,8 +19,9 @@ from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_time
 from tests.server.test_stream import collect
 
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
-# leaves' .grad and custom Functions in teaching order (what vector-backward, broadcast-sums
-# and the four training-loop pitfalls show is checked in test_lessons_loops.py).
+# leaves' .grad and custom Functions in teaching order (what vector-backward, broadcast-sums,
+# freeze-layer and the training loops from update-by-hand on show is checked in
+# test_lessons_loops.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -36,14 +37,17 @@ TOPICS = [
     "holding-graph",
     "no-grad-vs-eval",
     "detach",
+    "freeze-layer",
     "data-edit",
     "define-by-run",
     "broadcast-sums",
     "training-loop",
+    "update-by-hand",
     "own-metrics",
     "mlp-classifier",
     "forgot-zero-grad",
     "step-without-gradients",
+    "rebound-update",
     "activation-twice",
     "softmax-nll",
     "broadcasting",

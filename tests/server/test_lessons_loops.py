@@ -1,6 +1,7 @@
-"""Six lessons of the gallery: a vector's backward(), a broadcast bias's summed gradient, and
-four training loops gone wrong (no zero_grad(), zero_grad() before step(), softmax into
-NLLLoss, a learning rate that explodes). Each lesson is recorded as the gallery serves it,
+"""Nine lessons of the gallery: a vector's backward(), a broadcast bias's summed gradient, a
+frozen layer, a loop that steps its parameters by hand, and five training loops gone wrong
+(no zero_grad(), zero_grad() before step(), p = p - lr * p.grad, softmax into NLLLoss, a
+learning rate that explodes). Each lesson is recorded as the gallery serves it,
 and each figure its text or its "try" quotes is read back from the trace; the "try" is
 recorded with the change it asks for."""
 
@@ -63,6 +64,63 @@ def test_broadcast_sums_opens_at_the_add_that_sums_the_rows_and_its_try_holds() 
     column = record(lesson.source.replace(bias, "b = torch.zeros(3, 1, requires_grad=True)"))
     assert stdout_text(column) == "tensor([[ 6.],\n        [14.],\n        [22.]])\n"
     assert "b.grad sums each row: [[6], [14], [22]]" in lesson.try_next
+
+
+def test_freeze_layer_ends_the_walk_at_the_layer_that_trains_and_its_try_walks_on() -> None:
+    lesson = BY_ID["freeze-layer"]
+    trace = record(lesson.source)
+    nodes = [(e.name, e.module_path) for e in trace.events if e.type == "node"]
+    assert {path for _, path in nodes} == {"model.2", None}  # no node for model.0 or the ReLU
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "AddmmBackward0" and at.grad_out[1] is None  # nothing to the ReLU's output
+    assert at.grad_out[0] is not None and at.grad_out[2] is not None  # the bias; TBackward0
+    walked = [name for name, _ in stepper_timeline(trace)]
+    assert walked[:3] == ["MeanBackward0", "PowBackward0", "AddmmBackward0"]  # then model.2's leaves
+    assert walked[3:] == ["AccumulateGrad", "TBackward0", "AccumulateGrad", "end"]
+    assert stdout_text(trace).startswith("None\n")  # model.0.weight.grad
+    assert "model.0.weight.grad stays None" in lesson.text and "the walk ends at model.2" in lesson.text
+    frozen = "for p in model[0].parameters():\n    p.requires_grad_(False)\n"
+    assert frozen in lesson.source and "Delete the for loop's two lines" in lesson.try_next
+    trained = record(lesson.source.replace(frozen, ""))
+    walked = [(e.name, e.module_path) for e in trained.events if e.type == "node"]
+    assert ("ReluBackward0", "model.1") in walked and ("AddmmBackward0", "model.0") in walked
+    order = [name for name, _ in stepper_timeline(trained)]
+    assert order.index("ReluBackward0") < order.index("end")
+    assert stdout_text(trained).startswith("tensor([[")  # model.0.weight.grad is filled
+
+
+def test_update_by_hand_falls_to_12_29_and_its_try_raises_on_the_in_place_update() -> None:
+    lesson = BY_ID["update-by-hand"]
+    trace = record(lesson.source)
+    assert not any(e.type == "optimizer_step" for e in trace.events)  # no optimizer
+    calls = [e for e in trace.events if e.type == "backward_counted"]
+    detailed = sum(e.type == "backward_started" for e in trace.events)
+    assert detailed + len(calls) == 2000 and f"{calls[-1].loss:.4g}" == "12.29"
+    assert "a point per backward() call" in lesson.text and "it falls to 12.29 at the 2,000th" in lesson.text
+    update = "    with torch.no_grad():  # the update itself must not join the graph"
+    assert update in lesson.source and "Replace with torch.no_grad(): by if True:" in lesson.try_next
+    unguarded = record(lesson.source.replace(update, update.replace("with torch.no_grad():", "if True:")))
+    error = next(e for e in unguarded.events if e.type == "error")
+    assert error.message == "a leaf Variable that requires grad is being used in an in-place operation."
+    assert error.line == lesson.source.splitlines().index("        a -= learning_rate * a.grad") + 1
+    assert f"the first update fails, {error.message}" in lesson.try_next
+
+
+def test_rebound_update_leaves_the_loss_flat_and_its_try_trains() -> None:
+    lesson = BY_ID["rebound-update"]
+    trace = record(lesson.source)
+    assert _pitfalls(trace) == [("loop-variable-rebound", 17)]
+    calls = [e for e in trace.events if e.type == "backward_counted"]
+    assert sum(e.type == "backward_started" for e in trace.events) + len(calls) == 50  # "runs 50 times"
+    assert {f"{e.loss:.4g}" for e in calls} == {"106.6"} and stdout_text(trace).startswith("106.62")
+    assert "the loss chart is a flat line at 106.6" in lesson.text
+    rebound = "p = p - lr * p.grad"
+    assert rebound in lesson.source and "Write the update as p -= lr * p.grad" in lesson.try_next
+    line = next(line for line in lesson.source.splitlines() if rebound in line)
+    fixed = record(lesson.source.replace(line, line.split("p = ")[0] + "p -= lr * p.grad"))
+    assert _pitfalls(fixed) == []
+    assert f"{float(stdout_text(fixed)):.2g}" == "0.0087"
+    assert "the pitfall goes quiet and the loss falls to 0.0087 after 50 passes" in lesson.try_next
 
 
 def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:

@@ -1,4 +1,4 @@
-"""Six lessons in real Chromium: each opens where its text points, and the step card or the
+"""Nine lessons in real Chromium: each opens where its text points, and the step card or the
 charts show the figures the text quotes (the figures themselves are checked against the
 traces in tests/server/test_lessons_loops.py)."""
 
@@ -19,7 +19,7 @@ STEP_CARD = ".gw-step-card"
 def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
     open_app(page, "?lesson=vector-backward")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 7 of 33")
+    expect(card).to_contain_text("Lesson 7 of 36")
     expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
     expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 1 of 3")
     step = page.locator(STEP_CARD)
@@ -35,7 +35,7 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
 def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
     open_app(page, "?lesson=broadcast-sums")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 17 of 33")
+    expect(card).to_contain_text("Lesson 18 of 36")
     expect(card).to_contain_text("add up to [18, 24]")
     expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 5")
     step = page.locator(STEP_CARD)
@@ -45,13 +45,30 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
     shot(page, "lessons-11-broadcast-sums")
 
 
+def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> None:
+    open_app(page, "?lesson=freeze-layer")
+    card = page.locator(CARD)
+    expect(card).to_contain_text("Lesson 15 of 36")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 7")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
+    expect(step).to_contain_text("no grad needed")  # nothing to the frozen layer's output
+    expect(page.locator(".gw-output")).to_contain_text("None")
+    nodes = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('label') || '')")
+    # the frozen layer's output shows only as what model.2 saved; no node of model.0 or the ReLU
+    assert "relu(model.0(…))\n[5×4]" in nodes, nodes
+    assert not any(label.startswith(("ReluBackward0", "AddmmBackward0\nmodel.0")) for label in nodes), nodes
+    wait_graph(page)
+    shot(page, "lessons-12-freeze-layer")
+
+
 @pytest.mark.parametrize(
     ("lesson", "number", "readouts", "pitfall"),
     [
-        ("forgot-zero-grad", 21, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
+        ("forgot-zero-grad", 23, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
         (
             "step-without-gradients",
-            22,
+            24,
             {
                 "loss": "last: step 50 · 106.6",
                 "grad": "50 steps, none with a value: no parameter had a gradient",
@@ -59,8 +76,15 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
             },
             "step() found no gradients",
         ),
-        ("softmax-nll", 24, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
-        ("exploding-loss", 29, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
+        ("update-by-hand", 20, {"calls": "last: step 2000 · 12.29"}, "1999 12.28"),
+        (
+            "rebound-update",
+            25,
+            {"calls": "last: step 50 · 106.6"},
+            "makes a new tensor: the parameter never changes",
+        ),
+        ("softmax-nll", 27, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
+        ("exploding-loss", 32, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
     ],
 )
 def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
@@ -69,7 +93,7 @@ def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
     open_app(page, f"?lesson={lesson}")
     card = page.locator(CARD)
     expect(card).to_have_attribute("data-lesson", lesson)
-    expect(card).to_contain_text(f"Lesson {number} of 33")
+    expect(card).to_contain_text(f"Lesson {number} of 36")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     for chart, text in readouts.items():
         expect(page.locator(f"[data-chart={chart}] .gw-chart-readout")).to_contain_text(text)
