@@ -19,9 +19,9 @@ from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_time
 from tests.server.test_stream import collect
 
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
-# leaves' .grad and custom Functions in teaching order (what vector-backward, broadcast-sums,
-# freeze-layer and the training loops from update-by-hand on show is checked in
-# test_lessons_loops.py).
+# leaves' .grad and custom Functions in teaching order (what vector-backward,
+# finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
+# on show is checked in test_lessons_loops.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -33,6 +33,7 @@ TOPICS = [
     "second-derivative",
     "custom-function",
     "forgotten-grad-output",
+    "finite-differences",
     "inplace",
     "holding-graph",
     "no-grad-vs-eval",
@@ -46,6 +47,7 @@ TOPICS = [
     "own-metrics",
     "mlp-classifier",
     "forgot-zero-grad",
+    "accumulate-batches",
     "step-without-gradients",
     "rebound-update",
     "activation-twice",

@@ -1,7 +1,7 @@
-"""Nine lessons of the gallery: a vector's backward(), a broadcast bias's summed gradient, a
-frozen layer, a loop that steps its parameters by hand, and five training loops gone wrong
-(no zero_grad(), zero_grad() before step(), p = p - lr * p.grad, softmax into NLLLoss, a
-learning rate that explodes). Each lesson is recorded as the gallery serves it,
+"""Eleven lessons of the gallery: a vector's backward(), finite differences, a broadcast bias's
+summed gradient, a frozen layer, a loop that steps its parameters by hand, gradients added up
+over small batches on purpose, and five training loops gone wrong (no zero_grad(), zero_grad()
+before step(), p = p - lr * p.grad, softmax into NLLLoss, a learning rate that explodes). Each lesson is recorded as the gallery serves it,
 and each figure its text or its "try" quotes is read back from the trace; the "try" is
 recorded with the change it asks for."""
 
@@ -212,3 +212,60 @@ def test_exploding_loss_reaches_inf_then_nan_and_its_try_converges() -> None:
     fixed = [s.loss for s in _steps(record(lesson.source.replace("lr=0.5", "lr=0.05")))]
     assert f"{fixed[1]:.3g} {fixed[-1]:.2g}" == "0.104 6.5e-07"
     assert "the loss falls from 106.6 to 0.104 at step 2 and to 6.5e-07 after 400 steps" in lesson.try_next
+
+
+def test_finite_differences_estimate_what_autograd_gets_exactly_and_rounding_spoils_small_h() -> None:
+    lesson = BY_ID["finite-differences"]
+    trace = record(lesson.source)
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    added = next(e for e in trace.events if e.type == "grad_accumulated" and e.node == at.node)
+    assert name == "AccumulateGrad" and added.after.flat == [14.75]
+    # the estimate's evaluations of f are on the tape, under no_grad, with no nodes
+    estimate = [e for e in trace.events if e.type == "op" and e.grad_mode == "no_grad"]
+    assert len(estimate) == 10 and all(e.nodes == [] for e in estimate)
+    assert "(the tape shows them under no_grad, with no nodes)" in lesson.text
+
+    def estimate_with(h: str) -> float:
+        source = lesson.source.replace("h = 0.01\n", f"h = {h}\n")
+        assert source != lesson.source or h == "0.01"
+        grad, est = stdout_text(record(source)).split()
+        assert grad == "14.75"  # autograd's does not move
+        return float(est)
+
+    assert f"{estimate_with('0.01'):.4f}" == "14.7501" and "With h = 0.01 it reads 14.7501" in lesson.text
+    assert round(estimate_with("0.01") - 14.75, 4) == 0.0001  # off by h² (f''' = 6)
+    assert f"{estimate_with('0.001'):.4f}" == "14.7490" and "h = 0.001 reads 14.7490" in lesson.text
+    assert f"{estimate_with('0.000001'):.2f}" == "14.31" and "h = 0.000001 reads 14.31" in lesson.text
+    assert f"{estimate_with('0.0001'):.4f}" == "14.7343"
+    assert "Set h = 0.0001 and run: the estimate falls to 14.7343 while x.grad stays 14.75" in lesson.try_next
+
+
+def test_accumulate_batches_fills_grad_as_the_whole_batch_does_and_its_try_overshoots_4_times() -> None:
+    lesson = BY_ID["accumulate-batches"]
+    trace = record(lesson.source)
+    timeline = stepper_timeline(trace)
+    assert sum(name == "end" for name, _ in timeline) == 5  # one batch of 8, then 4 of 2
+    name, at = timeline[lesson.step or 0]
+    assert name == "AccumulateGrad" and at.backward == 4
+    weight = next(e.id for e in trace.events if e.type == "tensor" and e.name == "model.weight")
+    added = [e for e in trace.events if e.type == "grad_accumulated" and e.tensor == weight]
+    whole, last = added[0].after.flat, added[-1]
+    assert last.node == at.node and last.backward == 4
+    assert [f"{v:.3f}" for v in last.after.flat] == ["0.753", "-1.979", "-2.223"]
+    assert all(abs(a - b) < 1e-6 for a, b in zip(last.after.flat, whole, strict=True))  # allclose
+    assert (
+        "brings model.weight.grad to [0.753, -1.979, -2.223], the gradient of the batch of 8" in lesson.text
+    )
+    divided = [e for name, e in timeline if name == "DivBackward0"]
+    assert len(divided) == 4 and all(e.grad_out[0].flat == [0.25] for e in divided)
+    assert "DivBackward0 sends 0.25" in lesson.text
+    assert stdout_text(trace) == "True\n"
+    call = "(loss / 4).backward()"
+    assert call in lesson.source and "Write loss.backward() without the / 4" in lesson.try_next
+    summed = record(lesson.source.replace(call, "loss.backward()"))
+    assert stdout_text(summed) == "False\n"
+    weight = next(e.id for e in summed.events if e.type == "tensor" and e.name == "model.weight")
+    end = [e for e in summed.events if e.type == "grad_accumulated" and e.tensor == weight][-1]
+    assert [f"{v:.3f}" for v in end.after.flat] == ["3.014", "-7.915", "-8.891"]
+    assert all(abs(a - 4 * b) < 1e-5 for a, b in zip(end.after.flat, whole, strict=True))
+    assert "ends at [3.014, -7.915, -8.891], 4 times the batch of 8's gradient" in lesson.try_next

@@ -18,7 +18,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(36)
+    expect(tiles).to_have_count(38)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     shot(page, "lessons-01-gallery")
 
@@ -26,7 +26,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 36")
+    expect(card).to_contain_text("Lesson 1 of 38")
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")
@@ -296,7 +296,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
     open_app(page, "?lesson=second-derivative")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 8 of 36")
+    expect(card).to_contain_text("Lesson 8 of 38")
     expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
     expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
     step = page.locator(".gw-step-card")
@@ -309,6 +309,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     for lesson in (
         "custom-function",
         "forgotten-grad-output",
+        "finite-differences",
         "inplace",
         "holding-graph",
         "no-grad-vs-eval",
@@ -324,7 +325,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     # leaf-grad: ∂loss/∂h = 2h = [6, 12] arrives at h's node, yet h.grad prints None
     open_app(page, "?lesson=leaf-grad")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 4 of 36")
+    expect(card).to_contain_text("Lesson 4 of 38")
     step = page.locator(".gw-step-card")
     expect(step.locator(".gw-node-name")).to_have_text("MulBackward0")
     expect(step).to_contain_text("grad = ∂loss/∂h = [6, 12]")
@@ -334,7 +335,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     shot(page, "lessons-04-leaf-grad")
     # custom-function: the node is the snippet's own, and so is its rule
     open_app(page, "?lesson=custom-function")
-    expect(card).to_contain_text("Lesson 9 of 36")
+    expect(card).to_contain_text("Lesson 9 of 38")
     expect(step.locator(".gw-node-name")).to_have_text("CubeBackward")
     expect(step).to_contain_text("Cube.backward(ctx, grad) ran: the rule is your own")
     expect(step).to_contain_text("12")
@@ -355,7 +356,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     # came from the weight line 16 clamped after the forward, with the pitfall on that node
     open_app(page, "?lesson=data-edit")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 16 of 36")
+    expect(card).to_contain_text("Lesson 17 of 38")
     expect(card).to_contain_text("comes out at ‖·‖ 0.01943 from the clamped weight")
     expect(page.locator(POSITION)).to_contain_text("step 3 of 36")
     step = page.locator(".gw-step-card")
@@ -367,7 +368,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     shot(page, "lessons-07-data-edit")
     # activation-twice: the charts, the loss ending on its floor
     open_app(page, "?lesson=activation-twice")
-    expect(card).to_contain_text("Lesson 26 of 36")
+    expect(card).to_contain_text("Lesson 28 of 38")
     expect(card).to_contain_text("ends at 0.504 after 100 steps")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     loss_chart = page.locator(".gw-chart[data-chart=loss]")
@@ -376,7 +377,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     shot(page, "lessons-08-activation-twice")
     # uninitialised: the tape, where zeros fills the bias and the weight's first op reads it
     open_app(page, "?lesson=uninitialised")
-    expect(card).to_contain_text("Lesson 30 of 36")
+    expect(card).to_contain_text("Lesson 32 of 38")
     expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")
     ops = page.locator(".gw-tape .gw-op")
     expect(ops.nth(4)).to_contain_text("L11")

@@ -1,4 +1,4 @@
-"""Nine lessons in real Chromium: each opens where its text points, and the step card or the
+"""Eleven lessons in real Chromium: each opens where its text points, and the step card or the
 charts show the figures the text quotes (the figures themselves are checked against the
 traces in tests/server/test_lessons_loops.py)."""
 
@@ -19,7 +19,7 @@ STEP_CARD = ".gw-step-card"
 def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
     open_app(page, "?lesson=vector-backward")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 7 of 36")
+    expect(card).to_contain_text("Lesson 7 of 38")
     expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
     expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 1 of 3")
     step = page.locator(STEP_CARD)
@@ -35,7 +35,7 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
 def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
     open_app(page, "?lesson=broadcast-sums")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 18 of 36")
+    expect(card).to_contain_text("Lesson 19 of 38")
     expect(card).to_contain_text("add up to [18, 24]")
     expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 5")
     step = page.locator(STEP_CARD)
@@ -48,7 +48,7 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
 def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> None:
     open_app(page, "?lesson=freeze-layer")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 15 of 36")
+    expect(card).to_contain_text("Lesson 16 of 38")
     expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 7")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
@@ -62,13 +62,38 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
     shot(page, "lessons-12-freeze-layer")
 
 
+def test_the_finite_difference_lesson_shows_autograd_s_exact_slope_and_the_estimate(page: Any) -> None:
+    open_app(page, "?lesson=finite-differences")
+    expect(page.locator(CARD)).to_contain_text("Lesson 11 of 38")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
+    expect(page.locator(STEP_CARD)).to_contain_text("x.grad: None → 14.75")
+    expect(page.locator(".gw-output")).to_contain_text("14.75 14.750099182128906")
+    page.click("[role=tab][data-view=tape]")  # the estimate's ops: no_grad, no nodes
+    expect(page.locator(".gw-tape .gw-op")).to_have_count(14)
+    expect(page.locator(".gw-tape .gw-badge-nograd")).to_have_count(10)
+
+
+def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batch_s_gradient(
+    page: Any,
+) -> None:
+    open_app(page, "?lesson=accumulate-batches")
+    expect(page.locator(CARD)).to_contain_text("Lesson 25 of 38")
+    expect(page.locator(".gw-stepper .gw-position")).to_contain_text("step 33 of 34")
+    expect(page.locator(STEP_CARD)).to_contain_text(
+        "model.weight.grad: [[0.4647, −1.623, −1.353]] + [[0.2887, −0.3557, −0.8695]] → [[0.7534, −1.979, −2.223]]"
+    )
+    expect(page.locator(".gw-output")).to_contain_text("True")
+    wait_graph(page)
+    shot(page, "lessons-13-accumulate-batches")
+
+
 @pytest.mark.parametrize(
     ("lesson", "number", "readouts", "pitfall"),
     [
-        ("forgot-zero-grad", 23, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
+        ("forgot-zero-grad", 24, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
         (
             "step-without-gradients",
-            24,
+            26,
             {
                 "loss": "last: step 50 · 106.6",
                 "grad": "50 steps, none with a value: no parameter had a gradient",
@@ -76,15 +101,15 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
             },
             "step() found no gradients",
         ),
-        ("update-by-hand", 20, {"calls": "last: step 2000 · 12.29"}, "1999 12.28"),
+        ("update-by-hand", 21, {"calls": "last: step 2000 · 12.29"}, "1999 12.28"),
         (
             "rebound-update",
-            25,
+            27,
             {"calls": "last: step 50 · 106.6"},
             "makes a new tensor: the parameter never changes",
         ),
-        ("softmax-nll", 27, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
-        ("exploding-loss", 32, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
+        ("softmax-nll", 29, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
+        ("exploding-loss", 34, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
     ],
 )
 def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
@@ -93,7 +118,7 @@ def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
     open_app(page, f"?lesson={lesson}")
     card = page.locator(CARD)
     expect(card).to_have_attribute("data-lesson", lesson)
-    expect(card).to_contain_text(f"Lesson {number} of 36")
+    expect(card).to_contain_text(f"Lesson {number} of 38")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     for chart, text in readouts.items():
         expect(page.locator(f"[data-chart={chart}] .gw-chart-readout")).to_contain_text(text)
