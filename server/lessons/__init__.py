@@ -73,6 +73,7 @@ class Lesson:
 
     id: str
     title: str
+    part: str
     summary: str
     text: str
     try_next: str
@@ -84,12 +85,24 @@ class Lesson:
 
 
 def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
-    """Read ``folder/lessons.json``; a lesson whose snippet file is missing is left out."""
+    """Read ``folder/lessons.json``; a lesson whose snippet file is missing is left out.
+
+    Raise ValueError, naming the lesson, where a part's lessons do not stand together (the
+    gallery shows each part once, under its name, its lessons in the order given).
+    """
     index = folder / "lessons.json"
     if not index.is_file():
         return []
     out: list[Lesson] = []
+    parts_ended: set[str] = set()
     for entry in json.loads(index.read_text())["lessons"]:
+        part = entry["part"]
+        if part in parts_ended:
+            raise ValueError(
+                f"lesson {entry['id']!r}: part {part!r} ended before it; a part's lessons stand together"
+            )
+        if out and out[-1].part != part:
+            parts_ended.add(out[-1].part)
         if "example" in entry:
             path, file = examples_dir / entry["example"], f"examples/{entry['example']}"
         else:
@@ -100,6 +113,7 @@ def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
             Lesson(
                 id=entry["id"],
                 title=entry["title"],
+                part=part,
                 summary=entry["summary"],
                 text=entry["text"],
                 try_next=entry.get("try", ""),

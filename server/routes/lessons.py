@@ -34,6 +34,7 @@ class LessonPublic(BaseModel):
 
     id: str
     title: str
+    part: str = Field(description="the part of the course it belongs to; a part's lessons stand together")
     summary: str = Field(description="one line for the gallery")
     text: str = Field(description="a few sentences for the learner")
     try_next: str = Field(description="something to change and run next")

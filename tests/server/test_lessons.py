@@ -6,13 +6,14 @@ import asyncio
 import json
 import math
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 
 from engine import record
 from engine.events import GradAccumulated
-from server.lessons import LESSONS_DIR, Lesson, LessonCharts
+from server.lessons import LESSONS_DIR, Lesson, LessonCharts, load_lessons
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
 from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline
@@ -80,6 +81,45 @@ def test_every_lesson_loads_with_its_snippet_and_words() -> None:
         per_param_log = LessonCharts(per_param=True, yscale="log", hide=("loss", "lr"))
         assert lesson.charts == (per_param_log if lesson.id in PER_PARAMETER_LOG else None), lesson.id
         assert "Tick per parameter" not in lesson.text, lesson.id  # the chart opens so
+
+
+# The gallery's parts, in order (a part's lessons stand together).
+PARTS = [
+    "How backward() works",
+    "Your own backward",
+    "The graph in practice",
+    "Training loops",
+    "Model and loss pitfalls",
+]
+
+
+def test_the_lessons_come_in_parts_whose_lessons_stand_together() -> None:
+    parts = [lesson.part for lesson in LESSONS]
+    assert list(dict.fromkeys(parts)) == PARTS
+    assert parts == sorted(parts, key=PARTS.index)  # each part's lessons next to each other
+    assert [
+        BY_ID[i].part for i in ("scalar", "finite-differences", "detach", "training-loop", "dead-relu")
+    ] == PARTS
+
+
+def test_a_part_split_in_two_is_refused_by_the_lesson_that_comes_back_to_it(tmp_path: Path) -> None:
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "a.py").write_text("print(1)\n")
+    entries = [
+        {"id": f"l{i}", "title": "t", "part": part, "summary": "s", "text": "x", "snippet": "a.py"}
+        for i, part in enumerate(["basics", "basics", "training", "basics"])
+    ]
+    (tmp_path / "lessons.json").write_text(json.dumps({"lessons": entries}))
+    with pytest.raises(ValueError, match="lesson 'l3': part 'basics' ended before it"):
+        load_lessons(tmp_path, tmp_path)
+    entries[3]["part"] = "training"  # together again: all four load, in their parts
+    (tmp_path / "lessons.json").write_text(json.dumps({"lessons": entries}))
+    assert [lesson.part for lesson in load_lessons(tmp_path, tmp_path)] == [
+        "basics",
+        "basics",
+        "training",
+        "training",
+    ]
 
 
 def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
@@ -403,6 +443,7 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
     with server.client(token=False) as c:
         listed = c.get("/api/lessons").json()["lessons"]
         assert [lesson["id"] for lesson in listed] == TOPICS
+        assert list(dict.fromkeys(lesson["part"] for lesson in listed)) == PARTS
         one = c.get("/api/lessons/scalar").json()
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]

@@ -20,13 +20,30 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     tiles = page.locator(".gw-lesson-tile")
     expect(tiles).to_have_count(38)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
+    # the parts, each named over its own tiles, numbered on from the part before
+    parts = page.locator(".gw-lesson-part")
+    expect(parts.locator(".gw-lesson-part-name")).to_have_text(
+        [
+            "How backward() works",
+            "Your own backward",
+            "The graph in practice",
+            "Training loops",
+            "Model and loss pitfalls",
+        ]
+    )
+    expect(parts.nth(1).locator(".gw-lesson-tile")).to_have_count(3)
+    expect(parts.nth(1).locator(".gw-lesson-n")).to_have_text(["9", "10", "11"])
+    expect(parts.nth(1).get_by_role("list")).to_have_attribute("start", "9")
+    expect(
+        page.get_by_role("region", name="Training loops").locator("[data-lesson=forgot-zero-grad]")
+    ).to_be_visible()
     shot(page, "lessons-01-gallery")
 
     page.click("[data-lesson=scalar]")
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 38")
+    expect(card).to_contain_text("Lesson 1 of 38 · How backward() works")
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")

@@ -12,6 +12,8 @@ import { VIEWS, type ViewName } from "./store";
 export interface Lesson {
   id: string;
   title: string;
+  /** The part of the course it belongs to; a part's lessons stand together. */
+  part: string;
   summary: string;
   text: string;
   try_next: string;
@@ -64,7 +66,7 @@ export class LessonsGallery {
 
   constructor(private readonly app: App) {
     const root = app.root;
-    this.list = h("ol", { class: "gw-lesson-grid" });
+    this.list = h("div", { class: "gw-lesson-parts" });
     this.dialog = h(
       "dialog",
       { class: "gw-dialog gw-lessons-dialog", "aria-labelledby": "gw-lessons-title" },
@@ -167,21 +169,41 @@ export class LessonsGallery {
     }
   }
 
+  /** The gallery: each part under its name, its lessons numbered on from the part before. */
   private renderList(): void {
+    const parts: { name: string; first: number; lessons: Lesson[] }[] = [];
+    this.lessons.forEach((lesson, i) => {
+      const last = parts[parts.length - 1];
+      if (last && last.name === lesson.part) last.lessons.push(lesson);
+      else parts.push({ name: lesson.part, first: i, lessons: [lesson] });
+    });
     this.list.replaceChildren(
-      ...this.lessons.map((lesson, i) =>
+      ...parts.map((part, k) =>
         h(
-          "li",
-          {},
+          "section",
+          { class: "gw-lesson-part", "aria-labelledby": `gw-lesson-part-${k}` },
+          h("h3", { id: `gw-lesson-part-${k}`, class: "gw-lesson-part-name", text: part.name }),
           h(
-            "button",
-            { type: "button", class: "gw-lesson-tile", data: { lesson: lesson.id }, on: { click: () => void this.open(lesson.id) } },
-            h("span", { class: "gw-lesson-n", text: String(i + 1) }),
-            // a long dotted name (torch.autograd.Function) wraps at its dots in a narrow tile
-            h("span", { class: "gw-lesson-tile-title" }, breakAtDots(lesson.title)),
-            h("span", { class: "gw-lesson-tile-summary" }, breakAtDots(lesson.summary)),
+            "ol",
+            { class: "gw-lesson-grid", start: String(part.first + 1) },
+            ...part.lessons.map((lesson, j) => this.renderTile(lesson, part.first + j)),
           ),
         ),
+      ),
+    );
+  }
+
+  private renderTile(lesson: Lesson, i: number): HTMLElement {
+    return h(
+      "li",
+      {},
+      h(
+        "button",
+        { type: "button", class: "gw-lesson-tile", data: { lesson: lesson.id }, on: { click: () => void this.open(lesson.id) } },
+        h("span", { class: "gw-lesson-n", text: String(i + 1) }),
+        // a long dotted name (torch.autograd.Function) wraps at its dots in a narrow tile
+        h("span", { class: "gw-lesson-tile-title" }, breakAtDots(lesson.title)),
+        h("span", { class: "gw-lesson-tile-summary" }, breakAtDots(lesson.summary)),
       ),
     );
   }
@@ -210,7 +232,7 @@ export class LessonsGallery {
       h(
         "div",
         { class: "gw-lesson-body" },
-        h("div", { class: "gw-lesson-kicker", text: `Lesson ${i + 1} of ${this.lessons.length}` }),
+        h("div", { class: "gw-lesson-kicker", text: `Lesson ${i + 1} of ${this.lessons.length} · ${lesson.part}` }),
         h("h2", { class: "gw-lesson-title", text: lesson.title }),
         // the words scroll in a box of their own where they are long (data-edit's, in
         // presenter type at 1280 x 720, took half the screen from the graph and the code)
