@@ -12,6 +12,7 @@ import math
 
 from engine import record
 from engine.events import OptimizerStep, Trace
+from server.lessons import Lesson
 from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline
 
 
@@ -27,6 +28,14 @@ def _rounded(values: list[float], digits: int = 6) -> list[float]:
     return [round(v, digits) for v in values]
 
 
+def tried(lesson: Lesson, old: str, new: str, asks: str) -> Trace:
+    """Record ``lesson`` with the change its "try" asks for, checking that the try says
+    ``asks`` and that the snippet holds ``old``, which is replaced by ``new``."""
+    assert asks in lesson.try_next, lesson.try_next
+    assert old in lesson.source, old
+    return record(lesson.source.replace(old, new))
+
+
 def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> None:
     lesson = BY_ID["vector-backward"]
     trace = record(lesson.source)
@@ -39,11 +48,10 @@ def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> N
     assert stdout_text(trace) == "tensor([2.0000, 0.4000, 0.0600])\n"
     # the try: a sum seeds [1, 1, 1]; no argument at all fails with PyTorch's words
     call = "y.backward(v)"
-    assert call in lesson.source and f"Replace {call} with y.sum().backward()" in lesson.try_next
-    summed = record(lesson.source.replace(call, "y.sum().backward()"))
+    summed = tried(lesson, call, "y.sum().backward()", asks=f"Replace {call} with y.sum().backward()")
     assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
     assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
-    bare = record(lesson.source.replace(call, "y.backward()"))
+    bare = tried(lesson, call, "y.backward()", asks="Then try y.backward() with no argument")
     error = next(e for e in bare.events if e.type == "error")
     assert error.message == "grad can be implicitly created only for scalar outputs"
     assert f"it fails, {error.message}." in lesson.try_next
@@ -60,8 +68,9 @@ def test_broadcast_sums_opens_at_the_add_that_sums_the_rows_and_its_try_holds() 
     assert "X needs no gradient, so nothing is sent to it" in lesson.text
     assert stdout_text(trace) == "tensor([18., 24.])\n"
     bias = "b = torch.zeros(2, requires_grad=True)"
-    assert bias in lesson.source and "Make b a column, torch.zeros(3, 1)" in lesson.try_next
-    column = record(lesson.source.replace(bias, "b = torch.zeros(3, 1, requires_grad=True)"))
+    column = tried(
+        lesson, bias, "b = torch.zeros(3, 1, requires_grad=True)", asks="Make b a column, torch.zeros(3, 1)"
+    )
     assert stdout_text(column) == "tensor([[ 6.],\n        [14.],\n        [22.]])\n"
     assert "b.grad sums each row: [[6], [14], [22]]" in lesson.try_next
 
@@ -80,8 +89,7 @@ def test_freeze_layer_ends_the_walk_at_the_layer_that_trains_and_its_try_walks_o
     assert stdout_text(trace).startswith("None\n")  # model.0.weight.grad
     assert "model.0.weight.grad stays None" in lesson.text and "the walk ends at model.2" in lesson.text
     frozen = "for p in model[0].parameters():\n    p.requires_grad_(False)\n"
-    assert frozen in lesson.source and "Delete the for loop's two lines" in lesson.try_next
-    trained = record(lesson.source.replace(frozen, ""))
+    trained = tried(lesson, frozen, "", asks="Delete the for loop's two lines")
     walked = [(e.name, e.module_path) for e in trained.events if e.type == "node"]
     assert ("ReluBackward0", "model.1") in walked and ("AddmmBackward0", "model.0") in walked
     order = [name for name, _ in stepper_timeline(trained)]
@@ -98,8 +106,12 @@ def test_update_by_hand_falls_to_12_29_and_its_try_raises_on_the_in_place_update
     assert detailed + len(calls) == 2000 and f"{calls[-1].loss:.4g}" == "12.29"
     assert "a point per backward() call" in lesson.text and "it falls to 12.29 at the 2,000th" in lesson.text
     update = "    with torch.no_grad():  # the update itself must not join the graph"
-    assert update in lesson.source and "Replace with torch.no_grad(): by if True:" in lesson.try_next
-    unguarded = record(lesson.source.replace(update, update.replace("with torch.no_grad():", "if True:")))
+    unguarded = tried(
+        lesson,
+        update,
+        update.replace("with torch.no_grad():", "if True:"),
+        asks="Replace with torch.no_grad(): by if True:",
+    )
     error = next(e for e in unguarded.events if e.type == "error")
     assert error.message == "a leaf Variable that requires grad is being used in an in-place operation."
     assert error.line == lesson.source.splitlines().index("        a -= learning_rate * a.grad") + 1
@@ -115,9 +127,10 @@ def test_rebound_update_leaves_the_loss_flat_and_its_try_trains() -> None:
     assert {f"{e.loss:.4g}" for e in calls} == {"106.6"} and stdout_text(trace).startswith("106.62")
     assert "the loss chart is a flat line at 106.6" in lesson.text
     rebound = "p = p - lr * p.grad"
-    assert rebound in lesson.source and "Write the update as p -= lr * p.grad" in lesson.try_next
     line = next(line for line in lesson.source.splitlines() if rebound in line)
-    fixed = record(lesson.source.replace(line, line.split("p = ")[0] + "p -= lr * p.grad"))
+    fixed = tried(
+        lesson, line, line.split("p = ")[0] + "p -= lr * p.grad", asks="Write the update as p -= lr * p.grad"
+    )
     assert _pitfalls(fixed) == []
     assert f"{float(stdout_text(fixed)):.2g}" == "0.0087"
     assert "the pitfall goes quiet and the loss falls to 0.0087 after 50 passes" in lesson.try_next
@@ -143,8 +156,14 @@ def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:
     # the try: zero_grad() before backward()
     backward = "    loss.backward()"
     assert lesson.source.count(backward) == 1
-    assert "Add opt.zero_grad() before loss.backward()" in lesson.try_next
-    fixed = _steps(record(lesson.source.replace(backward, "    opt.zero_grad()\n" + backward)))
+    fixed = _steps(
+        tried(
+            lesson,
+            backward,
+            "    opt.zero_grad()\n" + backward,
+            asks="Add opt.zero_grad() before loss.backward()",
+        )
+    )
     falling = [s.loss for s in fixed]
     assert all(b < a for a, b in itertools.pairwise(falling))  # "falls at every step"
     assert f"{falling[-1]:.3g}" == "0.0252" and "to 0.0252 after 50" in lesson.try_next
@@ -163,8 +182,14 @@ def test_step_without_gradients_changes_nothing_and_its_try_learns() -> None:
     lines = lesson.source.splitlines()
     assert [lines[13].strip(), lines[14].split("#")[0].strip()] == ["loss.backward()", "opt.zero_grad()"]
     wrong = "    loss.backward()\n    opt.zero_grad()"
-    assert wrong in lesson.source and "Move opt.zero_grad() above loss.backward()" in lesson.try_next
-    fixed = _steps(record(lesson.source.replace(wrong, "    opt.zero_grad()\n    loss.backward()")))
+    fixed = _steps(
+        tried(
+            lesson,
+            wrong,
+            "    opt.zero_grad()\n    loss.backward()",
+            asks="Move opt.zero_grad() above loss.backward()",
+        )
+    )
     assert f"{fixed[1].loss:.3g} {fixed[-1].loss:.2g}" == "0.104 0.0087"
     assert all(s.update_norm > 0 for s in fixed)
     assert "the loss falls to 0.104 at step 2 and 0.0087 at step 50" in lesson.try_next
@@ -184,8 +209,9 @@ def test_softmax_nll_gives_a_negative_loss_and_its_try_a_positive_one() -> None:
     assert "(a norm near 0.16, falling to 0.073)" in lesson.text
     assert stdout_text(trace) == "loss -0.755, accuracy 0.85\n" and "to an accuracy of 0.85" in lesson.text
     softmax = "nn.Softmax(dim=1)"
-    assert softmax in lesson.source and f"Replace {softmax} with nn.LogSoftmax(dim=1)" in lesson.try_next
-    fixed = record(lesson.source.replace(softmax, "nn.LogSoftmax(dim=1)"))
+    fixed = tried(
+        lesson, softmax, "nn.LogSoftmax(dim=1)", asks=f"Replace {softmax} with nn.LogSoftmax(dim=1)"
+    )
     losses = [s.loss for s in _steps(fixed)]
     assert f"{losses[0]:.3f} {losses[-1]:.3f}" == "1.136 0.198" and _pitfalls(fixed) == []
     assert stdout_text(fixed) == "loss 0.198, accuracy 0.97\n"
@@ -208,8 +234,7 @@ def test_exploding_loss_reaches_inf_then_nan_and_its_try_converges() -> None:
     assert (first_inf, first_nan) == (20, 43) and all(math.isnan(v) for v in losses[42:])
     assert "to inf at step 20" in lesson.text and "NaN, from step 43 on" in lesson.text
     assert _pitfalls(trace) == [("non-finite-loss", 15)]
-    assert "Set lr=0.05 and run" in lesson.try_next
-    fixed = [s.loss for s in _steps(record(lesson.source.replace("lr=0.5", "lr=0.05")))]
+    fixed = [s.loss for s in _steps(tried(lesson, "lr=0.5", "lr=0.05", asks="Set lr=0.05 and run"))]
     assert f"{fixed[1]:.3g} {fixed[-1]:.2g}" == "0.104 6.5e-07"
     assert "the loss falls from 106.6 to 0.104 at step 2 and to 6.5e-07 after 400 steps" in lesson.try_next
 
@@ -261,8 +286,7 @@ def test_accumulate_batches_fills_grad_as_the_whole_batch_does_and_its_try_overs
     assert "DivBackward0 sends 0.25" in lesson.text
     assert stdout_text(trace) == "True\n"
     call = "(loss / 4).backward()"
-    assert call in lesson.source and "Write loss.backward() without the / 4" in lesson.try_next
-    summed = record(lesson.source.replace(call, "loss.backward()"))
+    summed = tried(lesson, call, "loss.backward()", asks="Write loss.backward() without the / 4")
     assert stdout_text(summed) == "False\n"
     weight = next(e.id for e in summed.events if e.type == "tensor" and e.name == "model.weight")
     end = [e for e in summed.events if e.type == "grad_accumulated" and e.tensor == weight][-1]
