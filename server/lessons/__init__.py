@@ -96,7 +96,9 @@ def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
     out: list[Lesson] = []
     parts_ended: set[str] = set()
     for entry in json.loads(index.read_text())["lessons"]:
-        part = entry["part"]
+        part = entry.get("part")
+        if not part:
+            raise ValueError(f"lesson {entry['id']!r}: no part (the gallery shows lessons by part)")
         if part in parts_ended:
             raise ValueError(
                 f"lesson {entry['id']!r}: part {part!r} ended before it; a part's lessons stand together"

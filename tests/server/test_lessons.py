@@ -112,6 +112,10 @@ def test_a_part_split_in_two_is_refused_by_the_lesson_that_comes_back_to_it(tmp_
     (tmp_path / "lessons.json").write_text(json.dumps({"lessons": entries}))
     with pytest.raises(ValueError, match="lesson 'l3': part 'basics' ended before it"):
         load_lessons(tmp_path, tmp_path)
+    del entries[3]["part"]
+    (tmp_path / "lessons.json").write_text(json.dumps({"lessons": entries}))
+    with pytest.raises(ValueError, match="lesson 'l3': no part"):
+        load_lessons(tmp_path, tmp_path)
     entries[3]["part"] = "training"  # together again: all four load, in their parts
     (tmp_path / "lessons.json").write_text(json.dumps({"lessons": entries}))
     assert [lesson.part for lesson in load_lessons(tmp_path, tmp_path)] == [

@@ -44,6 +44,9 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     card = page.locator(CARD)
     expect(card).to_be_visible()
     expect(card).to_contain_text("Lesson 1 of 38 · How backward() works")
+    expect(card.locator(".gw-lesson-kicker")).to_have_attribute(
+        "title", "Lesson 1 of 38 · How backward() works"
+    )
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
     expect(page.locator(".gw-step-card")).to_contain_text("x.grad: None → 14.75")

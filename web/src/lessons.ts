@@ -216,6 +216,7 @@ export class LessonsGallery {
       return;
     }
     const i = this.lessons.indexOf(lesson);
+    const kicker = `Lesson ${i + 1} of ${this.lessons.length} · ${lesson.part}`;
     const prev = this.lessons[i - 1];
     const next = this.lessons[i + 1];
     this.card.dataset.lesson = lesson.id;
@@ -232,7 +233,8 @@ export class LessonsGallery {
       h(
         "div",
         { class: "gw-lesson-body" },
-        h("div", { class: "gw-lesson-kicker", text: `Lesson ${i + 1} of ${this.lessons.length} · ${lesson.part}` }),
+        // one line: a part's name too long for it ends in "…", whole on hover
+        h("div", { class: "gw-lesson-kicker", text: kicker, title: kicker }),
         h("h2", { class: "gw-lesson-title", text: lesson.title }),
         // the words scroll in a box of their own where they are long (data-edit's, in
         // presenter type at 1280 x 720, took half the screen from the graph and the code)
