@@ -154,7 +154,8 @@ class DeadRelus:
         self._layers: dict[_Key, _Layer] = {}
         self._stepped = False  # whether any optimizer has stepped yet
         # id(opt) -> (the optimizer, how many parameters it stepped, their ids)
-        self._held: dict[int, tuple[weakref.ref[torch.optim.Optimizer], int, frozenset[int]]] = {}
+        # an optimizer's parameters: (the optimizer, how many, each one's place by id)
+        self._held: dict[int, tuple[weakref.ref[torch.optim.Optimizer], int, dict[int, int]]] = {}
 
     def saw(self, result: Any, line: int | None) -> None:
         """Look at the output ``result`` of a ReLU run from snippet ``line``."""
@@ -183,23 +184,48 @@ class DeadRelus:
         layer.below = self._linear_below(layer_node)
 
     def stepped(
-        self, opt: torch.optim.Optimizer, params: list[torch.Tensor], step: int, lr: Any, loss: float | None
+        self,
+        opt: torch.optim.Optimizer,
+        params: list[torch.Tensor],
+        step: int,
+        lr: Any,
+        loss: float | None,
+        stats: list[dict[str, Any]] | None = None,
     ) -> None:
         """Read, after ``opt``'s step ``step`` over ``params`` (with ``lr`` and the ``loss``
-        its gradients came from), whether each layer it steps got any gradient."""
+        its gradients came from), whether each layer it steps got any gradient; ``stats``:
+        the step's per-parameter norms (training.py's entries, in the order of ``params``).
+
+        A gradient whose norm the step measured above 0 (or NaN) has a nonzero element; only
+        one measured at 0, or not measured, is counted element by element (a float32 sum of
+        squares can underflow to 0). Counting costs a kernel call each step, ~18 us within a
+        step of an MLP's training loop (its code cold in the caches), 1 us in a loop of its own.
+        """
         self._stepped = True
         if not self._layers:
             return
         held = self._held.get(id(opt))
         if held is None or held[0]() is not opt or held[1] != len(params):
-            held = self._held[id(opt)] = (weakref.ref(opt), len(params), frozenset(map(id, params)))
+            held = self._held[id(opt)] = (
+                weakref.ref(opt),
+                len(params),
+                {id(p): i for i, p in enumerate(params)},
+            )
+        measured = stats is not None and len(stats) == len(params)
         for layer in self._layers.values():
             probe = layer.probe()
-            if probe is None or id(probe) not in held[2]:
+            at = None if probe is None else held[2].get(id(probe))
+            if probe is None or at is None:
                 continue
             layer.steps = step
             grad = probe.grad
-            if grad is None or grad.is_sparse or torch.count_nonzero(grad).item():
+            norm = stats[at]["grad_norm"] if measured and stats is not None else None
+            if (
+                grad is None
+                or grad.is_sparse
+                or (norm is not None and norm != 0.0)
+                or torch.count_nonzero(grad).item()
+            ):
                 layer.dead_since = None
                 layer.lr_before, layer.loss_before = lr, loss
             elif layer.dead_since is None:

@@ -336,8 +336,9 @@ class PitfallWatch:
         self._leaks.stepped(opt, params, line)
         lr = opt.param_groups[0].get("lr") if opt.param_groups else None
         climbs = any(group.get("maximize") for group in opt.param_groups)  # (the loss climbs on purpose)
-        self._ops.dead_relus.stepped(opt, params, step, lr, self._rec.backward.last_loss)
-        self._vanishing.stepped(opt, params, self._rec.training.last_norms, step)
+        norms = self._rec.training.last_norms
+        self._ops.dead_relus.stepped(opt, params, step, lr, self._rec.backward.last_loss, norms)
+        self._vanishing.stepped(opt, params, norms, step)
         self._course.note(
             self._rec.training.label_of(opt) or type(opt).__name__,
             step,

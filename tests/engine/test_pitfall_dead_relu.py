@@ -330,3 +330,27 @@ def test_a_layer_written_out_as_x_at_w_counts_its_units_along_w_s_columns() -> N
         "All 16 units of the ReLU after the layer (run from line 10) are 0 for every sample"
     )
     assert "so W1 got exactly 0 gradient in the last 58 of 60 steps" in said.message
+
+
+def test_a_layer_whose_gradient_norm_underflows_to_0_is_counted_element_by_element_and_not_dead() -> None:
+    # The step's norms tell a live layer from a dead one without a kernel call each step; a
+    # float32 sum of squares of 128 gradients near 1e-31 is 0, yet none of them is: the layer
+    # is not reported dead (dead_relu.py counts the elements of a gradient measured at 0).
+    source = """import torch, torch.nn as nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(4, 128), nn.ReLU(), nn.Linear(128, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+X, y = torch.randn(32, 4), torch.randn(32, 1)
+for step in range(6):
+    opt.zero_grad()
+    loss = ((net(X) - y) ** 2).mean() * 1e-30
+    loss.backward()
+    opt.step()
+print(int(torch.count_nonzero(net[0].bias.grad)))
+"""
+    trace = record(source)
+    last = [e for e in trace.events if e.type == "optimizer_step"][-1]
+    (bias,) = [p for p in last.params if p.name.endswith("0.bias")]
+    assert bias.grad_norm == 0.0  # what the step measured
+    assert "".join(e.text for e in trace.events if e.type == "output") == "128\n"  # what the layer got
+    assert [e.kind for e in trace.events if e.type == "pitfall"] == []
