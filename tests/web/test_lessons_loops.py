@@ -54,11 +54,11 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(step).to_contain_text("no grad needed")  # nothing to the frozen layer's output
     expect(page.locator(".gw-output")).to_contain_text("None")
+    wait_graph(page)  # drawn whole before its nodes are read
     nodes = page.evaluate("() => window.gradwalk.graph.core.nodes().map((n) => n.data('label') || '')")
     # the frozen layer's output shows only as what model.2 saved; no node of model.0 or the ReLU
     assert "relu(model.0(…))\n[5×4]" in nodes, nodes
     assert not any(label.startswith(("ReluBackward0", "AddmmBackward0\nmodel.0")) for label in nodes), nodes
-    wait_graph(page)
     shot(page, "lessons-12-freeze-layer")
 
 
