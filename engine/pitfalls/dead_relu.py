@@ -153,8 +153,7 @@ class DeadRelus:
         self._steps_taken = steps_taken
         self._layers: dict[_Key, _Layer] = {}
         self._stepped = False  # whether any optimizer has stepped yet
-        # id(opt) -> (the optimizer, how many parameters it stepped, their ids)
-        # an optimizer's parameters: (the optimizer, how many, each one's place by id)
+        # id(opt) -> (the optimizer, how many parameters it stepped, each one's place by id)
         self._held: dict[int, tuple[weakref.ref[torch.optim.Optimizer], int, dict[int, int]]] = {}
 
     def saw(self, result: Any, line: int | None) -> None:
@@ -211,7 +210,7 @@ class DeadRelus:
                 len(params),
                 {id(p): i for i, p in enumerate(params)},
             )
-        measured = stats is not None and len(stats) == len(params)
+        norms = stats if stats is not None and len(stats) == len(params) else None
         for layer in self._layers.values():
             probe = layer.probe()
             at = None if probe is None else held[2].get(id(probe))
@@ -219,7 +218,7 @@ class DeadRelus:
                 continue
             layer.steps = step
             grad = probe.grad
-            norm = stats[at]["grad_norm"] if measured and stats is not None else None
+            norm = norms[at]["grad_norm"] if norms is not None else None
             if (
                 grad is None
                 or grad.is_sparse

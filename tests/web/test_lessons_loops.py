@@ -16,12 +16,19 @@ CARD = "[data-gw=lesson-card]"
 STEP_CARD = ".gw-step-card"
 
 
-def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
-    open_app(page, "?lesson=vector-backward")
+def _opened_at(page: Any, lesson: str, number: int, position: str) -> Any:
+    """Open ``lesson``, check it is lesson ``number`` of 38 and opens at stepper ``position``
+    ("step 3 of 5"); return its card."""
+    open_app(page, f"?lesson={lesson}")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 7 of 38")
+    expect(card).to_contain_text(f"Lesson {number} of 38")
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text(position)
+    return card
+
+
+def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
+    card = _opened_at(page, "vector-backward", 7, "step 1 of 3")
     expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
-    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 1 of 3")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("PowBackward0")
     # the card says where the seed came from, and the rule's arithmetic the lesson quotes
@@ -33,11 +40,8 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
 
 
 def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
-    open_app(page, "?lesson=broadcast-sums")
-    card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 19 of 38")
+    card = _opened_at(page, "broadcast-sums", 19, "step 3 of 5")
     expect(card).to_contain_text("add up to [18, 24]")
-    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 5")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddBackward0")
     expect(step).to_contain_text("summed over the broadcast dim 0 → [2] = [18, 24]")
@@ -46,10 +50,7 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
 
 
 def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> None:
-    open_app(page, "?lesson=freeze-layer")
-    card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 16 of 38")
-    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 7")
+    _opened_at(page, "freeze-layer", 16, "step 3 of 7")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(step).to_contain_text("no grad needed")  # nothing to the frozen layer's output
@@ -63,9 +64,7 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
 
 
 def test_the_finite_difference_lesson_shows_autograd_s_exact_slope_and_the_estimate(page: Any) -> None:
-    open_app(page, "?lesson=finite-differences")
-    expect(page.locator(CARD)).to_contain_text("Lesson 11 of 38")
-    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 4 of 5")
+    _opened_at(page, "finite-differences", 11, "step 4 of 5")
     expect(page.locator(STEP_CARD)).to_contain_text("x.grad: None → 14.75")
     expect(page.locator(".gw-output")).to_contain_text("14.75 14.750099182128906")
     page.click("[role=tab][data-view=tape]")  # the estimate's ops: no_grad, no nodes
