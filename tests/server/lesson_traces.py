@@ -1,12 +1,14 @@
-"""The lessons as the gallery serves them, and readings of a lesson's trace that the lesson
-tests share: the stepper's positions and what the snippet printed."""
+"""The lessons as the gallery serves them, and what the lesson tests share: readings of a
+lesson's trace (the stepper's positions, what the snippet printed) and a lesson recorded with
+the change its "try" asks for."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from engine import record
 from engine.events import Trace
-from server.lessons import LESSONS_DIR, load_lessons
+from server.lessons import LESSONS_DIR, Lesson, load_lessons
 from server.settings import Settings
 
 LESSONS = load_lessons(LESSONS_DIR, Settings().examples_dir)
@@ -28,3 +30,11 @@ def stepper_timeline(trace: Trace) -> list[tuple[str, Any]]:
 def stdout_text(trace: Trace) -> str:
     """What the snippet wrote to stdout."""
     return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+
+
+def tried(lesson: Lesson, old: str, new: str, asks: str) -> Trace:
+    """Record ``lesson`` with the change its "try" asks for, checking that the try says
+    ``asks`` and that the snippet holds ``old``, which is replaced by ``new``."""
+    assert asks in lesson.try_next, lesson.try_next
+    assert old in lesson.source, old
+    return record(lesson.source.replace(old, new))

@@ -22,7 +22,8 @@ from tests.server.test_stream import collect
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
-# on show is checked in test_lessons_loops.py).
+# on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad and
+# clip-grad-norm show in test_lessons_gradients.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -43,12 +44,15 @@ TOPICS = [
     "data-edit",
     "define-by-run",
     "broadcast-sums",
+    "linear-weight-grad",
+    "cross-entropy-grad",
     "training-loop",
     "update-by-hand",
     "own-metrics",
     "mlp-classifier",
     "forgot-zero-grad",
     "accumulate-batches",
+    "clip-grad-norm",
     "step-without-gradients",
     "rebound-update",
     "activation-twice",
@@ -63,8 +67,10 @@ TOPICS = [
     "dead-relu",
     "vanishing-gradients",
 ]
-# The lessons whose story is plainest per parameter on a log scale open the charts so.
+# The lessons whose story is plainest per parameter on a log scale open the charts so; the
+# clipping lesson hides the two charts it says nothing of.
 PER_PARAMETER_LOG = {"dead-relu", "vanishing-gradients"}
+CHARTS_HIDDEN = {"clip-grad-norm": ("lr", "memory")}
 
 
 def test_every_lesson_loads_with_its_snippet_and_words() -> None:
@@ -79,7 +85,12 @@ def test_every_lesson_loads_with_its_snippet_and_words() -> None:
         assert 200 <= len(lesson.text) <= 800 and lesson.text.count(". ") >= 2, lesson.id
         assert lesson.try_next, lesson.id
         per_param_log = LessonCharts(per_param=True, yscale="log", hide=("loss", "lr"))
-        assert lesson.charts == (per_param_log if lesson.id in PER_PARAMETER_LOG else None), lesson.id
+        if lesson.id in PER_PARAMETER_LOG:
+            assert lesson.charts == per_param_log, lesson.id
+        elif lesson.id in CHARTS_HIDDEN:
+            assert lesson.charts == LessonCharts(hide=CHARTS_HIDDEN[lesson.id]), lesson.id
+        else:
+            assert lesson.charts is None, lesson.id
         assert "Tick per parameter" not in lesson.text, lesson.id  # the chart opens so
 
 

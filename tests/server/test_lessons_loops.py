@@ -12,8 +12,7 @@ import math
 
 from engine import record
 from engine.events import OptimizerStep, Trace
-from server.lessons import Lesson
-from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline
+from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline, tried
 
 
 def _steps(trace: Trace) -> list[OptimizerStep]:
@@ -26,14 +25,6 @@ def _pitfalls(trace: Trace) -> list[tuple[str, int | None]]:
 
 def _rounded(values: list[float], digits: int = 6) -> list[float]:
     return [round(v, digits) for v in values]
-
-
-def tried(lesson: Lesson, old: str, new: str, asks: str) -> Trace:
-    """Record ``lesson`` with the change its "try" asks for, checking that the try says
-    ``asks`` and that the snippet holds ``old``, which is replaced by ``new``."""
-    assert asks in lesson.try_next, lesson.try_next
-    assert old in lesson.source, old
-    return record(lesson.source.replace(old, new))
 
 
 def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from .conftest import expect, open_app, shot, wait_graph
+from .lessons_served import COUNT, numbered
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +19,7 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     open_app(page)
     page.click("[data-gw=lessons]")
     tiles = page.locator(".gw-lesson-tile")
-    expect(tiles).to_have_count(38)
+    expect(tiles).to_have_count(COUNT)
     expect(tiles.first).to_contain_text("Autograd on a scalar")
     # the parts, each named over its own tiles, numbered on from the part before
     parts = page.locator(".gw-lesson-part")
@@ -43,9 +44,9 @@ def test_the_gallery_opens_a_lesson_at_its_step_with_its_text(page: Any) -> None
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     card = page.locator(CARD)
     expect(card).to_be_visible()
-    expect(card).to_contain_text("Lesson 1 of 38 · How backward() works")
+    expect(card).to_contain_text(f"Lesson 1 of {COUNT} · How backward() works")
     expect(card.locator(".gw-lesson-kicker")).to_have_attribute(
-        "title", "Lesson 1 of 38 · How backward() works"
+        "title", f"Lesson 1 of {COUNT} · How backward() works"
     )
     expect(card).to_contain_text("AccumulateGrad writes the sum into x.grad: −4 + 18.75 = 14.75")
     expect(page.locator(POSITION)).to_have_text("step 4 of 5")
@@ -316,7 +317,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
     # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
     open_app(page, "?lesson=second-derivative")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 8 of 38")
+    expect(card).to_contain_text(numbered("second-derivative"))
     expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
     expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
     step = page.locator(".gw-step-card")
@@ -345,7 +346,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     # leaf-grad: ∂loss/∂h = 2h = [6, 12] arrives at h's node, yet h.grad prints None
     open_app(page, "?lesson=leaf-grad")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 4 of 38")
+    expect(card).to_contain_text(numbered("leaf-grad"))
     step = page.locator(".gw-step-card")
     expect(step.locator(".gw-node-name")).to_have_text("MulBackward0")
     expect(step).to_contain_text("grad = ∂loss/∂h = [6, 12]")
@@ -355,7 +356,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     shot(page, "lessons-04-leaf-grad")
     # custom-function: the node is the snippet's own, and so is its rule
     open_app(page, "?lesson=custom-function")
-    expect(card).to_contain_text("Lesson 9 of 38")
+    expect(card).to_contain_text(numbered("custom-function"))
     expect(step.locator(".gw-node-name")).to_have_text("CubeBackward")
     expect(step).to_contain_text("Cube.backward(ctx, grad) ran: the rule is your own")
     expect(step).to_contain_text("12")
@@ -376,7 +377,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     # came from the weight line 16 clamped after the forward, with the pitfall on that node
     open_app(page, "?lesson=data-edit")
     card = page.locator(CARD)
-    expect(card).to_contain_text("Lesson 17 of 38")
+    expect(card).to_contain_text(numbered("data-edit"))
     expect(card).to_contain_text("comes out at ‖·‖ 0.01943 from the clamped weight")
     expect(page.locator(POSITION)).to_contain_text("step 3 of 36")
     step = page.locator(".gw-step-card")
@@ -388,7 +389,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     shot(page, "lessons-07-data-edit")
     # activation-twice: the charts, the loss ending on its floor
     open_app(page, "?lesson=activation-twice")
-    expect(card).to_contain_text("Lesson 28 of 38")
+    expect(card).to_contain_text(numbered("activation-twice"))
     expect(card).to_contain_text("ends at 0.504 after 100 steps")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     loss_chart = page.locator(".gw-chart[data-chart=loss]")
@@ -397,7 +398,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     shot(page, "lessons-08-activation-twice")
     # uninitialised: the tape, where zeros fills the bias and the weight's first op reads it
     open_app(page, "?lesson=uninitialised")
-    expect(card).to_contain_text("Lesson 32 of 38")
+    expect(card).to_contain_text(numbered("uninitialised"))
     expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")
     ops = page.locator(".gw-tape .gw-op")
     expect(ops.nth(4)).to_contain_text("L11")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from .conftest import expect, open_app, shot, wait_graph
+from .lessons_served import numbered
 
 pytestmark = pytest.mark.browser
 
@@ -16,18 +17,18 @@ CARD = "[data-gw=lesson-card]"
 STEP_CARD = ".gw-step-card"
 
 
-def _opened_at(page: Any, lesson: str, number: int, position: str) -> Any:
-    """Open ``lesson``, check it is lesson ``number`` of 38 and opens at stepper ``position``
-    ("step 3 of 5"); return its card."""
+def _opened_at(page: Any, lesson: str, position: str) -> Any:
+    """Open ``lesson``, check its card gives its place in the gallery and that it opens at
+    stepper ``position`` ("step 3 of 5"); return its card."""
     open_app(page, f"?lesson={lesson}")
     card = page.locator(CARD)
-    expect(card).to_contain_text(f"Lesson {number} of 38")
+    expect(card).to_contain_text(numbered(lesson))
     expect(page.locator(".gw-stepper .gw-position")).to_have_text(position)
     return card
 
 
 def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
-    card = _opened_at(page, "vector-backward", 7, "step 1 of 3")
+    card = _opened_at(page, "vector-backward", "step 1 of 3")
     expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("PowBackward0")
@@ -40,7 +41,7 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
 
 
 def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
-    card = _opened_at(page, "broadcast-sums", 19, "step 3 of 5")
+    card = _opened_at(page, "broadcast-sums", "step 3 of 5")
     expect(card).to_contain_text("add up to [18, 24]")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddBackward0")
@@ -50,7 +51,7 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
 
 
 def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> None:
-    _opened_at(page, "freeze-layer", 16, "step 3 of 7")
+    _opened_at(page, "freeze-layer", "step 3 of 7")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(step).to_contain_text("no grad needed")  # nothing to the frozen layer's output
@@ -64,7 +65,7 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
 
 
 def test_the_finite_difference_lesson_shows_autograd_s_exact_slope_and_the_estimate(page: Any) -> None:
-    _opened_at(page, "finite-differences", 11, "step 4 of 5")
+    _opened_at(page, "finite-differences", "step 4 of 5")
     expect(page.locator(STEP_CARD)).to_contain_text("x.grad: None → 14.75")
     expect(page.locator(".gw-output")).to_contain_text("14.75 14.750099182128906")
     page.click("[role=tab][data-view=tape]")  # the estimate's ops: no_grad, no nodes
@@ -76,7 +77,7 @@ def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batc
     page: Any,
 ) -> None:
     open_app(page, "?lesson=accumulate-batches")
-    expect(page.locator(CARD)).to_contain_text("Lesson 25 of 38")
+    expect(page.locator(CARD)).to_contain_text(numbered("accumulate-batches"))
     expect(page.locator(".gw-stepper .gw-position")).to_contain_text("step 33 of 34")
     expect(page.locator(STEP_CARD)).to_contain_text(
         "model.weight.grad: [[0.4647, −1.623, −1.353]] + [[0.2887, −0.3557, −0.8695]] → [[0.7534, −1.979, −2.223]]"
@@ -87,12 +88,11 @@ def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batc
 
 
 @pytest.mark.parametrize(
-    ("lesson", "number", "readouts", "pitfall"),
+    ("lesson", "readouts", "pitfall"),
     [
-        ("forgot-zero-grad", 24, {"loss": "last: step 50 · 111.9"}, "still in .grad"),
+        ("forgot-zero-grad", {"loss": "last: step 50 · 111.9"}, "still in .grad"),
         (
             "step-without-gradients",
-            26,
             {
                 "loss": "last: step 50 · 106.6",
                 "grad": "50 steps, none with a value: no parameter had a gradient",
@@ -100,24 +100,23 @@ def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batc
             },
             "step() found no gradients",
         ),
-        ("update-by-hand", 21, {"calls": "last: step 2000 · 12.29"}, "1999 12.28"),
+        ("update-by-hand", {"calls": "last: step 2000 · 12.29"}, "1999 12.28"),
         (
             "rebound-update",
-            27,
             {"calls": "last: step 50 · 106.6"},
             "makes a new tensor: the parameter never changes",
         ),
-        ("softmax-nll", 29, {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
-        ("exploding-loss", 34, {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
+        ("softmax-nll", {"loss": "last: step 60 · -0.7545"}, "nll_loss given probabilities"),
+        ("exploding-loss", {"loss": "last: step 400 · NaN"}, "The loss became NaN/Inf"),
     ],
 )
 def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
-    page: Any, lesson: str, number: int, readouts: dict[str, str], pitfall: str
+    page: Any, lesson: str, readouts: dict[str, str], pitfall: str
 ) -> None:
     open_app(page, f"?lesson={lesson}")
     card = page.locator(CARD)
     expect(card).to_have_attribute("data-lesson", lesson)
-    expect(card).to_contain_text(f"Lesson {number} of 38")
+    expect(card).to_contain_text(numbered(lesson))
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     for chart, text in readouts.items():
         expect(page.locator(f"[data-chart={chart}] .gw-chart-readout")).to_contain_text(text)

@@ -1,0 +1,134 @@
+"""Three lessons on the gradients a training step is made of: a Linear layer's weight gradient
+(the outer product of the output's gradient and the input), cross-entropy's (softmax minus
+one-hot) and a gradient clipped to a norm of 1. Each lesson is recorded as the gallery serves
+it; each figure its text or its "try" quotes is read back from the trace, and the "try" is
+recorded with the change it asks for."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engine import record
+from engine.events import OptimizerStep, Trace
+from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline, tried
+
+
+def _rounded(values: list[float], digits: int = 4) -> list[float]:
+    return [round(v, digits) for v in values]
+
+
+def _grad_sent(trace: Trace, node: str) -> list[list[float] | None]:
+    """What the first run of ``node`` sent along each of its edges, rounded."""
+    at = next(e for name, e in stepper_timeline(trace) if name == node)
+    return [None if g is None else _rounded(g.flat) for g in at.grad_out]
+
+
+def test_linear_weight_grad_opens_at_the_addmm_whose_weight_gradient_is_x_times_g() -> None:
+    lesson = BY_ID["linear-weight-grad"]
+    trace = record(lesson.source)
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "AddmmBackward0" and at.grad_in[0].flat == [1.0, -2.0]
+    bias, x, weight_t = at.grad_out
+    assert bias.flat == [1.0, -2.0] and x is None
+    assert weight_t.shape == [3, 2] and weight_t.flat == [1.0, -2.0, 2.0, -4.0, 3.0, -6.0]
+    assert _grad_sent(trace, "TBackward0") == [[1.0, 2.0, 3.0, -2.0, -4.0, -6.0]]
+    for quoted in (
+        "the bias gets them as they are, summed over the batch rows, [1, -2]; x needs none",
+        "Wᵀ gets xᵀ @ grad, a (3, 2) matrix, [[1, -2], [2, -4], [3, -6]]",
+        "layer.weight.grad is [[1, 2, 3], [-2, -4, -6]]: row i is g[i] times x",
+        "AddmmBackward0 (line 9)",
+    ):
+        assert quoted in lesson.text, quoted
+    assert lesson.source.splitlines()[8] == "out = layer(x)"
+    assert stdout_text(trace) == "tensor([[ 1.,  2.,  3.],\n        [-2., -4., -6.]])\ntensor([ 1., -2.])\n"
+    one = "x = torch.tensor([[1.0, 2.0, 3.0]])"
+    two = "x = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])"
+    both = tried(lesson, one, two, asks=f"Give x a second sample, {two}")
+    assert stdout_text(both) == "tensor([[ 1.,  3.,  3.],\n        [-2., -6., -6.]])\ntensor([ 2., -4.])\n"
+    assert (
+        "layer.weight.grad becomes [[1, 3, 3], [-2, -6, -6]] and layer.bias.grad [2, -4]" in lesson.try_next
+    )
+
+
+def test_cross_entropy_grad_opens_where_log_softmax_sends_softmax_minus_one_hot() -> None:
+    lesson = BY_ID["cross-entropy-grad"]
+    trace = record(lesson.source)
+    assert [name for name, _ in stepper_timeline(trace)] == [
+        "NllLossBackward0",
+        "LogSoftmaxBackward0",
+        "AccumulateGrad",
+        "end",
+    ]
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "LogSoftmaxBackward0" and at.grad_in[0].flat == [0.0, 0.0, -1.0]
+    assert _rounded(at.grad_out[0].flat) == [0.659, 0.2424, -0.9014]
+    # PyTorch's own softmax of the lesson's scores, and its grad, as the text quotes them
+    z = torch.tensor([[2.0, 1.0, 0.1]], requires_grad=True)
+    assert _rounded(F.softmax(z, dim=1)[0].tolist()) == [0.659, 0.2424, 0.0986]
+    F.cross_entropy(z, torch.tensor([2])).backward()
+    assert z.grad is not None and _rounded(z.grad[0].tolist()) == _rounded(at.grad_out[0].flat)
+    for quoted in (
+        "NllLossBackward0 sends -1 to the right class, 2, and 0 to the others: [0, 0, -1]",
+        "softmax(z) is [0.659, 0.2424, 0.0986] and Σ grad is -1",
+        "z.grad = [0.659, 0.2424, 0.0986 − 1] = [0.659, 0.2424, -0.9014]",
+        "LogSoftmaxBackward0 (line 9)",
+    ):
+        assert quoted in lesson.text, quoted
+    assert lesson.source.splitlines()[8] == "loss = F.cross_entropy(z, y)"
+    printed = "tensor([[ 0.6590,  0.2424, -0.9014]])\n"
+    assert stdout_text(trace) == printed * 2  # z.grad, then softmax minus one-hot by hand
+    right = "y = torch.tensor([2])"
+    zero = tried(lesson, right, "y = torch.tensor([0])", asks="y = torch.tensor([0])")
+    sent = _grad_sent(zero, "LogSoftmaxBackward0")[0]
+    assert sent == [-0.341, 0.2424, 0.0986]
+    assert "z.grad becomes [-0.341, 0.2424, 0.0986]" in lesson.try_next
+    # the edge labels' norms, as the graph rounds them
+    assert (
+        f"reads ‖·‖ {torch.tensor(sent).norm():.2f} where it read {torch.tensor(at.grad_out[0].flat).norm():.2f}"
+        in (lesson.try_next)
+    )
+
+
+def _steps(trace: Trace) -> list[OptimizerStep]:
+    return [e for e in trace.events if isinstance(e, OptimizerStep)]
+
+
+def _unclipped(trace: Trace) -> list[float]:
+    metrics = [e for e in trace.events if e.type == "metric" and e.name == "unclipped"]
+    return [e.value for e in metrics]
+
+
+def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_through() -> None:
+    lesson = BY_ID["clip-grad-norm"]
+    assert lesson.view == "charts" and lesson.charts is not None
+    assert lesson.charts.hide == ("lr", "memory")
+    trace = record(lesson.source)
+    steps, unclipped = _steps(trace), _unclipped(trace)
+    assert len(steps) == len(unclipped) == 80
+    bad = [k for k, s in enumerate(steps, 1) if s.loss is not None and s.loss > 100]
+    assert bad == list(range(6, 80, 8))  # "Every 8th step (6, 14, … 78)"
+    assert "Every 8th step (6, 14, … 78) its batch comes round with a loss over 100" in lesson.text
+    assert round(unclipped[5], 2) == 8.83 and all(7.8 < unclipped[k - 1] < 9 for k in bad)
+    assert "a gradient norm near 8: 8.83 at step 6" in lesson.text
+    others = [k for k in range(1, 81) if k not in bad and unclipped[k - 1] > 1]
+    assert max(others) == 17  # "from step 18 on no other batch passes 1"
+    assert "from step 18 on no other batch passes 1" in lesson.text
+    # what the step used: the clipped gradient, and lr × that at most
+    assert max(s.grad_norm or 0.0 for s in steps) <= 1.0 + 1e-6
+    assert max(s.update_norm or 0.0 for s in steps) <= 0.1 + 1e-6
+    assert all(abs(s.grad_norm - 1.0) < 1e-5 for s in steps if s.step in bad)  # type: ignore[operator]
+    assert stdout_text(trace) == "w 1.037\nb 0.556\n"
+    assert "the line ends at w 1.037, b 0.556" in lesson.text
+    # the x at y[45], where the bad label sits: the line y = x + 0.5 gives 0.93 there
+    assert f"where the line gives {torch.linspace(-1, 1, 64)[45].item() + 0.5:.2f}" in lesson.text
+    loose = tried(lesson, "clip(params, 1.0)", "clip(params, 1000.0)", asks="clip(params, 1000.0)")
+    loose_steps = _steps(loose)
+    # nothing clipped: the step used the gradient clip_grad_norm_ measured
+    for s, u in zip(loose_steps, _unclipped(loose), strict=True):
+        assert s.grad_norm is not None and abs(s.grad_norm - u) <= 1e-6 * u
+    assert round(loose_steps[5].update_norm or 0.0, 3) == 0.887
+    assert stdout_text(loose) == "w 1.296\nb 0.893\n"
+    assert "step 6 moves the parameters 0.887 instead of 0.1, and the run ends at w 1.296, b 0.893" in (
+        lesson.try_next
+    )

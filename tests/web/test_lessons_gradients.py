@@ -1,0 +1,93 @@
+"""The lessons on a Linear layer's weight gradient, cross-entropy's gradient and gradient
+clipping in real Chromium: each opens where its text points, and the step card, the graph's
+edges or the charts show the figures the text quotes (the figures themselves are checked
+against the traces in tests/server/test_lessons_gradients.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import card_of, expect, open_app, run_source, shot, wait_graph
+from .lessons_served import numbered
+
+pytestmark = pytest.mark.browser
+
+CARD = "[data-gw=lesson-card]"
+STEP_CARD = ".gw-step-card"
+POSITION = ".gw-stepper .gw-position"
+
+
+def _edge_labels(page: Any) -> list[str]:
+    return page.evaluate("() => window.gradwalk.graph.core.edges().map((e) => e.data('label') || '')")
+
+
+def test_the_linear_layer_lesson_sends_x_transposed_at_grad_to_the_weight(page: Any) -> None:
+    open_app(page, "?lesson=linear-weight-grad")
+    card = page.locator(CARD)
+    expect(card).to_contain_text(numbered("linear-weight-grad"))
+    expect(card).to_contain_text("row i is g[i] times x")
+    expect(page.locator(POSITION)).to_have_text("step 3 of 7")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
+    expect(step).to_contain_text("∂loss/∂layer.bias = grad summed over the batch rows = [1, −2]")
+    expect(step).to_contain_text("∂loss/∂layer.weightᵀ = xᵀ @ grad = [[1, −2], [2, −4], [3, −6]]")
+    wait_graph(page)
+    shot(page, "lessons-linear-weight-grad")
+    # the transpose node turns it into the weight's own shape
+    transposed = card_of(page, "TBackward0")
+    expect(transposed).to_contain_text("∂loss/∂layer.weight = gradᵀ = [[1, 2, 3], [−2, −4, −6]]")
+    expect(page.locator(".gw-output")).to_contain_text("tensor([ 1., -2.])")
+
+
+def test_the_cross_entropy_lesson_shows_softmax_minus_one_hot_and_its_try_shrinks_the_edge(
+    page: Any,
+) -> None:
+    open_app(page, "?lesson=cross-entropy-grad")
+    card = page.locator(CARD)
+    expect(card).to_contain_text(numbered("cross-entropy-grad"))
+    expect(page.locator(POSITION)).to_have_text("step 2 of 4")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("LogSoftmaxBackward0")
+    expect(step).to_contain_text("grad = [[0, 0, −1]]")
+    expect(step).to_contain_text(
+        "∂loss/∂z = grad − softmax(z) · Σ grad (Σ over dim 1) = [[0.659, 0.2424, −0.9014]]"
+    )
+    expect(page.locator(".gw-output")).to_contain_text("tensor([[ 0.6590,  0.2424, -0.9014]])")
+    wait_graph(page)
+    assert "‖·‖ 1.14" in _edge_labels(page)
+    shot(page, "lessons-cross-entropy-grad")
+    # the try: class 0, which the model favours, and the edge into AccumulateGrad shrinks
+    source = page.evaluate("() => window.gradwalk.editor.source")
+    run_source(page, source.replace("y = torch.tensor([2])", "y = torch.tensor([0])"))
+    expect(page.locator(".gw-output")).to_contain_text("tensor([[-0.3410,  0.2424,  0.0986]])")
+    labels = _edge_labels(page)
+    assert "‖·‖ 0.43" in labels and "‖·‖ 1.14" not in labels, labels
+    expect(card).to_contain_text("reads ‖·‖ 0.43 where it read 1.14")
+
+
+def test_the_clipping_lesson_charts_the_unclipped_spikes_beside_the_capped_gradient(page: Any) -> None:
+    open_app(page, "?lesson=clip-grad-norm")
+    card = page.locator(CARD)
+    expect(card).to_contain_text(numbered("clip-grad-norm"))
+    expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("[data-chart='metric:unclipped'] .gw-chart-readout")).to_contain_text(
+        "last: step 80 · 0.3694"
+    )
+    expect(page.locator("[data-chart=grad] .gw-chart-readout")).to_contain_text("last: step 80 · 0.3694")
+    # the two charts the lesson says nothing of are hidden, and say so
+    expect(page.locator("[data-chart=lr]")).to_be_hidden()
+    expect(page.locator("[data-chart=memory]")).to_be_hidden()
+    expect(page.get_by_role("button", name="show 2 hidden charts")).to_be_visible()
+    # the largest value each chart's y axis reaches: the spikes against the cap
+    tops = page.evaluate(
+        """() => Object.fromEntries(["metric:unclipped", "grad", "update"].map((id) => {
+            const plot = window.gradwalk.charts.plotOf(id);
+            return [id, Math.max(...plot.data.slice(1).flat().filter((v) => v != null))];
+        }))"""
+    )
+    assert round(tops["metric:unclipped"], 2) == 8.83, tops
+    assert tops["grad"] <= 1 + 1e-6 and tops["update"] <= 0.1 + 1e-6, tops
+    expect(page.locator(".gw-output")).to_contain_text("w 1.037")
+    shot(page, "lessons-clip-grad-norm")
