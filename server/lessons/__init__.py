@@ -23,13 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LESSONS_DIR", "Y_SCALES", "Lesson", "LessonCharts", "LessonLibrary", "load_lessons"]
+__all__ = ["CHART_IDS", "LESSONS_DIR", "Y_SCALES", "Lesson", "LessonCharts", "LessonLibrary", "load_lessons"]
 
 LESSONS_DIR = Path(__file__).resolve().parent
 # A stored lesson run is reused unless it ended like this (then it is recorded again).
 _RERUN = {"crashed", "cancelled", "timeout", "limit"}
 # The training charts' y scales (web/src/chart-scales.ts's Y_SCALES).
 Y_SCALES = ("auto", "linear", "log")
+# The charts the app draws of a run (web/src/charts-data.ts's tables); a snippet's own
+# gradwalk.log metric is "metric:" and its name.
+CHART_IDS = ("loss", "grad", "update", "lr", "calls", "memory", "cuda")
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,8 @@ class LessonCharts:
     @classmethod
     def from_json(cls, entry: dict[str, Any] | None, lesson_id: str) -> LessonCharts | None:
         """Read a lesson's ``"charts"`` entry (None for none); raise ValueError, naming the
-        lesson, on an unknown key or scale (a typo would otherwise open the charts at the
-        defaults unseen)."""
+        lesson, on an unknown key, scale or chart to hide (a typo would otherwise open the
+        charts at the defaults unseen)."""
         if entry is None:
             return None
         unknown = set(entry) - {"per_param", "yscale", "hide"}
@@ -63,6 +66,12 @@ class LessonCharts:
             raise ValueError(
                 f"lesson {lesson_id!r}: charts yscale {charts.yscale!r} is not one of {Y_SCALES}"
             )
+        for chart in charts.hide:
+            if chart not in CHART_IDS and not (isinstance(chart, str) and chart.startswith("metric:")):
+                raise ValueError(
+                    f"lesson {lesson_id!r}: charts hide {chart!r} is not a chart: one of {CHART_IDS}, "
+                    "or 'metric:' and a name the snippet logs"
+                )
         return charts
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from engine import record
 from engine.events import GradAccumulated
-from server.lessons import LESSONS_DIR, Lesson, LessonCharts, load_lessons
+from server.lessons import CHART_IDS, LESSONS_DIR, Lesson, LessonCharts, load_lessons
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
 from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline
@@ -144,6 +144,18 @@ def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
         LessonCharts.from_json({"yscale": "logarithmic"}, "x")
     with pytest.raises(ValueError, match=r"lesson 'x': unknown charts keys \['perParam'\]"):
         LessonCharts.from_json({"perParam": True}, "x")
+    with pytest.raises(ValueError, match=r"lesson 'x': charts hide 'memroy' is not a chart: one of \("):
+        LessonCharts.from_json({"hide": ["lr", "memroy"]}, "x")
+    hidden = LessonCharts.from_json({"hide": ["memory", "metric:val_acc"]}, "x")
+    assert hidden is not None and hidden.hide == ("memory", "metric:val_acc")
+
+
+def test_the_charts_a_lesson_may_hide_are_the_charts_the_app_draws() -> None:
+    source = (Path(__file__).resolve().parents[2] / "web" / "src" / "charts-data.ts").read_text(
+        encoding="utf-8"
+    )
+    assert tuple(re.findall(r'this\.table\("([a-z]+)"', source)) == CHART_IDS
+    assert "this.table(`metric:${ev.name}`" in source
 
 
 @pytest.mark.slow
