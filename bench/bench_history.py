@@ -16,7 +16,7 @@ before a change: ``git archive HEAD engine | tar -x -C DIR``, or ``.`` for the w
 ``--rounds N`` measures every commit and tree N times, in turn, and ends with each one's
 median over the rounds and its best best-of ratio, so drift on a shared machine hits all alike.
 
-Backs the README's Overhead paragraph on how the full rows grew (2026-11-30 to 12-06).
+Backs docs/overhead.md's paragraph on how the full rows grew (2026-11-30 to 12-06).
 """
 
 from __future__ import annotations
