@@ -22,8 +22,8 @@ from tests.server.test_stream import collect
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
-# on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad and
-# clip-grad-norm show in test_lessons_gradients.py).
+# on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad,
+# clip-grad-norm and momentum show in test_lessons_gradients.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -53,6 +53,7 @@ TOPICS = [
     "forgot-zero-grad",
     "accumulate-batches",
     "clip-grad-norm",
+    "momentum",
     "step-without-gradients",
     "rebound-update",
     "activation-twice",
@@ -68,9 +69,9 @@ TOPICS = [
     "vanishing-gradients",
 ]
 # The lessons whose story is plainest per parameter on a log scale open the charts so; the
-# clipping lesson hides the two charts it says nothing of.
+# clipping and momentum lessons hide the two charts they say nothing of.
 PER_PARAMETER_LOG = {"dead-relu", "vanishing-gradients"}
-CHARTS_HIDDEN = {"clip-grad-norm": ("lr", "memory")}
+CHARTS_HIDDEN = {"clip-grad-norm": ("lr", "memory"), "momentum": ("lr", "memory")}
 
 
 def test_every_lesson_loads_with_its_snippet_and_words() -> None:

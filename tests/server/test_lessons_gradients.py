@@ -1,11 +1,14 @@
-"""Three lessons on the gradients a training step is made of: a Linear layer's weight gradient
-(the outer product of the output's gradient and the input), cross-entropy's (softmax minus
-one-hot) and a gradient clipped to a norm of 1. Each lesson is recorded as the gallery serves
-it; each figure its text or its "try" quotes is read back from the trace, and the "try" is
-recorded with the change it asks for."""
+"""Four lessons on the gradients a training step is made of and what the step does with them: a
+Linear layer's weight gradient (the outer product of the output's gradient and the input),
+cross-entropy's (softmax minus one-hot), a gradient clipped to a norm of 1, and momentum's
+steps. Each lesson is recorded as the gallery serves it; each figure its text or its "try"
+quotes is read back from the trace, and the "try" is recorded with the change it asks for."""
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -130,5 +133,48 @@ def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_throug
     assert round(loose_steps[5].update_norm or 0.0, 3) == 0.887
     assert stdout_text(loose) == "w 1.296\nb 0.893\n"
     assert "step 6 moves the parameters 0.887 instead of 0.1, and the run ends at w 1.296, b 0.893" in (
+        lesson.try_next
+    )
+
+
+def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_sgd() -> None:
+    lesson = BY_ID["momentum"]
+    assert lesson.view == "charts" and lesson.charts is not None
+    assert lesson.charts.hide == ("lr", "memory")
+    trace = record(lesson.source)
+    steps = _steps(trace)
+    assert len(steps) == 100 and {s.lr[0] for s in steps} == {0.01}
+    by_step = {s.step: s for s in steps}
+
+    def carried(k: int) -> float:  # how many times lr × ‖grad‖ step k moved the parameters
+        s = by_step[k]
+        assert s.update_norm is not None and s.grad_norm is not None
+        return s.update_norm / (0.01 * s.grad_norm)
+
+    four, seven = by_step[4], by_step[7]
+    assert round(four.grad_norm or 0.0, 2) == 5.28 and round(four.update_norm or 0.0, 3) == 1.217
+    assert round(carried(4)) == 23
+    assert "at step 4 the gradient is 5.28 but the step moves the parameters 1.217, 23 times" in lesson.text
+    assert round(seven.grad_norm or 0.0, 2) == 45.11 and round(seven.update_norm or 0.0, 4) == 0.0393
+    assert carried(7) < 0.1  # the velocity turning round
+    assert "at step 7 the gradient is 45.11 and the step only 0.0393" in lesson.text
+    assert carried(1) == pytest.approx(1.0)  # the first step has no velocity yet
+    losses = {k: round(by_step[k].loss or 0.0, 3) for k in (4, 7, 11)}
+    assert losses == {4: 0.747, 7: 52.259, 11: 0.158}
+    assert "the loss swings, 0.747 at step 4, 52.26 at step 7, 0.158 at step 11" in lesson.text
+    # the swings shrink: each peak of the loss lower than the one before
+    loss = [s.loss or 0.0 for s in steps]
+    peaks = [loss[i] for i in range(1, 99) if loss[i - 1] < loss[i] > loss[i + 1]]
+    assert len(peaks) >= 10 and all(b < a for a, b in itertools.pairwise(peaks[:6])), peaks
+    assert stdout_text(trace) == "loss 0.0008\nw 3.003\nb 1.987\n"
+    assert "after 100 steps it is 0.0008, with w 3.003 and b 1.987" in lesson.text
+    plain = tried(lesson, "momentum=0.9)", "momentum=0.0)", asks="Make it momentum=0.0")
+    plain_steps = _steps(plain)
+    assert all(abs(s.update_norm - 0.01 * s.grad_norm) < 1e-6 for s in plain_steps)  # type: ignore[operator]
+    plain_loss = [s.loss or 0.0 for s in plain_steps]
+    assert all(b < a for a, b in itertools.pairwise(plain_loss))  # "without a swing"
+    assert stdout_text(plain) == "loss 0.0192\nw 3.113\nb 1.641\n"
+    assert round(loss[-1], 6) == 0.000752  # the loss chart's last reading, 7.52e-4
+    assert "to 0.0192 after 100 steps against the momentum run's 7.52e-4, with w 3.113 and b 1.641" in (
         lesson.try_next
     )

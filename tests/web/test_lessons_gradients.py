@@ -1,7 +1,7 @@
-"""The lessons on a Linear layer's weight gradient, cross-entropy's gradient and gradient
-clipping in real Chromium: each opens where its text points, and the step card, the graph's
-edges or the charts show the figures the text quotes (the figures themselves are checked
-against the traces in tests/server/test_lessons_gradients.py)."""
+"""The lessons on a Linear layer's weight gradient, cross-entropy's gradient, gradient clipping
+and momentum in real Chromium: each opens where its text points, and the step card, the
+graph's edges or the charts show the figures the text quotes (the figures themselves are
+checked against the traces in tests/server/test_lessons_gradients.py)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,31 @@ def test_the_clipping_lesson_charts_the_unclipped_spikes_beside_the_capped_gradi
     assert tops["grad"] <= 1 + 1e-6 and tops["update"] <= 0.1 + 1e-6, tops
     expect(page.locator(".gw-output")).to_contain_text("w 1.037")
     shot(page, "lessons-clip-grad-norm")
+
+
+def test_the_momentum_lesson_s_steps_part_from_the_gradient_and_its_try_compares_plain_sgd(
+    page: Any,
+) -> None:
+    open_app(page, "?lesson=momentum")
+    expect(page.locator(CARD)).to_contain_text(numbered("momentum"))
+    expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 7.52e-4")
+    expect(page.locator("[data-chart=lr]")).to_be_hidden()
+    # the steps the text reads off the two charts: step 4 carried on, step 7 turning round
+    drawn = page.evaluate(
+        """() => { const s = window.gradwalk.charts.snapshot();
+            return [s.grad.series[0].values, s.update.series[0].values]; }"""
+    )
+    grads, updates = drawn
+    assert [round(grads[3], 2), round(updates[3], 3)] == [5.28, 1.217]
+    assert [round(grads[6], 2), round(updates[6], 4)] == [45.11, 0.0393]
+    shot(page, "lessons-momentum")
+    # the try: plain SGD, drawn over the momentum run's dashed line
+    source = page.evaluate("() => window.gradwalk.editor.source")
+    run_source(page, source.replace("momentum=0.9)", "momentum=0.0)"))
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 0.01923")
+    page.check("input[aria-label='Compare with the run before']")
+    expect(page.locator(".gw-charts-compare-what")).to_have_text(
+        "dashed: line 14: momentum=0.9 → momentum=0.0"
+    )
+    expect(page.locator(".gw-output")).to_contain_text("w 3.113")
