@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import record
-from engine.events import Trace
+from engine.events import OptimizerStep, Trace
 from server.lessons import LESSONS_DIR, Lesson, load_lessons
 from server.settings import Settings
 
@@ -25,6 +25,11 @@ def stepper_timeline(trace: Trace) -> list[tuple[str, Any]]:
         elif e.type == "backward_finished":
             out.append(("end", e))
     return out
+
+
+def optimizer_steps(trace: Trace) -> list[OptimizerStep]:
+    """The trace's optimizer steps, in order."""
+    return [e for e in trace.events if isinstance(e, OptimizerStep)]
 
 
 def stdout_text(trace: Trace) -> str:

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from engine import record
-from engine.events import OptimizerStep, Trace
-from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline, tried
+from engine.events import Trace
+from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
 
 
 def _rounded(values: list[float], digits: int = 4) -> list[float]:
@@ -25,6 +25,12 @@ def _grad_sent(trace: Trace, node: str) -> list[list[float] | None]:
     """What the first run of ``node`` sent along each of its edges, rounded."""
     at = next(e for name, e in stepper_timeline(trace) if name == node)
     return [None if g is None else _rounded(g.flat) for g in at.grad_out]
+
+
+def _unclipped(trace: Trace) -> list[float]:
+    """What the clipping lesson logged as "unclipped", step by step."""
+    metrics = [e for e in trace.events if e.type == "metric" and e.name == "unclipped"]
+    return [e.value for e in metrics]
 
 
 def test_linear_weight_grad_opens_at_the_addmm_whose_weight_gradient_is_x_times_g() -> None:
@@ -93,21 +99,12 @@ def test_cross_entropy_grad_opens_where_log_softmax_sends_softmax_minus_one_hot(
     )
 
 
-def _steps(trace: Trace) -> list[OptimizerStep]:
-    return [e for e in trace.events if isinstance(e, OptimizerStep)]
-
-
-def _unclipped(trace: Trace) -> list[float]:
-    metrics = [e for e in trace.events if e.type == "metric" and e.name == "unclipped"]
-    return [e.value for e in metrics]
-
-
 def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_through() -> None:
     lesson = BY_ID["clip-grad-norm"]
     assert lesson.view == "charts" and lesson.charts is not None
     assert lesson.charts.hide == ("lr", "memory")
     trace = record(lesson.source)
-    steps, unclipped = _steps(trace), _unclipped(trace)
+    steps, unclipped = optimizer_steps(trace), _unclipped(trace)
     assert len(steps) == len(unclipped) == 80
     bad = [k for k, s in enumerate(steps, 1) if s.loss is not None and s.loss > 100]
     assert bad == list(range(6, 80, 8))  # "Every 8th step (6, 14, … 78)"
@@ -126,7 +123,7 @@ def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_throug
     # the x at y[45], where the bad label sits: the line y = x + 0.5 gives 0.93 there
     assert f"where the line gives {torch.linspace(-1, 1, 64)[45].item() + 0.5:.2f}" in lesson.text
     loose = tried(lesson, "clip(params, 1.0)", "clip(params, 1000.0)", asks="clip(params, 1000.0)")
-    loose_steps = _steps(loose)
+    loose_steps = optimizer_steps(loose)
     # nothing clipped: the step used the gradient clip_grad_norm_ measured
     for s, u in zip(loose_steps, _unclipped(loose), strict=True):
         assert s.grad_norm is not None and abs(s.grad_norm - u) <= 1e-6 * u
@@ -142,7 +139,7 @@ def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_s
     assert lesson.view == "charts" and lesson.charts is not None
     assert lesson.charts.hide == ("lr", "memory")
     trace = record(lesson.source)
-    steps = _steps(trace)
+    steps = optimizer_steps(trace)
     assert len(steps) == 100 and {s.lr[0] for s in steps} == {0.01}
     by_step = {s.step: s for s in steps}
 
@@ -169,7 +166,7 @@ def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_s
     assert stdout_text(trace) == "loss 0.0008\nw 3.003\nb 1.987\n"
     assert "after 100 steps it is 0.0008, with w 3.003 and b 1.987" in lesson.text
     plain = tried(lesson, "momentum=0.9)", "momentum=0.0)", asks="Make it momentum=0.0")
-    plain_steps = _steps(plain)
+    plain_steps = optimizer_steps(plain)
     assert all(abs(s.update_norm - 0.01 * s.grad_norm) < 1e-6 for s in plain_steps)  # type: ignore[operator]
     plain_loss = [s.loss or 0.0 for s in plain_steps]
     assert all(b < a for a, b in itertools.pairwise(plain_loss))  # "without a swing"

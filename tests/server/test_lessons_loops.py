@@ -11,12 +11,8 @@ import itertools
 import math
 
 from engine import record
-from engine.events import OptimizerStep, Trace
-from tests.server.lesson_traces import BY_ID, stdout_text, stepper_timeline, tried
-
-
-def _steps(trace: Trace) -> list[OptimizerStep]:
-    return [e for e in trace.events if isinstance(e, OptimizerStep)]
+from engine.events import Trace
+from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
 
 
 def _pitfalls(trace: Trace) -> list[tuple[str, int | None]]:
@@ -132,7 +128,7 @@ def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:
     trace = record(lesson.source)
     assert "zero_grad" not in lesson.source.replace("# no opt.zero_grad()", "")
     assert _pitfalls(trace) == [("missing-zero-grad", 14)]
-    losses = [s.loss for s in _steps(trace)]
+    losses = [s.loss for s in optimizer_steps(trace)]
     assert len(losses) == 50
     assert [f"{losses[i]:.4g}" for i in (0, 3, 7, 49)] == ["106.6", "0.05125", "107.8", "111.9"]
     assert "falls from 106.6 to 0.051 at step 4" in lesson.text
@@ -141,13 +137,13 @@ def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:
     )
     lows = [i + 1 for i in range(1, 49) if losses[i] < losses[i - 1] and losses[i] < losses[i + 1]]
     assert lows == [4, 11, 18, 25, 32, 39, 46]  # "a swing every 7 steps that never settles"
-    norms = [s.grad_norm for s in _steps(trace)]
+    norms = [s.grad_norm for s in optimizer_steps(trace)]
     assert f"{min(norms):.2g} {max(norms):.4g}" == "4.1 149.5"
     assert "between 4.1 and 149.5" in lesson.text
     # the try: zero_grad() before backward()
     backward = "    loss.backward()"
     assert lesson.source.count(backward) == 1
-    fixed = _steps(
+    fixed = optimizer_steps(
         tried(
             lesson,
             backward,
@@ -163,7 +159,7 @@ def test_forgot_zero_grad_swings_every_7_steps_and_its_try_falls() -> None:
 def test_step_without_gradients_changes_nothing_and_its_try_learns() -> None:
     lesson = BY_ID["step-without-gradients"]
     trace = record(lesson.source)
-    steps = _steps(trace)
+    steps = optimizer_steps(trace)
     assert len(steps) == 50 and {f"{s.loss:.4g}" for s in steps} == {"106.6"}
     assert all(s.update_norm == 0.0 and s.grad_norm is None for s in steps)
     assert "a flat line at 106.6, the update norm is 0 at every step, and there is no gradient norm" in (
@@ -173,7 +169,7 @@ def test_step_without_gradients_changes_nothing_and_its_try_learns() -> None:
     lines = lesson.source.splitlines()
     assert [lines[13].strip(), lines[14].split("#")[0].strip()] == ["loss.backward()", "opt.zero_grad()"]
     wrong = "    loss.backward()\n    opt.zero_grad()"
-    fixed = _steps(
+    fixed = optimizer_steps(
         tried(
             lesson,
             wrong,
@@ -189,7 +185,7 @@ def test_step_without_gradients_changes_nothing_and_its_try_learns() -> None:
 def test_softmax_nll_gives_a_negative_loss_and_its_try_a_positive_one() -> None:
     lesson = BY_ID["softmax-nll"]
     trace = record(lesson.source)
-    steps = _steps(trace)
+    steps = optimizer_steps(trace)
     assert _pitfalls(trace) == [("nll-loss-without-log-softmax", 13)]
     assert len(steps) == 60 and all(-1 < s.loss < 0 for s in steps)
     assert f"{steps[0].loss:.3f} {steps[-1].loss:.3f}" == "-0.342 -0.755"
@@ -203,7 +199,7 @@ def test_softmax_nll_gives_a_negative_loss_and_its_try_a_positive_one() -> None:
     fixed = tried(
         lesson, softmax, "nn.LogSoftmax(dim=1)", asks=f"Replace {softmax} with nn.LogSoftmax(dim=1)"
     )
-    losses = [s.loss for s in _steps(fixed)]
+    losses = [s.loss for s in optimizer_steps(fixed)]
     assert f"{losses[0]:.3f} {losses[-1]:.3f}" == "1.136 0.198" and _pitfalls(fixed) == []
     assert stdout_text(fixed) == "loss 0.198, accuracy 0.97\n"
     assert "the loss starts at 1.136 and falls to 0.198, and the accuracy reaches 0.97" in lesson.try_next
@@ -216,7 +212,7 @@ def test_exploding_loss_reaches_inf_then_nan_and_its_try_converges() -> None:
     data = [line for line in lesson.source.splitlines() if line.startswith(("X = ", "y = "))]
     assert data and all(line in loop.source for line in data)  # "the same line fit"
     trace = record(lesson.source)
-    losses = [s.loss for s in _steps(trace)]
+    losses = [s.loss for s in optimizer_steps(trace)]
     assert [f"{v:,.0f}" for v in losses[1:3]] == ["8,143", "622,044"] and f"{losses[0]:.1f}" == "106.6"
     assert round(losses[1] / losses[0]) == round(losses[2] / losses[1]) == 76
     assert "grows about 76-fold a step: 106.6, 8,143, 622,044" in lesson.text
@@ -225,7 +221,7 @@ def test_exploding_loss_reaches_inf_then_nan_and_its_try_converges() -> None:
     assert (first_inf, first_nan) == (20, 43) and all(math.isnan(v) for v in losses[42:])
     assert "to inf at step 20" in lesson.text and "NaN, from step 43 on" in lesson.text
     assert _pitfalls(trace) == [("non-finite-loss", 15)]
-    fixed = [s.loss for s in _steps(tried(lesson, "lr=0.5", "lr=0.05", asks="Set lr=0.05 and run"))]
+    fixed = [s.loss for s in optimizer_steps(tried(lesson, "lr=0.5", "lr=0.05", asks="Set lr=0.05 and run"))]
     assert f"{fixed[1]:.3g} {fixed[-1]:.2g}" == "0.104 6.5e-07"
     assert "the loss falls from 106.6 to 0.104 at step 2 and to 6.5e-07 after 400 steps" in lesson.try_next
 
