@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.server.lesson_traces import LESSONS
+
 from .conftest import expect, open_app, shot, wait_graph
 from .lessons_served import COUNT, numbered
 
@@ -407,3 +409,47 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     expect(ops.nth(5)).to_contain_text("layer.weight →")
     expect(page.locator(".gw-output")).to_contain_text("before it is initialised")
     shot(page, "lessons-09-uninitialised")
+
+
+def _mentions(lesson: Any, query: str) -> bool:
+    said = " ".join((lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part)).lower()
+    return all(word in said for word in query.lower().split())
+
+
+def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
+    open_app(page)
+    page.click("[data-gw=lessons]")
+    find = page.get_by_role("searchbox", name="Find a lesson")
+    found = page.locator(".gw-lessons-found")
+    tiles = page.locator(".gw-lesson-tile:visible")
+    expect(tiles).to_have_count(COUNT)
+    expect(found).to_have_text("")
+    # every word must appear, in any case and order, in the title, summary, text or try
+    find.fill("ZERO_GRAD loss")
+    expected = [lesson.id for lesson in LESSONS if _mentions(lesson, "zero_grad loss")]
+    assert 1 < len(expected) < COUNT, expected
+    expect(found).to_have_text(f"{len(expected)} of {COUNT} lessons mention “ZERO_GRAD loss”.")
+    assert [tile.get_attribute("data-lesson") for tile in tiles.all()] == expected
+    # a part with no lesson found hides its name too
+    find.fill("momentum")
+    expect(tiles).to_have_count(1)
+    expect(page.locator(".gw-lesson-part:visible .gw-lesson-part-name")).to_have_text(["Training loops"])
+    find.fill("xyzzy")
+    expect(found).to_have_text("No lesson mentions “xyzzy”.")
+    expect(page.locator(".gw-lesson-part:visible")).to_have_count(0)
+    shot(page, "lessons-find-nothing")
+    # Escape takes the words away and keeps the gallery open; a second one closes it
+    find.press("Escape")
+    expect(find).to_have_value("")
+    expect(tiles).to_have_count(COUNT)
+    expect(page.locator(".gw-lessons-dialog")).to_be_visible()
+    find.press("Escape")
+    expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
+    # opened again it is whole; Enter opens the first lesson found
+    page.click("[data-gw=lessons]")
+    expect(find).to_have_value("")
+    find.fill("clip")
+    first = tiles.first.get_attribute("data-lesson")
+    find.press("Enter")
+    expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
+    expect(page.locator(CARD)).to_have_attribute("data-lesson", first or "")

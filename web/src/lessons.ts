@@ -7,6 +7,7 @@
 import type { App } from "./app";
 import { $, breakAtDots, h } from "./dom";
 import { LessonChartMemory, type LessonCharts } from "./lesson-charts";
+import { LessonFilter } from "./lesson-filter";
 import { VIEWS, type ViewName } from "./store";
 
 export interface Lesson {
@@ -59,6 +60,7 @@ export class LessonsGallery {
   onChange: (lesson: Lesson | null) => void = () => {};
   private readonly dialog: HTMLDialogElement;
   private readonly list: HTMLElement;
+  private readonly filter: LessonFilter;
   private readonly card: HTMLElement;
   private loaded: Promise<void> | null = null;
   private opening = 0;
@@ -67,6 +69,7 @@ export class LessonsGallery {
   constructor(private readonly app: App) {
     const root = app.root;
     this.list = h("div", { class: "gw-lesson-parts" });
+    this.filter = new LessonFilter(this.list, () => this.lessons);
     this.dialog = h(
       "dialog",
       { class: "gw-dialog gw-lessons-dialog", "aria-labelledby": "gw-lessons-title" },
@@ -77,6 +80,7 @@ export class LessonsGallery {
         h("button", { type: "button", class: "gw-btn", "aria-label": "Close", text: "✕", on: { click: () => this.dialog.close() } }),
       ),
       h("p", { class: "gw-dialog-intro", text: "Each lesson runs a short snippet and opens at the step that shows its idea. Change the code and run it again to see what moves." }),
+      this.filter.row,
       this.list,
     );
     this.dialog.addEventListener("click", (ev) => {
@@ -103,7 +107,10 @@ export class LessonsGallery {
   }
 
   async openGallery(): Promise<void> {
-    if (!this.dialog.open) this.dialog.showModal();
+    if (!this.dialog.open) {
+      this.filter.clear(); // the gallery opens whole, whatever was looked for last time
+      this.dialog.showModal();
+    }
     await this.load();
     const first = this.list.querySelector<HTMLButtonElement>(this.current ? `[data-lesson="${this.current.id}"]` : "button");
     first?.focus();
@@ -191,6 +198,7 @@ export class LessonsGallery {
         ),
       ),
     );
+    this.filter.apply();
   }
 
   private renderTile(lesson: Lesson, i: number): HTMLElement {

@@ -1,0 +1,84 @@
+// Finding a lesson in the gallery: every word typed must appear in a lesson's title, summary,
+// text, "try" or part (any case, any order). The tiles that miss are hidden, a part with none
+// left hides its name too, and a status line says how many match (screen readers read it
+// out). Enter opens the first lesson found; Escape in a box with words clears them, in an
+// empty box it closes the gallery.
+import { h } from "./dom";
+import type { Lesson } from "./lessons";
+
+/** Whether every word of `query` appears in what `lesson` says, in any case; an empty query
+ * matches every lesson. */
+export function lessonMatches(lesson: Lesson, query: string): boolean {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return true;
+  const said = [lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part].join(" ").toLowerCase();
+  return words.every((word) => said.includes(word));
+}
+
+export class LessonFilter {
+  /** The search box and its status line, for the gallery's head. */
+  readonly row: HTMLElement;
+  private readonly input: HTMLInputElement;
+  private readonly found: HTMLElement;
+
+  /** `list` holds the gallery's parts and tiles (each tile's `data-lesson` is its id);
+   * `lessons` gives the lessons they show. */
+  constructor(
+    private readonly list: HTMLElement,
+    private readonly lessons: () => readonly Lesson[],
+  ) {
+    this.input = h("input", {
+      type: "search",
+      class: "gw-lessons-find",
+      placeholder: "Find a lesson: momentum, zero_grad, ReLU…",
+      "aria-label": "Find a lesson",
+      autocomplete: "off",
+      spellcheck: "false",
+      on: {
+        input: () => this.apply(),
+        keydown: (ev) => {
+          if (ev.key === "Escape" && this.input.value !== "") {
+            ev.preventDefault(); // the words go, the gallery stays open
+            this.clear();
+          } else if (ev.key === "Enter") {
+            // the key's default would go on to press the Lessons button, which the closing
+            // gallery hands the focus back to, and open the gallery again
+            ev.preventDefault();
+            this.list.querySelector<HTMLButtonElement>("li:not([hidden]) .gw-lesson-tile")?.click();
+          }
+        },
+      },
+    });
+    this.found = h("p", { class: "gw-lessons-found", role: "status" });
+    this.row = h("div", { class: "gw-lessons-find-row" }, this.input, this.found);
+  }
+
+  /** Show only the tiles whose lesson matches the box's words (call after drawing the list). */
+  apply(): void {
+    const query = this.input.value.trim();
+    const byId = new Map(this.lessons().map((lesson) => [lesson.id, lesson]));
+    let shown = 0;
+    for (const tile of this.list.querySelectorAll<HTMLElement>(".gw-lesson-tile")) {
+      const lesson = byId.get(tile.dataset.lesson ?? "");
+      const match = lesson !== undefined && lessonMatches(lesson, query);
+      const item = tile.closest("li");
+      if (item) item.hidden = !match;
+      if (match) shown += 1;
+    }
+    for (const part of this.list.querySelectorAll<HTMLElement>(".gw-lesson-part")) {
+      part.hidden = part.querySelector("li:not([hidden])") === null;
+    }
+    this.found.textContent =
+      query === ""
+        ? ""
+        : shown === 0
+          ? `No lesson mentions “${query}”.`
+          : `${shown} of ${byId.size} lessons mention “${query}”.`;
+  }
+
+  /** Empty the box and show every lesson again. */
+  clear(): void {
+    this.input.value = "";
+    this.apply();
+  }
+}
