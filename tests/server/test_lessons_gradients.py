@@ -17,6 +17,12 @@ from engine.events import Trace
 from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
 
 
+def _quoted(text: str, *fragments: str) -> None:
+    """Each fragment, as the lesson's text quotes it."""
+    for fragment in fragments:
+        assert fragment in text, fragment
+
+
 def _rounded(values: list[float], digits: int = 4) -> list[float]:
     return [round(v, digits) for v in values]
 
@@ -42,13 +48,13 @@ def test_linear_weight_grad_opens_at_the_addmm_whose_weight_gradient_is_x_times_
     assert bias.flat == [1.0, -2.0] and x is None
     assert weight_t.shape == [3, 2] and weight_t.flat == [1.0, -2.0, 2.0, -4.0, 3.0, -6.0]
     assert _grad_sent(trace, "TBackward0") == [[1.0, 2.0, 3.0, -2.0, -4.0, -6.0]]
-    for quoted in (
+    _quoted(
+        lesson.text,
         "the bias gets them as they are, summed over the batch rows, [1, -2]; x needs none",
         "Wᵀ gets xᵀ @ grad, a (3, 2) matrix, [[1, -2], [2, -4], [3, -6]]",
         "layer.weight.grad is [[1, 2, 3], [-2, -4, -6]]: row i is g[i] times x",
         "AddmmBackward0 (line 9)",
-    ):
-        assert quoted in lesson.text, quoted
+    )
     assert lesson.source.splitlines()[8] == "out = layer(x)"
     assert stdout_text(trace) == "tensor([[ 1.,  2.,  3.],\n        [-2., -4., -6.]])\ntensor([ 1., -2.])\n"
     one = "x = torch.tensor([[1.0, 2.0, 3.0]])"
@@ -77,13 +83,13 @@ def test_cross_entropy_grad_opens_where_log_softmax_sends_softmax_minus_one_hot(
     assert _rounded(F.softmax(z, dim=1)[0].tolist()) == [0.659, 0.2424, 0.0986]
     F.cross_entropy(z, torch.tensor([2])).backward()
     assert z.grad is not None and _rounded(z.grad[0].tolist()) == _rounded(at.grad_out[0].flat)
-    for quoted in (
+    _quoted(
+        lesson.text,
         "NllLossBackward0 sends -1 to the right class, 2, and 0 to the others: [0, 0, -1]",
         "softmax(z) is [0.659, 0.2424, 0.0986] and Σ grad is -1",
         "z.grad = [0.659, 0.2424, 0.0986 − 1] = [0.659, 0.2424, -0.9014]",
         "LogSoftmaxBackward0 (line 9)",
-    ):
-        assert quoted in lesson.text, quoted
+    )
     assert lesson.source.splitlines()[8] == "loss = F.cross_entropy(z, y)"
     printed = "tensor([[ 0.6590,  0.2424, -0.9014]])\n"
     assert stdout_text(trace) == printed * 2  # z.grad, then softmax minus one-hot by hand

@@ -1,9 +1,13 @@
 """The gallery's lessons in the order the server serves them, for the browser tests that read
-a lesson's place in it off its card."""
+a lesson's place in it off its card, and a lesson opened at its stepper position."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.server.lesson_traces import LESSONS
+
+from .conftest import expect, open_app
 
 COUNT = len(LESSONS)
 
@@ -12,3 +16,13 @@ def numbered(lesson_id: str) -> str:
     """What the card of ``lesson_id`` says of its place: "Lesson N of COUNT"."""
     number = next(n for n, lesson in enumerate(LESSONS, 1) if lesson.id == lesson_id)
     return f"Lesson {number} of {COUNT}"
+
+
+def opened_at(page: Any, lesson: str, position: str) -> Any:
+    """Open ``lesson``, check its card gives its place in the gallery and that it opens at
+    stepper ``position`` ("step 3 of 5"); return its card."""
+    open_app(page, f"?lesson={lesson}")
+    card = page.locator("[data-gw=lesson-card]")
+    expect(card).to_contain_text(numbered(lesson))
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text(position)
+    return card

@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from .conftest import card_of, expect, open_app, run_source, shot, wait_graph
-from .lessons_served import numbered
+from .lessons_served import numbered, opened_at
 
 pytestmark = pytest.mark.browser
 
 CARD = "[data-gw=lesson-card]"
 STEP_CARD = ".gw-step-card"
-POSITION = ".gw-stepper .gw-position"
 
 
 def _edge_labels(page: Any) -> list[str]:
@@ -24,11 +23,8 @@ def _edge_labels(page: Any) -> list[str]:
 
 
 def test_the_linear_layer_lesson_sends_x_transposed_at_grad_to_the_weight(page: Any) -> None:
-    open_app(page, "?lesson=linear-weight-grad")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("linear-weight-grad"))
+    card = opened_at(page, "linear-weight-grad", "step 3 of 7")
     expect(card).to_contain_text("row i is g[i] times x")
-    expect(page.locator(POSITION)).to_have_text("step 3 of 7")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(step).to_contain_text("∂loss/∂layer.bias = grad summed over the batch rows = [1, −2]")
@@ -44,10 +40,7 @@ def test_the_linear_layer_lesson_sends_x_transposed_at_grad_to_the_weight(page: 
 def test_the_cross_entropy_lesson_shows_softmax_minus_one_hot_and_its_try_shrinks_the_edge(
     page: Any,
 ) -> None:
-    open_app(page, "?lesson=cross-entropy-grad")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("cross-entropy-grad"))
-    expect(page.locator(POSITION)).to_have_text("step 2 of 4")
+    card = opened_at(page, "cross-entropy-grad", "step 2 of 4")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("LogSoftmaxBackward0")
     expect(step).to_contain_text("grad = [[0, 0, −1]]")

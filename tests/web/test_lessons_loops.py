@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from .conftest import expect, open_app, shot, wait_graph
-from .lessons_served import numbered
+from .lessons_served import numbered, opened_at
 
 pytestmark = pytest.mark.browser
 
@@ -17,18 +17,8 @@ CARD = "[data-gw=lesson-card]"
 STEP_CARD = ".gw-step-card"
 
 
-def _opened_at(page: Any, lesson: str, position: str) -> Any:
-    """Open ``lesson``, check its card gives its place in the gallery and that it opens at
-    stepper ``position`` ("step 3 of 5"); return its card."""
-    open_app(page, f"?lesson={lesson}")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered(lesson))
-    expect(page.locator(".gw-stepper .gw-position")).to_have_text(position)
-    return card
-
-
 def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
-    card = _opened_at(page, "vector-backward", "step 1 of 3")
+    card = opened_at(page, "vector-backward", "step 1 of 3")
     expect(card).to_contain_text("PowBackward0 receives v = [1, 0.1, 0.01]")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("PowBackward0")
@@ -41,7 +31,7 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
 
 
 def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None:
-    card = _opened_at(page, "broadcast-sums", "step 3 of 5")
+    card = opened_at(page, "broadcast-sums", "step 3 of 5")
     expect(card).to_contain_text("add up to [18, 24]")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddBackward0")
@@ -51,7 +41,7 @@ def test_the_broadcast_lesson_s_add_node_sums_the_rows_into_b(page: Any) -> None
 
 
 def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> None:
-    _opened_at(page, "freeze-layer", "step 3 of 7")
+    opened_at(page, "freeze-layer", "step 3 of 7")
     step = page.locator(STEP_CARD)
     expect(step.locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(step).to_contain_text("no grad needed")  # nothing to the frozen layer's output
@@ -65,7 +55,7 @@ def test_the_freeze_lesson_s_walk_ends_in_the_layer_that_trains(page: Any) -> No
 
 
 def test_the_finite_difference_lesson_shows_autograd_s_exact_slope_and_the_estimate(page: Any) -> None:
-    _opened_at(page, "finite-differences", "step 4 of 5")
+    opened_at(page, "finite-differences", "step 4 of 5")
     expect(page.locator(STEP_CARD)).to_contain_text("x.grad: None → 14.75")
     expect(page.locator(".gw-output")).to_contain_text("14.75 14.750099182128906")
     page.click("[role=tab][data-view=tape]")  # the estimate's ops: no_grad, no nodes
