@@ -23,7 +23,7 @@ from tests.server.test_stream import collect
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
 # on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad,
-# clip-grad-norm and momentum show in test_lessons_gradients.py).
+# clip-grad-norm, momentum and residual show in test_lessons_gradients.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -67,6 +67,7 @@ TOPICS = [
     "copy-vs-stack",
     "dead-relu",
     "vanishing-gradients",
+    "residual",
 ]
 # The lessons whose story is plainest per parameter on a log scale open the charts so; the
 # clipping and momentum lessons hide the two charts they say nothing of.

@@ -1,7 +1,7 @@
-"""Four lessons on the gradients a training step is made of and what the step does with them: a
+"""Five lessons on the gradients a training step is made of and what the step does with them: a
 Linear layer's weight gradient (the outer product of the output's gradient and the input),
-cross-entropy's (softmax minus one-hot), a gradient clipped to a norm of 1, and momentum's
-steps. Each lesson is recorded as the gallery serves it; each figure its text or its "try"
+cross-entropy's (softmax minus one-hot), a gradient clipped to a norm of 1, momentum's steps,
+and the whole gradient a residual connection's add hands its skip path. Each lesson is recorded as the gallery serves it; each figure its text or its "try"
 quotes is read back from the trace, and the "try" is recorded with the change it asks for."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from engine import queries as q
 from engine import record
 from engine.events import Trace
 from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
@@ -181,3 +182,34 @@ def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_s
     assert "to 0.0192 after 100 steps against the momentum run's 7.52e-4, with w 3.113 and b 1.641" in (
         lesson.try_next
     )
+
+
+def test_residual_opens_where_an_add_hands_its_skip_the_whole_gradient_and_its_try_loses_it() -> None:
+    lesson = BY_ID["residual"]
+    trace = record(lesson.source)
+    timeline = stepper_timeline(trace)
+    name, at = timeline[lesson.step or 0]
+    assert name == "AddBackward0" and [n for n, _ in timeline[:5]].count("AddBackward0") == 2
+    received = _rounded(at.grad_in[0].flat)
+    assert received == [0.4387, 1.1538, 0.848, 1.2822]
+    assert [_rounded(g.flat) for g in at.grad_out] == [received, received]  # both terms, whole
+    # what arrived: the last add's skip share plus what came back through the last branch
+    last_add = timeline[1][1]
+    assert last_add.grad_out[0].flat == [1.0, 1.0, 1.0, 1.0]
+    branch = _grad_sent(trace, "MmBackward0")[0]
+    assert branch == [-0.5613, 0.1538, -0.152, 0.2822]
+    assert _rounded([1.0 + b for b in branch]) == received
+    _quoted(
+        lesson.text,
+        "This AddBackward0 (line 14), the last layer but one's, receives [0.4387, 1.1538, 0.848, 1.2822]",
+        "the [1, 1, 1, 1] the last add sent down its skip plus the [-0.5613, 0.1538, -0.152, 0.2822]",
+        "x.grad's norm is 2.1746",
+    )
+    assert lesson.source.splitlines()[13] == "    h = h + torch.sigmoid(h @ w)"
+    assert stdout_text(trace) == "tensor([[0.3655, 1.0288, 1.5373, 1.0833]])\ntensor(2.1746)\n"
+    skip = "h = h + torch.sigmoid(h @ w)"
+    plain = tried(lesson, skip, "h = torch.sigmoid(h @ w)", asks="h = torch.sigmoid(h @ w)")
+    assert stdout_text(plain).endswith("tensor(0.0008)\n")
+    norm = float(torch.tensor(q.final_grads(plain)["x"]).norm())
+    assert round(float(torch.tensor(q.final_grads(trace)["x"]).norm()) / norm, -2) == 2600, norm
+    assert "x.grad's norm falls to 0.0008, about 2,600 times smaller" in lesson.try_next

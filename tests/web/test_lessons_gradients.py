@@ -1,7 +1,7 @@
-"""The lessons on a Linear layer's weight gradient, cross-entropy's gradient, gradient clipping
-and momentum in real Chromium: each opens where its text points, and the step card, the
-graph's edges or the charts show the figures the text quotes (the figures themselves are
-checked against the traces in tests/server/test_lessons_gradients.py)."""
+"""The lessons on a Linear layer's weight gradient, cross-entropy's gradient, gradient clipping,
+momentum and a residual connection in real Chromium: each opens where its text points, and the
+step card, the graph's edges or the charts show the figures the text quotes (the figures
+themselves are checked against the traces in tests/server/test_lessons_gradients.py)."""
 
 from __future__ import annotations
 
@@ -112,3 +112,20 @@ def test_the_momentum_lesson_s_steps_part_from_the_gradient_and_its_try_compares
         "dashed: line 14: momentum=0.9 → momentum=0.0"
     )
     expect(page.locator(".gw-output")).to_contain_text("w 3.113")
+
+
+def test_the_residual_lesson_s_add_sends_its_whole_gradient_down_both_paths(page: Any) -> None:
+    opened_at(page, "residual", "step 5 of 27")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("AddBackward0")
+    expect(step).to_contain_text("the sum of 2 paths: [[1, 1, 1, 1]] + [[−0.5613, 0.1538, −0.152, 0.2822]]")
+    expect(page.locator(".gw-output")).to_contain_text("tensor(2.1746)")
+    wait_graph(page)
+    # the running add's two edges out, to the skip and to the branch, carry the same gradient
+    sent = page.evaluate(
+        """() => window.gradwalk.graph.core.edges()
+            .filter((e) => e.source().hasClass('current'))
+            .map((e) => e.data('label') || '')"""
+    )
+    assert sent.count("‖·‖ 1.97") == 2, sent
+    shot(page, "lessons-residual")
