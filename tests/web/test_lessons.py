@@ -1,4 +1,5 @@
-"""The lessons gallery in real Chromium: pick a lesson, land on its step with its text, move on."""
+"""The lessons gallery in real Chromium: find a lesson by its words, pick it, land on its step
+with its text, move on."""
 
 from __future__ import annotations
 
@@ -432,8 +433,11 @@ def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
     assert [tile.get_attribute("data-lesson") for tile in tiles.all()] == expected
     # a part with no lesson found hides its name too
     find.fill("momentum")
-    expect(tiles).to_have_count(1)
-    expect(page.locator(".gw-lesson-part:visible .gw-lesson-part-name")).to_have_text(["Training loops"])
+    hits = [lesson for lesson in LESSONS if _mentions(lesson, "momentum")]
+    parts = list(dict.fromkeys(lesson.part for lesson in hits))
+    assert hits and len(parts) < 5, parts
+    expect(tiles).to_have_count(len(hits))
+    expect(page.locator(".gw-lesson-part:visible .gw-lesson-part-name")).to_have_text(parts)
     find.fill("xyzzy")
     expect(found).to_have_text("No lesson mentions “xyzzy”.")
     expect(page.locator(".gw-lesson-part:visible")).to_have_count(0)
