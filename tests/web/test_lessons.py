@@ -413,8 +413,8 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
 
 
 def _mentions(lesson: Any, query: str) -> bool:
-    said = " ".join((lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part)).lower()
-    return all(word in said for word in query.lower().split())
+    said = " ".join((lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part, lesson.source))
+    return all(word in said.lower() for word in query.lower().split())
 
 
 def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
@@ -425,17 +425,26 @@ def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
     tiles = page.locator(".gw-lesson-tile:visible")
     expect(tiles).to_have_count(COUNT)
     expect(found).to_have_text("")
-    # every word must appear, in any case and order, in the title, summary, text or try
+    # the box stays at the dialog's top while the tiles scroll under it
+    dialog = page.locator(".gw-lessons-dialog")
+    dialog.evaluate("(d) => { d.scrollTop = d.scrollHeight; }")
+    page.wait_for_function("() => document.querySelector('.gw-lessons-dialog').scrollTop > 500")
+    box, frame = find.bounding_box(), dialog.bounding_box()
+    assert box is not None and frame is not None and 0 <= box["y"] - frame["y"] < 30, (box, frame)
+    # every word must appear, in any case and order, in the title, summary, text, try, part or code
     find.fill("ZERO_GRAD loss")
     expected = [lesson.id for lesson in LESSONS if _mentions(lesson, "zero_grad loss")]
     assert 1 < len(expected) < COUNT, expected
     expect(found).to_have_text(f"{len(expected)} of {COUNT} lessons mention “ZERO_GRAD loss”.")
     assert [tile.get_attribute("data-lesson") for tile in tiles.all()] == expected
-    # a part with no lesson found hides its name too
+    # a part with no lesson found hides its name too; own-metrics is found by its code alone
     find.fill("momentum")
     hits = [lesson for lesson in LESSONS if _mentions(lesson, "momentum")]
     parts = list(dict.fromkeys(lesson.part for lesson in hits))
     assert hits and len(parts) < 5, parts
+    own = next(lesson for lesson in hits if lesson.id == "own-metrics")
+    assert "momentum" not in (own.title + own.summary + own.text + own.try_next).lower()
+    expect(page.locator("li:not([hidden]) [data-lesson=own-metrics]")).to_be_visible()
     expect(tiles).to_have_count(len(hits))
     expect(page.locator(".gw-lesson-part:visible .gw-lesson-part-name")).to_have_text(parts)
     find.fill("xyzzy")

@@ -1,17 +1,17 @@
 // Finding a lesson in the gallery: every word typed must appear in a lesson's title, summary,
-// text, "try" or part (any case, any order). The tiles that miss are hidden, a part with none
+// text, "try", part or code (any case, any order: `register_hook`, `momentum loss`). The tiles that miss are hidden, a part with none
 // left hides its name too, and a status line says how many match (screen readers read it
 // out). Enter opens the first lesson found; Escape in a box with words clears them, in an
 // empty box it closes the gallery.
 import { h } from "./dom";
 import type { Lesson } from "./lessons";
 
-/** Whether every word of `query` appears in what `lesson` says, in any case; an empty query
- * matches every lesson. */
+/** Whether every word of `query` appears in what `lesson` says or in its code, in any case;
+ * an empty query matches every lesson. */
 export function lessonMatches(lesson: Lesson, query: string): boolean {
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
-  const said = [lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part].join(" ").toLowerCase();
+  const said = [lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part, lesson.source].join(" ").toLowerCase();
   return words.every((word) => said.includes(word));
 }
 
