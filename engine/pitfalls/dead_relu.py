@@ -213,8 +213,7 @@ class DeadRelus:
         norms = stats if stats is not None and len(stats) == len(params) else None
         for layer in self._layers.values():
             probe = layer.probe()
-            at = None if probe is None else held[2].get(id(probe))
-            if probe is None or at is None:
+            if probe is None or (at := held[2].get(id(probe))) is None:
                 continue
             layer.steps = step
             grad = probe.grad

@@ -10,11 +10,10 @@ import pytest
 from tests.server.lesson_traces import LESSONS
 
 from .conftest import expect, open_app, shot, wait_graph
-from .lessons_served import COUNT, numbered
+from .lessons_served import CARD, COUNT, opened_at
 
 pytestmark = pytest.mark.browser
 
-CARD = "[data-gw=lesson-card]"
 POSITION = ".gw-stepper .gw-position"
 
 
@@ -318,9 +317,7 @@ def test_the_accumulate_lessons_four_graphs_read_left_to_right_in_run_order(page
 def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(page: Any) -> None:
     # grad(y, x, create_graph=True) records 1 · 3 · x² as it computes it; the second grad()
     # walks that graph, and its PowBackward0 turns the 3 that reached it into 3 · 2 · x = 18.
-    open_app(page, "?lesson=second-derivative")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("second-derivative"))
+    card = opened_at(page, "second-derivative")
     expect(card).to_contain_text("3 · 2 · x = 18 = 6x, the second derivative")
     expect(page.locator(POSITION)).to_contain_text("step 5 of 6")
     step = page.locator(".gw-step-card")
@@ -347,9 +344,7 @@ def test_the_second_derivative_lesson_walks_the_graph_the_first_grad_recorded(pa
 
 def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(page: Any) -> None:
     # leaf-grad: ∂loss/∂h = 2h = [6, 12] arrives at h's node, yet h.grad prints None
-    open_app(page, "?lesson=leaf-grad")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("leaf-grad"))
+    card = opened_at(page, "leaf-grad")
     step = page.locator(".gw-step-card")
     expect(step.locator(".gw-node-name")).to_have_text("MulBackward0")
     expect(step).to_contain_text("grad = ∂loss/∂h = [6, 12]")
@@ -358,8 +353,7 @@ def test_the_leaf_and_custom_function_lessons_show_the_gradient_they_are_about(p
     wait_graph(page)
     shot(page, "lessons-04-leaf-grad")
     # custom-function: the node is the snippet's own, and so is its rule
-    open_app(page, "?lesson=custom-function")
-    expect(card).to_contain_text(numbered("custom-function"))
+    opened_at(page, "custom-function")
     expect(step.locator(".gw-node-name")).to_have_text("CubeBackward")
     expect(step).to_contain_text("Cube.backward(ctx, grad) ran: the rule is your own")
     expect(step).to_contain_text("12")
@@ -378,9 +372,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
 ) -> None:
     # data-edit: the stepper at model.2's AddmmBackward0, whose gradient for the hidden layer
     # came from the weight line 16 clamped after the forward, with the pitfall on that node
-    open_app(page, "?lesson=data-edit")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("data-edit"))
+    card = opened_at(page, "data-edit")
     expect(card).to_contain_text("comes out at ‖·‖ 0.01943 from the clamped weight")
     expect(page.locator(POSITION)).to_contain_text("step 3 of 36")
     step = page.locator(".gw-step-card")
@@ -391,8 +383,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     wait_graph(page)
     shot(page, "lessons-07-data-edit")
     # activation-twice: the charts, the loss ending on its floor
-    open_app(page, "?lesson=activation-twice")
-    expect(card).to_contain_text(numbered("activation-twice"))
+    opened_at(page, "activation-twice")
     expect(card).to_contain_text("ends at 0.504 after 100 steps")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     loss_chart = page.locator(".gw-chart[data-chart=loss]")
@@ -400,8 +391,7 @@ def test_the_pitfall_lessons_of_data_changes_double_sigmoids_and_empty_weights_s
     expect(page.locator(".gw-output")).to_contain_text("applied twice")
     shot(page, "lessons-08-activation-twice")
     # uninitialised: the tape, where zeros fills the bias and the weight's first op reads it
-    open_app(page, "?lesson=uninitialised")
-    expect(card).to_contain_text(numbered("uninitialised"))
+    opened_at(page, "uninitialised")
     expect(page.locator("[role=tab][data-view=tape]")).to_have_attribute("aria-selected", "true")
     ops = page.locator(".gw-tape .gw-op")
     expect(ops.nth(4)).to_contain_text("L11")

@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import card_of, expect, open_app, run_source, shot, wait_graph
-from .lessons_served import numbered, opened_at
+from .conftest import card_of, expect, run_source, shot, wait_graph
+from .lessons_served import STEP_CARD, opened_at
 
 pytestmark = pytest.mark.browser
-
-CARD = "[data-gw=lesson-card]"
-STEP_CARD = ".gw-step-card"
 
 
 def _edge_labels(page: Any) -> list[str]:
@@ -61,9 +58,7 @@ def test_the_cross_entropy_lesson_shows_softmax_minus_one_hot_and_its_try_shrink
 
 
 def test_the_clipping_lesson_charts_the_unclipped_spikes_beside_the_capped_gradient(page: Any) -> None:
-    open_app(page, "?lesson=clip-grad-norm")
-    card = page.locator(CARD)
-    expect(card).to_contain_text(numbered("clip-grad-norm"))
+    opened_at(page, "clip-grad-norm")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     expect(page.locator("[data-chart='metric:unclipped'] .gw-chart-readout")).to_contain_text(
         "last: step 80 · 0.3694"
@@ -89,8 +84,7 @@ def test_the_clipping_lesson_charts_the_unclipped_spikes_beside_the_capped_gradi
 def test_the_momentum_lesson_s_steps_part_from_the_gradient_and_its_try_compares_plain_sgd(
     page: Any,
 ) -> None:
-    open_app(page, "?lesson=momentum")
-    expect(page.locator(CARD)).to_contain_text(numbered("momentum"))
+    opened_at(page, "momentum")
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 7.52e-4")
     expect(page.locator("[data-chart=lr]")).to_be_hidden()

@@ -8,13 +8,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, shot, wait_graph
-from .lessons_served import numbered, opened_at
+from .conftest import expect, shot, wait_graph
+from .lessons_served import STEP_CARD, opened_at
 
 pytestmark = pytest.mark.browser
-
-CARD = "[data-gw=lesson-card]"
-STEP_CARD = ".gw-step-card"
 
 
 def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: Any) -> None:
@@ -66,8 +63,7 @@ def test_the_finite_difference_lesson_shows_autograd_s_exact_slope_and_the_estim
 def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batch_s_gradient(
     page: Any,
 ) -> None:
-    open_app(page, "?lesson=accumulate-batches")
-    expect(page.locator(CARD)).to_contain_text(numbered("accumulate-batches"))
+    opened_at(page, "accumulate-batches")
     expect(page.locator(".gw-stepper .gw-position")).to_contain_text("step 33 of 34")
     expect(page.locator(STEP_CARD)).to_contain_text(
         "model.weight.grad: [[0.4647, −1.623, −1.353]] + [[0.2887, −0.3557, −0.8695]] → [[0.7534, −1.979, −2.223]]"
@@ -103,10 +99,8 @@ def test_the_accumulate_batches_lesson_adds_the_fourth_batch_into_the_whole_batc
 def test_a_training_loop_lesson_opens_its_charts_on_what_its_text_says(
     page: Any, lesson: str, readouts: dict[str, str], pitfall: str
 ) -> None:
-    open_app(page, f"?lesson={lesson}")
-    card = page.locator(CARD)
+    card = opened_at(page, lesson)
     expect(card).to_have_attribute("data-lesson", lesson)
-    expect(card).to_contain_text(numbered(lesson))
     expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
     for chart, text in readouts.items():
         expect(page.locator(f"[data-chart={chart}] .gw-chart-readout")).to_contain_text(text)
