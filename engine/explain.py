@@ -27,6 +27,7 @@ from .explain_functions import custom_function_hint
 from .explain_grad import none_grad_hint
 from .explain_hooks import hook_hint
 from .explain_indexing import indexing_hint
+from .explain_inference import inference_tensor_hint
 from .explain_init import init_hint
 from .explain_inplace import (
     changed_saved_tensor,
@@ -260,6 +261,9 @@ def explain_error(
         return f"{thrown} {hint.split('. ', 1)[0]}." if thrown else hint
     if "cannot be converted to Scalar" in text:
         return scalar_hint(code)
+    inference = inference_tensor_hint(text, code, frame, lambda t: _made_at(rec, t))
+    if inference:
+        return inference
     environment = environment_hint(exc, text)
     if environment:
         return environment

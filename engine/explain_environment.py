@@ -1,7 +1,7 @@
 """Explain the errors of where a snippet runs, not of its autograd: a package that is not
 installed (with gradwalk's own way for plotting ones), a write outside the run's working
 folder or worker processes in the sandbox (runner/sandbox.py), and ``cuda`` on a machine
-without a GPU; and a tensor made under ``inference_mode()`` that reached a graph."""
+without a GPU."""
 
 from __future__ import annotations
 
@@ -20,12 +20,6 @@ def environment_hint(exc: BaseException, text: str) -> str | None:
         return _NO_GPU_HINT
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
-    if "Inference tensors cannot be saved for backward" in text:
-        return (
-            "A tensor made under torch.inference_mode() reached a computation autograd records: inference "
-            "tensors can never enter a graph. Make data that will meet a model's parameters under "
-            "torch.no_grad() instead (or without either), or copy it outside the block: X = X.clone()."
-        )
     if "Read-only file system" in text:
         return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     return None

@@ -71,7 +71,17 @@ CASES = {
         "import torch\nimport torch.nn as nn\nwith torch.inference_mode():\n    X = torch.randn(16, 4) * 2 + 1\n"
         "model = nn.Linear(4, 1)\nloss = nn.functional.mse_loss(model(X), X.sum(1, keepdim=True))\n",
         6,
-        ["inference tensors can never enter a graph", "torch.no_grad()", "X = X.clone()"],
+        [
+            "X was made under torch.inference_mode() (line 4), so it is an inference tensor",
+            "Make X under torch.no_grad() instead",
+            "X = X.clone()",
+        ],
+    ),
+    "an inference tensor the failing line does not name": (
+        "import torch\nimport torch.nn as nn\ndef batch():\n    with torch.inference_mode():\n"
+        "        return torch.randn(16, 4)\nmodel = nn.Linear(4, 1)\nloss = model(batch()).sum()\n",
+        7,
+        ["A tensor made under torch.inference_mode() reached", "torch.no_grad()", "X = X.clone()"],
     ),
     "gradcheck in float32": (
         "import torch\ndef f(x):\n    return (x.sin() * x).sum()\nx = torch.linspace(-2, 2, 5, requires_grad=True)\n"

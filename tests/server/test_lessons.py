@@ -23,7 +23,8 @@ from tests.server.test_stream import collect
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
 # on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad,
-# clip-grad-norm, momentum and residual show in test_lessons_gradients.py).
+# clip-grad-norm, momentum and residual show in test_lessons_gradients.py, what checkpoint and
+# inference-mode show in test_lessons_memory_modes.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -38,7 +39,9 @@ TOPICS = [
     "finite-differences",
     "inplace",
     "holding-graph",
+    "checkpoint",
     "no-grad-vs-eval",
+    "inference-mode",
     "detach",
     "freeze-layer",
     "data-edit",
@@ -166,7 +169,9 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
     trace = record(lesson.source)
     finished = trace.events[-1]
     assert finished.type == "run_finished"
-    assert finished.status == ("error" if lesson.id in ("graph-freed", "inplace") else "ok"), finished.message
+    assert finished.status == (
+        "error" if lesson.id in ("graph-freed", "inplace", "inference-mode") else "ok"
+    ), finished.message
     timeline = stepper_timeline(trace)
     if lesson.step is not None:
         assert lesson.step < len(timeline), f"step {lesson.step} of {len(timeline)}"
