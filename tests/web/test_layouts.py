@@ -87,6 +87,31 @@ def test_dark_theme_and_presenter_size(page: Any) -> None:
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
 
 
+@pytest.mark.parametrize("example", ["cubic", "small_net"])
+def test_presenter_type_over_a_drawn_graph_never_overlaps_two_nodes(page: Any, example: str) -> None:
+    """NOTE [Bigger type, same gaps]: the nodes grew before the layout placed them again, and
+    Cytoscape warned of (and left out) each edge between two that overlapped meanwhile."""
+    warnings: list[str] = []
+    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
+    open_app(page)
+    run_example(page, example)
+    clicked = page.evaluate("() => performance.now()")
+    presenter_on(page)
+    page.wait_for_function(
+        "(t) => { const g = window.gradwalk.graph; return g.lastLayout.at > t && !g.busy && !g.core.animated(); }",
+        arg=clicked,
+    )
+    assert [w for w in warnings if "invalid endpoints" in w] == []
+    # and the places it ends at are the layout's own, at the bigger type: no node on another
+    assert page.evaluate(
+        """() => {
+            const boxes = window.gradwalk.graph.core.nodes().not(':parent').map((n) => n.boundingBox());
+            return boxes.every((a, i) => boxes.every((b, j) => j <= i
+                || a.x2 <= b.x1 || b.x2 <= a.x1 || a.y2 <= b.y1 || b.y2 <= a.y1));
+        }"""
+    )
+
+
 def test_a_1024_by_768_projector_shows_graph_stepper_and_code_on_one_screen(page: Any) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     open_app(page)

@@ -87,6 +87,34 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
   return "breadthfirst";
 }
 
+/**
+ * Move every placed node of `cy` away from (or towards) the centre of their box by `ratio`:
+ * the type scale grows or shrinks each node by about that much (presenter type), and the
+ * gaps between them must grow with it until the layout has placed them again (NOTE [Bigger
+ * type, same gaps]).
+ */
+export function spreadPlaced(cy: Core, ratio: number): void {
+  const placed = cy.nodes().not(":parent").not(".unplaced");
+  if (placed.empty() || ratio === 1) return;
+  const box = placed.boundingBox();
+  const cx = (box.x1 + box.x2) / 2;
+  const cy0 = (box.y1 + box.y2) / 2;
+  cy.batch(() => {
+    placed.positions((node) => {
+      const p = node.position();
+      return { x: cx + (p.x - cx) * ratio, y: cy0 + (p.y - cy0) * ratio };
+    });
+  });
+}
+
+// NOTE [Bigger type, same gaps]: presenter type makes each node bigger (graph-build.ts sizes
+// them by their label's type). The new sizes took effect at once, while the layout that
+// places them for those sizes runs in a worker: in between, the graph was drawn with the old
+// places and the new sizes, neighbours overlapped, and Cytoscape warned once for every edge
+// between two that did ("Edge ... has invalid endpoints", its ends inside each other) and
+// left it out of that frame. The placed nodes are spread by the same ratio first, so each
+// keeps clear of its neighbours until it glides to its new place.
+
 // NOTE [Routes and gliding nodes]: a route's points are fractions along its source-target
 // line and distances across it (graph-routes.ts), made for the nodes' new places. Set while
 // the nodes still glide there from their old ones, the points of a route that bends around

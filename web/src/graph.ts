@@ -20,7 +20,7 @@ import { CallPicker } from "./graph-calls";
 import { elementOfNode, elementOfSelection, lookedAt, type Shown, stepperElement } from "./graph-elements";
 import { GraphKeyboard } from "./graph-keys";
 import { placeEdgeLabels } from "./graph-labels";
-import { type LayoutInfo, placeElements } from "./graph-layout";
+import { type LayoutInfo, placeElements, spreadPlaced } from "./graph-layout";
 import { graphLegend, kindsShown, showLegendFor } from "./graph-legend";
 import { foldToFit } from "./graph-lod";
 import { OffscreenCues } from "./graph-offscreen";
@@ -312,6 +312,8 @@ export class GraphView {
       const layoutNodes = built.nodes.filter((n) => n.kind !== "group").length;
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
+      // New sizes, new gaps: NOTE [Bigger type, same gaps] in graph-layout.ts.
+      if (this.placedAtScale && fontScale !== this.placedAtScale) spreadPlaced(this.cy, fontScale / this.placedAtScale);
       // New elements, or node sizes changed by the presenter type: place them all again.
       const structural = syncElements(this.cy, this.elements, built, (id) => this.painter.forget(id)) || fontScale !== this.placedAtScale;
       if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model, this.beforeRun);
