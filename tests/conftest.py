@@ -79,7 +79,26 @@ def recorded_as_a_worker_would(source: str, streamed: list[Any]) -> Any:
 # of what another has left: a module at the end of the collection can be cut in two, and its
 # second half then starts a fresh room at a test that expects a run it never saw. These
 # modules go first in the collection instead: the first process runs them at its start, long
-# before any process runs dry and takes work from another's end.
+# before any process runs dry and takes work from another's end. In a short collection (such
+# a module named on the command line, alone or beside others) that share is not long enough:
+# there each module goes whole to one process (pytest_xdist_make_scheduler below).
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Hand each test module whole to one process where the command line names a ``sequence``
+    module (NOTE [Modules that tell one story]); otherwise xdist's own choice (``None``)."""
+    if not any(_tells_a_story(arg) for arg in config.args):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    return LoadFileScheduling(config, log)
+
+
+def _tells_a_story(arg: str) -> bool:
+    """Whether a command-line argument names a test module marked ``sequence`` (or a test in one)."""
+    path = Path(arg.split("::", 1)[0])  # relative to where pytest runs, as pytest reads it
+    return path.suffix == ".py" and path.is_file() and "pytest.mark.sequence" in path.read_text()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
