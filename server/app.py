@@ -18,7 +18,7 @@ from runner import SandboxUnavailable
 
 from .assets import CompressGets, VersionedStatic, asset_version
 from .errors import install_error_handlers
-from .lessons import LESSONS_DIR, LessonLibrary, load_lessons
+from .lessons import LESSONS_DIR, LessonLibrary, load_lessons, snippets_named
 from .library import load_examples
 from .registry import RunRegistry
 from .rooms import RoomRegistry
@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     "snippets without the sandbox."
                 )
                 raise
-            registry = RunRegistry(store, pool, app.state.examples)
+            registry = RunRegistry(store, pool, snippets_named(app.state.examples, app.state.lessons.lessons))
             ended = await registry.recover()
             if ended:
                 log.warning("marked %d runs left unfinished by the last server as crashed", ended)

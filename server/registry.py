@@ -34,10 +34,13 @@ _CACHE_CHARS = 64 * 1024 * 1024
 class RunRegistry:
     """Own the live runs; everything that creates, finds or cancels a run goes through here."""
 
-    def __init__(self, store: RunStore, pool: Any, examples: list[Example] | None = None) -> None:
+    def __init__(self, store: RunStore, pool: Any, named: list[Example] | None = None) -> None:
+        """``named``: the snippets a run of the same code is titled after (the examples and
+        the lessons: :func:`server.lessons.snippets_named`); any other run takes its code's
+        first comment line."""
         self.store = store
         self.pool = pool
-        self.examples = examples or []
+        self.named = named or []
         self.live: dict[str, LiveRun] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._cache: OrderedDict[str, StoredFrames] = OrderedDict()
@@ -54,10 +57,13 @@ class RunRegistry:
             )
         return len(stale)
 
-    async def create(self, source: str, device: str, limits: Limits) -> LiveRun:
-        """Submit a run and start relaying it; raises the pool's ``PoolBusy`` when full."""
+    async def create(self, source: str, device: str, limits: Limits, title: str | None = None) -> LiveRun:
+        """Submit a run and start relaying it; raises the pool's ``PoolBusy`` when full.
+        ``title`` names it (a lesson's run); without one, the snippet it is, or its first comment."""
         handle = self.pool.submit(source, device=device, limits=limits)
-        run = LiveRun(id=_new_id(), source=source, device=device, title=title_for(source, self.examples))
+        run = LiveRun(
+            id=_new_id(), source=source, device=device, title=title or title_for(source, self.named)
+        )
         run.handle = handle
         self.live[run.id] = run
         record = RunRecord(

@@ -23,7 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHART_IDS", "LESSONS_DIR", "Y_SCALES", "Lesson", "LessonCharts", "LessonLibrary", "load_lessons"]
+from ..library import Example
+
+__all__ = [
+    "CHART_IDS",
+    "LESSONS_DIR",
+    "Y_SCALES",
+    "Lesson",
+    "LessonCharts",
+    "LessonLibrary",
+    "load_lessons",
+    "snippets_named",
+]
 
 LESSONS_DIR = Path(__file__).resolve().parent
 # A stored lesson run is reused unless it ended like this (then it is recorded again).
@@ -136,6 +147,21 @@ def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
             )
         )
     return out
+
+
+def snippets_named(examples: list[Example], lessons: list[Lesson]) -> list[Example]:
+    """The snippets a run's code is named after (:func:`server.library.title_for`): the
+    examples, then each lesson whose code is its own snippet, under the lesson's title (a
+    lesson on an example keeps the example's), so a lesson's run, its embed and its download
+    carry the lesson's title rather than its code's first comment."""
+    own = [
+        Example(
+            id=lesson.id, title=lesson.title, summary=lesson.summary, source=lesson.source, file=lesson.file
+        )
+        for lesson in lessons
+        if lesson.file.startswith("lessons/")
+    ]
+    return [*examples, *own]
 
 
 @dataclass

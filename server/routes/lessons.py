@@ -100,7 +100,7 @@ async def run_lesson(
 
     async def create(source: str) -> LiveRun:
         spend_allowance(limiter, request)
-        return await start_run(registry, source, "cpu", settings.default_limits)
+        return await start_run(registry, source, "cpu", settings.default_limits, title=lesson.title)
 
     run, created = await library.run_for(lesson, registry.find, create)
     response.status_code = 201 if created else 200

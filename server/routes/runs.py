@@ -62,10 +62,13 @@ async def create_run(
     return run_public(await start_run(registry, body.source, body.device, limits))
 
 
-async def start_run(registry: RunRegistry, source: str, device: str, limits: Limits) -> LiveRun:
-    """Submit a run to the workers; 429 with ``Retry-After`` when they and their queue are full."""
+async def start_run(
+    registry: RunRegistry, source: str, device: str, limits: Limits, title: str | None = None
+) -> LiveRun:
+    """Submit a run to the workers (``title``: see :meth:`RunRegistry.create`); 429 with
+    ``Retry-After`` when they and their queue are full."""
     try:
-        return await registry.create(source, device, limits)
+        return await registry.create(source, device, limits, title)
     except PoolBusy as exc:
         retry = max(1, math.ceil(float(getattr(exc, "retry_after", 1) or 1)))
         raise HTTPException(

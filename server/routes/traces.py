@@ -73,7 +73,7 @@ async def import_trace(
     """Store a recorded trace as a finished run; 201 with the run's id and its URLs."""
     spend_allowance(limiter, request, "requests")
     body = _decoded(await request.body(), request.headers.get("content-encoding", "identity"))
-    record, trace_json = await asyncio.to_thread(_parse, body, registry.examples)
+    record, trace_json = await asyncio.to_thread(_parse, body, registry.named)
     await asyncio.to_thread(registry.store.insert, record)
     await asyncio.to_thread(registry.store.finish, record, trace_json)
     return TraceImported(

@@ -519,3 +519,26 @@ def test_a_lesson_is_recorded_once_and_shared_without_a_token(server: LiveServer
     with server.client(token=False) as c:
         again = c.post("/api/lessons/chain-rule/run")
     assert again.status_code == 200 and again.json()["id"] in ids
+
+
+def test_a_lessons_run_its_download_and_a_rerun_of_its_code_carry_the_lessons_title(
+    server: LiveServer,
+) -> None:
+    # they carried the first comment of the code ("keep block's input only: run block") or the
+    # title of the example the lesson is made of ("Your first backward()" for scalar)
+    lesson, on_example = BY_ID["checkpoint"], BY_ID["scalar"]
+    with server.client(token=False) as c:
+        run = c.post(f"/api/lessons/{lesson.id}/run").json()
+        assert run["title"] == "Checkpointing: memory for a second forward" == lesson.title
+        assert c.post(f"/api/lessons/{on_example.id}/run").json()["title"] == "Autograd on a scalar"
+        asyncio.run(asyncio.wait_for(collect(server.ws_url + run["ws_url"]), 60))
+        page = c.get(f"/api/runs/{run['id']}/export")
+        assert page.status_code == 200
+        assert f"<title>{lesson.title} · gradwalk</title>" in page.text
+    with server.client() as api:
+        # the same code run from the editor: the lesson's own snippet is named after it, an
+        # example's code after the example, as before
+        again = api.post("/api/runs", json={"source": lesson.source}).json()
+        assert again["title"] == lesson.title
+        example = api.post("/api/runs", json={"source": on_example.source}).json()
+        assert example["title"] == "Your first backward()"
