@@ -23,7 +23,7 @@ from tests.server.test_stream import collect
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
 # on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad,
-# clip-grad-norm, momentum and residual show in test_lessons_gradients.py, what checkpoint and
+# clip-grad-norm, momentum, adam and residual show in test_lessons_gradients.py, what checkpoint and
 # inference-mode show in test_lessons_memory_modes.py).
 TOPICS = [
     "scalar",
@@ -57,6 +57,7 @@ TOPICS = [
     "accumulate-batches",
     "clip-grad-norm",
     "momentum",
+    "adam",
     "step-without-gradients",
     "rebound-update",
     "activation-twice",
@@ -73,9 +74,9 @@ TOPICS = [
     "residual",
 ]
 # The lessons whose story is plainest per parameter on a log scale open the charts so; the
-# clipping and momentum lessons hide the two charts they say nothing of.
+# clipping, momentum and Adam lessons hide the two charts they say nothing of.
 PER_PARAMETER_LOG = {"dead-relu", "vanishing-gradients"}
-CHARTS_HIDDEN = {"clip-grad-norm": ("lr", "memory"), "momentum": ("lr", "memory")}
+CHARTS_HIDDEN = {"clip-grad-norm": ("lr", "memory"), "momentum": ("lr", "memory"), "adam": ("lr", "memory")}
 
 
 def test_every_lesson_loads_with_its_snippet_and_words() -> None:

@@ -1,8 +1,10 @@
-"""Five lessons on the gradients a training step is made of and what the step does with them: a
+"""Six lessons on the gradients a training step is made of and what the step does with them: a
 Linear layer's weight gradient (the outer product of the output's gradient and the input),
 cross-entropy's (softmax minus one-hot), a gradient clipped to a norm of 1, momentum's steps,
-and the whole gradient a residual connection's add hands its skip path. Each lesson is recorded as the gallery serves it; each figure its text or its "try"
-quotes is read back from the trace, and the "try" is recorded with the change it asks for."""
+Adam's steps of about lr whatever the gradient, and the whole gradient a residual connection's
+add hands its skip path. Each lesson is recorded as the gallery serves it; each figure its text
+or its "try" quotes is read back from the trace, and the "try" is recorded with the change it
+asks for."""
 
 from __future__ import annotations
 
@@ -181,6 +183,60 @@ def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_s
     assert round(loss[-1], 6) == 0.000752  # the loss chart's last reading, 7.52e-4
     assert "to 0.0192 after 100 steps against the momentum run's 7.52e-4, with w 3.113 and b 1.641" in (
         lesson.try_next
+    )
+
+
+def test_adam_s_steps_are_about_lr_long_whatever_the_gradient_and_its_try_scales_the_gradient() -> None:
+    lesson = BY_ID["adam"]
+    assert lesson.view == "charts" and lesson.charts is not None
+    assert lesson.charts.hide == ("lr", "memory")
+    trace = record(lesson.source)
+    steps = optimizer_steps(trace)
+    assert len(steps) == 100 and {s.lr[0] for s in steps} == {0.1}
+    assert all(s.grad_norm is not None and s.update_norm is not None for s in steps)
+    by_step = {s.step: s for s in steps}
+    first = by_step[1]
+    # each of the two parameters moves exactly lr at step 1: 0.1 · √2
+    assert round(first.grad_norm or 0.0, 2) == 64.44
+    assert (
+        first.update_norm == pytest.approx(0.1 * 2**0.5, rel=1e-5) and round(first.update_norm, 4) == 0.1414
+    )
+    assert round(0.01 * (first.grad_norm or 0.0), 3) == 0.644  # SGD's step with lr=0.01: lr × gradient
+    assert max(s.update_norm or 0.0 for s in steps) <= 0.1 * 2**0.5 + 1e-6  # "no later step is longer"
+    thirtieth = by_step[30]  # the gradient 13 times smaller, the step 2 times
+    assert round(thirtieth.grad_norm or 0.0, 2) == 4.92 and round(thirtieth.update_norm or 0.0, 4) == 0.0687
+    assert round((first.grad_norm or 0.0) / (thirtieth.grad_norm or 1.0)) == 13
+    assert round((first.update_norm or 0.0) / (thirtieth.update_norm or 1.0)) == 2
+    # the gradient turns round at step 35 (its smallest), and the steps are shortest at step 46
+    grads = [s.grad_norm or 0.0 for s in steps]
+    updates = [s.update_norm or 0.0 for s in steps]
+    assert grads.index(min(grads[:60])) + 1 == 35 and updates.index(min(updates[:60])) + 1 == 46
+    assert round(grads[45], 2) == 4.93 and round(updates[45], 3) == 0.003
+    _quoted(
+        lesson.text,
+        "At step 1 the gradient is 64.44 and each of the two parameters moves exactly lr = 0.1, an update "
+        "norm of 0.1414 (0.1 × √2), where SGD with lr=0.01 would move them 0.644",
+        "No later step is longer",
+        "at step 30 the gradient is 4.92, 13 times smaller, and the step 0.0687, only 2 times smaller",
+        "At step 35 the line overshoots and the gradient turns round",
+        "at step 46 the gradient is 4.93 and the step 0.003",
+        "After 100 steps the loss is 0.1318, w 2.694 and b 2.929",
+    )
+    assert stdout_text(trace) == "loss 0.1318\nw 2.694\nb 2.929\n"
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    cents = tried(lesson, "y = 3 * X + 2", "y = 300 * X + 200", asks="Make it y = 300 * X + 200")
+    cent_steps = optimizer_steps(cents)
+    grown = (cent_steps[0].grad_norm or 0.0) / (first.grad_norm or 1.0)
+    assert round(cent_steps[0].grad_norm or 0.0) == 6741 and round(grown) == 105
+    assert round(cent_steps[0].update_norm or 0.0, 4) == 0.1414
+    updates = [s.update_norm or 0.0 for s in cent_steps]
+    assert len(updates) == 100 and min(updates) >= 0.139 and max(updates) <= 0.1 * 2**0.5 + 1e-6
+    assert stdout_text(cents) == "loss 1085836.0000\nw 9.931\nb 10.474\n"
+    _quoted(
+        lesson.try_next,
+        "the gradient starts at 6741, 105 times as large, and Adam's first step is 0.1414 again, every step "
+        "of the 100 between 0.139 and 0.1414 (SGD's would have grown 105-fold)",
+        "after 100 steps w is 9.931 and the loss 1,085,836",
     )
 
 

@@ -1,5 +1,5 @@
 """The lessons on a Linear layer's weight gradient, cross-entropy's gradient, gradient clipping,
-momentum and a residual connection in real Chromium: each opens where its text points, and the
+momentum, Adam and a residual connection in real Chromium: each opens where its text points, and the
 step card, the graph's edges or the charts show the figures the text quotes (the figures
 themselves are checked against the traces in tests/server/test_lessons_gradients.py)."""
 
@@ -106,6 +106,31 @@ def test_the_momentum_lesson_s_steps_part_from_the_gradient_and_its_try_compares
         "dashed: line 14: momentum=0.9 → momentum=0.0"
     )
     expect(page.locator(".gw-output")).to_contain_text("w 3.113")
+
+
+def test_the_adam_lesson_s_steps_stay_lr_long_and_its_try_scales_only_the_gradient(page: Any) -> None:
+    opened_at(page, "adam")
+    expect(page.locator("[role=tab][data-view=charts]")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("[data-chart=grad] .gw-chart-readout")).to_contain_text("last: step 100 · 0.3992")
+    expect(page.locator("[data-chart=lr]")).to_be_hidden()
+    expect(page.locator("[data-chart=memory]")).to_be_hidden()
+    drawn = """() => { const s = window.gradwalk.charts.snapshot();
+        return [s.grad.series[0].values, s.update.series[0].values]; }"""
+    grads, updates = page.evaluate(drawn)
+    assert [round(grads[0], 2), round(updates[0], 4)] == [64.44, 0.1414]
+    assert [round(grads[29], 2), round(updates[29], 4)] == [4.92, 0.0687]
+    assert [round(grads[45], 2), round(updates[45], 3)] == [4.93, 0.003]
+    assert max(updates) == updates[0]
+    shot(page, "lessons-adam")
+    # the try: the rent in cents, a gradient 105 times as large and the same first step
+    source = page.evaluate("() => window.gradwalk.editor.source")
+    run_source(page, source.replace("y = 3 * X + 2", "y = 300 * X + 200"))
+    expect(page.locator(".gw-output")).to_contain_text("w 9.931")
+    grads, updates = page.evaluate(drawn)
+    assert [round(grads[0]), round(updates[0], 4)] == [6741, 0.1414]
+    assert min(updates) >= 0.139
+    page.check("input[aria-label='Compare with the run before']")
+    expect(page.locator(".gw-charts-compare-what")).to_have_text("dashed: line 9: 3 * X + 2 → 300 * X + 200")
 
 
 def test_the_residual_lesson_s_add_sends_its_whole_gradient_down_both_paths(page: Any) -> None:
