@@ -97,12 +97,12 @@ export function spreadPlaced(cy: Core, ratio: number): void {
   const placed = cy.nodes().not(":parent").not(".unplaced");
   if (placed.empty() || ratio === 1) return;
   const box = placed.boundingBox();
-  const cx = (box.x1 + box.x2) / 2;
-  const cy0 = (box.y1 + box.y2) / 2;
+  const midX = (box.x1 + box.x2) / 2;
+  const midY = (box.y1 + box.y2) / 2;
   cy.batch(() => {
     placed.positions((node) => {
       const p = node.position();
-      return { x: cx + (p.x - cx) * ratio, y: cy0 + (p.y - cy0) * ratio };
+      return { x: midX + (p.x - midX) * ratio, y: midY + (p.y - midY) * ratio };
     });
   });
 }
