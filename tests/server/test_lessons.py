@@ -23,8 +23,8 @@ from tests.server.test_stream import collect
 # leaves' .grad and custom Functions in teaching order (what vector-backward,
 # finite-differences, freeze-layer, broadcast-sums and the training loops from update-by-hand
 # on show is checked in test_lessons_loops.py, what linear-weight-grad, cross-entropy-grad,
-# clip-grad-norm, momentum, adam and residual show in test_lessons_gradients.py, what checkpoint and
-# inference-mode show in test_lessons_memory_modes.py).
+# clip-grad-norm, momentum, adam and residual show in test_lessons_gradients.py, what checkpoint,
+# batch-norm and inference-mode show in test_lessons_memory_modes.py).
 TOPICS = [
     "scalar",
     "chain-rule",
@@ -41,6 +41,7 @@ TOPICS = [
     "holding-graph",
     "checkpoint",
     "no-grad-vs-eval",
+    "batch-norm",
     "inference-mode",
     "detach",
     "freeze-layer",

@@ -1,12 +1,14 @@
-"""Two lessons on what autograd keeps: torch.utils.checkpoint, whose graph holds a block's input
-instead of what its ops save and runs the block again inside backward(), and
-torch.inference_mode(), whose tensors autograd can never save, so a head trained on features
-made under it fails at once. Each lesson is recorded as the gallery serves it; each figure its
+"""Three lessons on what autograd keeps and what a mode changes: torch.utils.checkpoint, whose
+graph holds a block's input instead of what its ops save and runs the block again inside
+backward(); torch.inference_mode(), whose tensors autograd can never save, so a head trained on
+features made under it fails at once; and BatchNorm in train() mode, where one sample's loss
+sends a gradient to every sample of the batch (and in eval() to its own row only). Each lesson is recorded as the gallery serves it; each figure its
 text or its "try" quotes is read back from the trace, and the "try" is recorded with the change
 it asks for."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from engine import queries as q
@@ -139,3 +141,54 @@ def test_the_inference_mode_lesson_trains_under_no_grad_or_on_a_clone() -> None:
     (encoder,) = [e for e in under_no_grad.events if e.type == "op" and e.line == 14]
     assert encoder.name == "linear" and encoder.grad_mode == "no_grad" and encoder.nodes == []
     _quoted(lesson.try_next, "the head trains, and the loss is 0.3891 after 20 steps")
+
+
+def _plain_batch_norm_grad(evaluating: bool) -> list[list[float]]:
+    """x.grad as PyTorch computes it for the lesson's batch, without gradwalk."""
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(2)
+    x = torch.randn(4, 2).requires_grad_()
+    if evaluating:
+        bn.eval()
+    bn(x)[0].sum().backward()
+    assert x.grad is not None
+    return x.grad.tolist()
+
+
+def test_the_batch_norm_lesson_sends_sample_zeros_loss_to_every_sample() -> None:
+    lesson = BY_ID["batch-norm"]
+    trace = record(lesson.source)
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "NativeBatchNormBackward0"
+    assert at.grad_in[0].flat == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # row 0 only
+    to_x, to_weight, to_bias = at.grad_out
+    plain = [v for row in _plain_batch_norm_grad(evaluating=False) for v in row]
+    assert to_x.shape == [4, 2] and to_x.flat == pytest.approx(plain, abs=1e-6)  # PyTorch's own
+    assert all(abs(v) > 0.05 for v in to_x.flat)  # "a gradient in every row"
+    assert abs(sum(to_x.flat[0::2])) < 1e-6 and abs(sum(to_x.flat[1::2])) < 1e-6  # each column sums to 0
+    assert [round(v, 4) for v in to_weight.flat] == [1.3207, -0.2544] and to_bias.flat == [1.0, 1.0]
+    assert stdout_text(trace) == (
+        "tensor([[ 0.2216,  0.8408],\n        [ 0.1278, -0.2330],\n"
+        "        [-0.0523, -0.3972],\n        [-0.2971, -0.2105]])\n"
+    )
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    _quoted(
+        lesson.text,
+        "SelectBackward0 hands this NativeBatchNormBackward0 a gradient of 1 in row 0 and 0 in rows 1 to 3",
+        "x.grad = [[0.2216, 0.8408], [0.1278, -0.233], [-0.0523, -0.3972], [-0.2971, -0.2105]]",
+        "Each column sums to 0",
+        "bn.weight gets sample 0's normalised values, [1.321, -0.2544], and bn.bias [1, 1]",
+    )
+
+
+def test_the_batch_norm_lesson_try_evaluates_each_sample_on_its_own() -> None:
+    lesson = BY_ID["batch-norm"]
+    trace = tried(
+        lesson, "out = bn(x)\n", "bn.eval()\nout = bn(x)\n", "Add bn.eval() on the line before out = bn(x)"
+    )
+    sent = next(e for name, e in stepper_timeline(trace) if name == "NativeBatchNormBackward0").grad_out[0]
+    plain = _plain_batch_norm_grad(evaluating=True)
+    assert sent.flat == pytest.approx([v for row in plain for v in row], abs=1e-6)
+    assert sent.flat[:2] == pytest.approx([(1 + 1e-5) ** -0.5] * 2) and sent.flat[2:] == [0.0] * 6
+    assert stdout_text(trace).startswith("tensor([[1.0000, 1.0000],\n        [0.0000, 0.0000],")
+    _quoted(lesson.try_next, "x.grad is 1.0000 in row 0 and 0 in rows 1 to 3")

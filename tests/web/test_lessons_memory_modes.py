@@ -1,4 +1,5 @@
-"""The lessons on checkpointing and on inference_mode() in real Chromium: each opens where its
+"""The lessons on checkpointing, on BatchNorm in train() and eval() and on inference_mode() in
+real Chromium: each opens where its
 text points, and the step card, the output, the graph memory chart, the tape and the error
 under its line show what the text says (the figures themselves are checked against the traces
 in tests/server/test_lessons_memory_modes.py)."""
@@ -61,3 +62,19 @@ def test_the_inference_mode_lesson_shows_the_unrecorded_encoder_and_the_error_na
     expect(widget.locator(".cm-gw-error-hint")).to_contain_text("feats = feats.clone()")
     expect(page.locator(".gw-graph-empty")).to_contain_text("the run stopped on RuntimeError at line 19")
     shot(page, "lessons-inference-mode")
+
+
+def test_the_batch_norm_lesson_opens_where_one_rows_gradient_reaches_every_row(page: Any) -> None:
+    card = opened_at(page, "batch-norm", "step 3 of 7")
+    expect(card).to_contain_text("Each column sums to 0")
+    step = page.locator(STEP_CARD)
+    expect(step.locator(".gw-node-name")).to_have_text("NativeBatchNormBackward0")
+    expect(step).to_contain_text("[[1, 1],\n [0, 0],\n [0, 0],\n [0, 0]]")  # what arrived: row 0 only
+    expect(step).to_contain_text("[−0.2971, −0.2105]]")  # what it sends x: every row
+    expect(step).to_contain_text("out 1 → bn.weight.grad")
+    expect(page.locator(".gw-output")).to_contain_text("[-0.2971, -0.2105]])")
+    shot(page, "lessons-batch-norm")
+    # the try: eval() normalises with the running statistics, and only row 0 gets a gradient
+    source = page.evaluate("() => window.gradwalk.editor.source")
+    run_source(page, source.replace("out = bn(x)\n", "bn.eval()\nout = bn(x)\n"))
+    expect(page.locator(".gw-output")).to_contain_text("tensor([[1.0000, 1.0000],\n        [0.0000, 0.0000],")
