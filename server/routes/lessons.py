@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..deps import LimiterDep, RegistryDep, SettingsDep, spend_allowance
 from ..lessons import Lesson, LessonLibrary
@@ -14,7 +14,7 @@ from ..live import LiveRun
 from ..models import ErrorDetail, RunPublic, run_public
 from .runs import start_run
 
-__all__ = ["LessonChartsPublic", "LessonList", "LessonPublic", "router"]
+__all__ = ["LessonChartsPublic", "LessonList", "LessonPublic", "TryEditPublic", "router"]
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
 
@@ -27,6 +27,15 @@ class LessonChartsPublic(BaseModel):
     per_param: bool = Field(description="one line per parameter (true) or one line together (false)")
     yscale: Literal["auto", "linear", "log"] = Field(description="the charts' y scale")
     hide: list[str] = Field(description="the ids of the charts hidden (loss, grad, update, lr, …)")
+
+
+class TryEditPublic(BaseModel):
+    """The change the lesson's "try" asks for, which the app makes on request."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    replace: str = Field(description="the text of the lesson's code to change (it holds it once)")
+    with_: str = Field(alias="with", description="what it becomes")
 
 
 class LessonPublic(BaseModel):
@@ -45,6 +54,11 @@ class LessonPublic(BaseModel):
     charts: LessonChartsPublic | None = Field(
         description="how the training charts open; null: the lesson leaves the learner's chart "
         "choices as they are, putting back only what the lesson before it set"
+    )
+    try_edit: TryEditPublic | None = Field(
+        default=None,
+        description="the change the try asks for, which the app's Try it button makes before it runs "
+        "the code; null where the try is not one edit",
     )
 
 

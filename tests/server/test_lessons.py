@@ -13,7 +13,7 @@ import pytest
 
 from engine import record
 from engine.events import GradAccumulated
-from server.lessons import CHART_IDS, LESSONS_DIR, Lesson, LessonCharts, load_lessons
+from server.lessons import CHART_IDS, LESSONS_DIR, Lesson, LessonCharts, TryEdit, load_lessons
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
 from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline
@@ -155,6 +155,34 @@ def test_a_lesson_s_charts_entry_with_a_typo_is_refused_by_name() -> None:
         LessonCharts.from_json({"hide": ["lr", "memroy"]}, "x")
     hidden = LessonCharts.from_json({"hide": ["memory", "metric:val_acc"]}, "x")
     assert hidden is not None and hidden.hide == ("memory", "metric:val_acc")
+
+
+def test_a_try_edit_that_does_not_fit_its_code_is_refused_by_name() -> None:
+    code = "lr = 0.5\nprint(lr)\n"
+    assert TryEdit.from_json(None, "x", code) is None  # a try that is not one edit
+    assert TryEdit.from_json({"replace": "0.5", "with": "0.05"}, "x", code) == TryEdit("0.5", "0.05")
+    with pytest.raises(
+        ValueError, match=r"lesson 'x': try_edit replaces '0\.1', which its code holds 0 times"
+    ):
+        TryEdit.from_json({"replace": "0.1", "with": "0.01"}, "x", code)
+    with pytest.raises(ValueError, match="lesson 'x': try_edit replaces 'lr', which its code holds 2 times"):
+        TryEdit.from_json({"replace": "lr", "with": "rate"}, "x", code)
+    with pytest.raises(ValueError, match="lesson 'x': try_edit's result 'print' is in its code already"):
+        TryEdit.from_json({"replace": "lr = 0.5", "with": "print"}, "x", code)
+    with pytest.raises(ValueError, match=r"lesson 'x': try_edit must be \{"):
+        TryEdit.from_json({"replace": "0.5", "by": "0.05"}, "x", code)
+
+
+def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
+    # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
+    # text, so the figures those tests check are the ones the Try it button shows
+    edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
+    assert len(edited) == 19 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    for lesson in LESSONS:
+        if lesson.try_edit is not None:
+            changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)
+            assert changed != lesson.source
+            compile(changed, lesson.file, "exec")
 
 
 def test_the_charts_a_lesson_may_hide_are_the_charts_the_app_draws() -> None:
@@ -484,6 +512,11 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]
         assert one["charts"] is None  # the lesson says nothing: the learner's choices stay
+        assert one["try_edit"] is None  # its try is a question, not an edit
+        assert c.get("/api/lessons/momentum").json()["try_edit"] == {
+            "replace": "momentum=0.9)",
+            "with": "momentum=0.0)",
+        }
         assert c.get("/api/lessons/dead-relu").json()["charts"] == {
             "per_param": True,
             "yscale": "log",

@@ -449,3 +449,34 @@ def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
     find.press("Enter")
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     expect(page.locator(CARD)).to_have_attribute("data-lesson", first or "")
+
+
+def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None:
+    card = opened_at(page, "momentum")
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 7.52e-4")
+    button = card.locator("[data-gw=lesson-try]")
+    expect(button).to_have_text("Try it ▶")
+    button.click()
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    assert "momentum=0.0)" in page.evaluate("() => window.gradwalk.editor.source")
+    # the run the try describes: plain SGD's loss after 100 steps
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 0.01923")
+    expect(page.locator(".gw-output")).to_contain_text("w 3.113")
+    shot(page, "lessons-try-it")
+    # made once: a second press says so and changes nothing
+    button.click()
+    expect(page.locator(".gw-output")).to_contain_text("The code already has this change")
+    assert page.evaluate("() => window.gradwalk.editor.source").count("momentum=0.0)") == 1
+    # a deletion (freeze-layer's two lines) is made and run too; the code moved on is refused
+    card = opened_at(page, "freeze-layer", "step 3 of 7")
+    card.locator("[data-gw=lesson-try]").click()
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    assert "requires_grad_(False)" not in page.evaluate("() => window.gradwalk.editor.source")
+    expect(page.locator(".gw-output")).not_to_contain_text("no longer holds")
+    opened_at(page, "batch-norm", "step 3 of 7")
+    page.evaluate("() => { window.gradwalk.editor.source = 'import torch\\n'; }")
+    card.locator("[data-gw=lesson-try]").click()
+    expect(page.locator(".gw-output")).to_contain_text("The code no longer holds “out = bn(x)”")
+    # a lesson whose try is a question has no button
+    opened_at(page, "no-grad-vs-eval")
+    expect(card.locator("[data-gw=lesson-try]")).to_have_count(0)

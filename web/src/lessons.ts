@@ -8,6 +8,7 @@ import type { App } from "./app";
 import { $, breakAtDots, h } from "./dom";
 import { LessonChartMemory, type LessonCharts } from "./lesson-charts";
 import { LessonFilter } from "./lesson-filter";
+import { applyTry, type TryEdit } from "./lesson-try";
 import { VIEWS, type ViewName } from "./store";
 
 export interface Lesson {
@@ -25,7 +26,10 @@ export interface Lesson {
   /** How the training charts open (server/lessons); where a lesson says nothing, as the
    * learner set them (lesson-charts.ts). */
   charts?: LessonCharts | null;
+  /** The change the "try" asks for, which Try it makes (null where the try is not one edit). */
+  try_edit?: TryEdit | null;
 }
+
 
 interface LessonRun {
   id: string;
@@ -65,6 +69,8 @@ export class LessonsGallery {
   private loaded: Promise<void> | null = null;
   private opening = 0;
   private readonly chartMemory = new LessonChartMemory();
+  /** The lesson whose code Try it changed, until a lesson is opened again. */
+  private triedIn: string | null = null;
 
   constructor(private readonly app: App) {
     const root = app.root;
@@ -126,6 +132,7 @@ export class LessonsGallery {
     }
     if (this.dialog.open) this.dialog.close();
     const ticket = ++this.opening;
+    this.triedIn = null;
     this.show(lesson.id);
     this.app.editor.source = lesson.source;
     this.app.editor.setErrors([]);
@@ -144,6 +151,22 @@ export class LessonsGallery {
     const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
     await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null, ...this.chartMemory.choicesFor(lesson.charts, this.app.store.state) });
     return true;
+  }
+
+  /** Make the change the lesson's try asks for in the editor's code, and run it. */
+  private async tryIt(lesson: Lesson): Promise<void> {
+    const edit = lesson.try_edit;
+    if (!edit) return;
+    const done = applyTry(this.app.editor.source, edit, this.triedIn === lesson.id);
+    if ("source" in done) {
+      this.app.editor.source = done.source;
+      this.triedIn = lesson.id;
+      await this.app.run();
+    } else if (done.why === "made") {
+      this.app.output.say("The code already has this change: press ▶ Run to run it again, or open the lesson again to start from its code.");
+    } else {
+      this.app.output.say(`The code no longer holds “${edit.replace.trim()}”, which this try changes: open the lesson again to start from its code.`, "error");
+    }
   }
 
   /** Show a lesson's card without touching the workspace (a room viewer follows the presenter's). */
@@ -251,7 +274,24 @@ export class LessonsGallery {
           // a region the keyboard reaches, to scroll it where it scrolls
           { class: "gw-lesson-words", data: { gw: "lesson-words" }, tabindex: 0, role: "region", "aria-label": "Lesson text" },
           h("p", { class: "gw-lesson-text", text: lesson.text }),
-          lesson.try_next ? h("p", { class: "gw-lesson-try" }, h("strong", { text: "Try this: " }), lesson.try_next) : null,
+          lesson.try_next
+            ? h(
+                "p",
+                { class: "gw-lesson-try" },
+                h("strong", { text: "Try this: " }),
+                lesson.try_next,
+                lesson.try_edit
+                  ? h("button", {
+                      type: "button",
+                      class: "gw-btn gw-lesson-try-it",
+                      text: "Try it ▶",
+                      title: "Make this change in the code and run it",
+                      data: { gw: "lesson-try", nav: "try" },
+                      on: { click: () => void this.tryIt(lesson) },
+                    })
+                  : null,
+              )
+            : null,
         ),
       ),
       h(
