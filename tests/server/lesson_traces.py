@@ -37,6 +37,12 @@ def stdout_text(trace: Trace) -> str:
     return "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
 
 
+def quoted(text: str, *fragments: str) -> None:
+    """Each fragment, as a lesson's text (or its try) quotes it."""
+    for fragment in fragments:
+        assert fragment in text, fragment
+
+
 def tried(lesson: Lesson, old: str, new: str, asks: str, *, second: bool = False) -> Trace:
     """Record ``lesson`` with the change its "try" asks for, checking that the try says
     ``asks`` and that the snippet holds ``old``, which is replaced by ``new``; that change is

@@ -17,13 +17,7 @@ import torch.nn.functional as F
 from engine import queries as q
 from engine import record
 from engine.events import Trace
-from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
-
-
-def _quoted(text: str, *fragments: str) -> None:
-    """Each fragment, as the lesson's text quotes it."""
-    for fragment in fragments:
-        assert fragment in text, fragment
+from tests.server.lesson_traces import BY_ID, optimizer_steps, quoted, stdout_text, stepper_timeline, tried
 
 
 def _rounded(values: list[float], digits: int = 4) -> list[float]:
@@ -51,7 +45,7 @@ def test_linear_weight_grad_opens_at_the_addmm_whose_weight_gradient_is_x_times_
     assert bias.flat == [1.0, -2.0] and x is None
     assert weight_t.shape == [3, 2] and weight_t.flat == [1.0, -2.0, 2.0, -4.0, 3.0, -6.0]
     assert _grad_sent(trace, "TBackward0") == [[1.0, 2.0, 3.0, -2.0, -4.0, -6.0]]
-    _quoted(
+    quoted(
         lesson.text,
         "the bias gets them as they are, summed over the batch rows, [1, -2]; x needs none",
         "Wᵀ gets xᵀ @ grad, a (3, 2) matrix, [[1, -2], [2, -4], [3, -6]]",
@@ -86,7 +80,7 @@ def test_cross_entropy_grad_opens_where_log_softmax_sends_softmax_minus_one_hot(
     assert _rounded(F.softmax(z, dim=1)[0].tolist()) == [0.659, 0.2424, 0.0986]
     F.cross_entropy(z, torch.tensor([2])).backward()
     assert z.grad is not None and _rounded(z.grad[0].tolist()) == _rounded(at.grad_out[0].flat)
-    _quoted(
+    quoted(
         lesson.text,
         "NllLossBackward0 sends -1 to the right class, 2, and 0 to the others: [0, 0, -1]",
         "softmax(z) is [0.659, 0.2424, 0.0986] and Σ grad is -1",
@@ -212,7 +206,7 @@ def test_adam_s_steps_are_about_lr_long_whatever_the_gradient_and_its_try_scales
     updates = [s.update_norm or 0.0 for s in steps]
     assert grads.index(min(grads[:60])) + 1 == 35 and updates.index(min(updates[:60])) + 1 == 46
     assert round(grads[45], 2) == 4.93 and round(updates[45], 3) == 0.003
-    _quoted(
+    quoted(
         lesson.text,
         "At step 1 the gradient is 64.44 and each of the two parameters moves exactly lr = 0.1, an update "
         "norm of 0.1414 (0.1 × √2), where SGD with lr=0.01 would move them 0.644",
@@ -232,7 +226,7 @@ def test_adam_s_steps_are_about_lr_long_whatever_the_gradient_and_its_try_scales
     updates = [s.update_norm or 0.0 for s in cent_steps]
     assert len(updates) == 100 and min(updates) >= 0.139 and max(updates) <= 0.1 * 2**0.5 + 1e-6
     assert stdout_text(cents) == "loss 1085836.0000\nw 9.931\nb 10.474\n"
-    _quoted(
+    quoted(
         lesson.try_next,
         "the gradient starts at 6741, 105 times as large, and Adam's first step is 0.1414 again, every step "
         "of the 100 between 0.139 and 0.1414 (SGD's would have grown 105-fold)",
@@ -255,7 +249,7 @@ def test_residual_opens_where_an_add_hands_its_skip_the_whole_gradient_and_its_t
     branch = _grad_sent(trace, "MmBackward0")[0]
     assert branch == [-0.5613, 0.1538, -0.152, 0.2822]
     assert _rounded([1.0 + b for b in branch]) == received
-    _quoted(
+    quoted(
         lesson.text,
         "This AddBackward0 (line 14), the last layer but one's, receives [0.4387, 1.1538, 0.848, 1.2822]",
         "the [1, 1, 1, 1] the last add sent down its skip plus the [-0.5613, 0.1538, -0.152, 0.2822]",

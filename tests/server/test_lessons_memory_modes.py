@@ -14,16 +14,10 @@ import torch
 from engine import queries as q
 from engine import record
 from engine.events import Trace
-from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, stepper_timeline, tried
+from tests.server.lesson_traces import BY_ID, optimizer_steps, quoted, stdout_text, stepper_timeline, tried
 
 KIB = 1024
 CHECKPOINTED = "y = cp.checkpoint(\n    block, x, use_reentrant=False)"
-
-
-def _quoted(text: str, *fragments: str) -> None:
-    """Each fragment, as the lesson's text quotes it."""
-    for fragment in fragments:
-        assert fragment in text, fragment
 
 
 def _graph_bytes(trace: Trace) -> list[int]:
@@ -76,7 +70,7 @@ def test_the_checkpoint_lesson_holds_the_block_input_only_and_runs_the_block_aga
     assert f"x.grad norm {round(norm, 4)}\n" in stdout_text(trace) and round(norm, 4) == 17.6053
     assert abs(q.final_grads(trace)["x"] - norm) < 1e-4  # the trace's x.grad is PyTorch's
     assert lesson.source.splitlines()[9].strip() == "return h.tanh().tanh().tanh()"
-    _quoted(
+    quoted(
         lesson.text,
         "three of them on 1,024 floats hold 12 KiB",
         "the graph keeps only block's input x, 4 KiB",
@@ -93,7 +87,7 @@ def test_the_checkpoint_lesson_try_saves_each_tanh_output_and_holds_three_times_
     assert stdout_text(trace).count("block runs") == 1 and _printed_inside_backward(trace) == []
     norm = _plain_grad_norm(checkpointed=False)
     assert round(norm, 4) == 17.6053 and abs(q.final_grads(trace)["x"] - norm) < 1e-4
-    _quoted(
+    quoted(
         lesson.try_next,
         "block runs once, each TanhBackward0 saves its 4 KiB output",
         "graph memory peaks at 12 KiB against the checkpointed run's 4 KiB",
@@ -117,7 +111,7 @@ def test_the_inference_mode_lesson_fails_where_the_head_first_meets_the_features
     assert encoder.grad_mode == "inference_mode" and encoder.nodes == [] and encoder.line == 14
     assert [names[t] for t in encoder.outputs] == ["feats"]
     assert not q.events_of(trace, "backward_started") and not optimizer_steps(trace)
-    _quoted(
+    quoted(
         lesson.text,
         "the tape shows encoder's linear run under inference_mode, building no node",
         "the run fails at line 19 on its first step, before any backward()",
@@ -140,7 +134,7 @@ def test_the_inference_mode_lesson_trains_under_no_grad_or_on_a_clone() -> None:
         assert stdout_text(trace) == "loss 0.3891\n"
     (encoder,) = [e for e in under_no_grad.events if e.type == "op" and e.line == 14]
     assert encoder.name == "linear" and encoder.grad_mode == "no_grad" and encoder.nodes == []
-    _quoted(lesson.try_next, "the head trains, and the loss is 0.3891 after 20 steps")
+    quoted(lesson.try_next, "the head trains, and the loss is 0.3891 after 20 steps")
 
 
 def _plain_batch_norm_grad(evaluating: bool) -> list[list[float]]:
@@ -172,7 +166,7 @@ def test_the_batch_norm_lesson_sends_sample_zeros_loss_to_every_sample() -> None
         "        [-0.0523, -0.3972],\n        [-0.2971, -0.2105]])\n"
     )
     assert [e for e in trace.events if e.type == "pitfall"] == []
-    _quoted(
+    quoted(
         lesson.text,
         "SelectBackward0 hands this NativeBatchNormBackward0 a gradient of 1 in row 0 and 0 in rows 1 to 3",
         "x.grad = [[0.2216, 0.8408], [0.1278, -0.233], [-0.0523, -0.3972], [-0.2971, -0.2105]]",
@@ -191,4 +185,4 @@ def test_the_batch_norm_lesson_try_evaluates_each_sample_on_its_own() -> None:
     assert sent.flat == pytest.approx([v for row in plain for v in row], abs=1e-6)
     assert sent.flat[:2] == pytest.approx([(1 + 1e-5) ** -0.5] * 2) and sent.flat[2:] == [0.0] * 6
     assert stdout_text(trace).startswith("tensor([[1.0000, 1.0000],\n        [0.0000, 0.0000],")
-    _quoted(lesson.try_next, "x.grad is 1.0000 in row 0 and 0 in rows 1 to 3")
+    quoted(lesson.try_next, "x.grad is 1.0000 in row 0 and 0 in rows 1 to 3")

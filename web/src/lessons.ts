@@ -30,7 +30,6 @@ export interface Lesson {
   try_edit?: TryEdit | null;
 }
 
-
 interface LessonRun {
   id: string;
   status: string;
