@@ -16,7 +16,7 @@ from engine.events import GradAccumulated
 from server.lessons import CHART_IDS, LESSONS_DIR, Lesson, LessonCharts, TryEdit, load_lessons
 from tests.server.conftest import client_address
 from tests.server.harness import LiveServer
-from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline
+from tests.server.lesson_traces import BY_ID, LESSONS, stdout_text, stepper_timeline, tried
 from tests.server.test_stream import collect
 
 # The topics issue 8 asks for, by lesson id, with second derivatives, detach(), the
@@ -177,7 +177,7 @@ def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
     # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
     # text, so the figures those tests check are the ones the Try it button shows
     edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
-    assert len(edited) == 19 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    assert len(edited) == 23 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
     for lesson in LESSONS:
         if lesson.try_edit is not None:
             changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)
@@ -404,8 +404,7 @@ def test_the_dead_relu_lesson_s_try_keeps_fc1_learning() -> None:
     lesson = BY_ID["dead-relu"]
     labels = "y = ((X - 50).norm(dim=1) < 40).long()  # 1 inside the circle\n"
     scaled = "X = (X - X.mean(0)) / X.std(0)"
-    assert labels in lesson.source and f"add {scaled} after the line that makes y" in lesson.try_next
-    trace = record(lesson.source.replace(labels, f"{labels}{scaled}\n"))
+    trace = tried(lesson, labels, f"{labels}{scaled}\n", asks=f"add {scaled} after the line that makes y")
     steps = [e for e in trace.events if e.type == "optimizer_step"]
     assert len(steps) == 60
     assert all(p.grad_norm > 0 for s in steps for p in s.params if p.name.startswith("fc1."))
@@ -424,8 +423,8 @@ def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None
         "Replace nn.Sigmoid() with nn.ReLU() and run" in lesson.try_next
         and f"optimizer {adam} too" in lesson.try_next
     )
+    trace = tried(lesson, "nn.Sigmoid()", "nn.ReLU()", asks="Replace nn.Sigmoid() with nn.ReLU() and run")
     relu = lesson.source.replace("nn.Sigmoid()", "nn.ReLU()")
-    trace = record(relu)
     steps = [e for e in trace.events if e.type == "optimizer_step"]
     first = {p.name: p.grad_norm for p in steps[0].params}
     assert (
@@ -448,11 +447,8 @@ def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_a
     lesson = BY_ID["data-edit"]
     clamp = "        p.data.clamp_(-0.2, 0.2)\n"
     checked = "with torch.no_grad(): p.clamp_(-0.2, 0.2)"
-    assert (
-        clamp in lesson.source
-        and f"writing line 16 as: {checked}. Run: backward() now raises" in lesson.try_next
-    )
-    trace = record(lesson.source.replace(clamp, f"        {checked}\n"))
+    asks = f"writing line 16 as: {checked}. Run: backward() now raises"
+    trace = tried(lesson, clamp, f"        {checked}\n", asks=asks)
     assert trace.events[-1].status == "error"
     error = next(e for e in trace.events if e.type == "error")
     names = {e.id: e.name for e in trace.events if e.type == "node"}
@@ -478,10 +474,9 @@ def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_a
 def test_the_activation_twice_lesson_s_try_lets_the_loss_fall_past_the_floor() -> None:
     lesson = BY_ID["activation-twice"]
     second = "prob = torch.sigmoid(model(X))  # a second sigmoid"
-    assert (
-        second in lesson.source and "Delete the second sigmoid, prob = model(X), and run" in lesson.try_next
+    trace = tried(
+        lesson, second, "prob = model(X)", asks="Delete the second sigmoid, prob = model(X), and run"
     )
-    trace = record(lesson.source.replace(second, "prob = model(X)"))
     assert [e for e in trace.events if e.type == "pitfall"] == []
     assert stdout_text(trace) == "loss 0.024, accuracy 1.00\n"
     assert "the pitfall goes quiet and the loss falls to 0.024" in lesson.try_next
