@@ -177,7 +177,7 @@ def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
     # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
     # text, so the figures those tests check are the ones the Try it button shows
     edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
-    assert len(edited) == 23 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    assert len(edited) == 34 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
     for lesson in LESSONS:
         if lesson.try_edit is not None:
             changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)
@@ -507,7 +507,8 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]
         assert one["charts"] is None  # the lesson says nothing: the learner's choices stay
-        assert one["try_edit"] is None  # its try is a question, not an edit
+        assert one["try_edit"] == {"replace": "torch.tensor(2.5,", "with": "torch.tensor(1.0,"}
+        assert c.get("/api/lessons/chain-rule").json()["try_edit"] is None  # a try that is no edit
         assert c.get("/api/lessons/momentum").json()["try_edit"] == {
             "replace": "momentum=0.9)",
             "with": "momentum=0.0)",
