@@ -177,7 +177,7 @@ def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
     # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
     # text, so the figures those tests check are the ones the Try it button shows
     edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
-    assert len(edited) == 34 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    assert len(edited) == 42 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
     for lesson in LESSONS:
         if lesson.try_edit is not None:
             changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)

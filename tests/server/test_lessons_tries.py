@@ -104,6 +104,60 @@ TRIES: dict[str, tuple[str, str, str, Callable[[Trace], bool]]] = {
         "Wrap the list in nn.ModuleList([...]) and run: net.parameters() now has 6 tensors",
         lambda t: {len(s.params) for s in optimizer_steps(t)} == {6} and not _pitfall_kinds(t),
     ),
+    "hooks": (
+        "y.register_hook(lambda grad: grad * 10)",
+        "y.register_hook(lambda grad: grad)",
+        "Make the hook return grad unchanged (or print it and return nothing) and run again: x.grad becomes "
+        "[18, 36]",
+        lambda t: _grads(t) == {"x": [18.0, 36.0]},
+    ),
+    "second-derivative": (
+        "torch.autograd.grad(y, x, create_graph=True)",
+        "torch.autograd.grad(y, x)",
+        "Remove create_graph=True and run: dy_dx comes back as a plain number with no grad_fn, and the second "
+        "grad() fails: element 0 of tensors does not require grad",
+        lambda t: (
+            [e.message for e in q.errors(t)]
+            == ["element 0 of tensors does not require grad and does not have a grad_fn"]
+        ),
+    ),
+    "custom-function": (
+        "return grad * 3 * x ** 2",
+        "return grad * 2 * x",
+        "Make backward return grad * 2 * x and run: x.grad becomes 4 (2 · 2) where the rule gives 12, and nothing complains",
+        lambda t: _grads(t) == {"x": 4.0} and not q.errors(t),
+    ),
+    "forgotten-grad-output": (
+        "return 2 * x  # the local derivative alone: grad_output is never read",
+        "return grad_output * 2 * x",
+        "Return grad_output * 2 * x and run: SquareBackward sends [6, 12]",
+        lambda t: _grads(t) == {"x": [6.0, 12.0]} and not _pitfall_kinds(t),
+    ),
+    "finite-differences": (
+        "h = 0.01",
+        "h = 0.0001",
+        "Set h = 0.0001 and run: the estimate falls to 14.7343 while x.grad stays 14.75",
+        lambda t: [round(float(v), 4) for v in stdout_text(t).split()] == [14.75, 14.7343],
+    ),
+    "broadcasting": (
+        "y = torch.randn(32)",
+        "y = torch.randn(32, 1)",
+        "Make the shapes agree with y = torch.randn(32, 1)",
+        lambda t: "broadcast-in-loss" not in _pitfall_kinds(t) and not q.errors(t),
+    ),
+    "flat-steps": (
+        "loss = (pred - y) ** 2",
+        "loss = (p - y) ** 2",
+        "Compute the loss from p instead of pred (loss = (p - y) ** 2) and run: the walk skips round, and "
+        "w.grad becomes [0.2722, 0.5444]",
+        lambda t: _grads(t, 4) == {"w": [0.2722, 0.5444]} and "RoundBackward0" not in q.backward_order(t),
+    ),
+    "own-metrics": (
+        "    schedule.step()\n",
+        '    schedule.step()\n    gradwalk.log("train_loss", loss.item(), step=epoch)\n',
+        'Log the training loss too, once per epoch: gradwalk.log("train_loss", loss.item(), step=epoch)',
+        lambda t: [e.step for e in q.events_of(t, "metric") if e.name == "train_loss"] == list(range(30)),
+    ),
 }
 
 
