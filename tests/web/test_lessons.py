@@ -480,3 +480,28 @@ def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None
     # a lesson whose try is a question has no button
     opened_at(page, "no-grad-vs-eval")
     expect(card.locator("[data-gw=lesson-try]")).to_have_count(0)
+
+
+def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_presenter_runs(
+    browser: Any, server: Any
+) -> None:
+    from .test_rooms import Classroom, wait_live
+
+    room = Classroom(server)
+    try:
+        room.start(browser)
+        viewer = room.page(browser, "viewer", 1280, 800)
+        viewer.goto(f"{server.url}/room/{room.code}")
+        wait_live(viewer)
+        room.presenter.click("[data-gw=lessons]")
+        room.presenter.click("[data-lesson=momentum]")
+        card = viewer.locator("[data-gw=lesson-card]")
+        expect(card).to_have_attribute("data-lesson", "momentum")
+        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('momentum=0.9)')")
+        card.locator("[data-gw=lesson-try]").click()
+        expect(viewer.locator(".gw-notice").last).to_contain_text("tick “Viewers may run code”")
+        assert "momentum=0.9)" in viewer.evaluate("() => window.gradwalk.editor.source")  # changed nothing
+    finally:
+        for context in room.contexts:
+            context.close()
+    assert not room.problems, room.problems

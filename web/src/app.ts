@@ -166,6 +166,11 @@ export class App {
 
   // --- runs ----------------------------------------------------------------------------------
 
+  /** Why ▶ Run would not start a run now (a room's viewer who may not run code), or null. */
+  get runRefused(): string | null {
+    return this.controls.blocked;
+  }
+
   get running(): boolean {
     return this.stream !== null && !this.model.isFinished;
   }

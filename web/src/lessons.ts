@@ -156,6 +156,12 @@ export class LessonsGallery {
   private async tryIt(lesson: Lesson): Promise<void> {
     const edit = lesson.try_edit;
     if (!edit) return;
+    // the code is changed only for a run that can start: a room's viewer keeps the presenter's
+    const refused = this.app.running ? "A run is going: wait for it to end (or press ■ Stop), then try again." : this.app.runRefused;
+    if (refused !== null) {
+      this.app.output.say(refused);
+      return;
+    }
     const done = applyTry(this.app.editor.source, edit, this.triedIn === lesson.id);
     if ("source" in done) {
       this.app.editor.source = done.source;
