@@ -157,3 +157,20 @@ def test_an_error_card_fits_the_code_pane(page: Any, presenter: bool) -> None:
         overflow = [round(b["x"] + b["width"] - pane["x"] - pane["width"]) for b in rights if b]
         assert len(overflow) == len(parts) and max(overflow) <= 0, (tab, width, overflow)
     shot(page, f"04-error-card-fits-{'presenter' if presenter else 'normal'}")
+
+
+def test_an_error_whose_code_was_replaced_before_it_was_shown_is_dropped_quietly(page: Any) -> None:
+    # Next ▶ from inference-mode (its error at line 19) to a 9-line lesson: the editor scrolled
+    # to the error a frame after the next lesson's code replaced it, and CodeMirror's measure
+    # threw "RangeError: Invalid line number 19 in 9-line document" (the page fixture fails a
+    # test on any console error)
+    open_app(page)
+    page.evaluate(
+        """() => { const e = window.gradwalk.editor;
+            e.source = 'x = 1\\n'.repeat(30);
+            e.setErrors([{ line: 25, message: 'RuntimeError: boom' }]);
+            e.source = 'y = 2\\n'; }"""
+    )
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    page.wait_for_timeout(200)
+    expect(page.locator(".cm-gw-error-widget")).to_have_count(0)

@@ -265,6 +265,8 @@ export class Editor {
    * keeps the line in view.
    */
   private reveal(line: number, below: HTMLElement | null = null): void {
+    // a measure asked for before the code changed (the next lesson's, shorter) finds its line gone
+    if (line < 1 || line > this.view.state.doc.lines) return;
     const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
     const top = this.view.documentTop + block.top;
     const bottom = below ? below.getBoundingClientRect().bottom : top + block.height;

@@ -285,12 +285,14 @@ export class LessonsGallery {
                 { class: "gw-lesson-try" },
                 h("strong", { text: "Try this: " }),
                 lesson.try_next,
+                // at the end of the words it acts on (beside the card's buttons it took the
+                // title's room, and a long title took a second line on a projector)
                 lesson.try_edit
                   ? h("button", {
                       type: "button",
                       class: "gw-btn gw-lesson-try-it",
                       text: "Try it ▶",
-                      title: "Make this change in the code and run it",
+                      title: "Make this change in the code, and run it",
                       data: { gw: "lesson-try", nav: "try" },
                       on: { click: () => void this.tryIt(lesson) },
                     })
