@@ -485,14 +485,12 @@ def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None
 def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_presenter_runs(
     browser: Any, server: Any
 ) -> None:
-    from .test_rooms import Classroom, wait_live
+    from .test_rooms import Classroom
 
     room = Classroom(server)
     try:
         room.start(browser)
-        viewer = room.page(browser, "viewer", 1280, 800)
-        viewer.goto(f"{server.url}/room/{room.code}")
-        wait_live(viewer)
+        viewer = room.join(browser)
         room.presenter.click("[data-gw=lessons]")
         room.presenter.click("[data-lesson=momentum]")
         card = viewer.locator("[data-gw=lesson-card]")

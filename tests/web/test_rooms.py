@@ -53,6 +53,14 @@ class Classroom:
         page.on("pageerror", lambda e: self.problems.append(f"{name} page error: {e}"))
         return page
 
+    def join(self, browser: Any, width: int = 1280, height: int = 800) -> Any:
+        """A viewer who opened the room's link and follows it live (added to ``viewers``)."""
+        viewer = self.page(browser, "viewer", width, height)
+        viewer.goto(f"{self.server.url}/room/{self.code}")
+        wait_live(viewer)
+        self.viewers.append(viewer)
+        return viewer
+
     def reach_room(self, page: Any, who: str, url: Any) -> None:
         """Wait until ``page`` lands on the room page ``url``; if it never does, fail with what
         the Classroom dialog said, what the pages logged and the end of the server's log."""

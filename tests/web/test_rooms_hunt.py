@@ -31,10 +31,7 @@ def room(browser: Any, server: Any) -> Iterator[Classroom]:
     room = Classroom(server)
     try:
         room.start(browser)
-        viewer = room.page(browser, "viewer", 1280, 800)
-        viewer.goto(f"{server.url}/room/{room.code}")
-        wait_live(viewer)
-        room.viewers = [viewer]
+        room.join(browser)
         yield room
     finally:
         for context in room.contexts:
