@@ -499,6 +499,13 @@ def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_pres
         card.locator("[data-gw=lesson-try]").click()
         expect(viewer.locator(".gw-notice").last).to_contain_text("tick “Viewers may run code”")
         assert "momentum=0.9)" in viewer.evaluate("() => window.gradwalk.editor.source")  # changed nothing
+        # the presenter's card is folded to its title line on a projector: Try it is among its
+        # buttons there, and the class follows the run it starts
+        presenter_card = room.presenter.locator("[data-gw=lesson-card]")
+        expect(presenter_card).to_have_attribute("data-collapsed", "true")
+        presenter_card.locator("[data-gw=lesson-try-folded]").click()
+        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('momentum=0.0)')")
+        expect(viewer.locator(".gw-output")).to_contain_text("w 3.113", timeout=60_000)
     finally:
         for context in room.contexts:
             context.close()

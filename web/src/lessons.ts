@@ -304,6 +304,17 @@ export class LessonsGallery {
       h(
         "div",
         { class: "gw-lesson-nav" },
+        // the card folded to its title line (a room's projector) keeps Try it among its buttons
+        lesson.try_edit && this.collapsed
+          ? h("button", {
+              type: "button",
+              class: "gw-btn",
+              text: "Try it ▶",
+              title: `Make the change the lesson's try asks for in the code, and run it: ${lesson.try_next}`,
+              data: { gw: "lesson-try-folded", nav: "try" },
+              on: { click: () => void this.tryIt(lesson) },
+            })
+          : null,
         h("button", {
           type: "button",
           class: "gw-btn",
