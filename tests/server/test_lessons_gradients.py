@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from engine import queries as q
 from engine import record
 from engine.events import Trace
+from server.lessons import Lesson
 from tests.server.lesson_traces import BY_ID, optimizer_steps, quoted, stdout_text, stepper_timeline, tried
 
 
@@ -28,6 +29,14 @@ def _grad_sent(trace: Trace, node: str) -> list[list[float] | None]:
     """What the first run of ``node`` sent along each of its edges, rounded."""
     at = next(e for name, e in stepper_timeline(trace) if name == node)
     return [None if g is None else _rounded(g.flat) for g in at.grad_out]
+
+
+def _recorded_on_the_charts(lesson: Lesson) -> Trace:
+    """A training-step lesson, which opens on the charts with the two it says nothing of (the
+    learning rate, memory) hidden, recorded."""
+    assert lesson.view == "charts" and lesson.charts is not None
+    assert lesson.charts.hide == ("lr", "memory")
+    return record(lesson.source)
 
 
 def _unclipped(trace: Trace) -> list[float]:
@@ -104,9 +113,7 @@ def test_cross_entropy_grad_opens_where_log_softmax_sends_softmax_minus_one_hot(
 
 def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_through() -> None:
     lesson = BY_ID["clip-grad-norm"]
-    assert lesson.view == "charts" and lesson.charts is not None
-    assert lesson.charts.hide == ("lr", "memory")
-    trace = record(lesson.source)
+    trace = _recorded_on_the_charts(lesson)
     steps, unclipped = optimizer_steps(trace), _unclipped(trace)
     assert len(steps) == len(unclipped) == 80
     bad = [k for k, s in enumerate(steps, 1) if s.loss is not None and s.loss > 100]
@@ -139,9 +146,7 @@ def test_clip_grad_norm_caps_the_bad_batch_s_gradient_and_its_try_lets_it_throug
 
 def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_sgd() -> None:
     lesson = BY_ID["momentum"]
-    assert lesson.view == "charts" and lesson.charts is not None
-    assert lesson.charts.hide == ("lr", "memory")
-    trace = record(lesson.source)
+    trace = _recorded_on_the_charts(lesson)
     steps = optimizer_steps(trace)
     assert len(steps) == 100 and {s.lr[0] for s in steps} == {0.01}
     by_step = {s.step: s for s in steps}
@@ -182,9 +187,7 @@ def test_momentum_s_steps_part_from_lr_times_the_gradient_and_its_try_is_plain_s
 
 def test_adam_s_steps_are_about_lr_long_whatever_the_gradient_and_its_try_scales_the_gradient() -> None:
     lesson = BY_ID["adam"]
-    assert lesson.view == "charts" and lesson.charts is not None
-    assert lesson.charts.hide == ("lr", "memory")
-    trace = record(lesson.source)
+    trace = _recorded_on_the_charts(lesson)
     steps = optimizer_steps(trace)
     assert len(steps) == 100 and {s.lr[0] for s in steps} == {0.1}
     assert all(s.grad_norm is not None and s.update_norm is not None for s in steps)

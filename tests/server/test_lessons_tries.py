@@ -1,6 +1,7 @@
-"""The tries of the first lessons, each recorded with the change it asks for (the lesson's
-try_edit, the change the card's Try it makes: tried() checks the two are one), and held to
-what the try says will happen."""
+"""The lessons' tries: their try_edits (the changes the card's Try it makes) refused where they
+do not fit their code, and the tries of the first lessons and of the pitfall lessons recorded
+with the change they ask for and held to what they say will happen (tried() checks a try_edit
+is the change recorded)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from collections.abc import Callable
 import pytest
 
 from engine import queries as q
+from engine import record
 from engine.events import Trace
-from tests.server.lesson_traces import BY_ID, optimizer_steps, stdout_text, tried
+from server.lessons import TryEdit
+from tests.server.lesson_traces import BY_ID, LESSONS, optimizer_steps, stdout_text, stepper_timeline, tried
 
 
 def _grads(trace: Trace, digits: int = 2) -> dict[str, object]:
@@ -161,6 +164,34 @@ TRIES: dict[str, tuple[str, str, str, Callable[[Trace], bool]]] = {
 }
 
 
+def test_a_try_edit_that_does_not_fit_its_code_is_refused_by_name() -> None:
+    code = "lr = 0.5\nprint(lr)\n"
+    assert TryEdit.from_json(None, "x", code) is None  # a try that is not one edit
+    assert TryEdit.from_json({"replace": "0.5", "with": "0.05"}, "x", code) == TryEdit("0.5", "0.05")
+    with pytest.raises(
+        ValueError, match=r"lesson 'x': try_edit replaces '0\.1', which its code holds 0 times"
+    ):
+        TryEdit.from_json({"replace": "0.1", "with": "0.01"}, "x", code)
+    with pytest.raises(ValueError, match="lesson 'x': try_edit replaces 'lr', which its code holds 2 times"):
+        TryEdit.from_json({"replace": "lr", "with": "rate"}, "x", code)
+    with pytest.raises(ValueError, match="lesson 'x': try_edit's result 'print' is in its code already"):
+        TryEdit.from_json({"replace": "lr = 0.5", "with": "print"}, "x", code)
+    with pytest.raises(ValueError, match=r"lesson 'x': try_edit must be \{"):
+        TryEdit.from_json({"replace": "0.5", "by": "0.05"}, "x", code)
+
+
+def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
+    # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
+    # text, so the figures those tests check are the ones the Try it button shows
+    edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
+    assert len(edited) == 42 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    for lesson in LESSONS:
+        if lesson.try_edit is not None:
+            changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)
+            assert changed != lesson.source
+            compile(changed, lesson.file, "exec")
+
+
 @pytest.mark.parametrize("lesson_id", list(TRIES))
 def test_the_try_does_what_it_says(lesson_id: str) -> None:
     lesson = BY_ID[lesson_id]
@@ -168,3 +199,102 @@ def test_the_try_does_what_it_says(lesson_id: str) -> None:
     assert lesson.try_edit is not None and lesson.try_edit.replace == old  # Try it makes this change
     trace = tried(lesson, old, new, asks=asks)
     assert holds(trace), (lesson_id, stdout_text(trace), _grads(trace), _pitfall_kinds(trace))
+
+
+@pytest.mark.slow
+def test_the_dead_relu_lesson_s_try_keeps_fc1_learning() -> None:
+    lesson = BY_ID["dead-relu"]
+    labels = "y = ((X - 50).norm(dim=1) < 40).long()  # 1 inside the circle\n"
+    scaled = "X = (X - X.mean(0)) / X.std(0)"
+    trace = tried(lesson, labels, f"{labels}{scaled}\n", asks=f"add {scaled} after the line that makes y")
+    steps = [e for e in trace.events if e.type == "optimizer_step"]
+    assert len(steps) == 60
+    assert all(p.grad_norm > 0 for s in steps for p in s.params if p.name.startswith("fc1."))
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.238, accuracy 0.95\n"
+    assert "the loss falls to 0.238 and accuracy reaches 0.95" in lesson.try_next
+
+
+@pytest.mark.slow
+def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None:
+    lesson = BY_ID["vanishing-gradients"]
+    sgd, adam = "torch.optim.SGD(model.parameters(), lr=0.1)", "torch.optim.Adam(model.parameters(), lr=0.01)"
+    assert "nn.Sigmoid()" in lesson.source and sgd in lesson.source
+    assert (
+        "Replace nn.Sigmoid() with nn.ReLU() and run" in lesson.try_next
+        and f"optimizer {adam} too" in lesson.try_next
+    )
+    trace = tried(lesson, "nn.Sigmoid()", "nn.ReLU()", asks="Replace nn.Sigmoid() with nn.ReLU() and run")
+    relu = lesson.source.replace("nn.Sigmoid()", "nn.ReLU()")
+    steps = [e for e in trace.events if e.type == "optimizer_step"]
+    first = {p.name: p.grad_norm for p in steps[0].params}
+    assert (
+        f"{first['fc1.weight']:.2g}" == "0.00016"
+        and round(first["fc10.weight"] / first["fc1.weight"], -1) == 120
+    )
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.694\n"
+    assert "fc1's gradient is 0.00016, about 120 times under fc10's" in lesson.try_next
+    assert "the loss still ends at 0.694 after 30 steps" in lesson.try_next
+    trace = record(relu.replace(sgd, adam))
+    printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
+    assert printed == "loss 0.202\n" and "the loss falls to 0.202" in lesson.try_next
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+
+
+@pytest.mark.slow
+def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_after_the_step() -> None:
+    lesson = BY_ID["data-edit"]
+    clamp = "        p.data.clamp_(-0.2, 0.2)\n"
+    checked = "with torch.no_grad(): p.clamp_(-0.2, 0.2)"
+    asks = f"writing line 16 as: {checked}. Run: backward() now raises"
+    trace = tried(lesson, clamp, f"        {checked}\n", asks=asks)
+    assert trace.events[-1].status == "error"
+    error = next(e for e in trace.events if e.type == "error")
+    names = {e.id: e.name for e in trace.events if e.type == "node"}
+    assert error.node is not None and names[error.node] == "AddmmBackward0"
+    assert error.hint.startswith("AddmmBackward0 (in model.2) saved its mat2 for backward (line 13)")
+    assert "backward() now raises, naming model.2's AddmmBackward0" in lesson.try_next
+    # after opt.step(): the first backward() multiplies by the weight the forward used
+    loop = "    for p in model.parameters():\n" + clamp
+    moved = lesson.source.replace(loop, "").replace("    opt.step()\n", "    opt.step()\n" + loop)
+    assert moved.index("opt.step()") < moved.index("p.data.clamp_")
+    trace = record(moved)
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    name, at = stepper_timeline(trace)[lesson.step or 0]
+    assert name == "AddmmBackward0" and f"{at.grad_out[1].norm:.4g}" == "0.02398"
+    assert "where the weight the forward used gives 0.02398" in lesson.text
+    assert "move the two clamp lines after opt.step()" in lesson.try_next
+    assert "the pitfall goes quiet and at this AddmmBackward0 the hidden layer's gradient is ‖·‖ 0.02398" in (
+        lesson.try_next
+    )
+
+
+@pytest.mark.slow
+def test_the_activation_twice_lesson_s_try_lets_the_loss_fall_past_the_floor() -> None:
+    lesson = BY_ID["activation-twice"]
+    second = "prob = torch.sigmoid(model(X))  # a second sigmoid"
+    trace = tried(
+        lesson, second, "prob = model(X)", asks="Delete the second sigmoid, prob = model(X), and run"
+    )
+    assert [e for e in trace.events if e.type == "pitfall"] == []
+    assert stdout_text(trace) == "loss 0.024, accuracy 1.00\n"
+    assert "the pitfall goes quiet and the loss falls to 0.024" in lesson.try_next
+
+
+@pytest.mark.slow
+def test_the_uninitialised_lesson_s_try_starts_from_the_same_values_on_every_run() -> None:
+    lesson = BY_ID["uninitialised"]
+    made = "        self.weight = nn.Parameter(torch.Tensor(n_out, n_in))  # sizes, not values\n"
+    init = "nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))"
+    assert made in lesson.source
+    assert f"Add import math at the top and {init} on the line after self.weight is made" in lesson.try_next
+    fixed = "import math\n" + lesson.source.replace(made, f"{made}        {init}\n")
+    traces = [record(fixed) for _ in range(2)]
+    runs = [[e.loss for e in trace.events if e.type == "optimizer_step"] for trace in traces]
+    assert runs[0] == runs[1] and len(runs[0]) == 20  # "on every run"
+    assert f"{runs[0][0]:.2f} {runs[0][-1]:.3f}" == "5.38 0.038"
+    assert "the loss falls from 5.38 to 0.038 in 20 steps, on every run" in lesson.try_next
+    assert [e for e in traces[0].events if e.type == "pitfall"] == []

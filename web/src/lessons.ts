@@ -152,6 +152,22 @@ export class LessonsGallery {
     return true;
   }
 
+  /**
+   * Try it ▶ for a lesson whose try is one edit (null for any other): at the end of the try's
+   * words, or `folded` among the card's buttons, where the words are hidden.
+   */
+  private tryButton(lesson: Lesson, folded: boolean): HTMLElement | null {
+    if (!lesson.try_edit) return null;
+    return h("button", {
+      type: "button",
+      class: folded ? "gw-btn" : "gw-btn gw-lesson-try-it",
+      text: "Try it ▶",
+      title: folded ? `Make the change the lesson's try asks for in the code, and run it: ${lesson.try_next}` : "Make this change in the code, and run it",
+      data: { gw: folded ? "lesson-try-folded" : "lesson-try", nav: folded ? "try-folded" : "try" },
+      on: { click: () => void this.tryIt(lesson) },
+    });
+  }
+
   /** Make the change the lesson's try asks for in the editor's code, and run it. */
   private async tryIt(lesson: Lesson): Promise<void> {
     const edit = lesson.try_edit;
@@ -287,16 +303,7 @@ export class LessonsGallery {
                 lesson.try_next,
                 // at the end of the words it acts on (beside the card's buttons it took the
                 // title's room, and a long title took a second line on a projector)
-                lesson.try_edit
-                  ? h("button", {
-                      type: "button",
-                      class: "gw-btn gw-lesson-try-it",
-                      text: "Try it ▶",
-                      title: "Make this change in the code, and run it",
-                      data: { gw: "lesson-try", nav: "try" },
-                      on: { click: () => void this.tryIt(lesson) },
-                    })
-                  : null,
+                this.tryButton(lesson, false),
               )
             : null,
         ),
@@ -305,16 +312,7 @@ export class LessonsGallery {
         "div",
         { class: "gw-lesson-nav" },
         // the card folded to its title line (a room's projector) keeps Try it among its buttons
-        lesson.try_edit && this.collapsed
-          ? h("button", {
-              type: "button",
-              class: "gw-btn",
-              text: "Try it ▶",
-              title: `Make the change the lesson's try asks for in the code, and run it: ${lesson.try_next}`,
-              data: { gw: "lesson-try-folded", nav: "try" },
-              on: { click: () => void this.tryIt(lesson) },
-            })
-          : null,
+        this.collapsed ? this.tryButton(lesson, true) : null,
         h("button", {
           type: "button",
           class: "gw-btn",

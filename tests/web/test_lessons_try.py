@@ -1,0 +1,75 @@
+"""Try it ▶ in real Chromium: the lesson card's button makes the change the try asks for and
+runs it, says so when the change is made or the code moved on, and in a classroom leaves a
+viewer's code alone where only the presenter runs, while the presenter's folded card starts the
+run the class follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import expect, shot
+from .lessons_served import opened_at
+from .test_rooms import Classroom
+
+pytestmark = pytest.mark.browser
+
+
+def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None:
+    card = opened_at(page, "momentum")
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 7.52e-4")
+    button = card.locator("[data-gw=lesson-try]")
+    expect(button).to_have_text("Try it ▶")
+    button.click()
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    assert "momentum=0.0)" in page.evaluate("() => window.gradwalk.editor.source")
+    # the run the try describes: plain SGD's loss after 100 steps
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 0.01923")
+    expect(page.locator(".gw-output")).to_contain_text("w 3.113")
+    shot(page, "lessons-try-it")
+    # made once: a second press says so and changes nothing
+    button.click()
+    expect(page.locator(".gw-output")).to_contain_text("The code already has this change")
+    assert page.evaluate("() => window.gradwalk.editor.source").count("momentum=0.0)") == 1
+    # a deletion (freeze-layer's two lines) is made and run too; the code moved on is refused
+    card = opened_at(page, "freeze-layer", "step 3 of 7")
+    card.locator("[data-gw=lesson-try]").click()
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    assert "requires_grad_(False)" not in page.evaluate("() => window.gradwalk.editor.source")
+    expect(page.locator(".gw-output")).not_to_contain_text("no longer holds")
+    opened_at(page, "batch-norm", "step 3 of 7")
+    page.evaluate("() => { window.gradwalk.editor.source = 'import torch\\n'; }")
+    card.locator("[data-gw=lesson-try]").click()
+    expect(page.locator(".gw-output")).to_contain_text("The code no longer holds “out = bn(x)”")
+    # a lesson whose try is a question has no button
+    opened_at(page, "no-grad-vs-eval")
+    expect(card.locator("[data-gw=lesson-try]")).to_have_count(0)
+
+
+def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_presenter_runs(
+    browser: Any, server: Any
+) -> None:
+    room = Classroom(server)
+    try:
+        room.start(browser)
+        viewer = room.join(browser)
+        room.presenter.click("[data-gw=lessons]")
+        room.presenter.click("[data-lesson=momentum]")
+        card = viewer.locator("[data-gw=lesson-card]")
+        expect(card).to_have_attribute("data-lesson", "momentum")
+        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('momentum=0.9)')")
+        card.locator("[data-gw=lesson-try]").click()
+        expect(viewer.locator(".gw-notice").last).to_contain_text("tick “Viewers may run code”")
+        assert "momentum=0.9)" in viewer.evaluate("() => window.gradwalk.editor.source")  # changed nothing
+        # the presenter's card is folded to its title line on a projector: Try it is among its
+        # buttons there, and the class follows the run it starts
+        presenter_card = room.presenter.locator("[data-gw=lesson-card]")
+        expect(presenter_card).to_have_attribute("data-collapsed", "true")
+        presenter_card.locator("[data-gw=lesson-try-folded]").click()
+        viewer.wait_for_function("() => window.gradwalk.editor.source.includes('momentum=0.0)')")
+        expect(viewer.locator(".gw-output")).to_contain_text("w 3.113", timeout=60_000)
+    finally:
+        for context in room.contexts:
+            context.close()
+    assert not room.problems, room.problems
