@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..library import Example
+from .tries import TryEdit, TryStep, made, read_tries
 
 __all__ = [
     "CHART_IDS",
@@ -33,6 +34,7 @@ __all__ = [
     "LessonCharts",
     "LessonLibrary",
     "TryEdit",
+    "TryStep",
     "load_lessons",
     "snippets_named",
 ]
@@ -88,36 +90,6 @@ class LessonCharts:
 
 
 @dataclass(frozen=True)
-class TryEdit:
-    """The change a lesson's "try" asks for, which the app can make for the learner: the first
-    ``replace`` in the code becomes ``with_`` (``"with"`` in ``lessons.json``)."""
-
-    replace: str
-    with_: str
-
-    @classmethod
-    def from_json(cls, entry: Any, lesson_id: str, source: str) -> TryEdit | None:
-        """Read a lesson's ``try_edit`` entry (None where it has none); raise ValueError, naming
-        the lesson, where it is not a pair of strings or ``replace`` is not in the code once."""
-        if entry is None:
-            return None
-        if not (isinstance(entry, dict) and set(entry) == {"replace", "with"}) or not all(
-            isinstance(v, str) for v in entry.values()
-        ):
-            raise ValueError(f'lesson {lesson_id!r}: try_edit must be {{"replace": str, "with": str}}')
-        edit = cls(replace=entry["replace"], with_=entry["with"])
-        found = source.count(edit.replace) if edit.replace else 0
-        if found != 1:
-            raise ValueError(
-                f"lesson {lesson_id!r}: try_edit replaces {edit.replace!r}, which its code holds {found} times "
-                "(it must hold it once)"
-            )
-        if edit.with_ and edit.with_ in source:  # (the app takes that for the change made)
-            raise ValueError(f"lesson {lesson_id!r}: try_edit's result {edit.with_!r} is in its code already")
-        return edit
-
-
-@dataclass(frozen=True)
 class Lesson:
     """One lesson: its snippet, its words for the learner, the view and step to open at, and
     how the training charts open (None: as the learner has them)."""
@@ -133,7 +105,12 @@ class Lesson:
     view: str
     step: int | None
     charts: LessonCharts | None = None
-    try_edit: TryEdit | None = None
+    try_steps: tuple[TryStep, ...] = ()
+    """The changes its try asks for, which the app's Try it makes, a step a press (server/lessons/tries.py)."""
+
+    def tried(self, steps: int | None = None) -> str:
+        """Its code with the first ``steps`` of its try made (all of them by default)."""
+        return made(self.try_steps, self.source, len(self.try_steps) if steps is None else steps)
 
 
 def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
@@ -177,7 +154,7 @@ def load_lessons(folder: Path, examples_dir: Path) -> list[Lesson]:
                 view=entry.get("view", "tape"),
                 step=entry.get("step"),
                 charts=LessonCharts.from_json(entry.get("charts"), entry["id"]),
-                try_edit=TryEdit.from_json(entry.get("try_edit"), entry["id"], source),
+                try_steps=read_tries(entry, entry["id"], source),
             )
         )
     return out

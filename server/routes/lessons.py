@@ -30,11 +30,13 @@ class LessonChartsPublic(BaseModel):
 
 
 class TryEditPublic(BaseModel):
-    """The change the lesson's "try" asks for, which the app makes on request."""
+    """One change of a lesson's "try": the first ``replace`` in the code becomes ``with``."""
 
     model_config = ConfigDict(populate_by_name=True)
 
-    replace: str = Field(description="the text of the lesson's code to change (it holds it once)")
+    replace: str = Field(
+        description="the text of the code to change (the code holds it once when the change is made)"
+    )
     with_: str = Field(alias="with", description="what it becomes")
 
 
@@ -55,10 +57,10 @@ class LessonPublic(BaseModel):
         description="how the training charts open; null: the lesson leaves the learner's chart "
         "choices as they are, putting back only what the lesson before it set"
     )
-    try_edit: TryEditPublic | None = Field(
-        default=None,
-        description="the change the try asks for, which the app's Try it button makes before it runs "
-        "the code; null where the try is not one edit",
+    try_steps: list[list[TryEditPublic]] = Field(
+        default_factory=list,
+        description="the changes the try asks for, which the app's Try it button makes and runs: a step "
+        "(its edits made together, in order) a press; empty where the try is not edits",
     )
 
 

@@ -46,11 +46,12 @@ def quoted(text: str, *fragments: str) -> None:
 def tried(lesson: Lesson, old: str, new: str, asks: str, *, second: bool = False) -> Trace:
     """Record ``lesson`` with the change its "try" asks for, checking that the try says
     ``asks`` and that the snippet holds ``old``, which is replaced by ``new``; that change is
-    the lesson's ``try_edit`` (what the app's Try it button makes) where that replaces the same
-    text, unless it is a ``second`` try the learner makes by hand."""
+    the one edit of the lesson's try (what the app's Try it button makes) where that replaces
+    the same text, unless it is a ``second`` try the learner makes by hand."""
     assert asks in lesson.try_next, lesson.try_next
     assert old in lesson.source, old
-    edit = lesson.try_edit
-    if edit is not None and edit.replace == old and not second:
-        assert edit.with_ == new, (lesson.id, edit, new)
+    if lesson.try_steps and len(lesson.try_steps[0]) == 1 and not second:
+        edit = lesson.try_steps[0][0]
+        if edit.replace == old:
+            assert edit.with_ == new, (lesson.id, edit, new)
     return record(lesson.source.replace(old, new))

@@ -380,12 +380,14 @@ def test_the_api_lists_the_lessons_for_anyone(server: LiveServer) -> None:
         assert one["source"] == BY_ID["scalar"].source and one["view"] == "stepper" and one["step"] == 3
         assert one["title"] == "Autograd on a scalar" and "14.75" in one["text"]
         assert one["charts"] is None  # the lesson says nothing: the learner's choices stay
-        assert one["try_edit"] == {"replace": "torch.tensor(2.5,", "with": "torch.tensor(1.0,"}
-        assert c.get("/api/lessons/chain-rule").json()["try_edit"] is None  # a try that is no edit
-        assert c.get("/api/lessons/momentum").json()["try_edit"] == {
-            "replace": "momentum=0.9)",
-            "with": "momentum=0.0)",
-        }
+        assert one["try_steps"] == [[{"replace": "torch.tensor(2.5,", "with": "torch.tensor(1.0,"}]]
+        assert c.get("/api/lessons/chain-rule").json()["try_steps"] == []  # a try that is no edit
+        # two steps, the second of two edits (a move): the clamp under no_grad, then after opt.step()
+        steps = c.get("/api/lessons/data-edit").json()["try_steps"]
+        assert [len(step) for step in steps] == [1, 2] and steps[1][0]["with"] == ""
+        assert steps[1][1]["replace"] == "    opt.step()\n" and steps[1][1]["with"].endswith(
+            "p.clamp_(-0.2, 0.2)\n"
+        )
         assert c.get("/api/lessons/dead-relu").json()["charts"] == {
             "per_param": True,
             "yscale": "log",

@@ -1,12 +1,13 @@
-"""The lessons' tries: their try_edits (the changes the card's Try it makes) refused where they
-do not fit their code, and the tries of the first lessons and of the pitfall lessons recorded
-with the change they ask for and held to what they say will happen (tried() checks a try_edit
-is the change recorded)."""
+"""The lessons' tries: their try steps (the changes the card's Try it makes, a step a press)
+refused where they do not fit their code, and the tries of the first lessons and of the pitfall
+lessons recorded with the change they ask for and held to what they say will happen (tried()
+checks a try's one edit is the change recorded)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,16 @@ from engine import queries as q
 from engine import record
 from engine.events import Trace
 from server.lessons import TryEdit
-from tests.server.lesson_traces import BY_ID, LESSONS, optimizer_steps, stdout_text, stepper_timeline, tried
+from server.lessons.tries import read_tries
+from tests.server.lesson_traces import (
+    BY_ID,
+    LESSONS,
+    optimizer_steps,
+    quoted,
+    stdout_text,
+    stepper_timeline,
+    tried,
+)
 
 
 def _grads(trace: Trace, digits: int = 2) -> dict[str, object]:
@@ -166,29 +176,66 @@ TRIES: dict[str, tuple[str, str, str, Callable[[Trace], bool]]] = {
 
 def test_a_try_edit_that_does_not_fit_its_code_is_refused_by_name() -> None:
     code = "lr = 0.5\nprint(lr)\n"
-    assert TryEdit.from_json(None, "x", code) is None  # a try that is not one edit
-    assert TryEdit.from_json({"replace": "0.5", "with": "0.05"}, "x", code) == TryEdit("0.5", "0.05")
+
+    def one(edit: object) -> object:
+        return read_tries({"try_edit": edit}, "x", code)
+
+    assert read_tries({}, "x", code) == ()  # a try that is not edits
+    assert one({"replace": "0.5", "with": "0.05"}) == ((TryEdit("0.5", "0.05"),),)
     with pytest.raises(
         ValueError, match=r"lesson 'x': try_edit replaces '0\.1', which its code holds 0 times"
     ):
-        TryEdit.from_json({"replace": "0.1", "with": "0.01"}, "x", code)
+        one({"replace": "0.1", "with": "0.01"})
     with pytest.raises(ValueError, match="lesson 'x': try_edit replaces 'lr', which its code holds 2 times"):
-        TryEdit.from_json({"replace": "lr", "with": "rate"}, "x", code)
+        one({"replace": "lr", "with": "rate"})
     with pytest.raises(ValueError, match="lesson 'x': try_edit's result 'print' is in its code already"):
-        TryEdit.from_json({"replace": "lr = 0.5", "with": "print"}, "x", code)
+        one({"replace": "lr = 0.5", "with": "print"})
     with pytest.raises(ValueError, match=r"lesson 'x': try_edit must be \{"):
-        TryEdit.from_json({"replace": "0.5", "by": "0.05"}, "x", code)
+        one({"replace": "0.5", "by": "0.05"})
 
 
-def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
-    # tried() (lesson_traces.py) refuses an edit other than a lesson's try_edit for the same
+def test_try_steps_are_read_against_the_code_as_each_edit_finds_it() -> None:
+    code = "lr = 0.5\nprint(lr)\n"
+
+    def steps(*edits: list[tuple[str, str]]) -> object:
+        entry = {"try_steps": [[{"replace": a, "with": b} for a, b in step] for step in edits]}
+        return read_tries(entry, "x", code)
+
+    # the second step finds what the first made; an edit finds what the one before it made
+    made = steps([("0.5", "0.05")], [("0.05", "0.005"), ("print(lr)", "print(lr * 2)")])
+    assert [len(step) for step in made] == [1, 2]  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"try_steps step 2 edit 1 replaces '0\.5', which its code holds 0 times"
+    ):
+        steps([("0.5", "0.05")], [("0.5", "0.25")])
+    # a step whose results are all in the code already would read as made
+    with pytest.raises(
+        ValueError, match=r"try_steps step 2 edit 1's result 'lr = 0.05' is in its code already"
+    ):
+        steps([("0.5", "0.05")], [("print(lr)", "lr = 0.05")])
+    # an edit that undoes the step's earlier result: the step would never read as made
+    with pytest.raises(
+        ValueError, match=r"try_steps step 1 edit 1's result 'rate = ' is undone by the step's next edit"
+    ):
+        steps([("lr = ", "rate = "), ("rate", "lr")])
+    with pytest.raises(ValueError, match="try_steps must be a list of steps, each a list of edits"):
+        read_tries({"try_steps": [{"replace": "0.5", "with": "0.05"}]}, "x", code)
+    with pytest.raises(ValueError, match="try_edit and try_steps both given"):
+        read_tries({"try_edit": {"replace": "0.5", "with": "0.05"}, "try_steps": []}, "x", code)
+
+
+def test_each_try_makes_code_that_runs_and_the_lesson_tests_record() -> None:
+    # tried() (lesson_traces.py) refuses an edit other than a lesson's one edit for the same
     # text, so the figures those tests check are the ones the Try it button shows
-    edited = {lesson.id for lesson in LESSONS if lesson.try_edit is not None}
-    assert len(edited) == 42 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    edited = {lesson.id for lesson in LESSONS if lesson.try_steps}
+    assert len(edited) == 44 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
+    shapes = {lesson.id: [len(step) for step in lesson.try_steps] for lesson in LESSONS}
+    several = {lesson_id: shape for lesson_id, shape in shapes.items() if shape not in ([], [1])}
+    assert several == {"data-edit": [1, 2], "uninitialised": [2]}
     for lesson in LESSONS:
-        if lesson.try_edit is not None:
-            changed = lesson.source.replace(lesson.try_edit.replace, lesson.try_edit.with_, 1)
-            assert changed != lesson.source
+        for count in range(1, len(lesson.try_steps) + 1):
+            changed = lesson.tried(count)
+            assert changed != lesson.tried(count - 1)
             compile(changed, lesson.file, "exec")
 
 
@@ -196,7 +243,7 @@ def test_each_try_edit_is_the_change_the_lesson_tests_record() -> None:
 def test_the_try_does_what_it_says(lesson_id: str) -> None:
     lesson = BY_ID[lesson_id]
     old, new, asks, holds = TRIES[lesson_id]
-    assert lesson.try_edit is not None and lesson.try_edit.replace == old  # Try it makes this change
+    assert lesson.try_steps == ((TryEdit(old, new),),)  # Try it makes this change
     trace = tried(lesson, old, new, asks=asks)
     assert holds(trace), (lesson_id, stdout_text(trace), _grads(trace), _pitfall_kinds(trace))
 
@@ -251,20 +298,25 @@ def test_the_data_edit_lesson_s_try_lets_autograd_see_the_change_then_makes_it_a
     checked = "with torch.no_grad(): p.clamp_(-0.2, 0.2)"
     asks = f"writing line 16 as: {checked}. Run: backward() now raises"
     trace = tried(lesson, clamp, f"        {checked}\n", asks=asks)
+    assert lesson.try_steps[0] == (TryEdit(clamp, f"        {checked}\n"),)  # Try it's first press
     assert trace.events[-1].status == "error"
     error = next(e for e in trace.events if e.type == "error")
     names = {e.id: e.name for e in trace.events if e.type == "node"}
     assert error.node is not None and names[error.node] == "AddmmBackward0"
     assert error.hint.startswith("AddmmBackward0 (in model.2) saved its mat2 for backward (line 13)")
     assert "backward() now raises, naming model.2's AddmmBackward0" in lesson.try_next
-    # after opt.step(): the first backward() multiplies by the weight the forward used
+    # after opt.step(): the first backward() multiplies by the weight the forward used, the
+    # clamp made through .data (by hand) or under no_grad (Try it's second press, "Then ▶")
     loop = "    for p in model.parameters():\n" + clamp
     moved = lesson.source.replace(loop, "").replace("    opt.step()\n", "    opt.step()\n" + loop)
     assert moved.index("opt.step()") < moved.index("p.data.clamp_")
-    trace = record(moved)
-    assert [e for e in trace.events if e.type == "pitfall"] == []
-    name, at = stepper_timeline(trace)[lesson.step or 0]
-    assert name == "AddmmBackward0" and f"{at.grad_out[1].norm:.4g}" == "0.02398"
+    then = lesson.tried(2)
+    assert then.index("opt.step()") < then.index(f"for p in model.parameters():\n        {checked}")
+    for code in (moved, then):
+        trace = record(code)
+        assert trace.events[-1].status == "ok" and [e for e in trace.events if e.type == "pitfall"] == []
+        name, at = stepper_timeline(trace)[lesson.step or 0]
+        assert name == "AddmmBackward0" and f"{at.grad_out[1].norm:.4g}" == "0.02398"
     assert "where the weight the forward used gives 0.02398" in lesson.text
     assert "move the two clamp lines after opt.step()" in lesson.try_next
     assert "the pitfall goes quiet and at this AddmmBackward0 the hidden layer's gradient is ‖·‖ 0.02398" in (
@@ -292,9 +344,31 @@ def test_the_uninitialised_lesson_s_try_starts_from_the_same_values_on_every_run
     assert made in lesson.source
     assert f"Add import math at the top and {init} on the line after self.weight is made" in lesson.try_next
     fixed = "import math\n" + lesson.source.replace(made, f"{made}        {init}\n")
+    assert lesson.tried() == fixed  # Try it makes both edits on one press
     traces = [record(fixed) for _ in range(2)]
     runs = [[e.loss for e in trace.events if e.type == "optimizer_step"] for trace in traces]
     assert runs[0] == runs[1] and len(runs[0]) == 20  # "on every run"
     assert f"{runs[0][0]:.2f} {runs[0][-1]:.3f}" == "5.38 0.038"
     assert "the loss falls from 5.38 to 0.038 in 20 steps, on every run" in lesson.try_next
     assert [e for e in traces[0].events if e.type == "pitfall"] == []
+
+
+@pytest.mark.slow
+def test_the_mlp_classifier_lesson_s_try_leaves_one_linear_map_that_calls_every_point_outside() -> None:
+    lesson = BY_ID["mlp-classifier"]
+    layers = (
+        "model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 2))"
+    )
+    trace = tried(
+        lesson, layers, layers.replace(" nn.ReLU(),", ""), asks="Remove both nn.ReLU() layers and run"
+    )
+    losses = [e.loss for e in optimizer_steps(trace)]
+    assert len(losses) == 150 and f"{losses[-1]:.3f}" == "0.499"
+    assert stdout_text(trace).endswith("accuracy on the training points: 80.1%\n")
+    data: dict[str, Any] = {}
+    exec(lesson.source[: lesson.source.index("model =")], data)  # the snippet's points and labels
+    assert f"{1 - data['y'].float().mean().item():.1%}" == "80.1%"  # the share outside the circle
+    quoted(
+        lesson.try_next,
+        "The loss stalls at 0.499 and accuracy at 80.1%, the share of points outside the circle",
+    )

@@ -47,6 +47,40 @@ def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None
     expect(card.locator("[data-gw=lesson-try]")).to_have_count(0)
 
 
+def test_a_try_of_two_steps_reads_then_after_the_first_and_a_step_of_two_edits_makes_both(page: Any) -> None:
+    card = opened_at(page, "data-edit", "step 3 of 36 · backward 1: 3 of 12")
+    button = card.locator("[data-gw=lesson-try]")
+    expect(button).to_have_text("Try it ▶")
+    button.click()
+    # the clamp where autograd checks it: backward() raises, naming the node
+    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+    code = page.evaluate("() => window.gradwalk.editor.source")
+    assert "        with torch.no_grad(): p.clamp_(-0.2, 0.2)\n" in code and "p.data" not in code
+    expect(page.locator(".gw-output")).to_contain_text("AddmmBackward0")
+    expect(button).to_have_text("Then ▶")
+    expect(button).to_have_attribute("title", "Make the try's next change (2 of 2) in the code, and run it")
+    shot(page, "lessons-try-then")
+    button.click()
+    # then the clamp lines move after opt.step(): the run ends well, at 0.02398
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    code = page.evaluate("() => window.gradwalk.editor.source")
+    assert code.index("    opt.step()\n    # keep every weight") < code.index("p.clamp_(-0.2, 0.2)")
+    assert code.count("p.clamp_(-0.2, 0.2)") == 1
+    expect(button).to_have_text("Try it ▶")
+    button.click()
+    expect(page.locator(".gw-output")).to_contain_text("The code already has the try's changes")
+    # one press makes both of uninitialised's edits: import math and the initialisation
+    card = opened_at(page, "uninitialised")
+    card.locator("[data-gw=lesson-try]").click()
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    code = page.evaluate("() => window.gradwalk.editor.source")
+    assert code.startswith("import math\nimport torch\n")
+    assert "  # sizes, not values\n        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))\n" in code
+    page.click("[role=tab][data-view=charts]")
+    expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 20 · 0.038")
+    expect(card.locator("[data-gw=lesson-try]")).to_have_text("Try it ▶")
+
+
 def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_presenter_runs(
     browser: Any, server: Any
 ) -> None:

@@ -1,20 +1,39 @@
-// The change a lesson's "try" asks for, made in the editor's code by the card's Try it button
-// (server/lessons's TryEdit): pure, so the unit tests run it without a page.
+// The changes a lesson's "try" asks for, made in the editor's code by the card's Try it button
+// (server/lessons/tries.py): pure, so the unit tests run it without a page.
 
-/** The first `replace` in the lesson's code becomes `with` (server/lessons's TryEdit). */
+/** One change: the first `replace` in the code becomes `with`. */
 export interface TryEdit {
   replace: string;
   with: string;
 }
 
+/** The edits one press of Try it makes together, in order. */
+export type TryStep = TryEdit[];
+
+/** What a press of Try it does: the code with the next step made, or why there is none. */
+export type TryMade = { source: string; step: number } | { why: "made" } | { why: "gone"; missing: string };
+
 /**
- * Make `edit` in `source`: the code with the change, or why not (`made`: the code has the
- * change already; `gone`: the text it changes is no longer there). `madeHere` says whether
- * Try it made it in this code before (a change that deletes leaves nothing to recognise).
+ * Make the next step of a try in `source` (its index comes back with the code): the first step
+ * whose results are not all in the code (a step made by hand counts as made) and that Try it
+ * did not make already (`madeHere` steps: a step that deletes leaves nothing to recognise).
+ * `made`: every step is made; `gone`: the text the next step changes (`missing`) is no longer
+ * in the code.
  */
-export function applyTry(source: string, edit: TryEdit, madeHere: boolean): { source: string } | { why: "made" | "gone" } {
-  // `with` may hold `replace` (an inserted line before it): look for the change first
-  if (edit.with && source.includes(edit.with)) return { why: "made" };
-  if (source.includes(edit.replace)) return { source: source.replace(edit.replace, () => edit.with) };
-  return { why: madeHere ? "made" : "gone" };
+export function applyTry(source: string, steps: readonly TryStep[], madeHere: number): TryMade {
+  for (const [k, step] of steps.entries()) {
+    // a result may hold the text it replaced (a line inserted before it): look for results first
+    const results = step.map((edit) => edit.with).filter((text) => text !== "");
+    if (results.length > 0 && results.every((text) => source.includes(text))) continue;
+    let out = source;
+    const missing = step.find((edit) => {
+      if (!out.includes(edit.replace)) return true;
+      out = out.replace(edit.replace, () => edit.with);
+      return false;
+    });
+    if (!missing) return { source: out, step: k };
+    if (k < madeHere) continue;
+    return { why: "gone", missing: missing.replace };
+  }
+  return { why: "made" };
 }

@@ -8,7 +8,7 @@ import type { App } from "./app";
 import { $, breakAtDots, h } from "./dom";
 import { LessonChartMemory, type LessonCharts } from "./lesson-charts";
 import { LessonFilter } from "./lesson-filter";
-import { applyTry, type TryEdit } from "./lesson-try";
+import { applyTry, type TryStep } from "./lesson-try";
 import { VIEWS, type ViewName } from "./store";
 
 export interface Lesson {
@@ -26,8 +26,8 @@ export interface Lesson {
   /** How the training charts open (server/lessons); where a lesson says nothing, as the
    * learner set them (lesson-charts.ts). */
   charts?: LessonCharts | null;
-  /** The change the "try" asks for, which Try it makes (null where the try is not one edit). */
-  try_edit?: TryEdit | null;
+  /** The changes the "try" asks for, which Try it makes, a step a press (empty where the try is not edits). */
+  try_steps?: TryStep[];
 }
 
 interface LessonRun {
@@ -68,8 +68,8 @@ export class LessonsGallery {
   private loaded: Promise<void> | null = null;
   private opening = 0;
   private readonly chartMemory = new LessonChartMemory();
-  /** The lesson whose code Try it changed, until a lesson is opened again. */
-  private triedIn: string | null = null;
+  /** The lesson whose code Try it changed and how many of its try's steps it made, until a lesson is opened again. */
+  private tried: { lesson: string; steps: number } | null = null;
 
   constructor(private readonly app: App) {
     const root = app.root;
@@ -131,7 +131,7 @@ export class LessonsGallery {
     }
     if (this.dialog.open) this.dialog.close();
     const ticket = ++this.opening;
-    this.triedIn = null;
+    this.tried = null;
     this.show(lesson.id);
     this.app.editor.source = lesson.source;
     this.app.editor.setErrors([]);
@@ -153,40 +153,47 @@ export class LessonsGallery {
   }
 
   /**
-   * Try it ▶ for a lesson whose try is one edit (null for any other): at the end of the try's
-   * words, or `folded` among the card's buttons, where the words are hidden.
+   * Try it ▶ for a lesson whose try is edits (null for any other): at the end of the try's
+   * words, or `folded` among the card's buttons, where the words are hidden. A try of several
+   * steps reads Then ▶ once Try it has made a step and another is left.
    */
   private tryButton(lesson: Lesson, folded: boolean): HTMLElement | null {
-    if (!lesson.try_edit) return null;
+    const steps = lesson.try_steps ?? [];
+    if (steps.length === 0) return null;
+    const made = this.tried?.lesson === lesson.id ? this.tried.steps : 0;
+    const then = made > 0 && made < steps.length;
+    const what = then ? `the try's next change (${made + 1} of ${steps.length})` : "the change the lesson's try asks for";
     return h("button", {
       type: "button",
       class: folded ? "gw-btn" : "gw-btn gw-lesson-try-it",
-      text: "Try it ▶",
-      title: folded ? `Make the change the lesson's try asks for in the code, and run it: ${lesson.try_next}` : "Make this change in the code, and run it",
+      text: then ? "Then ▶" : "Try it ▶",
+      title: folded ? `Make ${what} in the code, and run it: ${lesson.try_next}` : `Make ${what} in the code, and run it`,
       data: { gw: folded ? "lesson-try-folded" : "lesson-try", nav: folded ? "try-folded" : "try" },
       on: { click: () => void this.tryIt(lesson) },
     });
   }
 
-  /** Make the change the lesson's try asks for in the editor's code, and run it. */
+  /** Make the next step of the lesson's try in the editor's code, and run it. */
   private async tryIt(lesson: Lesson): Promise<void> {
-    const edit = lesson.try_edit;
-    if (!edit) return;
+    const steps = lesson.try_steps ?? [];
+    if (steps.length === 0) return;
     // the code is changed only for a run that can start: a room's viewer keeps the presenter's
     const refused = this.app.running ? "A run is going: wait for it to end (or press ■ Stop), then try again." : this.app.runRefused;
     if (refused !== null) {
       this.app.output.say(refused);
       return;
     }
-    const done = applyTry(this.app.editor.source, edit, this.triedIn === lesson.id);
+    const done = applyTry(this.app.editor.source, steps, this.tried?.lesson === lesson.id ? this.tried.steps : 0);
     if ("source" in done) {
       this.app.editor.source = done.source;
-      this.triedIn = lesson.id;
+      this.tried = { lesson: lesson.id, steps: done.step + 1 };
+      this.renderCard(); // Then ▶ where a step is left
       await this.app.run();
     } else if (done.why === "made") {
-      this.app.output.say("The code already has this change: press ▶ Run to run it again, or open the lesson again to start from its code.");
+      const change = steps.length > 1 ? "the try's changes" : "this change";
+      this.app.output.say(`The code already has ${change}: press ▶ Run to run it again, or open the lesson again to start from its code.`);
     } else {
-      this.app.output.say(`The code no longer holds “${edit.replace.trim()}”, which this try changes: open the lesson again to start from its code.`, "error");
+      this.app.output.say(`The code no longer holds “${done.missing.trim()}”, which this try changes: open the lesson again to start from its code.`, "error");
     }
   }
 
