@@ -38,7 +38,10 @@ def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> N
     summed = tried(lesson, call, "y.sum().backward()", asks=f"Replace {call} with y.sum().backward()")
     assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
     assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
-    bare = tried(lesson, call, "y.backward()", asks="Then try y.backward() with no argument", second=True)
+    # Try it's second press (Then ▶): y.backward(), the comment saying what changed
+    bare = record(lesson.tried(2))
+    assert "\ny.backward()  # no argument\n" in lesson.tried(2)
+    assert "Then try y.backward() with no argument" in lesson.try_next
     error = next(e for e in bare.events if e.type == "error")
     assert error.message == "grad can be implicitly created only for scalar outputs"
     assert f"it fails, {error.message}." in lesson.try_next

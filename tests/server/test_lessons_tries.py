@@ -231,7 +231,12 @@ def test_each_try_makes_code_that_runs_and_the_lesson_tests_record() -> None:
     assert len(edited) == 44 and {"momentum", "checkpoint", "freeze-layer", "batch-norm"} <= edited
     shapes = {lesson.id: [len(step) for step in lesson.try_steps] for lesson in LESSONS}
     several = {lesson_id: shape for lesson_id, shape in shapes.items() if shape not in ([], [1])}
-    assert several == {"data-edit": [1, 2], "uninitialised": [2]}
+    assert several == {
+        "data-edit": [1, 2],
+        "uninitialised": [2],
+        "vector-backward": [1, 1],
+        "vanishing-gradients": [1, 1],
+    }
     for lesson in LESSONS:
         for count in range(1, len(lesson.try_steps) + 1):
             changed = lesson.tried(count)
@@ -285,6 +290,7 @@ def test_the_vanishing_gradients_lesson_s_try_brings_fc1_s_gradient_up() -> None
     assert printed == "loss 0.694\n"
     assert "fc1's gradient is 0.00016, about 120 times under fc10's" in lesson.try_next
     assert "the loss still ends at 0.694 after 30 steps" in lesson.try_next
+    assert lesson.tried(2) == relu.replace(sgd, adam)  # Try it's second press, Then ▶
     trace = record(relu.replace(sgd, adam))
     printed = "".join(e.text for e in trace.events if e.type == "output" and e.stream == "stdout")
     assert printed == "loss 0.202\n" and "the loss falls to 0.202" in lesson.try_next
