@@ -33,12 +33,13 @@ def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> N
     assert _rounded(at.grad_out[0].flat) == [2.0, 0.4, 0.06]
     assert "PowBackward0 receives v = [1, 0.1, 0.01] and sends v · 2x = [2, 0.4, 0.06]" in lesson.text
     assert stdout_text(trace) == "tensor([2.0000, 0.4000, 0.0600])\n"
-    # the try: a sum seeds [1, 1, 1]; no argument at all fails with PyTorch's words
-    call = "y.backward(v)"
-    summed = tried(lesson, call, "y.sum().backward()", asks=f"Replace {call} with y.sum().backward()")
+    # the try: a sum seeds [1, 1, 1] (Try it's first press); no argument at all (its second,
+    # Then ▶) fails with PyTorch's words
+    assert "Replace y.backward(v) with y.sum().backward()" in lesson.try_next
+    summed = record(lesson.tried(1))
+    assert "\ny.sum().backward()  # a seed of 1 for each element\n" in lesson.tried(1)
     assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
     assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
-    # Try it's second press (Then ▶): y.backward(), the comment saying what changed
     bare = record(lesson.tried(2))
     assert "\ny.backward()  # no argument\n" in lesson.tried(2)
     assert "Then try y.backward() with no argument" in lesson.try_next
