@@ -30,7 +30,9 @@ def test_the_vector_backward_lesson_shows_v_as_the_seed_its_node_receives(page: 
     expect(page.locator(".gw-output")).to_contain_text("tensor([2., 4., 6.])", timeout=60_000)
     card.locator("[data-gw=lesson-try]", has_text="Then ▶").click()
     page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
-    expect(page.locator(".gw-output")).to_contain_text("grad can be implicitly created only for scalar outputs")
+    expect(page.locator(".gw-output")).to_contain_text(
+        "grad can be implicitly created only for scalar outputs"
+    )
     assert "\ny.backward()  # no argument\n" in page.evaluate("() => window.gradwalk.editor.source")
 
 
