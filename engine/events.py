@@ -137,7 +137,9 @@ class Limits(_Model):
         description="backward() calls recorded in full while no optimizer has stepped (a loop that steps "
         "by hand); each later one sends its loss and memory only (detail_every applies to them too)",
     )
-    timeout_s: float = Field(default=10.0, gt=0, le=600, description="wall-clock limit (runner)")
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=600, allow_inf_nan=False, description="wall-clock limit (runner)"
+    )
     memory_mb: int = Field(default=1536, ge=256, le=65536, description="address-space limit (runner)")
 
 

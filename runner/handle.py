@@ -147,6 +147,7 @@ class RunHandle:
         self._push_finished(
             RunFinished(
                 seq=self._next_seq,
+                t=self._seen.t_now(),
                 status=status,
                 message=message,
                 duration_s=self._seen.duration_s(),
@@ -183,13 +184,15 @@ class _SeenCounts:
     # recorded graph.
     """
 
-    __slots__ = ("_started", "backward_calls", "nodes", "ops", "optimizer_steps", "tensors")
+    __slots__ = ("_last_t", "_started", "backward_calls", "nodes", "ops", "optimizer_steps", "tensors")
 
     def __init__(self) -> None:
         self.ops = self.nodes = self.tensors = self.backward_calls = self.optimizer_steps = 0
         self._started: float | None = None
+        self._last_t = 0.0
 
     def add(self, event: Event) -> None:
+        self._last_t = max(self._last_t, event.t)
         if isinstance(event, OpRecorded):
             self.ops = event.index + 1
         elif isinstance(event, NodeCreated):
@@ -208,6 +211,11 @@ class _SeenCounts:
     def duration_s(self) -> float:
         """Seconds since ``run_started`` arrived (0 when it never did)."""
         return 0.0 if self._started is None else time.monotonic() - self._started
+
+    def t_now(self) -> float:
+        """The ``t`` of an event made up now: the run's time so far, never before an event that
+        arrived (the worker's clock and this one start a moment apart)."""
+        return max(self._last_t, self.duration_s())
 
     def counts(self, events: int) -> Counts:
         return Counts(

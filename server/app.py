@@ -18,6 +18,7 @@ from runner import SandboxUnavailable
 
 from .assets import CompressGets, VersionedStatic, asset_version
 from .errors import install_error_handlers
+from .head import HeadAsGet
 from .lessons import LESSONS_DIR, LessonLibrary, load_lessons, snippets_named
 from .library import load_examples
 from .registry import RunRegistry
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.mount("/static", VersionedStatic(directory=settings.static_dir), name="static")
     install_error_handlers(app)
     app.add_middleware(CompressGets)
+    app.add_middleware(HeadAsGet)  # outside the compression: a HEAD's length is a GET's
     app.add_middleware(
         GuardMiddleware,
         allowed_hosts=settings.effective_allowed_hosts,

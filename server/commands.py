@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import log_secrets
 from .export_command import add_export_parser, run_export
 from .listen import BindError, bind
 from .settings import Settings, is_loopback
@@ -20,9 +21,6 @@ __all__ = ["COMMANDS", "add_serve_parser", "run_serve", "serve"]
 
 # A client frame is a tiny command; anything bigger is refused by uvicorn with close 1009.
 _WS_MAX_BYTES = 64 * 1024
-# uvicorn's sans-I/O websockets protocol: about a quarter less CPU per frame than the legacy
-# one when fanning a run out to 200 viewers (bench/bench_server.py).
-_WS_IMPL = "websockets-sansio"
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -151,6 +149,7 @@ def serve(
     import uvicorn
 
     from .app import create_app
+    from .ws_protocol import WebSocketProtocol
 
     try:
         sock = bind(settings.host, settings.port)  # before the app: nothing starts when it fails
@@ -166,8 +165,9 @@ def serve(
         log_level=log_level,
         ws_max_size=_WS_MAX_BYTES,
         timeout_graceful_shutdown=10,
-        ws=_WS_IMPL,
+        ws=WebSocketProtocol,
     )
+    log_secrets.install()  # uvicorn.Config set its loggers up: a presenter key stays out of them
     server = uvicorn.Server(config)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{host}:{port}/"

@@ -14,12 +14,18 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-__all__ = ["AsciiJSONResponse", "install_error_handlers"]
+__all__ = ["AsciiJSONResponse", "install_error_handlers", "no_run"]
 
 log = logging.getLogger("gradwalk.server")
 _MAX_ECHO = 200
 _FASTAPI_BODY_ERROR = "There was an error parsing the body"
 _METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def no_run(run_id: str) -> str:
+    """The words of a 404 (or a 4404 close) for an unknown run id: the id, cut to 64 characters
+    (no run's id is longer; a 5,000-character one came back whole)."""
+    return f"no run with id {run_id[:64]!r}"
 
 
 class AsciiJSONResponse(JSONResponse):
@@ -37,8 +43,33 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    sent_as = _not_json(request)
+    if sent_as is not None and any(tuple(e.get("loc", ())) == ("body",) for e in exc.errors()):
+        # FastAPI hands a body of another type on as its bytes, so the error read "Input should
+        # be a valid dictionary" beside the JSON itself, echoed as a string
+        return AsciiJSONResponse(
+            {
+                "detail": f"the request body must be JSON sent as Content-Type: application/json, not {sent_as[:60]}"
+            },
+            status_code=415,
+        )
     errors = [_describe(e) for e in exc.errors()]
     return AsciiJSONResponse({"detail": errors}, status_code=422)
+
+
+def _not_json(request: Request) -> str | None:
+    """How the request's body was sent where that is not as JSON (None where it was)."""
+    ctype = request.headers.get("content-type")
+    if ctype is None:
+        return "no Content-Type"
+    media = ctype.split(";", 1)[0].strip().lower()
+    return None if media == "application/json" or media.endswith("+json") else ctype
+
+
+def _encoded(request: Request) -> str | None:
+    """The request's content encoding where it names one (only POST /api/traces takes gzip)."""
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    return None if encoding in ("", "identity") else encoding
 
 
 def _describe(error: Any) -> dict[str, Any]:
@@ -62,7 +93,15 @@ def _describe(error: Any) -> dict[str, Any]:
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-    if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
+    if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR and _encoded(request) is not None:
+        # a compressed body read as JSON text: say it is the encoding
+        encoding = _encoded(request) or ""
+        exc = StarletteHTTPException(
+            415,
+            f"content encoding {encoding[:40]!r} is not taken here: send the JSON uncompressed "
+            "(POST /api/traces alone takes gzip)",
+        )
+    elif exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
         # FastAPI's words for a body it could not decode; say what that means here.
         exc = StarletteHTTPException(400, _unreadable_body(exc))
     elif exc.status_code == 405:
@@ -82,13 +121,14 @@ def _unreadable_body(exc: StarletteHTTPException) -> str:
 
 def _allowed(request: Request) -> list[str]:
     """Every method some route of the app serves at the request's path (asked of the routes
-    themselves, as the router asks them)."""
+    themselves, as the router asks them), HEAD wherever GET is (server/head.py)."""
     routes = request.app.router.routes
-    return [
+    served = {
         method
         for method in _METHODS
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
-    ]
+    }
+    return [method for method in _METHODS if method in served or (method == "HEAD" and "GET" in served)]
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:

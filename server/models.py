@@ -82,7 +82,9 @@ class LimitsPatch(StrictRequest):
         description="backward() calls recorded in full while no optimizer has stepped (a loop that steps "
         "by hand); each later one sends its loss and memory only (detail_every applies to them too)",
     )
-    timeout_s: float | None = Field(default=None, gt=0, le=600, description="wall-clock limit (runner)")
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=600, allow_inf_nan=False, description="wall-clock limit (runner)"
+    )
     memory_mb: int | None = Field(default=None, ge=256, le=65536, description="address-space limit (runner)")
 
 

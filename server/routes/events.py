@@ -19,8 +19,8 @@ so that every frame the client receives is an event:
 * 1003 a binary frame; 1008 a frame that is not a valid command, or cancel without the token;
 * 1013 the viewer fell ``viewer_max_lag`` events behind a live run, or one send stalled for
   ``viewer_send_timeout_s``: reconnect with ``?after=`` the last seq received;
-* 4400 a bad ``after`` or ``batch`` (an ``after`` past the last event of a finished run
-  among them: see :func:`_past_the_end`); 4401/4403 missing/wrong token; 4404 no such run.
+* 4400 a bad ``after`` or ``batch`` (an ``after`` past a run's last event among them, live
+  or finished: see :func:`_past_the_end`); 4401/4403 missing/wrong token; 4404 no such run.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..deps import RegistryDep, SettingsDep
+from ..errors import no_run
 from ..live import LiveRun
 from ..registry import RunRegistry
 from ..security import token_matches
@@ -83,7 +84,7 @@ async def run_events(ws: WebSocket, run_id: str, registry: RegistryDep, settings
         return
     run = await _open(registry, run_id)
     if run is None:
-        await _close(ws, 4404, f"no run with id {run_id[:64]!r}")
+        await _close(ws, 4404, no_run(run_id))
         return
     past = _past_the_end(run, after)
     if past is not None:
@@ -121,18 +122,22 @@ async def _open(registry: RunRegistry, run_id: str) -> LiveRun | None:
 
 
 def _past_the_end(run: LiveRun, after: int) -> str | None:
-    """Say why a finished run cannot be resumed after ``after``, or None when it can.
+    """Say why a run cannot be resumed after ``after``, or None when it can.
 
-    A client that claims events past a finished run's last one holds a history this run's
-    trace does not: a server that was killed mid-run comes back with only ``run_started``
-    and a made-up ``run_finished`` (crashed, "server restarted") for it. Sending nothing and
-    closing 1000 left such a client without any ``run_finished``, reconnecting in vain; the
-    close says how the run ended instead. (``after`` = the last seq itself still sends
-    nothing and closes 1000: that client has every event.)
+    A client that claims events past a run's last one holds a history this run's trace does
+    not: a server that was killed mid-run comes back with only ``run_started`` and a made-up
+    ``run_finished`` (crashed, "server restarted") for it. Sending nothing and closing 1000
+    left such a client without any ``run_finished``, reconnecting in vain; the close says how
+    the run ended instead. A live run has sent no event it has not got yet either: waiting for
+    it to end and closing 1000 sent such a client nothing at all, not even ``run_finished``.
+    (``after`` = the last seq itself sends nothing more of a finished run and closes 1000: that
+    client has every event.)
     """
     last = len(run.frames) - 1
-    if not run.finished or after <= last:
+    if after <= last:
         return None
+    if not run.finished:
+        return f"the run is still going and has sent events up to seq {last} (asked for after={after})"
     ended = run.status + (f": {run.message[:50]}" if run.message else "")
     return f"the run ended {ended}; it has no event after seq {last} (asked for after={after})"
 

@@ -27,6 +27,7 @@ from ..chart_choices import (
     parse_hide,
 )
 from ..deps import RegistryDep, ViewerAuth
+from ..errors import no_run
 from ..export import (
     SELECTION_PATTERN,
     BundleMissing,
@@ -109,19 +110,19 @@ async def export_run(
         raise RequestValidationError([error]) from None
     run = await registry.find(run_id) if len(run_id) <= 64 else None
     if run is None:
-        raise HTTPException(404, f"no run with id {run_id[:64]!r}")
+        raise HTTPException(404, no_run(run_id))
     if not _finished(run):
         raise HTTPException(409, "the run is still going; export it once it has finished")
     data = await registry.trace(run_id)
     if data is None:
-        raise HTTPException(404, f"run {run_id!r} has no stored trace")
+        raise HTTPException(404, f"run {run_id[:64]!r} has no stored trace")
     if step is not None or call is not None or sel is not None:
         _check_in_run(await asyncio.to_thread(_events_of, data), step=step, call=call, sel=sel)
     compared = None
     if compare is not None:
         other = await registry.find(compare)
         if other is None or not _finished(other) or (other_data := await registry.trace(compare)) is None:
-            raise HTTPException(404, f"no finished run {compare!r} to compare with")
+            raise HTTPException(404, f"no finished run {compare[:64]!r} to compare with")
         compared = (compare, other_data)
     try:
         page = await asyncio.to_thread(

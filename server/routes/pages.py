@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import TemplateNotFound
 
 from ..deps import RegistryDep, SettingsDep
+from ..errors import no_run
 from ..version import VERSION
 
 __all__ = ["router"]
@@ -69,5 +70,5 @@ async def embed(run_id: str, request: Request, registry: RegistryDep, settings: 
         )
     except TemplateNotFound:
         if missing:
-            raise HTTPException(404, f"no run with id {run_id[:64]!r}") from None
+            raise HTTPException(404, no_run(run_id)) from None
         raise HTTPException(404, "embeds are not built into this server yet") from None

@@ -12,6 +12,7 @@ from engine.events import Limits, Trace
 from runner import PoolBusy
 
 from ..deps import CreatorAuth, LimiterDep, RegistryDep, SettingsDep, ViewerAuth, spend_allowance
+from ..errors import no_run
 from ..live import LiveRun
 from ..models import (
     JSON_BODY_ERRORS,
@@ -99,7 +100,7 @@ async def get_trace(run_id: RunId, registry: RegistryDep, _auth: ViewerAuth) -> 
     """Return the run's trace: every event so far, all of them once it finished."""
     data = await registry.trace(run_id)
     if data is None:
-        raise HTTPException(404, f"no run with id {run_id!r}")
+        raise HTTPException(404, no_run(run_id))
     return Response(data, media_type="application/json")
 
 
@@ -115,7 +116,7 @@ async def cancel_run(run_id: RunId, registry: RegistryDep, _auth: CreatorAuth) -
 async def _find(registry: RunRegistry, run_id: str) -> LiveRun | RunRecord:
     run = await registry.find(run_id) if len(run_id) <= 64 else None
     if run is None:
-        raise HTTPException(404, f"no run with id {run_id[:64]!r}")
+        raise HTTPException(404, no_run(run_id))
     return run
 
 

@@ -46,6 +46,8 @@ def test_a_run_stopped_by_its_time_limit_says_what_it_recorded(driver: PoolDrive
     assert end.counts.backward_calls == 1
     assert end.counts.events == len(events)
     assert end.duration_s >= 1.0  # it ran until its 1.5 s limit stopped it
+    # its time is the run's, after every event that arrived (it read 0.0, before them all)
+    assert end.t >= max(e.t for e in events[:-1]) and end.t >= 1.0
 
 
 def test_a_loop_stepping_by_hand_stopped_counts_its_metrics_only_calls(driver: PoolDriver) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import socket
@@ -90,10 +91,23 @@ def test_trace_of_a_running_run_has_the_events_so_far(api: httpx.Client) -> None
     wait_finished(api, run["id"])
 
 
-@pytest.mark.parametrize("path", ["/api/runs/nope", "/api/runs/nope/trace", "/api/runs/" + "x" * 500])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/runs/nope",
+        "/api/runs/nope/trace",
+        "/api/runs/" + "x" * 500,
+        "/api/runs/" + "x" * 5000 + "/trace",
+        "/api/runs/" + "x" * 5000 + "/export",
+        "/embed/" + "x" * 5000,
+    ],
+)
 def test_unknown_runs_are_404(api: httpx.Client, path: str) -> None:
     response = api.get(path)
-    assert response.status_code == 404 and "no run" in run_json(response)["detail"]
+    assert response.status_code == 404
+    if not path.startswith("/embed/"):  # (an embed is a page saying so, for the iframe)
+        # the id is named, cut to 64 characters (/trace echoed all 5,000)
+        assert run_json(response)["detail"] == f"no run with id {path.split('/')[3][:64]!r}"
 
 
 def test_cancel_unknown_is_404(api: httpx.Client) -> None:
@@ -108,6 +122,10 @@ def test_cancel_unknown_is_404(api: httpx.Client) -> None:
         (b'{"source": "x", "device": "tpu"}', "cpu"),
         (b'{"source": "x", "extra": 1}', "extra"),
         (b'{"source": "x", "limits": {"timeout_s": -1}}', "greater than"),
+        (
+            b'{"source": "x", "limits": {"timeout_s": NaN}}',
+            "finite number",
+        ),  # was "less than or equal to 600"
         (b'{"source": "x", "limits": {"bogus": 1}}', "extra"),
         (b'{"source": "a\\u0000b"}', "NUL"),
         (b'{"source": "\\ud800"}', "Unicode"),
@@ -185,7 +203,46 @@ def test_form_posts_are_not_runs(api: httpx.Client) -> None:
     response = api.post(
         "/api/runs", content=b'{"source": "print(1)"}', headers={"content-type": "text/plain"}
     )
-    assert response.status_code == 422
+    assert response.status_code == 415
+    # it said "Input should be a valid dictionary", the JSON echoed back as a string
+    assert run_json(response)["detail"] == (
+        "the request body must be JSON sent as Content-Type: application/json, not text/plain"
+    )
+
+
+@pytest.mark.parametrize(
+    ("headers", "sent_as"),
+    [
+        (
+            {"content-type": "application/x-www-form-urlencoded"},
+            "application/x-www-form-urlencoded",
+        ),  # curl -d
+        ({}, "no Content-Type"),
+    ],
+)
+def test_a_json_body_sent_as_another_type_is_refused_naming_the_type(
+    api: httpx.Client, headers: dict[str, str], sent_as: str
+) -> None:
+    for method, path in [("POST", "/api/runs"), ("POST", "/api/rooms")]:
+        response = api.request(method, path, content=b'{"source": "print(1)"}', headers=headers)
+        assert response.status_code == 415, (path, response.text)
+        assert run_json(response)["detail"].endswith(f"Content-Type: application/json, not {sent_as}")
+    # JSON with a charset, or a +json type, is JSON
+    body = b'{"source": "print(1)"}'
+    ok = api.post("/api/runs", content=body, headers={"content-type": "application/json; charset=utf-8"})
+    assert ok.status_code == 201, ok.text
+
+
+def test_a_compressed_body_is_refused_naming_the_encoding_where_only_traces_take_gzip(
+    api: httpx.Client,
+) -> None:
+    body = gzip.compress(b'{"source": "print(1)"}')
+    headers = {"content-type": "application/json", "content-encoding": "gzip"}
+    response = api.post("/api/runs", content=body, headers=headers)
+    # it said "the request body is not valid UTF-8 JSON text"
+    assert response.status_code == 415 and run_json(response)["detail"] == (
+        "content encoding 'gzip' is not taken here: send the JSON uncompressed (POST /api/traces alone takes gzip)"
+    )
 
 
 def _operations_with_a_body(api: httpx.Client) -> list[tuple[str, str]]:
@@ -221,14 +278,34 @@ def test_unknown_path_and_method_are_json(api: httpx.Client) -> None:
     assert run_json(api.get("/api/nothing"))["detail"]
     response = api.delete("/api/runs")
     assert response.status_code == 405 and run_json(response)["detail"]
-    assert response.headers["allow"] == "GET, POST"
+    assert response.headers["allow"] == "GET, HEAD, POST"
 
 
 def test_a_wrong_method_names_every_method_the_path_allows(api: httpx.Client) -> None:
     # GET and DELETE /api/rooms/{code} are two routes; Starlette alone named the first only
     response = api.put("/api/rooms/ABCDEF")
     assert response.status_code == 405 and run_json(response)["detail"]
-    assert response.headers["allow"] == "DELETE, GET"
+    assert response.headers["allow"] == "DELETE, GET, HEAD"
+
+
+# (not the runs list: an earlier test's run may end between the GET and the HEAD)
+@pytest.mark.parametrize("path", ["/", "/api/lessons", "/api/runs/{id}", "/embed/{id}", "/room"])
+def test_head_is_answered_wherever_get_is_with_the_get_s_headers_and_no_body(
+    api: httpx.Client, server: LiveServer, path: str
+) -> None:
+    # a link checker (a course platform checking an embed's URL) asks with HEAD: it was a 405
+    run = api.post("/api/runs", json={"source": "print(1)"}).json()
+    wait_finished(api, run["id"])  # (a live run's answer grows between the GET and the HEAD)
+    url = path.replace("{id}", run["id"])
+    for encoding in ("identity", "gzip"):
+        got = api.get(url, headers={"accept-encoding": encoding})
+        head = api.head(url, headers={"accept-encoding": encoding})
+        assert head.status_code == got.status_code == 200, (url, head.status_code)
+        assert head.content == b""
+        for name in ("content-type", "content-length", "content-encoding"):
+            assert head.headers.get(name) == got.headers.get(name), (url, name)
+    missing = api.head(url.replace(run["id"], "nope")) if "{id}" in path else None
+    assert missing is None or missing.status_code == 404
 
 
 def test_foreign_host_header_is_refused(api: httpx.Client) -> None:

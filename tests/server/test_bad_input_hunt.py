@@ -98,6 +98,31 @@ def test_a_body_that_arrives_slowly_but_steadily_is_read(own_server: LiveServer)
     assert reply.startswith("HTTP/1.1 201"), reply[:200]
 
 
+@pytest.mark.parametrize(
+    ("query", "header", "answer"),
+    [
+        ("?after=" + "1" * 9000, "", "HTTP/1.1 414"),  # the request line over 8 KiB
+        ("", "X-Long: " + "k" * 9000 + "\r\n", "HTTP/1.1 431"),  # a header line over 8 KiB
+        ("?after=" + "1" * 8000, "", "HTTP/1.1 101"),  # under it: the socket opens
+    ],
+    ids=["long-url", "long-header", "long-but-fits"],
+)
+def test_a_websocket_request_too_large_to_read_is_answered_not_left_open(
+    server: LiveServer, query: str, header: str, answer: str
+) -> None:
+    """NOTE [A websocket URL too long got no answer] (server/ws_protocol.py): the refusal
+    was queued and never sent, and the client waited, its connection open, forever."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(
+            f"GET /api/runs/nope/events{query} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            f"Sec-WebSocket-Version: 13\r\n{header}\r\n".encode()
+        )
+        reply = sock.recv(4096).decode(errors="replace")  # (a timeout here is the fault)
+    assert reply.startswith(answer), reply[:200]
+
+
 def test_json_nested_too_deeply_is_400_saying_so(api: httpx.Client) -> None:
     body = b'{"source": "x = 1", "limits": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     response = api.post("/api/runs", content=body, headers={"content-type": "application/json"})

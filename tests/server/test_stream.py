@@ -187,6 +187,27 @@ def test_after_past_the_end_of_a_finished_run_sends_nothing(api: httpx.Client, s
     assert more == [] and code == 1000
 
 
+def test_after_past_what_a_live_run_has_sent_is_refused_saying_so(
+    api: httpx.Client, server: LiveServer
+) -> None:
+    # it waited for the run to end and closed 1000 having sent nothing, not even run_finished
+    run = start(api, FOREVER)
+    try:
+        seen, _, _ = asyncio.run(collect(events_url(server, run), stop_after=3))
+        t0 = time.monotonic()
+        more, code, reason = asyncio.run(collect(events_url(server, run, after=10**17)))
+        assert more == [] and code == 4400, (code, reason)
+        assert (
+            "the run is still going and has sent events up to seq" in reason and f"after={10**17}" in reason
+        )
+        assert time.monotonic() - t0 < 10  # said at once, not when the run ends (not a speed test)
+        # a client that has what was sent so far gets the rest
+        rest, _, _ = asyncio.run(collect(events_url(server, run, after=len(seen) - 1), stop_after=2))
+        assert [json.loads(f)["seq"] for f in rest] == [len(seen), len(seen) + 1]
+    finally:
+        api.post(f"/api/runs/{run['id']}/cancel")
+
+
 def test_200_viewers_each_get_every_event(api: httpx.Client, server: LiveServer) -> None:
     run = start(api, TICKING)
 
