@@ -159,6 +159,10 @@ JSON_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "the body is not valid UTF-8 JSON text"},
     408: {"model": ErrorDetail, "description": "the request body stopped arriving"},
     413: {"model": ErrorDetail, "description": "the request body is too large"},
+    415: {
+        "model": ErrorDetail,
+        "description": "the body was sent as another type than application/json, or compressed",
+    },
 }
 
 
