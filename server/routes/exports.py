@@ -78,7 +78,13 @@ async def export_run(
             "the inspector shows it, the graph rings it",
         ),
     ] = None,
-    controls: Annotated[bool, Query(description="show the tabs and the stepper's buttons")] = True,
+    controls: Annotated[
+        bool | Literal["show", "shown", "hide", "hidden"],
+        Query(
+            description="show the tabs and the stepper's buttons: true or show (the default), false or hide, "
+            "as an embed's link writes it"
+        ),
+    ] = True,
     theme: Annotated[Literal["light", "dark"] | None, Query(description="default: the reader's")] = None,
     yscale: Annotated[YScale | None, Query(description="the charts' y axes (default: auto)")] = None,
     norms: Annotated[
@@ -131,7 +137,7 @@ async def export_run(
             title=run.title,
             view=view,
             step=step,
-            controls=controls,
+            controls=controls if isinstance(controls, bool) else controls in ("show", "shown"),
             theme=theme,
             yscale=yscale,
             per_parameter=norms == "per-parameter",

@@ -119,6 +119,8 @@ def _parse(body: bytes, examples: list[Any]) -> tuple[RunRecord, bytes]:
             f"the trace is format version {trace.version}, from a newer gradwalk; this server reads "
             f"versions up to {SCHEMA_VERSION}",
         )
+    if trace.version < 1:
+        raise HTTPException(422, f"the trace is format version {trace.version}; versions count from 1")
     if "\x00" in trace.source:
         raise HTTPException(422, "the trace's source holds a NUL character, which no snippet can")
     events = trace.events
@@ -127,6 +129,10 @@ def _parse(body: bytes, examples: list[Any]) -> tuple[RunRecord, bytes]:
     for i, event in enumerate(events):
         if event.seq != i:
             raise HTTPException(422, f"events[{i}] has seq {event.seq}; seq must count from 0 without gaps")
+        if 0 < i < len(events) - 1 and isinstance(event, RunStarted | RunFinished):
+            # a run starts once and finishes once: the viewer reads the stream's ends as the run's
+            where = "start" if isinstance(event, RunStarted) else "end"
+            raise HTTPException(422, f"events[{i}] is a {event.type}; a trace has one, at its {where}")
         if not math.isfinite(event.t):
             # the charts' time axis needs a number; JSON would carry this one as a string
             raise HTTPException(422, f"events[{i}] has t {event.t}; t must be a finite number of seconds")

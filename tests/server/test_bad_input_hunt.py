@@ -151,6 +151,18 @@ def _cubic_trace() -> dict[str, Any]:
     )
 
 
+def _with_event_at_1(copied: int) -> Callable[[dict[str, Any]], None]:
+    """A change putting a copy of the trace's event ``copied`` (its first or last) in at index 1."""
+
+    def change(trace: dict[str, Any]) -> None:
+        events = trace["events"]
+        events.insert(1, dict(events[copied]))
+        for seq, event in enumerate(events):
+            event["seq"] = seq
+
+    return change
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [
@@ -158,8 +170,19 @@ def _cubic_trace() -> dict[str, Any]:
         (lambda t: t.update(source=t["source"] + "\x00"), "NUL character"),
         (lambda t: t["events"][1].update(t="NaN"), "events[1] has t nan"),
         (lambda t: t["events"][1].update(t="Infinity"), "events[1] has t inf"),
+        (lambda t: t.update(version=-1), "format version -1; versions count from 1"),
+        (_with_event_at_1(0), "events[1] is a run_started; a trace has one, at its start"),
+        (_with_event_at_1(-1), "events[1] is a run_finished; a trace has one, at its end"),
     ],
-    ids=["future-version", "nul-in-source", "nan-time", "infinite-time"],
+    ids=[
+        "future-version",
+        "nul-in-source",
+        "nan-time",
+        "infinite-time",
+        "negative-version",
+        "second-start",
+        "finished-mid-way",
+    ],
 )
 def test_an_imported_trace_no_run_could_have_written_is_refused_saying_why(
     api: httpx.Client, change: Callable[[dict[str, Any]], None], words: str

@@ -212,6 +212,19 @@ def test_the_export_route_hides_the_charts_it_is_asked_to(api: httpx.Client) -> 
     assert hide["in"] == "query" and hide["schema"]["pattern"] == HIDE_PATTERN
 
 
+def test_the_export_route_takes_controls_in_an_embed_s_words_too(api: httpx.Client) -> None:
+    # an embed's link writes controls=hide; the same words on its download were a 422
+    run_id = api.post("/api/runs", json={"source": QUICK}).raise_for_status().json()["id"]
+    assert wait_finished(api, run_id)["status"] == "ok"
+    for given, shown in [("hide", False), ("false", False), ("show", True), ("true", True), (None, True)]:
+        params = {} if given is None else {"controls": given}
+        page = api.get(f"/api/runs/{run_id}/export", params=params)
+        assert page.status_code == 200, (given, page.text[:300])
+        assert options_of(page.text)["controls"] is shown, given
+    refused = api.get(f"/api/runs/{run_id}/export", params={"controls": "maybe"})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"][:2] == ["query", "controls"]
+
+
 # --- gradwalk export -----------------------------------------------------------------------
 
 
