@@ -64,6 +64,7 @@ from .explain_values import module_class_hint, returned_pair_hint, value_kind_hi
 from .explain_vmap_args import vmap_argument_hint
 from .memory import saved_by
 from .source import quoted_code
+from .text import exception_text
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -75,7 +76,7 @@ def error_node(exc: BaseException, rec: Recorder) -> int | None:
     """The id of the graph node an error is about, where the recorder knows it: the node
     whose saved tensor backward found changed in place, or the node whose gradient anomaly
     mode found NaN."""
-    text = str(exc)
+    text = exception_text(exc)
     if "modified by an inplace operation" in text and rec.memory.changed is not None:
         by = saved_by(rec.memory.changed)
         return by.node_id if by is not None else None

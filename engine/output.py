@@ -63,6 +63,16 @@ class _LineSink(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        """stderr's: the process's own (``faulthandler.enable()`` asks for it, and failed with
+        "fileno"); what is written to it there bypasses the trace, as a crash's dump must.
+        stdout has none (``io.UnsupportedOperation``, as in a notebook): a worker's fd 1 carries
+        its events."""
+        real = sys.__stderr__ if self._name == "stderr" else None
+        if real is None:
+            raise io.UnsupportedOperation("fileno")
+        return real.fileno()
+
     def write(self, b: Any) -> int:
         data = bytes(b)
         text = self._decoder.decode(data)
@@ -96,6 +106,10 @@ class CapturedOutput:
         self.stderr = _stream(self, "stderr")
 
     def send(self, stream: Literal["stdout", "stderr"], text: str) -> None:
+        if stream == "stderr" and "Traceback of forward call" in text:
+            # anomaly mode's, printed by PyTorch itself where a filter makes the warning an
+            # error: the snippet's frames only, as _show_warning leaves them
+            text = _forward_trace_of_snippet(text, self._filename)
         if self._left <= 0:
             self._dropped += len(text)
             return

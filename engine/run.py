@@ -29,7 +29,7 @@ from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
-from .text import without_terminal_codes, writable
+from .text import exception_text, without_terminal_codes, writable
 
 __all__ = ["record", "record_stream"]
 
@@ -189,7 +189,7 @@ def record_stream(
             status, message = "cancelled", "interrupted"
         else:
             status = "error"
-            message = f"{type(exc).__name__}: {exc}"
+            message = f"{type(exc).__name__}: {exception_text(exc)}"
         _emit_error(rec, exc)
     finally:
         api.set_current(None)
@@ -263,9 +263,15 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
     from .explain import error_node, explain_error, metrics_only_after, metrics_only_calls
 
+    try:
+        message, readable = str(exc), True
+    except Exception:  # an exception that cannot say what it is has nothing for a hint to read
+        message, readable = exception_text(exc), False
     with rec.mute():
         try:  # a hint that fails leaves the error without one; the error itself is told as it is
-            hint = explain_error(exc, rec, line, frames[-1].tb_frame if frames else None)
+            hint = (
+                explain_error(exc, rec, line, frames[-1].tb_frame if frames else None) if readable else None
+            )
         except Exception:
             rec.observation_failed()
             hint = None
@@ -274,7 +280,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
         dict(
             type="error",
             exc_type=type(exc).__name__,
-            message=writable(without_terminal_codes(str(exc))[:4000]),
+            message=writable(without_terminal_codes(message)[:4000]),
             line=line,
             traceback=writable(without_terminal_codes(text)[-8000:]),
             hint=None if hint is None else writable(hint),

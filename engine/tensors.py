@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorTable", "autograd_of", "dtype_name", "version_of"]
 
 _MAX_HELD = 256  # the most items of a plain container searched for tensors to name
+_MAX_HELD_DEPTH = 3  # and how deep in containers held in containers
 _MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
 _MAX_DATA_READS = 256  # ``.data`` reads remembered before the dead ones are forgotten
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
@@ -318,7 +319,9 @@ class TensorTable:
             name = self.names.get(tid_of_leaf) or (self.names.get(latest) if latest is not None else None)
             if name is None:
                 continue
-            grad = leaf.grad
+            # a "leaf" that has since got a grad_fn (what a custom Function returns of its
+            # input, first met as PyTorch's view_as of it) has no .grad, and reading it warns
+            grad = leaf.grad if leaf.is_leaf or leaf.retains_grad else None
             if grad is t:
                 return f"{name}.grad"
             if data:
@@ -426,14 +429,15 @@ class TensorTable:
         # did not show its ``.grad``. A variable's own name comes first, then the place, then
         # a loop variable: ``for W in Ws`` binds ``W`` to each tensor in turn, and all three
         # of ``Ws`` were shown as ``W`` (``W.grad`` three times), now ``Ws[0]`` to ``Ws[2]``.
+        # Containers in containers are searched too, to a depth of three
+        # (``params[1][0]``, ``cfg['enc'][0]``): the two leaves of ``[[a], [b]]`` were both
+        # ``p``, after the loop that met them, and the trace's final grads kept one.
         """
         items = [(k, v) for k, v in list(scope.items()) if not k.startswith("_")]
         loops = self._rec.modules.loop_names
         held: list[tuple[str, object]] = []
         for key, value in items:
-            if (is_a(value, list) or is_a(value, tuple) or is_a(value, dict)) and 0 < len(value) <= _MAX_HELD:
-                places = value.items() if isinstance(value, dict) else enumerate(value)
-                held.extend((f"{key}[{i!r}]", item) for i, item in places)
+            held.extend(_held_in(key, value, _MAX_HELD_DEPTH))
         own = [(k, v) for k, v in items if k not in loops]
         for key, value in [*own, *held, *((k, v) for k, v in items if k in loops)]:
             if is_a(value, torch.Tensor):
@@ -493,3 +497,22 @@ def version_of(t: torch.Tensor) -> int | None:
         return t._version
     except RuntimeError:
         return None
+
+
+def _held_in(place: str, value: object, depth: int) -> list[tuple[str, object]]:
+    """Each item of ``value``, when it is a plain list, tuple or dict of at most
+    :data:`_MAX_HELD` items, by its place (``place[0]``, ``place['w']``), the items of the
+    containers among them after, to ``depth`` levels (NOTE [Tensors held in a plain container])."""
+    plain = is_a(value, list) or is_a(value, tuple) or is_a(value, dict)
+    if (
+        depth == 0
+        or not plain
+        or not isinstance(value, list | tuple | dict)
+        or not 0 < len(value) <= _MAX_HELD
+    ):
+        return []
+    places = value.items() if isinstance(value, dict) else enumerate(value)
+    found = [(f"{place}[{key!r}]", item) for key, item in places]
+    for inner, item in list(found):
+        found.extend(_held_in(inner, item, depth - 1))
+    return found

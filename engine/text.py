@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["without_terminal_codes", "writable"]
+__all__ = ["exception_text", "without_terminal_codes", "writable"]
 
 
 def writable(text: str) -> str:
@@ -29,3 +29,12 @@ def without_terminal_codes(text: str) -> str:
     """``text`` without the escape codes a terminal reads as colour or bold (PyTorch's
     ``torch.load`` message has some): on a web page they are noise."""
     return _TERMINAL_CODES.sub("", text)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or what Python's own traceback prints where that raises (an exception
+    class whose ``__str__`` fails took the recorder down with it)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<exception str() failed>"

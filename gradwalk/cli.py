@@ -6,6 +6,7 @@ Each subcommand lives with the package that owns it; this module only assembles 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -98,8 +99,15 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
     if not out.parent.is_dir() or out.is_dir():  # said before the snippet runs, not after
         print(f"gradwalk record: cannot write {out}: {_unwritable(out)}", file=sys.stderr)
         return 2
+    try:
+        # as Python reads a script: a coding cookie, a UTF-8 BOM, any newlines
+        source = importlib.util.decode_source(args.snippet.read_bytes())
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        print(f"gradwalk record: cannot read {args.snippet}: {exc}", file=sys.stderr)
+        return 2
+    where = out.resolve()  # a snippet may os.chdir(): the trace goes where it was asked for
     trace = record(
-        args.snippet.read_text(),
+        source,
         device=args.device,
         limits=limits,
         filename=args.snippet.name,
@@ -107,7 +115,7 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
         path=str(args.snippet),
     )
     try:
-        out.write_text(trace.model_dump_json())
+        where.write_text(trace.model_dump_json())
     except OSError as exc:
         print(f"gradwalk record: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
