@@ -2,7 +2,7 @@
 // to ELK_MAX_NODES, with its routes for the edges that would cross a node (graph-routes.ts);
 // Cytoscape's breadth-first layout above that or when ELK fails (level of detail: see
 // graph.ts).
-import type { Core } from "cytoscape";
+import type { Core, NodeSingular, Position } from "cytoscape";
 import { reducedMotion } from "./dom";
 import { type GEdge, type GNode, outputsOf } from "./graph-build";
 import { levelCounts } from "./graph-lod";
@@ -39,12 +39,14 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       // Another run replaced the graph while ELK worked: this one is gone.
       if (cy.destroyed()) return "elk";
       const gliding: Promise<void>[] = [];
+      const glides: [NodeSingular, Position][] = [];
       const glide = animate && !reducedMotion();
       cy.batch(() => {
         for (const [id, p] of positions) {
           const el = cy.getElementById(id);
           if (!el.nonempty()) continue;
           if (glide && !el.hasClass("unplaced")) {
+            glides.push([el as NodeSingular, p]);
             gliding.push(new Promise<void>((done) => el.animate({ position: p }, { duration: 220, complete: () => done() })));
           } else {
             el.position(p);
@@ -53,11 +55,19 @@ export async function placeElements(cy: Core, nodes: GNode[], edges: GEdge[], co
       });
       // Resolve once every node is where it goes (a fit measures the final places), or a
       // little later at most: a stopped animation never calls `complete`. A route is drawn
-      // once its ends are where it was made for: see NOTE [Routes and gliding nodes].
+      // once its ends are where it was made for: see NOTE [Routes and gliding nodes]. A glide
+      // still going then (a busy machine draws few frames) ends where it was going, at once.
       if (gliding.length) {
         clearRoutes(cy);
         await Promise.race([Promise.all(gliding), new Promise((done) => setTimeout(done, 400))]);
         if (cy.destroyed()) return "elk";
+        cy.batch(() => {
+          for (const [el, p] of glides) {
+            if (el.removed()) continue;
+            if (el.animated()) el.stop(true, false);
+            el.position(p);
+          }
+        });
       }
       routeEdges(cy, positions, routes);
       return "elk";

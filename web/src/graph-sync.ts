@@ -4,6 +4,12 @@
 import type { Core, ElementDefinition } from "cytoscape";
 import type { GEdge, GNode, GraphElements } from "./graph-build";
 
+// NOTE [Nothing drawn before it is placed]: an element added here is "unplaced" (not drawn)
+// until the layout that places it ends (graph.ts). Drawn at once, a live graph's new nodes
+// all sat at (0, 0) while the layout ran in its worker: on a busy machine a frame came in
+// between, and Cytoscape warned of each edge between two of them ("Edge ... has invalid
+// endpoints", its ends inside each other), as a CI run caught.
+
 /**
  * Make `cy` hold exactly `built`'s elements; `drawn` maps each element id in `cy` to what
  * it was built from, and is kept up to date. `forget(id)` is called for each element removed
@@ -43,7 +49,7 @@ export function syncElements(cy: Core, drawn: Map<string, GNode | GEdge>, built:
     for (const e of edges) {
       const old = drawn.get(e.id) as GEdge | undefined;
       if (!old) {
-        add.push({ group: "edges", data: { ...e, shape: e.label } });
+        add.push({ group: "edges", data: { ...e, shape: e.label }, classes: "unplaced" });
         structural = true;
       } else if (old.label !== e.label) {
         cy.getElementById(e.id).data({ shape: e.label });

@@ -324,7 +324,7 @@ export class GraphView {
         // Another run (setModel) replaced the graph during the layout: drop this one, the
         // rebuild it queued draws the new run.
         if (cy !== this.cy) return;
-        this.cy.nodes(".unplaced").removeClass("unplaced");
+        this.cy.elements(".unplaced").removeClass("unplaced");
         this.placedAtScale = fontScale;
       }
       this.painter.index(built.nodes, built.edges);
