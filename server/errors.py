@@ -49,7 +49,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         # be a valid dictionary" beside the JSON itself, echoed as a string
         return AsciiJSONResponse(
             {
-                "detail": f"the request body must be JSON sent as Content-Type: application/json, not {sent_as[:60]}"
+                "detail": f"the request body must be JSON sent as Content-Type: application/json; it came {sent_as[:80]}"
             },
             status_code=415,
         )
@@ -58,12 +58,12 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 
 
 def _not_json(request: Request) -> str | None:
-    """How the request's body was sent where that is not as JSON (None where it was)."""
+    """How the request's body came where that is not as JSON (None where it was)."""
     ctype = request.headers.get("content-type")
     if ctype is None:
-        return "no Content-Type"
+        return "with no Content-Type"
     media = ctype.split(";", 1)[0].strip().lower()
-    return None if media == "application/json" or media.endswith("+json") else ctype
+    return None if media == "application/json" or media.endswith("+json") else f"as {ctype}"
 
 
 def _encoded(request: Request) -> str | None:

@@ -93,6 +93,8 @@ def test_try_it_leaves_a_room_viewers_code_as_the_presenters_where_only_the_pres
         card = viewer.locator("[data-gw=lesson-card]")
         expect(card).to_have_attribute("data-lesson", "momentum")
         viewer.wait_for_function("() => window.gradwalk.editor.source.includes('momentum=0.9)')")
+        # the lesson's run in place first: its arrival clears the output, and the notice with it
+        viewer.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
         card.locator("[data-gw=lesson-try]").click()
         expect(viewer.locator(".gw-notice").last).to_contain_text("tick “Viewers may run code”")
         assert "momentum=0.9)" in viewer.evaluate("() => window.gradwalk.editor.source")  # changed nothing

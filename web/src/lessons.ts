@@ -160,7 +160,7 @@ export class LessonsGallery {
   private tryButton(lesson: Lesson, folded: boolean): HTMLElement | null {
     const steps = lesson.try_steps ?? [];
     if (steps.length === 0) return null;
-    const made = this.tried?.lesson === lesson.id ? this.tried.steps : 0;
+    const made = this.stepsMade(lesson);
     const then = made > 0 && made < steps.length;
     const what = then ? `the try's next change (${made + 1} of ${steps.length})` : "the change the lesson's try asks for";
     return h("button", {
@@ -173,6 +173,11 @@ export class LessonsGallery {
     });
   }
 
+  /** How many of `lesson`'s try steps Try it made in the code since the lesson was opened. */
+  private stepsMade(lesson: Lesson): number {
+    return this.tried?.lesson === lesson.id ? this.tried.steps : 0;
+  }
+
   /** Make the next step of the lesson's try in the editor's code, and run it. */
   private async tryIt(lesson: Lesson): Promise<void> {
     const steps = lesson.try_steps ?? [];
@@ -183,7 +188,7 @@ export class LessonsGallery {
       this.app.output.say(refused);
       return;
     }
-    const done = applyTry(this.app.editor.source, steps, this.tried?.lesson === lesson.id ? this.tried.steps : 0);
+    const done = applyTry(this.app.editor.source, steps, this.stepsMade(lesson));
     if ("source" in done) {
       this.app.editor.source = done.source;
       this.tried = { lesson: lesson.id, steps: done.step + 1 };
