@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .conftest import expect, shot
-from .lessons_served import opened_at
+from .lessons_served import STEP_CARD, opened_at
 from .test_rooms import Classroom
 
 pytestmark = pytest.mark.browser
@@ -66,6 +66,10 @@ def test_a_try_of_two_steps_reads_then_after_the_first_and_a_step_of_two_edits_m
     code = page.evaluate("() => window.gradwalk.editor.source")
     assert code.index("    opt.step()\n    # keep every weight") < code.index("p.clamp_(-0.2, 0.2)")
     assert code.count("p.clamp_(-0.2, 0.2)") == 1
+    # it lands where the try's words look: this AddmmBackward0, its hidden layer's gradient
+    # (it was at the walk's first step, NllLossBackward0)
+    expect(page.locator(".gw-stepper .gw-position")).to_have_text("step 3 of 36 · backward 1: 3 of 12")
+    expect(page.locator(STEP_CARD).locator(".gw-node-name")).to_have_text("AddmmBackward0")
     expect(button).to_have_text("Try it ▶")
     button.click()
     expect(page.locator(".gw-output")).to_contain_text("The code already has the try's changes")

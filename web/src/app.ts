@@ -69,6 +69,8 @@ export class App {
   private pending: UrlState | null = null;
   /** When the run being followed was started from the stepper: the walk up to its step. */
   private stepAfterRun: string[] | null = null;
+  /** Where runAndOpen() opens its run once it has finished (null: as stepAfterRun says). */
+  private openAfterRun: { view: ViewName; step: number } | null = null;
   private unsubscribeModel: () => void = () => {};
   /** ▶ Run, Stop and the run's status (run-controls.ts). */
   private readonly controls: RunControls;
@@ -324,6 +326,7 @@ export class App {
     this.model = model;
     this.runId = runId;
     this.stepAfterRun = null; // follow() sets it again for the run it follows
+    this.openAfterRun = null;
     this.graph.setModel(model);
     this.tape.setModel(model);
     this.stepper.setModel(model);
@@ -352,6 +355,10 @@ export class App {
     setTabCount(this.tabs.find((t) => t.dataset.view === "charts"), m.optimizerSteps.length, ["optimizer step", "optimizer steps"]);
     if (this.pending) void this.applyPending();
     if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
+    if (this.openAfterRun !== null && m.isFinished) this.openFinished(this.openAfterRun);
+    // the step's line in this run: a lesson opened at the step the last one was on left the
+    // last one's line marked (the store's step had not changed)
+    this.editor.setCurrent(currentLine(m, this.store.state));
   }
 
   /**
@@ -365,6 +372,25 @@ export class App {
     if (this.store.state.view !== "tape" || !steps) return;
     const same = walk.length > 0 && walk.length <= steps && sameWalk(walkTo(this.model, walk.length - 1), walk);
     this.store.set({ view: "stepper", step: same ? walk.length - 1 : 0 });
+  }
+
+  /**
+   * Run the editor's code, and once the run has finished open `view` at `step` (the run's
+   * last step where it has fewer): a lesson's Try it lands where the lesson's words look,
+   * where a run from the stepper reopens at its step only when the walk up to it is the same.
+   */
+  async runAndOpen(view: ViewName, step: number): Promise<void> {
+    await this.run();
+    if (!this.running) return; // it did not start, or was over at once: nothing to wait for
+    this.stepAfterRun = null;
+    this.openAfterRun = { view, step };
+  }
+
+  private openFinished(where: { view: ViewName; step: number }): void {
+    this.openAfterRun = null;
+    const steps = this.model.timeline.length;
+    if (where.view === "stepper" && !steps) return; // no walk to open (an error before backward)
+    this.store.set({ view: where.view, step: steps ? Math.min(where.step, steps - 1) : null });
   }
 
   /**

@@ -148,7 +148,9 @@ export class LessonsGallery {
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
     const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
-    await this.app.applyUrl({ run: run.id, view, step: lesson.step, op: null, selection: null, call: null, ...this.chartMemory.choicesFor(lesson.charts, this.app.store.state) });
+    // a lesson that names no step starts the stepper at its first (the last lesson's step stayed)
+    const step = lesson.step ?? 0;
+    await this.app.applyUrl({ run: run.id, view, step, op: null, selection: null, call: null, ...this.chartMemory.choicesFor(lesson.charts, this.app.store.state) });
     return true;
   }
 
@@ -193,7 +195,9 @@ export class LessonsGallery {
       this.app.editor.source = done.source;
       this.tried = { lesson: lesson.id, steps: done.step + 1 };
       this.renderCard(); // Then ▶ where a step is left
-      await this.app.run();
+      // it lands where the lesson's words look (data-edit's AddmmBackward0, at its step 3)
+      const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : "tape";
+      await this.app.runAndOpen(view, lesson.step ?? 0);
     } else if (done.why === "made") {
       const change = steps.length > 1 ? "the try's changes" : "this change";
       this.app.output.say(`The code already has ${change}: press ▶ Run to run it again, or open the lesson again to start from its code.`);
