@@ -120,7 +120,8 @@ class CapturedOutput:
                     type="limit",
                     what="output",
                     cap=self._cap,
-                    message=f"output past {self._cap} characters was dropped",
+                    # shown after "limit: output" (it read "limit: output output past 256000 ...")
+                    message=f"the first {self._cap:,} characters were kept; what the run printed after them was dropped",
                 )
             )
         self._left -= len(text)

@@ -82,7 +82,10 @@ def test_large_tensors_travel_as_summaries() -> None:
 def test_output_is_capped() -> None:
     trace = record("for i in range(10000):\n    print('x' * 100)\n", limits=Limits(max_output_bytes=5000))
     assert len(q.stdout(trace)) <= 5000
-    assert any(e.type == "limit" and e.what == "output" for e in trace.events)
+    (limit,) = [e for e in trace.events if e.type == "limit" and e.what == "output"]
+    assert (
+        limit.message == "the first 5,000 characters were kept; what the run printed after them was dropped"
+    )
     assert trace.events[-1].status == "ok"
 
 

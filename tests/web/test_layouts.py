@@ -87,6 +87,26 @@ def test_dark_theme_and_presenter_size(page: Any) -> None:
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
 
 
+def test_presenter_type_toggled_on_and_off_over_a_lesson_s_graph_warns_of_no_edge(page: Any) -> None:
+    """Its nodes, at a new size, could still touch while the layout placed them again:
+    Cytoscape warned of (and left out) an edge between two ("Edge v2-0 has invalid endpoints",
+    six for define-by-run in four toggles at 1280 x 720). The edges wait for the new places."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    warnings: list[str] = []
+    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
+    open_app(page, "?lesson=define-by-run")
+    wait_graph(page)
+    for _ in range(4):
+        clicked = page.evaluate("() => performance.now()")
+        page.evaluate("() => document.querySelector('[data-gw=presenter]').click()")
+        page.wait_for_function(
+            "(t) => { const g = window.gradwalk.graph; return g.lastLayout.at > t && !g.busy && !g.core.animated(); }",
+            arg=clicked,
+        )
+        assert page.evaluate("() => window.gradwalk.graph.core.elements('.unplaced').length") == 0
+    assert [w for w in warnings if "invalid endpoints" in w] == []
+
+
 @pytest.mark.parametrize("example", ["cubic", "small_net"])
 def test_presenter_type_over_a_drawn_graph_never_overlaps_two_nodes(page: Any, example: str) -> None:
     """NOTE [Bigger type, same gaps]: the nodes grew before the layout placed them again, and

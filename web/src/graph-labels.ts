@@ -162,12 +162,13 @@ function segmentPointsOf(e: EdgeSingular): Point[] {
 }
 
 /**
- * Whether node `n` is not where it will be drawn: not built yet at the tape's scrubber
- * (hidden), or added and waiting for the layout, at the origin with the other new nodes
- * (a step opened from a link while the run's graph was laid out placed labels between them).
+ * Whether node or edge `el` is not where it will be drawn: not built yet at the tape's
+ * scrubber (hidden), or waiting for the layout, not drawn (NOTE [Nothing drawn before it is
+ * placed] in graph-sync.ts; a step opened from a link while the run's graph was laid out
+ * placed labels between new nodes at the origin, and an edge hidden so has no midpoint).
  */
-function drawnLater(n: NodeSingular): boolean {
-  return n.hasClass("future") || n.hasClass("unplaced");
+function drawnLater(el: NodeSingular | EdgeSingular): boolean {
+  return el.hasClass("future") || el.hasClass("unplaced");
 }
 
 /** Place every shown edge label of `cy` (see the top of this file). */
@@ -187,7 +188,7 @@ export function placeEdgeLabels(cy: Core): void {
   });
   const edges: EdgeSingular[] = [];
   cy.edges().forEach((e: EdgeSingular) => {
-    if (e.data("label") && !e.hasClass("idle") && !drawnLater(e.source()) && !drawnLater(e.target())) edges.push(e);
+    if (e.data("label") && !e.hasClass("idle") && !drawnLater(e) && !drawnLater(e.source()) && !drawnLater(e.target())) edges.push(e);
   });
   edges.sort((a, b) => rank(a) - rank(b));
   // read every edge's geometry before moving any label (a read after a write recomputes);

@@ -313,7 +313,11 @@ export class GraphView {
       const big = layoutNodes > BIG;
       if (big !== this.big) this.createCy(big);
       // New sizes, new gaps: NOTE [Bigger type, same gaps] in graph-layout.ts.
-      if (this.placedAtScale && fontScale !== this.placedAtScale) spreadPlaced(this.cy, fontScale / this.placedAtScale);
+      if (this.placedAtScale && fontScale !== this.placedAtScale) {
+        spreadPlaced(this.cy, fontScale / this.placedAtScale);
+        // and its edges wait for the new places (nodes of a new size can still touch meanwhile)
+        this.cy.edges().addClass("unplaced");
+      }
       // New elements, or node sizes changed by the presenter type: place them all again.
       const structural = syncElements(this.cy, this.elements, built, (id) => this.painter.forget(id)) || fontScale !== this.placedAtScale;
       if (!this.root.classList.toggle("gw-graph-has-nodes", built.nodes.length > 0)) this.empty.textContent = emptyGraphText(this.model, this.beforeRun);
