@@ -73,6 +73,9 @@ def test_a_try_of_two_steps_reads_then_after_the_first_and_a_step_of_two_edits_m
     expect(button).to_have_text("Try it ▶")
     button.click()
     expect(page.locator(".gw-output")).to_contain_text("The code already has the try's changes")
+    # a reload keeps the card with the try's run (only the lesson's own run kept it)
+    page.reload()
+    expect(page.locator("[data-gw=lesson-card]")).to_have_attribute("data-lesson", "data-edit")
     # one press makes both of uninitialised's edits: import math and the initialisation
     card = opened_at(page, "uninitialised")
     card.locator("[data-gw=lesson-try]").click()

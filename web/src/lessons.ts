@@ -198,12 +198,22 @@ export class LessonsGallery {
       // it lands where the lesson's words look (data-edit's AddmmBackward0, at its step 3)
       const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : "tape";
       await this.app.runAndOpen(view, lesson.step ?? 0);
+      this.keepWith(this.app.runId);
     } else if (done.why === "made") {
       const change = steps.length > 1 ? "the try's changes" : "this change";
       this.app.output.say(`The code already has ${change}: press ▶ Run to run it again, or open the lesson again to start from its code.`);
     } else {
       this.app.output.say(`The code no longer holds “${done.missing.trim()}”, which this try changes: open the lesson again to start from its code.`, "error");
     }
+  }
+
+  /**
+   * Keep the card shown with run `runId` across a reload: a run of the lesson's code changed
+   * (Try it's), or the run a room that ends reloads the page at. Only the lesson's own run
+   * was remembered, and the card went away.
+   */
+  keepWith(runId: string | null): void {
+    if (runId && this.current) rememberRun(runId, this.current.id);
   }
 
   /** Show a lesson's card without touching the workspace (a room viewer follows the presenter's). */

@@ -260,6 +260,7 @@ export class RoomMode {
     }
     presenterKeys.forget(this.info.code);
     this.socket?.close();
+    this.lessons.keepWith(this.app.runId); // the card stays with the run the page reloads at
     // back to the app at the view and step the class was looking at
     location.assign(this.app.runId ? urlFor(this.app.runId, this.app.store.state, "/") : "/");
   }
