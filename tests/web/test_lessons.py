@@ -418,7 +418,9 @@ def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
     find.fill("ZERO_GRAD loss")
     expected = [lesson.id for lesson in LESSONS if _mentions(lesson, "zero_grad loss")]
     assert 1 < len(expected) < COUNT, expected
-    expect(found).to_have_text(f"{len(expected)} of {COUNT} lessons mention “ZERO_GRAD loss”.")
+    expect(found).to_contain_text(
+        f"{len(expected)} of {COUNT} lessons mention “ZERO_GRAD loss”. Enter opens “"
+    )
     assert [tile.get_attribute("data-lesson") for tile in tiles.all()] == expected
     # a part with no lesson found hides its name too; own-metrics is found by its code alone
     find.fill("momentum")
@@ -444,8 +446,23 @@ def test_the_gallery_finds_lessons_by_the_words_they_say(page: Any) -> None:
     # opened again it is whole; Enter opens the first lesson found
     page.click("[data-gw=lessons]")
     expect(find).to_have_value("")
-    find.fill("clip")
+    find.fill("register_hook")
     first = tiles.first.get_attribute("data-lesson")
+    assert not any("register_hook" in lesson.title.lower() for lesson in LESSONS)
     find.press("Enter")
     expect(page.locator(".gw-lessons-dialog")).to_be_hidden()
     expect(page.locator(CARD)).to_have_attribute("data-lesson", first or "")
+    # a lesson whose title holds the words comes before one that only mentions them: "clip"
+    # opened hooks (its code clips a gradient), "momentum" own-metrics (its code has one)
+    page.click("[data-gw=lessons]")
+    find.fill("clip")
+    assert tiles.first.get_attribute("data-lesson") == "hooks"
+    expect(found).to_contain_text("Enter opens “Clipping the gradient's norm”.")
+    find.press("Enter")
+    expect(page.locator(CARD)).to_have_attribute("data-lesson", "clip-grad-norm")
+    page.click("[data-gw=lessons]")
+    find.fill("momentum")
+    assert tiles.first.get_attribute("data-lesson") != "momentum"
+    expect(found).to_contain_text("Enter opens “Momentum")
+    find.press("Enter")
+    expect(page.locator(CARD)).to_have_attribute("data-lesson", "momentum")

@@ -1,8 +1,9 @@
 // Finding a lesson in the gallery: every word typed must appear in a lesson's title, summary,
 // text, "try", part or code (any case, any order: `register_hook`, `momentum loss`). The tiles that miss are hidden, a part with none
 // left hides its name too, and a status line says how many match (screen readers read it
-// out). Enter opens the first lesson found; Escape in a box with words clears them, in an
-// empty box it closes the gallery.
+// out). Enter opens the first lesson found whose title holds every word (the one the status
+// line names), else the first found; Escape in a box with words clears them, in an empty box
+// it closes the gallery.
 import { h } from "./dom";
 import type { Lesson } from "./lessons";
 
@@ -13,6 +14,15 @@ export function lessonMatches(lesson: Lesson, query: string): boolean {
   if (words.length === 0) return true;
   const said = [lesson.title, lesson.summary, lesson.text, lesson.try_next, lesson.part, lesson.source].join(" ").toLowerCase();
   return words.every((word) => said.includes(word));
+}
+
+/** The lesson Enter opens for `query`: the first of `lessons` (in the gallery's order) whose
+ * title holds every word, else the first that matches at all ("momentum" opened "Your own
+ * numbers on the charts", whose code has a momentum, before "Momentum"). */
+export function lessonToOpen(lessons: readonly Lesson[], query: string): Lesson | undefined {
+  const found = lessons.filter((lesson) => lessonMatches(lesson, query));
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  return found.find((lesson) => words.every((word) => lesson.title.toLowerCase().includes(word))) ?? found[0];
 }
 
 export class LessonFilter {
@@ -44,7 +54,8 @@ export class LessonFilter {
             // the key's default would go on to press the Lessons button, which the closing
             // gallery hands the focus back to, and open the gallery again
             ev.preventDefault();
-            this.list.querySelector<HTMLButtonElement>("li:not([hidden]) .gw-lesson-tile")?.click();
+            const lesson = lessonToOpen(this.lessons(), this.input.value.trim());
+            if (lesson) this.list.querySelector<HTMLButtonElement>(`.gw-lesson-tile[data-lesson="${lesson.id}"]`)?.click();
           }
         },
       },
@@ -73,7 +84,7 @@ export class LessonFilter {
         ? ""
         : shown === 0
           ? `No lesson mentions “${query}”.`
-          : `${shown} of ${byId.size} lessons mention “${query}”.`;
+          : `${shown} of ${byId.size} lessons mention “${query}”. Enter opens “${lessonToOpen(this.lessons(), query)?.title ?? ""}”.`;
   }
 
   /** Empty the box and show every lesson again. */
