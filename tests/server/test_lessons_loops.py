@@ -37,7 +37,10 @@ def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> N
     # Then ▶) fails with PyTorch's words
     assert "Replace y.backward(v) with y.sum().backward()" in lesson.try_next
     summed = record(lesson.tried(1))
-    assert "\ny.sum().backward()  # a seed of 1 for each element\n" in lesson.tried(1)
+    assert (
+        "\ny.sum().backward()  # a seed of 1 for each element\nprint(x.grad)  # 2x = [2, 4, 6]\n"
+        in lesson.tried(1)
+    )
     assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
     assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
     bare = record(lesson.tried(2))

@@ -234,7 +234,7 @@ def test_each_try_makes_code_that_runs_and_the_lesson_tests_record() -> None:
     assert several == {
         "data-edit": [1, 2],
         "uninitialised": [2],
-        "vector-backward": [1, 1],
+        "vector-backward": [2, 1],
         "vanishing-gradients": [1, 1],
     }
     for lesson in LESSONS:
