@@ -5,6 +5,7 @@ run the class follows."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -24,6 +25,9 @@ def test_try_it_makes_the_change_the_try_asks_for_and_runs_it(page: Any) -> None
     button.click()
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     assert "momentum=0.0)" in page.evaluate("() => window.gradwalk.editor.source")
+    # the code is the lesson's, edited (it read "Examples…", as for a file's code)
+    expect(page.locator("[data-gw=examples]")).to_have_value("edited")
+    expect(page.locator("[data-gw=examples] option:checked")).to_have_text(re.compile(r"^Edited: Momentum"))
     # the run the try describes: plain SGD's loss after 100 steps
     expect(page.locator("[data-chart=loss] .gw-chart-readout")).to_contain_text("last: step 100 · 0.01923")
     expect(page.locator(".gw-output")).to_contain_text("w 3.113")

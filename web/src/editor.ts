@@ -238,6 +238,14 @@ export class Editor {
     this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text } });
   }
 
+  /** Change the code on the learner's behalf (a lesson's Try it): an edit as if typed, so the
+   * examples list reads "Edited: <lesson>" (set as the app's own, it read "Examples…"), and
+   * undone with Ctrl+Z. */
+  editAsUser(text: string): void {
+    if (text === this.source) return;
+    this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text }, userEvent: "input" });
+  }
+
   /**
    * Mark the lines of a run's errors, each with its message and hint under it. New errors
    * are scrolled into view, the first one's line and message (a short editor, as under a

@@ -192,7 +192,7 @@ export class LessonsGallery {
     }
     const done = applyTry(this.app.editor.source, steps, this.stepsMade(lesson));
     if ("source" in done) {
-      this.app.editor.source = done.source;
+      this.app.editor.editAsUser(done.source);
       this.tried = { lesson: lesson.id, steps: done.step + 1 };
       this.renderCard(); // Then ▶ where a step is left
       // it lands where the lesson's words look (data-edit's AddmmBackward0, at its step 3)
