@@ -194,8 +194,10 @@ export class OffscreenCues {
   refresh(): void {
     const cy = this.cy;
     if (!cy) return;
-    // group boxes are drawn around their members, which count; a folded group is one node
-    const nodes = cy.nodes(":visible").filter((n) => n.isChildless());
+    // group boxes are drawn around their members, which count; a folded group is one node.
+    // Shown is read off the classes that hide (graph-style.ts): called as the layout's new
+    // nodes are shown, ":visible" could still read them hidden, and the cues stayed empty
+    const nodes = cy.nodes().filter((n) => n.isChildless() && !n.hasClass("future") && !n.hasClass("unplaced"));
     const centres = new Float64Array(nodes.length * 2);
     const halves = new Float64Array(nodes.length * 2);
     nodes.forEach((n, i) => {
