@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .held_places import held_places
 from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, snippet_frame, snippet_frames
 from .values import has_storage, same_view, shape_list, to_value
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorTable", "autograd_of", "dtype_name", "version_of"]
 
-_MAX_HELD = 256  # the most items of a plain container searched for tensors to name
-_MAX_HELD_DEPTH = 3  # and how deep in containers held in containers
 _MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
 _MAX_DATA_READS = 256  # ``.data`` reads remembered before the dead ones are forgotten
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
@@ -437,7 +436,7 @@ class TensorTable:
         loops = self._rec.modules.loop_names
         held: list[tuple[str, object]] = []
         for key, value in items:
-            held.extend(_held_in(key, value, _MAX_HELD_DEPTH))
+            held.extend(held_places(key, value))
         own = [(k, v) for k, v in items if k not in loops]
         for key, value in [*own, *held, *((k, v) for k, v in items if k in loops)]:
             if is_a(value, torch.Tensor):
@@ -497,22 +496,3 @@ def version_of(t: torch.Tensor) -> int | None:
         return t._version
     except RuntimeError:
         return None
-
-
-def _held_in(place: str, value: object, depth: int) -> list[tuple[str, object]]:
-    """Each item of ``value``, when it is a plain list, tuple or dict of at most
-    :data:`_MAX_HELD` items, by its place (``place[0]``, ``place['w']``), the items of the
-    containers among them after, to ``depth`` levels (NOTE [Tensors held in a plain container])."""
-    plain = is_a(value, list) or is_a(value, tuple) or is_a(value, dict)
-    if (
-        depth == 0
-        or not plain
-        or not isinstance(value, list | tuple | dict)
-        or not 0 < len(value) <= _MAX_HELD
-    ):
-        return []
-    places = value.items() if isinstance(value, dict) else enumerate(value)
-    found = [(f"{place}[{key!r}]", item) for key, item in places]
-    for inner, item in list(found):
-        found.extend(_held_in(inner, item, depth - 1))
-    return found
