@@ -93,9 +93,9 @@ def _describe(error: Any) -> dict[str, Any]:
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-    if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR and _encoded(request) is not None:
+    encoding = _encoded(request) if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR else None
+    if encoding is not None:
         # a compressed body read as JSON text: say it is the encoding
-        encoding = _encoded(request) or ""
         exc = StarletteHTTPException(
             415,
             f"content encoding {encoding[:40]!r} is not taken here: send the JSON uncompressed "

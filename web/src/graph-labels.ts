@@ -167,7 +167,7 @@ function segmentPointsOf(e: EdgeSingular): Point[] {
  * placed] in graph-sync.ts; a step opened from a link while the run's graph was laid out
  * placed labels between new nodes at the origin, and an edge hidden so has no midpoint).
  */
-function drawnLater(el: NodeSingular | EdgeSingular): boolean {
+export function drawnLater(el: NodeSingular | EdgeSingular): boolean {
   return el.hasClass("future") || el.hasClass("unplaced");
 }
 

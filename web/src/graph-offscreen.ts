@@ -6,6 +6,7 @@
 // clicking it pans there. The Fit button still shows everything.
 import type { Core, NodeSingular } from "cytoscape";
 import { h, perFrame } from "./dom";
+import { drawnLater } from "./graph-labels";
 import { panView } from "./graph-viewport";
 
 export type Side = "left" | "right" | "up" | "down";
@@ -197,7 +198,7 @@ export class OffscreenCues {
     // group boxes are drawn around their members, which count; a folded group is one node.
     // Shown is read off the classes that hide (graph-style.ts): called as the layout's new
     // nodes are shown, ":visible" could still read them hidden, and the cues stayed empty
-    const nodes = cy.nodes().filter((n) => n.isChildless() && !n.hasClass("future") && !n.hasClass("unplaced"));
+    const nodes = cy.nodes().filter((n) => n.isChildless() && !drawnLater(n));
     const centres = new Float64Array(nodes.length * 2);
     const halves = new Float64Array(nodes.length * 2);
     nodes.forEach((n, i) => {

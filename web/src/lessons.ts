@@ -54,6 +54,11 @@ function rememberRun(runId: string, lessonId: string): void {
   }
 }
 
+/** The view a lesson opens at, where it names one the app has. */
+function viewOf(lesson: Lesson): ViewName | null {
+  return VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
+}
+
 export class LessonsGallery {
   lessons: Lesson[] = [];
   current: Lesson | null = null;
@@ -147,7 +152,7 @@ export class LessonsGallery {
     }
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
-    const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : null;
+    const view = viewOf(lesson);
     // a lesson that names no step starts the stepper at its first (the last lesson's step stayed)
     const step = lesson.step ?? 0;
     await this.app.applyUrl({ run: run.id, view, step, op: null, selection: null, call: null, ...this.chartMemory.choicesFor(lesson.charts, this.app.store.state) });
@@ -196,7 +201,7 @@ export class LessonsGallery {
       this.tried = { lesson: lesson.id, steps: done.step + 1 };
       this.renderCard(); // Then ▶ where a step is left
       // it lands where the lesson's words look (data-edit's AddmmBackward0, at its step 3)
-      const view = VIEWS.includes(lesson.view as ViewName) ? (lesson.view as ViewName) : "tape";
+      const view = viewOf(lesson) ?? "tape";
       await this.app.runAndOpen(view, lesson.step ?? 0);
       this.keepWith(this.app.runId);
     } else if (done.why === "made") {
