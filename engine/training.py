@@ -60,6 +60,7 @@ class _Optimizer:
         "label",
         "labels",
         "last_total",
+        "lrs",
         "params",
         "rebuilds",
         "ref",
@@ -87,6 +88,7 @@ class _Optimizer:
         self.before: list[torch.Tensor] = []  # the copy taken for this step, or [] (an SGD step read off)
         self.sgd = False
         self.failed = False
+        self.lrs: list[float] | None = None  # read before the step, or None: after it
         # NOTE [Rebuilt optimizers] (lineage.py): the steps counted before this optimizer's first (those of
         # the ones it replaced), and how many optimizers in a row before it made one step each
         self.inherited = 0
@@ -222,6 +224,9 @@ class TrainingTracker:
                 if _dispatching(params):
                     state.failed = True  # no norms: reading them would run the snippet's code
                     return wrapped
+                # the learning rates this step uses: read after it, unless the optimizer has
+                # post-hooks of its own, which run before gradwalk's (a scheduler stepped there)
+                state.lrs = _lrs(opt) if getattr(opt, "_optimizer_step_post_hooks", None) else None
                 state.sgd = sgd_readable(opt, params)
                 # NOTE [Gradient norms after an SGD step]: the gradient the step is given is
                 # read now, except where it is read after the step: a closure step makes its
@@ -322,7 +327,7 @@ class TrainingTracker:
                     "optimizer": state.label,
                     "step": step,
                     "loss": rec.backward.last_loss,
-                    "lr": [float(g.get("lr", 0.0)) for g in opt.param_groups],
+                    "lr": state.lrs if state.lrs is not None else _lrs(opt),
                     "graph_bytes": rec.memory.saved_bytes,
                     "graph_peak_bytes": rec.memory.take_peak(),
                     "cuda_allocated": cuda_allocated(),
@@ -333,7 +338,7 @@ class TrainingTracker:
                 }
             )
             self._last_end = now
-            state.before, state.grads, state.params = [], None, []
+            state.before, state.grads, state.params, state.lrs = [], None, [], None
             restarted = (state.restarts, state.restart_every) if state.restarts else None
             self.last_norms = stats["params"]
             rec.pitfalls.on_optimizer_step(
@@ -451,6 +456,11 @@ def _dispatching(params: list[torch.Tensor]) -> bool:
         if g is not None and dispatches_to_python(g):
             return True
     return False
+
+
+def _lrs(opt: torch.optim.Optimizer) -> list[float]:
+    """The learning rate of each of ``opt``'s param groups."""
+    return [float(g.get("lr", 0.0)) for g in opt.param_groups]
 
 
 def _no_stats() -> dict[str, Any]:

@@ -22,10 +22,13 @@ def copy_before(buffers: list[torch.Tensor], params: list[torch.Tensor]) -> list
         b.shape != p.shape or b.dtype != copy_dtype(p.dtype) or b.device != p.device
         for b, p in zip(buffers, params, strict=True)
     ):
-        buffers = [
-            torch.empty_like(p, dtype=copy_dtype(p.dtype), memory_format=torch.preserve_format)
-            for p in params
-        ]
+        # (made outside inference mode: a step under it must not leave every later step
+        # copying into inference tensors, which raises outside it)
+        with torch.inference_mode(False):
+            buffers = [
+                torch.empty_like(p, dtype=copy_dtype(p.dtype), memory_format=torch.preserve_format)
+                for p in params
+            ]
     torch._foreach_copy_(buffers, params)
     return buffers
 
@@ -75,13 +78,21 @@ def sgd_readable(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> bool
     update, which is what the update chart must show, so there the update is measured. A
     parameter listed twice is measured too: PyTorch (with a deprecation warning) steps it twice.
     So is a step of an optimizer with post-hooks of its own: they run before gradwalk's and
-    may change ``.grad`` (a ``zero_grad()`` there read as an update of 0).
+    may change ``.grad`` (a ``zero_grad()`` there read as an update of 0). And so is a
+    fused step: its kernel skips the update when a GradScaler found an inf or NaN
+    (``found_inf``), which a read-off would show as ``lr * grad``, NaN, or as the momentum
+    buffer's last move.
     """
     if type(opt) is not torch.optim.SGD or getattr(opt, "_optimizer_step_post_hooks", None):
         return False
     for group in opt.param_groups:
         lr = group.get("lr")
-        if not isinstance(lr, float | int) or group.get("nesterov") or group.get("differentiable"):
+        if (
+            not isinstance(lr, float | int)
+            or group.get("nesterov")
+            or group.get("differentiable")
+            or group.get("fused")
+        ):
             return False
         if group.get("momentum", 0) == 0 and group.get("weight_decay", 0) != 0:
             return False

@@ -348,6 +348,7 @@ class PitfallWatch:
         )
         if (
             params
+            and grad_norm is None  # (a post-hook of the optimizer's own may have cleared them since)
             and all(p.grad is None for p in params)
             and not previews_a_schedule(opt, params, self._name)
         ):
