@@ -372,6 +372,7 @@ class BackwardTracker:
             rec.pitfalls.on_backward(roots, line)
             # (a tensor subclass's own __torch_function__ sees none of these reads either)
             root_ids = [rec.tensors.ensure(t, frame=frame) for t in roots]
+            held = self._leaf_roots(roots, line)
             for t in roots:
                 rec.tensors.name_from(t, frame)
             seed_values = [
@@ -407,6 +408,7 @@ class BackwardTracker:
                 rec.pitfalls.after_backward(line)
             return result
         finally:
+            del held
             executed = self._step
             self.current = None
             self._before.clear()
@@ -423,6 +425,17 @@ class BackwardTracker:
                 )
             )
             rec.report_memory(line)
+
+    def _leaf_roots(self, roots: list[torch.Tensor], line: int | None) -> list[Any]:
+        """The AccumulateGrad nodes of the roots that are leaves (``x.backward(g)`` runs that
+        node alone), recorded; the caller holds them while the call runs."""
+        try:
+            return [
+                self._rec.graph.discover_leaf(t, line) for t in roots if t.grad_fn is None and t.requires_grad
+            ]
+        except Exception:
+            self._rec.observation_failed()
+            return []
 
 
 def _ours(hook: Any) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 
 from .memory import SavedBy, SavedMemory, saved_source
 from .saved_hooks import hooked_by_snippet
@@ -124,13 +125,17 @@ class GraphRecorder:
             fn = t.grad_fn
             if fn is not None:
                 queue.append(fn)
+        return self.discover_nodes(queue, record)
+
+    def discover_nodes(self, queue: list[Any], record: bool = True) -> list[tuple[Any, int, Any]]:
+        """:meth:`discover` from the nodes ``queue`` (emptied)."""
         if not queue:
             return []
         new: list[tuple[Any, Any]] = []
         seen: set[Any] = set()
         while queue:
             node = queue.pop()
-            if node in seen or _KEY in node.metadata:  # type: ignore[operator]
+            if node in seen or _KEY in node.metadata:
                 continue
             seen.add(node)
             nexts = node.next_functions
@@ -161,6 +166,16 @@ class GraphRecorder:
             self._live_ids.add(nid)
             pending.append((node, nid, nexts))
         return pending
+
+    def discover_leaf(self, leaf: torch.Tensor, line: int | None) -> Any:
+        """Record the AccumulateGrad node of ``leaf``, a backward root itself
+        (``x.backward(g)`` on a leaf runs that node alone), if no op has met it yet; return
+        the node, which the caller must hold until the backward call ends (a leaf holds its
+        AccumulateGrad weakly: one no graph holds is made anew for each call)."""
+        node: Any = get_gradient_edge(leaf).node
+        if _KEY not in node.metadata:
+            self.emit(self.discover_nodes([node]), None, line, None, ([], [], [], []))
+        return node
 
     def emit(
         self,

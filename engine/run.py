@@ -29,6 +29,7 @@ from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
 from .source import SNIPPET_FILENAME
+from .stack_room import stack_room
 from .text import exception_text, without_terminal_codes, writable
 
 __all__ = ["record", "record_stream"]
@@ -100,7 +101,22 @@ def record_stream(
     Always ends with exactly one ``run_finished`` event. An exception in the snippet becomes
     an ``error`` event (status ``error``); an exception raised by ``sink`` propagates.
     """
-    limits = limits or Limits()
+    with stack_room():  # NOTE [Room on the stack for freeing deep graphs]: the run and its namespace freed
+        return _run(source, sink, device, limits or Limits(), filename, validate, pitfalls, argv, path)
+
+
+def _run(
+    source: str,
+    sink: Callable[[Any], None],
+    device: str,
+    limits: Limits,
+    filename: str,
+    validate: bool,
+    pitfalls: bool,
+    argv: Sequence[str],
+    path: str | None,
+) -> RunStatus:
+    """:func:`record_stream`'s run; the snippet's namespace is freed as it returns."""
     if validate:
         raw_sink = sink
 

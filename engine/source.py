@@ -229,6 +229,28 @@ def outer_name(obj: Any, frame: FrameType) -> str | None:
     return None
 
 
+def shadowed(obj: Any, name: str, frame: FrameType) -> bool:
+    """Whether a scope outside function ``frame`` binds ``name`` to another tensor than
+    ``obj``: the module level, or a snippet function further out (NOTE [A local name that
+    hides another tensor])."""
+    scopes = outer_scopes(frame)
+    scopes.pop()  # frame's own
+    for scope in scopes:
+        value = scope.get(name)
+        if value is not None and value is not obj and issubclass(type(value), _tensor_class()):
+            return True
+    return False
+
+
+# NOTE [A local name that hides another tensor]
+# A tensor a function made is named by the function's local when nothing outside binds it:
+# `h = torch.tanh(x @ W)` in `forward` reads `h`. But a local that an outer scope also uses
+# for another tensor named two tensors alike: `def f(x)` called as `f(x * 2)` showed `x * 2`
+# as `x`, beside the snippet's own `x`, so the graph read `mul x → x` and `x` fed `x`. Such
+# a local is not taken: the tensor reads as the expression that made it (`x * 2`). A leaf's
+# local already gives way to its outer name (NOTE [Outer names win]).
+
+
 def frame_scopes(frame: FrameType | None) -> list[dict[str, Any]]:
     """The scopes code running in ``frame`` reads names from, in the order it looks: its
     locals, then its globals (one scope at the module level, where they are the same; none
@@ -339,6 +361,13 @@ def loops_around(
         ),
         key=lambda node: node.lineno,
     )
+
+
+@functools.cache
+def _tensor_class() -> type[torch.Tensor]:
+    import torch  # on first use: the server imports no torch
+
+    return torch.Tensor
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .held_places import held_places
-from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, snippet_frame, snippet_frames
+from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, shadowed, snippet_frame, snippet_frames
 from .values import has_storage, same_view, shape_list, to_value
 
 if TYPE_CHECKING:
@@ -213,7 +213,8 @@ class TensorTable:
     def _name_in(self, tid: int, t: torch.Tensor, frame: FrameType) -> str | None:
         """The name ``frame`` knows ``t`` by; for a leaf that is a function's local, the name an
         outer scope binds it to instead (NOTE [Outer names win] in source.py). ``None`` for a
-        torch.func wrapper (NOTE [No names for torch.func wrappers])."""
+        local an outer scope binds to another tensor (NOTE [A local name that hides another
+        tensor]) and for a torch.func wrapper (NOTE [No names for torch.func wrappers])."""
         if not has_storage(t):
             return None
         name, local = bound_name(t, frame)
@@ -226,6 +227,8 @@ class TensorTable:
             outer = outer_name(t, frame)
             if outer is not None:
                 return outer
+        elif name is not None and shadowed(t, name, frame):
+            return None  # NOTE [A local name that hides another tensor]
         self._local.add(tid)
         return name
 

@@ -155,6 +155,55 @@ print(run())
     assert q.tensor_names(trace)[acc.tensor] == "w"
 
 
+SHADOWING_LOCALS = {
+    "the module level's x": """
+import torch
+def f(x):
+    return (x ** 2).sum()
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = f(x * 2)
+y.backward()
+""",
+    "an outer function's x": """
+import torch
+def f(x):
+    return (x ** 2).sum()
+def main():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = f(x * 2)
+    y.backward()
+main()
+""",
+}
+
+
+@pytest.mark.parametrize("case", SHADOWING_LOCALS)
+def test_a_functions_local_that_an_outer_scope_binds_to_another_tensor_names_nothing(case: str) -> None:
+    """NOTE [A local name that hides another tensor]: ``x * 2`` was named ``x`` (f's
+    parameter) beside the snippet's own ``x``: the graph read ``mul x -> x``."""
+    trace = record(SHADOWING_LOCALS[case])
+    names = q.tensor_names(trace)
+    (mul,) = [e for e in q.events_of(trace, "op") if e.name == "mul"]
+    assert names.get(mul.inputs[0]) == "x"
+    assert names.get(mul.outputs[0]) is None  # the app reads it as the expression, x * 2
+    assert list(names.values()).count("x") == 1
+
+
+def test_a_functions_local_names_a_tensor_where_the_outer_name_is_no_tensor() -> None:
+    source = """
+import torch
+x = 3
+def f(w):
+    x = w * 2
+    return (x ** 2).sum()
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+f(w).backward()
+"""
+    trace = record(source)
+    (mul,) = [e for e in q.events_of(trace, "op") if e.name == "mul"]
+    assert q.tensor_names(trace).get(mul.outputs[0]) == "x"
+
+
 LAYER_BY_LAYER = {
     "a loop over a Sequential": """
 import torch

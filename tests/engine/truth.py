@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 
 from engine import record
 from engine.events import Limits, Trace
@@ -65,9 +66,16 @@ def _copy(g: Any) -> torch.Tensor | None:
 
 
 def _reachable(roots: list[Any]) -> list[Any]:
-    """Every node reachable from the roots' grad_fns (held, so ids stay unique)."""
+    """Every node reachable from the roots' grad_fns, and a leaf root's AccumulateGrad (held,
+    so ids stay unique)."""
     seen: dict[int, Any] = {}
     todo = [r.grad_fn for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+    # a leaf as a root runs its own AccumulateGrad (held by the list returned)
+    todo += [
+        get_gradient_edge(r).node
+        for r in roots
+        if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad
+    ]
     while todo:
         node = todo.pop()
         if node is None or id(node) in seen:
@@ -113,7 +121,8 @@ class _Watcher:
             roots = [roots] if isinstance(roots, torch.Tensor) else list(roots)
             walk = Walk()
             self.walks.append(walk)
-            handles = [h for node in _reachable(roots) for h in self._hook(node, walk)]
+            nodes = _reachable(roots)  # held while the call runs
+            handles = [h for node in nodes for h in self._hook(node, walk)]
             self._depth += 1
             try:
                 return fn(*args, **kwargs)
@@ -121,6 +130,7 @@ class _Watcher:
                 self._depth -= 1
                 for h in handles:
                     h.remove()
+                del nodes
 
         return wrapped
 
