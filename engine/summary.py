@@ -68,9 +68,8 @@ def summarize(trace: Any) -> str:
             # None: never reached by backward, or cleared (zero_grad) since
             lines.append(f"  {e.name}.grad = {_short(e.grad)}")
         elif e.type == "error":
-            lines.append(
-                f"error at line {e.line}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}"
-            )
+            at = f" at line {e.line}" if e.line is not None else ""  # (a null byte: no line)
+            lines.append(f"error{at}: {e.exc_type}: {e.message.splitlines()[0] if e.message else ''}")
             if e.hint:
                 lines.append(f"  hint: {e.hint}")
             done = e.metrics_only_after if e.metrics_only_after is not None else e.metrics_only_calls

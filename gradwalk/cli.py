@@ -43,9 +43,13 @@ def _add_record(sub: Any) -> None:
         epilog="Arguments after -- are the snippet's own, its sys.argv[1:] as `python SNIPPET ARG ...` "
         "gives them (for a script's argparse): gradwalk record train.py -o t.json -- --lr 0.01",
     )
-    p.add_argument("snippet", type=Path, help="a Python file")
+    p.add_argument("snippet", type=Path, help="a Python file (- reads it from standard input)")
     p.add_argument(
-        "-o", "--output", type=Path, default=None, help="trace file to write (default: SNIPPET.trace.json)"
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="trace file to write (default: SNIPPET.trace.json; stdin.trace.json here for -)",
     )
     p.add_argument(
         "--device",
@@ -81,8 +85,13 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
     from engine.run import record
     from engine.summary import summarize
 
-    if not args.snippet.is_file():
-        print(f"gradwalk record: no such file: {args.snippet}", file=sys.stderr)
+    snippet: Path = args.snippet
+    from_stdin = str(snippet) == "-"  # `cat x.py | gradwalk record - -o t.json`
+    if not from_stdin and snippet.is_dir():
+        print(f"gradwalk record: {snippet} is a folder, not a Python file", file=sys.stderr)
+        return 2
+    if not from_stdin and not snippet.exists():
+        print(f"gradwalk record: no such file: {snippet}", file=sys.stderr)
         return 2
     given = {
         "max_ops": args.max_ops,
@@ -91,7 +100,14 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
         "detail_calls": args.detail_calls,
     }
     limits = Limits(**{k: v for k, v in given.items() if v is not None})
-    out = args.output or args.snippet.with_suffix(".trace.json")
+    # a pipe (`-`, /dev/stdin, `<(…)`) has no folder of its own: its trace goes to this one
+    regular = not from_stdin and snippet.is_file()
+    name = "<stdin>" if from_stdin else snippet.name
+    out = args.output or (
+        snippet.with_suffix(".trace.json")
+        if regular
+        else Path(f"{'stdin' if from_stdin else snippet.stem}.trace.json")
+    )
     problem = device_problem(args.device)
     if problem:
         print(f"gradwalk record: --device {args.device}: {problem}", file=sys.stderr)
@@ -101,18 +117,18 @@ def _record(args: argparse.Namespace, snippet_args: list[str]) -> int:
         return 2
     try:
         # as Python reads a script: a coding cookie, a UTF-8 BOM, any newlines
-        source = importlib.util.decode_source(args.snippet.read_bytes())
-    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        print(f"gradwalk record: cannot read {args.snippet}: {exc}", file=sys.stderr)
+        source = importlib.util.decode_source(sys.stdin.buffer.read() if from_stdin else snippet.read_bytes())
+    except (SyntaxError, UnicodeDecodeError, LookupError, OSError) as exc:
+        print(f"gradwalk record: cannot read {name}: {exc}", file=sys.stderr)
         return 2
     where = out.resolve()  # a snippet may os.chdir(): the trace goes where it was asked for
     trace = record(
         source,
         device=args.device,
         limits=limits,
-        filename=args.snippet.name,
+        filename=name,
         argv=snippet_args,
-        path=str(args.snippet),
+        path=None if from_stdin else str(snippet),
     )
     try:
         where.write_text(trace.model_dump_json())

@@ -43,6 +43,24 @@ def test_watch_records_a_snippet() -> None:
     assert rec.trace.source.startswith("# y = x**3 - 4x\n")  # dedented, no blank first line
 
 
+def test_grads_keep_each_gradients_shape_as_pytorchs_tolist_does() -> None:
+    source = (
+        "import torch\n"
+        "w = torch.arange(6.0).reshape(2, 3).requires_grad_()\n"
+        "e = torch.ones(2, 0, 3, requires_grad=True)\n"
+        "big = torch.ones(10, 10, requires_grad=True)\n"
+        "((w * w).sum() + e.sum() + big.sum()).backward()\n"
+    )
+    grads = gradwalk.watch(source).grads
+    plain: dict[str, torch.Tensor] = {}
+    exec(source, plain)
+    # a 2x3 gradient was a flat list of 6, as the trace stores it
+    assert grads["w"] == plain["w"].grad.tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]
+    assert grads["e"] == plain["e"].grad.tolist() == [[], []]
+    summary = grads["big"]  # 100 elements: not in the trace whole
+    assert (summary.kind, summary.shape, summary.norm) == ("summary", [10, 10], 10.0)
+
+
 def test_watch_call_records_a_function_with_the_notebooks_names() -> None:
     w.grad = None
     rec = gradwalk.watch_call(squared_error, torch.tensor([2.0, 1.0]), 3.0)
