@@ -254,3 +254,29 @@ def test_an_embed_opens_a_loop_on_its_first_call_and_call_all_on_every_call(page
             arg=count,
         )
         expect(page.locator(".gw-graph-calls select")).to_have_value(chosen)
+
+
+def test_a_link_to_one_call_on_the_backward_tab_opens_that_calls_walk(page: Any) -> None:
+    # the stepper is the tab a run with backward() opens on: a link's call=2 there opened
+    # step 1 of call 1 and drew call 1's graph, as step 1 belongs to call 1 (embeds, exports,
+    # notebooks' show(call=2) and the app's view=stepper links alike)
+    run = stored_run(page.server, LOOP)
+    for url, app in (
+        (f"/embed/{run}?call=2", "gradwalkViewer"),
+        (f"/?run={run}&view=stepper&call=2", "gradwalk"),
+    ):
+        page.goto(page.server.url + url)
+        page.wait_for_function(f"() => window.{app}?.model?.isFinished")
+        page.wait_for_function(f"() => window.{app}.store.state.graphCall === 1")
+        first = page.evaluate(f"() => window.{app}.model.backward(1).entries[0].index")
+        page.wait_for_function(f"(s) => window.{app}.store.state.step === s", arg=first)
+        expect(page.locator(".gw-graph-calls select")).to_have_value("1")
+        expect(page.locator(".gw-step-bar .gw-position")).to_contain_text("backward 2: 1 of")
+    # a call the run never made: the run's default (every call's), and the page says so
+    page.goto(f"{page.server.url}/embed/{run}?call=9")
+    wait_viewer(page)
+    page.wait_for_function("() => window.gradwalkViewer.store.state.graphCall === null")
+    expect(page.locator(".gw-graph-calls select")).to_have_value("all")
+    expect(page.locator("body")).to_contain_text(
+        "This link draws backward call 9, but this run made 3 backward calls"
+    )

@@ -8,6 +8,7 @@ import { $, isTyping, setTabCount } from "./dom";
 import { Editor } from "./editor";
 import { ExamplesMenu } from "./examples-menu";
 import { GraphView } from "./graph";
+import { openingStep } from "./graph-calls";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
 import { stepPastEndNotice } from "./link-notices";
@@ -406,7 +407,7 @@ export class App {
 
   openView(view: ViewName): void {
     const patch: Partial<ViewState> = { view };
-    if (view === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = 0;
+    if (view === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = openingStep(this.model, this.store.state.graphCall);
     this.store.set(patch);
   }
 
@@ -462,7 +463,8 @@ export class App {
     await this.applyPending();
   }
 
-  /** Apply the URL's view, step, op and selection once the model has what they point at. */
+  /** Apply the URL's view, step, op and selection once the model has what they point at
+   * (a `call=3` on the stepper without a step opens at that call's first step). */
   private async applyPending(): Promise<void> {
     const want = this.pending;
     // a step is a step of its own run: never applied to the run shown while it loads
@@ -480,6 +482,7 @@ export class App {
     if (want.op !== null) patch.op = want.op;
     if (want.selection) patch.selection = want.selection;
     if (want.call !== null) patch.graphCall = want.call;
+    if (want.call !== null && want.step === null && (want.view ?? this.store.state.view) === "stepper" && m.timeline.length) patch.step = openingStep(m, want.call);
     this.store.set(patch);
   }
 

@@ -99,12 +99,19 @@ export function graphCallFor(model: TraceModel, index: number): GraphCall {
   return callsToPick(model).some((call) => call.index === index) ? index : null;
 }
 
+/** Where a stepper opened without a step starts: the first step of the call `choice` draws
+ * (a link's `call=3` on the stepper, which step 0 would have moved back to call 1), else 0. */
+export function openingStep(model: TraceModel, choice: GraphCall): number {
+  return typeof choice === "number" ? (model.backward(choice)?.entries[0]?.index ?? 0) : 0;
+}
+
 /** The choice of call once the stepper is at `state`: the stepper's call where it stands in
- * another than the one drawn (one call drawn; every call's graph stays every call's). */
+ * another than the one drawn (one call drawn; every call's graph stays every call's; a
+ * call the run has not made, a link's `call=99`, is left for the picker to say and drop). */
 export function followStepper(model: TraceModel, state: ViewState): GraphCall {
   const drawn = drawnCall(model, state.graphCall);
-  if (drawn === null || state.view !== "stepper") return state.graphCall;
-  const entry = model.timeline[state.step ?? 0];
+  if (drawn === null || state.view !== "stepper" || state.step === null || !model.backward(drawn)) return state.graphCall;
+  const entry = model.timeline[state.step];
   const moved = entry && entry.backward !== drawn && model.backward(entry.backward)?.byNode.size;
   return moved ? entry.backward : state.graphCall;
 }

@@ -11,6 +11,7 @@ import type { YScale } from "./chart-scales";
 import { ChartsView } from "./charts";
 import { h, isTyping, revealWithin, setTabCount } from "./dom";
 import { GraphView } from "./graph";
+import { openingStep } from "./graph-calls";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
 import { stepPastEndNotice } from "./link-notices";
@@ -230,11 +231,11 @@ export class Viewer {
     this.bindModel();
   }
 
-  /** Open a tab. The stepper opens at its first step; the graph alone keeps the step it shows. */
+  /** Open a tab. The stepper opens at its first step (of the call a link chose to draw); the graph alone keeps the step it shows. */
   show(tab: ViewerTab): void {
     const patch: Partial<ViewState> = {};
     if (tab === "stepper" || tab === "tape" || tab === "inspector" || tab === "charts") patch.view = tab as ViewName;
-    if (tab === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = 0;
+    if (tab === "stepper" && this.store.state.step === null && this.model.timeline.length) patch.step = openingStep(this.model, this.store.state.graphCall);
     this.tab = tab;
     this.store.set(patch);
     this.render();
