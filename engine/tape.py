@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
+from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -20,7 +21,7 @@ from .dispatch import modes_aside
 from .op_arguments import tensors_in
 from .pitfalls import WATCHED_OPS
 from .running_stats import NORM_OPS
-from .source import snippet_frames
+from .source import SNIPPET_FILENAME, snippet_frames
 from .tracebacks import drop_gradwalk_frames
 
 if TYPE_CHECKING:
@@ -122,6 +123,47 @@ def _attribute_op(func: Any) -> str | None:
     return name if name in _ATTRIBUTE_OPS else None
 
 
+# NOTE [Tensor methods the snippet replaced]
+# A Tensor method written in Python (``split``, ``norm``, ``backward``, ``__format__`` ...)
+# asks for torch-function handling by looking itself up on the class at call time:
+# ``handle_torch_function(Tensor.split, ...)``. A snippet that replaced it with a wrapper of
+# its own (``torch.Tensor.split = counted``, the wrapper calling the original) had the
+# wrapper called again here, from inside the original, under the tape mode: every side
+# effect of the wrapper happened twice per call. The original is the method whose code
+# asked, found among the class's Python methods as they were when gradwalk was imported.
+# (a code several methods share, a decorator's wrapper, names none of them)
+
+
+def _python_methods() -> dict[CodeType, FunctionType]:
+    found: dict[CodeType, FunctionType] = {}
+    shared: set[CodeType] = set()
+    for f in vars(torch.Tensor).values():
+        if isinstance(f, FunctionType):
+            if f.__code__ in found:
+                shared.add(f.__code__)
+            found[f.__code__] = f
+    return {code: f for code, f in found.items() if code not in shared}
+
+
+_PY_METHODS = _python_methods()
+
+
+def _method_replaced(func: Any) -> Any:
+    """The Tensor method whose call asked for ``func``, a snippet function standing in its
+    place on the class (NOTE [Tensor methods the snippet replaced]); else ``func`` itself."""
+    frame: FrameType | None = sys._getframe(
+        3
+    )  # _handle <- __torch_function__ <- handle_torch_function <- the method
+    for _ in range(3):
+        if frame is None:
+            break
+        original = _PY_METHODS.get(frame.f_code)
+        if original is not None:
+            return original
+        frame = frame.f_back
+    return func
+
+
 class TapeMode(TorchFunctionMode):
     """The mode that feeds every op of the snippet to the recorder."""
 
@@ -144,6 +186,9 @@ class TapeMode(TorchFunctionMode):
     def _handle(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run the op ``func(*args, **kwargs)`` and hand it to the recorder."""
         rec = self._rec
+        code = getattr(func, "__code__", None)
+        if code is not None and code.co_filename == SNIPPET_FILENAME:
+            func = _method_replaced(func)
         # gradwalk's own work (rec.mute()) never comes here: the mute switches torch-function
         # handling off for its thread (NOTE [Muted work skips the mode] in mute.py)
         if not rec.active or self._making.depth or _tracing_state() is not None:

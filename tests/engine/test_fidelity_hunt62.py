@@ -7,6 +7,9 @@ agreed but these, each fixed:
 - ``backward()`` called on a leaf itself (``x.backward(g)``) recorded no walk: its
   AccumulateGrad, which PyTorch runs, was never met by an op, and ``.grad`` went from None to
   ``g`` with no accumulation in the trace;
+- a snippet that replaced a Tensor method written in Python with a wrapper of its own
+  (``torch.Tensor.split = counted``) had the wrapper called twice per call (NOTE [Tensor
+  methods the snippet replaced] in engine/tape.py);
 - a function's local that an outer scope binds to another tensor named an intermediate
   (tests/engine/test_naming.py).
 """
@@ -18,7 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from engine import queries as q
+from tests.engine.snippets import assert_as_plain
 from tests.engine.truth import assert_truthful
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +82,41 @@ def test_backward_on_a_leaf_runs_its_accumulate_grad_in_the_trace() -> None:
     ]
     assert q.accumulations(trace, "s") == [(None, 1.0, 1.0)]
     assert [e.nodes_executed for e in q.events_of(trace, "backward_finished")] == [1, 1, 1]
+
+
+WRAPPED_METHODS = """
+import torch
+counts = {}
+def wrap(name):
+    orig = getattr(torch.Tensor, name)
+    def counted(self, *a, **k):
+        counts[name] = counts.get(name, 0) + 1
+        return orig(self, *a, **k)
+    setattr(torch.Tensor, name, counted)
+for n in ["split", "norm", "register_hook", "__repr__", "unique", "__format__", "backward"]:
+    wrap(n)
+x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+a, b = x.split(2)
+n = x.norm()
+x.register_hook(lambda g: g)
+r = repr(x)
+u = x.detach().unique()
+s = f"{n:.2f}"
+(a * b).sum().backward()
+print(counts, x.grad)
+"""
+
+
+def test_a_tensor_method_the_snippet_wrapped_runs_its_wrapper_once_per_call() -> None:
+    originals = {
+        n: vars(torch.Tensor)[n]
+        for n in ("split", "norm", "register_hook", "__repr__", "unique", "__format__", "backward")
+    }
+    try:
+        trace = assert_as_plain(WRAPPED_METHODS, leaves=("x",))  # every count was 2 (__format__ 6)
+    finally:
+        for name, method in originals.items():
+            setattr(torch.Tensor, name, method)
+    assert "'split': 1" in q.stdout(trace)
+    ops = [(e.name, e.api) for e in q.events_of(trace, "op")]
+    assert ("split", "Tensor.split") in ops and ("unique", "Tensor.unique") in ops
