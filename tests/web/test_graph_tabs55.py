@@ -139,9 +139,18 @@ def test_the_tabs_badges_say_what_they_count(page: Any) -> None:
             .violations.map((v) => v.nodes.map((n) => n.target.join(' ')))"""
     )
     assert mismatched == [], mismatched
-    # a run with one step and no optimizer: one step, and no badge on Charts
+    # backward() on a leaf: its AccumulateGrad and the call's end; no optimizer, no badge on Charts
     page.evaluate(
         "() => { window.gradwalk.editor.source = 'import torch\\nx = torch.tensor(2.0, requires_grad=True)\\nx.backward()\\n'; }"
+    )
+    page.click("[data-gw=run]")
+    expect(page.get_by_role("tab", name="Backward 2 steps", exact=True)).to_be_visible()
+    expect(page.get_by_role("tab", name="Charts", exact=True)).to_have_attribute(
+        "title", "Loss, gradient norms, learning rate and memory, step by step (4)"
+    )
+    # a backward() that fails before any node runs: its end alone, one step
+    page.evaluate(
+        "() => { window.gradwalk.editor.source = 'import torch\\nx = torch.ones(2, requires_grad=True)\\n(x * 2).backward()\\n'; }"
     )
     page.click("[data-gw=run]")
     expect(page.get_by_role("tab", name="Backward 1 step", exact=True)).to_be_visible()
