@@ -221,11 +221,13 @@ class TensorIntroduced(_Event):
 
 
 class TensorNamed(_Event):
-    """A name became known for a tensor (the variable it was bound to)."""
+    """A name became known for a tensor (the variable it was bound to), or, with ``name``
+    None, a name given before no longer holds (a function's local that the module level
+    later bound to another tensor: NOTE [A local name that hides another tensor])."""
 
     type: Literal["tensor_named"] = "tensor_named"
     id: TensorId
-    name: str
+    name: str | None
     param_name: str | None = None
 
 

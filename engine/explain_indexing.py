@@ -22,7 +22,7 @@ import torch
 
 from .explain_reading import find_call, number, parsed, shape, with_arg, wrapped
 from .source import bound_to, indentation, visible_names, without_comment
-from .tensors import dtype_name
+from .tensor_facts import dtype_name
 
 if TYPE_CHECKING:
     from .recorder import Recorder

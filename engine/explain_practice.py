@@ -26,7 +26,7 @@ import torch
 from .explain_practice_index import index_hint
 from .explain_reading import calls, find_call, parsed, shape, with_arg, wrapped
 from .source import bound_to, is_module, line_matching, outer_scopes
-from .tensors import dtype_name
+from .tensor_facts import dtype_name
 
 if TYPE_CHECKING:
     from .recorder import Recorder

@@ -30,7 +30,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from .memory import SavedBy, SavedMemory, saved_source
 from .saved_hooks import hooked_by_snippet
-from .tensors import dtype_name
+from .tensor_facts import dtype_name
 from .values import dispatches_to_python, has_storage, shape_list
 
 if TYPE_CHECKING:

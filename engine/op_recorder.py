@@ -19,7 +19,7 @@ from .op_keywords import named_positionals, op_keywords
 from .running_stats import NORM_OPS
 from .source import snippet_frames
 from .tape import op_names
-from .tensors import version_of
+from .tensor_facts import version_of
 
 if TYPE_CHECKING:
     from .recorder import Recorder

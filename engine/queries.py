@@ -51,6 +51,8 @@ def tensor_names(trace: Trace) -> dict[int, str]:
     for e in trace.events:
         if e.type in ("tensor", "tensor_named") and e.name:
             names[e.id] = e.name
+        elif e.type == "tensor_named":  # a name that no longer holds
+            names.pop(e.id, None)
     return names
 
 

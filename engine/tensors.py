@@ -16,6 +16,7 @@ import torch
 
 from .held_places import held_places
 from .source import SNIPPET_FILENAME, bound_name, is_a, outer_name, shadowed, snippet_frame, snippet_frames
+from .tensor_facts import DEVICE_NAMES, DTYPE_NAMES, autograd_of, device_name, dtype_name, version_of
 from .values import has_storage, same_view, shape_list, to_value
 
 if TYPE_CHECKING:
@@ -23,25 +24,10 @@ if TYPE_CHECKING:
 
     from .recorder import Recorder
 
-__all__ = ["TensorTable", "autograd_of", "dtype_name", "version_of"]
+__all__ = ["TensorTable"]
 
 _MAX_LEAVES_SEARCHED = 256  # the newest leaves searched for the one a tensor is read off
 _MAX_DATA_READS = 256  # ``.data`` reads remembered before the dead ones are forgotten
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
-_DEVICE_NAMES: dict[torch.device, str] = {}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """Return the trace's name of ``dtype`` (``"float32"``)."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
-
-
-def _device_name(device: torch.device) -> str:
-    name = _DEVICE_NAMES[device] = str(device)
-    return name
 
 
 class TensorTable:
@@ -209,6 +195,20 @@ class TensorTable:
             if name is not None:
                 self.names[tid] = name
                 self._rec.emit({"type": "tensor_named", "id": tid, "name": name, "param_name": None})
+                if tid not in self._local:
+                    self._name_earlier_versions(tid, name)
+
+    def _name_earlier_versions(self, tid: int, name: str) -> None:
+        """Give ``name`` to the versions before ``tid`` (in-place changes of one tensor) that
+        carry only a function's local name: ``b = a.clone(); bump(b)``, whose ``t.add_(1)``
+        met the clone first as ``bump``'s ``t``, read ``clone a → t``, ``add_ t → b``."""
+        prior = self.changes.get(tid)
+        while prior is not None and prior[0] in self._local:
+            earlier = prior[0]
+            self._local.discard(earlier)
+            self.names[earlier] = name
+            self._rec.emit({"type": "tensor_named", "id": earlier, "name": name, "param_name": None})
+            prior = self.changes.get(earlier)
 
     def _name_in(self, tid: int, t: torch.Tensor, frame: FrameType) -> str | None:
         """The name ``frame`` knows ``t`` by; for a leaf that is a function's local, the name an
@@ -386,8 +386,8 @@ class TensorTable:
                 "name": name,
                 "param_name": param_name,
                 "shape": shape,
-                "dtype": _DTYPE_NAMES.get(dtype) or dtype_name(dtype),
-                "device": _DEVICE_NAMES.get(device) or _device_name(device),
+                "dtype": DTYPE_NAMES.get(dtype) or dtype_name(dtype),
+                "device": DEVICE_NAMES.get(device) or device_name(device),
                 "requires_grad": t.requires_grad,
                 "is_leaf": is_leaf,
                 "is_param": is_param,
@@ -448,6 +448,24 @@ class TensorTable:
                     self._local.discard(tid)
                     self.names[tid] = key
                     self._rec.emit(dict(type="tensor_named", id=tid, name=key, param_name=None))
+                    self._name_earlier_versions(tid, key)
+        self._unname_hidden_locals(scope)
+
+    def _unname_hidden_locals(self, scope: dict[str, object]) -> None:
+        """Take back the weak names of tensors made in functions that the module level came
+        to bind to other tensors after those functions ran (``def f(t): x = t * 2`` before a
+        module-level ``x = y * 3``: both read ``x``): NOTE [A local name that hides another
+        tensor] in source.py, found at the end of the run. A leaf keeps its name, with its
+        ``.grad``."""
+        leaves = set(self._leaves)
+        for tid in list(self._local):
+            name = self.names.get(tid)
+            value = scope.get(name) if name is not None else None
+            if tid in leaves or not is_a(value, torch.Tensor) or self.known(value) == tid:
+                continue
+            self._local.discard(tid)
+            del self.names[tid]
+            self._rec.emit(dict(type="tensor_named", id=tid, name=None, param_name=None))
 
     def final_tensors(self, most: int = 200) -> list[tuple[int, str]]:
         """Return ``(id, name)`` of the named tensors still alive whose ``.grad`` the run may
@@ -481,21 +499,3 @@ class TensorTable:
         """Let go of which object had which id (end of recording): a later run's tensors may
         reuse these addresses."""
         self._by_object.clear()
-
-
-def autograd_of(t: torch.Tensor) -> tuple[Node | None, bool] | None:
-    """``(t.grad_fn, t.is_leaf)``, or ``None`` where PyTorch refuses to say: a view made under
-    no_grad whose base then changed in place raises on both reads (only on a read: a snippet
-    that never reads them goes on), so gradwalk must not read them bare."""
-    try:
-        return t.grad_fn, t.is_leaf
-    except RuntimeError:
-        return None
-
-
-def version_of(t: torch.Tensor) -> int | None:
-    """``t._version``, or ``None`` for a tensor without a version counter (an inference tensor)."""
-    try:
-        return t._version
-    except RuntimeError:
-        return None

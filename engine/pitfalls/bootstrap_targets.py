@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from ..source import quoted_code
-from ..tensors import autograd_of
+from ..tensor_facts import autograd_of
 
 __all__ = ["TARGET_LOSS_OPS", "bootstrap_target_report"]
 

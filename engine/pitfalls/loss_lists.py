@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..source import is_a, parsed_source, quoted_code
-from ..tensors import autograd_of
+from ..tensor_facts import autograd_of
 from .kinds import Said
 
 __all__ = ["kept_losses"]

@@ -48,7 +48,7 @@ import torch
 from torch import nn
 
 from ..source import parsed_source, snippet_frame, visible_names
-from ..tensors import autograd_of
+from ..tensor_facts import autograd_of
 from .hook_calls import guarded
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ..tensors import autograd_of
+from ..tensor_facts import autograd_of
 from ..values import has_storage
 
 __all__ = ["relu_into_cross_entropy"]

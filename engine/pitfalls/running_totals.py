@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ..source import is_a, parsed_source
-from ..tensors import autograd_of
+from ..tensor_facts import autograd_of
 
 __all__ = ["ADD_OPS", "AccumulatedTotal", "RunningTotals"]
 

@@ -35,7 +35,7 @@ from torch import nn
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..source import is_module, quoted_code
-from ..tensors import version_of
+from ..tensor_facts import version_of
 from .uninitialised_said import held_values, never_initialised_said
 from .uninitialised_sites import VISIBLE_MAKERS, MakerSite, maker_sites, written_through_numpy
 

@@ -189,6 +189,47 @@ def test_a_functions_local_that_an_outer_scope_binds_to_another_tensor_names_not
     assert list(names.values()).count("x") == 1
 
 
+def test_a_tensor_a_helper_changed_in_place_is_named_by_the_module_level_in_every_version() -> None:
+    source = """
+import torch
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+def bump(t):
+    t.add_(1)
+    return t
+b = a.clone()
+bump(b)
+(b * b).sum().backward()
+"""
+    trace = record(source)
+    names = q.tensor_names(trace)
+    ops = {e.name: e for e in q.events_of(trace, "op")}
+    # as `b = a.clone(); b.add_(1)` reads: clone a -> b, add_ b -> b (was clone a -> t, add_ t -> b)
+    assert names[ops["clone"].outputs[0]] == "b"
+    assert [names[i] for i in ops["add"].inputs] == ["b"] and names[ops["add"].outputs[0]] == "b"
+
+
+def test_a_functions_local_that_the_module_level_binds_later_to_another_tensor_is_taken_back() -> None:
+    # f ran before the module level had an `x`: its local named `t * 2` then, and the
+    # module-level `x = y * 3` made a second `x` (the app numbered them x1, x2 as one chain)
+    source = """
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+def f(t):
+    x = t * 2
+    return x + 1
+y = f(w)
+x = y * 3
+x.sum().backward()
+"""
+    trace = record(source)
+    names = q.tensor_names(trace)
+    first, second = [e for e in q.events_of(trace, "op") if e.name == "mul"]
+    assert names.get(first.outputs[0]) is None  # was "x"
+    assert names[second.outputs[0]] == "x"
+    taken_back = [e for e in q.events_of(trace, "tensor_named") if e.name is None]
+    assert [e.id for e in taken_back] == [first.outputs[0]]
+
+
 def test_a_functions_local_names_a_tensor_where_the_outer_name_is_no_tensor() -> None:
     source = """
 import torch

@@ -230,14 +230,16 @@ export interface SummaryValue {
   std: number | null;
 }
 /**
- * A name became known for a tensor (the variable it was bound to).
+ * A name became known for a tensor (the variable it was bound to), or, with ``name``
+ * None, a name given before no longer holds (a function's local that the module level
+ * later bound to another tensor: NOTE [A local name that hides another tensor]).
  *
  * This interface was referenced by `GradwalkTrace`'s JSON-Schema
  * via the `definition` "TensorNamed".
  */
 export interface TensorNamed {
   id: number;
-  name: string;
+  name: string | null;
   param_name: string | null;
   /**
    * position in the run's stream, from 0, no gaps
