@@ -259,6 +259,9 @@ def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> N
     )
 
 
+_MAX_EXPLAINED = 2000
+
+
 def _emit_error(rec: Recorder, exc: BaseException) -> None:
     tb = exc.__traceback__
     line = None
@@ -280,7 +283,11 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     from .explain import error_node, explain_error, metrics_only_after, metrics_only_calls
 
     try:
-        message, readable = str(exc), True
+        message = str(exc)
+        # a message past _MAX_EXPLAINED characters gets no hint: the hints' patterns took
+        # seconds on a 12 kB one (`raise ValueError('ab12' * 3000)`), and minutes, a run's
+        # whole time limit (a false timeout), on 100 kB; PyTorch's own errors are far shorter
+        readable = len(message) <= _MAX_EXPLAINED
     except Exception:  # an exception that cannot say what it is has nothing for a hint to read
         message, readable = exception_text(exc), False
     with rec.mute():

@@ -93,6 +93,14 @@ def _no_forged_event(events: list[Event], end: Any) -> None:
 _SYSCALL = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 
 CASES = [
+    # an error whose message is one 100,000-letter word: the hints' patterns backtracked over
+    # it past the time limit, and the run ended `timeout`, its learner told the code was slow
+    Hostile(
+        "long_error_message",
+        "raise ValueError('y' * 100_000)\n",
+        "error",
+        _error("ValueError", "ValueError: yyyy"),
+    ),
     Hostile(
         "infinite_loop",
         "while True:\n    pass\n",
