@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 from typing import Annotated, Any
 
@@ -106,11 +108,23 @@ async def get_trace(run_id: RunId, registry: RegistryDep, _auth: ViewerAuth) -> 
 
 @router.post("/{run_id}/cancel", response_model=RunPublic, responses={**_404, **_AUTH})
 async def cancel_run(run_id: RunId, registry: RegistryDep, _auth: CreatorAuth) -> RunPublic:
-    """Ask a live run to stop (its stream ends with status ``cancelled``); a finished run is left as is."""
+    """Ask a live run to stop (its stream ends with status ``cancelled``) and answer once it
+    has (within ``_CANCEL_WAIT_S``; it answered at once, with the status from before, queued
+    or running); a finished run is left as is."""
     run = await _find(registry, run_id)
     if isinstance(run, LiveRun):
         registry.cancel(run)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(_ended(run), _CANCEL_WAIT_S)
     return run_public(run)
+
+
+_CANCEL_WAIT_S = 5.0
+
+
+async def _ended(run: LiveRun) -> None:
+    while not run.finished:
+        await run.wait_beyond(len(run.frames))
 
 
 async def _find(registry: RunRegistry, run_id: str) -> LiveRun | RunRecord:

@@ -73,7 +73,9 @@ def test_cancel_a_running_run(api: httpx.Client) -> None:
     deadline = time.monotonic() + 30
     while run_json(api.get(f"/api/runs/{run['id']}"))["event_count"] < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert api.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+    cancelled = api.post(f"/api/runs/{run['id']}/cancel")
+    # it answers once the run has stopped (it answered "running", the status from before)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     assert wait_finished(api, run["id"], 20)["status"] == "cancelled"
     # Cancelling a finished run changes nothing.
     again = api.post(f"/api/runs/{run['id']}/cancel")
