@@ -136,6 +136,24 @@ def test_a_gradient_given_to_backward_is_the_seed_not_1(page: Any) -> None:
     shot(page, "audit-seed")
 
 
+def test_backward_on_a_leaf_starts_its_accumulate_grad_from_the_seed(page: Any) -> None:
+    # x.backward(g) on a leaf runs x's AccumulateGrad alone (it was an empty walk); its card
+    # said "grad = ∂x/∂x = [0.1, 0.2, 0.3]", false for a seed that is not 1
+    open_stepper(
+        page,
+        "import torch\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
+        "x.backward(torch.tensor([0.1, 0.2, 0.3]))\n",
+    )
+    card = card_of(page, "AccumulateGrad")
+    incoming = card.locator(".gw-incoming")
+    expect(incoming).to_contain_text("grad = [0.1, 0.2, 0.3] (the seed: the gradient given to backward()")
+    expect(incoming).not_to_contain_text("∂x/∂x")
+    expect(card).to_contain_text("x.grad: None → [0.1, 0.2, 0.3]")
+    expect(page.locator(".gw-graph-info")).to_have_text("1 node")
+    page.keyboard.press("End")
+    expect(page.locator(".gw-step-card")).to_contain_text("there was no graph to walk or free")
+
+
 def test_mse_with_reduction_sum_does_not_divide_by_n(page: Any) -> None:
     # sum((x − y)²) at x = [1, 2, 3], y = [1.5, 2, 2]: 2(x − y) = [−1, 0, 2], no / 3
     open_stepper(

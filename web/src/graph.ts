@@ -343,7 +343,7 @@ export class GraphView {
       const now = performance.now();
       const info: LayoutInfo = { at: now, ms: now - run.started, nodes: built.nodes.length, edges: built.edges.length, layout };
       this.lastLayout = info;
-      const count = built.cut ? `${built.shownGradNodes} of ${built.gradNodes} nodes` : `${built.gradNodes} nodes`;
+      const count = built.cut ? `${built.shownGradNodes} of ${built.gradNodes} nodes` : `${built.gradNodes} node${built.gradNodes === 1 ? "" : "s"}`;
       this.info.textContent = `${count}${this.collapsed.size ? ` · ${this.collapsed.size} folded` : ""}`;
       const around = this.part.aroundFocus ? "around the node you are looking at (the stepper's, the selection, the tape's op)" : "nearest its output, where backward starts";
       this.info.title = built.cut ? `A graph this big is drawn in part: the nodes ${around}.` : "";

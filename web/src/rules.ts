@@ -465,7 +465,8 @@ export function explain(model: TraceModel, entry: StepEntry): Explanation | null
   if (node.name === "AccumulateGrad") {
     return {
       summary: `AccumulateGrad adds the gradient into ${gradOf(model, node.tensor)} (gradients accumulate with +=)`,
-      incoming: hooked ? incoming : `grad = ∂${root}/∂${d(of ?? "?")} = ${gradText}`,
+      // a leaf as the root (`x.backward(g)`): its AccumulateGrad is the call's first node, given the seed
+      incoming: hooked ? incoming : `grad = ${seed.given ? "" : `∂${root}/∂${d(of ?? "?")} = `}${gradText}${seed.text}`,
       lines: [],
       accumulations: entry.accs.map((a) => accumulationText(model, a)),
     };

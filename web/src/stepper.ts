@@ -273,7 +273,9 @@ export class StepperView {
           ? h(
               "p",
               { class: `gw-note ${f.graph_freed ? "gw-note-freed" : ""}`, data: { freed: String(f.graph_freed) } },
-              f.graph_freed
+              f.graph_freed && call.entries.every((e) => !e.exec || m.node(e.exec.node)?.name === "AccumulateGrad")
+                ? "backward() on a leaf runs its AccumulateGrad alone: there was no graph to walk or free."
+                : f.graph_freed
                 ? "The graph was freed: the tensors its nodes saved are released. Calling backward() through it again raises an error unless the first call passed retain_graph=True."
                 : `The graph was kept (${call.start.create_graph ? "create_graph=True" : "retain_graph=True"}): backward() can walk it again, ${
                     call.start.api === "autograd.grad" ? "and autograd.grad leaves every .grad as it was." : "and .grad will accumulate."
