@@ -452,11 +452,9 @@ class TensorTable:
         self._unname_hidden_locals(scope)
 
     def _unname_hidden_locals(self, scope: dict[str, object]) -> None:
-        """Take back the weak names of tensors made in functions that the module level came
-        to bind to other tensors after those functions ran (``def f(t): x = t * 2`` before a
-        module-level ``x = y * 3``: both read ``x``): NOTE [A local name that hides another
-        tensor] in source.py, found at the end of the run. A leaf keeps its name, with its
-        ``.grad``."""
+        """Take back the weak names the module level came to bind to other tensors after
+        their functions ran (``def f(t): x = t * 2`` before ``x = y * 3``: NOTE [A local name
+        that hides another tensor] in source.py). A leaf keeps its name, with its ``.grad``."""
         leaves = set(self._leaves)
         for tid in list(self._local):
             name = self.names.get(tid)
