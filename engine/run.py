@@ -13,6 +13,7 @@ import linecache
 import os
 import platform
 import random
+import re
 import signal
 import sys
 import time
@@ -260,6 +261,20 @@ def _finish(rec: Recorder, status: RunStatus, message: str, started: float) -> N
 
 
 _MAX_EXPLAINED = 2000
+_MAX_READ = 100_000
+_RUNS = re.compile(r"[\w.]+|\s+")
+_LONG_RUN = 200
+
+
+def _hints_can_read(message: str) -> bool:
+    """Whether the error hints may read ``message``. Their patterns backtrack over a long run
+    of word characters or spaces: seconds on a 12 kB word (``raise ValueError('ab12' * 3000)``),
+    and a 100 kB one ran past the run's time limit (a false ``timeout``). A message up to
+    :data:`_MAX_EXPLAINED` characters is read, and a longer one without such runs (PyTorch's
+    own, with a tensor printed in it) up to :data:`_MAX_READ`."""
+    if len(message) <= _MAX_EXPLAINED:
+        return True
+    return len(message) <= _MAX_READ and max(map(len, _RUNS.findall(message)), default=0) <= _LONG_RUN
 
 
 def _emit_error(rec: Recorder, exc: BaseException) -> None:
@@ -284,10 +299,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
 
     try:
         message = str(exc)
-        # a message past _MAX_EXPLAINED characters gets no hint: the hints' patterns took
-        # seconds on a 12 kB one (`raise ValueError('ab12' * 3000)`), and minutes, a run's
-        # whole time limit (a false timeout), on 100 kB; PyTorch's own errors are far shorter
-        readable = len(message) <= _MAX_EXPLAINED
+        readable = _hints_can_read(message)
     except Exception:  # an exception that cannot say what it is has nothing for a hint to read
         message, readable = exception_text(exc), False
     with rec.mute():

@@ -455,10 +455,10 @@ class TensorTable:
         """Take back the weak names the module level came to bind to other tensors after
         their functions ran (``def f(t): x = t * 2`` before ``x = y * 3``: NOTE [A local name
         that hides another tensor] in source.py). A leaf keeps its name, with its ``.grad``."""
-        leaves = set(self._leaves)
+        leaves, loops = set(self._leaves), self._rec.modules.loop_names  # (a loop variable's name stays)
         for tid in list(self._local):
             name = self.names.get(tid)
-            value = scope.get(name) if name is not None else None
+            value = scope.get(name) if name is not None and name not in loops else None
             if tid in leaves or not is_a(value, torch.Tensor) or self.known(value) == tid:
                 continue
             self._local.discard(tid)
