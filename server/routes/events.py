@@ -138,8 +138,10 @@ def _past_the_end(run: LiveRun, after: int) -> str | None:
         return None
     if not run.finished:
         return f"the run is still going and has sent events up to seq {last} (asked for after={after})"
-    ended = run.status + (f": {run.message[:50]}" if run.message else "")
-    return f"the run ended {ended}; it has no event after seq {last} (asked for after={after})"
+    # what the client asked and how the run ended first, its message after: the close cuts
+    # the reason to 123 bytes, which cut a long message mid-sentence and then the `after`
+    head = f"the run ended {run.status}; no event after seq {last} (asked for after={after})"
+    return f"{head}. {run.message}" if run.message else head
 
 
 async def _serve(
@@ -237,6 +239,14 @@ async def _read(ws: WebSocket, run: LiveRun, registry: RunRegistry, may_cancel: 
 
 
 async def _close(ws: WebSocket, code: int, reason: str) -> None:
-    # A reason is at most 123 bytes on the wire; a client that already left cannot be told.
+    # A client that already left cannot be told.
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(ws.close(code, reason.encode()[:123].decode(errors="ignore")), timeout=5)
+        await asyncio.wait_for(ws.close(code, close_reason(reason)), timeout=5)
+
+
+def close_reason(text: str, most: int = 123) -> str:
+    """``text`` as a websocket close reason: at most ``most`` bytes of UTF-8 (the protocol's
+    limit), cut at a character with "…" where it is longer."""
+    if len(text.encode()) <= most:
+        return text
+    return text.encode()[: most - 3].decode(errors="ignore").rstrip() + "…"

@@ -12,7 +12,7 @@ from engine.events import Limits
 from server import workers
 from server.live import LiveRun
 from server.models import LimitsPatch, RunCreate
-from server.routes.events import _Progress, _send
+from server.routes.events import _past_the_end, _Progress, _send, close_reason
 from server.security import RateLimiter, page_csp
 from server.settings import Settings, is_loopback
 
@@ -144,3 +144,19 @@ def test_the_recent_runs_cache_is_bounded_in_count_and_size(monkeypatch: pytest.
     assert list(registry._cache) == [f"r{i}" for i in range(20, 30)]  # 10 x 100 chars fit in 1000
     registry._remember(RunRecord(id="big", created_at=0, status="ok", device="cpu", source=""), ["x" * 600])
     assert "big" not in registry._cache  # over a quarter of the budget: never cached
+
+
+def test_a_cut_off_runs_close_reason_keeps_the_after_and_ends_its_message_with_an_ellipsis() -> None:
+    # the reason read "...(the server is shutting down; it has no event after seq 14 (asked
+    # for after=": the message cut to 50 characters, then the whole to 123 bytes
+    run = LiveRun(id="r", source="", device="cpu", title=None, status="cancelled", finished_at=1.0)
+    run.message = "The run was cancelled (the server is shutting down); its events up to that point are kept."
+    run.frames = ["{}"] * 15
+    reason = close_reason(_past_the_end(run, 15) or "")
+    assert len(reason.encode()) <= 123
+    assert reason.startswith(
+        "the run ended cancelled; no event after seq 14 (asked for after=15). The run was"
+    )
+    assert reason.endswith("…")
+    assert close_reason("é" * 100) == "é" * 60 + "…"  # cut at a character, 123 bytes at most
+    assert close_reason("short") == "short"
