@@ -22,6 +22,7 @@ __all__ = [
     "events_of",
     "final_grads",
     "final_values",
+    "nested_value",
     "node_names",
     "optimizer_steps",
     "pitfalls",
@@ -43,6 +44,26 @@ def value_of(v: FullValue | SummaryValue | None) -> Any:
     if isinstance(v, FullValue):
         return v.flat[0] if v.shape == [] and v.flat else v.flat
     return v.norm
+
+
+def nested_value(value: FullValue | SummaryValue) -> Any:
+    """A whole value as a number (0-d) or nested lists in its shape, as ``Tensor.tolist()``
+    gives them; a summary as it is (:func:`value_of` gives the flat list)."""
+    if value.kind != "full":
+        return value
+    flat, shape = value.flat, value.shape
+    if not shape:
+        return flat[0] if flat else None
+
+    def rows(start: int, dims: list[int]) -> list[Any]:
+        if len(dims) == 1:
+            return flat[start : start + dims[0]]
+        size = 1
+        for d in dims[1:]:
+            size *= d
+        return [rows(start + i * size, dims[1:]) for i in range(dims[0])]
+
+    return rows(0, shape)
 
 
 def tensor_names(trace: Trace) -> dict[int, str]:

@@ -70,9 +70,11 @@ class Recording:
         the gradient's shape (``[[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]`` for a 2x3 one); one too
         large to travel whole (over ``Limits.max_value_elements``) is its
         :class:`engine.events.SummaryValue` (``shape``, ``min``, ``max``, ``mean``, ``norm`` ...)."""
-        from engine.queries import events_of
+        from engine.queries import events_of, nested_value
 
-        return {e.name: _nested(e.grad) for e in events_of(self.trace, "tensor_final") if e.grad is not None}
+        return {
+            e.name: nested_value(e.grad) for e in events_of(self.trace, "tensor_final") if e.grad is not None
+        }
 
     @property
     def pitfalls(self) -> list[Any]:
@@ -440,22 +442,3 @@ class _kept_torch_state:
         torch.set_grad_enabled(self.grad_enabled)
         torch.set_default_dtype(self.dtype)
         torch.set_anomaly_enabled(*self.anomaly)
-
-
-def _nested(value: Any) -> Any:
-    """A whole value as a number (0-d) or nested lists in its shape; a summary as it is."""
-    if value.kind != "full":
-        return value
-    flat, shape = value.flat, value.shape
-    if not shape:
-        return flat[0] if flat else None
-
-    def rows(start: int, dims: list[int]) -> list[Any]:
-        if len(dims) == 1:
-            return flat[start : start + dims[0]]
-        size = 1
-        for d in dims[1:]:
-            size *= d
-        return [rows(start + i * size, dims[1:]) for i in range(dims[0])]
-
-    return rows(0, shape)

@@ -26,7 +26,6 @@ so that every frame the client receives is an event:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from typing import Literal
 
@@ -39,6 +38,7 @@ from ..live import LiveRun
 from ..registry import RunRegistry
 from ..security import token_matches
 from ..settings import Settings
+from ..ws_close import close as _close
 
 __all__ = ["BATCH_BYTES", "BATCH_EVENTS", "ClientCommand", "router"]
 
@@ -236,17 +236,3 @@ async def _read(ws: WebSocket, run: LiveRun, registry: RunRegistry, may_cancel: 
         if not may_cancel:
             return 1008, "cancelling needs the server's token: connect with ?token="
         registry.cancel(run)
-
-
-async def _close(ws: WebSocket, code: int, reason: str) -> None:
-    # A client that already left cannot be told.
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(ws.close(code, close_reason(reason)), timeout=5)
-
-
-def close_reason(text: str, most: int = 123) -> str:
-    """``text`` as a websocket close reason: at most ``most`` bytes of UTF-8 (the protocol's
-    limit), cut at a character with "…" where it is longer."""
-    if len(text.encode()) <= most:
-        return text
-    return text.encode()[: most - 3].decode(errors="ignore").rstrip() + "…"

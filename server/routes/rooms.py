@@ -38,7 +38,6 @@ needs its token for ``POST /api/runs``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 from typing import Annotated, Any, Literal
@@ -54,6 +53,7 @@ from ..rooms import CODE_LENGTH, Room, RoomRegistry, RoomsFull, RoomState, RoomS
 from ..security import token_matches
 from ..settings import Settings
 from ..version import VERSION
+from ..ws_close import close as _close
 from .runs import create_run
 
 __all__ = ["RoomCreate", "RoomCreated", "RoomPublic", "RoomsDep", "get_rooms", "router"]
@@ -407,12 +407,6 @@ def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
-
-
-async def _close(ws: WebSocket, code: int, reason: str) -> None:
-    # A reason is at most 123 bytes on the wire; a client that already left cannot be told.
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(ws.close(code, reason.encode()[:123].decode(errors="ignore")), timeout=5)
 
 
 # --- pages -----------------------------------------------------------------------------------

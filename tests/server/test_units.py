@@ -12,9 +12,10 @@ from engine.events import Limits
 from server import workers
 from server.live import LiveRun
 from server.models import LimitsPatch, RunCreate
-from server.routes.events import _past_the_end, _Progress, _send, close_reason
+from server.routes.events import _past_the_end, _Progress, _send
 from server.security import RateLimiter, page_csp
 from server.settings import Settings, is_loopback
+from server.ws_close import close_reason
 
 
 def test_limits_patch_mirrors_limits() -> None:

@@ -463,8 +463,7 @@ export class App {
     await this.applyPending();
   }
 
-  /** Apply the URL's view, step, op and selection once the model has what they point at
-   * (a `call=3` on the stepper without a step opens at that call's first step). */
+  /** Apply the URL's view, step, op and selection once the model has what they point at (a stepper `call=3` without a step: that call's first). */
   private async applyPending(): Promise<void> {
     const want = this.pending;
     // a step is a step of its own run: never applied to the run shown while it loads
