@@ -44,6 +44,11 @@ SNIPPETS = {
     "w = torch.zeros(1, requires_grad=True)\nfor step in range(10):\n"
     "    loss = ((w * X - y) ** 2).mean()\n    loss.backward()\n    with torch.no_grad():\n"
     "        w -= 0.1 * w.grad\n        w.grad.zero_()\n",
+    # attention written out: one SplitBackward0 makes q, k and v (chunk), an uneven split two shapes
+    "qkv_chunk": "import torch\ntorch.manual_seed(0)\nx = torch.randn(2, 4, 6, requires_grad=True)\n"
+    "w = torch.randn(6, 18, requires_grad=True)\nq, k, v = (x @ w).chunk(3, dim=-1)\n"
+    "out = (q @ k.transpose(-2, -1)).softmax(-1) @ v\nhead, tail = out.split([1, 3], dim=1)\n"
+    "(head.sum() + tail.mean()).backward()\n",
     # element sets: a number at an index, a tensor under a mask
     "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
     "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"

@@ -1,9 +1,9 @@
 // Turn the trace model into graph elements: grad_fn nodes, AccumulateGrad and the leaves
 // they feed, saved tensors, and module groups (compound nodes), with collapsed groups
 // folded into one node. Pure data: graph.ts hands it to Cytoscape and the layout.
-import { innerExpr, tensorExpr } from "./naming";
+import { innerExpr, madeByNodeText, outputTensors, tensorExpr } from "./naming";
 import type { TraceModel } from "./trace-model";
-import { fmt, fmtShort, scalarOf, shapeText } from "./values";
+import { fmt, fmtShort, scalarOf, shapesText, shapeText } from "./values";
 
 export type NodeKind = "op" | "acc" | "leaf" | "param" | "input" | "saved" | "group" | "collapsed";
 
@@ -264,7 +264,9 @@ export function buildGraph(model: TraceModel, options: BuildOptions): GraphEleme
         lines = inner ? [node.name, `${inner} · ${shapeText(shape ?? undefined)}`] : [node.name];
       } else {
         const t = model.tensor(node.tensor);
-        lines = [node.name, `${tensorExpr(model, node.tensor)} · ${shapeText(t?.ev.shape)}`];
+        const made = madeByNodeText(model, node.id);
+        const shapes = made ? shapesText((outputTensors(model, node.id) ?? []).map((o) => (o === null ? null : model.tensor(o)?.ev.shape))) : null;
+        lines = [node.name, made ? `${made} · ${shapes}` : `${tensorExpr(model, node.tensor)} · ${shapeText(t?.ev.shape)}`];
       }
       nodes.push({
         id: self,

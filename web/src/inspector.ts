@@ -2,7 +2,7 @@
 // matrices) or as statistics and a histogram for large tensors; the gradient; what a node
 // saved; shape, dtype, device; and the line of code it came from.
 import { breakAtDots, fill, h } from "./dom";
-import { nodeLabel, numberText, tensorExpr } from "./naming";
+import { nodeLabel, numberText, outputTensors, tensorExpr } from "./naming";
 import { WRAPPED_NUMBER_OPS, wrappedNumber } from "./rule-context";
 import {
   linksOfLine,
@@ -262,6 +262,8 @@ export class InspectorView {
         h("p", { class: "gw-empty", text: `Node ${id} is not in this trace.` }),
       ];
     const runs = m.backwards.map((b) => b.byNode.get(id)).filter((e) => !!e);
+    const pieces = (outputTensors(m, id) ?? []).filter((t): t is number => t !== null);
+    const made = pieces.length > 1 ? pieces : node.tensor !== null ? [node.tensor] : [];
     return [
       h(
         "h3",
@@ -270,15 +272,11 @@ export class InspectorView {
         ` ${nodeLabel(m, id)}`,
       ),
       this.facts([
-        // AccumulateGrad outputs nothing: it stands for the leaf whose .grad it writes
+        // AccumulateGrad outputs nothing: it stands for the leaf whose .grad it writes;
+        // a node with several outputs made each (q, k, v = qkv.chunk(3))
         [
-          node.name === "AccumulateGrad" ? "leaf" : "output",
-          node.tensor !== null
-            ? this.select(
-                { kind: "tensor", id: node.tensor },
-                tensorExpr(m, node.tensor),
-              )
-            : null,
+          node.name === "AccumulateGrad" ? "leaf" : made.length > 1 ? "outputs" : "output",
+          made.length ? h("span", {}, made.flatMap((t, i) => [i ? ", " : "", this.select({ kind: "tensor", id: t }, tensorExpr(m, t))])) : null,
         ],
         ["module", node.module_path],
         ["line", this.lineLink(m.nodeLine(id))],

@@ -176,6 +176,18 @@ export function outputTensors(model: TraceModel, nodeId: number): (number | null
 }
 
 /**
+ * The names of what a node with several outputs made, for its label (`q, k, v` for
+ * `q, k, v = qkv.chunk(3, dim=-1)`: the node makes all three, not only the last), past
+ * {@link TENSORS_LISTED} the first few and a count; null for a node with one output, or
+ * fewer than two the trace holds.
+ */
+export function madeByNodeText(model: TraceModel, nodeId: number): string | null {
+  const held = (outputTensors(model, nodeId) ?? []).filter((t): t is number => t !== null);
+  if (held.length < 2) return null;
+  return listed(held.map((t) => tensorExpr(model, t))).join(", ");
+}
+
+/**
  * What gradient a node's edge `slot` feeds: the leaf or intermediate tensor it belongs to,
  * by the edge's output number when that node made several (`a, b = x.split(2)`: `a`, not
  * the node's last output `b`).

@@ -121,3 +121,13 @@ test("cross-entropy's NllLoss card divides by N only for a mean, by the rows or 
   assert.match(none, /one loss a row.*\n.* = −\(each row's grad\) at its target class, 0 elsewhere = /);
   assert.match(weighted, /^out = −weighted mean .*\n.* = −grad · weight\[target\] \/ N .*\(N = Σ weight\[target\]\) = /);
 });
+
+test("a node with several outputs is labelled with all it made (q, k, v = x.chunk(3)), not its last", () => {
+  const model = loadModel("qkv_chunk");
+  const labels = nodeLabels(model);
+  const splits = [...named(model, "SplitBackward0"), ...named(model, "SplitWithSizesBackward0")];
+  assert.deepEqual(
+    splits.map((n) => labels.get(n.id)),
+    ["SplitBackward0\nq, k, v · 3 × [2×4×6]", "SplitWithSizesBackward0\nhead, tail · [2×1×6], [2×3×6]"],
+  );
+});
