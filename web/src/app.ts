@@ -21,7 +21,7 @@ import { ShortcutsDialog } from "./shortcuts";
 import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
-import { bindTabKeys, selectTab } from "./tabs";
+import { bindTabKeys, showView } from "./tabs";
 import { bindThemeButtons } from "./theme";
 import { TraceModel, traceTitle } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
@@ -422,8 +422,7 @@ export class App {
           this.graph.fit(false);
         });
       }
-      selectTab(this.tabs, (tab) => tab.dataset.view === state.view);
-      for (const panel of this.root.querySelectorAll<HTMLElement>("[data-panel]")) panel.hidden = panel.dataset.panel !== state.view;
+      showView(this.tabs, this.root.querySelectorAll<HTMLElement>("[data-panel]"), state.view);
       this.root.dataset.view = state.view;
     }
     if (changed.has("hover")) this.editor.setLinked(state.hover?.lines ?? []);

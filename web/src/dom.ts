@@ -86,8 +86,18 @@ export function isTyping(ev: KeyboardEvent): boolean {
   // The editor sits in a shadow root: its key events reach the document from the host.
   if (t.isContentEditable || t.closest(".cm-editor, [data-gw=editor]")) return true;
   const tag = t.tagName;
-  return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
+  if (tag === "INPUT") {
+    const type = (t as HTMLInputElement).type;
+    // a slider moves with these keys itself; 1–4 and ? still open the tabs and the keys' help
+    if (type === "range") return SLIDER_KEYS.has(ev.key);
+    // a checkbox or a button takes no typing: the page's keys act (Space still presses it: stepper-keys.ts)
+    return !PRESSED_INPUTS.has(type);
+  }
+  return tag === "TEXTAREA" || tag === "SELECT";
 }
+
+const SLIDER_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+const PRESSED_INPUTS = new Set(["checkbox", "radio", "button", "submit", "reset", "color", "file"]);
 
 /** Call `fn` at most once per animation frame, with the latest arguments. */
 export function perFrame(fn: () => void): () => void {

@@ -82,13 +82,27 @@ const KIND_WORDS: Record<GNode["kind"], string> = {
   collapsed: "folded module",
 };
 
-/** What a screen reader says when keyboard focus lands on `node`. */
-export function describeNode(node: GNode): string {
+/** What the graph's step classes (graph-steps.ts) mean, in the legend's words. */
+const STEP_WORDS: readonly [string, string][] = [
+  ["current", "running now"],
+  ["done", "ran"],
+  ["pending", "still to run"],
+  ["idle", "not in this backward call"],
+  ["freed", "freed: its saved tensors are gone"],
+  ["future", "not made yet at this op"],
+];
+
+/**
+ * What a screen reader says when keyboard focus lands on `node`; `classes`: its element's
+ * classes, whose step looks (running now, ran, still to run, …) it says as the legend does.
+ */
+export function describeNode(node: GNode, classes: readonly string[] = []): string {
   const label = node.label.replace(/\s*\n\s*/g, ", ");
   const kind = KIND_WORDS[node.kind];
   if (node.kind === "collapsed") return `${label}: ${kind}, ${node.count ?? 0} nodes; Enter unfolds it`;
   if (node.kind === "group") return `${label}: ${kind}; Enter folds it`;
-  return `${label}: ${kind}`;
+  const looks = STEP_WORDS.filter(([cls]) => classes.includes(cls)).map(([, words]) => words);
+  return `${label}: ${kind}${looks.length ? `; ${looks.join(", ")}` : ""}`;
 }
 
 /** What GraphKeyboard needs from the graph view. */
@@ -184,8 +198,9 @@ export class GraphKeyboard {
     this.focus = id;
     if (!id) return;
     this.ring(true);
-    const d = cy.getElementById(id).data() as GNode;
-    this.announcer.textContent = describeNode(d);
+    const el = cy.getElementById(id);
+    const d = el.data() as GNode;
+    this.announcer.textContent = describeNode(d, el.classes());
     // the inspector follows the keyboard, as it follows clicks (without switching views)
     if (d.node !== undefined) store.set({ selection: { kind: "node", id: d.node } });
     else if (d.tensor !== undefined) store.set({ selection: { kind: "tensor", id: d.tensor } });

@@ -97,6 +97,9 @@ export function bindHeaderMenu(header: HTMLElement | null): void {
     // "Open trace…" is a label for a file input, closed once a file is picked (below)
     if ((ev.target as Element).closest("button, a")) set(false);
   });
+  // First, before the tool acts: the focus goes back to More as the tool hides with the menu,
+  // so a dialog it opens (the keys' help) hands the focus back there, not to the page
+  tools.addEventListener("click", (ev) => (ev.target as Element).closest("button, a") && button.getAttribute("aria-expanded") === "true" && button.focus(), true);
   tools.addEventListener("change", () => set(false));
   header.addEventListener("keydown", (ev) => {
     if (ev.key !== "Escape" || button.getAttribute("aria-expanded") !== "true") return;

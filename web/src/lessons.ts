@@ -70,6 +70,7 @@ export class LessonsGallery {
   private readonly list: HTMLElement;
   private readonly filter: LessonFilter;
   private readonly card: HTMLElement;
+  private readonly spoken = h("p", { class: "gw-visually-hidden", "aria-live": "polite", data: { gw: "lesson-announcer" } });
   private loaded: Promise<void> | null = null;
   private opening = 0;
   private readonly chartMemory = new LessonChartMemory();
@@ -98,7 +99,7 @@ export class LessonsGallery {
     });
     this.card = h("section", { class: "gw-lesson", "aria-label": "Lesson", hidden: true, data: { gw: "lesson-card" } });
     root.append(this.dialog);
-    $(root, ".gw-main").before(this.card);
+    $(root, ".gw-main").before(this.card, this.spoken);
     root.classList.add("gw-has-bars");
   }
 
@@ -230,6 +231,12 @@ export class LessonsGallery {
     if (changed) this.onChange(lesson);
   }
 
+  /** Close the lesson's card; the focus, on its ✕, goes to the Lessons button that opens another. */
+  private close(): void {
+    this.show(null);
+    this.app.root.querySelector<HTMLElement>("[data-gw=lessons]")?.focus();
+  }
+
   /**
    * Open `/?lesson=ID`, or show the card of the lesson whose run the URL names. `search` is
    * the URL's query as the page was opened (the app rewrites the address bar as it loads).
@@ -296,10 +303,14 @@ export class LessonsGallery {
     this.card.hidden = lesson === null;
     if (!lesson) {
       this.card.replaceChildren();
+      delete this.card.dataset.lesson;
+      this.spoken.textContent = "";
       return;
     }
     const i = this.lessons.indexOf(lesson);
     const kicker = `Lesson ${i + 1} of ${this.lessons.length} · ${lesson.part}`;
+    // a screen reader hears which lesson Next ▶ opened (the card is drawn anew, not announced)
+    if (this.card.dataset.lesson !== lesson.id) this.spoken.textContent = `Lesson ${i + 1} of ${this.lessons.length}: ${lesson.title}`;
     const prev = this.lessons[i - 1];
     const next = this.lessons[i + 1];
     this.card.dataset.lesson = lesson.id;
@@ -355,7 +366,7 @@ export class LessonsGallery {
         h("button", { type: "button", class: "gw-btn", text: "All lessons", data: { nav: "all" }, on: { click: () => void this.openGallery() } }),
         h("button", { type: "button", class: "gw-btn", text: "◀ Previous", disabled: !prev, title: prev?.title, data: { nav: "prev" }, on: { click: () => prev && void this.open(prev.id) } }),
         h("button", { type: "button", class: "gw-btn gw-btn-primary", text: "Next ▶", disabled: !next, title: next?.title, data: { nav: "next" }, on: { click: () => next && void this.open(next.id) } }),
-        h("button", { type: "button", class: "gw-btn gw-lesson-close", "aria-label": "Close the lesson", title: "Close the lesson", text: "✕", on: { click: () => this.show(null) } }),
+        h("button", { type: "button", class: "gw-btn gw-lesson-close", "aria-label": "Close the lesson", title: "Close the lesson", text: "✕", on: { click: () => this.close() } }),
       ),
     );
     if (hadFocus) {

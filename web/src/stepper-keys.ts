@@ -15,7 +15,10 @@ export interface StepKeyTarget {
 }
 
 /** What a keyboard user presses with Space: left to it when the focus came by Tab. */
-const PRESSABLE = "button, a[href], summary, [role=tab], [role=button], [tabindex]";
+const PRESSABLE = "button, a[href], summary, [role=tab], [role=button], [tabindex], input:not([type=range])";
+
+/** The keys that scroll a region reached by Tab (the output, a lesson's text) rather than step. */
+const SCROLL_KEYS = new Set(["PageDown", "PageUp", "Home", "End"]);
 
 /** When the Tab key and a pointer were last pressed (performance.now()). */
 let tabbedAt = -1;
@@ -56,10 +59,21 @@ export function bindStepperKeys(target: StepKeyTarget): void {
       P: () => target.togglePlay(), // as the ? dialog and the button's title write it (Shift or Caps Lock)
     };
     const action = keys[ev.key];
-    if (!action) return;
+    if (!action || (SCROLL_KEYS.has(ev.key) && scrollsHere(ev))) return;
     ev.preventDefault();
     action();
   });
+}
+
+/**
+ * Whether the key's focus is a region that scrolls, reached with the Tab key: its PageDown,
+ * Home and End scroll it (it takes the focus for that). One clicked with the mouse leaves
+ * them to the walk, so a teacher's clicker still steps after a click in the output.
+ */
+function scrollsHere(ev: KeyboardEvent): boolean {
+  const t = ev.target instanceof HTMLElement ? ev.target : null;
+  if (!t || t === document.body || tabbedAt < pointedAt || t.scrollHeight <= t.clientHeight + 1) return false;
+  return /auto|scroll/.test(getComputedStyle(t).overflowY); // Chromium lets the Tab key reach a scroller with no tabindex
 }
 
 function ready(ev: KeyboardEvent, target: StepKeyTarget): boolean {

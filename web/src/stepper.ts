@@ -6,7 +6,7 @@ import { howItEnded } from "./graph-steps";
 import { backwardCallText, callLabels, gradOf, nodeLabel, tensorExpr } from "./naming";
 import { nodePitfallMark, nodePitfallNotes } from "./pitfalls";
 import { explain } from "./rules";
-import { StepPosition } from "./step-position";
+import { positionWords, StepPosition } from "./step-position";
 import { bindStepperKeys } from "./stepper-keys";
 import { linksOfNode, type Store, type ViewState } from "./store";
 import { bindTabKeys, selectTab } from "./tabs";
@@ -40,6 +40,7 @@ export class StepperView {
   private readonly calls: HTMLElement;
   private readonly slider: HTMLInputElement;
   private readonly position: HTMLElement;
+  private readonly spoken: HTMLElement;
   private readonly place: StepPosition;
   private readonly card: HTMLElement;
   private readonly walk: HTMLOListElement;
@@ -81,13 +82,16 @@ export class StepperView {
     this.speed.addEventListener("change", () => this.onSpeed());
     this.slider = h("input", { type: "range", min: 0, max: 0, value: 0, class: "gw-slider", "aria-label": "Backward step" });
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
-    this.position = h("span", { class: "gw-position", "aria-live": "polite" });
+    this.position = h("span", { class: "gw-position" });
+    // what a screen reader hears at each step: where it is and which node ran, in one line
+    // (the card, rules and matrices included, ran to 1,500 characters a step)
+    this.spoken = h("span", { class: "gw-visually-hidden", "aria-live": "polite", data: { gw: "step-announcer" } });
     this.place = new StepPosition(this.position);
     this.calls = h("div", { class: "gw-call-tabs", role: "tablist", "aria-label": "Backward calls" });
     bindTabKeys(this.calls, (tab) => tab.click());
     this.callsCaption = h("span", { class: "gw-calls-caption" });
     this.callsRow = h("div", { class: "gw-calls" }, this.callsCaption, this.calls);
-    this.card = h("div", { class: "gw-step-card", "aria-live": "polite" });
+    this.card = h("div", { class: "gw-step-card" });
     this.walk = h("ol", { class: "gw-walk", "aria-label": "Nodes in the order the engine ran them" });
     this.walkScroll = h("div", { class: "gw-walk-scroll" }, this.walk);
     root.append(
@@ -97,7 +101,7 @@ export class StepperView {
         "div",
         { class: "gw-step-bar" },
         h("div", { class: "gw-step-controls" }, ...this.buttons),
-        h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed),
+        h("div", { class: "gw-scrubber" }, this.slider, this.position, this.speed, this.spoken),
       ),
       // The card stays in view; the walk (thousands of nodes on a big graph) scrolls on its own.
       h("div", { class: "gw-step-body" }, this.card),
@@ -199,6 +203,8 @@ export class StepperView {
     this.slider.max = String(Math.max(0, n - 1));
     if (!n) {
       this.place.show(null);
+      this.spoken.textContent = "";
+      this.slider.removeAttribute("aria-valuetext");
       fill(this.card, h("p", { class: "gw-empty", text: noWalkText(m) }));
       this.calls.replaceChildren();
       this.callsRow.hidden = true;
@@ -211,7 +217,13 @@ export class StepperView {
     const call = m.backward(entry.backward)!;
     const within = call.entries.indexOf(entry);
     const several = m.backwards.length > 1;
-    this.place.show({ step: step + 1, steps: n, call: several ? { number: call.index + 1, within: within + 1, steps: call.entries.length } : null });
+    const place = { step: step + 1, steps: n, call: several ? { number: call.index + 1, within: within + 1, steps: call.entries.length } : null };
+    this.place.show(place);
+    const words = positionWords(place).full;
+    this.slider.setAttribute("aria-valuetext", words);
+    const line = entry.exec ? this.model.nodeLine(entry.exec.node) : null;
+    const what = entry.exec ? `${nodeLabel(m, entry.exec.node)}${line ? `, line ${line}` : ""}` : "end of backward";
+    this.spoken.textContent = `${words}: ${what}`;
     this.renderCalls(entry);
     this.renderCard(entry);
     this.renderWalk(entry);

@@ -6,6 +6,8 @@
 let lastKey = 0;
 let lastPointer = 0;
 let watching = false;
+/** Set while {@link showView} moves the focus onto a tab itself. */
+let handedOver = false;
 
 function watchInput(): void {
   if (watching) return;
@@ -33,6 +35,22 @@ export function selectTab(tabs: Iterable<HTMLElement>, isSelected: (tab: HTMLEle
 }
 
 /**
+ * Select the tab of `tabs` whose `data-view` is `view` and show its panel alone (of `panels`,
+ * by their `data-panel`). Where the focus was on a control this hid (1–4 pressed in the old
+ * view, Enter on a chart's step), it moves to the selected tab rather than being lost to the page.
+ */
+export function showView(tabs: readonly HTMLElement[], panels: Iterable<HTMLElement>, view: string): void {
+  selectTab(tabs, (tab) => tab.dataset.view === view);
+  for (const panel of panels) panel.hidden = panel.dataset.panel !== view;
+  const focused = document.activeElement;
+  if (!(focused instanceof HTMLElement) || focused === document.body || focused.checkVisibility()) return;
+  // as after a click, the arrow keys stay the page's: 2, then → steps the walk
+  handedOver = true;
+  tabs.find((t) => t.getAttribute("aria-selected") === "true")?.focus();
+  handedOver = false;
+}
+
+/**
  * Left/Right/Home/End on a tab of `list` focus another tab and `activate` it. The key goes no
  * further, so the page's own arrow keys (the stepper's Prev/Next) do not also act on it.
  *
@@ -44,7 +62,7 @@ export function bindTabKeys(list: HTMLElement, activate: (tab: HTMLElement) => v
   watchInput();
   let byKeyboard = false;
   list.addEventListener("focusin", () => {
-    byKeyboard = lastKey >= lastPointer;
+    byKeyboard = !handedOver && lastKey >= lastPointer;
   });
   list.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" || ev.key === " ") byKeyboard = true; // a tab opened from the keyboard

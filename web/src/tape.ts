@@ -202,7 +202,7 @@ export class TapeView {
       { type: "button", class: "gw-op", title: `${op.api}${op.line ? ` (line ${op.line})` : ""}` },
       h("span", { class: "gw-op-index", text: String(op.index) }),
       h("span", { class: "gw-op-line", text: op.line ? `L${op.line}` : "" }),
-      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name" }, breakAtDots(op.name)), h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
+      h("span", { class: "gw-op-main" }, h("span", { class: "gw-op-name" }, breakAtDots(op.name)), " ", h("span", { class: "gw-op-io", title: io }, breakAtDots(ins ? `${ins} → ${outs}` : `→ ${outs}`))),
       h("span", { class: "gw-op-shape" }, madeShapesText(m, op), kindBadge(madeKindText(m, op))),
       h("span", { class: "gw-op-nodes", text: nodesText, title: many ? nodes.join(" ") : undefined }),
       ...badges,
@@ -265,6 +265,9 @@ export class TapeView {
     this.slider.value = String(Math.max(0, pos));
     this.slider.disabled = n === 0;
     this.position.textContent = n === 0 ? "" : state.op === null ? `all ${n} ops` : `op ${pos + 1} of ${n}`;
+    // read as the words beside it, not the slider's 0-based value
+    if (n) this.slider.setAttribute("aria-valuetext", state.op === null ? `all ${n} ops` : `op ${pos + 1} of ${n}`);
+    else this.slider.removeAttribute("aria-valuetext");
   }
 
   /** Grey the rows of ops that made a node outside backward call `call`'s graph (none for null). */

@@ -62,8 +62,9 @@ test("navigation starts at the top-most node, leftmost on a tie", () => {
   assert.equal(startNode([]), null);
 });
 
+const node = (kind: GNode["kind"], label: string, count?: number): GNode => ({ id: "n", kind, label, parent: null, width: 1, height: 1, op: null, count });
+
 test("what a screen reader hears names the node, its kind, and what Enter does to a module", () => {
-  const node = (kind: GNode["kind"], label: string, count?: number): GNode => ({ id: "n", kind, label, parent: null, width: 1, height: 1, op: null, count });
   assert.equal(describeNode(node("op", "MulBackward0\nline 2")), "MulBackward0, line 2: backward node");
   assert.equal(describeNode(node("acc", "AccumulateGrad")), "AccumulateGrad: gradient accumulator");
   assert.equal(describeNode(node("collapsed", "model.0", 3)), "model.0: folded module, 3 nodes; Enter unfolds it");
@@ -73,4 +74,11 @@ test("at the edge, a screen reader hears that no node lies that way, and why whe
   assert.equal(noNodeText("down", false), "No node below.");
   assert.equal(noNodeText("left", false), "No node to the left.");
   assert.match(noNodeText("up", true), /^No node above\. Only part of this graph is drawn: Draw all shows the rest/);
+});
+
+test("a node reached while stepping says its step look as the legend does", () => {
+  assert.equal(describeNode(node("op", "MulBackward0\nline 2"), ["current"]), "MulBackward0, line 2: backward node; running now");
+  assert.equal(describeNode(node("op", "MulBackward0"), ["done", "freed"]), "MulBackward0: backward node; ran, freed: its saved tensors are gone");
+  assert.equal(describeNode(node("acc", "AccumulateGrad"), ["pending"]), "AccumulateGrad: gradient accumulator; still to run");
+  assert.equal(describeNode(node("op", "MulBackward0"), ["idle"]), "MulBackward0: backward node; not in this backward call");
 });
