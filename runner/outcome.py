@@ -19,7 +19,7 @@ _SIGNALS = {
     signal.SIGFPE: "an arithmetic fault in native code",
     signal.SIGSYS: "a forbidden system call",
     signal.SIGXFSZ: "a file grew past the scratch folder's size limit",
-    signal.SIGKILL: "it was killed (SIGKILL), most often because the machine ran out of memory",
+    signal.SIGKILL: "it was killed, most often because the machine ran out of memory",
 }
 _MEMORY_WORDS = ("can't allocate memory", "cannot allocate memory", "not enough memory", "out of memory")
 

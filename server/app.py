@@ -26,7 +26,7 @@ from .rooms import RoomRegistry
 from .routes import events, examples, exports, health, lessons, pages, rooms, runs, traces
 from .security import GuardMiddleware, RateLimiter, SecurityHeadersMiddleware
 from .settings import Settings
-from .storage import SqliteRunStore
+from .storage import SqliteRunStore, StoreUnavailable
 from .version import VERSION
 from .workers import start_pool
 
@@ -52,9 +52,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = SqliteRunStore(
-            settings.db, max_runs=settings.retention_runs, max_bytes=settings.retention_bytes
-        )
+        try:
+            store = SqliteRunStore(
+                settings.db, max_runs=settings.retention_runs, max_bytes=settings.retention_bytes
+            )
+        except StoreUnavailable as exc:
+            app.state.startup_error = str(exc)  # one line from `gradwalk serve`, not a traceback
+            raise
         rooms: RoomRegistry = app.state.rooms
         try:
             back = rooms.attach(store)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -149,8 +150,14 @@ def serve(
     import uvicorn
 
     from .app import create_app
+    from .storage import SqliteRunStore, StoreUnavailable
     from .ws_protocol import WebSocketProtocol
 
+    try:  # the database first: one line that names the file, not uvicorn's traceback of its lifespan
+        SqliteRunStore(settings.db).close()
+    except StoreUnavailable as exc:
+        print(f"gradwalk: the server did not start: {exc}", file=sys.stderr)
+        return 3
     try:
         sock = bind(settings.host, settings.port)  # before the app: nothing starts when it fails
     except BindError as exc:
@@ -179,17 +186,44 @@ def serve(
             on_ready(url)
 
     server.startup = startup  # type: ignore[method-assign]
+    server.handle_exit = _patient_exit(server)  # type: ignore[method-assign,assignment]
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
         # Ctrl+C: uvicorn has shut down cleanly and asyncio raises the interrupt again after,
         # which printed a traceback under "Finished server process" on every stop
         return 0
+    except SystemExit:
+        # uvicorn exits (3) itself when the app's lifespan fails to start: the line below was
+        # never printed, only a traceback that named neither the flag nor the file
+        pass
     if not server.started:
         error = getattr(app.state, "startup_error", None)
         print(f"gradwalk: the server did not start: {error or 'see the log above'}", file=sys.stderr)
         return 3
     return 0
+
+
+def _patient_exit(server: Any) -> Callable[[int, Any], None]:
+    """uvicorn's signal handler, but a second Ctrl+C while the server shuts down waits for it
+    (its live runs are being stored, a few seconds at most) rather than quit at once and lose
+    them; a third quits at once."""
+    original = server.handle_exit
+    waited = False
+
+    def handle_exit(sig: int, frame: Any) -> None:
+        nonlocal waited
+        if sig == signal.SIGINT and server.should_exit and not waited:
+            waited = True
+            print(
+                "gradwalk: stopping: the live runs are being stored (Ctrl+C again to quit at once and lose them)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        original(sig, frame)
+
+    return handle_exit
 
 
 COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]] = {

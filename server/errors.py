@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,13 +34,14 @@ class AsciiJSONResponse(JSONResponse):
     """JSON with every non-ASCII character escaped, so lone surrogates from a client still encode."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer validation errors safely and turn any unexpected error into a JSON 500."""
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(sqlite3.Error, _storage_error)
     app.add_exception_handler(Exception, _internal_error)
 
 
@@ -82,13 +85,20 @@ def _describe(error: Any) -> dict[str, Any]:
         # a body that is not JSON (a text/plain post) comes back as its bytes, which need
         # not be UTF-8: echoed as text, an undecodable byte as U+FFFD
         value = value.decode("utf-8", errors="replace")
-    if isinstance(value, str | int | float | bool) or value is None:
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN or Infinity: echoed bare, the refusal of `"timeout_s": NaN` was
+        # itself not JSON (a browser's res.json() threw on it); as the words it was sent as
+        out["input"] = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    elif isinstance(value, str | int | float | bool) or value is None:
         text = value if not isinstance(value, str) else value[:_MAX_ECHO]
         out["input"] = text
     else:
-        encoded = jsonable_encoder(value)
-        if len(json.dumps(encoded, ensure_ascii=True)) <= _MAX_ECHO:
-            out["input"] = encoded
+        try:
+            echoed = json.dumps(jsonable_encoder(value), ensure_ascii=True, allow_nan=False)
+        except ValueError:  # a NaN inside: not echoed
+            return out
+        if len(echoed) <= _MAX_ECHO:
+            out["input"] = json.loads(echoed)
     return out
 
 
@@ -129,6 +139,16 @@ def _allowed(request: Request) -> list[str]:
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
     }
     return [method for method in _METHODS if method in served or (method == "HEAD" and "GET" in served)]
+
+
+async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
+    # The database refused (a full disk, a file made read-only under the server): say so, and
+    # that it is the server's trouble, not the request's (it was a bare 500)
+    log.error("storage failed on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        {"detail": f"the server could not use its database ({exc}); try again once it is fixed"},
+        status_code=503,
+    )
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:

@@ -45,6 +45,8 @@ class RunRegistry:
         self._tasks: set[asyncio.Task[None]] = set()
         self._cache: OrderedDict[str, StoredFrames] = OrderedDict()
         self._cache_sizes: dict[str, int] = {}
+        # finished runs the store refused (a full disk): served from here, stored again later
+        self.unstored: dict[str, tuple[RunRecord, LiveRun]] = {}
 
     async def recover(self) -> int:
         """End the runs a previous server left unfinished ("crashed": "server restarted")."""
@@ -92,18 +94,23 @@ class RunRegistry:
             return run
         if run_id in self._cache:
             return self._cache[run_id][0]
+        if run_id in self.unstored:
+            return self.unstored[run_id][0]
         return await asyncio.to_thread(self.store.get, run_id)
 
     async def recent(self, limit: int) -> list[LiveRun | RunRecord]:
         """Return up to ``limit`` runs, newest first, live ones with their current status."""
         records = await asyncio.to_thread(self.store.recent, limit)
-        return [self.live.get(r.id, r) for r in records]
+        return [self.live.get(r.id) or self.unstored.get(r.id, (r,))[0] for r in records]
 
     async def stored_frames(self, run_id: str) -> StoredFrames | None:
         """Return a stored run's record and event frames (cached for the next viewers)."""
         if run_id in self._cache:
             self._cache.move_to_end(run_id)
             return self._cache[run_id]
+        if run_id in self.unstored:
+            kept, run = self.unstored[run_id]
+            return kept, run.frames
         rec = await asyncio.to_thread(self.store.get, run_id)
         data = await asyncio.to_thread(self.store.trace, run_id)
         if rec is None or data is None:
@@ -114,7 +121,7 @@ class RunRegistry:
 
     async def trace(self, run_id: str) -> bytes | None:
         """Return a run's trace JSON: the events so far when live, all of them when stored."""
-        run = self.live.get(run_id)
+        run = self.live.get(run_id) or self.unstored.get(run_id, (None, None))[1]
         if run is not None:
             return await asyncio.to_thread(run.trace_json)
         return await asyncio.to_thread(self.store.trace, run_id)
@@ -133,6 +140,9 @@ class RunRegistry:
             _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
             for task in pending:
                 task.cancel()
+        await self._store_again()
+        for run_id in self.unstored:
+            log.error("run %s was never stored (see above): it is lost with this server", run_id)
 
     async def _relay(self, run: LiveRun) -> None:
         finished: RunFinished | None = None
@@ -160,6 +170,9 @@ class RunRegistry:
         return end
 
     async def _store(self, run: LiveRun) -> None:
+        """Store a finished run. Where the store refuses it (a full disk) the run is kept in
+        memory, served as if stored, and stored again when the next run's storing works; the
+        log says why (it said only "cannot rollback", and the run stayed `queued`)."""
         record = RunRecord(
             id=run.id,
             created_at=run.created_at,
@@ -173,12 +186,32 @@ class RunRegistry:
             event_count=len(run.frames),
         )
         try:
-            await asyncio.to_thread(self.store.finish, record, run.trace_json())
-            self._remember(record, run.frames)
-        except Exception:
-            log.exception("could not store run %s", run.id)
+            await self._finish(record, run)
+        except Exception as exc:
+            log.error("could not store run %s (%s): it is kept in memory until it can be", run.id, exc)
+            self.unstored[run.id] = (record, run)
+        else:
+            await self._store_again()
         finally:
             self.live.pop(run.id, None)
+
+    async def _finish(self, record: RunRecord, run: LiveRun) -> None:
+        """Store one finished run; forget any run retention deleted to make room."""
+        pruned = await asyncio.to_thread(self.store.finish, record, run.trace_json())
+        for gone in pruned:
+            self._cache.pop(gone, None)
+            self._cache_sizes.pop(gone, None)
+        self._remember(record, run.frames)
+
+    async def _store_again(self) -> None:
+        """Try once more to store the runs the store refused before."""
+        for run_id, (record, run) in list(self.unstored.items()):
+            try:
+                await self._finish(record, run)
+            except Exception:
+                return  # still refused: they wait for the next try
+            del self.unstored[run_id]
+            log.info("run %s is stored now", run_id)
 
     def _remember(self, rec: RunRecord, frames: list[str]) -> None:
         size = sum(map(len, frames))

@@ -72,7 +72,9 @@ class Settings(BaseModel):
     limit_caps: Limits = Field(
         default_factory=_limit_caps, description="limits a client asks for are lowered to these"
     )
-    max_body_bytes: int = Field(default=256_000, ge=1024)
+    # a source of 100,000 characters fits as UTF-8 whatever its characters (4 bytes at most:
+    # 256 kB refused 100,000 characters of Chinese, which the README promised)
+    max_body_bytes: int = Field(default=512_000, ge=1024)
     body_timeout_s: float = Field(
         default=60.0, gt=0, description="a request body of which nothing arrives this long is answered 408"
     )

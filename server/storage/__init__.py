@@ -9,7 +9,7 @@ thread-safe.
 
 from __future__ import annotations
 
-from .base import RoomRecord, RoomStore, RunRecord, RunStore
+from .base import RoomRecord, RoomStore, RunRecord, RunStore, StoreUnavailable
 from .sqlite import SqliteRunStore
 
-__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore", "SqliteRunStore"]
+__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore", "SqliteRunStore", "StoreUnavailable"]

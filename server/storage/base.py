@@ -6,7 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore"]
+__all__ = ["RoomRecord", "RoomStore", "RunRecord", "RunStore", "StoreUnavailable"]
+
+
+class StoreUnavailable(Exception):
+    """The run store cannot be opened (its words name the file and say why, for the one line
+    ``gradwalk serve`` prints before it exits)."""
 
 
 @dataclass
@@ -38,8 +43,10 @@ class RunStore(Protocol):
         """Add a new, unfinished run."""
         ...
 
-    def finish(self, record: RunRecord, trace_json: bytes) -> None:
-        """Mark a run finished with its final metadata and store its trace (JSON bytes)."""
+    def finish(self, record: RunRecord, trace_json: bytes) -> list[str]:
+        """Mark a run finished with its final metadata and store its trace (JSON bytes);
+        return the ids of the older runs retention deleted to make room (a cache of them
+        must forget them too)."""
         ...
 
     def get(self, run_id: str) -> RunRecord | None:

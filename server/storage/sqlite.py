@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from .base import RoomRecord, RunRecord
+from .base import RoomRecord, RunRecord, StoreUnavailable
 
 __all__ = ["SqliteRunStore"]
 
@@ -61,16 +61,20 @@ class SqliteRunStore:
         self.path = str(path)
         self.max_runs = max_runs
         self.max_bytes = max_bytes
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         # One connection behind a lock: writes are rare (one per run) and short.
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.executescript(_SCHEMA)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"SELECT {_COLUMNS} FROM runs LIMIT 0")  # a runs table of another program
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(f"--db {self.path}: {_why_not(exc)}") from exc
 
     def insert(self, record: RunRecord) -> None:
         """Add a new, unfinished run."""
@@ -79,8 +83,9 @@ class SqliteRunStore:
                 f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(record)
             )
 
-    def finish(self, record: RunRecord, trace_json: bytes) -> None:
-        """Store the final metadata and the compressed trace, then apply retention."""
+    def finish(self, record: RunRecord, trace_json: bytes) -> list[str]:
+        """Store the final metadata and the compressed trace, then apply retention; return
+        the ids retention deleted."""
         blob = zlib.compress(trace_json, 6)
         record.trace_bytes = len(blob)
         with self._lock:
@@ -96,10 +101,14 @@ class SqliteRunStore:
                 deleted = self._prune(keep=record.id)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite has rolled back already after some errors (a full disk): then ROLLBACK
+                # raised "no transaction is active" in place of the error that said why
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             if deleted:
                 self._db.execute("PRAGMA incremental_vacuum")
+            return deleted
 
     def get(self, run_id: str) -> RunRecord | None:
         """Return one run, or None."""
@@ -169,20 +178,46 @@ class SqliteRunStore:
         with self._lock:
             self._db.close()
 
-    def _prune(self, keep: str) -> int:
-        deleted = self._db.execute(
-            "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE finished_at IS NOT NULL AND id != ?"
-            " ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
+    def _prune(self, keep: str) -> list[str]:
+        deleted = self._delete(
+            "SELECT id FROM runs WHERE finished_at IS NOT NULL AND id != ?"
+            " ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?",
             (keep, max(self.max_runs - 1, 0)),
-        ).rowcount
+        )
         # Newest first, running total of trace bytes: whatever pushes the total over the cap goes.
-        deleted += self._db.execute(
-            "DELETE FROM runs WHERE id IN (SELECT id FROM (SELECT id, SUM(trace_bytes) OVER"
+        deleted += self._delete(
+            "SELECT id FROM (SELECT id, SUM(trace_bytes) OVER"
             " (ORDER BY created_at DESC, rowid DESC) AS total FROM runs WHERE finished_at IS NOT NULL)"
-            " WHERE total > ? AND id != ?)",
+            " WHERE total > ? AND id != ?",
             (self.max_bytes, keep),
-        ).rowcount
+        )
         return deleted
+
+    def _delete(self, select_ids: str, params: tuple[Any, ...]) -> list[str]:
+        """Delete the runs ``select_ids`` picks (their traces go with them); return their ids."""
+        ids = [row[0] for row in self._db.execute(select_ids, params).fetchall()]
+        self._db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in ids])
+        return ids
+
+
+def _why_not(exc: BaseException) -> str:
+    """Why a database file could not be opened, in words that say what to do."""
+    text = str(exc)
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        return f"its folder is a file ({exc.filename}); pass a path in a folder"
+    if isinstance(exc, OSError):
+        return f"its folder cannot be made ({exc.strerror})"
+    if "file is not a database" in text:
+        return "the file is not a SQLite database; pass a new path, or the file of an earlier gradwalk server"
+    if "unable to open" in text:
+        return "it cannot be opened (a folder, or a file without permission to read and write it)"
+    if "readonly" in text:
+        return "it is read-only; gradwalk writes its runs there"
+    if "disk is full" in text or "disk I/O" in text:
+        return f"{text}; free some space or pass a path on another disk"
+    if "no such column" in text or "no such table" in text:
+        return f"it holds tables of another program ({text}); pass a new path"
+    return text
 
 
 def _row(r: RunRecord) -> tuple[Any, ...]:

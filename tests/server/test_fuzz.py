@@ -39,7 +39,7 @@ CORE = (
 # resend without the token, but headers passed here are re-added to every request it makes;
 # test_security.py checks the token itself.)
 # Invalid input may be refused as schemathesis expects (400, 401, 403, 404, 405, 406, 409,
-# 415, 422, 428, 429) or with 413: a body over the server's 256 KB limit is refused before
+# 415, 422, 428, 429) or with 413: a body over the server's 512 kB limit is refused before
 # its schema is read (a string past maxLength, 600 KB long, came back 413 and failed the run).
 CONFIG = SchemathesisConfig.from_dict(
     {
