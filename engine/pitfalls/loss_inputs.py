@@ -16,7 +16,9 @@ of them raises when given the wrong thing: the run trains, worse, and nothing sa
   every prediction is ``sigmoid(sigmoid(x))``, between 0.5 and 0.73.
 
 - ``nll_loss`` or ``cross_entropy`` given a (log_)softmax over dim 0 of a batch: each
-  column sums to 1 across the samples, not each row across the classes.
+  column sums to 1 across the samples, not each row across the classes. A ``torch.log`` of a
+  softmax (``x.log()`` too) counts as a log_softmax over the softmax's dim: log-probabilities,
+  which neither loss minds, but over the batch all the same.
 
 What made a loss's input is known by identity (the tape shows each softmax, log_softmax and
 sigmoid output to :meth:`LossInputs.made`, whatever its spelling: ``torch.special.expit``,
@@ -36,7 +38,7 @@ import torch
 from ..values import has_storage
 from .relu_logits import relu_into_cross_entropy
 
-__all__ = ["LOSS_INPUT_OPS", "MAKER_OPS", "MAKER_SPELLINGS", "LossInputs", "Made", "softmax_dim"]
+__all__ = ["LOG_OPS", "LOSS_INPUT_OPS", "MAKER_OPS", "MAKER_SPELLINGS", "LossInputs", "Made", "softmax_dim"]
 
 # ops whose outputs are remembered, and the losses that look at what made their input
 MAKER_OPS = frozenset({"softmax", "log_softmax", "sigmoid"})
@@ -49,6 +51,8 @@ MAKER_SPELLINGS: dict[str, tuple[str, str]] = {
     "special_log_softmax": ("log_softmax", "torch.special.log_softmax"),
 }
 LOSS_INPUT_OPS = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"})
+# ``torch.log(probs)``: of a softmax's output, a log_softmax written in two steps
+LOG_OPS = frozenset({"log"})
 
 # log_softmax's outputs are <= 0 up to rounding; an input larger than this is not log-probabilities
 _ABOVE_ZERO = 1e-4
@@ -60,12 +64,15 @@ Report = tuple[str, str, str, str]  # kind, title, message, fix
 
 class Made(NamedTuple):
     """What made a remembered output: the op, its snippet line, the dim a softmax normalised
-    over, and the name the snippet called it by, where not the op's own (``torch.special.expit``)."""
+    over, and the name the snippet called it by, where not the op's own (``torch.special.expit``).
+    The log of a softmax's output is a log_softmax made at the softmax's line, ``logged`` at
+    the log's."""
 
     op: str  # softmax, log_softmax, sigmoid
     line: int | None
     dim: int | None
     written: str | None = None
+    logged: int | None = None
 
     @property
     def named(self) -> str:
@@ -98,6 +105,14 @@ class LossInputs:
         dim = softmax_dim(args, kwargs, result) if op != "sigmoid" else None
         self._made[id(result)] = (weakref.ref(result), Made(op, line, dim, written))
         return dim
+
+    def logged(self, args: tuple[Any, ...], result: torch.Tensor, line: int | None) -> None:
+        """Remember ``result``, the log (one of :data:`LOG_OPS`) run at ``line`` of ``args[0]``,
+        as a log_softmax where ``args[0]`` is a softmax's output."""
+        maker = self.maker_of(args[0]) if args else None
+        if maker is not None and maker.op == "softmax":
+            made = maker._replace(op="log_softmax", logged=line)
+            self._made[id(result)] = (weakref.ref(result), made)
 
     def maker_of(self, t: object) -> Made | None:
         """What made ``t`` (softmax, log_softmax or sigmoid, and where), if ``t`` is a
@@ -150,16 +165,26 @@ def softmax_dim(args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Ten
 
 def _softmax_over_batch(maker: Made, loss: str, given: torch.Tensor, line: int | None) -> Report:
     rows, classes = given.shape[0], given.shape[1]
-    op = maker.written or maker.op
+    logged = maker.logged is not None  # torch.log of a softmax
+    op = maker.written or ("softmax" if logged else maker.op)
+    log_at = _at(maker.logged, line) if maker.logged != maker.line else ""
+    kept = f", and its log{log_at} keeps that" if logged else ""
+    layer = "LogSoftmax" if maker.op == "log_softmax" and not logged else "Softmax"
+    better = (
+        f"; better still, {op.replace('softmax', 'log_softmax')}(…, dim=1) in place of the log of a softmax: "
+        "the same log-probabilities, without the log of a probability that rounds to 0"
+        if logged
+        else ""
+    )
     return (
         "softmax-over-batch",
         f"{op} over dim 0: normalised across the batch, not the classes",
-        f"{op}{_at(maker.line, line)} normalises over dim 0, the {rows} samples of the batch: the probabilities "
-        f"of each column sum to 1 across the samples, not those of each row across the {classes} classes. {loss} then "
-        "scores each sample against the other samples of its batch instead of its classes against each "
-        "other: the loss depends on what else is in the batch, and the model learns the wrong thing "
-        "without any error.",
-        f"Normalise over the classes: {op}(…, dim=1) (or dim=-1), as nn.{'LogSoftmax' if maker.op == 'log_softmax' else 'Softmax'}(dim=1).",
+        f"{op}{_at(maker.line, line)} normalises over dim 0, the {rows} samples of the batch{kept}: the "
+        f"probabilities of each column sum to 1 across the samples, not those of each row across the {classes} "
+        f"classes. {loss} then scores each sample against the other samples of its batch instead of its classes "
+        "against each other: the loss depends on what else is in the batch, and the model learns the wrong "
+        "thing without any error.",
+        f"Normalise over the classes: {op}(…, dim=1) (or dim=-1), as nn.{layer}(dim=1){better}.",
     )
 
 

@@ -36,7 +36,7 @@ from .dead_relu import RELU_OPS, DeadRelus
 from .flattened_targets import FlattenedAxes
 from .functional_dropout import DROPOUT_OPS, dropout_in_eval
 from .label_comparisons import scores_against_labels
-from .loss_inputs import LOSS_INPUT_OPS, MAKER_OPS, MAKER_SPELLINGS, LossInputs
+from .loss_inputs import LOG_OPS, LOSS_INPUT_OPS, MAKER_OPS, MAKER_SPELLINGS, LossInputs
 from .penalties import ParameterValues
 from .recurrent_axes import INDEX_OPS, RECURRENT_OPS, RecurrentOutputs
 from .running_totals import ADD_OPS, RunningTotals
@@ -53,6 +53,7 @@ WATCHED_OPS = (
     | BROADCAST_OPS
     | COMPARISON_OPS
     | MAKER_OPS
+    | LOG_OPS
     | LOSS_INPUT_OPS
     | COPYING_OPS
     | DROPOUT_OPS
@@ -155,6 +156,9 @@ class OpChecks:
             predicted = self._predictions.check(name, args[0] if args else None, result, dim, line)
             if predicted is not None:
                 self._say(predicted[0], line, *predicted[1:])
+            return
+        if name in LOG_OPS:
+            self._loss_inputs.logged(args, result, line)
             return
         if name in LOSS_INPUT_OPS:
             found = self._loss_inputs.check(name, args, result, line) or self._flattened.check(

@@ -13,7 +13,7 @@ import ast
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import nn
@@ -21,6 +21,7 @@ from torch import nn
 from ..source import is_a, is_module, line_matching, parsed_source, quoted_code, submodules
 from .cleared_grads import clears_gradients
 from .kinds import Said
+from .module_flags import module_flag_reports
 from .snapshots import shared_snapshots
 from .symmetry import symmetric_layers, symmetric_report
 from .ungraded import UngradedParams, differentiated_biases, ungraded_report
@@ -36,10 +37,11 @@ def parameter_reports(rec: Recorder, scope: dict[str, Any], ungraded: UngradedPa
     """What the run's end shows about the parameters of the modules ``rec`` saw; ``scope``:
     the snippet's globals; ``ungraded``: what the optimizer steps showed."""
     names = {id(p): name for p, name in rec.modules.all_params()}
+    flagged, frozen = module_flag_reports(rec, _modules_held(scope), scope)
     return [
-        *_unoptimized(rec, names, scope, ungraded),
+        *_unoptimized(rec, names, scope, ungraded, frozen),
         *_plain_tensors(rec, scope),
-        *_module_flag(rec, scope),
+        *flagged,
         *_ungraded(rec, names, ungraded),
         *_symmetric(rec, scope, names),
         *shared_snapshots(
@@ -56,16 +58,34 @@ def _tensor_ids(rec: Recorder, params: list[torch.Tensor]) -> list[int]:
     return [tid for p in params if (tid := rec.tensors.known(p)) is not None]
 
 
+class _Built(NamedTuple):
+    """An optimizer the snippet holds that stepped: its name, the line that builds it, and the
+    models (the first part of its parameters' names) it was built from."""
+
+    name: str
+    line: int | None
+    models: frozenset[str]
+
+
 def _unoptimized(
-    rec: Recorder, names: dict[int, str], scope: dict[str, Any], ungraded: UngradedParams
+    rec: Recorder,
+    names: dict[int, str],
+    scope: dict[str, Any],
+    ungraded: UngradedParams,
+    frozen: set[int],
 ) -> list[Said]:
+    """parameter-not-optimized: parameters with gradients that no optimizer holds. One an
+    optimizer holds and never stepped is optimizer-never-stepped's (never_stepped.py), or was
+    on its way to a step when the run stopped; ``frozen``: those requires-grad-set-on-module
+    said (module_flags.py)."""
     training = rec.training
     if training.total_steps == 0:
         return []
+    optimizers = _optimizers_held(scope)
+    held = {id(p) for _, opt in optimizers for group in opt.param_groups for p in group["params"]}
+    left_alone = training.stepped_params | held | frozen
     found = [
-        (p, name)
-        for p, name in rec.modules.all_params()
-        if p.grad is not None and id(p) not in training.stepped_params
+        (p, name) for p, name in rec.modules.all_params() if p.grad is not None and id(p) not in left_alone
     ]
     spared = unoptimized_on_purpose(
         found, scope, training.stepped_params, ungraded.had_gradient, rec.source_lines
@@ -75,24 +95,81 @@ def _unoptimized(
         return []
     qualified = [names[id(p)] for p in missed]
     stepped = [name for i, name in names.items() if i in training.stepped_params]
+    built = [
+        _Built(
+            name,
+            _built_at(name, rec.source_lines),
+            frozenset(
+                names[id(p)].split(".")[0] for g in opt.param_groups for p in g["params"] if id(p) in names
+            ),
+        )
+        for name, opt in optimizers
+        if name is not None and training.label_of(opt) is not None
+    ]
     cleared = clears_gradients(missed, scope, "\n".join(rec.source_lines))
-    line, title, message, fix = _why_unoptimized(qualified, stepped, rec.statement_lines, cleared)
+    line, title, message, fix = _why_unoptimized(
+        qualified, stepped, rec.statement_lines, cleared, built, len(optimizers) > 1
+    )
     return [Said("parameter-not-optimized", line, title, message, fix, _tensor_ids(rec, missed))]
 
 
+def _optimizers_held(scope: dict[str, Any]) -> list[tuple[str | None, torch.optim.Optimizer]]:
+    """The optimizers the snippet's variables hold, each once: with the variable's name, or
+    None for one held in a list, tuple or dict."""
+    found: dict[int, tuple[str | None, torch.optim.Optimizer]] = {}
+    for name, value in list(scope.items()):
+        if name.startswith("_"):
+            continue
+        if is_a(value, torch.optim.Optimizer):
+            found[id(value)] = (name, value)
+            continue
+        items = value.values() if is_a(value, dict) else value if is_a(value, list | tuple) else []
+        for item in list(items):
+            if is_a(item, torch.optim.Optimizer):
+                found.setdefault(id(item), (None, item))
+    return list(found.values())
+
+
+def _built_at(name: str, source_lines: Sequence[str]) -> int | None:
+    """The first line that assigns variable ``name`` an optimizer (``opt_d = torch.optim.SGD(…)``,
+    after a ``;`` too)."""
+    tree = parsed_source("\n".join(source_lines))
+    if tree is None:
+        return None
+    return min(
+        (
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(
+                isinstance(n, ast.Name) and n.id == name for target in node.targets for n in ast.walk(target)
+            )
+        ),
+        default=None,
+    )
+
+
 def _why_unoptimized(
-    missed: list[str], stepped: list[str], source_lines: Sequence[str], cleared: bool
+    missed: list[str],
+    stepped: list[str],
+    source_lines: Sequence[str],
+    cleared: bool,
+    built: Sequence[_Built] = (),
+    several: bool = False,
 ) -> tuple[int | None, str, str, str]:
     """``(line, title, message, fix)`` for parameters named ``missed`` that got gradients and
     no optimizer step, while the optimizers stepped those named ``stepped``: an optimizer
     built from part of the model (a head trained alone, on purpose or not), a model rebuilt
     after its optimizer was made, or layers in a plain list (or another model's optimizer).
     ``cleared``: the snippet may clear their ``.grad`` itself (cleared_grads.py); where it does
-    not, what is said adds that their ``.grad`` only grows."""
+    not, what is said adds that their ``.grad`` only grows. ``built``: the optimizers the snippet
+    holds that stepped, by name (where none is known, the lines that build one are read off the
+    source); ``several``: whether it holds more than one optimizer, when each is named."""
     shown = ", ".join(missed[:4]) + (f" and {len(missed) - 4} more" if len(missed) > 4 else "")
     got = f"{shown} received gradients in backward(), but no optimizer updates them"
     root = missed[0].split(".")[0]
-    made = _optimizer_lines(source_lines)
+    made = sorted(b.line for b in built if b.line is not None) or _optimizer_lines(source_lines)
     rebound = [at for at in _assignment_lines(root, source_lines) if made and at > made[0]]
     if "[" not in missed[0] and rebound and any(at < made[0] for at in _assignment_lines(root, source_lines)):
         return (
@@ -112,8 +189,9 @@ def _why_unoptimized(
             if rest and rest != root and not part.startswith(rest)
             else f"p.requires_grad_(False) for each parameter of {root} outside {part}"
         )
+        own = [b.line for b in built if root in b.models and b.line is not None]
         return (
-            made[0] if made else None,
+            own[0] if own else made[0] if made else None,
             f"The optimizer trains only {part}",
             f"{got}: the optimizer was built from {part}'s parameters alone, so the rest of {root} keeps its "
             "initial values. backward() still computes their gradients every step"
@@ -146,23 +224,19 @@ def _why_unoptimized(
         )
     if "[" not in missed[0] and root.isidentifier():  # a model of its own, given to no optimizer
         trained = sorted({name.split(".")[0] for name in stepped} - {root})
-        built = f"the optimizer (line {made[0]})" if made else "the optimizer"
-        listed = ", ".join(trained[:-1]) + f" and {trained[-1]}" if len(trained) > 1 else "".join(trained)
-        whose = f"the parameters of {listed} only" if trained else "other parameters"
+        said, fix = _built_from(root, trained, built, made, several)
         assigned = _assignment_lines(root, source_lines)
         return (
             assigned[0] if assigned else assignment_line(missed[0], list(source_lines)),
             f"{root} is used but no optimizer holds its parameters",
             f"{got}: they keep their initial values for the whole run. {root} is a model of its own, and "
-            f"{built} was built from {whose}. backward() still computes their gradients every step"
+            f"{said}. backward() still computes their gradients every step"
             + (
                 ", which nothing uses."
                 if cleared
                 else ", and since no optimizer holds them, no zero_grad() clears them: their .grad only grows."
             ),
-            f"Give the optimizer {root}'s parameters too: add list({root}.parameters()) to what "
-            f"{built} is built from (or freeze {root} with {root}.requires_grad_(False) if it is meant to "
-            "stay as it is).",
+            f"{fix} (or freeze {root} with {root}.requires_grad_(False) if it is meant to stay as it is).",
         )
     return (
         assignment_line(missed[0], list(source_lines)),
@@ -173,6 +247,45 @@ def _why_unoptimized(
         "Keep sub-layers in nn.ModuleList / nn.ModuleDict (or as attributes), and build the optimizer from "
         "the model that is actually trained: torch.optim.SGD(model.parameters(), ...).",
     )
+
+
+def _built_from(
+    root: str, trained: list[str], built: Sequence[_Built], made: list[int], several: bool
+) -> tuple[str, str]:
+    """``(said, fix)`` for model ``root``, which no optimizer holds, while the models ``trained``
+    were stepped: ``said`` names the optimizers that stepped (by name, where the snippet holds
+    ``several``) and the models each was built from; ``fix`` gives ``root``'s parameters to one."""
+    named = [b for b in built if b.line is not None]
+    if len(named) > 1:  # opt_d (line 4) was built from the parameters of D only, and opt_e (line 5) …
+        clauses = [
+            f"{b.name} (line {b.line}) {'was built from the parameters' if not i else 'from those'} of "
+            f"{_listed(sorted(b.models - {root})) or 'other models'}"
+            for i, b in enumerate(named)
+        ]
+        where = " or ".join(f"{b.name} (line {b.line})" for b in named)
+        return (
+            ", ".join(clauses[:-1]) + f" only, and {clauses[-1]}",
+            f"Give {root}'s parameters to an optimizer: add list({root}.parameters()) to what {where} is "
+            f"built from, or build one of its own from {root}.parameters() and step it with the others",
+        )
+    if named:
+        label = (
+            f"{named[0].name} (line {named[0].line})" if several else f"the optimizer (line {named[0].line})"
+        )
+        models = sorted(named[0].models - {root}) or trained
+    else:
+        label = f"the optimizer (line {made[0]})" if len(made) == 1 else "the optimizer"
+        models = trained
+    whose = f"the parameters of {_listed(models)} only" if models else "other parameters"
+    return (
+        f"{label} was built from {whose}",
+        f"Give the optimizer {root}'s parameters too: add list({root}.parameters()) to what {label} is built from",
+    )
+
+
+def _listed(names: list[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 _OPTIMIZER_MADE = re.compile(r"\boptim\.[A-Z]\w*\(|\b(?:SGD|Adam|AdamW|RMSprop|Adagrad|LBFGS)\(")
@@ -286,64 +399,6 @@ def _modules_held(scope: dict[str, Any]) -> list[nn.Module]:
             for _, module in submodules(held):
                 found.setdefault(id(module), module)
     return list(found.values())
-
-
-def _module_flag(rec: Recorder, scope: dict[str, Any]) -> list[Said]:
-    """``model.requires_grad = False``: a new attribute on the module, which nothing reads
-    (``requires_grad_(False)`` is the method that freezes), so its parameters kept
-    requiring grad and an optimizer trained them."""
-    if rec.training.total_steps == 0:
-        return []
-    said = []
-    for module in _modules_held(scope):
-        if vars(module).get("requires_grad") is not False:
-            continue
-        trained: list[torch.Tensor] = [
-            p for p in module.parameters() if p.requires_grad and id(p) in rec.training.stepped_params
-        ]
-        if not trained:
-            continue
-        path = rec.modules.path_of(module) or type(module).__name__
-        line, code = _flag_line(module, scope, rec.statement_lines) or (
-            None,
-            f"{path}.requires_grad = False",
-        )
-        path = code.split(".requires_grad")[0]  # the module as the snippet names it
-        said.append(
-            Said(
-                "requires-grad-set-on-module",
-                line,
-                f"{code} freezes nothing: {path} kept training",
-                f"{code} sets a new attribute on the module, which nothing reads: an nn.Module has no "
-                f"requires_grad of its own, so {path}'s parameters still require grad, got gradients, and the "
-                f"optimizer updated them at every step.",
-                f"Freeze its parameters with the method, with the underscore: {path}"
-                ".requires_grad_(False) (or set p.requires_grad = False for each p in its parameters()).",
-                _tensor_ids(rec, trained),
-            )
-        )
-    return said
-
-
-_FLAG_SET = re.compile(r"^([A-Za-z_][\w.]*)\.requires_grad\s*=\s*False\b")
-
-
-def _flag_line(
-    module: nn.Module, scope: dict[str, Any], source_lines: Sequence[str]
-) -> tuple[int, str] | None:
-    """The line that sets ``.requires_grad = False`` on ``module`` (its receiver followed
-    through the snippet's names and attributes), with its code."""
-    for at in range(1, len(source_lines) + 1):
-        found = line_matching(source_lines, _FLAG_SET, [at])
-        if found is None:
-            continue
-        first, *rest = _FLAG_SET.match(found[1]).group(1).split(".")  # type: ignore[union-attr]
-        value: Any = scope.get(first)
-        for part in rest:
-            value = getattr(value, part, None)
-        if value is module:
-            return found
-    return None
 
 
 def _attribute_line(attr: str, source_lines: list[str]) -> int | None:

@@ -50,18 +50,21 @@ def thresholded_at_zero(
         return None
     op = maker.written or maker.op  # sigmoid, or as the snippet wrote it: torch.special.expit
     probs = args[0]
-    name = find_name(probs, frame) or f"{op}'s output"
+    found = find_name(probs, frame)
+    name = found or f"{op}'s output"
     code = quoted_code(source_lines, line)
     where = f"Line {line} ({code})" if code else f"Line {line}"
     notes = [
         *(["a sigmoid"] if maker.written else []),
-        *([f"line {maker.line}"] if maker.line is not None else []),
+        *([f"line {maker.line}"] if maker.line is not None and maker.line != line else []),
     ]
     made = f" ({', '.join(notes)})" if notes else ""
     true = int(result.sum())
     count = f"{true:,} of {result.numel():,}" if true < result.numel() else f"all {result.numel():,}"
+    # an output with no name is already named by its op ("sigmoid's output"): said once
+    compared = f"{name}, the output of {op}{made}," if found else f"{name}{made}"
     message = (
-        f"{where} compares {name}, the output of {op}{made}, with 0. {op} gives a number above 0 for "
+        f"{where} compares {compared} with 0. {op} gives a number above 0 for "
         f"every input, so the comparison is True for {count} elements: every sample is predicted "
         "positive, and an accuracy counted from it is only the share of positive labels. Nothing raises."
     )
