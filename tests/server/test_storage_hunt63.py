@@ -29,12 +29,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from engine.events import Limits
 from runner.outcome import exit_outcome
 from server.app import create_app
 from server.settings import Settings
 from server.storage import SqliteRunStore
+from server.ws_protocol import SHUTDOWN_REASON
 from tests.server.harness import LiveServer, run_json
 from tests.server.test_stream import FOREVER, collect
 
@@ -206,3 +209,29 @@ def test_a_source_of_100000_chinese_characters_is_taken(tmp_path: Path) -> None:
             assert answer.status_code == status, answer.text[:300]
             if status == 201:
                 assert _wait_finished(client, answer.json()["id"])["status"] == "ok"
+
+
+def test_a_viewer_of_a_run_the_server_stops_under_is_told_how_to_resume(tmp_path: Path) -> None:
+    # close 1012 came with no reason: a client could not tell a restart from a fault
+    live = LiveServer.start(tmp_path, token=None, workers=1)
+    try:
+        with live.client() as api:
+            run = run_json(api.post("/api/runs", json={"source": FOREVER}))
+
+        async def watch() -> tuple[int, int | None, str]:
+            seen = 0
+            async with connect(live.ws_url + run["ws_url"], max_size=None, open_timeout=30) as ws:
+                try:
+                    async for _ in ws:
+                        seen += 1
+                        if seen == 3:
+                            assert live.proc is not None
+                            live.proc.send_signal(signal.SIGTERM)
+                except ConnectionClosed:
+                    pass
+                return seen, ws.close_code, ws.close_reason or ""
+
+        seen, code, reason = asyncio.run(watch())
+        assert code == 1012 and reason == SHUTDOWN_REASON, (seen, code, reason)
+    finally:
+        live.stop()

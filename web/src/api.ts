@@ -150,6 +150,8 @@ export class RunStream {
   private queue: GradwalkEvent[] = [];
   private flushTimer = 0;
   private attempts = 0;
+  /** The server said it is shutting down (close 1012): reconnecting keeps trying for ~2 minutes. */
+  private restarting = false;
   private done = false;
   private finished = false;
   /** Whether the user asked to stop the run: said again on every reconnect until it ends. */
@@ -200,7 +202,9 @@ export class RunStream {
         this.end("failed", ev.reason || `the server closed the stream (${ev.code})`);
         return;
       }
-      if (this.attempts >= 8) {
+      // 1012: the server is restarting (a few seconds to a minute): wait for it longer than for a fault
+      if (ev.code === 1012) this.restarting = true;
+      if (this.attempts >= (this.restarting ? 30 : 8)) {
         this.end("failed", "lost the connection to the server");
         return;
       }
