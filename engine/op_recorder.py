@@ -79,7 +79,8 @@ class OpRecorder:
                         "type": "limit",
                         "what": "ops",
                         "cap": self._max_ops,
-                        "message": f"ops past {self._max_ops} are counted, not recorded",
+                        # their graph nodes go too (counted in run_finished's dropped_nodes)
+                        "message": f"ops past {self._max_ops} are counted, not recorded, nor the graph nodes they make",
                     }
                 )
             rec.dropped_ops += 1

@@ -56,6 +56,11 @@ def test_nodes_made_by_ops_past_the_op_cap_are_counted() -> None:
     assert capped.dropped_nodes == whole.nodes - len(q.events_of(trace, "node"))
     assert capped.dropped_ops == 302 - 50
     assert [e.what for e in q.events_of(trace, "limit")] == ["ops"]  # no cap on nodes was hit
+    # what it says names the nodes it dropped too (it said only ops: hunt 63)
+    assert (
+        q.events_of(trace, "limit")[0].message
+        == "ops past 50 are counted, not recorded, nor the graph nodes they make"
+    )
 
 
 def test_event_cap_keeps_the_closing_events() -> None:
