@@ -49,6 +49,21 @@ SNIPPETS = {
     "w = torch.randn(6, 18, requires_grad=True)\nq, k, v = (x @ w).chunk(3, dim=-1)\n"
     "out = (q @ k.transpose(-2, -1)).softmax(-1) @ v\nhead, tail = out.split([1, 3], dim=1)\n"
     "(head.sum() + tail.mean()).backward()\n",
+    # the numbers a card writes out (hunt 63): addmm's beta and alpha, a division that rounds,
+    # cross-entropy with an ignored row, a negative gradient into cos, a negative alpha
+    "card_numbers": "import torch, torch.nn.functional as F\n"
+    "M = torch.tensor([[1., 2.]], requires_grad=True)\nA = torch.tensor([[1., 1.]], requires_grad=True)\n"
+    "B = torch.tensor([[2., 0.], [0., 3.]], requires_grad=True)\n"
+    "torch.addmm(M, A, B, beta=0.5, alpha=2).sum().backward()\n"
+    "bias = torch.tensor([1., 2.], requires_grad=True)\nA2 = torch.ones(3, 2)\n"
+    "torch.addmm(bias, A2, B).sum().backward()\n"
+    "x = torch.tensor(7., requires_grad=True)\n(torch.div(x, 2, rounding_mode='floor') + x).backward()\n"
+    "(torch.div(x, 2, rounding_mode='trunc') * 3).backward()\n"
+    "logits = torch.tensor([[1., 2., .5], [.1, .2, .3], [2., 1., 0.]], requires_grad=True)\n"
+    "F.cross_entropy(logits, torch.tensor([0, -100, 1])).backward()\n"
+    "c = torch.tensor(0.7, requires_grad=True)\n(torch.cos(c) * (-2)).backward()\n"
+    "a = torch.tensor(1., requires_grad=True)\nb = torch.tensor(2., requires_grad=True)\n"
+    "(torch.sub(a, b, alpha=-2) * 2).backward()\n",
     # element sets: a number at an index, a tensor under a mask
     "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
     "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"

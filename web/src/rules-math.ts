@@ -7,6 +7,7 @@
 // rules.ts does for sin (`grad · cosh(x) = 1 × 1.128`); the right-hand side is always the
 // gradient PyTorch sent, never one recomputed here.
 import { type Ctx, factor, inner, type Operand, type Rule, type Slot, times, x } from "./rule-context";
+import { fmtFactor } from "./values";
 
 const LN2 = Math.LN2;
 const LN10 = Math.LN10;
@@ -96,6 +97,17 @@ function weight(c: Ctx): string {
 }
 
 export const MATH_RULES: Record<string, Rule> = {
+  Sin: ofInput("sin", (a) => `grad · cos(${a})`, Math.cos),
+  // −grad · sin: a negative gradient in brackets (it read `−−2 × 0.6442`)
+  Cos: {
+    summary: (c) => `out = cos(${inner(c)})`,
+    slots: (c) => {
+      const a = input(c);
+      const num = a.value === null || c.g === null ? null : `−${fmtFactor(c.g)} × ${fmtFactor(Math.sin(a.value))}`;
+      return { sym: `−grad · sin(${a.label})`, num };
+    },
+  },
+  Abs: ofInput("abs", (a) => `grad · sign(${a})`, Math.sign),
   Asin: ofInput("asin", (_a, fa) => `grad / √(1 − ${fa}²)`, (v) => 1 / Math.sqrt(1 - v * v)),
   Acos: ofInput("acos", (_a, fa) => `−grad / √(1 − ${fa}²)`, (v) => -1 / Math.sqrt(1 - v * v)),
   Atan: ofInput("atan", (_a, fa) => `grad / (1 + ${fa}²)`, (v) => 1 / (1 + v * v)),

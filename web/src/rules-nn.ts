@@ -238,6 +238,14 @@ export const NN_RULES: Record<string, Rule> = {
       // the mean divides by the rows (their classes' total weight when weighted), not by every element
       if (c.saved("weight")) return { sym: "−grad · weight[target] / N at each row's target class, 0 elsewhere (N = Σ weight[target])" };
       const rows = c.node.saved.find((s) => s.name === "self")?.shape;
+      // rows whose target is ignore_index count for nothing: N is those left
+      const ignored = c.saved("ignore_index")?.label ?? "-100";
+      const target = c.node.saved.find((s) => s.name === "target");
+      const values = target?.tensor != null ? c.model.tensor(target.tensor)?.ev.value : null;
+      const counted = values?.kind === "full" ? values.flat.filter((v) => v !== Number(ignored)).length : null;
+      if (rows?.length === 2 && counted !== null && counted < rows[0]) {
+        return { sym: `−grad / N at each row's target class, 0 elsewhere and in the rows whose target is ignore_index (${ignored}) (N = ${counted} of ${rows[0]} rows)` };
+      }
       return { sym: `−grad / N at each row's target class, 0 elsewhere (N${rows?.length === 2 ? ` = ${rows[0]}` : ""} rows)` };
     },
   },

@@ -84,7 +84,8 @@ const RULES: Record<string, Rule> = {
     slots: (c, slot) => {
       if (slot === 0) return { sym: "grad" };
       const alpha = c.saved("alpha")?.value ?? 1;
-      if (alpha !== 1) return { sym: `−${fmt(alpha)} · grad`, num: nums(c, (g) => `−${times(alpha, g)}`) };
+      // a negative alpha in brackets: it read `−−2 · grad`
+      if (alpha !== 1) return { sym: `−${fmtFactor(alpha)} · grad`, num: nums(c, (g) => `−${fmtFactor(alpha)} × ${fmtFactor(g)}`) };
       return { sym: "−grad", num: nums(c, (g) => `−${fmtFactor(g)}`) };
     },
   },
@@ -113,8 +114,9 @@ const RULES: Record<string, Rule> = {
     },
   },
   Div: {
-    summary: () => "out = a / b · quotient rule",
+    summary: (c) => (rounded(c) ? `out = a / b rounded (rounding_mode=${rounded(c)}) · a staircase: flat between its steps, so no gradient` : "out = a / b · quotient rule"),
     slots: (c, slot) => {
+      if (rounded(c)) return { sym: "0 (rounding has slope 0)" };
       const a = c.saved("self") ?? { label: "a", value: null };
       // the engine multiplied a's gradient by 1 / b: b is the inverse of that factor
       const ratio = slot === 0 ? c.inferredFactor(0)?.value : null;
@@ -224,28 +226,6 @@ const RULES: Record<string, Rule> = {
       return { sym: `−grad / ${factor(c.input(0, "self", "a"))}²`, num };
     },
   },
-  Sin: {
-    summary: () => "out = sin(a)",
-    slots: (c) => {
-      const a = c.saved("self") ?? { label: "a", value: null };
-      return { sym: `grad · cos(${a.label})`, num: a.value === null ? null : times(c.g, Math.cos(a.value)) };
-    },
-  },
-  Cos: {
-    summary: () => "out = cos(a)",
-    slots: (c) => {
-      const a = c.saved("self") ?? { label: "a", value: null };
-      const num = a.value === null || c.g === null ? null : `−${times(c.g, Math.sin(a.value))}`;
-      return { sym: `−grad · sin(${a.label})`, num };
-    },
-  },
-  Abs: {
-    summary: () => "out = |a|",
-    slots: (c) => {
-      const a = c.saved("self") ?? { label: "a", value: null };
-      return { sym: `grad · sign(${a.label})`, num: a.value === null ? null : times(c.g, Math.sign(a.value)) };
-    },
-  },
   Sum: {
     summary: (c) => (reducedDims(c) ? `out = sum(a) over ${dimsText(reducedDims(c)!)} · every element contributed once` : "out = sum(a) · every element contributed once"),
     slots: (c, slot) => {
@@ -298,12 +278,16 @@ const RULES: Record<string, Rule> = {
       return { sym: `${alpha}${transposed(operandLabel(c, "batch1", 1))} @ grad` };
     },
   },
+  // nn.Linear's (bias + x @ Wᵀ), or torch.addmm(M, A, B, beta=, alpha=) written out
   Addmm: {
-    summary: () => "out = bias + x @ Wᵀ · a linear layer",
+    summary: (c) =>
+      c.model.op(c.node.op)?.name === "addmm" ? `out = ${scaled(c, "beta", "M")} + ${scaled(c, "alpha", "A @ B")}` : "out = bias + x @ Wᵀ · a linear layer",
     slots: (c, slot) => {
-      if (slot === 0) return { sym: "grad summed over the batch rows" };
-      if (slot === 1) return { sym: `grad @ ${transposed(operandLabel(c, "mat2", 2))}` };
-      return { sym: `${transposed(operandLabel(c, "mat1", 1))} @ grad` };
+      const alpha = scaled(c, "alpha", "");
+      const rows = numelOf(shapeOfTarget(c, 0)) !== numelOf(c.gradIn[0]?.shape ?? null);
+      if (slot === 0) return { sym: scaled(c, "beta", rows ? "grad summed over the batch rows" : "grad") };
+      if (slot === 1) return { sym: `${alpha}grad @ ${transposed(operandLabel(c, "mat2", 2))}` };
+      return { sym: `${alpha}${transposed(operandLabel(c, "mat1", 1))} @ grad` };
     },
   },
   T: { summary: () => "out = aᵀ", slots: () => ({ sym: "gradᵀ" }) },
@@ -419,6 +403,12 @@ function inputLabel(c: Ctx, slot: number): string {
 function scaled(c: Ctx, name: string, what: string): string {
   const s = c.saved(name);
   return !s || s.value === 1 ? what : `${s.label} · ${what}`;
+}
+
+/** The rounding mode of a division that rounds (`'floor'`, `'trunc'`), else null. */
+function rounded(c: Ctx): string | null {
+  const mode = c.saved("rounding_mode")?.label;
+  return mode && mode !== "None" ? mode : null;
 }
 
 /** `Wᵀ` -> `W`, `x` -> `xᵀ`, `a * b` -> `(a * b)ᵀ`. */

@@ -264,7 +264,9 @@ function infix(model: TraceModel, op: OpRecorded, name: string, args: Expr[]): E
   const [symbol, prec] = INFIX[name];
   let [left, right] = args;
   const alpha = name === "add" || name === "sub" ? savedScalar(model, op, "alpha") : null;
-  if (alpha !== null && alpha !== "1") right = { text: `${alpha} * ${at(right, PRODUCT + 1)}`, prec: PRODUCT };
+  // a negative alpha in brackets, with the minus the labels use (`a − (−2) * b`, not `a − -2 * b`)
+  const factorText = alpha?.startsWith("-") ? `(−${alpha.slice(1)})` : alpha;
+  if (alpha !== null && alpha !== "1") right = { text: `${factorText} * ${at(right, PRODUCT + 1)}`, prec: PRODUCT };
   if (prec === POWER) return { text: `${at(left, POWER + 1)}**${at(right, UNARY)}`, prec };
   return { text: `${at(left, prec)} ${symbol} ${at(right, prec + 1)}`, prec };
 }
@@ -284,7 +286,10 @@ export function opExpr(model: TraceModel, op: OpRecorded, inputs: Expr[], output
   else if (INFIX[name] && (inputs.length === 2 || (inputs.length === 1 && (op.constants ?? []).length >= 1))) {
     const args = positional(op, inputs).slice(0, 2);
     if (reflected) args.reverse();
-    expr = infix(model, op, name, args);
+    // a division that rounds reads as it rounds (it read `x / 2` for rounding_mode='floor')
+    const rounding = name === "div" || name === "divide" ? savedScalar(model, op, "rounding_mode") : null;
+    expr = infix(model, op, rounding === "'floor'" ? "floordiv" : name, args);
+    if (rounding === "'trunc'") expr = atom(`trunc(${expr.text})`);
   } else if (name === "pow" && !reflected && inputs.length === 1) {
     // a trace without constants: the exponent PowBackward0 saved
     expr = infix(model, op, name, [inputs[0], atom(savedScalar(model, op, "exponent") ?? ELIDED)]);
