@@ -284,7 +284,9 @@ const RULES: Record<string, Rule> = {
       c.model.op(c.node.op)?.name === "addmm" ? `out = ${scaled(c, "beta", "M")} + ${scaled(c, "alpha", "A @ B")}` : "out = bias + x @ Wᵀ · a linear layer",
     slots: (c, slot) => {
       const alpha = scaled(c, "alpha", "");
-      const rows = numelOf(shapeOfTarget(c, 0)) !== numelOf(c.gradIn[0]?.shape ?? null);
+      // a bias of its own shape was broadcast over the rows (a vector, a row); M of the output's shape was not
+      const [to, from] = [shapeOfTarget(c, 0), c.gradIn[0]?.shape];
+      const rows = !to || !from || shapeText(to) !== shapeText(from);
       if (slot === 0) return { sym: scaled(c, "beta", rows ? "grad summed over the batch rows" : "grad") };
       if (slot === 1) return { sym: `${alpha}grad @ ${transposed(operandLabel(c, "mat2", 2))}` };
       return { sym: `${alpha}${transposed(operandLabel(c, "mat1", 1))} @ grad` };
