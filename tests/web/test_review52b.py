@@ -75,6 +75,12 @@ def test_no_more_cue_sits_on_an_edge_label_on_a_projector(page: Any) -> None:
         _at_rest(page)
         hits = page.evaluate(CUES_ON_LABELS)
         if hits:
+            # asked again once the page is surely at rest: under a loaded CI a cue was seen
+            # over a label placed a frame later (once in 13 runs); one that stays is the bug
+            page.wait_for_timeout(500)
+            _at_rest(page)
+            hits = page.evaluate(CUES_ON_LABELS)
+        if hits:
             covered.append((step, hits))
         if step == 17:
             shot(page, "review52b-03-cues-off-the-grad-label")
