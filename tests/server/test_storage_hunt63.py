@@ -39,6 +39,7 @@ from server.settings import Settings
 from server.storage import SqliteRunStore
 from server.ws_protocol import SHUTDOWN_REASON
 from tests.server.harness import LiveServer, run_json
+from tests.server.test_api import wait_finished
 from tests.server.test_stream import FOREVER, collect
 
 QUICK = "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\n"
@@ -57,22 +58,12 @@ def _fill(store: SqliteRunStore) -> None:
     store._db.execute(f"PRAGMA max_page_count = {pages}")
 
 
-def _wait_finished(client: Any, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 90
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] not in ("queued", "running"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.1)
-
-
 def test_a_run_finished_on_a_full_disk_is_kept_served_and_stored_later(tmp_path: Path) -> None:
     app = create_app(Settings(db=str(tmp_path / "runs.db"), workers=1))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         registry = app.state.registry
         first = run_json(client.post("/api/runs", json={"source": QUICK}))
-        _wait_finished(client, first["id"])
+        wait_finished(client, first["id"], timeout=90)
         _fill(registry.store)
         # a new run cannot even be written down: the request says why
         refused = client.post("/api/runs", json={"source": QUICK + "# a long comment\n" * 3000})
@@ -83,7 +74,7 @@ def test_a_run_finished_on_a_full_disk_is_kept_served_and_stored_later(tmp_path:
         registry.store._db.execute("PRAGMA max_page_count = 1000000")
         second = run_json(client.post("/api/runs", json={"source": QUICK + big}))
         _fill(registry.store)
-        done = _wait_finished(client, second["id"])
+        done = wait_finished(client, second["id"], timeout=90)
         assert done["status"] == "ok", done
         deadline = time.monotonic() + 30  # its status reads ok as its storing begins
         while second["id"] not in registry.unstored and time.monotonic() < deadline:
@@ -97,7 +88,7 @@ def test_a_run_finished_on_a_full_disk_is_kept_served_and_stored_later(tmp_path:
         # the disk has room again: the next run stored stores the kept one too
         registry.store._db.execute("PRAGMA max_page_count = 1000000")
         third = run_json(client.post("/api/runs", json={"source": QUICK}))
-        _wait_finished(client, third["id"])
+        wait_finished(client, third["id"], timeout=90)
         deadline = time.monotonic() + 30
         while registry.unstored and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -164,7 +155,7 @@ def test_a_run_retention_deleted_is_gone_at_once(tmp_path: Path) -> None:
             ids = []
             for _ in range(4):
                 run = run_json(api.post("/api/runs", json={"source": QUICK}))
-                _wait_finished(api, run["id"])
+                wait_finished(api, run["id"], timeout=90)
                 # viewed while it is kept: now in the server's cache of recent runs
                 assert api.get(f"/api/runs/{run['id']}/trace").status_code == 200
                 ids.append(run["id"])
@@ -208,7 +199,7 @@ def test_a_source_of_100000_chinese_characters_is_taken(tmp_path: Path) -> None:
             answer = client.post("/api/runs", content=body, headers={"content-type": "application/json"})
             assert answer.status_code == status, answer.text[:300]
             if status == 201:
-                assert _wait_finished(client, answer.json()["id"])["status"] == "ok"
+                assert wait_finished(client, answer.json()["id"], timeout=90)["status"] == "ok"
 
 
 def test_a_viewer_of_a_run_the_server_stops_under_is_told_how_to_resume(tmp_path: Path) -> None:
