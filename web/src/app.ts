@@ -52,6 +52,8 @@ export class App {
   readonly api: Api;
   model = new TraceModel();
   runId: string | null = null;
+  /** How many runs ▶ Run started on this page (a lesson's run, fetched meanwhile, is not shown over one). */
+  runsStarted = 0;
   /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
   private runRequests = 0;
   readonly editor: Editor;
@@ -221,6 +223,7 @@ export class App {
   /** Show a run from its first event, following it live. */
   private follow(id: string, source: string, wsUrl?: string): void {
     this.runRequests++; // a stored run still loading is not shown over this one
+    this.runsStarted++;
     const [before, beforeId] = [this.model, this.runId];
     const model = new TraceModel();
     model.source = source;

@@ -73,6 +73,8 @@ export class LessonsGallery {
   private readonly spoken = h("p", { class: "gw-visually-hidden", "aria-live": "polite", data: { gw: "lesson-announcer" } });
   private loaded: Promise<void> | null = null;
   private opening = 0;
+  /** The lesson being opened, until its run is shown (Try it waits for it: the run would replace the try's code). */
+  private opened: Promise<boolean> = Promise.resolve(true);
   private readonly chartMemory = new LessonChartMemory();
   /** The lesson whose code Try it changed and how many of its try's steps it made, until a lesson is opened again. */
   private tried: { lesson: string; steps: number } | null = null;
@@ -127,8 +129,16 @@ export class LessonsGallery {
     first?.focus();
   }
 
-  /** Open a lesson: its code, its shared run, its view, step and charts' choices, and its card. */
-  async open(id: string): Promise<boolean> {
+  /**
+   * Open a lesson: its code, its shared run, its view, step and charts' choices, and its card.
+   * A run started while the lesson's run is fetched (▶ Run pressed at once) stays on screen.
+   */
+  open(id: string): Promise<boolean> {
+    this.opened = this.openLesson(id);
+    return this.opened;
+  }
+
+  private async openLesson(id: string): Promise<boolean> {
     await this.load();
     const lesson = this.lessons.find((l) => l.id === id);
     if (!lesson) {
@@ -141,6 +151,7 @@ export class LessonsGallery {
     this.show(lesson.id);
     this.app.editor.source = lesson.source;
     this.app.editor.setErrors([]);
+    const runsBefore = this.app.runsStarted;
     let run: LessonRun;
     try {
       const res = await fetch(`${this.app.api.base}/lessons/${encodeURIComponent(id)}/run`, { method: "POST" });
@@ -153,6 +164,8 @@ export class LessonsGallery {
     }
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
+    // the learner ran the lesson's code (or a change of it) before its run came: theirs stays
+    if (this.app.runsStarted !== runsBefore) return true;
     const view = viewOf(lesson);
     // a lesson that names no step starts the stepper at its first (the last lesson's step stayed)
     const step = lesson.step ?? 0;
@@ -190,6 +203,9 @@ export class LessonsGallery {
   private async tryIt(lesson: Lesson): Promise<void> {
     const steps = lesson.try_steps ?? [];
     if (steps.length === 0) return;
+    // pressed while the lesson's run still comes: it would replace the try's code, so it comes first
+    await this.opened;
+    if (this.current?.id !== lesson.id) return;
     // the code is changed only for a run that can start: a room's viewer keeps the presenter's
     const refused = this.app.running ? "A run is going: wait for it to end (or press ■ Stop), then try again." : this.app.runRefused;
     if (refused !== null) {
