@@ -63,7 +63,8 @@ SNIPPETS = {
     "F.cross_entropy(logits, torch.tensor([0, -100, 1])).backward()\n"
     "c = torch.tensor(0.7, requires_grad=True)\n(torch.cos(c) * (-2)).backward()\n"
     "a = torch.tensor(1., requires_grad=True)\nb = torch.tensor(2., requires_grad=True)\n"
-    "(torch.sub(a, b, alpha=-2) * 2).backward()\n",
+    "(torch.sub(a, b, alpha=-2) * 2).backward()\n"
+    "p = torch.tensor(3., requires_grad=True)\n(p ** 1 * 5).backward()\n",
     # element sets: a number at an index, a tensor under a mask
     "element_sets": "import torch\nx = torch.ones(4, requires_grad=True)\ny = x * 2\ny[0] = 0\n"
     "mask = torch.tensor([False, True, False, False])\nv = torch.full((1,), 5.0)\ny[mask] = v\n"

@@ -150,10 +150,8 @@ const RULES: Record<string, Rule> = {
         const p = e.value;
         // (x − 1.5)**2: "grad · 2 · x − 1.5" would read as (grad · 2 · x) − 1.5
         const sym = p === 1 ? "grad" : `grad · ${fmt(p)} · ${power(factor(base.label), p - 1)}`;
-        const num =
-          c.g !== null && base.value !== null
-            ? [fmt(c.g), fmtFactor(p), power(fmtFactor(base.value), p - 1)].join(" × ")
-            : null;
+        // x ** 1 passes its gradient on as it came ("1 × 1 × 3^0" said nothing)
+        const num = c.g === null ? null : p === 1 ? fmt(c.g) : base.value !== null ? [fmt(c.g), fmtFactor(p), power(fmtFactor(base.value), p - 1)].join(" × ") : null;
         return { sym, num };
       }
       const out = c.result();

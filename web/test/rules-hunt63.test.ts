@@ -50,3 +50,9 @@ test("a negative number after a minus is bracketed (cos, sub's alpha)", () => {
   const made = model.ops.find((op) => op.name === "sub");
   assert.equal(made && tensorExpr(model, made.outputs[0]), "a − (−2) * b");
 });
+
+test("x ** 1 passes its gradient on as it came", () => {
+  const [pow] = cards(loadModel("card_numbers"), "PowBackward0");
+  assert.equal(pow.summary, "out = a**1 · power rule");
+  assert.match(pow.lines[0], /= grad = 5$/);
+});
