@@ -105,6 +105,7 @@ class Recorder:
         self.operand_order = OperandOrder(self.source_lines)
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None
+        self.ended_early = False  # the snippet raised, exited or was stopped before its last line
         self.failed_op_error: tuple[int, str] | None = None  # the id and text of what it raised
         self._mode: TapeMode | None = None
         self._modes_under = 0  # the modes under the tape mode on PyTorch's stack

@@ -198,10 +198,12 @@ def _run(
         with out, rec:
             exec(code, scope)
     except SystemExit as exc:
+        rec.ended_early = True
         if exc.code not in (None, 0):
             status, message = "error", f"SystemExit: {exc.code}"
         _say_exit_message(out, exc)
     except BaseException as exc:
+        rec.ended_early = True
         if isinstance(exc, KeyboardInterrupt) and _interrupt_is_the_users():
             status, message = "cancelled", "interrupted"
         else:

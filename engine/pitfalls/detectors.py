@@ -480,7 +480,11 @@ class PitfallWatch:
             self._say(*said)
         calls = rec.backward.calls
         stepped = never_stepped(
-            scope, lambda opt: rec.training.label_of(opt) is not None, calls, rec.statement_lines
+            scope,
+            lambda opt: rec.training.label_of(opt) is not None,
+            calls,
+            rec.statement_lines,
+            ended_early=rec.ended_early,
         )
         if stepped is not None:
             self._say("optimizer-never-stepped", stepped.line, *stepped.report(calls))

@@ -43,9 +43,26 @@ def test_a_loop_that_never_calls_step_is_said_at_the_optimizer() -> None:
     assert q.stdout(trace) == plain_stdout(source)
 
 
+def test_a_step_that_never_runs_is_said_at_the_step() -> None:
+    # gradient accumulation over 8 backward() calls in a loop of 4: the step's condition is
+    # never true, the parameters never move
+    source = loop("    if (i + 1) % 8 == 0:\n        opt.step()", steps=4)
+    trace = record(source)
+    found = q.pitfalls(trace)
+    assert [(p.kind, p.line) for p in found] == [("optimizer-never-stepped", 12)]
+    p = found[0]
+    assert p.title == "opt.step() never ran: nothing is trained"
+    assert p.message.startswith(
+        "opt.step() at line 12 never ran: backward() ran 4 times and filled the gradients of the 2 "
+        "parameters opt (SGD) holds, but the condition or loop around that line never let it run"
+    )
+    assert p.fix.startswith("Check what keeps line 12 from running.")
+    assert q.stdout(trace) == plain_stdout(source)
+
+
 NEAR_MISSES = {
     "steps": loop("    opt.step()"),
-    "a step that never runs": loop("    if i > 100:\n        opt.step()"),
+    "a step under a condition that lets it run": loop("    if i >= 0:\n        opt.step()"),
     "steps by hand, the optimizer only zeroes": loop(
         "    with torch.no_grad():\n        for p in model.parameters():\n            p -= 0.1 * p.grad"
     ),
