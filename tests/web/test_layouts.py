@@ -484,9 +484,10 @@ BEYOND = """() => {
     const cy = window.gradwalk.graph.core, w = cy.width(), h = cy.height();
     const count = { left: 0, right: 0, up: 0, down: 0 };
     for (const n of cy.nodes(':visible').filter((n) => n.isChildless())) {
-        const p = n.renderedPosition();
-        if (p.x < 0) count.left++; else if (p.x > w) count.right++;
-        if (p.y < 0) count.up++; else if (p.y > h) count.down++;
+        // past the edge: a third of the node or more (its centre a sixth of its size inside)
+        const p = n.renderedPosition(), a = n.renderedOuterWidth() / 6, b = n.renderedOuterHeight() / 6;
+        if (p.x - a < 0) count.left++; else if (p.x + a > w) count.right++;
+        if (p.y - b < 0) count.up++; else if (p.y + b > h) count.down++;
     }
     const leaf = cy.nodes().filter((n) => n.data('label')?.startsWith('w\\n')).renderedBoundingBox();
     return { count, leafW: [leaf.x1, leaf.x2], w };
@@ -530,6 +531,37 @@ def test_a_graph_too_wide_for_its_pane_says_how_many_nodes_lie_past_the_edge(pag
     page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
     labels_placed(page)
     expect(page.locator(".gw-offscreen-cue:visible")).to_have_count(0)
+
+
+def test_a_node_cut_in_half_at_the_edge_in_presenter_type_is_counted_by_a_cue(page: Any) -> None:
+    # Presenter type at 1440 x 900 (a room's start turns it on) showed cubic_twice's right
+    # PowBackward0 cut to "PowBackw…" at the pane's edge, its centre just inside, and no cue
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_app(page, presenter=True)
+    run_example(page, "cubic_twice")
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    cut = page.evaluate(
+        """() => {
+        const cy = window.gradwalk.graph.core, w = cy.width();
+        return cy.nodes(':visible').filter((n) => n.isChildless()).map((n) => n.renderedBoundingBox())
+            .filter((b) => b.x2 - w > (b.x2 - b.x1) / 3).length;
+    }"""
+    )
+    assert cut >= 1, "the case: a node a third or more past the right edge"
+    right = page.locator(".gw-offscreen-right")
+    expect(right).to_have_text(re.compile(r"^\d+ more ▸$"))
+    assert int(right.inner_text().split()[0]) >= cut
+    right.click()
+    page.wait_for_function("() => !window.gradwalk.graph.core.animated()")
+    labels_placed(page)
+    # panned: the rightmost node whole in view (what went off on the left, a cue there counts)
+    assert page.evaluate(
+        """() => { const cy = window.gradwalk.graph.core, w = cy.width();
+        return Math.max(...cy.nodes(':visible').filter((n) => n.isChildless()).map((n) => n.renderedBoundingBox().x2)) <= w; }"""
+    )
+    expect(right).to_be_hidden()
+    expect(page.locator(".gw-offscreen-left")).to_have_text(re.compile(r"^◂ \d+ more$"))
 
 
 def test_attentions_leaves_read_q_k_v_from_the_left(page: Any) -> None:

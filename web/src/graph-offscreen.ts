@@ -28,27 +28,37 @@ export interface Viewport {
   height: number;
 }
 
-/** How many node centres lie past each edge of the pane (a node past a corner counts on both sides). */
-export function countBeyond(centres: Centres, view: Viewport): Record<Side, number> {
+/**
+ * How many nodes lie past each edge of the pane (a node past a corner counts on both sides):
+ * their centres, or given each node's `halves` (half width and height, graph coordinates, in
+ * the order of `centres`), a node of which a third or more is cut off by the edge. Presenter
+ * type showed accumulate's PowBackward0 cut to "PowBackw…" at the right edge, its centre
+ * just inside, and no cue said there was more.
+ */
+export function countBeyond(centres: Centres, view: Viewport, halves?: Float64Array): Record<Side, number> {
   const counts: Record<Side, number> = { left: 0, right: 0, up: 0, down: 0 };
   const { zoom, pan, width, height } = view;
   for (let i = 0; i < centres.length; i += 2) {
     const x = centres[i] * zoom + pan.x;
     const y = centres[i + 1] * zoom + pan.y;
-    if (x < 0) counts.left++;
-    else if (x > width) counts.right++;
-    if (y < 0) counts.up++;
-    else if (y > height) counts.down++;
+    // from the centre, a sixth of the node's size on: a third of it past the edge
+    const cx = halves ? ((halves[i] ?? 0) * zoom) / 3 : 0;
+    const cy = halves ? ((halves[i + 1] ?? 0) * zoom) / 3 : 0;
+    if (x - cx < 0) counts.left++;
+    else if (x + cx > width) counts.right++;
+    if (y - cy < 0) counts.up++;
+    else if (y + cy > height) counts.down++;
   }
   return counts;
 }
 
 /**
  * The pan (rendered px) a cue on `side` makes: far enough that the farthest node that way
- * comes `margin` px inside the pane, but at most 80% of the pane, so that a fifth of what
- * was in view stays in view and the eye can follow where the graph went.
+ * comes `margin` px inside the pane (its centre; given `halves`, as countBeyond's, its far
+ * edge), but at most 80% of the pane, so that a fifth of what was in view stays in view and
+ * the eye can follow where the graph went.
  */
-export function panToward(side: Side, centres: Centres, view: Viewport, margin = 60): { x: number; y: number } {
+export function panToward(side: Side, centres: Centres, view: Viewport, margin = 60, halves?: Float64Array): { x: number; y: number } {
   const across = side === "left" || side === "right";
   const { zoom, pan, width, height } = view;
   const size = across ? width : height;
@@ -56,7 +66,8 @@ export function panToward(side: Side, centres: Centres, view: Viewport, margin =
   const start = towardsStart(side);
   let far = start ? Infinity : -Infinity;
   for (let i = across ? 0 : 1; i < centres.length; i += 2) {
-    const at = centres[i] * zoom + offset;
+    const reach = halves ? (halves[i] ?? 0) * zoom : 0;
+    const at = centres[i] * zoom + offset + (start ? -reach : reach);
     far = start ? Math.min(far, at) : Math.max(far, at);
   }
   if (!Number.isFinite(far)) return { x: 0, y: 0 };
@@ -223,7 +234,7 @@ export class OffscreenCues {
 
   private show(): void {
     const view = this.viewport();
-    const counts = view ? countBeyond(this.centres, view) : { left: 0, right: 0, up: 0, down: 0 };
+    const counts = view ? countBeyond(this.centres, view, this.halves) : { left: 0, right: 0, up: 0, down: 0 };
     for (const side of SIDES) {
       const button = this.buttons.get(side) as HTMLButtonElement;
       const n = counts[side];
@@ -374,7 +385,7 @@ export class OffscreenCues {
     const cy = this.cy;
     const view = this.viewport();
     if (!cy || !view) return;
-    const by = panToward(side, this.centres, view);
+    const by = panToward(side, this.centres, view, 24, this.halves);
     if (!by.x && !by.y) return;
     cy.stop(true);
     panView(cy, by);

@@ -17,6 +17,17 @@ test("counts the nodes whose centres lie past each edge, a corner's on both side
   assert.deepEqual(countBeyond(centres, view(1, -300, 0)), { left: 3, right: 0, up: 1, down: 1 });
 });
 
+test("given the nodes' sizes, a node a third or more cut off by an edge counts that way", () => {
+  // half widths 60 and half heights 20: a node at x = 390 shows 70 of its 120 px (50 cut);
+  // one at x = 360 shows 100 (20 cut, a sixth); one at y = 295 shows 25 of its 40 px
+  const centres = at([390, 100], [360, 200], [200, 295], [-15, 150]);
+  const halves = at([60, 20], [60, 20], [60, 20], [60, 20]);
+  assert.deepEqual(countBeyond(centres, view(), halves), { left: 1, right: 1, up: 0, down: 1 });
+  assert.deepEqual(countBeyond(centres, view()), { left: 1, right: 0, up: 0, down: 0 });
+  // the cue's pan then brings its far edge 24 px inside: 390 + 60 - (400 - 24) = 74
+  assert.deepEqual(panToward("right", centres, view(), 24, halves), { x: -74, y: 0 });
+});
+
 test("a cue pans to bring the farthest node that way inside, by at most 80% of the pane", () => {
   // the farthest right is at 450: moving the graph 450 - (400 - 60) = 110 px left shows it
   assert.deepEqual(panToward("right", at([100, 100], [450, 100]), view()), { x: -110, y: 0 });
