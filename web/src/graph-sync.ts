@@ -38,7 +38,8 @@ export function syncElements(cy: Core, drawn: Map<string, GNode | GEdge>, built:
     for (const n of nodes) {
       const old = drawn.get(n.id) as GNode | undefined;
       if (!old) {
-        add.push({ group: "nodes", data: { ...n, parent: n.parent ?? undefined, base: n.label }, classes: "unplaced" });
+        // pannable: a drag begun on a node (or a module's box) pans the graph, as on the background
+        add.push({ group: "nodes", data: { ...n, parent: n.parent ?? undefined, base: n.label }, classes: "unplaced", pannable: true });
         structural = true;
       } else if (old.label !== n.label || old.width !== n.width || old.height !== n.height || old.op !== n.op) {
         cy.getElementById(n.id).data({ label: n.label, base: n.label, width: n.width, height: n.height, op: n.op });

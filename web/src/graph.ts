@@ -236,6 +236,10 @@ export class GraphView {
       minZoom: 0.01,
       maxZoom: 4,
       boxSelectionEnabled: false,
+      // a drag pans, wherever it starts (its nodes are pannable: graph-sync.ts): grabbed, a
+      // node (or a module's box, which covers most of a network's graph) moved off its edges'
+      // labels and the cues' count, and a phone's swipe to pan broke the layout until a reload
+      autoungrabify: true,
       selectionType: "single",
       textureOnViewport: big,
       hideEdgesOnViewport: big,
