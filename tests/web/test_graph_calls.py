@@ -280,3 +280,28 @@ def test_a_link_to_one_call_on_the_backward_tab_opens_that_calls_walk(page: Any)
     expect(page.locator("body")).to_contain_text(
         "This link draws backward call 9, but this run made 3 backward calls"
     )
+    # the app says the same: its output, as for a step past the end (it said nothing)
+    page.goto(f"{page.server.url}/?run={run}&view=stepper&call=9")
+    page.wait_for_function("() => window.gradwalk?.model?.isFinished")
+    expect(page.locator(".gw-output")).to_contain_text(
+        "This link draws backward call 9, but this run made 3 backward calls: showing the graph it opens on."
+    )
+
+
+def test_a_link_to_a_call_recorded_metrics_only_says_it_draws_the_default(page: Any) -> None:
+    # fit_by_hand records its first 10 calls of 200 in full: call=99 drew call 1 without a word
+    source = (Path(__file__).parents[2] / "server" / "examples" / "fit_by_hand.py").read_text()
+    run = stored_run(page.server, source)
+    said = "This link draws backward call 99, but this run recorded calls 1 to 10 in full (the rest metrics-only)"
+    page.goto(f"{page.server.url}/?run={run}&view=tape&call=99")
+    page.wait_for_function("() => window.gradwalk?.model?.isFinished")
+    expect(page.locator(".gw-output")).to_contain_text(said)
+    page.wait_for_function("() => window.gradwalk.store.state.graphCall === null")
+    page.goto(f"{page.server.url}/embed/{run}?call=99")
+    wait_viewer(page)
+    expect(page.locator("body")).to_contain_text(said)
+    # a call it recorded in full says nothing
+    page.goto(f"{page.server.url}/?run={run}&view=tape&call=3")
+    page.wait_for_function("() => window.gradwalk?.model?.isFinished")
+    page.wait_for_function("() => window.gradwalk.store.state.graphCall === 2")
+    expect(page.locator(".gw-output")).not_to_contain_text("This link draws")

@@ -11,7 +11,7 @@ import { GraphView } from "./graph";
 import { openingStep } from "./graph-calls";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
-import { stepPastEndNotice } from "./link-notices";
+import { callMissingNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
@@ -54,6 +54,8 @@ export class App {
   runId: string | null = null;
   /** How many runs ▶ Run started on this page (a lesson's run, fetched meanwhile, is not shown over one). */
   runsStarted = 0;
+  /** A link's `call`, checked against the run once it has finished. */
+  private callToCheck: number | null = null;
   /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
   private runRequests = 0;
   readonly editor: Editor;
@@ -329,6 +331,7 @@ export class App {
   private setModel(model: TraceModel, runId: string | null): void {
     this.model = model;
     this.runId = runId;
+    this.callToCheck = null; // a link's call is its own run's (applyPending sets it after)
     this.stepAfterRun = null; // follow() sets it again for the run it follows
     this.openAfterRun = null;
     this.graph.setModel(model);
@@ -360,6 +363,7 @@ export class App {
     if (this.pending) void this.applyPending();
     if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
     if (this.openAfterRun !== null && m.isFinished) this.openFinished(this.openAfterRun);
+    this.checkCall();
     // the step's line in this run: a lesson opened at the step the last one was on left the
     // last one's line marked (the store's step had not changed)
     this.editor.setCurrent(currentLine(m, this.store.state));
@@ -483,8 +487,18 @@ export class App {
     if (want.op !== null) patch.op = want.op;
     if (want.selection) patch.selection = want.selection;
     if (want.call !== null) patch.graphCall = want.call;
+    this.callToCheck = typeof want.call === "number" ? want.call : null;
     if (want.call !== null && want.step === null && (want.view ?? this.store.state.view) === "stepper" && m.timeline.length) patch.step = openingStep(m, want.call);
     this.store.set(patch);
+    this.checkCall();
+  }
+
+  /** A link's `call` the run did not record in full (the graph draws its default): say so once the run has finished. */
+  private checkCall(): void {
+    if (this.callToCheck === null || !this.model.isFinished) return;
+    const missing = callMissingNotice(this.callToCheck, this.model);
+    this.callToCheck = null;
+    if (missing) this.output.say(missing);
   }
 
   private async copyLink(button: HTMLButtonElement): Promise<void> {

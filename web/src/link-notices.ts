@@ -1,6 +1,7 @@
 // What the app and an embed say when a link asks for more than its run has. Both say it in
 // the same words: a course author who tries a link in the app and then embeds it reads one
 // message, not two.
+import type { TraceModel } from "./trace-model";
 
 /**
  * The notice for a link that opens step `asked` (0-based) of a run with `steps` steps, or
@@ -12,4 +13,22 @@ export function stepPastEndNotice(asked: number, steps: number): string | null {
   if (asked < steps) return null;
   if (!steps) return `This link opens step ${asked + 1}, but this run never called backward(): it has no steps to show.`;
   return `This link opens step ${asked + 1}, but this run has ${steps} step${steps === 1 ? "" : "s"}: showing the last one.`;
+}
+
+/**
+ * The notice for a link that draws backward call `asked` (0-based) of finished run `model`,
+ * or null when the run recorded that call in full. The graph then draws the run's default:
+ * a call past its last, or one recorded metrics-only (fit_by_hand's call 99 of 200, 10 in
+ * full), had been drawn as the default without a word.
+ */
+export function callMissingNotice(asked: number, model: TraceModel): string | null {
+  const made = Math.max(model.finished?.counts.backward_calls ?? 0, model.backwards.length);
+  if (asked >= made) {
+    const calls = made ? `made ${made} backward call${made === 1 ? "" : "s"}` : "never called backward()";
+    return `This link draws backward call ${asked + 1}, but this run ${calls}: showing ${made > 1 ? "the graph it opens on" : made ? "its graph" : "the graph it built"}.`;
+  }
+  const full = model.backwards.filter((call) => call.byNode.size > 0).map((call) => call.index);
+  if (full.includes(asked)) return null;
+  const first = full.every((index, i) => index === i) ? (full.length === 1 ? "call 1" : `calls 1 to ${full.length}`) : `${full.length} calls`;
+  return `This link draws backward call ${asked + 1}, but this run recorded ${full.length ? first : "no call"} in full (the rest metrics-only): showing the graph it opens on.`;
 }

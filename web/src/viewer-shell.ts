@@ -14,7 +14,7 @@ import { GraphView } from "./graph";
 import { openingStep } from "./graph-calls";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
-import { stepPastEndNotice } from "./link-notices";
+import { callMissingNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
@@ -336,15 +336,13 @@ export class Viewer {
     else this.goTo(want);
   }
 
-  /** A link's `call` past the run's backward calls (the graph draws the run's default): say so, once the run has finished. */
+  /** A link's `call` the run did not record in full (the graph draws the run's default): say so, once the run has finished. */
   private checkCall(): void {
     const call = this.options.call;
     if (this.callChecked || typeof call !== "number" || !this.model.isFinished) return;
     this.callChecked = true;
-    const calls = Math.max(this.model.finished?.counts.backward_calls ?? 0, this.model.backwards.length);
-    if (call < calls) return;
-    const made = calls ? `made ${calls} backward call${calls === 1 ? "" : "s"}` : "never called backward()";
-    this.say(`This link draws backward call ${call + 1}, but this run ${made}: showing ${calls > 1 ? "the graph it opens on" : calls ? "its graph" : "the graph it built"}.`);
+    const missing = callMissingNotice(call, this.model);
+    if (missing) this.say(missing);
   }
 
   /** Show `text` in the notice above the graph (after anything it says already). */
