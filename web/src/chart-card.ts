@@ -223,7 +223,7 @@ export function readLast(chart: Chart, u: uPlot, fmt: (v: number | null) => stri
   }
   const x = table.xs[idx];
   const shown = table.series.map((_, i) => i).filter((i) => !chart.hidden.has(i) && (chart.sliced || u.series[i + 1].show));
-  const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`}`];
+  const parts = [`last: ${table.kind === "time" ? `${formatNumber(x)} s` : table.stepText(x)}`];
   if (shown.length > 3) parts.push("hover a line to read it");
   else for (const i of shown) parts.push(`${shown.length > 1 ? `${label(table.series[i])} ` : ""}${cellText(table, i, x, table.cols[i][idx], fmt)}`);
   writeReadout(chart, parts.join(" · "));

@@ -29,14 +29,31 @@ export class Table {
   private readonly notFinite = new Map<number, Map<number, string>>();
   /** Bumped on every change, so a view redraws only the tables that moved. */
   version = 0;
+  /**
+   * A metric logged with a `step=` of the snippet's own count (an epoch), not the optimizer
+   * step it was logged at: its x axis is that count, so its cursor moves alone. Hovering the
+   * loss at optimizer step 17 had put val_acc's at its step 17, epoch 17 (step 108).
+   */
+  ownSteps = false;
 
   constructor(
     readonly id: string,
     readonly title: string,
     readonly kind: ChartKind,
     readonly unit: Unit,
-    readonly help: string,
+    /** What the chart shows (its help, without the note {@link ownSteps} adds). */
+    readonly about: string,
   ) {}
+
+  /** What the chart shows, in a sentence (its card's line under the title). */
+  get help(): string {
+    return this.ownSteps ? `${this.about} at its own steps (step=…, not the optimizer's): its cursor moves alone` : this.about;
+  }
+
+  /** How a step of this chart is read out: "step 17", or "its step 17" for {@link ownSteps}. */
+  stepText(x: number): string {
+    return `${this.ownSteps ? "its step" : "step"} ${x}`;
+  }
 
   get length(): number {
     return this.xs.length;
@@ -298,6 +315,8 @@ export class ChartData {
     // Without an explicit step, a metric belongs to the training step it was logged at.
     const x = ev.step ?? (this.maxStep || n);
     const t = this.table(`metric:${ev.name}`, ev.name, "metric", "number", `logged with gradwalk.log("${ev.name}", value)`);
+    // step=i in a loop is the optimizer's count (give or take one); step=epoch is not
+    if (ev.step !== null && ev.step !== undefined && this.maxStep > 0 && Math.abs(ev.step - this.maxStep) > 1) t.ownSteps = true;
     t.addRow({ key: ev.name, label: ev.name, optimizer: null }, x, ev.value);
   }
 }

@@ -163,7 +163,8 @@ export class ChartsView {
   private standIn(theirs: Table): Table {
     let table = this.standIns.get(theirs.id);
     if (!table) {
-      table = new Table(theirs.id, theirs.title, theirs.kind, theirs.unit, theirs.help);
+      table = new Table(theirs.id, theirs.title, theirs.kind, theirs.unit, theirs.about);
+      table.ownSteps = theirs.ownSteps;
       this.standIns.set(theirs.id, table);
     }
     return table;
@@ -328,7 +329,7 @@ export class ChartsView {
       height: this.plotHeight,
       legend: { show: false },
       cursor: {
-        sync: { key: table.kind === "time" ? "gw-time" : "gw-steps" },
+        sync: { key: table.kind === "time" ? "gw-time" : table.ownSteps ? `gw-own:${table.id}` : "gw-steps" },
         focus: { prox: 24 },
         points: { size: 7 },
         drag: { x: true, y: false },
@@ -441,7 +442,7 @@ export class ChartsView {
       const near = nearest(u, idx);
       picks = near === null ? [] : [near];
     }
-    const parts = [table.kind === "time" ? `${formatNumber(x)} s` : `step ${x}`];
+    const parts = [table.kind === "time" ? `${formatNumber(x)} s` : table.stepText(x)];
     if (chart.sliced) parts.push(`peak ${value(1)}`, `floor ${value(2)}`); // a slice of rows, from its first row's time
     for (const si of picks) {
       const single = si <= own ? mine.length === 1 : theirs.length === 1 && mine.length <= 1 && !chart.sliced;

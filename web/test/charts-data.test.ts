@@ -75,6 +75,28 @@ test("a gap left by a NaN or infinite value remembers which it was, as the trace
   assert.equal(loss.notFiniteAt(1, 2), null);
 });
 
+test("a metric logged at its own steps (an epoch's) moves its cursor alone; step=i keeps the optimizer's", () => {
+  const metric = (name: string, value: number, s: number | null): GradwalkEvent =>
+    ({ type: "metric", seq: seq++, t: 0, name, value, step: s, line: 3 }) as GradwalkEvent;
+  const events: GradwalkEvent[] = [];
+  for (let epoch = 0; epoch < 3; epoch++) {
+    for (let i = 1; i <= 4; i++) {
+      const n = epoch * 4 + i;
+      events.push(step("opt", n, 1 / n), metric("batch_acc", 0.5, n - 1)); // step=i from 0: one behind
+    }
+    events.push(metric("val_acc", 0.9, epoch));
+  }
+  const data = ChartData.from(events, false);
+  const val = data.tables.get("metric:val_acc")!;
+  assert.equal(val.ownSteps, true);
+  assert.equal(val.stepText(2), "its step 2");
+  assert.match(val.help, /at its own steps \(step=…, not the optimizer's\): its cursor moves alone$/);
+  const batch = data.tables.get("metric:batch_acc")!;
+  assert.equal(batch.ownSteps, false);
+  assert.equal(batch.stepText(5), "step 5");
+  assert.equal(data.tables.get("loss")!.ownSteps, false);
+});
+
 test("metrics sort by step; without one they sit at the latest training step", () => {
   const metric = (name: string, value: number, s: number | null): GradwalkEvent =>
     ({ type: "metric", seq: seq++, t: 0, name, value, step: s, line: 3 }) as GradwalkEvent;
