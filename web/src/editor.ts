@@ -166,6 +166,7 @@ export class Editor {
   readonly view: EditorView;
   private hovered: number | null = null;
   private current: number | null = null;
+  private linked: number[] = [];
   private errorsKey = "[]";
 
   constructor(readonly root: HTMLElement, options: EditorOptions) {
@@ -212,6 +213,16 @@ export class Editor {
     shadow.append(host);
     host.style.height = "100%";
     this.view = new EditorView({ parent: host, root: shadow, state: EditorState.create({ doc: options.doc, extensions }) });
+    // "line 14" (the step card's, the inspector's, the output's) lights its line up here: once
+    // its own click has done that, bring the line into view (scrolling the editor, then the
+    // page). On a phone the editor sat a screen above the card, and the tap seemed to do nothing.
+    root.ownerDocument.addEventListener(
+      "click",
+      (ev) => {
+        if (ev.target instanceof Element && ev.target.closest(".gw-line-link")) window.setTimeout(() => this.revealLinked());
+      },
+      { capture: true },
+    );
     if (options.onHoverLine) {
       const report = options.onHoverLine;
       this.view.contentDOM.addEventListener("mousemove", (ev) => {
@@ -282,7 +293,31 @@ export class Editor {
   }
 
   setLinked(lines: number[]): void {
+    this.linked = lines;
     this.view.dispatch({ effects: setMarks.of({ linked: lines }) });
+  }
+
+  /**
+   * Bring the first lit line into view: in the editor's own scroller at once, then on the page
+   * (a phone's one column, a short window's) when the line is off the screen there, to the
+   * middle of the screen, smoothly unless the reader asked for less motion.
+   */
+  private revealLinked(): void {
+    const line = this.linked[0];
+    if (line === undefined || line < 1 || line > this.view.state.doc.lines || !this.view.dom.getClientRects().length) return;
+    this.reveal(line);
+    this.view.requestMeasure({
+      read: () => {
+        if (this.linked[0] !== line || line > this.view.state.doc.lines) return;
+        const block = this.view.lineBlockAt(this.view.state.doc.line(line).from);
+        const top = this.view.documentTop + block.top;
+        const bottom = top + block.height;
+        const screen = window.visualViewport?.height ?? window.innerHeight;
+        if (top >= 0 && bottom <= screen) return;
+        const smooth = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+        window.scrollBy({ top: (top + bottom) / 2 - screen / 2, behavior: smooth ? "smooth" : "auto" });
+      },
+    });
   }
 
   /** Mark the line the current step or op came from, and scroll it into view. */
