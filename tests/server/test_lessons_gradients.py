@@ -211,8 +211,9 @@ def test_adam_s_steps_are_about_lr_long_whatever_the_gradient_and_its_try_scales
     assert round(grads[45], 2) == 4.93 and round(updates[45], 3) == 0.003
     quoted(
         lesson.text,
-        "At step 1 the gradient is 64.44 and each of the two parameters moves exactly lr = 0.1, an update "
-        "norm of 0.1414 (0.1 × √2), where SGD with lr=0.01 would move them 0.644",
+        "m̂ = m / (1 − 0.9ᵗ), v̂ = v / (1 − 0.999ᵗ) at step t. It steps lr × m̂ / √v̂",
+        "At step 1 the gradient is 64.44, m̂ is that gradient and v̂ its square, so both parameters move exactly "
+        "lr = 0.1, an update norm of 0.1414 (0.1 × √2), where SGD at lr=0.01 would move them 0.644",
         "No later step is longer",
         "at step 30 the gradient is 4.92, 13 times smaller, and the step 0.0687, only 2 times smaller",
         "At step 35 the line overshoots and the gradient turns round",

@@ -38,11 +38,11 @@ def test_vector_backward_opens_where_the_seed_v_arrives_and_its_try_holds() -> N
     assert "Replace y.backward(v) with y.sum().backward()" in lesson.try_next
     summed = record(lesson.tried(1))
     assert (
-        "\ny.sum().backward()  # a seed of 1 for each element\nprint(x.grad)  # 2x = [2, 4, 6]\n"
+        "\ny.sum().backward()  # as y.backward(torch.ones(3))\nprint(x.grad)  # 2x = [2, 4, 6]\n"
         in lesson.tried(1)
     )
     assert stdout_text(summed) == "tensor([2., 4., 6.])\n"
-    assert "the seed becomes [1, 1, 1] and x.grad is 2x = [2, 4, 6]" in lesson.try_next
+    assert "y now receives [1, 1, 1], as if v were all ones, and x.grad is 2x = [2, 4, 6]" in lesson.try_next
     bare = record(lesson.tried(2))
     assert "\ny.backward()  # no argument\n" in lesson.tried(2)
     assert "Then try y.backward() with no argument" in lesson.try_next
@@ -286,4 +286,10 @@ def test_accumulate_batches_fills_grad_as_the_whole_batch_does_and_its_try_overs
     end = [e for e in summed.events if e.type == "grad_accumulated" and e.tensor == weight][-1]
     assert [f"{v:.3f}" for v in end.after.flat] == ["3.014", "-7.915", "-8.891"]
     assert all(abs(a - 4 * b) < 1e-5 for a, b in zip(end.after.flat, whole, strict=True))
-    assert "ends at [3.014, -7.915, -8.891], 4 times the batch of 8's gradient" in lesson.try_next
+    # Try it reopens at the lesson's step 32, past the shorter walk's end: the end card shows it
+    shorter = stepper_timeline(summed)
+    assert len(shorter) == 30 and len(timeline) == 34  # four DivBackward0 fewer
+    assert (lesson.step or 0) >= len(shorter) - 1 and shorter[-1][0] == "end"
+    assert "model.weight.grad ends at [[3.014, -7.915, -8.891]], 4 times the batch of 8's gradient" in (
+        lesson.try_next
+    )

@@ -8,7 +8,7 @@ X = torch.linspace(1.0, 4.5, 8)
 X = X.reshape(8, 1)
 y = 3 * X + 2
 model = nn.Linear(1, 1)
-# step: lr * m / (sqrt(v) + eps)
+# step: lr * m_hat / (sqrt(v_hat) + eps): m, v bias-corrected
 opt = torch.optim.Adam(
     model.parameters(), lr=0.1)
 
