@@ -16,6 +16,12 @@ const ALONG = [0.5, 0.38, 0.62, 0.27, 0.73, 0.17, 0.83];
 /** Then beside the edge, at these places along it, on either side. */
 const BESIDE = [0.5, 0.38, 0.62];
 const GAP = 2; // model px kept clear around a label
+/**
+ * Kept clear beside a label, across, as a fraction of its height: two labels side by side
+ * 4 px apart read as one ("‖·‖ 0.433[0.0138, −0.0138]" under a running AddmmBackward0 in
+ * presenter type); this keeps them about a space apart.
+ */
+const SIDE_GAP = 0.25;
 const CELL = 96; // grid cell of the obstacle index, model px
 
 interface Box {
@@ -196,7 +202,7 @@ export function placeEdgeLabels(cy: Core): void {
   const geometry = edges.map(geometryOf).filter(({ mid, from, to }) => [mid.x, mid.y, from.x, from.y, to.x, to.y].every(Number.isFinite));
   const margins = geometry.map((g) => {
     const { label, mid } = g;
-    const w = label.w / 2 + GAP;
+    const w = label.w / 2 + Math.max(GAP, SIDE_GAP * label.h);
     const h = label.h / 2 + GAP;
     const boxAt = (at: Point): Box => ({ x1: at.x - w, y1: at.y - h, x2: at.x + w, y2: at.y + h });
     let best = mid;

@@ -134,10 +134,32 @@ function withItsLeaf(el: CollectionReturnValue | SingularElementReturnValue): Co
   return el.union(leaf);
 }
 
+/** Within this many rendered px of a running node, the labels of the gradients it sends show with it. */
+const NEAR_LABELS = 120;
+
+/**
+ * The box (rendered px) that must show for element `el`: it and its leaf ({@link withItsLeaf}),
+ * and for a node the stepper runs, the labels near it of the gradients it sends now, where
+ * they fit in the pane with it. A step opened at 1024 x 768 in presenter type left the
+ * running AddmmBackward0 at the pane's bottom edge, its gradients' numbers cut off under it.
+ */
+function mustShow(cy: Core, el: CollectionReturnValue | SingularElementReturnValue): Box {
+  const own = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = { x1: own.x1, x2: own.x2, y1: own.y1, y2: own.y2 };
+  el.filter("node").outgoers("edge.flowing").forEach((e) => {
+    const b = e.renderedBoundingBox({ includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false });
+    const near = b.w > 0 && b.h > 0 && b.x2 > own.x1 - NEAR_LABELS && b.x1 < own.x2 + NEAR_LABELS && b.y1 < own.y2 + NEAR_LABELS && b.y2 > own.y1 - NEAR_LABELS;
+    if (!near) return;
+    const grown = { x1: Math.min(box.x1, b.x1), x2: Math.max(box.x2, b.x2), y1: Math.min(box.y1, b.y1), y2: Math.max(box.y2, b.y2) };
+    if (grown.x2 - grown.x1 <= cy.width() - 48 && grown.y2 - grown.y1 <= cy.height() - 48) Object.assign(box, grown);
+  });
+  return box;
+}
+
 /** Pan the least distance that brings element `el` wholly into view. */
 function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnValue, covers: readonly Box[] = []): void {
   if (!el.nonempty()) return;
-  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = mustShow(cy, el);
   const { dx, dy } = leastPan(box, cy, 24);
   const moved = { x1: box.x1 + dx, x2: box.x2 + dx, y1: box.y1 + dy, y2: box.y2 + dy };
   const by = clearOf(moved, covers, { width: cy.width(), height: cy.height() }, { x: dx, y: dy });
@@ -154,7 +176,7 @@ function nudgeInto(cy: Core, el: CollectionReturnValue | SingularElementReturnVa
  */
 export function revealPan(cy: Core, el: SingularElementReturnValue): { x: number; y: number } | null {
   // the running node's highlight ring is part of what must show
-  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = mustShow(cy, el);
   const { dx, dy } = leastPan(box, cy, 0);
   if (!dx && !dy) return null;
   return { x: leastPan(box, cy, 24).dx, y: dy ? cy.height() / 2 - (box.y1 + box.y2) / 2 : 0 };
@@ -177,7 +199,7 @@ export function panView(cy: Core, by: { x: number; y: number }, instant = false)
 export function revealElement(cy: Core, el: SingularElementReturnValue, instant: boolean, covers: readonly Box[] = []): boolean {
   cy.stop(true);
   const pan = revealPan(cy, el) ?? { x: 0, y: 0 };
-  const box = withItsLeaf(el).renderedBoundingBox({ includeLabels: false, includeOverlays: true });
+  const box = mustShow(cy, el);
   const by = clearOf({ x1: box.x1 + pan.x, x2: box.x2 + pan.x, y1: box.y1 + pan.y, y2: box.y2 + pan.y }, covers, { width: cy.width(), height: cy.height() }, pan);
   if (!by.x && !by.y) return false;
   panView(cy, by, instant);
