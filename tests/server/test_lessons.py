@@ -299,11 +299,11 @@ def test_each_lesson_opens_where_its_idea_shows(lesson: Lesson) -> None:
                 == "0.28 0.039 1.4e-08"
             )
             shrink = [first[f"fc{i + 1}.weight"] / first[f"fc{i}.weight"] for i in range(2, 10)]
-            assert all(5.5 < r < 8.5 for r in shrink), shrink  # "about 6 to 8 times less down to fc2"
-            # "then fc1 about 3 times less again"
+            assert all(5.5 < r < 8.5 for r in shrink), shrink  # "6 to 8 times less"
+            # "(fc1: 3)"
             assert round(first["fc2.weight"] / first["fc1.weight"]) == 3
             assert round(first["fc10.weight"] / first["fc1.weight"] / 1e6) == 20  # "20 million"
-            # "at every one of the 30 steps ... at least 1.8 million times under fc10's"
+            # "at each of the 30 steps ... at least 1.8 million times under fc10's"
             assert round(min(n["fc10.weight"] / n["fc1.weight"] for n in norms) / 1e5) == 18
             losses = [s.loss for s in steps]  # "wanders between 0.67 and 0.76"
             assert (round(min(losses), 2), round(max(losses), 2)) == (0.67, 0.76)
