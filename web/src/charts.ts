@@ -30,6 +30,8 @@ import type { TraceModel } from "./trace-model";
 export class ChartsView {
   private data: ChartData;
   private readonly charts = new Map<string, Chart>();
+  /** The last press on a chart was a finger's: a tap reads, a second on the step opens it. */
+  private touched = false;
   /** Empty tables standing in for charts only the compared run has, by chart id. */
   private readonly standIns = new Map<string, Table>();
   private readonly grid: HTMLElement;
@@ -450,12 +452,13 @@ export class ChartsView {
       parts.push(single && si <= own ? value(si) : `${name} ${value(si)}`);
     }
     let hint = "";
-    if (table.id === "calls") hint = this.data.detailCalls.has(x) ? "● recorded in full: click to open this backward() call" : "loss only";
+    const press = this.touched ? "tap again" : "click";
+    if (table.id === "calls") hint = this.data.detailCalls.has(x) ? `● recorded in full: ${press} to open this backward() call` : "loss only";
     else if (table.kind === "steps") {
       const ownPick = picks.find((si) => si <= own);
       const opt = table.series[(ownPick ?? 1) - 1]?.optimizer;
       const ev = opt ? this.data.step(opt, x) : undefined;
-      if (ev) hint = ev.detail ? "● recorded in full: click to open" : "metrics only";
+      if (ev) hint = ev.detail ? `● recorded in full: ${press} to open` : "metrics only";
     }
     writeReadout(chart, parts.join(" · "), hint);
     chart.card.dataset.hover = String(x);
@@ -464,6 +467,11 @@ export class ChartsView {
   private bindClicks(chart: Chart, u: uPlot): void {
     if (chart.table.kind === "time") return;
     let down: [number, number] | null = null;
+    // A finger reads a point with its first tap and opens it with a second on the same step:
+    // a tap to read a metrics-only step had put a note above the chart, and the next tap,
+    // aimed at the chart moved down, pressed "Record step 20 in full" (hunt 64, touch).
+    let tapped: number | null = null;
+    u.over.addEventListener("pointerdown", (ev) => (this.touched = ev.pointerType === "touch"));
     u.over.addEventListener("mousedown", (ev) => (down = [ev.clientX, ev.clientY]));
     // A press and release in place is a click (uPlot's drag-to-zoom sometimes eats "click").
     u.over.addEventListener("mouseup", (ev) => {
@@ -471,7 +479,15 @@ export class ChartsView {
       down = null;
       if (moved || ev.button !== 0) return;
       const idx = u.cursor.idx;
-      if (idx !== null && idx !== undefined) this.openAt(chart, u, idx);
+      if (idx === null || idx === undefined) return;
+      const first = this.touched && tapped !== idx;
+      tapped = this.touched ? idx : null;
+      if (first) {
+        this.readout(chart, u); // its words say "tap again to open"
+        return;
+      }
+      tapped = null;
+      this.openAt(chart, u, idx);
     });
     bindStepKeys(chart, u, (idx) => this.openAt(chart, u, idx));
   }
