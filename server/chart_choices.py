@@ -34,6 +34,7 @@ __all__ = [
     "MAX_HIDE_LENGTH",
     "MAX_ID_LENGTH",
     "NORMS",
+    "SELECTION_PATTERN",
     "Y_SCALES",
     "CallChoice",
     "Norms",
@@ -48,6 +49,8 @@ YScale = Literal["auto", "linear", "log"]
 # the run's default (web/src/graph-calls.ts defaultCall). CALL_CHOICE is it for validation.
 CallChoice = int | Literal["all"]
 CALL_CHOICE = Annotated[int, Field(ge=1, le=10_000_000)] | Literal["all"]
+#: ``sel``: the node (``n12``) or tensor (``t3``) picked, as the app's links write it
+SELECTION_PATTERN = r"^[nt]\d{1,9}$"
 Norms = Literal["together", "per-parameter"]
 Y_SCALES: tuple[str, ...] = get_args(YScale)
 NORMS: tuple[str, ...] = get_args(Norms)

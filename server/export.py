@@ -26,6 +26,7 @@ from typing import Any, Literal
 from .chart_choices import (
     COMPARE_PATTERN,
     HIDE_IDS_TEXT,
+    SELECTION_PATTERN,
     Y_SCALES,
     CallChoice,
     YScale,
@@ -133,8 +134,6 @@ def _parse_trace(trace_json: str | bytes, what: str | None = None) -> tuple[str,
 
 
 THEMES = ("light", "dark")
-SELECTION_PATTERN = r"^[nt]\d{1,9}$"
-#: ``sel``: the node (``n12``) or tensor (``t3``) picked, as the app's links write it
 SELECTION = re.compile(SELECTION_PATTERN)
 
 

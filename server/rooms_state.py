@@ -14,6 +14,7 @@ from .chart_choices import (
     HIDE_PATTERN,
     MAX_HIDDEN,
     MAX_HIDE_LENGTH,
+    SELECTION_PATTERN,
     Norms,
     YScale,
 )
@@ -59,6 +60,12 @@ class RoomState(StrictRequest):
         description="the backward() call whose graph alone is drawn, counted from 1; all: every call's; "
         "null: the run's default (its first call where a loop's calls copy one big graph, else every call's)",
     )
+    sel: str | None = Field(
+        default=None,
+        pattern=SELECTION_PATTERN,
+        description="the node (n12) or tensor (t3) the presenter picked, as the app's links write it; "
+        "null: none",
+    )
     allow_viewer_runs: bool = Field(default=False, description="viewers may run their own code")
     lesson: str | None = Field(
         default=None, max_length=64, pattern=_ID_PATTERN, description="the lesson the presenter opened"
@@ -84,7 +91,7 @@ class RoomState(StrictRequest):
 class RoomStatePatch(RoomState):
     """Some of :class:`RoomState`: the fields given replace the room's, the rest stay.
 
-    ``run_id``, ``step``, ``op``, ``call``, ``lesson`` and ``compare`` may be ``null`` (nothing shown,
+    ``run_id``, ``step``, ``op``, ``call``, ``sel``, ``lesson`` and ``compare`` may be ``null`` (nothing shown,
     the run's default graph); the others
     (``hide`` among them: ``""`` hides no chart) may be left out but not set to ``null``.
     """

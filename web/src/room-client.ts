@@ -21,6 +21,8 @@ export interface RoomState {
   hide?: string;
   /** The backward() call whose graph alone is drawn, counted from 1 as links count them; "all": every call's; null: the run's default (absent from an older server). */
   call?: number | "all" | null;
+  /** The node (`n12`) or tensor (`t3`) the presenter picked, as links write it; null: none (absent from an older server). */
+  sel?: string | null;
 }
 
 export interface StateFrame {

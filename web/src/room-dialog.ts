@@ -5,6 +5,7 @@ import type { App } from "./app";
 import { h } from "./dom";
 import type { LessonsGallery } from "./lessons";
 import { normalizeCode, presenterKeys, RoomApi, type SavedRoom, spacedCode } from "./room-client";
+import { callNumber, chartChoiceWords, selectionText } from "./url-state";
 
 /** How long Start a room waits for the server before it says so and lets the teacher try again. */
 const ROOM_START_TIMEOUT_MS = 20_000;
@@ -124,7 +125,18 @@ export class ClassroomDialog {
   private async start(): Promise<void> {
     const app = this.app;
     const s = app.store.state;
-    const state = { source: app.editor.source, run_id: app.runId, view: s.view, step: s.step, op: s.op, lesson: this.lessons.current?.id ?? null };
+    // everything a link to this view carries: the graph's call, the pick, the charts' choices
+    const state = {
+      source: app.editor.source,
+      run_id: app.runId,
+      view: s.view,
+      step: s.step,
+      op: s.op,
+      lesson: this.lessons.current?.id ?? null,
+      call: callNumber(s.graphCall),
+      sel: selectionText(s.selection),
+      ...chartChoiceWords(s),
+    };
     this.startButton.disabled = true;
     this.startButton.textContent = "Opening a room…";
     this.error.hidden = true;

@@ -21,7 +21,7 @@ import {
 } from "./room-client";
 import { VIEWS, type ViewName, type ViewState } from "./store";
 import { presenterOn, setPresenter } from "./theme";
-import { callIndex, callNumber, chartChoicesChanged, chartChoiceWords, parseChartChoices, urlFor } from "./url-state";
+import { callIndex, callNumber, chartChoicesChanged, chartChoiceWords, parseChartChoices, selectionOf, selectionText, urlFor } from "./url-state";
 
 // The server takes frames up to 64 KiB; a larger change (a long source) goes over HTTP.
 const FRAME_LIMIT = 60_000;
@@ -186,6 +186,7 @@ export class RoomMode {
       if (changed.has("view") || changed.has("step") || changed.has("op")) this.push({ view: state.view, step: state.step, op: state.op });
       if (chartChoicesChanged(changed)) this.push(chartChoiceWords(state));
       if (changed.has("graphCall")) this.push({ call: callNumber(state.graphCall) });
+      if (changed.has("selection")) this.push({ sel: selectionText(state.selection) });
     });
     onEditorChange(app, () => {
       clearTimeout(this.typingTimer);
@@ -206,6 +207,7 @@ export class RoomMode {
       allow_viewer_runs: $<HTMLInputElement>(this.bar, "[data-gw=room-allow]").checked,
       lesson: this.lessons.current?.id ?? null,
       call: callNumber(s.graphCall),
+      sel: selectionText(s.selection),
       ...chartChoiceWords(s),
     };
   }
@@ -365,6 +367,8 @@ export class RoomMode {
     const clear: Partial<ViewState> = {};
     if (state.step === null) clear.step = null;
     if (state.op === null) clear.op = null;
+    // the node or tensor the presenter picked: the inspector and the graph's ring show it
+    if (state.sel !== undefined) clear.selection = selectionOf(state.sel);
     app.store.set(clear);
     // the presenter's y scale, norms, compared run and hidden charts, as a link would carry them
     const { yscale, perParam, compare, hide } = parseChartChoices(state.yscale, state.norms, state.compare, state.hide);

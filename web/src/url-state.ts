@@ -142,13 +142,24 @@ export function writeCall(q: URLSearchParams, choice: GraphCall): void {
 
 /** The node or tensor `sel` names (`n12`: node 12, `t3`: tensor 3); null for none or anything else. */
 export function readSelection(q: URLSearchParams): Selection | null {
-  const m = /^([nt])(\d+)$/.exec(q.get("sel") ?? "");
+  return selectionOf(q.get("sel"));
+}
+
+/** The selection a `sel` names (`n12`: node 12, `t3`: tensor 3); null for none or another text. */
+export function selectionOf(text: string | null | undefined): Selection | null {
+  const m = /^([nt])(\d+)$/.exec(text ?? "");
   return m ? { kind: m[1] === "n" ? "node" : "tensor", id: Number(m[2]) } : null;
+}
+
+/** `selection` as a `sel` writes it (`n12`, `t3`); null for none. */
+export function selectionText(selection: Selection | null): string | null {
+  return selection ? `${selection.kind === "node" ? "n" : "t"}${selection.id}` : null;
 }
 
 /** Write `selection` as `sel` (`n12`, `t3`); none for null. */
 export function writeSelection(q: URLSearchParams, selection: Selection | null): void {
-  if (selection) q.set("sel", `${selection.kind === "node" ? "n" : "t"}${selection.id}`);
+  const text = selectionText(selection);
+  if (text) q.set("sel", text);
   else q.delete("sel");
 }
 
