@@ -1,7 +1,8 @@
 // The graph's tooltips: hovering a leaf or a parameter reads its `.grad` whole (a vector its
 // label shortens to a norm, `‖·‖ 0.00451`, or a tensor too big to print by its shape and
 // norm), at the step the stepper is on or, outside the stepper, as the run left it.
-import type { Core, NodeSingular } from "cytoscape";
+import type { Core, EventObject, NodeSingular } from "cytoscape";
+import { h } from "./dom";
 import { type GNode, tensorNodeLabel } from "./graph-build";
 import type { StepEntry, TraceModel } from "./trace-model";
 import type { TensorValue } from "./types/events";
@@ -57,4 +58,41 @@ export function bindNodeTips(cy: Core, container: HTMLElement, tipOf: (node: GNo
     container.title = tipOf((ev.target as NodeSingular).data() as GNode) || own;
   });
   cy.on("mouseout", "node", () => (container.title = own));
+  bindTapTips(cy, container, tipOf);
+}
+
+/** Whether `ev` came from a finger (a phone's tap has no hover, so no tooltip). */
+function byFinger(ev: Event | undefined): boolean {
+  if (!ev) return false;
+  if (typeof TouchEvent !== "undefined" && ev instanceof TouchEvent) return true;
+  return typeof PointerEvent !== "undefined" && ev instanceof PointerEvent && ev.pointerType === "touch";
+}
+
+/**
+ * A finger's tap on a leaf or a parameter shows its tip in a bubble under the node, moving
+ * with it, until the next tap: a learner on a phone could not read a parameter's `.grad` at
+ * the step (its label shortens it to a norm, and the tooltip needs a hover).
+ */
+function bindTapTips(cy: Core, container: HTMLElement, tipOf: (node: GNode) => string): void {
+  const pane = container.parentElement;
+  if (!pane) return;
+  // one bubble a pane: a graph drawn anew (a new Cytoscape) uses the one there
+  const bubble = pane.querySelector<HTMLElement>(".gw-graph-tip") ?? pane.appendChild(h("div", { class: "gw-graph-tip", role: "status", hidden: true, data: { gw: "graph-tip" } }));
+  bubble.hidden = true;
+  let shown: NodeSingular | null = null;
+  const place = () => {
+    if (!shown || shown.removed()) return void (bubble.hidden = true);
+    const p = shown.renderedPosition();
+    bubble.style.left = `${p.x}px`;
+    bubble.style.top = `${p.y + shown.renderedOuterHeight() / 2 + 6}px`;
+  };
+  cy.on("tap", (ev: EventObject) => {
+    const node = ev.target !== cy && (ev.target as NodeSingular).isNode?.() ? (ev.target as NodeSingular) : null;
+    const text = node && byFinger(ev.originalEvent) ? tipOf(node.data() as GNode) : "";
+    shown = text ? node : null;
+    bubble.textContent = text;
+    bubble.hidden = !text;
+    place();
+  });
+  cy.on("viewport", place);
 }
