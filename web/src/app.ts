@@ -72,6 +72,8 @@ export class App {
   private stream: RunStream | null = null;
   private readonly url = new UrlSync();
   private pending: UrlState | null = null;
+  /** The pending URL loads another run: what it does not name (op, pick, call) is cleared, not kept from the last run. */
+  private pendingNewRun = false;
   /** When the run being followed was started from the stepper: the walk up to its step. */
   private stepAfterRun: string[] | null = null;
   /** Where runAndOpen() opens its run once it has finished (null: as stepAfterRun says). */
@@ -465,7 +467,8 @@ export class App {
     if (wanted.hide) choices.hide = wanted.hide;
     this.store.set(choices);
     this.pending = wanted;
-    if (wanted.run && wanted.run !== this.runId) await this.load(wanted.run);
+    this.pendingNewRun = !!wanted.run && wanted.run !== this.runId;
+    if (this.pendingNewRun) await this.load(wanted.run!);
     await this.applyPending();
   }
 
@@ -484,9 +487,12 @@ export class App {
     // a link past the run's end opens its last step, and says so (a mistyped or stale link)
     const pastEnd = want.step === null ? null : stepPastEndNotice(want.step, m.timeline.length);
     if (pastEnd) this.output.say(pastEnd);
-    if (want.op !== null) patch.op = want.op;
-    if (want.selection) patch.selection = want.selection;
-    if (want.call !== null) patch.graphCall = want.call;
+    // another run: the last one's tape position, pick and call go (a tape row clicked in one
+    // lesson left the next one's graph empty at "op 2 of 10", in a room for the whole class)
+    const fresh = this.pendingNewRun;
+    if (want.op !== null || fresh) patch.op = want.op;
+    if (want.selection || fresh) patch.selection = want.selection;
+    if (want.call !== null || fresh) patch.graphCall = want.call;
     this.callToCheck = typeof want.call === "number" ? want.call : null;
     if (want.call !== null && want.step === null && (want.view ?? this.store.state.view) === "stepper" && m.timeline.length) patch.step = openingStep(m, want.call);
     this.store.set(patch);
