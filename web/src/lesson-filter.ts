@@ -62,6 +62,17 @@ export class LessonFilter {
     });
     this.found = h("p", { class: "gw-lessons-found", role: "status" });
     this.row = h("div", { class: "gw-lessons-find-row" }, this.input, this.found);
+    // A letter typed on a tile goes to the search box: the gallery opens on the current
+    // lesson's tile, and "chain rule" typed there opened the tile's lesson at the space
+    // (the box was a Shift+Tab per tile away).
+    list.addEventListener("keydown", (ev) => {
+      const onTile = (ev.target as Element | null)?.closest(".gw-lesson-tile");
+      if (!onTile || ev.key.length !== 1 || ev.key === " " || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      ev.preventDefault();
+      this.input.focus();
+      this.input.value += ev.key;
+      this.apply();
+    });
   }
 
   /** Show only the tiles whose lesson matches the box's words (call after drawing the list). */
