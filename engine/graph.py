@@ -154,7 +154,8 @@ class GraphRecorder:
                             type="limit",
                             what="nodes",
                             cap=rec.limits.max_nodes,
-                            message=f"graph nodes past {rec.limits.max_nodes} are counted, not recorded",
+                            message=f"the first {rec.limits.max_nodes:,} graph nodes were recorded; "
+                            "those after them are counted, not recorded",
                         )
                     )
                 self.dropped += 1

@@ -79,8 +79,10 @@ class OpRecorder:
                         "type": "limit",
                         "what": "ops",
                         "cap": self._max_ops,
-                        # their graph nodes go too (counted in run_finished's dropped_nodes)
-                        "message": f"ops past {self._max_ops} are counted, not recorded, nor the graph nodes they make",
+                        # their graph nodes go too (counted in run_finished's dropped_nodes);
+                        # shown after "limit: ops" (it read "limit: ops ops past 50 ...")
+                        "message": f"the first {self._max_ops:,} ops were recorded; those after them, "
+                        "and the graph nodes they make, are counted, not recorded",
                     }
                 )
             rec.dropped_ops += 1

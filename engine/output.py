@@ -101,6 +101,7 @@ class CapturedOutput:
         self._left = max_bytes
         self._cap = max_bytes
         self._dropped = 0
+        self._dropped_said = False
         self._saved: tuple[Any, Any] | None = None
         self.stdout = _stream(self, "stdout")
         self.stderr = _stream(self, "stderr")
@@ -111,21 +112,33 @@ class CapturedOutput:
             # error: the snippet's frames only, as _show_warning leaves them
             text = _forward_trace_of_snippet(text, self._filename)
         if self._left <= 0:
+            # said once, with the first text dropped: output that had filled the cap exactly
+            # dropped the rest without a word (a print loop "ended" at its 8,457th line)
+            self._say_dropped()
             self._dropped += len(text)
             return
-        if len(text) > self._left:
+        cut = len(text) > self._left
+        if cut:
             text = text[: self._left]
-            self._rec.emit(
-                dict(
-                    type="limit",
-                    what="output",
-                    cap=self._cap,
-                    # shown after "limit: output" (it read "limit: output output past 256000 ...")
-                    message=f"the first {self._cap:,} characters were kept; what the run printed after them was dropped",
-                )
-            )
         self._left -= len(text)
+        if cut:
+            self._say_dropped()
         self._rec.emit(dict(type="output", stream=stream, text=text))
+
+    def _say_dropped(self) -> None:
+        """Say, once, that output past the cap is dropped (a ``limit`` event)."""
+        if self._dropped_said:
+            return
+        self._dropped_said = True
+        self._rec.emit(
+            dict(
+                type="limit",
+                what="output",
+                cap=self._cap,
+                # shown after "limit: output" (it read "limit: output output past 256000 ...")
+                message=f"the first {self._cap:,} characters were kept; what the run printed after them was dropped",
+            )
+        )
 
     def _show_message(self, msg: warnings.WarningMessage) -> None:
         """Hand on a warning Python is about to show or record, placed where it belongs.

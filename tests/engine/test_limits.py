@@ -56,10 +56,12 @@ def test_nodes_made_by_ops_past_the_op_cap_are_counted() -> None:
     assert capped.dropped_nodes == whole.nodes - len(q.events_of(trace, "node"))
     assert capped.dropped_ops == 302 - 50
     assert [e.what for e in q.events_of(trace, "limit")] == ["ops"]  # no cap on nodes was hit
-    # what it says names the nodes it dropped too (it said only ops: hunt 63)
+    # what it says names the nodes it dropped too (it said only ops: hunt 63), in words that
+    # read after the app's "limit: ops" (it read "limit: ops ops past 50 ...": hunt 64)
     assert (
         q.events_of(trace, "limit")[0].message
-        == "ops past 50 are counted, not recorded, nor the graph nodes they make"
+        == "the first 50 ops were recorded; those after them, and the graph nodes they make, "
+        "are counted, not recorded"
     )
 
 
@@ -92,6 +94,16 @@ def test_output_is_capped() -> None:
         limit.message == "the first 5,000 characters were kept; what the run printed after them was dropped"
     )
     assert trace.events[-1].status == "ok"
+
+
+def test_output_that_fills_the_cap_exactly_still_says_the_rest_was_dropped() -> None:
+    # 50 lines of 100 characters fill 5,000 exactly: the 51st and after were dropped without
+    # a word, the run "finished" with its output cut (hunt 64)
+    trace = record("for i in range(200):\n    print('x' * 99)\n", limits=Limits(max_output_bytes=5000))
+    assert q.stdout(trace) == ("x" * 99 + "\n") * 50
+    limits = [e for e in trace.events if e.type == "limit" and e.what == "output"]
+    assert len(limits) == 1
+    assert limits[0].message.startswith("the first 5,000 characters were kept")
 
 
 def test_a_gradient_and_its_transpose_keep_their_own_shapes_and_equal_statistics() -> None:
