@@ -129,8 +129,11 @@ class Recorder:
             if seq < self._open_cap or (closing and seq < self.limits.max_events):
                 event["seq"] = seq
                 event["t"] = time.perf_counter() - self.t0
-                self.seq = seq + 1
+                # numbered once handed on: a sink that raised (a RecursionError near the stack's
+                # limit, writing an op of a runaway recursion) had left a gap in the numbers,
+                # and the pool killed the run as an invalid stream, the RecursionError unsaid
                 self._sink(event)
+                self.seq = seq + 1
                 return
             if self.dropped_events == 0 and not closing:
                 self._send(
@@ -154,8 +157,8 @@ class Recorder:
         # under emit's lock: its one caller
         event["seq"] = self.seq
         event["t"] = time.perf_counter() - self.t0
-        self.seq += 1
         self._sink(event)
+        self.seq += 1
 
     def counts(self) -> dict[str, int]:
         """Exact totals so far (the ``counts`` of ``run_finished``, which it includes)."""

@@ -172,6 +172,14 @@ CASES = [
         _error("RecursionError", "maximum recursion depth"),
     ),
     Hostile(
+        # a recursion through tensor ops: the op hit the limit while its event was written,
+        # the numbers skipped one and the pool killed the run as an invalid stream (hunt 64)
+        "recursion_bomb_through_tensor_ops",
+        "import torch\nx = torch.ones(2, requires_grad=True)\ndef f(x):\n    return f(x * 2)\nf(x)\n",
+        "error",
+        _error("RecursionError", "maximum recursion depth"),
+    ),
+    Hostile(
         "os_system",
         "import os\nprint(os.system('touch /tmp/pwned; echo hi'))\nprint(os.path.exists('/tmp/pwned'))\n",
         "ok",
