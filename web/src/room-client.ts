@@ -188,12 +188,27 @@ export class RoomSocket {
   private ws: WebSocket | null = null;
   private attempts = 0;
   private done = false;
+  private retry = 0;
 
   constructor(
     private readonly url: () => string,
     private readonly handlers: SocketHandlers,
   ) {
     this.connect();
+    // The browser knows it is offline before the socket does (a lost Wi-Fi leaves it open for
+    // a minute): a viewer 50 s offline read "● live · Following the presenter" on a stale
+    // step. Offline, it says so and drops the socket; online, it connects again at once.
+    window.addEventListener("offline", () => {
+      if (this.done) return;
+      this.handlers.onStatus("reconnecting", "this device is offline");
+      this.ws?.close();
+    });
+    window.addEventListener("online", () => {
+      if (this.done || this.open || this.ws?.readyState === WebSocket.CONNECTING) return;
+      window.clearTimeout(this.retry);
+      this.attempts = 0;
+      this.connect();
+    });
   }
 
   get open(): boolean {
@@ -238,8 +253,8 @@ export class RoomSocket {
       }
       const delay = ev.code === 1013 ? 0 : Math.min(5000, 250 * 2 ** this.attempts) + Math.random() * 250;
       this.attempts += 1;
-      this.handlers.onStatus("reconnecting", ev.reason || undefined);
-      window.setTimeout(() => {
+      this.handlers.onStatus("reconnecting", ev.reason || (navigator.onLine ? undefined : "this device is offline"));
+      this.retry = window.setTimeout(() => {
         if (!this.done) this.connect();
       }, delay);
     };
