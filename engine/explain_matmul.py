@@ -217,7 +217,15 @@ def _size_fix(op: str, a: _Operand, b: _Operand, infix: bool, code: str) -> str:
         fixed = _call(op, named, b, infix, code) if which is a else _call(op, a, named, infix, code)
         if untransposed is not None:
             return f"{untransposed} itself has shape {flipped.shape}, which fits: leave out the transpose, {fixed}."
-        return f"If {which.name} holds its sizes the other way round, transpose it: {fixed}."
+        said = f"If {which.name} holds its sizes the other way round, transpose it: {fixed}"
+        if which is a and len(a.shape) == 2 and len(b.shape) == 2 and b.name:
+            # x @ W with W built wrong: x.T @ W runs, and mixes x's samples (hunt 64)
+            rows, cols = a.shape
+            return (
+                f"{said}; if {a.name} is right ({rows} rows of {cols}), {b.name} needs {cols} rows: "
+                f"make it of shape ({cols}, {b.shape[1]}) where it is made."
+            )
+        return f"{said}."
     look = "Change the size that is off where its tensor gets it"
     if len(a.shape) == 1 and len(b.shape) == 1 and a.shape != b.shape:
         outer = f"torch.outer({a.name}, {b.name})" if a.name and b.name else "torch.outer"

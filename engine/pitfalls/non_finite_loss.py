@@ -16,7 +16,8 @@ def non_finite_before_updates(where: str, what: str) -> tuple[str, str]:
         "number, a division by zero, or exp() of a large number (inf); in backward, an op whose slope "
         "is infinite where it ran, such as sqrt() at 0. Every gradient computed from a NaN or Inf is "
         "NaN or Inf too.",
-        "Find the first op whose output holds nan or inf (the tape shows each op's value) and keep its "
+        "Find the first op whose output holds nan or inf (click its node in the graph: the inspector "
+        "shows its output and the gradients it passed on) and keep its "
         "input in range: clamp before log or sqrt (x.clamp_min(1e-8)), add a small epsilon to "
         "denominators, or use a numerically stable form (F.log_softmax, "
         "F.binary_cross_entropy_with_logits).",

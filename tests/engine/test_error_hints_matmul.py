@@ -96,6 +96,14 @@ PRODUCTS = {
         "W = torch.randn(3, 4)\nv = torch.randn(4)\ny = v @ W\n",
         ["v @ W needs v's length (4) to equal W's first size (3)", "transpose it: v @ W.T"],
     ),
+    "data @ weights made the wrong shape": (
+        "x = torch.randn(4, 3)\nW = torch.randn(4, 2, requires_grad=True)\nh = x @ W\n",
+        [
+            "x @ W needs x's last size (3) to equal W's first size (4)",
+            "transpose it: x.T @ W; if x is right (4 rows of 3), W needs 3 rows: make it of shape (3, 2) "
+            "where it is made.",
+        ],
+    ),
     "matrix @ matrix the wrong way round": (
         "a = torch.randn(3, 4)\nb = torch.randn(5, 4)\nc = a @ b\n",
         ["a @ b needs a's last size (4) to equal b's first size (5)", "transpose it: a @ b.T"],
