@@ -397,8 +397,9 @@ _PLAIN_HINTS = (
     ),
     (
         "expected target dtype to be Long",
-        "cross_entropy takes the targets as class indices, integers of dtype torch.long: pass "
-        "target.long() (or class probabilities, floats of the same shape as the input).",
+        "The loss takes its targets as class indices, integers of dtype torch.long: pass the "
+        "targets as .long() (cross_entropy also takes class probabilities, floats of the input's "
+        "shape; nll_loss takes indices only).",
     ),
     (
         # the same, in the words of older PyTorch (2.11), which other ops use too

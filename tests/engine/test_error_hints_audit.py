@@ -14,6 +14,13 @@ from tests.engine.snippets import fixed_runs, plain_error
 
 CASES = {
     # name: (snippet whose last line raises, exception type, phrases the hint must hold)
+    # it spoke of cross_entropy and offered probability targets, which nll_loss refuses (hunt 64)
+    "nll_loss given float class indices": (
+        "import torch, torch.nn.functional as F\nlogits = torch.randn(4, 3, requires_grad=True)\n"
+        "y = torch.tensor([0., 2., 1., 0.])\nloss = F.nll_loss(F.log_softmax(logits, 1), y)\n",
+        "RuntimeError",
+        ["class indices, integers of dtype torch.long", ".long()", "nll_loss takes indices only"],
+    ),
     "nn.Linear fed NumPy float64": (
         "import torch\nimport numpy as np\nlayer = torch.nn.Linear(3, 1)\n"
         "x = torch.from_numpy(np.ones((2, 3)))\ny = layer(x)\n",
