@@ -269,6 +269,13 @@ def _no_graph_in(given: str, code: str | None) -> str:
             "and autograd sees nothing NumPy does. Compute it with torch operations on the tensors "
             "(torch.sum(w ** 2), not np.sum(w.detach().numpy() ** 2)), so backward() can go back through them."
         )
+    if what != "This value" and what.isidentifier():
+        # "call loss.backward()" was the line that had just failed (hunt 64)
+        return (
+            f"{what} is a Python {given}, not a tensor: .item() (or float()) turned a tensor into a plain "
+            f"number, which keeps no graph. Keep the tensor in {what} and put the number in a name of its "
+            f"own ({what}_value = {what}.item(), to print or log), so {what}.backward() has a graph to go back through."
+        )
     return (
         f"{what} is a Python {given}, not a tensor: .item() (or float()) turned a tensor into a plain "
         "number, which keeps no graph. Call backward() on the tensor itself (loss.backward()), and "

@@ -317,7 +317,11 @@ CASES = {
     "backward of a number from .item()": (
         "import torch\nw = torch.randn(3, requires_grad=True)\nloss = (w ** 2).sum().item()\nloss.backward()\n",
         "AttributeError",
-        ["loss is a Python float, not a tensor", "use loss.item() only to print or log"],
+        # "call loss.backward()" was the line that had just failed: keep the tensor (hunt 64)
+        [
+            "loss is a Python float, not a tensor",
+            "Keep the tensor in loss and put the number in a name of its own (loss_value = loss.item()",
+        ],
     ),
     "backward of a NumPy loss": (
         "import torch\nimport numpy as np\nw = torch.randn(3, requires_grad=True)\n"
