@@ -735,7 +735,7 @@ EXPLAINED = {
     ),
     "float class targets": (
         "import torch, torch.nn.functional as F\nloss = F.cross_entropy(torch.randn(4, 3), torch.tensor([0.0, 1.0, 2.0, 1.0]))\n",
-        "target.long()",
+        "pass the targets as .long()",
     ),
     # PyTorch 2.11 words cross_entropy's error so; multi_margin_loss still does
     "float class targets, older words": (
