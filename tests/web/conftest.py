@@ -9,6 +9,7 @@ Screenshots of the main states go to ``test-artifacts/web/``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -133,6 +134,21 @@ def page(browser: Any, server: LiveServer, request: pytest.FixtureRequest) -> It
         context.close()
     if not getattr(request.node, "allow_console_errors", False):
         assert not problems, "the page logged errors:\n" + "\n".join(problems)
+
+
+@contextlib.contextmanager
+def phone_page(browser: Any, server: LiveServer, width: int = 390, height: int = 844) -> Iterator[Any]:
+    """A page on a phone: a touch screen ``width`` x ``height`` CSS px (an iPhone's 390 x 844
+    by default) at twice the pixels; its context closes after the ``with``."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
+    try:
+        page = context.new_page()
+        page.server = server
+        yield page
+    finally:
+        context.close()
 
 
 def stored_run(server: LiveServer, source: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, stored_run
+from .conftest import expect, phone_page, stored_run
 
 pytestmark = pytest.mark.browser
 
@@ -30,11 +30,7 @@ def _x_of_step(page: Any, step: int) -> tuple[float, float]:
 
 def test_a_tap_reads_a_step_and_a_second_tap_on_it_opens_it(browser: Any, server: Any) -> None:
     run = stored_run(server, EXAMPLE.read_text())
-    context = browser.new_context(
-        viewport={"width": 390, "height": 664}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
-    try:
-        page = context.new_page()
+    with phone_page(browser, server, 390, 664) as page:
         page.goto(f"{server.url}/?run={run}&view=charts")
         page.wait_for_function("() => window.gradwalk?.model?.isFinished")
         loss = page.locator("[data-chart=loss]")
@@ -54,8 +50,6 @@ def test_a_tap_reads_a_step_and_a_second_tap_on_it_opens_it(browser: Any, server
         page.touchscreen.tap(x, y)
         page.wait_for_function("() => window.gradwalk.store.state.view === 'stepper'")
         assert page.evaluate("() => window.gradwalk.runId") == run  # no run started
-    finally:
-        context.close()
 
 
 def test_a_mouse_click_on_a_step_recorded_in_full_opens_it_at_once(page: Any) -> None:

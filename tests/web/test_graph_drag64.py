@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, open_app, run_example, wait_graph
+from .conftest import expect, open_app, phone_page, run_example, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -57,12 +57,7 @@ def test_a_mouse_drag_begun_on_a_module_box_pans_the_graph(page: Any) -> None:
 
 
 def test_a_finger_swipe_on_a_phone_pans_the_graph(browser: Any, server: Any) -> None:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
-    try:
-        page = context.new_page()
-        page.server = server
+    with phone_page(browser, server, 390, 844) as page:
         open_app(page)
         run_example(page, "clean_training")
         page.locator(".gw-graph-stage").scroll_into_view_if_needed()
@@ -70,7 +65,7 @@ def test_a_finger_swipe_on_a_phone_pans_the_graph(browser: Any, server: Any) -> 
         at = page.evaluate(ON_A_NODE)
         assert at["on"], "the swipe starts on the module's box"
         before = page.evaluate(PLACES)
-        cdp = context.new_cdp_session(page)
+        cdp = page.context.new_cdp_session(page)
 
         def touch(kind: str, x: float, y: float) -> None:
             points = [] if kind == "touchEnd" else [{"x": x, "y": y}]
@@ -83,5 +78,3 @@ def test_a_finger_swipe_on_a_phone_pans_the_graph(browser: Any, server: Any) -> 
         page.wait_for_timeout(200)
         _moved_the_view_not_the_nodes(page, before, (-48, -24))
         expect(page.locator(".gw-graph")).to_be_visible()
-    finally:
-        context.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, stored_run, wait_graph
+from .conftest import expect, phone_page, stored_run, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -27,11 +27,7 @@ A_PARAMETER = """() => {
 
 def test_a_tap_on_a_parameter_shows_its_grad_at_the_step(browser: Any, server: Any) -> None:
     run = stored_run(server, EXAMPLE.read_text())
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
-    try:
-        page = context.new_page()
+    with phone_page(browser, server, 390, 844) as page:
         page.goto(f"{server.url}/?run={run}&view=stepper&step=3")
         page.wait_for_function("() => window.gradwalk?.model?.isFinished")
         wait_graph(page)
@@ -48,8 +44,6 @@ def test_a_tap_on_a_parameter_shows_its_grad_at_the_step(browser: Any, server: A
         box = page.locator(".gw-graph-stage").bounding_box()
         page.touchscreen.tap(box["x"] + 8, box["y"] + 8)
         expect(tip).to_be_hidden()
-    finally:
-        context.close()
 
 
 def test_a_mouse_click_on_a_parameter_shows_no_bubble(page: Any) -> None:

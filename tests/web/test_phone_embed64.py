@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import expect, stored_run
+from .conftest import expect, phone_page, stored_run
 
 pytestmark = pytest.mark.browser
 
@@ -27,11 +27,7 @@ def test_a_phone_embed_shows_the_step_cards_rule_and_numbers(
     browser: Any, server: Any, width: int, height: int, shown: int
 ) -> None:
     run = stored_run(server, EXAMPLE.read_text())
-    context = browser.new_context(
-        viewport={"width": width, "height": height}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
-    try:
-        page = context.new_page()
+    with phone_page(browser, server, width, height) as page:
         page.goto(f"{server.url}/embed/{run}?view=stepper&step=3")
         expect(page.locator(".gw-viewer .gw-stepper .gw-position")).to_contain_text("step 4 of 39")
         page.wait_for_timeout(300)
@@ -41,5 +37,3 @@ def test_a_phone_embed_shows_the_step_cards_rule_and_numbers(
         assert got["card"] >= shown, got
         assert got["bottom"] <= height + 1, got
         expect(page.locator(".gw-viewer .gw-offscreen-cue:visible").first).to_be_visible()
-    finally:
-        context.close()

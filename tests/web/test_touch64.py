@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import NEXT, expect, shot, stored_run
+from .conftest import NEXT, expect, phone_page, shot, stored_run
 
 pytestmark = pytest.mark.browser
 
@@ -49,7 +49,10 @@ STEPPER_CONTROLS = {
     "step card's line link": ".gw-step-card .gw-line-link",
     "backward call tab": ".gw-call >> nth=0",
 }
-INSPECTOR_CONTROLS = {"inspector's line link": "[data-panel=inspector] .gw-line-link", "inspector's link": "[data-panel=inspector] .gw-ref >> nth=0"}
+INSPECTOR_CONTROLS = {
+    "inspector's line link": "[data-panel=inspector] .gw-line-link",
+    "inspector's link": "[data-panel=inspector] .gw-ref >> nth=0",
+}
 CHART_CONTROLS = {"chart ×": ".gw-chart-hide >> nth=0"}
 
 
@@ -62,19 +65,12 @@ def run(server: Any) -> str:
 @pytest.fixture
 def phone(browser: Any, server: Any) -> Iterator[Any]:
     """A phone (iPhone 13's size in portrait), touch only: a coarse pointer."""
-    context = browser.new_context(
-        viewport={"width": 390, "height": 664}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
-    page = context.new_page()
-    page.set_default_timeout(30_000)
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.server = server
-    try:
+    with phone_page(browser, server, 390, 664) as page:
+        page.set_default_timeout(30_000)
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
         yield page
-    finally:
-        context.close()
     assert not problems, problems
 
 
@@ -161,7 +157,7 @@ def test_line_link_on_a_phone_scrolls_its_line_into_view(phone: Any, run: str) -
         })""",
         inspector_link.element_handle(),
     )
-    assert 0 <= at["top"] and at["bottom"] <= at["height"], at
+    assert at["top"] >= 0 and at["bottom"] <= at["height"], at
 
 
 def test_last_fits_the_side_pane_at_320_px(phone: Any, run: str) -> None:
@@ -199,8 +195,10 @@ def test_a_viewer_who_steps_on_a_phone_keeps_follow_presenter_on_screen(
         phone.locator(NEXT).tap()
         expect(bar).to_have_attribute("data-following", "false")
         expect(phone.locator("[data-gw=room-where]")).to_contain_text("Exploring on your own")
-        box = bar.evaluate("(b) => { const r = b.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]; }")
-        assert 0 <= box[0] and box[1] <= box[2], f"the room bar is off the screen: {box}"
+        box = bar.evaluate(
+            "(b) => { const r = b.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]; }"
+        )
+        assert box[0] >= 0 and box[1] <= box[2], f"the room bar is off the screen: {box}"
         follow = phone.locator("[data-gw=room-follow]")
         expect(follow).to_be_in_viewport()
         assert phone.evaluate("scrollY") > 600  # still where the viewer was, at the stepper

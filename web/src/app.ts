@@ -11,13 +11,14 @@ import { GraphView } from "./graph";
 import { openingStep } from "./graph-calls";
 import { bindHeaderMenu } from "./header-menu";
 import { InspectorView } from "./inspector";
-import { callMissingNotice, stepPastEndNotice } from "./link-notices";
+import { PendingCallNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
-import { RunControls } from "./run-controls";
+import { explainRunFailure, RunControls } from "./run-controls";
 import { bindShareButtons, copyText } from "./share";
 import { ShortcutsDialog } from "./shortcuts";
+import { sameWalk, walkTo } from "./step-position";
 import { StepperView } from "./stepper";
 import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState } from "./store";
 import { TapeView } from "./tape";
@@ -54,8 +55,7 @@ export class App {
   runId: string | null = null;
   /** How many runs ▶ Run started on this page (a lesson's run, fetched meanwhile, is not shown over one). */
   runsStarted = 0;
-  /** A link's `call`, checked against the run once it has finished. */
-  private callToCheck: number | null = null;
+  private readonly linkCall = new PendingCallNotice();
   /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
   private runRequests = 0;
   readonly editor: Editor;
@@ -201,26 +201,7 @@ export class App {
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.controls.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
-      this.explainFailure(err, () => void this.run(limits));
-    }
-  }
-
-  /** Say why a run did not start; `retry` runs again (once a token is given for a server that wants one). */
-  private explainFailure(err: unknown, retry: () => void): void {
-    if (err instanceof ApiError && err.status === 429) {
-      const wait = err.retryAfter ? ` in ${err.retryAfter} s` : " in a moment";
-      this.output.say(`The server is busy: try again${wait}. (${err.message})`, "error");
-    } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-      // in a learner's words, not the header the server names ("send 'Authorization: Bearer
-      // TOKEN'"); the token given runs the code at once (▶ Run had to be pressed again)
-      const refused = this.api.token !== null;
-      this.output.say(refused ? "The server did not take that access token: press ▶ Run to give it again." : "This server runs code only with its access token (whoever started the server has it): press ▶ Run to give it.", "error");
-      const token = window.prompt(refused ? "That token was not accepted. Access token for this gradwalk server" : "Access token for this gradwalk server")?.trim();
-      if (!token) return;
-      this.api.token = token;
-      retry();
-    } else {
-      this.output.say(`Could not start the run: ${(err as Error).message}`, "error");
+      explainRunFailure(err, this.api, (text) => this.output.say(text, "error"), () => void this.run(limits));
     }
   }
 
@@ -333,7 +314,7 @@ export class App {
   private setModel(model: TraceModel, runId: string | null): void {
     this.model = model;
     this.runId = runId;
-    this.callToCheck = null; // a link's call is its own run's (applyPending sets it after)
+    this.linkCall.want(null); // a link's call is its own run's (applyPending sets it after)
     this.stepAfterRun = null; // follow() sets it again for the run it follows
     this.openAfterRun = null;
     this.graph.setModel(model);
@@ -493,7 +474,7 @@ export class App {
     if (want.op !== null || fresh) patch.op = want.op;
     if (want.selection || fresh) patch.selection = want.selection;
     if (want.call !== null || fresh) patch.graphCall = want.call;
-    this.callToCheck = typeof want.call === "number" ? want.call : null;
+    this.linkCall.want(want.call);
     if (want.call !== null && want.step === null && (want.view ?? this.store.state.view) === "stepper" && m.timeline.length) patch.step = openingStep(m, want.call);
     this.store.set(patch);
     this.checkCall();
@@ -501,22 +482,11 @@ export class App {
 
   /** A link's `call` the run did not record in full (the graph draws its default): say so once the run has finished. */
   private checkCall(): void {
-    if (this.callToCheck === null || !this.model.isFinished) return;
-    const missing = callMissingNotice(this.callToCheck, this.model);
-    this.callToCheck = null;
+    const missing = this.linkCall.take(this.model);
     if (missing) this.output.say(missing);
   }
 
   private async copyLink(button: HTMLButtonElement): Promise<void> {
     await copyText(button, location.href, "Link copied: it opens this run at this view and step.", "Copy this link", (m) => this.output.say(m));
   }
-}
-
-/** What the backward walk of `model` runs up to `step`: node names, and the ends of calls. */
-function walkTo(model: TraceModel, step: number): string[] {
-  return model.timeline.slice(0, step + 1).map((e) => (e.exec ? (model.node(e.exec.node)?.name ?? "?") : "end"));
-}
-
-function sameWalk(a: string[], b: string[]): boolean {
-  return a.length === b.length && a.every((name, i) => name === b[i]);
 }

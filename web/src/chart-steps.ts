@@ -137,6 +137,39 @@ export class StepOpener {
 }
 
 /**
+ * Bind the presses on a chart's plot (`over`) that open the step under the cursor (`at`):
+ * a mouse's click in place opens it (`open`); a finger's first tap reads it (`read`, whose
+ * words then say "tap again to open") and a second on the same step opens it. A tap to read
+ * a metrics-only step had put a note above the chart, and the next tap, aimed at the chart
+ * moved down, pressed "Record step 20 in full" (hunt 64, touch). `touched` is told whether
+ * each press was a finger's.
+ */
+export function bindStepPresses(over: HTMLElement, at: () => number | null | undefined, open: (idx: number) => void, read: () => void, touched: (finger: boolean) => void): void {
+  let down: [number, number] | null = null;
+  let finger = false;
+  let tapped: number | null = null;
+  over.addEventListener("pointerdown", (ev) => {
+    finger = ev.pointerType === "touch";
+    touched(finger);
+  });
+  over.addEventListener("mousedown", (ev) => (down = [ev.clientX, ev.clientY]));
+  // A press and release in place is a click (uPlot's drag-to-zoom sometimes eats "click").
+  over.addEventListener("mouseup", (ev) => {
+    const moved = !down || Math.hypot(ev.clientX - down[0], ev.clientY - down[1]) > 4;
+    down = null;
+    const idx = at();
+    if (moved || ev.button !== 0 || idx === null || idx === undefined) return;
+    if (finger && tapped !== idx) {
+      tapped = idx;
+      read();
+      return;
+    }
+    tapped = null;
+    open(idx);
+  });
+}
+
+/**
  * Ascending numbers as a note writes them: a run of three or more as a range (`1–10`), the
  * first eight items and `…` past that (`1–3, 100, 200, 300, …`).
  */

@@ -20,7 +20,7 @@ import { ChartHiding } from "./chart-hiding";
 import { fittedPlotHeight, PLOT_MIN } from "./chart-fit";
 import { bindStepKeys } from "./chart-keys";
 import { type ChartSnapshot, chartSnapshot } from "./chart-snapshot";
-import { StepOpener } from "./chart-steps";
+import { bindStepPresses, StepOpener } from "./chart-steps";
 import { YAxisWidths } from "./chart-yaxes";
 import { ChartData, formatBytes, formatNumber, type SeriesInfo, Table } from "./charts-data";
 import { h, perFrame } from "./dom";
@@ -466,30 +466,9 @@ export class ChartsView {
 
   private bindClicks(chart: Chart, u: uPlot): void {
     if (chart.table.kind === "time") return;
-    let down: [number, number] | null = null;
-    // A finger reads a point with its first tap and opens it with a second on the same step:
-    // a tap to read a metrics-only step had put a note above the chart, and the next tap,
-    // aimed at the chart moved down, pressed "Record step 20 in full" (hunt 64, touch).
-    let tapped: number | null = null;
-    u.over.addEventListener("pointerdown", (ev) => (this.touched = ev.pointerType === "touch"));
-    u.over.addEventListener("mousedown", (ev) => (down = [ev.clientX, ev.clientY]));
-    // A press and release in place is a click (uPlot's drag-to-zoom sometimes eats "click").
-    u.over.addEventListener("mouseup", (ev) => {
-      const moved = !down || Math.hypot(ev.clientX - down[0], ev.clientY - down[1]) > 4;
-      down = null;
-      if (moved || ev.button !== 0) return;
-      const idx = u.cursor.idx;
-      if (idx === null || idx === undefined) return;
-      const first = this.touched && tapped !== idx;
-      tapped = this.touched ? idx : null;
-      if (first) {
-        this.readout(chart, u); // its words say "tap again to open"
-        return;
-      }
-      tapped = null;
-      this.openAt(chart, u, idx);
-    });
-    bindStepKeys(chart, u, (idx) => this.openAt(chart, u, idx));
+    const open = (idx: number) => this.openAt(chart, u, idx);
+    bindStepPresses(u.over, () => u.cursor.idx, open, () => this.readout(chart, u), (finger) => (this.touched = finger));
+    bindStepKeys(chart, u, open);
   }
 
   /** Open what the point at row `idx` of `chart` stands for: a step's backward walk, or a backward() call. */

@@ -32,3 +32,24 @@ export function callMissingNotice(asked: number, model: TraceModel): string | nu
   const first = full.every((index, i) => index === i) ? (full.length === 1 ? "call 1" : `calls 1 to ${full.length}`) : `${full.length} calls`;
   return `This link draws backward call ${asked + 1}, but this run recorded ${full.length ? first : "no call"} in full (the rest metrics-only): showing the graph it opens on.`;
 }
+
+/**
+ * A link's `call`, checked once its run has finished: the app and an embed say
+ * {@link callMissingNotice}'s words, once, where the run did not record that call in full.
+ */
+export class PendingCallNotice {
+  private call: number | null = null;
+
+  /** Check `call` (a call's index, "all" or null: nothing to check) against the run shown. */
+  want(call: number | "all" | null): void {
+    this.call = typeof call === "number" ? call : null;
+  }
+
+  /** The notice to say now, once (null: none, or the run still going). */
+  take(model: TraceModel): string | null {
+    if (this.call === null || !model.isFinished) return null;
+    const call = this.call;
+    this.call = null;
+    return callMissingNotice(call, model);
+  }
+}

@@ -2,6 +2,7 @@
 // finished, …), with the status also on the app's root (data-run) for the page's styles.
 // app.ts starts and stops the runs and says here where they are (setStatus); ▶ Run is off
 // while one starts or runs, and while runs are blocked (block: a room's viewer).
+import { type Api, ApiError } from "./api";
 import { $ } from "./dom";
 import { STATUS_WORDS } from "./output";
 
@@ -77,5 +78,26 @@ export class RunControls {
   private keepFocus(focused: Element | null): void {
     if (focused === this.runButton && this.runButton.disabled && !this.stopButton.disabled) this.stopButton.focus();
     else if (focused === this.stopButton && this.stopButton.disabled && !this.runButton.disabled) this.runButton.focus();
+  }
+}
+
+/**
+ * Say (with `say`) why a run did not start: the server busy (429), or wanting its access
+ * token (401/403), which is asked for at once and, given, runs the code again (`retry`; ▶ Run
+ * had to be pressed again), in a learner's words, not the header the server names.
+ */
+export function explainRunFailure(err: unknown, api: Api, say: (text: string) => void, retry: () => void): void {
+  if (err instanceof ApiError && err.status === 429) {
+    const wait = err.retryAfter ? ` in ${err.retryAfter} s` : " in a moment";
+    say(`The server is busy: try again${wait}. (${err.message})`);
+  } else if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+    const refused = api.token !== null;
+    say(refused ? "The server did not take that access token: press ▶ Run to give it again." : "This server runs code only with its access token (whoever started the server has it): press ▶ Run to give it.");
+    const token = window.prompt(refused ? "That token was not accepted. Access token for this gradwalk server" : "Access token for this gradwalk server")?.trim();
+    if (!token) return;
+    api.token = token;
+    retry();
+  } else {
+    say(`Could not start the run: ${(err as Error).message}`);
   }
 }

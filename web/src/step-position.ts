@@ -8,6 +8,7 @@
 // speed select), the position takes a row of its own under them (data-row, stepper.css), in
 // full words where they fit there. A text that wraps even so wraps, as before.
 import { h } from "./dom";
+import type { TraceModel } from "./trace-model";
 
 /** Where a step is: its number in the walk, and its call's where the run called backward() more than once. */
 export interface StepPlace {
@@ -110,4 +111,14 @@ export class StepPosition {
     const line = Number.parseFloat(style.lineHeight) || Number.parseFloat(style.fontSize) * 1.2;
     return this.el.getBoundingClientRect().height > line * 1.5;
   }
+}
+
+/** What the backward walk of `model` runs up to `step`: node names, and the ends of calls. */
+export function walkTo(model: TraceModel, step: number): string[] {
+  return model.timeline.slice(0, step + 1).map((e) => (e.exec ? (model.node(e.exec.node)?.name ?? "?") : "end"));
+}
+
+/** Whether two walks ({@link walkTo}) ran the same nodes in the same order. */
+export function sameWalk(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((name, i) => name === b[i]);
 }

@@ -14,7 +14,7 @@ import { GraphView } from "./graph";
 import { openingStep } from "./graph-calls";
 import { leastPan, panView } from "./graph-viewport";
 import { InspectorView } from "./inspector";
-import { callMissingNotice, stepPastEndNotice } from "./link-notices";
+import { PendingCallNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
 import { PitfallMarks } from "./pitfalls";
 import { StepperView } from "./stepper";
@@ -112,7 +112,7 @@ export class Viewer {
   private readonly notice: HTMLElement;
   private readonly noticeText: HTMLElement;
   private pendingStep: number | null;
-  private callChecked = false;
+  private readonly linkCall = new PendingCallNotice();
   private unsubscribe: () => void = () => {};
 
   constructor(
@@ -209,6 +209,7 @@ export class Viewer {
     document.addEventListener("keydown", (ev) => this.onGraphKey(ev));
 
     this.pendingStep = this.options.step;
+    this.linkCall.want(this.options.call);
     this.bindModel();
     this.show(this.options.view ?? (this.model.timeline.length || this.options.step !== null ? "stepper" : "tape"));
     this.applyPendingStep();
@@ -338,10 +339,7 @@ export class Viewer {
 
   /** A link's `call` the run did not record in full (the graph draws the run's default): say so, once the run has finished. */
   private checkCall(): void {
-    const call = this.options.call;
-    if (this.callChecked || typeof call !== "number" || !this.model.isFinished) return;
-    this.callChecked = true;
-    const missing = callMissingNotice(call, this.model);
+    const missing = this.linkCall.take(this.model);
     if (missing) this.say(missing);
   }
 
