@@ -60,6 +60,7 @@ from .explain_targets import cross_entropy_hint, spatial_target_hint
 from .explain_tools import tools_hint
 from .explain_train_steps import leaf_view_write_hint, train_step_hint
 from .explain_transforms import transform_hint
+from .explain_undefined import undefined_name_hint
 from .explain_values import module_class_hint, returned_pair_hint, value_kind_hint
 from .explain_vmap_args import vmap_argument_hint
 from .memory import saved_by
@@ -201,6 +202,8 @@ def explain_error(
                 f"{_INPLACE_HINT} Which node saved it and which line changed it show when this "
                 f"iteration (after {when}, recorded metrics-only) is recorded in full."
             )
+    if isinstance(exc, NameError):
+        return undefined_name_hint(exc, rec.source_lines, line, frame)
     code = _code_at(rec, line, 200)
     called = (
         spatial_target_hint(text, rec, frame)

@@ -155,7 +155,7 @@ def _run(
                 exc_type=type(exc).__name__,
                 message=msg,
                 line=line,
-                traceback=f"line {line}: {msg}" if line is not None else f"{type(exc).__name__}: {msg}",
+                traceback=_compile_error_text(exc, msg, line),
                 hint=None,
             ),
             closing=True,
@@ -277,6 +277,15 @@ def _hints_can_read(message: str) -> bool:
     if len(message) <= _MAX_EXPLAINED:
         return True
     return len(message) <= _MAX_READ and max(map(len, _RUNS.findall(message)), default=0) <= _LONG_RUN
+
+
+def _compile_error_text(exc: BaseException, msg: str, line: int | None) -> str:
+    """What Python prints for a snippet that does not compile: for a ``SyntaxError``, its
+    line with a caret under where it went wrong."""
+    if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME and exc.text is not None:
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        return writable(text.replace(SNIPPET_FILENAME, "snippet.py")[-8000:])
+    return f"line {line}: {msg}" if line is not None else f"{type(exc).__name__}: {msg}"
 
 
 def _emit_error(rec: Recorder, exc: BaseException) -> None:

@@ -174,3 +174,30 @@ def test_an_error_whose_code_was_replaced_before_it_was_shown_is_dropped_quietly
     page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     page.wait_for_timeout(200)
     expect(page.locator(".cm-gw-error-widget")).to_have_count(0)
+
+
+def _run_graphless(page: Any, source: str) -> None:
+    """Run ``source``, which fails before any op, and wait until its error is shown."""
+    before = page.evaluate("() => window.gradwalk.runId")
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", source)
+    page.click("[data-gw=run]")
+    page.wait_for_function("(first) => window.gradwalk.runId && window.gradwalk.runId !== first", arg=before)
+    page.wait_for_selector("[data-gw=status][data-state=error]", timeout=60_000)
+
+
+def test_a_snippet_that_does_not_compile_shows_its_line_with_a_caret_and_a_misspelt_name_its_match(
+    page: Any,
+) -> None:
+    open_app(page)
+    _run_graphless(page, "import torch\nx = torch.ones(3)\nif x.sum() > 2\n    print(x)\n")
+    notice = page.locator(".gw-notice-error")
+    # Python's own report, open: the line, and a caret under where the ':' is missing
+    expect(notice.locator("details pre")).to_be_visible()
+    expect(notice.locator("details pre")).to_have_text(
+        "  File \"snippet.py\", line 3\n    if x.sum() > 2\n                  ^\nSyntaxError: expected ':'\n"
+    )
+    _run_graphless(page, "import torch\nlenght = 3\nx = torch.ones(length)\n")
+    expect(notice.locator(".gw-hint")).to_have_text(
+        "Did you mean 'lenght' (line 2)? 'length' is not defined anywhere the code at this line can see."
+    )
+    expect(notice.locator("details pre")).not_to_be_visible()  # a run-time traceback stays folded

@@ -18,6 +18,9 @@ export const STATUS_WORDS: Record<RunFinishedEvent["status"], string> = {
   limit: "limit reached",
 };
 
+/** The errors of a snippet that does not compile, whose traceback shows where, with a caret. */
+const COMPILE_ERRORS = new Set(["SyntaxError", "IndentationError", "TabError"]);
+
 export class OutputView {
   private readonly status: HTMLElement;
   private readonly notices: HTMLElement;
@@ -101,7 +104,8 @@ export class OutputView {
               : ev.metrics_only_calls != null
                 ? this.metricsOnlyNote("backward() call", ev.metrics_only_calls)
                 : null,
-            ev.traceback ? h("details", {}, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
+            // a snippet that does not compile: Python's report, its line with a caret, is the point
+            ev.traceback ? h("details", { open: COMPILE_ERRORS.has(ev.exc_type) }, h("summary", { text: "traceback" }), h("pre", { text: ev.traceback })) : null,
           ),
         );
         break;
