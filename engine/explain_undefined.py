@@ -17,6 +17,7 @@ from types import FrameType, ModuleType
 
 import torch
 
+from .explain_syntax import cell_label_hint
 from .source import SNIPPET_FILENAME, visible_names
 
 __all__ = ["undefined_name_hint"]
@@ -76,7 +77,7 @@ def undefined_name_hint(
         or _not_imported(name)
         or _misspelt(name, source_lines, frame)
         or _without_module(name, frame)
-        or _notebook_only(name)
+        or _notebook_only(name, source_lines[line - 1] if 0 < line <= len(source_lines) else "")
     )
 
 
@@ -158,10 +159,13 @@ def _without_module(name: str, frame: FrameType | None) -> str | None:
     return None
 
 
-def _notebook_only(name: str) -> str | None:
-    """``name`` is one a Jupyter notebook gives its cells."""
+def _notebook_only(name: str, code: str) -> str | None:
+    """``name`` is one a Jupyter notebook gives its cells (``code``: the line that read it)."""
     if name not in _NOTEBOOK:
         return None
+    label = cell_label_hint(code)
+    if label:
+        return label
     return (
         f"'{name}' is Jupyter's own, which a script does not have: gradwalk runs plain Python (use print())."
     )

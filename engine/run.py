@@ -26,6 +26,7 @@ import torch
 
 from . import api
 from .events import Limits, RunStatus, Trace, event_adapter, trace_adapter
+from .explain_syntax import syntax_hint
 from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
@@ -156,7 +157,7 @@ def _run(
                 message=msg,
                 line=line,
                 traceback=_compile_error_text(exc, msg, line),
-                hint=None,
+                hint=syntax_hint(exc, source.split("\n")) if isinstance(exc, SyntaxError) else None,
             ),
             closing=True,
         )

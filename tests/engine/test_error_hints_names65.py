@@ -92,6 +92,12 @@ CASES = {
         ["'Linear' is PyTorch's `nn.Linear`", "from torch.nn import Linear"],
         [("layer = Linear", "layer = nn.Linear")],
     ),
+    "a notebook's cell label read as a name": (
+        "In [1]: x = 1\nIn [2]: print(x)\n",
+        1,
+        ["The line starts with `In [1]:`, a notebook's cell label"],
+        [("In [1]: ", ""), ("In [2]: ", "")],
+    ),
     "a notebook's display": (
         T + "display(torch.ones(2))\n",
         2,
