@@ -73,16 +73,18 @@ def compile_with_loop_ends(source: str, run: int) -> tuple[CodeType, dict[ScopeK
     Raises ``SyntaxError`` as ``compile`` does. Code the wrapping would not compile (blocks
     nested past Python's limit, an expression too deep to walk), and a snippet that names
     ``__import__`` (which the wrappers call), are compiled as written, with no loop wrapped.
-    Compiled here, so it inherits run.py's ``__future__`` flags as before.
+    Compiled with ``dont_inherit=True``: this module's own ``from __future__ import
+    annotations`` must not reach the snippet (its annotations would all be strings, as
+    ``python file.py`` leaves them only where the snippet says so itself).
     """
     if "__import__" in source:
-        return compile(source, SNIPPET_FILENAME, "exec"), {}
+        return compile(source, SNIPPET_FILENAME, "exec", dont_inherit=True), {}
     tree = ast.parse(source, SNIPPET_FILENAME)
     try:
         loops = _LoopWrapper(run).wrap(tree)
-        return compile(tree, SNIPPET_FILENAME, "exec"), loops
+        return compile(tree, SNIPPET_FILENAME, "exec", dont_inherit=True), loops
     except (SyntaxError, RecursionError, MemoryError, ValueError):
-        return compile(source, SNIPPET_FILENAME, "exec"), {}
+        return compile(source, SNIPPET_FILENAME, "exec", dont_inherit=True), {}
 
 
 def _imported(dotted: str) -> ast.expr:

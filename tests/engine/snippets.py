@@ -63,7 +63,7 @@ def plain_grads(source: str, names: list[str]) -> dict[str, Any]:
     scope: dict[str, Any] = {"__name__": "__main__"}
     torch.manual_seed(0)
     with _settings_kept():
-        exec(compile(source, "plain.py", "exec"), scope)
+        exec(compile(source, "plain.py", "exec", dont_inherit=True), scope)
     return {name: eval(name, scope).grad.reshape(-1).tolist() for name in names}
 
 
@@ -92,7 +92,7 @@ def _settings_kept() -> Iterator[None]:
 def _run_as_main(source: str, filename: str) -> None:
     """Run ``source`` as ``python script.py`` does: its globals are the ``__main__`` module's."""
     with as_main() as scope:
-        exec(compile(source, filename, "exec"), scope)
+        exec(compile(source, filename, "exec", dont_inherit=True), scope)
 
 
 @contextlib.contextmanager
@@ -131,7 +131,7 @@ def run_plain(
         torch.manual_seed(seed)
     with contextlib.redirect_stdout(out), _settings_kept():
         try:
-            exec(compile(source, "plain.py", "exec"), scope)
+            exec(compile(source, "plain.py", "exec", dont_inherit=True), scope)
         except Exception as exc:  # the snippet's own error, whatever it is
             line = None
             tb = exc.__traceback__
