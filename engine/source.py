@@ -28,6 +28,7 @@ __all__ = [
     "assigned_name",
     "bound_name",
     "bound_to",
+    "caller_name",
     "find_name",
     "frame_scopes",
     "is_a",
@@ -211,8 +212,10 @@ def bound_name(obj: Any, frame: FrameType | None) -> tuple[str | None, bool]:
 # as `f(x)` named x `t`, so the app showed `t.grad` and x never appeared. A name an outer
 # frame binds is the one the snippet knows the object by, so it wins: the module level's
 # first, then the outermost function's (`main()` calling `train(model)`). The search is
-# done when a local name is found for a leaf (parameters and inputs, few) and for a module
-# called outside any other, never per op; what keeps a local name is renamed at the end of
+# done when a local name is found for a leaf (parameters and inputs, few), for a tensor
+# that is a function's argument (`nll(pred, yb)`'s `input`: each iteration of a loop read
+# `input` until the end of the run renamed the last one) and for a module called outside
+# any other, never per op; what keeps a local name is renamed at the end of
 # the run if the module level still binds it (Recorder.finish).
 
 
@@ -226,6 +229,18 @@ def outer_name(obj: Any, frame: FrameType) -> str | None:
         name = name_in(obj, scope)
         if name is not None:
             return name
+    return None
+
+
+def caller_name(obj: Any, local: str | None, frame: FrameType, leaf: bool) -> str | None:
+    """The name a scope outside ``frame`` binds ``obj`` to (:func:`outer_name`), looked for
+    where ``obj`` is a ``leaf`` or ``local`` is one of the arguments of the function ``frame``
+    runs: a tensor met first as ``def nll(input, target)``'s ``input`` was made outside,
+    where the caller may have a name for it (``pred``, in each iteration of a training loop:
+    NOTE [Outer names win]). ``None`` otherwise."""
+    code = frame.f_code
+    if leaf or (local is not None and local in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]):
+        return outer_name(obj, frame)
     return None
 
 

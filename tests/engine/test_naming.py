@@ -490,3 +490,26 @@ def test_a_leafs_grad_and_data_read_as_such_where_no_variable_holds_them() -> No
     detach = next(e for e in q.events_of(trace, "op") if e.line == 16 and e.name == "detach")
     assert detach.outputs[0] not in q.tensor_names(trace)
     assert q.final_grads(trace)["w"] == plain_grads(MANUAL_SGD, ["w"])["w"]
+
+
+def test_a_loops_tensor_given_to_a_function_is_named_by_the_loop_in_every_iteration() -> None:
+    # "What is torch.nn really?": every recorded iteration's pred read `input`, nll's
+    # parameter, and `xb @ weights + bias` read `x`, log_softmax's; only the last iteration's,
+    # still bound at the end, was renamed (hunt 65, tutorials)
+    source = """
+import torch
+w = torch.randn(3, 2, requires_grad=True)
+def log_softmax(x):
+    return x - x.exp().sum(-1).log().unsqueeze(-1)
+def nll(input, target):
+    return -input[range(target.shape[0]), target].mean()
+for i in range(3):
+    xb = torch.randn(4, 3)
+    logits = xb @ w
+    pred = log_softmax(logits)
+    loss = nll(pred, torch.tensor([0, 1, 1, 0]))
+    loss.backward()
+"""
+    names = list(q.tensor_names(record(source)).values())
+    assert names.count("pred") == 3 and names.count("logits") == 3, names
+    assert "input" not in names and "x" not in names, names
