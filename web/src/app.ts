@@ -10,6 +10,7 @@ import { ExamplesMenu } from "./examples-menu";
 import { GraphView } from "./graph";
 import { openingStep } from "./graph-calls";
 import { bindHeaderMenu } from "./header-menu";
+import { followHistory } from "./history-nav";
 import { InspectorView } from "./inspector";
 import { PendingCallNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
@@ -143,11 +144,7 @@ export class App {
     });
 
     store.subscribe((state, changed) => this.onStore(state, changed));
-    window.addEventListener("popstate", () => {
-      // a history entry without the charts' choices had the defaults
-      const { yscale, perParam, hide, ...rest } = readUrl();
-      void this.applyUrl({ ...rest, yscale: yscale ?? "auto", perParam: perParam ?? false, hide: hide ?? [] });
-    });
+    followHistory(this.url, (wanted) => this.applyUrl(wanted), () => this.runId);
     this.controls.setStatus("idle");
     this.onStore(store.state, new Set(["view"]));
     this.bindModel();

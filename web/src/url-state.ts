@@ -191,12 +191,22 @@ export function urlFor(run: string | null, state: ViewState, path = location.pat
   return `${path}?${q.toString()}`;
 }
 
-/** Mirror the state into the address bar: a new run pushes history, the rest replaces it. */
+/**
+ * Mirror the state into the address bar: a new run pushes history, the rest replaces it.
+ * Back and Forward (navigate, then arrived) push nothing: the run they load replaces its
+ * own entry, so the entries after it stay for Forward (a push there had cut them off, and
+ * Back had to be pressed twice).
+ */
 export class UrlSync {
   private timer = 0;
   private lastRun: string | null = null;
+  /** The run of the history entry Back or Forward went to, until it is shown (undefined: none). */
+  private goingTo: string | null | undefined = undefined;
+  private navigations = 0;
 
   write(run: string | null, state: ViewState): void {
+    // the run left behind, still shown while the one gone back to loads: its entry is not this one
+    if (this.goingTo !== undefined && run !== this.goingTo) return;
     clearTimeout(this.timer);
     const url = urlFor(run, state);
     if (run !== this.lastRun && this.lastRun !== null) {
@@ -208,5 +218,20 @@ export class UrlSync {
     this.timer = window.setTimeout(() => {
       if (`${location.pathname}${location.search}` !== url) history.replaceState(null, "", url);
     }, 120);
+  }
+
+  /** Back or Forward went to an entry of run `run`: until arrived(), writes replace that entry. Returns the ticket arrived() takes. */
+  navigate(run: string | null): number {
+    clearTimeout(this.timer); // a write of the entry left must not land on this one
+    this.goingTo = run;
+    this.lastRun = run;
+    return ++this.navigations;
+  }
+
+  /** The navigation `ticket` is over, run `shown` on screen (another, where the entry's run could not be loaded). */
+  arrived(ticket: number, shown: string | null): void {
+    if (ticket !== this.navigations) return; // Back pressed again meanwhile: that one goes on
+    this.goingTo = undefined;
+    this.lastRun = shown;
   }
 }
