@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
-from .conftest import open_app, run_source, wait_graph
+from .conftest import expect, open_app, run_source, wait_graph
 
 pytestmark = pytest.mark.browser
 
@@ -58,3 +59,49 @@ def test_back_and_forward_walk_the_runs_one_press_an_entry(page: Any) -> None:
     shown(page, b)
     page.go_back()
     shown(page, a)
+
+
+LONG_RUN = "import time\nfor i in range(300):\n    print(i, flush=True)\n    time.sleep(0.1)\n"
+
+
+def server_status(page: Any, run: str) -> str:
+    with httpx.Client(base_url=page.server.url, timeout=30) as client:
+        return str(client.get(f"/api/runs/{run}").raise_for_status().json()["status"])
+
+
+def test_back_during_a_long_run_stops_following_it_and_forward_brings_it_back_live(page: Any) -> None:
+    sockets: list[Any] = []
+    page.on("websocket", lambda ws: sockets.append(ws))
+    open_app(page)
+    run_source(page, SNIPPETS[0])
+    a = run_id(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", LONG_RUN)
+    page.click("[data-gw=run]")
+    expect(page.locator(".gw-stdout")).to_contain_text("3")
+    long_run = run_id(page)
+    page.wait_for_function("(id) => new URLSearchParams(location.search).get('run') === id", arg=long_run)
+
+    page.go_back()
+    shown(page, a)
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "ok")
+    expect(page.locator("[data-gw=stop]")).to_be_disabled()
+    # the run left goes on on the server, and this page no longer follows it: its socket had
+    # stayed open, and ■ Stop (on while the next run loads) would have cancelled it
+    page.wait_for_function("() => window.gradwalk.stream === null")
+    for ws in sockets:
+        if not ws.is_closed():
+            ws.wait_for_event("close", timeout=5_000)
+    assert server_status(page, long_run) == "running"
+
+    page.go_forward()
+    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=long_run)
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "running")
+    printed = len(page.locator(".gw-stdout").inner_text().split())
+    # still streaming: more lines come, and ■ Stop cancels this run
+    page.wait_for_function(
+        "(n) => document.querySelector('.gw-stdout').innerText.trim().split(/\\s+/).length > n + 5",
+        arg=printed,
+    )
+    page.click("[data-gw=stop]")
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
+    assert server_status(page, long_run) == "cancelled"

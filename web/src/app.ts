@@ -244,6 +244,11 @@ export class App {
     );
   }
 
+  private closeStream(): void {
+    this.stream?.close();
+    this.stream = null;
+  }
+
   stop(): void {
     if (this.stream) this.stream.cancel();
     else if (this.runId && !this.model.isFinished) void this.api.cancel(this.runId).catch(() => undefined);
@@ -258,7 +263,7 @@ export class App {
       trace = await this.api.trace(id);
     } catch (err) {
       if (ticket !== this.runRequests) return;
-      this.controls.setStatus("idle");
+      this.controls.setStatus(this.model.finished?.status ?? (this.stream ? "running" : "idle")); // the run shown stays
       this.output.say(err instanceof ApiError && err.status === 404 ? `No run ${id} on this server.` : `Could not load run ${id}: ${(err as Error).message}`, "error");
       return;
     }
@@ -268,6 +273,8 @@ export class App {
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
     this.examplesMenu.showSourceOf(trace.source);
+    // a run still going that Back left goes on on the server, unfollowed (■ Stop had cancelled it)
+    if (model.isFinished) this.closeStream();
     this.setModel(model, id);
     if (!model.isFinished) this.startStream(id);
   }
@@ -275,8 +282,7 @@ export class App {
   /** Show a whole trace (a file, an export, the benchmark) with no server run behind it. */
   loadTrace(trace: { source?: string; events: GradwalkEvent[] }): TraceModel {
     this.runRequests++;
-    this.stream?.close();
-    this.stream = null;
+    this.closeStream();
     const [before, beforeId] = [this.model, this.runId];
     const model = TraceModel.from(trace.events, trace.source);
     if (model.source) {
