@@ -72,7 +72,7 @@ def _numpy_function_of_graph(code: str | None, frame: FrameType | None) -> str |
     op = re.search(r"\bnp\.(\w+)\(", code or "")
     if op is None:
         return None
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code[op.end() :] if code else "")):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code[op.end() :] if code else "")):
         held = bound_to(name, frame)
         if isinstance(held, torch.Tensor) and held.requires_grad:
             fn = {"concatenate": "cat"}.get(op.group(1), op.group(1))
@@ -89,7 +89,7 @@ def _numpy_function_of_graph(code: str | None, frame: FrameType | None) -> str |
     return None
 
 
-_NUMPY_CONVERSION = re.compile(r"\bnp\.(?:array|asarray)\(\s*([A-Za-z_][\w.]*)\s*[,)]")
+_NUMPY_CONVERSION = re.compile(r"\bnp\.(?:array|asarray)\(\s*([^\W\d][\w.]*)\s*[,)]")
 
 
 def _bracketed_receiver(call: str, code: str | None) -> str | None:
@@ -124,7 +124,7 @@ def _no_grad_fn_hint(code: str | None, frame: FrameType | None, rec: Recorder, l
 def _non_leaf_parameter_hint(code: str | None, frame: FrameType | None) -> str:
     """An optimizer given a computed tensor: which of the line's names it is (from the
     snippet's frame) and how to make it a leaf."""
-    names = re.findall(r"[A-Za-z_]\w*", code or "")
+    names = re.findall(r"[^\W\d]\w*", code or "")
     scope = visible_names(frame)
     computed = next(
         (n for n in names if isinstance(scope.get(n), torch.Tensor) and not scope[n].is_leaf), None

@@ -89,7 +89,7 @@ _NO_FAN = "Fan in and fan out can not be computed for tensor with fewer than 2 d
 _NOT_PARAMETER = re.compile(
     r"^cannot assign '(torch\.(?:cuda\.)?(\w+)Tensor)' as parameter '(\w+)' \(torch\.nn\.Parameter or None expected\)$"
 )
-_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_DOTTED = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
 _NOT_CALLABLE = re.compile(r"^'(\w+)' object is not callable$")
 _OPTIM_DIR = os.path.dirname(torch.optim.__file__)
 _FLOATS = ("Float", "Double", "Half", "BFloat16", "ComplexFloat", "ComplexDouble")
@@ -209,7 +209,7 @@ def _closure_hint(opt: str, source_lines: list[str], frame: FrameType | None) ->
     """LBFGS stepped without the closure it needs, written with the snippet's loss."""
     if not is_a(bound_to(opt, frame), torch.optim.LBFGS):
         return None
-    backward = re.compile(r"^\s*([A-Za-z_]\w*)\.backward\(\s*\)\s*$")
+    backward = re.compile(r"^\s*([^\W\d]\w*)\.backward\(\s*\)\s*$")
     here = frame.f_lineno if frame is not None else len(source_lines)
     found = line_matching(source_lines, backward, range(here - 1, 0, -1))
     loss, made = "loss", "…"

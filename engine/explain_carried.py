@@ -27,7 +27,7 @@ from .source import indentation, is_a, quoted_code, visible_names
 __all__ = ["carried_graph_hint", "carried_through_step_hint"]
 
 _LOOP = re.compile(r"^(\s*)(?:for|while)\b.*:\s*$")
-_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w\s,()]*?)\s*(\+=|=(?!=))\s*(.+)$")
+_ASSIGN = re.compile(r"^\s*([^\W\d][\w\s,()]*?)\s*(\+=|=(?!=))\s*(.+)$")
 _CUTS = re.compile(r"\.(?:detach|item|tolist)\(|\bno_grad\(")
 
 

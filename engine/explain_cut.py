@@ -34,7 +34,7 @@ _NO_GRAD_BLOCK = re.compile(r"with\s+torch\.(?:no_grad|inference_mode)\(\)")
 # What cuts a value off its history, found on a line of code, and what to write instead.
 _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
-        re.compile(r"([A-Za-z_][\w.]*)\.data\b"),
+        re.compile(r"([^\W\d][\w.]*)\.data\b"),
         "{name}.data gives {name}'s values without their history; use {name} itself",
     ),
     (
@@ -62,16 +62,16 @@ _CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 # a line the recorder saw copy tensors off the graph matches as it is
 _ANYTHING = re.compile("")
 # `w = w - lr * w.grad`: a name bound to a value computed from itself (not `w -= ...`)
-_SELF_ASSIGNED = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$")
-_DEF = re.compile(r"(?:async\s+)?def\s+([A-Za-z_]\w*)")
+_SELF_ASSIGNED = re.compile(r"^([^\W\d]\w*)\s*=(?!=)\s*(.*)$")
+_DEF = re.compile(r"(?:async\s+)?def\s+([^\W\d]\w*)")
 _NO_GRAD_DECORATOR = re.compile(r"@torch\.(?:no_grad|inference_mode)\b")
 # `x.requires_grad_()`, `x.requires_grad = True`
 _TURNED_ON = re.compile(
-    r"^([A-Za-z_]\w*)\.requires_grad_\((?:True)?\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*True\b"
+    r"^([^\W\d]\w*)\.requires_grad_\((?:True)?\)|^([^\W\d]\w*)\.requires_grad\s*=\s*True\b"
 )
 # `x.requires_grad = False`, `x.requires_grad_(False)`
 _TURNED_OFF = re.compile(
-    r"^([A-Za-z_]\w*)\.requires_grad_\(\s*(?:requires_grad\s*=\s*)?False\s*\)|^([A-Za-z_]\w*)\.requires_grad\s*=\s*False\b"
+    r"^([^\W\d]\w*)\.requires_grad_\(\s*(?:requires_grad\s*=\s*)?False\s*\)|^([^\W\d]\w*)\.requires_grad\s*=\s*False\b"
 )
 _CREATE_GRAPH = re.compile(r"create_graph\s*=\s*True")
 # an assignment (not a comparison): `y = ...`, `y += ...`, `a, b = ...`
@@ -381,4 +381,4 @@ def _targets(code: str) -> list[str]:
         return []
     left = found.group(0)[:-1].rstrip("+-*/@%&|^ ")
     names = [t.strip(" ()[]") for t in left.split(",")]
-    return [t for t in names if re.fullmatch(r"[A-Za-z_]\w*", t)]
+    return [t for t in names if re.fullmatch(r"[^\W\d]\w*", t)]

@@ -19,7 +19,7 @@ from .source import is_a, visible_names, without_comment
 __all__ = ["discarded_conversion"]
 
 _CONVERSION = re.compile(
-    r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.(float|double|half|bfloat16|long|int|to|cuda|cpu|type)\((.*)\)$"
+    r"^([^\W\d]\w*(?:\.[^\W\d]\w*)*)\.(float|double|half|bfloat16|long|int|to|cuda|cpu|type)\((.*)\)$"
 )
 
 

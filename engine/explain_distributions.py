@@ -215,7 +215,7 @@ def _distribution_called(code: str | None) -> tuple[str, str] | None:
 
 
 def lookup(expr: str, frame: FrameType | None) -> Any:
-    if frame is None or not re.fullmatch(r"[A-Za-z_]\w*", expr):
+    if frame is None or not re.fullmatch(r"[^\W\d]\w*", expr):
         return None
     return frame.f_locals.get(expr, frame.f_globals.get(expr))
 

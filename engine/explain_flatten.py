@@ -19,7 +19,7 @@ from .source import without_comment
 
 __all__ = ["rows_made_by_view", "view_sized_wrong"]
 
-_VIEW_ROWS = re.compile(r"([A-Za-z_][\w.]*)\.(?:view|reshape)\(\s*-1\s*,\s*([\d\s*+()]+?)\s*\)")
+_VIEW_ROWS = re.compile(r"([^\W\d][\w.]*)\.(?:view|reshape)\(\s*-1\s*,\s*([\d\s*+()]+?)\s*\)")
 # what makes feature maps, which a view(-1, K) flattens after
 _FEATURE_MAPS = re.compile(r"Conv[123]d|conv[123]d|MaxPool|AvgPool|max_pool|avg_pool")
 _INVALID = re.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")

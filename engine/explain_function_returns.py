@@ -43,7 +43,7 @@ def _saved_tuple(code: str | None, frame: FrameType | None, source_lines: Sequen
     if frame is None or not code:
         return None
     scope = frame.f_locals
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code)):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code)):
         held = scope.get(name)
         if not (isinstance(held, tuple) and held and all(isinstance(t, torch.Tensor) for t in held)):
             continue

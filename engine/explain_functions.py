@@ -52,7 +52,7 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
     if saved:
         return _saved_non_tensor(int(saved.group(1)), saved.group(2), frame)
     if "Legacy autograd function with non-static forward method" in text:
-        made = re.search(r"([A-Za-z_]\w*)\(\)\(", code or "")
+        made = re.search(r"([^\W\d]\w*)\(\)\(", code or "")
         cls = made.group(1) if made else "MyFunction"
         return (
             f"A custom autograd.Function is applied through its class, never made into an object: write "
@@ -82,7 +82,7 @@ def custom_function_hint(text: str, code: str | None, frame: FrameType | None) -
 
 def _made_not_applied(text: str, code: str | None, frame: FrameType | None) -> str | None:
     """``Square(x)``: a Function object made of the inputs, then used as the output."""
-    for call in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\(([^()]*)\)", code or ""):
+    for call in re.finditer(r"(?<![\w.])([^\W\d]\w*)\(([^()]*)\)", code or ""):
         name, args = call.groups()
         if f"'{name}'" in text and _function_class(name, frame) is not None:
             return (
@@ -103,7 +103,7 @@ def _forward_called(code: str | None, frame: FrameType | None) -> str | None:
             return None
         caller, ctx = frame.f_back, "None" if given is None else f"a {type(given).__name__}"
         code = linecache.getline(caller.f_code.co_filename, caller.f_lineno)
-    called = re.search(r"(?<![\w.])([A-Za-z_]\w*)\.forward\(", code or "")
+    called = re.search(r"(?<![\w.])([^\W\d]\w*)\.forward\(", code or "")
     if caller is None or called is None or _function_class(called.group(1), caller) is None:
         return None
     name = called.group(1)
@@ -156,7 +156,7 @@ def _single_precision_on(code: str | None, frame: FrameType | None) -> bool:
         isinstance(t, torch.Tensor)
         and t.requires_grad
         and t.dtype in (torch.float32, torch.float16, torch.bfloat16)
-        for t in (scope.get(n) for n in re.findall(r"(?<![\w.])[A-Za-z_]\w*", code or ""))
+        for t in (scope.get(n) for n in re.findall(r"(?<![\w.])[^\W\d]\w*", code or ""))
     )
 
 

@@ -23,9 +23,9 @@ from .source import is_a, is_module, visible_names
 __all__ = ["GRAD_READ", "assigned_grad_hint", "none_grad_hint"]
 
 # `x.grad`, `model.fc.weight.grad` (not `.grad_fn`)
-GRAD_READ = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\b(?!_)")
+GRAD_READ = re.compile(r"(?<![\w.])([^\W\d]\w*(?:\.[^\W\d]\w*)*)\.grad\b(?!_)")
 # `w.grad = 0`: what is assigned to a .grad, and to which
-_GRAD_WRITE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.grad\s*=(?!=)\s*(.+)$")
+_GRAD_WRITE = re.compile(r"(?<![\w.])([^\W\d]\w*(?:\.[^\W\d]\w*)*)\.grad\s*=(?!=)\s*(.+)$")
 _ASSIGNED_KIND = re.compile(r"assigned grad expected to be a Tensor or None but got grad of type (\w+)")
 _ASSIGNED_SIZE = re.compile(
     r"attempting to assign a gradient of size '\[([\d, ]*)\]' to a tensor of size '\[([\d, ]*)\]'"
@@ -220,7 +220,7 @@ def functional_output_hint(text: str, code: str | None) -> str | None:
     if found is None:
         return _func_grad_output(text, code)
     api, kind = found.groups()
-    called = re.search(rf"\b{api}\(\s*([A-Za-z_]\w*)", code or "")
+    called = re.search(rf"\b{api}\(\s*([^\W\d]\w*)", code or "")
     f = called.group(1) if called else "the function"
     number = kind in ("float", "int", "bool", "complex") or kind.startswith("numpy.")
     why = (

@@ -260,7 +260,7 @@ def _past_end(
 
 def _loop_over(variable: str, frame: FrameType | None, lines: Sequence[str]) -> str | None:
     """The ``range(…)`` of the ``for`` loop around the failing line that sets ``variable``."""
-    if frame is None or not re.fullmatch(r"[A-Za-z_]\w*", variable) or not 0 < frame.f_lineno <= len(lines):
+    if frame is None or not re.fullmatch(r"[^\W\d]\w*", variable) or not 0 < frame.f_lineno <= len(lines):
         return None
     depth = indentation(lines[frame.f_lineno - 1])
     for at in range(frame.f_lineno - 1, 0, -1):

@@ -14,7 +14,7 @@ from .source import bound_to
 
 __all__ = ["inference_tensor_hint"]
 
-_NAMES = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_NAMES = re.compile(r"(?<![\w.])[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def inference_tensor_hint(

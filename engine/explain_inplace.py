@@ -151,7 +151,7 @@ def _stepped_since(rec: Recorder, alias: torch.Tensor, what: str, *, cause_only:
     )
 
 
-_ELEMENT_SET = re.compile(r"^([A-Za-z_]\w*)\[([^\]]*)\]\s*=(?!=)\s*(.+)$")
+_ELEMENT_SET = re.compile(r"^([^\W\d]\w*)\[([^\]]*)\]\s*=(?!=)\s*(.+)$")
 
 
 def element_set_on_leaf(code: str | None) -> str | None:
@@ -172,7 +172,7 @@ def element_set_on_leaf(code: str | None) -> str | None:
 
 # `emb.index_add_(0, idx, msg)`: an in-place write whose out-of-place twin builds a new tensor
 _INDEXED_WRITE = re.compile(
-    r"^([A-Za-z_]\w*)\.((?:index_add|index_copy|index_fill|index_put|scatter|scatter_add|scatter_reduce"
+    r"^([^\W\d]\w*)\.((?:index_add|index_copy|index_fill|index_put|scatter|scatter_add|scatter_reduce"
     r"|masked_fill|masked_scatter)_)\((.*)\)$"
 )
 
@@ -197,7 +197,7 @@ _MULTI_VIEW = re.compile(
 )
 _NO_GRAD_VIEW = "A view was created in no_grad mode and is being modified inplace with grad mode enabled"
 # what changes a tensor in place on a line: ``a += 1``, ``a.add_(1)``, ``xs[0].mul_(2)``
-_CHANGED = re.compile(r"^\s*([A-Za-z_]\w*(?:\[[^\]]*\])?)\s*(?:([-+*/])=|\.([a-z]\w*_)\()")
+_CHANGED = re.compile(r"^\s*([^\W\d]\w*(?:\[[^\]]*\])?)\s*(?:([-+*/])=|\.([a-z]\w*_)\()")
 _IN_PLACE_OF = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_"}
 
 

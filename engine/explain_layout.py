@@ -119,7 +119,7 @@ def _flatten_hint(op: str | None, operands: list[torch.Tensor]) -> str | None:
 
 #: xb.view(batch_size, -1): a batch reshaped with a batch size written down, not read off it
 #: (explain_loaders.py reads it too, where the view itself fails at the last, smaller batch)
-FIXED_BATCH_VIEW = re.compile(r"([A-Za-z_]\w*)\.(view|reshape)\(\s*([A-Za-z_]\w*|\d+)\s*,\s*-1\s*\)")
+FIXED_BATCH_VIEW = re.compile(r"([^\W\d]\w*)\.(view|reshape)\(\s*([^\W\d]\w*|\d+)\s*,\s*-1\s*\)")
 
 
 #: x.view(x.size(0), -1), x.flatten(1): a flatten that keeps the batch dimension

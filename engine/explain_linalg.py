@@ -157,7 +157,7 @@ def _full_svd(code: str | None, frame: FrameType | None, source_lines: Sequence[
 
 def _sparse_op(op: str, code: str | None) -> str | None:
     """``A.view(…)`` of a sparse tensor: an op with no sparse version."""
-    called = re.search(rf"([A-Za-z_][\w.]*)\.{re.escape(op)}_?\(", code or "")
+    called = re.search(rf"([^\W\d][\w.]*)\.{re.escape(op)}_?\(", code or "")
     if called is None:
         return None
     a = called.group(1)

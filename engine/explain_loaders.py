@@ -36,16 +36,16 @@ __all__ = ["loader_hint"]
 
 _NOT_TENSOR = re.compile(r"must be Tensor, not (int|list)\b")
 _ENUMERATED = re.compile(
-    r"^\s*for\s+\(?\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)?\s+in\s+enumerate\((\w[\w.]*)\)\s*:"
+    r"^\s*for\s+\(?\s*([^\W\d]\w*)\s*,\s*([^\W\d]\w*)\s*\)?\s+in\s+enumerate\((\w[\w.]*)\)\s*:"
 )
 _LOOP = re.compile(r"^\s*for\s+(.+?)\s+in\s+(.+?)\s*:\s*$")
-_PAIR_AS_DATASET = re.compile(r"\bDataLoader\(\s*[(\[]\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*[)\]]")
+_PAIR_AS_DATASET = re.compile(r"\bDataLoader\(\s*[(\[]\s*([^\W\d]\w*)\s*,\s*([^\W\d]\w*)\s*[)\]]")
 _EXTRA_POSITIONAL = re.compile(
     r"DataLoader\.__init__\(\) got multiple values for argument '(\w+)'"
     r"|^batch_size should be a positive integer value, but got batch_size=tensor"
 )
 # `for i, (x, y) in loader:`: a counter and the batch's parts, without enumerate
-_COUNTED = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s*,\s*(\([^()]*\)|\[[^\[\]]*\])\s+in\s+(.+?)\s*:\s*$")
+_COUNTED = re.compile(r"^\s*for\s+([^\W\d]\w*)\s*,\s*(\([^()]*\)|\[[^\[\]]*\])\s+in\s+(.+?)\s*:\s*$")
 _UNPACKING = re.compile(r"^(?:too many|not enough) values to unpack|^cannot unpack non-iterable")
 _TOO_FEW = re.compile(r"^not enough values to unpack \(expected (\d+), got (\d+)\)$")
 _STRINGS = re.compile(
@@ -85,7 +85,7 @@ def _loops(source_lines: Sequence[str]) -> Iterator[tuple[list[str], str]]:
     for line in source_lines:
         loop = _LOOP.match(line)
         if loop:
-            yield re.findall(r"[A-Za-z_]\w*", loop.group(1)), loop.group(2)
+            yield re.findall(r"[^\W\d]\w*", loop.group(1)), loop.group(2)
 
 
 def _loader_of(iterated: str, scope: dict[str, Any]) -> tuple[bool, Any, str | None]:
@@ -232,7 +232,7 @@ def _unpacked_wrong(text: str, code: str, scope: dict[str, Any], frame: FrameTyp
     if found is None or loop is None:
         return None
     expected, got = int(found.group(1)), int(found.group(2))
-    names = re.findall(r"[A-Za-z_]\w*", loop.group(1))
+    names = re.findall(r"[^\W\d]\w*", loop.group(1))
     loader, dataset, _ = _loader_of(loop.group(2), scope)
     if not loader or len(names) != expected or not is_a(dataset, torch.utils.data.TensorDataset):
         return None
@@ -287,7 +287,7 @@ def _dict_batch_unpacked(
     of batches, and unpacking a dict gives its keys, so ``xb`` is ``'x'``."""
     if not text.startswith("'str' object"):
         return None
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code)):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code)):
         if not isinstance(scope.get(name), str):
             continue
         loop = _loop_over_loader(name, source_lines, scope)
@@ -309,7 +309,7 @@ def _not_an_iterator(text: str, code: str, scope: dict[str, Any]) -> str | None:
     """``next(loader)``: a DataLoader is iterable, not an iterator."""
     if text != "'DataLoader' object is not an iterator":
         return None
-    for name in re.findall(r"\bnext\(\s*([A-Za-z_]\w*)\s*[,)]", code):
+    for name in re.findall(r"\bnext\(\s*([^\W\d]\w*)\s*[,)]", code):
         if is_a(scope.get(name), torch.utils.data.DataLoader):
             return (
                 f"{name} is a DataLoader: a for loop can iterate it (for xb, yb in {name}:), but it is not itself "
@@ -323,7 +323,7 @@ def _subscripted(text: str, code: str, scope: dict[str, Any], frame: FrameType |
     """``loader[0]``: a DataLoader gives batches only when iterated."""
     if text != "'DataLoader' object is not subscriptable":
         return None
-    for name, index in re.findall(r"(?<![\w.])([A-Za-z_]\w*)\[([^\[\]]+)\]", code):
+    for name, index in re.findall(r"(?<![\w.])([^\W\d]\w*)\[([^\[\]]+)\]", code):
         loader = scope.get(name)
         if is_a(loader, torch.utils.data.DataLoader):
             dataset = find_name(loader.dataset, frame) or f"{name}.dataset"
@@ -342,7 +342,7 @@ def _strings_collated(
     found = _STRINGS.match(text)
     if found is None:
         return None
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code)):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*(?![\w(])", code)):
         held = scope.get(name)
         if not (isinstance(held, (tuple, list)) and held and all(isinstance(s, str) for s in held)):
             continue
@@ -371,7 +371,7 @@ def _not_a_tensor(text: str, code: str, scope: dict[str, Any], source_lines: Seq
     given = _NOT_TENSOR.search(text)
     if given is None:
         return None
-    used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))
+    used = set(re.findall(r"(?<![\w.])[^\W\d]\w*", code))
     for line in source_lines:
         enumerated = _ENUMERATED.match(line)
         if enumerated and given.group(1) == "int" and enumerated.group(1) in used:
@@ -414,7 +414,7 @@ def _list_attribute(text: str, code: str, scope: dict[str, Any], source_lines: S
     if found is None or not hasattr(torch.Tensor, found.group(1)):
         return None
     attribute = found.group(1)
-    for name, args in re.findall(rf"(?<![\w.])([A-Za-z_]\w*)\.{attribute}\b(\([^()]*\))?", code):
+    for name, args in re.findall(rf"(?<![\w.])([^\W\d]\w*)\.{attribute}\b(\([^()]*\))?", code):
         whole = _whole_batch(name, source_lines, scope)
         if whole and all(is_a(t, torch.Tensor) for t in scope.get(name, ())):
             use = (

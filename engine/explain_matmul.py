@@ -268,7 +268,7 @@ _TAKES = {
 }
 # an operand as a line writes it: a name or attribute, then calls, indexing and attributes
 # (`x`, `self.W`, `k.transpose(1, 2)`, `h[0].T`, `torch.randn(3)`)
-_TERM = r"[A-Za-z_][\w.]*(?:(?:\([^()]*\)|\[[^\[\]]*\])(?:\.[A-Za-z_]\w*)*)*"
+_TERM = r"[^\W\d][\w.]*(?:(?:\([^()]*\)|\[[^\[\]]*\])(?:\.[^\W\d]\w*)*)*"
 _WITH_ADDEND = frozenset({"addmm", "baddbmm", "addbmm", "addmv"})
 _BATCHED = frozenset({"bmm", "baddbmm", "addbmm"})
 # the messages of a product's shape errors (PyTorch 2.x): 1-D with 1-D, bmm (and matmul with

@@ -27,7 +27,7 @@ __all__ = ["model_definition_hint"]
 _MISSING_FORWARD = re.compile(r'Module \[(\w+)\] is missing the required "forward" function')
 _NOT_A_MODULE = re.compile(r"^([\w.]+) is not a Module subclass$")
 _NO_RIGHT_INVERSE = re.compile(r"^parametrization (\w+) does not implement right_inverse\.")
-_ASSIGNED_TO = re.compile(r"^([A-Za-z_][\w.]*)\.([A-Za-z_]\w*)\s*=(?!=)")
+_ASSIGNED_TO = re.compile(r"^([^\W\d][\w.]*)\.([^\W\d]\w*)\s*=(?!=)")
 _NOT_TENSOR_BUT = re.compile(r"must be Tensor, not (\w+)")
 # "'Linear' object has no attribute 'sum'", "… for -: 'Linear' and 'Tensor'", "must be Tensor, not Linear"
 _NAMES_A_TYPE = re.compile(r"'\w+' object|'\w+' and '\w+'|not \w+")
@@ -164,7 +164,7 @@ def _layer_built_in_place(
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)) or line is None:
         return None
     scope = visible_names(frame)
-    held = [n for n in re.findall(r"(?<![\w.])[A-Za-z_]\w*", code) if isinstance(scope.get(n), cls)]
+    held = [n for n in re.findall(r"(?<![\w.])[^\W\d]\w*", code) if isinstance(scope.get(n), cls)]
     if not held:
         return None
     name = held[0]
@@ -193,7 +193,7 @@ def _returned_layer(
     scope = visible_names(frame)
     names = [
         n
-        for n in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))
+        for n in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code))
         if is_module(scope.get(n)) and re.search(rf"\b{type(scope[n]).__name__}\b", text)
     ]
     for name in names:
@@ -212,7 +212,7 @@ def _returned_layer(
             f"{callee}(…) returned, and {what} (line {fn.co_firstlineno}) returns self.{returned} without "
             f"calling it. Return the layer's output: return self.{returned}({_input_of(fn)})."
         )
-    for called in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):  # model(x) on the line itself
+    for called in re.finditer(r"(?<![\w.])([^\W\d][\w.]*)\(", code):  # model(x) on the line itself
         model = _resolved(called.group(1), scope)
         fn, what = _function_of(model, called.group(1))
         returned = _layer_returned(fn, source_lines) if is_module(model) else None
@@ -255,7 +255,7 @@ def _layer_returned(code: Any, source_lines: list[str]) -> str | None:
 def _assigned_from_call(name: str, source_lines: list[str], line: int | None) -> tuple[int, str] | None:
     """``(line, callee)`` of the nearest statement above ``line`` (the end of the snippet
     where unknown) that sets ``name`` to what a call returned (``out = model(x)``)."""
-    assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([A-Za-z_][\w.]*)\(")
+    assigned = re.compile(rf"^{re.escape(name)}\s*=\s*([^\W\d][\w.]*)\(")
     for at in range(line - 1 if line else len(source_lines), 0, -1):
         found = assigned.match(quoted_code(source_lines, at, 10_000) or "")
         if found is not None:
@@ -269,7 +269,7 @@ def _returned_none(code: str, source_lines: list[str], line: int | None, frame: 
     scope = visible_names(frame)
     names = [
         n
-        for n in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))
+        for n in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code))
         if n in scope and scope[n] is None
     ]
     for name in names:
@@ -286,7 +286,7 @@ def _returned_none(code: str, source_lines: list[str], line: int | None, frame: 
 def _called_returns_none(code: str, source_lines: list[str], scope: dict[str, Any]) -> str | None:
     """A call on the line itself (``F.cross_entropy(model(x), y)``) of a model or function of
     the snippet's that has no ``return``: what it gave the line is None."""
-    for found in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*)\(", code):
+    for found in re.finditer(r"(?<![\w.])([^\W\d][\w.]*)\(", code):
         missing = _without_return(found.group(1), scope, source_lines)
         if missing is not None:
             return (

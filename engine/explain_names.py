@@ -20,7 +20,7 @@ from .source import is_a, is_module, outer_scopes, visible_names
 __all__ = ["class_called_with_data", "misspelt_attribute", "tensor_called"]
 
 _NO_ATTRIBUTE = re.compile(r"'([\w.]+)' object has no attribute '(\w+)'")
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_CALLED = re.compile(r"\b([^\W\d]\w*)\s*\(")
 _INIT_ARGUMENTS = re.compile(r"(\w+)\.__init__\(\) takes (\d+) positional arguments? but (\d+) were given")
 _OBJECTS_LOOKED_AT = 2000
 

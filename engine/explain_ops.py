@@ -80,11 +80,11 @@ def dtype_hint(rec: Recorder, frame: FrameType | None) -> str:
         low = str(next(iter(halved))).removeprefix("torch.")
         full = [t for t in (rec.failed_op[1] if rec.failed_op else ()) if t.dtype == torch.float32]
         named = _snippet_name(rec, full[0], frame) if full else None
-        x = named if named and re.fullmatch(r"[A-Za-z_][\w.]*", named) else "x"
+        x = named if named and re.fullmatch(r"[^\W\d][\w.]*", named) else "x"
         if any("autocast(" in line for line in rec.statement_lines):
             lows = [t for t in (rec.failed_op[1] if rec.failed_op else ()) if t.dtype in halved]
             made = _snippet_name(rec, lows[0], frame) if lows else None
-            h = made if made and re.fullmatch(r"[A-Za-z_][\w.]*", made) else "the result"
+            h = made if made and re.fullmatch(r"[^\W\d][\w.]*", made) else "the result"
             return hint + (
                 f"Under torch.autocast, layers and matmuls give {low} results and autocast converts their "
                 f"inputs to match; outside the autocast block (or in an op it does not cover) nothing is "
@@ -110,7 +110,7 @@ def _integer_operand(rec: Recorder, frame: FrameType | None) -> str:
     for t in rec.failed_op[1] if rec.failed_op else ():
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
             name = _snippet_name(rec, t, frame)
-            return name if name and re.fullmatch(r"[A-Za-z_][\w.]*", name) else "x"
+            return name if name and re.fullmatch(r"[^\W\d][\w.]*", name) else "x"
     return "x"
 
 
@@ -271,7 +271,7 @@ _TARGET_OUT_OF_BOUNDS = re.compile(r"Target (-?\d+) is out of bounds")
 # "Expected input batch_size (4) to match target batch_size (3)."
 _BATCH_SIZES = re.compile(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)")
 # "loss.item()", "float(loss)": the tensor a scalar was read from
-_ITEM_OF = re.compile(r"([A-Za-z_][\w.]*?)\.item\(\)|float\(([A-Za-z_]\w*)\)")
+_ITEM_OF = re.compile(r"([^\W\d][\w.]*?)\.item\(\)|float\(([^\W\d]\w*)\)")
 
 
 # the functional ops with an inplace=True (nn.ReLU(inplace=True) calls F.relu(x, inplace=True))

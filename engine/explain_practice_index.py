@@ -49,7 +49,7 @@ _CALLS = {  # op: (the names it is called by, its parameters after self)
 }
 _ELEMENTWISE = frozenset({"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "iadd", "imul"})
 _OVER_BATCH = re.compile(r"\.(sum|mean)\(\s*(?:dim\s*=\s*)?0\s*\)")
-_SLICED = re.compile(r"([A-Za-z_][\w.]*)\[\s*:\s*([^\[\]:,]+?)\s*\]")
+_SLICED = re.compile(r"([^\W\d][\w.]*)\[\s*:\s*([^\[\]:,]+?)\s*\]")
 
 
 def index_hint(exc: BaseException, rec: Recorder, code: str | None, frame: FrameType | None) -> str | None:

@@ -52,7 +52,7 @@ _SIZE = re.compile(
 _GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 _NOT_DICT = re.compile(r"Expected state_dict to be dict-like, got <class '([\w.]+)'>")
 _REPORT = re.compile(r"'_IncompatibleKeys' object (?:is not callable|has no attribute '\w+')")
-_METHOD_SAVED = re.compile(r"torch\.save\(\s*([A-Za-z_][\w.]*)\.state_dict\s*,\s*([^)]*)\)")
+_METHOD_SAVED = re.compile(r"torch\.save\(\s*([^\W\d][\w.]*)\.state_dict\s*,\s*([^)]*)\)")
 _WHY_PREFIX = {
     "module.": "a model wrapped in nn.DataParallel (or DistributedDataParallel), which keeps it as its .module",
     "_orig_mod.": "a model compiled with torch.compile, which keeps it as its ._orig_mod",
@@ -296,7 +296,7 @@ def _model_saved(text: str, source_lines: list[str], code: str | None, frame: Fr
         if made
         else "torch.save(model.state_dict(), …)"
     )
-    loaded = re.match(r"^\s*([A-Za-z_]\w*)\s*=\s*(torch\.load\(.*\))\s*$", code or "")
+    loaded = re.match(r"^\s*([^\W\d]\w*)\s*=\s*(torch\.load\(.*\))\s*$", code or "")
     name, load = loaded.groups() if loaded else ("model", "torch.load(…)")
     try:
         takes = any(
@@ -326,7 +326,7 @@ def _model_class(dotted: str, frame: FrameType | None) -> type | None:
 
 def _not_rewound(source_lines: list[str], code: str | None, frame: FrameType | None) -> str | None:
     """``torch.load(buf)`` of a BytesIO whose position torch.save left at its end."""
-    loaded = re.search(r"torch\.load\(\s*([A-Za-z_][\w.]*)\s*[,)]", code or "")
+    loaded = re.search(r"torch\.load\(\s*([^\W\d][\w.]*)\s*[,)]", code or "")
     buf = bound_to(loaded.group(1), frame) if loaded else None
     if loaded is None or not is_a(buf, io.BytesIO) or buf.closed:
         return None
@@ -368,7 +368,7 @@ def _not_a_dict(given: str, code: str | None, frame: FrameType | None) -> str | 
 def _report_used(source_lines: list[str], code: str | None, frame: FrameType | None) -> str | None:
     """``model = model.load_state_dict(…)``: the name now holds the report of the keys."""
     seen = visible_names(frame)
-    used = re.findall(r"(?<![\w.])[A-Za-z_]\w*", code or "")
+    used = re.findall(r"(?<![\w.])[^\W\d]\w*", code or "")
     name = next((n for n in used if type(seen.get(n)).__name__ == "_IncompatibleKeys"), None)
     if name is None:
         return None
@@ -380,7 +380,7 @@ def _report_used(source_lines: list[str], code: str | None, frame: FrameType | N
     at, (owner, state) = found[0], made.groups()
     if owner == name:
         fix = f"drop the assignment, {name}.load_state_dict({state})"
-    elif re.fullmatch(r"[A-Za-z_][\w.]*", owner):
+    elif re.fullmatch(r"[^\W\d][\w.]*", owner):
         fix = f"call {owner}.load_state_dict({state}) on its own and use {owner}"
     else:
         fix = f"build the model first, {name} = {owner}, then {name}.load_state_dict({state})"

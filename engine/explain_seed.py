@@ -10,10 +10,10 @@ __all__ = ["chain_root", "grad_output_of", "name_before", "seed_hint"]
 
 # "torch.autograd.grad(out, x)": the output it differentiates
 # a tensor as a line writes it: a name, then attributes, calls with plain arguments, indexing
-_WRITTEN = r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)|\[[^\[\]]*\])*)"
+_WRITTEN = r"([^\W\d]\w*(?:\.[^\W\d]\w*|\([^()]*\)|\[[^\[\]]*\])*)"
 _RECEIVER = r"(?<![\w.)\]])" + _WRITTEN
 _AUTOGRAD_GRAD_OF = re.compile(r"autograd\.grad\(\s*" + _WRITTEN)
-_CHAIN = re.compile(r"([A-Za-z_][\w.]*?)((?:\.[A-Za-z_]\w*\([^()]*\))*)")
+_CHAIN = re.compile(r"([^\W\d][\w.]*?)((?:\.[^\W\d]\w*\([^()]*\))*)")
 _GRAD_SHAPE_MISMATCH = re.compile(
     r"Mismatch in shape: grad_output\[0\] has a shape of torch\.Size\(\[(.*?)\]\) and output\[0\] "
     r"has a shape of torch\.Size\(\[(.*?)\]\)"

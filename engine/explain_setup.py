@@ -18,7 +18,7 @@ __all__ = ["setup_hint"]
 _METHOD_NOT_CALLED = re.compile(
     r"unsupported operand type\(s\) for [^:]+: '\w+' and '(?:builtin_function_or_method|method)'"
 )
-_BOUND_METHOD = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\.(item|mean|sum|numel|size|tolist|float)\b(?!\s*\()")
+_BOUND_METHOD = re.compile(r"(?<![\w.])([^\W\d][\w.]*)\.(item|mean|sum|numel|size|tolist|float)\b(?!\s*\()")
 _WEIGHT_INTS = re.compile(r"weight\s*=\s*torch\.tensor\(\s*\[([\d\s,]+)\]\s*\)")
 
 
@@ -186,7 +186,7 @@ def _norm_dims(wanted: str, got: int) -> str | None:
     )
 
 
-_CALLED = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
+_CALLED = re.compile(r"(?<![\w.])([^\W\d][\w.]*)\(")
 
 
 def _pair_state_to_gru(code: str | None, source_lines: Sequence[str]) -> str | None:

@@ -150,7 +150,7 @@ def _integer_regression(rec: Recorder, frame: FrameType | None) -> str | None:
     tid = rec.tensors.known(pred)
     at = rec.tensors.lines.get(tid) if tid is not None else None
     code = quoted_code(rec.statement_lines, at, 80) or ""
-    picked = re.search(r"(?:([A-Za-z_][\w.]*)\.)?(argmax|argmin)\(\s*([A-Za-z_][\w.]*)?", code)
+    picked = re.search(r"(?:([^\W\d][\w.]*)\.)?(argmax|argmin)\(\s*([^\W\d][\w.]*)?", code)
     if picked:
         # out.argmax(dim=1), or torch.argmax(out, dim=1)
         owner = picked.group(1) if picked.group(1) not in (None, "torch") else picked.group(3)

@@ -188,7 +188,7 @@ def _inside(part: str, whole: str, frame: FrameType | None) -> bool:
 
 def _shared_groups(code: str | None, frame: FrameType | None) -> str:
     groups, _ = _group_params(code)
-    whole = next((g for g in groups if re.fullmatch(r"[A-Za-z_]\w*\.parameters\(\)", g)), None)
+    whole = next((g for g in groups if re.fullmatch(r"[^\W\d]\w*\.parameters\(\)", g)), None)
     part = next((g for g in groups if g != whole and whole and _inside(g, whole, frame)), None)
     if whole and part:
         model = whole.split(".")[0]

@@ -316,7 +316,7 @@ def _pooling_pair(code: str | None, frame: FrameType | None) -> str | None:
             "out, idx = self.pool(x)."
         )
     held = next(
-        (n for n in re.findall(r"(?<![\w.])[A-Za-z_]\w*", code or "") if _pair_of_pool(scope.get(n))), None
+        (n for n in re.findall(r"(?<![\w.])[^\W\d]\w*", code or "") if _pair_of_pool(scope.get(n))), None
     )
     if held is None:
         return None
@@ -340,7 +340,7 @@ def _pair_of_pool(value: object) -> bool:
 def leaf_view_write_hint(code: str | None, frame: FrameType | None) -> str | None:
     """``v += 1`` or ``v.mul_(2)`` for ``v`` a view (``w[:2]``, ``w[0]``) of a leaf that requires grad."""
     scope = visible_names(frame)
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code or "")):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*", code or "")):
         v = scope.get(name)
         base = getattr(v, "_base", None) if isinstance(v, torch.Tensor) else None
         if not (isinstance(base, torch.Tensor) and base.is_leaf and base.requires_grad):

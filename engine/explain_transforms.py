@@ -319,7 +319,7 @@ def _integer_argnum(code: str | None, frame: FrameType | None) -> str | None:
 
 def _no_setup_context(code: str | None, frame: FrameType | None) -> str | None:
     """An ``autograd.Function`` whose ``forward`` takes ``ctx``, under a torch.func transform."""
-    applied = re.search(r"([A-Za-z_][\w.]*)\.apply\b", code or "")
+    applied = re.search(r"([^\W\d][\w.]*)\.apply\b", code or "")
     name = applied.group(1) if applied else None
     cls = bound_to(name, frame)
     if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):

@@ -141,7 +141,7 @@ def value_kind_hint(text: str, code: str | None, frame: FrameType | None = None)
             "only to print; torch.tensor(values) makes a tensor of plain numbers, without gradients."
         )
     if "invalid index of a 0-dim tensor" in text:
-        indexed = re.search(r"([A-Za-z_][\w.]*?)(?:\.data)?\[0\]", code or "")
+        indexed = re.search(r"([^\W\d][\w.]*?)(?:\.data)?\[0\]", code or "")
         name = indexed.group(1) if indexed else "loss"
         return (
             f"{name} is a 0-dim tensor, one number with no dimension to index, so [0] has nothing to pick "
@@ -290,7 +290,7 @@ def returned_pair_hint(code: str | None, frame: FrameType | None, text: str = ""
     error ``text`` of a tuple indexed or asked for an attribute, what an RNN layer returns:
     (output, hidden state)."""
     scope = visible_names(frame)
-    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*(?![\w(])", code or "")):
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[^\W\d]\w*(?![\w(])", code or "")):
         held = scope.get(name)
         # ("must be Tensor, not tuple", a layer given the pair, has its hint: _not_a_tensor)
         if ("tuple indices" in text or "'tuple' object" in text) and _rnn_pair(held) and _has_rnn(scope):

@@ -55,7 +55,7 @@ def without_comment(text: str) -> str:
     return _COMMENT.sub("", text)
 
 
-_ASSIGNS = re.compile(r"\s*([A-Za-z_]\w*)\s*=[^=]")
+_ASSIGNS = re.compile(r"\s*([^\W\d]\w*)\s*=[^=]")
 
 
 def assigned_name(code: str) -> str | None:
@@ -70,7 +70,7 @@ def indentation(text: str) -> int:
 
 
 _OPENED = re.compile(r"([(\[{])\s+")
-_CLOSED = re.compile(r",?\s+([)\]}]|\.(?=[A-Za-z_]))")
+_CLOSED = re.compile(r",?\s+([)\]}]|\.(?=[^\W\d]))")
 
 
 class StatementLines(list[str]):
@@ -281,7 +281,7 @@ def visible_names(frame: FrameType | None) -> dict[str, Any]:
     return {**frame.f_globals, **frame.f_locals} if frame is not None else {}
 
 
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_DOTTED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def bound_to(expression: str | None, frame: FrameType | None) -> Any:

@@ -45,7 +45,7 @@ _LOSS_FUNCTIONS = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_los
 COMPARISON_OPS = frozenset({"eq", "__eq__", "ne", "__ne__"})
 # a vector made a column: s[:, None], s[..., None], s.unsqueeze(1), s.view(-1, 1), s[:, np.newaxis]
 _COLUMN_OF = re.compile(
-    r"([A-Za-z_][\w.]*)(?:\[[^\[\]]*\b(?:None|newaxis)\s*\]|\.unsqueeze\(\s*(?:1|-1)\s*\)"
+    r"([^\W\d][\w.]*)(?:\[[^\[\]]*\b(?:None|newaxis)\s*\]|\.unsqueeze\(\s*(?:1|-1)\s*\)"
     r"|\.(?:view|reshape)\(\s*-1\s*,\s*1\s*\))"
 )
 

@@ -30,7 +30,7 @@ _LOOKED_AT = 1_000
 _CALL = re.compile(r"torch\.(tensor|as_tensor)\(")
 # torch.tensor(<what>.item() ...): the code before .item(), inside the call
 _ITEM_INSIDE = re.compile(r"torch\.(?:tensor|as_tensor)\((.*?)\.item\(\)")
-_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_NAME = re.compile(r"(?<![\w.])[^\W\d]\w*")
 
 
 class Copied(NamedTuple):

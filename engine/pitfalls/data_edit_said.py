@@ -13,7 +13,7 @@ from ..source import quoted_code
 __all__ = ["changed_in_place", "swapped_memory"]
 
 _DATA = re.compile(r"\.data\b(?!_)")
-_CHANGED_THROUGH_DATA = re.compile(r"(?P<owner>[A-Za-z_]\w*(?:\.\w+|\[[^\]]*\])*?)\.data\b(?!_)")
+_CHANGED_THROUGH_DATA = re.compile(r"(?P<owner>[^\W\d]\w*(?:\.\w+|\[[^\]]*\])*?)\.data\b(?!_)")
 _DATA_METHOD = re.compile(r"\.data\.\w+_\(")
 _DATA_WRITE = re.compile(r"^(?P<target>[\w.\[\]]+)\.data\s*=\s*(?P<value>.+)$")
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["LeakedGradients"]
 
 KIND = "gradient-leaked-from-other-loss"
-_BACKWARD_OF = re.compile(r"([A-Za-z_][\w.]*)\.backward\(|autograd\.backward\(\s*([A-Za-z_][\w.]*)")
+_BACKWARD_OF = re.compile(r"([^\W\d][\w.]*)\.backward\(|autograd\.backward\(\s*([^\W\d][\w.]*)")
 
 
 class _Walk:
@@ -339,7 +339,7 @@ def _fed_to(code: str, models: list[str], others: list[str]) -> bool:
     for m in models:
         for found in re.finditer(rf"\b{re.escape(m)}\(", code):
             enclosing: list[str] = []
-            for call in re.finditer(r"([A-Za-z_][\w.]*)?\(|\)", code[: found.start()]):
+            for call in re.finditer(r"([^\W\d][\w.]*)?\(|\)", code[: found.start()]):
                 if call.group(0) == ")":
                     if enclosing:
                         enclosing.pop()

@@ -83,7 +83,7 @@ def module_flag_reports(
     return said, untrained
 
 
-_FLAG_SET = re.compile(r"^([A-Za-z_][\w.]*)\.requires_grad\s*=\s*False\b")
+_FLAG_SET = re.compile(r"^([^\W\d][\w.]*)\.requires_grad\s*=\s*False\b")
 
 
 def _flag_line(

@@ -287,7 +287,7 @@ def _input_name(node: str, code: str | None) -> str | None:
     if code is None or node not in _SLOPES or node == "DivBackward0":
         return None
     op = _BACKWARD_SUFFIX.sub("", node).lower()
-    name = r"([A-Za-z_]\w*)"
+    name = r"([^\W\d]\w*)"
     if node == "PowBackward0":
         patterns = [rf"\b{name}\s*\*\*"]
     elif node == "ReciprocalBackward0":

@@ -35,7 +35,7 @@ __all__ = ["no_gradients_explained", "no_gradients_said", "previews_a_schedule"]
 
 _ZERO_GRAD_CALL = re.compile(r"\bzero_grad\(")
 _CUT = re.compile(r"\.detach\(\)|\bno_grad\(\)")
-_BACKWARD_OF = re.compile(r"([A-Za-z_][\w.]*)\.backward\(")
+_BACKWARD_OF = re.compile(r"([^\W\d][\w.]*)\.backward\(")
 
 
 def no_gradients_said(
@@ -194,7 +194,7 @@ def no_gradients_explained(
 
 
 _NEW_LEAF = re.compile(
-    r"^\s*([A-Za-z_]\w*)\s*=\s*torch\.(?:tensor|as_tensor|Tensor)\(.*\brequires_grad\s*=\s*True"
+    r"^\s*([^\W\d]\w*)\s*=\s*torch\.(?:tensor|as_tensor|Tensor)\(.*\brequires_grad\s*=\s*True"
 )
 
 

@@ -296,7 +296,7 @@ def _optimizer_lines(source_lines: Sequence[str]) -> list[int]:
     return _lines_matching(_OPTIMIZER_MADE, source_lines)
 
 
-_DEEPCOPY = re.compile(r"^([A-Za-z_]\w*)\s*=\s*(?:copy\.)?deepcopy\(\s*([A-Za-z_]\w*)\s*\)")
+_DEEPCOPY = re.compile(r"^([^\W\d]\w*)\s*=\s*(?:copy\.)?deepcopy\(\s*([^\W\d]\w*)\s*\)")
 
 
 def _copy_of(root: str, trained: set[str], source_lines: Sequence[str]) -> tuple[int, str, str] | None:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["ParameterValues"]
 
 _MAX_MARKED = 20_000  # tensors followed, at most (a run recorded in full makes few of these)
-_ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:[-+*/]?=)(?!=)")
+_ASSIGNED = re.compile(r"\s*([^\W\d]\w*)\s*(?:[-+*/]?=)(?!=)")
 _OFF_GRAPH = re.compile(r"\.data\b(?!\s*\()|\.detach\(\)")
 _ITEM = re.compile(r"\.item\(\)")
 _PARAMETER_CALLS = frozenset({"parameters", "named_parameters"})

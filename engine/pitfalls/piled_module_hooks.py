@@ -64,7 +64,7 @@ MODULE_HOOKS: dict[str, tuple[str, str, str]] = {
 }
 _LOOP = re.compile(r"(?:async\s+)?(?:for|while)\b")
 _SCOPE = re.compile(r"(?:async\s+)?(?:def|class)\b")
-_HANDLE = re.compile(r"([A-Za-z_][\w.]*)\s*=(?!=)\s*(.+)")
+_HANDLE = re.compile(r"([^\W\d][\w.]*)\s*=(?!=)\s*(.+)")
 
 
 class PiledModuleHooks:

@@ -35,7 +35,7 @@ from .model_aliases import inside, paired_aliases, quoted, shallow_copies
 
 __all__ = ["shared_snapshots"]
 
-_STATE_DICT = re.compile(r"([A-Za-z_][\w.]*)\.state_dict\(\)(?:\.copy\(\))?")
+_STATE_DICT = re.compile(r"([^\W\d][\w.]*)\.state_dict\(\)(?:\.copy\(\))?")
 
 
 def shared_snapshots(

@@ -234,8 +234,8 @@ export function rootLabel(model: TraceModel, backward: number): string {
  * `x * x.backward()` reads as x times x's backward).
  */
 export function attrOf(expr: string): string {
-  if (/^[\w.₀-₉]+$/.test(expr)) return expr;
-  const call = /^[\w.]+\(/.exec(expr);
+  if (/^[\p{L}\p{N}_.₀-₉]+$/u.test(expr)) return expr;
+  const call = /^[\p{L}\p{N}_.]+\(/u.exec(expr);
   if (call && expr.endsWith(")")) {
     // a call only if the parenthesis it opens is the one that ends the text: not `f(a) * g(b)`
     let depth = 0;
@@ -321,7 +321,7 @@ export function subscriptText(m: TraceModel, op: OpRecorded): string | null {
     number && !keyTensors.length ? numberText(number.value) : held !== undefined ? keyWithTensors(held, keyTensors.map((t) => tensorExpr(m, t))) : null;
   if (key === null) return null;
   const target = tensorExpr(m, subscripted);
-  const plain = /^[\w.]+(\[[^\]]*\]|\([^)]*\))*$/.test(target);
+  const plain = /^[\p{L}\p{N}_.]+(\[[^\]]*\]|\([^)]*\))*$/u.test(target);
   return `${plain ? target : `(${target})`}[${key}]`;
 }
 

@@ -232,7 +232,7 @@ interface WarningNote {
 }
 
 /** How an error's hint starts when it explains a .grad that read None (engine/explain_grad.py). */
-const GRAD_IS_NONE = /^[\w.]+\.grad is None\b/;
+const GRAD_IS_NONE = /^[\p{L}\p{N}_.]+\.grad is None(?![\p{L}\p{N}_])/u;
 
 /** PyTorch's warning for reading the .grad of a tensor that is not a leaf, with the snippet's line. */
 const NON_LEAF_GRAD = /:(\d+): UserWarning: The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed/;
@@ -250,7 +250,7 @@ export function nonLeafGradRead(model: TraceModel, text: string): WarningNote | 
   const code = (model.run?.source ?? "").split("\n")[line - 1] ?? "";
   const named = new Map<string, TensorInfo>();
   for (const t of model.tensors.values()) if (t.name) named.set(t.name, t);
-  const computed = [...code.matchAll(/([A-Za-z_][\w.]*)\.grad\b/g)].map((m) => m[1]).find((name) => named.get(name)?.ev.is_leaf === false);
+  const computed = [...code.matchAll(/([\p{L}_][\p{L}\p{N}_.]*)\.grad(?![\p{L}\p{N}_])/gu)].map((m) => m[1]).find((name) => named.get(name)?.ev.is_leaf === false);
   const name = computed ?? "this tensor";
   const tensor = computed ? named.get(computed) : undefined;
   const gradFn = tensor?.ev.grad_fn != null ? model.node(tensor.ev.grad_fn)?.name : undefined;

@@ -98,8 +98,8 @@ export class Ctx {
  */
 export function factor(label: string): string {
   // a name, a transpose, a subscript (`y[:, 0:2]`)
-  if (/^[\w.₀-₉]+(ᵀ|(\[[^[\]]*\])+)?$/.test(label)) return label;
-  const call = /^[\w.]+\((.*)\)$/.exec(label);
+  if (/^[\p{L}\p{N}_.₀-₉]+(ᵀ|(\[[^[\]]*\])+)?$/u.test(label)) return label;
+  const call = /^[\p{L}\p{N}_.]+\((.*)\)$/u.exec(label);
   if (call) {
     // f(...) whose first "(" closes at the very end: `exp(x)`, not `exp(x) * log(y)`
     let depth = 0;

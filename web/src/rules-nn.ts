@@ -48,7 +48,7 @@ function cond(c: Ctx): string {
  */
 export function sides(c: Ctx): { x: string; y: string } {
   const target = c.saved("target")?.label ?? "";
-  if (/^[A-Za-z_][\w.₀-₉]*$/.test(target)) return { x: x(c), y: target };
+  if (/^[\p{L}_][\p{L}\p{N}_.₀-₉]*$/u.test(target)) return { x: x(c), y: target };
   // the textbook y, unless the snippet has a y of its own, which the formula would seem to
   // subtract (`(y[:, 0:2] − y)²` for a target of zeros)
   const ownY = [...c.model.tensors.values()].some((t) => t.name === "y");

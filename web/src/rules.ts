@@ -414,7 +414,7 @@ function rounded(c: Ctx): string | null {
 /** `Wᵀ` -> `W`, `x` -> `xᵀ`, `a * b` -> `(a * b)ᵀ`. */
 function transposed(label: string): string {
   if (label.endsWith("ᵀ")) return label.slice(0, -1);
-  return /^[\w.₀-₉]+$/.test(label) ? `${label}ᵀ` : `(${label})ᵀ`;
+  return /^[\p{L}\p{N}_.₀-₉]+$/u.test(label) ? `${label}ᵀ` : `(${label})ᵀ`;
 }
 
 /** `MulBackward0` -> `Mul`; `AddmmBackward0` -> `Addmm`. */

@@ -212,7 +212,7 @@ function keyInSource(model: TraceModel, line: number | null, tensor: string): st
   const text = kept.lines[line - 1] ?? "";
   const escaped = tensor.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const keys = new Set<string>();
-  for (const m of text.matchAll(new RegExp(`(?<![\\w.\\])])${escaped}\\[`, "g"))) {
+  for (const m of text.matchAll(new RegExp(`(?<![\\p{L}\\p{N}_.\\])])${escaped}\\[`, "gu"))) {
     let depth = 1;
     let i = m.index + m[0].length;
     for (; i < text.length && depth > 0; i++) {
@@ -414,7 +414,7 @@ export function bareExprOf(model: TraceModel, id: number): string | null {
   const op = model.op(model.tensor(id)?.ev.op);
   const text = op ? opExpr(model, op, op.inputs.map(() => atom(ELIDED)), id, false)?.text : null;
   if (!text) return null;
-  const call = /^([\w.]+)\(.*\)(\[\d+\]|\.values|\.indices)?$/.exec(text);
+  const call = /^([\p{L}\p{N}_.]+)\(.*\)(\[\d+\]|\.values|\.indices)?$/u.exec(text);
   return call ? `${call[1]}(${ELIDED})${call[2] ?? ""}` : text;
 }
 

@@ -38,7 +38,7 @@ export function hookLinesText(model: TraceModel, id: number | null): string {
 
 /** Parenthesize a compound label after ∂: ∂y/∂(x**3), but ∂y/∂x. */
 export function d(label: string): string {
-  return /^[\w.₀-₉]+ᵀ?$/.test(label) ? label : `(${label})`;
+  return /^[\p{L}\p{N}_.₀-₉]+ᵀ?$/u.test(label) ? label : `(${label})`;
 }
 
 /**
