@@ -39,7 +39,7 @@ from .process_settings import restore_settings, saved_settings
 from .reflected import OperandOrder
 from .running_stats import RunningStats
 from .saved_hooks import SnippetSavedHooks
-from .source import StatementLines, snippet_frames, statement_lines
+from .source import StatementLines, snippet_frames, source_lines, statement_lines
 from .strict import STRICT
 from .tape import TapeMode
 from .tensors import TensorTable
@@ -101,7 +101,7 @@ class Recorder:
         self.training = TrainingTracker(self)
         self.hand_loop = HandLoop(self)
         self.loop_ends = LoopEnds(self)
-        self.source_lines = (source or "").splitlines()  # for hints and detectors that quote it
+        self.source_lines = source_lines(source or "")  # for hints and detectors that quote it
         self.operand_order = OperandOrder(self.source_lines)
         self.pitfalls = PitfallWatch(self, enabled=pitfalls)
         self.failed_op: tuple[str, list[torch.Tensor]] | None = None

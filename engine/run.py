@@ -30,7 +30,7 @@ from .explain_syntax import syntax_hint
 from .loop_ends import compile_with_loop_ends
 from .output import CapturedOutput
 from .recorder import Recorder
-from .source import SNIPPET_FILENAME
+from .source import SNIPPET_FILENAME, source_lines
 from .stack_room import stack_room
 from .text import exception_text, without_terminal_codes, writable
 
@@ -164,7 +164,12 @@ def _run(
         _finish(rec, "error", f"{type(exc).__name__}: {msg}", started)
         return "error"
     # so that tracebacks (ours and any the snippet prints) show the snippet's lines
-    linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
+    linecache.cache[SNIPPET_FILENAME] = (
+        len(source),
+        None,
+        source_lines(source, keepends=True),
+        SNIPPET_FILENAME,
+    )
     rec.loop_ends.take(loops)
     # the names a plain script's __main__ starts with, in their order, and `device`
     scope: dict[str, Any] = {

@@ -40,6 +40,7 @@ __all__ = [
     "quoted_code",
     "snippet_frame",
     "snippet_frames",
+    "source_lines",
     "statement_lines",
     "visible_names",
     "without_comment",
@@ -48,6 +49,28 @@ __all__ = [
 SNIPPET_FILENAME = "<gradwalk-snippet>"
 _SETUP_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "reset_running_stats"})
 _COMMENT = re.compile(r"\s+#.*$")
+
+
+# the line ends Python's tokenizer knows; str.splitlines() also splits on \x0b, \x0c,
+# \x1c-\x1e, \x85, U+2028 and U+2029, which Python reads as part of a line
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a snippet's ``text`` as Python numbers them: split at ``\\n``, ``\\r\\n``
+    and a lone ``\\r`` only (``str.splitlines()`` splits at a form feed or U+2028 too, and
+    every line after one was quoted one off). With ``keepends``, each line but an unended
+    last one ends in ``\\n``, as Python reads a file (for ``linecache``: a ``\\r`` kept at a
+    line's end put every caret of a traceback one column off). Use it wherever snippet
+    source is split into lines."""
+    lines = []
+    start = 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[start : end.start()] + ("\n" if keepends else ""))
+        start = end.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 def without_comment(text: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
 
-from ..source import SNIPPET_FILENAME, parsed_source, quoted_code
+from ..source import SNIPPET_FILENAME, parsed_source, quoted_code, source_lines
 
 __all__ = [
     "eval_left_on_report",
@@ -281,7 +281,7 @@ def _blocks_after_train(source: str) -> tuple[tuple[int, int], ...]:
     tree = parsed_source(source)
     if tree is None:
         return ()
-    lines = source.splitlines()
+    lines = source_lines(source)
     found = []
     for body in _statement_lists(tree):
         for before, stmt in itertools.pairwise(body):

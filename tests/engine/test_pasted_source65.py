@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine import queries as q
 from engine import record
+from engine.source import source_lines
 
-from .snippets import plain_stdout
+from .snippets import plain_stdout, recorded_silently
 
 
 def _python(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
@@ -72,3 +75,83 @@ def test_the_tests_plain_runs_are_plain_too() -> None:
     # tests/engine/snippets.py (whose module says `from __future__ import annotations`)
     # compiled its "plain" runs with that flag as well
     assert plain_stdout("def f(n: int): pass\nprint(f.__annotations__['n'] is int)\n") == "True\n"
+
+
+# --- line numbers (str.splitlines() split at line separators Python's tokenizer reads as text)
+
+# each a line end for str.splitlines() and none for Python: vertical tab, form feed, file,
+# group and record separators, NEL, the line and paragraph separators
+NOT_LINE_ENDS = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def _traceback_of(done: subprocess.CompletedProcess[str], tmp_path: Path) -> str:
+    """Plain Python's traceback from its stderr, the script named as gradwalk names it."""
+    text = done.stderr[done.stderr.index("Traceback") :]
+    return text.replace(str(tmp_path / "snippet.py"), "snippet.py")
+
+
+@pytest.mark.parametrize("separator", NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in NOT_LINE_ENDS])
+def test_a_separator_inside_a_line_shifts_no_quoted_line(separator: str, tmp_path: Path) -> None:
+    source = (
+        "import torch\n"
+        f"# note{separator} pasted\n"
+        "x = torch.tensor(2.0, requires_grad=True)\n"
+        "y = x * 3\n"
+        "y.backward()\n"
+        "print(x.grad)\n"
+        "z = oops\n"
+    )
+    err = q.errors(record(source))[0]
+    assert (err.exc_type, err.line) == ("NameError", 7)
+    assert "    z = oops\n" in err.traceback and "print" not in err.traceback
+    assert err.traceback == _traceback_of(_python(tmp_path, source), tmp_path)
+
+
+def test_a_hint_quotes_the_lines_python_numbers() -> None:
+    # the hint reads the snippet's lines (engine/recorder.py's source_lines): with a form
+    # feed in the comment it named the wrong lines, or none
+    source = "import torch\n# note\x0c pasted\ndef f():\n    return w * 2\nprint(f())\nw = torch.ones(2)\n"
+    err = q.errors(record(source))[0]
+    assert err.line == 4
+    assert err.hint is not None and "first value at line 6, below line 5" in err.hint, err.hint
+    assert "    return w * 2\n" in err.traceback and "    print(f())\n" in err.traceback
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_windows_and_old_mac_line_ends_put_the_caret_where_python_does(newline: str, tmp_path: Path) -> None:
+    source = newline.join(["x = 1", "y = 2", "z = x + oops", ""])
+    err = q.errors(record(source))[0]
+    assert err.line == 3
+    assert err.traceback == _traceback_of(_python(tmp_path, source), tmp_path)
+    assert "    z = x + oops\n            ^^^^\n" in err.traceback
+
+
+def test_source_lines_split_as_python_numbers_them() -> None:
+    text = "a\r\nb\rc\x0c\u2028d\ne"
+    assert source_lines(text) == ["a", "b", "c\x0c\u2028d", "e"]
+    assert source_lines(text, keepends=True) == ["a\n", "b\n", "c\x0c\u2028d\n", "e"]
+    assert source_lines("") == [] and source_lines("\n\n") == ["", ""]
+
+
+# batch norm kept in training mode on purpose, said in the comment on `model.train()`
+# (engine/pitfalls/modes.py reads it from the snippet's lines), a page break pasted above
+TRAIN_ON_PURPOSE = """\
+import torch, torch.nn as nn, torch.nn.functional as F
+# setup\x0c
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+X, y = torch.randn(32, 4), torch.randint(0, 3, (32,))
+for step in range(5):
+    loss = F.cross_entropy(model(X), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+Xtest = torch.randn(16, 4) * 2 + 1
+model.train()  # test-time adaptation: the test batch's own statistics, on purpose
+with torch.no_grad():
+    preds = model(Xtest).argmax(1)
+print(preds.shape)
+"""
+
+
+def test_a_comment_a_detector_reads_is_read_on_its_own_line() -> None:
+    recorded_silently(TRAIN_ON_PURPOSE)
