@@ -9,7 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.server.lesson_traces import LESSONS
+
 from .conftest import expect, open_app, run_source, wait_graph
+from .lessons_served import CARD, numbered
 
 pytestmark = pytest.mark.browser
 
@@ -105,3 +108,61 @@ def test_back_during_a_long_run_stops_following_it_and_forward_brings_it_back_li
     page.click("[data-gw=stop]")
     expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "cancelled")
     assert server_status(page, long_run) == "cancelled"
+
+
+def open_lesson(page: Any, lesson: str) -> str:
+    """Open ``lesson`` from the gallery; return its run's id once it is shown with its card."""
+    page.click("[data-gw=lessons]")
+    page.click(f".gw-lesson-tile[data-lesson={lesson}]")
+    expect(page.locator(CARD)).to_have_attribute("data-lesson", lesson)
+    page.wait_for_function(
+        "(src) => window.gradwalk.model.source === src && window.gradwalk.runId !== null",
+        arg=next(item.source for item in LESSONS if item.id == lesson),
+    )
+    run = run_id(page)
+    shown(page, run)
+    return run
+
+
+def test_back_and_forward_bring_back_each_runs_lesson_card(page: Any) -> None:
+    first, fourth = LESSONS[0].id, LESSONS[3].id
+    open_app(page)
+    run_source(page, SNIPPETS[0])
+    plain = run_id(page)
+    one = open_lesson(page, first)
+    four = open_lesson(page, fourth)
+    card = page.locator(CARD)
+
+    page.go_back()
+    shown(page, one)
+    # the card is lesson 1's, as the code and graph are: it had still read "Lesson 4 of …"
+    expect(card).to_have_attribute("data-lesson", first)
+    expect(card).to_contain_text(numbered(first))
+    page.go_back()
+    shown(page, plain)
+    expect(card).to_be_hidden()
+    page.go_forward()
+    shown(page, one)
+    expect(card).to_contain_text(numbered(first))
+    page.go_forward()
+    shown(page, four)
+    expect(card).to_contain_text(numbered(fourth))
+    # Next ▶ on the card shown still walks on from the lesson it reads
+    card.get_by_role("button", name="Next ▶").click()
+    expect(card).to_contain_text(numbered(LESSONS[4].id))
+
+
+def test_a_run_of_a_lessons_code_keeps_its_card_on_back_and_forward(page: Any) -> None:
+    first, second = LESSONS[0].id, LESSONS[1].id
+    open_app(page)
+    open_lesson(page, first)
+    # the learner changes the lesson's code and runs it, the card still above it
+    page.evaluate("() => { window.gradwalk.editor.source += '\\nprint(1)\\n'; }")
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    own = run_id(page)
+    shown(page, own)
+    open_lesson(page, second)
+    page.go_back()
+    shown(page, own)
+    expect(page.locator(CARD)).to_contain_text(numbered(first))

@@ -264,14 +264,34 @@ export class LessonsGallery {
       await this.open(wanted);
       return;
     }
-    const run = q.get("run");
+    await this.showRunCard(q.get("run"));
+  }
+
+  /**
+   * Back and Forward: the card shown is the one of the run gone to (its lesson's, or none for
+   * a plain run), and a lesson still opening is not opened over it. Without a room only: a
+   * room's viewer follows the presenter's card.
+   */
+  followHistory(): void {
+    window.addEventListener("popstate", () => {
+      this.opening++;
+      void this.showRunCard(new URLSearchParams(location.search).get("run"));
+    });
+  }
+
+  /** Show the card of the lesson whose run `run` is, or none. */
+  private async showRunCard(run: string | null): Promise<void> {
     const lessonId = run ? lessonRuns()[run] : undefined;
-    if (lessonId) {
-      await this.load();
-      this.show(lessonId);
-      // the link carries the charts this lesson set: the next lesson puts them back
-      this.chartMemory.resumed(this.current?.charts);
+    if (!lessonId) {
+      this.show(null);
+      return;
     }
+    const ticket = this.opening;
+    await this.load();
+    if (ticket !== this.opening) return; // Back again, or another lesson, meanwhile
+    this.show(lessonId);
+    // the link carries the charts this lesson set: the next lesson puts them back
+    this.chartMemory.resumed(this.current?.charts);
   }
 
   /** The gallery: each part under its name, its lessons numbered on from the part before. */

@@ -34,5 +34,10 @@ export function mountTeaching(app: App, started: Promise<void>): void {
   const info = roomInfo();
   const room = info ? new RoomMode(app, info, lessons) : null;
   if (room) window.gradwalkRoom = room;
+  else {
+    // a run shown with a lesson's card (▶ Run of its code changed) keeps the card on Back, Forward and reload
+    app.hooks.onModel = (runId) => lessons.keepWith(runId);
+    lessons.followHistory();
+  }
   void started.then(() => (room ? room.connect() : lessons.startFromUrl(search)));
 }
