@@ -21,6 +21,17 @@ def refuse_nul(source: str) -> str:
     return source
 
 
+def pasted_source(source: str) -> str:
+    """The ``source`` validator of a snippet to run: read as Python reads a script file, so
+    that the source stored is the one that runs and the one every view shows. One leading
+    UTF-8 BOM is dropped (``compile()`` of a string refuses it: "invalid non-printable
+    character U+FEFF"), ``\\r\\n`` and a lone ``\\r`` become ``\\n`` (the Code tab split a
+    lone-``\\r`` paste at no line, and a ``\\r\\n`` one's carets were a column off), and a
+    NUL is refused (:func:`refuse_nul`)."""
+    source = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return refuse_nul(source)
+
+
 class StrictRequest(BaseModel):
     """A request body validated strictly: a number is a number and a flag a flag (lax
     validation took ``true`` for 1 and ``"5"`` for 5, where the schema says integer), no
@@ -50,6 +61,7 @@ __all__ = [
     "RunSummary",
     "StrictRequest",
     "json_error",
+    "pasted_source",
     "run_public",
     "run_summary",
 ]
@@ -93,13 +105,14 @@ class RunCreate(StrictRequest):
 
     source: str = Field(
         max_length=100_000,
-        description="the PyTorch snippet, run as a script (no NUL characters)",
+        description="the PyTorch snippet, run as a script (no NUL characters); as Python reads "
+        "a file, a leading UTF-8 BOM is dropped and \\r\\n and \\r line ends become \\n",
         json_schema_extra={"pattern": "^[^\\x00]*$"},
     )
     device: Literal["cpu", "cuda"] = Field(default="cpu", description="offered to the snippet as `device`")
     limits: LimitsPatch | None = Field(default=None, description="caps for this run; the server bounds them")
 
-    _no_nul = field_validator("source")(refuse_nul)
+    _as_python_reads = field_validator("source")(pasted_source)
 
 
 class RunSummary(BaseModel):
