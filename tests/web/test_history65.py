@@ -166,3 +166,21 @@ def test_a_run_of_a_lessons_code_keeps_its_card_on_back_and_forward(page: Any) -
     page.go_back()
     shown(page, own)
     expect(page.locator(CARD)).to_contain_text(numbered(first))
+
+
+@pytest.mark.parametrize("run", ["deadbeef0000", "not a run!"])
+def test_a_link_to_a_run_this_server_lacks_opens_the_starter_example(
+    page: Any, request: pytest.FixtureRequest, run: str
+) -> None:
+    request.node.allow_console_errors = True  # Chromium logs the trace's 404
+    open_app(page, f"?run={run}")
+    expect(page.locator(".gw-output")).to_contain_text(run)
+    if run == "deadbeef0000":
+        expect(page.locator(".gw-output")).to_contain_text("No run deadbeef0000 on this server.")
+    # the editor holds the starter example, as a fresh page's does (it was empty), ready to run
+    starter = page.evaluate("() => window.gradwalk.examplesMenu.examples[0].source")
+    page.wait_for_function("(src) => window.gradwalk.editor.source === src", arg=starter)
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "idle")
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    wait_graph(page)

@@ -160,8 +160,9 @@ export class App {
       this.output.say(`Could not load the examples: ${(err as Error).message}`, "error");
     }
     this.examplesMenu.fill(examples);
-    if (!wanted.run) this.editor.source = examples[0]?.source ?? FALLBACK_SOURCE;
     await this.applyUrl(wanted);
+    // no run shown (none asked for, or one this server lacks): the starter example, as on a fresh page
+    if (this.runId === null && !this.editor.source) this.editor.source = examples[0]?.source ?? FALLBACK_SOURCE;
   }
 
   /** The run's name in its embed code's `<iframe title>`: its example's or lesson's title, as the
