@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import textwrap
 from pathlib import Path
@@ -32,25 +33,27 @@ def watch_limits(limits: object) -> Any:
 
 
 def watch_source(source: object) -> tuple[str, str, str | None]:
-    """The text of what :func:`watch` was given, dedented; the file name it runs as; the
-    file's name without ``.py`` for a title (``None`` for a text)."""
-    name = None
+    """The text of what :func:`watch` was given; the file name it runs as; the file's name
+    without ``.py`` for a title (``None`` for a text).
+
+    A file is read as ``python file.py`` reads it (a UTF-8 BOM, a ``# -*- coding`` line,
+    ``\\r\\n`` line ends) and kept line for line: its blank first lines count, so errors
+    name the lines Python names. A text (a notebook's triple-quoted string) loses one leading
+    BOM, its common indentation and the blank lines around it."""
     if isinstance(source, os.PathLike):
         path = Path(source)
-        text, filename, name = path.read_text(encoding="utf-8"), path.name, path.stem
-    elif isinstance(source, str) and names_a_file(source):
+        return importlib.util.decode_source(path.read_bytes()), path.name, path.stem
+    if isinstance(source, str) and names_a_file(source):
         raise ValueError(f"watch() records the text it is given: for the file, pass Path({source.strip()!r})")
-    elif isinstance(source, str):
-        text, filename = source, "notebook.py"
-    elif callable(source):
+    if isinstance(source, str):
+        return textwrap.dedent(source.removeprefix("\ufeff")).strip("\n") + "\n", "notebook.py", None
+    if callable(source):
         raise TypeError(
             "watch() records a snippet's text; to record a function, use gradwalk.watch_call(fn, *args)"
         )
-    else:
-        raise TypeError(
-            f"watch() takes a snippet's text (a str) or a Path to a .py file, not {type(source).__name__}"
-        )
-    return textwrap.dedent(text).strip("\n") + "\n", filename, name
+    raise TypeError(
+        f"watch() takes a snippet's text (a str) or a Path to a .py file, not {type(source).__name__}"
+    )
 
 
 def names_a_file(text: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import gradwalk
 from engine import queries as q
 from engine import record
 from engine.source import source_lines
@@ -155,3 +156,30 @@ print(preds.shape)
 
 def test_a_comment_a_detector_reads_is_read_on_its_own_line() -> None:
     recorded_silently(TRAIN_ON_PURPOSE)
+
+
+# --- gradwalk.watch (gradwalk/watch_args.py dedented and stripped a file as a notebook's text)
+
+
+def test_watch_keeps_a_files_blank_first_lines(tmp_path: Path) -> None:
+    source = "\n\nimport torch\nx = torch.ones(2, requires_grad=True)\nz = x * oops\n"
+    (tmp_path / "lesson.py").write_text(source)
+    err = q.errors(gradwalk.watch(tmp_path / "lesson.py").trace)[0]
+    assert err.line == 5
+    assert err.traceback == _traceback_of(_python(tmp_path, source), tmp_path)
+
+
+def test_watch_reads_a_file_with_a_byte_order_mark_as_python_does(tmp_path: Path) -> None:
+    source = "\ufeffimport torch\r\nx = torch.tensor(2.0, requires_grad=True)\r\n(x**3).backward()\r\nprint(x.grad)\r\n"
+    plain = _python(tmp_path, source)
+    assert (plain.returncode, plain.stdout) == (0, "tensor(12.)\n"), plain.stderr
+    (tmp_path / "bom.py").write_bytes(source.encode("utf-8"))
+    recording = gradwalk.watch(tmp_path / "bom.py")
+    assert recording.status == "ok", q.errors(recording.trace)
+    assert q.stdout(recording.trace) == plain.stdout
+
+
+def test_watch_of_a_pasted_text_with_a_byte_order_mark_runs() -> None:
+    recording = gradwalk.watch("\ufeff\n    import torch\n    print(torch.ones(2).sum())\n")
+    assert recording.status == "ok", q.errors(recording.trace)
+    assert q.stdout(recording.trace) == "tensor(2.)\n"
