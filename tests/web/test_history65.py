@@ -184,3 +184,33 @@ def test_a_link_to_a_run_this_server_lacks_opens_the_starter_example(
     page.click("[data-gw=run]")
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     wait_graph(page)
+
+
+DEFAULT_TITLE = "gradwalk · watch autograd work"
+
+
+def test_the_tabs_title_names_the_run_open(page: Any, request: pytest.FixtureRequest) -> None:
+    request.node.allow_console_errors = True  # Chromium logs the missing run's 404
+    open_app(page)
+    expect(page).to_have_title(DEFAULT_TITLE)  # no run open yet
+    page.select_option("[data-gw=examples]", "cubic")
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    example = run_id(page)
+    expect(page).to_have_title("Your first backward() · gradwalk")
+    run_source(page, SNIPPETS[1])  # a snippet is named by its first comment line
+    expect(page).to_have_title("Snippet B · gradwalk")
+    page.go_back()
+    shown(page, example)
+    expect(page).to_have_title("Your first backward() · gradwalk")
+    # a lesson's run by its lesson's title (lesson 1's code is an example's too), on a reload
+    # too (the lessons come after the run)
+    open_lesson(page, LESSONS[0].id)
+    lesson_title = page.locator(f"{CARD} .gw-lesson-title").inner_text()
+    expect(page).to_have_title(f"{lesson_title} · gradwalk")
+    page.reload()
+    expect(page).to_have_title(f"{lesson_title} · gradwalk")
+    # a link to no run: the page's own title
+    open_app(page, "?run=deadbeef0000")
+    expect(page.locator(".gw-output")).to_contain_text("No run deadbeef0000")
+    expect(page).to_have_title(DEFAULT_TITLE)

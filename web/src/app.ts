@@ -14,6 +14,7 @@ import { followHistory } from "./history-nav";
 import { InspectorView } from "./inspector";
 import { PendingCallNotice, stepPastEndNotice } from "./link-notices";
 import { OutputView } from "./output";
+import { PageTitle, runTitle } from "./page-title";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
 import { explainRunFailure, RunControls } from "./run-controls";
@@ -25,7 +26,7 @@ import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState }
 import { TapeView } from "./tape";
 import { bindTabKeys, showView } from "./tabs";
 import { bindThemeButtons } from "./theme";
-import { TraceModel, traceTitle } from "./trace-model";
+import { TraceModel } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { CHART_CHOICE_KEYS, readUrl, type UrlState, UrlSync } from "./url-state";
 
@@ -86,6 +87,10 @@ export class App {
   readonly examplesMenu: ExamplesMenu;
   private readonly deviceSelect: HTMLSelectElement;
   private readonly tabs: HTMLElement[];
+  /** The tab's title: the run open's name (a lesson's, once the lessons are in, is told by the lessons). */
+  readonly title = new PageTitle(() => (this.runId !== null || this.model.run ? (this.runTitle() ?? `run ${this.runId ?? ""}`.trim()) : null));
+  /** The run's name (its embed code's `<iframe title>`, the tab's title), as the embed's own header reads it. */
+  private readonly runTitle = () => runTitle(this.model, (source) => this.examplesMenu.titleOf(source));
 
   constructor(
     readonly root: HTMLElement,
@@ -123,7 +128,7 @@ export class App {
     const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
     openTrace?.addEventListener("change", () => void this.openFile(openTrace));
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
-    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: this.shareTitle() }), (m) => this.output.say(m));
+    bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: this.runTitle() }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
     bindHeaderMenu(root.querySelector(".gw-header"));
     this.panes = new PaneSplitters($(root, ".gw-main"));
@@ -163,12 +168,6 @@ export class App {
     await this.applyUrl(wanted);
     // no run shown (none asked for, or one this server lacks): the starter example, as on a fresh page
     if (this.runId === null && !this.editor.source) this.editor.source = examples[0]?.source ?? FALLBACK_SOURCE;
-  }
-
-  /** The run's name in its embed code's `<iframe title>`: its example's or lesson's title, as the
-   * embed's own header reads (it was "gradwalk: snippet.py"), else its first comment line. */
-  private shareTitle(): string | null {
-    return this.examplesMenu.titleOf(this.model.source || this.model.run?.source || "") ?? (traceTitle(this.model) || null);
   }
 
   // --- runs ----------------------------------------------------------------------------------
@@ -351,6 +350,7 @@ export class App {
     if (this.stepAfterRun !== null && m.isFinished) this.backToStepper(this.stepAfterRun);
     if (this.openAfterRun !== null && m.isFinished) this.openFinished(this.openAfterRun);
     this.checkCall();
+    this.title.refresh();
     // the step's line in this run: a lesson opened at the step the last one was on left the
     // last one's line marked (the store's step had not changed)
     this.editor.setCurrent(currentLine(m, this.store.state));

@@ -244,6 +244,8 @@ export class LessonsGallery {
     const changed = lesson?.id !== this.current?.id;
     this.current = lesson;
     this.renderCard();
+    this.app.title.lesson = lesson?.title ?? null;
+    this.app.title.refresh();
     if (changed) this.onChange(lesson);
   }
 
