@@ -285,12 +285,37 @@ def _hints_can_read(message: str) -> bool:
     return len(message) <= _MAX_READ and max(map(len, _RUNS.findall(message)), default=0) <= _LONG_RUN
 
 
+# what an error event's traceback keeps: its last characters, each line up to a length
+_MAX_TRACEBACK = 8000
+_LONGEST_CODE_LINE = 300
+_LONGEST_MESSAGE_LINE = 2000
+_CARETS = frozenset("^~")
+
+
+def _shortened_lines(text: str, longest: int = _LONGEST_CODE_LINE) -> str:
+    """``text`` (a traceback's lines) with each line over ``longest`` characters cut there
+    and ended with "…", and the caret line under it dropped (its carets no longer point at
+    the code). The traceback keeps only its last :data:`_MAX_TRACEBACK` characters: one
+    line of 3,000 list items left blank space and the last line, without the ``File
+    "snippet.py", line 3`` header or the code."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    cut = False
+    for line in lines:
+        if cut and line.strip() and set(line.strip()) <= _CARETS:
+            cut = False
+            continue
+        cut = len(line) > longest
+        kept.append(line[:longest] + "…" if cut else line)
+    return "\n".join(kept)
+
+
 def _compile_error_text(exc: BaseException, msg: str, line: int | None) -> str:
     """What Python prints for a snippet that does not compile: for a ``SyntaxError``, its
     line with a caret under where it went wrong."""
     if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME and exc.text is not None:
         text = "".join(traceback.format_exception_only(type(exc), exc))
-        return writable(text.replace(SNIPPET_FILENAME, "snippet.py")[-8000:])
+        return writable(_shortened_lines(text.replace(SNIPPET_FILENAME, "snippet.py"))[-_MAX_TRACEBACK:])
     return f"line {line}: {msg}" if line is not None else f"{type(exc).__name__}: {msg}"
 
 
@@ -309,8 +334,8 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
     summary = traceback.StackSummary.from_list(
         [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SNIPPET_FILENAME]
     )
-    text = "Traceback (most recent call last):\n" + "".join(summary.format())
-    text += "".join(traceback.format_exception_only(type(exc), exc))
+    text = "Traceback (most recent call last):\n" + _shortened_lines("".join(summary.format()))
+    text += _shortened_lines("".join(traceback.format_exception_only(type(exc), exc)), _LONGEST_MESSAGE_LINE)
     text = text.replace(SNIPPET_FILENAME, "snippet.py")
     from .explain import error_node, explain_error, metrics_only_after, metrics_only_calls
 
@@ -334,7 +359,7 @@ def _emit_error(rec: Recorder, exc: BaseException) -> None:
             exc_type=type(exc).__name__,
             message=writable(without_terminal_codes(message)[:4000]),
             line=line,
-            traceback=writable(without_terminal_codes(text)[-8000:]),
+            traceback=writable(without_terminal_codes(text)[-_MAX_TRACEBACK:]),
             hint=None if hint is None else writable(hint),
             node=node,
             metrics_only_after=metrics_only_after(rec),

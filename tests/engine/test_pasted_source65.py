@@ -183,3 +183,54 @@ def test_watch_of_a_pasted_text_with_a_byte_order_mark_runs() -> None:
     recording = gradwalk.watch("\ufeff\n    import torch\n    print(torch.ones(2).sum())\n")
     assert recording.status == "ok", q.errors(recording.trace)
     assert q.stdout(recording.trace) == "tensor(2.)\n"
+
+
+# --- a traceback of a very long line (engine/run.py kept its last 8,000 characters only)
+
+LONG_LIST = "[" + ", ".join(["1"] * 3000) + "]"
+
+
+def test_a_very_long_lines_traceback_keeps_its_header_and_code(tmp_path: Path) -> None:
+    source = f"import torch\nx = 1\ny = {LONG_LIST} + undefined\n"
+    err = q.errors(record(source))[0]
+    assert (err.exc_type, err.line) == ("NameError", 3)
+    lines = err.traceback.split("\n")
+    plain = _traceback_of(_python(tmp_path, source), tmp_path).split("\n")
+    # Python's own header, frame and last line; the code line cut with "…", its carets gone
+    assert (
+        lines[:2]
+        == plain[:2]
+        == ["Traceback (most recent call last):", '  File "snippet.py", line 3, in <module>']
+    )
+    assert lines[2].startswith("    y = [1, 1, 1,") and lines[2].endswith("…") and len(lines[2]) == 301
+    assert plain[2] == f"    y = {LONG_LIST} + undefined" and set(plain[3].strip()) == {"^"}
+    assert lines[3:] == plain[4:] == ["NameError: name 'undefined' is not defined", ""]
+
+
+def test_short_lines_around_a_long_one_keep_their_carets() -> None:
+    source = f"def build():\n    return {LONG_LIST} + undefined\n\nitems = build()\n"
+    err = q.errors(record(source))[0]
+    assert err.line == 2
+    assert err.traceback.startswith(
+        'Traceback (most recent call last):\n  File "snippet.py", line 4, in <module>\n'
+        "    items = build()\n            ^^^^^^^\n"
+        '  File "snippet.py", line 2, in build\n    return [1, 1, 1,'
+    )
+    assert err.traceback.endswith("…\nNameError: name 'undefined' is not defined\n")
+
+
+def test_a_long_line_that_does_not_compile_keeps_its_header() -> None:
+    err = q.errors(record(f"import torch\nx = 1\ny = {LONG_LIST} +\n"))[0]
+    assert (err.exc_type, err.line) == ("SyntaxError", 3)
+    assert err.traceback.startswith('  File "snippet.py", line 3\n    y = [1, 1, 1,')
+    assert err.traceback.endswith("…\nSyntaxError: invalid syntax\n")
+
+
+def test_a_very_long_message_keeps_the_frames_above_it() -> None:
+    err = q.errors(record("x = 1\nraise ValueError('ab12' * 3000)\n"))[0]
+    assert err.message == ("ab12" * 3000)[:4000]  # the message itself as before
+    assert err.traceback.startswith(
+        'Traceback (most recent call last):\n  File "snippet.py", line 2, in <module>\n'
+        "    raise ValueError('ab12' * 3000)\nValueError: ab12ab12"
+    )
+    assert err.traceback.endswith("ab12…\n") and len(err.traceback) < 2200
