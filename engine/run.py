@@ -157,7 +157,7 @@ def _run(
                 message=msg,
                 line=line,
                 traceback=_compile_error_text(exc, msg, line),
-                hint=syntax_hint(exc, source.split("\n")) if isinstance(exc, SyntaxError) else None,
+                hint=syntax_hint(exc, source_lines(source)) if isinstance(exc, SyntaxError) else None,
             ),
             closing=True,
         )

@@ -7,10 +7,11 @@ not list still appears, titled after its file name, so adding a snippet never hi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Example", "load_examples", "title_for"]
+__all__ = ["Example", "comment_title", "load_examples", "title_for"]
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,26 @@ def title_for(source: str, examples: list[Example]) -> str | None:
     for ex in examples:
         if ex.source.strip() == stripped:
             return ex.title
-    for line in source.splitlines()[:20]:
-        line = line.strip()
-        if line.startswith("#") and not line.startswith("#!") and line.lstrip("# ").strip():
-            return line.lstrip("# ").strip()[:80]
+    for line in source.split("\n")[:20]:
+        title = comment_title(line)
+        if title:
+            return title
     return None
+
+
+# a file's encoding line (PEP 263): `# -*- coding: utf-8 -*-`, `# coding: utf-8`
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=]")
+# a notebook's cell marks: jupytext's `# %%` (`# %% [markdown]`), nbconvert's `# In[3]:`
+_CELL_MARK = re.compile(r"^%%(\s*\[\w+\])?|^In\s*\[[\d ]*\]:?$")
+
+
+def comment_title(line: str) -> str | None:
+    """The title a comment ``line`` gives its snippet (its text, at most 80 characters);
+    ``None`` for code, a shebang, an encoding line, a notebook's cell mark without words
+    (``# %%``, ``# In[3]:``) and a rule of dashes. Mirrored by ``commentTitle`` in
+    web/src/trace-model.ts."""
+    line = line.strip()
+    if not line.startswith("#") or line.startswith("#!") or _CODING.match(line):
+        return None
+    text = _CELL_MARK.sub("", line.lstrip("#").strip()).strip()
+    return text[:80] if any(c.isalpha() for c in text) else None

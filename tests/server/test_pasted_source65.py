@@ -73,3 +73,15 @@ def test_a_bom_or_line_end_inside_the_source_is_left_as_it_is(api: httpx.Client)
     run, trace = _ran(api, source)
     assert run["source"] == trace.source == source
     assert _printed(trace) == "1 a\r\nb\n"
+
+
+def test_a_run_is_titled_by_its_first_comment_of_words_not_its_encoding_line_or_cell_marks(
+    api: httpx.Client,
+) -> None:
+    # every file nbconvert writes starts so, and was titled "coding: utf-8" (hunt 65)
+    nbconvert = "#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n# Fit a cubic\n" + CUBIC
+    jupytext = "# -*- coding: utf-8 -*-\n# %%\n# -----\n# %% Train the model\n" + CUBIC
+    untitled = "# coding: utf-8\n# In[ ]:\n" + CUBIC
+    for source, title in [(nbconvert, "Fit a cubic"), (jupytext, "Train the model"), (untitled, None)]:
+        run, _ = _ran(api, source)
+        assert run["title"] == title, (source, run["title"])

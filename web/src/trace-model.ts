@@ -432,9 +432,21 @@ export class TraceModel {
 /** A title for a trace: its first comment line, else its file name (the viewer's heading, an embed's frame title). */
 export function traceTitle(model: TraceModel): string {
   const source = model.source || model.run?.source || "";
-  for (const raw of source.split("\n").slice(0, 20)) {
-    const line = raw.trim();
-    if (line.startsWith("#") && !line.startsWith("#!") && line.replace(/^#+/, "").trim()) return line.replace(/^#+/, "").trim().slice(0, 80);
+  for (const raw of source.split(/\r\n|\r|\n/).slice(0, 20)) {
+    const title = commentTitle(raw);
+    if (title) return title;
   }
   return model.run?.filename ?? "";
+}
+
+/**
+ * The title a comment line gives its snippet (its text, at most 80 characters); null for code,
+ * a shebang, an encoding line (`# -*- coding: utf-8 -*-`), a notebook's cell mark without
+ * words (`# %%`, `# In[3]:`) and a rule of dashes. Mirrors `comment_title` in server/library.py.
+ */
+export function commentTitle(raw: string): string | null {
+  const line = raw.trim();
+  if (!line.startsWith("#") || line.startsWith("#!") || /^#.*?coding[:=]/.test(line)) return null;
+  const text = line.replace(/^#+/, "").trim().replace(/^%%(\s*\[\w+\])?|^In\s*\[[\d ]*\]:?$/, "").trim();
+  return /\p{L}/u.test(text) ? text.slice(0, 80) : null;
 }
