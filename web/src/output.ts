@@ -32,6 +32,8 @@ export class OutputView {
    * step recorded metrics-only.
    */
   recordInFull: ((detailEvery: number) => void) | null = null;
+  /** The last text printed ended in a carriage return: the next goes over its line. */
+  private returned = false;
 
   constructor(
     readonly root: HTMLElement,
@@ -54,6 +56,7 @@ export class OutputView {
     this.unsubscribe();
     this.model = model;
     this.text.textContent = "";
+    this.returned = false;
     this.notices.replaceChildren();
     for (const ev of model.events) this.add(ev);
     this.unsubscribe = model.subscribe((batch) => batch.forEach((ev) => this.add(ev)));
@@ -77,8 +80,7 @@ export class OutputView {
   private add(ev: GradwalkEvent): void {
     switch (ev.type) {
       case "output": {
-        const span = h("span", { class: ev.stream === "stderr" ? "gw-stderr" : "", text: ev.text });
-        this.text.append(span);
+        this.print(ev.text, ev.stream === "stderr" ? "gw-stderr" : "");
         const nonLeaf = ev.stream === "stderr" ? nonLeafGradRead(this.model, ev.text) : null;
         if (nonLeaf) this.notices.append(this.warningNote(nonLeaf));
         break;
@@ -123,6 +125,35 @@ export class OutputView {
       case "run_started":
         this.renderStatus();
         break;
+    }
+  }
+
+  /**
+   * Append printed `text` as a terminal shows it: a carriage return (`print("\rstep 7", end="")`,
+   * a progress bar's redraw) goes back to the start of its line, so what follows replaces it
+   * rather than running on after it ("step 0step 1step 2…").
+   */
+  private print(text: string, cls: string): void {
+    const parts = text.replace(/\r\n/g, "\n").split("\r");
+    parts.forEach((part, i) => {
+      if (i > 0) this.returned = true;
+      if (!part) return; // a `\r` last goes back when more comes, as a terminal's cursor does
+      if (this.returned && !part.startsWith("\n")) this.eraseLine();
+      this.returned = false;
+      this.text.append(h("span", { class: cls, text: part }));
+    });
+  }
+
+  /** Remove what was printed since the last line break (the line a `\r` goes back over). */
+  private eraseLine(): void {
+    for (let span = this.text.lastChild; span; span = this.text.lastChild) {
+      const printed = span.textContent ?? "";
+      const end = printed.lastIndexOf("\n");
+      if (end >= 0) {
+        if (end < printed.length - 1) span.textContent = printed.slice(0, end + 1);
+        return;
+      }
+      span.remove();
     }
   }
 
