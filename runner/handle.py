@@ -32,6 +32,7 @@ from engine.events import (
     TensorIntroduced,
     event_adapter,
 )
+from engine.source import source_lines
 
 from . import outcome
 
@@ -144,6 +145,8 @@ class RunHandle:
             return
         if self._next_seq == 0:
             self._push(RunStarted(source=self.source, device=self.device, limits=self.limits))
+        if status == "timeout":  # where it was: the loop that ran long, and how far it got
+            message += self._seen.progress(self.source)
         self._push_finished(
             RunFinished(
                 seq=self._next_seq,
@@ -184,15 +187,30 @@ class _SeenCounts:
     # recorded graph.
     """
 
-    __slots__ = ("_last_t", "_started", "backward_calls", "nodes", "ops", "optimizer_steps", "tensors")
+    __slots__ = (
+        "_last_t",
+        "_line",
+        "_line_t",
+        "_started",
+        "backward_calls",
+        "nodes",
+        "ops",
+        "optimizer_steps",
+        "tensors",
+    )
 
     def __init__(self) -> None:
         self.ops = self.nodes = self.tensors = self.backward_calls = self.optimizer_steps = 0
         self._started: float | None = None
         self._last_t = 0.0
+        self._line: int | None = None  # the snippet line of the latest event that named one
+        self._line_t = 0.0
 
     def add(self, event: Event) -> None:
         self._last_t = max(self._last_t, event.t)
+        line = getattr(event, "line", None)
+        if isinstance(line, int):
+            self._line, self._line_t = line, event.t
         if isinstance(event, OpRecorded):
             self.ops = event.index + 1
         elif isinstance(event, NodeCreated):
@@ -207,6 +225,18 @@ class _SeenCounts:
             self.optimizer_steps += 1
         elif isinstance(event, RunStarted):
             self._started = time.monotonic()
+
+    def progress(self, source: str) -> str:
+        """How far a run stopped at its time limit got, and the line it was at where an event
+        named one in the run's last second (an op past the op limit sends none: a line from
+        long before is not where it was)."""
+        recent = self._line if self._line is not None and self.t_now() - self._line_t <= 1.0 else None
+        code = (
+            source_lines(source)[recent - 1]
+            if recent is not None and recent <= len(source_lines(source))
+            else None
+        )
+        return outcome.progress_when_stopped(self.optimizer_steps, self.backward_calls, recent, code)
 
     def duration_s(self) -> float:
         """Seconds since ``run_started`` arrived (0 when it never did)."""

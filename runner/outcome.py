@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.events import ErrorRaised, Limits, RunStatus
 
-__all__ = ["cancelled", "exit_outcome", "memory_message", "timed_out", "worker_lost"]
+__all__ = ["cancelled", "exit_outcome", "memory_message", "progress_when_stopped", "timed_out", "worker_lost"]
 
 _SIGNALS = {
     signal.SIGSEGV: "a segmentation fault: native code read or wrote memory it does not own "
@@ -27,6 +27,26 @@ _MEMORY_WORDS = ("can't allocate memory", "cannot allocate memory", "not enough 
 def timed_out(limits: Limits) -> tuple[RunStatus, str]:
     """The run passed its wall-clock limit."""
     return "timeout", f"The run took longer than its {limits.timeout_s:g} s time limit and was stopped."
+
+
+def progress_when_stopped(steps: int, calls: int, line: int | None, code: str | None) -> str:
+    """What a run stopped at its time limit had done, and where it was (``line``, whose
+    ``code`` is quoted when short), for the end of its message; empty when it said nothing."""
+    done = (
+        f"{steps:,} optimizer step{'s' if steps != 1 else ''}"
+        if steps
+        else f"{calls:,} backward() call{'s' if calls != 1 else ''}"
+        if calls
+        else ""
+    )
+    where = ""
+    if line is not None:
+        quoted = f" (`{code.strip()}`)" if code and 0 < len(code.strip()) <= 60 else ""
+        where = f"was at line {line}{quoted}"
+    if not done and not where:
+        return ""
+    said = f"It had done {done}" + (f" and {where}" if where else "") if done else f"It {where}"
+    return f" {said} when it was stopped: fewer iterations, or smaller tensors, finish within the limit."
 
 
 def cancelled(reason: str = "") -> tuple[RunStatus, str]:

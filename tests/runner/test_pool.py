@@ -133,3 +133,27 @@ def test_snippets_can_import_gradwalk_to_log_metrics(driver: PoolDriver) -> None
     )
     assert handle.status == "ok", finished(events).message
     assert [(e.name, e.value, e.step) for e in events if e.type == "metric"] == [("val_acc", 0.5, 1)]
+
+
+def test_a_run_stopped_by_its_time_limit_says_how_far_it_got_and_the_line_it_was_at(
+    driver: PoolDriver,
+) -> None:
+    # a tutorial's 30,000-iteration loop ended "took longer than its 10 s time limit" and no
+    # more: not which loop ran long, nor how far it got (hunt 65)
+    source = (
+        "import torch\nw = torch.tensor(1.0, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.01)\n"
+        "while True:\n    opt.zero_grad()\n    loss = (w * 3 - 2) ** 2\n    loss.backward()\n    opt.step()\n"
+    )
+    events, _ = driver.run(source, limits=Limits(timeout_s=2.0))
+    end = finished(events)
+    steps = [e for e in events if e.type == "optimizer_step"]
+    assert end.status == "timeout" and len(steps) > 10, end
+    assert f"It had done {len(steps):,} optimizer steps and was at line " in end.message, end.message
+    at = int(end.message.split("was at line ")[1].split(" ")[0])
+    assert 5 <= at <= 8, end.message  # inside the loop, the line of its latest event
+    assert end.message.endswith("fewer iterations, or smaller tensors, finish within the limit.")
+    # a loop that reports no line: where it was is not guessed from long before
+    events, _ = driver.run(
+        "import torch\nx = torch.ones(2)\nwhile True:\n    pass\n", limits=Limits(timeout_s=1.5)
+    )
+    assert finished(events).message == "The run took longer than its 1.5 s time limit and was stopped."
