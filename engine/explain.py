@@ -268,7 +268,7 @@ def explain_error(
     inference = inference_tensor_hint(text, code, frame, lambda t: _made_at(rec, t))
     if inference:
         return inference
-    environment = environment_hint(exc, text)
+    environment = environment_hint(exc, text, rec.source_lines)
     if environment:
         return environment
     loss = loss_target_hint(exc, rec, frame) or cross_entropy_hint(text, rec, frame)

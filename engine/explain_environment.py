@@ -13,16 +13,33 @@ __all__ = ["environment_hint"]
 _NO_GPU = re.compile(r"not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available")
 
 
-def environment_hint(exc: BaseException, text: str) -> str | None:
+def environment_hint(exc: BaseException, text: str, source_lines: list[str] | None = None) -> str | None:
     """The hint for ``exc`` (whose message is ``text``) where its cause is the machine or the
-    sandbox; ``None`` for any other error."""
+    sandbox, in the snippet whose lines are ``source_lines``; ``None`` for any other error."""
     if _NO_GPU.search(text):
+        own = _own_cuda_device(source_lines or [])
+        if own is not None:  # the snippet set `device` itself: gradwalk's is gone
+            return (
+                "This machine has no GPU that PyTorch can use (torch.cuda.is_available() is False), "
+                f"and line {own} sets device to 'cuda' itself, over the device gradwalk gives the run "
+                f"('cpu' here). Write line {own} as device = 'cuda' if torch.cuda.is_available() else "
+                "'cpu' (it then runs on either), or delete it."
+            )
         return _NO_GPU_HINT
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
     if "Read-only file system" in text:
         return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     return None
+
+
+# `device = "cuda"`, `device = torch.device('cuda:0')`: a snippet's own choice of a GPU
+_OWN_CUDA = re.compile(r"""^\s*device\s*=\s*(torch\.device\(\s*)?['"]cuda(:\d+)?['"]\s*\)?\s*(#.*)?$""")
+
+
+def _own_cuda_device(source_lines: list[str]) -> int | None:
+    """The line where the snippet sets ``device`` to a GPU unconditionally, if it does."""
+    return next((i for i, text in enumerate(source_lines, 1) if _OWN_CUDA.match(text)), None)
 
 
 # packages people reach for in a snippet that gradwalk does the work of

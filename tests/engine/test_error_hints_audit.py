@@ -193,6 +193,21 @@ CASES = {
         "RuntimeError",
         ["integer tensor", "x = x.float()"],
     ),
+    # the snippet's own `device = "cuda"` replaced gradwalk's: "use the variable device" was
+    # the line that failed (hunt 64, left then; 65)
+    "cuda the snippet chose itself, on a machine without one": (
+        "import torch\ndevice = 'cuda'\nx = torch.ones(3, device=device)\n",
+        "AssertionError",
+        [
+            "line 2 sets device to 'cuda' itself",
+            "Write line 2 as device = 'cuda' if torch.cuda.is_available() else 'cpu'",
+        ],
+    ),
+    "cuda:0 the snippet chose itself as a torch.device, on a machine without one": (
+        'import torch\ndevice = torch.device("cuda:0")  # the GPU\nx = torch.ones(3).to(device)\n',
+        "AssertionError",
+        ["line 2 sets device to 'cuda' itself"],
+    ),
     "cuda on a machine without one": (
         "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel = model.to('cuda')\n",
         "AssertionError",
