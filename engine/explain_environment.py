@@ -28,6 +28,10 @@ def environment_hint(exc: BaseException, text: str, source_lines: list[str] | No
         return _NO_GPU_HINT
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
+    if _missing_file(exc, text):
+        return _missing_file_hint(_missing_file(exc, text) or "")
+    if _network_error(exc, text) and not _can_open_sockets():
+        return _NO_NETWORK_HINT
     if "Read-only file system" in text:
         return _WORKERS_HINT if _raised_in(exc, "multiprocessing") else _READ_ONLY_HINT
     return None
@@ -40,6 +44,59 @@ _OWN_CUDA = re.compile(r"""^\s*device\s*=\s*(torch\.device\(\s*)?['"]cuda(:\d+)?
 def _own_cuda_device(source_lines: list[str]) -> int | None:
     """The line where the snippet sets ``device`` to a GPU unconditionally, if it does."""
     return next((i for i, text in enumerate(source_lines, 1) if _OWN_CUDA.match(text)), None)
+
+
+# numpy's loadtxt/genfromtxt say "data.csv not found." (a FileNotFoundError without a filename)
+_NOT_FOUND = re.compile(r"^(\S+) not found\.$")
+
+
+def _missing_file(exc: BaseException, text: str) -> str | None:
+    """The file a ``FileNotFoundError`` is about (its name), if ``exc`` is one."""
+    if not isinstance(exc, FileNotFoundError):
+        return None
+    if isinstance(exc.filename, str):
+        return exc.filename
+    found = _NOT_FOUND.match(text)
+    return found.group(1) if found else None
+
+
+def _missing_file_hint(name: str) -> str:
+    return (
+        f"There is no '{name[:120]}' where the snippet runs. gradwalk's app runs a snippet on its "
+        "server, in an empty scratch folder of its own: files from your computer are not there, "
+        "and none can be uploaded. Make the data in the snippet instead (X = torch.randn(100, 3); "
+        "y = X @ torch.tensor([2.0, -1.0, 0.5]) + 0.1 * torch.randn(100)), or write the file in "
+        "the snippet first (torch.save) and read it back."
+    )
+
+
+def _network_error(exc: BaseException, text: str) -> bool:
+    """Whether ``exc`` (message ``text``) is a failure to reach the network."""
+    import socket
+    import urllib.error
+
+    if isinstance(exc, (urllib.error.URLError, socket.gaierror, ConnectionError)):
+        return True
+    return "Temporary failure in name resolution" in text or "Network is unreachable" in text
+
+
+def _can_open_sockets() -> bool:
+    """Whether this process may open a socket (a sandboxed run may not: runner/seccomp.py)."""
+    import socket
+
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    except OSError:
+        return False
+    return True
+
+
+_NO_NETWORK_HINT = (
+    "A snippet run by gradwalk has no network, so nothing can be downloaded: no dataset "
+    "(download=True), pretrained weights, torch.hub model or URL. Use random tensors of the "
+    "data's shape instead: for MNIST, images = torch.randn(64, 1, 28, 28) and "
+    "labels = torch.randint(0, 10, (64,))."
+)
 
 
 # packages people reach for in a snippet that gradwalk does the work of

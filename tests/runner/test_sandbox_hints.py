@@ -65,3 +65,29 @@ def test_a_thread_runs_in_the_sandbox_and_its_backward_is_walked(driver: PoolDri
     assert len([e for e in events if e.type == "node_executed"]) == 2
     (added,) = [e for e in events if e.type == "grad_accumulated"]
     assert added.after.flat == [12.0]
+
+
+@pytest.mark.parametrize(
+    "source, name",
+    [
+        ("import torch\nx = torch.load('model.pt')\n", "model.pt"),
+        ("import numpy as np\ndata = np.loadtxt('data.csv', delimiter=',')\n", "data.csv"),
+        ("with open('train.txt') as f:\n    print(f.read())\n", "train.txt"),
+    ],
+)
+def test_a_file_from_the_learners_computer_is_said_not_to_be_there(
+    driver: PoolDriver, source: str, name: str
+) -> None:
+    events, _ = driver.run(source)
+    (error,) = [e for e in events if e.type == "error"]
+    assert error.exc_type == "FileNotFoundError" and error.line in (1, 2), error
+    assert error.hint and f"There is no '{name}' where the snippet runs" in error.hint, error.hint
+    assert "Make the data in the snippet instead" in error.hint
+
+
+def test_a_download_is_said_to_have_no_network(driver: PoolDriver) -> None:
+    events, _ = driver.run("import urllib.request\nurllib.request.urlopen('https://example.com/mnist.gz')\n")
+    (error,) = [e for e in events if e.type == "error"]
+    assert error.exc_type == "URLError" and error.line == 2, error
+    assert error.hint and "has no network, so nothing can be downloaded" in error.hint, error.hint
+    assert "torch.randn(64, 1, 28, 28)" in error.hint
