@@ -5,6 +5,7 @@
 import { Api, ApiError, type Bootstrap, type Example, type RunInfo, type RunLimits, RunStream } from "./api";
 import { ChartsView } from "./charts";
 import { $, isTyping, setTabCount } from "./dom";
+import { Drafts } from "./drafts";
 import { Editor } from "./editor";
 import { ExamplesMenu } from "./examples-menu";
 import { GraphView } from "./graph";
@@ -26,6 +27,7 @@ import { currentLine, linksOfLine, Store, VIEWS, type ViewName, type ViewState }
 import { TapeView } from "./tape";
 import { bindTabKeys, showView } from "./tabs";
 import { bindThemeButtons } from "./theme";
+import { bindOpenTrace } from "./trace-file";
 import { TraceModel } from "./trace-model";
 import type { GradwalkEvent, GradwalkTrace } from "./types/events";
 import { CHART_CHOICE_KEYS, readUrl, type UrlState, UrlSync } from "./url-state";
@@ -58,6 +60,8 @@ export class App {
   /** How many runs ▶ Run started on this page (a lesson's run, fetched meanwhile, is not shown over one). */
   runsStarted = 0;
   private readonly linkCall = new PendingCallNotice();
+  /** The learner's unsaved edits, kept per run for reloads and Back/Forward (drafts.ts). */
+  readonly drafts = new Drafts(() => this.runId ?? "");
   /** Counts the runs asked for: a stored run's trace that arrives after another run was asked for is dropped. */
   private runRequests = 0;
   readonly editor: Editor;
@@ -101,7 +105,7 @@ export class App {
     this.editor = new Editor($(root, "[data-gw=editor]"), {
       doc: "",
       onRun: () => void this.run(),
-      onChange: (byUser) => this.examplesMenu.codeChanged(this.editor.source, byUser),
+      onChange: (byUser) => (this.drafts.changed(this.editor.source, byUser), this.examplesMenu.codeChanged(this.editor.source, byUser)),
       onHoverLine: (line) => store.set({ hover: line === null ? null : linksOfLine(this.model, line) }),
     });
     this.output = new OutputView($(root, "[data-gw=output]"), this.model, store);
@@ -119,14 +123,14 @@ export class App {
 
     this.controls = new RunControls(root, () => void this.run(), () => this.stop());
     this.examplesMenu = new ExamplesMenu($(root, "[data-gw=examples]"), (source) => {
+      this.drafts.ran(source); // an example chosen over the learner's edits: theirs go
       this.editor.source = source;
       this.editor.setErrors([]);
       this.editor.focus();
     });
     this.deviceSelect = $(root, "[data-gw=device]");
     $(root, "[data-gw=device-field]").hidden = !boot.cuda;
-    const openTrace = root.querySelector<HTMLInputElement>("[data-gw=open-trace]");
-    openTrace?.addEventListener("change", () => void this.openFile(openTrace));
+    bindOpenTrace(root.querySelector<HTMLInputElement>("[data-gw=open-trace]"), (trace) => this.loadTrace(trace), (m) => this.output.say(m, "error"));
     root.querySelector("[data-gw=copy-link]")?.addEventListener("click", (ev) => void this.copyLink(ev.currentTarget as HTMLButtonElement));
     bindShareButtons(root, boot.api, () => ({ runId: this.runId, state: this.store.state, finished: this.model.isFinished, title: this.runTitle() }), (m) => this.output.say(m));
     bindThemeButtons(root.querySelector("[data-gw=theme]"), root.querySelector("[data-gw=presenter]"));
@@ -149,7 +153,7 @@ export class App {
     });
 
     store.subscribe((state, changed) => this.onStore(state, changed));
-    followHistory(this.url, (wanted) => this.applyUrl(wanted), () => this.runId);
+    followHistory(this.url, (wanted) => this.applyUrl(wanted, true), () => this.runId);
     this.controls.setStatus("idle");
     this.onStore(store.state, new Set(["view"]));
     this.bindModel();
@@ -165,9 +169,10 @@ export class App {
       this.output.say(`Could not load the examples: ${(err as Error).message}`, "error");
     }
     this.examplesMenu.fill(examples);
-    await this.applyUrl(wanted);
+    await this.applyUrl(wanted, true);
     // no run shown (none asked for, or one this server lacks): the starter example, as on a fresh page
     if (this.runId === null && !this.editor.source) this.editor.source = examples[0]?.source ?? FALLBACK_SOURCE;
+    if (this.runId === null) this.drafts.restore(this.editor, this.output);
   }
 
   // --- runs ----------------------------------------------------------------------------------
@@ -195,6 +200,7 @@ export class App {
     try {
       const device = this.boot.cuda ? this.deviceSelect.value : "cpu";
       const info = await (this.hooks.createRun ?? ((s, d, l) => this.api.createRun(s, d, l)))(source, device, limits);
+      this.drafts.ran(source); // the run is the code's saved state now
       this.follow(info.id, source, info.ws_url);
     } catch (err) {
       this.controls.setStatus(this.model.finished?.status ?? "idle"); // the run on screen is still the one shown
@@ -254,8 +260,8 @@ export class App {
     else if (this.runId && !this.model.isFinished) void this.api.cancel(this.runId).catch(() => undefined);
   }
 
-  /** Open a stored run by id: its trace so far, then the live rest if it is still running. */
-  async load(id: string): Promise<void> {
+  /** Open a stored run by id: its trace so far, then the live rest if it is still running; its draft put back with `keepDraft` (a reload, Back/Forward). */
+  async load(id: string, keepDraft = false): Promise<void> {
     const ticket = ++this.runRequests;
     this.controls.setStatus("starting");
     let trace: GradwalkTrace;
@@ -272,11 +278,13 @@ export class App {
     if (ticket !== this.runRequests) return;
     const model = TraceModel.from(trace.events, trace.source);
     this.editor.source = trace.source;
+    this.drafts.base = trace.source;
     this.examplesMenu.showSourceOf(trace.source);
     // a run still going that Back left goes on on the server, unfollowed (■ Stop had cancelled it)
     if (model.isFinished) this.closeStream();
     this.setModel(model, id);
     if (!model.isFinished) this.startStream(id);
+    if (keepDraft) this.drafts.restore(this.editor, this.output);
   }
 
   /** Show a whole trace (a file, an export, the benchmark) with no server run behind it. */
@@ -297,21 +305,6 @@ export class App {
     this.charts.baseline.offer(beforeId, before);
     this.store.set({ step: null, op: null, selection: null, hover: null, graphCall: null });
     return model;
-  }
-
-  private async openFile(input: HTMLInputElement): Promise<void> {
-    const file = input.files?.[0];
-    input.value = "";
-    if (!file) return;
-    try {
-      const trace = JSON.parse(await file.text()) as GradwalkTrace;
-      if (!Array.isArray(trace.events)) throw new Error("not a gradwalk trace (no events)");
-      const bad = trace.events.findIndex((e) => typeof e !== "object" || e === null || typeof e.seq !== "number" || typeof e.type !== "string");
-      if (bad >= 0) throw new Error(`not a gradwalk trace (event ${bad} has no seq and type)`);
-      this.loadTrace(trace);
-    } catch (err) {
-      this.output.say(`Could not open ${file.name}: ${(err as Error).message}`, "error");
-    }
   }
 
   private setModel(model: TraceModel, runId: string | null): void {
@@ -443,7 +436,7 @@ export class App {
   }
 
   /** Show what `wanted` points at: load its run (unless shown), then its view and step once they exist. */
-  async applyUrl(wanted: UrlState): Promise<void> {
+  async applyUrl(wanted: UrlState, keepDraft = false): Promise<void> {
     // the charts' choices need no run: a link's apply at once
     const choices: Partial<ViewState> = {};
     if (wanted.yscale) choices.yscale = wanted.yscale;
@@ -453,7 +446,7 @@ export class App {
     this.store.set(choices);
     this.pending = wanted;
     this.pendingNewRun = !!wanted.run && wanted.run !== this.runId;
-    if (this.pendingNewRun) await this.load(wanted.run!);
+    if (this.pendingNewRun) await this.load(wanted.run!, keepDraft);
     await this.applyPending();
   }
 

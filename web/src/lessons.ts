@@ -164,6 +164,7 @@ export class LessonsGallery {
     }
     if (ticket !== this.opening) return false; // another lesson was opened meanwhile
     rememberRun(run.id, lesson.id);
+    this.app.drafts.drop(run.id); // opened again, a lesson starts from its code: edits to it are not put back
     // the learner ran the lesson's code (or a change of it) before its run came: theirs stays
     if (this.app.runsStarted !== runsBefore) return true;
     const view = viewOf(lesson);

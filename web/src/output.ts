@@ -18,6 +18,15 @@ export const STATUS_WORDS: Record<RunFinishedEvent["status"], string> = {
   limit: "limit reached",
 };
 
+/** A button on a notice said with {@link OutputView.say} (a restored draft's Discard): a click runs `onClick` and removes the notice. */
+export interface NoticeAction {
+  text: string;
+  title?: string;
+  /** Its data-gw name. */
+  gw?: string;
+  onClick: () => void;
+}
+
 /** The errors of a snippet that does not compile, whose traceback shows where, with a caret. */
 const COMPILE_ERRORS = new Set(["SyntaxError", "IndentationError", "TabError"]);
 
@@ -68,13 +77,25 @@ export class OutputView {
    * copied"). It replaces the one said before: the same file opened three times, or a link
    * copied three times, piled up three notices.
    */
-  say(message: string, kind: "error" | "info" = "info"): void {
-    for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
+  say(message: string, kind: "error" | "info" = "info", action?: NoticeAction): void {
+    this.unsay();
     const notice = h("div", { class: `gw-notice gw-notice-${kind}`, role: kind === "error" ? "alert" : "status", data: { said: "" }, text: message });
+    if (action) {
+      const click = () => {
+        notice.remove();
+        action.onClick();
+      };
+      notice.append(" ", h("button", { type: "button", class: "gw-btn gw-notice-action", text: action.text, title: action.title, data: action.gw ? { gw: action.gw } : {}, on: { click } }));
+    }
     this.notices.append(notice);
     // the output scrolls (a long print): bring the notice into it, without moving the page
     const above = notice.getBoundingClientRect().top - this.root.getBoundingClientRect().top;
     if (above < 0 || above > this.root.clientHeight - notice.offsetHeight) this.root.scrollTop += above;
+  }
+
+  /** Take back what {@link say} said. */
+  unsay(): void {
+    for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
   }
 
   private add(ev: GradwalkEvent): void {

@@ -1,0 +1,145 @@
+"""Unsaved code, in real Chromium against the real server (hunt 65): the learner's own edits
+survive a reload, Back/Forward and the logo (web/src/drafts.ts), with a notice and Discard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.server.lesson_traces import LESSONS
+
+from .conftest import expect, open_app, run_source, wait_graph
+from .lessons_served import CARD
+
+pytestmark = pytest.mark.browser
+
+SNIPPET_A = "# Snippet A\nimport torch\n\nx = torch.tensor(1.0, requires_grad=True)\n(x * x).backward()\n"
+SNIPPET_B = "# Snippet B\nimport torch\n\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\n"
+RESTORED = "Your unsaved edits were restored."
+NOTICE = "[data-gw=output] .gw-notice[data-said]"
+SOURCE = "() => window.gradwalk.editor.source"
+
+
+def run_id(page: Any) -> str:
+    return str(page.evaluate("() => window.gradwalk.runId"))
+
+
+def shown(page: Any, run: str) -> None:
+    """Wait until run ``run`` is on screen with its graph laid out."""
+    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=run)
+    wait_graph(page)
+
+
+def type_at_end(page: Any, text: str) -> None:
+    """Type ``text`` at the end of the code, key by key, as a learner does."""
+    page.locator("[data-gw=editor] .cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(text)
+
+
+def source_is(page: Any, text: str) -> None:
+    page.wait_for_function("(src) => window.gradwalk.editor.source === src", arg=text)
+
+
+def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(
+    page: Any,
+) -> None:
+    open_app(page)
+    run_source(page, SNIPPET_A)
+    a = run_id(page)
+    type_at_end(page, "print('mine')")
+    page.reload()
+    shown(page, a)
+    # the learner's text, not the run's: the reload had put the run's code back over it
+    source_is(page, SNIPPET_A + "print('mine')")
+    notice = page.locator(NOTICE)
+    expect(notice).to_contain_text(RESTORED)
+    expect(page.locator("[data-gw=examples]")).to_have_value("")  # the run's own code, edited
+    notice.get_by_role("button", name="Discard").click()
+    source_is(page, SNIPPET_A)
+    expect(notice).to_have_count(0)
+    # discarded for good: a reload shows the run's code, and says nothing
+    page.reload()
+    shown(page, a)
+    source_is(page, SNIPPET_A)
+    page.wait_for_timeout(300)
+    expect(page.locator(NOTICE)).to_have_count(0)
+
+
+def test_back_and_forward_bring_back_each_runs_draft_and_a_run_of_it_drops_it(
+    page: Any,
+) -> None:
+    open_app(page)
+    run_source(page, SNIPPET_A)
+    a = run_id(page)
+    type_at_end(page, "print('ran')")
+    page.click("[data-gw=run]")  # the edits are run: the new run is their saved state
+    page.wait_for_function("(id) => window.gradwalk.runId !== id", arg=a)
+    b = run_id(page)
+    shown(page, b)
+    page.go_back()
+    shown(page, a)
+    source_is(page, SNIPPET_A)  # A's draft went with the run of it
+    expect(page.locator(NOTICE)).to_have_count(0)
+    type_at_end(page, "print('not run')")
+    page.go_forward()
+    shown(page, b)
+    source_is(page, SNIPPET_A + "print('ran')")
+    page.go_back()
+    shown(page, a)
+    source_is(page, SNIPPET_A + "print('not run')")
+    expect(page.locator(NOTICE)).to_contain_text(RESTORED)
+
+
+def test_the_page_with_no_run_keeps_its_draft_across_the_logo_and_an_example_drops_it(
+    page: Any,
+) -> None:
+    open_app(page)
+    starter = page.evaluate("() => window.gradwalk.examplesMenu.examples[0].source")
+    source_is(page, starter)
+    type_at_end(page, "# my note")
+    page.click(".gw-brand")  # the logo: a fresh `/`, which had reset the editor to the starter
+    page.wait_for_selector("[data-gw=examples] option[value=cubic]", state="attached")
+    source_is(page, starter + "# my note")
+    expect(page.locator(NOTICE)).to_contain_text(RESTORED)
+    expect(page.locator("[data-gw=example-edited]")).to_have_text(
+        page.evaluate("() => 'Edited: ' + window.gradwalk.examplesMenu.examples[0].title")
+    )
+    # an example chosen over the edits replaces them, here and after a reload
+    page.select_option("[data-gw=examples]", "cubic")
+    cubic = page.evaluate("() => window.gradwalk.examplesMenu.examples.find((e) => e.id === 'cubic').source")
+    source_is(page, cubic)
+    page.reload()
+    page.wait_for_selector("[data-gw=examples] option[value=cubic]", state="attached")
+    source_is(page, starter)
+    expect(page.locator(NOTICE)).to_have_count(0)
+
+
+def test_a_lesson_opened_again_starts_from_its_code(page: Any) -> None:
+    lesson = LESSONS[0]
+    open_app(page)
+
+    def open_lesson() -> str:
+        page.click("[data-gw=lessons]")
+        page.click(f".gw-lesson-tile[data-lesson={lesson.id}]")
+        expect(page.locator(CARD)).to_have_attribute("data-lesson", lesson.id)
+        page.wait_for_function(
+            "(src) => window.gradwalk.model.source === src && window.gradwalk.runId",
+            arg=lesson.source,
+        )
+        run = run_id(page)
+        shown(page, run)
+        return run
+
+    run = open_lesson()
+    type_at_end(page, "# tried something")
+    assert page.evaluate(SOURCE) == lesson.source + "# tried something"
+    assert open_lesson() == run
+    source_is(page, lesson.source)
+    expect(page.locator(NOTICE)).to_have_count(0)
+    page.reload()  # and the edits do not come back later either
+    shown(page, run)
+    source_is(page, lesson.source)
+    page.wait_for_timeout(300)
+    expect(page.locator(NOTICE)).to_have_count(0)
