@@ -1,12 +1,19 @@
-"""Unsaved code, in real Chromium against the real server (hunt 65): the learner's own edits
-survive a reload, Back/Forward and the logo (web/src/drafts.ts), with a notice and Discard."""
+"""Unsaved code and a server that goes away, in real Chromium against the real server (hunt 65).
+
+The learner's own edits survive a reload, Back/Forward and the logo (web/src/drafts.ts), with
+a notice and Discard; ▶ Run pressed while the server is down says so in words and is cleared
+by the next run."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.server.harness import LiveServer
 from tests.server.lesson_traces import LESSONS
 
 from .conftest import expect, open_app, run_source, wait_graph
@@ -42,9 +49,7 @@ def source_is(page: Any, text: str) -> None:
     page.wait_for_function("(src) => window.gradwalk.editor.source === src", arg=text)
 
 
-def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(
-    page: Any,
-) -> None:
+def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(page: Any) -> None:
     open_app(page)
     run_source(page, SNIPPET_A)
     a = run_id(page)
@@ -67,9 +72,7 @@ def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(
     expect(page.locator(NOTICE)).to_have_count(0)
 
 
-def test_back_and_forward_bring_back_each_runs_draft_and_a_run_of_it_drops_it(
-    page: Any,
-) -> None:
+def test_back_and_forward_bring_back_each_runs_draft_and_a_run_of_it_drops_it(page: Any) -> None:
     open_app(page)
     run_source(page, SNIPPET_A)
     a = run_id(page)
@@ -92,9 +95,7 @@ def test_back_and_forward_bring_back_each_runs_draft_and_a_run_of_it_drops_it(
     expect(page.locator(NOTICE)).to_contain_text(RESTORED)
 
 
-def test_the_page_with_no_run_keeps_its_draft_across_the_logo_and_an_example_drops_it(
-    page: Any,
-) -> None:
+def test_the_page_with_no_run_keeps_its_draft_across_the_logo_and_an_example_drops_it(page: Any) -> None:
     open_app(page)
     starter = page.evaluate("() => window.gradwalk.examplesMenu.examples[0].source")
     source_is(page, starter)
@@ -125,8 +126,7 @@ def test_a_lesson_opened_again_starts_from_its_code(page: Any) -> None:
         page.click(f".gw-lesson-tile[data-lesson={lesson.id}]")
         expect(page.locator(CARD)).to_have_attribute("data-lesson", lesson.id)
         page.wait_for_function(
-            "(src) => window.gradwalk.model.source === src && window.gradwalk.runId",
-            arg=lesson.source,
+            "(src) => window.gradwalk.model.source === src && window.gradwalk.runId", arg=lesson.source
         )
         run = run_id(page)
         shown(page, run)
@@ -143,3 +143,56 @@ def test_a_lesson_opened_again_starts_from_its_code(page: Any) -> None:
     source_is(page, lesson.source)
     page.wait_for_timeout(300)
     expect(page.locator(NOTICE)).to_have_count(0)
+
+
+# --- a server that goes away ------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_server(bundle: Path, tmp_path: Path) -> Iterator[LiveServer]:
+    """A server of this test's own, to stop and start again on its port and database."""
+    live = LiveServer.start(tmp_path, "--burst", "10000", token=None, workers=1)
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def relaunch(server: LiveServer, sig: int) -> None:
+    """Stop ``server`` with ``sig`` (SIGKILL: a crash) and start it again on the same port and database."""
+    port = server.url.rsplit(":", 1)[1]
+    server.stop(sig)
+    server.args[server.args.index("--port") + 1] = port
+    server.launch()
+
+
+@pytest.fixture
+def own_page(browser: Any, own_server: LiveServer, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A page on ``own_server`` (Chromium logs the requests that fail while it is down)."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.server = own_server
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+UNREACHABLE = "Could not reach the gradwalk server — is it still running? Your code is kept; press ▶ Run again once it is back."
+
+
+def test_run_pressed_while_the_server_is_down_says_so_in_words(own_page: Any, own_server: LiveServer) -> None:
+    page = own_page
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", SNIPPET_A)
+    own_server.stop()
+    page.click("[data-gw=run]")
+    notice = page.locator(NOTICE)
+    expect(notice).to_have_text(UNREACHABLE)  # it read the browser's "Failed to fetch"
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "idle")
+    assert page.evaluate(SOURCE) == SNIPPET_A  # the code is kept
+    relaunch(own_server, signal.SIGTERM)
+    page.click("[data-gw=run]")
+    page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
+    expect(notice).to_have_count(0)

@@ -196,6 +196,7 @@ export class App {
     const source = this.editor.source;
     this.editor.setErrors([]);
     this.controls.setStatus("starting");
+    this.output.unsay(); // "Could not reach the server" and the like are over
     this.controls.runButton.disabled = true;
     try {
       const device = this.boot.cuda ? this.deviceSelect.value : "cpu";

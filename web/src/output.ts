@@ -93,7 +93,7 @@ export class OutputView {
     if (above < 0 || above > this.root.clientHeight - notice.offsetHeight) this.root.scrollTop += above;
   }
 
-  /** Take back what {@link say} said. */
+  /** Take back what {@link say} said (a run starts: "Could not reach the server" is over). */
   unsay(): void {
     for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
   }

@@ -97,6 +97,9 @@ export function explainRunFailure(err: unknown, api: Api, say: (text: string) =>
     if (!token) return;
     api.token = token;
     retry();
+  } else if (err instanceof TypeError) {
+    // fetch's own failure ("Failed to fetch"): no answer at all, the server stopped or the network down
+    say("Could not reach the gradwalk server — is it still running? Your code is kept; press ▶ Run again once it is back.");
   } else {
     say(`Could not start the run: ${(err as Error).message}`);
   }
