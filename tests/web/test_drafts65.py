@@ -2,7 +2,8 @@
 
 The learner's own edits survive a reload, Back/Forward and the logo (web/src/drafts.ts), with
 a notice and Discard; ▶ Run pressed while the server is down says so in words and is cleared
-by the next run."""
+by the next run; a server killed mid-run and started again on the same database shows the run
+as crashed, in words (web/src/run-lost.ts)."""
 
 from __future__ import annotations
 
@@ -196,3 +197,46 @@ def test_run_pressed_while_the_server_is_down_says_so_in_words(own_page: Any, ow
     page.click("[data-gw=run]")
     page.wait_for_selector("[data-gw=status][data-state=ok]", timeout=60_000)
     expect(notice).to_have_count(0)
+
+
+TRAINING = """import time
+import torch
+
+w = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.01)
+for step in range(100000):
+    loss = ((w - 1) ** 2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.02)
+"""
+
+
+def test_a_server_restarted_mid_run_shows_the_run_crashed_in_words(
+    own_page: Any, own_server: LiveServer
+) -> None:
+    page = own_page
+    open_app(page)
+    page.evaluate("(src) => { window.gradwalk.editor.source = src; }", TRAINING)
+    page.click("[data-gw=run]")
+    page.wait_for_function("() => window.gradwalk.model.optimizerSteps.length >= 10", timeout=60_000)
+    expect(page.locator("[data-gw=status]")).to_have_attribute("data-state", "running")
+    relaunch(own_server, signal.SIGKILL)
+    status = page.locator("[data-gw=status]")
+    # it had read "ready" over "running on cpu…"
+    expect(status).to_have_attribute("data-state", "crashed", timeout=30_000)
+    expect(status).to_have_text("crashed")
+    steps = page.evaluate("() => window.gradwalk.model.optimizerSteps.length")
+    output = page.locator("[data-gw=output]")
+    expect(output.locator(".gw-run-status")).to_have_text("crashed · the server restarted while it ran")
+    expect(page.locator(NOTICE)).to_have_text(
+        f"The server restarted while this run was going; it was lost after {steps} optimizer steps. "
+        "Press ▶ Run to run it again."
+    )
+    assert "the run ended" not in output.inner_text()
+    # and ▶ Run runs it again
+    page.click("[data-gw=run]")
+    page.wait_for_function("() => window.gradwalk.model.optimizerSteps.length >= 3", timeout=60_000)
+    page.click("[data-gw=stop]")
+    expect(status).to_have_attribute("data-state", "cancelled")

@@ -19,6 +19,7 @@ import { PageTitle, runTitle } from "./page-title";
 import { PaneSplitters } from "./pane-splitters";
 import { PitfallMarks } from "./pitfalls";
 import { explainRunFailure, RunControls } from "./run-controls";
+import { sayStreamFailed } from "./run-lost";
 import { bindShareButtons, copyText } from "./share";
 import { ShortcutsDialog } from "./shortcuts";
 import { sameWalk, walkTo } from "./step-position";
@@ -241,10 +242,8 @@ export class App {
         onEnd: (reason, message) => {
           if (model !== this.model) return;
           this.stream = null;
-          if (reason === "failed") {
-            this.output.say(message ?? "The event stream failed.", "error");
-            this.controls.setStatus(model.finished?.status ?? "idle");
-          }
+          // the server restarted while the run went: it says how the run ended, and the page shows it so
+          if (reason === "failed") this.controls.setStatus(sayStreamFailed(model, message, this.output) ?? model.finished?.status ?? "idle");
         },
       },
       wsUrl,

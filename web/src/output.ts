@@ -93,6 +93,12 @@ export class OutputView {
     if (above < 0 || above > this.root.clientHeight - notice.offsetHeight) this.root.scrollTop += above;
   }
 
+  /** The run shown ended where the page could not see it (the server restarted while it ran): the status line says so, in place of "running on cpu…". */
+  endedUnseen(status: string, why: string): void {
+    this.root.dataset.status = status;
+    this.status.textContent = `${STATUS_WORDS[status as RunFinishedEvent["status"]] ?? status} · ${why}`;
+  }
+
   /** Take back what {@link say} said (a run starts: "Could not reach the server" is over). */
   unsay(): void {
     for (const old of this.notices.querySelectorAll("[data-said]")) old.remove();
