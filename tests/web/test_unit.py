@@ -186,6 +186,23 @@ SNIPPETS = {
     "    torch.det(m), torch.linalg.solve(m + 3 * torch.eye(3), m[0]), torch.linalg.cross(m[0], m[1]),\n"
     "    F.embedding_bag(torch.tensor([[0, 2]]), m), torch.complex(v, v).abs()]\n"
     "sum(p.sum() for p in parts).backward()\n",
+    # the tutorial's nn.Sequential fit (fewer steps), then weight[:, 0] in its last print:
+    # ops on a leaf after the loop are no call's graph (graph-calls.test.ts, hunt 65)
+    "sequential_fit": "import torch, math\nx = torch.linspace(-math.pi, math.pi, 2000)\ny = torch.sin(x)\n"
+    "p = torch.tensor([1, 2, 3])\nxx = x.unsqueeze(-1).pow(p)\n"
+    "model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Flatten(0, 1))\n"
+    "loss_fn = torch.nn.MSELoss(reduction='sum')\nlearning_rate = 1e-6\nfor t in range(20):\n"
+    "    y_pred = model(xx)\n    loss = loss_fn(y_pred, y)\n    model.zero_grad()\n    loss.backward()\n"
+    "    with torch.no_grad():\n        for param in model.parameters():\n"
+    "            param -= learning_rate * param.grad\nlinear_layer = model[0]\n"
+    "print(f'Result: y = {linear_layer.bias.item()} + {linear_layer.weight[:, 0].item()} x + "
+    "{linear_layer.weight[:, 1].item()} x^2 + {linear_layer.weight[:, 2].item()} x^3')\n",
+    # torch.func tutorial's jacobian by rows: autograd.grad per row, a new AccumulateGrad of xp each
+    "jacobian_rows": "import torch\nimport torch.nn.functional as F\nD = 16\nweight = torch.randn(D, D)\n"
+    "bias = torch.randn(D)\nx = torch.randn(D)\ndef predict(weight, bias, x):\n"
+    "    return F.linear(x, weight, bias).tanh()\nxp = x.clone().requires_grad_()\nunit_vectors = torch.eye(D)\n"
+    "def compute_jac(xp):\n    jacobian_rows = [torch.autograd.grad(predict(weight, bias, xp), xp, vec)[0] for vec in unit_vectors]\n"
+    "    return torch.stack(jacobian_rows)\njacobian = compute_jac(xp)\nprint(jacobian.shape)\n",
 }
 
 

@@ -2,8 +2,9 @@
 // graph per iteration, and every one of them feeds the same leaves: drawn together they fan
 // out of each AccumulateGrad (the PyTorch tutorial's fit by hand draws ten copies of one
 // iteration side by side). The picker in the graph's toolbar narrows the graph to one call:
-// the nodes that call ran, and any node no call ran (a graph built and never walked); the
-// stepper moving into another call, or a node of another call selected, moves the choice.
+// the nodes that call ran and the nodes they reach that no call ran (callGraph), not the ops
+// that only point into it (a later `weight[:, 0]`); the stepper moving into another call, or
+// a node of another call selected, moves the choice.
 // A run opens on its default (defaultCall): a loop's first call where every call copies one
 // graph too big to read ten times over, else every call.
 import { h } from "./dom";
@@ -22,12 +23,13 @@ function callsRecordedInFull(model: TraceModel): BackwardCall[] {
 
 /**
  * The grad_fn nodes the graph leaves out when it draws call `index` (a backward call's
- * index): those another call ran and this one did not. Empty when `index` is null or no
- * call of the run, or when every call ran the same nodes (`backward()` twice on one graph).
+ * index): every node but those of that call's graph (callGraph). Empty when `index` is null
+ * or no call of the run, or when there is no call to choose (one call, or every call ran the
+ * same nodes: `backward()` twice on one graph).
  */
 export function nodesOutsideCall(model: TraceModel, index: number | null): ReadonlySet<number> {
   // the graph and the tape both ask, once per choice and per call the run adds
-  const key = `${index}:${model.timeline.length}`;
+  const key = `${index}:${model.timeline.length}:${model.nodes.size}`;
   const kept = outsideMemo.get(model);
   if (kept?.key === key) return kept.nodes;
   const nodes = outsideOf(model, index);
@@ -40,12 +42,34 @@ const outsideMemo = new WeakMap<TraceModel, { key: string; nodes: ReadonlySet<nu
 function outsideOf(model: TraceModel, index: number | null): Set<number> {
   const outside = new Set<number>();
   const chosen = index === null ? undefined : model.backward(index);
-  if (!chosen || chosen.byNode.size === 0) return outside;
-  for (const call of callsRecordedInFull(model)) {
-    if (call === chosen) continue;
-    for (const node of call.byNode.keys()) if (!chosen.byNode.has(node)) outside.add(node);
-  }
+  if (!chosen || chosen.byNode.size === 0 || !callsToPick(model).length) return outside;
+  const own = callGraph(model, chosen);
+  for (const node of model.nodes.keys()) if (!own.has(node)) outside.add(node);
   return outside;
+}
+
+/**
+ * The grad_fn nodes of call `call`'s graph: those it ran, and those its nodes' edges reach
+ * that no call ran (the AccumulateGrad of a leaf that `autograd.grad` asked about, whose
+ * gradient it returned rather than ran into `.grad`; a branch it did not need). A node no
+ * call's graph holds is no call's: an op on a leaf after the loop (the tutorial's
+ * `weight[:, 0]` in its last print) points into the leaf's AccumulateGrad but built no part
+ * of the call's graph, and another call's AccumulateGrad of the same leaf is that call's.
+ */
+export function callGraph(model: TraceModel, call: BackwardCall): ReadonlySet<number> {
+  const ranByAny = new Set<number>();
+  for (const other of callsRecordedInFull(model)) for (const node of other.byNode.keys()) ranByAny.add(node);
+  const own = new Set<number>(call.byNode.keys());
+  const todo = [...own];
+  while (todo.length) {
+    const node = model.node(todo.pop()!);
+    for (const edge of node?.edges ?? []) {
+      if (edge.node === null || own.has(edge.node) || ranByAny.has(edge.node) || !model.nodes.has(edge.node)) continue;
+      own.add(edge.node);
+      todo.push(edge.node);
+    }
+  }
+  return own;
 }
 
 /** The calls worth a choice: those recorded in full, when at least two ran different nodes. */
@@ -117,11 +141,14 @@ export function followStepper(model: TraceModel, state: ViewState): GraphCall {
 }
 
 /** The choice of call once node `nodeId` is selected (the tensor it made, on the tape; the
- * inspector): the first call that ran it, where the call drawn did not. */
+ * inspector): where the call drawn leaves it out, the first call whose graph holds it, else
+ * every call (an op no call's graph holds: a graph built and never walked). */
 export function followSelection(model: TraceModel, graphCall: GraphCall, nodeId: number): GraphCall {
   const drawn = drawnCall(model, graphCall);
-  if (drawn === null || model.backward(drawn)?.byNode.has(nodeId) !== false) return graphCall;
-  return callsRecordedInFull(model).find((call) => call.byNode.has(nodeId))?.index ?? graphCall;
+  if (drawn === null || !nodesOutsideCall(model, drawn).has(nodeId)) return graphCall;
+  const ran = callsRecordedInFull(model).find((call) => call.byNode.has(nodeId));
+  if (ran) return ran.index;
+  return callsRecordedInFull(model).find((call) => callGraph(model, call).has(nodeId))?.index ?? "all";
 }
 
 /**

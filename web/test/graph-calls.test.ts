@@ -1,6 +1,6 @@
 // The graph of one backward() call, from real recorded traces: the nodes another call ran
-// are left out, with their edges and the module groups they leave empty; the shared leaves
-// and anything no call ran stay.
+// are left out, with their edges and the module groups they leave empty, and so are the ops
+// that only point into the call's graph (a print after the loop); the shared leaves stay.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { buildGraph } from "../src/graph-build";
@@ -117,4 +117,56 @@ test("a call opened from a chart draws its own graph only where there are severa
   assert.equal(graphCallFor(model("accumulate_loop"), 2), 2);
   assert.equal(graphCallFor(model("retain_graph"), 1), null);
   assert.equal(graphCallFor(model("cubic"), 0), null);
+});
+
+// hunt 65: a call's graph is what that call walked, not every op that points into it
+const drawnNodes = (m: TraceModel, call: number) =>
+  buildGraph(m, { showSaved: false, collapsed: new Set(), hidden: nodesOutsideCall(m, call) })
+    .nodes.filter((n) => n.node !== undefined)
+    .map((n) => n.node!);
+
+test("sequential_fit: call 1's graph leaves out the weight[:, 0] selects of the print after the loop", () => {
+  const m = model("sequential_fit");
+  const selects = [...m.nodes.values()].filter((n) => n.name === "SelectBackward0");
+  assert.equal(selects.length, 3); // weight[:, 0], [:, 1], [:, 2] in the last print, walked by no call
+  for (const s of selects) assert.ok(!m.backwards.some((c) => c.byNode.has(s.id)));
+  const call = m.backwards[0];
+  const drawn = drawnNodes(m, 0);
+  assert.deepEqual(drawn.sort(), [...call.byNode.keys()].sort()); // exactly the nodes it ran
+  assert.ok(!names(m, drawn).includes("SelectBackward0"));
+  // its two leaves, each once, under the AccumulateGrad the call ran
+  const built = buildGraph(m, { showSaved: false, collapsed: new Set(), hidden: nodesOutsideCall(m, 0) });
+  assert.equal(built.nodes.filter((n) => n.kind === "param").length, 2);
+  // the tape greys the print's ops for call 1; every call's graph still draws them
+  for (const s of selects) assert.ok(nodesOutsideCall(m, 0).has(s.id));
+  assert.equal(buildGraph(m, { showSaved: false, collapsed: new Set() }).nodes.filter((n) => n.node !== undefined && m.node(n.node)?.name === "SelectBackward0").length, 3);
+  // selecting one (its tape row) draws every call, the one graph that holds it
+  assert.equal(followSelection(m, 0, selects[0].id), "all");
+  assert.equal(followSelection(m, null, selects[0].id), "all");
+});
+
+test("jacobian_rows: each autograd.grad call draws its own graph and the one AccumulateGrad of xp it reached", () => {
+  const m = model("jacobian_rows");
+  const calls = callsToPick(m);
+  assert.equal(calls.length, 10); // 16 rows, the first 10 recorded in full
+  const accs = [...m.nodes.values()].filter((n) => n.name === "AccumulateGrad");
+  assert.equal(accs.length, 10); // a new one per row: the graph before it was freed
+  for (const call of calls) {
+    const drawn = drawnNodes(m, call.index);
+    const ran = [...call.byNode.keys()];
+    assert.ok(!ran.some((n) => m.node(n)?.name === "AccumulateGrad")); // autograd.grad runs none
+    // the nodes it ran, and the one AccumulateGrad their edges reach
+    const accDrawn = drawn.filter((n) => m.node(n)?.name === "AccumulateGrad");
+    assert.equal(accDrawn.length, 1, `call ${call.index + 1}`);
+    assert.deepEqual(drawn.filter((n) => m.node(n)?.name !== "AccumulateGrad").sort(), ran.sort());
+    const reached = ran.flatMap((n) => m.node(n)!.edges.map((e) => e.node));
+    assert.ok(reached.includes(accDrawn[0]));
+    // and the leaf xp once
+    const built = buildGraph(m, { showSaved: false, collapsed: new Set(), hidden: nodesOutsideCall(m, call.index) });
+    assert.equal(built.nodes.filter((n) => n.kind === "leaf").length, 1);
+    assert.equal(built.edges.filter((e) => e.kind === "acc").length, 1);
+  }
+  // another call's AccumulateGrad selected moves the choice to that call
+  const third = drawnNodes(m, 2).find((n) => m.node(n)?.name === "AccumulateGrad")!;
+  assert.equal(followSelection(m, 0, third), 2);
 });
