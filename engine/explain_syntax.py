@@ -39,7 +39,14 @@ _CELL_LABEL = re.compile(r"\s*(In|Out)\s*\[\s*\d*\s*\]:")
 
 def syntax_hint(exc: SyntaxError, source_lines: list[str]) -> str | None:
     """The hint for ``exc``, raised compiling the snippet whose lines are ``source_lines``;
-    ``None`` where its cause is not one of pasting."""
+    ``None`` where its cause is not one of pasting.
+
+    >>> try:
+    ...     compile("y = x – 1", "snippet.py", "exec")
+    ... except SyntaxError as exc:
+    ...     print(syntax_hint(exc, ["y = x – 1"]))
+    A dash – came with the paste (word processors, PDFs and chat apps write them): Python needs a minus sign -. Retype it on line 1.
+    """
     line = exc.lineno
     text = source_lines[line - 1] if line is not None and 0 < line <= len(source_lines) else ""
     return (

@@ -32,9 +32,11 @@ __all__ = [
     "find_name",
     "frame_scopes",
     "is_a",
+    "is_argument",
     "line_matching",
     "loops_around",
     "name_in",
+    "nameless",
     "outer_name",
     "outer_scopes",
     "quoted_code",
@@ -261,10 +263,24 @@ def caller_name(obj: Any, local: str | None, frame: FrameType, leaf: bool) -> st
     runs: a tensor met first as ``def nll(input, target)``'s ``input`` was made outside,
     where the caller may have a name for it (``pred``, in each iteration of a training loop:
     NOTE [Outer names win]). ``None`` otherwise."""
-    code = frame.f_code
-    if leaf or (local is not None and local in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]):
+    if leaf or is_argument(local, frame):
         return outer_name(obj, frame)
     return None
+
+
+def is_argument(name: str | None, frame: FrameType) -> bool:
+    """Whether ``name`` is one of the arguments of the function ``frame`` runs."""
+    code = frame.f_code
+    return name is not None and name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+
+
+def nameless(obj: Any, name: str, frame: FrameType) -> bool:
+    """Whether function ``frame``'s local ``name`` for ``obj``, a tensor an op made, names
+    nothing: where an outer scope binds ``name`` to another tensor (NOTE [A local name that
+    hides another tensor]), or ``name`` is an argument the caller gave without a name of its
+    own (``P3(c + d * x)``'s ``input`` read ``add c, d * x → input`` at a line with no
+    ``input``; the expression is the better label)."""
+    return shadowed(obj, name, frame) or is_argument(name, frame)
 
 
 def shadowed(obj: Any, name: str, frame: FrameType) -> bool:

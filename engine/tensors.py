@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .held_places import held_places
-from .source import SNIPPET_FILENAME, bound_name, caller_name, is_a, shadowed, snippet_frame, snippet_frames
+from .source import SNIPPET_FILENAME, bound_name, caller_name, is_a, nameless, snippet_frame, snippet_frames
 from .tensor_facts import DEVICE_NAMES, DTYPE_NAMES, autograd_of, device_name, dtype_name, version_of
 from .values import has_storage, same_view, shape_list, to_value
 
@@ -227,8 +227,8 @@ class TensorTable:
         outer = caller_name(t, name, frame, leaf)
         if outer is not None:
             return outer
-        if not leaf and name is not None and shadowed(t, name, frame):
-            return None  # NOTE [A local name that hides another tensor]
+        if not leaf and name is not None and nameless(t, name, frame):
+            return None
         self._local.add(tid)
         return name
 

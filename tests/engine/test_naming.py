@@ -513,3 +513,34 @@ for i in range(3):
     names = list(q.tensor_names(record(source)).values())
     assert names.count("pred") == 3 and names.count("logits") == 3, names
     assert "input" not in names and "x" not in names, names
+
+
+def test_a_computed_argument_the_caller_gave_no_name_takes_no_name_from_the_parameter() -> None:
+    # the Legendre tutorial's P3(c + d * x) read `add c, d * x → input` at a line with no
+    # `input` (its Function's forward(ctx, input)); the expression is the label (hunt 65)
+    source = """
+import torch
+class P3(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return 0.5 * (5 * input ** 3 - 3 * input)
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, = ctx.saved_tensors
+        return grad_output * 1.5 * (5 * input ** 2 - 1)
+x = torch.linspace(-1, 1, 5)
+c = torch.tensor(0.5, requires_grad=True)
+d = torch.tensor(-0.3, requires_grad=True)
+y_pred = P3.apply(c + d * x)
+def double(t):
+    return t * 2
+z = double(c * 3)
+(y_pred.sum() + z).backward()
+"""
+    trace = record(source)
+    names = q.tensor_names(trace)
+    assert "input" not in names.values() and "t" not in names.values(), names
+    assert {"x", "c", "d", "y_pred", "z"} <= set(names.values()), names
+    plain = plain_grads(source, ["c", "d"])
+    assert all(q.final_grads(trace)[n] == plain[n][0] for n in ("c", "d")), (q.final_grads(trace), plain)
