@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Example", "comment_title", "load_examples", "title_for"]
+__all__ = ["Example", "comment_title", "first_code_line", "load_examples", "title_for"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,21 @@ def title_for(source: str, examples: list[Example]) -> str | None:
         if title:
             return title
     return None
+
+
+_IMPORT = re.compile(r"^(import|from)\s")
+#: The longest first line :func:`first_code_line` gives whole; a longer one is cut, ending "…".
+FIRST_LINE_MAX = 80
+
+
+def first_code_line(source: str) -> str:
+    """Name a snippet with no title (the recent runs list, ``RunSummary.first_line``): its first
+    line of code that is not an import (``import torch`` would name almost every run), else its
+    first import, else ""; comments and blank lines are skipped, and a line over
+    ``FIRST_LINE_MAX`` characters is cut, ending in "…"."""
+    code = [s for s in (line.strip() for line in source.split("\n")) if s and not s.startswith("#")]
+    line = next((s for s in code if not _IMPORT.match(s)), code[0] if code else "")
+    return line if len(line) <= FIRST_LINE_MAX else line[: FIRST_LINE_MAX - 1].rstrip() + "…"
 
 
 # a file's encoding line (PEP 263): `# -*- coding: utf-8 -*-`, `# coding: utf-8`

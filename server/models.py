@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engine.events import Counts
 
+from .library import first_code_line
 from .live import LiveRun
 from .storage import RunRecord
 
@@ -124,6 +125,11 @@ class RunSummary(BaseModel):
     finished_at: datetime | None = None
     device: str
     title: str | None = None
+    first_line: str = Field(
+        default="",
+        description="the source's first line of code that is not an import (else its first import; "
+        "at most 80 characters), to name a run with no title, as the web app's recent runs list does",
+    )
     message: str = Field(default="", description="why the run ended, when it did not end ok")
     counts: Counts | None = None
     event_count: int = Field(description="events so far (all of them once finished)")
@@ -203,6 +209,7 @@ def _fields(run: LiveRun | RunRecord) -> dict[str, Any]:
         "finished_at": _time(run.finished_at),
         "device": run.device,
         "title": run.title,
+        "first_line": first_code_line(run.source),
         "message": run.message,
         "counts": Counts.model_validate(run.counts) if run.counts else None,
         "event_count": count,
@@ -211,7 +218,7 @@ def _fields(run: LiveRun | RunRecord) -> dict[str, Any]:
 
 
 def run_summary(run: LiveRun | RunRecord) -> RunSummary:
-    """Describe a live or stored run without its source."""
+    """Describe a live or stored run without its source (its first line of code stands for it)."""
     return RunSummary(**_fields(run))
 
 

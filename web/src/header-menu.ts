@@ -49,8 +49,12 @@ function runControlsWidth(header: HTMLElement): number {
 function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
   const classroom = header.querySelector<HTMLElement>(".gw-classroom");
   const more = header.querySelector<HTMLElement>(".gw-more");
+  // "Recent runs…" (recent-runs.ts) folds first: the row keeps the other tools where it has no
+  // room for it too (1440 px), and it waits under "More", where the tools fold
+  const recent = tools.querySelector<HTMLElement>("[data-gw=recent-runs]");
   let toolsWidth = 0;
   let classroomWidth = 0;
+  let recentWidth = 0;
   const fit = () => {
     const phone = window.innerWidth <= PHONE_MAX;
     const style = getComputedStyle(header);
@@ -58,12 +62,17 @@ function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
     const room = header.clientWidth - (parseFloat(style.paddingLeft) || 0) - (parseFloat(style.paddingRight) || 0);
     const row = widthOf(header.querySelector(".gw-brand")) + runControlsWidth(header) + 3 * gap;
     classroomWidth = widthOf(classroom) || classroomWidth;
-    const shown = [...tools.children].filter((el) => el !== classroom && widthOf(el) > 0);
+    recentWidth = widthOf(recent) || recentWidth;
+    const shown = [...tools.children].filter((el) => el !== classroom && el !== recent && widthOf(el) > 0);
     const toolsGap = parseFloat(getComputedStyle(tools).columnGap) || 0;
     if (shown.length) toolsWidth = shown.reduce((sum, el) => sum + widthOf(el), 0) + toolsGap * (shown.length - 1);
     const crowded = !phone && over(row + classroomWidth + toolsWidth, room, header.dataset.crowded !== undefined);
     if (crowded) header.dataset.crowded = "";
     else delete header.dataset.crowded;
+    const folded = phone || crowded || document.documentElement.dataset.presenter === "on"; // the tools under "More"
+    const recentOut = !folded && over(row + classroomWidth + toolsWidth + toolsGap + recentWidth, room, header.dataset.recent === "out");
+    if (recentOut) header.dataset.recent = "out";
+    else delete header.dataset.recent;
     if (!classroom || !more) return;
     const squeezed = classroom.parentElement === tools;
     const moreShown = widthOf(more) > 0; // crowded, presenter type or a phone (CSS)

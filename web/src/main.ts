@@ -5,6 +5,7 @@
 import "./styles/app.css";
 import { App } from "./app";
 import type { Bootstrap } from "./api";
+import { bindRecentRuns } from "./recent-runs";
 import { mountTeaching } from "./teaching";
 import { initTheme } from "./theme";
 
@@ -25,5 +26,6 @@ const root = document.getElementById("gradwalk");
 if (root) {
   const app = new App(root, bootstrap());
   window.gradwalk = app;
+  bindRecentRuns(app);
   mountTeaching(app, app.start());
 }
