@@ -49,12 +49,8 @@ function runControlsWidth(header: HTMLElement): number {
 function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
   const classroom = header.querySelector<HTMLElement>(".gw-classroom");
   const more = header.querySelector<HTMLElement>(".gw-more");
-  // "Recent runs…" (recent-runs.ts) folds first: the row keeps the other tools where it has no
-  // room for it too (1440 px), and it waits under "More", where the tools fold
-  const recent = tools.querySelector<HTMLElement>("[data-gw=recent-runs]");
   let toolsWidth = 0;
   let classroomWidth = 0;
-  let recentWidth = 0;
   const fit = () => {
     const phone = window.innerWidth <= PHONE_MAX;
     const style = getComputedStyle(header);
@@ -62,17 +58,12 @@ function watchCrowding(header: HTMLElement, tools: HTMLElement): void {
     const room = header.clientWidth - (parseFloat(style.paddingLeft) || 0) - (parseFloat(style.paddingRight) || 0);
     const row = widthOf(header.querySelector(".gw-brand")) + runControlsWidth(header) + 3 * gap;
     classroomWidth = widthOf(classroom) || classroomWidth;
-    recentWidth = widthOf(recent) || recentWidth;
-    const shown = [...tools.children].filter((el) => el !== classroom && el !== recent && widthOf(el) > 0);
+    const shown = [...tools.children].filter((el) => el !== classroom && widthOf(el) > 0);
     const toolsGap = parseFloat(getComputedStyle(tools).columnGap) || 0;
     if (shown.length) toolsWidth = shown.reduce((sum, el) => sum + widthOf(el), 0) + toolsGap * (shown.length - 1);
     const crowded = !phone && over(row + classroomWidth + toolsWidth, room, header.dataset.crowded !== undefined);
     if (crowded) header.dataset.crowded = "";
     else delete header.dataset.crowded;
-    const folded = phone || crowded || document.documentElement.dataset.presenter === "on"; // the tools under "More"
-    const recentOut = !folded && over(row + classroomWidth + toolsWidth + toolsGap + recentWidth, room, header.dataset.recent === "out");
-    if (recentOut) header.dataset.recent = "out";
-    else delete header.dataset.recent;
     if (!classroom || !more) return;
     const squeezed = classroom.parentElement === tools;
     const moreShown = widthOf(more) > 0; // crowded, presenter type or a phone (CSS)
@@ -103,7 +94,7 @@ export function bindHeaderMenu(header: HTMLElement | null): void {
   button.addEventListener("click", () => set(button.getAttribute("aria-expanded") !== "true"));
   tools.addEventListener("click", (ev) => {
     // a button or link did its work (a dialog opens, a link is copied): the menu's job is done;
-    // "Open trace…" is a label for a file input, closed once a file is picked (below)
+    // a room's "Open trace…" is a label for a file input, closed once a file is picked (below)
     if ((ev.target as Element).closest("button, a")) set(false);
   });
   // First, before the tool acts: the focus goes back to More as the tool hides with the menu,

@@ -1,6 +1,8 @@
-// "Recent runs…" in the header's tools (under "More" where the header is crowded): a dialog
+// "Open…" in the header's tools (under "More" where the header is crowded): a dialog
 // listing this server's latest runs (GET /api/runs), newest first, each with its title (or
-// its first line of code), its status, when it was made and its counts. A row is a link to
+// its first line of code), its status, when it was made and its counts, and under them the
+// header's "Open a trace file…" (one tool for both, so the header's row at 1440 px has room
+// for it; a room's page keeps the file's own tool and has no list). A row is a link to
 // `?run=ID`: Enter or a click opens the run as that link would (Back returns to the run
 // before), Ctrl/⌘-click opens it in a new tab, ↑ ↓ Home End move between the rows. The run
 // open now is marked. A room's page has no list: its viewers follow the presenter, and the
@@ -93,16 +95,30 @@ export class RecentRuns {
     this.dialog = h(
       "dialog",
       { class: "gw-dialog gw-recent-dialog", "aria-labelledby": "gw-recent-title", data: { gw: "recent-dialog" } },
-      h("div", { class: "gw-dialog-head" }, h("h2", { id: "gw-recent-title", text: "Recent runs" }), close),
+      h("div", { class: "gw-dialog-head" }, h("h2", { id: "gw-recent-title", text: "Open a run" }), close),
       h("p", { class: "gw-dialog-intro", text: "The latest runs on this server, newest first: anyone's who ran code here, not only yours." }),
       h("div", { class: "gw-recent-state" }, this.note, this.retry),
       this.list,
+      this.traceFile(),
     );
     this.dialog.addEventListener("click", (ev) => {
       if (ev.target === this.dialog) this.dialog.close(); // a click on the backdrop
     });
     this.list.addEventListener("keydown", (ev) => this.onKey(ev));
     app.root.append(this.dialog);
+  }
+
+  /**
+   * The header's trace file tool, taken into the dialog under the list ("Open a trace
+   * file…"): picking a file closes the dialog, as the app loads it (trace-file.ts).
+   */
+  private traceFile(): HTMLElement | null {
+    const label = this.app.root.querySelector<HTMLLabelElement>(".gw-header .gw-file");
+    if (!label) return null;
+    for (const node of [...label.childNodes]) if (node.nodeType === Node.TEXT_NODE) node.remove();
+    label.prepend("Open a trace file…");
+    label.querySelector("input")?.addEventListener("change", () => this.dialog.close());
+    return h("div", { class: "gw-recent-foot" }, label, h("span", { text: "a trace recorded with gradwalk record" }));
   }
 
   /** Open the dialog and fetch the list afresh. */
@@ -202,7 +218,8 @@ export class RecentRuns {
   }
 }
 
-/** Wire the header's "Recent runs…" (none on a room's page: the button is hidden there). */
+/** Wire the header's "Open…" (none on a room's page: the button is hidden there, and the
+ * header keeps its "Open trace…"). */
 export function bindRecentRuns(app: App): RecentRuns | null {
   const button = app.root.querySelector<HTMLButtonElement>("[data-gw=recent-runs]");
   if (!button) return null;
