@@ -252,6 +252,20 @@ def record_in_full(page: Any, card: Any, status: str = "ok") -> None:
     wait_graph(page)
 
 
+def run_id(page: Any) -> str:
+    """The id of the run the app shows ("None" where none)."""
+    return str(page.evaluate("() => window.gradwalk.runId"))
+
+
+def shown(page: Any, run: str, address: bool = True) -> None:
+    """Wait until run ``run`` is on screen, its graph laid out, and (``address``) the address
+    bar names it."""
+    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=run)
+    if address:
+        page.wait_for_function("(id) => new URLSearchParams(location.search).get('run') === id", arg=run)
+    wait_graph(page)
+
+
 def wait_graph(page: Any) -> dict[str, Any]:
     """Wait until the graph shows every node of the model and has been laid out."""
     page.wait_for_function(

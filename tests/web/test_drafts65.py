@@ -17,7 +17,7 @@ import pytest
 from tests.server.harness import LiveServer
 from tests.server.lesson_traces import LESSONS
 
-from .conftest import expect, open_app, run_source, wait_graph
+from .conftest import expect, open_app, run_id, run_source, shown
 from .lessons_served import CARD
 
 pytestmark = pytest.mark.browser
@@ -27,16 +27,6 @@ SNIPPET_B = "# Snippet B\nimport torch\n\nx = torch.tensor(2.0, requires_grad=Tr
 RESTORED = "Your unsaved edits were restored."
 NOTICE = "[data-gw=output] .gw-notice[data-said]"
 SOURCE = "() => window.gradwalk.editor.source"
-
-
-def run_id(page: Any) -> str:
-    return str(page.evaluate("() => window.gradwalk.runId"))
-
-
-def shown(page: Any, run: str) -> None:
-    """Wait until run ``run`` is on screen with its graph laid out."""
-    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=run)
-    wait_graph(page)
 
 
 def type_at_end(page: Any, text: str) -> None:
@@ -56,7 +46,7 @@ def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(page: A
     a = run_id(page)
     type_at_end(page, "print('mine')")
     page.reload()
-    shown(page, a)
+    shown(page, a, address=False)
     # the learner's text, not the run's: the reload had put the run's code back over it
     source_is(page, SNIPPET_A + "print('mine')")
     notice = page.locator(NOTICE)
@@ -67,7 +57,7 @@ def test_edits_after_a_run_come_back_on_reload_with_a_notice_and_discard(page: A
     expect(notice).to_have_count(0)
     # discarded for good: a reload shows the run's code, and says nothing
     page.reload()
-    shown(page, a)
+    shown(page, a, address=False)
     source_is(page, SNIPPET_A)
     page.wait_for_timeout(300)
     expect(page.locator(NOTICE)).to_have_count(0)
@@ -81,17 +71,17 @@ def test_back_and_forward_bring_back_each_runs_draft_and_a_run_of_it_drops_it(pa
     page.click("[data-gw=run]")  # the edits are run: the new run is their saved state
     page.wait_for_function("(id) => window.gradwalk.runId !== id", arg=a)
     b = run_id(page)
-    shown(page, b)
+    shown(page, b, address=False)
     page.go_back()
-    shown(page, a)
+    shown(page, a, address=False)
     source_is(page, SNIPPET_A)  # A's draft went with the run of it
     expect(page.locator(NOTICE)).to_have_count(0)
     type_at_end(page, "print('not run')")
     page.go_forward()
-    shown(page, b)
+    shown(page, b, address=False)
     source_is(page, SNIPPET_A + "print('ran')")
     page.go_back()
-    shown(page, a)
+    shown(page, a, address=False)
     source_is(page, SNIPPET_A + "print('not run')")
     expect(page.locator(NOTICE)).to_contain_text(RESTORED)
 
@@ -130,7 +120,7 @@ def test_a_lesson_opened_again_starts_from_its_code(page: Any) -> None:
             "(src) => window.gradwalk.model.source === src && window.gradwalk.runId", arg=lesson.source
         )
         run = run_id(page)
-        shown(page, run)
+        shown(page, run, address=False)
         return run
 
     run = open_lesson()
@@ -140,7 +130,7 @@ def test_a_lesson_opened_again_starts_from_its_code(page: Any) -> None:
     source_is(page, lesson.source)
     expect(page.locator(NOTICE)).to_have_count(0)
     page.reload()  # and the edits do not come back later either
-    shown(page, run)
+    shown(page, run, address=False)
     source_is(page, lesson.source)
     page.wait_for_timeout(300)
     expect(page.locator(NOTICE)).to_have_count(0)

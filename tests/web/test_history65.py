@@ -11,7 +11,7 @@ import pytest
 
 from tests.server.lesson_traces import LESSONS
 
-from .conftest import expect, open_app, run_source, wait_graph
+from .conftest import expect, open_app, run_id, run_source, shown, wait_graph
 from .lessons_served import CARD, numbered
 
 pytestmark = pytest.mark.browser
@@ -20,17 +20,6 @@ SNIPPETS = [
     f"# Snippet {name}\nimport torch\n\nx = torch.tensor({value}, requires_grad=True)\n(x * x).backward()\n"
     for name, value in (("A", 1.0), ("B", 2.0), ("C", 3.0))
 ]
-
-
-def run_id(page: Any) -> str:
-    return str(page.evaluate("() => window.gradwalk.runId"))
-
-
-def shown(page: Any, run: str) -> None:
-    """Wait until run ``run`` is on screen, its graph laid out, and the address bar names it."""
-    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=run)
-    page.wait_for_function("(id) => new URLSearchParams(location.search).get('run') === id", arg=run)
-    wait_graph(page)
 
 
 def three_runs(page: Any) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import expect, open_app, phone_page, run_source, shot, wait_graph
+from .conftest import expect, open_app, phone_page, run_id, run_source, shot, shown
 
 pytestmark = pytest.mark.browser
 
@@ -24,17 +24,6 @@ BROKEN = "import torch\n\nw = torch.ones(2, requires_grad=True)\ny = w * 2\nloss
 
 DIALOG = "[data-gw=recent-dialog]"
 ROWS = f"{DIALOG} a.gw-recent-run"
-
-
-def run_id(page: Any) -> str:
-    return str(page.evaluate("() => window.gradwalk.runId"))
-
-
-def shown(page: Any, run: str) -> None:
-    """Wait until run ``run`` is on screen, its graph laid out, and the address bar names it."""
-    page.wait_for_function("(id) => window.gradwalk.runId === id", arg=run)
-    page.wait_for_function("(id) => new URLSearchParams(location.search).get('run') === id", arg=run)
-    wait_graph(page)
 
 
 def open_list_by_keyboard(page: Any) -> None:
