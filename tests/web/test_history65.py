@@ -104,9 +104,12 @@ def open_lesson(page: Any, lesson: str) -> str:
     page.click("[data-gw=lessons]")
     page.click(f".gw-lesson-tile[data-lesson={lesson}]")
     expect(page.locator(CARD)).to_have_attribute("data-lesson", lesson)
+    # the lesson's own run shown, remembered as its run: lesson 1's code is an example's too, so
+    # the example's run shown before already had its source (a reload then lost the card)
     page.wait_for_function(
-        "(src) => window.gradwalk.model.source === src && window.gradwalk.runId !== null",
-        arg=next(item.source for item in LESSONS if item.id == lesson),
+        """([src, lesson]) => window.gradwalk.model.source === src && window.gradwalk.runId !== null
+            && JSON.parse(sessionStorage.getItem("gradwalk-lesson-runs") ?? "{}")[window.gradwalk.runId] === lesson""",
+        arg=[next(item.source for item in LESSONS if item.id == lesson), lesson],
     )
     run = run_id(page)
     shown(page, run)
