@@ -28,8 +28,9 @@ def environment_hint(exc: BaseException, text: str, source_lines: list[str] | No
         return _NO_GPU_HINT
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return _missing_package_hint(exc.name.split(".")[0])
-    if _missing_file(exc, text):
-        return _missing_file_hint(_missing_file(exc, text) or "")
+    missing = _missing_file(exc, text)
+    if missing:
+        return _missing_file_hint(missing)
     if _network_error(exc, text) and not _can_open_sockets():
         return _NO_NETWORK_HINT
     if "Read-only file system" in text:

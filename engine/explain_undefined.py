@@ -124,13 +124,14 @@ def _not_imported(name: str) -> str | None:
 
 def _misspelt(name: str, source_lines: list[str], frame: FrameType | None) -> str | None:
     """A name close to ``name`` that code at the error sees (Python's terminal's "Did you mean")."""
-    known = set(visible_names(frame)) | set(dir(builtins)) | set(_bindings(source_lines))
+    bindings = _bindings(source_lines)
+    known = set(visible_names(frame)) | set(dir(builtins)) | set(bindings)
     known.discard(name)
     same = [k for k in known if k.lower() == name.lower()]
     close = same or difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     if not close or close[0].startswith("__"):
         return None
-    where = _bindings(source_lines).get(close[0])
+    where = bindings.get(close[0])
     at = f" (line {where[0].line})" if where else ""
     return f"Did you mean '{close[0]}'{at}? '{name}' is not defined anywhere the code at this line can see."
 

@@ -231,11 +231,8 @@ class _SeenCounts:
         named one in the run's last second (an op past the op limit sends none: a line from
         long before is not where it was)."""
         recent = self._line if self._line is not None and self.t_now() - self._line_t <= 1.0 else None
-        code = (
-            source_lines(source)[recent - 1]
-            if recent is not None and recent <= len(source_lines(source))
-            else None
-        )
+        lines = source_lines(source) if recent is not None else []
+        code = lines[recent - 1] if recent is not None and recent <= len(lines) else None
         return outcome.progress_when_stopped(self.optimizer_steps, self.backward_calls, recent, code)
 
     def duration_s(self) -> float:
